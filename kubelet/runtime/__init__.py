@@ -1,0 +1,1 @@
+"""Driving the container runtime toward pod specs (pure decisions and CRI plumbing)."""

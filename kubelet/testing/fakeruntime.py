@@ -1,0 +1,1031 @@
+"""FakeRuntime: a real grpclib CRI server that keeps pods and containers in memory.
+
+It speaks CRI v1 (both ``runtime.v1.RuntimeService`` and ``runtime.v1.ImageService``)
+over a unix socket, so the kubelet's real clients talk to it exactly as to containerd.
+It exists for deterministic fault-injection tests; it never replaces the containerd
+tests.
+
+In-process (the usual way; ``autojump_clock`` stays exact because the server runs on
+the same trio-asyncio loop)::
+
+    async with trio_asyncio.open_loop():
+        fake = FakeRuntime()
+        async with fake.serve(tmp_path / "cri.sock"):
+            async with kubelet.cri.connect(fake.endpoint) as (runtime, images):
+                ...
+
+As a process (for running the ``kubelet`` binary against it)::
+
+    python -m kubelet.testing.fakeruntime --listen unix:///tmp/fake.sock
+
+What it models
+--------------
+* Sandboxes: READY after RunPodSandbox, NOTREADY after StopPodSandbox (which also kills
+  their containers). IPs come from ``ip_pool`` (10.88.0.0/16 by default); a sandbox
+  with host networking (``namespace_options.network == NODE``) has no IP. The sandbox
+  image must be present.
+* Containers: CREATED → RUNNING → EXITED with exit code, reason (Completed, Error,
+  OOMKilled, StartError), created/started/finished times in ns; ``metadata.attempt``
+  kept; names are reserved per sandbox like containerd. What a container does once
+  started is a ``ContainerBehaviour`` chosen by ``behave(...)``: run until stopped
+  (default), exit after N seconds with a code, be OOM-killed, ignore SIGTERM (so
+  StopContainer waits its full timeout), take N seconds to stop, fail to start, write
+  log lines.
+* Images: a present set (busybox and pause by default). PullImage succeeds only for
+  references in ``pullable`` (the node has no registry), failing otherwise the way
+  containerd does (gRPC UNKNOWN, "failed to pull and unpack image ...").
+* ExecSync: scripted with ``script_exec`` (exit code, stdout, stderr, latency, hang);
+  a script slower than the request's timeout answers DEADLINE_EXCEEDED like containerd.
+* Logs: on start, a CRI-format log file at ``log_directory/log_path`` with the
+  behaviour's lines (see ``kubelet.cri.logformat``).
+* Filters on ListContainers / ListPodSandbox / the stats lists: id (or unique id
+  prefix), state, sandbox id, label selector.
+
+Fault injection
+---------------
+``fake.faults`` is a ``FaultPlan``: per-RPC error (any gRPC status), added latency,
+hang until cancelled, fail the next N calls, crash the server when an RPC arrives.
+``await fake.crash()`` / ``await fake.restart()`` take the whole server down (in-flight
+calls break, the socket disappears) and bring it back with its state, as a containerd
+restart would. ``exit_container(id, code)`` and ``oom_kill(id)`` end a container now.
+
+Call log
+--------
+``fake.calls`` records every call in arrival order: RPC name, key arguments (ids,
+names, timeouts, images), the Trio clock time it arrived and finished, and its
+outcome ("ok", a gRPC status name, or "cancelled"). ``fake.rpcs()`` lists the names.
+Same test, same result, every run: there is no randomness, ids are counters, time is
+the Trio clock (timestamps are ``epoch`` + clock).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import ipaddress
+import logging
+import math
+import os
+import time
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+import trio
+import trio_asyncio
+from grpclib.const import Cardinality, Handler, Status
+from grpclib.exceptions import GRPCError
+from grpclib.protocol import H2Protocol
+from grpclib.server import Server
+
+from kubelet.cri import api
+from kubelet.cri.codec import LimitedProtoCodec
+from kubelet.cri.endpoint import socket_path
+from kubelet.cri.logformat import STDOUT, format_line
+from kubelet.runtime.imageref import normalize
+
+from .faults import FaultPlan
+
+log = logging.getLogger(__name__)
+
+PAUSE_IMAGE = "registry.k8s.io/pause:3.9"
+BUSYBOX_IMAGE = "docker.io/library/busybox:latest"
+DEFAULT_IMAGES = (PAUSE_IMAGE, BUSYBOX_IMAGE)
+
+RUNTIME_NAME = "fakeruntime"
+RUNTIME_VERSION = "0.1.0"
+
+CREATED = api.CONTAINER_CREATED
+RUNNING = api.CONTAINER_RUNNING
+EXITED = api.CONTAINER_EXITED
+SANDBOX_READY = api.SANDBOX_READY
+SANDBOX_NOTREADY = api.SANDBOX_NOTREADY
+
+
+@attrs.frozen
+class ContainerBehaviour:
+    """What a started container does.
+
+    ``exit_after``: seconds after start at which it exits with ``exit_code`` (None:
+    runs until stopped). ``oom``: that exit is an OOM kill (137, OOMKilled).
+    ``stop_takes``: seconds it needs to exit after SIGTERM; ``math.inf`` ignores SIGTERM,
+    so StopContainer kills it at its timeout (exit 137). ``stop_exit_code``: exit code
+    of a graceful stop. ``start_error``: StartContainer fails with this message (the
+    container ends EXITED, 128, StartError). ``log_lines``: written to stdout at start.
+    """
+
+    exit_after: float | None = None
+    exit_code: int = 0
+    oom: bool = False
+    stop_takes: float = 0.0
+    stop_exit_code: int = 0
+    start_error: str | None = None
+    log_lines: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class ExecResult:
+    """A scripted ExecSync answer. ``takes``: seconds it runs; ``math.inf`` hangs."""
+
+    exit_code: int = 0
+    stdout: bytes = b""
+    stderr: bytes = b""
+    takes: float = 0.0
+
+
+@attrs.define
+class CallRecord:
+    """One RPC as the fake saw it."""
+
+    rpc: str
+    args: dict[str, Any]
+    time: float
+    finished: float | None = None
+    outcome: str = "pending"
+
+
+@attrs.define
+class FakeSandbox:
+    id: str
+    config: api.PodSandboxConfig
+    runtime_handler: str
+    created_at: int
+    ip: str
+    state: int = SANDBOX_READY
+
+
+@attrs.define
+class FakeContainer:
+    id: str
+    sandbox_id: str
+    config: api.ContainerConfig
+    image_ref: str
+    created_at: int
+    behaviour: ContainerBehaviour
+    log_path: str
+    state: int = CREATED
+    started_at: int = 0
+    finished_at: int = 0
+    exit_code: int = 0
+    reason: str = ""
+    message: str = ""
+    resources: api.LinuxContainerResources | None = None
+    exit_timer: asyncio.TimerHandle | None = None
+
+
+@attrs.define
+class _Matcher:
+    container: str | None
+    pod: str | None
+    image: str | None
+    value: Any
+
+    def matches(self, c: FakeContainer | None, cmd: Iterable[str] = ()) -> bool:
+        if c is None:
+            return self.container is None and self.pod is None and self.image is None
+        pod = c.config.labels.get("io.kubernetes.pod.name")
+        return (
+            (self.container is None or self.container == c.config.metadata.name)
+            and (self.pod is None or self.pod == pod)
+            and (self.image is None or normalize(self.image) == normalize(c.config.image.image))
+        )
+
+
+def _image_id(ref: str) -> str:
+    digest = 0
+    for ch in ref.encode():
+        digest = (digest * 131 + ch) % (1 << 256)
+    return f"sha256:{digest:064x}"
+
+
+class _TrackedProtocol(H2Protocol):
+    """H2Protocol that lets the fake abort its connections to simulate a crash."""
+
+    registry: set[asyncio.BaseTransport]
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.registry.add(transport)
+        self._transport = transport
+        super().connection_made(transport)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.registry.discard(self._transport)
+        super().connection_lost(exc)
+
+
+class _FakeServer(Server):
+    def __init__(self, handlers: list[Any], transports: set[asyncio.BaseTransport]) -> None:
+        super().__init__(handlers, codec=LimitedProtoCodec())
+        self._transports = transports
+
+    def _protocol_factory(self) -> H2Protocol:
+        proto = super()._protocol_factory()
+        proto.__class__ = _TrackedProtocol
+        proto.registry = self._transports  # type: ignore[attr-defined]
+        return proto
+
+
+class _Service:
+    """A grpclib servable built from the proto's service descriptor."""
+
+    def __init__(self, fake: FakeRuntime, service: str) -> None:
+        self._fake = fake
+        self._service = service
+
+    def __mapping__(self) -> dict[str, Handler]:
+        desc = api.DESCRIPTOR.services_by_name[self._service]
+        mapping = {}
+        for method in desc.methods:
+            req_type = getattr(api, method.input_type.name)
+            resp_type = getattr(api, method.output_type.name)
+            mapping[f"/runtime.v1.{self._service}/{method.name}"] = Handler(
+                self._handler(method.name), Cardinality.UNARY_UNARY, req_type, resp_type
+            )
+        return mapping
+
+    def _handler(self, rpc: str) -> Callable[[Any], Any]:
+        async def handle(stream: Any) -> None:
+            request = await stream.recv_message()
+            response = await self._fake._dispatch(rpc, request)
+            await stream.send_message(response)
+
+        return handle
+
+
+def _not_found(kind: str, ident: str) -> GRPCError:
+    return GRPCError(
+        Status.NOT_FOUND, f"an error occurred when try to find {kind} {ident!r}: not found"
+    )
+
+
+def _key_args(request: Any) -> dict[str, Any]:
+    """The arguments worth asserting on: ids, names, timeouts, images, commands."""
+    out: dict[str, Any] = {}
+    for field in ("pod_sandbox_id", "container_id", "timeout"):
+        if field in request.DESCRIPTOR.fields_by_name:
+            out[field] = getattr(request, field)
+    if "cmd" in request.DESCRIPTOR.fields_by_name:
+        out["cmd"] = list(request.cmd)
+    if "image" in request.DESCRIPTOR.fields_by_name and request.HasField("image"):
+        out["image"] = request.image.image
+    if "config" in request.DESCRIPTOR.fields_by_name and request.HasField("config"):
+        meta = request.config.metadata
+        out["name"] = meta.name
+        out["attempt"] = meta.attempt
+        labels = request.config.labels
+        if "io.kubernetes.pod.name" in labels:
+            out["pod"] = labels["io.kubernetes.pod.name"]
+    return out
+
+
+class FakeRuntime:
+    """An in-memory CRI runtime served over grpclib. See the module docstring."""
+
+    def __init__(
+        self,
+        *,
+        images: Iterable[str] = DEFAULT_IMAGES,
+        pullable: Iterable[str] = (),
+        sandbox_image: str = PAUSE_IMAGE,
+        ip_pool: str = "10.88.0.0/16",
+        epoch: float | None = None,
+    ) -> None:
+        self.faults = FaultPlan()
+        self.calls: list[CallRecord] = []
+        self.sandboxes: dict[str, FakeSandbox] = {}
+        self.containers: dict[str, FakeContainer] = {}
+        self.images: dict[str, api.Image] = {}
+        self.pullable = {normalize(i) for i in pullable}
+        self.sandbox_image = normalize(sandbox_image)
+        self.conditions: dict[str, tuple[bool, str, str]] = {
+            "RuntimeReady": (True, "", ""),
+            "NetworkReady": (True, "", ""),
+        }
+        self.pod_cidr = ""
+        self.path: Path | None = None
+        self._epoch = epoch
+        self._ids = 0
+        self._pool = ipaddress.ip_network(ip_pool)
+        self._ips_in_use: set[str] = set()
+        self._names: dict[str, str] = {}
+        self._behaviours: list[_Matcher] = []
+        self._execs: list[_Matcher] = []
+        self._server: _FakeServer | None = None
+        self._transports: set[asyncio.BaseTransport] = set()
+        for ref in images:
+            self.add_image(ref)
+
+    # -- serving -----------------------------------------------------------------------
+
+    @property
+    def endpoint(self) -> str:
+        """The ``unix://`` endpoint to hand to the kubelet's clients."""
+        if self.path is None:
+            raise RuntimeError("FakeRuntime is not serving")
+        return f"unix://{self.path}"
+
+    @property
+    def serving(self) -> bool:
+        return self._server is not None
+
+    @contextlib.asynccontextmanager
+    async def serve(self, where: str | os.PathLike[str]) -> AsyncIterator[FakeRuntime]:
+        """Serve on a socket path (or ``unix://`` endpoint) for the duration of the block."""
+        await self.start(where)
+        try:
+            yield self
+        finally:
+            with trio.CancelScope(shield=True), trio.move_on_after(5):
+                await self.stop()
+
+    async def start(self, where: str | os.PathLike[str] | None = None) -> None:
+        """Start listening (again). Needs a running trio-asyncio loop."""
+        if where is not None:
+            text = os.fspath(where)
+            self.path = Path(socket_path(text) if "://" in text else text)
+        if self.path is None:
+            raise ValueError("FakeRuntime.start needs a socket path the first time")
+        if self._server is not None:
+            return
+        if self._epoch is None:
+            self._epoch = time.time() - trio.current_time()
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+        server = _FakeServer(
+            [_Service(self, "RuntimeService"), _Service(self, "ImageService")], self._transports
+        )
+        await trio_asyncio.aio_as_trio(server.start)(path=str(self.path))
+        self._server = server
+
+    async def stop(self) -> None:
+        """Stop gracefully: refuse new connections, cancel calls in flight."""
+        server, self._server = self._server, None
+        if server is None:
+            return
+        server.close()
+        await trio_asyncio.aio_as_trio(server.wait_closed)()
+        self._abort_connections()
+        self._remove_socket()
+
+    async def crash(self) -> None:
+        """Die like a killed runtime: connections cut, calls in flight broken, socket gone.
+
+        State (sandboxes, containers, images) survives, as containerd's does.
+        """
+        self._crash_now()
+        await trio.lowlevel.checkpoint()
+
+    async def restart(self) -> None:
+        """Come back on the same socket with the same state."""
+        await self.start()
+
+    def _crash_now(self) -> None:
+        server, self._server = self._server, None
+        if server is None:
+            return
+        server.close()
+        self._abort_connections()
+        self._remove_socket()
+
+    def _abort_connections(self) -> None:
+        for transport in list(self._transports):
+            abort = getattr(transport, "abort", None)
+            if abort is not None:
+                abort()
+        self._transports.clear()
+
+    def _remove_socket(self) -> None:
+        if self.path is not None:
+            with contextlib.suppress(FileNotFoundError):
+                self.path.unlink()
+
+    # -- scripting ---------------------------------------------------------------------
+
+    def behave(
+        self,
+        behaviour: ContainerBehaviour,
+        *,
+        container: str | None = None,
+        pod: str | None = None,
+        image: str | None = None,
+    ) -> None:
+        """Containers created from now on matching every given name/image get ``behaviour``.
+
+        The newest matching rule wins.
+        """
+        self._behaviours.insert(0, _Matcher(container, pod, image, behaviour))
+
+    def script_exec(
+        self,
+        result: ExecResult,
+        *,
+        cmd: Iterable[str] | None = None,
+        container: str | None = None,
+        pod: str | None = None,
+    ) -> None:
+        """ExecSync calls whose command starts with ``cmd`` (and match names) get ``result``.
+
+        The newest matching script wins; without one, ExecSync exits 0 with no output.
+        """
+        prefix = list(cmd) if cmd is not None else None
+        self._execs.insert(0, _Matcher(container, pod, None, (prefix, result)))
+
+    def add_image(self, ref: str, size: int = 1_000_000) -> api.Image:
+        """Make ``ref`` present on the node."""
+        name = normalize(ref)
+        image = api.Image(id=_image_id(name), repo_tags=[name], size=size)
+        self.images[name] = image
+        return image
+
+    def set_condition(self, kind: str, status: bool, reason: str = "", message: str = "") -> None:
+        """Set RuntimeReady / NetworkReady as reported by the Status RPC."""
+        self.conditions[kind] = (status, reason, message)
+
+    def exit_container(
+        self, container_id: str, exit_code: int = 0, *, oom: bool = False, reason: str = ""
+    ) -> None:
+        """End a running container now (exit code, or an OOM kill)."""
+        c = self._container(container_id)
+        if c.state == RUNNING:
+            self._finish(c, 137 if oom else exit_code, "OOMKilled" if oom else reason)
+
+    def oom_kill(self, container_id: str) -> None:
+        """End a running container as the kernel's OOM killer would."""
+        self.exit_container(container_id, oom=True)
+
+    def rpcs(self) -> list[str]:
+        """RPC names in arrival order (handy for asserting teardown order)."""
+        return [c.rpc for c in self.calls]
+
+    def calls_of(self, rpc: str) -> list[CallRecord]:
+        return [c for c in self.calls if c.rpc == rpc]
+
+    def running(self) -> list[FakeContainer]:
+        return [c for c in self.containers.values() if c.state == RUNNING]
+
+    # -- dispatch ----------------------------------------------------------------------
+
+    def now_ns(self) -> int:
+        epoch = self._epoch if self._epoch is not None else 0.0
+        return int((epoch + trio.current_time()) * 1e9)
+
+    def _next_id(self) -> str:
+        self._ids += 1
+        return f"{self._ids:064x}"
+
+    async def _dispatch(self, rpc: str, request: Any) -> Any:
+        record = CallRecord(rpc, _key_args(request), trio.current_time())
+        self.calls.append(record)
+        try:
+            effect = self.faults.take(rpc)
+            if effect.delay:
+                await asyncio.sleep(effect.delay)
+            if effect.hang:
+                await asyncio.Event().wait()
+            if effect.crash:
+                self._crash_now()
+                await asyncio.Event().wait()
+            if effect.error is not None:
+                raise GRPCError(effect.error, effect.message)
+            result = getattr(self, f"_rpc_{rpc}")(request)
+            if asyncio.iscoroutine(result):
+                result = await result
+        except asyncio.CancelledError:
+            record.outcome = "cancelled"
+            raise
+        except GRPCError as exc:
+            record.outcome = exc.status.name
+            raise
+        finally:
+            record.finished = trio.current_time()
+        record.outcome = "ok"
+        return result
+
+    # -- helpers -----------------------------------------------------------------------
+
+    def _sandbox(self, ident: str) -> FakeSandbox:
+        return self._lookup(self.sandboxes, ident, "sandbox")
+
+    def _container(self, ident: str) -> FakeContainer:
+        return self._lookup(self.containers, ident, "container")
+
+    @staticmethod
+    def _lookup(table: Mapping[str, Any], ident: str, kind: str) -> Any:
+        if ident in table:
+            return table[ident]
+        hits = [v for k, v in table.items() if ident and k.startswith(ident)]
+        if len(hits) == 1:
+            return hits[0]
+        raise _not_found(kind, ident)
+
+    def _resolve_image(self, spec: api.ImageSpec) -> api.Image | None:
+        ref = spec.image
+        for image in self.images.values():
+            if image.id == ref or ref in image.repo_tags:
+                return image
+        try:
+            return self.images.get(normalize(ref))
+        except ValueError:
+            return None
+
+    def _allocate_ip(self) -> str:
+        for host in self._pool.hosts():
+            ip = str(host)
+            if ip not in self._ips_in_use and not ip.endswith(".1"):
+                self._ips_in_use.add(ip)
+                return ip
+        raise GRPCError(Status.UNKNOWN, "failed to setup network for sandbox: no IP addresses available")
+
+    def _finish(self, c: FakeContainer, exit_code: int, reason: str = "", message: str = "") -> None:
+        if c.exit_timer is not None:
+            c.exit_timer.cancel()
+            c.exit_timer = None
+        c.state = EXITED
+        c.exit_code = exit_code
+        c.finished_at = self.now_ns()
+        c.reason = reason or ("Completed" if exit_code == 0 else "Error")
+        c.message = message
+
+    def _write_log(self, c: FakeContainer, lines: Iterable[str]) -> None:
+        if not c.log_path:
+            return
+        path = Path(c.log_path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("ab") as fh:
+            for line in lines:
+                fh.write(format_line(self.now_ns(), STDOUT, line.encode()))
+
+    # -- RuntimeService ----------------------------------------------------------------
+
+    def _rpc_Version(self, req: api.VersionRequest) -> api.VersionResponse:
+        return api.VersionResponse(
+            version="0.1.0",
+            runtime_name=RUNTIME_NAME,
+            runtime_version=RUNTIME_VERSION,
+            runtime_api_version="v1",
+        )
+
+    def _rpc_Status(self, req: api.StatusRequest) -> api.StatusResponse:
+        conditions = [
+            api.RuntimeCondition(type=kind, status=ok, reason=reason, message=message)
+            for kind, (ok, reason, message) in self.conditions.items()
+        ]
+        return api.StatusResponse(
+            status=api.RuntimeStatus(conditions=conditions),
+            runtime_handlers=[api.RuntimeHandler(name="")],
+        )
+
+    def _rpc_UpdateRuntimeConfig(
+        self, req: api.UpdateRuntimeConfigRequest
+    ) -> api.UpdateRuntimeConfigResponse:
+        self.pod_cidr = req.runtime_config.network_config.pod_cidr
+        return api.UpdateRuntimeConfigResponse()
+
+    def _rpc_RunPodSandbox(self, req: api.RunPodSandboxRequest) -> api.RunPodSandboxResponse:
+        meta = req.config.metadata
+        if not meta.name or not meta.uid or not meta.namespace:
+            raise GRPCError(Status.INVALID_ARGUMENT, "sandbox config must include metadata name, uid and namespace")
+        if self.sandbox_image not in self.images:
+            raise GRPCError(
+                Status.UNKNOWN,
+                f'failed to get sandbox image "{self.sandbox_image}": not found',
+            )
+        name = f"{meta.name}_{meta.namespace}_{meta.uid}_{meta.attempt}"
+        sid = self._next_id()
+        if name in self._names:
+            raise GRPCError(
+                Status.UNKNOWN,
+                f'failed to reserve sandbox name "{name}": name "{name}" is reserved for '
+                f'"{self._names[name]}"',
+            )
+        host_network = req.config.linux.security_context.namespace_options.network == api.NODE
+        ip = "" if host_network else self._allocate_ip()
+        self._names[name] = sid
+        self.sandboxes[sid] = FakeSandbox(sid, req.config, req.runtime_handler, self.now_ns(), ip)
+        return api.RunPodSandboxResponse(pod_sandbox_id=sid)
+
+    def _rpc_StopPodSandbox(self, req: api.StopPodSandboxRequest) -> api.StopPodSandboxResponse:
+        sb = self._sandbox(req.pod_sandbox_id)
+        for c in self.containers.values():
+            if c.sandbox_id == sb.id and c.state == RUNNING:
+                self._finish(c, 137)
+        sb.state = SANDBOX_NOTREADY
+        self._ips_in_use.discard(sb.ip)
+        return api.StopPodSandboxResponse()
+
+    def _rpc_RemovePodSandbox(
+        self, req: api.RemovePodSandboxRequest
+    ) -> api.RemovePodSandboxResponse:
+        try:
+            sb = self._sandbox(req.pod_sandbox_id)
+        except GRPCError:
+            return api.RemovePodSandboxResponse()  # already gone: success, like containerd
+        for cid in [c.id for c in self.containers.values() if c.sandbox_id == sb.id]:
+            self._remove_container(self.containers[cid])
+        self._ips_in_use.discard(sb.ip)
+        self._names = {k: v for k, v in self._names.items() if v != sb.id}
+        del self.sandboxes[sb.id]
+        return api.RemovePodSandboxResponse()
+
+    def _sandbox_status(self, sb: FakeSandbox) -> api.PodSandboxStatus:
+        ns = sb.config.linux.security_context.namespace_options
+        return api.PodSandboxStatus(
+            id=sb.id,
+            metadata=sb.config.metadata,
+            state=sb.state,  # type: ignore[arg-type]
+            created_at=sb.created_at,
+            network=api.PodSandboxNetworkStatus(ip=sb.ip if sb.state == SANDBOX_READY else ""),
+            linux=api.LinuxPodSandboxStatus(
+                namespaces=api.Namespace(
+                    options=api.NamespaceOption(network=ns.network, pid=ns.pid, ipc=ns.ipc)
+                )
+            ),
+            labels=sb.config.labels,
+            annotations=sb.config.annotations,
+            runtime_handler=sb.runtime_handler,
+        )
+
+    def _rpc_PodSandboxStatus(
+        self, req: api.PodSandboxStatusRequest
+    ) -> api.PodSandboxStatusResponse:
+        sb = self._sandbox(req.pod_sandbox_id)
+        return api.PodSandboxStatusResponse(status=self._sandbox_status(sb), timestamp=self.now_ns())
+
+    def _rpc_ListPodSandbox(self, req: api.ListPodSandboxRequest) -> api.ListPodSandboxResponse:
+        f = req.filter
+        items = []
+        for sb in self.sandboxes.values():
+            if f.id and not sb.id.startswith(f.id):
+                continue
+            if f.HasField("state") and sb.state != f.state.state:
+                continue
+            if any(sb.config.labels.get(k) != v for k, v in f.label_selector.items()):
+                continue
+            items.append(
+                api.PodSandbox(
+                    id=sb.id,
+                    metadata=sb.config.metadata,
+                    state=sb.state,  # type: ignore[arg-type]
+                    created_at=sb.created_at,
+                    labels=sb.config.labels,
+                    annotations=sb.config.annotations,
+                    runtime_handler=sb.runtime_handler,
+                )
+            )
+        return api.ListPodSandboxResponse(items=items)
+
+    def _rpc_CreateContainer(self, req: api.CreateContainerRequest) -> api.CreateContainerResponse:
+        sb = self._sandbox(req.pod_sandbox_id)
+        meta = req.config.metadata
+        if not meta.name:
+            raise GRPCError(Status.INVALID_ARGUMENT, "container config must include metadata name")
+        image = self._resolve_image(req.config.image)
+        if image is None:
+            raise GRPCError(
+                Status.NOT_FOUND, f'failed to resolve image "{req.config.image.image}": not found'
+            )
+        smeta = sb.config.metadata
+        name = f"{meta.name}_{smeta.name}_{smeta.namespace}_{smeta.uid}_{meta.attempt}"
+        if name in self._names:
+            raise GRPCError(
+                Status.UNKNOWN,
+                f'failed to reserve container name "{name}": name "{name}" is reserved for '
+                f'"{self._names[name]}"',
+            )
+        cid = self._next_id()
+        self._names[name] = cid
+        log_path = ""
+        if sb.config.log_directory and req.config.log_path:
+            log_path = str(Path(sb.config.log_directory) / req.config.log_path)
+        probe = FakeContainer(
+            cid, sb.id, req.config, image.id, self.now_ns(), ContainerBehaviour(), log_path
+        )
+        for rule in self._behaviours:
+            if rule.matches(probe):
+                probe.behaviour = rule.value
+                break
+        if req.config.linux.HasField("resources"):
+            probe.resources = req.config.linux.resources
+        self.containers[cid] = probe
+        return api.CreateContainerResponse(container_id=cid)
+
+    def _rpc_StartContainer(self, req: api.StartContainerRequest) -> api.StartContainerResponse:
+        c = self._container(req.container_id)
+        if c.state != CREATED:
+            raise GRPCError(
+                Status.UNKNOWN,
+                f"container {c.id} is in {api.ContainerState.Name(c.state)} state",  # type: ignore[arg-type]
+            )
+        sb = self.sandboxes.get(c.sandbox_id)
+        if sb is None or sb.state != SANDBOX_READY:
+            raise GRPCError(Status.UNKNOWN, f"sandbox container {c.sandbox_id!r} is not running")
+        b = c.behaviour
+        if b.start_error is not None:
+            c.started_at = 0
+            self._finish(c, 128, "StartError", b.start_error)
+            raise GRPCError(
+                Status.UNKNOWN, f"failed to start containerd task {c.id!r}: {b.start_error}"
+            )
+        c.state = RUNNING
+        c.started_at = self.now_ns()
+        self._write_log(c, b.log_lines)
+        if b.exit_after is not None:
+            loop = asyncio.get_running_loop()
+            code = 137 if b.oom else b.exit_code
+            reason = "OOMKilled" if b.oom else ""
+            c.exit_timer = loop.call_later(b.exit_after, self._finish, c, code, reason)
+        return api.StartContainerResponse()
+
+    async def _rpc_StopContainer(self, req: api.StopContainerRequest) -> api.StopContainerResponse:
+        c = self._container(req.container_id)
+        if c.state != RUNNING:
+            return api.StopContainerResponse()
+        b = c.behaviour
+        if b.stop_takes < req.timeout:
+            if b.stop_takes > 0:
+                await asyncio.sleep(b.stop_takes)
+            if c.state == RUNNING:
+                self._finish(c, b.stop_exit_code)
+        else:
+            if req.timeout > 0:
+                await asyncio.sleep(req.timeout)
+            if c.state == RUNNING:
+                self._finish(c, 137)
+        return api.StopContainerResponse()
+
+    def _remove_container(self, c: FakeContainer) -> None:
+        if c.state == RUNNING:
+            self._finish(c, 137)
+        self._names = {k: v for k, v in self._names.items() if v != c.id}
+        del self.containers[c.id]
+
+    def _rpc_RemoveContainer(self, req: api.RemoveContainerRequest) -> api.RemoveContainerResponse:
+        try:
+            c = self._container(req.container_id)
+        except GRPCError:
+            return api.RemoveContainerResponse()  # already gone: success, like containerd
+        self._remove_container(c)
+        return api.RemoveContainerResponse()
+
+    def _rpc_ListContainers(self, req: api.ListContainersRequest) -> api.ListContainersResponse:
+        f = req.filter
+        out = []
+        for c in self.containers.values():
+            if f.id and not c.id.startswith(f.id):
+                continue
+            if f.HasField("state") and c.state != f.state.state:
+                continue
+            if f.pod_sandbox_id and not c.sandbox_id.startswith(f.pod_sandbox_id):
+                continue
+            if any(c.config.labels.get(k) != v for k, v in f.label_selector.items()):
+                continue
+            out.append(
+                api.Container(
+                    id=c.id,
+                    pod_sandbox_id=c.sandbox_id,
+                    metadata=c.config.metadata,
+                    image=c.config.image,
+                    image_ref=c.image_ref,
+                    image_id=c.image_ref,
+                    state=c.state,  # type: ignore[arg-type]
+                    created_at=c.created_at,
+                    labels=c.config.labels,
+                    annotations=c.config.annotations,
+                )
+            )
+        return api.ListContainersResponse(containers=out)
+
+    def _rpc_ContainerStatus(self, req: api.ContainerStatusRequest) -> api.ContainerStatusResponse:
+        c = self._container(req.container_id)
+        status = api.ContainerStatus(
+            id=c.id,
+            metadata=c.config.metadata,
+            state=c.state,  # type: ignore[arg-type]
+            created_at=c.created_at,
+            started_at=c.started_at,
+            finished_at=c.finished_at,
+            exit_code=c.exit_code,
+            image=c.config.image,
+            image_ref=c.image_ref,
+            image_id=c.image_ref,
+            reason=c.reason,
+            message=c.message,
+            labels=c.config.labels,
+            annotations=c.config.annotations,
+            mounts=c.config.mounts,
+            log_path=c.log_path,
+        )
+        if c.resources is not None:
+            status.resources.linux.CopyFrom(c.resources)
+        return api.ContainerStatusResponse(status=status)
+
+    def _rpc_UpdateContainerResources(
+        self, req: api.UpdateContainerResourcesRequest
+    ) -> api.UpdateContainerResourcesResponse:
+        c = self._container(req.container_id)
+        if c.state not in (CREATED, RUNNING):
+            raise GRPCError(Status.UNKNOWN, f"container {c.id} is not running or created")
+        c.resources = req.linux
+        return api.UpdateContainerResourcesResponse()
+
+    def _rpc_ReopenContainerLog(
+        self, req: api.ReopenContainerLogRequest
+    ) -> api.ReopenContainerLogResponse:
+        c = self._container(req.container_id)
+        if c.state != RUNNING:
+            raise GRPCError(Status.UNKNOWN, "container is not running")
+        if c.log_path:
+            Path(c.log_path).parent.mkdir(parents=True, exist_ok=True)
+            Path(c.log_path).touch()
+        return api.ReopenContainerLogResponse()
+
+    async def _rpc_ExecSync(self, req: api.ExecSyncRequest) -> api.ExecSyncResponse:
+        c = self._container(req.container_id)
+        if c.state != RUNNING:
+            raise GRPCError(
+                Status.UNKNOWN,
+                f"container is in {api.ContainerState.Name(c.state)} state",  # type: ignore[arg-type]
+            )
+        result = ExecResult()
+        for rule in self._execs:
+            prefix, scripted = rule.value
+            if rule.matches(c) and (prefix is None or list(req.cmd[: len(prefix)]) == prefix):
+                result = scripted
+                break
+        if req.timeout > 0 and result.takes >= req.timeout:
+            await asyncio.sleep(req.timeout)
+            raise GRPCError(
+                Status.DEADLINE_EXCEEDED,
+                f"failed to exec in container: timeout {req.timeout}s exceeded: "
+                "context deadline exceeded",
+            )
+        if math.isinf(result.takes):
+            await asyncio.Event().wait()
+        if result.takes > 0:
+            await asyncio.sleep(result.takes)
+        return api.ExecSyncResponse(
+            stdout=result.stdout, stderr=result.stderr, exit_code=result.exit_code
+        )
+
+    def _streaming_url(self, kind: str, ident: str) -> str:
+        return f"http://127.0.0.1:0/{kind}/{ident}"
+
+    def _rpc_Exec(self, req: api.ExecRequest) -> api.ExecResponse:
+        c = self._container(req.container_id)
+        if not (req.stdin or req.stdout or req.stderr):
+            raise GRPCError(Status.INVALID_ARGUMENT, "one of stdin, stdout, or stderr must be set")
+        return api.ExecResponse(url=self._streaming_url("exec", c.id))
+
+    def _rpc_Attach(self, req: api.AttachRequest) -> api.AttachResponse:
+        c = self._container(req.container_id)
+        return api.AttachResponse(url=self._streaming_url("attach", c.id))
+
+    def _rpc_PortForward(self, req: api.PortForwardRequest) -> api.PortForwardResponse:
+        sb = self._sandbox(req.pod_sandbox_id)
+        return api.PortForwardResponse(url=self._streaming_url("portforward", sb.id))
+
+    def _container_stats(self, c: FakeContainer) -> api.ContainerStats:
+        now = self.now_ns()
+        return api.ContainerStats(
+            attributes=api.ContainerAttributes(
+                id=c.id,
+                metadata=c.config.metadata,
+                labels=c.config.labels,
+                annotations=c.config.annotations,
+            ),
+            cpu=api.CpuUsage(timestamp=now),
+            memory=api.MemoryUsage(timestamp=now),
+        )
+
+    def _rpc_ContainerStats(self, req: api.ContainerStatsRequest) -> api.ContainerStatsResponse:
+        return api.ContainerStatsResponse(stats=self._container_stats(self._container(req.container_id)))
+
+    def _rpc_ListContainerStats(
+        self, req: api.ListContainerStatsRequest
+    ) -> api.ListContainerStatsResponse:
+        f = req.filter
+        stats = [
+            self._container_stats(c)
+            for c in self.containers.values()
+            if (not f.id or c.id.startswith(f.id))
+            and (not f.pod_sandbox_id or c.sandbox_id.startswith(f.pod_sandbox_id))
+            and all(c.config.labels.get(k) == v for k, v in f.label_selector.items())
+        ]
+        return api.ListContainerStatsResponse(stats=stats)
+
+    def _sandbox_stats(self, sb: FakeSandbox) -> api.PodSandboxStats:
+        now = self.now_ns()
+        return api.PodSandboxStats(
+            attributes=api.PodSandboxAttributes(
+                id=sb.id,
+                metadata=sb.config.metadata,
+                labels=sb.config.labels,
+                annotations=sb.config.annotations,
+            ),
+            linux=api.LinuxPodSandboxStats(
+                cpu=api.CpuUsage(timestamp=now),
+                memory=api.MemoryUsage(timestamp=now),
+                containers=[
+                    self._container_stats(c)
+                    for c in self.containers.values()
+                    if c.sandbox_id == sb.id
+                ],
+            ),
+        )
+
+    def _rpc_PodSandboxStats(self, req: api.PodSandboxStatsRequest) -> api.PodSandboxStatsResponse:
+        return api.PodSandboxStatsResponse(stats=self._sandbox_stats(self._sandbox(req.pod_sandbox_id)))
+
+    def _rpc_ListPodSandboxStats(
+        self, req: api.ListPodSandboxStatsRequest
+    ) -> api.ListPodSandboxStatsResponse:
+        f = req.filter
+        stats = [
+            self._sandbox_stats(sb)
+            for sb in self.sandboxes.values()
+            if (not f.id or sb.id.startswith(f.id))
+            and all(sb.config.labels.get(k) == v for k, v in f.label_selector.items())
+        ]
+        return api.ListPodSandboxStatsResponse(stats=stats)
+
+    # -- ImageService ------------------------------------------------------------------
+
+    def _rpc_ListImages(self, req: api.ListImagesRequest) -> api.ListImagesResponse:
+        if req.filter.image.image:
+            found = self._resolve_image(req.filter.image)
+            return api.ListImagesResponse(images=[found] if found else [])
+        return api.ListImagesResponse(images=list(self.images.values()))
+
+    def _rpc_ImageStatus(self, req: api.ImageStatusRequest) -> api.ImageStatusResponse:
+        found = self._resolve_image(req.image)
+        return api.ImageStatusResponse(image=found) if found else api.ImageStatusResponse()
+
+    def _rpc_PullImage(self, req: api.PullImageRequest) -> api.PullImageResponse:
+        ref = req.image.image
+        try:
+            name = normalize(ref)
+        except ValueError as exc:
+            raise GRPCError(Status.UNKNOWN, f'failed to pull and unpack image "{ref}": {exc}') from exc
+        if name not in self.pullable:
+            host = name.split("/", 1)[0]
+            host = "registry-1.docker.io" if host == "docker.io" else host
+            raise GRPCError(
+                Status.UNKNOWN,
+                f'failed to pull and unpack image "{name}": failed to resolve reference '
+                f'"{name}": failed to do request: Head "https://{host}/v2/": dial tcp: '
+                f"lookup {host}: no such host",
+            )
+        image = self.images.get(name) or self.add_image(name)
+        return api.PullImageResponse(image_ref=image.id)
+
+    def _rpc_RemoveImage(self, req: api.RemoveImageRequest) -> api.RemoveImageResponse:
+        found = self._resolve_image(req.image)
+        if found is not None:
+            self.images = {k: v for k, v in self.images.items() if v.id != found.id}
+        return api.RemoveImageResponse()
+
+    def _rpc_ImageFsInfo(self, req: api.ImageFsInfoRequest) -> api.ImageFsInfoResponse:
+        used = sum(i.size for i in self.images.values())
+        usage = api.FilesystemUsage(
+            timestamp=self.now_ns(),
+            fs_id=api.FilesystemIdentifier(mountpoint="/var/lib/fakeruntime"),
+            used_bytes=api.UInt64Value(value=used),
+            inodes_used=api.UInt64Value(value=len(self.images)),
+        )
+        return api.ImageFsInfoResponse(image_filesystems=[usage], container_filesystems=[usage])
+
+
+# -- process mode ------------------------------------------------------------------------
+
+
+async def _serve_forever(endpoint: str, images: list[str], pullable: list[str]) -> None:
+    async with trio_asyncio.open_loop():
+        fake = FakeRuntime(images=images or DEFAULT_IMAGES, pullable=pullable)
+        with trio.open_signal_receiver(2, 15) as signals:  # SIGINT, SIGTERM
+            async with fake.serve(endpoint):
+                log.info("fakeruntime serving on %s", fake.endpoint)
+                async for _ in signals:
+                    break
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m kubelet.testing.fakeruntime",
+        description="Serve an in-memory CRI runtime on a unix socket until SIGTERM/SIGINT.",
+    )
+    parser.add_argument("--listen", required=True, help="endpoint, e.g. unix:///tmp/fake.sock")
+    parser.add_argument(
+        "--image", action="append", default=[], help="an image present at start (repeatable)"
+    )
+    parser.add_argument(
+        "--pullable", action="append", default=[], help="an image PullImage may fetch (repeatable)"
+    )
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    trio.run(_serve_forever, args.listen, args.image, args.pullable)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Regenerate the CRI Python stubs from proto/cri_api.proto.
+#
+#   scripts/gen-proto.sh [OUT_DIR]     (default: kubelet/cri)
+#
+# Needs the dev extra (grpcio-tools, grpclib's protoc plugin). The stubs are committed;
+# tests/unit/test_proto_stubs.py regenerates them into a temporary directory and fails if
+# the committed ones differ, so run this after every change to the .proto file.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+OUT="${1:-$ROOT/kubelet/cri}"
+PY="${PYTHON:-python3}"
+PLUGIN="$(dirname "$(command -v "$PY")")/protoc-gen-grpclib_python"
+[ -x "$PLUGIN" ] || PLUGIN="$(command -v protoc-gen-grpclib_python)"
+mkdir -p "$OUT"
+"$PY" -m grpc_tools.protoc -I "$ROOT/proto" \
+  --python_out="$OUT" --pyi_out="$OUT" \
+  --plugin=protoc-gen-grpclib_python="$PLUGIN" --grpclib_python_out="$OUT" \
+  "$ROOT/proto/cri_api.proto"
+# grpclib's plugin writes a top-level import; the stubs live inside a package.
+sed -i 's/^import cri_api_pb2$/from . import cri_api_pb2/' "$OUT/cri_api_grpc.py"
