@@ -16,6 +16,7 @@ relies on:
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -28,6 +29,17 @@ from .endpoint import socket_path
 from .errors import CriError, to_cri_error
 
 Resp = TypeVar("Resp")
+
+
+def _wire_timeout(timeout: float | None) -> float | None:
+    """The deadline announced to the runtime: a little beyond ours.
+
+    grpclib encodes ``grpc-timeout`` above 10 s in whole seconds rounded down, which
+    would let the runtime give up up to a second before we do. Announcing one second
+    more keeps our Trio deadline the one that fires (exact under autojump); when it
+    does, the stream is reset, so the runtime still learns at once.
+    """
+    return None if timeout is None else math.ceil(timeout) + 1.0
 
 
 class CriChannel:
@@ -51,17 +63,18 @@ class CriChannel:
                 "`async with trio_asyncio.open_loop():`"
             )
 
-    async def channel(self) -> Channel:
-        """The grpclib channel, created on first use (on the asyncio side)."""
+    def channel(self) -> Channel:
+        """The grpclib channel, created on first use.
+
+        Synchronous on purpose: concurrent first calls must not each build a channel
+        (an abandoned grpclib channel reports "Unclosed connection" to the loop's
+        exception handler, which under trio-asyncio tears the whole loop down).
+        """
         if self._closed:
             raise RuntimeError(f"CRI channel to {self.endpoint} is closed")
         if self._channel is None:
             self._require_loop()
-
-            async def make() -> Channel:
-                return Channel(path=self.path, codec=self._codec)
-
-            self._channel = await trio_asyncio.aio_as_trio(make)()
+            self._channel = Channel(path=self.path, codec=self._codec)
         return self._channel
 
     async def call(
@@ -75,11 +88,11 @@ class CriChannel:
         ``invoke(timeout)`` starts the grpclib call on the asyncio side. Failures come
         back as ``CriError`` subclasses; ``trio.Cancelled`` passes through untouched.
         """
-        await self.channel()
+        self.channel()
         deadline = trio.fail_after(timeout) if timeout is not None else contextlib.nullcontext()
         try:
             with deadline:
-                return await trio_asyncio.aio_as_trio(invoke)(timeout)
+                return await trio_asyncio.aio_as_trio(invoke)(_wire_timeout(timeout))
         except trio.Cancelled:
             raise
         except CriError:

@@ -94,11 +94,17 @@ def to_cri_error(rpc: str, exc: BaseException, timeout: float | None = None) -> 
     """
     if isinstance(exc, CriError):
         return exc
+    after = f" after {timeout:g}s" if timeout is not None else ""
     if isinstance(exc, GRPCError):
         cls = _BY_STATUS.get(exc.status, CriError)
-        return cls(rpc, exc.message or exc.status.name, exc.status)
+        if exc.message:
+            message = exc.message
+        elif exc.status is Status.DEADLINE_EXCEEDED:
+            message = f"deadline exceeded{after}"
+        else:
+            message = exc.status.name
+        return cls(rpc, message, exc.status)
     if isinstance(exc, trio.TooSlowError | builtins.TimeoutError):
-        after = f" after {timeout:g}s" if timeout is not None else ""
         return DeadlineExceeded(rpc, f"deadline exceeded{after}", Status.DEADLINE_EXCEEDED)
     if isinstance(exc, FileNotFoundError | ConnectionRefusedError):
         return RuntimeUnavailable(rpc, f"runtime not listening: {exc}", Status.UNAVAILABLE)

@@ -27,7 +27,7 @@ class ServiceClient:
     async def _unary(self, rpc: str, request: Any, timeout: Any = _DEFAULT) -> Any:
         """Call ``rpc`` with the request timeout unless another ``timeout`` is given."""
         if self._stub is None:
-            self._stub = self._stub_type(await self.channel.channel())
+            self._stub = self._stub_type(self.channel.channel())
         method = getattr(self._stub, rpc)
         limit: float | None = self.request_timeout if timeout is _DEFAULT else timeout
 

@@ -63,6 +63,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import hashlib
 import ipaddress
 import logging
 import math
@@ -194,10 +195,7 @@ class _Matcher:
 
 
 def _image_id(ref: str) -> str:
-    digest = 0
-    for ch in ref.encode():
-        digest = (digest * 131 + ch) % (1 << 256)
-    return f"sha256:{digest:064x}"
+    return "sha256:" + hashlib.sha256(ref.encode()).hexdigest()
 
 
 class _TrackedProtocol(H2Protocol):
@@ -472,8 +470,9 @@ class FakeRuntime:
         return int((epoch + trio.current_time()) * 1e9)
 
     def _next_id(self) -> str:
+        """64 hex digits like containerd's ids; distinct prefixes, same every run."""
         self._ids += 1
-        return f"{self._ids:064x}"
+        return hashlib.sha256(f"fakeruntime-{self._ids}".encode()).hexdigest()
 
     async def _dispatch(self, rpc: str, request: Any) -> Any:
         record = CallRecord(rpc, _key_args(request), trio.current_time())

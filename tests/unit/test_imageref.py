@@ -1,0 +1,46 @@
+import pytest
+
+from kubelet.runtime.imageref import has_explicit_tag_or_digest, normalize, split_reference
+
+DIGEST = "sha256:" + "a" * 64
+
+
+@pytest.mark.parametrize(
+    ("ref", "expected"),
+    [
+        ("busybox", "docker.io/library/busybox:latest"),
+        ("busybox:1.35", "docker.io/library/busybox:1.35"),
+        ("library/busybox", "docker.io/library/busybox:latest"),
+        ("docker.io/library/busybox:latest", "docker.io/library/busybox:latest"),
+        ("someone/app:v1", "docker.io/someone/app:v1"),
+        ("registry.k8s.io/pause:3.9", "registry.k8s.io/pause:3.9"),
+        ("localhost:5000/app", "localhost:5000/app:latest"),
+        ("localhost/app:1", "localhost/app:1"),
+        (f"busybox@{DIGEST}", f"docker.io/library/busybox@{DIGEST}"),
+        (f"quay.io/x/y:2@{DIGEST}", f"quay.io/x/y:2@{DIGEST}"),
+    ],
+)
+def test_normalize(ref: str, expected: str) -> None:
+    assert normalize(ref) == expected
+
+
+@pytest.mark.parametrize(
+    "bad", ["", "Busybox", "busy box", "busybox:", "busybox@sha256:xyz", " busybox", "a//b"]
+)
+def test_invalid_references(bad: str) -> None:
+    with pytest.raises(ValueError, match="invalid reference format"):
+        split_reference(bad)
+
+
+@pytest.mark.parametrize(
+    ("ref", "explicit"),
+    [
+        ("busybox", False),
+        ("busybox:latest", False),
+        ("busybox:1.35", True),
+        (f"busybox@{DIGEST}", True),
+        ("localhost:5000/app", False),
+    ],
+)
+def test_explicit_tag(ref: str, explicit: bool) -> None:
+    assert has_explicit_tag_or_digest(ref) is explicit

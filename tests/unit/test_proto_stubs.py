@@ -1,0 +1,22 @@
+"""The committed stubs must be exactly what scripts/gen-proto.sh makes of proto/."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+GENERATED = ("cri_api_pb2.py", "cri_api_pb2.pyi", "cri_api_grpc.py")
+
+
+def test_committed_stubs_are_fresh(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHON": sys.executable}
+    subprocess.run(
+        ["bash", str(ROOT / "scripts" / "gen-proto.sh"), str(tmp_path)], check=True, env=env
+    )
+    stale = [
+        name
+        for name in GENERATED
+        if (tmp_path / name).read_bytes() != (ROOT / "kubelet" / "cri" / name).read_bytes()
+    ]
+    assert not stale, f"stale CRI stubs {stale}: run scripts/gen-proto.sh and commit the result"
