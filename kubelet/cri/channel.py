@@ -92,7 +92,8 @@ class CriChannel:
         deadline = trio.fail_after(timeout) if timeout is not None else contextlib.nullcontext()
         try:
             with deadline:
-                return await trio_asyncio.aio_as_trio(invoke)(_wire_timeout(timeout))
+                response: Resp = await trio_asyncio.aio_as_trio(invoke)(_wire_timeout(timeout))
+                return response
         except trio.Cancelled:
             raise
         except CriError:

@@ -26,7 +26,9 @@ class ImageClient(ServiceClient):
         )
         return list(resp.images)
 
-    async def image_status(self, image: str | api.ImageSpec, verbose: bool = False) -> api.Image | None:
+    async def image_status(
+        self, image: str | api.ImageSpec, verbose: bool = False
+    ) -> api.Image | None:
         """The stored image, or None when the node does not have it."""
         req = api.ImageStatusRequest(image=image_spec(image), verbose=verbose)
         resp: api.ImageStatusResponse = await self._unary("ImageStatus", req)
@@ -46,7 +48,9 @@ class ImageClient(ServiceClient):
         credentials) become ``ImagePullFailed``; unreachable runtime and deadlines keep
         their own classes.
         """
-        req = api.PullImageRequest(image=image_spec(image), auth=auth, sandbox_config=sandbox_config)
+        req = api.PullImageRequest(
+            image=image_spec(image), auth=auth, sandbox_config=sandbox_config
+        )
         try:
             resp: api.PullImageResponse = await self._unary("PullImage", req, None)
         except (RuntimeUnavailable, DeadlineExceeded):
@@ -54,7 +58,9 @@ class ImageClient(ServiceClient):
         except CriError as exc:
             raise ImagePullFailed(exc.rpc, exc.message, exc.code) from exc
         if not resp.image_ref:
-            raise ImagePullFailed("PullImage", f"runtime returned no image ref for {req.image.image}")
+            raise ImagePullFailed(
+                "PullImage", f"runtime returned no image ref for {req.image.image}"
+            )
         return resp.image_ref
 
     async def remove_image(self, image: str | api.ImageSpec) -> None:

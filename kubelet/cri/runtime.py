@@ -35,7 +35,9 @@ class RuntimeClient(ServiceClient):
 
     async def update_runtime_config(self, pod_cidr: str) -> None:
         config = api.RuntimeConfig(network_config=api.NetworkConfig(pod_cidr=pod_cidr))
-        await self._unary("UpdateRuntimeConfig", api.UpdateRuntimeConfigRequest(runtime_config=config))
+        await self._unary(
+            "UpdateRuntimeConfig", api.UpdateRuntimeConfigRequest(runtime_config=config)
+        )
 
     # -- sandboxes ---------------------------------------------------------------------
 
@@ -48,7 +50,9 @@ class RuntimeClient(ServiceClient):
         return resp.pod_sandbox_id
 
     async def stop_pod_sandbox(self, pod_sandbox_id: str) -> None:
-        await self._unary("StopPodSandbox", api.StopPodSandboxRequest(pod_sandbox_id=pod_sandbox_id))
+        await self._unary(
+            "StopPodSandbox", api.StopPodSandboxRequest(pod_sandbox_id=pod_sandbox_id)
+        )
 
     async def remove_pod_sandbox(self, pod_sandbox_id: str) -> None:
         await self._unary(
@@ -67,8 +71,8 @@ class RuntimeClient(ServiceClient):
     async def list_pod_sandbox(
         self,
         *,
-        id: str = "",  # noqa: A002 - the CRI field name
-        state: api.PodSandboxState.ValueType | None = None,
+        id: str = "",
+        state: api.PodSandboxState | None = None,
         labels: Mapping[str, str] | None = None,
     ) -> list[api.PodSandbox]:
         """Sandboxes matching every given criterion (all of them when none is given)."""
@@ -94,7 +98,9 @@ class RuntimeClient(ServiceClient):
         )
         resp: api.CreateContainerResponse = await self._unary("CreateContainer", req)
         if not resp.container_id:
-            raise CriError("CreateContainer", f"runtime returned no container id for {config.metadata}")
+            raise CriError(
+                "CreateContainer", f"runtime returned no container id for {config.metadata}"
+            )
         return resp.container_id
 
     async def start_container(self, container_id: str) -> None:
@@ -111,8 +117,8 @@ class RuntimeClient(ServiceClient):
     async def list_containers(
         self,
         *,
-        id: str = "",  # noqa: A002 - the CRI field name
-        state: api.ContainerState.ValueType | None = None,
+        id: str = "",
+        state: api.ContainerState | None = None,
         pod_sandbox_id: str = "",
         labels: Mapping[str, str] | None = None,
     ) -> list[api.Container]:
@@ -188,7 +194,7 @@ class RuntimeClient(ServiceClient):
     async def list_container_stats(
         self,
         *,
-        id: str = "",  # noqa: A002 - the CRI field name
+        id: str = "",
         pod_sandbox_id: str = "",
         labels: Mapping[str, str] | None = None,
     ) -> list[api.ContainerStats]:
@@ -209,7 +215,7 @@ class RuntimeClient(ServiceClient):
     async def list_pod_sandbox_stats(
         self,
         *,
-        id: str = "",  # noqa: A002 - the CRI field name
+        id: str = "",
         labels: Mapping[str, str] | None = None,
     ) -> list[api.PodSandboxStats]:
         filt = api.PodSandboxStatsFilter(id=id, label_selector=dict(labels or {}))

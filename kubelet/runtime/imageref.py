@@ -7,7 +7,9 @@ import re
 DEFAULT_REGISTRY = "docker.io"
 DEFAULT_TAG = "latest"
 
-_VALID = re.compile(r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*$")
+_VALID = re.compile(
+    r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*$"
+)
 
 
 def split_reference(ref: str) -> tuple[str, str, str, str]:

@@ -154,7 +154,7 @@ class FakeSandbox:
     runtime_handler: str
     created_at: int
     ip: str
-    state: int = SANDBOX_READY
+    state: api.PodSandboxState = SANDBOX_READY
 
 
 @attrs.define
@@ -166,7 +166,7 @@ class FakeContainer:
     created_at: int
     behaviour: ContainerBehaviour
     log_path: str
-    state: int = CREATED
+    state: api.ContainerState = CREATED
     started_at: int = 0
     finished_at: int = 0
     exit_code: int = 0
@@ -208,7 +208,7 @@ class _TrackedProtocol(H2Protocol):
         self._transport = transport
         super().connection_made(transport)
 
-    def connection_lost(self, exc: Exception | None) -> None:
+    def connection_lost(self, exc: BaseException | None) -> None:
         self.registry.discard(self._transport)
         super().connection_lost(exc)
 
@@ -505,10 +505,12 @@ class FakeRuntime:
     # -- helpers -----------------------------------------------------------------------
 
     def _sandbox(self, ident: str) -> FakeSandbox:
-        return self._lookup(self.sandboxes, ident, "sandbox")
+        found: FakeSandbox = self._lookup(self.sandboxes, ident, "sandbox")
+        return found
 
     def _container(self, ident: str) -> FakeContainer:
-        return self._lookup(self.containers, ident, "container")
+        found: FakeContainer = self._lookup(self.containers, ident, "container")
+        return found
 
     @staticmethod
     def _lookup(table: Mapping[str, Any], ident: str, kind: str) -> Any:
@@ -535,9 +537,13 @@ class FakeRuntime:
             if ip not in self._ips_in_use and not ip.endswith(".1"):
                 self._ips_in_use.add(ip)
                 return ip
-        raise GRPCError(Status.UNKNOWN, "failed to setup network for sandbox: no IP addresses available")
+        raise GRPCError(
+            Status.UNKNOWN, "failed to setup network for sandbox: no IP addresses available"
+        )
 
-    def _finish(self, c: FakeContainer, exit_code: int, reason: str = "", message: str = "") -> None:
+    def _finish(
+        self, c: FakeContainer, exit_code: int, reason: str = "", message: str = ""
+    ) -> None:
         if c.exit_timer is not None:
             c.exit_timer.cancel()
             c.exit_timer = None
@@ -585,7 +591,10 @@ class FakeRuntime:
     def _rpc_RunPodSandbox(self, req: api.RunPodSandboxRequest) -> api.RunPodSandboxResponse:
         meta = req.config.metadata
         if not meta.name or not meta.uid or not meta.namespace:
-            raise GRPCError(Status.INVALID_ARGUMENT, "sandbox config must include metadata name, uid and namespace")
+            raise GRPCError(
+                Status.INVALID_ARGUMENT,
+                "sandbox config must include metadata name, uid and namespace",
+            )
         if self.sandbox_image not in self.images:
             raise GRPCError(
                 Status.UNKNOWN,
@@ -633,7 +642,7 @@ class FakeRuntime:
         return api.PodSandboxStatus(
             id=sb.id,
             metadata=sb.config.metadata,
-            state=sb.state,  # type: ignore[arg-type]
+            state=sb.state,
             created_at=sb.created_at,
             network=api.PodSandboxNetworkStatus(ip=sb.ip if sb.state == SANDBOX_READY else ""),
             linux=api.LinuxPodSandboxStatus(
@@ -650,7 +659,9 @@ class FakeRuntime:
         self, req: api.PodSandboxStatusRequest
     ) -> api.PodSandboxStatusResponse:
         sb = self._sandbox(req.pod_sandbox_id)
-        return api.PodSandboxStatusResponse(status=self._sandbox_status(sb), timestamp=self.now_ns())
+        return api.PodSandboxStatusResponse(
+            status=self._sandbox_status(sb), timestamp=self.now_ns()
+        )
 
     def _rpc_ListPodSandbox(self, req: api.ListPodSandboxRequest) -> api.ListPodSandboxResponse:
         f = req.filter
@@ -666,7 +677,7 @@ class FakeRuntime:
                 api.PodSandbox(
                     id=sb.id,
                     metadata=sb.config.metadata,
-                    state=sb.state,  # type: ignore[arg-type]
+                    state=sb.state,
                     created_at=sb.created_at,
                     labels=sb.config.labels,
                     annotations=sb.config.annotations,
@@ -715,7 +726,7 @@ class FakeRuntime:
         if c.state != CREATED:
             raise GRPCError(
                 Status.UNKNOWN,
-                f"container {c.id} is in {api.ContainerState.Name(c.state)} state",  # type: ignore[arg-type]
+                f"container {c.id} is in {api.ContainerState.Name(c.state)} state",
             )
         sb = self.sandboxes.get(c.sandbox_id)
         if sb is None or sb.state != SANDBOX_READY:
@@ -788,7 +799,7 @@ class FakeRuntime:
                     image=c.config.image,
                     image_ref=c.image_ref,
                     image_id=c.image_ref,
-                    state=c.state,  # type: ignore[arg-type]
+                    state=c.state,
                     created_at=c.created_at,
                     labels=c.config.labels,
                     annotations=c.config.annotations,
@@ -801,7 +812,7 @@ class FakeRuntime:
         status = api.ContainerStatus(
             id=c.id,
             metadata=c.config.metadata,
-            state=c.state,  # type: ignore[arg-type]
+            state=c.state,
             created_at=c.created_at,
             started_at=c.started_at,
             finished_at=c.finished_at,
@@ -845,7 +856,7 @@ class FakeRuntime:
         if c.state != RUNNING:
             raise GRPCError(
                 Status.UNKNOWN,
-                f"container is in {api.ContainerState.Name(c.state)} state",  # type: ignore[arg-type]
+                f"container is in {api.ContainerState.Name(c.state)} state",
             )
         result = ExecResult()
         for rule in self._execs:
@@ -899,7 +910,9 @@ class FakeRuntime:
         )
 
     def _rpc_ContainerStats(self, req: api.ContainerStatsRequest) -> api.ContainerStatsResponse:
-        return api.ContainerStatsResponse(stats=self._container_stats(self._container(req.container_id)))
+        return api.ContainerStatsResponse(
+            stats=self._container_stats(self._container(req.container_id))
+        )
 
     def _rpc_ListContainerStats(
         self, req: api.ListContainerStatsRequest
@@ -935,7 +948,9 @@ class FakeRuntime:
         )
 
     def _rpc_PodSandboxStats(self, req: api.PodSandboxStatsRequest) -> api.PodSandboxStatsResponse:
-        return api.PodSandboxStatsResponse(stats=self._sandbox_stats(self._sandbox(req.pod_sandbox_id)))
+        return api.PodSandboxStatsResponse(
+            stats=self._sandbox_stats(self._sandbox(req.pod_sandbox_id))
+        )
 
     def _rpc_ListPodSandboxStats(
         self, req: api.ListPodSandboxStatsRequest
@@ -966,7 +981,9 @@ class FakeRuntime:
         try:
             name = normalize(ref)
         except ValueError as exc:
-            raise GRPCError(Status.UNKNOWN, f'failed to pull and unpack image "{ref}": {exc}') from exc
+            raise GRPCError(
+                Status.UNKNOWN, f'failed to pull and unpack image "{ref}": {exc}'
+            ) from exc
         if name not in self.pullable:
             host = name.split("/", 1)[0]
             host = "registry-1.docker.io" if host == "docker.io" else host

@@ -6,8 +6,13 @@ from kubelet.cri import api
 
 
 def sandbox_config(
-    name: str = "web", uid: str = "uid-1", namespace: str = "default", *, attempt: int = 0,
-    log_directory: str = "", host_network: bool = False,
+    name: str = "web",
+    uid: str = "uid-1",
+    namespace: str = "default",
+    *,
+    attempt: int = 0,
+    log_directory: str = "",
+    host_network: bool = False,
 ) -> api.PodSandboxConfig:
     config = api.PodSandboxConfig(
         metadata=api.PodSandboxMetadata(name=name, uid=uid, namespace=namespace, attempt=attempt),
@@ -24,8 +29,13 @@ def sandbox_config(
 
 
 def container_config(
-    name: str = "app", image: str = "busybox", *, attempt: int = 0, pod: str = "web",
-    uid: str = "uid-1", log_path: str = "",
+    name: str = "app",
+    image: str = "busybox",
+    *,
+    attempt: int = 0,
+    pod: str = "web",
+    uid: str = "uid-1",
+    log_path: str = "",
 ) -> api.ContainerConfig:
     return api.ContainerConfig(
         metadata=api.ContainerMetadata(name=name, attempt=attempt),

@@ -58,7 +58,9 @@ async def test_pod_lifecycle_through_the_clients(fake: FakeRuntime, clients: Cli
     await runtime.stop_container(cid, 30)
     status_c = (await runtime.container_status(cid)).status
     assert (status_c.state, status_c.exit_code, status_c.reason) == (
-        api.CONTAINER_EXITED, 0, "Completed",
+        api.CONTAINER_EXITED,
+        0,
+        "Completed",
     )
     await runtime.remove_container(cid)
     await runtime.stop_pod_sandbox(sandbox)
@@ -79,12 +81,16 @@ async def test_filters(fake: FakeRuntime, clients: Clients) -> None:
     await runtime.start_container(cb)
     await runtime.stop_pod_sandbox(a)
 
-    assert [s.id for s in await runtime.list_pod_sandbox(labels={"io.kubernetes.pod.uid": "uid-b"})] == [b]
+    assert [
+        s.id for s in await runtime.list_pod_sandbox(labels={"io.kubernetes.pod.uid": "uid-b"})
+    ] == [b]
     assert [s.id for s in await runtime.list_pod_sandbox(state=api.SANDBOX_NOTREADY)] == [a]
     assert [s.id for s in await runtime.list_pod_sandbox(id=a[:12])] == [a]
     assert [c.id for c in await runtime.list_containers(pod_sandbox_id=a)] == [ca]
     assert [c.id for c in await runtime.list_containers(state=api.CONTAINER_RUNNING)] == [cb]
-    assert [c.id for c in await runtime.list_containers(labels={"io.kubernetes.pod.name": "a"})] == [ca]
+    assert [
+        c.id for c in await runtime.list_containers(labels={"io.kubernetes.pod.name": "a"})
+    ] == [ca]
     assert [s.attributes.id for s in await runtime.list_container_stats(pod_sandbox_id=b)] == [cb]
     assert len(await runtime.list_pod_sandbox_stats()) == 2
 

@@ -13,7 +13,15 @@ import pytest
 import trio
 from grpclib.const import Status
 
-from kubelet.cri import CriError, DeadlineExceeded, ImageClient, NotFound, RuntimeClient, api, connect
+from kubelet.cri import (
+    CriError,
+    DeadlineExceeded,
+    ImageClient,
+    NotFound,
+    RuntimeClient,
+    api,
+    connect,
+)
 from kubelet.cri.logformat import parse_line
 from kubelet.testing import ContainerBehaviour, ExecResult, FakeRuntime
 
@@ -91,7 +99,11 @@ async def test_start_error(fake: FakeRuntime, clients: Clients) -> None:
     assert info.value.code is Status.UNKNOWN
     (container,) = await runtime.list_containers()
     status = (await runtime.container_status(container.id)).status
-    assert (status.state, status.exit_code, status.reason) == (api.CONTAINER_EXITED, 128, "StartError")
+    assert (status.state, status.exit_code, status.reason) == (
+        api.CONTAINER_EXITED,
+        128,
+        "StartError",
+    )
 
 
 async def test_stop_sandbox_kills_containers_and_frees_ip(
@@ -109,9 +121,7 @@ async def test_stop_sandbox_kills_containers_and_frees_ip(
     assert (await runtime.pod_sandbox_status(other)).status.network.ip == ip
     with pytest.raises(CriError, match="not running"):
         await runtime.start_container(
-            await runtime.create_container(
-                sandbox, container_config("late"), sandbox_config()
-            )
+            await runtime.create_container(sandbox, container_config("late"), sandbox_config())
         )
 
 
@@ -149,15 +159,14 @@ async def test_missing_images(fake: FakeRuntime, clients: Clients) -> None:
     await images.pull_image(fake.sandbox_image)
     await runtime.run_pod_sandbox(sandbox_config("b", "uid-b"))
     assert [i.repo_tags[0] for i in await images.list_images()] == [
-        "docker.io/library/busybox:latest", "registry.k8s.io/pause:3.9",
+        "docker.io/library/busybox:latest",
+        "registry.k8s.io/pause:3.9",
     ]
     fs = await images.image_fs_info()
     assert fs.image_filesystems[0].used_bytes.value == 2_000_000
 
 
-async def test_log_file_in_cri_format(
-    fake: FakeRuntime, clients: Clients, short_tmp: Path
-) -> None:
+async def test_log_file_in_cri_format(fake: FakeRuntime, clients: Clients, short_tmp: Path) -> None:
     runtime, _ = clients
     fake.behave(ContainerBehaviour(log_lines=("hello", "world")), container="app")
     _, cid = await start_pod(runtime, log_dir=str(short_tmp / "pods"))
@@ -165,7 +174,8 @@ async def test_log_file_in_cri_format(
     assert path == short_tmp / "pods" / "app" / "0.log"
     lines = [parse_line(raw) for raw in path.read_bytes().splitlines()]
     assert [(x.stream, x.partial, x.message) for x in lines] == [
-        ("stdout", False, b"hello"), ("stdout", False, b"world"),
+        ("stdout", False, b"hello"),
+        ("stdout", False, b"world"),
     ]
     await runtime.reopen_container_log(cid)
 
@@ -192,7 +202,9 @@ async def test_exec_scripts_and_exec_timeout(
 async def test_streaming_urls_and_runtime_config(fake: FakeRuntime, clients: Clients) -> None:
     runtime, _ = clients
     sandbox, cid = await start_pod(runtime)
-    assert (await runtime.exec(api.ExecRequest(container_id=cid, cmd=["sh"], stdout=True))).startswith("http://")
+    assert (
+        await runtime.exec(api.ExecRequest(container_id=cid, cmd=["sh"], stdout=True))
+    ).startswith("http://")
     assert "attach" in await runtime.attach(api.AttachRequest(container_id=cid, stdout=True))
     assert "portforward" in await runtime.port_forward(sandbox, [80])
     await runtime.update_runtime_config("10.244.1.0/24")

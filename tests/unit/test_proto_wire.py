@@ -43,8 +43,17 @@ def _reference_descriptor() -> descriptor_pb2.FileDescriptorProto:
     if not wheels:
         CACHE.mkdir(parents=True, exist_ok=True)
         subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-             "--dest", str(CACHE), WHEEL_PROJECT],
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--quiet",
+                "--no-deps",
+                "--dest",
+                str(CACHE),
+                WHEEL_PROJECT,
+            ],
             check=True,
         )
         wheels = sorted(CACHE.glob("container_runtime_interface_api-*.whl"))
@@ -167,11 +176,33 @@ def test_the_check_catches_a_wrong_field_number(
 def test_rpc_set_is_what_the_kubelet_needs() -> None:
     names = {m.name for s in _ours().service for m in s.method}
     assert names == {
-        "Version", "Status", "UpdateRuntimeConfig", "RunPodSandbox", "StopPodSandbox",
-        "RemovePodSandbox", "PodSandboxStatus", "ListPodSandbox", "CreateContainer",
-        "StartContainer", "StopContainer", "RemoveContainer", "ListContainers",
-        "ContainerStatus", "UpdateContainerResources", "ReopenContainerLog", "ExecSync",
-        "Exec", "Attach", "PortForward", "ContainerStats", "ListContainerStats",
-        "PodSandboxStats", "ListPodSandboxStats", "ListImages", "ImageStatus", "PullImage",
-        "RemoveImage", "ImageFsInfo",
+        "Version",
+        "Status",
+        "UpdateRuntimeConfig",
+        "RunPodSandbox",
+        "StopPodSandbox",
+        "RemovePodSandbox",
+        "PodSandboxStatus",
+        "ListPodSandbox",
+        "CreateContainer",
+        "StartContainer",
+        "StopContainer",
+        "RemoveContainer",
+        "ListContainers",
+        "ContainerStatus",
+        "UpdateContainerResources",
+        "ReopenContainerLog",
+        "ExecSync",
+        "Exec",
+        "Attach",
+        "PortForward",
+        "ContainerStats",
+        "ListContainerStats",
+        "PodSandboxStats",
+        "ListPodSandboxStats",
+        "ListImages",
+        "ImageStatus",
+        "PullImage",
+        "RemoveImage",
+        "ImageFsInfo",
     }
