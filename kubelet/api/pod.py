@@ -1,0 +1,423 @@
+"""The Pod and what it is made of, as far as the kubelet reads or reports it.
+
+Field names follow the v1 API (snake_case here, camelCase on the wire). Parts the
+kubelet does not interpret yet (affinity, volume sources, ...) are kept as raw JSON so
+that nothing a manifest says is lost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, NewType
+
+import attrs
+
+from .meta import ObjectMeta, frozen
+
+Quantity = NewType("Quantity", str)
+"""A resource quantity as written ("100m", "64Mi", "1"); see kubelet.api.quantity."""
+
+
+# -- containers ---------------------------------------------------------------------------
+
+
+@frozen
+class ContainerPort:
+    container_port: int
+    name: str = ""
+    host_port: int | None = None
+    protocol: str = "TCP"
+    host_ip: str = ""
+
+
+@frozen
+class ObjectFieldSelector:
+    field_path: str
+    api_version: str = ""
+
+
+@frozen
+class ResourceFieldSelector:
+    resource: str
+    container_name: str = ""
+    divisor: Quantity | None = None
+
+
+@frozen
+class KeySelector:
+    key: str
+    name: str = ""
+    optional: bool | None = None
+
+
+@frozen
+class EnvVarSource:
+    field_ref: ObjectFieldSelector | None = None
+    resource_field_ref: ResourceFieldSelector | None = None
+    config_map_key_ref: KeySelector | None = None
+    secret_key_ref: KeySelector | None = None
+
+
+@frozen
+class EnvVar:
+    name: str
+    value: str | None = None
+    value_from: EnvVarSource | None = None
+
+
+@frozen
+class EnvFromSource:
+    prefix: str = ""
+    config_map_ref: Mapping[str, Any] | None = None
+    secret_ref: Mapping[str, Any] | None = None
+
+
+@frozen
+class ResourceRequirements:
+    limits: Mapping[str, Quantity] = attrs.field(factory=dict)
+    requests: Mapping[str, Quantity] = attrs.field(factory=dict)
+    claims: tuple[Any, ...] = ()
+
+
+@frozen
+class VolumeMount:
+    name: str
+    mount_path: str
+    read_only: bool | None = None
+    sub_path: str = ""
+    sub_path_expr: str = ""
+    mount_propagation: str | None = None
+    recursive_read_only: str | None = None
+
+
+@frozen
+class ExecAction:
+    command: tuple[str, ...] = ()
+
+
+@frozen
+class HTTPHeader:
+    name: str
+    value: str
+
+
+@frozen
+class HTTPGetAction:
+    port: int | str
+    path: str = ""
+    host: str = ""
+    scheme: str = "HTTP"
+    http_headers: tuple[HTTPHeader, ...] = ()
+
+
+@frozen
+class TCPSocketAction:
+    port: int | str
+    host: str = ""
+
+
+@frozen
+class GRPCAction:
+    port: int
+    service: str | None = None
+
+
+@frozen
+class SleepAction:
+    seconds: int
+
+
+@frozen
+class Probe:
+    exec: ExecAction | None = None
+    http_get: HTTPGetAction | None = None
+    tcp_socket: TCPSocketAction | None = None
+    grpc: GRPCAction | None = None
+    initial_delay_seconds: int = 0
+    timeout_seconds: int = 1
+    period_seconds: int = 10
+    success_threshold: int = 1
+    failure_threshold: int = 3
+    termination_grace_period_seconds: int | None = None
+
+
+@frozen
+class LifecycleHandler:
+    exec: ExecAction | None = None
+    http_get: HTTPGetAction | None = None
+    tcp_socket: TCPSocketAction | None = None
+    sleep: SleepAction | None = None
+
+
+@frozen
+class Lifecycle:
+    post_start: LifecycleHandler | None = None
+    pre_stop: LifecycleHandler | None = None
+    stop_signal: str | None = None
+
+
+@frozen
+class Capabilities:
+    add: tuple[str, ...] = ()
+    drop: tuple[str, ...] = ()
+
+
+@frozen
+class SecurityContext:
+    privileged: bool | None = None
+    run_as_user: int | None = None
+    run_as_group: int | None = None
+    run_as_non_root: bool | None = None
+    read_only_root_filesystem: bool | None = None
+    allow_privilege_escalation: bool | None = None
+    capabilities: Capabilities | None = None
+    proc_mount: str | None = None
+    se_linux_options: Mapping[str, Any] | None = None
+    seccomp_profile: Mapping[str, Any] | None = None
+    app_armor_profile: Mapping[str, Any] | None = None
+
+
+@frozen
+class Container:
+    name: str
+    image: str = ""
+    command: tuple[str, ...] = ()
+    args: tuple[str, ...] = ()
+    working_dir: str = ""
+    ports: tuple[ContainerPort, ...] = ()
+    env_from: tuple[EnvFromSource, ...] = ()
+    env: tuple[EnvVar, ...] = ()
+    resources: ResourceRequirements | None = None
+    restart_policy: str | None = None
+    volume_mounts: tuple[VolumeMount, ...] = ()
+    volume_devices: tuple[Any, ...] = ()
+    liveness_probe: Probe | None = None
+    readiness_probe: Probe | None = None
+    startup_probe: Probe | None = None
+    lifecycle: Lifecycle | None = None
+    termination_message_path: str = ""
+    termination_message_policy: str = ""
+    image_pull_policy: str = ""
+    security_context: SecurityContext | None = None
+    stdin: bool | None = None
+    stdin_once: bool | None = None
+    tty: bool | None = None
+
+
+# -- pod spec -----------------------------------------------------------------------------
+
+
+@frozen
+class Toleration:
+    key: str = ""
+    operator: str = ""
+    value: str = ""
+    effect: str = ""
+    toleration_seconds: int | None = None
+
+
+@frozen
+class PodDNSConfigOption:
+    name: str = ""
+    value: str | None = None
+
+
+@frozen
+class PodDNSConfig:
+    nameservers: tuple[str, ...] = ()
+    searches: tuple[str, ...] = ()
+    options: tuple[PodDNSConfigOption, ...] = ()
+
+
+@frozen
+class HostAlias:
+    ip: str = ""
+    hostnames: tuple[str, ...] = ()
+
+
+@frozen
+class PodSecurityContext:
+    run_as_user: int | None = None
+    run_as_group: int | None = None
+    run_as_non_root: bool | None = None
+    supplemental_groups: tuple[int, ...] = ()
+    fs_group: int | None = None
+    sysctls: tuple[Mapping[str, str], ...] = ()
+    se_linux_options: Mapping[str, Any] | None = None
+    seccomp_profile: Mapping[str, Any] | None = None
+
+
+@frozen
+class Volume:
+    """A volume: its name, and its source kept as raw JSON until volume plugins land."""
+
+    name: str
+    host_path: Mapping[str, Any] | None = None
+    empty_dir: Mapping[str, Any] | None = None
+    config_map: Mapping[str, Any] | None = None
+    secret: Mapping[str, Any] | None = None
+    projected: Mapping[str, Any] | None = None
+    downward_api: Mapping[str, Any] | None = attrs.field(
+        default=None, metadata={"wire": "downwardAPI"}
+    )
+    persistent_volume_claim: Mapping[str, Any] | None = None
+    csi: Mapping[str, Any] | None = None
+    ephemeral: Mapping[str, Any] | None = None
+    nfs: Mapping[str, Any] | None = None
+    image: Mapping[str, Any] | None = None
+
+
+@frozen
+class PodReadinessGate:
+    condition_type: str
+
+
+@frozen
+class PodSpec:
+    containers: tuple[Container, ...] = ()
+    init_containers: tuple[Container, ...] = ()
+    ephemeral_containers: tuple[Any, ...] = ()
+    volumes: tuple[Volume, ...] = ()
+    restart_policy: str = ""
+    termination_grace_period_seconds: int | None = None
+    active_deadline_seconds: int | None = None
+    dns_policy: str = ""
+    dns_config: PodDNSConfig | None = None
+    node_selector: Mapping[str, str] = attrs.field(factory=dict)
+    service_account_name: str = ""
+    service_account: str = ""
+    automount_service_account_token: bool | None = None
+    node_name: str = ""
+    host_network: bool | None = None
+    host_pid: bool | None = None
+    host_ipc: bool | None = None
+    share_process_namespace: bool | None = None
+    security_context: PodSecurityContext | None = None
+    image_pull_secrets: tuple[Mapping[str, str], ...] = ()
+    hostname: str = ""
+    subdomain: str = ""
+    affinity: Mapping[str, Any] | None = None
+    scheduler_name: str = ""
+    tolerations: tuple[Toleration, ...] = ()
+    host_aliases: tuple[HostAlias, ...] = ()
+    priority_class_name: str = ""
+    priority: int | None = None
+    readiness_gates: tuple[PodReadinessGate, ...] = ()
+    runtime_class_name: str | None = None
+    enable_service_links: bool | None = None
+    preemption_policy: str | None = None
+    overhead: Mapping[str, Quantity] = attrs.field(factory=dict)
+    topology_spread_constraints: tuple[Any, ...] = ()
+    os: Mapping[str, str] | None = None
+    host_users: bool | None = None
+    resource_claims: tuple[Any, ...] = ()
+    resources: ResourceRequirements | None = None
+    scheduling_gates: tuple[Any, ...] = ()
+
+
+# -- status -------------------------------------------------------------------------------
+
+
+@frozen
+class PodCondition:
+    type: str
+    status: str
+    observed_generation: int | None = None
+    last_probe_time: str | None = None
+    last_transition_time: str | None = None
+    reason: str = ""
+    message: str = ""
+
+
+@frozen
+class ContainerStateWaiting:
+    reason: str = ""
+    message: str = ""
+
+
+@frozen
+class ContainerStateRunning:
+    started_at: str | None = None
+
+
+@frozen
+class ContainerStateTerminated:
+    exit_code: int = 0
+    signal: int | None = None
+    reason: str = ""
+    message: str = ""
+    started_at: str | None = None
+    finished_at: str | None = None
+    container_id: str = ""
+
+
+@frozen
+class ContainerState:
+    waiting: ContainerStateWaiting | None = None
+    running: ContainerStateRunning | None = None
+    terminated: ContainerStateTerminated | None = None
+
+
+@frozen
+class ContainerStatus:
+    name: str
+    state: ContainerState | None = None
+    last_state: ContainerState | None = None
+    ready: bool = False
+    restart_count: int = 0
+    image: str = ""
+    image_id: str = ""
+    container_id: str = ""
+    started: bool | None = None
+
+
+@frozen
+class PodIP:
+    ip: str = ""
+
+
+@frozen
+class PodStatus:
+    phase: str = ""
+    conditions: tuple[PodCondition, ...] = ()
+    message: str = ""
+    reason: str = ""
+    host_ip: str = ""
+    host_ips: tuple[PodIP, ...] = ()
+    pod_ip: str = ""
+    pod_ips: tuple[PodIP, ...] = ()
+    start_time: str | None = None
+    init_container_statuses: tuple[ContainerStatus, ...] = ()
+    container_statuses: tuple[ContainerStatus, ...] = ()
+    qos_class: str = ""
+    observed_generation: int | None = None
+
+
+@frozen
+class Pod:
+    api_version: str = "v1"
+    kind: str = "Pod"
+    metadata: ObjectMeta = attrs.field(factory=ObjectMeta)
+    spec: PodSpec = attrs.field(factory=PodSpec)
+    status: PodStatus = attrs.field(factory=PodStatus)
+
+    @property
+    def uid(self) -> str:
+        return self.metadata.uid
+
+    @property
+    def full_name(self) -> str:
+        """``<name>_<namespace>``: how the kubelet names a pod in logs and keys."""
+        return f"{self.metadata.name}_{self.metadata.namespace}"
+
+    @property
+    def key(self) -> str:
+        """``<namespace>/<name>`` as users write it."""
+        return f"{self.metadata.namespace}/{self.metadata.name}"
+
+
+@frozen
+class PodList:
+    api_version: str = "v1"
+    kind: str = "PodList"
+    items: tuple[Pod, ...] = ()
