@@ -1,0 +1,27 @@
+"""CRI labels and annotations the kubelet writes, and reads back when it adopts.
+
+They are upstream's keys and formats, so an upstream kubelet could adopt our containers
+and we could adopt theirs.
+"""
+
+POD_NAME = "io.kubernetes.pod.name"
+POD_NAMESPACE = "io.kubernetes.pod.namespace"
+POD_UID = "io.kubernetes.pod.uid"
+CONTAINER_NAME = "io.kubernetes.container.name"
+CONTAINER_TYPE_LABEL = "io.kubernetes.container.type"  # unused upstream today; read only
+KUBERNETES_MANAGED = "io.kubernetes.container.logpath"  # legacy dockershim key; read only
+
+CONTAINER_HASH = "io.kubernetes.container.hash"
+CONTAINER_RESTART_COUNT = "io.kubernetes.container.restartCount"
+CONTAINER_TERMINATION_MESSAGE_PATH = "io.kubernetes.container.terminationMessagePath"
+CONTAINER_TERMINATION_MESSAGE_POLICY = "io.kubernetes.container.terminationMessagePolicy"
+CONTAINER_PRESTOP_HANDLER = "io.kubernetes.container.preStopHandler"
+CONTAINER_PORTS = "io.kubernetes.container.ports"
+POD_DELETION_GRACE_PERIOD = "io.kubernetes.pod.deletionGracePeriod"
+POD_TERMINATION_GRACE_PERIOD = "io.kubernetes.pod.terminationGracePeriod"
+
+# Pod-level annotations the kubelet keeps on the sandbox (kubernetes.io/config.*).
+CONFIG_SOURCE = "kubernetes.io/config.source"
+CONFIG_SEEN = "kubernetes.io/config.seen"
+CONFIG_HASH = "kubernetes.io/config.hash"
+CONFIG_MIRROR = "kubernetes.io/config.mirror"
