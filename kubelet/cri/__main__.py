@@ -80,11 +80,11 @@ def _short(ident: str) -> str:
 
 
 def _sandbox_state(state: int) -> str:
-    return api.PodSandboxState.Name(state).removeprefix("SANDBOX_")  # type: ignore[arg-type]
+    return api.PodSandboxState.Name(state).removeprefix("SANDBOX_")
 
 
 def _container_state(state: int) -> str:
-    return api.ContainerState.Name(state).removeprefix("CONTAINER_")  # type: ignore[arg-type]
+    return api.ContainerState.Name(state).removeprefix("CONTAINER_")
 
 
 # -- read-only commands -------------------------------------------------------------------

@@ -8,8 +8,6 @@ POD_NAME = "io.kubernetes.pod.name"
 POD_NAMESPACE = "io.kubernetes.pod.namespace"
 POD_UID = "io.kubernetes.pod.uid"
 CONTAINER_NAME = "io.kubernetes.container.name"
-CONTAINER_TYPE_LABEL = "io.kubernetes.container.type"  # unused upstream today; read only
-KUBERNETES_MANAGED = "io.kubernetes.container.logpath"  # legacy dockershim key; read only
 
 CONTAINER_HASH = "io.kubernetes.container.hash"
 CONTAINER_RESTART_COUNT = "io.kubernetes.container.restartCount"

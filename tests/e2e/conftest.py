@@ -90,9 +90,7 @@ class PodHandle:
             },
             log_path=f"{name}/{attempt}.log",
             linux=api.LinuxContainerConfig(
-                security_context=api.LinuxContainerSecurityContext(
-                    namespace_options=NAMESPACES
-                )
+                security_context=api.LinuxContainerSecurityContext(namespace_options=NAMESPACES)
             ),
         )
 
@@ -152,4 +150,3 @@ async def pod(
             errors = (await cleanup(runtime, labels={POD_UID_LABEL: uid}, stop_timeout=0)).errors
         if errors:
             pytest.fail(f"cleanup of pod {name} failed: {errors}")
-
