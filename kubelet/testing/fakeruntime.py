@@ -254,7 +254,7 @@ class _Service:
 
 def _not_found(kind: str, ident: str) -> GRPCError:
     return GRPCError(
-        Status.NOT_FOUND, f"an error occurred when try to find {kind} {ident!r}: not found"
+        Status.NOT_FOUND, f'an error occurred when try to find {kind} "{ident}": not found'
     )
 
 
@@ -531,6 +531,12 @@ class FakeRuntime:
         except ValueError:
             return None
 
+    def _first_tag(self, image_id: str) -> str:
+        for image in self.images.values():
+            if image.id == image_id and image.repo_tags:
+                return image.repo_tags[0]
+        return ""
+
     def _allocate_ip(self) -> str:
         for host in self._pool.hosts():
             ip = str(host)
@@ -798,7 +804,6 @@ class FakeRuntime:
                     metadata=c.config.metadata,
                     image=c.config.image,
                     image_ref=c.image_ref,
-                    image_id=c.image_ref,
                     state=c.state,
                     created_at=c.created_at,
                     labels=c.config.labels,
@@ -817,9 +822,9 @@ class FakeRuntime:
             started_at=c.started_at,
             finished_at=c.finished_at,
             exit_code=c.exit_code,
-            image=c.config.image,
+            # like containerd: the stored image's first tag, not the reference asked for
+            image=api.ImageSpec(image=self._first_tag(c.image_ref) or c.config.image.image),
             image_ref=c.image_ref,
-            image_id=c.image_ref,
             reason=c.reason,
             message=c.message,
             labels=c.config.labels,
@@ -856,7 +861,8 @@ class FakeRuntime:
         if c.state != RUNNING:
             raise GRPCError(
                 Status.UNKNOWN,
-                f"container is in {api.ContainerState.Name(c.state)} state",
+                f"failed to exec in container: container is in "
+                f"{api.ContainerState.Name(c.state)} state",
             )
         result = ExecResult()
         for rule in self._execs:
