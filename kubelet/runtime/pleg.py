@@ -1,0 +1,226 @@
+"""PLEG: the pod lifecycle event generator.
+
+Every second it lists the runtime (two CRI calls: ListPodSandbox and ListContainers),
+compares each container's state with the previous listing, refreshes the pod cache for
+the pods that changed and sends one event per change to the syncLoop. Sandboxes count
+as containers (READY = running, NOTREADY = exited).
+
+Unlike upstream, the status of changed pods is fetched concurrently (bounded), so a
+slow pod does not hold up every other pod's events, and a pod whose status fetch fails
+is retried on the next relist without blocking the others (vector PLEG-07).
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from collections.abc import Callable, Mapping
+
+import attrs
+import trio
+
+from .cache import PodCache
+from .types import ContainerRunState
+
+log = logging.getLogger(__name__)
+
+RELIST_PERIOD = 1.0
+RELIST_THRESHOLD = 180.0
+EVENT_CHANNEL_CAPACITY = 1000
+STATUS_FETCH_CONCURRENCY = 16
+
+
+class PlegState(enum.Enum):
+    """A container's state as the PLEG compares it."""
+
+    RUNNING = "running"
+    EXITED = "exited"
+    UNKNOWN = "unknown"
+    NON_EXISTENT = "non-existent"
+
+
+class EventType(enum.Enum):
+    CONTAINER_STARTED = "ContainerStarted"
+    CONTAINER_DIED = "ContainerDied"
+    CONTAINER_REMOVED = "ContainerRemoved"
+    CONTAINER_CHANGED = "ContainerChanged"
+    POD_SYNC = "PodSync"
+
+
+@attrs.frozen
+class PodLifecycleEvent:
+    """Something happened to one container (or sandbox) ``data`` of pod ``uid``."""
+
+    uid: str
+    type: EventType
+    data: str = ""
+
+
+def pleg_state(state: ContainerRunState) -> PlegState:
+    """CRI CREATED counts as unknown, as upstream does."""
+    if state is ContainerRunState.RUNNING:
+        return PlegState.RUNNING
+    if state is ContainerRunState.EXITED:
+        return PlegState.EXITED
+    return PlegState.UNKNOWN
+
+
+def events_for(uid: str, cid: str, old: PlegState, new: PlegState) -> list[PodLifecycleEvent]:
+    """The events for one container whose state went from ``old`` to ``new`` (§g table)."""
+    if old is new:
+        return []
+    if new is PlegState.RUNNING:
+        return [PodLifecycleEvent(uid, EventType.CONTAINER_STARTED, cid)]
+    if new is PlegState.EXITED:
+        return [PodLifecycleEvent(uid, EventType.CONTAINER_DIED, cid)]
+    if new is PlegState.UNKNOWN:
+        return [PodLifecycleEvent(uid, EventType.CONTAINER_CHANGED, cid)]
+    if old is PlegState.EXITED:
+        return [PodLifecycleEvent(uid, EventType.CONTAINER_REMOVED, cid)]
+    return [
+        PodLifecycleEvent(uid, EventType.CONTAINER_DIED, cid),
+        PodLifecycleEvent(uid, EventType.CONTAINER_REMOVED, cid),
+    ]
+
+
+PodStates = Mapping[str, Mapping[str, PlegState]]
+"""uid → container/sandbox id → state, as one relist saw it."""
+
+
+def diff_relists(old: PodStates, new: PodStates) -> dict[str, list[PodLifecycleEvent]]:
+    """Events per pod between two relists; pods without events are left out."""
+    out: dict[str, list[PodLifecycleEvent]] = {}
+    for uid in old.keys() | new.keys():
+        before = old.get(uid, {})
+        after = new.get(uid, {})
+        events: list[PodLifecycleEvent] = []
+        for cid in before.keys() | after.keys():
+            events += events_for(
+                uid,
+                cid,
+                before.get(cid, PlegState.NON_EXISTENT),
+                after.get(cid, PlegState.NON_EXISTENT),
+            )
+        if events:
+            out[uid] = events
+    return out
+
+
+class RuntimeLister:
+    """What the PLEG needs from the runtime (kept abstract for tests)."""
+
+    async def relist(self) -> PodStates:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+class Pleg:
+    """Relist loop, event source and health signal. Run ``run`` in its own task."""
+
+    def __init__(
+        self,
+        lister: RuntimeLister,
+        cache: PodCache,
+        events: trio.MemorySendChannel[PodLifecycleEvent],
+        *,
+        period: float = RELIST_PERIOD,
+        threshold: float = RELIST_THRESHOLD,
+        clock: Callable[[], float] = trio.current_time,
+    ) -> None:
+        self._lister = lister
+        self._cache = cache
+        self._events = events
+        self._period = period
+        self._threshold = threshold
+        self._clock = clock
+        self._states: dict[str, dict[str, PlegState]] = {}
+        self._reinspect: set[str] = set()
+        self.last_relist: float | None = None
+        self.last_relist_duration: float = 0.0
+        self.relist_interval: float = 0.0
+        self.discarded_events = 0
+
+    def healthy(self) -> tuple[bool, str]:
+        """(ok, why not): unhealthy before the first relist or after ``threshold`` silence."""
+        if self.last_relist is None:
+            return False, "pleg has yet to be successful"
+        since = self._clock() - self.last_relist
+        if since > self._threshold:
+            return (
+                False,
+                f"pleg was last seen active {since:.0f}s ago; threshold is {self._threshold:.0f}s",
+            )
+        return True, ""
+
+    def request_reinspect(self, uid: str) -> None:
+        """Refresh ``uid``'s cache entry on the next relist and send PodSync."""
+        self._reinspect.add(uid)
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        started = False
+        while True:
+            await self.relist()
+            if not started:
+                task_status.started()
+                started = True
+            await trio.sleep(self._period)
+
+    async def relist(self) -> None:
+        """One relist: list, diff, refresh changed pods, emit events."""
+        start = self._clock()
+        if self.last_relist is not None:
+            self.relist_interval = start - self.last_relist
+        try:
+            current = await self._lister.relist()
+        except Exception as exc:  # a runtime outage: keep old states, stay silent
+            log.warning("PLEG relist failed: %s", exc)
+            return
+        changed = diff_relists(self._states, current)
+        to_fetch = set(changed) | self._reinspect
+        results = await self._refresh(to_fetch)
+        for uid in to_fetch:
+            if not results.get(uid, False):
+                # keep the old view of this pod so its events are found again next time
+                self._reinspect.add(uid)
+                if uid in self._states:
+                    current = {**current, uid: self._states[uid]}
+                else:
+                    current = {k: v for k, v in current.items() if k != uid}
+                continue
+            if uid not in current:
+                self._cache.delete(uid)
+            for event in changed.get(uid, ()):
+                self._send(event)
+            if uid in self._reinspect and uid not in changed:
+                self._send(PodLifecycleEvent(uid, EventType.POD_SYNC))
+            self._reinspect.discard(uid)
+        self._states = {uid: dict(states) for uid, states in current.items()}
+        self.last_relist = self._clock()
+        self.last_relist_duration = self.last_relist - start
+
+    async def _refresh(self, uids: set[str]) -> dict[str, bool]:
+        results: dict[str, bool] = {}
+        limiter = trio.CapacityLimiter(STATUS_FETCH_CONCURRENCY)
+
+        async def fetch(uid: str) -> None:
+            async with limiter:
+                try:
+                    await self._cache.refresh(uid)
+                    results[uid] = True
+                except Exception as exc:
+                    log.warning("PLEG: status of pod %s not refreshed: %s", uid, exc)
+                    results[uid] = False
+
+        async with trio.open_nursery() as nursery:
+            for uid in uids:
+                nursery.start_soon(fetch, uid)
+        return results
+
+    def _send(self, event: PodLifecycleEvent) -> None:
+        if event.type is EventType.CONTAINER_CHANGED:
+            return  # generated but not sent, as upstream
+        try:
+            self._events.send_nowait(event)
+        except trio.WouldBlock:
+            self.discarded_events += 1
+            log.error("PLEG event channel is full, discarding %s", event)
+

@@ -1,0 +1,165 @@
+"""PLEG vectors PLEG-01…PLEG-11 (§g) with a scripted runtime and a fake clock."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+
+from kubelet.runtime.cache import PodCache
+from kubelet.runtime.pleg import (
+    EventType,
+    Pleg,
+    PlegState,
+    PodLifecycleEvent,
+    PodStates,
+    RuntimeLister,
+    diff_relists,
+)
+from kubelet.runtime.types import RuntimePodStatus
+
+R, E, U = PlegState.RUNNING, PlegState.EXITED, PlegState.UNKNOWN
+Started, Died, Removed = (
+    EventType.CONTAINER_STARTED,
+    EventType.CONTAINER_DIED,
+    EventType.CONTAINER_REMOVED,
+)
+
+
+class ScriptedRuntime(RuntimeLister):
+    def __init__(self) -> None:
+        self.pods: PodStates = {}
+        self.failing: set[str] = set()
+        self.fetched: list[str] = []
+
+    async def relist(self) -> PodStates:
+        return self.pods
+
+    async def status(self, uid: str) -> RuntimePodStatus:
+        self.fetched.append(uid)
+        if uid in self.failing:
+            raise RuntimeError("inspect failed")
+        return RuntimePodStatus(uid=uid)
+
+
+def make(capacity: int = 100) -> tuple[Pleg, ScriptedRuntime, trio.MemoryReceiveChannel[PodLifecycleEvent], PodCache]:
+    runtime = ScriptedRuntime()
+    cache = PodCache(runtime.status)
+    send, recv = trio.open_memory_channel[PodLifecycleEvent](capacity)
+    return Pleg(runtime, cache, send), runtime, recv, cache
+
+
+def drain(recv: trio.MemoryReceiveChannel[PodLifecycleEvent]) -> set[tuple[str, EventType, str]]:
+    out = set()
+    while True:
+        try:
+            e = recv.receive_nowait()
+        except trio.WouldBlock:
+            return out
+        out.add((e.uid, e.type, e.data))
+
+
+async def test_PLEG_01_02_03_relisting() -> None:
+    pleg, runtime, recv, _ = make()
+    runtime.pods = {"1234": {"c1": E, "c2": R, "c3": U}, "4567": {"c1": E}}
+    await pleg.relist()
+    assert drain(recv) == {("1234", Started, "c2"), ("4567", Died, "c1"), ("1234", Died, "c1")}
+    await pleg.relist()  # PLEG-02: nothing changed
+    assert drain(recv) == set()
+    runtime.pods = {"1234": {"c2": E, "c3": R}, "4567": {"c4": R}}
+    await pleg.relist()  # PLEG-03
+    assert drain(recv) == {
+        ("1234", Removed, "c1"),
+        ("1234", Died, "c2"),
+        ("1234", Started, "c3"),
+        ("4567", Removed, "c1"),
+        ("4567", Started, "c4"),
+    }
+
+
+async def test_PLEG_04_event_channel_full_drops_and_counts() -> None:
+    pleg, runtime, recv, _ = make(capacity=4)
+    runtime.pods = {"1234": {"c1": E, "c2": R}, "4567": {"c1": E}}
+    await pleg.relist()
+    drain(recv)
+    runtime.pods = {"1234": {"c2": E, "c3": R}, "4567": {"c4": R}}
+    await pleg.relist()
+    assert len(drain(recv)) == 4
+    assert pleg.discarded_events == 1
+
+
+async def test_PLEG_05_missing_containers() -> None:
+    pleg, runtime, recv, _ = make()
+    runtime.pods = {"p": {"c1": R, "c2": R, "c3": E}}
+    await pleg.relist()
+    drain(recv)
+    runtime.pods = {"p": {"c1": R}}
+    await pleg.relist()
+    assert drain(recv) == {("p", Died, "c2"), ("p", Removed, "c2"), ("p", Removed, "c3")}
+
+
+async def test_PLEG_06_missing_pod_deletes_cache_entry() -> None:
+    pleg, runtime, recv, cache = make()
+    runtime.pods = {"p": {"c2": R}}
+    await pleg.relist()
+    assert cache.get("p") is not None
+    drain(recv)
+    runtime.pods = {}
+    await pleg.relist()
+    assert drain(recv) == {("p", Died, "c2"), ("p", Removed, "c2")}
+    assert cache.get("p") is None
+
+
+async def test_PLEG_07_failed_inspect_retried_next_relist() -> None:
+    pleg, runtime, recv, _ = make()
+    runtime.pods = {"a": {"c": R}, "b": {"c": R}}
+    runtime.failing = {"b"}
+    await pleg.relist()
+    assert drain(recv) == {("a", Started, "c")}
+    runtime.failing = set()
+    await pleg.relist()
+    assert drain(recv) == {("b", Started, "c")}
+    assert runtime.fetched.count("b") == 2
+
+
+async def test_PLEG_08_09_10_health(autojump_clock: trio.abc.Clock) -> None:
+    pleg, _, _, _ = make()
+    assert pleg.healthy() == (False, "pleg has yet to be successful")
+    await pleg.relist()
+    await trio.sleep(60)
+    assert pleg.healthy() == (True, "")
+    await trio.sleep(121)
+    ok, why = pleg.healthy()
+    assert not ok
+    assert why == "pleg was last seen active 181s ago; threshold is 180s"
+
+
+async def test_PLEG_11_reinspect_sends_pod_sync() -> None:
+    pleg, runtime, recv, _ = make()
+    runtime.pods = {"p": {"c": R}}
+    await pleg.relist()
+    drain(recv)
+    runtime.failing = {"p"}
+    pleg.request_reinspect("p")
+    await pleg.relist()
+    assert drain(recv) == set()  # failure: stays queued, no event
+    runtime.failing = set()
+    await pleg.relist()
+    assert drain(recv) == {("p", EventType.POD_SYNC, "")}
+    await pleg.relist()
+    assert drain(recv) == set()
+
+
+async def test_relist_every_second(autojump_clock: trio.abc.Clock) -> None:
+    pleg, runtime, recv, _ = make()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(pleg.run)
+        runtime.pods = {"p": {"c": R}}
+        await trio.sleep(1.01)
+        assert drain(recv) == {("p", Started, "c")}
+        assert pleg.relist_interval == pytest.approx(1.0)
+        nursery.cancel_scope.cancel()
+
+
+def test_unknown_changes_are_not_sent_but_computed() -> None:
+    events = diff_relists({"p": {"c": R}}, {"p": {"c": U}})
+    assert [e.type for e in events["p"]] == [EventType.CONTAINER_CHANGED]
