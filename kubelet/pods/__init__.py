@@ -1,0 +1,1 @@
+"""Desired pods and the tasks that drive each one: the syncLoop and the pod workers."""

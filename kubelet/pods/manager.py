@@ -1,0 +1,36 @@
+"""The desired pods: what the merged sources say this node should run."""
+
+from __future__ import annotations
+
+from kubelet.api.pod import Pod
+
+
+class PodManager:
+    """uid → Pod, plus a full-name index. Only the syncLoop writes to it."""
+
+    def __init__(self) -> None:
+        self._by_uid: dict[str, Pod] = {}
+
+    def upsert(self, pod: Pod) -> None:
+        self._by_uid[pod.uid] = pod
+
+    def remove(self, uid: str) -> Pod | None:
+        return self._by_uid.pop(uid, None)
+
+    def get(self, uid: str) -> Pod | None:
+        return self._by_uid.get(uid)
+
+    def by_full_name(self, full_name: str) -> list[Pod]:
+        return [p for p in self._by_uid.values() if p.full_name == full_name]
+
+    def pods(self) -> list[Pod]:
+        return list(self._by_uid.values())
+
+    def uids(self) -> set[str]:
+        return set(self._by_uid)
+
+    def __len__(self) -> int:
+        return len(self._by_uid)
+
+    def __contains__(self, uid: object) -> bool:
+        return uid in self._by_uid

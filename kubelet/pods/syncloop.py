@@ -1,0 +1,203 @@
+"""The syncLoop: the one consumer of config updates, PLEG events and timers.
+
+It never does slow work itself. It turns what it hears into requests to the pod workers
+(sync, terminate) and keeps the work queue: the loop wakes at its 1 s tick or at the
+earliest pod whose work is due (a back-off expiring, the periodic resync), whichever
+comes first, so a back-off ends on time rather than on the next tick. Every 2 s it does
+housekeeping: pods the runtime still holds but no source wants are torn down — only
+once every source has been seen, so a restarted kubelet never kills a pod just because
+the API server (or a manifest directory) has not answered yet.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import random
+from collections.abc import Awaitable, Callable, Iterable
+
+import attrs
+import trio
+
+from kubelet.api.pod import Pod
+from kubelet.runtime.pleg import EventType, PodLifecycleEvent
+from kubelet.sources.podconfig import PodOperation, PodUpdate
+
+from .manager import PodManager
+from .workers import PodWorkers, SyncResult
+from .workqueue import WorkQueue
+
+log = logging.getLogger(__name__)
+
+SYNC_TICK = 1.0
+HOUSEKEEPING_PERIOD = 2.0
+SYNC_ERROR_BACKOFF = 10.0
+RESYNC_JITTER = 0.5
+
+
+class _Kind(enum.Enum):
+    CONFIG = "config"
+    PLEG = "pleg"
+
+
+@attrs.frozen
+class OrphanPod:
+    """A pod the runtime runs that no source wants: enough to tear it down."""
+
+    uid: str
+    name: str
+    namespace: str
+
+
+class Housekeeper:
+    """What housekeeping needs from the runtime (implemented over the CRI)."""
+
+    async def runtime_pods(self) -> Iterable[OrphanPod]:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def orphan_as_pod(self, orphan: OrphanPod) -> Pod:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+class SyncLoop:
+    def __init__(
+        self,
+        *,
+        updates: trio.MemoryReceiveChannel[PodUpdate],
+        pleg_events: trio.MemoryReceiveChannel[PodLifecycleEvent],
+        pods: PodManager,
+        workers: PodWorkers,
+        housekeeper: Housekeeper,
+        sources_ready: Callable[[], bool],
+        sync_frequency: float = 60.0,
+        max_pods: int = 110,
+        admit: Callable[[Pod], Awaitable[str | None]] | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._updates = updates
+        self._pleg_events = pleg_events
+        self.pods = pods
+        self.workers = workers
+        self.queue = WorkQueue()
+        self._housekeeper = housekeeper
+        self._sources_ready = sources_ready
+        self._sync_frequency = sync_frequency
+        self._max_pods = max_pods
+        self._rng = rng or random.Random(0)
+        self.last_iteration: float | None = None
+        self.iterations = 0
+        self.rejected: dict[str, str] = {}
+
+    def on_result(self, uid: str, result: SyncResult) -> None:
+        """Pod workers report here; decides when the pod is synced next."""
+        if result.error is not None:
+            self.queue.enqueue(uid, SYNC_ERROR_BACKOFF)
+        elif result.requeue_after is not None:
+            self.queue.enqueue(uid, result.requeue_after)
+        else:
+            jitter = 1.0 + self._rng.random() * RESYNC_JITTER
+            self.queue.enqueue(uid, self._sync_frequency * jitter)
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        inbox_send, inbox = trio.open_memory_channel[tuple[_Kind, object]](0)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._forward, self._updates, _Kind.CONFIG, inbox_send.clone())
+            nursery.start_soon(self._forward, self._pleg_events, _Kind.PLEG, inbox_send.clone())
+            inbox_send.close()
+            task_status.started()
+            next_housekeeping = trio.current_time() + HOUSEKEEPING_PERIOD
+            while True:
+                now = trio.current_time()
+                self.last_iteration = now
+                self.iterations += 1
+                wake_at = min(now + SYNC_TICK, self.queue.next_due(), next_housekeeping)
+                with trio.move_on_at(wake_at):
+                    kind, message = await inbox.receive()
+                    if kind is _Kind.CONFIG:
+                        await self._handle_update(message)  # type: ignore[arg-type]
+                    else:
+                        self._handle_pleg(message)  # type: ignore[arg-type]
+                for uid in self.queue.pop_due():
+                    self.workers.requeue(uid)
+                if trio.current_time() >= next_housekeeping:
+                    await self.housekeeping()
+                    next_housekeeping = trio.current_time() + HOUSEKEEPING_PERIOD
+
+    @staticmethod
+    async def _forward(
+        source: trio.MemoryReceiveChannel[object],
+        kind: _Kind,
+        inbox: trio.MemorySendChannel[tuple[_Kind, object]],
+    ) -> None:
+        async with inbox:
+            async for message in source:
+                await inbox.send((kind, message))
+
+    # -- config updates ------------------------------------------------------------------
+
+    async def _handle_update(self, update: PodUpdate) -> None:
+        op = update.op
+        for pod in update.pods:
+            if op is PodOperation.ADD:
+                await self._add(pod)
+            elif op is PodOperation.UPDATE:
+                self.pods.upsert(pod)
+                if pod.metadata.deletion_timestamp:
+                    self.workers.terminate(pod, pod.metadata.deletion_grace_period_seconds)
+                elif pod.uid not in self.rejected:
+                    self.workers.sync(pod)
+            elif op is PodOperation.DELETE:
+                self.pods.upsert(pod)
+                self.workers.terminate(pod, pod.metadata.deletion_grace_period_seconds)
+            elif op is PodOperation.REMOVE:
+                self.pods.remove(pod.uid)
+                self.queue.forget(pod.uid)
+                self.rejected.pop(pod.uid, None)
+                self.workers.terminate(pod, None, remove=True)
+            elif op is PodOperation.RECONCILE:
+                self.pods.upsert(pod)
+
+    async def _add(self, pod: Pod) -> None:
+        self.pods.upsert(pod)
+        reason = self._admission_failure(pod)
+        if reason is not None:
+            self.rejected[pod.uid] = reason
+            log.warning("pod %s rejected: %s", pod.key, reason)
+            return
+        self.workers.sync(pod)
+
+    def _admission_failure(self, pod: Pod) -> str | None:
+        """Upstream's pod-count admission ("OutOfpods"); more predicates land later."""
+        if self.workers.is_known(pod.uid):
+            return None
+        active = sum(1 for uid in self.workers.workers if uid not in self.rejected)
+        if active >= self._max_pods:
+            return f"OutOfpods: Node didn't have enough resource: pods, capacity {self._max_pods}"
+        return None
+
+    # -- PLEG ------------------------------------------------------------------------------
+
+    def _handle_pleg(self, event: PodLifecycleEvent) -> None:
+        if event.type is EventType.CONTAINER_REMOVED:
+            return
+        pod = self.pods.get(event.uid)
+        if pod is not None and event.uid not in self.rejected:
+            self.workers.requeue(event.uid)
+        # pods no source wants are handled by housekeeping
+
+    # -- housekeeping ----------------------------------------------------------------------
+
+    async def housekeeping(self) -> None:
+        """Tear down runtime pods nobody wants, once every source has been seen."""
+        if not self._sources_ready():
+            return
+        try:
+            running = list(await self._housekeeper.runtime_pods())
+        except Exception as exc:
+            log.warning("housekeeping: cannot list runtime pods: %s", exc)
+            return
+        for orphan in running:
+            if orphan.uid in self.pods or self.workers.is_known(orphan.uid):
+                continue
+            log.info("removing orphaned pod %s/%s (%s)", orphan.namespace, orphan.name, orphan.uid)
+            self.workers.terminate(self._housekeeper.orphan_as_pod(orphan), None, remove=True)
