@@ -1,35 +1,33 @@
-"""The ``kubelet`` command line."""
+"""The ``kubelet`` command: flags and config file in, the agent run, an exit code out."""
 
 from __future__ import annotations
 
-import argparse
 import sys
+from collections.abc import Sequence
 
+from .config import ConfigError, build_options, parse_flags
 from .version import version_line
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="kubelet",
-        description="A Kubernetes node agent written as one Trio structured-concurrency program.",
-    )
-    parser.add_argument(
-        "--version", action="store_true", help="print version information and quit"
-    )
-    return parser
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the kubelet; 1 when the configuration is unusable, 0 after ``--help``/``--version``."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    try:
+        flags = parse_flags(args)
+        if flags.version:
+            print(version_line())
+            return 0
+        options = build_options(flags)
+    except ConfigError as exc:
+        for problem in exc.problems:
+            print(f"kubelet: {problem}", file=sys.stderr)
+        return 1
+    except SystemExit as exc:  # --help
+        return exc.code if isinstance(exc.code, int) else 0
 
+    from kubelet import agent  # type: ignore[attr-defined, unused-ignore]
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    if args.version:
-        print(version_line())
-        return 0
-    print(
-        "kubelet: the pod lifecycle is not built yet; use --version, or "
-        "`python -m kubelet.cri version|status|pods|ps` to talk to the runtime",
-        file=sys.stderr,
-    )
-    return 2
+    return int(agent.run(options))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,645 @@
+"""The kubelet's command-line flags: upstream's names, Go's spelling, help that states defaults.
+
+Every flag is a ``FlagSpec``: either it overrides one ``KubeletConfiguration`` field
+(``field`` is its path in the file) or it is a flag-only setting (``field`` is None).
+argparse only collects raw strings; values are parsed later so a bad one raises
+``ConfigError`` naming the flag instead of exiting from inside argparse.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from . import flagvalues as fv
+from .duration import format_duration
+from .errors import ConfigError, Problem
+from .fields import get_by_wire_path
+from .kubeletconfig import KubeletConfiguration
+
+DEFAULT_ROOT_DIR = "/var/lib/kubelet"
+DEFAULT_CERT_DIR = "/var/lib/kubelet/pki"
+_BOOL_METAVAR = "true|false"
+_LEGACY = "; without --config the flag default is {0}"
+
+
+def _identity(text: str) -> str:
+    return text
+
+
+@attrs.frozen
+class FlagSpec:
+    """One flag: its name, what it sets, how its text is parsed and repeated uses combine.
+
+    ``combine`` is how repeated uses fold together, as pflag's value types do: "last"
+    (scalars), "concat" (string slices), "update" (maps), "multimap" (header lists).
+    """
+
+    name: str
+    help: str
+    field: str | None = None
+    parse: Callable[[str], Any] = _identity
+    combine: str = "last"
+    boolean: bool = False
+    metavar: str | None = None
+    short: str | None = None
+    default: str | None = None
+    """Shown as the default in --help; derived from KubeletConfiguration() when None."""
+
+    @property
+    def dest(self) -> str:
+        """The argparse destination (and the flag-only Options key)."""
+        return self.name.replace("-", "_")
+
+
+def _cfg(
+    name: str, field: str, help: str, parse: Callable[[str], Any] = _identity, **kw: Any
+) -> FlagSpec:
+    return FlagSpec(name=name, help=help, field=field, parse=parse, **kw)
+
+
+def _bool(name: str, field: str | None, help: str, **kw: Any) -> FlagSpec:
+    return FlagSpec(name=name, help=help, field=field, parse=fv.go_bool, boolean=True, **kw)
+
+
+FLAGS: tuple[FlagSpec, ...] = (
+    # Files and identity (flag-only)
+    FlagSpec(
+        "config",
+        "Load the initial configuration (a KubeletConfiguration) from this file; "
+        "flags given on the command line override its values.",
+        metavar="FILE",
+        default="none",
+    ),
+    FlagSpec(
+        "kubeconfig",
+        "Kubeconfig file that says how to reach the API server; without it the "
+        "kubelet runs standalone (static pods only).",
+        metavar="FILE",
+        default="none",
+    ),
+    FlagSpec(
+        "bootstrap-kubeconfig",
+        "Kubeconfig used to obtain a client certificate when the "
+        "--kubeconfig file does not exist yet.",
+        metavar="FILE",
+        default="none",
+    ),
+    FlagSpec(
+        "hostname-override",
+        "Use this name instead of the machine's hostname to identify the node (lowercased).",
+        metavar="NAME",
+        default="the hostname",
+    ),
+    FlagSpec(
+        "node-ip",
+        "IP address of the node, or two comma-separated addresses for dual-stack.",
+        parse=fv.node_ips,
+        metavar="IP[,IP]",
+        default="auto-detected",
+    ),
+    FlagSpec(
+        "node-labels",
+        "Labels to add when registering the node, as key=value pairs separated "
+        "by ','; kubernetes.io labels are limited to the kubelet's own namespaces.",
+        parse=fv.node_labels,
+        combine="update",
+        metavar="KEY=VALUE,...",
+        default="none",
+    ),
+    FlagSpec(
+        "root-dir",
+        "Directory for the kubelet's own files (pod volumes, plugins, state).",
+        metavar="DIR",
+        default=DEFAULT_ROOT_DIR,
+    ),
+    FlagSpec(
+        "cert-dir",
+        "Directory for TLS certificates; ignored when --tls-cert-file and "
+        "--tls-private-key-file are given.",
+        metavar="DIR",
+        default=DEFAULT_CERT_DIR,
+    ),
+    _bool("version", None, "Print version information and quit.", default="false"),
+    # Logging
+    _cfg(
+        "v",
+        "logging.verbosity",
+        "Log verbosity: higher numbers log more.",
+        fv.int32,
+        short="v",
+        metavar="LEVEL",
+    ),
+    _cfg(
+        "vmodule",
+        "logging.vmodule",
+        "Per-file verbosity, as pattern=N,... (text format only).",
+        fv.vmodule,
+        metavar="PATTERN=N,...",
+    ),
+    _cfg("logging-format", "logging.format", "Log format: 'text' or 'json'.", metavar="FORMAT"),
+    _cfg(
+        "log-flush-frequency",
+        "logging.flushFrequency",
+        "Longest time between log flushes.",
+        fv.duration,
+        metavar="DURATION",
+    ),
+    # Pod sources
+    _cfg(
+        "pod-manifest-path",
+        "staticPodPath",
+        "Directory of static pod files to run, or one static "
+        "pod file; files starting with '.' are ignored.",
+        metavar="PATH",
+    ),
+    _cfg(
+        "manifest-url",
+        "staticPodURL",
+        "URL to fetch additional static pod specifications from.",
+        metavar="URL",
+    ),
+    _cfg(
+        "manifest-url-header",
+        "staticPodURLHeader",
+        "HTTP headers for --manifest-url, as "
+        "'name:value' pairs separated by ','; repeat the flag to add more, values for one name "
+        "accumulate in order (e.g. --manifest-url-header 'a:hello,b:again' "
+        "--manifest-url-header 'b:beautiful').",
+        fv.header_multimap,
+        combine="multimap",
+        metavar="NAME:VALUE,...",
+    ),
+    _cfg(
+        "file-check-frequency",
+        "fileCheckFrequency",
+        "How often to re-read --pod-manifest-path.",
+        fv.duration,
+        metavar="DURATION",
+    ),
+    _cfg(
+        "http-check-frequency",
+        "httpCheckFrequency",
+        "How often to re-fetch --manifest-url.",
+        fv.duration,
+        metavar="DURATION",
+    ),
+    _cfg(
+        "sync-frequency",
+        "syncFrequency",
+        "Longest time between syncs of running containers with their configuration.",
+        fv.duration,
+        metavar="DURATION",
+    ),
+    _bool(
+        "runonce",
+        "runOnce",
+        "Start the pods from static files or the manifest URL once, then "
+        "exit (no API server, no server).",
+    ),
+    _cfg("max-pods", "maxPods", "Most pods this kubelet runs.", fv.int32, metavar="N"),
+    _cfg(
+        "pod-max-pids",
+        "podPidsLimit",
+        "Most processes per pod; -1 leaves it to the node's allocatable PIDs.",
+        fv.int64,
+        metavar="N",
+    ),
+    # Runtime
+    _cfg(
+        "container-runtime-endpoint",
+        "containerRuntimeEndpoint",
+        "CRI runtime service endpoint, e.g. unix:///run/containerd/containerd.sock.",
+        metavar="ENDPOINT",
+    ),
+    _cfg(
+        "image-service-endpoint",
+        "imageServiceEndpoint",
+        "CRI image service endpoint; empty means the --container-runtime-endpoint.",
+        metavar="ENDPOINT",
+    ),
+    _cfg(
+        "runtime-request-timeout",
+        "runtimeRequestTimeout",
+        "Timeout for runtime calls other than long-running ones (pull, logs, exec, attach).",
+        fv.duration,
+        metavar="DURATION",
+    ),
+    _cfg(
+        "pod-infra-container-image",
+        "podInfraContainerImage",
+        "Image of each pod's sandbox (pause) container.",
+        metavar="IMAGE",
+    ),
+    _cfg(
+        "cgroup-driver",
+        "cgroupDriver",
+        "How to manage cgroups: 'cgroupfs' or 'systemd'; must match the runtime's.",
+        metavar="DRIVER",
+    ),
+    _cfg(
+        "cgroup-root",
+        "cgroupRoot",
+        "Root cgroup for pods; '/' when empty and --cgroups-per-qos is on.",
+        metavar="CGROUP",
+    ),
+    _bool(
+        "cgroups-per-qos",
+        "cgroupsPerQOS",
+        "Create the QoS-class cgroup hierarchy and one cgroup per pod.",
+    ),
+    _cfg(
+        "enforce-node-allocatable",
+        "enforceNodeAllocatable",
+        "Comma-separated node allocatable "
+        "enforcements: none, pods, system-reserved, kube-reserved (and -compressible variants).",
+        fv.string_list,
+        combine="concat",
+        metavar="LEVEL,...",
+    ),
+    _cfg(
+        "system-reserved",
+        "systemReserved",
+        "Resources reserved for the OS, e.g. cpu=200m,memory=500Mi.",
+        fv.key_value_map,
+        combine="update",
+        metavar="RESOURCE=QTY,...",
+    ),
+    _cfg(
+        "kube-reserved",
+        "kubeReserved",
+        "Resources reserved for Kubernetes daemons, e.g. cpu=200m,memory=500Mi.",
+        fv.key_value_map,
+        combine="update",
+        metavar="RESOURCE=QTY,...",
+    ),
+    _bool("fail-swap-on", "failSwapOn", "Refuse to start when swap is enabled on the node."),
+    _bool(
+        "local-storage-capacity-isolation",
+        "localStorageCapacityIsolation",
+        "Account and limit pods' local ephemeral storage.",
+    ),
+    _cfg(
+        "eviction-hard",
+        "evictionHard",
+        "Hard eviction thresholds, e.g. memory.available<100Mi,nodefs.available<10%.",
+        fv.langle_map,
+        combine="update",
+        metavar="SIGNAL<QTY,...",
+    ),
+    # Images
+    _bool("serialize-image-pulls", "serializeImagePulls", "Pull images one at a time."),
+    _cfg(
+        "registry-qps",
+        "registryPullQPS",
+        "Image pulls per second; 0 is unlimited.",
+        fv.int32,
+        metavar="N",
+    ),
+    _cfg(
+        "registry-burst",
+        "registryBurst",
+        "Burst of image pulls above --registry-qps.",
+        fv.int32,
+        metavar="N",
+    ),
+    _cfg(
+        "image-gc-high-threshold",
+        "imageGCHighThresholdPercent",
+        "Disk usage percent at which image garbage collection always runs.",
+        fv.int32,
+        metavar="PERCENT",
+    ),
+    _cfg(
+        "image-gc-low-threshold",
+        "imageGCLowThresholdPercent",
+        "Disk usage percent image garbage "
+        "collection frees down to; must be below the high threshold.",
+        fv.int32,
+        metavar="PERCENT",
+    ),
+    _cfg(
+        "minimum-image-ttl-duration",
+        "imageMinimumGCAge",
+        "Least age of an unused image before it may be garbage collected.",
+        fv.duration,
+        metavar="DURATION",
+    ),
+    _cfg(
+        "container-log-max-size",
+        "containerLogMaxSize",
+        "Size at which a container log file is rotated, e.g. 10Mi.",
+        metavar="QTY",
+    ),
+    _cfg(
+        "container-log-max-files",
+        "containerLogMaxFiles",
+        "Most log files kept per container (at least 2).",
+        fv.int32,
+        metavar="N",
+    ),
+    # Node registration and status
+    _bool(
+        "register-node",
+        "registerNode",
+        "Register the node with the API server (needs --kubeconfig).",
+    ),
+    _cfg(
+        "register-with-taints",
+        "registerWithTaints",
+        "Taints to register the node with, as comma-separated key=value:Effect.",
+        fv.taints,
+        metavar="KEY=VALUE:EFFECT,...",
+    ),
+    _cfg(
+        "node-status-update-frequency",
+        "nodeStatusUpdateFrequency",
+        "How often node status is computed and posted when it changed.",
+        fv.duration,
+        metavar="DURATION",
+    ),
+    _cfg(
+        "provider-id",
+        "providerID",
+        "Identifier of the node in a machine database, e.g. a cloud provider's.",
+        metavar="ID",
+    ),
+    _cfg(
+        "feature-gates",
+        "featureGates",
+        "Feature gates as Name=true|false,...; merged over the config file's, flags winning.",
+        fv.bool_map,
+        combine="update",
+        metavar="NAME=BOOL,...",
+    ),
+    _cfg(
+        "kube-api-qps",
+        "kubeAPIQPS",
+        "Requests per second to the API server.",
+        fv.int32,
+        metavar="N",
+    ),
+    _cfg(
+        "kube-api-burst",
+        "kubeAPIBurst",
+        "Burst of requests to the API server.",
+        fv.int32,
+        metavar="N",
+    ),
+    _cfg(
+        "event-qps",
+        "eventRecordQPS",
+        "Events created per second; 0 is unlimited.",
+        fv.int32,
+        metavar="N",
+    ),
+    _cfg("event-burst", "eventBurst", "Burst of events above --event-qps.", fv.int32, metavar="N"),
+    _cfg(
+        "oom-score-adj",
+        "oomScoreAdj",
+        "OOM score adjustment of the kubelet process, in [-1000, 1000].",
+        fv.int32,
+        metavar="N",
+    ),
+    # Servers
+    _bool("enable-server", "enableServer", "Run the kubelet's authenticated server."),
+    _cfg(
+        "address",
+        "address",
+        "IP address the kubelet's server listens on ('0.0.0.0' or '::' for all).",
+        fv.ip,
+        metavar="IP",
+    ),
+    _cfg("port", "port", "Port of the kubelet's server.", fv.int32, metavar="PORT"),
+    _cfg(
+        "read-only-port",
+        "readOnlyPort",
+        "Port of the unauthenticated read-only server; 0 disables it.",
+        fv.int32,
+        metavar="PORT",
+        default="0" + _LEGACY.format(10255),
+    ),
+    _cfg(
+        "healthz-port",
+        "healthzPort",
+        "Port of the /healthz server; 0 disables it.",
+        fv.int32,
+        metavar="PORT",
+    ),
+    _cfg(
+        "healthz-bind-address",
+        "healthzBindAddress",
+        "IP address the /healthz server listens on.",
+        fv.ip,
+        metavar="IP",
+    ),
+    _bool(
+        "enable-debugging-handlers",
+        "enableDebuggingHandlers",
+        "Serve logs, exec, attach, port-forward and run endpoints.",
+    ),
+    _cfg(
+        "tls-cert-file",
+        "tlsCertFile",
+        "Serving certificate (with intermediates); a self-signed "
+        "one is made in --cert-dir when unset.",
+        metavar="FILE",
+    ),
+    _cfg(
+        "tls-private-key-file",
+        "tlsPrivateKeyFile",
+        "Private key of --tls-cert-file.",
+        metavar="FILE",
+    ),
+    _bool(
+        "rotate-certificates",
+        "rotateCertificates",
+        "Renew the client certificate through the certificates API before it expires.",
+    ),
+    _bool(
+        "rotate-server-certificates",
+        "serverTLSBootstrap",
+        "Request and renew the serving certificate through the certificates API.",
+    ),
+    _bool(
+        "anonymous-auth",
+        "authentication.anonymous.enabled",
+        "Serve requests no authenticator accepted as system:anonymous.",
+        default="false" + _LEGACY.format("true"),
+    ),
+    _bool(
+        "authentication-token-webhook",
+        "authentication.webhook.enabled",
+        "Authenticate bearer tokens with the TokenReview API.",
+        default="true" + _LEGACY.format("false"),
+    ),
+    _cfg(
+        "client-ca-file",
+        "authentication.x509.clientCAFile",
+        "CA bundle that authenticates client certificates.",
+        metavar="FILE",
+    ),
+    _cfg(
+        "authorization-mode",
+        "authorization.mode",
+        "Authorization of server requests: 'AlwaysAllow' or 'Webhook' (SubjectAccessReview).",
+        metavar="MODE",
+        default="Webhook" + _LEGACY.format("AlwaysAllow"),
+    ),
+    # DNS
+    _cfg(
+        "cluster-dns",
+        "clusterDNS",
+        "Comma-separated DNS server IPs for pods with dnsPolicy ClusterFirst.",
+        fv.ip_list,
+        combine="concat",
+        metavar="IP,...",
+    ),
+    _cfg(
+        "cluster-domain",
+        "clusterDomain",
+        "Cluster DNS domain, added to pods' search domains.",
+        metavar="DOMAIN",
+    ),
+    _cfg(
+        "resolv-conf",
+        "resolvConf",
+        "Resolver configuration that pods' DNS is based on; empty disables it.",
+        metavar="FILE",
+    ),
+)
+
+BY_NAME: Mapping[str, FlagSpec] = {spec.name: spec for spec in FLAGS}
+
+
+@attrs.frozen
+class ParsedFlags:
+    """The flags as given: raw strings per flag name, in command-line order."""
+
+    given: Mapping[str, tuple[str, ...]]
+
+    def raw(self, name: str) -> tuple[str, ...]:
+        """Every value given for ``name`` (empty when the flag was not used)."""
+        return self.given.get(name, ())
+
+    @property
+    def version(self) -> bool:
+        """Whether ``--version`` asks to print the version and stop."""
+        values = self.raw("version")
+        return bool(values) and fv.go_bool(values[-1])
+
+
+def parse_flags(argv: Sequence[str]) -> ParsedFlags:
+    """Collect the flags; an unknown flag or a missing value raises ``ConfigError``.
+
+    ``--help`` prints help and raises ``SystemExit(0)``, as any command does.
+    """
+    namespace = build_parser().parse_args(_go_style(argv))
+    given = {
+        spec.name: tuple(getattr(namespace, spec.dest))
+        for spec in FLAGS
+        if getattr(namespace, spec.dest) is not None
+    }
+    return ParsedFlags(given=given)
+
+
+def parse_value(spec: FlagSpec, values: Sequence[str]) -> Any:
+    """The combined value of every use of a flag; ``ConfigError`` names the flag."""
+    parsed = []
+    for raw in values:
+        try:
+            parsed.append(spec.parse(raw))
+        except ValueError as exc:
+            raise ConfigError.single(
+                f"--{spec.name}", "", f'invalid value "{raw}": {exc}'
+            ) from None
+    if spec.combine == "concat":
+        return tuple(item for value in parsed for item in value)
+    if spec.combine == "update":
+        return {k: v for value in parsed for k, v in value.items()}
+    if spec.combine == "multimap":
+        merged: dict[str, tuple[str, ...]] = {}
+        for value in parsed:
+            for k, items in value.items():
+                merged[k] = (*merged.get(k, ()), *items)
+        return merged
+    return parsed[-1]
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises ``ConfigError`` instead of printing usage and exiting 2."""
+
+    def error(self, message: str) -> Any:
+        raise ConfigError(Problem("", "", message))
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """Shows Go-style booleans as ``--flag[=true|false]``."""
+
+    def _format_action_invocation(self, action: argparse.Action) -> str:
+        if action.metavar == _BOOL_METAVAR:
+            return ", ".join(f"{opt}[={_BOOL_METAVAR}]" for opt in action.option_strings)
+        return super()._format_action_invocation(action)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse parser, with help for every flag (each stating its default)."""
+    parser = _Parser(
+        prog="kubelet",
+        usage="kubelet [flags]",
+        description="The node agent: runs the pods that belong on this node through a CRI "
+        "runtime and reports their status. Written as one Trio structured-concurrency program.",
+        allow_abbrev=False,
+        formatter_class=lambda prog: _HelpFormatter(prog, max_help_position=40, width=100),
+    )
+    defaults = KubeletConfiguration()
+    for spec in FLAGS:
+        names = [f"--{spec.name}"] + ([f"-{spec.short}"] if spec.short else [])
+        default = spec.default if spec.default is not None else _show_default(defaults, spec)
+        parser.add_argument(
+            *names,
+            dest=spec.dest,
+            action="append",
+            metavar=_BOOL_METAVAR if spec.boolean else spec.metavar,
+            help=f"{spec.help} (default: {default})".replace("%", "%%"),
+        )
+    return parser
+
+
+def _show_default(defaults: KubeletConfiguration, spec: FlagSpec) -> str:
+    assert spec.field is not None, spec.name
+    value = get_by_wire_path(defaults, tuple(spec.field.split(".")))
+    if spec.parse is fv.duration:
+        return format_duration(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, Mapping):
+        sep = "<" if spec.parse is fv.langle_map else "="
+        return ",".join(f"{k}{sep}{v}" for k, v in value.items()) or "none"
+    if isinstance(value, tuple):
+        return ",".join(str(v) for v in value) or "none"
+    return str(value) if value != "" else '""'
+
+
+def _go_style(argv: Sequence[str]) -> list[str]:
+    """Rewrite Go flag spellings argparse does not know.
+
+    A bare boolean flag means ``=true`` (so ``--runonce false`` leaves ``false`` as a stray
+    argument, an error, exactly as in Go), and ``-v=3`` is klog's ``-v 3``.
+    """
+    booleans = {f"--{spec.name}" for spec in FLAGS if spec.boolean}
+    out: list[str] = []
+    for i, token in enumerate(argv):
+        if token == "--":
+            out.extend(argv[i:])
+            break
+        if token in booleans:
+            out.append(f"{token}=true")
+        elif token.startswith("-v=") and not token.startswith("--"):
+            out.extend(["-v", token[3:]])
+        else:
+            out.append(token)
+    return out

@@ -1,0 +1,223 @@
+"""Parsers for flag values, spelled the way upstream's pflag/cliflag types accept them.
+
+Each takes the raw string and returns the value or raises ``ValueError`` with a short
+reason; the caller names the flag.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .duration import parse_duration
+from .kubeletconfig import Taint, VModuleItem
+from .validation import is_ip
+
+_TRUE = frozenset(["1", "t", "T", "true", "TRUE", "True"])
+_FALSE = frozenset(["0", "f", "F", "false", "FALSE", "False"])
+_INT32 = (-(1 << 31), (1 << 31) - 1)
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+_DNS_LABEL_CHARS = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+_KUBELET_LABELS = frozenset(
+    [
+        "kubernetes.io/hostname",
+        "kubernetes.io/os",
+        "kubernetes.io/arch",
+        "beta.kubernetes.io/os",
+        "beta.kubernetes.io/arch",
+        "beta.kubernetes.io/instance-type",
+        "node.kubernetes.io/instance-type",
+        "topology.kubernetes.io/region",
+        "topology.kubernetes.io/zone",
+        "failure-domain.beta.kubernetes.io/region",
+        "failure-domain.beta.kubernetes.io/zone",
+    ]
+)
+_KUBELET_LABEL_NAMESPACES = ("kubelet.kubernetes.io", "node.kubernetes.io")
+
+
+def go_bool(text: str) -> bool:
+    """Go's strconv.ParseBool: 1/t/true/TRUE/True and their false counterparts."""
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise ValueError("expected true or false")
+
+
+def _integer(text: str, bounds: tuple[int, int]) -> int:
+    try:
+        value = int(text.strip(), 10)
+    except ValueError:
+        raise ValueError("expected an integer") from None
+    low, high = bounds
+    if not low <= value <= high:
+        raise ValueError(f"out of range [{low}, {high}]")
+    return value
+
+
+def int32(text: str) -> int:
+    """A decimal int32, as most kubelet numeric flags are."""
+    return _integer(text, _INT32)
+
+
+def int64(text: str) -> int:
+    """A decimal int64 (``--pod-max-pids``)."""
+    return _integer(text, _INT64)
+
+
+def duration(text: str) -> float:
+    """A Go duration ("20s", "1m30s") in seconds."""
+    return parse_duration(text)
+
+
+def ip(text: str) -> str:
+    """One IPv4 or IPv6 address."""
+    if not is_ip(text):
+        raise ValueError("expected an IP address")
+    return text
+
+
+def node_ips(text: str) -> str:
+    """One address, or two comma-separated ones of different families (dual-stack)."""
+    parts = [p.strip() for p in text.split(",")] if text else []
+    if len(parts) > 2:
+        raise ValueError("expected at most two IP addresses (one per family)")
+    for part in parts:
+        ip(part)
+    return ",".join(parts)
+
+
+def string_list(text: str) -> tuple[str, ...]:
+    """pflag's StringSlice: comma-separated; an empty value is an empty list."""
+    return tuple(p.strip() for p in text.split(",")) if text else ()
+
+
+def ip_list(text: str) -> tuple[str, ...]:
+    """A comma-separated list of IP addresses (``--cluster-dns``)."""
+    return tuple(ip(p) for p in string_list(text))
+
+
+def key_value_map(text: str) -> dict[str, str]:
+    """cliflag's MapStringString: ``k1=v1,k2=v2``."""
+    return _pairs(text, "=")
+
+
+def langle_map(text: str) -> dict[str, str]:
+    """cliflag's LangleSeparatedMapStringString: ``memory.available<100Mi,nodefs.available<10%``."""
+    return _pairs(text, "<")
+
+
+def _pairs(text: str, sep: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for pair in text.split(","):
+        if not pair.strip():
+            continue
+        k, found, v = pair.partition(sep)
+        if not found:
+            raise ValueError(f"malformed pair {pair!r}, expected key{sep}value")
+        out[k.strip()] = v.strip()
+    return out
+
+
+def bool_map(text: str) -> dict[str, bool]:
+    """cliflag's MapStringBool (``--feature-gates A=true,B=false``)."""
+    out: dict[str, bool] = {}
+    for k, v in _pairs(text, "=").items():
+        try:
+            out[k] = go_bool(v)
+        except ValueError:
+            raise ValueError(f"invalid value of {k}: {v!r}, expected true or false") from None
+    return out
+
+
+def header_multimap(text: str) -> dict[str, tuple[str, ...]]:
+    """cliflag's ColonSeparatedMultimapStringString: ``a:hello,b:again,b:beautiful``.
+
+    The value is split at the first colon only, so ``Authorization:Basic x:y`` keeps its
+    colon; values for one header name accumulate in order.
+    """
+    out: dict[str, tuple[str, ...]] = {}
+    for pair in text.split(","):
+        if not pair:
+            continue
+        k, found, v = pair.partition(":")
+        if not found:
+            raise ValueError(f"malformed pair {pair!r}, expected key:value")
+        name = k.strip()
+        out[name] = (*out.get(name, ()), v.strip())
+    return out
+
+
+def taints(text: str) -> tuple[Taint, ...]:
+    """``key=value:Effect`` or ``key:Effect``, comma-separated (``--register-with-taints``)."""
+    out = []
+    for spec in string_list(text):
+        rest, found, effect = spec.rpartition(":")
+        if not found or not rest:
+            raise ValueError(f"invalid taint spec {spec!r}, expected key=value:effect")
+        k, _, v = rest.partition("=")
+        if not _qualified_name(k):
+            raise ValueError(f"invalid taint key {k!r}")
+        if not _LABEL_VALUE.match(v) or len(v) > 63:
+            raise ValueError(f"invalid taint value {v!r}")
+        out.append(Taint(key=k, value=v, effect=effect))
+    return tuple(out)
+
+
+def vmodule(text: str) -> tuple[VModuleItem, ...]:
+    """klog's ``-vmodule``: ``pattern=N,pattern2=M``."""
+    items = []
+    for pattern, level in _pairs(text, "=").items():
+        try:
+            items.append(VModuleItem(file_pattern=pattern, verbosity=int(level)))
+        except ValueError:
+            raise ValueError(f"invalid verbosity {level!r} for {pattern!r}") from None
+    return tuple(items)
+
+
+def node_labels(text: str) -> dict[str, str]:
+    """``--node-labels``: label syntax, and only the kubernetes.io labels a kubelet may set."""
+    labels = key_value_map(text)
+    for k, v in labels.items():
+        if not _qualified_name(k):
+            raise ValueError(f"invalid label key {k!r}")
+        if not _LABEL_VALUE.match(v) or len(v) > 63:
+            raise ValueError(f"invalid label value {v!r} for {k!r}")
+        if _is_kubernetes_label(k) and not _is_kubelet_label(k):
+            allowed = ", ".join(_KUBELET_LABEL_NAMESPACES)
+            raise ValueError(
+                f"label {k!r} is in the kubernetes.io namespace; a kubelet may only set "
+                f"labels under {allowed} or the well-known node labels"
+            )
+    return labels
+
+
+def _qualified_name(text: str) -> bool:
+    prefix, slash, name = text.rpartition("/")
+    if slash and not _dns_subdomain(prefix):
+        return False
+    return bool(_LABEL_NAME.match(name)) and len(name) <= 63
+
+
+def _dns_subdomain(text: str) -> bool:
+    return 0 < len(text) <= 253 and all(_DNS_LABEL_CHARS.match(p) for p in text.split("."))
+
+
+def _namespace(label: str) -> str:
+    prefix, slash, _ = label.partition("/")
+    return prefix if slash else ""
+
+
+def _is_kubernetes_label(label: str) -> bool:
+    ns = _namespace(label)
+    return any(ns == d or ns.endswith("." + d) for d in ("kubernetes.io", "k8s.io"))
+
+
+def _is_kubelet_label(label: str) -> bool:
+    if label in _KUBELET_LABELS:
+        return True
+    ns = _namespace(label)
+    return any(ns == d or ns.endswith("." + d) for d in _KUBELET_LABEL_NAMESPACES)

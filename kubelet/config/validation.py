@@ -1,0 +1,257 @@
+"""Checks on the final configuration, after file and flags are merged.
+
+Upstream's cheap rules (ranges, enumerations, cross-field constraints), restated; the
+ones that need feature-gate knowledge are left out. Each problem is (field path, message)
+so the caller can say which file or flag the bad value came from.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os.path
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import attrs
+
+from kubelet.api.quantity import parse_quantity
+
+from .duration import format_duration
+from .fields import is_duration, key
+from .kubeletconfig import KubeletConfiguration
+
+_PERCENT = re.compile(r"^\d+(\.\d+)?%$")
+_TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+_ENFORCEMENTS = (
+    "pods",
+    "system-reserved",
+    "system-reserved-compressible",
+    "kube-reserved",
+    "kube-reserved-compressible",
+    "none",
+)
+_MUST_BE_POSITIVE = (
+    "syncFrequency",
+    "fileCheckFrequency",
+    "httpCheckFrequency",
+    "runtimeRequestTimeout",
+    "nodeStatusUpdateFrequency",
+    "nodeStatusReportFrequency",
+)
+
+Issue = tuple[str, str]
+
+
+def is_quantity(text: str) -> bool:
+    """Whether ``text`` is a Kubernetes resource quantity ("10Mi", "1.5", "100m")."""
+    try:
+        parse_quantity(text)
+    except ValueError:
+        return False
+    return True
+
+
+def validate(config: KubeletConfiguration) -> list[Issue]:
+    """Every problem with ``config`` as (field path, message); empty when it is usable."""
+    issues = list(_durations(config, ""))
+    c = config
+    issues += _positive_durations(c)
+    issues += _ranges(c)
+    issues += _enumerations(c)
+    issues += _images(c)
+    issues += _logs(c)
+    issues += _node_allocatable(c)
+    issues += _eviction(c)
+    issues += _shutdown(c)
+    issues += _addresses(c)
+    for i, taint in enumerate(c.register_with_taints):
+        where = f"registerWithTaints[{i}]"
+        if not taint.key:
+            issues.append((where, "taint key must not be empty"))
+        if taint.effect not in _TAINT_EFFECTS:
+            issues.append((where, f"taint effect {taint.effect!r} must be one of {_TAINT_EFFECTS}"))
+    period = c.crash_loop_back_off.max_container_restart_period
+    if period is not None and not 1.0 <= period <= 300.0:
+        issues.append(
+            (
+                "crashLoopBackOff.maxContainerRestartPeriod",
+                f"must be between 1s and 300s, got {format_duration(period)}",
+            )
+        )
+    return issues
+
+
+def _durations(obj: Any, path: str) -> Iterator[Issue]:
+    """No duration anywhere may be negative."""
+    for field in attrs.fields(type(obj)):
+        value = getattr(obj, field.name)
+        where = f"{path}{key(field)}"
+        if is_duration(field) and value is not None and value < 0:
+            yield where, f"must not be negative, got {format_duration(value)}"
+        elif attrs.has(type(value)):
+            yield from _durations(value, where + ".")
+
+
+def _positive_durations(c: KubeletConfiguration) -> Iterator[Issue]:
+    """Loop periods of zero would spin; upstream re-defaults zero from a file, flags may not."""
+    values = {
+        "syncFrequency": c.sync_frequency,
+        "fileCheckFrequency": c.file_check_frequency,
+        "httpCheckFrequency": c.http_check_frequency,
+        "runtimeRequestTimeout": c.runtime_request_timeout,
+        "nodeStatusUpdateFrequency": c.node_status_update_frequency,
+        "nodeStatusReportFrequency": c.node_status_report_frequency,
+    }
+    for name in _MUST_BE_POSITIVE:
+        if values[name] == 0:
+            yield name, "must be greater than zero"
+
+
+def _ranges(c: KubeletConfiguration) -> Iterator[Issue]:
+    if not 1 <= c.port <= 65535:
+        yield "port", f"must be between 1 and 65535, inclusive, got {c.port}"
+    for name, port in (("readOnlyPort", c.read_only_port), ("healthzPort", c.healthz_port)):
+        if not 0 <= port <= 65535:
+            yield name, f"must be between 0 (disabled) and 65535, inclusive, got {port}"
+    if not -1000 <= c.oom_score_adj <= 1000:
+        yield "oomScoreAdj", f"must be between -1000 and 1000, inclusive, got {c.oom_score_adj}"
+    if c.node_lease_duration_seconds <= 0:
+        yield "nodeLeaseDurationSeconds", "must be greater than 0"
+    if c.node_status_max_images < -1:
+        yield "nodeStatusMaxImages", f"must be -1 or greater, got {c.node_status_max_images}"
+    for name, value in (
+        ("maxPods", c.max_pods),
+        ("registryPullQPS", c.registry_pull_qps),
+        ("registryBurst", c.registry_burst),
+        ("eventRecordQPS", c.event_record_qps),
+        ("eventBurst", c.event_burst),
+        ("kubeAPIQPS", c.kube_api_qps),
+        ("kubeAPIBurst", c.kube_api_burst),
+    ):
+        if value < 0:
+            yield name, f"must not be negative, got {value}"
+
+
+def _enumerations(c: KubeletConfiguration) -> Iterator[Issue]:
+    if c.cgroup_driver not in ("cgroupfs", "systemd"):
+        yield "cgroupDriver", f"must be 'cgroupfs' or 'systemd', got {c.cgroup_driver!r}"
+    if c.authorization.mode not in ("AlwaysAllow", "Webhook"):
+        yield (
+            "authorization.mode",
+            f"must be 'AlwaysAllow' or 'Webhook', got {c.authorization.mode!r}",
+        )
+    if c.logging.format not in ("text", "json"):
+        yield "logging.format", f"must be 'text' or 'json', got {c.logging.format!r}"
+    if not c.container_runtime_endpoint:
+        yield "containerRuntimeEndpoint", "must not be empty"
+
+
+def _images(c: KubeletConfiguration) -> Iterator[Issue]:
+    high, low = c.image_gc_high_threshold_percent, c.image_gc_low_threshold_percent
+    for name, value in (("imageGCHighThresholdPercent", high), ("imageGCLowThresholdPercent", low)):
+        if not 0 <= value <= 100:
+            yield name, f"must be between 0 and 100, inclusive, got {value}"
+    if low >= high:
+        yield (
+            "imageGCLowThresholdPercent",
+            f"must be less than imageGCHighThresholdPercent ({high}), got {low}",
+        )
+    if 0 < c.image_maximum_gc_age <= c.image_minimum_gc_age:
+        yield (
+            "imageMaximumGCAge",
+            f"must be greater than imageMinimumGCAge ({format_duration(c.image_minimum_gc_age)})",
+        )
+    pulls = c.max_parallel_image_pulls
+    if pulls is not None and pulls < 1:
+        yield "maxParallelImagePulls", f"must be a positive number, got {pulls}"
+    if pulls is not None and pulls > 1 and c.serialize_image_pulls:
+        yield "maxParallelImagePulls", "cannot be larger than 1 while serializeImagePulls is true"
+
+
+def _logs(c: KubeletConfiguration) -> Iterator[Issue]:
+    if not is_quantity(c.container_log_max_size):
+        yield "containerLogMaxSize", f"invalid quantity {c.container_log_max_size!r}"
+    if c.container_log_max_files <= 1:
+        yield "containerLogMaxFiles", f"must be greater than 1, got {c.container_log_max_files}"
+    if c.container_log_max_workers < 1:
+        yield "containerLogMaxWorkers", "must be greater than or equal to 1"
+    if c.container_log_monitor_interval < 3:
+        yield "containerLogMonitorInterval", "must be at least 3s"
+    d = c.pod_logs_dir
+    if not d.startswith("/"):
+        yield "podLogsDir", f"must be an absolute path, got {d!r}"
+    elif os.path.normpath(d) != d:
+        yield "podLogsDir", f"must be a normalized path, got {d!r}"
+    elif not d.isascii():
+        yield "podLogsDir", f"must contain ASCII characters only, got {d!r}"
+
+
+def _node_allocatable(c: KubeletConfiguration) -> Iterator[Issue]:
+    where = "enforceNodeAllocatable"
+    chosen = c.enforce_node_allocatable
+    if len(set(chosen)) != len(chosen):
+        yield where, f"must not repeat an enforcement, got {list(chosen)}"
+    for value in chosen:
+        if value not in _ENFORCEMENTS:
+            yield where, f"unknown enforcement {value!r}; valid: {', '.join(_ENFORCEMENTS)}"
+        elif value == "none":
+            if len(chosen) > 1:
+                yield where, "'none' may not be combined with other enforcements"
+            continue
+        elif value.startswith("system-reserved") and not c.system_reserved_cgroup:
+            yield where, f"{value!r} requires systemReservedCgroup"
+        elif value.startswith("kube-reserved") and not c.kube_reserved_cgroup:
+            yield where, f"{value!r} requires kubeReservedCgroup"
+        if value in _ENFORCEMENTS and not c.cgroups_per_qos:
+            yield where, f"{value!r} requires cgroupsPerQOS to be true"
+    for name in ("system-reserved", "kube-reserved"):
+        if name in chosen and f"{name}-compressible" in chosen:
+            yield where, f"{name!r} and '{name}-compressible' cannot be used together"
+    for name, reserved in (
+        ("systemReserved", c.system_reserved),
+        ("kubeReserved", c.kube_reserved),
+    ):
+        for resource, amount in reserved.items():
+            if not is_quantity(amount):
+                yield f"{name}[{resource}]", f"invalid quantity {amount!r}"
+
+
+def _eviction(c: KubeletConfiguration) -> Iterator[Issue]:
+    for name, thresholds in (
+        ("evictionHard", c.eviction_hard),
+        ("evictionSoft", c.eviction_soft),
+        ("evictionMinimumReclaim", c.eviction_minimum_reclaim),
+    ):
+        for signal, value in thresholds.items():
+            if not (is_quantity(value) or _PERCENT.match(value)):
+                yield f"{name}[{signal}]", f"must be a quantity or a percentage, got {value!r}"
+
+
+def _shutdown(c: KubeletConfiguration) -> Iterator[Issue]:
+    for name, value in (
+        ("shutdownGracePeriod", c.shutdown_grace_period),
+        ("shutdownGracePeriodCriticalPods", c.shutdown_grace_period_critical_pods),
+    ):
+        if 0 < value < 1:
+            yield name, f"must be either zero or otherwise >= 1s, got {format_duration(value)}"
+    if c.shutdown_grace_period_critical_pods > c.shutdown_grace_period:
+        yield "shutdownGracePeriodCriticalPods", "must not exceed shutdownGracePeriod"
+
+
+def _addresses(c: KubeletConfiguration) -> Iterator[Issue]:
+    for name, value in (("address", c.address), ("healthzBindAddress", c.healthz_bind_address)):
+        if not is_ip(value):
+            yield name, f"must be an IP address, got {value!r}"
+    for i, server in enumerate(c.cluster_dns):
+        if not is_ip(server):
+            yield f"clusterDNS[{i}]", f"must be an IP address, got {server!r}"
+
+
+def is_ip(text: str) -> bool:
+    """Whether ``text`` is an IPv4 or IPv6 address."""
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True

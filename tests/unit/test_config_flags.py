@@ -1,0 +1,258 @@
+"""Flags: upstream names, Go spellings, precedence over the file, errors naming the flag."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kubelet.config import FLAGS, ConfigError, Options, Taint, build_parser, resolve
+from kubelet.config.flags import parse_flags
+
+HEADER = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+
+
+def run(*argv: str, host: str = "Node-1") -> Options:
+    return resolve(list(argv), hostname=lambda: host)
+
+
+def config_file(tmp_path: Path, body: str) -> str:
+    path = tmp_path / "kubelet.yaml"
+    path.write_text(HEADER + body)
+    return str(path)
+
+
+def test_no_flags() -> None:
+    options = run()
+    assert options.config_file == ""
+    assert options.root_dir == "/var/lib/kubelet"
+    assert options.cert_dir == "/var/lib/kubelet/pki"
+    assert options.kubeconfig == ""
+    assert options.standalone
+    assert options.run_once is False
+    assert options.verbosity == 0
+    assert options.config.cgroup_root == "/"
+    # upstream's legacy defaults apply when there is no config file
+    assert options.config.read_only_port == 10255
+    assert options.config.authorization.mode == "AlwaysAllow"
+
+
+def test_node_name_is_lowercased_hostname_or_override() -> None:
+    assert run().node_name == "node-1"
+    assert run("--hostname-override", " Worker-7.Example ").node_name == "worker-7.example"
+    with pytest.raises(ConfigError, match="--hostname-override: empty hostname"):
+        run("--hostname-override", "  ")
+
+
+def test_flag_only_settings() -> None:
+    options = run(
+        "--kubeconfig=/etc/kubernetes/kubelet.conf",
+        "--bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf",
+        "--root-dir=/srv/kubelet",
+        "--cert-dir",
+        "/srv/pki",
+        "--node-ip=10.0.0.5,fd00::5",
+        "--node-labels=role=edge,node.kubernetes.io/pool=a",
+        "-v",
+        "4",
+    )
+    assert options.kubeconfig == "/etc/kubernetes/kubelet.conf"
+    assert not options.standalone
+    assert options.bootstrap_kubeconfig == "/etc/kubernetes/bootstrap-kubelet.conf"
+    assert options.root_dir == "/srv/kubelet"
+    assert options.cert_dir == "/srv/pki"
+    assert options.node_ip == "10.0.0.5,fd00::5"
+    assert options.node_labels == {"role": "edge", "node.kubernetes.io/pool": "a"}
+    assert options.verbosity == 4
+
+
+@pytest.mark.parametrize("argv", [["-v", "3"], ["-v=3"], ["--v=3"], ["--v", "3"], ["-v3"]])
+def test_verbosity_spellings(argv: list[str]) -> None:
+    assert run(*argv).verbosity == 3
+
+
+def test_flags_override_the_file(tmp_path: Path) -> None:
+    path = config_file(
+        tmp_path,
+        "staticPodPath: /etc/kubelet.d\nsyncFrequency: 30s\nmaxPods: 50\nregisterNode: true\n"
+        "featureGates: {A: true, B: true}\nstaticPodURLHeader: {X-Old: [a]}\n",
+    )
+    options = run(
+        f"--config={path}",
+        "--pod-manifest-path=/srv/manifests",
+        "--sync-frequency=10s",
+        "--register-node=false",
+        "--feature-gates=B=false,C=true",
+        "--manifest-url-header=X-New:b",
+    )
+    c = options.config
+    assert c.static_pod_path == "/srv/manifests"
+    assert c.sync_frequency == 10.0
+    assert c.max_pods == 50  # from the file
+    assert c.register_node is False
+    assert c.feature_gates == {"A": True, "B": False, "C": True}  # merged, flags winning
+    assert c.static_pod_url_header == {"X-New": ("b",)}  # the flag replaces the file's map
+    # with a file, the v1beta1 defaults apply, not the legacy flag defaults
+    assert c.read_only_port == 0
+    assert c.authorization.mode == "Webhook"
+
+
+def test_many_config_flags() -> None:
+    c = run(
+        "--container-runtime-endpoint=unix:///tmp/cri.sock",
+        "--image-service-endpoint=unix:///tmp/img.sock",
+        "--pod-infra-container-image=registry.k8s.io/pause:3.10",
+        "--file-check-frequency=5s",
+        "--http-check-frequency=1m",
+        "--manifest-url=http://10.0.0.1/pods",
+        "--max-pods=12",
+        "--cgroup-driver=systemd",
+        "--runtime-request-timeout=30s",
+        "--port=11250",
+        "--healthz-port=0",
+        "--healthz-bind-address=0.0.0.0",
+        "--read-only-port=0",
+        "--address=::",
+        "--cluster-dns=10.96.0.10,10.96.0.11",
+        "--cluster-dns=fd00::a",
+        "--cluster-domain=cluster.local",
+        "--fail-swap-on=false",
+        "--logging-format=json",
+        "--register-with-taints=dedicated=infra:NoSchedule,edge:NoExecute",
+        "--eviction-hard=memory.available<1Gi",
+        "--anonymous-auth=false",
+        "--authorization-mode=Webhook",
+        "--oom-score-adj=-999",
+    ).config
+    assert c.container_runtime_endpoint == "unix:///tmp/cri.sock"
+    assert c.image_service_endpoint == "unix:///tmp/img.sock"
+    assert c.pod_infra_container_image == "registry.k8s.io/pause:3.10"
+    assert (c.file_check_frequency, c.http_check_frequency) == (5.0, 60.0)
+    assert c.static_pod_url == "http://10.0.0.1/pods"
+    assert c.max_pods == 12
+    assert c.cgroup_driver == "systemd"
+    assert c.runtime_request_timeout == 30.0
+    assert (c.port, c.healthz_port, c.read_only_port) == (11250, 0, 0)
+    assert (c.address, c.healthz_bind_address) == ("::", "0.0.0.0")
+    assert c.cluster_dns == ("10.96.0.10", "10.96.0.11", "fd00::a")
+    assert c.cluster_domain == "cluster.local"
+    assert c.fail_swap_on is False
+    assert c.logging.format == "json"
+    assert c.register_with_taints == (
+        Taint(key="dedicated", value="infra", effect="NoSchedule"),
+        Taint(key="edge", value="", effect="NoExecute"),
+    )
+    assert c.eviction_hard == {"memory.available": "1Gi"}
+    assert c.authentication.anonymous.enabled is False
+    assert c.authorization.mode == "Webhook"
+    assert c.oom_score_adj == -999
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["--runonce"], True),
+        (["--runonce=true"], True),
+        (["--runonce=1"], True),
+        (["--runonce=T"], True),
+        (["--runonce=false"], False),
+        (["--runonce=0"], False),
+        (["--runonce", "--runonce=false"], False),
+        ([], False),
+    ],
+)
+def test_go_booleans(argv: list[str], expected: bool) -> None:
+    assert run(*argv).run_once is expected
+
+
+def test_go_boolean_does_not_take_a_separate_value() -> None:
+    with pytest.raises(ConfigError, match="unrecognized arguments: false"):
+        run("--register-node", "false")
+
+
+def test_manifest_url_header() -> None:
+    headers = run(
+        "--manifest-url-header",
+        "a:hello,b:again,c:world",
+        "--manifest-url-header",
+        "b:beautiful",
+        "--manifest-url-header=Authorization: Basic dXNlcjpwYXNz",
+        "--manifest-url-header=X-Url:http://x:1/y",
+    ).config.static_pod_url_header
+    assert headers == {
+        "a": ("hello",),
+        "b": ("again", "beautiful"),
+        "c": ("world",),
+        "Authorization": ("Basic dXNlcjpwYXNz",),
+        "X-Url": ("http://x:1/y",),
+    }
+
+
+def test_manifest_url_header_needs_a_colon() -> None:
+    with pytest.raises(ConfigError) as exc:
+        run("--manifest-url-header=novalue")
+    assert str(exc.value) == (
+        '--manifest-url-header: invalid value "novalue": '
+        "malformed pair 'novalue', expected key:value"
+    )
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["--max-pods=many"], '--max-pods: invalid value "many": expected an integer'),
+        (["--max-pods=99999999999"], "--max-pods: invalid value"),
+        (["--sync-frequency=10"], '--sync-frequency: invalid value "10": invalid duration'),
+        (["--register-node=maybe"], "--register-node: invalid value"),
+        (["--address=localhost"], "--address: invalid value"),
+        (["--cluster-dns=10.0.0.1,nope"], "--cluster-dns: invalid value"),
+        (["--node-ip=1.1.1.1,2.2.2.2,3.3.3.3"], "--node-ip: invalid value"),
+        (["--node-labels=kubernetes.io/role=x"], "--node-labels: invalid value"),
+        (["--node-labels=novalue"], "--node-labels: invalid value"),
+        (["--register-with-taints=key=value"], "--register-with-taints: invalid value"),
+        (["--feature-gates=A=yes"], "--feature-gates: invalid value"),
+        (["--max-pods=-1"], "--max-pods: maxPods: must not be negative, got -1"),
+        (["--port=0"], "--port: port: must be between 1 and 65535"),
+        (["--sync-frequency=0s"], "--sync-frequency: syncFrequency: must be greater than zero"),
+        (["--image-gc-low-threshold=90"], "--image-gc-low-threshold: imageGCLowThresholdPercent"),
+        (["--bogus"], "unrecognized arguments: --bogus"),
+        (["--max-pod=3"], "unrecognized arguments: --max-pod=3"),  # no abbreviations
+        (["--max-pods"], "argument --max-pods: expected one argument"),
+    ],
+)
+def test_bad_flags_are_named(argv: list[str], expected: str) -> None:
+    with pytest.raises(ConfigError) as exc:
+        run(*argv)
+    assert str(exc.value).startswith(expected), str(exc.value)
+
+
+def test_problem_from_file_names_file_even_with_other_flags(tmp_path: Path) -> None:
+    path = config_file(tmp_path, "imageGCLowThresholdPercent: 90\n")
+    with pytest.raises(ConfigError) as exc:
+        run(f"--config={path}", "--max-pods=5")
+    assert str(exc.value).startswith(f"{path}: imageGCLowThresholdPercent: must be less than")
+
+
+def test_version_flag() -> None:
+    assert parse_flags(["--version"]).version
+    assert not parse_flags(["--version=false"]).version
+    assert not parse_flags([]).version
+
+
+def test_help_documents_every_flag_with_its_default(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        build_parser().parse_args(["--help"])
+    assert exc.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())  # help text wraps lines
+    for spec in FLAGS:
+        assert f"--{spec.name}" in text
+    assert text.count("(default: ") == len(FLAGS)
+    assert "--register-node[=true|false]" in text
+    assert "(default: 20s)" in text  # --file-check-frequency
+    assert "(default: 110)" in text  # --max-pods
+    assert "(default: unix:///run/containerd/containerd.sock)" in text
+
+
+def test_flag_names_are_unique() -> None:
+    names = [spec.name for spec in FLAGS]
+    assert len(names) == len(set(names))
