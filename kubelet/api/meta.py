@@ -7,10 +7,8 @@ from typing import Any
 
 import attrs
 
-frozen = attrs.frozen(kw_only=True)
 
-
-@frozen
+@attrs.frozen(kw_only=True)
 class OwnerReference:
     api_version: str = ""
     kind: str = ""
@@ -20,7 +18,7 @@ class OwnerReference:
     block_owner_deletion: bool | None = None
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class ObjectMeta:
     name: str = ""
     generate_name: str = ""
@@ -38,7 +36,7 @@ class ObjectMeta:
     managed_fields: tuple[Any, ...] = ()
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class ListMeta:
     resource_version: str = ""
     continue_: str = attrs.field(default="", metadata={"wire": "continue"})

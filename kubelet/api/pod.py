@@ -12,7 +12,7 @@ from typing import Any, NewType
 
 import attrs
 
-from .meta import ObjectMeta, frozen
+from .meta import ObjectMeta
 
 Quantity = NewType("Quantity", str)
 """A resource quantity as written ("100m", "64Mi", "1"); see kubelet.api.quantity."""
@@ -21,7 +21,7 @@ Quantity = NewType("Quantity", str)
 # -- containers ---------------------------------------------------------------------------
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class ContainerPort:
     container_port: int
     name: str = ""
@@ -30,27 +30,27 @@ class ContainerPort:
     host_ip: str = ""
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class ObjectFieldSelector:
     field_path: str
     api_version: str = ""
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class ResourceFieldSelector:
     resource: str
     container_name: str = ""
     divisor: Quantity | None = None
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class KeySelector:
     key: str
     name: str = ""
     optional: bool | None = None
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class EnvVarSource:
     field_ref: ObjectFieldSelector | None = None
     resource_field_ref: ResourceFieldSelector | None = None
@@ -58,28 +58,28 @@ class EnvVarSource:
     secret_key_ref: KeySelector | None = None
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class EnvVar:
     name: str
     value: str | None = None
     value_from: EnvVarSource | None = None
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class EnvFromSource:
     prefix: str = ""
     config_map_ref: Mapping[str, Any] | None = None
     secret_ref: Mapping[str, Any] | None = None
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class ResourceRequirements:
     limits: Mapping[str, Quantity] = attrs.field(factory=dict)
     requests: Mapping[str, Quantity] = attrs.field(factory=dict)
     claims: tuple[Any, ...] = ()
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class VolumeMount:
     name: str
     mount_path: str
@@ -90,18 +90,18 @@ class VolumeMount:
     recursive_read_only: str | None = None
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class ExecAction:
     command: tuple[str, ...] = ()
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class HTTPHeader:
     name: str
     value: str
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class HTTPGetAction:
     port: int | str
     path: str = ""
@@ -110,24 +110,24 @@ class HTTPGetAction:
     http_headers: tuple[HTTPHeader, ...] = ()
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class TCPSocketAction:
     port: int | str
     host: str = ""
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class GRPCAction:
     port: int
     service: str | None = None
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class SleepAction:
     seconds: int
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class Probe:
     exec: ExecAction | None = None
     http_get: HTTPGetAction | None = None
@@ -141,7 +141,7 @@ class Probe:
     termination_grace_period_seconds: int | None = None
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class LifecycleHandler:
     exec: ExecAction | None = None
     http_get: HTTPGetAction | None = None
@@ -149,20 +149,20 @@ class LifecycleHandler:
     sleep: SleepAction | None = None
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class Lifecycle:
     post_start: LifecycleHandler | None = None
     pre_stop: LifecycleHandler | None = None
     stop_signal: str | None = None
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class Capabilities:
     add: tuple[str, ...] = ()
     drop: tuple[str, ...] = ()
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class SecurityContext:
     privileged: bool | None = None
     run_as_user: int | None = None
@@ -177,7 +177,7 @@ class SecurityContext:
     app_armor_profile: Mapping[str, Any] | None = None
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class Container:
     name: str
     image: str = ""
@@ -207,7 +207,7 @@ class Container:
 # -- pod spec -----------------------------------------------------------------------------
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class Toleration:
     key: str = ""
     operator: str = ""
@@ -216,26 +216,26 @@ class Toleration:
     toleration_seconds: int | None = None
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class PodDNSConfigOption:
     name: str = ""
     value: str | None = None
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class PodDNSConfig:
     nameservers: tuple[str, ...] = ()
     searches: tuple[str, ...] = ()
     options: tuple[PodDNSConfigOption, ...] = ()
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class HostAlias:
     ip: str = ""
     hostnames: tuple[str, ...] = ()
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class PodSecurityContext:
     run_as_user: int | None = None
     run_as_group: int | None = None
@@ -247,7 +247,7 @@ class PodSecurityContext:
     seccomp_profile: Mapping[str, Any] | None = None
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class Volume:
     """A volume: its name, and its source kept as raw JSON until volume plugins land."""
 
@@ -267,12 +267,12 @@ class Volume:
     image: Mapping[str, Any] | None = None
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class PodReadinessGate:
     condition_type: str
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class PodSpec:
     containers: tuple[Container, ...] = ()
     init_containers: tuple[Container, ...] = ()
@@ -318,7 +318,7 @@ class PodSpec:
 # -- status -------------------------------------------------------------------------------
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class PodCondition:
     type: str
     status: str
@@ -329,18 +329,18 @@ class PodCondition:
     message: str = ""
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class ContainerStateWaiting:
     reason: str = ""
     message: str = ""
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class ContainerStateRunning:
     started_at: str | None = None
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class ContainerStateTerminated:
     exit_code: int = 0
     signal: int | None = None
@@ -351,14 +351,14 @@ class ContainerStateTerminated:
     container_id: str = ""
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class ContainerState:
     waiting: ContainerStateWaiting | None = None
     running: ContainerStateRunning | None = None
     terminated: ContainerStateTerminated | None = None
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class ContainerStatus:
     name: str
     state: ContainerState | None = None
@@ -371,12 +371,12 @@ class ContainerStatus:
     started: bool | None = None
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class PodIP:
     ip: str = ""
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class PodStatus:
     phase: str = ""
     conditions: tuple[PodCondition, ...] = ()
@@ -393,7 +393,7 @@ class PodStatus:
     observed_generation: int | None = None
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class Pod:
     api_version: str = "v1"
     kind: str = "Pod"
@@ -416,7 +416,7 @@ class Pod:
         return f"{self.metadata.namespace}/{self.metadata.name}"
 
 
-@frozen
+@attrs.frozen(kw_only=True)
 class PodList:
     api_version: str = "v1"
     kind: str = "PodList"

@@ -308,4 +308,3 @@ class PodWorkers:
             outcome = self._on_terminated(worker.uid)
             if outcome is not None:
                 await outcome
-

@@ -223,4 +223,3 @@ class Pleg:
         except trio.WouldBlock:
             self.discarded_events += 1
             log.error("PLEG event channel is full, discarding %s", event)
-

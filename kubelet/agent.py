@@ -1,0 +1,275 @@
+"""The root of the kubelet: builds the components, wires their channels, runs them.
+
+    trio.run(main)
+    └─ root nursery ─────── SIGTERM/SIGINT cancel it; pods keep running
+       ├─ trio-asyncio loop  (grpclib's bridge, opened once here)
+       └─ Kubelet.run
+          ├─ pod workers nursery   one task per pod UID
+          ├─ PodConfig             merge of the sources → ordered updates
+          ├─ sources nursery       file source, URL source
+          ├─ PLEG                  relist every second, refresh the pod cache
+          └─ syncLoop              the one consumer of updates, PLEG events, timers
+
+``Kubelet.run`` assumes a running trio-asyncio loop, so tests run the whole agent
+in-process against FakeRuntime on a fake clock; ``main`` is the process entry point.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import time
+from collections.abc import Callable, Iterable
+
+import attrs
+import trio
+import trio_asyncio
+
+from kubelet.api.pod import Pod
+from kubelet.config import Options
+from kubelet.cri import CriError, ImageClient, RuntimeClient, connect
+from kubelet.pods.manager import PodManager
+from kubelet.pods.syncer import KubeletPodSyncer
+from kubelet.pods.syncloop import Housekeeper, OrphanPod, SyncLoop
+from kubelet.pods.workers import PodWorkers
+from kubelet.runtime.backoff import (
+    CRASH_LOOP_INITIAL,
+    CRASH_LOOP_MAX,
+    IMAGE_PULL_INITIAL,
+    IMAGE_PULL_MAX,
+    Backoff,
+)
+from kubelet.runtime.cache import PodCache
+from kubelet.runtime.images import ImageManager
+from kubelet.runtime.pleg import EVENT_CHANNEL_CAPACITY, Pleg, PodLifecycleEvent
+from kubelet.runtime.podsync import PodRuntime
+from kubelet.runtime.view import RuntimeView, pod_from_runtime
+from kubelet.sources.file import FileSource
+from kubelet.sources.podconfig import PodConfig
+from kubelet.sources.url import URLSource
+
+log = logging.getLogger("kubelet")
+
+RUNTIME_WAIT_INITIAL = 0.1
+RUNTIME_WAIT_MAX = 5.0
+
+
+def memory_capacity(meminfo: str = "/proc/meminfo") -> int:
+    """Node memory in bytes (MemTotal), for OOM score computation."""
+    try:
+        with open(meminfo) as fh:
+            for line in fh:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+class _RuntimeHousekeeper(Housekeeper):
+    def __init__(self, view: RuntimeView) -> None:
+        self._view = view
+
+    async def runtime_pods(self) -> Iterable[OrphanPod]:
+        return [
+            OrphanPod(uid, name, namespace)
+            for uid, (namespace, name) in (await self._view.pod_identities()).items()
+        ]
+
+    def orphan_as_pod(self, orphan: OrphanPod) -> Pod:
+        return pod_from_runtime(orphan.uid, orphan.namespace, orphan.name)
+
+
+@attrs.define
+class Components:
+    """Everything the running agent is made of (the debug console and tests read it)."""
+
+    runtime: RuntimeClient
+    images: ImageClient
+    view: RuntimeView
+    cache: PodCache
+    pleg: Pleg
+    config: PodConfig
+    pods: PodManager
+    workers: PodWorkers
+    syncer: KubeletPodSyncer
+    syncloop: SyncLoop
+    file_source: FileSource | None = None
+    url_source: URLSource | None = None
+
+
+class Kubelet:
+    """One kubelet. ``run`` serves until cancelled; it never tears pods down on exit."""
+
+    def __init__(
+        self,
+        options: Options,
+        *,
+        wall_clock: Callable[[], float] = time.time,
+        watch_files: bool = True,
+    ) -> None:
+        self.options = options
+        self.wall_clock = wall_clock
+        self.watch_files = watch_files
+        self.components: Components | None = None
+        self.ready = trio.Event()
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        cfg = self.options.config
+        async with connect(
+            cfg.container_runtime_endpoint,
+            cfg.image_service_endpoint,
+            request_timeout=cfg.runtime_request_timeout,
+        ) as (runtime, images):
+            await self._wait_for_runtime(runtime)
+            parts = self._build(runtime, images)
+            self.components = parts
+            async with trio.open_nursery() as nursery:
+                await nursery.start(parts.workers.run)
+                await nursery.start(parts.config.run)
+                await nursery.start(parts.pleg.run)
+                await nursery.start(self._run_sources, parts)
+                await nursery.start(parts.syncloop.run)
+                log.info("kubelet %s started: node %s", self._version(), self.options.node_name)
+                self.ready.set()
+                task_status.started()
+
+    @staticmethod
+    def _version() -> str:
+        from kubelet.version import version_line
+
+        return version_line()
+
+    async def _wait_for_runtime(self, runtime: RuntimeClient) -> None:
+        """Retry Version until the runtime answers; pods are never touched before."""
+        delay = RUNTIME_WAIT_INITIAL
+        while True:
+            try:
+                version = await runtime.version()
+            except CriError as exc:
+                log.warning("container runtime not ready (%s); retrying in %.1fs", exc, delay)
+                await trio.sleep(delay)
+                delay = min(delay * 2, RUNTIME_WAIT_MAX)
+                continue
+            log.info(
+                "container runtime %s %s (CRI %s)",
+                version.runtime_name,
+                version.runtime_version,
+                version.runtime_api_version,
+            )
+            return
+
+    def _build(self, runtime: RuntimeClient, images: ImageClient) -> Components:
+        cfg = self.options.config
+        view = RuntimeView(runtime)
+        cache = PodCache(view.pod_status)
+        events_send, events_recv = trio.open_memory_channel[PodLifecycleEvent](
+            EVENT_CHANNEL_CAPACITY
+        )
+        pleg = Pleg(view, cache, events_send)
+        crash_backoff = Backoff(CRASH_LOOP_INITIAL, CRASH_LOOP_MAX, self.wall_clock)
+        image_backoff = Backoff(IMAGE_PULL_INITIAL, IMAGE_PULL_MAX, trio.current_time)
+        image_manager = ImageManager(
+            images,
+            image_backoff,
+            serialize=cfg.serialize_image_pulls,
+            max_parallel=cfg.max_parallel_image_pulls,
+        )
+        pod_runtime = PodRuntime(
+            runtime,
+            image_manager,
+            crash_backoff,
+            pod_logs_dir=cfg.pod_logs_dir,
+            memory_capacity=memory_capacity(),
+            cgroup_root=cfg.cgroup_root,
+        )
+        syncer = KubeletPodSyncer(cache, pod_runtime)
+        pod_config = PodConfig()
+        pods = PodManager()
+        loop_ref: list[SyncLoop] = []
+        workers = PodWorkers(syncer, on_result=lambda uid, r: loop_ref[0].on_result(uid, r))
+        syncloop = SyncLoop(
+            updates=pod_config.updates,
+            pleg_events=events_recv,
+            pods=pods,
+            workers=workers,
+            housekeeper=_RuntimeHousekeeper(view),
+            sources_ready=pod_config.sources_ready,
+            sync_frequency=cfg.sync_frequency,
+            max_pods=cfg.max_pods,
+        )
+        loop_ref.append(syncloop)
+        file_source = None
+        if cfg.static_pod_path:
+            file_source = FileSource(
+                cfg.static_pod_path,
+                self.options.node_name,
+                check_frequency=cfg.file_check_frequency,
+                watch=self.watch_files,
+            )
+        url_source = None
+        if cfg.static_pod_url:
+            url_source = URLSource(
+                cfg.static_pod_url,
+                self.options.node_name,
+                headers=cfg.static_pod_url_header,
+                check_frequency=cfg.http_check_frequency,
+            )
+        return Components(
+            runtime=runtime,
+            images=images,
+            view=view,
+            cache=cache,
+            pleg=pleg,
+            config=pod_config,
+            pods=pods,
+            workers=workers,
+            syncer=syncer,
+            syncloop=syncloop,
+            file_source=file_source,
+            url_source=url_source,
+        )
+
+    async def _run_sources(
+        self, parts: Components, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """The sources nursery. With no source at all, the kubelet is ready at once."""
+        async with trio.open_nursery() as nursery:
+            if parts.file_source is not None:
+                await nursery.start(parts.file_source.run, parts.config)
+            if parts.url_source is not None:
+                await nursery.start(parts.url_source.run, parts.config)
+            task_status.started()
+
+
+async def main(options: Options) -> int:
+    """Process entry point: signals, the trio-asyncio loop, the kubelet."""
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async with trio_asyncio.open_loop(), trio.open_nursery() as root:
+            kubelet = Kubelet(options)
+            root.start_soon(kubelet.run)
+            async for signum in signals:
+                log.info(
+                    "received %s: stopping the kubelet (pods keep running)",
+                    signal.Signals(signum).name,
+                )
+                root.cancel_scope.cancel()
+                break
+    return 0
+
+
+def setup_logging(verbosity: int) -> None:
+    level = logging.DEBUG if verbosity >= 4 else logging.INFO
+    logging.basicConfig(
+        level=level,
+        stream=sys.stderr,
+        format="%(levelname).1s%(asctime)s.%(msecs)03d %(process)7d %(module)s] %(message)s",
+        datefmt="%m%d %H:%M:%S",
+    )
+
+
+def run(options: Options) -> int:
+    """``kubelet`` command: serve until SIGTERM/SIGINT (exit 0), pods left running."""
+    setup_logging(options.verbosity)
+    return trio.run(main, options)

@@ -1,0 +1,150 @@
+"""Making sure a container's image is on the node before it is created.
+
+Pull policies as upstream: Never (must be present), IfNotPresent (ImageStatus first,
+pull when absent), Always (pull every time; the runtime answers quickly when the layers
+are already there). ImageStatus always comes first for Never/IfNotPresent because
+containerd contacts the registry on every PullImage, even for an image it holds.
+
+Failures carry upstream's reasons (ErrImagePull, ImagePullBackOff, ErrImageNeverPull,
+InvalidImageName) and back off per pod and image: 10 s doubling to 5 min. Concurrent
+pulls of the same image share one PullImage call; ``serialize`` makes pulls of different
+images wait for each other (upstream's serializeImagePulls default).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+
+import attrs
+import trio
+
+from kubelet.api.pod import Container, Pod
+from kubelet.cri import CriError, ImageClient, api
+
+from .backoff import Backoff, image_pull_key
+from .imageref import split_reference
+
+log = logging.getLogger(__name__)
+
+ERR_IMAGE_PULL = "ErrImagePull"
+IMAGE_PULL_BACKOFF = "ImagePullBackOff"
+ERR_IMAGE_NEVER_PULL = "ErrImageNeverPull"
+INVALID_IMAGE_NAME = "InvalidImageName"
+IMAGE_INSPECT_ERROR = "ImageInspectError"
+
+
+class ImageError(Exception):
+    """The image could not be made available; ``reason`` is the container's waiting reason."""
+
+    def __init__(self, reason: str, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+        self.retry_after = retry_after
+
+
+def with_default_tag(image: str) -> str:
+    """``busybox`` → ``busybox:latest``; references with a tag or digest unchanged."""
+    _, _, tag, digest = split_reference(image)
+    return image if tag or digest else f"{image}:latest"
+
+
+def pull_policy(container: Container) -> str:
+    """The container's policy, defaulted as the API server would."""
+    if container.image_pull_policy:
+        return container.image_pull_policy
+    _, _, tag, digest = split_reference(container.image)
+    return "Always" if not digest and tag in ("", "latest") else "IfNotPresent"
+
+
+@attrs.define
+class _Pull:
+    done: trio.Event = attrs.field(factory=trio.Event)
+    ref: str | None = None
+    error: CriError | None = None
+
+
+class ImageManager:
+    def __init__(
+        self,
+        images: ImageClient,
+        backoff: Backoff,
+        *,
+        serialize: bool = True,
+        max_parallel: int | None = None,
+    ) -> None:
+        self._images = images
+        self._backoff = backoff
+        limit = 1 if serialize else (max_parallel or math.inf)
+        self._limiter = trio.CapacityLimiter(limit)
+        self._pulls: dict[str, _Pull] = {}
+
+    async def ensure(
+        self, pod: Pod, container: Container, sandbox_config: api.PodSandboxConfig | None = None
+    ) -> str:
+        """The image reference to create ``container`` from; ``ImageError`` if there is none."""
+        try:
+            image = with_default_tag(container.image)
+        except ValueError:
+            raise ImageError(
+                INVALID_IMAGE_NAME,
+                f'Failed to apply default image tag "{container.image}": couldn\'t parse image '
+                f'name "{container.image}": invalid reference format',
+            ) from None
+        policy = pull_policy(container)
+        if policy != "Always":
+            try:
+                present = await self._images.image_status(image)
+            except CriError as exc:
+                raise ImageError(
+                    IMAGE_INSPECT_ERROR, f'Failed to inspect image "{image}": {exc.message}'
+                ) from exc
+            if present is not None:
+                return present.id
+            if policy == "Never":
+                raise ImageError(
+                    ERR_IMAGE_NEVER_PULL,
+                    f'Container image "{container.image}" is not present with pull policy of Never',
+                )
+        key = image_pull_key(pod.uid, image)
+        now = self._backoff.clock()
+        if self._backoff.is_in_backoff_since_update(key, now):
+            remaining = self._backoff.get(key) - (now - self._last_failure(key))
+            raise ImageError(
+                IMAGE_PULL_BACKOFF, f'Back-off pulling image "{container.image}"', remaining
+            )
+        try:
+            ref = await self._pull(image, sandbox_config)
+        except CriError as exc:
+            self._backoff.next(key, self._backoff.clock())
+            raise ImageError(ERR_IMAGE_PULL, exc.message, self._backoff.get(key)) from exc
+        self._backoff.reset(key)
+        return ref
+
+    def _last_failure(self, key: str) -> float:
+        entry = self._backoff._entries.get(key)
+        return entry.last_update if entry is not None else self._backoff.clock()
+
+    async def _pull(self, image: str, sandbox_config: api.PodSandboxConfig | None) -> str:
+        """One PullImage per image at a time; callers of the same image share its result."""
+        shared = self._pulls.get(image)
+        if shared is not None:
+            await shared.done.wait()
+        else:
+            shared = self._pulls[image] = _Pull()
+            try:
+                async with self._limiter:
+                    log.info('Pulling image "%s"', image)
+                    shared.ref = await self._images.pull_image(image, sandbox_config=sandbox_config)
+                    log.info('Successfully pulled image "%s"', image)
+            except CriError as exc:
+                shared.error = exc
+            finally:
+                shared.done.set()
+                del self._pulls[image]
+        if shared.error is not None:
+            raise shared.error
+        if shared.ref is None:  # the puller was cancelled: try ourselves
+            return await self._pull(image, sandbox_config)
+        return shared.ref

@@ -1,0 +1,338 @@
+"""Driving one pod's sandbox and containers toward its spec over the CRI.
+
+``PodRuntime.sync`` computes the actions (``actions.compute_pod_actions``, pure) and
+carries them out: kill what must go, create the sandbox, start the next init container
+or the regular containers. ``PodRuntime.terminate`` tears a pod down in a fixed order
+that holds even when the caller is cancelled half-way:
+
+    every container stopped, in parallel, each under its own deadline
+    → every sandbox stopped → containers removed → sandboxes removed
+
+Each step is idempotent (NotFound counts as done), so a kubelet that dies mid-way
+finishes the job after restart from what the runtime reports.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Collection, Mapping
+
+import attrs
+import trio
+
+from kubelet.api.pod import Container, Pod
+from kubelet.cri import CriError, NotFound, RuntimeClient, api
+
+from . import labels
+from .actions import ContainerToKill, compute_pod_actions
+from .backoff import Backoff, crash_loop_backoff, crash_loop_key
+from .configs import container_config, next_restart_count, pod_cgroup_parent, sandbox_config
+from .grace import KillReason, kill_grace_period, stop_container_timeout
+from .images import ImageError, ImageManager
+from .types import ContainerInfo, ContainerRunState, RuntimePodStatus, SandboxState
+
+log = logging.getLogger(__name__)
+
+CRASH_LOOP_BACK_OFF = "CrashLoopBackOff"
+CREATE_CONTAINER_ERROR = "CreateContainerError"
+RUN_CONTAINER_ERROR = "RunContainerError"
+DEFAULT_ORPHAN_GRACE = 30
+
+
+@attrs.frozen
+class SyncOutcome:
+    """What a sync left behind: containers waiting and why, when to look again, errors."""
+
+    waiting: dict[str, tuple[str, str]] = attrs.field(factory=dict)
+    requeue_after: float | None = None
+    errors: tuple[str, ...] = ()
+
+
+@attrs.define
+class _Progress:
+    waiting: dict[str, tuple[str, str]] = attrs.field(factory=dict)
+    requeue_after: float | None = None
+    errors: list[str] = attrs.field(factory=list)
+
+    def retry_in(self, seconds: float | None) -> None:
+        if seconds is None:
+            return
+        seconds = max(seconds, 0.0)
+        if self.requeue_after is None or seconds < self.requeue_after:
+            self.requeue_after = seconds
+
+    def freeze(self) -> SyncOutcome:
+        return SyncOutcome(dict(self.waiting), self.requeue_after, tuple(self.errors))
+
+
+def _spec_of(pod: Pod, name: str) -> Container | None:
+    for c in (*pod.spec.init_containers, *pod.spec.containers):
+        if c.name == name:
+            return c
+    return None
+
+
+def _grace_from_annotations(info: ContainerInfo) -> int:
+    for key in (labels.POD_DELETION_GRACE_PERIOD, labels.POD_TERMINATION_GRACE_PERIOD):
+        value = info.annotations.get(key)
+        if value is not None:
+            try:
+                return int(value)
+            except ValueError:
+                continue
+    return DEFAULT_ORPHAN_GRACE
+
+
+class PodRuntime:
+    """The CRI side of pod sync and teardown. One instance serves every pod."""
+
+    def __init__(
+        self,
+        runtime: RuntimeClient,
+        images: ImageManager,
+        crash_backoff: Backoff,
+        *,
+        pod_logs_dir: str,
+        memory_capacity: int,
+        cgroup_root: str = "/",
+    ) -> None:
+        self.runtime = runtime
+        self.images = images
+        self.crash_backoff = crash_backoff
+        self.pod_logs_dir = pod_logs_dir
+        self.memory_capacity = memory_capacity
+        self.cgroup_root = cgroup_root
+
+    @property
+    def wall_clock(self) -> Callable[[], float]:
+        return self.crash_backoff.clock
+
+    # -- sync -----------------------------------------------------------------------------
+
+    async def sync(
+        self,
+        pod: Pod,
+        status: RuntimePodStatus,
+        *,
+        liveness_failed: Collection[str] = (),
+        startup_failed: Collection[str] = (),
+    ) -> SyncOutcome:
+        progress = _Progress()
+        actions = compute_pod_actions(
+            pod, status, liveness_failed=liveness_failed, startup_failed=startup_failed
+        )
+        if actions.kill_pod:
+            log.info("killing pod %s before (re)creating it", pod.key)
+            await self.kill(pod, status)
+        elif actions.containers_to_kill:
+            await self._kill_containers(pod, status, actions.containers_to_kill)
+
+        config = sandbox_config(
+            pod,
+            actions.attempt,
+            pod_logs_dir=self.pod_logs_dir,
+            cgroup_parent=self._cgroup_parent(pod),
+        )
+        sandbox_id = actions.sandbox_id
+        pod_ip = status.ip
+        if actions.create_sandbox:
+            try:
+                sandbox_id = await self.runtime.run_pod_sandbox(config)
+                created = await self.runtime.pod_sandbox_status(sandbox_id)
+                pod_ip = created.status.network.ip
+                log.info(
+                    "pod %s: sandbox %s created (attempt %d)",
+                    pod.key,
+                    sandbox_id[:13],
+                    actions.attempt,
+                )
+            except CriError as exc:
+                progress.errors.append(f"CreatePodSandbox for pod {pod.key} failed: {exc}")
+                return progress.freeze()
+        if not sandbox_id:
+            return progress.freeze()
+
+        if actions.init_containers_to_start:
+            for index in actions.init_containers_to_start:
+                container = pod.spec.init_containers[index]
+                if not await self._start(
+                    pod, container, status, sandbox_id, config, pod_ip, progress
+                ):
+                    break
+            return progress.freeze()
+        for index in actions.containers_to_start:
+            container = pod.spec.containers[index]
+            await self._start(pod, container, status, sandbox_id, config, pod_ip, progress)
+        return progress.freeze()
+
+    def _cgroup_parent(self, pod: Pod) -> str:
+        return pod_cgroup_parent(pod, self.cgroup_root)
+
+    async def _start(
+        self,
+        pod: Pod,
+        container: Container,
+        status: RuntimePodStatus,
+        sandbox_id: str,
+        config: api.PodSandboxConfig,
+        pod_ip: str,
+        progress: _Progress,
+    ) -> bool:
+        """Start one container instance; False (and a waiting reason) if it could not."""
+        message = crash_loop_backoff(self.crash_backoff, pod, container, status)
+        if message is not None:
+            progress.waiting[container.name] = (CRASH_LOOP_BACK_OFF, message)
+            progress.retry_in(self._crash_loop_remaining(pod, container, status))
+            return False
+        try:
+            image_ref = await self.images.ensure(pod, container, config)
+        except ImageError as exc:
+            progress.waiting[container.name] = (exc.reason, exc.message)
+            progress.retry_in(exc.retry_after)
+            return False
+        restart_count = next_restart_count(status, container.name) or 0
+        cconfig = container_config(
+            pod,
+            container,
+            restart_count,
+            image_ref=image_ref,
+            memory_capacity=self.memory_capacity,
+        )
+        try:
+            cid = await self.runtime.create_container(sandbox_id, cconfig, config)
+        except CriError as exc:
+            progress.waiting[container.name] = (CREATE_CONTAINER_ERROR, exc.message)
+            progress.errors.append(f"CreateContainer {container.name}: {exc.message}")
+            return False
+        try:
+            await self.runtime.start_container(cid)
+        except CriError as exc:
+            progress.waiting[container.name] = (RUN_CONTAINER_ERROR, exc.message)
+            progress.errors.append(f"StartContainer {container.name}: {exc.message}")
+            return False
+        log.info(
+            "pod %s: started container %s (%s, restart %d)",
+            pod.key,
+            container.name,
+            cid[:13],
+            restart_count,
+        )
+        await self._prune_dead(status, container.name)
+        return True
+
+    def _crash_loop_remaining(
+        self, pod: Pod, container: Container, status: RuntimePodStatus
+    ) -> float:
+        key = crash_loop_key(pod, container)
+        newest_exit = max(
+            (
+                c.finished_at
+                for c in status.containers_named(container.name)
+                if c.state is ContainerRunState.EXITED
+            ),
+            default=0,
+        )
+        return newest_exit / 1e9 + self.crash_backoff.get(key) - self.wall_clock()
+
+    async def _prune_dead(self, status: RuntimePodStatus, name: str) -> None:
+        """Keep the newest dead instance of a container (its logs, its restart count)."""
+        dead = [c for c in status.containers_named(name) if c.state is ContainerRunState.EXITED]
+        for old in dead[1:]:
+            try:
+                await self.runtime.remove_container(old.id)
+            except NotFound:
+                pass
+            except CriError as exc:
+                log.warning("could not remove dead container %s: %s", old.id[:13], exc)
+
+    # -- teardown -------------------------------------------------------------------------
+
+    async def kill(
+        self, pod: Pod, status: RuntimePodStatus, grace_override: int | None = None
+    ) -> None:
+        """Stop every live container (in parallel), then every sandbox. Errors are logged;
+        the sandbox stop forcibly ends whatever a failed container stop left running."""
+        live = [c for c in status.containers if c.state is not ContainerRunState.EXITED]
+        async with trio.open_nursery() as nursery:
+            for info in live:
+                nursery.start_soon(self._kill_one, pod, info, KillReason.UNKNOWN, grace_override)
+        async with trio.open_nursery() as nursery:
+            for sandbox in status.sandboxes:
+                nursery.start_soon(self._stop_sandbox, sandbox.id)
+
+    async def terminate(
+        self, pod: Pod, status: RuntimePodStatus, grace_override: int | None = None
+    ) -> None:
+        """Kill the pod, then remove its containers and sandboxes."""
+        await self.kill(pod, status, grace_override)
+        async with trio.open_nursery() as nursery:
+            for info in status.containers:
+                nursery.start_soon(self._remove_container, info.id)
+        async with trio.open_nursery() as nursery:
+            for sandbox in status.sandboxes:
+                nursery.start_soon(self._remove_sandbox, sandbox.id)
+
+    async def _kill_containers(
+        self, pod: Pod, status: RuntimePodStatus, victims: Mapping[str, ContainerToKill]
+    ) -> None:
+        by_id = {c.id: c for c in status.containers}
+        async with trio.open_nursery() as nursery:
+            for cid, why in victims.items():
+                info = by_id.get(cid)
+                if info is not None:
+                    log.info("pod %s: %s", pod.key, why.message)
+                    nursery.start_soon(self._kill_one, pod, info, why.reason, None)
+
+    async def _kill_one(
+        self, pod: Pod, info: ContainerInfo, reason: KillReason, grace_override: int | None
+    ) -> None:
+        spec = _spec_of(pod, info.name)
+        if spec is not None:
+            grace = kill_grace_period(pod, spec, reason, override=grace_override)
+        else:
+            grace = grace_override if grace_override is not None else _grace_from_annotations(info)
+        timeout = stop_container_timeout(grace)
+        log.info(
+            "Killing container %s of pod %s with a grace period of %ds", info.name, pod.key, timeout
+        )
+        try:
+            await self.runtime.stop_container(info.id, timeout)
+        except NotFound:
+            pass
+        except CriError as exc:
+            log.warning("stopping container %s of pod %s failed: %s", info.name, pod.key, exc)
+
+    async def _stop_sandbox(self, sandbox_id: str) -> None:
+        try:
+            await self.runtime.stop_pod_sandbox(sandbox_id)
+        except NotFound:
+            pass
+        except CriError as exc:
+            log.warning("stopping sandbox %s failed: %s", sandbox_id[:13], exc)
+
+    async def _remove_container(self, cid: str) -> None:
+        try:
+            await self.runtime.remove_container(cid)
+        except NotFound:
+            pass
+        except CriError as exc:
+            log.warning("removing container %s failed: %s", cid[:13], exc)
+
+    async def _remove_sandbox(self, sandbox_id: str) -> None:
+        try:
+            await self.runtime.remove_pod_sandbox(sandbox_id)
+        except NotFound:
+            pass
+        except CriError as exc:
+            log.warning("removing sandbox %s failed: %s", sandbox_id[:13], exc)
+
+
+def all_gone(status: RuntimePodStatus) -> bool:
+    """Nothing of the pod is left on the runtime."""
+    return not status.sandboxes and not status.containers
+
+
+def still_running(status: RuntimePodStatus) -> bool:
+    return any(s.state is SandboxState.READY for s in status.sandboxes) or any(
+        c.state is ContainerRunState.RUNNING for c in status.containers
+    )

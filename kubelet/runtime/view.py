@@ -1,0 +1,127 @@
+"""Reading the runtime: what pods it holds, and everything about one pod.
+
+All reads the PLEG, the pod cache and housekeeping make go through ``RuntimeView``.
+Only sandboxes and containers that carry the kubelet's ``io.kubernetes.pod.uid`` label
+are considered pods; anything else on the runtime is not ours and is left alone.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import trio
+
+from kubelet.api.meta import ObjectMeta
+from kubelet.api.pod import Pod, PodSpec
+from kubelet.cri import NotFound, RuntimeClient, api
+
+from . import labels
+from .configs import container_info_from_cri, sandbox_info_from_cri
+from .pleg import PlegState, PodStates, RuntimeLister
+from .types import ContainerInfo, RuntimePodStatus, SandboxInfo
+
+log = logging.getLogger(__name__)
+
+STATUS_CONCURRENCY = 8
+
+_PLEG_STATES = {
+    api.CONTAINER_RUNNING: PlegState.RUNNING,
+    api.CONTAINER_EXITED: PlegState.EXITED,
+}
+
+
+class RuntimeView(RuntimeLister):
+    """CRI reads shaped for the kubelet. Cheap to construct; holds no state."""
+
+    def __init__(self, runtime: RuntimeClient) -> None:
+        self.runtime = runtime
+
+    async def relist(self) -> PodStates:
+        """uid → container/sandbox id → state, from two list calls."""
+        sandboxes = await self.runtime.list_pod_sandbox()
+        containers = await self.runtime.list_containers()
+        out: dict[str, dict[str, PlegState]] = {}
+        for s in sandboxes:
+            uid = s.labels.get(labels.POD_UID)
+            if uid:
+                ready = s.state == api.SANDBOX_READY
+                out.setdefault(uid, {})[s.id] = PlegState.RUNNING if ready else PlegState.EXITED
+        for c in containers:
+            uid = c.labels.get(labels.POD_UID)
+            if uid:
+                out.setdefault(uid, {})[c.id] = _PLEG_STATES.get(c.state, PlegState.UNKNOWN)
+        return out
+
+    async def pod_status(self, uid: str) -> RuntimePodStatus:
+        """Sandboxes and containers of one pod, with full statuses, newest first."""
+        selector = {labels.POD_UID: uid}
+        sandboxes = await self.runtime.list_pod_sandbox(labels=selector)
+        containers = await self.runtime.list_containers(labels=selector)
+        sandbox_infos: list[SandboxInfo] = []
+        container_infos: list[ContainerInfo] = []
+        limiter = trio.CapacityLimiter(STATUS_CONCURRENCY)
+
+        async def sandbox_status(s: api.PodSandbox) -> None:
+            async with limiter:
+                try:
+                    resp = await self.runtime.pod_sandbox_status(s.id)
+                except NotFound:
+                    return  # removed meanwhile
+            sandbox_infos.append(sandbox_info_from_cri(resp.status))
+
+        async def container_status(c: api.Container) -> None:
+            async with limiter:
+                try:
+                    resp = await self.runtime.container_status(c.id)
+                except NotFound:
+                    return
+            container_infos.append(
+                container_info_from_cri(resp.status, sandbox_id=c.pod_sandbox_id)
+            )
+
+        async with trio.open_nursery() as nursery:
+            for s in sandboxes:
+                nursery.start_soon(sandbox_status, s)
+            for c in containers:
+                nursery.start_soon(container_status, c)
+        sandbox_infos.sort(key=lambda s: (s.created_at, s.attempt), reverse=True)
+        container_infos.sort(key=lambda c: (c.created_at, c.attempt), reverse=True)
+        name = namespace = ""
+        for item_labels in [s.labels for s in sandboxes] + [c.labels for c in containers]:
+            name = name or item_labels.get(labels.POD_NAME, "")
+            namespace = namespace or item_labels.get(labels.POD_NAMESPACE, "")
+        return RuntimePodStatus(
+            uid=uid,
+            name=name,
+            namespace=namespace,
+            sandboxes=tuple(sandbox_infos),
+            containers=tuple(container_infos),
+            timestamp=trio.current_time(),
+        )
+
+    async def pod_identities(self) -> dict[str, tuple[str, str]]:
+        """uid → (namespace, name) of every pod the runtime holds."""
+        out: dict[str, tuple[str, str]] = {}
+        for s in await self.runtime.list_pod_sandbox():
+            uid = s.labels.get(labels.POD_UID)
+            if uid:
+                out[uid] = (
+                    s.labels.get(labels.POD_NAMESPACE, s.metadata.namespace),
+                    s.labels.get(labels.POD_NAME, s.metadata.name),
+                )
+        for c in await self.runtime.list_containers():
+            uid = c.labels.get(labels.POD_UID)
+            if uid and uid not in out:
+                out[uid] = (
+                    c.labels.get(labels.POD_NAMESPACE, ""),
+                    c.labels.get(labels.POD_NAME, ""),
+                )
+        return out
+
+
+def pod_from_runtime(uid: str, namespace: str, name: str) -> Pod:
+    """A stand-in Pod for runtime leftovers no source knows (enough to tear them down)."""
+    return Pod(
+        metadata=ObjectMeta(name=name, namespace=namespace, uid=uid),
+        spec=PodSpec(),
+    )

@@ -1,0 +1,106 @@
+"""Run the whole kubelet in-process against FakeRuntime, on the test's (fake) clock."""
+
+from __future__ import annotations
+
+import contextlib
+import textwrap
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import attrs
+import trio
+
+from kubelet.agent import Kubelet
+from kubelet.config import resolve
+from kubelet.cri import api
+from kubelet.testing import FakeRuntime
+from kubelet.testing.fakeruntime import FakeContainer, FakeSandbox
+
+EPOCH = 1_800_000_000.0
+NODE = "node1"
+
+
+@attrs.define
+class Harness:
+    fake: FakeRuntime
+    kubelet: Kubelet
+    manifests: Path
+    nursery: trio.Nursery
+    kubelet_scope: trio.CancelScope | None = None
+
+    def write(self, name: str, text: str) -> Path:
+        path = self.manifests / name
+        path.write_text(textwrap.dedent(text))
+        return path
+
+    def sandboxes(self, pod: str | None = None) -> list[FakeSandbox]:
+        return [
+            s
+            for s in self.fake.sandboxes.values()
+            if pod is None or s.config.metadata.name == f"{pod}-{NODE}"
+        ]
+
+    def containers(self, pod: str | None = None, name: str | None = None) -> list[FakeContainer]:
+        return [
+            c
+            for c in self.fake.containers.values()
+            if (pod is None or c.config.labels.get("io.kubernetes.pod.name") == f"{pod}-{NODE}")
+            and (name is None or c.config.metadata.name == name)
+        ]
+
+    def running(self, pod: str, name: str) -> list[FakeContainer]:
+        return [c for c in self.containers(pod, name) if c.state == api.CONTAINER_RUNNING]
+
+    async def wait_for(self, predicate: object, timeout: float = 60.0, step: float = 0.1) -> float:
+        """Poll ``predicate`` on the (fake) clock; returns the time it became true."""
+        assert callable(predicate)
+        with trio.fail_after(timeout):
+            while not predicate():
+                await trio.sleep(step)
+        return trio.current_time()
+
+    async def restart_kubelet(self) -> None:
+        """Cancel the running kubelet (as SIGTERM would) and start a fresh one."""
+        assert self.kubelet_scope is not None
+        self.kubelet_scope.cancel()
+        await trio.sleep(0)
+        await start_kubelet(self)
+
+
+async def start_kubelet(h: Harness, *extra: str) -> None:
+    options = resolve(
+        [
+            "--pod-manifest-path",
+            str(h.manifests),
+            "--container-runtime-endpoint",
+            h.fake.endpoint,
+            "--hostname-override",
+            NODE,
+            "--file-check-frequency",
+            "1s",
+            *extra,
+        ]
+    )
+    options = attrs.evolve(
+        options,
+        config=attrs.evolve(options.config, pod_logs_dir=str(h.manifests.parent / "logs")),
+    )
+    h.kubelet = Kubelet(options, wall_clock=lambda: EPOCH + trio.current_time(), watch_files=False)
+
+    async def run_it(task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        with trio.CancelScope() as scope:
+            h.kubelet_scope = scope
+            await h.kubelet.run(task_status=task_status)
+
+    await h.nursery.start(run_it)
+
+
+@contextlib.asynccontextmanager
+async def running_kubelet(fake: FakeRuntime, tmp: Path) -> AsyncIterator[Harness]:
+    manifests = tmp / "manifests"
+    manifests.mkdir()
+    async with trio.open_nursery() as nursery:
+        h = Harness(fake, None, manifests, nursery)  # type: ignore[arg-type]
+        await start_kubelet(h)
+        yield h
+        nursery.cancel_scope.cancel()
