@@ -9,6 +9,7 @@ from pathlib import Path
 
 import attrs
 import trio
+import trio.lowlevel
 
 from kubelet.agent import Kubelet
 from kubelet.config import resolve
@@ -27,6 +28,7 @@ class Harness:
     manifests: Path
     nursery: trio.Nursery
     kubelet_scope: trio.CancelScope | None = None
+    extra: tuple[str, ...] = ()
 
     def write(self, name: str, text: str) -> Path:
         path = self.manifests / name
@@ -63,11 +65,11 @@ class Harness:
         """Cancel the running kubelet (as SIGTERM would) and start a fresh one."""
         assert self.kubelet_scope is not None
         self.kubelet_scope.cancel()
-        await trio.sleep(0)
+        await trio.lowlevel.checkpoint()
         await start_kubelet(self)
 
 
-async def start_kubelet(h: Harness, *extra: str) -> None:
+async def start_kubelet(h: Harness) -> None:
     options = resolve(
         [
             "--pod-manifest-path",
@@ -78,7 +80,7 @@ async def start_kubelet(h: Harness, *extra: str) -> None:
             NODE,
             "--file-check-frequency",
             "1s",
-            *extra,
+            *h.extra,
         ]
     )
     options = attrs.evolve(
@@ -96,11 +98,12 @@ async def start_kubelet(h: Harness, *extra: str) -> None:
 
 
 @contextlib.asynccontextmanager
-async def running_kubelet(fake: FakeRuntime, tmp: Path) -> AsyncIterator[Harness]:
+async def running_kubelet(fake: FakeRuntime, tmp: Path, *extra: str) -> AsyncIterator[Harness]:
     manifests = tmp / "manifests"
-    manifests.mkdir()
+    manifests.mkdir(exist_ok=True)
     async with trio.open_nursery() as nursery:
         h = Harness(fake, None, manifests, nursery)  # type: ignore[arg-type]
+        h.extra = extra
         await start_kubelet(h)
         yield h
         nursery.cancel_scope.cancel()

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import math
+import socket
 from pathlib import Path
 
 import pytest
 import trio
 from grpclib.const import Status
 
-from kubelet.cri import api
+from kubelet.cri import api, connect
 from kubelet.testing import ContainerBehaviour, FakeRuntime
 
-from .kubelet_harness import EPOCH, NODE, running_kubelet
+from .helpers import container_config, sandbox_config
+from .kubelet_harness import EPOCH, NODE, running_kubelet, start_kubelet
 
 WEB = """\
 apiVersion: v1
@@ -46,4 +48,206 @@ async def test_static_pod_starts(
         assert labels["io.kubernetes.pod.name"] == f"web-{NODE}"
         (container,) = h.running("web", "app")
         assert container.config.annotations["io.kubernetes.container.restartCount"] == "0"
-        assert container.log_path.endswith(f"default_web-{NODE}_{labels['io.kubernetes.pod.uid']}/app/0.log")
+        assert container.log_path.endswith(
+            f"default_web-{NODE}_{labels['io.kubernetes.pod.uid']}/app/0.log"
+        )
+
+
+CRASHER = """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: crasher
+spec:
+  containers:
+  - name: app
+    image: busybox:1.35
+"""
+
+
+async def test_crash_loop_backoff_10_20_40(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    fake.behave(ContainerBehaviour(exit_after=0.5, exit_code=1), container="app")
+    async with running_kubelet(fake, short_tmp) as h:
+        h.write("crasher.yaml", CRASHER)
+        await h.wait_for(lambda: len(h.containers("crasher", "app")) >= 1)
+        await trio.sleep(200)
+    starts = [c.time for c in fake.calls_of("StartContainer")]
+    exits = [s + 0.5 for s in starts]
+    gaps = [round(b - a, 1) for a, b in zip(exits, starts[1:], strict=False)]
+    # first exit: restarted at once (after the PLEG notices); then 10, 20, 40, 80 s
+    assert gaps[0] <= 1.5
+    assert [round(g) for g in gaps[1:5]] == [10, 20, 40, 80]
+    for g, nominal in zip(gaps[1:5], [10, 20, 40, 80], strict=True):
+        assert nominal <= g < nominal + 1.0  # within a second of the nominal back-off
+    # dead instances are pruned: the newest dead one is kept for logs and restart count
+    assert len(h.containers("crasher", "app")) <= 2
+    restart_counts = [int(c.args.get("attempt", -1)) for c in fake.calls_of("CreateContainer")]
+    assert restart_counts[:5] == [0, 1, 2, 3, 4]
+
+
+async def test_teardown_order_containers_then_sandbox(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    two = (
+        WEB
+        + """\
+  - name: sidecar
+    image: busybox:1.35
+"""
+    )
+    async with running_kubelet(fake, short_tmp) as h:
+        path = h.write("web.yaml", two)
+        await h.wait_for(lambda: h.running("web", "app") and h.running("web", "sidecar"))
+        path.unlink()
+        gone_at = await h.wait_for(lambda: not h.sandboxes("web"))
+        assert gone_at < 10
+    teardown = [
+        c.rpc
+        for c in fake.calls
+        if c.rpc in ("StopContainer", "StopPodSandbox", "RemoveContainer", "RemovePodSandbox")
+    ]
+    assert teardown == [
+        "StopContainer",
+        "StopContainer",
+        "StopPodSandbox",
+        "RemoveContainer",
+        "RemoveContainer",
+        "RemovePodSandbox",
+    ]
+    stops = fake.calls_of("StopContainer")
+    assert stops[0].time == stops[1].time  # in parallel
+    assert all(s.args["timeout"] == 30 for s in stops)
+
+
+async def test_order_holds_when_kubelet_is_cancelled_mid_teardown(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    fake.behave(ContainerBehaviour(stop_takes=math.inf), container="app")
+    async with running_kubelet(fake, short_tmp) as h:
+        path = h.write("web.yaml", WEB)
+        await h.wait_for(lambda: h.running("web", "app"))
+        path.unlink()
+        await h.wait_for(lambda: fake.calls_of("StopContainer"))
+        await trio.sleep(5)  # StopContainer waits for its 30 s grace
+        assert h.kubelet_scope is not None
+        h.kubelet_scope.cancel()  # the kubelet dies mid-teardown
+        await trio.sleep(1)
+        assert fake.calls_of("StopPodSandbox") == []  # sandbox not touched before containers
+        assert h.sandboxes("web")
+        await start_kubelet(h)
+        await h.wait_for(lambda: not h.sandboxes("web"), timeout=120)
+    rpcs = [c.rpc for c in fake.calls if c.rpc in ("StopContainer", "StopPodSandbox")]
+    assert rpcs.index("StopPodSandbox") > max(i for i, r in enumerate(rpcs) if r == "StopContainer")
+
+
+async def test_hung_stop_container_is_bounded_by_its_deadline(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    async with running_kubelet(fake, short_tmp) as h:
+        path = h.write("web.yaml", WEB)
+        await h.wait_for(lambda: h.running("web", "app"))
+        fake.faults.hang("StopContainer", times=1)
+        path.unlink()
+        first = await h.wait_for(lambda: fake.calls_of("StopContainer"))
+        gone = await h.wait_for(lambda: not h.sandboxes("web"), timeout=400)
+        # StopContainer deadline = runtime request timeout (120 s) + grace (30 s)
+        sandbox_stop = fake.calls_of("StopPodSandbox")[0].time
+        assert sandbox_stop - first == pytest.approx(150, abs=1.5)
+        assert gone - first < 160
+
+
+async def test_runtime_outage_kills_nothing_and_recovers(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    async with running_kubelet(fake, short_tmp) as h:
+        h.write("web.yaml", WEB)
+        await h.wait_for(lambda: h.running("web", "app"))
+        (before,) = h.running("web", "app")
+        await fake.crash()
+        await trio.sleep(60)
+        await fake.restart()
+        await trio.sleep(10)
+        (after,) = h.running("web", "app")
+        assert after.id == before.id
+        assert [c for c in fake.calls if c.rpc.startswith(("Stop", "Remove"))] == []
+        # the kubelet is healthy again: a new manifest starts
+        h.write("other.yaml", WEB.replace("name: web", "name: other"))
+        await h.wait_for(lambda: h.running("other", "app"), timeout=10)
+
+
+async def test_orphans_removed_only_after_all_sources_ready(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    # an orphan: a pod the runtime holds that no source wants
+    async with connect(fake.endpoint) as (runtime, _):
+        cfg = sandbox_config("ghost", "ghost-uid")
+        sid = await runtime.run_pod_sandbox(cfg)
+        ghost = container_config("app", "busybox:1.35", pod="ghost", uid="ghost-uid")
+        await runtime.start_container(await runtime.create_container(sid, ghost, cfg))
+    # and a sandbox without kubelet labels: not ours, never touched
+    async with connect(fake.endpoint) as (runtime, _):
+        foreign = api.PodSandboxConfig(
+            metadata=api.PodSandboxMetadata(name="foreign", uid="f", namespace="x")
+        )
+        foreign_id = await runtime.run_pod_sandbox(foreign)
+    async with running_kubelet(fake, short_tmp) as h:
+        await trio.sleep(1.5)
+        removed = await h.wait_for(lambda: "ghost-uid" not in _uids(fake), timeout=20)
+        assert removed >= 2.0  # the first housekeeping, after the file source was seen
+        assert fake.calls_of("RemovePodSandbox")[0].args["pod_sandbox_id"] != foreign_id
+    assert foreign_id in fake.sandboxes
+
+
+def _uids(fake: FakeRuntime) -> set[str]:
+    return {s.config.metadata.uid for s in fake.sandboxes.values()}
+
+
+async def test_no_orphan_cleanup_before_sources_are_seen(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    async with connect(fake.endpoint) as (runtime, _):
+        cfg = sandbox_config("ghost", "ghost-uid")
+        await runtime.run_pod_sandbox(cfg)
+    with socket.socket() as probe:  # a loopback port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url_fails = ["--manifest-url", f"http://127.0.0.1:{port}/pods", "--http-check-frequency", "1s"]
+    async with running_kubelet(fake, short_tmp, *url_fails) as h:
+        await trio.sleep(30)  # the URL source never answers: not all sources seen
+        assert "ghost-uid" in _uids(fake)
+        assert fake.calls_of("StopPodSandbox") == []
+        assert h.kubelet.components is not None
+        assert not h.kubelet.components.config.sources_ready()
+
+
+async def test_restarted_kubelet_adopts_running_containers(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    async with running_kubelet(fake, short_tmp) as h:
+        h.write("web.yaml", WEB)
+        h.write("crasher.yaml", CRASHER)
+        await h.wait_for(lambda: h.running("web", "app") and h.running("crasher", "app"))
+        ids = {c.id for c in fake.running()}
+        sandboxes = set(fake.sandboxes)
+        await h.restart_kubelet()
+        await trio.sleep(30)
+        assert {c.id for c in fake.running()} == ids
+        assert set(fake.sandboxes) == sandboxes
+        assert [c for c in fake.calls if c.rpc.startswith(("Stop", "Remove"))] == []
+        assert len(fake.calls_of("CreateContainer")) == 2
+
+
+async def test_sync_failure_backs_off_without_touching_others(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    fake.faults.fail("RunPodSandbox", Status.UNKNOWN, "cni plugin not initialized", times=1)
+    async with running_kubelet(fake, short_tmp) as h:
+        h.write("a.yaml", WEB.replace("name: web", "name: a"))
+        await h.wait_for(lambda: fake.calls_of("RunPodSandbox"))
+        h.write("b.yaml", WEB.replace("name: web", "name: b"))
+        b_at = await h.wait_for(lambda: h.running("b", "app"))
+        a_at = await h.wait_for(lambda: h.running("a", "app"), timeout=30)
+        assert a_at - fake.calls_of("RunPodSandbox")[0].time == pytest.approx(10, abs=1.5)
+        assert b_at < a_at

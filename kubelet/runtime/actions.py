@@ -1,0 +1,391 @@
+"""What one sync must do to a pod: compare the spec with what the runtime runs.
+
+Pure: the pod spec, the runtime's view of the pod (``RuntimePodStatus``, newest
+instances first) and the probe verdicts go in, a ``PodActions`` comes out. It follows
+upstream ``computePodActions`` (kuberuntime_manager.go) and its init-container half
+``computeInitContainerActions``, so that a pod behaves here as it would under an
+upstream kubelet: same restarts, same sandbox recreations, same attempt numbers.
+
+In-place resize and ephemeral containers are not handled yet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import NamedTuple
+
+import attrs
+
+from kubelet.api.pod import Container, Pod
+
+from .grace import KillReason
+from .hash import hash_container
+from .qos import is_restartable_init_container
+from .types import ContainerInfo, ContainerRunState, RuntimePodStatus, SandboxState
+
+__all__ = [
+    "ContainerToKill",
+    "PodActions",
+    "compute_pod_actions",
+    "container_changed",
+    "restart_policy",
+    "sandbox_changed",
+    "should_container_be_restarted",
+]
+
+
+def restart_policy(pod: Pod) -> str:
+    """The pod's restart policy; unset means the API default, "Always"."""
+    return pod.spec.restart_policy or "Always"
+
+
+class ContainerToKill(NamedTuple):
+    """Why a running container instance must be stopped."""
+
+    name: str
+    message: str
+    reason: KillReason = KillReason.UNKNOWN
+
+
+@attrs.frozen(kw_only=True)
+class PodActions:
+    """The changes one sync makes, in upstream's vocabulary.
+
+    ``kill_pod``: stop every container and the sandbox first. ``create_sandbox``: then
+    start a new sandbox with metadata attempt ``attempt`` (and purge init containers).
+    ``sandbox_id``: the sandbox to start containers in when none is created.
+    Indexes refer to ``pod.spec.init_containers`` / ``pod.spec.containers``;
+    ``containers_to_kill`` is keyed by runtime container ID.
+    """
+
+    kill_pod: bool = False
+    create_sandbox: bool = False
+    sandbox_id: str = ""
+    attempt: int = 0
+    init_containers_to_start: tuple[int, ...] = ()
+    containers_to_start: tuple[int, ...] = ()
+    containers_to_kill: Mapping[str, ContainerToKill] = attrs.field(factory=dict)
+
+    @property
+    def next_init_container_to_start(self) -> int | None:
+        """The first init container to start, if any (upstream's legacy field)."""
+        return self.init_containers_to_start[0] if self.init_containers_to_start else None
+
+
+def sandbox_changed(pod: Pod, status: RuntimePodStatus) -> tuple[bool, int, str]:
+    """(must create a sandbox, attempt for it or the current one, current sandbox ID).
+
+    A new sandbox is needed when there is none, more than one is ready, the newest is
+    not ready, its network namespace mode no longer matches ``hostNetwork``, or a pod
+    network sandbox has no IP. The attempt is one more than the highest seen.
+    """
+    if not status.sandboxes:
+        return True, 0, ""
+    ready = sum(1 for s in status.sandboxes if s.state is SandboxState.READY)
+    max_attempt = max(s.attempt for s in status.sandboxes)
+    newest = status.sandboxes[0]
+    host_network = bool(pod.spec.host_network)
+    if ready > 1:
+        return True, max_attempt + 1, newest.id
+    if newest.state is not SandboxState.READY:
+        return True, max_attempt + 1, newest.id
+    if newest.host_network != host_network:
+        return True, max_attempt + 1, ""
+    if not host_network and not newest.ip:
+        return True, max_attempt + 1, newest.id
+    return False, max_attempt, newest.id
+
+
+def container_changed(container: Container, info: ContainerInfo) -> bool:
+    """The running instance was made from a different spec (name or image)."""
+    return info.hash != hash_container(container)
+
+
+def should_container_be_restarted(container: Container, pod: Pod, status: RuntimePodStatus) -> bool:
+    """Whether a container that is not running should be (re)started now."""
+    if pod.metadata.deletion_timestamp is not None:
+        return False
+    current = status.current(container.name)
+    if current is None:
+        return True
+    if current.state is ContainerRunState.RUNNING:
+        return False
+    if current.state in (ContainerRunState.UNKNOWN, ContainerRunState.CREATED):
+        return True
+    policy = restart_policy(pod)
+    if policy == "Never":
+        return False
+    if policy == "OnFailure":
+        return current.exit_code != 0
+    return True
+
+
+def _succeeded(container: Container, status: RuntimePodStatus) -> bool:
+    current = status.current(container.name)
+    return (
+        current is not None and current.state is ContainerRunState.EXITED and current.exit_code == 0
+    )
+
+
+def _any_regular_created(pod: Pod, status: RuntimePodStatus) -> bool:
+    active = (ContainerRunState.CREATED, ContainerRunState.RUNNING, ContainerRunState.EXITED)
+    for container in pod.spec.containers:
+        current = status.current(container.name)
+        if current is not None and current.state in active:
+            return True
+    return False
+
+
+def _unknown_message(prefix: str, info: ContainerInfo) -> str:
+    # Upstream prints kubecontainer.State values: "created", "running", "exited", "unknown".
+    return f'{prefix} is in "{info.state.value}" state, try killing it before restart'
+
+
+def _init_failed(info: ContainerInfo) -> bool:
+    """An init container instance that did not complete successfully."""
+    if info.reason == "OOMKilled":
+        return True
+    if info.state is ContainerRunState.EXITED:
+        return info.exit_code != 0
+    return info.state is ContainerRunState.UNKNOWN
+
+
+class _Changes:
+    """Mutable scratch state while computing; frozen into ``PodActions`` at the end."""
+
+    def __init__(self, create: bool, attempt: int, sandbox_id: str) -> None:
+        self.kill_pod = create
+        self.create_sandbox = create
+        self.sandbox_id = sandbox_id
+        self.attempt = attempt
+        self.init_to_start: list[int] = []
+        self.to_start: list[int] = []
+        self.to_kill: dict[str, ContainerToKill] = {}
+
+    def freeze(self) -> PodActions:
+        return PodActions(
+            kill_pod=self.kill_pod,
+            create_sandbox=self.create_sandbox,
+            sandbox_id=self.sandbox_id,
+            attempt=self.attempt,
+            init_containers_to_start=tuple(self.init_to_start),
+            containers_to_start=tuple(self.to_start),
+            containers_to_kill=self.to_kill,
+        )
+
+
+def _init_container_actions(
+    pod: Pod,
+    status: RuntimePodStatus,
+    changes: _Changes,
+    liveness_failed: Collection[str],
+    startup_failed: Collection[str],
+    startup_succeeded: Collection[str] | None,
+) -> bool:
+    """Fill in init container actions; True once the pod is initialized.
+
+    Walks the init containers from the last one back, because completed init containers
+    may have been garbage-collected: the newest evidence decides. A regular container
+    that was created or is running proves initialization already happened.
+    """
+    inits = pod.spec.init_containers
+    if not inits:
+        return True
+    initialized = False
+    for container in pod.spec.containers:
+        current = status.current(container.name)
+        if current is not None and current.state in (
+            ContainerRunState.CREATED,
+            ContainerRunState.RUNNING,
+        ):
+            initialized = True
+            break
+    previously_initialized = initialized
+    restart_on_failure = restart_policy(pod) != "Never"
+    to_start: list[int] = []  # collected last-to-first, reversed at the end
+
+    for i in range(len(inits) - 1, -1, -1):
+        container = inits[i]
+        sidecar = is_restartable_init_container(container)
+        current = status.current(container.name)
+        if current is None:
+            if previously_initialized and sidecar:
+                to_start.append(i)
+            continue
+        if previously_initialized and not sidecar:
+            continue
+
+        if current.state is ContainerRunState.CREATED:
+            # Created but never started: the runtime likely failed to start it.
+            to_start.append(i)
+        elif current.state is ContainerRunState.RUNNING:
+            if sidecar:
+                initialized = (
+                    _sidecar_running(
+                        pod,
+                        i,
+                        current,
+                        changes,
+                        to_start,
+                        previously_initialized=previously_initialized,
+                        liveness_failed=liveness_failed,
+                        startup_failed=startup_failed,
+                        startup_succeeded=startup_succeeded,
+                    )
+                    or initialized
+                )
+            # A regular init container that runs: wait for it to finish.
+        elif current.state is ContainerRunState.EXITED:
+            if sidecar:
+                to_start.append(i)
+            elif _init_failed(current):
+                if not restart_on_failure:
+                    changes.kill_pod = True
+                    changes.init_to_start = []
+                    return False
+                to_start.append(i)
+            elif i == len(inits) - 1:
+                initialized = True
+            else:
+                to_start.append(i + 1)
+        else:  # UNKNOWN
+            if not sidecar and not restart_on_failure:
+                changes.kill_pod = True
+                changes.init_to_start = []
+                return False
+            changes.to_kill[current.id] = ContainerToKill(
+                container.name, _unknown_message("Init container", current), KillReason.UNKNOWN
+            )
+            to_start.append(i)
+        previously_initialized = True
+
+    if not previously_initialized:
+        to_start.append(0)
+    changes.init_to_start = list(reversed(to_start))
+    return initialized
+
+
+def _sidecar_running(
+    pod: Pod,
+    index: int,
+    current: ContainerInfo,
+    changes: _Changes,
+    to_start: list[int],
+    *,
+    previously_initialized: bool,
+    liveness_failed: Collection[str],
+    startup_failed: Collection[str],
+    startup_succeeded: Collection[str] | None,
+) -> bool:
+    """Actions for a running sidecar; True if it completes initialization (it is last)."""
+    container = pod.spec.init_containers[index]
+    if container.startup_probe is not None:
+        if current.id in startup_failed:
+            changes.to_kill[current.id] = ContainerToKill(
+                container.name,
+                f"Init container {container.name} failed startup probe",
+                KillReason.STARTUP_PROBE,
+            )
+            to_start.append(index)
+            return False
+        if startup_succeeded is not None and current.id not in startup_succeeded:
+            return False  # not started yet: wait for the startup probe
+    initialized = False
+    if index == len(pod.spec.init_containers) - 1:
+        initialized = True
+    elif not previously_initialized:
+        to_start.append(index + 1)
+    if container_changed(container, current):
+        changes.to_kill[current.id] = ContainerToKill(
+            container.name, f"Init container {container.name} definition changed"
+        )
+        to_start.append(index)
+    elif container.liveness_probe is not None and current.id in liveness_failed:
+        changes.to_kill[current.id] = ContainerToKill(
+            container.name,
+            f"Init container {container.name} failed liveness probe",
+            KillReason.LIVENESS_PROBE,
+        )
+        to_start.append(index)
+    return initialized
+
+
+def compute_pod_actions(
+    pod: Pod,
+    status: RuntimePodStatus,
+    *,
+    liveness_failed: Collection[str] = (),
+    startup_failed: Collection[str] = (),
+    startup_succeeded: Collection[str] | None = None,
+) -> PodActions:
+    """Upstream ``computePodActions``.
+
+    ``liveness_failed`` / ``startup_failed``: IDs of container instances whose liveness
+    or startup probe reported Failure. ``startup_succeeded`` (IDs whose startup probe
+    succeeded) only matters for sidecars with a startup probe; None means "do not wait".
+    """
+    create, attempt, sandbox_id = sandbox_changed(pod, status)
+    changes = _Changes(create, attempt, sandbox_id)
+    policy = restart_policy(pod)
+
+    if create:
+        if policy == "Never" and attempt != 0 and status.containers:
+            # Everything ran once already and nothing may run again: just kill.
+            changes.create_sandbox = False
+            return changes.freeze()
+        to_start = [
+            idx
+            for idx, c in enumerate(pod.spec.containers)
+            if not (policy == "OnFailure" and _succeeded(c, status))
+        ]
+        if not to_start and _any_regular_created(pod, status):
+            changes.create_sandbox = False
+            return changes.freeze()
+        if pod.spec.init_containers:
+            changes.init_to_start = [0]
+            return changes.freeze()
+        changes.to_start = to_start
+        return changes.freeze()
+
+    initialized = _init_container_actions(
+        pod, status, changes, liveness_failed, startup_failed, startup_succeeded
+    )
+    if changes.kill_pod or not initialized:
+        return changes.freeze()
+
+    keep = 0
+    for idx, container in enumerate(pod.spec.containers):
+        current = status.current(container.name)
+        if current is None or current.state is not ContainerRunState.RUNNING:
+            if should_container_be_restarted(container, pod, status):
+                changes.to_start.append(idx)
+                if current is not None and current.state is ContainerRunState.UNKNOWN:
+                    # It may still run: kill it first so two never run at once.
+                    changes.to_kill[current.id] = ContainerToKill(
+                        container.name, _unknown_message("Container", current)
+                    )
+            continue
+        restart = policy != "Never"
+        reason = KillReason.UNKNOWN
+        if container_changed(container, current):
+            message = f"Container {container.name} definition changed"
+            restart = True  # a new spec is always applied, whatever the policy
+        elif current.id in liveness_failed:
+            message = f"Container {container.name} failed liveness probe"
+            reason = KillReason.LIVENESS_PROBE
+        elif current.id in startup_failed:
+            message = f"Container {container.name} failed startup probe"
+            reason = KillReason.STARTUP_PROBE
+        else:
+            keep += 1
+            continue
+        if restart:
+            message = f"{message}, will be restarted"
+            changes.to_start.append(idx)
+        changes.to_kill[current.id] = ContainerToKill(container.name, message, reason)
+
+    if keep == 0 and not changes.to_start:
+        changes.kill_pod = True
+        # Sidecars must not keep a finished pod alive.
+        changes.init_to_start = []
+    return changes.freeze()

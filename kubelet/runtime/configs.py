@@ -1,0 +1,663 @@
+"""CRI configs built from a pod spec, and the runtime view parsed back from CRI answers.
+
+The builders write what upstream's ``generatePodSandboxConfig`` and
+``generateContainerConfig`` write -- labels, annotations, log paths, resources,
+security context -- so that the runtime state looks the same as under an upstream
+kubelet and either kubelet can adopt the other's containers. Volumes, devices and
+``valueFrom`` environment are the caller's (``mounts``, ``env``).
+
+Two defaults differ from the CRI zero values and matter on containerd: the container
+PID namespace is CONTAINER unless ``hostPID``/``shareProcessNamespace`` (zero would be
+POD, and the container's process would not be PID 1), and the container seccomp
+profile is Unconfined unless the pod asks (zero would be RuntimeDefault). The sandbox
+itself always runs with RuntimeDefault seccomp, as upstream.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from kubelet.api.pod import (
+    Capabilities,
+    Container,
+    ContainerPort,
+    HTTPGetAction,
+    LifecycleHandler,
+    Pod,
+)
+from kubelet.api.quantity import to_bytes, to_millicores
+from kubelet.cri import api
+
+from . import labels
+from .hash import hash_container, parse_hash
+from .qos import BEST_EFFORT, BURSTABLE, container_oom_score_adj, pod_qos
+from .types import ContainerInfo, ContainerRunState, RuntimePodStatus, SandboxInfo, SandboxState
+
+__all__ = [
+    "CPU_PERIOD",
+    "DEFAULT_MASKED_PATHS",
+    "DEFAULT_POD_LOGS_DIR",
+    "DEFAULT_READONLY_PATHS",
+    "MAX_SHARES",
+    "MIN_QUOTA",
+    "MIN_SHARES",
+    "container_annotations",
+    "container_config",
+    "container_info_from_cri",
+    "container_labels",
+    "container_log_path",
+    "expand_env",
+    "linux_container_resources",
+    "milli_cpu_to_quota",
+    "milli_cpu_to_shares",
+    "namespace_options",
+    "next_restart_count",
+    "pod_cgroup_parent",
+    "pod_hostname",
+    "pod_log_directory",
+    "port_mappings",
+    "sandbox_config",
+    "sandbox_info_from_cri",
+    "sandbox_labels",
+]
+
+DEFAULT_POD_LOGS_DIR = "/var/log/pods"
+DEFAULT_SECCOMP_ROOT = "/var/lib/kubelet/seccomp"
+
+MIN_SHARES = 2
+MAX_SHARES = 262144
+SHARES_PER_CPU = 1024
+CPU_PERIOD = 100_000  # 100 ms, in microseconds
+MIN_QUOTA = 1000  # 1 ms
+
+# Upstream securitycontext's defaults (the runtime clears them for privileged containers).
+DEFAULT_MASKED_PATHS = (
+    "/proc/asound",
+    "/proc/acpi",
+    "/proc/kcore",
+    "/proc/keys",
+    "/proc/latency_stats",
+    "/proc/timer_list",
+    "/proc/timer_stats",
+    "/proc/sched_debug",
+    "/proc/scsi",
+    "/sys/firmware",
+    "/sys/devices/virtual/powercap",
+)
+DEFAULT_READONLY_PATHS = ("/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger")
+
+_PROTOCOLS = {"TCP": api.TCP, "UDP": api.UDP, "SCTP": api.SCTP}
+_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_CRI_STATES = {
+    api.CONTAINER_CREATED: ContainerRunState.CREATED,
+    api.CONTAINER_RUNNING: ContainerRunState.RUNNING,
+    api.CONTAINER_EXITED: ContainerRunState.EXITED,
+    api.CONTAINER_UNKNOWN: ContainerRunState.UNKNOWN,
+}
+
+
+# -- names and paths ------------------------------------------------------------------------
+
+
+def pod_log_directory(pod: Pod, pod_logs_dir: str = DEFAULT_POD_LOGS_DIR) -> str:
+    """``<podLogsDir>/<namespace>_<name>_<uid>``."""
+    meta = pod.metadata
+    return posixpath.join(pod_logs_dir, f"{meta.namespace}_{meta.name}_{meta.uid}")
+
+
+def container_log_path(container_name: str, restart_count: int) -> str:
+    """``<container>/<restartCount>.log``, relative to the pod log directory."""
+    return posixpath.join(container_name, f"{restart_count}.log")
+
+
+def pod_cgroup_parent(pod: Pod, cgroup_root: str = "/") -> str:
+    """The pod's cgroup (cgroupfs driver): ``/kubepods[/burstable|/besteffort]/pod<uid>``."""
+    qos = pod_qos(pod)
+    parts = ["kubepods"]
+    if qos == BURSTABLE:
+        parts.append("burstable")
+    elif qos == BEST_EFFORT:
+        parts.append("besteffort")
+    parts.append(f"pod{pod.metadata.uid}")
+    return posixpath.join(cgroup_root, *parts)
+
+
+def pod_hostname(pod: Pod) -> str:
+    """``spec.hostname`` or the pod name, cut to 63 characters (trailing "-." trimmed)."""
+    hostname = pod.metadata.name
+    if pod.spec.hostname:
+        if len(pod.spec.hostname) > 63 or not _DNS1123_LABEL.fullmatch(pod.spec.hostname):
+            raise ValueError(f"pod Hostname {pod.spec.hostname!r} is not a valid DNS label")
+        hostname = pod.spec.hostname
+    if len(hostname) > 63:
+        hostname = hostname[:63].rstrip("-.")
+        if not hostname:
+            raise ValueError(f"hostname for pod {pod.metadata.name!r} was invalid")
+    return hostname
+
+
+def next_restart_count(status: RuntimePodStatus, name: str) -> int | None:
+    """Restart count for a new instance of ``name``: newest instance's + 1.
+
+    None when the runtime has no instance; upstream then reads the highest
+    ``<n>.log`` in the container's log directory (the caller's I/O).
+    """
+    current = status.current(name)
+    return None if current is None else current.restart_count + 1
+
+
+# -- labels and annotations -----------------------------------------------------------------
+
+
+def sandbox_labels(pod: Pod) -> dict[str, str]:
+    """The pod's labels plus its name, namespace and UID (those win on conflict)."""
+    meta = pod.metadata
+    return {
+        **meta.labels,
+        labels.POD_NAME: meta.name,
+        labels.POD_NAMESPACE: meta.namespace,
+        labels.POD_UID: meta.uid,
+    }
+
+
+def container_labels(pod: Pod, container: Container) -> dict[str, str]:
+    """Only the identity labels; pod labels stay on the sandbox."""
+    meta = pod.metadata
+    return {
+        labels.POD_NAME: meta.name,
+        labels.POD_NAMESPACE: meta.namespace,
+        labels.POD_UID: meta.uid,
+        labels.CONTAINER_NAME: container.name,
+    }
+
+
+def _go_json(value: Any) -> str:
+    """Compact JSON with Go's HTML escaping, as ``json.Marshal`` writes it."""
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _ports_json(ports: Sequence[ContainerPort]) -> str:
+    out = []
+    for p in ports:
+        item: dict[str, Any] = {}
+        if p.name:
+            item["name"] = p.name
+        if p.host_port:
+            item["hostPort"] = p.host_port
+        item["containerPort"] = p.container_port
+        if p.protocol:
+            item["protocol"] = p.protocol
+        if p.host_ip:
+            item["hostIP"] = p.host_ip
+        out.append(item)
+    return _go_json(out)
+
+
+def _http_get_json(action: HTTPGetAction) -> dict[str, Any]:
+    item: dict[str, Any] = {}
+    if action.path:
+        item["path"] = action.path
+    item["port"] = action.port
+    if action.host:
+        item["host"] = action.host
+    if action.scheme:
+        item["scheme"] = action.scheme
+    if action.http_headers:
+        item["httpHeaders"] = [{"name": h.name, "value": h.value} for h in action.http_headers]
+    return item
+
+
+def _handler_json(handler: LifecycleHandler) -> str:
+    """A LifecycleHandler in Go's field order (exec, httpGet, tcpSocket, sleep)."""
+    item: dict[str, Any] = {}
+    if handler.exec is not None:
+        item["exec"] = {"command": list(handler.exec.command)} if handler.exec.command else {}
+    if handler.http_get is not None:
+        item["httpGet"] = _http_get_json(handler.http_get)
+    if handler.tcp_socket is not None:
+        tcp: dict[str, Any] = {"port": handler.tcp_socket.port}
+        if handler.tcp_socket.host:
+            tcp["host"] = handler.tcp_socket.host
+        item["tcpSocket"] = tcp
+    if handler.sleep is not None:
+        item["sleep"] = {"seconds": handler.sleep.seconds}
+    return _go_json(item)
+
+
+def container_annotations(pod: Pod, container: Container, restart_count: int) -> dict[str, str]:
+    """What a kubelet needs to adopt or kill the container without the pod spec."""
+    out = {
+        labels.CONTAINER_HASH: hash_container(container),
+        labels.CONTAINER_RESTART_COUNT: str(restart_count),
+        labels.CONTAINER_TERMINATION_MESSAGE_PATH: container.termination_message_path,
+        labels.CONTAINER_TERMINATION_MESSAGE_POLICY: container.termination_message_policy,
+    }
+    if pod.metadata.deletion_grace_period_seconds is not None:
+        out[labels.POD_DELETION_GRACE_PERIOD] = str(pod.metadata.deletion_grace_period_seconds)
+    if pod.spec.termination_grace_period_seconds is not None:
+        out[labels.POD_TERMINATION_GRACE_PERIOD] = str(pod.spec.termination_grace_period_seconds)
+    if container.lifecycle is not None and container.lifecycle.pre_stop is not None:
+        out[labels.CONTAINER_PRESTOP_HANDLER] = _handler_json(container.lifecycle.pre_stop)
+    if container.ports:
+        out[labels.CONTAINER_PORTS] = _ports_json(container.ports)
+    return out
+
+
+# -- namespaces, security, resources -------------------------------------------------------
+
+
+def namespace_options(pod: Pod) -> api.NamespaceOption:
+    """Network/IPC: NODE with hostNetwork/hostIPC, else POD. PID: NODE with hostPID, POD
+    with shareProcessNamespace, else CONTAINER (set explicitly: the zero value is POD)."""
+    spec = pod.spec
+    if spec.host_pid:
+        pid = api.NODE
+    elif spec.share_process_namespace:
+        pid = api.POD
+    else:
+        pid = api.CONTAINER
+    return api.NamespaceOption(
+        network=api.NODE if spec.host_network else api.POD,
+        pid=pid,
+        ipc=api.NODE if spec.host_ipc else api.POD,
+    )
+
+
+def port_mappings(pod: Pod) -> list[api.PortMapping]:
+    """Every declared container port (the runtime forwards those with a hostPort).
+
+    A port repeated within one container (same name, or same family/protocol/IP/ports
+    when unnamed) is listed once, as upstream ``MakePortMappings``.
+    """
+    out = []
+    for container in pod.spec.containers:
+        names: set[str] = set()
+        for p in container.ports:
+            family = "any" if not p.host_ip else ("v6" if ":" in p.host_ip else "v4")
+            host_port = p.host_port or 0
+            key = p.name or f"{family}-{p.protocol}-{p.host_ip}:{p.container_port}:{host_port}"
+            if key in names:
+                continue
+            names.add(key)
+            out.append(
+                api.PortMapping(
+                    protocol=_PROTOCOLS.get(p.protocol, api.TCP),
+                    container_port=p.container_port,
+                    host_port=host_port,
+                    host_ip=p.host_ip,
+                )
+            )
+    return out
+
+
+def _selinux(options: Mapping[str, Any] | None) -> api.SELinuxOption | None:
+    if not options:
+        return None
+    return api.SELinuxOption(
+        user=str(options.get("user", "")),
+        role=str(options.get("role", "")),
+        type=str(options.get("type", "")),
+        level=str(options.get("level", "")),
+    )
+
+
+def _supplemental_groups(pod: Pod) -> list[int]:
+    sc = pod.spec.security_context
+    if sc is None:
+        return []
+    groups = [sc.fs_group] if sc.fs_group is not None else []
+    return groups + list(sc.supplemental_groups)
+
+
+def _seccomp(profile: Mapping[str, Any] | None, root: str) -> api.SecurityProfile | None:
+    if not profile:
+        return None
+    kind = profile.get("type")
+    if kind == "RuntimeDefault":
+        return api.SecurityProfile(profile_type=api.SecurityProfile.RuntimeDefault)
+    if kind == "Unconfined":
+        return api.SecurityProfile(profile_type=api.SecurityProfile.Unconfined)
+    if kind == "Localhost":
+        ref = posixpath.join(root, str(profile.get("localhostProfile", "")))
+        return api.SecurityProfile(profile_type=api.SecurityProfile.Localhost, localhost_ref=ref)
+    raise ValueError(f"unsupported seccomp profile type {kind!r}")
+
+
+@attrs.frozen
+class _EffectiveSecurity:
+    """The container's security settings with the pod's user/group/SELinux filled in."""
+
+    privileged: bool
+    read_only_root_filesystem: bool
+    no_new_privs: bool
+    run_as_user: int | None
+    run_as_group: int | None
+    capabilities: Capabilities | None
+    se_linux_options: Mapping[str, Any] | None
+    proc_mount: str | None
+    seccomp_profile: Mapping[str, Any] | None
+
+
+def _effective_security(pod: Pod, container: Container) -> _EffectiveSecurity:
+    psc = pod.spec.security_context
+    csc = container.security_context
+    run_as_user = csc.run_as_user if csc else None
+    run_as_group = csc.run_as_group if csc else None
+    selinux = csc.se_linux_options if csc else None
+    if psc is not None:
+        run_as_user = psc.run_as_user if run_as_user is None else run_as_user
+        run_as_group = psc.run_as_group if run_as_group is None else run_as_group
+        selinux = selinux or psc.se_linux_options
+    return _EffectiveSecurity(
+        privileged=bool(csc and csc.privileged),
+        read_only_root_filesystem=bool(csc and csc.read_only_root_filesystem),
+        no_new_privs=csc is not None and csc.allow_privilege_escalation is False,
+        run_as_user=run_as_user,
+        run_as_group=run_as_group,
+        capabilities=csc.capabilities if csc else None,
+        se_linux_options=selinux,
+        proc_mount=csc.proc_mount if csc else None,
+        seccomp_profile=csc.seccomp_profile if csc else None,
+    )
+
+
+def _container_security_context(
+    pod: Pod, container: Container, seccomp_root: str
+) -> api.LinuxContainerSecurityContext:
+    sc = _effective_security(pod, container)
+    out = api.LinuxContainerSecurityContext(
+        privileged=sc.privileged,
+        readonly_rootfs=sc.read_only_root_filesystem,
+        namespace_options=namespace_options(pod),
+        supplemental_groups=_supplemental_groups(pod),
+        no_new_privs=sc.no_new_privs,
+    )
+    if sc.capabilities is not None:
+        out.capabilities.CopyFrom(
+            api.Capability(
+                add_capabilities=list(sc.capabilities.add),
+                drop_capabilities=list(sc.capabilities.drop),
+            )
+        )
+    if sc.run_as_user is not None:
+        out.run_as_user.value = sc.run_as_user
+    if sc.run_as_group is not None:
+        out.run_as_group.value = sc.run_as_group
+    selinux = _selinux(sc.se_linux_options)
+    if selinux is not None:
+        out.selinux_options.CopyFrom(selinux)
+    if sc.proc_mount != "Unmasked":
+        out.masked_paths.extend(DEFAULT_MASKED_PATHS)
+        out.readonly_paths.extend(DEFAULT_READONLY_PATHS)
+    psc = pod.spec.security_context
+    seccomp = _seccomp(sc.seccomp_profile, seccomp_root) or _seccomp(
+        psc.seccomp_profile if psc else None, seccomp_root
+    )
+    out.seccomp.CopyFrom(
+        seccomp or api.SecurityProfile(profile_type=api.SecurityProfile.Unconfined)
+    )
+    return out
+
+
+def milli_cpu_to_shares(milli_cpu: int) -> int:
+    """cgroup cpu.shares for a CPU request: 1024 per core, within [2, 262144]."""
+    if milli_cpu == 0:
+        return MIN_SHARES
+    return max(MIN_SHARES, min(MAX_SHARES, milli_cpu * SHARES_PER_CPU // 1000))
+
+
+def milli_cpu_to_quota(milli_cpu: int, period: int = CPU_PERIOD) -> int:
+    """CFS quota for a CPU limit over ``period`` µs: 0 (unlimited) for no limit, else ≥ 1 ms."""
+    if milli_cpu == 0:
+        return 0
+    return max(milli_cpu * period // 1000, MIN_QUOTA)
+
+
+def linux_container_resources(
+    pod: Pod, container: Container, *, memory_capacity: int, cpu_cfs_quota: bool = True
+) -> api.LinuxContainerResources:
+    """CPU shares from the request (the limit when no request), CFS quota from the limit,
+    the memory limit, and the OOM score adjustment. Hugepages are not set."""
+    requests = container.resources.requests if container.resources else {}
+    limits = container.resources.limits if container.resources else {}
+    cpu_limit = to_millicores(limits.get("cpu"))
+    if "cpu" in requests:
+        shares = milli_cpu_to_shares(to_millicores(requests["cpu"]))
+    else:
+        shares = milli_cpu_to_shares(cpu_limit)
+    out = api.LinuxContainerResources(
+        cpu_shares=shares,
+        oom_score_adj=container_oom_score_adj(pod, container, memory_capacity),
+    )
+    memory_limit = to_bytes(limits.get("memory"))
+    if memory_limit:
+        out.memory_limit_in_bytes = memory_limit
+    if cpu_cfs_quota:
+        out.cpu_period = CPU_PERIOD
+        out.cpu_quota = milli_cpu_to_quota(cpu_limit)
+    return out
+
+
+# -- environment --------------------------------------------------------------------------
+
+
+def expand_env(text: str, env: Mapping[str, str]) -> str:
+    """Kubernetes ``$(VAR)`` expansion: unknown references stay as written, ``$$`` is ``$``."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        char = text[i]
+        if char != "$" or i + 1 >= n:
+            out.append(char)
+            i += 1
+            continue
+        nxt = text[i + 1]
+        if nxt == "$":
+            out.append("$")
+            i += 2
+        elif nxt == "(":
+            end = text.find(")", i + 2)
+            if end == -1:  # unterminated: "$(" kept, scanning goes on after it
+                out.append("$(")
+                i += 2
+                continue
+            name = text[i + 2 : end]
+            out.append(env[name] if name in env else text[i : end + 1])
+            i = end + 1
+        else:
+            out.append("$" + nxt)
+            i += 2
+    return "".join(out)
+
+
+def _literal_env(container: Container) -> list[tuple[str, str]]:
+    """The container's ``value`` env vars, each expanded against those before it.
+
+    ``valueFrom`` entries are skipped here (they need API objects or the pod status).
+    A name given twice keeps its first position and its last value.
+    """
+    values: dict[str, str] = {}
+    for var in container.env:
+        if var.value_from is not None:
+            continue
+        values[var.name] = expand_env(var.value or "", values)
+    return list(values.items())
+
+
+# -- builders -----------------------------------------------------------------------------
+
+
+def sandbox_config(
+    pod: Pod,
+    attempt: int,
+    *,
+    pod_logs_dir: str = DEFAULT_POD_LOGS_DIR,
+    cgroup_parent: str | None = None,
+    dns: api.DNSConfig | None = None,
+) -> api.PodSandboxConfig:
+    """``RunPodSandbox`` config. ``cgroup_parent`` defaults to ``pod_cgroup_parent(pod)``."""
+    meta = pod.metadata
+    spec = pod.spec
+    config = api.PodSandboxConfig(
+        metadata=api.PodSandboxMetadata(
+            name=meta.name, uid=meta.uid, namespace=meta.namespace, attempt=attempt
+        ),
+        log_directory=pod_log_directory(pod, pod_logs_dir),
+        port_mappings=port_mappings(pod),
+        labels=sandbox_labels(pod),
+        annotations=dict(meta.annotations),
+    )
+    if not spec.host_network:
+        config.hostname = pod_hostname(pod)
+    if dns is not None:
+        config.dns_config.CopyFrom(dns)
+    linux = config.linux
+    linux.cgroup_parent = pod_cgroup_parent(pod) if cgroup_parent is None else cgroup_parent
+    sc = linux.security_context
+    sc.privileged = any(
+        c.security_context is not None and bool(c.security_context.privileged)
+        for c in (*spec.init_containers, *spec.containers)
+    )
+    sc.seccomp.CopyFrom(api.SecurityProfile(profile_type=api.SecurityProfile.RuntimeDefault))
+    sc.namespace_options.CopyFrom(namespace_options(pod))
+    psc = spec.security_context
+    if psc is not None:
+        for sysctl in psc.sysctls:
+            linux.sysctls[str(sysctl.get("name", ""))] = str(sysctl.get("value", ""))
+        if psc.run_as_user is not None:
+            sc.run_as_user.value = psc.run_as_user
+        if psc.run_as_group is not None:
+            sc.run_as_group.value = psc.run_as_group
+        sc.supplemental_groups.extend(_supplemental_groups(pod))
+        selinux = _selinux(psc.se_linux_options)
+        if selinux is not None:
+            sc.selinux_options.CopyFrom(selinux)
+    return config
+
+
+def container_config(
+    pod: Pod,
+    container: Container,
+    restart_count: int,
+    *,
+    image_ref: str,
+    memory_capacity: int,
+    env: Sequence[tuple[str, str]] | None = None,
+    mounts: Sequence[api.Mount] = (),
+    cpu_cfs_quota: bool = True,
+    seccomp_profile_root: str = DEFAULT_SECCOMP_ROOT,
+) -> api.ContainerConfig:
+    """``CreateContainer`` config for a new instance of ``container``.
+
+    ``image_ref``: the image as resolved by the pull (image ID or digest reference).
+    ``memory_capacity``: node memory in bytes, for the OOM score. ``env``: the full
+    resolved environment; by default the spec's literal values. Command and args are
+    ``$(VAR)``-expanded against it; empty ones leave the image defaults in place.
+    """
+    variables = list(env) if env is not None else _literal_env(container)
+    mapping = dict(variables)
+    config = api.ContainerConfig(
+        metadata=api.ContainerMetadata(name=container.name, attempt=restart_count),
+        image=api.ImageSpec(image=image_ref, user_specified_image=container.image),
+        command=[expand_env(c, mapping) for c in container.command],
+        args=[expand_env(a, mapping) for a in container.args],
+        working_dir=container.working_dir,
+        envs=[api.KeyValue(key=k, value=v.encode()) for k, v in variables],
+        mounts=list(mounts),
+        labels=container_labels(pod, container),
+        annotations=container_annotations(pod, container, restart_count),
+        log_path=container_log_path(container.name, restart_count),
+        stdin=bool(container.stdin),
+        stdin_once=bool(container.stdin_once),
+        tty=bool(container.tty),
+    )
+    config.linux.resources.CopyFrom(
+        linux_container_resources(
+            pod, container, memory_capacity=memory_capacity, cpu_cfs_quota=cpu_cfs_quota
+        )
+    )
+    config.linux.security_context.CopyFrom(
+        _container_security_context(pod, container, seccomp_profile_root)
+    )
+    return config
+
+
+# -- reading CRI answers back --------------------------------------------------------------
+
+
+def _restart_count(annotations: Mapping[str, str]) -> int:
+    try:
+        return int(annotations.get(labels.CONTAINER_RESTART_COUNT, "0"))
+    except ValueError:
+        return 0
+
+
+def container_info_from_cri(
+    c: api.Container | api.ContainerStatus, *, sandbox_id: str = ""
+) -> ContainerInfo:
+    """The runtime view of one container from ListContainers or ContainerStatus.
+
+    Name, hash and restart count come from our labels and annotations (the metadata
+    name only when the label is missing). A ListContainers entry has no times beyond
+    creation and no exit code; ``sandbox_id`` fills in what ContainerStatus lacks.
+    """
+    lab = dict(c.labels)
+    ann = dict(c.annotations)
+    state = _CRI_STATES.get(c.state, ContainerRunState.UNKNOWN)
+    common: dict[str, Any] = {
+        "id": c.id,
+        "name": lab.get(labels.CONTAINER_NAME) or c.metadata.name,
+        "state": state,
+        "attempt": c.metadata.attempt,
+        "hash": parse_hash(ann.get(labels.CONTAINER_HASH, "")),
+        "restart_count": _restart_count(ann),
+        "image": c.image.image,
+        "image_ref": c.image_ref,
+        "image_id": c.image_id or c.image_ref,
+        "created_at": c.created_at,
+        "labels": lab,
+        "annotations": ann,
+    }
+    if isinstance(c, api.Container):
+        return ContainerInfo(sandbox_id=c.pod_sandbox_id or sandbox_id, **common)
+    exited = state is ContainerRunState.EXITED
+    return ContainerInfo(
+        sandbox_id=sandbox_id,
+        started_at=c.started_at if state is not ContainerRunState.CREATED else 0,
+        finished_at=c.finished_at if exited else 0,
+        exit_code=c.exit_code if exited else 0,
+        reason=c.reason if exited else "",
+        message=c.message if exited else "",
+        log_path=c.log_path,
+        **common,
+    )
+
+
+def sandbox_info_from_cri(s: api.PodSandbox | api.PodSandboxStatus) -> SandboxInfo:
+    """The runtime view of one sandbox from ListPodSandbox or PodSandboxStatus.
+
+    Only a status carries the network: its IP and whether it uses the host network.
+    """
+    common: dict[str, Any] = {
+        "id": s.id,
+        "state": SandboxState.READY if s.state == api.SANDBOX_READY else SandboxState.NOTREADY,
+        "attempt": s.metadata.attempt,
+        "created_at": s.created_at,
+        "labels": dict(s.labels),
+        "annotations": dict(s.annotations),
+    }
+    if isinstance(s, api.PodSandbox):
+        return SandboxInfo(**common)
+    return SandboxInfo(
+        ip=s.network.ip,
+        additional_ips=tuple(ip.ip for ip in s.network.additional_ips),
+        host_network=s.linux.namespaces.options.network == api.NODE,
+        **common,
+    )

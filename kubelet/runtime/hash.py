@@ -1,0 +1,73 @@
+"""The container hash: how a kubelet tells whether a running container still matches its spec.
+
+It is written into the CRI annotation ``io.kubernetes.container.hash`` and compared on
+every sync; a mismatch restarts the container. It must equal upstream's value bit for
+bit, or every container adopted from (or handed to) an upstream kubelet restarts.
+
+Upstream (1.31+, ``HashContainer``) hashes only the name and image: FNV-32a over the
+spew ``%#v`` rendering of the bytes ``json.Marshal`` gives for the map
+``{"image": ..., "name": ...}``. Spew renders a byte slice as ``([]uint8)[`` + the
+bytes in decimal separated by spaces + ``]``; for name "foo" and image "busybox" the
+hashed text is ``([]uint8)[123 34 105 109 ...]`` where the JSON bytes are
+``{"image":"busybox","name":"foo"}``. The annotation holds the hash in lowercase hex
+without padding (``strconv.FormatUint(h, 16)``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from kubelet.api.pod import Container
+
+__all__ = ["go_json_string_map", "hash_container", "hash_container_int", "parse_hash"]
+
+_HEX = re.compile(r"[0-9a-fA-F]+")
+_FNV32_OFFSET = 0x811C9DC5
+_FNV32_PRIME = 0x01000193
+# json.Marshal escapes these for HTML safety; Python's json does not.
+_GO_ESCAPES = {
+    "<": "\\u003c",
+    ">": "\\u003e",
+    "&": "\\u0026",
+    "\u2028": "\\u2028",
+    "\u2029": "\\u2029",
+}
+
+
+def _fnv32a(data: bytes) -> int:
+    h = _FNV32_OFFSET
+    for byte in data:
+        h = ((h ^ byte) * _FNV32_PRIME) & 0xFFFFFFFF
+    return h
+
+
+def go_json_string_map(values: dict[str, str]) -> bytes:
+    """The bytes Go's ``json.Marshal`` writes for a ``map[string]string`` (sorted keys)."""
+    text = json.dumps(values, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    for char, escape in _GO_ESCAPES.items():
+        text = text.replace(char, escape)
+    return text.encode("utf-8", errors="replace")
+
+
+def hash_container_int(container: Container) -> int:
+    """Upstream's ``HashContainer`` value as an integer."""
+    data = go_json_string_map({"name": container.name, "image": container.image})
+    rendered = "([]uint8)[" + " ".join(str(b) for b in data) + "]"
+    return _fnv32a(rendered.encode("ascii"))
+
+
+def hash_container(container: Container) -> str:
+    """The hash as the CRI annotation carries it: lowercase hex, no padding."""
+    return format(hash_container_int(container), "x")
+
+
+def parse_hash(text: str) -> str:
+    """Normalise an annotation value read back from the runtime ("" if unparseable).
+
+    Upstream parses the annotation as a hex number, so "0a" and "a" are the same hash.
+    """
+    if not _HEX.fullmatch(text):
+        return ""
+    value = int(text, 16)
+    return format(value, "x") if value < 1 << 64 else ""

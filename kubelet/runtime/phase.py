@@ -1,0 +1,458 @@
+"""Pod phase and API container statuses, derived from what the runtime reports.
+
+Pure functions after upstream ``getPhase`` and ``convertToAPIContainerStatuses``
+(kubelet_pods.go), plus the part of the prober manager that sets ``started`` and
+``ready``. Times come from the runtime in nanoseconds and are written as the API writes
+them: RFC 3339, whole seconds, UTC. As upstream, a container that exited without ever
+starting shows ``startedAt: 1970-01-01T00:00:00Z``.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any, TypeVar, cast
+
+import attrs
+
+from kubelet.api.pod import (
+    Container,
+    ContainerState,
+    ContainerStateRunning,
+    ContainerStateTerminated,
+    ContainerStateWaiting,
+    ContainerStatus,
+    Pod,
+    PodSpec,
+    PodStatus,
+)
+
+from .actions import restart_policy, should_container_be_restarted
+from .qos import is_restartable_init_container, is_static_pod
+from .types import ContainerInfo, ContainerRunState, RuntimePodStatus
+
+__all__ = [
+    "CONTAINER_CREATING",
+    "CONTAINER_STATUS_UNKNOWN",
+    "FAILED",
+    "PENDING",
+    "POD_INITIALIZING",
+    "RUNNING",
+    "SUCCEEDED",
+    "api_container_statuses",
+    "apply_probe_results",
+    "container_id",
+    "convert_container_statuses",
+    "format_time",
+    "get_phase",
+    "has_any_regular_container_started",
+    "resolve_phase",
+]
+
+PENDING = "Pending"
+RUNNING = "Running"
+SUCCEEDED = "Succeeded"
+FAILED = "Failed"
+
+CONTAINER_CREATING = "ContainerCreating"
+POD_INITIALIZING = "PodInitializing"
+CONTAINER_STATUS_UNKNOWN = "ContainerStatusUnknown"
+_UNKNOWN_EXIT_CODE = 137
+_MSG_NOT_LOCATED = "The container could not be located when the pod was terminated"
+_MSG_DELETED = (
+    "The container could not be located when the pod was deleted.  The container used to be Running"
+)
+
+
+T = TypeVar("T")
+
+
+def _new(cls: type[T], **fields: Any) -> T:
+    """Build an API object (mypy does not see through the api's ``frozen`` alias)."""
+    return cast(T, cast(Any, cls)(**fields))
+
+
+def _evolve(obj: T, **changes: Any) -> T:
+    """attrs.evolve, typed (same reason as ``_new``)."""
+    return cast(T, attrs.evolve(cast(Any, obj), **changes))
+
+
+def _status_of(statuses: Sequence[ContainerStatus], name: str) -> ContainerStatus | None:
+    return next((s for s in statuses if s.name == name), None)
+
+
+def _state(status: ContainerStatus) -> ContainerState:
+    return status.state or _new(ContainerState)
+
+
+def _last_terminated(status: ContainerStatus) -> ContainerStateTerminated | None:
+    return status.last_state.terminated if status.last_state else None
+
+
+def has_any_regular_container_started(spec: PodSpec, statuses: Sequence[ContainerStatus]) -> bool:
+    """Some regular container is running or has terminated: initialization happened."""
+    names = {c.name for c in spec.containers}
+    return any(
+        s.name in names and (_state(s).running is not None or _state(s).terminated is not None)
+        for s in statuses
+    )
+
+
+def get_phase(
+    pod: Pod,
+    statuses: Sequence[ContainerStatus],
+    *,
+    pod_is_terminal: bool = False,
+    pod_has_initialized: bool | None = None,
+) -> str:
+    """The pod phase from init and regular container statuses (``getPhase``).
+
+    ``statuses`` holds both kinds, matched by name. ``pod_is_terminal``: the pod worker
+    decided the pod is finished, so Always/OnFailure no longer mean "restarting".
+    ``pod_has_initialized`` defaults to "some regular container has started".
+    """
+    spec = pod.spec
+    policy = restart_policy(pod)
+    pending_init = failed_init = 0
+    for container in spec.init_containers:
+        if is_restartable_init_container(container):
+            continue
+        status = _status_of(statuses, container.name)
+        if status is None:
+            pending_init += 1
+            continue
+        state = _state(status)
+        if state.running is not None:
+            pending_init += 1
+        elif state.terminated is not None:
+            if state.terminated.exit_code != 0:
+                failed_init += 1
+        elif state.waiting is not None:
+            last = _last_terminated(status)
+            if last is None:
+                pending_init += 1
+            elif last.exit_code != 0:
+                failed_init += 1
+        else:
+            pending_init += 1
+
+    unknown = running = waiting = stopped = succeeded = 0
+    for container in spec.init_containers:
+        if not is_restartable_init_container(container):
+            continue
+        status = _status_of(statuses, container.name)
+        if status is None:
+            unknown += 1
+            continue
+        state = _state(status)
+        if state.running is not None:
+            if not status.started:
+                pending_init += 1
+            running += 1
+        elif state.terminated is not None:
+            pass  # a stopped sidecar does not decide the phase
+        elif state.waiting is not None:
+            if _last_terminated(status) is None:
+                pending_init += 1
+                waiting += 1
+        else:
+            pending_init += 1
+            unknown += 1
+
+    for container in spec.containers:
+        status = _status_of(statuses, container.name)
+        if status is None:
+            unknown += 1
+            continue
+        state = _state(status)
+        if state.running is not None:
+            running += 1
+        elif state.terminated is not None:
+            stopped += 1
+            if state.terminated.exit_code == 0:
+                succeeded += 1
+        elif state.waiting is not None:
+            if _last_terminated(status) is not None:
+                stopped += 1
+            else:
+                waiting += 1
+        else:
+            unknown += 1
+
+    if failed_init > 0 and policy == "Never":
+        return FAILED
+    if pod_has_initialized is None:
+        pod_has_initialized = has_any_regular_container_started(spec, statuses)
+    if (pending_init > 0 and not pod_has_initialized) or waiting > 0:
+        return PENDING
+    if running > 0 and unknown == 0:
+        return RUNNING
+    if running == 0 and stopped > 0 and unknown == 0:
+        if pod_is_terminal and not is_static_pod(pod):
+            return SUCCEEDED if stopped == succeeded else FAILED
+        if policy == "Always":
+            return RUNNING
+        if stopped == succeeded:
+            return SUCCEEDED
+        if policy == "Never":
+            return FAILED
+        return RUNNING
+    return PENDING
+
+
+def resolve_phase(computed: str, *, previous_phase: str = "", api_phase: str = "") -> str:
+    """A terminal phase is final: the kubelet never moves a pod out of it."""
+    terminal = (FAILED, SUCCEEDED)
+    if api_phase in terminal:
+        return api_phase
+    if computed in terminal:
+        return computed
+    if previous_phase in terminal:
+        return previous_phase
+    return computed
+
+
+def format_time(ns: int) -> str:
+    """Nanoseconds since the epoch as the API writes times (RFC 3339, seconds, UTC)."""
+    moment = datetime.datetime.fromtimestamp(ns // 1_000_000_000, tz=datetime.UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def container_id(runtime_name: str, raw_id: str) -> str:
+    """``<runtime>://<id>``, the API's containerID form."""
+    return f"{runtime_name}://{raw_id}"
+
+
+def _raw_id(api_id: str) -> str:
+    return api_id.split("://", 1)[-1]
+
+
+def _convert_one(
+    info: ContainerInfo, old: ContainerStatus | None, runtime_name: str
+) -> ContainerStatus:
+    cid = container_id(runtime_name, info.id)
+    restart_count = info.restart_count
+    state: ContainerState
+    if info.state is ContainerRunState.RUNNING:
+        state = _new(
+            ContainerState,
+            running=_new(ContainerStateRunning, started_at=format_time(info.started_at)),
+        )
+    elif info.state is ContainerRunState.CREATED:
+        state = _new(ContainerState, waiting=_new(ContainerStateWaiting))
+    elif info.state is ContainerRunState.EXITED:
+        state = _new(
+            ContainerState,
+            terminated=_new(
+                ContainerStateTerminated,
+                exit_code=info.exit_code,
+                reason=info.reason,
+                message=info.message,
+                started_at=format_time(info.started_at),
+                finished_at=format_time(info.finished_at),
+                container_id=cid,
+            ),
+        )
+    elif old is not None and _state(old).running is not None:
+        # It ran and can no longer be found: it stopped, we do not know how. Say so,
+        # rather than "waiting", so a run-once pod is not run twice.
+        state = _new(
+            ContainerState,
+            terminated=_new(
+                ContainerStateTerminated,
+                exit_code=_UNKNOWN_EXIT_CODE,
+                reason=CONTAINER_STATUS_UNKNOWN,
+                message=_MSG_NOT_LOCATED,
+            ),
+        )
+        restart_count = old.restart_count + 1
+    else:
+        state = _new(ContainerState, waiting=_new(ContainerStateWaiting))
+    return _new(
+        ContainerStatus,
+        name=info.name,
+        state=state,
+        restart_count=restart_count,
+        image=info.image,
+        image_id=info.image_ref,
+        container_id=cid,
+    )
+
+
+def api_container_statuses(
+    pod: Pod,
+    runtime: RuntimePodStatus,
+    previous: Sequence[ContainerStatus],
+    containers: Sequence[Container],
+    *,
+    is_init: bool,
+    runtime_name: str = "containerd",
+    waiting_reasons: Mapping[str, tuple[str, str]] | None = None,
+) -> tuple[ContainerStatus, ...]:
+    """API statuses for ``containers`` (one kind: init or regular), as upstream builds them.
+
+    ``previous``: the statuses last reported for this kind. ``waiting_reasons``: the
+    last sync error per container name, ``(reason, message)`` such as
+    ``("CrashLoopBackOff", "back-off 10s restarting failed container=...")``; it is
+    shown as Waiting for a container that is due to be (re)started.
+    """
+    has_init = bool(pod.spec.init_containers)
+    default_reason = POD_INITIALIZING if has_init else CONTAINER_CREATING
+    old_by_name = {s.name: s for s in previous}
+    statuses: dict[str, ContainerStatus] = {}
+    for container in containers:
+        status = _new(
+            ContainerStatus,
+            name=container.name,
+            image=container.image,
+            state=_new(ContainerState, waiting=_new(ContainerStateWaiting, reason=default_reason)),
+        )
+        old = old_by_name.get(container.name)
+        if old is not None:
+            if _state(old).terminated is not None:
+                status = old
+            else:
+                status = _evolve(status, restart_count=old.restart_count, last_state=old.last_state)
+        statuses[container.name] = status
+
+    runtime_names = {c.name for c in runtime.containers}
+    for container in containers:
+        if container.name in runtime_names:
+            continue
+        old = old_by_name.get(container.name)
+        if old is None or _state(old).terminated is not None or _state(old).running is None:
+            continue
+        status = statuses[container.name]
+        waiting = _state(status).waiting
+        if waiting is None or waiting.reason != default_reason or _last_terminated(status):
+            continue
+        # It used to run and has vanished from the runtime: record that it stopped, so the
+        # pod does not fall back to Pending.
+        statuses[container.name] = _evolve(
+            status,
+            last_state=_new(
+                ContainerState,
+                terminated=_new(
+                    ContainerStateTerminated,
+                    exit_code=_UNKNOWN_EXIT_CODE,
+                    reason=CONTAINER_STATUS_UNKNOWN,
+                    message=_MSG_DELETED,
+                ),
+            ),
+            restart_count=status.restart_count
+            + (1 if pod.metadata.deletion_timestamp is None else 0),
+        )
+
+    seen: dict[str, int] = {}
+    newest_first = sorted(runtime.containers, key=lambda c: c.created_at, reverse=True)
+    for info in newest_first:
+        if info.name not in statuses or seen.get(info.name, 0) >= 2:
+            continue
+        converted = _convert_one(info, old_by_name.get(info.name), runtime_name)
+        if seen.get(info.name, 0) == 0:
+            statuses[info.name] = converted
+        else:
+            statuses[info.name] = _evolve(statuses[info.name], last_state=converted.state)
+        seen[info.name] = seen.get(info.name, 0) + 1
+
+    reasons = waiting_reasons or {}
+    for container in containers:
+        if is_init:
+            current = runtime.current(container.name)
+            if (
+                current is not None
+                and current.state is ContainerRunState.EXITED
+                and current.exit_code == 0
+            ):
+                continue  # a completed init container is never shown waiting again
+        if not should_container_be_restarted(container, pod, runtime):
+            continue
+        if container.name not in reasons:
+            continue
+        reason, message = reasons[container.name]
+        status = statuses[container.name]
+        last = status.state if _state(status).terminated is not None else status.last_state
+        statuses[container.name] = _evolve(
+            status,
+            last_state=last,
+            state=_new(
+                ContainerState, waiting=_new(ContainerStateWaiting, reason=reason, message=message)
+            ),
+        )
+
+    if is_init:
+        return tuple(statuses[c.name] for c in containers)
+    return tuple(sorted(statuses.values(), key=lambda s: s.name))
+
+
+def apply_probe_results(
+    pod: Pod,
+    statuses: Sequence[ContainerStatus],
+    *,
+    is_init: bool,
+    started: Collection[str] = (),
+    ready: Collection[str] = (),
+) -> tuple[ContainerStatus, ...]:
+    """Set ``started`` and ``ready`` as the prober manager does.
+
+    ``started`` / ``ready``: runtime IDs (with or without the ``<runtime>://`` prefix)
+    whose startup / readiness probe last succeeded. A running container without that
+    probe counts as started / ready. A plain init container is ready once it exited 0.
+    """
+    started_ids = {_raw_id(i) for i in started}
+    ready_ids = {_raw_id(i) for i in ready}
+    specs = {c.name: c for c in (pod.spec.init_containers if is_init else pod.spec.containers)}
+    result = []
+    for status in statuses:
+        spec = specs.get(status.name)
+        state = _state(status)
+        raw = _raw_id(status.container_id)
+        is_started = state.running is not None and (
+            spec is None or spec.startup_probe is None or raw in started_ids
+        )
+        if is_init and spec is not None and not is_restartable_init_container(spec):
+            is_ready = state.terminated is not None and state.terminated.exit_code == 0
+        else:
+            is_ready = is_started and (
+                spec is None or spec.readiness_probe is None or raw in ready_ids
+            )
+        result.append(_evolve(status, started=is_started, ready=is_ready))
+    return tuple(result)
+
+
+def convert_container_statuses(
+    pod: Pod,
+    runtime: RuntimePodStatus,
+    previous: PodStatus | None = None,
+    *,
+    runtime_name: str = "containerd",
+    waiting_reasons: Mapping[str, tuple[str, str]] | None = None,
+    started: Collection[str] = (),
+    ready: Collection[str] = (),
+) -> tuple[tuple[ContainerStatus, ...], tuple[ContainerStatus, ...]]:
+    """(init container statuses, container statuses), probe results applied.
+
+    ``previous``: the pod status last reported (status manager, else the API's).
+    """
+    init = api_container_statuses(
+        pod,
+        runtime,
+        previous.init_container_statuses if previous else (),
+        pod.spec.init_containers,
+        is_init=True,
+        runtime_name=runtime_name,
+        waiting_reasons=waiting_reasons,
+    )
+    regular = api_container_statuses(
+        pod,
+        runtime,
+        previous.container_statuses if previous else (),
+        pod.spec.containers,
+        is_init=False,
+        runtime_name=runtime_name,
+        waiting_reasons=waiting_reasons,
+    )
+    return (
+        apply_probe_results(pod, init, is_init=True, started=started, ready=ready),
+        apply_probe_results(pod, regular, is_init=False, started=started, ready=ready),
+    )

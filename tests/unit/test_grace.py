@@ -1,0 +1,144 @@
+"""Grace periods, test vectors §(h) TERM-01..08."""
+
+from __future__ import annotations
+
+import pytest
+
+from kubelet.api.meta import ObjectMeta
+from kubelet.api.pod import (
+    Container,
+    ExecAction,
+    Lifecycle,
+    LifecycleHandler,
+    Pod,
+    PodSpec,
+    Probe,
+)
+from kubelet.runtime.grace import (
+    KillReason,
+    container_grace_period,
+    effective_pod_grace_period,
+    kill_grace_period,
+    stop_container_timeout,
+)
+
+PRESTOP = Lifecycle(pre_stop=LifecycleHandler(exec=ExecAction(command=("sleep", "5"))))
+
+
+def vector(*ids: str) -> pytest.MarkDecorator:
+    """Put the test-vector IDs (reference/test-vectors.md) into the test IDs."""
+    return pytest.mark.parametrize("vid", ids)
+
+
+def make(
+    tgps: int | None = 30,
+    deletion: int | None = None,
+    container: Container | None = None,
+) -> tuple[Pod, Container]:
+    c = container or Container(name="c", image="busybox")
+    pod = Pod(
+        metadata=ObjectMeta(
+            name="p", namespace="ns", uid="u", deletion_grace_period_seconds=deletion
+        ),
+        spec=PodSpec(containers=(c,), termination_grace_period_seconds=tgps),
+    )
+    return pod, c
+
+
+def timeout(
+    pod: Pod,
+    c: Container,
+    *,
+    reason: KillReason = KillReason.UNKNOWN,
+    override: int | None = None,
+    prestop: float = 0.0,
+) -> int:
+    """What killContainer passes to StopContainer."""
+    grace = kill_grace_period(pod, c, reason, override=override)
+    elapsed = prestop if c.lifecycle and c.lifecycle.pre_stop and grace > 0 else 0.0
+    return stop_container_timeout(grace, min(elapsed, grace))
+
+
+@vector("TERM-01")
+def test_term01_spec_grace(vid: str) -> None:
+    pod, c = make(30)
+    assert timeout(pod, c) == 30
+
+
+@vector("TERM-02")
+def test_term02_deletion_grace(vid: str) -> None:
+    pod, c = make(30, deletion=10)
+    assert timeout(pod, c) == 10
+
+
+@vector("TERM-03")
+def test_term03_zero_grace_gets_minimum(vid: str) -> None:
+    pod, c = make(0)
+    assert timeout(pod, c) == 2
+    pod, c = make(30, deletion=0)
+    assert timeout(pod, c) == 2
+
+
+@vector("TERM-04")
+def test_term04_prestop_time_is_subtracted(vid: str) -> None:
+    pod, c = make(30, container=Container(name="c", lifecycle=PRESTOP))
+    assert timeout(pod, c, prestop=12) == 18
+    assert timeout(pod, c, prestop=12.9) == 18  # whole seconds, truncated
+
+
+@vector("TERM-05")
+def test_term05_long_prestop_leaves_minimum(vid: str) -> None:
+    pod, c = make(30, container=Container(name="c", lifecycle=PRESTOP))
+    assert timeout(pod, c, prestop=29) == 2
+    assert timeout(pod, c, prestop=45) == 2  # hook cut off at the grace period
+
+
+@vector("TERM-06")
+def test_term06_probe_grace_wins_for_probe_kill(vid: str) -> None:
+    probe = Probe(exec=ExecAction(command=("true",)), termination_grace_period_seconds=5)
+    c = Container(name="c", liveness_probe=probe, startup_probe=probe)
+    pod, c = make(60, container=c)
+    assert timeout(pod, c, reason=KillReason.LIVENESS_PROBE) == 5
+    assert timeout(pod, c, reason=KillReason.STARTUP_PROBE) == 5
+    assert timeout(pod, c) == 60  # not a probe kill
+    # deletion grace still comes first
+    pod, c = make(60, deletion=20, container=c)
+    assert container_grace_period(pod, c, KillReason.LIVENESS_PROBE) == 20
+
+
+@vector("TERM-07")
+def test_term07_eviction_override_zero(vid: str) -> None:
+    """Vector says 0 ("override bypasses the 2 s floor"); that was the old order of
+    killContainer (override applied after the floor). Current upstream applies the
+    override first, skips preStop when it is 0, then floors at 2 -- we follow that."""
+    pod, c = make(30, container=Container(name="c", lifecycle=PRESTOP))
+    assert kill_grace_period(pod, c, override=0) == 0  # preStop is skipped
+    assert timeout(pod, c, override=0, prestop=10) == 2
+    assert timeout(pod, c, override=7) == 7
+
+
+@vector("TERM-08")
+def test_term08_pod_level_shortened(vid: str) -> None:
+    pod, _ = make(30)
+    assert effective_pod_grace_period(pod, recorded=60, override=10) == (10, True)
+
+
+def test_pod_level_rules() -> None:
+    pod, _ = make(30)
+    assert effective_pod_grace_period(pod) == (30, False)  # spec value when nothing else
+    assert effective_pod_grace_period(pod, recorded=30) == (30, False)
+    assert effective_pod_grace_period(pod, recorded=10, override=20) == (10, False)  # only shrinks
+    pod, _ = make(30, deletion=5)
+    assert effective_pod_grace_period(pod) == (5, False)
+    assert effective_pod_grace_period(pod, recorded=30) == (5, True)
+    pod, _ = make(30, deletion=0)
+    assert effective_pod_grace_period(pod) == (1, False)  # forced delete: floor 1, not spec
+    pod, _ = make(None)
+    assert effective_pod_grace_period(pod) == (1, False)
+    pod, _ = make(30)
+    assert effective_pod_grace_period(pod, override=0) == (1, False)
+
+
+def test_no_spec_grace_means_minimum() -> None:
+    pod, c = make(None)
+    assert container_grace_period(pod, c) == 2
