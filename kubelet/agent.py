@@ -20,9 +20,10 @@ import logging
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 import attrs
+import httpx
 import trio
 import trio_asyncio
 
@@ -46,7 +47,7 @@ from kubelet.runtime.pleg import EVENT_CHANNEL_CAPACITY, Pleg, PodLifecycleEvent
 from kubelet.runtime.podsync import PodRuntime
 from kubelet.runtime.view import RuntimeView, pod_from_runtime
 from kubelet.sources.file import FileSource
-from kubelet.sources.podconfig import PodConfig
+from kubelet.sources.podconfig import PodConfig, PodOperation
 from kubelet.sources.url import URLSource
 
 log = logging.getLogger("kubelet")
@@ -134,6 +135,34 @@ class Kubelet:
                 log.info("kubelet %s started: node %s", self._version(), self.options.node_name)
                 self.ready.set()
                 task_status.started()
+
+    async def run_once(self) -> int:
+        """``--runonce``: sync the static pods until running or finished, print, return."""
+        from kubelet.runonce import run_once
+
+        cfg = self.options.config
+        async with connect(
+            cfg.container_runtime_endpoint,
+            cfg.image_service_endpoint,
+            request_timeout=cfg.runtime_request_timeout,
+        ) as (runtime, images):
+            await self._wait_for_runtime(runtime)
+            parts = self._build(runtime, images)
+            pods = await self._static_pods_once(parts)
+            if not pods:
+                print("no static pods found", file=sys.stderr)
+            return await run_once(parts.syncer, pods)
+
+    async def _static_pods_once(self, parts: Components) -> list[Pod]:
+        pods: list[Pod] = []
+        if parts.file_source is not None:
+            pods += parts.file_source.scan() or []
+        if parts.url_source is not None:
+            sink = _CaptureSink()
+            async with httpx.AsyncClient(timeout=parts.url_source.timeout) as client:
+                await parts.url_source.poll(client, sink)
+            pods += sink.pods
+        return pods
 
     @staticmethod
     def _version() -> str:
@@ -243,8 +272,24 @@ class Kubelet:
             task_status.started()
 
 
+class _CaptureSink:
+    """An UpdateSink that keeps the last SET (run-once reads each source once)."""
+
+    def __init__(self) -> None:
+        self.pods: list[Pod] = []
+
+    def register(self, source: str) -> None:
+        pass
+
+    async def update(self, source: str, op: PodOperation, pods: Sequence[Pod]) -> None:
+        self.pods = list(pods)
+
+
 async def main(options: Options) -> int:
     """Process entry point: signals, the trio-asyncio loop, the kubelet."""
+    if options.run_once:
+        async with trio_asyncio.open_loop():
+            return await Kubelet(options).run_once()
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with trio_asyncio.open_loop(), trio.open_nursery() as root:
             kubelet = Kubelet(options)

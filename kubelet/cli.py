@@ -12,6 +12,8 @@ from .version import version_line
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the kubelet; 1 when the configuration is unusable, 0 after ``--help``/``--version``."""
     args = sys.argv[1:] if argv is None else list(argv)
+    if args[:1] == ["pods"]:
+        return _pods(args[1:])
     try:
         flags = parse_flags(args)
         if flags.version:
@@ -25,9 +27,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # --help
         return exc.code if isinstance(exc.code, int) else 0
 
-    from kubelet import agent  # type: ignore[attr-defined, unused-ignore]
+    from kubelet import agent
 
     return int(agent.run(options))
+
+
+def _pods(args: list[str]) -> int:
+    """``kubelet pods [flags]``: list the pods the runtime holds (flags as for the agent)."""
+    try:
+        options = build_options(parse_flags(args))
+    except ConfigError as exc:
+        for problem in exc.problems:
+            print(f"kubelet: {problem}", file=sys.stderr)
+        return 1
+    from kubelet import podlist
+
+    return podlist.main(options.config.container_runtime_endpoint)
 
 
 if __name__ == "__main__":

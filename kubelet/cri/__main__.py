@@ -15,20 +15,22 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 
 import attrs
 import trio
 import trio_asyncio
 
+from kubelet.runtime import labels
+from kubelet.tables import age, table
+
 from . import ImageClient, NotFound, RuntimeClient, api, connect
 from .endpoint import DEFAULT_RUNTIME_ENDPOINT, socket_path
 from .errors import CriError
 
-POD_UID_LABEL = "io.kubernetes.pod.uid"
-POD_NAME_LABEL = "io.kubernetes.pod.name"
-POD_NAMESPACE_LABEL = "io.kubernetes.pod.namespace"
+POD_UID_LABEL = labels.POD_UID
+POD_NAME_LABEL = labels.POD_NAME
+POD_NAMESPACE_LABEL = labels.POD_NAMESPACE
 
 ENDPOINT_ENV = "CONTAINER_RUNTIME_ENDPOINT"
 """Same variable crictl reads, so one setting serves both tools."""
@@ -43,27 +45,6 @@ Command = Callable[[RuntimeClient, ImageClient, argparse.Namespace], Awaitable[i
 
 
 # -- formatting ----------------------------------------------------------------------------
-
-
-def _table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
-    """Left-aligned columns, two spaces apart, like crictl's output."""
-    lines = [list(header), *(list(r) for r in rows)]
-    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-    return "\n".join(
-        "  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip()
-        for line in lines
-    )
-
-
-def _age(created_ns: int, now: float | None = None) -> str:
-    """How long ago ``created_ns`` was, compactly ("42s ago", "3h ago")."""
-    if created_ns <= 0:
-        return "-"
-    seconds = max(0.0, (time.time() if now is None else now) - created_ns / 1e9)
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{int(seconds // size)}{unit} ago"
-    return f"{int(seconds)}s ago"
 
 
 def _size(n: int) -> str:
@@ -105,7 +86,7 @@ async def cmd_status(runtime: RuntimeClient, images: ImageClient, args: argparse
         (c.type, str(c.status).lower(), c.reason or "-", c.message or "-")
         for c in resp.status.conditions
     ]
-    print(_table(("CONDITION", "STATUS", "REASON", "MESSAGE"), rows))
+    print(table(("CONDITION", "STATUS", "REASON", "MESSAGE"), rows))
     handlers = [h.name or "(default)" for h in resp.runtime_handlers]
     if handlers:
         print(f"runtime handlers: {', '.join(handlers)}")
@@ -120,11 +101,11 @@ async def cmd_pods(runtime: RuntimeClient, images: ImageClient, args: argparse.N
             _sandbox_state(s.state),
             f"{s.metadata.namespace}/{s.metadata.name}",
             str(s.metadata.attempt),
-            _age(s.created_at),
+            age(s.created_at),
         )
         for s in sandboxes
     ]
-    print(_table(("POD ID", "STATE", "NAMESPACE/NAME", "ATTEMPT", "CREATED"), rows))
+    print(table(("POD ID", "STATE", "NAMESPACE/NAME", "ATTEMPT", "CREATED"), rows))
     return 0
 
 
@@ -150,7 +131,7 @@ async def cmd_ps(runtime: RuntimeClient, images: ImageClient, args: argparse.Nam
                 names.get(image, image),
             )
         )
-    print(_table(("CONTAINER", "STATE", "NAME", "ATTEMPT", "POD", "IMAGE"), rows))
+    print(table(("CONTAINER", "STATE", "NAME", "ATTEMPT", "POD", "IMAGE"), rows))
     return 0
 
 
@@ -159,7 +140,7 @@ async def cmd_images(runtime: RuntimeClient, images: ImageClient, args: argparse
     for image in sorted(await images.list_images(), key=lambda i: list(i.repo_tags)):
         for ref in list(image.repo_tags) or ["<none>"]:
             rows.append((ref, _short(image.id), _size(image.size)))
-    print(_table(("IMAGE", "ID", "SIZE"), rows))
+    print(table(("IMAGE", "ID", "SIZE"), rows))
     return 0
 
 

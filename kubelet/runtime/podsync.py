@@ -121,8 +121,8 @@ class PodRuntime:
         actions = compute_pod_actions(
             pod, status, liveness_failed=liveness_failed, startup_failed=startup_failed
         )
-        if actions.kill_pod:
-            log.info("killing pod %s before (re)creating it", pod.key)
+        if actions.kill_pod and still_running(status):
+            log.info("killing pod %s", pod.key)
             await self.kill(pod, status)
         elif actions.containers_to_kill:
             await self._kill_containers(pod, status, actions.containers_to_kill)

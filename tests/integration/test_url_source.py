@@ -222,3 +222,8 @@ async def test_real_socket_server() -> None:
         assert [p.metadata.name for p in rec.sets[0]] == ["a-node1", "b-node1"]
         assert b"x-node: node1\r\n" in seen_requests[0].lower()
         nursery.cancel_scope.cancel()
+
+
+def test_malformed_url_fails_at_construction() -> None:
+    with pytest.raises(httpx.InvalidURL):
+        URLSource("http://[::1", NODE)

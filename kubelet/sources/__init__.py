@@ -1,0 +1,42 @@
+"""Pod sources (manifest files, a manifest URL, the API server) and the PodConfig merge.
+
+Wiring, in the sources nursery::
+
+    config = PodConfig([FILE_SOURCE, HTTP_SOURCE, API_SOURCE])
+    await nursery.start(config.run)                   # the merge task, first
+    await nursery.start(FileSource(path, node).run, config)
+    await nursery.start(URLSource(url, node, headers=h).run, config)
+    # the syncLoop reads config.updates; readiness is config.sources_ready()
+"""
+
+from .file import FileSource
+from .podconfig import (
+    ALL_SOURCE,
+    API_SOURCE,
+    FILE_SOURCE,
+    HTTP_SOURCE,
+    PodConfig,
+    PodOperation,
+    PodStorage,
+    PodUpdate,
+    UpdateSink,
+)
+from .static import ManifestError, load_manifest, load_pod
+from .url import URLSource
+
+__all__ = [
+    "ALL_SOURCE",
+    "API_SOURCE",
+    "FILE_SOURCE",
+    "HTTP_SOURCE",
+    "FileSource",
+    "ManifestError",
+    "PodConfig",
+    "PodOperation",
+    "PodStorage",
+    "PodUpdate",
+    "URLSource",
+    "UpdateSink",
+    "load_manifest",
+    "load_pod",
+]

@@ -1,0 +1,275 @@
+"""The file source: static pod manifests in a directory (or one file) → SET(file, pods).
+
+Every change re-reads the whole path and sends the full list; PodStorage turns that into
+the minimal changes. Changes are noticed two ways, as upstream does: inotify (through
+watchfiles, which batches bursts of events) for speed, and a relist every
+``fileCheckFrequency`` so nothing is missed when inotify cannot help (the directory did
+not exist yet, was replaced, or events overflowed).
+
+A manifest that stops parsing
+    Upstream keeps the pod when an inotify event finds the file broken, and drops it at
+    the next relist, which rebuilds the list from the files that parse. We do the same,
+    on purpose: a save caught half-written never restarts a pod, and a manifest that
+    stays broken stops its pod within one ``fileCheckFrequency`` (20 s), as on upstream
+    (people rely on "move the manifest out/break it and the pod goes away"). Every other
+    pod is untouched. A broken file that never parsed contributes nothing. When the path
+    is a single file, upstream sends nothing while it is broken (the pod runs on); we
+    treat it like a directory of one, so both modes behave the same.
+    The error is logged once per distinct message (with ``file:line``), passed to
+    ``on_error``, and kept in :attr:`FileSource.errors` until the file is fixed or removed.
+
+Files are small and local, so they are read directly in the trio thread (no thread
+hop); a manifest is refused above 10 MiB before it is read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import stat
+from collections.abc import Callable
+from pathlib import Path
+
+import trio
+import watchfiles
+
+from kubelet.api.pod import Pod
+
+from .podconfig import FILE_SOURCE, PodOperation, UpdateSink
+from .static import MAX_CONFIG_LENGTH, ManifestError, load_manifest, too_large
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CHECK_FREQUENCY = 20.0
+"""Upstream's fileCheckFrequency default, seconds."""
+
+_WATCH_RETRY = (1.0, 20.0)
+"""Back-off (first, most) between attempts to start the watch on a path that is absent."""
+
+
+class FileSource:
+    """Static pods from ``path`` (a directory of manifests, or one manifest file)."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        node_name: str,
+        *,
+        check_frequency: float = DEFAULT_CHECK_FREQUENCY,
+        watch: bool = True,
+        on_error: Callable[[ManifestError], None] | None = None,
+    ) -> None:
+        self.path = Path(os.fspath(path).rstrip(os.sep) or os.sep)
+        self.node_name = node_name
+        self.check_frequency = check_frequency
+        self.watch = watch
+        self.on_error = on_error
+        self.errors: dict[str, ManifestError] = {}
+        """The manifests that do not parse right now, by path."""
+        self._good: dict[str, Pod] = {}
+        self._warned: dict[str, tuple[str, ...]] = {}
+        self._problem: str | None = None
+        self.watching = trio.Event()
+        """Set once inotify watches the path (tests wait on it before touching files)."""
+
+    # -- the task --------------------------------------------------------------------------
+
+    async def run(
+        self, config: UpdateSink, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Send SET(file) now, on every inotify batch and every ``check_frequency``.
+
+        ``task_status.started()`` comes after the first SET has been handed to ``config``.
+        """
+        config.register(FILE_SOURCE)
+        kick_send, kick_recv = trio.open_memory_channel[None](1)
+        async with trio.open_nursery() as nursery:
+            await self._send(config, relist=True)
+            if self.watch:
+                nursery.start_soon(self._watch, kick_send)
+            task_status.started()
+            next_relist = trio.current_time() + self.check_frequency
+            while True:
+                with trio.move_on_at(next_relist):
+                    await kick_recv.receive()
+                relist = trio.current_time() >= next_relist
+                if relist:
+                    next_relist = trio.current_time() + self.check_frequency
+                await self._send(config, relist=relist)
+
+    async def _send(self, config: UpdateSink, *, relist: bool) -> None:
+        pods = self.scan(relist=relist)
+        if pods is not None:
+            await config.update(FILE_SOURCE, PodOperation.SET, pods)
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def scan(self, *, relist: bool = True) -> list[Pod] | None:
+        """The pods the path describes now, or None when nothing can be said.
+
+        With ``relist`` False (an inotify-triggered read) a broken manifest keeps the pod
+        it last gave; see the module docstring.
+        """
+        try:
+            info = self.path.stat()
+        except FileNotFoundError:
+            self._path_problem(logging.INFO, "does not exist; no static pods")
+            self._forget_all()
+            return []
+        except OSError as exc:
+            self._path_problem(logging.ERROR, f"cannot be read: {exc}")
+            return None
+        if stat.S_ISDIR(info.st_mode):
+            try:
+                names = sorted(n for n in os.listdir(self.path) if not n.startswith("."))
+            except OSError as exc:
+                self._path_problem(logging.ERROR, f"cannot be listed: {exc}")
+                return None
+            files = [str(self.path / n) for n in names]
+        elif stat.S_ISREG(info.st_mode):
+            files = [str(self.path)]
+        else:
+            self._path_problem(logging.ERROR, "is not a directory or a regular file")
+            return None
+        self._path_problem(logging.INFO, None)
+        pods = [pod for f in files if (pod := self._read(f, relist)) is not None]
+        for gone in set(self._good) - set(files):
+            self._forget(gone)
+        for gone in set(self.errors) - set(files):
+            self._forget(gone)
+        return pods
+
+    def _path_problem(self, level: int, problem: str | None) -> None:
+        """Log what is wrong with the path once, not on every relist; and when it is fixed."""
+        if problem == self._problem:
+            return
+        if problem is None:
+            log.info("static pod path %s is readable again", self.path)
+        else:
+            log.log(level, "static pod path %s %s", self.path, problem)
+        self._problem = problem
+
+    def _read(self, path: str, relist: bool) -> Pod | None:
+        try:
+            with open(path, "rb") as f:
+                info = os.fstat(f.fileno())
+                if not stat.S_ISREG(info.st_mode):
+                    log.debug("not a regular file, skipped: %s", path)
+                    return None
+                if info.st_size > MAX_CONFIG_LENGTH:
+                    raise ManifestError(path, None, too_large(info.st_size))
+                data = f.read(MAX_CONFIG_LENGTH + 1)
+            loaded = load_manifest(data, path, node_name=self.node_name, is_file=True)
+        except IsADirectoryError:
+            log.debug("not recursing into %s", path)
+            return None
+        except FileNotFoundError:
+            self._forget(path)  # removed between listing and reading
+            return None
+        except OSError as exc:
+            return self._failed(ManifestError(path, None, f"cannot read: {exc}"), relist)
+        except ManifestError as exc:
+            return self._failed(exc, relist)
+        pod = loaded.pods[0]
+        if path in self.errors:
+            log.info("static pod manifest %s is valid again", path)
+            del self.errors[path]
+        if self._warned.get(path) != loaded.warnings:
+            for warning in loaded.warnings:
+                log.warning("%s", warning)
+            self._warned[path] = loaded.warnings
+        self._good[path] = pod
+        return pod
+
+    def _failed(self, error: ManifestError, relist: bool) -> Pod | None:
+        previous = self.errors.get(error.path)
+        self.errors[error.path] = error
+        if previous is None or str(previous) != str(error):
+            log.error("could not process static pod manifest: %s", error)
+            if self.on_error is not None:
+                self.on_error(error)
+        if relist:
+            self._good.pop(error.path, None)
+            return None
+        return self._good.get(error.path)
+
+    def _forget(self, path: str) -> None:
+        self._good.pop(path, None)
+        self.errors.pop(path, None)
+        self._warned.pop(path, None)
+
+    def _forget_all(self) -> None:
+        self._good.clear()
+        self.errors.clear()
+        self._warned.clear()
+
+    # -- inotify ---------------------------------------------------------------------------
+
+    async def _watch(self, kick: trio.MemorySendChannel[None]) -> None:
+        """Kick the main loop on every batch of changes; re-watch when the path changes shape.
+
+        A directory is watched itself; a single file (or a path that does not exist yet)
+        through its parent, so editors that replace the file by renaming still count.
+        """
+        delay, most = _WATCH_RETRY
+        restarted = False
+        while True:
+            dir_mode = self.path.is_dir()
+            target = self.path if dir_mode else self.path.parent
+            if target.is_dir():
+                try:
+                    single = None if dir_mode else self.path.name
+                    await self._watch_dir(target, single, kick, restarted)
+                    delay, restarted = _WATCH_RETRY[0], True
+                    continue  # the path changed shape: watch it anew at once
+                except (OSError, RuntimeError) as exc:
+                    log.warning("inotify watch on %s failed; relisting only: %s", target, exc)
+                finally:
+                    self.watching = trio.Event()
+            await trio.sleep(delay)
+            delay, restarted = min(delay * 2, most), True
+
+    async def _watch_dir(
+        self, target: Path, single: str | None, kick: trio.MemorySendChannel[None], restarted: bool
+    ) -> None:
+        """Watch ``target`` until it (or the watched path) changes shape."""
+        stop = trio.Event()
+
+        def wanted(_: watchfiles.Change, changed: str) -> bool:
+            name = os.path.basename(changed)
+            return name == single if single is not None else not name.startswith(".")
+
+        async with trio.open_nursery() as nursery:
+            # watchfiles waits in a thread that only its stop event interrupts; set it as
+            # soon as we are cancelled so shutdown takes one step (~50 ms), not seconds.
+            nursery.start_soon(_set_when_cancelled, stop)
+            watcher = watchfiles.awatch(
+                target, watch_filter=wanted, stop_event=stop, recursive=False, rust_timeout=5_000
+            )
+            async with contextlib.aclosing(watcher) as batches:
+                self.watching.set()
+                if restarted:
+                    _kick(kick)  # what changed while nobody watched
+                async for _ in batches:
+                    _kick(kick)
+                    if self._shape_changed(target, single):
+                        break
+            nursery.cancel_scope.cancel()
+
+    def _shape_changed(self, target: Path, single: str | None) -> bool:
+        """The watched directory went away, or the path became (or stopped being) one."""
+        return not target.is_dir() or self.path.is_dir() != (single is None)
+
+
+def _kick(kick: trio.MemorySendChannel[None]) -> None:
+    """Ask for a scan; if one is already due it will see this change too."""
+    with contextlib.suppress(trio.WouldBlock):
+        kick.send_nowait(None)
+
+
+async def _set_when_cancelled(event: trio.Event) -> None:
+    try:
+        await trio.sleep_forever()
+    finally:
+        event.set()

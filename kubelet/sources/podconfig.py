@@ -1,0 +1,353 @@
+"""PodConfig: merge the pods every source wants into one ordered stream of changes.
+
+Each source (``file``, ``http``, ``api``) says what it wants with SET (the full list) or
+ADD/UPDATE/DELETE/REMOVE (deltas). :class:`PodStorage` keeps one map UID → pod per source
+and turns each of those messages into the *minimal* normalised updates the syncLoop
+acts on, in upstream's INCREMENTAL order: REMOVE, ADD, UPDATE, DELETE, (an empty ADD the
+first time a source SETs, so the syncLoop learns the source is ready), RECONCILE.
+
+:class:`PodStorage` is pure (no I/O, no trio) so the vectors in test-vectors.md §(a) test
+it directly; :class:`PodConfig` is the trio shell around it: one task merges every
+source's messages in arrival order and sends the results on a small memory channel, so
+nothing is reordered or dropped and a slow syncLoop pushes back on the sources.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Protocol
+
+import attrs
+import trio
+
+from kubelet.api.pod import Pod
+from kubelet.runtime import labels
+
+log = logging.getLogger(__name__)
+FILE_SOURCE = "file"
+HTTP_SOURCE = "http"
+API_SOURCE = "api"
+ALL_SOURCE = "*"
+"""The source of a :meth:`PodStorage.sync` snapshot: every source at once."""
+
+UPDATES_BUFFER = 50
+"""Upstream's buffer for the merged update channel; small, so back-pressure is real."""
+
+_LOCAL_ANNOTATIONS = (labels.CONFIG_SOURCE, labels.CONFIG_MIRROR, labels.CONFIG_SEEN)
+"""Annotations the kubelet writes itself; a source changing them is not a change."""
+
+
+class PodOperation(enum.Enum):
+    """What a :class:`PodUpdate` means (upstream's kubetypes.PodOperation)."""
+
+    SET = "SET"
+    """The source's complete list of pods (from a source) or of all pods (a sync)."""
+    ADD = "ADD"
+    UPDATE = "UPDATE"
+    DELETE = "DELETE"
+    """A graceful delete: the pod got a deletionTimestamp."""
+    REMOVE = "REMOVE"
+    """The pod is gone from its source: stop it now."""
+    RECONCILE = "RECONCILE"
+    """Only the status differs: the kubelet owns status, so reconcile it."""
+
+
+@attrs.frozen
+class PodUpdate:
+    """One normalised change: ``op`` on ``pods``, all from ``source``."""
+
+    op: PodOperation
+    source: str
+    pods: tuple[Pod, ...] = ()
+
+
+EventSink = Callable[[Pod, str, str, str], None]
+"""``(pod, type, reason, message)``, like an event recorder: type is Normal/Warning."""
+
+
+def rfc3339_now() -> str:
+    """Now in UTC as RFC 3339 with nanosecond-style fraction (the config.seen format)."""
+    text = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f").rstrip("0").rstrip(".")
+    return text + "Z"
+
+
+class PodStorage:
+    """The per-source pod maps and the merge rules; pure, so it is tested on its own."""
+
+    def __init__(
+        self,
+        sources: Iterable[str] = (),
+        on_event: EventSink | None = None,
+        clock: Callable[[], str] = rfc3339_now,
+    ) -> None:
+        self._pods: dict[str, dict[str, Pod]] = {}
+        self._sources: set[str] = set(sources)
+        self._seen_set: set[str] = set()
+        self._on_event = on_event
+        self._clock = clock
+
+    # -- sources ------------------------------------------------------------------------
+
+    def register(self, source: str) -> None:
+        """Declare a source: the node is not ready until it has sent a SET."""
+        self._sources.add(source)
+
+    @property
+    def sources(self) -> frozenset[str]:
+        return frozenset(self._sources)
+
+    def sources_ready(self) -> bool:
+        """Every registered source has sent at least one SET (an ADD does not count)."""
+        return self._sources <= self._seen_set
+
+    def seen_all_sources(self, seen: Collection[str]) -> bool:
+        """Upstream's SeenAllSources: ``seen`` covers every source and each has SET."""
+        return self._sources <= set(seen) and self.sources_ready()
+
+    # -- state --------------------------------------------------------------------------
+
+    def all_pods(self) -> list[Pod]:
+        """Every pod of every source, as stored (local annotations included)."""
+        return [pod for pods in self._pods.values() for pod in pods.values()]
+
+    def sync(self) -> PodUpdate:
+        """The whole merged state as one SET from ``*`` (upstream's Sync)."""
+        return PodUpdate(PodOperation.SET, ALL_SOURCE, tuple(self.all_pods()))
+
+    # -- merge --------------------------------------------------------------------------
+
+    def merge(
+        self, source: str, op: PodOperation, pods: Sequence[Pod], now: str | None = None
+    ) -> list[PodUpdate]:
+        """Apply one message from ``source``; return the updates to emit, in order.
+
+        ``now`` stamps ``config.seen`` on new pods (the clock when omitted).
+        """
+        self._sources.add(source)
+        first_set = op is PodOperation.SET and source not in self._seen_set
+        seen = now if now is not None else self._clock()
+        stored = self._pods.get(source, {})
+        result = _Merged()
+
+        if op in (PodOperation.ADD, PodOperation.UPDATE, PodOperation.DELETE):
+            self._absorb(source, pods, stored, stored, seen, result)
+        elif op is PodOperation.REMOVE:
+            for pod in pods:
+                existing = stored.pop(pod.uid, None)
+                if existing is not None:
+                    result.removes.append(existing)
+        elif op is PodOperation.SET:
+            self._seen_set.add(source)
+            fresh: dict[str, Pod] = {}
+            self._absorb(source, pods, stored, fresh, seen, result)
+            result.removes.extend(p for uid, p in stored.items() if uid not in fresh)
+            stored = fresh
+        else:
+            log.warning("ignoring update with operation %s from source %s", op, source)
+        self._pods[source] = stored
+        return result.emit(source, first_set)
+
+    def _absorb(
+        self,
+        source: str,
+        incoming: Sequence[Pod],
+        old: Mapping[str, Pod],
+        new: dict[str, Pod],
+        seen: str,
+        result: _Merged,
+    ) -> None:
+        """Upstream's updatePodsFunc: classify each incoming pod against ``old``."""
+        for ref in self._drop_duplicates(incoming, source):
+            ref = _with_annotations(ref, {**ref.metadata.annotations, labels.CONFIG_SOURCE: source})
+            existing = old.get(ref.uid)
+            if existing is None:
+                ref = _with_annotations(ref, {**ref.metadata.annotations, labels.CONFIG_SEEN: seen})
+                new[ref.uid] = ref
+                result.adds.append(ref)
+                continue
+            updated, kind = check_and_update(existing, ref)
+            new[ref.uid] = updated
+            if kind is PodOperation.UPDATE:
+                result.updates.append(updated)
+            elif kind is PodOperation.DELETE:
+                result.deletes.append(updated)
+            elif kind is PodOperation.RECONCILE:
+                result.reconciles.append(updated)
+
+    def _drop_duplicates(self, pods: Sequence[Pod], source: str) -> list[Pod]:
+        """Keep the first pod of each full name in one update; report the others."""
+        names: set[str] = set()
+        kept: list[Pod] = []
+        for index, pod in enumerate(pods):
+            if pod.full_name in names:
+                log.warning(
+                    "pod failed validation due to duplicate pod name, ignoring: "
+                    "index=%d pod=%s source=%s",
+                    index,
+                    pod.key,
+                    source,
+                )
+                if self._on_event is not None:
+                    message = (
+                        f"Error validating pod {pod.full_name}({pod.uid}) from {source} "
+                        f"due to duplicate pod name {pod.metadata.name!r}, ignoring"
+                    )
+                    self._on_event(pod, "Warning", "FailedValidation", message)
+                continue
+            names.add(pod.full_name)
+            kept.append(pod)
+        return kept
+
+
+@attrs.define
+class _Merged:
+    adds: list[Pod] = attrs.Factory(list)
+    updates: list[Pod] = attrs.Factory(list)
+    deletes: list[Pod] = attrs.Factory(list)
+    removes: list[Pod] = attrs.Factory(list)
+    reconciles: list[Pod] = attrs.Factory(list)
+
+    def emit(self, source: str, first_set: bool) -> list[PodUpdate]:
+        out: list[PodUpdate] = []
+
+        def add(op: PodOperation, pods: list[Pod]) -> None:
+            if pods:
+                out.append(PodUpdate(op, source, tuple(pods)))
+
+        add(PodOperation.REMOVE, self.removes)
+        add(PodOperation.ADD, self.adds)
+        add(PodOperation.UPDATE, self.updates)
+        add(PodOperation.DELETE, self.deletes)
+        if first_set and not (self.adds or self.updates or self.deletes):
+            out.append(PodUpdate(PodOperation.ADD, source, ()))
+        add(PodOperation.RECONCILE, self.reconciles)
+        return out
+
+
+# -- change classification (pure) -----------------------------------------------------------
+
+
+def _with_annotations(pod: Pod, annotations: Mapping[str, str]) -> Pod:
+    return attrs.evolve(pod, metadata=attrs.evolve(pod.metadata, annotations=dict(annotations)))
+
+
+def _public(annotations: Mapping[str, str]) -> dict[str, str]:
+    return {k: v for k, v in annotations.items() if k not in _LOCAL_ANNOTATIONS}
+
+
+def pods_differ_semantically(existing: Pod, ref: Pod) -> bool:
+    """A change the syncLoop must act on: spec, labels, deletion, non-local annotations."""
+    a, b = existing.metadata, ref.metadata
+    return (
+        existing.spec != ref.spec
+        or dict(a.labels) != dict(b.labels)
+        or a.deletion_timestamp != b.deletion_timestamp
+        or a.deletion_grace_period_seconds != b.deletion_grace_period_seconds
+        or _public(a.annotations) != _public(b.annotations)
+    )
+
+
+def check_and_update(existing: Pod, ref: Pod) -> tuple[Pod, PodOperation | None]:
+    """The stored pod after ``ref`` arrives, and what kind of change it was.
+
+    UPDATE/DELETE copy spec, labels, deletion fields, generation, status and annotations
+    from ``ref`` but keep the stored pod's local annotations (``config.seen`` above all);
+    a status-only change is a RECONCILE; no change returns ``existing`` and None.
+    """
+    if not pods_differ_semantically(existing, ref):
+        if existing.status != ref.status:
+            return attrs.evolve(existing, status=ref.status), PodOperation.RECONCILE
+        return existing, None
+    annotations = dict(ref.metadata.annotations)
+    annotations[labels.CONFIG_SEEN] = existing.metadata.annotations.get(labels.CONFIG_SEEN, "")
+    for key in _LOCAL_ANNOTATIONS:
+        if key in existing.metadata.annotations:
+            annotations[key] = existing.metadata.annotations[key]
+    meta = attrs.evolve(
+        existing.metadata,
+        labels=dict(ref.metadata.labels),
+        deletion_timestamp=ref.metadata.deletion_timestamp,
+        deletion_grace_period_seconds=ref.metadata.deletion_grace_period_seconds,
+        generation=ref.metadata.generation,
+        annotations=annotations,
+    )
+    updated = attrs.evolve(existing, metadata=meta, spec=ref.spec, status=ref.status)
+    if ref.metadata.deletion_timestamp is not None:
+        return updated, PodOperation.DELETE
+    return updated, PodOperation.UPDATE
+
+
+# -- the trio shell --------------------------------------------------------------------------
+
+
+class UpdateSink(Protocol):
+    """Where a source sends what it wants: :class:`PodConfig`, or a test double."""
+
+    def register(self, source: str) -> None: ...
+
+    async def update(self, source: str, op: PodOperation, pods: Sequence[Pod]) -> None: ...
+
+
+@attrs.frozen
+class _Message:
+    source: str
+    op: PodOperation | None  # None: a sync request
+    pods: tuple[Pod, ...] = ()
+
+
+class PodConfig:
+    """Sources in, one ordered stream of :class:`PodUpdate` out (``updates``).
+
+    Run :meth:`run` in a nursery *before* the sources (``await nursery.start(config.run)``);
+    sources call ``await config.update(source, op, pods)``. The syncLoop is the only
+    reader of ``updates``.
+    """
+
+    INPUT_BUFFER = 8
+    """A few messages may wait for the merge task, so startup order cannot deadlock."""
+
+    def __init__(
+        self,
+        sources: Iterable[str] = (),
+        *,
+        on_event: EventSink | None = None,
+        clock: Callable[[], str] = rfc3339_now,
+        buffer: int = UPDATES_BUFFER,
+    ) -> None:
+        self.storage = PodStorage(sources, on_event, clock)
+        self._in_send, self._in_recv = trio.open_memory_channel[_Message](self.INPUT_BUFFER)
+        self._out_send, self.updates = trio.open_memory_channel[PodUpdate](buffer)
+
+    def register(self, source: str) -> None:
+        """Declare a source now, so readiness waits for it even before it first speaks."""
+        self.storage.register(source)
+
+    async def update(self, source: str, op: PodOperation, pods: Sequence[Pod]) -> None:
+        """Queue one message from ``source``; merged in arrival order by :meth:`run`."""
+        self.storage.register(source)
+        await self._in_send.send(_Message(source, op, tuple(pods)))
+
+    async def sync(self) -> None:
+        """Ask for a SET(``*``) of the whole merged state, in order with the merges."""
+        await self._in_send.send(_Message(ALL_SOURCE, None))
+
+    def seen_all_sources(self, seen: Collection[str]) -> bool:
+        return self.storage.seen_all_sources(seen)
+
+    def sources_ready(self) -> bool:
+        return self.storage.sources_ready()
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """The one merging task: it owns the storage, so merges never interleave."""
+        task_status.started()
+        async with self._in_recv, self._out_send:
+            async for message in self._in_recv:
+                if message.op is None:
+                    out = [self.storage.sync()]
+                else:
+                    out = self.storage.merge(message.source, message.op, message.pods)
+                for update in out:
+                    await self._out_send.send(update)

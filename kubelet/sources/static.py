@@ -1,0 +1,580 @@
+"""Static pod manifests: decode (YAML or JSON), default and validate, with line numbers.
+
+A manifest someone wrote by hand deserves an error that points at the line:
+``/etc/kubernetes/manifests/web.yaml:12: spec.containers[0].ports[0].containerPort:
+expected an integer, got str 'x'``. So the YAML is composed into nodes first (they keep
+their marks) and every error's field path is looked up in that tree.
+
+YAML 1.1 traps are closed here rather than passed on: plain ``yes``/``no``/``on``/``off``
+and timestamps stay strings, and so do plain floats (``1.10`` stays ``"1.10"``, quantities
+like ``0.5`` stay exact; an integer field given ``1.5`` is an error, as upstream's JSON
+decoder would say). Integers keep YAML 1.1's ``0755`` octal, which is what file modes mean.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+import yaml
+import yaml.nodes
+
+from kubelet.api import from_wire, to_wire
+from kubelet.api.converter import WireError
+from kubelet.api.pod import (
+    Container,
+    HTTPGetAction,
+    LifecycleHandler,
+    Pod,
+    Probe,
+    Toleration,
+)
+from kubelet.runtime import imageref, labels
+
+from .validation import (
+    API_FREE_VOLUME_TYPES,
+    UnknownVolumeError,
+    api_object_reference,
+    static_pod_priority_warning,
+    validate_pod,
+)
+
+MAX_CONFIG_LENGTH = 10 * 1024 * 1024
+"""Upstream's maxConfigLength: a manifest (file or URL body) larger than this is refused."""
+
+DEFAULT_NAMESPACE = "default"
+_MODELLED_VOLUMES = frozenset(
+    {
+        "hostPath",
+        "emptyDir",
+        "downwardAPI",
+        "projected",
+        "nfs",
+        "image",
+        "configMap",
+        "secret",
+        "persistentVolumeClaim",
+        "csi",
+        "ephemeral",
+    }
+)
+
+
+class ManifestError(ValueError):
+    """A manifest that cannot become a pod: ``<path>:<line>: <reason>``.
+
+    For a URL the line reads ``<url> (line <n>): <reason>``.
+    """
+
+    def __init__(self, path: str, line: int | None, reason: str) -> None:
+        if not line:
+            where = path
+        elif "://" in path:  # "http://host:8080/pods:12" would read as a port
+            where = f"{path} (line {line})"
+        else:
+            where = f"{path}:{line}"
+        super().__init__(f"{where}: {reason}")
+        self.path = path
+        self.line = line
+        self.reason = reason
+
+
+@attrs.frozen
+class Loaded:
+    """What one manifest gave: its pods (defaulted, validated) and warnings to show."""
+
+    pods: tuple[Pod, ...]
+    warnings: tuple[str, ...] = ()
+
+
+# -- YAML without the 1.1 surprises -----------------------------------------------------------
+
+
+class _Loader(yaml.CSafeLoader):
+    """LibYAML's fast parser and the safe constructor, with only these plain-scalar types:
+    null, true/false and integers; everything else stays a string."""
+
+    yaml_implicit_resolvers: dict[Any, Any] = {}  # noqa: RUF012 - PyYAML's class registry
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:int",
+    re.compile(
+        r"^(?:[-+]?0b[01_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+|0o[0-7]+)$"
+    ),
+    list("-+0123456789"),
+)
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:null", re.compile(r"^(?:~|null|Null|NULL|)$"), ["~", "n", "N", ""]
+)
+_Loader.add_implicit_resolver("tag:yaml.org,2002:merge", re.compile(r"^(?:<<)$"), ["<"])
+
+
+@attrs.frozen
+class _Document:
+    data: Any
+    root: yaml.nodes.Node | None
+    warnings: tuple[str, ...] = ()
+
+
+def _line(mark: Any) -> int | None:
+    return int(mark.line) + 1 if mark is not None else None
+
+
+def _compose(data: bytes, path: str) -> _Document:
+    """Decode one document; JSON that LibYAML will not take falls back to ``json``."""
+    warnings: list[str] = []
+    loader = _Loader(data)
+    try:
+        root = loader.get_node() if loader.check_node() else None
+        if root is None:
+            raise ManifestError(path, None, "empty manifest")
+        try:
+            extra = loader.get_node() if loader.check_node() else None
+            if extra is not None:
+                warnings.append(
+                    f"{path}:{_line(extra.start_mark)}: only the first YAML document is used "
+                    "(one pod per manifest)"
+                )
+        except yaml.YAMLError:
+            warnings.append(f"{path}: ignoring unparsable YAML after the first document")
+        warnings.extend(_check_graph(root, path))
+        value = loader.construct_document(root)
+    except yaml.MarkedYAMLError as exc:
+        fallback = _try_json(data, path)
+        if fallback is not None:
+            return fallback
+        reason = f"YAML syntax error: {exc.problem}"
+        if exc.context:
+            reason += f" ({exc.context}, line {_line(exc.context_mark)})"
+        raise ManifestError(path, _line(exc.problem_mark), reason) from None
+    except yaml.YAMLError as exc:
+        raise ManifestError(path, None, f"YAML error: {exc}") from None
+    except RecursionError:
+        raise ManifestError(path, None, "the document is nested too deeply") from None
+    finally:
+        loader.dispose()
+    return _Document(value, root, tuple(warnings))
+
+
+def _try_json(data: bytes, path: str) -> _Document | None:
+    if data.lstrip()[:1] not in (b"{", b"["):
+        return None
+    try:
+        return _Document(json.loads(data), None)
+    except json.JSONDecodeError as exc:
+        raise ManifestError(path, exc.lineno, f"JSON syntax error: {exc.msg}") from None
+    except UnicodeDecodeError:
+        return None
+
+
+MAX_EXPANDED_NODES = 1_000_000
+"""YAML aliases can make a small file describe a huge (or endless) object: refuse those."""
+
+
+def _check_graph(root: yaml.nodes.Node, path: str) -> list[str]:
+    """Warn about duplicate keys (upstream silently takes the last; so do we, but say so);
+    refuse alias cycles and alias bombs before anything walks the constructed value."""
+    warnings: list[str] = []
+    sizes: dict[int, int] = {}
+    active: set[int] = set()
+
+    def size(node: yaml.nodes.Node) -> int:
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in active:
+            raise ManifestError(path, _line(node.start_mark), "a YAML alias refers to itself")
+        active.add(key)
+        total = 1
+        if isinstance(node, yaml.nodes.MappingNode):
+            seen: set[str] = set()
+            for k, v in node.value:
+                if isinstance(k, yaml.nodes.ScalarNode) and k.value != "<<":
+                    if k.value in seen:
+                        warnings.append(
+                            f"{path}:{_line(k.start_mark)}: duplicate key {k.value!r}; "
+                            "the last one is used"
+                        )
+                    seen.add(k.value)
+                total += size(k) + size(v)
+        elif isinstance(node, yaml.nodes.SequenceNode):
+            total += sum(size(item) for item in node.value)
+        active.discard(key)
+        if total > MAX_EXPANDED_NODES:
+            raise ManifestError(
+                path,
+                _line(node.start_mark),
+                f"YAML aliases expand this to more than {MAX_EXPANDED_NODES} nodes",
+            )
+        sizes[key] = total
+        return total
+
+    size(root)
+    return warnings
+
+
+_PATH_TOKEN = re.compile(r"\.?([^.\[\]]+)|\[([^\]]*)\]")
+
+
+def line_of(root: yaml.nodes.Node | None, field_path: str) -> int | None:
+    """The line of ``field_path`` (``spec.containers[0].image``) or of its nearest parent."""
+    if root is None:
+        return None
+    node: yaml.nodes.Node = root
+    line = _line(root.start_mark)
+    for match in _PATH_TOKEN.finditer(field_path):
+        token = match.group(1) if match.group(1) is not None else match.group(2)
+        if isinstance(node, yaml.nodes.MappingNode):
+            found = next(
+                (
+                    (k, v)
+                    for k, v in node.value
+                    if isinstance(k, yaml.nodes.ScalarNode) and k.value == token
+                ),
+                None,
+            )
+            if found is None:
+                break
+            line, node = _line(found[0].start_mark), found[1]
+        elif (
+            isinstance(node, yaml.nodes.SequenceNode)
+            and token.isdigit()
+            and int(token) < len(node.value)
+        ):
+            node = node.value[int(token)]
+            line = _line(node.start_mark)
+        else:
+            break
+    return line
+
+
+# -- decoding ---------------------------------------------------------------------------------
+
+
+def _check_kind(doc: _Document, path: str, allowed: tuple[str, ...]) -> str:
+    data = doc.data
+    if not isinstance(data, Mapping):
+        raise ManifestError(
+            path,
+            line_of(doc.root, ""),
+            f"expected an object (a Pod manifest), got {type(data).__name__}",
+        )
+    kind, version = data.get("kind"), data.get("apiVersion")
+    if not kind:
+        raise ManifestError(path, line_of(doc.root, ""), "kind: Object 'Kind' is missing")
+    if not version:
+        raise ManifestError(
+            path, line_of(doc.root, ""), "apiVersion: Object 'apiVersion' is missing"
+        )
+    if version != "v1":
+        raise ManifestError(
+            path,
+            line_of(doc.root, "apiVersion"),
+            f"apiVersion: no kind {json.dumps(str(kind))} is registered for version "
+            f"{json.dumps(str(version))}",
+        )
+    if kind not in allowed:
+        wanted = " or ".join(allowed)
+        hint = (
+            " (one pod per file; a PodList is read only from a manifest URL)"
+            if kind == "PodList"
+            else ""
+        )
+        raise ManifestError(
+            path, line_of(doc.root, "kind"), f"kind: expected {wanted}, got {kind!r}{hint}"
+        )
+    return str(kind)
+
+
+def _structure(cls: type[Any], data: Any, doc: _Document, path: str, prefix: str = "") -> Any:
+    try:
+        return from_wire(cls, data)
+    except WireError as exc:
+        field = f"{prefix}.{exc.path}" if prefix and exc.path else prefix or exc.path
+        raise ManifestError(
+            path, line_of(doc.root, field), str(WireError(field, exc.message))
+        ) from None
+
+
+def decode_pod(data: bytes, path: str) -> Pod:
+    """One Pod, exactly as written (no defaults): for tests and tools."""
+    doc = _compose(_checked_size(data, path), path)
+    _check_kind(doc, path, ("Pod",))
+    pod: Pod = _structure(Pod, doc.data, doc, path)
+    return pod
+
+
+def too_large(size: int) -> str:
+    return f"manifest is {size} bytes, more than the {MAX_CONFIG_LENGTH} byte (10 MiB) limit"
+
+
+def _checked_size(data: bytes, path: str) -> bytes:
+    if len(data) > MAX_CONFIG_LENGTH:
+        raise ManifestError(path, None, too_large(len(data)))
+    return data
+
+
+def load_manifest(
+    data: bytes, source: str, *, node_name: str, is_file: bool, allow_list: bool = False
+) -> Loaded:
+    """Decode, default and validate the pods of one manifest (all-or-nothing for a list).
+
+    ``source`` is the file path or the URL: it names the manifest in errors and salts
+    the generated UIDs. A PodList is accepted only with ``allow_list`` (the URL source).
+    """
+    try:
+        return _load_manifest(data, source, node_name, is_file, allow_list)
+    except RecursionError:
+        raise ManifestError(source, None, "the document is nested too deeply") from None
+
+
+def _load_manifest(
+    data: bytes, source: str, node_name: str, is_file: bool, allow_list: bool
+) -> Loaded:
+    doc = _compose(_checked_size(data, source), source)
+    kind = _check_kind(doc, source, ("Pod", "PodList") if allow_list else ("Pod",))
+    warnings = list(doc.warnings)
+    if kind == "Pod":
+        raws: list[tuple[str, Any]] = [("", doc.data)]
+    else:
+        items = doc.data.get("items") or []
+        if not isinstance(items, list):
+            raise ManifestError(
+                source,
+                line_of(doc.root, "items"),
+                f"items: expected a list, got {type(items).__name__}",
+            )
+        raws = [(f"items[{i}]", raw) for i, raw in enumerate(items)]
+    pods = []
+    for prefix, raw in raws:
+        pod, warning = _load_one(raw, doc, source, prefix, node_name=node_name, is_file=is_file)
+        pods.append(pod)
+        if warning:
+            warnings.append(warning)
+    return Loaded(tuple(pods), tuple(warnings))
+
+
+def _load_one(
+    raw: Any, doc: _Document, source: str, prefix: str, *, node_name: str, is_file: bool
+) -> tuple[Pod, str | None]:
+    def at(field: str) -> str:
+        return f"{prefix}.{field}" if prefix else field
+
+    pod: Pod = _structure(Pod, raw, doc, source, prefix)
+    if not pod.metadata.name:
+        raise ManifestError(
+            source, line_of(doc.root, at("metadata")), "invalid pod: name is needed for the pod"
+        )
+    _check_volume_types(raw, doc, source, at)
+    pod = apply_api_defaults(apply_static_defaults(pod, source, node_name, is_file))
+    errors = validate_pod(pod)
+    if errors:
+        reason = "invalid pod: " + "; ".join(str(e) for e in errors)
+        raise ManifestError(source, line_of(doc.root, at(errors[0].path)), reason)
+    try:
+        resource = api_object_reference(raw)
+    except UnknownVolumeError as exc:
+        raise ManifestError(source, line_of(doc.root, at("spec.volumes")), str(exc)) from None
+    if resource:
+        raise ManifestError(
+            source, line_of(doc.root, at("spec")), f"static pods may not reference {resource}"
+        )
+    warning = static_pod_priority_warning(pod.spec)
+    if warning:
+        warning = f"{source}: {warning}"
+    return pod, warning
+
+
+def _check_volume_types(raw: Any, doc: _Document, source: str, at: Any) -> None:
+    """Volume types upstream allows but this kubelet does not model: refuse, never guess."""
+    volumes = raw.get("spec", {}).get("volumes") if isinstance(raw.get("spec"), Mapping) else None
+    for i, vol in enumerate(volumes if isinstance(volumes, list) else ()):
+        if not isinstance(vol, Mapping):
+            continue
+        for key, value in vol.items():
+            if value is not None and key in API_FREE_VOLUME_TYPES and key not in _MODELLED_VOLUMES:
+                raise ManifestError(
+                    source,
+                    line_of(doc.root, at(f"spec.volumes[{i}].{key}")),
+                    f"spec.volumes[{i}].{key}: Unsupported value: volume type {key!r} is not "
+                    "supported by this kubelet",
+                )
+
+
+def load_pod(data: bytes, source: str, *, node_name: str, is_file: bool = True) -> Pod:
+    """The one pod of a manifest file, defaulted and validated (warnings dropped)."""
+    return load_manifest(data, source, node_name=node_name, is_file=is_file).pods[0]
+
+
+# -- defaulting -------------------------------------------------------------------------------
+
+_FNV128_OFFSET = 0x6C62272E07BB014262B821756295C58D
+_FNV128_PRIME = 0x0000000001000000000000000000013B
+_MASK128 = (1 << 128) - 1
+
+
+def fnv1a_128(data: bytes) -> int:
+    """FNV-1a, 128 bits (upstream's hash for static pod UIDs)."""
+    h = _FNV128_OFFSET
+    for byte in data:
+        h = ((h ^ byte) * _FNV128_PRIME) & _MASK128
+    return h
+
+
+def static_pod_uid(pod: Pod, source: str, node_name: str, is_file: bool) -> str:
+    """Hex FNV-1a-128 over the pod as decoded (canonical JSON) and where it came from.
+
+    The dump is of the pod *before* any defaulting and omits empty fields, so a kubelet
+    upgrade that learns new defaults or fields does not change the UIDs (and so does not
+    restart) pods whose manifests did not change.
+    """
+    dump = json.dumps(to_wire(pod), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    salt = f"host:{node_name}file:{source}" if is_file else f"url:{source}"
+    return f"{fnv1a_128(dump.encode() + salt.encode()):032x}"
+
+
+_STATIC_TOLERATION = Toleration(operator="Exists", effect="NoExecute")
+
+
+def apply_static_defaults(pod: Pod, source: str, node_name: str, is_file: bool) -> Pod:
+    """Upstream's applyDefaults for file/http pods (test-vectors §b, steps 1–7)."""
+    uid = pod.metadata.uid or static_pod_uid(pod, source, node_name, is_file)
+    meta = attrs.evolve(
+        pod.metadata,
+        uid=uid,
+        name=f"{pod.metadata.name}-{node_name.lower()}",
+        namespace=pod.metadata.namespace or DEFAULT_NAMESPACE,
+        annotations={**pod.metadata.annotations, labels.CONFIG_HASH: uid},
+    )
+    tolerations = pod.spec.tolerations
+    if is_file:
+        tolerations = _add_or_update_toleration(tolerations, _STATIC_TOLERATION)
+    spec = attrs.evolve(pod.spec, node_name=node_name, tolerations=tolerations)
+    status = attrs.evolve(pod.status, phase="Pending")
+    return attrs.evolve(pod, metadata=meta, spec=spec, status=status)
+
+
+def _add_or_update_toleration(
+    existing: tuple[Toleration, ...], new: Toleration
+) -> tuple[Toleration, ...]:
+    def matches(t: Toleration) -> bool:
+        return (t.key, t.operator, t.value, t.effect) == (
+            new.key,
+            new.operator,
+            new.value,
+            new.effect,
+        )
+
+    if any(matches(t) for t in existing):
+        return tuple(new if matches(t) else t for t in existing)
+    return (*existing, new)
+
+
+def apply_api_defaults(pod: Pod) -> Pod:
+    """The v1 API defaults a manifest relies on (what the API server would have filled in)."""
+    spec = pod.spec
+    containers = tuple(_container_defaults(c, bool(spec.host_network)) for c in spec.containers)
+    inits = tuple(_container_defaults(c, bool(spec.host_network)) for c in spec.init_containers)
+    volumes = tuple(v if _has_source(v) else attrs.evolve(v, empty_dir={}) for v in spec.volumes)
+    spec = attrs.evolve(
+        spec,
+        containers=containers,
+        init_containers=inits,
+        volumes=volumes,
+        restart_policy=spec.restart_policy or "Always",
+        dns_policy=spec.dns_policy or "ClusterFirst",
+        termination_grace_period_seconds=(
+            30
+            if spec.termination_grace_period_seconds is None
+            else spec.termination_grace_period_seconds
+        ),
+        scheduler_name=spec.scheduler_name or "default-scheduler",
+        enable_service_links=True
+        if spec.enable_service_links is None
+        else spec.enable_service_links,
+    )
+    return attrs.evolve(pod, spec=spec)
+
+
+def _has_source(volume: Any) -> bool:
+    return any(
+        getattr(volume, f.name) is not None for f in attrs.fields(type(volume)) if f.name != "name"
+    )
+
+
+def default_pull_policy(image: str) -> str:
+    """``Always`` for ``:latest`` or untagged images, else ``IfNotPresent`` (upstream rule)."""
+    try:
+        _, _, tag, digest = imageref.split_reference(image)
+    except ValueError:
+        return "IfNotPresent"
+    if not tag and not digest:
+        tag = imageref.DEFAULT_TAG
+    return "Always" if tag == imageref.DEFAULT_TAG else "IfNotPresent"
+
+
+def _container_defaults(ctr: Container, host_network: bool) -> Container:
+    ports = tuple(
+        attrs.evolve(
+            p,
+            protocol=p.protocol or "TCP",
+            host_port=p.container_port if host_network and not p.host_port else p.host_port,
+        )
+        for p in ctr.ports
+    )
+    resources = ctr.resources
+    if resources is not None and resources.limits:
+        requests = {**resources.limits, **resources.requests}
+        resources = attrs.evolve(resources, requests=requests)
+    lifecycle = ctr.lifecycle
+    if lifecycle is not None:
+        lifecycle = attrs.evolve(
+            lifecycle,
+            post_start=_handler_defaults(lifecycle.post_start),
+            pre_stop=_handler_defaults(lifecycle.pre_stop),
+        )
+    return attrs.evolve(
+        ctr,
+        ports=ports,
+        resources=resources,
+        lifecycle=lifecycle,
+        liveness_probe=_probe_defaults(ctr.liveness_probe),
+        readiness_probe=_probe_defaults(ctr.readiness_probe),
+        startup_probe=_probe_defaults(ctr.startup_probe),
+        image_pull_policy=ctr.image_pull_policy or default_pull_policy(ctr.image),
+        termination_message_path=ctr.termination_message_path or "/dev/termination-log",
+        termination_message_policy=ctr.termination_message_policy or "File",
+    )
+
+
+def _http_defaults(action: HTTPGetAction | None) -> HTTPGetAction | None:
+    if action is None:
+        return None
+    return attrs.evolve(action, path=action.path or "/", scheme=action.scheme or "HTTP")
+
+
+def _handler_defaults(handler: LifecycleHandler | None) -> LifecycleHandler | None:
+    if handler is None:
+        return None
+    return attrs.evolve(handler, http_get=_http_defaults(handler.http_get))
+
+
+def _probe_defaults(probe: Probe | None) -> Probe | None:
+    """Zero means "not set" for these probe fields upstream, so zero gets the default."""
+    if probe is None:
+        return None
+    return attrs.evolve(
+        probe,
+        http_get=_http_defaults(probe.http_get),
+        timeout_seconds=probe.timeout_seconds or 1,
+        period_seconds=probe.period_seconds or 10,
+        success_threshold=probe.success_threshold or 1,
+        failure_threshold=probe.failure_threshold or 3,
+    )

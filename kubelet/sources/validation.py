@@ -1,0 +1,527 @@
+"""A pragmatic subset of upstream's ValidatePodCreate, plus the static-pod-only checks.
+
+Messages follow upstream's field errors (``spec.restartPolicy: Unsupported value:
+"Sometimes": supported values: "Always", "OnFailure", "Never"``) so that what users
+search for matches what upstream would have said. Paths use wire names, so the manifest
+decoder can point at the line that holds the field.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+import attrs
+
+from kubelet.api.pod import Container, ContainerPort, LifecycleHandler, Pod, PodSpec, Probe
+
+_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_LABEL_RE = re.compile(_LABEL)
+_SUBDOMAIN_RE = re.compile(rf"{_LABEL}(\.{_LABEL})*")
+_QUALIFIED_RE = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+_LABEL_VALUE_RE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
+_IANA_SVC_RE = re.compile(r"[-a-z0-9]+")
+
+LABEL_MSG = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+    "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
+    f"regex used for validation is '{_LABEL}')"
+)
+SUBDOMAIN_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' "
+    "or '.', and must start and end with an alphanumeric character (e.g. 'example.com', "
+    rf"regex used for validation is '{_LABEL}(\.{_LABEL})*')"
+)
+
+RESTART_POLICIES = ("Always", "OnFailure", "Never")
+DNS_POLICIES = ("ClusterFirstWithHostNet", "ClusterFirst", "Default", "None")
+PULL_POLICIES = ("Always", "IfNotPresent", "Never")
+TERMINATION_MESSAGE_POLICIES = ("File", "FallbackToLogsOnError")
+PROTOCOLS = ("SCTP", "TCP", "UDP")
+
+_NO_VALUE = object()
+
+
+@attrs.frozen
+class FieldError:
+    """One validation failure, printed the way upstream's field.Error prints."""
+
+    path: str
+    kind: str
+    """"Required value", "Invalid value", "Unsupported value", "Duplicate value", ..."""
+    value: object = _NO_VALUE
+    detail: str = ""
+
+    def __str__(self) -> str:
+        body = self.kind
+        if self.value is not _NO_VALUE:
+            shown = json.dumps(self.value) if isinstance(self.value, str) else str(self.value)
+            body += f": {shown}"
+        if self.detail:
+            body += f": {self.detail}"
+        return f"{self.path}: {body}"
+
+
+def _required(path: str, detail: str = "") -> FieldError:
+    return FieldError(path, "Required value", detail=detail)
+
+
+def _unsupported(path: str, value: str, allowed: Iterable[str]) -> FieldError:
+    supported = ", ".join(json.dumps(v) for v in allowed)
+    return FieldError(path, "Unsupported value", value, f"supported values: {supported}")
+
+
+def _dns(path: str, value: str, *, subdomain: bool) -> Iterator[FieldError]:
+    limit, regex, msg = (
+        (253, _SUBDOMAIN_RE, SUBDOMAIN_MSG) if subdomain else (63, _LABEL_RE, LABEL_MSG)
+    )
+    if len(value) > limit:
+        yield FieldError(path, "Invalid value", value, f"must be no more than {limit} characters")
+    if not regex.fullmatch(value):
+        yield FieldError(path, "Invalid value", value, msg)
+
+
+def _port(path: str, value: int) -> Iterator[FieldError]:
+    if not 1 <= value <= 65535:
+        yield FieldError(path, "Invalid value", value, "must be between 1 and 65535, inclusive")
+
+
+def _port_name(path: str, name: str) -> Iterator[FieldError]:
+    if len(name) > 15:
+        yield FieldError(path, "Invalid value", name, "must be no more than 15 characters")
+    if not _IANA_SVC_RE.fullmatch(name) or not re.search("[a-z]", name):
+        yield FieldError(
+            path,
+            "Invalid value",
+            name,
+            "must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-) "
+            "and at least one letter (a-z)",
+        )
+    elif name.startswith("-") or name.endswith("-") or "--" in name:
+        yield FieldError(
+            path,
+            "Invalid value",
+            name,
+            "must not begin or end with a hyphen, or contain adjacent hyphens",
+        )
+
+
+def _nonnegative(path: str, value: int | None) -> Iterator[FieldError]:
+    if value is not None and value < 0:
+        yield FieldError(path, "Invalid value", value, "must be greater than or equal to 0")
+
+
+def _qualified_name(path: str, key: str) -> Iterator[FieldError]:
+    prefix, slash, name = key.rpartition("/")
+    if slash and (not prefix or len(prefix) > 253 or not _SUBDOMAIN_RE.fullmatch(prefix)):
+        yield FieldError(path, "Invalid value", key, "prefix part " + SUBDOMAIN_MSG)
+    if not name or len(name) > 63 or not _QUALIFIED_RE.fullmatch(name):
+        yield FieldError(
+            path,
+            "Invalid value",
+            key,
+            "name part must consist of alphanumeric characters, '-', '_' or '.', and must "
+            "start and end with an alphanumeric character, and be no more than 63 characters",
+        )
+
+
+# -- the pod ---------------------------------------------------------------------------------
+
+
+def validate_pod(pod: Pod) -> list[FieldError]:
+    """What ValidatePodCreate would reject, as far as this kubelet models the pod."""
+    return [*_metadata(pod), *_spec(pod.spec)]
+
+
+def _metadata(pod: Pod) -> Iterator[FieldError]:
+    meta = pod.metadata
+    if not meta.name:
+        yield _required("metadata.name", "name or generateName is required")
+    else:
+        yield from _dns("metadata.name", meta.name, subdomain=True)
+    if not meta.namespace:
+        yield _required("metadata.namespace")
+    else:
+        yield from _dns("metadata.namespace", meta.namespace, subdomain=False)
+    for key, value in meta.labels.items():
+        yield from _qualified_name("metadata.labels", key)
+        if len(value) > 63 or not _LABEL_VALUE_RE.fullmatch(value):
+            yield FieldError(
+                "metadata.labels",
+                "Invalid value",
+                value,
+                "a valid label must be an empty string or consist of alphanumeric characters, "
+                "'-', '_' or '.', and must start and end with an alphanumeric character, and "
+                "be no more than 63 characters",
+            )
+    for key in meta.annotations:
+        yield from _qualified_name("metadata.annotations", key.lower())
+
+
+def _spec(spec: PodSpec) -> Iterator[FieldError]:
+    volumes: set[str] = set()
+    for i, volume in enumerate(spec.volumes):
+        path = f"spec.volumes[{i}].name"
+        if not volume.name:
+            yield _required(path)
+        else:
+            yield from _dns(path, volume.name, subdomain=False)
+            if volume.name in volumes:
+                yield FieldError(path, "Duplicate value", volume.name)
+            volumes.add(volume.name)
+    if not spec.containers:
+        yield _required("spec.containers")
+    names: set[str] = set()
+    for field, group in (("initContainers", spec.init_containers), ("containers", spec.containers)):
+        for i, ctr in enumerate(group):
+            yield from _container(
+                f"spec.{field}[{i}]", ctr, names, volumes, spec, init=field == "initContainers"
+            )
+    if spec.restart_policy not in RESTART_POLICIES:
+        yield _unsupported("spec.restartPolicy", spec.restart_policy, RESTART_POLICIES)
+    if spec.dns_policy not in DNS_POLICIES:
+        yield _unsupported("spec.dnsPolicy", spec.dns_policy, DNS_POLICIES)
+    elif spec.dns_policy == "None" and spec.dns_config is None:
+        yield _required("spec.dnsConfig", "must provide `dnsConfig` when `dnsPolicy` is None")
+    yield from _nonnegative(
+        "spec.terminationGracePeriodSeconds", spec.termination_grace_period_seconds
+    )
+    deadline = spec.active_deadline_seconds
+    if deadline is not None and not 1 <= deadline <= 2**31 - 1:
+        yield FieldError(
+            "spec.activeDeadlineSeconds",
+            "Invalid value",
+            deadline,
+            "must be between 1 and 2147483647, inclusive",
+        )
+
+
+def _container(
+    path: str, ctr: Container, names: set[str], volumes: set[str], spec: PodSpec, *, init: bool
+) -> Iterator[FieldError]:
+    if not ctr.name:
+        yield _required(f"{path}.name")
+    else:
+        yield from _dns(f"{path}.name", ctr.name, subdomain=False)
+        if ctr.name in names:
+            yield FieldError(f"{path}.name", "Duplicate value", ctr.name)
+        names.add(ctr.name)
+    if not ctr.image:
+        yield _required(f"{path}.image")
+    elif ctr.image != ctr.image.strip():
+        yield FieldError(
+            f"{path}.image",
+            "Invalid value",
+            ctr.image,
+            "must not have leading or trailing whitespace",
+        )
+    if ctr.image_pull_policy not in PULL_POLICIES:
+        yield _unsupported(f"{path}.imagePullPolicy", ctr.image_pull_policy, PULL_POLICIES)
+    if ctr.termination_message_policy not in TERMINATION_MESSAGE_POLICIES:
+        yield _unsupported(
+            f"{path}.terminationMessagePolicy",
+            ctr.termination_message_policy,
+            TERMINATION_MESSAGE_POLICIES,
+        )
+    sidecar = init and ctr.restart_policy == "Always"
+    if ctr.restart_policy is not None:
+        if not init:
+            yield FieldError(
+                f"{path}.restartPolicy",
+                "Forbidden",
+                detail="may not be set for non-init containers",
+            )
+        elif ctr.restart_policy != "Always":
+            yield _unsupported(f"{path}.restartPolicy", ctr.restart_policy, ("Always",))
+    for j, port in enumerate(ctr.ports):
+        yield from _container_port(f"{path}.ports[{j}]", port, spec)
+    for field, probe in (
+        ("livenessProbe", ctr.liveness_probe),
+        ("readinessProbe", ctr.readiness_probe),
+        ("startupProbe", ctr.startup_probe),
+    ):
+        if probe is None:
+            continue
+        if init and not sidecar:
+            yield FieldError(
+                f"{path}.{field}",
+                "Forbidden",
+                detail="may not be set for init containers without restartPolicy=Always",
+            )
+            continue
+        yield from _probe(f"{path}.{field}", probe, single_success=field != "readinessProbe")
+    if ctr.lifecycle is not None:
+        for field, handler in (
+            ("postStart", ctr.lifecycle.post_start),
+            ("preStop", ctr.lifecycle.pre_stop),
+        ):
+            if handler is not None:
+                yield from _handler(f"{path}.lifecycle.{field}", handler)
+    for j, mount in enumerate(ctr.volume_mounts):
+        if not mount.name:
+            yield _required(f"{path}.volumeMounts[{j}].name")
+        elif mount.name not in volumes:
+            yield FieldError(f"{path}.volumeMounts[{j}].name", "Not found", mount.name)
+        if not mount.mount_path:
+            yield _required(f"{path}.volumeMounts[{j}].mountPath")
+    for j, env in enumerate(ctr.env):
+        if not env.name:
+            yield _required(f"{path}.env[{j}].name")
+
+
+def _container_port(path: str, port: ContainerPort, spec: PodSpec) -> Iterator[FieldError]:
+    yield from _port(f"{path}.containerPort", port.container_port)
+    if port.host_port:
+        yield from _port(f"{path}.hostPort", port.host_port)
+        if spec.host_network and port.host_port != port.container_port:
+            yield FieldError(
+                f"{path}.hostPort",
+                "Invalid value",
+                port.host_port,
+                "must match `containerPort` when `hostNetwork` is true",
+            )
+    if port.protocol not in PROTOCOLS:
+        yield _unsupported(f"{path}.protocol", port.protocol, PROTOCOLS)
+    if port.name:
+        yield from _port_name(f"{path}.name", port.name)
+
+
+def _probe(path: str, probe: Probe, *, single_success: bool) -> Iterator[FieldError]:
+    handlers = [
+        (name, value)
+        for name, value in (
+            ("exec", probe.exec),
+            ("httpGet", probe.http_get),
+            ("tcpSocket", probe.tcp_socket),
+            ("grpc", probe.grpc),
+        )
+        if value is not None
+    ]
+    yield from _one_handler(path, handlers)
+    for field, value in (
+        ("initialDelaySeconds", probe.initial_delay_seconds),
+        ("timeoutSeconds", probe.timeout_seconds),
+        ("periodSeconds", probe.period_seconds),
+        ("successThreshold", probe.success_threshold),
+        ("failureThreshold", probe.failure_threshold),
+    ):
+        yield from _nonnegative(f"{path}.{field}", value)
+    if single_success and probe.success_threshold != 1:
+        yield FieldError(
+            f"{path}.successThreshold", "Invalid value", probe.success_threshold, "must be 1"
+        )
+    if (
+        probe.termination_grace_period_seconds is not None
+        and probe.termination_grace_period_seconds <= 0
+    ):
+        yield FieldError(
+            f"{path}.terminationGracePeriodSeconds",
+            "Invalid value",
+            probe.termination_grace_period_seconds,
+            "must be greater than 0",
+        )
+    if probe.grpc is not None:
+        yield from _port(f"{path}.grpc.port", probe.grpc.port)
+
+
+def _handler(path: str, handler: LifecycleHandler) -> Iterator[FieldError]:
+    handlers = [
+        (name, value)
+        for name, value in (
+            ("exec", handler.exec),
+            ("httpGet", handler.http_get),
+            ("tcpSocket", handler.tcp_socket),
+            ("sleep", handler.sleep),
+        )
+        if value is not None
+    ]
+    yield from _one_handler(path, handlers)
+    if handler.sleep is not None:
+        yield from _nonnegative(f"{path}.sleep.seconds", handler.sleep.seconds)
+
+
+def _one_handler(path: str, handlers: list[tuple[str, Any]]) -> Iterator[FieldError]:
+    if not handlers:
+        yield _required(path, "must specify a handler type")
+        return
+    if len(handlers) > 1:
+        yield FieldError(
+            f"{path}.{handlers[1][0]}",
+            "Forbidden",
+            detail="may not specify more than 1 handler type",
+        )
+    name, action = handlers[0]
+    if name == "exec" and not action.command:
+        yield _required(f"{path}.exec.command")
+    if name in ("httpGet", "tcpSocket"):
+        port = action.port
+        if isinstance(port, int):
+            yield from _port(f"{path}.{name}.port", port)
+        else:
+            yield from _port_name(f"{path}.{name}.port", port)
+
+
+# -- static pods only -------------------------------------------------------------------------
+
+API_FREE_VOLUME_TYPES = frozenset(
+    {
+        "awsElasticBlockStore",
+        "azureDisk",
+        "cephfs",
+        "cinder",
+        "downwardAPI",
+        "emptyDir",
+        "fc",
+        "flexVolume",
+        "flocker",
+        "gcePersistentDisk",
+        "gitRepo",
+        "hostPath",
+        "image",
+        "iscsi",
+        "nfs",
+        "photonPersistentDisk",
+        "portworxVolume",
+        "quobyte",
+        "rbd",
+        "scaleIO",
+        "storageos",
+        "vsphereVolume",
+    }
+)
+_API_VOLUMES = {
+    "configMap": "configmaps (via configmap volumes)",
+    "secret": "secrets (via secret volumes)",
+    "csi": "csidrivers (via CSI volumes)",
+    "glusterfs": "endpoints (via glusterFS volumes)",
+    "persistentVolumeClaim": "persistentvolumeclaims",
+    "ephemeral": "persistentvolumeclaims (via ephemeral volumes)",
+    "azureFile": "secrets (via azureFile volumes)",
+}
+_API_PROJECTIONS = {
+    "configMap": "configmaps (via projected volumes)",
+    "secret": "secrets (via projected volumes)",
+    "serviceAccountToken": "serviceaccounts (via projected volumes)",
+    "clusterTrustBundle": "clustertrustbundles",
+    "podCertificate": "podcertificates",
+}
+_SECRET_REF_VOLUMES = ("cephfs", "cinder", "flexVolume", "iscsi", "rbd", "scaleIO", "storageos")
+
+
+class UnknownVolumeError(ValueError):
+    """A volume (or projection) of a type nobody knows: upstream refuses to guess."""
+
+
+def _dicts(value: Any) -> list[Mapping[str, Any]]:
+    return [v for v in value if isinstance(v, Mapping)] if isinstance(value, list) else []
+
+
+def _get(value: Any, *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(key)
+    return value
+
+
+def _containers(spec: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
+    for field in ("initContainers", "containers", "ephemeralContainers"):
+        yield from _dicts(spec.get(field))
+
+
+def _refers_to(spec: Mapping[str, Any], kind: str) -> bool:
+    """Upstream's VisitPodSecretNames / VisitPodConfigmapNames, answering yes or no."""
+    ref, key_ref, volume, projection = (
+        ("secretRef", "secretKeyRef", "secret", "secret")
+        if kind == "secret"
+        else ("configMapRef", "configMapKeyRef", "configMap", "configMap")
+    )
+    if kind == "secret" and spec.get("imagePullSecrets"):
+        return True
+    for ctr in _containers(spec):
+        if any(ref in src for src in _dicts(ctr.get("envFrom"))):
+            return True
+        if any(_get(env, "valueFrom", key_ref) is not None for env in _dicts(ctr.get("env"))):
+            return True
+    for vol in _dicts(spec.get("volumes")):
+        if vol.get(volume) is not None:
+            return True
+        if any(
+            src.get(projection) is not None for src in _dicts(_get(vol, "projected", "sources"))
+        ):
+            return True
+        if kind == "secret":
+            if vol.get("azureFile") is not None or _get(vol, "csi", "nodePublishSecretRef"):
+                return True
+            if any(_get(vol, name, "secretRef") for name in _SECRET_REF_VOLUMES):
+                return True
+    return False
+
+
+def api_object_reference(raw: Mapping[str, Any]) -> str | None:
+    """The API resource a static pod (as decoded, before our model drops keys) refers to.
+
+    Static pods run before (and without) the API server, so upstream refuses them
+    (``static pods may not reference <resource>``). Raises UnknownVolumeError for a volume
+    or projection type it cannot classify.
+    """
+    spec = raw.get("spec")
+    if not isinstance(spec, Mapping):
+        return None
+    if spec.get("serviceAccountName") or spec.get("serviceAccount"):
+        return "serviceaccounts"
+    if _refers_to(spec, "secret"):
+        return "secrets"
+    if _refers_to(spec, "configMap"):
+        return "configmaps"
+    if spec.get("resourceClaims"):
+        return "resourceclaims"
+    for vol in _dicts(spec.get("volumes")):
+        kinds = [k for k, v in vol.items() if k != "name" and v is not None]
+        for kind in kinds:
+            if kind in _API_VOLUMES:
+                return _API_VOLUMES[kind]
+        if "projected" in kinds:
+            for src in _dicts(_get(vol, "projected", "sources")):
+                present = [k for k, v in src.items() if v is not None]
+                for kind in present:
+                    if kind in _API_PROJECTIONS:
+                        return _API_PROJECTIONS[kind]
+                if "downwardAPI" not in present:
+                    raise UnknownVolumeError(
+                        f"unknown source for projected volume {vol.get('name')!r}"
+                    )
+        elif not any(k in API_FREE_VOLUME_TYPES for k in kinds) and kinds:
+            raise UnknownVolumeError(f"unknown volume type for volume {vol.get('name')!r}")
+    return None
+
+
+SYSTEM_PRIORITY_CLASSES = {
+    "system-node-critical": 2000001000,
+    "system-cluster-critical": 2000000000,
+}
+
+
+def static_pod_priority_warning(spec: PodSpec) -> str | None:
+    """Why a static pod's priority settings may break its mirror pod, or None."""
+    if spec.priority is None and spec.priority_class_name:
+        return (
+            "Static Pod has non-nil PriorityClassName and nil Priority. Kubelet will not make "
+            "use of the priority. Mirror pod creation may fail."
+        )
+    if spec.priority is not None and not spec.priority_class_name:
+        return (
+            "Static Pod has Priority set without PriorityClassName. Mirror Pod creation may fail "
+            "if the default priority class doesn't match the given priority"
+        )
+    if (
+        spec.priority is not None
+        and SYSTEM_PRIORITY_CLASSES.get(spec.priority_class_name) != spec.priority
+    ):
+        return (
+            "Static Pod has non-standard values for Priority and PriorityClassName. Mirror Pod "
+            "may be attempted to be evicted from the node ineffectively"
+        )
+    return None

@@ -1,0 +1,243 @@
+"""Pod validation (upstream's messages) and the static-pod API-reference rule (SP-07/08)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+
+from kubelet.sources.static import ManifestError, load_pod
+from kubelet.sources.validation import (
+    FieldError,
+    UnknownVolumeError,
+    api_object_reference,
+)
+
+BASE: dict[str, Any] = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "web", "namespace": "kube-system"},
+    "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]},
+}
+
+
+def with_(changes: dict[str, Any], container: dict[str, Any] | None = None) -> dict[str, Any]:
+    doc = copy.deepcopy(BASE)
+    doc["spec"].update(changes)
+    if container:
+        doc["spec"]["containers"][0].update(container)
+    return doc
+
+
+def reason(doc: dict[str, Any]) -> str:
+    with pytest.raises(ManifestError) as info:
+        load_pod(json.dumps(doc).encode(), "/m/web.json", node_name="n")
+    return info.value.reason
+
+
+def test_valid_pod_passes() -> None:
+    pod = load_pod(json.dumps(BASE).encode(), "/m/web.json", node_name="n")
+    assert pod.metadata.name == "web-n"
+
+
+@pytest.mark.parametrize(
+    ("doc", "message"),
+    [
+        (with_({"containers": []}), "spec.containers: Required value"),
+        (
+            with_({"restartPolicy": "Sometimes"}),
+            'spec.restartPolicy: Unsupported value: "Sometimes": supported values: '
+            '"Always", "OnFailure", "Never"',
+        ),
+        (with_({"dnsPolicy": "Google"}), 'spec.dnsPolicy: Unsupported value: "Google"'),
+        (with_({"dnsPolicy": "None"}), "spec.dnsConfig: Required value"),
+        (
+            with_({"terminationGracePeriodSeconds": -1}),
+            "spec.terminationGracePeriodSeconds: Invalid value: -1: must be greater than or "
+            "equal to 0",
+        ),
+        (with_({"activeDeadlineSeconds": 0}), "spec.activeDeadlineSeconds: Invalid value: 0"),
+        (with_({}, {"image": ""}), "spec.containers[0].image: Required value"),
+        (with_({}, {"image": " busybox"}), "must not have leading or trailing whitespace"),
+        (
+            with_({}, {"name": "Web_1"}),
+            'spec.containers[0].name: Invalid value: "Web_1": a lowercase RFC 1123 label',
+        ),
+        (
+            with_({"initContainers": [{"name": "c", "image": "i"}]}),
+            'spec.containers[0].name: Duplicate value: "c"',
+        ),
+        (with_({}, {"imagePullPolicy": "Sometimes"}), "spec.containers[0].imagePullPolicy"),
+        (with_({}, {"terminationMessagePolicy": "X"}), "terminationMessagePolicy: Unsupported"),
+        (
+            with_({}, {"ports": [{"containerPort": 70000}]}),
+            "spec.containers[0].ports[0].containerPort: Invalid value: 70000: must be between 1 "
+            "and 65535, inclusive",
+        ),
+        (
+            with_({}, {"ports": [{"containerPort": 80, "protocol": "ICMP"}]}),
+            'protocol: Unsupported value: "ICMP": supported values: "SCTP", "TCP", "UDP"',
+        ),
+        (
+            with_({"hostNetwork": True}, {"ports": [{"containerPort": 80, "hostPort": 81}]}),
+            "must match `containerPort` when `hostNetwork` is true",
+        ),
+        (
+            with_({}, {"ports": [{"containerPort": 80, "name": "HTTP"}]}),
+            "spec.containers[0].ports[0].name: Invalid value",
+        ),
+        (
+            with_({}, {"livenessProbe": {"periodSeconds": 3}}),
+            "spec.containers[0].livenessProbe: Required value: must specify a handler type",
+        ),
+        (
+            with_(
+                {}, {"readinessProbe": {"exec": {"command": ["true"]}, "tcpSocket": {"port": 1}}}
+            ),
+            "spec.containers[0].readinessProbe.tcpSocket: Forbidden: may not specify more than 1 "
+            "handler type",
+        ),
+        (
+            with_({}, {"livenessProbe": {"exec": {"command": ["x"]}, "successThreshold": 2}}),
+            "livenessProbe.successThreshold: Invalid value: 2: must be 1",
+        ),
+        (
+            with_({}, {"livenessProbe": {"httpGet": {"port": 0}}}),
+            "livenessProbe.httpGet.port: Invalid value: 0",
+        ),
+        (
+            with_({}, {"lifecycle": {"preStop": {}}}),
+            "lifecycle.preStop: Required value: must specify a handler type",
+        ),
+        (
+            with_({}, {"volumeMounts": [{"name": "data", "mountPath": "/d"}]}),
+            'spec.containers[0].volumeMounts[0].name: Not found: "data"',
+        ),
+        (
+            with_({"volumes": [{"name": "a", "emptyDir": {}}, {"name": "a", "emptyDir": {}}]}),
+            'spec.volumes[1].name: Duplicate value: "a"',
+        ),
+        (
+            with_(
+                {
+                    "initContainers": [
+                        {"name": "i", "image": "i", "readinessProbe": {"exec": {"command": ["x"]}}}
+                    ]
+                }
+            ),
+            "may not be set for init containers without restartPolicy=Always",
+        ),
+        (with_({}, {"restartPolicy": "Always"}), "may not be set for non-init containers"),
+        (
+            {**BASE, "metadata": {"name": "web", "namespace": "Kube_System"}},
+            'metadata.namespace: Invalid value: "Kube_System"',
+        ),
+        (
+            {**BASE, "metadata": {"name": "web", "labels": {"app": "no spaces"}}},
+            'metadata.labels: Invalid value: "no spaces"',
+        ),
+    ],
+)
+def test_invalid_pods(doc: dict[str, Any], message: str) -> None:
+    got = reason(doc)
+    assert got.startswith("invalid pod: ")
+    assert message in got
+
+
+def test_sidecar_init_container_may_have_probes() -> None:
+    sidecar = {
+        "name": "s",
+        "image": "i",
+        "restartPolicy": "Always",
+        "readinessProbe": {"exec": {"command": ["x"]}},
+    }
+    load_pod(json.dumps(with_({"initContainers": [sidecar]})).encode(), "/m", node_name="n")
+
+
+def test_field_error_format() -> None:
+    assert str(FieldError("a.b", "Required value")) == "a.b: Required value"
+    assert str(FieldError("a", "Invalid value", 3, "bad")) == "a: Invalid value: 3: bad"
+    assert str(FieldError("a", "Duplicate value", "x")) == 'a: Duplicate value: "x"'
+
+
+# -- static pods may not reference API objects ------------------------------------------------
+
+
+def spec_with(**spec: Any) -> dict[str, Any]:
+    return {"spec": {"containers": [{"name": "c", "image": "i"}], **spec}}
+
+
+def ctr_with(**ctr: Any) -> dict[str, Any]:
+    return {"spec": {"containers": [{"name": "c", "image": "i", **ctr}]}}
+
+
+def vol(**source: Any) -> dict[str, Any]:
+    return spec_with(volumes=[{"name": "v", **source}])
+
+
+def projected(*sources: dict[str, Any]) -> dict[str, Any]:
+    return vol(projected={"sources": list(sources)})
+
+
+@pytest.mark.parametrize(
+    ("raw", "resource"),
+    [
+        (spec_with(serviceAccountName="default"), "serviceaccounts"),
+        (spec_with(serviceAccount="default"), "serviceaccounts"),
+        (spec_with(imagePullSecrets=[{"name": "pull"}]), "secrets"),
+        (ctr_with(envFrom=[{"secretRef": {"name": "s"}}]), "secrets"),
+        (ctr_with(env=[{"name": "A", "valueFrom": {"secretKeyRef": {"key": "k"}}}]), "secrets"),
+        (vol(secret={"secretName": "s"}), "secrets"),
+        (projected({"secret": {"name": "s"}}), "secrets"),
+        (vol(cephfs={"monitors": ["m"], "secretRef": {"name": "s"}}), "secrets"),
+        (vol(azureFile={"shareName": "x"}), "secrets"),
+        (ctr_with(envFrom=[{"configMapRef": {"name": "c"}}]), "configmaps"),
+        (
+            ctr_with(env=[{"name": "A", "valueFrom": {"configMapKeyRef": {"key": "k"}}}]),
+            "configmaps",
+        ),
+        (vol(configMap={"name": "c"}), "configmaps"),
+        (projected({"configMap": {"name": "c"}}), "configmaps"),
+        (spec_with(resourceClaims=[{"name": "c"}]), "resourceclaims"),
+        (vol(persistentVolumeClaim={"claimName": "c"}), "persistentvolumeclaims"),
+        (
+            vol(ephemeral={"volumeClaimTemplate": {}}),
+            "persistentvolumeclaims (via ephemeral volumes)",
+        ),
+        (vol(csi={"driver": "d"}), "csidrivers (via CSI volumes)"),
+        (vol(glusterfs={"path": "p"}), "endpoints (via glusterFS volumes)"),
+        (
+            projected({"serviceAccountToken": {"path": "t"}}),
+            "serviceaccounts (via projected volumes)",
+        ),
+        (projected({"clusterTrustBundle": {"path": "t"}}), "clustertrustbundles"),
+        (projected({"podCertificate": {}}), "podcertificates"),
+        (projected({"downwardAPI": {"items": []}}), None),
+        (vol(hostPath={"path": "/x"}), None),
+        (vol(emptyDir={}), None),
+        (vol(), None),
+        (
+            ctr_with(
+                env=[{"name": "A", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}]
+            ),
+            None,
+        ),
+    ],
+    ids=lambda v: v if isinstance(v, str) or v is None else "",
+)
+def test_sp07_sp08_api_object_reference(raw: dict[str, Any], resource: str | None) -> None:
+    assert api_object_reference(raw) == resource
+
+
+def test_unknown_projection_and_volume_types() -> None:
+    with pytest.raises(UnknownVolumeError, match="unknown source for projected volume 'v'"):
+        api_object_reference(projected({"somethingNew": {}}))
+    with pytest.raises(UnknownVolumeError, match="unknown volume type for volume 'v'"):
+        api_object_reference(vol(somethingNew={}))
+
+
+def test_reference_is_reported_for_the_manifest() -> None:
+    doc = with_({"volumes": [{"name": "s", "secret": {"secretName": "tls"}}]})
+    assert reason(doc) == "static pods may not reference secrets"
