@@ -6,7 +6,8 @@ Rules, so every object behaves the same:
   wire form explicitly with ``metadata={"wire": ...}`` (``continue_`` → ``continue``).
 * Unknown keys are ignored (newer API servers add fields).
 * Unstructuring omits None, empty strings and empty collections (Go's ``omitempty``);
-  zeros and False are kept.
+  zeros and False are kept, and so is an empty value in a field whose default is None
+  (a Go pointer: ``emptyDir: {}`` means "an emptyDir", not "nothing").
 * Scalars are checked: a string field takes a string (numbers and booleans are turned
   into strings, as the upstream YAML decoder does for string targets), an int field an
   int, a bool field a bool. A wrong type raises ``WireError`` naming the field path.
@@ -174,9 +175,16 @@ def _make_converter() -> cattrs.Converter:
         fields = attrs.fields(cls)
         overrides = {f.name: override(rename=wire_name(f)) for f in fields}
         inner: Any = make_dict_unstructure_fn(cls, conv, **overrides)  # type: ignore[arg-type]
+        # A field whose default is None is a Go pointer: only nil is omitted, so a set but
+        # empty value (``emptyDir: {}``) survives. Other fields drop their empty values.
+        pointer_like = {wire_name(f) for f in fields if f.default is None}
 
         def unstructure(obj: Any) -> dict[str, Any]:
-            return {k: v for k, v in inner(obj).items() if not _is_empty(v)}
+            return {
+                k: v
+                for k, v in inner(obj).items()
+                if v is not None and (k in pointer_like or not _is_empty(v))
+            }
 
         return unstructure
 
