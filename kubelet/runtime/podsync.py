@@ -15,6 +15,7 @@ finishes the job after restart from what the runtime reports.
 from __future__ import annotations
 
 import logging
+import shutil
 from collections.abc import Callable, Collection, Mapping
 
 import attrs
@@ -26,7 +27,13 @@ from kubelet.cri import CriError, NotFound, RuntimeClient, api
 from . import labels
 from .actions import ContainerToKill, compute_pod_actions
 from .backoff import Backoff, crash_loop_backoff, crash_loop_key
-from .configs import container_config, next_restart_count, pod_cgroup_parent, sandbox_config
+from .configs import (
+    container_config,
+    next_restart_count,
+    pod_cgroup_parent,
+    pod_log_directory,
+    sandbox_config,
+)
 from .grace import KillReason, kill_grace_period, stop_container_timeout
 from .images import ImageError, ImageManager
 from .types import ContainerInfo, ContainerRunState, RuntimePodStatus, SandboxState
@@ -271,6 +278,16 @@ class PodRuntime:
         async with trio.open_nursery() as nursery:
             for sandbox in status.sandboxes:
                 nursery.start_soon(self._remove_sandbox, sandbox.id)
+        await self._remove_log_directory(pod)
+
+    async def _remove_log_directory(self, pod: Pod) -> None:
+        """The pod's log directory goes with the pod (upstream's container GC does this)."""
+        meta = pod.metadata
+        if not (meta.namespace and meta.name and meta.uid):
+            return
+        path = trio.Path(pod_log_directory(pod, self.pod_logs_dir))
+        if await path.exists():
+            await trio.to_thread.run_sync(shutil.rmtree, str(path), True)
 
     async def _kill_containers(
         self, pod: Pod, status: RuntimePodStatus, victims: Mapping[str, ContainerToKill]

@@ -41,7 +41,9 @@ class ScriptedRuntime(RuntimeLister):
         return RuntimePodStatus(uid=uid)
 
 
-def make(capacity: int = 100) -> tuple[Pleg, ScriptedRuntime, trio.MemoryReceiveChannel[PodLifecycleEvent], PodCache]:
+def make(
+    capacity: int = 100,
+) -> tuple[Pleg, ScriptedRuntime, trio.MemoryReceiveChannel[PodLifecycleEvent], PodCache]:
     runtime = ScriptedRuntime()
     cache = PodCache(runtime.status)
     send, recv = trio.open_memory_channel[PodLifecycleEvent](capacity)
