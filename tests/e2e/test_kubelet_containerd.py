@@ -137,7 +137,7 @@ class KubeletProcess:
                 await trio.sleep(0.05)
         if scope.cancelled_caught:
             tail = self.log()[-4000:]
-            pytest.fail(f"timed out after {timeout}s waiting for {what}\n--- kubelet log ---\n{tail}")
+            pytest.fail(f"timed out after {timeout}s waiting for {what}\n--- log ---\n{tail}")
         return time.monotonic() - start
 
 
