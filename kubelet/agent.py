@@ -69,8 +69,13 @@ def memory_capacity(meminfo: str = "/proc/meminfo") -> int:
 
 
 class _RuntimeHousekeeper(Housekeeper):
-    def __init__(self, view: RuntimeView) -> None:
+    def __init__(self, view: RuntimeView, backoffs: Iterable[Backoff]) -> None:
         self._view = view
+        self._backoffs = tuple(backoffs)
+
+    def tidy(self) -> None:
+        for backoff in self._backoffs:
+            backoff.gc()
 
     async def runtime_pods(self) -> Iterable[OrphanPod]:
         return [
@@ -223,7 +228,7 @@ class Kubelet:
             pleg_events=events_recv,
             pods=pods,
             workers=workers,
-            housekeeper=_RuntimeHousekeeper(view),
+            housekeeper=_RuntimeHousekeeper(view, (crash_backoff, image_backoff)),
             sources_ready=pod_config.sources_ready,
             sync_frequency=cfg.sync_frequency,
             max_pods=cfg.max_pods,

@@ -58,6 +58,9 @@ class Housekeeper:
     def orphan_as_pod(self, orphan: OrphanPod) -> Pod:  # pragma: no cover - interface
         raise NotImplementedError
 
+    def tidy(self) -> None:
+        """Cheap periodic clean-up of in-memory state (expired back-off entries)."""
+
 
 class SyncLoop:
     def __init__(
@@ -189,6 +192,7 @@ class SyncLoop:
 
     async def housekeeping(self) -> None:
         """Tear down runtime pods nobody wants, once every source has been seen."""
+        self._housekeeper.tidy()
         if not self._sources_ready():
             return
         try:

@@ -92,6 +92,13 @@ class Backoff:
             return False
         return event_time - entry.last_update < entry.backoff
 
+    def remaining_since_update(self, key: str, now: float) -> float:
+        """Seconds until ``is_in_backoff_since_update(key, now)`` turns false (0 if it is)."""
+        entry = self._entries.get(key)
+        if entry is None or self._expired(now, entry):
+            return 0.0
+        return max(entry.last_update + entry.backoff - now, 0.0)
+
     def reset(self, key: str) -> None:
         """Forget ``key`` (the next failure starts at the initial delay)."""
         self._entries.pop(key, None)

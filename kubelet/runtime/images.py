@@ -32,6 +32,7 @@ IMAGE_PULL_BACKOFF = "ImagePullBackOff"
 ERR_IMAGE_NEVER_PULL = "ErrImageNeverPull"
 INVALID_IMAGE_NAME = "InvalidImageName"
 IMAGE_INSPECT_ERROR = "ImageInspectError"
+AFTER_PULL_FAILURE = 1.0
 
 
 class ImageError(Exception):

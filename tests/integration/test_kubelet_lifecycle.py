@@ -251,3 +251,37 @@ async def test_sync_failure_backs_off_without_touching_others(
         a_at = await h.wait_for(lambda: h.running("a", "app"), timeout=30)
         assert a_at - fake.calls_of("RunPodSandbox")[0].time == pytest.approx(10, abs=1.5)
         assert b_at < a_at
+
+
+async def test_requests_during_a_slow_sync_coalesce_into_one_more_sync(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    fake.faults.delay("StartContainer", 10.5, times=1)  # the first sync lasts 10.5 s
+    async with running_kubelet(fake, short_tmp) as h:
+        assert h.kubelet.components is not None
+        syncer = h.kubelet.components.syncer
+        starts: list[float] = []
+        real_sync = syncer.sync_pod
+
+        async def counting_sync(pod: object) -> object:
+            starts.append(trio.current_time())
+            return await real_sync(pod)  # type: ignore[arg-type]
+
+        syncer.sync_pod = counting_sync  # type: ignore[method-assign, assignment]
+        h.write("web.yaml", WEB)
+        await h.wait_for(lambda: fake.calls_of("StartContainer"))
+        workers = h.kubelet.components.workers
+        (worker,) = workers.workers.values()
+        for _ in range(5):  # five more requests while busy (PLEG adds its own)
+            workers.requeue(worker.uid)
+            await trio.sleep(1)
+        await h.wait_for(lambda: fake.calls_of("StartContainer")[0].outcome == "ok")
+        busy_end = fake.calls_of("StartContainer")[0].finished
+        assert busy_end is not None
+        await trio.sleep(5)
+    during = [t for t in starts if starts[0] < t < busy_end]
+    right_after = [t for t in starts if busy_end <= t < busy_end + 0.01]
+    assert during == []  # one sync at a time
+    assert len(right_after) == 1  # every request made while busy: one sync, at once
+    assert len(fake.calls_of("RunPodSandbox")) == 1
+    assert len(fake.calls_of("StartContainer")) == 1
