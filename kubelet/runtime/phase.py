@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any, TypeVar, cast
+from typing import TypeVar
 
 import attrs
 
@@ -67,22 +67,12 @@ _MSG_DELETED = (
 T = TypeVar("T")
 
 
-def _new(cls: type[T], **fields: Any) -> T:
-    """Build an API object (mypy does not see through the api's ``frozen`` alias)."""
-    return cast(T, cast(Any, cls)(**fields))
-
-
-def _evolve(obj: T, **changes: Any) -> T:
-    """attrs.evolve, typed (same reason as ``_new``)."""
-    return cast(T, attrs.evolve(cast(Any, obj), **changes))
-
-
 def _status_of(statuses: Sequence[ContainerStatus], name: str) -> ContainerStatus | None:
     return next((s for s in statuses if s.name == name), None)
 
 
 def _state(status: ContainerStatus) -> ContainerState:
-    return status.state or _new(ContainerState)
+    return status.state or ContainerState()
 
 
 def _last_terminated(status: ContainerStatus) -> ContainerStateTerminated | None:
@@ -234,17 +224,14 @@ def _convert_one(
     restart_count = info.restart_count
     state: ContainerState
     if info.state is ContainerRunState.RUNNING:
-        state = _new(
-            ContainerState,
-            running=_new(ContainerStateRunning, started_at=format_time(info.started_at)),
+        state = ContainerState(
+            running=ContainerStateRunning(started_at=format_time(info.started_at)),
         )
     elif info.state is ContainerRunState.CREATED:
-        state = _new(ContainerState, waiting=_new(ContainerStateWaiting))
+        state = ContainerState(waiting=ContainerStateWaiting())
     elif info.state is ContainerRunState.EXITED:
-        state = _new(
-            ContainerState,
-            terminated=_new(
-                ContainerStateTerminated,
+        state = ContainerState(
+            terminated=ContainerStateTerminated(
                 exit_code=info.exit_code,
                 reason=info.reason,
                 message=info.message,
@@ -256,10 +243,8 @@ def _convert_one(
     elif old is not None and _state(old).running is not None:
         # It ran and can no longer be found: it stopped, we do not know how. Say so,
         # rather than "waiting", so a run-once pod is not run twice.
-        state = _new(
-            ContainerState,
-            terminated=_new(
-                ContainerStateTerminated,
+        state = ContainerState(
+            terminated=ContainerStateTerminated(
                 exit_code=_UNKNOWN_EXIT_CODE,
                 reason=CONTAINER_STATUS_UNKNOWN,
                 message=_MSG_NOT_LOCATED,
@@ -267,9 +252,8 @@ def _convert_one(
         )
         restart_count = old.restart_count + 1
     else:
-        state = _new(ContainerState, waiting=_new(ContainerStateWaiting))
-    return _new(
-        ContainerStatus,
+        state = ContainerState(waiting=ContainerStateWaiting())
+    return ContainerStatus(
         name=info.name,
         state=state,
         restart_count=restart_count,
@@ -301,18 +285,19 @@ def api_container_statuses(
     old_by_name = {s.name: s for s in previous}
     statuses: dict[str, ContainerStatus] = {}
     for container in containers:
-        status = _new(
-            ContainerStatus,
+        status = ContainerStatus(
             name=container.name,
             image=container.image,
-            state=_new(ContainerState, waiting=_new(ContainerStateWaiting, reason=default_reason)),
+            state=ContainerState(waiting=ContainerStateWaiting(reason=default_reason)),
         )
         old = old_by_name.get(container.name)
         if old is not None:
             if _state(old).terminated is not None:
                 status = old
             else:
-                status = _evolve(status, restart_count=old.restart_count, last_state=old.last_state)
+                status = attrs.evolve(
+                    status, restart_count=old.restart_count, last_state=old.last_state
+                )
         statuses[container.name] = status
 
     runtime_names = {c.name for c in runtime.containers}
@@ -328,12 +313,10 @@ def api_container_statuses(
             continue
         # It used to run and has vanished from the runtime: record that it stopped, so the
         # pod does not fall back to Pending.
-        statuses[container.name] = _evolve(
+        statuses[container.name] = attrs.evolve(
             status,
-            last_state=_new(
-                ContainerState,
-                terminated=_new(
-                    ContainerStateTerminated,
+            last_state=ContainerState(
+                terminated=ContainerStateTerminated(
                     exit_code=_UNKNOWN_EXIT_CODE,
                     reason=CONTAINER_STATUS_UNKNOWN,
                     message=_MSG_DELETED,
@@ -352,7 +335,7 @@ def api_container_statuses(
         if seen.get(info.name, 0) == 0:
             statuses[info.name] = converted
         else:
-            statuses[info.name] = _evolve(statuses[info.name], last_state=converted.state)
+            statuses[info.name] = attrs.evolve(statuses[info.name], last_state=converted.state)
         seen[info.name] = seen.get(info.name, 0) + 1
 
     reasons = waiting_reasons or {}
@@ -372,12 +355,10 @@ def api_container_statuses(
         reason, message = reasons[container.name]
         status = statuses[container.name]
         last = status.state if _state(status).terminated is not None else status.last_state
-        statuses[container.name] = _evolve(
+        statuses[container.name] = attrs.evolve(
             status,
             last_state=last,
-            state=_new(
-                ContainerState, waiting=_new(ContainerStateWaiting, reason=reason, message=message)
-            ),
+            state=ContainerState(waiting=ContainerStateWaiting(reason=reason, message=message)),
         )
 
     if is_init:
@@ -416,7 +397,7 @@ def apply_probe_results(
             is_ready = is_started and (
                 spec is None or spec.readiness_probe is None or raw in ready_ids
             )
-        result.append(_evolve(status, started=is_started, ready=is_ready))
+        result.append(attrs.evolve(status, started=is_started, ready=is_ready))
     return tuple(result)
 
 
