@@ -16,11 +16,12 @@ in-process against FakeRuntime on a fake clock; ``main`` is the process entry po
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 
 import attrs
 import httpx
@@ -121,7 +122,9 @@ class Kubelet:
         self.components: Components | None = None
         self.ready = trio.Event()
 
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    @contextlib.asynccontextmanager
+    async def _runtime(self) -> AsyncIterator[tuple[RuntimeClient, ImageClient]]:
+        """CRI clients for the configured endpoints, once the runtime answers."""
         cfg = self.options.config
         async with connect(
             cfg.container_runtime_endpoint,
@@ -129,6 +132,10 @@ class Kubelet:
             request_timeout=cfg.runtime_request_timeout,
         ) as (runtime, images):
             await self._wait_for_runtime(runtime)
+            yield runtime, images
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        async with self._runtime() as (runtime, images):
             parts = self._build(runtime, images)
             self.components = parts
             async with trio.open_nursery() as nursery:
@@ -145,13 +152,7 @@ class Kubelet:
         """``--runonce``: sync the static pods until running or finished, print, return."""
         from kubelet.runonce import run_once
 
-        cfg = self.options.config
-        async with connect(
-            cfg.container_runtime_endpoint,
-            cfg.image_service_endpoint,
-            request_timeout=cfg.runtime_request_timeout,
-        ) as (runtime, images):
-            await self._wait_for_runtime(runtime)
+        async with self._runtime() as (runtime, images):
             parts = self._build(runtime, images)
             pods = await self._static_pods_once(parts)
             if not pods:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 import attrs
 
 from kubelet.api.pod import Container, Pod
+from kubelet.config.duration import format_duration
 
 from .hash import hash_container
 from .types import ContainerRunState, RuntimePodStatus
@@ -126,25 +127,6 @@ def crash_loop_key(pod: Pod, container: Container) -> str:
 def image_pull_key(pod_uid: str, image: str) -> str:
     """``<podUID>_<image>`` (upstream uses the image with its default tag applied)."""
     return f"{pod_uid}_{image}"
-
-
-def format_duration(seconds: float) -> str:
-    """Go's ``time.Duration.String`` for whole and fractional seconds: "10s", "5m0s"."""
-    if seconds == 0:
-        return "0s"
-    sign = "-" if seconds < 0 else ""
-    seconds = abs(seconds)
-    if seconds < 1:
-        ms = seconds * 1000
-        return f"{sign}{ms:g}ms"
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    secs_text = f"{secs:.9f}".rstrip("0").rstrip(".")
-    if hours:
-        return f"{sign}{int(hours)}h{int(minutes)}m{secs_text}s"
-    if minutes:
-        return f"{sign}{int(minutes)}m{secs_text}s"
-    return f"{sign}{secs_text}s"
 
 
 def crash_loop_backoff(

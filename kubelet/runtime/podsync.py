@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import shutil
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 
 import attrs
 import trio
@@ -245,12 +245,7 @@ class PodRuntime:
         """Keep the newest dead instance of a container (its logs, its restart count)."""
         dead = [c for c in status.containers_named(name) if c.state is ContainerRunState.EXITED]
         for old in dead[1:]:
-            try:
-                await self.runtime.remove_container(old.id)
-            except NotFound:
-                pass
-            except CriError as exc:
-                log.warning("could not remove dead container %s: %s", old.id[:13], exc)
+            await self._remove_container(old.id)
 
     # -- teardown -------------------------------------------------------------------------
 
@@ -312,36 +307,34 @@ class PodRuntime:
         log.info(
             "Killing container %s of pod %s with a grace period of %ds", info.name, pod.key, timeout
         )
-        try:
-            await self.runtime.stop_container(info.id, timeout)
-        except NotFound:
-            pass
-        except CriError as exc:
-            log.warning("stopping container %s of pod %s failed: %s", info.name, pod.key, exc)
+        await _idempotent(
+            f"stopping container {info.name} of pod {pod.key}",
+            self.runtime.stop_container(info.id, timeout),
+        )
 
     async def _stop_sandbox(self, sandbox_id: str) -> None:
-        try:
-            await self.runtime.stop_pod_sandbox(sandbox_id)
-        except NotFound:
-            pass
-        except CriError as exc:
-            log.warning("stopping sandbox %s failed: %s", sandbox_id[:13], exc)
+        await _idempotent(
+            f"stopping sandbox {sandbox_id[:13]}", self.runtime.stop_pod_sandbox(sandbox_id)
+        )
 
     async def _remove_container(self, cid: str) -> None:
-        try:
-            await self.runtime.remove_container(cid)
-        except NotFound:
-            pass
-        except CriError as exc:
-            log.warning("removing container %s failed: %s", cid[:13], exc)
+        await _idempotent(f"removing container {cid[:13]}", self.runtime.remove_container(cid))
 
     async def _remove_sandbox(self, sandbox_id: str) -> None:
-        try:
-            await self.runtime.remove_pod_sandbox(sandbox_id)
-        except NotFound:
-            pass
-        except CriError as exc:
-            log.warning("removing sandbox %s failed: %s", sandbox_id[:13], exc)
+        await _idempotent(
+            f"removing sandbox {sandbox_id[:13]}", self.runtime.remove_pod_sandbox(sandbox_id)
+        )
+
+
+async def _idempotent(what: str, call: Awaitable[None]) -> None:
+    """One teardown step: NotFound means already done; other failures are logged, since
+    the next step (or the next pass, after the pod worker's retry) covers them."""
+    try:
+        await call
+    except NotFound:
+        pass
+    except CriError as exc:
+        log.warning("%s failed: %s", what, exc)
 
 
 def all_gone(status: RuntimePodStatus) -> bool:
