@@ -30,6 +30,11 @@ from .errors import CriError, to_cri_error
 
 Resp = TypeVar("Resp")
 
+MAX_CONCURRENT_CALLS = 100
+"""Calls in flight on one connection at most (the default HTTP/2 stream limit of gRPC
+servers). More would only queue at the runtime, and h2's bookkeeping per new stream grows
+with the number of open ones."""
+
 
 def _wire_timeout(timeout: float | None) -> float | None:
     """The deadline announced to the runtime: a little beyond ours.
@@ -49,10 +54,17 @@ class CriChannel:
     concurrent calls (they share one HTTP/2 connection, as upstream's gRPC client does).
     """
 
-    def __init__(self, endpoint: str, *, max_message_bytes: int = MAX_MESSAGE_BYTES) -> None:
+    def __init__(
+        self,
+        endpoint: str,
+        *,
+        max_message_bytes: int = MAX_MESSAGE_BYTES,
+        max_concurrent_calls: int = MAX_CONCURRENT_CALLS,
+    ) -> None:
         self.endpoint = endpoint
         self.path = socket_path(endpoint)
         self._codec = LimitedProtoCodec(max_message_bytes)
+        self._in_flight = trio.CapacityLimiter(max_concurrent_calls)
         self._channel: Channel | None = None
         self._closed = False
 
@@ -92,7 +104,8 @@ class CriChannel:
         deadline = trio.fail_after(timeout) if timeout is not None else contextlib.nullcontext()
         try:
             with deadline:
-                response: Resp = await trio_asyncio.aio_as_trio(invoke)(_wire_timeout(timeout))
+                async with self._in_flight:
+                    response: Resp = await trio_asyncio.aio_as_trio(invoke)(_wire_timeout(timeout))
                 return response
         except trio.Cancelled:
             raise

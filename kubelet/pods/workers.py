@@ -107,6 +107,8 @@ class PodWorkers:
         self._on_terminated = on_terminated
         self._nursery: trio.Nursery | None = None
         self.workers: dict[str, PodWorker] = {}
+        self._static_by_name: dict[str, dict[str, PodWorker]] = {}
+        """full name → uid → worker, static pods only (edited manifests share a name)."""
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Own every pod task; returns only when cancelled."""
@@ -194,6 +196,8 @@ class PodWorkers:
         if self._nursery is None:
             raise RuntimeError("PodWorkers.run has not started")
         self.workers[worker.uid] = worker
+        if worker.static:
+            self._static_by_name.setdefault(worker.pod.full_name, {})[worker.uid] = worker
         worker.pending = True
         worker.wake.set()
         self._nursery.start_soon(self._pod_task, worker, name=f"pod-worker {worker.pod.key}")
@@ -205,13 +209,11 @@ class PodWorkers:
     async def _wait_for_static_predecessor(self, worker: PodWorker) -> None:
         """An edited static pod waits for the old UID of the same full name to stop."""
         while worker.static and not worker.terminate_requested:
+            same_name = self._static_by_name.get(worker.pod.full_name, {})
             blocking = [
                 other
-                for other in self.workers.values()
-                if other is not worker
-                and other.static
-                and other.pod.full_name == worker.pod.full_name
-                and other.phase is not PodPhase.TERMINATED
+                for other in same_name.values()
+                if other is not worker and other.phase is not PodPhase.TERMINATED
             ]
             if not blocking:
                 return
@@ -250,6 +252,10 @@ class PodWorkers:
             worker.done.set()
             if self.workers.get(worker.uid) is worker and worker.remove_when_terminated:
                 del self.workers[worker.uid]
+                same_name = self._static_by_name.get(worker.pod.full_name, {})
+                same_name.pop(worker.uid, None)
+                if not same_name:
+                    self._static_by_name.pop(worker.pod.full_name, None)
 
     def _reset(self, worker: PodWorker) -> None:
         worker.phase = PodPhase.SYNCING

@@ -349,3 +349,18 @@ async def test_concurrent_calls_share_one_connection(
             nursery.start_soon(runtime.version)
     assert trio.current_time() - start == pytest.approx(1, abs=0.01)
     assert len(fake.calls_of("Version")) == 50
+
+
+async def test_at_most_100_calls_in_flight(
+    fake: FakeRuntime, clients: Clients, autojump_clock: trio.abc.Clock
+) -> None:
+    runtime, _ = clients
+    fake.faults.delay("Version", 1)
+    start = trio.current_time()
+    async with trio.open_nursery() as nursery:
+        for _ in range(150):
+            nursery.start_soon(runtime.version)
+    assert trio.current_time() - start == pytest.approx(2, abs=0.05)
+    arrivals = sorted(round(c.time - start) for c in fake.calls_of("Version"))
+    assert arrivals.count(0) == 100
+    assert arrivals.count(1) == 50

@@ -1,0 +1,632 @@
+#!/usr/bin/env python3
+"""Throughput, latency, CPU and memory of the ``kubelet`` process with static pods.
+
+    .venv/bin/python scripts/bench_kubelet.py [--quick] [--sizes 110,1000] [--steady S]
+                                              [--no-fake] [--no-containerd]
+
+A. FakeRuntime (a separate process on a temp unix socket): for each N, a fresh kubelet
+   and fake (config: podLogsDir in a temp dir, maxPods ≥ N); N busybox manifests are
+   written at once (atomic renames) and the fake is polled through our CRI client every
+   50 ms until N containers are RUNNING. Reports wall time, pods/s, kubelet CPU seconds
+   over that interval and peak RSS; for the first size, steady-state CPU (% of one core)
+   over ``--steady`` seconds and RSS; SIGTERM → exit.
+B. containerd: one pod manifest → RUNNING (median of 3 trials, CRI polled every 10 ms),
+   a batch written at once (p50/p90/p99, all running), steady-state CPU and RSS with the
+   batch, manifests removed → every container stopped / every sandbox removed. Compared
+   with upstream's figures (``shared/reference/anchors.md`` §(d)).
+
+Kubelet CPU comes from ``/proc/<pid>/stat`` (utime + stime), RSS from
+``/proc/<pid>/status`` (VmRSS, and VmHWM for the peak).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import platform
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import attrs
+import trio
+import trio_asyncio
+
+if TYPE_CHECKING:
+    from kubelet.cri import RuntimeClient
+
+CONTAINERD_ENDPOINT = "unix:///run/containerd/containerd.sock"
+BUSYBOX = "docker.io/library/busybox:1.35"
+PAUSE = "registry.k8s.io/pause:3.9"
+SLEEP = "sleep 3600"
+LOOP = "trap 'exit 0' TERM; while true; do sleep 1; done"
+POD_NAME = "io.kubernetes.pod.name"
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+MIB = 1024 * 1024
+
+# anchors.md §(d), upstream kubelet v1.36.2 on containerd 1.6.20, 30 pods
+UPSTREAM = {
+    "one": "0.20-0.23 s",
+    "pcts": "2.2/6.6/6.7, 4.2/7.0/7.1 s",
+    "all": "6.8 / 7.1 s",
+    "cpu": "2.3 %",
+    "rss": "87 MiB",
+    "stopped": "2.2 / 2.4 s",
+    "removed": "≈ 41 s",
+}
+
+
+# -- the kubelet process ---------------------------------------------------------------------
+
+
+def manifest(name: str, script: str, grace: int | None = None) -> str:
+    """A one-container busybox static pod."""
+    grace_line = f"  terminationGracePeriodSeconds: {grace}\n" if grace is not None else ""
+    return (
+        "apiVersion: v1\nkind: Pod\nmetadata:\n"
+        f"  name: {name}\n"
+        "spec:\n"
+        f"{grace_line}"
+        "  containers:\n"
+        "  - name: main\n"
+        f"    image: {BUSYBOX}\n"
+        f'    command: ["sh", "-c", "{script}"]\n'
+    )
+
+
+def write_atomic(directory: Path, name: str, text: str) -> None:
+    """Write ``name`` via a dot-temp file and a rename, as config tools do."""
+    tmp = directory / f".{name}.tmp"
+    tmp.write_text(text)
+    tmp.rename(directory / name)
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of ``pid`` in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # fields 14 and 15 of stat(5)
+
+
+def memory(pid: int) -> tuple[float, float]:
+    """(VmRSS, VmHWM) of ``pid`` in MiB."""
+    values: dict[str, float] = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, rest = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            values[key] = int(rest.split()[0]) * 1024 / MIB
+    return values["VmRSS"], values["VmHWM"]
+
+
+@attrs.define
+class KubeletProcess:
+    """One ``python -m kubelet`` with its own manifest dir, root dir and log file."""
+
+    root: Path
+    endpoint: str
+    node: str = attrs.field(factory=lambda: f"bench-{uuid.uuid4().hex[:6]}")
+    config: str | None = None
+    proc: trio.Process | None = None
+    startup: float = 0.0
+
+    @property
+    def manifests(self) -> Path:
+        return self.root / "manifests"
+
+    @property
+    def log_file(self) -> Path:
+        return self.root / "kubelet.log"
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def pod_name(self, name: str) -> str:
+        return f"{name}-{self.node}"
+
+    async def start(self) -> None:
+        """Spawn the kubelet and wait for its "started" log line."""
+        self.manifests.mkdir(parents=True, exist_ok=True)
+        argv = [
+            sys.executable,
+            "-m",
+            "kubelet",
+            "--pod-manifest-path",
+            str(self.manifests),
+            "--hostname-override",
+            self.node,
+            "--root-dir",
+            str(self.root / "root"),
+            "--container-runtime-endpoint",
+            self.endpoint,
+            "--file-check-frequency",
+            "20s",
+        ]
+        if self.config is not None:
+            path = self.root / "config.yaml"
+            path.write_text(self.config)
+            argv += ["--config", str(path)]
+        t0 = time.monotonic()
+        with self.log_file.open("wb") as log:
+            self.proc = await trio.lowlevel.open_process(
+                argv, stdout=subprocess.DEVNULL, stderr=log
+            )
+        with trio.move_on_after(30):
+            while True:
+                if " started" in self.log_file.read_text(errors="replace"):
+                    self.startup = time.monotonic() - t0
+                    return
+                if self.proc.poll() is not None:
+                    raise SystemExit(f"kubelet exited with {self.proc.returncode}:\n{self.tail()}")
+                await trio.sleep(0.02)
+        await self.kill()
+        raise SystemExit(f"kubelet did not start within 30 s:\n{self.tail()}")
+
+    def tail(self, chars: int = 3000) -> str:
+        return self.log_file.read_text(errors="replace")[-chars:]
+
+    async def stop(self) -> float:
+        """SIGTERM our kubelet by PID; seconds until it exited (SIGKILL after 20 s)."""
+        assert self.proc is not None
+        t0 = time.monotonic()
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGTERM)
+        with trio.move_on_after(20):
+            await self.proc.wait()
+            return time.monotonic() - t0
+        await self.kill()
+        return float("inf")
+
+    async def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGKILL)
+            await self.proc.wait()
+
+    def cpu(self) -> float:
+        return cpu_seconds(self.pid)
+
+    def memory(self) -> tuple[float, float]:
+        return memory(self.pid)
+
+
+async def steady_cpu(kubelet: KubeletProcess, seconds: float) -> float:
+    """Kubelet CPU over ``seconds`` of wall time, as % of one core."""
+    c0, t0 = kubelet.cpu(), time.monotonic()
+    await trio.sleep(seconds)
+    return 100 * (kubelet.cpu() - c0) / (time.monotonic() - t0)
+
+
+def pct(samples: list[float], q: int) -> float:
+    """Nearest-rank percentile."""
+    ordered = sorted(samples)
+    return ordered[max(0, -(-len(ordered) * q // 100) - 1)]
+
+
+# -- A: FakeRuntime --------------------------------------------------------------------------
+
+
+@attrs.define
+class FakeResult:
+    n: int
+    startup: float
+    wall: float
+    cpu: float
+    peak_rss: float
+    steady_cpu: float | None = None
+    steady_secs: float = 0.0
+    steady_rss: float | None = None
+    exit_secs: float = 0.0
+
+    @property
+    def rate(self) -> float:
+        return self.n / self.wall
+
+
+@contextlib.asynccontextmanager
+async def fake_process(endpoint: str) -> AsyncIterator[trio.Process]:
+    """``python -m kubelet.testing.fakeruntime`` with pause and busybox; stopped by PID."""
+    path = Path(endpoint.removeprefix("unix://"))
+    argv = [sys.executable, "-m", "kubelet.testing.fakeruntime", "--listen", endpoint]
+    argv += ["--image", PAUSE, "--image", BUSYBOX]
+    proc = await trio.lowlevel.open_process(
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        with trio.fail_after(15):
+            while not await trio.Path(path).is_socket():
+                if proc.poll() is not None:
+                    raise SystemExit(f"fakeruntime exited with {proc.returncode} before listening")
+                await trio.sleep(0.02)
+        yield proc
+    finally:
+        with trio.CancelScope(shield=True):
+            if proc.poll() is None:
+                os.kill(proc.pid, signal.SIGTERM)
+                with trio.move_on_after(5):
+                    await proc.wait()
+            if proc.poll() is None:
+                os.kill(proc.pid, signal.SIGKILL)
+                await proc.wait()
+
+
+async def count_running(runtime: RuntimeClient) -> int:
+    from kubelet.cri import api
+
+    return len(await runtime.list_containers(state=api.CONTAINER_RUNNING))
+
+
+async def bench_fake_once(n: int, steady: float, tmp: Path) -> FakeResult:
+    """One kubelet + fake: N pods to RUNNING, then (``steady`` > 0) steady state."""
+    from kubelet.cri import connect
+
+    endpoint = f"unix://{tmp}/fake.sock"
+    logs = tmp / "podlogs"
+    logs.mkdir()
+    config = (
+        "apiVersion: kubelet.config.k8s.io/v1beta1\n"
+        "kind: KubeletConfiguration\n"
+        f"podLogsDir: {logs}\n"
+        f"maxPods: {max(110, n)}\n"  # upstream's default of 110 would reject the rest
+    )
+    kubelet = KubeletProcess(tmp, endpoint, config=config)
+    async with (
+        fake_process(endpoint),
+        trio_asyncio.open_loop(),
+        connect(endpoint) as (runtime, _),
+    ):
+        await kubelet.start()
+        try:
+            texts = [(f"p{i:04d}.yaml", manifest(f"p{i:04d}", SLEEP)) for i in range(n)]
+            cpu0, t0 = kubelet.cpu(), time.monotonic()
+            for name, text in texts:
+                write_atomic(kubelet.manifests, name, text)
+            timeout, got = 60 + n * 0.5, 0
+            with trio.move_on_after(timeout):
+                while True:
+                    got = await count_running(runtime)
+                    if got >= n:
+                        break
+                    await trio.sleep(0.05)
+            wall, cpu = time.monotonic() - t0, kubelet.cpu() - cpu0
+            if got < n:
+                raise SystemExit(
+                    f"N={n}: only {got} running after {timeout:.0f} s\n{kubelet.tail()}"
+                )
+            result = FakeResult(n, kubelet.startup, wall, cpu, kubelet.memory()[1])
+            if steady > 0:
+                await trio.sleep(3)  # let the last syncs and PLEG relists settle
+                result.steady_cpu = await steady_cpu(kubelet, steady)
+                result.steady_secs = steady
+                result.steady_rss = kubelet.memory()[0]
+                result.peak_rss = kubelet.memory()[1]
+                if (left := await count_running(runtime)) != n:
+                    print(f"  warning: {left} of {n} running after the steady period")
+        finally:
+            exit_secs = await kubelet.stop()
+    result.exit_secs = exit_secs
+    return result
+
+
+async def bench_fake(sizes: list[int], steady: float) -> list[FakeResult]:
+    results = []
+    for i, n in enumerate(sizes):
+        tmp = Path(tempfile.mkdtemp(prefix="kbk-", dir="/tmp"))  # short: unix socket paths
+        try:
+            print(f"fake: N={n} ...", flush=True)
+            r = await bench_fake_once(n, steady if i == 0 else 0, tmp)
+            print(
+                f"  all running in {r.wall:.2f} s ({r.rate:.0f} pods/s), kubelet CPU "
+                f"{r.cpu:.2f} s, peak RSS {r.peak_rss:.0f} MiB",
+                flush=True,
+            )
+            results.append(r)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return results
+
+
+def print_fake(results: list[FakeResult]) -> None:
+    header = ["FakeRuntime, kubelet process", *(f"N={r.n}" for r in results)]
+
+    def row(label: str, fmt: str, attr: str) -> list[str]:
+        cells = []
+        for r in results:
+            value = getattr(r, attr)
+            cells.append("-" if value is None else format(value, fmt))
+        return [label, *cells]
+
+    steady = next((r.steady_secs for r in results if r.steady_cpu is not None), 0.0)
+    over = f" over {steady:.0f} s" if steady else ""
+    rows = [
+        row("kubelet start → 'started' (s)", ".2f", "startup"),
+        row("manifests written → all RUNNING (s)", ".2f", "wall"),
+        row("pods/s", ".0f", "rate"),
+        row("kubelet CPU during that (s)", ".2f", "cpu"),
+        row("kubelet peak RSS, VmHWM (MiB)", ".0f", "peak_rss"),
+        row(f"steady CPU{over} (% of a core)", ".2f", "steady_cpu"),
+        row("steady RSS, VmRSS (MiB)", ".0f", "steady_rss"),
+        row("SIGTERM → exit (s)", ".2f", "exit_secs"),
+    ]
+    print_table(header, rows)
+
+
+def print_table(header: list[str], rows: list[list[str]]) -> None:
+    widths = [max(len(x[i]) for x in [header, *rows]) for i in range(len(header))]
+    for i, line in enumerate([header, *rows]):
+        print(
+            "  ".join(
+                cell.ljust(w) if j == 0 else cell.rjust(w)
+                for j, (cell, w) in enumerate(zip(line, widths, strict=True))
+            )
+        )
+        if i == 0:
+            print("  ".join("-" * w for w in widths))
+
+
+# -- B: containerd ---------------------------------------------------------------------------
+
+
+@attrs.define
+class ContainerdResult:
+    runtime: str
+    batch: int
+    startup: float = 0.0
+    single: list[float] = attrs.Factory(list)
+    latencies: list[float] = attrs.Factory(list)
+    steady_cpu: float = 0.0
+    steady_secs: float = 0.0
+    rss: float = 0.0
+    peak_rss: float = 0.0
+    stopped: float = 0.0
+    removed: float = 0.0
+    exit_secs: float = 0.0
+
+
+async def running_times(
+    runtime: RuntimeClient, names: set[str], t0: float, timeout: float, every: float = 0.01
+) -> dict[str, float]:
+    """Seconds from ``t0`` at which each pod name's container was first seen RUNNING."""
+    from kubelet.cri import api
+
+    seen: dict[str, float] = {}
+    with trio.move_on_after(timeout):
+        while len(seen) < len(names):
+            containers = await runtime.list_containers(state=api.CONTAINER_RUNNING)
+            now = time.monotonic() - t0
+            for c in containers:
+                name = c.labels.get(POD_NAME, "")
+                if name in names and name not in seen:
+                    seen[name] = now
+            if len(seen) < len(names):
+                await trio.sleep(every)
+    return seen
+
+
+async def wait_gone(
+    runtime: RuntimeClient, names: set[str], t0: float, timeout: float
+) -> tuple[float, float]:
+    """Seconds from ``t0`` until no RUNNING container, then no sandbox, has these names."""
+    from kubelet.cri import api
+
+    stopped = removed = float("inf")
+    with trio.move_on_after(timeout):
+        while True:
+            now = time.monotonic() - t0
+            if stopped == float("inf"):
+                running = await runtime.list_containers(state=api.CONTAINER_RUNNING)
+                if not any(c.labels.get(POD_NAME) in names for c in running):
+                    stopped = time.monotonic() - t0
+            boxes = await runtime.list_pod_sandbox()
+            if not any(s.labels.get(POD_NAME) in names for s in boxes):
+                return min(stopped, now), time.monotonic() - t0
+            await trio.sleep(0.05)
+    return stopped, removed
+
+
+@contextlib.asynccontextmanager
+async def containerd_kubelet(
+    runtime: RuntimeClient, endpoint: str
+) -> AsyncIterator[KubeletProcess]:
+    """A kubelet on containerd; on exit its pods are deleted, it is stopped, leftovers go."""
+    from kubelet.cri.__main__ import cleanup
+
+    tmp = Path(tempfile.mkdtemp(prefix="kbk-", dir="/tmp"))
+    kubelet = KubeletProcess(tmp, endpoint)
+    try:
+        await kubelet.start()
+        yield kubelet
+    finally:
+        with trio.CancelScope(shield=True):
+            ours = {
+                s.labels[POD_NAME]
+                for s in await runtime.list_pod_sandbox()
+                if s.labels.get(POD_NAME, "").endswith(f"-{kubelet.node}")
+            }
+            if ours and kubelet.proc is not None and kubelet.proc.poll() is None:
+                for path in kubelet.manifests.glob("*.yaml"):
+                    path.unlink()
+                await wait_gone(runtime, ours, time.monotonic(), 120)
+            if kubelet.proc is not None:
+                await kubelet.stop()
+            # safety net, limited to this kubelet's pods (other kubelets may share containerd)
+            for s in await runtime.list_pod_sandbox():
+                name = s.labels.get(POD_NAME, "")
+                if name.endswith(f"-{kubelet.node}"):
+                    report = await cleanup(runtime, kubelet_only=True, labels={POD_NAME: name})
+                    print(f"  cleanup left-over {name}: {report}")
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+async def bench_containerd(endpoint: str, batch: int, steady: float) -> ContainerdResult | None:
+    """Single-pod and batch latency, steady state and removal against containerd."""
+    from kubelet.cri import CriError, connect
+
+    async with trio_asyncio.open_loop(), connect(endpoint, request_timeout=30) as (runtime, _):
+        try:
+            with trio.fail_after(3):
+                info = await runtime.version()
+        except (CriError, trio.TooSlowError) as exc:
+            print(f"containerd not reachable at {endpoint} ({exc}): skipped")
+            return None
+        result = ContainerdResult(f"{info.runtime_name} {info.runtime_version}", batch)
+        print(f"containerd: {result.runtime}", flush=True)
+        async with containerd_kubelet(runtime, endpoint) as kubelet:
+            result.startup = kubelet.startup
+            for i in range(3):
+                name = f"one{i}"
+                pod = kubelet.pod_name(name)
+                t0 = time.monotonic()
+                write_atomic(kubelet.manifests, f"{name}.yaml", manifest(name, LOOP, grace=5))
+                seen = await running_times(runtime, {pod}, t0, 60)
+                if pod not in seen:
+                    raise SystemExit(f"single pod not running after 60 s\n{kubelet.tail()}")
+                result.single.append(seen[pod])
+                (kubelet.manifests / f"{name}.yaml").unlink()
+                _, removed = await wait_gone(runtime, {pod}, time.monotonic(), 120)
+                print(
+                    f"  single pod {i + 1}: running in {seen[pod]:.3f} s, sandbox removed "
+                    f"{removed:.1f} s after the manifest",
+                    flush=True,
+                )
+
+            names = [f"b{i:02d}" for i in range(batch)]
+            pods = {kubelet.pod_name(n) for n in names}
+            texts = [(f"{n}.yaml", manifest(n, LOOP, grace=5)) for n in names]
+            t0 = time.monotonic()
+            for file, text in texts:
+                write_atomic(kubelet.manifests, file, text)
+            seen = await running_times(runtime, pods, t0, 300)
+            if len(seen) < batch:
+                raise SystemExit(f"batch: {len(seen)}/{batch} running\n{kubelet.tail()}")
+            result.latencies = sorted(seen.values())
+            print(f"  batch of {batch}: all running in {result.latencies[-1]:.2f} s", flush=True)
+            await trio.sleep(3)
+            result.steady_cpu = await steady_cpu(kubelet, steady)
+            result.steady_secs = steady
+            result.rss, result.peak_rss = kubelet.memory()
+            t0 = time.monotonic()
+            for file, _ in texts:
+                (kubelet.manifests / file).unlink()
+            result.stopped, result.removed = await wait_gone(runtime, pods, t0, 180)
+            print(
+                f"  removed: every container stopped {result.stopped:.1f} s, "
+                f"every sandbox removed {result.removed:.1f} s",
+                flush=True,
+            )
+            result.exit_secs = await kubelet.stop()
+    return result
+
+
+def print_containerd(r: ContainerdResult) -> None:
+    lat = r.latencies
+    header = [f"containerd ({r.runtime}), kubelet process", "ours", "upstream (30 pods)"]
+    rows = [
+        ["kubelet start → 'started' (s)", f"{r.startup:.2f}", "-"],
+        [
+            "one pod, manifest → RUNNING, median of 3 (s)",
+            f"{statistics.median(r.single):.3f}",
+            UPSTREAM["one"],
+        ],
+        [
+            f"batch of {r.batch}: p50 / p90 / p99 (s)",
+            f"{pct(lat, 50):.2f} / {pct(lat, 90):.2f} / {pct(lat, 99):.2f}",
+            UPSTREAM["pcts"],
+        ],
+        [
+            f"batch of {r.batch}: all RUNNING (s)",
+            f"{lat[-1]:.2f} ({r.batch / lat[-1]:.1f} pods/s)",
+            UPSTREAM["all"],
+        ],
+        [
+            f"steady CPU over {r.steady_secs:.0f} s (% of a core)",
+            f"{r.steady_cpu:.2f} %",
+            UPSTREAM["cpu"],
+        ],
+        ["kubelet RSS / peak (MiB)", f"{r.rss:.0f} / {r.peak_rss:.0f}", UPSTREAM["rss"]],
+        [
+            "manifests removed → every container stopped (s)",
+            f"{r.stopped:.2f}",
+            UPSTREAM["stopped"],
+        ],
+        ["manifests removed → every sandbox removed (s)", f"{r.removed:.2f}", UPSTREAM["removed"]],
+        ["SIGTERM → exit (s)", f"{r.exit_secs:.2f}", "-"],
+    ]
+    print_table(header, rows)
+    print(
+        f"\nvs upstream (30 pods): all running {lat[-1]:.1f} s vs ≈ 7 s, one pod "
+        f"{statistics.median(r.single):.2f} s vs ≈ 0.2 s, CPU {r.steady_cpu:.1f} % vs 2.3 %, "
+        f"RSS {r.rss:.0f} MiB vs 87 MiB, sandboxes removed {r.removed:.1f} s vs ≈ 41 s"
+        + ("" if r.batch == 30 else f" (our batch: {r.batch} pods)")
+    )
+
+
+# -- orchestration ---------------------------------------------------------------------------
+
+
+def print_machine() -> None:
+    model = "?"
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, {model}")
+    print(f"load average: {load}; python {platform.python_version()}")
+
+
+async def trio_main(args: argparse.Namespace) -> None:
+    fake = [] if args.no_fake else await bench_fake(args.sizes, args.steady)
+    cd = (
+        None
+        if args.no_containerd
+        else await bench_containerd(args.containerd_endpoint, args.batch, args.containerd_steady)
+    )
+    print()
+    if fake:
+        print_fake(fake)
+        print()
+    if cd is not None:
+        print_containerd(cd)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--quick", action="store_true", help="N=110, steady 10 s; containerd batch 10, steady 5 s"
+    )
+    parser.add_argument("--sizes", help="FakeRuntime pod counts (default 110,1000)")
+    parser.add_argument("--steady", type=float, help="FakeRuntime steady seconds (default 60)")
+    parser.add_argument("--batch", type=int, help="containerd batch size (default 30)")
+    parser.add_argument(
+        "--containerd-steady", type=float, help="containerd steady seconds (default 20)"
+    )
+    parser.add_argument("--no-fake", action="store_true", help="skip the FakeRuntime part")
+    parser.add_argument("--no-containerd", action="store_true", help="skip the containerd part")
+    parser.add_argument(
+        "--containerd-endpoint",
+        default=CONTAINERD_ENDPOINT,
+        help=f"containerd's CRI endpoint (default {CONTAINERD_ENDPOINT})",
+    )
+    args = parser.parse_args()
+    sizes = args.sizes or ("110" if args.quick else "110,1000")
+    args.sizes = [int(x) for x in sizes.split(",") if x]
+    args.steady = args.steady if args.steady is not None else (10 if args.quick else 60)
+    args.batch = args.batch or (10 if args.quick else 30)
+    if args.containerd_steady is None:
+        args.containerd_steady = 5 if args.quick else 20
+    print_machine()
+    trio.run(trio_main, args)
+
+
+if __name__ == "__main__":
+    main()
