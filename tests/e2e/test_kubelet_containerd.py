@@ -210,17 +210,15 @@ async def test_crashing_container_restarts_with_backoff(kubelet: KubeletProcess)
     kubelet.start()
     kubelet.write("crash.yaml", manifest("crash", "echo crashing; exit 1"))
 
-    starts: list[float] = []
-    seen: set[str] = set()
+    created: dict[int, float] = {}
 
-    async def three_starts() -> bool:
+    async def three_attempts() -> bool:
         for c in await kubelet.containers("crash"):
-            if c.id not in seen:
-                seen.add(c.id)
-                starts.append(time.monotonic())
-        return len(starts) >= 3
+            created.setdefault(c.metadata.attempt, c.created_at / 1e9)
+        return len(created) >= 3
 
-    await kubelet.wait_for(three_starts, timeout=40, what="three starts")
+    await kubelet.wait_for(three_attempts, timeout=40, what="three starts")
+    starts = [created[a] for a in sorted(created)]
     gaps = [b - a for a, b in itertools.pairwise(starts)]
     assert gaps[0] < 3.0  # the first crash is restarted at once
     assert 10.0 <= gaps[1] < 12.5  # then the 10 s back-off, honoured within ~1 s
