@@ -1,0 +1,1 @@
+"""The node: machine facts, node status, registration and the lease heartbeat."""
