@@ -136,7 +136,7 @@ def test_pressure_conditions(field: str, ctype: str, reason: str, message: str) 
 def test_foreign_conditions_are_kept_first() -> None:
     previous = NodeStatus(conditions=(NodeCondition(type="NetworkUnavailable", status="False"),))
     status = node_status(previous, FACTS, T0)
-    assert [c.type for c in status.conditions][0] == "NetworkUnavailable"
+    assert status.conditions[0].type == "NetworkUnavailable"
     assert status.conditions[-1].type == "Ready"
 
 
