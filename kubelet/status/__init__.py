@@ -1,0 +1,1 @@
+"""Pod status: what the kubelet reports about each pod, and the manager that sends it."""

@@ -1,0 +1,220 @@
+"""The pod status the kubelet reports: phase, conditions, container statuses, IPs.
+
+Pure: everything comes in as arguments (the pod, the runtime view, probe results, the
+previously reported status, the node's IPs, the time). Conditions follow upstream's
+generator: kubelet-owned conditions are appended in the order PodReadyToStartContainers,
+Initialized, Ready, ContainersReady, PodScheduled after any condition someone else set,
+and a condition's lastTransitionTime only moves when its status changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+
+import attrs
+
+from kubelet.api.pod import ContainerStatus, Pod, PodCondition, PodIP, PodStatus
+from kubelet.runtime.actions import sandbox_changed
+from kubelet.runtime.phase import (
+    FAILED,
+    SUCCEEDED,
+    convert_container_statuses,
+    format_time,
+    get_phase,
+    has_any_regular_container_started,
+    resolve_phase,
+)
+from kubelet.runtime.qos import is_restartable_init_container, pod_qos
+from kubelet.runtime.types import RuntimePodStatus
+
+READY_TO_START = "PodReadyToStartContainers"
+INITIALIZED = "Initialized"
+READY = "Ready"
+CONTAINERS_READY = "ContainersReady"
+SCHEDULED = "PodScheduled"
+OWNED = (READY_TO_START, INITIALIZED, READY, CONTAINERS_READY, SCHEDULED)
+
+UNKNOWN_CONTAINER_STATUSES = "UnknownContainerStatuses"
+POD_COMPLETED = "PodCompleted"
+POD_FAILED = "PodFailed"
+CONTAINERS_NOT_READY = "ContainersNotReady"
+CONTAINERS_NOT_INITIALIZED = "ContainersNotInitialized"
+READINESS_GATES_NOT_READY = "ReadinessGatesNotReady"
+
+
+def _go_list(names: Sequence[str]) -> str:
+    """Go's %s of a []string: ``[a b]``."""
+    return "[" + " ".join(names) + "]"
+
+
+def _condition(ctype: str, ok: bool, reason: str = "", message: str = "") -> PodCondition:
+    return PodCondition(
+        type=ctype, status="True" if ok else "False", reason=reason, message=message
+    )
+
+
+def containers_ready(
+    pod: Pod,
+    statuses: Sequence[ContainerStatus] | None,
+    init: Sequence[ContainerStatus],
+    phase: str,
+) -> PodCondition:
+    if statuses is None:
+        return _condition(CONTAINERS_READY, False, UNKNOWN_CONTAINER_STATUSES)
+    if phase == SUCCEEDED:
+        return _condition(CONTAINERS_READY, False, POD_COMPLETED)
+    if phase == FAILED:
+        return _condition(CONTAINERS_READY, False, POD_FAILED)
+    by_name = {s.name: s for s in (*init, *statuses)}
+    unknown: list[str] = []
+    unready: list[str] = []
+    sidecars = [c for c in pod.spec.init_containers if is_restartable_init_container(c)]
+    for container in (*sidecars, *pod.spec.containers):
+        status = by_name.get(container.name)
+        if status is None:
+            unknown.append(container.name)
+        elif not status.ready:
+            unready.append(container.name)
+    if not unknown and not unready:
+        return _condition(CONTAINERS_READY, True)
+    parts = []
+    if unknown:
+        parts.append(f"containers with unknown status: {_go_list(unknown)}")
+    if unready:
+        parts.append(f"containers with unready status: {_go_list(unready)}")
+    return _condition(CONTAINERS_READY, False, CONTAINERS_NOT_READY, ", ".join(parts))
+
+
+def pod_ready(pod: Pod, ready: PodCondition, conditions: Sequence[PodCondition]) -> PodCondition:
+    if ready.status != "True":
+        return attrs.evolve(ready, type=READY)
+    by_type = {c.type: c for c in conditions}
+    problems = []
+    for gate in pod.spec.readiness_gates:
+        found = by_type.get(gate.condition_type)
+        if found is None:
+            problems.append(
+                f'corresponding condition of pod readiness gate "{gate.condition_type}" '
+                "does not exist."
+            )
+        elif found.status != "True":
+            problems.append(
+                f'the status of pod readiness gate "{gate.condition_type}" is not "True", '
+                f"but {found.status}"
+            )
+    if problems:
+        return _condition(READY, False, READINESS_GATES_NOT_READY, ", ".join(problems))
+    return _condition(READY, True)
+
+
+def initialized(
+    pod: Pod, init: Sequence[ContainerStatus] | None, regular: Sequence[ContainerStatus], phase: str
+) -> PodCondition:
+    if not pod.spec.init_containers:
+        return _condition(INITIALIZED, True)
+    if init is None:
+        return _condition(INITIALIZED, False, UNKNOWN_CONTAINER_STATUSES)
+    if phase == SUCCEEDED:
+        return _condition(INITIALIZED, True, POD_COMPLETED)
+    if has_any_regular_container_started(pod.spec, regular):
+        return _condition(INITIALIZED, True)
+    by_name = {s.name: s for s in init}
+    incomplete = []
+    for container in pod.spec.init_containers:
+        status = by_name.get(container.name)
+        done = status is not None and (
+            status.started if is_restartable_init_container(container) else status.ready
+        )
+        if not done:
+            incomplete.append(container.name)
+    if incomplete:
+        return _condition(
+            INITIALIZED,
+            False,
+            CONTAINERS_NOT_INITIALIZED,
+            f"containers with incomplete status: {_go_list(incomplete)}",
+        )
+    return _condition(INITIALIZED, True)
+
+
+def _keep_transition_times(
+    new: Sequence[PodCondition], old: Sequence[PodCondition], now: str
+) -> tuple[PodCondition, ...]:
+    before = {c.type: c for c in old}
+    out = []
+    for cond in new:
+        prev = before.get(cond.type)
+        when = prev.last_transition_time if prev is not None and prev.status == cond.status else now
+        out.append(attrs.evolve(cond, last_transition_time=when, last_probe_time=None))
+    return tuple(out)
+
+
+def _pod_ips(
+    pod: Pod, runtime: RuntimePodStatus, host_ips: Sequence[str], old: PodStatus
+) -> list[str]:
+    """Host-network pods have the node's IPs; others their newest sandbox's."""
+    if pod.spec.host_network:
+        return list(host_ips)
+    if runtime.sandboxes and runtime.sandboxes[0].ip:
+        return [runtime.sandboxes[0].ip, *runtime.sandboxes[0].additional_ips]
+    return [p.ip for p in old.pod_ips]
+
+
+def generate_pod_status(
+    pod: Pod,
+    runtime: RuntimePodStatus,
+    *,
+    previous: PodStatus | None = None,
+    host_ips: Sequence[str] = (),
+    runtime_name: str = "containerd",
+    waiting_reasons: Mapping[str, tuple[str, str]] | None = None,
+    started: Collection[str] = (),
+    ready: Collection[str] = (),
+    pod_is_terminal: bool = False,
+    now_ns: int,
+) -> PodStatus:
+    """The full status for ``pod`` now (``previous``: what was last reported, if anything)."""
+    old = previous or pod.status
+    init, regular = convert_container_statuses(
+        pod,
+        runtime,
+        old,
+        runtime_name=runtime_name,
+        waiting_reasons=waiting_reasons,
+        started=started,
+        ready=ready,
+    )
+    phase = resolve_phase(
+        get_phase(pod, (*init, *regular), pod_is_terminal=pod_is_terminal),
+        previous_phase=old.phase if previous is not None else "",
+        api_phase=pod.status.phase,
+    )
+    foreign = [c for c in old.conditions if c.type not in OWNED]
+    needs_sandbox, _, _ = sandbox_changed(pod, runtime)
+    cready = containers_ready(pod, regular, init, phase)
+    owned = [
+        _condition(READY_TO_START, not needs_sandbox),
+        initialized(pod, init, regular, phase),
+        pod_ready(pod, cready, foreign),
+        cready,
+        _condition(SCHEDULED, True),
+    ]
+    now = format_time(now_ns)
+    conditions = (*foreign, *_keep_transition_times(owned, old.conditions, now))
+    pod_ips = _pod_ips(pod, runtime, host_ips, old)
+    start_time = old.start_time or now
+    return PodStatus(
+        phase=phase,
+        conditions=conditions,
+        message=old.message,
+        reason=old.reason,
+        host_ip=host_ips[0] if host_ips else old.host_ip,
+        host_ips=tuple(PodIP(ip=ip) for ip in host_ips) or old.host_ips,
+        pod_ip=pod_ips[0] if pod_ips else "",
+        pod_ips=tuple(PodIP(ip=ip) for ip in pod_ips),
+        start_time=start_time,
+        init_container_statuses=init,
+        container_statuses=regular,
+        qos_class=pod_qos(pod),
+        observed_generation=pod.metadata.generation,
+    )
