@@ -23,6 +23,8 @@ from typing import Any, Protocol
 import attrs
 import trio
 
+from kubelet.api.pod import Container, Pod
+
 log = logging.getLogger(__name__)
 
 NORMAL = "Normal"
@@ -57,13 +59,14 @@ class ObjectRef:
         return {k: v for k, v in out.items() if v}
 
 
-def pod_ref(
-    namespace: str, name: str, uid: str, container: str = "", init: bool = False
-) -> ObjectRef:
+def pod_ref(pod: Pod, container: Container | None = None) -> ObjectRef:
+    """The pod, or one of its containers (``spec.containers{name}``), as an event subject."""
+    meta = pod.metadata
     field = ""
-    if container:
-        field = f"spec.{'initContainers' if init else 'containers'}{{{container}}}"
-    return ObjectRef("Pod", name, namespace, uid, field_path=field)
+    if container is not None:
+        init = any(c.name == container.name for c in pod.spec.init_containers)
+        field = f"spec.{'initContainers' if init else 'containers'}{{{container.name}}}"
+    return ObjectRef("Pod", meta.name, meta.namespace, meta.uid, field_path=field)
 
 
 def node_ref(node_name: str) -> ObjectRef:

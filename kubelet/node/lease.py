@@ -132,7 +132,9 @@ class LeaseController:
             try:
                 return await self._ensure()
             except ApiError as exc:
-                log.warning("failed to ensure the node lease exists, retrying in %.1fs: %s", delay, exc)
+                log.warning(
+                    "failed to ensure the node lease exists, retrying in %.1fs: %s", delay, exc
+                )
             await trio.sleep(delay)
             delay = min(delay * 2, BACKOFF_MAX)
 

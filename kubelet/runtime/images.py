@@ -21,6 +21,7 @@ import trio
 
 from kubelet.api.pod import Container, Pod
 from kubelet.cri import CriError, ImageClient, api
+from kubelet.events import NORMAL, WARNING, EventRecorder, ObjectRef, pod_ref
 
 from .backoff import Backoff, image_pull_key
 from .imageref import split_reference
@@ -32,6 +33,7 @@ IMAGE_PULL_BACKOFF = "ImagePullBackOff"
 ERR_IMAGE_NEVER_PULL = "ErrImageNeverPull"
 INVALID_IMAGE_NAME = "InvalidImageName"
 IMAGE_INSPECT_ERROR = "ImageInspectError"
+AFTER_PULL_FAILURE = 1.0
 AFTER_PULL_FAILURE = 1.0
 
 
@@ -74,8 +76,10 @@ class ImageManager:
         *,
         serialize: bool = True,
         max_parallel: int | None = None,
+        recorder: EventRecorder | None = None,
     ) -> None:
         self._images = images
+        self._recorder = recorder
         self._backoff = backoff
         limit = 1 if serialize else (max_parallel or math.inf)
         self._limiter = trio.CapacityLimiter(limit)
@@ -85,10 +89,12 @@ class ImageManager:
         self, pod: Pod, container: Container, sandbox_config: api.PodSandboxConfig | None = None
     ) -> str:
         """The image reference to create ``container`` from; ``ImageError`` if there is none."""
+        ref = pod_ref(pod, container)
         try:
             image = with_default_tag(container.image)
         except ValueError:
-            raise ImageError(
+            raise self._fail(
+                ref,
                 INVALID_IMAGE_NAME,
                 f'Failed to apply default image tag "{container.image}": couldn\'t parse image '
                 f'name "{container.image}": invalid reference format',
@@ -98,34 +104,60 @@ class ImageManager:
             try:
                 present = await self._images.image_status(image)
             except CriError as exc:
-                raise ImageError(
-                    IMAGE_INSPECT_ERROR, f'Failed to inspect image "{image}": {exc.message}'
+                raise self._fail(
+                    ref, IMAGE_INSPECT_ERROR, f'Failed to inspect image "{image}": {exc.message}'
                 ) from exc
             if present is not None:
+                self._event(
+                    ref,
+                    NORMAL,
+                    "Pulled",
+                    f'Container image "{container.image}" already present on machine',
+                )
                 return present.id
             if policy == "Never":
-                raise ImageError(
+                raise self._fail(
+                    ref,
                     ERR_IMAGE_NEVER_PULL,
                     f'Container image "{container.image}" is not present with pull policy of Never',
                 )
         key = image_pull_key(pod.uid, image)
         now = self._backoff.clock()
         if self._backoff.is_in_backoff_since_update(key, now):
-            remaining = self._backoff.get(key) - (now - self._last_failure(key))
+            message = f'Back-off pulling image "{container.image}"'
+            self._event(ref, NORMAL, "BackOff", message)
             raise ImageError(
-                IMAGE_PULL_BACKOFF, f'Back-off pulling image "{container.image}"', remaining
+                IMAGE_PULL_BACKOFF, message, self._backoff.remaining_since_update(key, now)
             )
+        self._event(ref, NORMAL, "Pulling", f'Pulling image "{container.image}"')
+        started = trio.current_time()
         try:
-            ref = await self._pull(image, sandbox_config)
+            image_ref = await self._pull(image, sandbox_config)
         except CriError as exc:
             self._backoff.next(key, self._backoff.clock())
-            raise ImageError(ERR_IMAGE_PULL, exc.message, self._backoff.get(key)) from exc
+            self._event(
+                ref, WARNING, "Failed", f'Failed to pull image "{container.image}": {exc.message}'
+            )
+            # look again shortly: the container then shows ImagePullBackOff, as upstream's
+            # status does between attempts, and the next pull waits for the back-off
+            raise self._fail(ref, ERR_IMAGE_PULL, exc.message, AFTER_PULL_FAILURE) from exc
         self._backoff.reset(key)
-        return ref
+        took = trio.current_time() - started
+        self._event(
+            ref, NORMAL, "Pulled", f'Successfully pulled image "{container.image}" in {took:.3f}s'
+        )
+        return image_ref
 
-    def _last_failure(self, key: str) -> float:
-        entry = self._backoff._entries.get(key)
-        return entry.last_update if entry is not None else self._backoff.clock()
+    def _event(self, ref: ObjectRef, event_type: str, reason: str, message: str) -> None:
+        if self._recorder is not None:
+            self._recorder.record(ref, event_type, reason, message)
+
+    def _fail(
+        self, ref: ObjectRef, reason: str, message: str, retry_after: float | None = None
+    ) -> ImageError:
+        """The error for the sync, and upstream's ``Failed`` event "Error: <reason>"."""
+        self._event(ref, WARNING, "Failed", f"Error: {reason}")
+        return ImageError(reason, message, retry_after)
 
     async def _pull(self, image: str, sandbox_config: api.PodSandboxConfig | None) -> str:
         """One PullImage per image at a time; callers of the same image share its result."""

@@ -23,6 +23,7 @@ import trio
 
 from kubelet.api.pod import Container, Pod
 from kubelet.cri import CriError, NotFound, RuntimeClient, api
+from kubelet.events import NORMAL, WARNING, EventRecorder, pod_ref
 
 from . import labels
 from .actions import ContainerToKill, compute_pod_actions
@@ -102,7 +103,9 @@ class PodRuntime:
         pod_logs_dir: str,
         memory_capacity: int,
         cgroup_root: str = "/",
+        recorder: EventRecorder | None = None,
     ) -> None:
+        self.recorder = recorder or EventRecorder("")
         self.runtime = runtime
         self.images = images
         self.crash_backoff = crash_backoff
@@ -129,6 +132,13 @@ class PodRuntime:
             pod, status, liveness_failed=liveness_failed, startup_failed=startup_failed
         )
         if actions.kill_pod and still_running(status):
+            if actions.create_sandbox and status.sandboxes:
+                self.recorder.record(
+                    pod_ref(pod),
+                    NORMAL,
+                    "SandboxChanged",
+                    "Pod sandbox changed, it will be killed and re-created.",
+                )
             log.info("killing pod %s", pod.key)
             await self.kill(pod, status)
         elif actions.containers_to_kill:
@@ -186,8 +196,16 @@ class PodRuntime:
         progress: _Progress,
     ) -> bool:
         """Start one container instance; False (and a waiting reason) if it could not."""
+        ref = pod_ref(pod, container)
         message = crash_loop_backoff(self.crash_backoff, pod, container, status)
         if message is not None:
+            self.recorder.record(
+                ref,
+                WARNING,
+                "BackOff",
+                f"Back-off restarting failed container {container.name} in pod "
+                f"{pod.metadata.name}_{pod.metadata.namespace}({pod.metadata.uid})",
+            )
             progress.waiting[container.name] = (CRASH_LOOP_BACK_OFF, message)
             progress.retry_in(self._crash_loop_remaining(pod, container, status))
             return False
@@ -208,15 +226,19 @@ class PodRuntime:
         try:
             cid = await self.runtime.create_container(sandbox_id, cconfig, config)
         except CriError as exc:
+            self.recorder.record(ref, WARNING, "Failed", f"Error: {exc.message}")
             progress.waiting[container.name] = (CREATE_CONTAINER_ERROR, exc.message)
             progress.errors.append(f"CreateContainer {container.name}: {exc.message}")
             return False
+        self.recorder.record(ref, NORMAL, "Created", f"Created container: {container.name}")
         try:
             await self.runtime.start_container(cid)
         except CriError as exc:
+            self.recorder.record(ref, WARNING, "Failed", f"Error: {exc.message}")
             progress.waiting[container.name] = (RUN_CONTAINER_ERROR, exc.message)
             progress.errors.append(f"StartContainer {container.name}: {exc.message}")
             return False
+        self.recorder.record(ref, NORMAL, "Started", f"Started container {container.name}")
         log.info(
             "pod %s: started container %s (%s, restart %d)",
             pod.key,
@@ -304,6 +326,10 @@ class PodRuntime:
         else:
             grace = grace_override if grace_override is not None else _grace_from_annotations(info)
         timeout = stop_container_timeout(grace)
+        if spec is not None:
+            self.recorder.record(
+                pod_ref(pod, spec), NORMAL, "Killing", f"Stopping container {info.name}"
+            )
         log.info(
             "Killing container %s of pod %s with a grace period of %ds", info.name, pod.key, timeout
         )

@@ -6,9 +6,15 @@ from typing import Any
 
 import trio
 
+from kubelet.api.meta import ObjectMeta
+from kubelet.api.pod import Container, Pod, PodSpec
 from kubelet.events import NORMAL, WARNING, EventRecorder, node_ref, pod_ref
 
 EPOCH = 1_800_000_000.0
+POD = Pod(
+    metadata=ObjectMeta(name="web", namespace="default", uid="u1"),
+    spec=PodSpec(containers=(Container(name="app", image="busybox:1.35"),)),
+)
 
 
 class Sink:
@@ -40,7 +46,7 @@ def recorder(sink: Sink) -> EventRecorder:
 
 async def test_event_shape(autojump_clock: trio.abc.Clock) -> None:
     sink = Sink()
-    ref = pod_ref("default", "web", "u1", container="app")
+    ref = pod_ref(POD, POD.spec.containers[0])
     await drive(recorder(sink), [(ref, NORMAL, "Started", "Started container app")])
     (ev,) = sink.created
     assert ev["involvedObject"] == {
@@ -59,7 +65,7 @@ async def test_event_shape(autojump_clock: trio.abc.Clock) -> None:
 
 async def test_repeats_are_folded_into_count(autojump_clock: trio.abc.Clock) -> None:
     sink = Sink()
-    ref = pod_ref("default", "crash", "u2", container="app")
+    ref = pod_ref(POD, POD.spec.containers[0])
     back_off = (ref, WARNING, "BackOff", "Back-off restarting failed container app in pod crash")
     await drive(recorder(sink), [back_off] * 4)
     assert len(sink.created) == 1
@@ -68,7 +74,7 @@ async def test_repeats_are_folded_into_count(autojump_clock: trio.abc.Clock) -> 
 
 async def test_spam_is_limited_per_object(autojump_clock: trio.abc.Clock) -> None:
     sink = Sink()
-    ref = pod_ref("default", "noisy", "u3")
+    ref = pod_ref(POD)
     events = [(ref, WARNING, "Failed", f"failure {i}") for i in range(40)]
     rec = recorder(sink)
     await drive(rec, events, gap=0.1)
