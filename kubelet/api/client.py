@@ -1,0 +1,714 @@
+"""The API client: one httpx.AsyncClient, the real API paths, client-go's retry rules.
+
+What it keeps from client-go (rest.Request):
+* every request, retries and watch starts included, takes a token from the client-side
+  rate limiter (kubeAPIQPS / kubeAPIBurst);
+* a 429, or a 5xx with ``Retry-After``, is retried after the server's wait, up to
+  ``max_retries`` (10) times; a GET whose connection was reset is retried after 1 s;
+* errors become the kubelet.api.errors tree, built from the Status body.
+
+Paths are built by ``api_path`` from (group/version, resource, namespace, name,
+subresource), exactly as the API server routes them. Methods take and return raw JSON
+dicts; ``into=`` decodes the answer into an attrs class with the one converter, and
+bodies may be attrs objects (encoded with ``to_wire``).
+
+Watches stream one JSON event per line. ``watch`` calls a callback per event and ends
+at EOF, on an ERROR event (raised as its ApiError), when the callback returns True, or
+by cancellation; it never breaks out of httpx's line iterator, which would leave its
+nested async generators unfinalised (ResourceWarnings), but cancels its own scope so
+the generators unwind through the exception instead.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import logging
+import platform
+import random
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any, TypeVar, overload
+from urllib.parse import quote
+
+import attrs
+import httpx
+import trio
+
+from kubelet.version import KUBERNETES_VERSION
+
+from .converter import from_wire, to_wire
+from .errors import (
+    ApiError,
+    ApiUnavailable,
+    InvalidResponse,
+    error_from_response,
+    error_from_status,
+)
+from .kubeconfig import ClusterConnection, load_kubeconfig
+from .ratelimit import Limiter, client_limiter
+
+if TYPE_CHECKING:
+    from kubelet.config.options import Options
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "LEASES",
+    "NODES",
+    "PODS",
+    "ApiClient",
+    "ListPage",
+    "PatchType",
+    "Resource",
+    "WatchEvent",
+    "api_path",
+    "open_client",
+    "user_agent",
+]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+Params = Mapping[str, str | int | bool] | None
+
+DEFAULT_TIMEOUT = httpx.Timeout(connect=30.0, read=60.0, write=60.0, pool=30.0)
+"""client-go dials with a 30 s timeout; the API server ends a non-watch request after
+60 s (its default --request-timeout), so waiting longer for an answer is pointless."""
+WATCH_READ_GRACE = 30.0
+"""A watch with ``timeoutSeconds`` gets a read timeout that much longer: the server
+closes it by then, so silence beyond that means a dead connection (client-go relies on
+HTTP/2 pings for this, which httpx does not send)."""
+RETRY_GET_AFTER = 1.0
+"""client-go's artificial Retry-After for a GET whose connection was reset."""
+DEFAULT_MAX_RETRIES = 10
+"""client-go's rest.Request maxRetries."""
+MIN_WATCH_TIMEOUT = 300
+"""client-go's reflector minWatchTimeout: watches last 5-10 minutes (randomised)."""
+
+_GOARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64",
+           "armv7l": "arm", "armv6l": "arm", "i686": "386", "i386": "386",
+           "ppc64le": "ppc64le", "s390x": "s390x", "riscv64": "riscv64"}  # fmt: skip
+
+
+def user_agent(commit: str = "") -> str:
+    """Upstream's kubelet User-Agent: ``kubelet/v1.36.0 (linux/amd64) kubernetes/<commit>``."""
+    machine = platform.machine().lower()
+    version = KUBERNETES_VERSION.split("-", 1)[0]
+    return f"kubelet/{version} ({sys.platform}/{_GOARCH.get(machine, machine)}) " + (
+        f"kubernetes/{commit[:7] or 'unknown'}"
+    )
+
+
+# -- paths ----------------------------------------------------------------------------
+
+
+def api_path(
+    api_version: str, resource: str, namespace: str = "", name: str = "", subresource: str = ""
+) -> str:
+    """The API path of a collection or object.
+
+    ``api_path("v1", "pods", "ns", "p", "status")`` → ``/api/v1/namespaces/ns/pods/p/status``;
+    ``api_path("coordination.k8s.io/v1", "leases", "kube-node-lease", "n1")`` →
+    ``/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1``;
+    no namespace means a cluster-scoped resource (``/api/v1/nodes/n1``) or, for a
+    namespaced one, the list across all namespaces (``/api/v1/pods``).
+    """
+    if not api_version or not resource:
+        raise ValueError("api_path needs an api version and a resource")
+    if subresource and not name:
+        raise ValueError(f"subresource {subresource!r} needs an object name")
+    parts = ["/api/v1" if api_version == "v1" else f"/apis/{api_version}"]
+    if namespace:
+        parts += ["namespaces", quote(namespace, safe="")]
+    parts.append(resource)
+    if name:
+        parts.append(quote(name, safe=""))
+    if subresource:
+        parts.append(subresource)
+    return "/".join(parts)
+
+
+@attrs.frozen
+class Resource:
+    """A resource type: ``Resource("coordination.k8s.io/v1", "leases")``."""
+
+    api_version: str
+    plural: str
+    namespaced: bool = True
+
+    def path(self, namespace: str = "", name: str = "", subresource: str = "") -> str:
+        """``api_path`` for this resource; a cluster-scoped one refuses a namespace."""
+        if namespace and not self.namespaced:
+            raise ValueError(f"{self.plural} are cluster-scoped: no namespace")
+        return api_path(self.api_version, self.plural, namespace, name, subresource)
+
+
+PODS = Resource("v1", "pods")
+NODES = Resource("v1", "nodes", namespaced=False)
+LEASES = Resource("coordination.k8s.io/v1", "leases")
+EVENTS = Resource("v1", "events")
+EVENTS_V1 = Resource("events.k8s.io/v1", "events")
+
+
+class PatchType(enum.StrEnum):
+    """Patch content types the API server accepts."""
+
+    STRATEGIC = "application/strategic-merge-patch+json"
+    MERGE = "application/merge-patch+json"
+    JSON = "application/json-patch+json"
+
+
+# -- results --------------------------------------------------------------------------
+
+
+@attrs.frozen
+class ListPage:
+    """A list answer: the items (raw dicts) and the list's metadata."""
+
+    items: list[dict[str, Any]]
+    resource_version: str
+    continue_: str = ""
+    remaining_item_count: int | None = None
+
+    def decode(self, cls: type[T]) -> list[T]:
+        """The items as ``cls`` objects (WireError names the bad item and field)."""
+        return [from_wire(cls, item) for item in self.items]
+
+
+@attrs.frozen
+class WatchEvent:
+    """One watch event: ADDED, MODIFIED, DELETED or BOOKMARK, and the object as sent."""
+
+    type: str
+    object: dict[str, Any]
+
+    @property
+    def resource_version(self) -> str:
+        meta = self.object.get("metadata")
+        rv = meta.get("resourceVersion") if isinstance(meta, dict) else None
+        return rv if isinstance(rv, str) else ""
+
+
+OnEvent = Callable[[WatchEvent], Awaitable[bool | None]]
+"""A watch callback; returning True ends the watch."""
+
+
+# -- the client -----------------------------------------------------------------------
+
+
+def _retry_after(headers: httpx.Headers) -> float | None:
+    """Seconds from a ``Retry-After`` header; like client-go, integers only."""
+    value = headers.get("retry-after", "").strip()
+    if value.isdigit():
+        return float(int(value))
+    return None
+
+
+def _describe(exc: httpx.TransportError) -> str:
+    """The transport error's text; httpx often wraps the telling one (a TLS verify
+    failure) in an exception with an empty message, so walk the chain."""
+    text = ""
+    cause: BaseException | None = exc
+    while cause is not None and not text:
+        text = str(cause)
+        cause = cause.__cause__ or cause.__context__
+    text = text or type(exc).__name__
+    if isinstance(exc, httpx.TimeoutException):
+        return f"timed out ({type(exc).__name__}): {text}"
+    return text
+
+
+def _encode(body: object) -> bytes:
+    data = to_wire(body) if attrs.has(type(body)) else body
+    return json.dumps(data, separators=(",", ":")).encode()
+
+
+def _decode_object(response: httpx.Response) -> dict[str, Any]:
+    try:
+        data = json.loads(response.content) if response.content else {}
+    except ValueError as exc:
+        raise InvalidResponse(
+            response.status_code,
+            "",
+            f"{response.request.method} {response.request.url.path}: the answer is not JSON",
+        ) from exc
+    if not isinstance(data, dict):
+        raise InvalidResponse(
+            response.status_code,
+            "",
+            f"{response.request.method} {response.request.url.path}: expected a JSON object",
+        )
+    return data
+
+
+def _parse_event(line: str) -> WatchEvent:
+    try:
+        data = json.loads(line)
+    except ValueError as exc:
+        raise InvalidResponse(0, "", f"watch: not a JSON event: {line[:200]!r}") from exc
+    if not isinstance(data, dict):
+        raise InvalidResponse(0, "", f"watch: not a JSON event: {line[:200]!r}")
+    kind, obj = data.get("type"), data.get("object")
+    if not isinstance(kind, str) or not isinstance(obj, dict):
+        raise InvalidResponse(0, "", f"watch: an event needs a type and an object: {line[:200]!r}")
+    return WatchEvent(kind, obj)
+
+
+def _query(
+    params: Mapping[str, str | int | bool],
+) -> list[tuple[str, str | int | float | bool | None]]:
+    """Sorted, as Go's url.Values.Encode writes them; empty values left out."""
+    out: list[tuple[str, str | int | float | bool | None]] = []
+    for key in sorted(params):
+        value = params[key]
+        if value is None or value == "":
+            continue
+        out.append((key, ("true" if value else "false") if isinstance(value, bool) else str(value)))
+    return out
+
+
+def make_http_client(
+    connection: ClusterConnection,
+    *,
+    transport: httpx.AsyncBaseTransport | None = None,
+    timeout: httpx.Timeout = DEFAULT_TIMEOUT,
+    agent: str | None = None,
+) -> httpx.AsyncClient:
+    """The one httpx client for a cluster: HTTP/2 where the server offers it (ALPN),
+    the kubeconfig's TLS context as ``verify=``, connections kept 90 s like client-go."""
+    headers = {"Accept": "application/json", "User-Agent": agent or user_agent()}
+    if connection.disable_compression:
+        headers["Accept-Encoding"] = "identity"
+    return httpx.AsyncClient(
+        base_url=connection.server,
+        verify=connection.ssl_context if connection.ssl_context is not None else True,
+        http2=True,
+        proxy=connection.proxy_url or None,
+        timeout=timeout,
+        limits=httpx.Limits(
+            max_connections=100, max_keepalive_connections=20, keepalive_expiry=90.0
+        ),
+        headers=headers,
+        transport=transport,
+        follow_redirects=False,
+    )
+
+
+class ApiClient:
+    """Calls to one API server. Build it with ``ApiClient.open`` (or ``open_client``);
+    ``with_limits`` makes a sibling sharing the connections with another rate limit."""
+
+    def __init__(
+        self,
+        http: httpx.AsyncClient,
+        connection: ClusterConnection,
+        *,
+        limiter: Limiter,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        timeout: httpx.Timeout = DEFAULT_TIMEOUT,
+    ) -> None:
+        self.http = http
+        self.connection = connection
+        self.limiter = limiter
+        self.max_retries = max_retries
+        self.timeout = timeout
+
+    @classmethod
+    @asynccontextmanager
+    async def open(
+        cls,
+        connection: ClusterConnection,
+        *,
+        qps: float = 50,
+        burst: int = 100,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        timeout: httpx.Timeout = DEFAULT_TIMEOUT,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> AsyncIterator[ApiClient]:
+        """A client for ``connection``, its connections closed on exit. ``qps`` < 0
+        means no client-side limit; 0 means client-go's default (5 / burst 10)."""
+        async with make_http_client(connection, transport=transport, timeout=timeout) as http:
+            yield cls(
+                http,
+                connection,
+                limiter=client_limiter(qps, burst),
+                max_retries=max_retries,
+                timeout=timeout,
+            )
+
+    def with_limits(
+        self, qps: float, burst: int, *, timeout: httpx.Timeout | None = None
+    ) -> ApiClient:
+        """A client sharing this one's connections with its own rate limit and timeout
+        (upstream's kubelet uses an unthrottled heartbeat client, QPS -1, with a timeout
+        of nodeStatusUpdateFrequency, for leases and node status). Valid while this
+        client is open."""
+        return ApiClient(
+            self.http,
+            self.connection,
+            limiter=client_limiter(qps, burst),
+            max_retries=self.max_retries,
+            timeout=timeout or self.timeout,
+        )
+
+    # -- sending --
+
+    def _build(
+        self,
+        method: str,
+        path: str,
+        params: Params,
+        content: bytes | None,
+        content_type: str | None,
+        timeout: httpx.Timeout,
+    ) -> httpx.Request:
+        headers = {}
+        auth = self.connection.authorization()
+        if auth:
+            headers["Authorization"] = auth
+        if content_type:
+            headers["Content-Type"] = content_type
+        extensions = {}
+        if self.connection.tls_server_name:
+            extensions["sni_hostname"] = self.connection.tls_server_name
+        return self.http.build_request(
+            method,
+            path,
+            params=_query(params or {}),
+            content=content,
+            headers=headers,
+            timeout=timeout,
+            extensions=extensions,
+        )
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Params = None,
+        content: bytes | None = None,
+        content_type: str | None = None,
+        stream: bool = False,
+        timeout: httpx.Timeout | None = None,
+    ) -> httpx.Response:
+        """Send with rate limiting and client-go's retries; a 2xx response or an ApiError.
+        With ``stream`` the caller must close the response."""
+        retries = 0
+        while True:
+            await self.limiter.acquire()
+            request = self._build(
+                method, path, params, content, content_type, timeout or self.timeout
+            )
+            where = f"{method} {request.url}"
+            try:
+                response = await self.http.send(request, stream=stream)
+                if response.is_success:
+                    return response
+                try:
+                    body = await response.aread()
+                finally:
+                    await response.aclose()
+            except httpx.TransportError as exc:
+                reset = isinstance(exc, httpx.ReadError | httpx.RemoteProtocolError)
+                if method == "GET" and reset and retries < self.max_retries:
+                    retries += 1
+                    log.debug("%s: %s; retry %d in %gs", where, exc, retries, RETRY_GET_AFTER)
+                    await trio.sleep(RETRY_GET_AFTER)
+                    continue
+                raise ApiUnavailable(0, "", f"{where}: {_describe(exc)}") from exc
+            code = response.status_code
+            if code == httpx.codes.UNAUTHORIZED:
+                self.connection.unauthorized()
+            wait = _retry_after(response.headers)
+            retryable = code == httpx.codes.TOO_MANY_REQUESTS or code >= 500
+            if retryable and wait is not None and retries < self.max_retries:
+                retries += 1
+                log.debug("%s: %d, Retry-After %gs; retry %d", where, code, wait, retries)
+                await trio.sleep(wait)
+                continue
+            raise error_from_response(code, body, wait)
+
+    async def _object(
+        self,
+        method: str,
+        path: str,
+        into: type[T] | None,
+        *,
+        params: Params = None,
+        body: object = None,
+        content_type: str = "application/json",
+    ) -> Any:
+        content = _encode(body) if body is not None else None
+        response = await self._send(
+            method,
+            path,
+            params=params,
+            content=content,
+            content_type=content_type if content is not None else None,
+        )
+        data = _decode_object(response)
+        return from_wire(into, data) if into is not None else data
+
+    # -- verbs --
+
+    @overload
+    async def get(self, path: str, *, params: Params = None) -> dict[str, Any]: ...
+    @overload
+    async def get(self, path: str, *, into: type[T], params: Params = None) -> T: ...
+    async def get(self, path: str, *, into: type[T] | None = None, params: Params = None) -> Any:
+        """GET an object (``api_path(..., name=...)``)."""
+        return await self._object("GET", path, into, params=params)
+
+    @overload
+    async def create(self, path: str, body: object, *, params: Params = None) -> dict[str, Any]: ...
+    @overload
+    async def create(
+        self, path: str, body: object, *, into: type[T], params: Params = None
+    ) -> T: ...
+    async def create(
+        self, path: str, body: object, *, into: type[T] | None = None, params: Params = None
+    ) -> Any:
+        """POST ``body`` to a collection path (no name); the created object comes back."""
+        return await self._object("POST", path, into, params=params, body=body)
+
+    @overload
+    async def update(self, path: str, body: object, *, params: Params = None) -> dict[str, Any]: ...
+    @overload
+    async def update(
+        self, path: str, body: object, *, into: type[T], params: Params = None
+    ) -> T: ...
+    async def update(
+        self, path: str, body: object, *, into: type[T] | None = None, params: Params = None
+    ) -> Any:
+        """PUT ``body`` (with its resourceVersion: a stale one gives Conflict)."""
+        return await self._object("PUT", path, into, params=params, body=body)
+
+    @overload
+    async def patch(
+        self,
+        path: str,
+        patch: object,
+        patch_type: PatchType = PatchType.STRATEGIC,
+        *,
+        params: Params = None,
+    ) -> dict[str, Any]: ...
+    @overload
+    async def patch(
+        self,
+        path: str,
+        patch: object,
+        patch_type: PatchType = PatchType.STRATEGIC,
+        *,
+        into: type[T],
+        params: Params = None,
+    ) -> T: ...
+    async def patch(
+        self,
+        path: str,
+        patch: object,
+        patch_type: PatchType = PatchType.STRATEGIC,
+        *,
+        into: type[T] | None = None,
+        params: Params = None,
+    ) -> Any:
+        """PATCH with ``patch`` (a dict, or a list for JSON patch; see kubelet.api.patch)."""
+        return await self._object(
+            "PATCH", path, into, params=params, body=patch, content_type=str(patch_type)
+        )
+
+    async def delete(
+        self,
+        path: str,
+        *,
+        grace_period_seconds: int | None = None,
+        uid: str = "",
+        resource_version: str = "",
+        propagation_policy: str = "",
+    ) -> dict[str, Any]:
+        """DELETE with DeleteOptions; ``uid`` / ``resource_version`` are preconditions
+        (the kubelet deletes a pod only if it is still the one it knows)."""
+        options: dict[str, Any] = {}
+        if grace_period_seconds is not None:
+            options["gracePeriodSeconds"] = grace_period_seconds
+        preconditions = {
+            k: v for k, v in (("uid", uid), ("resourceVersion", resource_version)) if v
+        }
+        if preconditions:
+            options["preconditions"] = preconditions
+        if propagation_policy:
+            options["propagationPolicy"] = propagation_policy
+        data: dict[str, Any] = await self._object("DELETE", path, None, body=options or None)
+        return data
+
+    async def list(
+        self,
+        path: str,
+        *,
+        label_selector: str = "",
+        field_selector: str = "",
+        limit: int = 0,
+        continue_: str = "",
+        resource_version: str = "",
+        resource_version_match: str = "",
+    ) -> ListPage:
+        """One page of a list (``limit`` / ``continue_`` for paging)."""
+        params: dict[str, str | int | bool] = {
+            "labelSelector": label_selector,
+            "fieldSelector": field_selector,
+            "resourceVersion": resource_version,
+            "resourceVersionMatch": resource_version_match,
+            "continue": continue_,
+        }
+        if limit > 0:
+            params["limit"] = limit
+        data = await self._object("GET", path, None, params=params)
+        items = data.get("items") or []
+        meta = data.get("metadata") or {}
+        if not isinstance(items, list) or not isinstance(meta, dict):
+            raise InvalidResponse(200, "", f"GET {path}: not a list")
+        remaining = meta.get("remainingItemCount")
+        return ListPage(
+            items=[item for item in items if isinstance(item, dict)],
+            resource_version=str(meta.get("resourceVersion") or ""),
+            continue_=str(meta.get("continue") or ""),
+            remaining_item_count=remaining if isinstance(remaining, int) else None,
+        )
+
+    async def list_all(
+        self,
+        path: str,
+        *,
+        label_selector: str = "",
+        field_selector: str = "",
+        resource_version: str = "",
+        page_size: int = 500,
+    ) -> ListPage:
+        """Every page of a list, as client-go's pager: later pages carry only the continue
+        token, and a token that expired mid-way (410) falls back to one full list."""
+        items: list[dict[str, Any]] = []
+        continue_ = ""
+        rv = resource_version
+        while True:
+            try:
+                page = await self.list(
+                    path,
+                    label_selector=label_selector,
+                    field_selector=field_selector,
+                    limit=page_size,
+                    continue_=continue_,
+                    resource_version="" if continue_ else rv,
+                )
+            except ApiError as exc:
+                if exc.code != httpx.codes.GONE or not continue_:
+                    raise
+                log.info("GET %s: continue token expired; listing everything at once", path)
+                return await self.list(
+                    path,
+                    label_selector=label_selector,
+                    field_selector=field_selector,
+                    resource_version=rv,
+                )
+            items.extend(page.items)
+            if not page.continue_:
+                return ListPage(items=items, resource_version=page.resource_version)
+            continue_ = page.continue_
+
+    async def watch(
+        self,
+        path: str,
+        on_event: OnEvent,
+        *,
+        resource_version: str = "",
+        allow_bookmarks: bool = True,
+        timeout_seconds: int | None = None,
+        label_selector: str = "",
+        field_selector: str = "",
+    ) -> None:
+        """Watch a collection, calling ``on_event`` for each event in order.
+
+        Returns at EOF (the server's ``timeoutSeconds`` passed) or when ``on_event``
+        returns True; raises the ERROR event's Status as an ApiError (``Gone`` for an
+        expired resourceVersion), ``ApiUnavailable`` if the connection breaks, and
+        whatever ``on_event`` raised. Starting it is rate limited and retried like any
+        request.
+        """
+        params: dict[str, str | int | bool] = {
+            "watch": True,
+            "allowWatchBookmarks": allow_bookmarks,
+            "resourceVersion": resource_version,
+            "labelSelector": label_selector,
+            "fieldSelector": field_selector,
+        }
+        read = None
+        if timeout_seconds is not None:
+            params["timeoutSeconds"] = timeout_seconds
+            read = timeout_seconds + WATCH_READ_GRACE
+        if not allow_bookmarks:
+            del params["allowWatchBookmarks"]
+        timeout = httpx.Timeout(
+            connect=self.timeout.connect,
+            read=read,
+            write=self.timeout.write,
+            pool=self.timeout.pool,
+        )
+        response = await self._send("GET", path, params=params, stream=True, timeout=timeout)
+        try:
+            await _dispatch_lines(response, on_event)
+        except httpx.TransportError as exc:
+            raise ApiUnavailable(0, "", f"watch {path}: {_describe(exc)}") from exc
+        finally:
+            await response.aclose()
+
+
+async def _dispatch_lines(response: httpx.Response, on_event: OnEvent) -> None:
+    """Feed each line's event to ``on_event`` until EOF or a stop.
+
+    To stop early we cancel our own scope and let the next read raise Cancelled inside
+    httpx's generators, never leaving the ``async for`` by break or exception. A failure
+    in between (a bad line, an ERROR event, the callback raising, even an outer
+    Cancelled) is kept and raised after the loop.
+    """
+    failure: BaseException | None = None
+    with trio.CancelScope() as scope:
+        async for line in response.aiter_lines():
+            if scope.cancel_called or not line.strip():
+                continue
+            try:
+                event = _parse_event(line)
+                if event.type == "ERROR":
+                    raise error_from_status(event.object)
+                if await on_event(event):
+                    scope.cancel()
+            except BaseException as exc:
+                failure = exc
+                scope.cancel()
+    if failure is not None:
+        raise failure
+
+
+def random_watch_timeout(rng: random.Random | None = None) -> int:
+    """client-go's reflector: 5 to 10 minutes, so watches of many clients do not expire
+    together."""
+    return int(MIN_WATCH_TIMEOUT * ((rng.random() if rng else random.random()) + 1.0))
+
+
+@asynccontextmanager
+async def open_client(
+    options: Options,
+    *,
+    connection: ClusterConnection | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> AsyncIterator[ApiClient]:
+    """The kubelet's API client from its Options: ``--kubeconfig`` (loaded here unless
+    ``connection`` is given; KubeconfigError names the bad field) and the configuration's
+    kubeAPIQPS / kubeAPIBurst."""
+    conn = connection or load_kubeconfig(options.kubeconfig)
+    async with ApiClient.open(
+        conn,
+        qps=options.config.kube_api_qps,
+        burst=options.config.kube_api_burst,
+        transport=transport,
+    ) as client:
+        yield client

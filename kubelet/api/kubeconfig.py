@@ -1,0 +1,495 @@
+"""``--kubeconfig``: upstream's kubeconfig file (clientcmd v1 Config) → a ``ClusterConnection``.
+
+Only what a node agent needs is read: the current context's cluster (server, CA,
+insecure-skip-tls-verify, tls-server-name, proxy-url, disable-compression) and user
+(client certificate and key, token / tokenFile, username / password). Credential plugins
+(``exec``, ``auth-provider``) and impersonation are refused with a clear message rather
+than ignored, since a kubelet silently connecting as nobody is worse than one that stops.
+
+Everything is checked at start-up, as clientcmd's ConfirmUsable does, and every problem
+names the file and the field (``/etc/kubernetes/kubelet.conf: users[0].user.client-key-data:
+invalid base64``). Relative paths are resolved against the kubeconfig's directory.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import logging
+import os
+import ssl
+import tempfile
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+import attrs
+import yaml
+from cryptography import x509
+from cryptography.exceptions import UnsupportedAlgorithm
+from cryptography.hazmat.primitives import serialization
+
+from kubelet.config.errors import ConfigError, Problem
+
+__all__ = [
+    "ClusterConnection",
+    "KubeconfigError",
+    "TokenSource",
+    "load_kubeconfig",
+    "parse_kubeconfig",
+]
+
+log = logging.getLogger(__name__)
+
+_UNSUPPORTED_USER_FIELDS = {
+    "exec": "exec credential plugins are not supported by this kubelet",
+    "auth-provider": "auth-provider plugins are not supported by this kubelet",
+    "as": "impersonation is not supported by this kubelet",
+    "as-uid": "impersonation is not supported by this kubelet",
+    "as-groups": "impersonation is not supported by this kubelet",
+    "as-user-extra": "impersonation is not supported by this kubelet",
+}
+
+
+class KubeconfigError(ConfigError):
+    """The kubeconfig cannot be used; start-up stops with every problem listed."""
+
+
+class TokenSource:
+    """A bearer token: a fixed string, or a file re-read whenever it changes.
+
+    Like client-go's cached file token source (projected service account tokens are
+    rotated in place): a read that fails or finds the file empty keeps the last good
+    token; a 401 (``reset``) forces a re-read on the next request. The file's identity
+    (inode, size, mtime) is checked on every request: one stat, no timer.
+    """
+
+    def __init__(self, token: str = "", path: str = "") -> None:
+        self.path = path
+        self._token = token
+        self._seen: tuple[int, int, int] | None = None
+        self._last_error = ""
+        if path:
+            self._reload(required=True)
+
+    def _reload(self, *, required: bool = False) -> None:
+        try:
+            st = os.stat(self.path)
+            signature = (st.st_ino, st.st_size, st.st_mtime_ns)
+            if signature == self._seen:
+                return
+            with open(self.path, encoding="utf-8") as f:
+                token = f.read().strip()
+            if not token:
+                raise ValueError(f"read empty token from file {self.path!r}")
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            message = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            if required:
+                raise ValueError(message) from exc
+            if message != self._last_error:
+                log.error("cannot rotate the API token from %s: %s", self.path, message)
+                self._last_error = message
+            return
+        self._token, self._seen, self._last_error = token, signature, ""
+
+    def token(self) -> str:
+        """The token to send now."""
+        if self.path:
+            self._reload()
+        return self._token
+
+    def reset(self) -> None:
+        """The server rejected the token (401): read the file again next time."""
+        self._seen = None
+
+
+@attrs.frozen
+class ClusterConnection:
+    """How to reach and authenticate to the API server (the kubeconfig's current context)."""
+
+    server: str
+    """Base URL with scheme, host, port and any path prefix (``https://10.0.0.1:6443``)."""
+    ssl_context: ssl.SSLContext | None = None
+    """For ``https``: CA trust (or none with insecure-skip-tls-verify) and the client
+    certificate. Pass it to httpx as ``verify=`` (``cert=`` is silently ignored)."""
+    tls_server_name: str = ""
+    """Name to send (SNI) and verify instead of the server URL's host."""
+    token: TokenSource | None = None
+    basic_auth: tuple[str, str] | None = None
+    proxy_url: str = ""
+    disable_compression: bool = False
+    namespace: str = ""
+    """The context's namespace (the kubelet does not use it; kept for completeness)."""
+    source: str = ""
+    """The kubeconfig file this came from, for messages."""
+    client_cert_files: tuple[str, str] | None = None
+    """(certificate, key) files when the certificate came from files, so a rotated
+    certificate (kubelet-client-current.pem) can be loaded again."""
+
+    def authorization(self) -> str | None:
+        """The Authorization header value for the next request, if any."""
+        if self.token is not None:
+            token = self.token.token()
+            if token:
+                return f"Bearer {token}"
+        if self.basic_auth is not None:
+            raw = f"{self.basic_auth[0]}:{self.basic_auth[1]}".encode()
+            return "Basic " + base64.b64encode(raw).decode("ascii")
+        return None
+
+    def unauthorized(self) -> None:
+        """A request got 401: let a rotating token be re-read."""
+        if self.token is not None:
+            self.token.reset()
+
+    def reload_client_certificate(self) -> None:
+        """Load the client certificate files again; new connections present the new one."""
+        if self.ssl_context is not None and self.client_cert_files is not None:
+            self.ssl_context.load_cert_chain(*self.client_cert_files)
+
+
+def load_kubeconfig(path: str | os.PathLike[str]) -> ClusterConnection:
+    """Read ``path``; ``KubeconfigError`` names the file and field of every problem."""
+    name = os.fspath(path)
+    try:
+        with open(name, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as exc:
+        raise KubeconfigError(
+            Problem(name, "", f"cannot read the kubeconfig: {exc.strerror or exc}")
+        ) from exc
+    except UnicodeDecodeError as exc:
+        raise KubeconfigError(Problem(name, "", "the kubeconfig is not UTF-8 text")) from exc
+    return parse_kubeconfig(text, name)
+
+
+def parse_kubeconfig(text: str, source: str, *, base_dir: str | None = None) -> ClusterConnection:
+    """Parse kubeconfig text. ``source`` names it in errors; relative paths are resolved
+    against ``base_dir`` (default: the directory of ``source``)."""
+    if base_dir is None:
+        base_dir = os.path.dirname(os.path.abspath(source))
+    try:
+        doc = yaml.load(text, Loader=yaml.CSafeLoader) if text.strip() else None
+    except yaml.YAMLError as exc:
+        raise KubeconfigError(Problem(source, "", f"not valid YAML: {exc}")) from exc
+    if doc is None:
+        raise KubeconfigError(Problem(source, "", "the kubeconfig is empty"))
+    if not isinstance(doc, Mapping):
+        raise KubeconfigError(Problem(source, "", "expected a kubeconfig (kind: Config) object"))
+    return _Builder(doc, source, base_dir).build()
+
+
+# -- building -------------------------------------------------------------------------
+
+
+@attrs.frozen
+class _Entry:
+    index: int
+    body: Mapping[str, Any]
+
+
+@attrs.frozen
+class _Pem:
+    """PEM bytes and where they came from (a file to load directly, or inline data)."""
+
+    data: bytes
+    path: str = ""
+
+
+class _Builder:
+    """Reads one kubeconfig document, collecting problems so all are reported at once."""
+
+    def __init__(self, doc: Mapping[str, Any], source: str, base_dir: str) -> None:
+        self.doc = doc
+        self.source = source
+        self.base_dir = base_dir
+        self.problems: list[Problem] = []
+
+    def problem(self, field: str, message: str) -> None:
+        self.problems.append(Problem(self.source, field, message))
+
+    def check(self) -> None:
+        if self.problems:
+            raise KubeconfigError(*self.problems)
+
+    # -- generic readers --
+
+    def named(self, key: str, inner: str) -> dict[str, _Entry]:
+        raw = self.doc.get(key)
+        out: dict[str, _Entry] = {}
+        if raw is None:
+            return out
+        if not isinstance(raw, list):
+            self.problem(key, "expected a list")
+            return out
+        for i, entry in enumerate(raw):
+            where = f"{key}[{i}]"
+            if not isinstance(entry, Mapping):
+                self.problem(where, "expected an object")
+                continue
+            name = entry.get("name")
+            if not isinstance(name, str) or not name:
+                self.problem(f"{where}.name", "required")
+                continue
+            if name in out:
+                self.problem(f"{where}.name", f"duplicate name {name!r}")
+                continue
+            body = entry.get(inner)
+            if body is None:
+                body = {}
+            if not isinstance(body, Mapping):
+                self.problem(f"{where}.{inner}", "expected an object")
+                continue
+            out[name] = _Entry(i, body)
+        return out
+
+    def string(self, body: Mapping[str, Any], key: str, where: str) -> str:
+        value = body.get(key)
+        if value is None:
+            return ""
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, int | float):
+            return str(value)
+        if not isinstance(value, str):
+            self.problem(f"{where}.{key}", f"expected a string, got {type(value).__name__}")
+            return ""
+        return value
+
+    def boolean(self, body: Mapping[str, Any], key: str, where: str) -> bool:
+        value = body.get(key)
+        if value is None:
+            return False
+        if not isinstance(value, bool):
+            self.problem(f"{where}.{key}", f"expected true or false, got {value!r}")
+            return False
+        return value
+
+    def path(self, body: Mapping[str, Any], key: str, where: str) -> str:
+        value = self.string(body, key, where)
+        if value and not os.path.isabs(value):
+            value = os.path.join(self.base_dir, value)
+        return value
+
+    def pem(self, body: Mapping[str, Any], file_key: str, where: str) -> _Pem | None:
+        """``<file_key>`` (a path) or ``<file_key>-data`` (base64), not both."""
+        data_key = f"{file_key}-data"
+        path = self.path(body, file_key, where)
+        encoded = self.string(body, data_key, where)
+        if path and encoded:
+            self.problem(f"{where}.{data_key}", f"{data_key} and {file_key} are both specified")
+            return None
+        if encoded:
+            try:
+                raw = base64.b64decode("".join(encoded.split()), validate=True)
+            except (binascii.Error, ValueError):
+                self.problem(f"{where}.{data_key}", "invalid base64")
+                return None
+            return _Pem(raw)
+        if path:
+            try:
+                with open(path, "rb") as f:
+                    return _Pem(f.read(), path)
+            except OSError as exc:
+                self.problem(f"{where}.{file_key}", f"cannot read {path}: {exc.strerror or exc}")
+        return None
+
+    @staticmethod
+    def pem_field(pem: _Pem, file_key: str, where: str) -> str:
+        return f"{where}.{file_key}" if pem.path else f"{where}.{file_key}-data"
+
+    # -- the document --
+
+    def build(self) -> ClusterConnection:
+        clusters = self.named("clusters", "cluster")
+        users = self.named("users", "user")
+        contexts = self.named("contexts", "context")
+        current = self.string(self.doc, "current-context", "")
+        self.check()
+        if not current:
+            self.problem("current-context", "not set")
+            self.check()
+        context = contexts.get(current)
+        if context is None:
+            self.problem("current-context", f"no context named {current!r} in contexts")
+            self.check()
+        assert context is not None
+        where = f"contexts[{context.index}].context"
+        cluster_name = self.string(context.body, "cluster", where)
+        user_name = self.string(context.body, "user", where)
+        namespace = self.string(context.body, "namespace", where)
+        cluster = clusters.get(cluster_name) if cluster_name else None
+        if not cluster_name:
+            self.problem(f"{where}.cluster", "required")
+        elif cluster is None:
+            self.problem(f"{where}.cluster", f"no cluster named {cluster_name!r} in clusters")
+        user: _Entry | None = None
+        if user_name:
+            user = users.get(user_name)
+            if user is None:
+                self.problem(f"{where}.user", f"no user named {user_name!r} in users")
+        self.check()
+        assert cluster is not None
+        return self.connection(cluster, user, namespace)
+
+    def connection(self, cluster: _Entry, user: _Entry | None, namespace: str) -> ClusterConnection:
+        cw = f"clusters[{cluster.index}].cluster"
+        body = cluster.body
+        server = self.string(body, "server", cw)
+        insecure = self.boolean(body, "insecure-skip-tls-verify", cw)
+        tls_server_name = self.string(body, "tls-server-name", cw)
+        proxy_url = self.string(body, "proxy-url", cw)
+        disable_compression = self.boolean(body, "disable-compression", cw)
+        ca = self.pem(body, "certificate-authority", cw)
+        if insecure and ca is not None:
+            self.problem(
+                f"{cw}.insecure-skip-tls-verify",
+                "specifying a root certificates file with the insecure flag is not allowed",
+            )
+        uw = f"users[{user.index}].user" if user else ""
+        ubody: Mapping[str, Any] = user.body if user else {}
+        for field, message in _UNSUPPORTED_USER_FIELDS.items():
+            if ubody.get(field):
+                self.problem(f"{uw}.{field}", message)
+        cert = self.pem(ubody, "client-certificate", uw)
+        key = self.pem(ubody, "client-key", uw)
+        token = self.string(ubody, "token", uw)
+        token_file = self.path(ubody, "tokenFile", uw)
+        username = self.string(ubody, "username", uw)
+        password = self.string(ubody, "password", uw)
+        if (token or token_file) and (username or password):
+            self.problem(uw, "more than one authentication method found: token and basic auth")
+        if cert is not None and key is None and not self._has(ubody, "client-key"):
+            self.problem(f"{uw}.client-key", "required with client-certificate")
+        if key is not None and cert is None and not self._has(ubody, "client-certificate"):
+            self.problem(f"{uw}.client-certificate", "required with client-key")
+        has_tls_config = ca is not None or cert is not None or insecure
+        url = self.server_url(server, has_tls_config, f"{cw}.server")
+        if proxy_url:
+            self.check_url(proxy_url, f"{cw}.proxy-url", ("http", "https", "socks5"))
+        token_source: TokenSource | None = None
+        if token_file:
+            try:
+                token_source = TokenSource(token, token_file)
+            except ValueError as exc:
+                self.problem(f"{uw}.tokenFile", f"cannot read {token_file}: {exc}")
+        elif token:
+            token_source = TokenSource(token)
+        self.check()
+        context: ssl.SSLContext | None = None
+        cert_files: tuple[str, str] | None = None
+        if urlsplit(url).scheme == "https":
+            context = self.ssl_context(ca, insecure, cw)
+            if cert is not None and key is not None:
+                cert_files = self.client_certificate(context, cert, key, uw)
+        elif cert is not None or ca is not None:
+            log.warning("%s: %s is plain http; the TLS settings are unused", self.source, url)
+        self.check()
+        return ClusterConnection(
+            server=url,
+            ssl_context=context,
+            tls_server_name=tls_server_name,
+            token=token_source,
+            basic_auth=(username, password) if username or password else None,
+            proxy_url=proxy_url,
+            disable_compression=disable_compression,
+            namespace=namespace,
+            source=self.source,
+            client_cert_files=cert_files,
+        )
+
+    @staticmethod
+    def _has(body: Mapping[str, Any], key: str) -> bool:
+        return bool(body.get(key) or body.get(f"{key}-data"))
+
+    def check_url(self, url: str, field: str, schemes: tuple[str, ...]) -> bool:
+        try:
+            parts = urlsplit(url)
+            parts.port  # noqa: B018 - raises ValueError on a bad port
+        except ValueError as exc:
+            self.problem(field, f"invalid URL {url!r}: {exc}")
+            return False
+        if parts.scheme not in schemes or not parts.hostname:
+            self.problem(field, f"invalid URL {url!r}: expected {' or '.join(schemes)}://host")
+            return False
+        return True
+
+    def server_url(self, server: str, has_tls_config: bool, field: str) -> str:
+        """clientcmd's DefaultServerURL: a bare ``host:port`` gets https when any TLS
+        setting is present, else http."""
+        if not server:
+            self.problem(field, "required (no server found for the cluster)")
+            return ""
+        url = server
+        if "://" not in server:
+            url = ("https://" if has_tls_config else "http://") + server
+        if not self.check_url(url, field, ("http", "https")):
+            return ""
+        return url.rstrip("/")
+
+    def ssl_context(self, ca: _Pem | None, insecure: bool, where: str) -> ssl.SSLContext:
+        if insecure:
+            context = ssl.create_default_context()
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+            return context
+        if ca is None:
+            return ssl.create_default_context()
+        field = self.pem_field(ca, "certificate-authority", where)
+        try:
+            x509.load_pem_x509_certificates(ca.data)
+        except ValueError:
+            self.problem(field, "no PEM certificate found")
+            return ssl.create_default_context()
+        try:
+            if ca.path:
+                return ssl.create_default_context(cafile=ca.path)
+            return ssl.create_default_context(cadata=ca.data.decode("ascii", "replace"))
+        except ssl.SSLError as exc:
+            self.problem(field, f"cannot use the CA certificates: {exc.reason or exc}")
+            return ssl.create_default_context()
+
+    def client_certificate(
+        self, context: ssl.SSLContext, cert: _Pem, key: _Pem, where: str
+    ) -> tuple[str, str] | None:
+        cert_field = self.pem_field(cert, "client-certificate", where)
+        key_field = self.pem_field(key, "client-key", where)
+        try:
+            leaf = x509.load_pem_x509_certificates(cert.data)[0]
+        except ValueError:
+            self.problem(cert_field, "no PEM certificate found")
+            return None
+        try:
+            private = serialization.load_pem_private_key(key.data, password=None)
+        except TypeError:
+            self.problem(key_field, "the private key is encrypted")
+            return None
+        except (ValueError, UnsupportedAlgorithm):
+            self.problem(key_field, "no valid PEM private key found")
+            return None
+        spki = serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+        if private.public_key().public_bytes(*spki) != leaf.public_key().public_bytes(*spki):
+            self.problem(key_field, "the private key does not match the client certificate")
+            return None
+        try:
+            if cert.path and key.path:
+                context.load_cert_chain(cert.path, key.path)
+                return cert.path, key.path
+            _load_cert_chain_from_data(context, cert.data, key.data)
+        except ssl.SSLError as exc:
+            self.problem(key_field, f"cannot use the client certificate: {exc.reason or exc}")
+        return None
+
+
+def _load_cert_chain_from_data(context: ssl.SSLContext, cert: bytes, key: bytes) -> None:
+    """ssl loads certificates only from files: write them to a private directory (0700,
+    files 0600) just long enough to load them."""
+    with tempfile.TemporaryDirectory(prefix="kubelet-tls-") as tmp:
+        paths = []
+        for name, data in (("client.crt", cert), ("client.key", key)):
+            path = os.path.join(tmp, name)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            paths.append(path)
+        context.load_cert_chain(paths[0], paths[1])
