@@ -10,6 +10,22 @@ class PodManager:
 
     def __init__(self) -> None:
         self._by_uid: dict[str, Pod] = {}
+        self._mirrors: dict[str, Pod] = {}
+        """full name → the API's mirror pod of our static pod of that name"""
+
+    def set_mirror(self, mirror: Pod) -> None:
+        self._mirrors[mirror.full_name] = mirror
+
+    def remove_mirror(self, mirror: Pod) -> None:
+        current = self._mirrors.get(mirror.full_name)
+        if current is not None and current.uid == mirror.uid:
+            del self._mirrors[mirror.full_name]
+
+    def mirror_for(self, pod: Pod) -> Pod | None:
+        return self._mirrors.get(pod.full_name)
+
+    def mirrors(self) -> list[Pod]:
+        return list(self._mirrors.values())
 
     def upsert(self, pod: Pod) -> None:
         self._by_uid[pod.uid] = pod

@@ -1,13 +1,30 @@
-"""The kubelet's PodSyncer: one pod worker step = fresh runtime view + CRI actions."""
+"""The kubelet's PodSyncer: one pod worker step = fresh runtime view + CRI actions + status.
+
+The view is refreshed before every step, so a worker never acts on a view older than
+its own last action; when the step changed something it is read again, so the status
+reported reflects what was just done (a started pod is reported Running by the same
+step that started it, not by the next one). In cluster mode the status goes to the
+status manager, static pods get their mirror pod, and a deleted pod's API object is
+removed once the pod is gone from the node.
+"""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Collection, Sequence
 
-from kubelet.api.pod import Pod
+import attrs
+
+from kubelet.api.errors import ApiError
+from kubelet.api.pod import Pod, PodStatus
 from kubelet.runtime.cache import PodCache
 from kubelet.runtime.podsync import PodRuntime, all_gone
+from kubelet.runtime.types import RuntimePodStatus
+from kubelet.status.generate import generate_pod_status
+from kubelet.status.manager import StatusManager
 
+from .manager import PodManager
+from .mirror import MirrorClient, is_static
 from .workers import PodSyncer, SyncResult
 
 log = logging.getLogger(__name__)
@@ -17,39 +34,114 @@ class TeardownIncomplete(RuntimeError):
     """Something of the pod is still on the runtime after a teardown pass."""
 
 
+@attrs.define
+class ClusterLink:
+    """What a kubelet joined to a cluster adds to each pod step."""
+
+    status: StatusManager
+    mirrors: MirrorClient
+
+
+class ProbeView:
+    """Probe results the status needs (the prober implements it)."""
+
+    def started_ids(self, uid: str) -> Collection[str]:
+        return ()
+
+    def ready_ids(self, uid: str) -> Collection[str]:
+        return ()
+
+    def liveness_failed(self, uid: str) -> Collection[str]:
+        return ()
+
+    def startup_failed(self, uid: str) -> Collection[str]:
+        return ()
+
+
 class KubeletPodSyncer(PodSyncer):
-    """Reads the pod's runtime state through the cache, then acts on it.
-
-    The view is refreshed before every step, so a worker never acts on a view older
-    than its own last action. The waiting reasons of the last sync are kept per pod
-    (CrashLoopBackOff, ErrImagePull, ...) for status reporting.
-    """
-
-    def __init__(self, cache: PodCache, pod_runtime: PodRuntime) -> None:
+    def __init__(
+        self,
+        cache: PodCache,
+        pod_runtime: PodRuntime,
+        *,
+        pods: PodManager | None = None,
+        host_ips: Sequence[str] = (),
+        runtime_name: str = "containerd",
+        wall_clock: Callable[[], float] | None = None,
+        cluster: ClusterLink | None = None,
+        probes: ProbeView | None = None,
+    ) -> None:
         self.cache = cache
         self.pod_runtime = pod_runtime
+        self.pods = pods or PodManager()
+        self.host_ips = tuple(host_ips)
+        self.runtime_name = runtime_name
+        self.wall_clock = wall_clock or pod_runtime.wall_clock
+        self.cluster = cluster
+        self.probes = probes or ProbeView()
         self.waiting: dict[str, dict[str, tuple[str, str]]] = {}
+        self.statuses: dict[str, PodStatus] = {}
+        """The status last generated per pod (what /pods and the status manager show)."""
 
     async def sync_pod(self, pod: Pod) -> SyncResult:
         status = await self.cache.refresh(pod.uid)
-        outcome = await self.pod_runtime.sync(pod, status)
+        outcome = await self.pod_runtime.sync(
+            pod,
+            status,
+            liveness_failed=self.probes.liveness_failed(pod.uid),
+            startup_failed=self.probes.startup_failed(pod.uid),
+        )
         self.waiting[pod.uid] = outcome.waiting
         for name, (reason, message) in outcome.waiting.items():
             log.info("pod %s container %s waiting: %s: %s", pod.key, name, reason, message)
+        if outcome.acted:
+            status = await self.cache.refresh(pod.uid)
+        self._report(pod, status)
+        if self.cluster is not None and is_static(pod):
+            try:
+                await self.cluster.mirrors.ensure(pod, self.pods.mirror_for(pod))
+            except ApiError as exc:
+                log.warning("mirror pod of %s not updated: %s", pod.key, exc)
         error = "; ".join(outcome.errors) or None
         return SyncResult(requeue_after=outcome.requeue_after, error=error)
+
+    def _report(self, pod: Pod, runtime: RuntimePodStatus, *, terminal: bool = False) -> PodStatus:
+        previous = self.statuses.get(pod.uid)
+        if previous is None and self.cluster is not None and is_static(pod):
+            mirror = self.pods.mirror_for(pod)
+            previous = mirror.status if mirror is not None else None
+        generated = generate_pod_status(
+            pod,
+            runtime,
+            previous=previous,
+            host_ips=self.host_ips,
+            runtime_name=self.runtime_name,
+            waiting_reasons=self.waiting.get(pod.uid),
+            started=self.probes.started_ids(pod.uid),
+            ready=self.probes.ready_ids(pod.uid),
+            pod_is_terminal=terminal,
+            now_ns=int(self.wall_clock() * 1e9),
+        )
+        self.statuses[pod.uid] = generated
+        if self.cluster is not None:
+            self.cluster.status.set(pod, generated)
+        return generated
 
     async def terminate_pod(self, pod: Pod, grace: int | None) -> None:
         status = await self.cache.refresh(pod.uid)
         if not all_gone(status):
             log.info("tearing down pod %s", pod.key)
             await self.pod_runtime.terminate(pod, status, grace)
-            status = await self.cache.refresh(pod.uid)
-            if not all_gone(status):
+            after = await self.cache.refresh(pod.uid)
+            if not all_gone(after):
                 raise TeardownIncomplete(
-                    f"pod {pod.key}: {len(status.containers)} containers and "
-                    f"{len(status.sandboxes)} sandboxes still on the runtime"
+                    f"pod {pod.key}: {len(after.containers)} containers and "
+                    f"{len(after.sandboxes)} sandboxes still on the runtime"
                 )
             log.info("pod %s torn down", pod.key)
+        if self.cluster is not None and pod.metadata.deletion_timestamp and not is_static(pod):
+            final = self._report(pod, status, terminal=True)
+            self.cluster.status.finished(pod, final)
         self.cache.delete(pod.uid)
         self.waiting.pop(pod.uid, None)
+        self.statuses.pop(pod.uid, None)

@@ -24,6 +24,7 @@ from kubelet.runtime.pleg import EventType, PodLifecycleEvent
 from kubelet.sources.podconfig import PodOperation, PodUpdate
 
 from .manager import PodManager
+from .mirror import is_mirror
 from .workers import PodWorkers, SyncResult
 from .workqueue import WorkQueue
 
@@ -60,6 +61,9 @@ class Housekeeper:
 
     def tidy(self) -> None:
         """Cheap periodic clean-up of in-memory state (expired back-off entries)."""
+
+    def orphan_mirror(self, mirror: Pod) -> None:
+        """A mirror pod whose static pod is gone: delete it (without blocking the loop)."""
 
 
 class SyncLoop:
@@ -141,7 +145,9 @@ class SyncLoop:
     async def _handle_update(self, update: PodUpdate) -> None:
         op = update.op
         for pod in update.pods:
-            if op is PodOperation.ADD:
+            if is_mirror(pod):
+                self._handle_mirror(op, pod)
+            elif op is PodOperation.ADD:
                 await self._add(pod)
             elif op is PodOperation.UPDATE:
                 self.pods.upsert(pod)
@@ -159,6 +165,16 @@ class SyncLoop:
                 self.workers.terminate(pod, None, remove=True)
             elif op is PodOperation.RECONCILE:
                 self.pods.upsert(pod)
+
+    def _handle_mirror(self, op: PodOperation, mirror: Pod) -> None:
+        """Mirror pods are never run: remember them, and let the static pod react."""
+        if op is PodOperation.REMOVE:
+            self.pods.remove_mirror(mirror)
+        else:
+            self.pods.set_mirror(mirror)
+        for pod in self.pods.by_full_name(mirror.full_name):
+            if pod.uid not in self.rejected:
+                self.workers.requeue(pod.uid)
 
     async def _add(self, pod: Pod) -> None:
         self.pods.upsert(pod)
@@ -205,3 +221,6 @@ class SyncLoop:
                 continue
             log.info("removing orphaned pod %s/%s (%s)", orphan.namespace, orphan.name, orphan.uid)
             self.workers.terminate(self._housekeeper.orphan_as_pod(orphan), None, remove=True)
+        for mirror in self.pods.mirrors():
+            if not self.pods.by_full_name(mirror.full_name):
+                self._housekeeper.orphan_mirror(mirror)

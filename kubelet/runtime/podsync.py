@@ -54,6 +54,8 @@ class SyncOutcome:
     waiting: dict[str, tuple[str, str]] = attrs.field(factory=dict)
     requeue_after: float | None = None
     errors: tuple[str, ...] = ()
+    acted: bool = False
+    """whether anything was killed, created or started (the runtime view is stale)"""
 
 
 @attrs.define
@@ -61,6 +63,7 @@ class _Progress:
     waiting: dict[str, tuple[str, str]] = attrs.field(factory=dict)
     requeue_after: float | None = None
     errors: list[str] = attrs.field(factory=list)
+    acted: bool = False
 
     def retry_in(self, seconds: float | None) -> None:
         if seconds is None:
@@ -70,7 +73,7 @@ class _Progress:
             self.requeue_after = seconds
 
     def freeze(self) -> SyncOutcome:
-        return SyncOutcome(dict(self.waiting), self.requeue_after, tuple(self.errors))
+        return SyncOutcome(dict(self.waiting), self.requeue_after, tuple(self.errors), self.acted)
 
 
 def _spec_of(pod: Pod, name: str) -> Container | None:
@@ -141,8 +144,10 @@ class PodRuntime:
                 )
             log.info("killing pod %s", pod.key)
             await self.kill(pod, status)
+            progress.acted = True
         elif actions.containers_to_kill:
             await self._kill_containers(pod, status, actions.containers_to_kill)
+            progress.acted = True
 
         config = sandbox_config(
             pod,
@@ -153,6 +158,7 @@ class PodRuntime:
         sandbox_id = actions.sandbox_id
         pod_ip = status.ip
         if actions.create_sandbox:
+            progress.acted = True
             try:
                 sandbox_id = await self.runtime.run_pod_sandbox(config)
                 created = await self.runtime.pod_sandbox_status(sandbox_id)
@@ -223,6 +229,7 @@ class PodRuntime:
             image_ref=image_ref,
             memory_capacity=self.memory_capacity,
         )
+        progress.acted = True
         try:
             cid = await self.runtime.create_container(sandbox_id, cconfig, config)
         except CriError as exc:

@@ -1,0 +1,145 @@
+"""Gathering NodeFacts: the machine, the runtime's health and images, the PLEG, disks.
+
+The I/O half of node status (status.py is the pure half). Runtime problems are turned
+into upstream's Ready messages here: "container runtime is down", "container runtime not
+ready: RuntimeReady=false reason:… message:…", "container runtime network not ready:
+NetworkReady=false reason:… message:…", "PLEG is not healthy: …".
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import Callable, Sequence
+
+import trio
+
+from kubelet.api.quantity import parse_quantity
+from kubelet.config import Options
+from kubelet.cri import CriError, ImageClient, RuntimeClient
+from kubelet.version import KUBERNETES_VERSION
+
+from .machine import MachineInfo, filesystem_stats, read_machine_info
+from .status import Image, NodeFacts
+
+
+def detect_node_ips(node_ip_flag: str, hostname: str) -> tuple[str, ...]:
+    """``--node-ip`` if given; else the hostname's non-loopback address; else the address
+    of the interface a default route would use (found without sending anything)."""
+    if node_ip_flag:
+        return tuple(ip.strip() for ip in node_ip_flag.split(",") if ip.strip())
+    try:
+        for info in socket.getaddrinfo(hostname, None, socket.AF_INET):
+            address = str(info[4][0])
+            if not ipaddress.ip_address(address).is_loopback:
+                return (address,)
+    except OSError:
+        pass
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.connect(("10.255.255.255", 9))  # UDP connect: no packet leaves
+            return (str(probe.getsockname()[0]),)
+    except OSError:
+        return ()
+
+
+def eviction_bytes(threshold: str | None, capacity: int) -> int:
+    """A hard eviction threshold ("100Mi" or "10%") in bytes of ``capacity``."""
+    if not threshold:
+        return 0
+    if threshold.endswith("%"):
+        return int(capacity * float(threshold[:-1]) / 100)
+    return int(parse_quantity(threshold).value())
+
+
+def runtime_problems(conditions: dict[str, tuple[bool, str, str]]) -> tuple[list[str], list[str]]:
+    """(runtime errors, network errors) from the CRI Status conditions."""
+    runtime: list[str] = []
+    network: list[str] = []
+    ok, reason, message = conditions.get("RuntimeReady", (False, "", "missing condition"))
+    if not ok:
+        runtime.append(
+            f"container runtime not ready: RuntimeReady=false reason:{reason} message:{message}"
+        )
+    ok, reason, message = conditions.get("NetworkReady", (False, "", "missing condition"))
+    if not ok:
+        network.append(
+            f"container runtime network not ready: NetworkReady=false reason:{reason} "
+            f"message:{message}"
+        )
+    return runtime, network
+
+
+class FactGatherer:
+    """Collects NodeFacts for one status computation."""
+
+    def __init__(
+        self,
+        options: Options,
+        runtime: RuntimeClient,
+        images: ImageClient,
+        pleg_health: Callable[[], tuple[bool, str]],
+        *,
+        machine: MachineInfo | None = None,
+        node_ips: Sequence[str] | None = None,
+    ) -> None:
+        self.options = options
+        self.runtime = runtime
+        self.images = images
+        self.pleg_health = pleg_health
+        self.machine = machine or read_machine_info()
+        hostname = options.hostname_override or self.machine.hostname
+        self.hostname = hostname.lower()
+        self.node_ips = (
+            tuple(node_ips)
+            if node_ips is not None
+            else detect_node_ips(options.node_ip, self.hostname)
+        )
+
+    async def gather(self) -> NodeFacts:
+        cfg = self.options.config
+        runtime_errors: list[str] = []
+        network_errors: list[str] = []
+        runtime_name = runtime_version = ""
+        try:
+            version = await self.runtime.version()
+            runtime_name, runtime_version = version.runtime_name, version.runtime_version
+            status = await self.runtime.status()
+            conditions = {c.type: (c.status, c.reason, c.message) for c in status.status.conditions}
+            runtime_errors, network_errors = runtime_problems(conditions)
+        except CriError:
+            runtime_errors = ["container runtime is down"]
+        healthy, why = self.pleg_health()
+        if not healthy:
+            runtime_errors.append(f"PLEG is not healthy: {why}")
+        images: list[Image] = []
+        try:
+            for image in await self.images.list_images():
+                names = (*image.repo_digests, *image.repo_tags)
+                images.append(Image(names=tuple(names), size_bytes=image.size))
+        except CriError:
+            pass
+        fs = await trio.to_thread.run_sync(filesystem_stats, self.options.root_dir)
+        reserved = {**cfg.system_reserved, **cfg.kube_reserved}
+        return NodeFacts(
+            machine=self.machine,
+            node_ips=self.node_ips,
+            hostname=self.hostname,
+            max_pods=cfg.max_pods,
+            ephemeral_storage_bytes=fs.capacity_bytes,
+            reserved=reserved,
+            eviction_memory_bytes=eviction_bytes(
+                cfg.eviction_hard.get("memory.available"), self.machine.memory_bytes
+            ),
+            eviction_nodefs_bytes=eviction_bytes(
+                cfg.eviction_hard.get("nodefs.available"), fs.capacity_bytes
+            ),
+            runtime_name=runtime_name,
+            runtime_version=runtime_version,
+            kubelet_version=KUBERNETES_VERSION,
+            kubelet_port=cfg.port,
+            images=tuple(images),
+            max_images=cfg.node_status_max_images,
+            runtime_errors=tuple(runtime_errors),
+            network_errors=tuple(network_errors),
+        )

@@ -1,0 +1,45 @@
+"""The API pod source: pods bound to this node, listed and watched, sent as SET(api).
+
+A reflector keeps the set (list, then watch from its resourceVersion; 410 or an ERROR
+event ⇒ relist; other failures ⇒ back off and resume), and every change sends the full
+current list, so PodConfig's SET semantics turn it into ADD / UPDATE / DELETE / REMOVE
+without a pod ever being lost or duplicated across relists and API outages. Mirror pods
+(the API's copies of our static pods) come through too; the syncLoop keeps them apart.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import trio
+
+from kubelet.api import from_wire
+from kubelet.api.client import PODS, ApiClient
+from kubelet.api.pod import Pod
+from kubelet.api.watch import ListWatch, UidStore, reflect
+
+from .podconfig import API_SOURCE, PodOperation, UpdateSink
+
+log = logging.getLogger(__name__)
+
+
+class ApiSource:
+    def __init__(self, client: ApiClient, node_name: str) -> None:
+        self.client = client
+        self.node_name = node_name
+        self.store: UidStore[Pod] | None = None
+
+    async def run(
+        self, config: UpdateSink, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Feed ``config`` until cancelled; started at once (an API outage at start-up
+        must not hold the kubelet up: static pods run meanwhile)."""
+        config.register(API_SOURCE)
+
+        async def on_change(pods: list[Pod]) -> None:
+            await config.update(API_SOURCE, PodOperation.SET, pods)
+
+        self.store = UidStore(on_change, decode=lambda raw: from_wire(Pod, raw))
+        target = ListWatch(PODS.path(), field_selector=f"spec.nodeName={self.node_name}")
+        task_status.started()
+        await reflect(self.client, target, self.store)

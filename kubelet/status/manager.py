@@ -1,0 +1,143 @@
+"""The status manager: sends each pod's status to the API, only when it changed.
+
+Pod workers hand it the status they computed (``set``); one task PATCHes
+``pods/<name>/status`` with a strategic merge patch carrying the pod's uid (the server's
+precondition: a recreated pod of the same name is never patched). Static pods report
+through their mirror pod. Failed PATCHes are retried on the next pass (every 10 s, or at
+once on a new status); conditions the kubelet does not own are preserved because the
+patch only names what changed. A terminal phase is never left.
+
+When a pod being deleted has been torn down on the node, ``finished`` deletes its API
+object with grace period 0 and a uid precondition.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+import attrs
+import trio
+
+from kubelet.api import from_wire, to_wire
+from kubelet.api.client import PODS, ApiClient, PatchType
+from kubelet.api.errors import ApiError, Conflict, NotFound
+from kubelet.api.patch import pod_status_patch
+from kubelet.api.pod import Pod, PodStatus
+from kubelet.pods.mirror import is_static
+
+log = logging.getLogger(__name__)
+
+RESYNC = 10.0
+
+
+@attrs.define
+class _Entry:
+    pod: Pod
+    status: PodStatus
+    sent: PodStatus | None = None
+    target_uid: str = ""
+    delete_after: bool = False
+    dirty: bool = True
+
+
+class StatusManager:
+    def __init__(
+        self,
+        client: ApiClient,
+        *,
+        mirror_for: Callable[[Pod], Pod | None],
+    ) -> None:
+        self._client = client
+        self._mirror_for = mirror_for
+        self._entries: dict[str, _Entry] = {}
+        self._wake = trio.Event()
+        self.patches = 0
+        self.deletes = 0
+
+    def last_status(self, uid: str) -> PodStatus | None:
+        """What the kubelet last decided for ``uid`` (the ``previous`` of the next one)."""
+        entry = self._entries.get(uid)
+        return entry.status if entry is not None else None
+
+    def set(self, pod: Pod, status: PodStatus) -> None:
+        entry = self._entries.get(pod.uid)
+        if entry is None:
+            self._entries[pod.uid] = _Entry(pod, status)
+        else:
+            if entry.status == status and entry.pod is pod:
+                return
+            entry.pod, entry.status, entry.dirty = pod, status, True
+        self._wake.set()
+
+    def finished(self, pod: Pod, status: PodStatus | None = None) -> None:
+        """``pod`` (being deleted) is gone from the node: send the last status, delete it."""
+        entry = self._entries.get(pod.uid)
+        if entry is None:
+            entry = self._entries[pod.uid] = _Entry(pod, status or pod.status)
+        if status is not None:
+            entry.status = status
+        entry.pod, entry.delete_after, entry.dirty = pod, True, True
+        self._wake.set()
+
+    def forget(self, uid: str) -> None:
+        self._entries.pop(uid, None)
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        while True:
+            with trio.move_on_after(RESYNC):
+                await self._wake.wait()
+            self._wake = trio.Event()
+            for uid in [u for u, e in self._entries.items() if e.dirty]:
+                entry = self._entries.get(uid)
+                if entry is not None:
+                    await self._sync(uid, entry)
+
+    async def _sync(self, uid: str, entry: _Entry) -> None:
+        pod = entry.pod
+        target = self._mirror_for(pod) if is_static(pod) else pod
+        if target is None:
+            return  # no mirror pod yet: try again once it exists
+        api_status = target.status
+        if api_status.phase in ("Succeeded", "Failed") and entry.status.phase not in (
+            "Succeeded",
+            "Failed",
+        ):
+            entry.status = attrs.evolve(entry.status, phase=api_status.phase)
+        base = (
+            entry.sent if entry.sent is not None and entry.target_uid == target.uid else api_status
+        )
+        patch = pod_status_patch(target.uid, to_wire(base), to_wire(entry.status))
+        path = PODS.path(target.metadata.namespace, target.metadata.name, "status")
+        try:
+            if patch is not None:
+                answer = await self._client.patch(path, patch, PatchType.STRATEGIC)
+                self.patches += 1
+                entry.sent = from_wire(Pod, answer).status
+            else:
+                entry.sent = entry.status
+            entry.target_uid = target.uid
+            entry.dirty = False
+            if entry.delete_after and not is_static(pod):
+                await self._delete(pod)
+        except (NotFound, Conflict):
+            log.info("pod %s is gone from the API; not reporting its status", pod.key)
+            entry.dirty = False
+            if entry.delete_after:
+                self._entries.pop(uid, None)
+        except ApiError as exc:
+            log.warning("failed to update status of pod %s, will retry: %s", pod.key, exc)
+
+    async def _delete(self, pod: Pod) -> None:
+        try:
+            await self._client.delete(
+                PODS.path(pod.metadata.namespace, pod.metadata.name),
+                grace_period_seconds=0,
+                uid=pod.uid,
+            )
+            self.deletes += 1
+            log.info("pod %s deleted from the API after its termination", pod.key)
+        except (NotFound, Conflict):
+            pass
+        self._entries.pop(pod.uid, None)
