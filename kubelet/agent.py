@@ -22,17 +22,31 @@ import signal
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from typing import Any
 
 import attrs
 import httpx
 import trio
 import trio_asyncio
 
+from kubelet.api.client import NODES, ApiClient
+from kubelet.api.errors import ApiError
+from kubelet.api.kubeconfig import ClusterConnection, load_kubeconfig
+from kubelet.api.node import Taint
 from kubelet.api.pod import Pod
-from kubelet.config import Options
+from kubelet.cluster import ApiEvents, ApiLeases
+from kubelet.config import ConfigError, Options
 from kubelet.cri import CriError, ImageClient, RuntimeClient, connect
+from kubelet.events import NORMAL, EventRecorder, node_ref
+from kubelet.node.facts import FactGatherer
+from kubelet.node.lease import LeaseController
+from kubelet.node.machine import MachineInfo, read_machine_info
+from kubelet.node.registration import default_labels, initial_node, register
+from kubelet.node.status import node_status
+from kubelet.node.statusloop import NodeStatusReporter, now_rfc3339
 from kubelet.pods.manager import PodManager
-from kubelet.pods.syncer import KubeletPodSyncer
+from kubelet.pods.mirror import MirrorClient
+from kubelet.pods.syncer import ClusterLink, KubeletPodSyncer
 from kubelet.pods.syncloop import Housekeeper, OrphanPod, SyncLoop
 from kubelet.pods.workers import PodWorkers
 from kubelet.runtime.backoff import (
@@ -47,9 +61,11 @@ from kubelet.runtime.images import ImageManager
 from kubelet.runtime.pleg import EVENT_CHANNEL_CAPACITY, Pleg, PodLifecycleEvent
 from kubelet.runtime.podsync import PodRuntime
 from kubelet.runtime.view import RuntimeView, pod_from_runtime
+from kubelet.sources.apiserver import ApiSource
 from kubelet.sources.file import FileSource
 from kubelet.sources.podconfig import PodConfig, PodOperation
 from kubelet.sources.url import URLSource
+from kubelet.status.manager import StatusManager
 
 log = logging.getLogger("kubelet")
 
@@ -70,9 +86,29 @@ def memory_capacity(meminfo: str = "/proc/meminfo") -> int:
 
 
 class _RuntimeHousekeeper(Housekeeper):
-    def __init__(self, view: RuntimeView, backoffs: Iterable[Backoff]) -> None:
+    def __init__(
+        self, view: RuntimeView, backoffs: Iterable[Backoff], mirrors: MirrorClient | None
+    ) -> None:
         self._view = view
         self._backoffs = tuple(backoffs)
+        self._mirrors = mirrors
+        self._deleting: set[str] = set()
+        self.nursery: trio.Nursery | None = None
+
+    def orphan_mirror(self, mirror: Pod) -> None:
+        if self._mirrors is None or self.nursery is None or mirror.uid in self._deleting:
+            return
+        self._deleting.add(mirror.uid)
+        log.info("deleting orphaned mirror pod %s", mirror.key)
+
+        async def delete() -> None:
+            assert self._mirrors is not None
+            try:
+                await self._mirrors.delete(mirror)
+            finally:
+                self._deleting.discard(mirror.uid)
+
+        self.nursery.start_soon(delete)
 
     def tidy(self) -> None:
         for backoff in self._backoffs:
@@ -102,8 +138,25 @@ class Components:
     workers: PodWorkers
     syncer: KubeletPodSyncer
     syncloop: SyncLoop
+    recorder: EventRecorder
     file_source: FileSource | None = None
     url_source: URLSource | None = None
+    cluster: ClusterParts | None = None
+
+
+@attrs.define
+class ClusterParts:
+    """What a kubelet joined to a cluster runs besides the pod machinery."""
+
+    api: ApiClient
+    heartbeat: ApiClient
+    source: ApiSource
+    status: StatusManager
+    mirrors: MirrorClient
+    lease: LeaseController
+    reporter: NodeStatusReporter
+    gatherer: FactGatherer
+    node_uid: str | None = None
 
 
 class Kubelet:
@@ -115,10 +168,19 @@ class Kubelet:
         *,
         wall_clock: Callable[[], float] = time.time,
         watch_files: bool = True,
+        connection: ClusterConnection | None = None,
+        api_transport: httpx.AsyncBaseTransport | None = None,
+        machine: MachineInfo | None = None,
+        node_ips: Sequence[str] | None = None,
     ) -> None:
         self.options = options
         self.wall_clock = wall_clock
         self.watch_files = watch_files
+        self.connection = connection
+        self.api_transport = api_transport
+        self.machine = machine
+        self.node_ips = node_ips
+        self.runtime_name = ""
         self.components: Components | None = None
         self.ready = trio.Event()
 
@@ -134,26 +196,95 @@ class Kubelet:
             await self._wait_for_runtime(runtime)
             yield runtime, images
 
+    @contextlib.asynccontextmanager
+    async def _api(self) -> AsyncIterator[ApiClient | None]:
+        """The API client in cluster mode (a kubeconfig was given), else None."""
+        if self.connection is None:
+            yield None
+            return
+        cfg = self.options.config
+        async with ApiClient.open(
+            self.connection,
+            qps=cfg.kube_api_qps,
+            burst=cfg.kube_api_burst,
+            transport=self.api_transport,
+        ) as client:
+            yield client
+
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        async with self._runtime() as (runtime, images):
-            parts = self._build(runtime, images)
+        async with self._runtime() as (runtime, images), self._api() as api:
+            parts = self._build(runtime, images, api)
             self.components = parts
             async with trio.open_nursery() as nursery:
                 await nursery.start(parts.workers.run)
                 await nursery.start(parts.config.run)
                 await nursery.start(parts.pleg.run)
+                nursery.start_soon(parts.recorder.run)
+                if parts.cluster is not None:
+                    assert isinstance(parts.syncloop.housekeeper, _RuntimeHousekeeper)
+                    parts.syncloop.housekeeper.nursery = nursery
+                    await nursery.start(parts.cluster.status.run)
+                    nursery.start_soon(self._run_node, parts, parts.cluster)
                 await nursery.start(self._run_sources, parts)
                 await nursery.start(parts.syncloop.run)
+                parts.recorder.record(
+                    node_ref(self.options.node_name), NORMAL, "Starting", "Starting kubelet."
+                )
                 log.info("kubelet %s started: node %s", self._version(), self.options.node_name)
                 self.ready.set()
                 task_status.started()
+
+    async def _run_node(self, parts: Components, cluster: ClusterParts) -> None:
+        """The node nursery: the lease heartbeat, then registration and status reports."""
+        async with trio.open_nursery() as nursery:
+            await nursery.start(cluster.lease.run)
+            if self.options.config.register_node:
+                first = node_status(
+                    None, await cluster.gatherer.gather(), now_rfc3339(self.wall_clock())
+                )
+                cfg = self.options.config
+                labels = default_labels(
+                    cluster.gatherer.hostname,
+                    cluster.gatherer.machine.operating_system,
+                    cluster.gatherer.machine.architecture,
+                )
+                node = await register(
+                    cluster.api,
+                    lambda: initial_node(
+                        self.options.node_name,
+                        labels={**labels, **self.options.node_labels},
+                        taints=tuple(
+                            Taint(key=t.key, value=t.value, effect=t.effect)
+                            for t in cfg.register_with_taints
+                        ),
+                        provider_id=cfg.provider_id,
+                        status=first,
+                    ),
+                    labels,
+                )
+            else:
+                node = await self._wait_for_node(cluster)
+            cluster.node_uid = str((node.get("metadata") or {}).get("uid") or "") or None
+            cluster.reporter.seed(node)
+            await nursery.start(cluster.reporter.run)
+
+    async def _wait_for_node(self, cluster: ClusterParts) -> dict[str, Any]:
+        """--register-node=false: someone else registers the node; wait until it exists."""
+        delay = 0.1
+        while True:
+            try:
+                return await cluster.api.get(NODES.path(name=self.options.node_name))
+            except ApiError as exc:
+                log.info("waiting for node %s to be registered: %s", self.options.node_name, exc)
+            await trio.sleep(delay)
+            delay = min(delay * 2, 7.0)
 
     async def run_once(self) -> int:
         """``--runonce``: sync the static pods until running or finished, print, return."""
         from kubelet.runonce import run_once
 
         async with self._runtime() as (runtime, images):
-            parts = self._build(runtime, images)
+            parts = self._build(runtime, images, None)
             pods = await self._static_pods_once(parts)
             if not pods:
                 print("no static pods found", file=sys.stderr)
@@ -187,6 +318,7 @@ class Kubelet:
                 await trio.sleep(delay)
                 delay = min(delay * 2, RUNTIME_WAIT_MAX)
                 continue
+            self.runtime_name = version.runtime_name
             log.info(
                 "container runtime %s %s (CRI %s)",
                 version.runtime_name,
@@ -195,14 +327,20 @@ class Kubelet:
             )
             return
 
-    def _build(self, runtime: RuntimeClient, images: ImageClient) -> Components:
+    def _build(
+        self, runtime: RuntimeClient, images: ImageClient, api: ApiClient | None
+    ) -> Components:
         cfg = self.options.config
+        node = self.options.node_name
         view = RuntimeView(runtime)
         cache = PodCache(view.pod_status)
         events_send, events_recv = trio.open_memory_channel[PodLifecycleEvent](
             EVENT_CHANNEL_CAPACITY
         )
         pleg = Pleg(view, cache, events_send)
+        recorder = EventRecorder(
+            node, ApiEvents(api) if api is not None else None, wall_clock=self.wall_clock
+        )
         crash_backoff = Backoff(CRASH_LOOP_INITIAL, CRASH_LOOP_MAX, self.wall_clock)
         image_backoff = Backoff(IMAGE_PULL_INITIAL, IMAGE_PULL_MAX, trio.current_time)
         image_manager = ImageManager(
@@ -210,26 +348,78 @@ class Kubelet:
             image_backoff,
             serialize=cfg.serialize_image_pulls,
             max_parallel=cfg.max_parallel_image_pulls,
+            recorder=recorder,
         )
+        machine = self.machine or read_machine_info()
         pod_runtime = PodRuntime(
             runtime,
             image_manager,
             crash_backoff,
             pod_logs_dir=cfg.pod_logs_dir,
-            memory_capacity=memory_capacity(),
+            memory_capacity=machine.memory_bytes,
             cgroup_root=cfg.cgroup_root,
+            recorder=recorder,
         )
-        syncer = KubeletPodSyncer(cache, pod_runtime)
-        pod_config = PodConfig()
         pods = PodManager()
+        gatherer = FactGatherer(
+            self.options, runtime, images, pleg.healthy, machine=machine, node_ips=self.node_ips
+        )
+        cluster = None
+        link = None
+        if api is not None:
+            heartbeat = api.with_limits(
+                -1, 0, timeout=httpx.Timeout(cfg.node_status_update_frequency)
+            )
+            status = StatusManager(api, mirror_for=pods.mirror_for)
+            holder: list[ClusterParts] = []
+            mirrors = MirrorClient(api, node, lambda: holder[0].node_uid if holder else None)
+            cluster = ClusterParts(
+                api=api,
+                heartbeat=heartbeat,
+                source=ApiSource(api, node),
+                status=status,
+                mirrors=mirrors,
+                lease=LeaseController(
+                    ApiLeases(heartbeat),
+                    node,
+                    duration=cfg.node_lease_duration_seconds,
+                    node_uid=lambda: holder[0].node_uid if holder else None,
+                    wall_clock=self.wall_clock,
+                ),
+                reporter=NodeStatusReporter(
+                    heartbeat,
+                    node,
+                    gatherer.gather,
+                    update_frequency=cfg.node_status_update_frequency,
+                    report_frequency=cfg.node_status_report_frequency,
+                    recorder=recorder,
+                    wall_clock=self.wall_clock,
+                ),
+                gatherer=gatherer,
+            )
+            holder.append(cluster)
+            link = ClusterLink(status=status, mirrors=mirrors)
+        syncer = KubeletPodSyncer(
+            cache,
+            pod_runtime,
+            pods=pods,
+            host_ips=gatherer.node_ips,
+            runtime_name=self.runtime_name or "containerd",
+            wall_clock=self.wall_clock,
+            cluster=link,
+        )
+        pod_config = PodConfig()
         loop_ref: list[SyncLoop] = []
         workers = PodWorkers(syncer, on_result=lambda uid, r: loop_ref[0].on_result(uid, r))
+        housekeeper = _RuntimeHousekeeper(
+            view, (crash_backoff, image_backoff), cluster.mirrors if cluster else None
+        )
         syncloop = SyncLoop(
             updates=pod_config.updates,
             pleg_events=events_recv,
             pods=pods,
             workers=workers,
-            housekeeper=_RuntimeHousekeeper(view, (crash_backoff, image_backoff)),
+            housekeeper=housekeeper,
             sources_ready=pod_config.sources_ready,
             sync_frequency=cfg.sync_frequency,
             max_pods=cfg.max_pods,
@@ -239,7 +429,7 @@ class Kubelet:
         if cfg.static_pod_path:
             file_source = FileSource(
                 cfg.static_pod_path,
-                self.options.node_name,
+                node,
                 check_frequency=cfg.file_check_frequency,
                 watch=self.watch_files,
             )
@@ -247,7 +437,7 @@ class Kubelet:
         if cfg.static_pod_url:
             url_source = URLSource(
                 cfg.static_pod_url,
-                self.options.node_name,
+                node,
                 headers=cfg.static_pod_url_header,
                 check_frequency=cfg.http_check_frequency,
             )
@@ -262,8 +452,10 @@ class Kubelet:
             workers=workers,
             syncer=syncer,
             syncloop=syncloop,
+            recorder=recorder,
             file_source=file_source,
             url_source=url_source,
+            cluster=cluster,
         )
 
     async def _run_sources(
@@ -275,6 +467,8 @@ class Kubelet:
                 await nursery.start(parts.file_source.run, parts.config)
             if parts.url_source is not None:
                 await nursery.start(parts.url_source.run, parts.config)
+            if parts.cluster is not None:
+                await nursery.start(parts.cluster.source.run, parts.config)
             task_status.started()
 
 
@@ -291,14 +485,14 @@ class _CaptureSink:
         self.pods = list(pods)
 
 
-async def main(options: Options) -> int:
+async def main(options: Options, connection: ClusterConnection | None = None) -> int:
     """Process entry point: signals, the trio-asyncio loop, the kubelet."""
     if options.run_once:
         async with trio_asyncio.open_loop():
             return await Kubelet(options).run_once()
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with trio_asyncio.open_loop(), trio.open_nursery() as root:
-            kubelet = Kubelet(options)
+            kubelet = Kubelet(options, connection=connection)
             root.start_soon(kubelet.run)
             async for signum in signals:
                 log.info(
@@ -311,6 +505,8 @@ async def main(options: Options) -> int:
 
 
 def setup_logging(verbosity: int) -> None:
+    for noisy in ("httpx", "httpcore", "hpack", "h2"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
     level = logging.DEBUG if verbosity >= 4 else logging.INFO
     logging.basicConfig(
         level=level,
@@ -321,6 +517,18 @@ def setup_logging(verbosity: int) -> None:
 
 
 def run(options: Options) -> int:
-    """``kubelet`` command: serve until SIGTERM/SIGINT (exit 0), pods left running."""
+    """``kubelet`` command: serve until SIGTERM/SIGINT (exit 0), pods left running.
+
+    With ``--kubeconfig`` the kubelet joins that cluster; a bad kubeconfig stops it here,
+    with a message naming the file and field.
+    """
     setup_logging(options.verbosity)
-    return trio.run(main, options)
+    connection = None
+    if options.kubeconfig and not options.run_once:
+        try:
+            connection = load_kubeconfig(options.kubeconfig)
+        except ConfigError as exc:
+            for problem in exc.problems:
+                print(f"kubelet: {problem}", file=sys.stderr)
+            return 1
+    return trio.run(main, options, connection)

@@ -86,7 +86,7 @@ class SyncLoop:
         self.pods = pods
         self.workers = workers
         self.queue = WorkQueue()
-        self._housekeeper = housekeeper
+        self.housekeeper = housekeeper
         self._sources_ready = sources_ready
         self._sync_frequency = sync_frequency
         self._max_pods = max_pods
@@ -208,11 +208,11 @@ class SyncLoop:
 
     async def housekeeping(self) -> None:
         """Tear down runtime pods nobody wants, once every source has been seen."""
-        self._housekeeper.tidy()
+        self.housekeeper.tidy()
         if not self._sources_ready():
             return
         try:
-            running = list(await self._housekeeper.runtime_pods())
+            running = list(await self.housekeeper.runtime_pods())
         except Exception as exc:
             log.warning("housekeeping: cannot list runtime pods: %s", exc)
             return
@@ -220,7 +220,7 @@ class SyncLoop:
             if orphan.uid in self.pods or self.workers.is_known(orphan.uid):
                 continue
             log.info("removing orphaned pod %s/%s (%s)", orphan.namespace, orphan.name, orphan.uid)
-            self.workers.terminate(self._housekeeper.orphan_as_pod(orphan), None, remove=True)
+            self.workers.terminate(self.housekeeper.orphan_as_pod(orphan), None, remove=True)
         for mirror in self.pods.mirrors():
             if not self.pods.by_full_name(mirror.full_name):
-                self._housekeeper.orphan_mirror(mirror)
+                self.housekeeper.orphan_mirror(mirror)

@@ -1,0 +1,124 @@
+"""The whole kubelet joined to a FakeApiServer, on FakeRuntime, on the test's fake clock."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+import trio
+
+from kubelet.agent import Kubelet
+from kubelet.api.kubeconfig import load_kubeconfig
+from kubelet.config import resolve
+from kubelet.node.machine import MachineInfo
+from kubelet.testing import FakeRuntime
+from kubelet.testing.fakeapiserver import FakeApiServer
+
+from .kubelet_harness import EPOCH, NODE
+
+MACHINE = MachineInfo(
+    num_cores=2,
+    memory_bytes=8 * 1024**3,
+    hugepages={},
+    machine_id="machine-1",
+    system_uuid="uuid-1",
+    boot_id="boot-1",
+    kernel_version="6.1.0",
+    os_image="Debian GNU/Linux 12 (bookworm)",
+    operating_system="linux",
+    architecture="amd64",
+    hostname=NODE,
+)
+
+
+@attrs.define
+class Cluster:
+    api: FakeApiServer
+    fake: FakeRuntime
+    kubelet: Kubelet
+    tmp: Path
+    nursery: trio.Nursery
+    scope: trio.CancelScope | None = None
+
+    def pod(self, name: str, namespace: str = "default") -> dict[str, Any] | None:
+        return self.api.get("pods", namespace, name)
+
+    async def wait_for(self, predicate: object, timeout: float = 60.0, step: float = 0.1) -> float:
+        assert callable(predicate)
+        with trio.fail_after(timeout):
+            while not predicate():
+                await trio.sleep(step)
+        return trio.current_time()
+
+    def create_pod(self, name: str, *, image: str = "busybox:1.35", **spec: Any) -> dict[str, Any]:
+        body = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {
+                "nodeName": NODE,
+                "containers": [{"name": "app", "image": image}],
+                "terminationGracePeriodSeconds": 30,
+                **spec,
+            },
+        }
+        return self.api.create(body)
+
+    def phase(self, name: str) -> str:
+        pod = self.pod(name)
+        return str(((pod or {}).get("status") or {}).get("phase", ""))
+
+    def running_containers(self) -> list[Any]:
+        return self.fake.running()
+
+
+async def start_cluster_kubelet(c: Cluster, manifests: Path | None = None) -> None:
+    kubeconfig = c.api.kubeconfig(c.tmp / "kubelet.conf", user=f"system:node:{NODE}")
+    args = [
+        "--kubeconfig",
+        str(kubeconfig),
+        "--container-runtime-endpoint",
+        c.fake.endpoint,
+        "--hostname-override",
+        NODE,
+        "--node-ip",
+        "10.0.0.5",
+        "--root-dir",
+        str(c.tmp / "root"),
+    ]
+    if manifests is not None:
+        args += ["--pod-manifest-path", str(manifests), "--file-check-frequency", "1s"]
+    options = resolve(args)
+    options = attrs.evolve(
+        options, config=attrs.evolve(options.config, pod_logs_dir=str(c.tmp / "logs"))
+    )
+    c.kubelet = Kubelet(
+        options,
+        wall_clock=lambda: EPOCH + trio.current_time(),
+        watch_files=False,
+        connection=load_kubeconfig(str(kubeconfig)),
+        machine=MACHINE,
+        node_ips=("10.0.0.5",),
+    )
+
+    async def run_it(task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        with trio.CancelScope() as scope:
+            c.scope = scope
+            await c.kubelet.run(task_status=task_status)
+
+    await c.nursery.start(run_it)
+
+
+@contextlib.asynccontextmanager
+async def running_cluster(
+    fake: FakeRuntime, tmp: Path, *, manifests: Path | None = None
+) -> AsyncIterator[Cluster]:
+    api = FakeApiServer(epoch=EPOCH)
+    async with api.serve(), trio.open_nursery() as nursery:
+        c = Cluster(api, fake, None, tmp, nursery)  # type: ignore[arg-type]
+        await start_cluster_kubelet(c, manifests)
+        yield c
+        nursery.cancel_scope.cancel()

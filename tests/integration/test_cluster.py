@@ -1,0 +1,203 @@
+"""The kubelet as a cluster node: FakeApiServer + FakeRuntime, in-process, fake clock."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import trio
+
+from kubelet.testing import ContainerBehaviour, FakeRuntime
+
+from .cluster_harness import running_cluster
+from .kubelet_harness import EPOCH, NODE
+
+
+@pytest.fixture
+async def fake(aio_loop: None, short_tmp: Path) -> object:
+    runtime = FakeRuntime(epoch=EPOCH, images=["registry.k8s.io/pause:3.9", "busybox:1.35"])
+    async with runtime.serve(short_tmp / "cri.sock"):
+        yield runtime
+
+
+def ready(node: dict[str, object] | None) -> bool:
+    conditions = ((node or {}).get("status") or {}).get("conditions") or []  # type: ignore[union-attr]
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)  # type: ignore[index]
+
+
+async def test_node_registers_and_turns_ready_within_2s(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    async with running_cluster(fake, short_tmp) as c:
+        at = await c.wait_for(lambda: ready(c.api.get("nodes", None, NODE)))
+        assert at < 2.0
+        node = c.api.get("nodes", None, NODE)
+        assert node is not None
+        labels = node["metadata"]["labels"]
+        assert labels["kubernetes.io/hostname"] == NODE
+        assert (labels["kubernetes.io/os"], labels["kubernetes.io/arch"]) == ("linux", "amd64")
+        status = node["status"]
+        assert status["nodeInfo"]["containerRuntimeVersion"] == "fakeruntime://0.1.0"
+        assert status["nodeInfo"]["kubeletVersion"] == "v1.36.0"
+        assert status["daemonEndpoints"]["kubeletEndpoint"]["Port"] == 10250
+        assert status["capacity"]["pods"] == "110"
+        assert [a["type"] for a in status["addresses"]] == ["InternalIP", "Hostname"]
+        assert [c["type"] for c in status["conditions"]] == [
+            "MemoryPressure",
+            "DiskPressure",
+            "PIDPressure",
+            "Ready",
+        ]
+
+
+async def test_lease_renewed_every_10s_and_after_an_outage(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    async with running_cluster(fake, short_tmp) as c:
+        c.create_pod("web")
+        await c.wait_for(lambda: c.phase("web") == "Running")
+        (container,) = c.running_containers()
+        await trio.sleep(60)
+        renewals = [r.time for r in c.api.requests_of("update", "leases")]
+        gaps = [b - a for a, b in zip(renewals, renewals[1:], strict=False)]
+        assert len(renewals) >= 5
+        assert all(10.0 <= g <= 10.5 for g in gaps)
+        lease = c.api.get("leases", "kube-node-lease", NODE)
+        assert lease is not None
+        assert lease["spec"]["holderIdentity"] == NODE
+        assert lease["spec"]["leaseDurationSeconds"] == 40
+        assert lease["metadata"]["ownerReferences"][0]["kind"] == "Node"
+        async with c.api.outage():
+            await trio.sleep(180)
+        back = trio.current_time()
+        await trio.sleep(12)
+        after = [
+            r.time
+            for r in c.api.requests_of("update", "leases")
+            if r.time >= back and r.status == 200
+        ]
+        assert after and after[0] - back <= 10.5
+        assert [x.id for x in c.running_containers()] == [container.id]
+
+
+async def test_api_pod_runs_and_reports_running(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    async with running_cluster(fake, short_tmp) as c:
+        c.create_pod("web")
+        await c.wait_for(lambda: c.phase("web") == "Running")
+        status = c.pod("web")["status"]  # type: ignore[index]
+        assert status["podIP"].startswith("10.88.")
+        assert status["hostIP"] == "10.0.0.5"
+        assert status["qosClass"] == "BestEffort"
+        (cs,) = status["containerStatuses"]
+        assert cs["ready"] is True and "running" in cs["state"]
+        assert cs["containerID"].startswith("fakeruntime://")
+        conditions = {x["type"]: x["status"] for x in status["conditions"]}
+        assert conditions["Ready"] == "True"
+        patches = c.api.requests_of("patch", "pods")
+        assert len(patches) <= 2  # status PATCHes per pod start
+
+
+async def test_crash_is_reported_with_restart_count_and_last_state(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    fake.behave(ContainerBehaviour(exit_after=1, exit_code=3), pod="crash")
+    async with running_cluster(fake, short_tmp) as c:
+        c.create_pod("crash")
+
+        def restarted() -> bool:
+            statuses = ((c.pod("crash") or {}).get("status") or {}).get("containerStatuses") or []
+            return (
+                bool(statuses)
+                and statuses[0].get("restartCount", 0) >= 1
+                and "lastState" in statuses[0]
+            )
+
+        await c.wait_for(restarted, timeout=30)
+        (cs,) = c.pod("crash")["status"]["containerStatuses"]  # type: ignore[index]
+        last = cs["lastState"]["terminated"]
+        assert (last["exitCode"], last["reason"]) == (3, "Error")
+        await trio.sleep(5)
+        (cs,) = c.pod("crash")["status"]["containerStatuses"]  # type: ignore[index]
+        assert cs["state"]["waiting"]["reason"] == "CrashLoopBackOff"
+
+
+async def test_deleted_pod_is_torn_down_and_disappears(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    async with running_cluster(fake, short_tmp) as c:
+        c.create_pod("web")
+        await c.wait_for(lambda: c.phase("web") == "Running")
+        deleted_at = trio.current_time()
+        c.api.delete("pods", "default", "web", grace=30)
+        gone = await c.wait_for(lambda: c.pod("web") is None, timeout=60)
+        assert gone - deleted_at < 5
+        rpcs = [x.rpc for x in fake.calls if x.rpc in ("StopContainer", "StopPodSandbox")]
+        assert rpcs == ["StopContainer", "StopPodSandbox"]
+        assert fake.calls_of("StopContainer")[0].args["timeout"] == 30
+        assert not fake.sandboxes
+        deletes = c.api.requests_of("delete", "pods")
+        assert deletes and deletes[-1].status == 200
+
+
+async def test_dropped_watch_and_410_relist_without_loss_or_duplicates(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    async with running_cluster(fake, short_tmp) as c:
+        c.create_pod("a")
+        await c.wait_for(lambda: c.phase("a") == "Running")
+        await c.api.drop_watches()
+        c.create_pod("b")
+        await c.wait_for(lambda: c.phase("b") == "Running", timeout=60)
+        c.api.faults.expire_next_watch()
+        await c.api.drop_watches()
+        c.api.compact()
+        c.create_pod("c")
+        await c.wait_for(lambda: c.phase("c") == "Running", timeout=60)
+        await trio.sleep(5)
+        assert len(fake.sandboxes) == 3
+        assert len(fake.calls_of("RunPodSandbox")) == 3
+
+
+async def test_conflicts_on_lease_and_status_are_retried(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    async with running_cluster(fake, short_tmp) as c:
+        await c.wait_for(lambda: ready(c.api.get("nodes", None, NODE)))
+        c.api.faults.fail("update", "leases", 409, times=1)
+        c.api.faults.fail("patch", "pods", 409, times=1)
+        c.create_pod("web")
+        await c.wait_for(lambda: c.phase("web") == "Running", timeout=60)
+        before = len([r for r in c.api.requests_of("update", "leases") if r.status == 200])
+        await trio.sleep(25)
+        after = len([r for r in c.api.requests_of("update", "leases") if r.status == 200])
+        assert after - before >= 2
+
+
+async def test_static_pod_gets_a_mirror_pod_recreated_after_deletion(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    manifests = short_tmp / "manifests"
+    manifests.mkdir()
+    (manifests / "web.yaml").write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\nspec:\n  containers:\n"
+        "  - name: app\n    image: busybox:1.35\n"
+    )
+    async with running_cluster(fake, short_tmp, manifests=manifests) as c:
+        name = f"web-{NODE}"
+        await c.wait_for(lambda: c.pod(name) is not None, timeout=30)
+        mirror = c.pod(name)
+        assert mirror is not None
+        assert "kubernetes.io/config.mirror" in mirror["metadata"]["annotations"]
+        assert mirror["metadata"]["ownerReferences"][0]["kind"] == "Node"
+        await c.wait_for(lambda: c.phase(name) == "Running", timeout=30)
+        c.api.delete("pods", "default", name, grace=0)
+        await c.wait_for(
+            lambda: (
+                c.pod(name) is not None
+                and c.pod(name)["metadata"]["uid"] != mirror["metadata"]["uid"]
+            ),
+            timeout=30,
+        )  # type: ignore[index]
+        assert len(fake.calls_of("RunPodSandbox")) == 1  # the static pod itself kept running
