@@ -14,6 +14,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else list(argv)
     if args[:1] == ["pods"]:
         return _pods(args[1:])
+    if args[:1] == ["debug"]:
+        from kubelet.debug.client import main as debug
+
+        return debug(args[1:])
     try:
         flags = parse_flags(args)
         if flags.version:

@@ -226,4 +226,3 @@ def from_wire(cls: type[T], data: Any) -> T:
 def to_wire(obj: Any) -> Any:
     """The JSON-ready form of an object (camelCase keys, empty fields omitted)."""
     return converter.unstructure(obj)
-

@@ -67,6 +67,8 @@ class CriChannel:
         self._in_flight = trio.CapacityLimiter(max_concurrent_calls)
         self._channel: Channel | None = None
         self._closed = False
+        self.observer: Callable[[str, float, BaseException | None], None] | None = None
+        """Called after every call with (rpc, seconds, error or None): runtime metrics."""
 
     def _require_loop(self) -> None:
         if trio_asyncio.current_loop.get() is None:
@@ -102,17 +104,25 @@ class CriChannel:
         """
         self.channel()
         deadline = trio.fail_after(timeout) if timeout is not None else contextlib.nullcontext()
+        started = trio.current_time()
+        error: BaseException | None = None
         try:
             with deadline:
                 async with self._in_flight:
                     response: Resp = await trio_asyncio.aio_as_trio(invoke)(_wire_timeout(timeout))
                 return response
-        except trio.Cancelled:
+        except trio.Cancelled as exc:
+            error = exc
             raise
-        except CriError:
+        except CriError as exc:
+            error = exc
             raise
         except Exception as exc:
-            raise to_cri_error(rpc, exc, timeout) from exc
+            error = to_cri_error(rpc, exc, timeout)
+            raise error from exc
+        finally:
+            if self.observer is not None:
+                self.observer(rpc, trio.current_time() - started, error)
 
     def close(self) -> None:
         """Drop the connection. Idempotent; later calls raise."""

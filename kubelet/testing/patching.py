@@ -96,14 +96,18 @@ def strategic_merge_patch(
     """Apply a strategic merge patch to ``original`` as the API server does."""
     if not isinstance(patch, Mapping):
         raise PatchError("a strategic merge patch must be a JSON object")
-    return _merge_map(copy.deepcopy(dict(original)), copy.deepcopy(dict(patch)), schema)
+    merged: dict[str, Any] = _merge_map(
+        copy.deepcopy(dict(original)), copy.deepcopy(dict(patch)), schema
+    )
+    return merged
 
 
 def _merge_map(original: dict[str, Any], patch: dict[str, Any], schema: Schema) -> dict[str, Any]:
     if DIRECTIVE in patch:
         directive = patch.pop(DIRECTIVE)
         if directive == "replace":
-            return _strip(patch, schema)
+            replaced: dict[str, Any] = _strip(patch, schema)
+            return replaced
         if directive == "delete":
             return {}
         raise PatchError(f"unknown patch type {directive!r} in map")
@@ -153,7 +157,9 @@ def _retain_keys(original: dict[str, Any], patch: dict[str, Any]) -> None:
         del original[key]
 
 
-def _apply_set_element_order(original: dict[str, Any], patch: dict[str, Any], schema: Schema) -> None:
+def _apply_set_element_order(
+    original: dict[str, Any], patch: dict[str, Any], schema: Schema
+) -> None:
     """Merge every list that has a ``$setElementOrder`` and put it in that order."""
     for directive in [k for k in patch if k.startswith(SET_ORDER)]:
         order = patch.pop(directive)
@@ -222,9 +228,7 @@ def _merge_list(
     return _normalize_order(in_patch, server_only, patched, live, key)
 
 
-def _special_elements(
-    live: list[Any], patched: list[Any], key: str
-) -> tuple[list[Any], list[Any]]:
+def _special_elements(live: list[Any], patched: list[Any], key: str) -> tuple[list[Any], list[Any]]:
     """Apply ``$patch: delete`` elements; ``$patch: replace`` makes the rest the list."""
     rest: list[Any] = []
     replace = False
