@@ -338,9 +338,14 @@ class Kubelet:
             EVENT_CHANNEL_CAPACITY
         )
         pleg = Pleg(view, cache, events_send)
-        recorder = EventRecorder(
-            node, ApiEvents(api) if api is not None else None, wall_clock=self.wall_clock
+        # events have their own rate limit (eventRecordQPS / eventBurst), as upstream's
+        # separate event client does, so they never slow status reports down
+        events_api = (
+            ApiEvents(api.with_limits(cfg.event_record_qps, cfg.event_burst))
+            if api is not None
+            else None
         )
+        recorder = EventRecorder(node, events_api, wall_clock=self.wall_clock)
         crash_backoff = Backoff(CRASH_LOOP_INITIAL, CRASH_LOOP_MAX, self.wall_clock)
         image_backoff = Backoff(IMAGE_PULL_INITIAL, IMAGE_PULL_MAX, trio.current_time)
         image_manager = ImageManager(

@@ -119,6 +119,7 @@ class EventRecorder:
         self._similar: dict[tuple[ObjectRef, str, str], list[tuple[float, str]]] = {}
         self._buckets: dict[ObjectRef, _Bucket] = {}
         self.dropped = 0
+        self._sequence = 0
         self.written: list[dict[str, Any]] = []
         """Recent events as written (bounded), for tests and the debug console."""
 
@@ -187,7 +188,8 @@ class EventRecorder:
         if not self._allow(ref, now):
             return
         namespace = ref.namespace or "default"
-        name = f"{ref.name}.{int(now * 1e9):x}"
+        self._sequence += 1
+        name = f"{ref.name}.{int(now * 1e9) + self._sequence:x}"  # unique per recorder
         stamp = _rfc3339(now)
         body = {
             "apiVersion": "v1",

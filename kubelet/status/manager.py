@@ -121,11 +121,16 @@ class StatusManager:
             entry.dirty = False
             if entry.delete_after and not is_static(pod):
                 await self._delete(pod)
-        except (NotFound, Conflict):
+        except NotFound:
             log.info("pod %s is gone from the API; not reporting its status", pod.key)
             entry.dirty = False
             if entry.delete_after:
                 self._entries.pop(uid, None)
+        except Conflict as exc:
+            # a stale view or a uid precondition: retried on the next pass; a pod that
+            # was recreated under the same name reaches us as a REMOVE and is forgotten
+            log.info("status of pod %s not accepted (%s); will retry", pod.key, exc)
+            entry.sent = None
         except ApiError as exc:
             log.warning("failed to update status of pod %s, will retry: %s", pod.key, exc)
 
