@@ -29,6 +29,7 @@ from kubelet.pods.mirror import is_static
 log = logging.getLogger(__name__)
 
 RESYNC = 10.0
+CONCURRENCY = 16
 
 
 @attrs.define
@@ -52,6 +53,7 @@ class StatusManager:
         self._mirror_for = mirror_for
         self._entries: dict[str, _Entry] = {}
         self._wake = trio.Event()
+        self._limiter = trio.CapacityLimiter(CONCURRENCY)
         self.patches = 0
         self.deletes = 0
 
@@ -89,10 +91,17 @@ class StatusManager:
             with trio.move_on_after(RESYNC):
                 await self._wake.wait()
             self._wake = trio.Event()
-            for uid in [u for u, e in self._entries.items() if e.dirty]:
-                entry = self._entries.get(uid)
-                if entry is not None:
-                    await self._sync(uid, entry)
+            dirty = [u for u, e in self._entries.items() if e.dirty]
+            async with trio.open_nursery() as nursery:
+                for uid in dirty:
+                    nursery.start_soon(self._sync_limited, uid)
+
+    async def _sync_limited(self, uid: str) -> None:
+        """Pods are reported concurrently (a few at a time), each one in order."""
+        async with self._limiter:
+            entry = self._entries.get(uid)
+            if entry is not None and entry.dirty:
+                await self._sync(uid, entry)
 
     async def _sync(self, uid: str, entry: _Entry) -> None:
         pod = entry.pod
