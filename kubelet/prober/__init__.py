@@ -1,0 +1,40 @@
+"""Probes: liveness, readiness and startup workers, their results, the probers.
+
+``ProberManager`` owns the probers nursery (one Trio task per container and probe
+kind) and the three result stores; ``probes``/``prober`` run one probe (exec through
+the CRI, HTTP GET, TCP, gRPC health). See the modules' docstrings.
+"""
+
+from __future__ import annotations
+
+from .manager import ProberManager, ProbeStatus, WorkerSummary
+from .metrics import ProberMetrics
+from .probes import (
+    ContainerEventSink,
+    ProbeError,
+    ProbeOutcome,
+    Prober,
+    ProbeResult,
+    ProbeTarget,
+)
+from .results import ProbeKind, Result, ResultsManager, ResultUpdate
+from .worker import ProbeKey, ProbeWorker
+
+__all__ = [
+    "ContainerEventSink",
+    "ProbeError",
+    "ProbeKey",
+    "ProbeKind",
+    "ProbeOutcome",
+    "ProbeResult",
+    "ProbeStatus",
+    "ProbeTarget",
+    "ProbeWorker",
+    "Prober",
+    "ProberManager",
+    "ProberMetrics",
+    "Result",
+    "ResultUpdate",
+    "ResultsManager",
+    "WorkerSummary",
+]

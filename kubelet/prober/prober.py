@@ -1,0 +1,44 @@
+"""The real prober: dispatch a probe to exec, HTTP GET, TCP or gRPC by its action."""
+
+from __future__ import annotations
+
+from kubelet.api.pod import Probe
+
+from . import exec as exec_probe
+from . import grpc as grpc_probe
+from . import http as http_probe
+from . import tcp as tcp_probe
+from .probes import ProbeError, ProbeOutcome, ProbeTarget, format_pod
+from .results import ProbeKind
+
+__all__ = ["ActionProber"]
+
+
+class ActionProber:
+    """Implements ``Prober``. ``runtime`` runs exec probes (``RuntimeClient`` fits);
+    ``http`` is shared with the lifecycle hooks so both send GETs the same way."""
+
+    def __init__(
+        self,
+        runtime: exec_probe.ExecRunner | None = None,
+        http: http_probe.HttpGetter | None = None,
+    ) -> None:
+        self.runtime = runtime
+        self.http = http if http is not None else http_probe.HttpGetter()
+
+    async def __call__(self, kind: ProbeKind, probe: Probe, target: ProbeTarget) -> ProbeOutcome:
+        if probe.exec is not None:
+            if self.runtime is None:
+                raise ProbeError("no container runtime to run exec probes")
+            return await exec_probe.probe(self.runtime, probe, target)
+        if probe.http_get is not None:
+            return await http_probe.probe(self.http, probe, target)
+        if probe.tcp_socket is not None:
+            return await tcp_probe.probe(probe, target)
+        if probe.grpc is not None:
+            return await grpc_probe.probe(probe, target)
+        pod = format_pod(target.pod)
+        raise ProbeError(f"missing probe handler for {pod}:{target.container.name}")
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
