@@ -37,7 +37,7 @@ from kubelet.api.pod import Pod
 from kubelet.cluster import ApiEvents, ApiLeases
 from kubelet.config import ConfigError, Options
 from kubelet.cri import CriError, ImageClient, RuntimeClient, connect
-from kubelet.events import NORMAL, EventRecorder, node_ref
+from kubelet.events import NORMAL, EventRecorder, node_ref, pod_ref
 from kubelet.node.facts import FactGatherer
 from kubelet.node.lease import LeaseController
 from kubelet.node.machine import MachineInfo, read_machine_info
@@ -49,6 +49,7 @@ from kubelet.pods.mirror import MirrorClient
 from kubelet.pods.syncer import ClusterLink, KubeletPodSyncer
 from kubelet.pods.syncloop import Housekeeper, OrphanPod, SyncLoop
 from kubelet.pods.workers import PodWorkers
+from kubelet.prober.manager import ProberManager
 from kubelet.runtime.backoff import (
     CRASH_LOOP_INITIAL,
     CRASH_LOOP_MAX,
@@ -139,6 +140,7 @@ class Components:
     syncer: KubeletPodSyncer
     syncloop: SyncLoop
     recorder: EventRecorder
+    prober: ProberManager
     file_source: FileSource | None = None
     url_source: URLSource | None = None
     cluster: ClusterParts | None = None
@@ -216,6 +218,7 @@ class Kubelet:
             parts = self._build(runtime, images, api)
             self.components = parts
             async with trio.open_nursery() as nursery:
+                await nursery.start(parts.prober.run)
                 await nursery.start(parts.workers.run)
                 await nursery.start(parts.config.run)
                 await nursery.start(parts.pleg.run)
@@ -288,7 +291,11 @@ class Kubelet:
             pods = await self._static_pods_once(parts)
             if not pods:
                 print("no static pods found", file=sys.stderr)
-            return await run_once(parts.syncer, pods)
+            async with trio.open_nursery() as nursery:
+                await nursery.start(parts.prober.run)
+                code = await run_once(parts.syncer, pods)
+                nursery.cancel_scope.cancel()
+            return code
 
     async def _static_pods_once(self, parts: Components) -> list[Pod]:
         pods: list[Pod] = []
@@ -356,6 +363,25 @@ class Kubelet:
             recorder=recorder,
         )
         machine = self.machine or read_machine_info()
+        gatherer_ips = self.node_ips if self.node_ips is not None else None
+
+        def probe_event(pod: Pod, container: str, kind: str, reason: str, message: str) -> None:
+            spec = next(
+                (
+                    c
+                    for c in (*pod.spec.init_containers, *pod.spec.containers)
+                    if c.name == container
+                ),
+                None,
+            )
+            recorder.record(pod_ref(pod, spec), kind, reason, message)
+
+        prober = ProberManager(
+            runtime,
+            wall_clock=self.wall_clock,
+            on_event=probe_event,
+            host_ip=(gatherer_ips or ("127.0.0.1",))[0],
+        )
         pod_runtime = PodRuntime(
             runtime,
             image_manager,
@@ -364,6 +390,8 @@ class Kubelet:
             memory_capacity=machine.memory_bytes,
             cgroup_root=cfg.cgroup_root,
             recorder=recorder,
+            root_dir=self.options.root_dir,
+            http=prober.http,
         )
         pods = PodManager()
         gatherer = FactGatherer(
@@ -412,6 +440,7 @@ class Kubelet:
             runtime_name=self.runtime_name or "containerd",
             wall_clock=self.wall_clock,
             cluster=link,
+            prober=prober,
         )
         pod_config = PodConfig()
         loop_ref: list[SyncLoop] = []
@@ -428,6 +457,11 @@ class Kubelet:
             sources_ready=pod_config.sources_ready,
             sync_frequency=cfg.sync_frequency,
             max_pods=cfg.max_pods,
+            probe_updates=(
+                prober.liveness_results.updates,
+                prober.readiness_results.updates,
+                prober.startup_results.updates,
+            ),
         )
         loop_ref.append(syncloop)
         file_source = None
@@ -458,6 +492,7 @@ class Kubelet:
             syncer=syncer,
             syncloop=syncloop,
             recorder=recorder,
+            prober=prober,
             file_source=file_source,
             url_source=url_source,
             cluster=cluster,

@@ -17,6 +17,7 @@ import attrs
 
 from kubelet.api.errors import ApiError
 from kubelet.api.pod import Pod, PodStatus
+from kubelet.prober.manager import ProberManager
 from kubelet.runtime.cache import PodCache
 from kubelet.runtime.podsync import PodRuntime, all_gone
 from kubelet.runtime.types import RuntimePodStatus
@@ -42,22 +43,6 @@ class ClusterLink:
     mirrors: MirrorClient
 
 
-class ProbeView:
-    """Probe results the status needs (the prober implements it)."""
-
-    def started_ids(self, uid: str) -> Collection[str]:
-        return ()
-
-    def ready_ids(self, uid: str) -> Collection[str]:
-        return ()
-
-    def liveness_failed(self, uid: str) -> Collection[str]:
-        return ()
-
-    def startup_failed(self, uid: str) -> Collection[str]:
-        return ()
-
-
 class KubeletPodSyncer(PodSyncer):
     def __init__(
         self,
@@ -69,7 +54,7 @@ class KubeletPodSyncer(PodSyncer):
         runtime_name: str = "containerd",
         wall_clock: Callable[[], float] | None = None,
         cluster: ClusterLink | None = None,
-        probes: ProbeView | None = None,
+        prober: ProberManager | None = None,
     ) -> None:
         self.cache = cache
         self.pod_runtime = pod_runtime
@@ -78,24 +63,31 @@ class KubeletPodSyncer(PodSyncer):
         self.runtime_name = runtime_name
         self.wall_clock = wall_clock or pod_runtime.wall_clock
         self.cluster = cluster
-        self.probes = probes or ProbeView()
+        self.prober = prober
         self.waiting: dict[str, dict[str, tuple[str, str]]] = {}
         self.statuses: dict[str, PodStatus] = {}
         """The status last generated per pod (what /pods and the status manager show)."""
 
     async def sync_pod(self, pod: Pod) -> SyncResult:
         status = await self.cache.refresh(pod.uid)
+        liveness_failed: frozenset[str] = frozenset()
+        startup_failed: frozenset[str] = frozenset()
+        if self.prober is not None:
+            self.prober.update_pod(pod)
+            self.prober.add_pod(pod)
+            self.prober.update_pod_status(pod.uid, status)
+            liveness_failed = self.prober.liveness_failed()
+            startup_failed = self.prober.startup_failed()
         outcome = await self.pod_runtime.sync(
-            pod,
-            status,
-            liveness_failed=self.probes.liveness_failed(pod.uid),
-            startup_failed=self.probes.startup_failed(pod.uid),
+            pod, status, liveness_failed=liveness_failed, startup_failed=startup_failed
         )
         self.waiting[pod.uid] = outcome.waiting
         for name, (reason, message) in outcome.waiting.items():
             log.info("pod %s container %s waiting: %s: %s", pod.key, name, reason, message)
         if outcome.acted:
             status = await self.cache.refresh(pod.uid)
+            if self.prober is not None:
+                self.prober.update_pod_status(pod.uid, status)
         self._report(pod, status)
         if self.cluster is not None and is_static(pod):
             try:
@@ -110,6 +102,11 @@ class KubeletPodSyncer(PodSyncer):
         if previous is None and self.cluster is not None and is_static(pod):
             mirror = self.pods.mirror_for(pod)
             previous = mirror.status if mirror is not None else None
+        started: Collection[str] = ()
+        ready: Collection[str] = ()
+        if self.prober is not None:
+            probed = self.prober.probe_status(pod, runtime)
+            started, ready = probed.started, probed.ready
         generated = generate_pod_status(
             pod,
             runtime,
@@ -117,8 +114,8 @@ class KubeletPodSyncer(PodSyncer):
             host_ips=self.host_ips,
             runtime_name=self.runtime_name,
             waiting_reasons=self.waiting.get(pod.uid),
-            started=self.probes.started_ids(pod.uid),
-            ready=self.probes.ready_ids(pod.uid),
+            started=started,
+            ready=ready,
             pod_is_terminal=terminal,
             now_ns=int(self.wall_clock() * 1e9),
         )
@@ -128,6 +125,8 @@ class KubeletPodSyncer(PodSyncer):
         return generated
 
     async def terminate_pod(self, pod: Pod, grace: int | None) -> None:
+        if self.prober is not None:
+            self.prober.stop_liveness_and_startup(pod.uid)
         status = await self.cache.refresh(pod.uid)
         if not all_gone(status):
             log.info("tearing down pod %s", pod.key)
@@ -142,6 +141,8 @@ class KubeletPodSyncer(PodSyncer):
         if self.cluster is not None and pod.metadata.deletion_timestamp and not is_static(pod):
             final = self._report(pod, status, terminal=True)
             self.cluster.status.finished(pod, final)
+        if self.prober is not None:
+            self.prober.remove_pod(pod.uid)
         self.cache.delete(pod.uid)
         self.waiting.pop(pod.uid, None)
         self.statuses.pop(pod.uid, None)

@@ -14,7 +14,8 @@ from __future__ import annotations
 import enum
 import logging
 import random
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any
 
 import attrs
 import trio
@@ -39,6 +40,7 @@ RESYNC_JITTER = 0.5
 class _Kind(enum.Enum):
     CONFIG = "config"
     PLEG = "pleg"
+    PROBE = "probe"
 
 
 @attrs.frozen
@@ -80,7 +82,9 @@ class SyncLoop:
         max_pods: int = 110,
         admit: Callable[[Pod], Awaitable[str | None]] | None = None,
         rng: random.Random | None = None,
+        probe_updates: Sequence[trio.MemoryReceiveChannel[Any]] = (),
     ) -> None:
+        self._probe_updates = tuple(probe_updates)
         self._updates = updates
         self._pleg_events = pleg_events
         self.pods = pods
@@ -110,6 +114,8 @@ class SyncLoop:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._forward, self._updates, _Kind.CONFIG, inbox_send.clone())
             nursery.start_soon(self._forward, self._pleg_events, _Kind.PLEG, inbox_send.clone())
+            for channel in self._probe_updates:
+                nursery.start_soon(self._forward, channel, _Kind.PROBE, inbox_send.clone())
             inbox_send.close()
             task_status.started()
             next_housekeeping = trio.current_time() + HOUSEKEEPING_PERIOD
@@ -122,8 +128,10 @@ class SyncLoop:
                     kind, message = await inbox.receive()
                     if kind is _Kind.CONFIG:
                         await self._handle_update(message)  # type: ignore[arg-type]
-                    else:
+                    elif kind is _Kind.PLEG:
                         self._handle_pleg(message)  # type: ignore[arg-type]
+                    else:
+                        self._handle_probe(message)
                 for uid in self.queue.pop_due():
                     self.workers.requeue(uid)
                 if trio.current_time() >= next_housekeeping:
@@ -203,6 +211,13 @@ class SyncLoop:
         if pod is not None and event.uid not in self.rejected:
             self.workers.requeue(event.uid)
         # pods no source wants are handled by housekeeping
+
+    def _handle_probe(self, update: Any) -> None:
+        """A probe result changed: liveness/startup failures make the pod's sync kill and
+        restart the container, readiness changes its status. Either way: sync it."""
+        uid = getattr(update, "pod_uid", "")
+        if uid in self.pods and uid not in self.rejected:
+            self.workers.requeue(uid)
 
     # -- housekeeping ----------------------------------------------------------------------
 

@@ -24,6 +24,7 @@ import trio
 from kubelet.api.pod import Container, Pod
 from kubelet.cri import CriError, NotFound, RuntimeClient, api
 from kubelet.events import NORMAL, WARNING, EventRecorder, pod_ref
+from kubelet.prober.http import HttpGetter
 
 from . import labels
 from .actions import ContainerToKill, compute_pod_actions
@@ -36,7 +37,15 @@ from .configs import (
     sandbox_config,
 )
 from .grace import KillReason, kill_grace_period, stop_container_timeout
+from .hooks import (
+    EVENT_FAILED_POST_START_HOOK,
+    EVENT_FAILED_PRE_STOP_HOOK,
+    POST_START_HOOK_ERROR,
+    run_post_start,
+    run_pre_stop,
+)
 from .images import ImageError, ImageManager
+from .termination import create_message_file, message_mount
 from .types import ContainerInfo, ContainerRunState, RuntimePodStatus, SandboxState
 
 log = logging.getLogger(__name__)
@@ -107,8 +116,12 @@ class PodRuntime:
         memory_capacity: int,
         cgroup_root: str = "/",
         recorder: EventRecorder | None = None,
+        root_dir: str = "",
+        http: HttpGetter | None = None,
     ) -> None:
         self.recorder = recorder or EventRecorder("")
+        self.root_dir = root_dir
+        self.http = http
         self.runtime = runtime
         self.images = images
         self.crash_backoff = crash_backoff
@@ -228,6 +241,7 @@ class PodRuntime:
             restart_count,
             image_ref=image_ref,
             memory_capacity=self.memory_capacity,
+            mounts=self._message_mounts(pod, container),
         )
         progress.acted = True
         try:
@@ -246,6 +260,17 @@ class PodRuntime:
             progress.errors.append(f"StartContainer {container.name}: {exc.message}")
             return False
         self.recorder.record(ref, NORMAL, "Started", f"Started container {container.name}")
+        failure = await run_post_start(
+            self.runtime, pod, container, cid, pod_ip=pod_ip, http=self.http
+        )
+        if failure is not None:
+            # upstream: the hook's failure kills the container; the restart policy decides
+            self.recorder.record(ref, WARNING, EVENT_FAILED_POST_START_HOOK, failure)
+            info = ContainerInfo(id=cid, name=container.name, state=ContainerRunState.RUNNING)
+            await self._kill_one(pod, info, KillReason.FAILED_POST_START_HOOK, None, pod_ip)
+            progress.waiting[container.name] = (POST_START_HOOK_ERROR, failure)
+            progress.errors.append(f"PostStartHook {container.name}: {failure}")
+            return False
         log.info(
             "pod %s: started container %s (%s, restart %d)",
             pod.key,
@@ -255,6 +280,19 @@ class PodRuntime:
         )
         await self._prune_dead(status, container.name)
         return True
+
+    def _message_mounts(self, pod: Pod, container: Container) -> list[api.Mount]:
+        """The termination-message file, bind-mounted at terminationMessagePath."""
+        if not (self.root_dir and container.termination_message_path):
+            return []
+        try:
+            host_path = create_message_file(self.root_dir, pod.uid, container.name)
+        except OSError as exc:
+            log.warning(
+                "no termination message file for %s in %s: %s", container.name, pod.key, exc
+            )
+            return []
+        return [message_mount(container, host_path)]
 
     def _crash_loop_remaining(
         self, pod: Pod, container: Container, status: RuntimePodStatus
@@ -286,7 +324,9 @@ class PodRuntime:
         live = [c for c in status.containers if c.state is not ContainerRunState.EXITED]
         async with trio.open_nursery() as nursery:
             for info in live:
-                nursery.start_soon(self._kill_one, pod, info, KillReason.UNKNOWN, grace_override)
+                nursery.start_soon(
+                    self._kill_one, pod, info, KillReason.UNKNOWN, grace_override, status.ip
+                )
         async with trio.open_nursery() as nursery:
             for sandbox in status.sandboxes:
                 nursery.start_soon(self._stop_sandbox, sandbox.id)
@@ -322,17 +362,33 @@ class PodRuntime:
                 info = by_id.get(cid)
                 if info is not None:
                     log.info("pod %s: %s", pod.key, why.message)
-                    nursery.start_soon(self._kill_one, pod, info, why.reason, None)
+                    nursery.start_soon(self._kill_one, pod, info, why.reason, None, status.ip)
 
     async def _kill_one(
-        self, pod: Pod, info: ContainerInfo, reason: KillReason, grace_override: int | None
+        self,
+        pod: Pod,
+        info: ContainerInfo,
+        reason: KillReason,
+        grace_override: int | None,
+        pod_ip: str = "",
     ) -> None:
         spec = _spec_of(pod, info.name)
         if spec is not None:
             grace = kill_grace_period(pod, spec, reason, override=grace_override)
         else:
             grace = grace_override if grace_override is not None else _grace_from_annotations(info)
-        timeout = stop_container_timeout(grace)
+        elapsed = 0.0
+        if spec is not None and info.state is ContainerRunState.RUNNING:
+            started = trio.current_time()
+            failure = await run_pre_stop(
+                self.runtime, pod, spec, info.id, grace, pod_ip=pod_ip, http=self.http
+            )
+            elapsed = trio.current_time() - started
+            if failure is not None:
+                self.recorder.record(
+                    pod_ref(pod, spec), WARNING, EVENT_FAILED_PRE_STOP_HOOK, failure
+                )
+        timeout = stop_container_timeout(grace, elapsed)
         if spec is not None:
             self.recorder.record(
                 pod_ref(pod, spec), NORMAL, "Killing", f"Stopping container {info.name}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 
+import attrs
 import trio
 
 from kubelet.api.meta import ObjectMeta
@@ -18,7 +19,8 @@ from kubelet.cri import NotFound, RuntimeClient, api
 from . import labels
 from .configs import container_info_from_cri, sandbox_info_from_cri
 from .pleg import PlegState, PodStates, RuntimeLister
-from .types import ContainerInfo, RuntimePodStatus, SandboxInfo
+from .termination import host_path_of, termination_message
+from .types import ContainerInfo, ContainerRunState, RuntimePodStatus, SandboxInfo
 
 log = logging.getLogger(__name__)
 
@@ -75,9 +77,10 @@ class RuntimeView(RuntimeLister):
                     resp = await self.runtime.container_status(c.id)
                 except NotFound:
                     return
-            container_infos.append(
-                container_info_from_cri(resp.status, sandbox_id=c.pod_sandbox_id)
-            )
+            info = container_info_from_cri(resp.status, sandbox_id=c.pod_sandbox_id)
+            if info.state is ContainerRunState.EXITED:
+                info = with_termination_message(info, resp.status)
+            container_infos.append(info)
 
         async with trio.open_nursery() as nursery:
             for s in sandboxes:
@@ -117,6 +120,15 @@ class RuntimeView(RuntimeLister):
                     c.labels.get(labels.POD_NAME, ""),
                 )
         return out
+
+
+def with_termination_message(info: ContainerInfo, status: api.ContainerStatus) -> ContainerInfo:
+    """An exited container's message as the API shows it: its termination-message file
+    (or its log tail with FallbackToLogsOnError), read once it has exited."""
+    path = info.annotations.get(labels.CONTAINER_TERMINATION_MESSAGE_PATH, "")
+    host_path = host_path_of(status.mounts, path) if path else None
+    message = termination_message(info, host_path)
+    return attrs.evolve(info, message=message) if message != info.message else info
 
 
 def pod_from_runtime(uid: str, namespace: str, name: str) -> Pod:
