@@ -23,9 +23,8 @@ import trio
 from kubelet.cri import CriError, ImageClient, RuntimeClient, api, connect, socket_path
 from kubelet.cri.__main__ import POD_NAME_LABEL, POD_NAMESPACE_LABEL, POD_UID_LABEL, cleanup
 
-CONTAINERD_ENDPOINT = os.environ.get(
-    "KUBELET_E2E_CRI_ENDPOINT", "unix:///run/containerd/containerd.sock"
-)
+from .cluster import CONTAINERD_ENDPOINT
+
 BUSYBOX = "docker.io/library/busybox:latest"
 NAMESPACE = "e2e"
 # As the kubelet sends them. The CRI zero value for pid is POD (shared with pause), which
@@ -150,3 +149,6 @@ async def pod(
             errors = (await cleanup(runtime, labels={POD_UID_LABEL: uid}, stop_timeout=0)).errors
         if errors:
             pytest.fail(f"cleanup of pod {name} failed: {errors}")
+
+
+from .cluster import cluster  # noqa: E402, F401 - the fixture: FakeApiServer + kubelet processes

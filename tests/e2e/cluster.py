@@ -1,0 +1,102 @@
+"""A FakeApiServer process and a kubelet process joined to it, on real containerd."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import trio
+
+from kubelet.cri import ImageClient, RuntimeClient
+from kubelet.cri.__main__ import cleanup
+
+CONTAINERD_ENDPOINT = os.environ.get(
+    "KUBELET_E2E_CRI_ENDPOINT", "unix:///run/containerd/containerd.sock"
+)
+
+
+class Processes:
+    def __init__(self) -> None:
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    def start(self, args: list[str], log: Path) -> subprocess.Popen[bytes]:
+        proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=log.open("wb"))
+        self.procs.append(proc)
+        return proc
+
+    def stop_all(self) -> None:
+        for proc in reversed(self.procs):
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+
+
+@pytest.fixture
+async def cluster(
+    cri: tuple[RuntimeClient, ImageClient], short_tmp: Path
+) -> AsyncIterator[tuple[str, str, Processes]]:
+    runtime, _ = cri
+    procs = Processes()
+    port_file = short_tmp / "port"
+    procs.start(
+        [
+            sys.executable,
+            "-m",
+            "kubelet.testing.fakeapiserver",
+            "--listen",
+            "127.0.0.1:0",
+            "--port-file",
+            str(port_file),
+        ],
+        short_tmp / "apiserver.log",
+    )
+    with trio.fail_after(20):
+        while not port_file.exists() or not port_file.read_text().strip():
+            await trio.sleep(0.05)
+    url = f"http://127.0.0.1:{port_file.read_text().strip()}"
+    node = f"e2e-{uuid.uuid4().hex[:6]}"
+    kubeconfig = short_tmp / "kubelet.conf"
+    kubeconfig.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "e2e",
+                "clusters": [{"name": "e2e", "cluster": {"server": url}}],
+                "users": [{"name": "kubelet", "user": {"token": "e2e-token"}}],
+                "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": "kubelet"}}],
+            }
+        )
+    )
+    procs.start(
+        [
+            sys.executable,
+            "-m",
+            "kubelet",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--hostname-override",
+            node,
+            "--root-dir",
+            str(short_tmp / "root"),
+            "--container-runtime-endpoint",
+            CONTAINERD_ENDPOINT,
+        ],
+        short_tmp / "kubelet.log",
+    )
+    try:
+        yield url, node, procs
+    finally:
+        procs.stop_all()
+        await cleanup(runtime, kubelet_only=True)
