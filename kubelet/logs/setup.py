@@ -1,0 +1,103 @@
+"""One call configures the process's logging from ``logging.format``/``verbosity``/``vmodule``.
+
+Verbosity maps onto stdlib levels: ``V(0)`` is INFO, ``V(n)`` is ``INFO - n`` and
+``logging.DEBUG`` counts as ``V(4)``; warnings and errors always pass. The root logger's
+level is set so that records no ``-v``/``-vmodule`` could ever print are never even built
+(cheap ``log.debug`` in hot paths); a handler filter then applies the exact rule, which
+may depend on the file that logs (``-vmodule=podsync=4``).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from typing import TextIO
+
+from kubelet.config import LoggingConfiguration, VModuleItem
+
+from .fields import TaskFieldsFilter, record_verbosity, verbosity_level
+from .klog import KlogJSONFormatter, KlogTextFormatter
+
+HANDLER_NAME = "kubelet-klog"
+
+NOISY_LOGGERS = (
+    "hpack",
+    "h2",
+    "grpclib",
+    "asyncio",
+    "trio_asyncio",
+    "watchfiles",
+    "httpx",
+    "httpcore",
+)
+"""Libraries whose own debug chatter would drown the kubelet's at high ``-v``."""
+
+
+class VerbosityFilter(logging.Filter):
+    """Passes a record if its verbosity is within ``-v``, or its file's ``-vmodule`` entry."""
+
+    def __init__(self, verbosity: int, vmodule: Sequence[VModuleItem] = ()) -> None:
+        super().__init__()
+        self.verbosity = verbosity
+        self.vmodule = tuple(vmodule)
+
+    def limit_for(self, pathname: str) -> int:
+        """The ``-v`` that applies to records from ``pathname``."""
+        module = os.path.splitext(os.path.basename(pathname))[0]
+        for item in self.vmodule:
+            if fnmatch.fnmatchcase(module, item.file_pattern) or fnmatch.fnmatchcase(
+                pathname, item.file_pattern
+            ):
+                return item.verbosity
+        return self.verbosity
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record_verbosity(record.levelno) <= self.limit_for(record.pathname)
+
+
+def root_level(verbosity: int, vmodule: Sequence[VModuleItem] = ()) -> int:
+    """The lowest stdlib level any file may print at this ``-v`` and ``-vmodule``."""
+    most = max([verbosity, *(item.verbosity for item in vmodule)])
+    if most >= 10:
+        return 1
+    level = verbosity_level(most)
+    return min(level, logging.DEBUG) if most >= 4 else level
+
+
+def setup_logging(
+    config: LoggingConfiguration | None = None, stream: TextIO | None = None
+) -> logging.Handler:
+    """Install the klog handler on the root logger (replacing a previous one); returns it.
+
+    The lead calls this instead of ``agent.setup_logging``:
+    ``setup_logging(options.config.logging)``.
+    """
+    config = config or LoggingConfiguration()
+    verbosity = config.verbosity
+    formatter: logging.Formatter
+    if config.format == "json":
+        formatter = KlogJSONFormatter(verbosity)
+    else:
+        formatter = KlogTextFormatter(verbosity)
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.set_name(HANDLER_NAME)
+    handler.setFormatter(formatter)
+    handler.addFilter(VerbosityFilter(verbosity, config.vmodule))
+    handler.addFilter(TaskFieldsFilter())
+    root = logging.getLogger()
+    for old in [h for h in root.handlers if h.get_name() == HANDLER_NAME]:
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(root_level(verbosity, config.vmodule))
+    for name in NOISY_LOGGERS:
+        logging.getLogger(name).setLevel(logging.INFO if verbosity < 8 else logging.NOTSET)
+    return handler
+
+
+def flush_handlers() -> None:
+    """Flush every root handler (the ``log`` health check proves logging is not stuck)."""
+    for handler in logging.getLogger().handlers:
+        handler.flush()

@@ -1,0 +1,254 @@
+"""The kubelet's HTTP endpoints as ASGI apps: the main (TLS) and read-only servers, /healthz.
+
+Routes, as upstream's server.go: ``/healthz`` (checks ping, log, syncloop), ``/pods``,
+``/stats/summary``, ``/metrics``, ``/metrics/probes``, ``/metrics/resource``, ``/spec/``;
+with ``enableDebuggingHandlers`` also ``/containerLogs/{ns}/{pod}/{container}``,
+``/configz`` and ``/runningpods/``. With debugging handlers off (and always on the
+read-only server) the debug paths answer 405 "Debug endpoints are disabled.". The main
+server authenticates and authorizes every request first (``auth.KubeletAuth``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+from kubelet.api.converter import to_wire
+from kubelet.config import KubeletConfiguration, encode
+from kubelet.cri import CriError, api
+from kubelet.logs import get_logger
+from kubelet.metrics import KubeletMetrics
+from kubelet.runtime import labels
+
+from . import healthz
+from .asgi import (
+    Receive,
+    Request,
+    Response,
+    Scope,
+    Send,
+    StreamResponse,
+    http_error,
+    json_response,
+    send_response,
+    text,
+)
+from .auth import KubeletAuth
+from .backend import KubeletBackend
+from .hoststats import Host
+from .logs import container_logs
+from .machine import machine_info
+from .resource import resource_metrics
+from .stats import SummaryProvider
+
+log = get_logger(__name__)
+
+DEBUG_PATHS = (
+    "/run/", "/exec/", "/attach/", "/portForward/", "/containerLogs/", "/runningpods/",
+    "/debug/pprof/", "/logs/",
+)  # fmt: skip
+"""Paths of the debugging handlers (405 when they are disabled)."""
+
+NOT_IMPLEMENTED = ("/run/", "/exec/", "/attach/", "/portForward/", "/logs/", "/debug/pprof/")
+GET_ONLY = ("/pods", "/runningpods/", "/containerLogs/")
+METHODS = frozenset({"OPTIONS", "GET", "HEAD", "POST", "PUT", "DELETE", "TRACE", "CONNECT"})
+LONG_RUNNING = frozenset({"exec", "attach", "portforward", "debug"})
+
+NOT_FOUND = "404 page not found"
+
+
+def pod_list(pods: Sequence[Any]) -> dict[str, Any]:
+    """A v1 PodList as upstream encodes it."""
+    return {"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": list(pods)}
+
+
+def _bucket(path: str) -> str:
+    """upstream's metrics path bucket: the first segment, or ``metrics/<x>``."""
+    parts = path.lstrip("/").split("/", 2)
+    if parts[0] == "metrics" and len(parts) > 1:
+        return f"metrics/{parts[1]}"
+    return parts[0]
+
+
+@attrs.define
+class KubeletApp:
+    """One server's routes; ``auth`` None means no authentication (read-only server)."""
+
+    backend: KubeletBackend
+    config: KubeletConfiguration
+    node_name: str
+    stats: SummaryProvider
+    checks: Sequence[healthz.NamedCheck]
+    auth: KubeletAuth | None = None
+    debugging: bool = False
+    metrics: KubeletMetrics | None = None
+    root_dir: str = "/var/lib/kubelet"
+    host: Host = attrs.field(factory=Host)
+
+    @property
+    def server_type(self) -> str:
+        return "readonly" if self.auth is None else "readwrite"
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return  # no lifespan or websocket handling
+        request = Request.from_scope(scope)
+        started = time.monotonic()
+        labels_ = self._metric_labels(request)
+        if self.metrics is not None:
+            self.metrics.http_requests.labels(*labels_).inc()
+            self.metrics.http_inflight_requests.labels(*labels_).inc()
+        try:
+            response = await self._authorized(request)
+            await send_response(response, receive, send)
+        finally:
+            if self.metrics is not None:
+                self.metrics.http_inflight_requests.labels(*labels_).dec()
+                self.metrics.http_requests_duration.labels(*labels_).observe(
+                    time.monotonic() - started
+                )
+        log.v(3).info(
+            "HTTP",
+            verb=request.method,
+            URI=request.path,
+            latency=f"{time.monotonic() - started:.6f}s",
+            userAgent=request.headers.get("user-agent", ""),
+            srcIP=scope.get("client", ("", 0))[0] if scope.get("client") else "",
+            resp=getattr(response, "status", 0),
+        )
+
+    def _metric_labels(self, request: Request) -> tuple[str, str, str, str]:
+        method = request.method if request.method in METHODS else "other"
+        bucket = _bucket(request.path)
+        return method, bucket, self.server_type, str(bucket in LONG_RUNNING).lower()
+
+    async def _authorized(self, request: Request) -> Response | StreamResponse:
+        if self.auth is not None:
+            _, denial = await self.auth.check(
+                request.method,
+                request.path,
+                request.peer_certificate,
+                request.headers.get("authorization", ""),
+            )
+            if denial is not None:
+                return text(denial.status, denial.body)
+        return await self.route(request)
+
+    async def route(self, request: Request) -> Response | StreamResponse:
+        path = request.path
+        if path == "/healthz":
+            return healthz.healthz(self.checks, request)
+        if path.startswith("/healthz/"):
+            named = {c.name: c for c in self.checks}
+            check = named.get(path.removeprefix("/healthz/"))
+            return healthz.single(check) if check else http_error(404, NOT_FOUND)
+        for prefix in GET_ONLY:
+            if (path == prefix or path.startswith(prefix)) and request.method != "GET":
+                return text(405, "Method Not Allowed", ("Allow", "GET"))
+        if path == "/pods":
+            return json_response(pod_list([to_wire(p) for p in self.backend.desired_pods()]))
+        if path == "/stats/summary":
+            only = request.param("only_cpu_and_memory") == "true"
+            try:
+                return json_response(await self.stats.summary(only))
+            except CriError as exc:
+                return http_error(500, f"Internal Error: failed to get summary stats: {exc}")
+        if path.startswith("/metrics"):
+            return await self._metrics(path)
+        if path in ("/spec", "/spec/"):
+            return json_response(machine_info(self.host, self.root_dir))
+        if any(path.startswith(p) for p in DEBUG_PATHS) or path == "/configz":
+            return await self._debug(request)
+        return http_error(404, NOT_FOUND)
+
+    async def _metrics(self, path: str) -> Response:
+        registry: CollectorRegistry | None
+        if path == "/metrics":
+            registry = self.backend.registry
+        elif path == "/metrics/probes":
+            registry = self.backend.probe_registry or CollectorRegistry()
+        elif path == "/metrics/resource":
+            try:
+                summary = await self.stats.summary(only_cpu_and_memory=True)
+            except CriError as exc:
+                log.error("resource metrics: cannot read stats", exc_info=exc)
+                summary = None
+            return Response(200, resource_metrics(summary), CONTENT_TYPE_LATEST)
+        else:
+            return http_error(404, NOT_FOUND)
+        return Response(200, generate_latest(registry), CONTENT_TYPE_LATEST)
+
+    async def _debug(self, request: Request) -> Response | StreamResponse:
+        path = request.path
+        if not self.debugging:
+            if path == "/configz":
+                return http_error(404, NOT_FOUND)
+            return http_error(405, "Debug endpoints are disabled.")
+        if path == "/configz":
+            return json_response({"kubeletconfig": encode(self.config)})
+        if path == "/runningpods/":
+            return await self._running_pods()
+        if path.startswith("/containerLogs/"):
+            parts = path.removeprefix("/containerLogs/").split("/")
+            if len(parts) != 3:
+                return http_error(404, NOT_FOUND)
+            return await container_logs(self.backend, request, *parts)
+        if any(path.startswith(p) for p in NOT_IMPLEMENTED):
+            return http_error(501, f"{path.split('/')[1]} is not implemented by this kubelet")
+        return http_error(404, NOT_FOUND)
+
+    async def _running_pods(self) -> Response:
+        """Pods as the runtime runs them: ready sandboxes and running containers."""
+        runtime = self.backend.runtime
+        try:
+            sandboxes = await runtime.list_pod_sandbox(state=api.SANDBOX_READY)
+            containers = await runtime.list_containers(state=api.CONTAINER_RUNNING)
+        except CriError as exc:
+            return http_error(500, str(exc))
+        pods: dict[str, dict[str, Any]] = {}
+        for s in sandboxes:
+            uid = s.labels.get(labels.POD_UID)
+            if uid:
+                pods[uid] = _runtime_pod(uid, s.labels, s.metadata.name, s.metadata.namespace)
+        for c in containers:
+            uid = c.labels.get(labels.POD_UID)
+            if not uid:
+                continue
+            pod = pods.setdefault(uid, _runtime_pod(uid, c.labels, "", ""))
+            pod["spec"]["containers"].append({"name": c.metadata.name, "image": c.image.image})
+        return json_response(pod_list(list(pods.values())))
+
+
+def _runtime_pod(uid: str, item_labels: Any, name: str, namespace: str) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": item_labels.get(labels.POD_NAME, name),
+            "namespace": item_labels.get(labels.POD_NAMESPACE, namespace),
+            "uid": uid,
+            "creationTimestamp": None,
+        },
+        "spec": {"containers": []},
+        "status": {},
+    }
+
+
+@attrs.define
+class HealthzApp:
+    """The healthz port (10248): ``/healthz`` and ``/healthz/ping`` answer ``ok``."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        request = Request.from_scope(scope)
+        checks = [healthz.NamedCheck("ping", healthz.ping)]
+        if request.path == "/healthz":
+            response = healthz.healthz(checks, request)
+        elif request.path == "/healthz/ping":
+            response = healthz.single(checks[0])
+        else:
+            response = http_error(404, NOT_FOUND)
+        await send_response(response, receive, send)

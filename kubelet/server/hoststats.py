@@ -1,0 +1,221 @@
+"""Node figures from ``/proc``, ``statvfs`` and cgroup v1 files, as plain numbers.
+
+Every reader takes the root it reads under (``/`` in production, a directory of fixture
+files in tests) and returns None when the file is missing or unreadable, so the summary
+simply omits what this node cannot tell.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+import attrs
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+@attrs.frozen
+class CpuSample:
+    usage_ns: int
+
+
+@attrs.frozen
+class MemorySample:
+    usage: int
+    working_set: int
+    rss: int | None = None
+    page_faults: int | None = None
+    major_page_faults: int | None = None
+    limit: int | None = None
+
+
+@attrs.frozen
+class InterfaceSample:
+    name: str
+    rx_bytes: int
+    rx_errors: int
+    tx_bytes: int
+    tx_errors: int
+
+
+@attrs.frozen
+class FsSample:
+    capacity: int
+    available: int
+    used: int
+    inodes: int
+    inodes_free: int
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _int_file(path: Path) -> int | None:
+    text = _read(path)
+    try:
+        return int(text.strip()) if text is not None else None
+    except ValueError:
+        return None
+
+
+def _key_values(text: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for line in text.splitlines():
+        parts = line.replace(":", " ").split()
+        if len(parts) >= 2:
+            try:
+                out[parts[0]] = int(parts[1])
+            except ValueError:
+                continue
+    return out
+
+
+@attrs.define
+class Host:
+    """Readers for one machine; ``root`` prefixes every path read."""
+
+    root: Path = Path("/")
+
+    def _p(self, path: str) -> Path:
+        return self.root / path.lstrip("/")
+
+    def boot_time(self) -> int | None:
+        """Seconds since the epoch at boot (``btime`` in /proc/stat)."""
+        text = _read(self._p("/proc/stat"))
+        for line in (text or "").splitlines():
+            if line.startswith("btime "):
+                return int(line.split()[1])
+        return None
+
+    def meminfo(self) -> dict[str, int]:
+        """/proc/meminfo in bytes."""
+        text = _read(self._p("/proc/meminfo")) or ""
+        return {k: v * 1024 for k, v in _key_values(text).items()}
+
+    def memory_capacity(self) -> int | None:
+        return self.meminfo().get("MemTotal")
+
+    def proc_cpu_ns(self) -> int | None:
+        """Busy CPU time of the whole machine from /proc/stat (no cgroup at hand)."""
+        text = _read(self._p("/proc/stat"))
+        for line in (text or "").splitlines():
+            if line.startswith("cpu "):
+                fields = [int(x) for x in line.split()[1:]]
+                busy = sum(fields[:8]) - fields[3] - (fields[4] if len(fields) > 4 else 0)
+                return busy * 1_000_000_000 // CLOCK_TICKS
+        return None
+
+    def cgroup_cpu(self, cgroup: str) -> CpuSample | None:
+        """cpuacct.usage (ns) of a cgroup v1 path such as ``/`` or ``/kubepods``."""
+        for mount in ("cpuacct", "cpu,cpuacct", "cpuacct,cpu", "cpu"):
+            value = _int_file(self._p(f"/sys/fs/cgroup/{mount}/{cgroup.strip('/')}/cpuacct.usage"))
+            if value is not None:
+                return CpuSample(value)
+        return None
+
+    def cgroup_memory(self, cgroup: str) -> MemorySample | None:
+        """Usage and working set (usage − inactive file) of a cgroup v1 path."""
+        base = self._p(f"/sys/fs/cgroup/memory/{cgroup.strip('/')}")
+        usage = _int_file(base / "memory.usage_in_bytes")
+        if usage is None:
+            return None
+        stat = _key_values(_read(base / "memory.stat") or "")
+        inactive = stat.get("total_inactive_file", stat.get("inactive_file", 0))
+        limit = _int_file(base / "memory.limit_in_bytes")
+        return MemorySample(
+            usage=usage,
+            working_set=max(usage - inactive, 0),
+            rss=stat.get("total_rss", stat.get("rss")),
+            page_faults=stat.get("total_pgfault", stat.get("pgfault")),
+            major_page_faults=stat.get("total_pgmajfault", stat.get("pgmajfault")),
+            limit=limit if limit is not None and limit < (1 << 62) else None,
+        )
+
+    def proc_memory(self) -> MemorySample | None:
+        """Machine memory from /proc/meminfo when the root memory cgroup is unreadable."""
+        info = self.meminfo()
+        total, free = info.get("MemTotal"), info.get("MemFree")
+        if total is None or free is None:
+            return None
+        usage = total - free
+        inactive = info.get("Inactive(file)", 0)
+        return MemorySample(usage=usage, working_set=max(usage - inactive, 0))
+
+    def interfaces(self, pid: str = "self") -> list[InterfaceSample]:
+        """Every interface but loopback, from /proc/<pid>/net/dev."""
+        text = _read(self._p(f"/proc/{pid}/net/dev")) or ""
+        out: list[InterfaceSample] = []
+        for line in text.splitlines()[2:]:
+            name, _, rest = line.partition(":")
+            fields = rest.split()
+            name = name.strip()
+            if name == "lo" or len(fields) < 16:
+                continue
+            f = [int(x) for x in fields]
+            out.append(InterfaceSample(name, f[0], f[2], f[8], f[10]))
+        return out
+
+    def default_interface(self) -> str | None:
+        """The interface of the default route (/proc/net/route)."""
+        text = _read(self._p("/proc/net/route")) or ""
+        for line in text.splitlines()[1:]:
+            fields = line.split()
+            if len(fields) > 1 and fields[1] == "00000000":
+                return fields[0]
+        return None
+
+    def max_pid(self) -> int | None:
+        return _int_file(self._p("/proc/sys/kernel/pid_max"))
+
+    def process_count(self) -> int | None:
+        """Processes (threads) on the machine: the total in /proc/loadavg."""
+        text = _read(self._p("/proc/loadavg"))
+        try:
+            return int(text.split()[3].split("/")[1]) if text else None
+        except (IndexError, ValueError):
+            return None
+
+    def cgroup_exists(self, cgroup: str) -> bool:
+        return self._p(f"/sys/fs/cgroup/memory/{cgroup.strip('/')}").is_dir()
+
+    def find_pod_cgroup(self, uid: str, roots: tuple[str, ...] = ("kubepods",)) -> str | None:
+        """The cgroupfs path of pod ``uid`` (``/kubepods[/<qos>]/pod<uid>``) if it exists."""
+        for root in roots:
+            for qos in ("", "burstable/", "besteffort/"):
+                path = f"/{root}/{qos}pod{uid}"
+                if self.cgroup_exists(path):
+                    return path
+        return None
+
+
+def filesystem(path: str) -> FsSample | None:
+    """``statvfs`` of the filesystem holding ``path``."""
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return None
+    return FsSample(
+        capacity=st.f_blocks * st.f_frsize,
+        available=st.f_bavail * st.f_frsize,
+        used=(st.f_blocks - st.f_bfree) * st.f_frsize,
+        inodes=st.f_files,
+        inodes_free=st.f_ffree,
+    )
+
+
+def files_usage(paths: Iterable[str]) -> tuple[int, int]:
+    """(bytes, inodes) of existing files among ``paths``."""
+    used = inodes = 0
+    for p in paths:
+        try:
+            used += os.stat(p).st_size
+            inodes += 1
+        except OSError:
+            continue
+    return used, inodes

@@ -1,0 +1,461 @@
+"""``/stats/summary``: the stats/v1alpha1 ``Summary`` from the CRI, /proc and cgroup v1.
+
+Node figures come from the root cgroup (falling back to /proc), ``statvfs`` of the root
+directory, /proc/net/dev and the runtime's ``ImageFsInfo``. Pods and containers come from
+the runtime: ``ListPodSandboxStats`` and ``ListContainerStats``; a runtime that does not
+implement the sandbox call (UNIMPLEMENTED) gets its pod CPU and memory from the pod's
+cgroup (``/kubepods/.../pod<uid>``), else the sum of its containers. Only ready sandboxes
+and running containers (the newest per name) are reported, as upstream.
+
+``usageNanoCores`` needs two samples: the runtime's figure is used when it gives one,
+otherwise the rate since the previous scrape (so the first scrape omits it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import glob
+import logging
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from kubelet.cri import CriError, ImageClient, RuntimeClient, Unimplemented, api
+from kubelet.runtime import labels
+
+from .hoststats import CpuSample, FsSample, Host, MemorySample, files_usage, filesystem
+
+log = logging.getLogger(__name__)
+
+Json = dict[str, Any]
+
+
+def rfc3339(seconds: float) -> str:
+    """metav1.Time on the wire: whole seconds, UTC."""
+    return dt.datetime.fromtimestamp(int(seconds), dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _prune(obj: Json) -> Json:
+    return {k: v for k, v in obj.items() if v is not None}
+
+
+def fs_json(
+    when: str, fs: FsSample | None, used: int | None = None, inodes_used: int | None = None
+) -> Json:
+    out: Json = {"time": when, "usedBytes": used, "inodesUsed": inodes_used}
+    if fs is not None:
+        out.update(
+            availableBytes=fs.available,
+            capacityBytes=fs.capacity,
+            inodesFree=fs.inodes_free,
+            inodes=fs.inodes,
+        )
+        if used is None:
+            out["usedBytes"] = fs.used
+            out["inodesUsed"] = fs.inodes - fs.inodes_free
+    return _prune(out)
+
+
+def memory_json(when: str, m: MemorySample, capacity: int | None) -> Json:
+    limit = m.limit if m.limit is not None else capacity
+    return _prune(
+        {
+            "time": when,
+            "availableBytes": max(limit - m.working_set, 0) if limit is not None else None,
+            "usageBytes": m.usage,
+            "workingSetBytes": m.working_set,
+            "rssBytes": m.rss,
+            "pageFaults": m.page_faults,
+            "majorPageFaults": m.major_page_faults,
+        }
+    )
+
+
+class RateCache:
+    """Previous cumulative CPU samples, to turn them into nano-cores."""
+
+    def __init__(self) -> None:
+        self._last: dict[str, tuple[int, int]] = {}
+
+    def rate(self, key: str, ts_ns: int, usage_ns: int) -> int | None:
+        previous = self._last.get(key)
+        self._last[key] = (ts_ns, usage_ns)
+        if previous is None or ts_ns <= previous[0] or usage_ns < previous[1]:
+            return None
+        return int((usage_ns - previous[1]) * 1e9 / (ts_ns - previous[0]))
+
+    def keep(self, keys: Iterable[str]) -> None:
+        wanted = set(keys)
+        self._last = {k: v for k, v in self._last.items() if k in wanted}
+
+
+def _cpu_json(when: str, ts_ns: int, usage: int, nano_cores: int | None) -> Json:
+    return _prune({"time": when, "usageCoreNanoSeconds": usage, "usageNanoCores": nano_cores})
+
+
+def _value(message: Any, field: str) -> int | None:
+    """An optional ``UInt64Value`` field of a CRI message (None when unset)."""
+    return message.__getattribute__(field).value if message.HasField(field) else None
+
+
+class SummaryProvider:
+    """Builds Summary objects; keeps the previous CPU samples between scrapes."""
+
+    def __init__(
+        self,
+        runtime: RuntimeClient,
+        images: ImageClient | None,
+        *,
+        node_name: str,
+        root_dir: str,
+        pod_logs_dir: str,
+        host: Host | None = None,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.runtime = runtime
+        self.images = images
+        self.node_name = node_name
+        self.root_dir = root_dir
+        self.pod_logs_dir = pod_logs_dir
+        self.host = host or Host()
+        self.wall_clock = wall_clock
+        self.rates = RateCache()
+        self._sandbox_stats_supported = True
+
+    async def summary(self, only_cpu_and_memory: bool = False) -> Json:
+        node = await self.node_stats(only_cpu_and_memory)
+        pods = await self.pod_stats(only_cpu_and_memory)
+        return {"node": node, "pods": pods}
+
+    # -- node -----------------------------------------------------------------------------
+
+    def _node_cpu(self, when: str, now_ns: int) -> Json | None:
+        sample = self.host.cgroup_cpu("/")
+        usage = sample.usage_ns if sample is not None else self.host.proc_cpu_ns()
+        if usage is None:
+            return None
+        return _cpu_json(when, now_ns, usage, self.rates.rate("node", now_ns, usage))
+
+    async def node_stats(self, only_cpu_and_memory: bool = False) -> Json:
+        now = self.wall_clock()
+        when, now_ns = rfc3339(now), int(now * 1e9)
+        capacity = self.host.memory_capacity()
+        memory = self.host.cgroup_memory("/") or self.host.proc_memory()
+        boot = self.host.boot_time()
+        node: Json = {
+            "nodeName": self.node_name,
+            "startTime": rfc3339(boot if boot is not None else now),
+            "cpu": self._node_cpu(when, now_ns),
+            "memory": memory_json(when, memory, capacity) if memory else None,
+        }
+        pods_cgroup = self._system_container_pods(when, now_ns, capacity)
+        if pods_cgroup is not None:
+            node["systemContainers"] = [pods_cgroup]
+        if not only_cpu_and_memory:
+            node["network"] = self._node_network(when)
+            node["fs"] = fs_json(when, filesystem(self.root_dir))
+            node["runtime"] = await self._runtime_fs(when)
+            node["rlimit"] = _prune(
+                {"time": when, "maxpid": self.host.max_pid(), "curproc": self.host.process_count()}
+            )
+        return _prune(node)
+
+    def _system_container_pods(self, when: str, now_ns: int, capacity: int | None) -> Json | None:
+        if not self.host.cgroup_exists("/kubepods"):
+            return None
+        cpu = self.host.cgroup_cpu("/kubepods")
+        memory = self.host.cgroup_memory("/kubepods")
+        boot = self.host.boot_time() or 0
+        return _prune(
+            {
+                "name": "pods",
+                "startTime": rfc3339(boot),
+                "cpu": _cpu_json(
+                    when, now_ns, cpu.usage_ns, self.rates.rate("pods", now_ns, cpu.usage_ns)
+                )
+                if cpu
+                else None,
+                "memory": memory_json(when, memory, capacity) if memory else None,
+            }
+        )
+
+    def _node_network(self, when: str) -> Json | None:
+        interfaces = self.host.interfaces()
+        if not interfaces:
+            return None
+        default = self.host.default_interface() or interfaces[0].name
+        rows = [
+            {
+                "name": i.name,
+                "rxBytes": i.rx_bytes,
+                "rxErrors": i.rx_errors,
+                "txBytes": i.tx_bytes,
+                "txErrors": i.tx_errors,
+            }
+            for i in interfaces
+        ]
+        main = next((r for r in rows if r["name"] == default), rows[0])
+        return {"time": when, **main, "interfaces": rows}
+
+    async def _runtime_fs(self, when: str) -> Json | None:
+        if self.images is None:
+            return None
+        try:
+            info = await self.images.image_fs_info()
+        except CriError as exc:
+            log.debug("ImageFsInfo failed: %s", exc)
+            return None
+        if not info.image_filesystems:
+            return None
+        usage = info.image_filesystems[0]
+        fs = filesystem(usage.fs_id.mountpoint) if usage.fs_id.mountpoint else None
+        return {
+            "imageFs": fs_json(
+                when, fs, _value(usage, "used_bytes") or 0, _value(usage, "inodes_used")
+            )
+        }
+
+    # -- pods -----------------------------------------------------------------------------
+
+    async def _sandbox_stats(self, ids: list[str]) -> dict[str, api.PodSandboxStats] | None:
+        """Stats of the given sandboxes; None when the runtime has no sandbox stats at all.
+
+        containerd 1.6 fails the whole list when one sandbox has no cgroup (e.g. created
+        without a cgroup parent); then each sandbox is asked on its own.
+        """
+        if not self._sandbox_stats_supported:
+            return None
+        try:
+            stats = await self.runtime.list_pod_sandbox_stats()
+        except Unimplemented:
+            log.info("runtime does not implement ListPodSandboxStats; using pod cgroups")
+            self._sandbox_stats_supported = False
+            return None
+        except CriError as exc:
+            log.debug("ListPodSandboxStats failed (%s); asking sandbox by sandbox", exc)
+            out: dict[str, api.PodSandboxStats] = {}
+            for sandbox_id in ids:
+                with contextlib.suppress(CriError):
+                    out[sandbox_id] = await self.runtime.pod_sandbox_stats(sandbox_id)
+            return out
+        return {s.attributes.id: s for s in stats}
+
+    async def _container_stats(self) -> dict[str, api.ContainerStats]:
+        try:
+            stats = await self.runtime.list_container_stats()
+        except CriError as exc:
+            log.debug("ListContainerStats failed: %s", exc)
+            return {}
+        return {s.attributes.id: s for s in stats}
+
+    async def pod_stats(self, only_cpu_and_memory: bool = False) -> list[Json]:
+        sandboxes = [
+            s
+            for s in await self.runtime.list_pod_sandbox(state=api.SANDBOX_READY)
+            if s.labels.get(labels.POD_UID)
+        ]
+        containers = await self.runtime.list_containers(state=api.CONTAINER_RUNNING)
+        sandbox_stats = await self._sandbox_stats([s.id for s in sandboxes])
+        container_stats = await self._container_stats()
+        capacity = self.host.memory_capacity()
+        fs = None if only_cpu_and_memory else filesystem(self.pod_logs_dir)
+        image_fs = None if only_cpu_and_memory else await self._image_fs()
+        by_sandbox: dict[str, dict[str, api.Container]] = {}
+        for c in sorted(containers, key=lambda c: c.created_at):
+            by_sandbox.setdefault(c.pod_sandbox_id, {})[c.metadata.name] = c  # newest wins
+        out: list[Json] = []
+        for sandbox in sorted(sandboxes, key=lambda s: s.created_at):
+            pod_containers = [
+                self._container_json(c, container_stats.get(c.id), capacity, fs, image_fs)
+                for c in by_sandbox.get(sandbox.id, {}).values()
+            ]
+            stats = sandbox_stats.get(sandbox.id) if sandbox_stats is not None else None
+            out.append(
+                self._pod_json(sandbox, stats, pod_containers, capacity, only_cpu_and_memory)
+            )
+        self.rates.keep(
+            ["node", "pods"]
+            + [f"pod/{s.labels[labels.POD_UID]}" for s in sandboxes]
+            + [f"container/{c.id}" for c in containers]
+        )
+        # newest sandbox per pod uid wins (a pod restarted its sandbox)
+        newest: dict[str, Json] = {p["podRef"]["uid"]: p for p in out}
+        return list(newest.values())
+
+    async def _image_fs(self) -> FsSample | None:
+        if self.images is None:
+            return None
+        try:
+            info = await self.images.image_fs_info()
+        except CriError:
+            return None
+        if info.container_filesystems:
+            mount = info.container_filesystems[0].fs_id.mountpoint
+        elif info.image_filesystems:
+            mount = info.image_filesystems[0].fs_id.mountpoint
+        else:
+            return None
+        return filesystem(mount) if mount else None
+
+    def _container_json(
+        self,
+        c: api.Container,
+        stats: api.ContainerStats | None,
+        capacity: int | None,
+        logs_fs: FsSample | None,
+        image_fs: FsSample | None,
+    ) -> Json:
+        out: Json = {"name": c.metadata.name, "startTime": rfc3339(c.created_at / 1e9)}
+        if stats is not None:
+            out.update(self._cpu_memory(f"container/{c.id}", stats.cpu, stats.memory, capacity))
+            if logs_fs is not None or image_fs is not None:
+                when = rfc3339(self.wall_clock())
+                if stats.HasField("writable_layer"):
+                    layer = stats.writable_layer
+                    out["rootfs"] = fs_json(
+                        when,
+                        image_fs,
+                        _value(layer, "used_bytes") or 0,
+                        _value(layer, "inodes_used"),
+                    )
+                out["logs"] = self._logs_fs(c, when, logs_fs)
+        return _prune(out)
+
+    def _logs_fs(self, c: api.Container, when: str, fs: FsSample | None) -> Json:
+        uid = c.labels.get(labels.POD_UID, "")
+        name = c.metadata.name
+        pattern = f"{self.pod_logs_dir}/*_{uid}/{glob.escape(name)}/*"
+        used, inodes = files_usage(glob.glob(pattern))
+        return fs_json(when, fs, used, inodes)
+
+    def _cpu_memory(
+        self, key: str, cpu: api.CpuUsage, memory: api.MemoryUsage, capacity: int | None
+    ) -> Json:
+        out: Json = {}
+        if cpu.timestamp and cpu.HasField("usage_core_nano_seconds"):
+            usage = cpu.usage_core_nano_seconds.value
+            computed = self.rates.rate(key, cpu.timestamp, usage)
+            given = _value(cpu, "usage_nano_cores")
+            out["cpu"] = _cpu_json(
+                rfc3339(cpu.timestamp / 1e9), cpu.timestamp, usage, given or computed
+            )
+        if memory.timestamp and memory.HasField("working_set_bytes"):
+            sample = MemorySample(
+                usage=_value(memory, "usage_bytes") or 0,
+                working_set=memory.working_set_bytes.value,
+                rss=_value(memory, "rss_bytes"),
+                page_faults=_value(memory, "page_faults"),
+                major_page_faults=_value(memory, "major_page_faults"),
+            )
+            available = _value(memory, "available_bytes")
+            mem = memory_json(rfc3339(memory.timestamp / 1e9), sample, None)
+            if available is not None:
+                mem["availableBytes"] = available
+            out["memory"] = mem
+        return out
+
+    def _pod_json(
+        self,
+        sandbox: api.PodSandbox,
+        stats: api.PodSandboxStats | None,
+        containers: list[Json],
+        capacity: int | None,
+        only_cpu_and_memory: bool,
+    ) -> Json:
+        uid = sandbox.labels.get(labels.POD_UID, sandbox.metadata.uid)
+        pod: Json = {
+            "podRef": {
+                "name": sandbox.labels.get(labels.POD_NAME, sandbox.metadata.name),
+                "namespace": sandbox.labels.get(labels.POD_NAMESPACE, sandbox.metadata.namespace),
+                "uid": uid,
+            },
+            "startTime": rfc3339(sandbox.created_at / 1e9),
+            "containers": containers,
+        }
+        if stats is not None and stats.HasField("linux"):
+            pod.update(
+                self._cpu_memory(f"pod/{uid}", stats.linux.cpu, stats.linux.memory, capacity)
+            )
+            if not only_cpu_and_memory and stats.linux.HasField("network"):
+                pod["network"] = _network_json(stats.linux.network)
+        if "cpu" not in pod or "memory" not in pod:
+            pod.update({k: v for k, v in self._pod_cgroup(uid, capacity).items() if k not in pod})
+        if "cpu" not in pod or "memory" not in pod:
+            pod.update({k: v for k, v in _sum_containers(containers).items() if k not in pod})
+        if not only_cpu_and_memory:
+            pod["ephemeral-storage"] = _ephemeral(containers)
+        return _prune(pod)
+
+    def _pod_cgroup(self, uid: str, capacity: int | None) -> Json:
+        cgroup = self.host.find_pod_cgroup(uid)
+        if cgroup is None:
+            return {}
+        now = self.wall_clock()
+        when, now_ns = rfc3339(now), int(now * 1e9)
+        out: Json = {}
+        cpu: CpuSample | None = self.host.cgroup_cpu(cgroup)
+        if cpu is not None:
+            out["cpu"] = _cpu_json(
+                when, now_ns, cpu.usage_ns, self.rates.rate(f"pod/{uid}", now_ns, cpu.usage_ns)
+            )
+        memory = self.host.cgroup_memory(cgroup)
+        if memory is not None:
+            out["memory"] = memory_json(when, memory, capacity)
+        return out
+
+
+def _network_json(net: api.NetworkUsage) -> Json:
+    def row(i: api.NetworkInterfaceUsage) -> Json:
+        return _prune(
+            {
+                "name": i.name,
+                "rxBytes": _value(i, "rx_bytes"),
+                "rxErrors": _value(i, "rx_errors"),
+                "txBytes": _value(i, "tx_bytes"),
+                "txErrors": _value(i, "tx_errors"),
+            }
+        )
+
+    default = row(net.default_interface) if net.HasField("default_interface") else {}
+    return _prune(
+        {
+            "time": rfc3339(net.timestamp / 1e9),
+            **default,
+            "interfaces": [row(i) for i in net.interfaces] or None,
+        }
+    )
+
+
+def _sum_containers(containers: list[Json]) -> Json:
+    """Pod CPU and memory as the sum of its containers (no pod-level figure available)."""
+    with_cpu = [c["cpu"] for c in containers if "cpu" in c]
+    with_mem = [c["memory"] for c in containers if "memory" in c]
+    out: Json = {}
+    if with_cpu:
+        out["cpu"] = _prune(
+            {
+                "time": max(c["time"] for c in with_cpu),
+                "usageCoreNanoSeconds": sum(c.get("usageCoreNanoSeconds", 0) for c in with_cpu),
+                "usageNanoCores": sum(c.get("usageNanoCores", 0) for c in with_cpu)
+                if all("usageNanoCores" in c for c in with_cpu)
+                else None,
+            }
+        )
+    if with_mem:
+        out["memory"] = {
+            "time": max(m["time"] for m in with_mem),
+            "usageBytes": sum(m.get("usageBytes", 0) for m in with_mem),
+            "workingSetBytes": sum(m.get("workingSetBytes", 0) for m in with_mem),
+        }
+    return out
+
+
+def _ephemeral(containers: list[Json]) -> Json | None:
+    parts = [c[k] for c in containers for k in ("rootfs", "logs") if k in c]
+    if not parts:
+        return None
+    base = dict(parts[0])
+    base["usedBytes"] = sum(p.get("usedBytes", 0) for p in parts)
+    base["inodesUsed"] = sum(p.get("inodesUsed", 0) for p in parts)
+    return base

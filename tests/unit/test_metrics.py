@@ -1,0 +1,163 @@
+"""Kubelet metrics: upstream names, labels and buckets, scrape-time gauges, the helpers."""
+
+from __future__ import annotations
+
+from prometheus_client import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.samples import Sample
+
+from kubelet.api.meta import ObjectMeta
+from kubelet.api.pod import Pod
+from kubelet.metrics import RUNTIME_OPERATION_BUCKETS, KubeletMetrics, operation_type
+from kubelet.runtime.types import (
+    ContainerInfo,
+    ContainerRunState,
+    RuntimePodStatus,
+    SandboxInfo,
+    SandboxState,
+)
+
+
+def scrape(metrics: KubeletMetrics) -> dict[str, list[Sample]]:
+    text = generate_latest(metrics.registry).decode()
+    return {f.name: f.samples for f in text_string_to_metric_families(text)}
+
+
+def value(samples: list[Sample], name: str, **labels: str) -> float:
+    for s in samples:
+        if s.name == name and all(s.labels.get(k) == v for k, v in labels.items()):
+            return s.value
+    raise KeyError((name, labels))
+
+
+def test_operation_types() -> None:
+    assert operation_type("ListContainers") == "list_containers"
+    assert operation_type("RunPodSandbox") == "run_podsandbox"
+    assert operation_type("PodSandboxStatus") == "podsandbox_status"
+    assert operation_type("ExecSync") == "exec_sync"
+    assert operation_type("ImageFsInfo") == "image_fs_info"
+    assert operation_type("PullImage") == "pull_image"
+
+
+def test_runtime_operations() -> None:
+    m = KubeletMetrics("node1", process=False)
+    m.observe_runtime_operation("ListContainers", 0.002, None)
+    m.observe_runtime_operation("ListContainers", 0.5, RuntimeError("x"))
+    got = scrape(m)
+    ops = got["kubelet_runtime_operations"]
+    assert value(ops, "kubelet_runtime_operations_total", operation_type="list_containers") == 2
+    errors = got["kubelet_runtime_operations_errors"]
+    assert (
+        value(errors, "kubelet_runtime_operations_errors_total", operation_type="list_containers")
+        == 1
+    )
+    durations = got["kubelet_runtime_operations_duration_seconds"]
+    buckets = [s for s in durations if s.name.endswith("_bucket")]
+    assert [float(s.labels["le"]) for s in buckets[:3]] == [0.005, 0.0125, 0.03125]
+    assert len(buckets) == len(RUNTIME_OPERATION_BUCKETS) + 1  # +Inf
+    assert value(durations, "kubelet_runtime_operations_duration_seconds_bucket", le="0.005") == 1
+
+
+def test_node_name_and_help_text() -> None:
+    m = KubeletMetrics("node1", process=False)
+    text = generate_latest(m.registry).decode()
+    assert 'kubelet_node_name{node="node1"} 1.0' in text
+    assert "# HELP kubelet_node_name [ALPHA] The node's name. The count is always 1." in text
+
+
+def test_pleg_relist() -> None:
+    m = KubeletMetrics(process=False, wall_clock=lambda: 1234.5)
+    m.observe_relist(10.0, 0.02)
+    m.observe_relist(11.0, 0.03)
+    got = scrape(m)
+    assert (
+        value(
+            got["kubelet_pleg_relist_duration_seconds"],
+            "kubelet_pleg_relist_duration_seconds_count",
+        )
+        == 2
+    )
+    assert (
+        value(
+            got["kubelet_pleg_relist_interval_seconds"],
+            "kubelet_pleg_relist_interval_seconds_count",
+        )
+        == 1
+    )
+    assert (
+        value(
+            got["kubelet_pleg_relist_interval_seconds"], "kubelet_pleg_relist_interval_seconds_sum"
+        )
+        == 1.0
+    )
+    assert value(got["kubelet_pleg_last_seen_seconds"], "kubelet_pleg_last_seen_seconds") == 1234.5
+
+
+def test_pod_and_container_counters() -> None:
+    m = KubeletMetrics(process=False)
+    m.pod_started()
+    m.pod_started(error=True)
+    m.container_started("init_container")
+    m.container_started("container", code="Unknown")
+    m.observe_pod_worker("create", 0.3)
+    m.observe_pod_start(2.5)
+    got = scrape(m)
+    assert value(got["kubelet_started_pods"], "kubelet_started_pods_total") == 1
+    assert value(got["kubelet_started_pods_errors"], "kubelet_started_pods_errors_total") == 1
+    started = got["kubelet_started_containers"]
+    assert value(started, "kubelet_started_containers_total", container_type="init_container") == 1
+    errors = got["kubelet_started_containers_errors"]
+    assert (
+        value(
+            errors,
+            "kubelet_started_containers_errors_total",
+            container_type="container",
+            code="Unknown",
+        )
+        == 1
+    )
+    worker = got["kubelet_pod_worker_duration_seconds"]
+    assert value(worker, "kubelet_pod_worker_duration_seconds_count", operation_type="create") == 1
+    start = got["kubelet_pod_start_duration_seconds"]
+    assert value(start, "kubelet_pod_start_duration_seconds_bucket", le="3.0") == 1
+    assert value(start, "kubelet_pod_start_duration_seconds_bucket", le="2.0") == 0
+
+
+def test_gauges_computed_at_scrape_time() -> None:
+    statuses: list[RuntimePodStatus] = []
+    pods: list[Pod] = []
+    m = KubeletMetrics(process=False, runtime_pods=lambda: statuses, desired_pods=lambda: pods)
+    statuses.append(
+        RuntimePodStatus(
+            uid="u1",
+            sandboxes=(SandboxInfo(id="s1", state=SandboxState.READY),),
+            containers=(
+                ContainerInfo(id="c1", name="a", state=ContainerRunState.RUNNING),
+                ContainerInfo(id="c2", name="b", state=ContainerRunState.EXITED),
+            ),
+        )
+    )
+    statuses.append(
+        RuntimePodStatus(uid="u2", sandboxes=(SandboxInfo(id="s2", state=SandboxState.NOTREADY),))
+    )
+    pods.append(
+        Pod(metadata=ObjectMeta(name="s", annotations={"kubernetes.io/config.source": "file"}))
+    )
+    pods.append(
+        Pod(metadata=ObjectMeta(name="a", annotations={"kubernetes.io/config.source": "api"}))
+    )
+    got = scrape(m)
+    assert value(got["kubelet_running_pods"], "kubelet_running_pods") == 1
+    running = got["kubelet_running_containers"]
+    assert value(running, "kubelet_running_containers", container_state="running") == 1
+    assert value(running, "kubelet_running_containers", container_state="exited") == 1
+    assert value(running, "kubelet_running_containers", container_state="created") == 0
+    desired = got["kubelet_desired_pods"]
+    assert value(desired, "kubelet_desired_pods", static="true") == 1
+    assert value(desired, "kubelet_desired_pods", static="false") == 1
+    statuses.clear()
+    assert value(scrape(m)["kubelet_running_pods"], "kubelet_running_pods") == 0
+
+
+def test_process_collector() -> None:
+    assert "process_cpu_seconds" in scrape(KubeletMetrics())

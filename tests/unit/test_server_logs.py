@@ -1,0 +1,212 @@
+"""``/containerLogs``: query decoding, which instance, and reading CRI log files we write."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+import trio
+
+from kubelet.api.meta import ObjectMeta
+from kubelet.api.pod import Container, Pod, PodSpec
+from kubelet.runtime.types import ContainerInfo, ContainerRunState
+from kubelet.server.logopts import DecodeError, InvalidOptions, LogOptions, parse_log_options
+from kubelet.server.logread import fixed_nano, read_logs, tail_start
+from kubelet.server.logs import NoLogs, choose_instance
+
+T0 = 1_800_000_000  # seconds
+
+
+def line(second: int, text: str, stream: str = "stdout", tag: str = "F") -> str:
+    stamp = dt.datetime.fromtimestamp(T0 + second, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    return f"{stamp}.123456789Z {stream} {tag} {text}\n"
+
+
+def write_log(path: Path, *lines: str) -> Path:
+    path.write_text("".join(lines))
+    return path
+
+
+async def never_running() -> bool:
+    return False
+
+
+async def read(path: Path, now: float = T0 + 100, **options: object) -> bytes:
+    out: list[bytes] = []
+
+    async def write(chunk: bytes) -> None:
+        out.append(chunk)
+
+    await read_logs(str(path), LogOptions(**options), write, never_running, now=now)  # type: ignore[arg-type]
+    return b"".join(out)
+
+
+# -- decoding ----------------------------------------------------------------------------
+
+
+def q(**params: str) -> dict[str, list[str]]:
+    return {k: [v] for k, v in params.items()}
+
+
+def test_decoding() -> None:
+    assert parse_log_options({}) == LogOptions()
+    opts = parse_log_options(q(follow="", previous="1", timestamps="false", tailLines="10"))
+    assert (opts.follow, opts.previous, opts.timestamps, opts.tail_lines) == (True, True, False, 10)
+    assert parse_log_options(q(tail="5")).tail_lines == 5
+    assert parse_log_options(q(tail="all", tailLines="3")).tail_lines is None
+    assert parse_log_options(q(tailLines="")).tail_lines is None
+    since = parse_log_options(q(sinceTime="2027-01-15T08:00:00Z")).since_time
+    assert since == dt.datetime(2027, 1, 15, 8, tzinfo=dt.UTC)
+    for bad in (q(tailLines="x"), q(limitBytes="1.5"), q(sinceTime="yesterday")):
+        with pytest.raises(DecodeError):
+            parse_log_options(bad)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        q(tailLines="-1"),
+        q(limitBytes="0"),
+        q(sinceSeconds="0"),
+        q(sinceSeconds="5", sinceTime="2027-01-15T08:00:00Z"),
+        q(stream="Bogus"),
+        q(stream="Stdout", tailLines="3"),
+    ],
+)
+def test_invalid(params: dict[str, list[str]]) -> None:
+    with pytest.raises(InvalidOptions):
+        parse_log_options(params)
+
+
+def test_since_bound_is_the_later_one() -> None:
+    opts = LogOptions(since_seconds=10)
+    assert opts.since_ns(1000.0) == 990 * 10**9
+
+
+# -- choosing the instance ---------------------------------------------------------------
+
+
+def pod(policy: str = "Always") -> Pod:
+    return Pod(
+        metadata=ObjectMeta(name="web", namespace="default", uid="u"),
+        spec=PodSpec(containers=(Container(name="app", image="busybox"),), restart_policy=policy),
+    )
+
+
+def inst(cid: str, state: ContainerRunState, exit_code: int = 0) -> ContainerInfo:
+    return ContainerInfo(id=cid, name="app", state=state, exit_code=exit_code, log_path=f"/{cid}")
+
+
+RUN, EXIT, NEW = ContainerRunState.RUNNING, ContainerRunState.EXITED, ContainerRunState.CREATED
+
+
+def test_current_instance() -> None:
+    assert choose_instance(pod(), "app", [inst("c2", RUN), inst("c1", EXIT)], False).id == "c2"
+    assert choose_instance(pod(), "app", [inst("c2", NEW), inst("c1", EXIT)], False).id == "c1"
+    assert choose_instance(pod(), "app", [inst("c1", EXIT, 1)], False).id == "c1"
+    with pytest.raises(NoLogs, match="is waiting to start: ContainerCreating"):
+        choose_instance(pod(), "app", [], False)
+    with pytest.raises(NoLogs):
+        choose_instance(pod(), "app", [inst("c1", NEW)], False)
+
+
+def test_previous_instance() -> None:
+    assert choose_instance(pod(), "app", [inst("c2", RUN), inst("c1", EXIT)], True).id == "c1"
+    # exited and about to restart: it is the last terminated one
+    assert choose_instance(pod(), "app", [inst("c2", EXIT, 1), inst("c1", EXIT)], True).id == "c2"
+    # exited for good (Never): the one before it
+    never = pod("Never")
+    assert choose_instance(never, "app", [inst("c2", EXIT, 1), inst("c1", EXIT)], True).id == "c1"
+    with pytest.raises(NoLogs, match="previous terminated container 'app' in pod 'web' not found"):
+        choose_instance(pod(), "app", [inst("c1", RUN)], True)
+
+
+# -- reading -----------------------------------------------------------------------------
+
+
+def test_tail_start(tmp_path: Path) -> None:
+    path = write_log(tmp_path / "l", "a\n", "bb\n", "ccc\n")
+    with path.open("rb") as fh:
+        assert [tail_start(fh, n) for n in (None, -1, 0, 1, 2, 3, 10)] == [0, 0, 9, 5, 2, 0, 0]
+    big = write_log(tmp_path / "big", *(f"{i:05d}\n" for i in range(5000)))
+    with big.open("rb") as fh:
+        fh.seek(tail_start(fh, 1234))
+        assert fh.read().count(b"\n") == 1234
+
+
+def test_fixed_nano() -> None:
+    assert fixed_nano(b"2027-01-15T08:00:00.5Z") == b"2027-01-15T08:00:00.500000000Z"
+    assert fixed_nano(b"2027-01-15T08:00:00Z") == b"2027-01-15T08:00:00.000000000Z"
+    assert fixed_nano(b"2027-01-15T08:00:00.123+02:00") == b"2027-01-15T08:00:00.123000000+02:00"
+
+
+async def test_options(tmp_path: Path) -> None:
+    path = write_log(
+        tmp_path / "0.log",
+        line(0, "one"),
+        line(10, "err", "stderr"),
+        line(20, "par", tag="P"),
+        line(20, "tial"),
+        "garbage line\n",
+        line(30, "last"),
+    )
+    assert await read(path) == b"one\nerr\npartial\nlast\n"
+    assert await read(path, tail_lines=2) == b"last\n"  # the garbage line counts as a line
+    assert await read(path, tail_lines=3) == b"tial\nlast\n"
+    assert await read(path, tail_lines=0) == b""
+    assert await read(path, limit_bytes=6) == b"one\ner"
+    assert await read(path, stream="Stderr") == b"err\n"
+    assert await read(path, stream="Stdout") == b"one\npartial\nlast\n"
+    assert await read(path, now=T0 + 25, since_seconds=10) == b"partial\nlast\n"
+    since = dt.datetime.fromtimestamp(T0 + 25, dt.UTC)
+    assert await read(path, since_time=since) == b"last\n"
+    stamped = await read(path, timestamps=True, tail_lines=1)
+    stamp = dt.datetime.fromtimestamp(T0 + 30, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    assert stamped == f"{stamp}.123456789Z last\n".encode()
+
+
+async def test_incomplete_last_line(tmp_path: Path) -> None:
+    path = write_log(tmp_path / "0.log", line(0, "one"), line(1, "cut").rstrip("\n"))
+    assert await read(path) == b"one\ncut\n"
+
+
+async def test_follow_until_the_container_stops(tmp_path: Path) -> None:
+    path = write_log(tmp_path / "0.log", line(0, "one"))
+    running = True
+    out: list[bytes] = []
+
+    async def is_running() -> bool:
+        return running
+
+    async def write(chunk: bytes) -> None:
+        out.append(chunk)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(
+            lambda: read_logs(str(path), LogOptions(follow=True), write, is_running, now=T0)
+        )
+        with trio.fail_after(5):
+            while b"".join(out) != b"one\n":
+                await trio.sleep(0.02)
+            with path.open("a") as fh:
+                fh.write(line(1, "two"))
+            while b"".join(out) != b"one\ntwo\n":
+                await trio.sleep(0.02)
+            # rotation: the old file is renamed, a new one takes its place
+            path.rename(tmp_path / "0.log.20270115-080000")
+            with (tmp_path / "0.log.20270115-080000").open("a") as fh:
+                fh.write(line(2, "three"))
+            write_log(path, line(3, "four"))
+            while b"".join(out) != b"one\ntwo\nthree\nfour\n":
+                await trio.sleep(0.02)
+            with path.open("a") as fh:
+                fh.write(line(4, "five"))
+            running = False
+    assert b"".join(out) == b"one\ntwo\nthree\nfour\nfive\n"
+
+
+async def test_follow_with_tail(tmp_path: Path) -> None:
+    path = write_log(tmp_path / "0.log", line(0, "one"), line(1, "two"), line(2, "three"))
+    out = await read(path, follow=True, tail_lines=1)  # the container is not running
+    assert out == b"three\n"

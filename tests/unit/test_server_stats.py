@@ -1,0 +1,258 @@
+"""/stats/summary pieces: /proc and cgroup v1 readers on fixture files, the summary from a
+scripted runtime (with and without ListPodSandboxStats), and the serving certificate."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import Any, cast
+
+import attrs
+from cryptography import x509
+
+from kubelet.cri import CriError, ImageClient, RuntimeClient, Unimplemented, api
+from kubelet.server.certs import serving_cert
+from kubelet.server.hoststats import Host
+from kubelet.server.stats import RateCache, SummaryProvider, rfc3339
+
+UID = "0b6c1f0e-1111-2222-3333-444455556666"
+NOW = 1_800_000_000.0
+
+
+def fixture_host(root: Path) -> Host:
+    pod = f"kubepods/besteffort/pod{UID}"
+    files = {
+        "proc/stat": "cpu  100 0 50 1000 10 0 0 0 0 0\nbtime 1799990000\n",
+        "proc/meminfo": "MemTotal: 4000000 kB\nMemFree: 1000000 kB\nInactive(file): 500000 kB\n",
+        "proc/self/net/dev": (
+            "Inter-| Receive\n face |bytes packets\n"
+            "    lo: 5 1 0 0 0 0 0 0 5 1 0 0 0 0 0 0\n"
+            "  eth0: 1000 10 2 0 0 0 0 0 2000 20 3 0 0 0 0 0\n"
+        ),
+        "proc/net/route": "Iface\tDestination\tGateway\neth0\t00000000\t0100000A\n",
+        "proc/sys/kernel/pid_max": "4194304\n",
+        "proc/loadavg": "0.10 0.20 0.30 2/345 6789\n",
+        "sys/fs/cgroup/cpuacct/cpuacct.usage": "5000000000\n",
+        "sys/fs/cgroup/memory/memory.usage_in_bytes": "3000000000\n",
+        "sys/fs/cgroup/memory/memory.stat": "total_inactive_file 1000000000\ntotal_rss 800000000\n",
+        "sys/fs/cgroup/memory/memory.limit_in_bytes": "9223372036854771712\n",
+        "sys/fs/cgroup/memory/kubepods/memory.usage_in_bytes": "300\n",
+        "sys/fs/cgroup/memory/kubepods/memory.stat": "total_inactive_file 100\n",
+        f"sys/fs/cgroup/cpuacct/{pod}/cpuacct.usage": "7000\n",
+        f"sys/fs/cgroup/memory/{pod}/memory.usage_in_bytes": "2048\n",
+        f"sys/fs/cgroup/memory/{pod}/memory.stat": "total_inactive_file 48\n",
+        f"sys/fs/cgroup/memory/{pod}/memory.limit_in_bytes": "4096\n",
+    }
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return Host(root)
+
+
+def test_host_readers(tmp_path: Path) -> None:
+    host = fixture_host(tmp_path)
+    assert host.boot_time() == 1799990000
+    assert host.memory_capacity() == 4_000_000 * 1024
+    cpu = host.cgroup_cpu("/")
+    assert cpu is not None and cpu.usage_ns == 5_000_000_000
+    memory = host.cgroup_memory("/")
+    assert memory is not None
+    assert (memory.usage, memory.working_set, memory.rss, memory.limit) == (
+        3_000_000_000,
+        2_000_000_000,
+        800_000_000,
+        None,  # "unlimited"
+    )
+    assert [i.name for i in host.interfaces()] == ["eth0"]
+    assert host.default_interface() == "eth0"
+    assert (host.max_pid(), host.process_count()) == (4194304, 345)
+    assert host.find_pod_cgroup(UID) == f"/kubepods/besteffort/pod{UID}"
+    assert host.find_pod_cgroup("other") is None
+    assert host.proc_cpu_ns() is not None
+    empty = Host(tmp_path / "nothing")
+    assert empty.cgroup_memory("/") is None and empty.boot_time() is None
+
+
+def test_rate_cache() -> None:
+    rates = RateCache()
+    assert rates.rate("k", 1_000_000_000, 0) is None
+    assert rates.rate("k", 3_000_000_000, 1_000_000_000) == 500_000_000  # half a core
+    assert rates.rate("k", 2_000_000_000, 5) is None  # time went backwards: restart
+    rates.keep([])
+    assert rates.rate("k", 9_000_000_000, 9) is None
+
+
+@attrs.define
+class ScriptedRuntime:
+    sandbox_stats: bool = True
+    list_fails: bool = False
+    """ListPodSandboxStats fails as containerd 1.6's does when one sandbox has no cgroup."""
+
+    async def list_pod_sandbox(self, **_: Any) -> list[api.PodSandbox]:
+        labels = {
+            "io.kubernetes.pod.uid": UID,
+            "io.kubernetes.pod.name": "web",
+            "io.kubernetes.pod.namespace": "default",
+        }
+        return [
+            api.PodSandbox(
+                id="s1",
+                metadata=api.PodSandboxMetadata(name="web", namespace="default", uid=UID),
+                labels=labels,
+                created_at=int(NOW * 1e9) - 10**10,
+                state=api.SANDBOX_READY,
+            )
+        ]
+
+    async def list_containers(self, **_: Any) -> list[api.Container]:
+        return [
+            api.Container(
+                id="c1",
+                pod_sandbox_id="s1",
+                metadata=api.ContainerMetadata(name="app"),
+                labels={"io.kubernetes.pod.uid": UID},
+                created_at=int(NOW * 1e9) - 10**9,
+                state=api.CONTAINER_RUNNING,
+            )
+        ]
+
+    async def list_pod_sandbox_stats(self, **_: Any) -> list[api.PodSandboxStats]:
+        if not self.sandbox_stats:
+            raise Unimplemented("ListPodSandboxStats", "unknown method")
+        if self.list_fails:
+            raise CriError("ListPodSandboxStats", "cgroupPath is empty")
+        return self._stats()
+
+    async def pod_sandbox_stats(self, sandbox_id: str) -> api.PodSandboxStats:
+        [stats] = self._stats()
+        return stats
+
+    def _stats(self) -> list[api.PodSandboxStats]:
+        ts = int(NOW * 1e9)
+        return [
+            api.PodSandboxStats(
+                attributes=api.PodSandboxAttributes(id="s1"),
+                linux=api.LinuxPodSandboxStats(
+                    cpu=api.CpuUsage(
+                        timestamp=ts,
+                        usage_core_nano_seconds=api.UInt64Value(value=42),
+                        usage_nano_cores=api.UInt64Value(value=7),
+                    ),
+                    memory=api.MemoryUsage(
+                        timestamp=ts, working_set_bytes=api.UInt64Value(value=1234)
+                    ),
+                    network=api.NetworkUsage(
+                        timestamp=ts,
+                        default_interface=api.NetworkInterfaceUsage(
+                            name="eth0", rx_bytes=api.UInt64Value(value=5)
+                        ),
+                    ),
+                ),
+            )
+        ]
+
+    async def list_container_stats(self, **_: Any) -> list[api.ContainerStats]:
+        ts = int(NOW * 1e9)
+        return [
+            api.ContainerStats(
+                attributes=api.ContainerAttributes(id="c1"),
+                cpu=api.CpuUsage(timestamp=ts, usage_core_nano_seconds=api.UInt64Value(value=40)),
+                memory=api.MemoryUsage(
+                    timestamp=ts,
+                    working_set_bytes=api.UInt64Value(value=1000),
+                    usage_bytes=api.UInt64Value(value=1100),
+                ),
+                writable_layer=api.FilesystemUsage(
+                    timestamp=ts, used_bytes=api.UInt64Value(value=4096)
+                ),
+            )
+        ]
+
+
+@attrs.define
+class ScriptedImages:
+    mountpoint: str
+
+    async def image_fs_info(self) -> api.ImageFsInfoResponse:
+        usage = api.FilesystemUsage(
+            fs_id=api.FilesystemIdentifier(mountpoint=self.mountpoint),
+            used_bytes=api.UInt64Value(value=999),
+        )
+        return api.ImageFsInfoResponse(image_filesystems=[usage], container_filesystems=[usage])
+
+
+def provider(tmp_path: Path, runtime: ScriptedRuntime) -> SummaryProvider:
+    logs = tmp_path / "logs"
+    (logs / f"default_web_{UID}" / "app").mkdir(parents=True)
+    (logs / f"default_web_{UID}" / "app" / "0.log").write_text("x" * 10)
+    return SummaryProvider(
+        cast(RuntimeClient, runtime),
+        cast(ImageClient, ScriptedImages(str(tmp_path))),
+        node_name="node1",
+        root_dir=str(tmp_path),
+        pod_logs_dir=str(logs),
+        host=fixture_host(tmp_path / "host"),
+        wall_clock=lambda: NOW,
+    )
+
+
+async def test_summary_with_sandbox_stats(tmp_path: Path) -> None:
+    summary = await provider(tmp_path, ScriptedRuntime()).summary()
+    node = summary["node"]
+    assert node["nodeName"] == "node1"
+    assert node["startTime"] == rfc3339(1799990000)
+    assert node["cpu"]["usageCoreNanoSeconds"] == 5_000_000_000
+    assert node["memory"]["workingSetBytes"] == 2_000_000_000
+    assert node["memory"]["availableBytes"] == 4_000_000 * 1024 - 2_000_000_000
+    assert node["network"]["name"] == "eth0" and node["network"]["txBytes"] == 2000
+    assert node["fs"]["capacityBytes"] > 0
+    assert node["runtime"]["imageFs"]["usedBytes"] == 999
+    assert node["rlimit"] == {"time": rfc3339(NOW), "maxpid": 4194304, "curproc": 345}
+    assert node["systemContainers"][0]["name"] == "pods"
+    [pod] = summary["pods"]
+    assert pod["podRef"] == {"name": "web", "namespace": "default", "uid": UID}
+    assert pod["cpu"]["usageNanoCores"] == 7 and pod["memory"]["workingSetBytes"] == 1234
+    assert pod["network"]["rxBytes"] == 5
+    [app] = pod["containers"]
+    assert app["name"] == "app" and app["cpu"]["usageCoreNanoSeconds"] == 40
+    assert "usageNanoCores" not in app["cpu"]  # one sample: no rate yet
+    assert app["rootfs"]["usedBytes"] == 4096 and app["logs"]["usedBytes"] == 10
+    assert pod["ephemeral-storage"]["usedBytes"] == 4106
+
+
+async def test_summary_without_sandbox_stats_uses_the_pod_cgroup(tmp_path: Path) -> None:
+    runtime = ScriptedRuntime(sandbox_stats=False)
+    stats = provider(tmp_path, runtime)
+    [pod] = (await stats.summary(only_cpu_and_memory=True))["pods"]
+    assert pod["cpu"]["usageCoreNanoSeconds"] == 7000
+    assert pod["memory"]["workingSetBytes"] == 2000
+    assert pod["memory"]["availableBytes"] == 4096 - 2000  # the pod's own limit
+    assert "network" not in pod and "ephemeral-storage" not in pod
+    assert set(pod["containers"][0]) == {"name", "startTime", "cpu", "memory"}
+
+
+async def test_failing_sandbox_list_is_asked_one_by_one(tmp_path: Path) -> None:
+    [pod] = (await provider(tmp_path, ScriptedRuntime(list_fails=True)).summary())["pods"]
+    assert pod["cpu"]["usageNanoCores"] == 7  # from PodSandboxStats of that sandbox
+
+
+def test_self_signed_serving_cert(tmp_path: Path) -> None:
+    cert = serving_cert("", "", str(tmp_path / "pki"), "node1")
+    assert cert.cert_file.endswith("kubelet.crt") and cert.key_file.endswith("kubelet.key")
+    assert stat.S_IMODE(os.stat(cert.key_file).st_mode) == 0o600
+    chain = x509.load_pem_x509_certificates(Path(cert.cert_file).read_bytes())
+    serving, ca = chain
+    assert serving.issuer == ca.subject
+    cn = serving.subject.get_attributes_for_oid(x509.oid.NameOID.COMMON_NAME)[0].value
+    assert str(cn).startswith("node1@")
+    san = serving.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert san.get_values_for_type(x509.DNSName) == ["node1"]
+    days = (serving.not_valid_after_utc - serving.not_valid_before_utc).days
+    assert days == 365
+    # a second start reuses the pair
+    before = Path(cert.cert_file).read_bytes()
+    assert serving_cert("", "", str(tmp_path / "pki"), "node1") == cert
+    assert Path(cert.cert_file).read_bytes() == before
+    assert serving_cert("/a.crt", "/a.key", "/nowhere", "node1").cert_file == "/a.crt"
