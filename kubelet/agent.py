@@ -17,6 +17,7 @@ in-process against FakeRuntime on a fake clock; ``main`` is the process entry po
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import signal
 import sys
@@ -28,16 +29,20 @@ import attrs
 import httpx
 import trio
 import trio_asyncio
+from prometheus_client import CollectorRegistry
 
 from kubelet.api.client import NODES, ApiClient
 from kubelet.api.errors import ApiError
 from kubelet.api.kubeconfig import ClusterConnection, load_kubeconfig
 from kubelet.api.node import Taint
 from kubelet.api.pod import Pod
-from kubelet.cluster import ApiEvents, ApiLeases
+from kubelet.cluster import ApiEvents, ApiLeases, ApiReviews
 from kubelet.config import ConfigError, Options
 from kubelet.cri import CriError, ImageClient, RuntimeClient, connect
+from kubelet.debug.console import serve_console
 from kubelet.events import NORMAL, EventRecorder, node_ref, pod_ref
+from kubelet.logs.setup import setup_logging as setup_klog
+from kubelet.metrics import KubeletMetrics
 from kubelet.node.facts import FactGatherer
 from kubelet.node.lease import LeaseController
 from kubelet.node.machine import MachineInfo, read_machine_info
@@ -59,9 +64,11 @@ from kubelet.runtime.backoff import (
 )
 from kubelet.runtime.cache import PodCache
 from kubelet.runtime.images import ImageManager
+from kubelet.runtime.logrotate import ContainerLogManager
 from kubelet.runtime.pleg import EVENT_CHANNEL_CAPACITY, Pleg, PodLifecycleEvent
 from kubelet.runtime.podsync import PodRuntime
 from kubelet.runtime.view import RuntimeView, pod_from_runtime
+from kubelet.server.serve import serve
 from kubelet.sources.apiserver import ApiSource
 from kubelet.sources.file import FileSource
 from kubelet.sources.podconfig import PodConfig, PodOperation
@@ -141,6 +148,7 @@ class Components:
     syncloop: SyncLoop
     recorder: EventRecorder
     prober: ProberManager
+    metrics: KubeletMetrics
     file_source: FileSource | None = None
     url_source: URLSource | None = None
     cluster: ClusterParts | None = None
@@ -230,12 +238,49 @@ class Kubelet:
                     nursery.start_soon(self._run_node, parts, parts.cluster)
                 await nursery.start(self._run_sources, parts)
                 await nursery.start(parts.syncloop.run)
+                await nursery.start(self._run_servers, parts)
+                rotation = ContainerLogManager(
+                    runtime,
+                    self.options.config.container_log_max_size,
+                    self.options.config.container_log_max_files,
+                    monitor_interval=self.options.config.container_log_monitor_interval,
+                    max_workers=self.options.config.container_log_max_workers,
+                )
+                nursery.start_soon(rotation.run)
                 parts.recorder.record(
                     node_ref(self.options.node_name), NORMAL, "Starting", "Starting kubelet."
                 )
                 log.info("kubelet %s started: node %s", self._version(), self.options.node_name)
                 self.ready.set()
                 task_status.started()
+
+    async def _run_servers(
+        self, parts: Components, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """The server nursery: healthz, the main (TLS) and read-only servers, the console."""
+        cfg = self.options.config
+        async with trio.open_nursery() as nursery:
+            if cfg.enable_server or cfg.healthz_port or cfg.read_only_port:
+                reviews = ApiReviews(parts.cluster.api) if parts.cluster is not None else None
+                await nursery.start(
+                    functools.partial(
+                        serve,
+                        _Backend(parts),
+                        self.options,
+                        reviews=reviews,
+                        metrics=parts.metrics,
+                    )
+                )
+            if self.options.debug_console_socket:
+                await nursery.start(
+                    functools.partial(
+                        serve_console,
+                        self.options.debug_console_socket,
+                        parts,
+                        api=parts.cluster.api if parts.cluster is not None else None,
+                    )
+                )
+            task_status.started()
 
     async def _run_node(self, parts: Components, cluster: ClusterParts) -> None:
         """The node nursery: the lease heartbeat, then registration and status reports."""
@@ -442,6 +487,17 @@ class Kubelet:
             cluster=link,
             prober=prober,
         )
+        metrics = KubeletMetrics(
+            node,
+            runtime_pods=lambda: [s for u in cache.uids() if (s := cache.get(u)) is not None],
+            desired_pods=pods.pods,
+        )
+        runtime.channel.observer = metrics.observe_runtime_operation
+        if images.channel is not runtime.channel:
+            images.channel.observer = metrics.observe_runtime_operation
+        pleg.on_relist = metrics.observe_relist
+        syncer.metrics = metrics
+        pod_runtime.metrics = metrics
         pod_config = PodConfig()
         loop_ref: list[SyncLoop] = []
         workers = PodWorkers(syncer, on_result=lambda uid, r: loop_ref[0].on_result(uid, r))
@@ -493,6 +549,7 @@ class Kubelet:
             syncloop=syncloop,
             recorder=recorder,
             prober=prober,
+            metrics=metrics,
             file_source=file_source,
             url_source=url_source,
             cluster=cluster,
@@ -510,6 +567,45 @@ class Kubelet:
             if parts.cluster is not None:
                 await nursery.start(parts.cluster.source.run, parts.config)
             task_status.started()
+
+
+class _Backend:
+    """The running kubelet as its HTTP server sees it (``KubeletBackend``)."""
+
+    def __init__(self, parts: Components) -> None:
+        self._parts = parts
+
+    @property
+    def runtime(self) -> RuntimeClient:
+        return self._parts.runtime
+
+    @property
+    def images(self) -> ImageClient | None:
+        return self._parts.images
+
+    @property
+    def registry(self) -> CollectorRegistry:
+        return self._parts.metrics.registry
+
+    @property
+    def probe_registry(self) -> CollectorRegistry | None:
+        return self._parts.prober.metrics.registry
+
+    def desired_pods(self) -> Sequence[Pod]:
+        parts = self._parts
+        return [
+            attrs.evolve(pod, status=parts.syncer.statuses.get(pod.uid, pod.status))
+            for pod in parts.pods.pods()
+        ]
+
+    def pod_by_name(self, namespace: str, name: str) -> Pod | None:
+        for pod in self._parts.pods.pods():
+            if pod.metadata.namespace == namespace and pod.metadata.name == name:
+                return pod
+        return None
+
+    def sync_loop_last_iteration(self) -> float | None:
+        return self._parts.syncloop.last_iteration
 
 
 class _CaptureSink:
@@ -544,25 +640,15 @@ async def main(options: Options, connection: ClusterConnection | None = None) ->
     return 0
 
 
-def setup_logging(verbosity: int) -> None:
-    for noisy in ("httpx", "httpcore", "hpack", "h2"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
-    level = logging.DEBUG if verbosity >= 4 else logging.INFO
-    logging.basicConfig(
-        level=level,
-        stream=sys.stderr,
-        format="%(levelname).1s%(asctime)s.%(msecs)03d %(process)7d %(module)s] %(message)s",
-        datefmt="%m%d %H:%M:%S",
-    )
-
-
 def run(options: Options) -> int:
     """``kubelet`` command: serve until SIGTERM/SIGINT (exit 0), pods left running.
 
     With ``--kubeconfig`` the kubelet joins that cluster; a bad kubeconfig stops it here,
     with a message naming the file and field.
     """
-    setup_logging(options.verbosity)
+    setup_klog(options.config.logging)
+    for noisy in ("httpx", "httpcore", "hpack", "h2", "hypercorn.access"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
     connection = None
     if options.kubeconfig and not options.run_once:
         try:

@@ -117,6 +117,13 @@ FLAGS: tuple[FlagSpec, ...] = (
         default=DEFAULT_ROOT_DIR,
     ),
     FlagSpec(
+        "debug-console-socket",
+        "Serve the trio debug console on this unix socket (mode 0600); `kubelet debug "
+        "--socket PATH` attaches to it. Not an upstream flag; off unless given.",
+        metavar="PATH",
+        default="off",
+    ),
+    FlagSpec(
         "cert-dir",
         "Directory for TLS certificates; ignored when --tls-cert-file and "
         "--tls-private-key-file are given.",

@@ -52,6 +52,7 @@ class Options:
     node_labels: Mapping[str, str] = attrs.field(factory=dict)
     root_dir: str = DEFAULT_ROOT_DIR
     cert_dir: str = DEFAULT_CERT_DIR
+    debug_console_socket: str = ""
     ignored_fields: tuple[str, ...] = ()
     """Config file fields upstream knows that this kubelet does not implement (warned)."""
 
@@ -115,6 +116,7 @@ def build_options(flags: ParsedFlags, *, hostname: Callable[[], str] | None = No
         node_labels=flag_only.get("node_labels", {}),
         root_dir=str(flag_only.get("root_dir", DEFAULT_ROOT_DIR)),
         cert_dir=str(flag_only.get("cert_dir", DEFAULT_CERT_DIR)),
+        debug_console_socket=str(flag_only.get("debug_console_socket", "")),
         ignored_fields=ignored,
     )
 

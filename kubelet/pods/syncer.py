@@ -14,9 +14,11 @@ import logging
 from collections.abc import Callable, Collection, Sequence
 
 import attrs
+import trio
 
 from kubelet.api.errors import ApiError
 from kubelet.api.pod import Pod, PodStatus
+from kubelet.metrics import KubeletMetrics
 from kubelet.prober.manager import ProberManager
 from kubelet.runtime.cache import PodCache
 from kubelet.runtime.podsync import PodRuntime, all_gone
@@ -64,11 +66,22 @@ class KubeletPodSyncer(PodSyncer):
         self.wall_clock = wall_clock or pod_runtime.wall_clock
         self.cluster = cluster
         self.prober = prober
+        self.metrics: KubeletMetrics | None = None
         self.waiting: dict[str, dict[str, tuple[str, str]]] = {}
         self.statuses: dict[str, PodStatus] = {}
         """The status last generated per pod (what /pods and the status manager show)."""
 
     async def sync_pod(self, pod: Pod) -> SyncResult:
+        started = trio.current_time()
+        first = pod.uid not in self.statuses
+        try:
+            return await self._sync_pod(pod)
+        finally:
+            if self.metrics is not None:
+                operation = "create" if first else "sync"
+                self.metrics.observe_pod_worker(operation, trio.current_time() - started)
+
+    async def _sync_pod(self, pod: Pod) -> SyncResult:
         status = await self.cache.refresh(pod.uid)
         liveness_failed: frozenset[str] = frozenset()
         startup_failed: frozenset[str] = frozenset()

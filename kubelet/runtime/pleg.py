@@ -138,6 +138,8 @@ class Pleg:
         self.last_relist_duration: float = 0.0
         self.relist_interval: float = 0.0
         self.discarded_events = 0
+        self.on_relist: Callable[[float, float], None] | None = None
+        """Called with (start, duration) after each successful relist (metrics)."""
 
     def healthy(self) -> tuple[bool, str]:
         """(ok, why not): unhealthy before the first relist or after ``threshold`` silence."""
@@ -196,6 +198,8 @@ class Pleg:
         self._states = {uid: dict(states) for uid, states in current.items()}
         self.last_relist = self._clock()
         self.last_relist_duration = self.last_relist - start
+        if self.on_relist is not None:
+            self.on_relist(start, self.last_relist_duration)
 
     async def _refresh(self, uids: set[str]) -> dict[str, bool]:
         results: dict[str, bool] = {}

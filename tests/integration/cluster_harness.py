@@ -88,6 +88,9 @@ async def start_cluster_kubelet(c: Cluster, manifests: Path | None = None) -> No
         "10.0.0.5",
         "--root-dir",
         str(c.tmp / "root"),
+        "--enable-server=false",
+        "--healthz-port=0",
+        "--read-only-port=0",
     ]
     if manifests is not None:
         args += ["--pod-manifest-path", str(manifests), "--file-check-frequency", "1s"]

@@ -80,6 +80,9 @@ async def start_kubelet(h: Harness) -> None:
             NODE,
             "--file-check-frequency",
             "1s",
+            "--enable-server=false",
+            "--healthz-port=0",
+            "--read-only-port=0",
             *h.extra,
         ]
     )
