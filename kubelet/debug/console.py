@@ -258,6 +258,7 @@ async def serve_console(
 ) -> None:
     """Serve the console on ``path`` until cancelled; the socket file is removed after."""
     sock = listen_unix(path)
+    inode = os.stat(path).st_ino
     try:
         listener = trio.SocketListener(trio.socket.from_stdlib_socket(sock))
         log.info("debug console listening on %s", path)
@@ -270,4 +271,5 @@ async def serve_console(
             )
     finally:
         with contextlib.suppress(OSError):
-            os.unlink(path)
+            if os.stat(path).st_ino == inode:  # never remove a newer kubelet's socket
+                os.unlink(path)
