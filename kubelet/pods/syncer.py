@@ -67,6 +67,8 @@ class KubeletPodSyncer(PodSyncer):
         self.cluster = cluster
         self.prober = prober
         self.metrics: KubeletMetrics | None = None
+        self.first_seen: dict[str, float] = {}
+        self.started_pods: set[str] = set()
         self.waiting: dict[str, dict[str, tuple[str, str]]] = {}
         self.statuses: dict[str, PodStatus] = {}
         """The status last generated per pod (what /pods and the status manager show)."""
@@ -133,9 +135,20 @@ class KubeletPodSyncer(PodSyncer):
             now_ns=int(self.wall_clock() * 1e9),
         )
         self.statuses[pod.uid] = generated
+        self._observe_start(pod, generated)
         if self.cluster is not None:
             self.cluster.status.set(pod, generated)
         return generated
+
+    def _observe_start(self, pod: Pod, status: PodStatus) -> None:
+        """kubelet_pod_start_duration_seconds: first seen → every container running."""
+        first_seen = self.first_seen.setdefault(pod.uid, trio.current_time())
+        if pod.uid in self.started_pods or not status.container_statuses:
+            return
+        if all(c.state is not None and c.state.running for c in status.container_statuses):
+            self.started_pods.add(pod.uid)
+            if self.metrics is not None:
+                self.metrics.observe_pod_start(trio.current_time() - first_seen)
 
     async def terminate_pod(self, pod: Pod, grace: int | None) -> None:
         if self.prober is not None:
@@ -159,3 +172,5 @@ class KubeletPodSyncer(PodSyncer):
         self.cache.delete(pod.uid)
         self.waiting.pop(pod.uid, None)
         self.statuses.pop(pod.uid, None)
+        self.first_seen.pop(pod.uid, None)
+        self.started_pods.discard(pod.uid)

@@ -285,3 +285,28 @@ async def test_requests_during_a_slow_sync_coalesce_into_one_more_sync(
     assert len(right_after) == 1  # every request made while busy: one sync, at once
     assert len(fake.calls_of("RunPodSandbox")) == 1
     assert len(fake.calls_of("StartContainer")) == 1
+
+
+async def test_metrics_move_with_pod_starts(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    from prometheus_client.openmetrics.exposition import generate_latest
+    from prometheus_client.parser import text_string_to_metric_families
+
+    async with running_kubelet(fake, short_tmp) as h:
+        h.write("web.yaml", WEB)
+        await h.wait_for(lambda: h.running("web", "app"))
+        await trio.sleep(2)
+        assert h.kubelet.components is not None
+        text = generate_latest(h.kubelet.components.metrics.registry).decode()
+    samples = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+    assert samples[("kubelet_started_containers_total", (("container_type", "container"),))] == 1
+    assert samples[("kubelet_started_pods_total", ())] == 1
+    assert samples[("kubelet_running_pods", ())] == 1
+    assert samples[("kubelet_pod_start_duration_seconds_count", ())] == 1
+    assert samples[("kubelet_runtime_operations_total", (("operation_type", "run_podsandbox"),))] == 1
+    assert samples[("kubelet_pleg_relist_duration_seconds_count", ())] >= 2
