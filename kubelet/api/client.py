@@ -36,6 +36,7 @@ import attrs
 import httpx
 import trio
 
+from kubelet.node.machine import go_arch
 from kubelet.version import KUBERNETES_VERSION
 
 from .converter import from_wire, to_wire
@@ -86,16 +87,12 @@ DEFAULT_MAX_RETRIES = 10
 MIN_WATCH_TIMEOUT = 300
 """client-go's reflector minWatchTimeout: watches last 5-10 minutes (randomised)."""
 
-_GOARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64",
-           "armv7l": "arm", "armv6l": "arm", "i686": "386", "i386": "386",
-           "ppc64le": "ppc64le", "s390x": "s390x", "riscv64": "riscv64"}  # fmt: skip
-
 
 def user_agent(commit: str = "") -> str:
     """Upstream's kubelet User-Agent: ``kubelet/v1.36.0 (linux/amd64) kubernetes/<commit>``."""
     machine = platform.machine().lower()
     version = KUBERNETES_VERSION.split("-", 1)[0]
-    return f"kubelet/{version} ({sys.platform}/{_GOARCH.get(machine, machine)}) " + (
+    return f"kubelet/{version} ({sys.platform}/{go_arch(machine)}) " + (
         f"kubernetes/{commit[:7] or 'unknown'}"
     )
 
