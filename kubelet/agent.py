@@ -74,6 +74,7 @@ from kubelet.sources.file import FileSource
 from kubelet.sources.podconfig import PodConfig, PodOperation
 from kubelet.sources.url import URLSource
 from kubelet.status.manager import StatusManager
+from kubelet.volumes.manager import VolumeManager
 
 log = logging.getLogger("kubelet")
 
@@ -437,6 +438,7 @@ class Kubelet:
             recorder=recorder,
             root_dir=self.options.root_dir,
             http=prober.http,
+            volumes=VolumeManager(self.options.root_dir),
         )
         pods = PodManager()
         gatherer = FactGatherer(

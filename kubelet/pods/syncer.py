@@ -167,6 +167,7 @@ class KubeletPodSyncer(PodSyncer):
         if self.cluster is not None and pod.metadata.deletion_timestamp and not is_static(pod):
             final = self._report(pod, status, terminal=True)
             self.cluster.status.finished(pod, final)
+        await self.pod_runtime.remove_pod_files(pod)
         if self.prober is not None:
             self.prober.remove_pod(pod.uid)
         self.cache.delete(pod.uid)

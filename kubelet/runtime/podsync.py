@@ -26,6 +26,8 @@ from kubelet.cri import CriError, NotFound, RuntimeClient, api
 from kubelet.events import NORMAL, WARNING, EventRecorder, pod_ref
 from kubelet.metrics import KubeletMetrics
 from kubelet.prober.http import HttpGetter
+from kubelet.volumes.hostpath import VolumeError
+from kubelet.volumes.manager import VolumeManager
 
 from . import labels
 from .actions import ContainerToKill, compute_pod_actions
@@ -119,7 +121,9 @@ class PodRuntime:
         recorder: EventRecorder | None = None,
         root_dir: str = "",
         http: HttpGetter | None = None,
+        volumes: VolumeManager | None = None,
     ) -> None:
+        self.volumes = volumes
         self.recorder = recorder or EventRecorder("")
         self.root_dir = root_dir
         self.http = http
@@ -195,6 +199,17 @@ class PodRuntime:
                 return progress.freeze()
         if not sandbox_id:
             return progress.freeze()
+        volume_paths: dict[str, str] = {}
+        if self.volumes is not None and (
+            actions.init_containers_to_start or actions.containers_to_start
+        ):
+            try:
+                volume_paths = self.volumes.setup(pod)
+            except (VolumeError, OSError) as exc:
+                message = f"MountVolume.SetUp failed: {exc}"
+                self.recorder.record(pod_ref(pod), WARNING, "FailedMount", message)
+                progress.errors.append(message)
+                return progress.freeze()
 
         if actions.init_containers_to_start:
             for index in actions.init_containers_to_start:
@@ -206,7 +221,9 @@ class PodRuntime:
             return progress.freeze()
         for index in actions.containers_to_start:
             container = pod.spec.containers[index]
-            await self._start(pod, container, status, sandbox_id, config, pod_ip, progress)
+            await self._start(
+                pod, container, status, sandbox_id, config, pod_ip, progress, volume_paths
+            )
         return progress.freeze()
 
     def _cgroup_parent(self, pod: Pod) -> str:
@@ -221,6 +238,7 @@ class PodRuntime:
         config: api.PodSandboxConfig,
         pod_ip: str,
         progress: _Progress,
+        volume_paths: dict[str, str] | None = None,
     ) -> bool:
         """Start one container instance; False (and a waiting reason) if it could not."""
         ref = pod_ref(pod, container)
@@ -249,7 +267,10 @@ class PodRuntime:
             restart_count,
             image_ref=image_ref,
             memory_capacity=self.memory_capacity,
-            mounts=self._message_mounts(pod, container),
+            mounts=[
+                *self._volume_mounts(pod, container, volume_paths or {}),
+                *self._message_mounts(pod, container),
+            ],
         )
         progress.acted = True
         try:
@@ -293,6 +314,13 @@ class PodRuntime:
         )
         await self._prune_dead(status, container.name)
         return True
+
+    def _volume_mounts(
+        self, pod: Pod, container: Container, paths: dict[str, str]
+    ) -> list[api.Mount]:
+        if self.volumes is None:
+            return []
+        return self.volumes.mounts(pod, container, paths)
 
     def _message_mounts(self, pod: Pod, container: Container) -> list[api.Mount]:
         """The termination-message file, bind-mounted at terminationMessagePath."""
@@ -355,7 +383,13 @@ class PodRuntime:
         async with trio.open_nursery() as nursery:
             for sandbox in status.sandboxes:
                 nursery.start_soon(self._remove_sandbox, sandbox.id)
+
+    async def remove_pod_files(self, pod: Pod) -> None:
+        """Everything the pod left on the node's disk: its log directory and its
+        directory under --root-dir (volumes, termination-message files, etc-hosts)."""
         await self._remove_log_directory(pod)
+        if self.volumes is not None:
+            self.volumes.cleanup(pod.uid)
 
     async def _remove_log_directory(self, pod: Pod) -> None:
         """The pod's log directory goes with the pod (upstream's container GC does this)."""

@@ -80,6 +80,8 @@ async def start_kubelet(h: Harness) -> None:
             NODE,
             "--file-check-frequency",
             "1s",
+            "--root-dir",
+            str(h.manifests.parent / "root"),
             "--enable-server=false",
             "--healthz-port=0",
             "--read-only-port=0",

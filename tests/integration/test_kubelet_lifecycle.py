@@ -308,5 +308,47 @@ async def test_metrics_move_with_pod_starts(
     assert samples[("kubelet_started_pods_total", ())] == 1
     assert samples[("kubelet_running_pods", ())] == 1
     assert samples[("kubelet_pod_start_duration_seconds_count", ())] == 1
-    assert samples[("kubelet_runtime_operations_total", (("operation_type", "run_podsandbox"),))] == 1
+    assert (
+        samples[("kubelet_runtime_operations_total", (("operation_type", "run_podsandbox"),))] == 1
+    )
     assert samples[("kubelet_pleg_relist_duration_seconds_count", ())] >= 2
+
+
+async def test_empty_dir_is_shared_and_the_pod_directory_goes_with_the_pod(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    shared = """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: shared
+spec:
+  volumes:
+  - name: scratch
+    emptyDir: {}
+  containers:
+  - name: writer
+    image: busybox:1.35
+    volumeMounts:
+    - {name: scratch, mountPath: /out}
+  - name: reader
+    image: busybox:1.35
+    volumeMounts:
+    - {name: scratch, mountPath: /in, readOnly: true}
+"""
+    async with running_kubelet(fake, short_tmp) as h:
+        path = h.write("shared.yaml", shared)
+        await h.wait_for(lambda: h.running("shared", "writer") and h.running("shared", "reader"))
+        (writer,) = h.running("shared", "writer")
+        (reader,) = h.running("shared", "reader")
+        out = next(m for m in writer.config.mounts if m.container_path == "/out")
+        into = next(m for m in reader.config.mounts if m.container_path == "/in")
+        assert out.host_path == into.host_path and into.readonly
+        assert "/volumes/kubernetes.io~empty-dir/scratch" in out.host_path
+        assert Path(out.host_path).is_dir()
+        pod_dir = Path(out.host_path).parents[2]
+        assert pod_dir.parent.name == "pods"
+        path.unlink()
+        await h.wait_for(lambda: not h.sandboxes("shared"))
+        await trio.sleep(1)
+        assert not pod_dir.exists()

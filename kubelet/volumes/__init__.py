@@ -1,0 +1,1 @@
+"""Pod volumes: the pod directory under --root-dir, and the volume plugins."""
