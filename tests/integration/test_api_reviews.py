@@ -1,0 +1,33 @@
+"""The server's webhook authn/authz client (ApiReviews) against FakeApiServer."""
+
+from __future__ import annotations
+
+import trio
+
+from kubelet.api.client import ApiClient
+from kubelet.api.kubeconfig import ClusterConnection
+from kubelet.cluster import ApiReviews
+from kubelet.testing.fakeapiserver import FakeApiServer
+
+
+async def test_token_review_and_subject_access_review() -> None:
+    api = FakeApiServer()
+    api.auth.add_token("good-token", "alice", ["devs"])
+    api.auth.allow(user="alice", verb="get", resource="nodes/*")
+    api.auth.deny(user="bob")
+    async with api.serve(), ApiClient.open(ClusterConnection(server=api.url)) as client:
+        reviews = ApiReviews(client)
+        good = await reviews.token_review("good-token")
+        assert (good.authenticated, good.user) == (True, "alice")
+        assert "devs" in good.groups
+        bad = await reviews.token_review("nope")
+        assert not bad.authenticated
+        assert await reviews.subject_access_review("alice", ["devs"], "get", "nodes", "proxy", "n1")
+        assert not await reviews.subject_access_review("bob", [], "get", "nodes", "stats", "n1")
+    assert [r.resource for r in api.requests] == [
+        "tokenreviews",
+        "tokenreviews",
+        "subjectaccessreviews",
+        "subjectaccessreviews",
+    ]
+    await trio.lowlevel.checkpoint()
