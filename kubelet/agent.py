@@ -66,7 +66,7 @@ from kubelet.runtime.cache import PodCache
 from kubelet.runtime.images import ImageManager
 from kubelet.runtime.logrotate import ContainerLogManager
 from kubelet.runtime.pleg import EVENT_CHANNEL_CAPACITY, Pleg, PodLifecycleEvent
-from kubelet.runtime.podsync import PodRuntime
+from kubelet.runtime.podsync import DnsSettings, PodRuntime
 from kubelet.runtime.view import RuntimeView, pod_from_runtime
 from kubelet.server.serve import serve
 from kubelet.sources.apiserver import ApiSource
@@ -439,11 +439,17 @@ class Kubelet:
             root_dir=self.options.root_dir,
             http=prober.http,
             volumes=VolumeManager(self.options.root_dir),
+            dns=DnsSettings(
+                cluster_dns=tuple(cfg.cluster_dns),
+                cluster_domain=cfg.cluster_domain,
+                resolv_conf=cfg.resolv_conf,
+            ),
         )
         pods = PodManager()
         gatherer = FactGatherer(
             self.options, runtime, images, pleg.healthy, machine=machine, node_ips=self.node_ips
         )
+        pod_runtime.dns.node_ips = tuple(gatherer.node_ips)
         cluster = None
         link = None
         if api is not None:

@@ -15,6 +15,7 @@ finishes the job after restart from what the runtime reports.
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 from collections.abc import Awaitable, Callable, Collection, Mapping
 
@@ -23,11 +24,12 @@ import trio
 
 from kubelet.api.pod import Container, Pod
 from kubelet.cri import CriError, NotFound, RuntimeClient, api
-from kubelet.events import NORMAL, WARNING, EventRecorder, pod_ref
+from kubelet.events import NORMAL, WARNING, EventRecorder, node_ref, pod_ref
 from kubelet.metrics import KubeletMetrics
 from kubelet.prober.http import HttpGetter
 from kubelet.volumes.hostpath import VolumeError
 from kubelet.volumes.manager import VolumeManager
+from kubelet.volumes.paths import pod_dir
 
 from . import labels
 from .actions import ContainerToKill, compute_pod_actions
@@ -39,6 +41,7 @@ from .configs import (
     pod_log_directory,
     sandbox_config,
 )
+from .dns import DNSWarning, ResolvConf, load_host_resolv, pod_dns_config
 from .grace import KillReason, kill_grace_period, stop_container_timeout
 from .hooks import (
     EVENT_FAILED_POST_START_HOOK,
@@ -46,6 +49,13 @@ from .hooks import (
     POST_START_HOOK_ERROR,
     run_post_start,
     run_pre_stop,
+)
+from .hosts import (
+    hosts_file_content,
+    hosts_file_path,
+    hosts_mount,
+    should_mount_hosts_file,
+    write_hosts_file,
 )
 from .images import ImageError, ImageManager
 from .termination import create_message_file, message_mount
@@ -57,6 +67,45 @@ CRASH_LOOP_BACK_OFF = "CrashLoopBackOff"
 CREATE_CONTAINER_ERROR = "CreateContainerError"
 RUN_CONTAINER_ERROR = "RunContainerError"
 DEFAULT_ORPHAN_GRACE = 30
+
+
+@attrs.define
+class DnsSettings:
+    """What the sandboxes' resolv.conf and the managed /etc/hosts are made from."""
+
+    cluster_dns: tuple[str, ...] = ()
+    cluster_domain: str = ""
+    resolv_conf: str = ""
+    node_ips: tuple[str, ...] = ()
+    hosts_file: str = "/etc/hosts"
+    _host_resolv: ResolvConf | None = None
+    _loaded: bool = False
+
+    def host_resolv(self) -> ResolvConf | None:
+        """The node's resolv.conf (--resolv-conf), read once."""
+        if not self._loaded:
+            self._loaded = True
+            try:
+                self._host_resolv = load_host_resolv(self.resolv_conf)
+            except (OSError, ValueError) as exc:
+                log.warning("cannot use resolv.conf %s: %s", self.resolv_conf, exc)
+        return self._host_resolv
+
+    def for_pod(self, pod: Pod) -> tuple[api.DNSConfig, list[DNSWarning]]:
+        return pod_dns_config(
+            pod,
+            cluster_dns=self.cluster_dns,
+            cluster_domain=self.cluster_domain,
+            host_resolv=self.host_resolv(),
+            node_ips=self.node_ips,
+        )
+
+    def node_hosts(self) -> str:
+        try:
+            with open(self.hosts_file) as fh:
+                return fh.read()
+        except OSError:
+            return ""
 
 
 @attrs.frozen
@@ -122,8 +171,10 @@ class PodRuntime:
         root_dir: str = "",
         http: HttpGetter | None = None,
         volumes: VolumeManager | None = None,
+        dns: DnsSettings | None = None,
     ) -> None:
         self.volumes = volumes
+        self.dns = dns or DnsSettings()
         self.recorder = recorder or EventRecorder("")
         self.root_dir = root_dir
         self.http = http
@@ -168,12 +219,18 @@ class PodRuntime:
             await self._kill_containers(pod, status, actions.containers_to_kill)
             progress.acted = True
 
+        dns_config, dns_warnings = self.dns.for_pod(pod)
         config = sandbox_config(
             pod,
             actions.attempt,
             pod_logs_dir=self.pod_logs_dir,
             cgroup_parent=self._cgroup_parent(pod),
+            dns=dns_config,
         )
+        if actions.create_sandbox:
+            for warning in dns_warnings:
+                ref = node_ref(self.recorder.node_name) if warning.on_node else pod_ref(pod)
+                self.recorder.record(ref, WARNING, warning.reason, warning.message)
         sandbox_id = actions.sandbox_id
         pod_ip = status.ip
         if actions.create_sandbox:
@@ -269,6 +326,7 @@ class PodRuntime:
             memory_capacity=self.memory_capacity,
             mounts=[
                 *self._volume_mounts(pod, container, volume_paths or {}),
+                *self._hosts_mounts(pod, container, pod_ip),
                 *self._message_mounts(pod, container),
             ],
         )
@@ -321,6 +379,27 @@ class PodRuntime:
         if self.volumes is None:
             return []
         return self.volumes.mounts(pod, container, paths)
+
+    def _hosts_mounts(self, pod: Pod, container: Container, pod_ip: str) -> list[api.Mount]:
+        """The kubelet-managed /etc/hosts, rewritten before each container start."""
+        ips = list(self.dns.node_ips) if pod.spec.host_network else ([pod_ip] if pod_ip else [])
+        if not self.root_dir or not should_mount_hosts_file(pod, container, ips):
+            return []
+        try:
+            content = hosts_file_content(
+                pod,
+                pod_ips=ips,
+                host_network=bool(pod.spec.host_network),
+                node_hosts=self.dns.node_hosts(),
+                cluster_domain=self.dns.cluster_domain,
+            )
+            path = hosts_file_path(pod_dir(self.root_dir, pod.uid))
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            write_hosts_file(path, content)
+        except (OSError, ValueError) as exc:
+            log.warning("no managed /etc/hosts for %s in %s: %s", container.name, pod.key, exc)
+            return []
+        return [hosts_mount(path)]
 
     def _message_mounts(self, pod: Pod, container: Container) -> list[api.Mount]:
         """The termination-message file, bind-mounted at terminationMessagePath."""

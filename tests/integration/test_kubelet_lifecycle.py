@@ -352,3 +352,37 @@ spec:
         await h.wait_for(lambda: not h.sandboxes("shared"))
         await trio.sleep(1)
         assert not pod_dir.exists()
+
+
+async def test_sandbox_dns_and_managed_etc_hosts(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    resolv = short_tmp / "resolv.conf"
+    resolv.write_text("nameserver 192.0.2.53\nsearch corp.example\n")
+    extra = [
+        "--cluster-dns",
+        "10.96.0.10",
+        "--cluster-domain",
+        "cluster.local",
+        "--resolv-conf",
+        str(resolv),
+    ]
+    named = WEB.replace("spec:\n", "spec:\n  hostname: web\n  subdomain: svc\n")
+    async with running_kubelet(fake, short_tmp, *extra) as h:
+        h.write("web.yaml", named)
+        await h.wait_for(lambda: h.running("web", "app"))
+        (sandbox,) = h.sandboxes("web")
+        dns = sandbox.config.dns_config
+        assert list(dns.servers) == ["10.96.0.10"]
+        assert list(dns.searches) == [
+            "default.svc.cluster.local",
+            "svc.cluster.local",
+            "cluster.local",
+            "corp.example",
+        ]
+        assert list(dns.options) == ["ndots:5"]
+        (container,) = h.running("web", "app")
+        hosts = next(m for m in container.config.mounts if m.container_path == "/etc/hosts")
+        text = Path(hosts.host_path).read_text()
+        assert text.startswith("# Kubernetes-managed hosts file.")
+        assert f"{sandbox.ip}\tweb.svc.default.svc.cluster.local\tweb" in text
