@@ -36,7 +36,7 @@ from kubelet.api.errors import ApiError
 from kubelet.api.kubeconfig import ClusterConnection, load_kubeconfig
 from kubelet.api.node import Taint
 from kubelet.api.pod import Pod
-from kubelet.cluster import ApiEvents, ApiLeases, ApiReviews
+from kubelet.cluster import ApiEnvLookup, ApiEvents, ApiLeases, ApiReviews
 from kubelet.config import ConfigError, Options
 from kubelet.cri import CriError, ImageClient, RuntimeClient, connect
 from kubelet.debug.console import serve_console
@@ -439,6 +439,12 @@ class Kubelet:
             root_dir=self.options.root_dir,
             http=prober.http,
             volumes=VolumeManager(self.options.root_dir),
+            node_name=node,
+            node_allocatable={
+                "cpu": str(machine.num_cores),
+                "memory": str(machine.memory_bytes),
+            },
+            env_lookup=ApiEnvLookup(api) if api is not None else None,
             dns=DnsSettings(
                 cluster_dns=tuple(cfg.cluster_dns),
                 cluster_domain=cfg.cluster_domain,

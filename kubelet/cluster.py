@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import base64
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kubelet.api.client import EVENTS, LEASES, ApiClient, PatchType
+from kubelet.api.errors import ApiError, NotFound
+from kubelet.runtime.env import CREATE_CONTAINER_CONFIG_ERROR, EnvError
 from kubelet.server.backend import TokenReviewResult
 
 
@@ -90,3 +93,28 @@ class ApiReviews:
             "/apis/authorization.k8s.io/v1/subjectaccessreviews", body
         )
         return bool((answer.get("status") or {}).get("allowed"))
+
+
+class ApiEnvLookup:
+    """``EnvLookup`` for configMapKeyRef / secretKeyRef / envFrom, read from the API."""
+
+    def __init__(self, client: ApiClient) -> None:
+        self._client = client
+
+    async def config_map(self, namespace: str, name: str) -> Mapping[str, str] | None:
+        try:
+            obj = await self._client.get(f"/api/v1/namespaces/{namespace}/configmaps/{name}")
+        except NotFound:
+            return None
+        except ApiError as exc:
+            raise EnvError(CREATE_CONTAINER_CONFIG_ERROR, str(exc)) from exc
+        return {str(k): str(v) for k, v in (obj.get("data") or {}).items()}
+
+    async def secret(self, namespace: str, name: str) -> Mapping[str, bytes] | None:
+        try:
+            obj = await self._client.get(f"/api/v1/namespaces/{namespace}/secrets/{name}")
+        except NotFound:
+            return None
+        except ApiError as exc:
+            raise EnvError(CREATE_CONTAINER_CONFIG_ERROR, str(exc)) from exc
+        return {str(k): base64.b64decode(v) for k, v in (obj.get("data") or {}).items()}

@@ -42,6 +42,7 @@ from .configs import (
     sandbox_config,
 )
 from .dns import DNSWarning, ResolvConf, load_host_resolv, pod_dns_config
+from .env import INVALID_ENV_NAMES_REASON, EnvError, EnvLookup, resolve_env
 from .grace import KillReason, kill_grace_period, stop_container_timeout
 from .hooks import (
     EVENT_FAILED_POST_START_HOOK,
@@ -172,7 +173,13 @@ class PodRuntime:
         http: HttpGetter | None = None,
         volumes: VolumeManager | None = None,
         dns: DnsSettings | None = None,
+        node_name: str = "",
+        node_allocatable: Mapping[str, str] | None = None,
+        env_lookup: EnvLookup | None = None,
     ) -> None:
+        self.node_name = node_name
+        self.node_allocatable = dict(node_allocatable or {})
+        self.env_lookup = env_lookup
         self.volumes = volumes
         self.dns = dns or DnsSettings()
         self.recorder = recorder or EventRecorder("")
@@ -317,6 +324,23 @@ class PodRuntime:
             progress.waiting[container.name] = (exc.reason, exc.message)
             progress.retry_in(exc.retry_after)
             return False
+        try:
+            env = await resolve_env(
+                pod,
+                container,
+                node_name=self.node_name,
+                host_ips=self.dns.node_ips,
+                pod_ips=[pod_ip] if pod_ip else list(self.dns.node_ips),
+                node_allocatable=self.node_allocatable,
+                lookup=self.env_lookup,
+            )
+        except EnvError as exc:
+            self.recorder.record(ref, WARNING, "Failed", f"Error: {exc.message}")
+            progress.waiting[container.name] = (exc.reason, exc.message)
+            progress.errors.append(f"{container.name}: {exc.message}")
+            return False
+        for warning in env.warnings:
+            self.recorder.record(pod_ref(pod), WARNING, INVALID_ENV_NAMES_REASON, warning)
         restart_count = next_restart_count(status, container.name) or 0
         cconfig = container_config(
             pod,
@@ -324,6 +348,7 @@ class PodRuntime:
             restart_count,
             image_ref=image_ref,
             memory_capacity=self.memory_capacity,
+            env=env.env,
             mounts=[
                 *self._volume_mounts(pod, container, volume_paths or {}),
                 *self._hosts_mounts(pod, container, pod_ip),

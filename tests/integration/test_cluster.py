@@ -203,3 +203,41 @@ async def test_static_pod_gets_a_mirror_pod_recreated_after_deletion(
             timeout=30,
         )  # type: ignore[index]
         assert len(fake.calls_of("RunPodSandbox")) == 1  # the static pod itself kept running
+
+
+async def test_env_from_fields_and_config_maps(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    env = [
+        {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+        {"name": "NODE", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+        {"name": "COLOR", "valueFrom": {"configMapKeyRef": {"name": "settings", "key": "color"}}},
+        {"name": "GREETING", "value": "hello $(COLOR) world"},
+    ]
+    async with running_cluster(fake, short_tmp) as c:
+        c.create_pod("envy", containers=[{"name": "app", "image": "busybox:1.35", "env": env}])
+
+        def waiting_reason() -> str:
+            statuses = ((c.pod("envy") or {}).get("status") or {}).get("containerStatuses") or []
+            return (
+                str(((statuses[0].get("state") or {}).get("waiting") or {}).get("reason", ""))
+                if statuses
+                else ""
+            )
+
+        await c.wait_for(lambda: waiting_reason() == "CreateContainerConfigError", timeout=30)
+        c.api.create(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "settings", "namespace": "default"},
+                "data": {"color": "blue"},
+            }
+        )
+        await c.wait_for(lambda: c.phase("envy") == "Running", timeout=60)
+        (container,) = fake.running()
+        envs = {kv.key: kv.value.decode() for kv in container.config.envs}
+        assert envs["POD_NAME"] == "envy"
+        assert envs["NODE"] == NODE
+        assert envs["COLOR"] == "blue"
+        assert envs["GREETING"] == "hello blue world"
