@@ -343,3 +343,80 @@ async def test_runonce(kubelet: KubeletProcess) -> None:
     assert f"default/a-{kubelet.node}: Running" in lines
     assert f"default/b-{kubelet.node}: Succeeded" in lines
     assert await kubelet.running("a")
+
+
+async def test_pod_sees_its_env_dns_hosts_and_shared_empty_dir(kubelet: KubeletProcess) -> None:
+    resolv = kubelet.root / "resolv.conf"
+    resolv.write_text("nameserver 192.0.2.53\nsearch corp.example\n")
+    kubelet.start(
+        "--cluster-dns",
+        "10.96.0.10",
+        "--cluster-domain",
+        "cluster.local",
+        "--resolv-conf",
+        str(resolv),
+    )
+    kubelet.write(
+        "files.yaml",
+        textwrap.dedent(
+            f"""\
+            apiVersion: v1
+            kind: Pod
+            metadata:
+              name: files
+            spec:
+              terminationGracePeriodSeconds: 2
+              hostname: files
+              volumes:
+              - name: scratch
+                emptyDir: {{}}
+              containers:
+              - name: writer
+                image: {BUSYBOX}
+                command: ["sh", "-c", "echo shared > /out/note; {LOOP}"]
+                env:
+                - name: ME
+                  valueFrom: {{fieldRef: {{fieldPath: metadata.name}}}}
+                volumeMounts:
+                - {{name: scratch, mountPath: /out}}
+              - name: reader
+                image: {BUSYBOX}
+                command: ["sh", "-c", {LOOP!r}]
+                volumeMounts:
+                - {{name: scratch, mountPath: /in, readOnly: true}}
+            """
+        ),
+    )
+
+    async def both() -> bool:
+        return len(await kubelet.running("files")) == 2
+
+    await kubelet.wait_for(both, what="both containers running")
+    by_name = {c.metadata.name: c.id for c in await kubelet.running("files")}
+
+    async def run(name: str, *cmd: str) -> str:
+        result = await kubelet.runtime.exec_sync(by_name[name], list(cmd), timeout=5)
+        return result.stdout.decode()
+
+    with trio.fail_after(10):
+        while "shared" not in await run("reader", "cat", "/in/note"):
+            await trio.sleep(0.1)
+    assert (await run("writer", "sh", "-c", "echo $ME")).strip() == f"files-{kubelet.node}"
+    resolv_conf = await run("writer", "cat", "/etc/resolv.conf")
+    assert "nameserver 10.96.0.10" in resolv_conf
+    assert (
+        "search default.svc.cluster.local svc.cluster.local cluster.local corp.example"
+        in resolv_conf
+    )
+    assert "options ndots:5" in resolv_conf
+    hosts = await run("reader", "cat", "/etc/hosts")
+    assert hosts.startswith("# Kubernetes-managed hosts file.")
+    assert "\tfiles" in hosts
+    assert (
+        "Read-only file system"
+        in (
+            await kubelet.runtime.exec_sync(
+                by_name["reader"], ["sh", "-c", "touch /in/x 2>&1"], timeout=5
+            )
+        ).stdout.decode()
+    )
