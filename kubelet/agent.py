@@ -103,6 +103,14 @@ class _RuntimeHousekeeper(Housekeeper):
         self._mirrors = mirrors
         self._deleting: set[str] = set()
         self.nursery: trio.Nursery | None = None
+        self.volumes: VolumeManager | None = None
+
+    def orphan_pod_dirs(self, in_use: set[str]) -> None:
+        if self.volumes is None:
+            return
+        for uid in self.volumes.pod_uids_on_disk() - in_use:
+            log.info("removing orphaned pod directory of %s", uid)
+            self.volumes.cleanup(uid)
 
     def orphan_mirror(self, mirror: Pod) -> None:
         if self._mirrors is None or self.nursery is None or mirror.uid in self._deleting:
@@ -409,6 +417,7 @@ class Kubelet:
             recorder=recorder,
         )
         machine = self.machine or read_machine_info()
+        volume_manager = VolumeManager(self.options.root_dir)
         gatherer_ips = self.node_ips if self.node_ips is not None else None
 
         def probe_event(pod: Pod, container: str, kind: str, reason: str, message: str) -> None:
@@ -438,7 +447,7 @@ class Kubelet:
             recorder=recorder,
             root_dir=self.options.root_dir,
             http=prober.http,
-            volumes=VolumeManager(self.options.root_dir),
+            volumes=volume_manager,
             node_name=node,
             node_allocatable={
                 "cpu": str(machine.num_cores),
@@ -518,6 +527,7 @@ class Kubelet:
         housekeeper = _RuntimeHousekeeper(
             view, (crash_backoff, image_backoff), cluster.mirrors if cluster else None
         )
+        housekeeper.volumes = volume_manager
         syncloop = SyncLoop(
             updates=pod_config.updates,
             pleg_events=events_recv,

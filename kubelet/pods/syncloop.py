@@ -64,6 +64,10 @@ class Housekeeper:
     def tidy(self) -> None:
         """Cheap periodic clean-up of in-memory state (expired back-off entries)."""
 
+    def orphan_pod_dirs(self, in_use: set[str]) -> None:
+        """Remove pod directories on disk of pods nobody knows any more (a kubelet that
+        was down while its pods were deleted leaves them behind)."""
+
     def orphan_mirror(self, mirror: Pod) -> None:
         """A mirror pod whose static pod is gone: delete it (without blocking the loop)."""
 
@@ -239,3 +243,5 @@ class SyncLoop:
         for mirror in self.pods.mirrors():
             if not self.pods.by_full_name(mirror.full_name):
                 self.housekeeper.orphan_mirror(mirror)
+        in_use = self.pods.uids() | set(self.workers.workers) | {p.uid for p in running}
+        self.housekeeper.orphan_pod_dirs(in_use)

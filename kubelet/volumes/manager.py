@@ -19,7 +19,7 @@ from kubelet.api.quantity import parse_quantity
 from kubelet.cri import api
 
 from .hostpath import VolumeError, check_host_path
-from .paths import EMPTY_DIR, pod_dir, volume_dir
+from .paths import EMPTY_DIR, pod_dir, pods_dir, volume_dir
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +107,13 @@ class VolumeManager:
                 )
             )
         return out
+
+    def pod_uids_on_disk(self) -> set[str]:
+        """The pods that have a directory under ``<root>/pods``."""
+        try:
+            return {e.name for e in os.scandir(pods_dir(self.root_dir)) if e.is_dir()}
+        except OSError:
+            return set()
 
     def cleanup(self, uid: str) -> None:
         """Remove the pod directory (unmounting memory-backed emptyDirs first)."""

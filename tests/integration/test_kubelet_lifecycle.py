@@ -386,3 +386,20 @@ async def test_sandbox_dns_and_managed_etc_hosts(
         text = Path(hosts.host_path).read_text()
         assert text.startswith("# Kubernetes-managed hosts file.")
         assert f"{sandbox.ip}\tweb.svc.default.svc.cluster.local\tweb" in text
+
+
+async def test_orphaned_pod_directories_are_swept(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    leftover = (
+        short_tmp / "root" / "pods" / "gone-uid" / "volumes" / "kubernetes.io~empty-dir" / "x"
+    )
+    leftover.mkdir(parents=True)
+    async with running_kubelet(fake, short_tmp) as h:
+        h.write("web.yaml", WEB)
+        await h.wait_for(lambda: h.running("web", "app"))
+        await trio.sleep(3)  # a housekeeping pass after every source was seen
+        assert not (short_tmp / "root" / "pods" / "gone-uid").exists()
+        (container,) = h.running("web", "app")
+        uid = container.config.labels["io.kubernetes.pod.uid"]
+        assert (short_tmp / "root" / "pods" / uid).exists()  # a live pod's directory stays
