@@ -31,3 +31,23 @@ async def test_token_review_and_subject_access_review() -> None:
         "subjectaccessreviews",
     ]
     await trio.lowlevel.checkpoint()
+
+
+async def test_service_account_tokens_rotate_at_80_percent(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    from kubelet.cluster import ApiTokenSource
+
+    epoch = 1_800_000_000.0
+    api = FakeApiServer(epoch=epoch)
+    async with api.serve(), ApiClient.open(ClusterConnection(server=api.url)) as client:
+        tokens = ApiTokenSource(client, lambda: epoch + trio.current_time())
+        first, expiry = await tokens.token("default", "default", "", 3600)
+        assert first and expiry > epoch
+        await trio.sleep(2000)
+        again, _ = await tokens.token("default", "default", "", 3600)
+        assert again == first  # 2000 s < 80 % of 3600 s
+        await trio.sleep(1000)
+        rotated, later = await tokens.token("default", "default", "", 3600)
+        assert later > expiry
+    assert len(api.requests_of("create", "serviceaccounts/token")) == 2
