@@ -49,5 +49,6 @@ async def test_service_account_tokens_rotate_at_80_percent(
         assert again == first  # 2000 s < 80 % of 3600 s
         await trio.sleep(1000)
         rotated, later = await tokens.token("default", "default", "", 3600)
+        assert rotated
         assert later > expiry
     assert len(api.requests_of("create", "serviceaccounts/token")) == 2
