@@ -36,7 +36,7 @@ from kubelet.api.errors import ApiError
 from kubelet.api.kubeconfig import ClusterConnection, load_kubeconfig
 from kubelet.api.node import Taint
 from kubelet.api.pod import Pod
-from kubelet.cluster import ApiEnvLookup, ApiEvents, ApiLeases, ApiReviews
+from kubelet.cluster import ApiEnvLookup, ApiEvents, ApiLeases, ApiReviews, ApiTokenSource
 from kubelet.config import ConfigError, Options
 from kubelet.cri import CriError, ImageClient, RuntimeClient, connect
 from kubelet.debug.console import serve_console
@@ -417,7 +417,12 @@ class Kubelet:
             recorder=recorder,
         )
         machine = self.machine or read_machine_info()
-        volume_manager = VolumeManager(self.options.root_dir)
+        volume_manager = VolumeManager(
+            self.options.root_dir,
+            lookup=ApiEnvLookup(api) if api is not None else None,
+            tokens=ApiTokenSource(api, self.wall_clock) if api is not None else None,
+            node_allocatable={"cpu": str(machine.num_cores), "memory": str(machine.memory_bytes)},
+        )
         gatherer_ips = self.node_ips if self.node_ips is not None else None
 
         def probe_event(pod: Pod, container: str, kind: str, reason: str, message: str) -> None:

@@ -111,6 +111,16 @@ class ApiEnvLookup:
             raise EnvError(CREATE_CONTAINER_CONFIG_ERROR, str(exc)) from exc
         return {str(k): str(v) for k, v in (obj.get("data") or {}).items()}
 
+    async def config_map_binary(self, namespace: str, name: str) -> Mapping[str, bytes] | None:
+        """The ConfigMap's binaryData (volumes only; env cannot hold bytes)."""
+        try:
+            obj = await self._client.get(f"/api/v1/namespaces/{namespace}/configmaps/{name}")
+        except NotFound:
+            return None
+        except ApiError as exc:
+            raise EnvError(CREATE_CONTAINER_CONFIG_ERROR, str(exc)) from exc
+        return {str(k): base64.b64decode(v) for k, v in (obj.get("binaryData") or {}).items()}
+
     async def secret(self, namespace: str, name: str) -> Mapping[str, bytes] | None:
         try:
             obj = await self._client.get(f"/api/v1/namespaces/{namespace}/secrets/{name}")

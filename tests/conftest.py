@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -25,4 +26,14 @@ def short_tmp() -> Iterator[Path]:
     try:
         yield path
     finally:
+        unmount_below(path)  # tmpfs volumes of pods a test left running
         shutil.rmtree(path, ignore_errors=True)
+
+
+def unmount_below(path: Path) -> None:
+    """Unmount everything mounted under ``path`` (deepest first)."""
+    prefix = str(path) + "/"
+    with open("/proc/self/mounts") as fh:
+        points = [line.split()[1] for line in fh if line.split()[1].startswith(prefix)]
+    for point in sorted(points, key=len, reverse=True):
+        subprocess.run(["umount", point], capture_output=True, check=False)

@@ -264,11 +264,10 @@ class PodRuntime:
         if not sandbox_id:
             return progress.freeze()
         volume_paths: dict[str, str] = {}
-        if self.volumes is not None and (
-            actions.init_containers_to_start or actions.containers_to_start
-        ):
+        if self.volumes is not None:
+            # every sync: configMap/secret changes and token rotations reach running pods
             try:
-                volume_paths = self.volumes.setup(pod)
+                volume_paths = await self.volumes.setup(pod)
             except (VolumeError, OSError) as exc:
                 message = f"MountVolume.SetUp failed: {exc}"
                 self.recorder.record(pod_ref(pod), WARNING, "FailedMount", message)

@@ -241,3 +241,81 @@ async def test_env_from_fields_and_config_maps(
         assert envs["NODE"] == NODE
         assert envs["COLOR"] == "blue"
         assert envs["GREETING"] == "hello blue world"
+
+
+async def test_config_map_secret_and_token_volumes(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    volumes = [
+        {"name": "settings", "configMap": {"name": "settings"}},
+        {"name": "creds", "secret": {"secretName": "creds", "defaultMode": 0o400}},
+        {
+            "name": "kube-api-access",
+            "projected": {
+                "sources": [
+                    {"serviceAccountToken": {"path": "token", "expirationSeconds": 3607}},
+                    {
+                        "downwardAPI": {
+                            "items": [
+                                {
+                                    "path": "namespace",
+                                    "fieldRef": {"fieldPath": "metadata.namespace"},
+                                }
+                            ]
+                        }
+                    },
+                ]
+            },
+        },
+    ]
+    mounts = [
+        {"name": "settings", "mountPath": "/etc/settings"},
+        {"name": "creds", "mountPath": "/etc/creds", "readOnly": True},
+        {"name": "kube-api-access", "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"},
+    ]
+    async with running_cluster(fake, short_tmp) as c:
+        c.api.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": "creds", "namespace": "default"},
+                "data": {"password": "czNjcjN0"},
+            }
+        )
+        c.create_pod(
+            "vols",
+            volumes=volumes,
+            containers=[{"name": "app", "image": "busybox:1.35", "volumeMounts": mounts}],
+        )
+        await trio.sleep(15)
+        assert not fake.running()  # waits for the missing configMap (FailedMount)
+        failed = [e for e in c.api.list("events", "default") if e.get("reason") == "FailedMount"]
+        assert failed and 'configmap "settings" not found' in failed[0]["message"]
+        c.api.create(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "settings", "namespace": "default"},
+                "data": {"color": "blue"},
+            }
+        )
+        await c.wait_for(lambda: c.phase("vols") == "Running", timeout=60)
+        (container,) = fake.running()
+        host = {m.container_path: m.host_path for m in container.config.mounts}
+        settings = Path(host["/etc/settings"])
+        assert (settings / "color").read_text() == "blue"
+        creds = Path(host["/etc/creds"])
+        assert (creds / "password").read_bytes() == b"s3cr3t"
+        assert (creds / "..data" / "password").stat().st_mode & 0o777 == 0o400
+        token_dir = Path(host["/var/run/secrets/kubernetes.io/serviceaccount"])
+        assert (token_dir / "token").read_text()
+        assert (token_dir / "namespace").read_text() == "default"
+        c.api.update(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "settings", "namespace": "default"},
+                "data": {"color": "green"},
+            }
+        )
+        await c.wait_for(lambda: (settings / "color").read_text() == "green", timeout=95)

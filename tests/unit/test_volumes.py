@@ -58,28 +58,37 @@ def pod() -> Pod:
             volumes=(
                 Volume(name="cache", empty_dir={}),
                 Volume(name="host", host_path={"path": "/tmp"}),
-                Volume(name="secret", secret={"secretName": "s"}),
+                Volume(name="secret", secret={"secretName": "s", "optional": True}),
             ),
         ),
     )
 
 
-def test_empty_dir_host_path_and_mounts(tmp_path: Path) -> None:
+async def test_empty_dir_host_path_and_mounts(tmp_path: Path) -> None:
     manager = VolumeManager(str(tmp_path))
     p = pod()
-    paths = manager.setup(p)
+    try:
+        await check_volumes(manager, p, tmp_path)
+    finally:
+        manager.cleanup("uid-1")  # never leave a tmpfs mounted behind a failed test
+    assert not Path(pod_dir(str(tmp_path), "uid-1")).exists()
+    manager.cleanup("uid-1")  # idempotent
+
+
+async def check_volumes(manager: VolumeManager, p: Pod, tmp_path: Path) -> None:
+    paths = await manager.setup(p)
     cache = tmp_path / "pods" / "uid-1" / "volumes" / "kubernetes.io~empty-dir" / "cache"
-    assert paths == {"cache": str(cache), "host": "/tmp"}
+    secret = tmp_path / "pods" / "uid-1" / "volumes" / "kubernetes.io~secret" / "secret"
+    assert paths == {"cache": str(cache), "host": "/tmp", "secret": str(secret)}
+    assert (secret / "..data").is_symlink()  # optional and missing: an empty volume
     assert cache.is_dir() and (os.stat(cache).st_mode & 0o777) == 0o777
     mounts = manager.mounts(p, p.spec.containers[0], paths)
     assert [(m.container_path, m.host_path, m.readonly) for m in mounts] == [
         ("/cache", str(cache), False),
         ("/logs", str(cache / "logs"), True),
         ("/host", "/tmp", False),
+        ("/secret", str(secret), False),
     ]
     assert mounts[2].propagation == api.PROPAGATION_HOST_TO_CONTAINER
     assert (cache / "logs").is_dir()
-    assert manager.setup(p) == paths  # idempotent
-    manager.cleanup("uid-1")
-    assert not Path(pod_dir(str(tmp_path), "uid-1")).exists()
-    manager.cleanup("uid-1")  # idempotent
+    assert await manager.setup(p) == paths  # idempotent
