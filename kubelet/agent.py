@@ -36,7 +36,14 @@ from kubelet.api.errors import ApiError
 from kubelet.api.kubeconfig import ClusterConnection, load_kubeconfig
 from kubelet.api.node import Taint
 from kubelet.api.pod import Pod
-from kubelet.cluster import ApiEnvLookup, ApiEvents, ApiLeases, ApiReviews, ApiTokenSource
+from kubelet.cluster import (
+    ApiEnvLookup,
+    ApiEvents,
+    ApiLeases,
+    ApiReviews,
+    ApiTokenSource,
+    ServiceStore,
+)
 from kubelet.config import ConfigError, Options
 from kubelet.cri import CriError, ImageClient, RuntimeClient, connect
 from kubelet.debug.console import serve_console
@@ -67,6 +74,7 @@ from kubelet.runtime.images import ImageManager
 from kubelet.runtime.logrotate import ContainerLogManager
 from kubelet.runtime.pleg import EVENT_CHANNEL_CAPACITY, Pleg, PodLifecycleEvent
 from kubelet.runtime.podsync import DnsSettings, PodRuntime
+from kubelet.runtime.serviceenv import service_env
 from kubelet.runtime.view import RuntimeView, pod_from_runtime
 from kubelet.server.serve import serve
 from kubelet.sources.apiserver import ApiSource
@@ -175,6 +183,7 @@ class ClusterParts:
     lease: LeaseController
     reporter: NodeStatusReporter
     gatherer: FactGatherer
+    services: ServiceStore
     node_uid: str | None = None
 
 
@@ -244,6 +253,7 @@ class Kubelet:
                     assert isinstance(parts.syncloop.housekeeper, _RuntimeHousekeeper)
                     parts.syncloop.housekeeper.nursery = nursery
                     await nursery.start(parts.cluster.status.run)
+                    nursery.start_soon(parts.cluster.services.run)
                     nursery.start_soon(self._run_node, parts, parts.cluster)
                 await nursery.start(self._run_sources, parts)
                 await nursery.start(parts.syncloop.run)
@@ -472,7 +482,10 @@ class Kubelet:
         pod_runtime.dns.node_ips = tuple(gatherer.node_ips)
         cluster = None
         link = None
-        if api is not None:
+        services = ServiceStore(api) if api is not None else None
+        if services is not None:
+            pod_runtime.service_env = lambda pod: service_env(pod, services.services)
+        if api is not None and services is not None:
             heartbeat = api.with_limits(
                 -1, 0, timeout=httpx.Timeout(cfg.node_status_update_frequency)
             )
@@ -502,6 +515,7 @@ class Kubelet:
                     wall_clock=self.wall_clock,
                 ),
                 gatherer=gatherer,
+                services=services,
             )
             holder.append(cluster)
             link = ClusterLink(status=status, mirrors=mirrors)

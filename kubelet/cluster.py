@@ -7,8 +7,11 @@ import datetime
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import trio
+
 from kubelet.api.client import EVENTS, LEASES, ApiClient, PatchType
 from kubelet.api.errors import ApiError, NotFound
+from kubelet.api.watch import ListWatch, UidStore, reflect
 from kubelet.runtime.env import CREATE_CONTAINER_CONFIG_ERROR, EnvError
 from kubelet.server.backend import TokenReviewResult
 
@@ -187,3 +190,20 @@ def _parse_time(text: str) -> float | None:
         )
     except ValueError:
         return None
+
+
+class ServiceStore:
+    """All Services, listed and watched, for the containers' service variables."""
+
+    def __init__(self, client: ApiClient) -> None:
+        self._client = client
+        self.services: list[dict[str, Any]] = []
+        self.synced = False
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        async def on_change(items: list[dict[str, Any]]) -> None:
+            self.services = items
+            self.synced = True
+
+        task_status.started()
+        await reflect(self._client, ListWatch("/api/v1/services"), UidStore(on_change))

@@ -176,7 +176,9 @@ class PodRuntime:
         node_name: str = "",
         node_allocatable: Mapping[str, str] | None = None,
         env_lookup: EnvLookup | None = None,
+        service_env: Callable[[Pod], Mapping[str, str]] | None = None,
     ) -> None:
+        self.service_env = service_env
         self.node_name = node_name
         self.node_allocatable = dict(node_allocatable or {})
         self.env_lookup = env_lookup
@@ -332,6 +334,7 @@ class PodRuntime:
                 pod_ips=[pod_ip] if pod_ip else list(self.dns.node_ips),
                 node_allocatable=self.node_allocatable,
                 lookup=self.env_lookup,
+                service_env=self.service_env(pod) if self.service_env is not None else None,
             )
         except EnvError as exc:
             self.recorder.record(ref, WARNING, "Failed", f"Error: {exc.message}")

@@ -319,3 +319,24 @@ async def test_config_map_secret_and_token_volumes(
             }
         )
         await c.wait_for(lambda: (settings / "color").read_text() == "green", timeout=95)
+
+
+async def test_service_environment_variables(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    async with running_cluster(fake, short_tmp) as c:
+        c.api.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Service",
+                "metadata": {"name": "my-db", "namespace": "default"},
+                "spec": {"clusterIP": "10.96.0.20", "ports": [{"port": 5432, "protocol": "TCP"}]},
+            }
+        )
+        await trio.sleep(2)  # the service watch sees it
+        c.create_pod("app")
+        await c.wait_for(lambda: c.phase("app") == "Running", timeout=30)
+        (container,) = fake.running()
+        envs = {kv.key: kv.value.decode() for kv in container.config.envs}
+        assert envs["MY_DB_SERVICE_HOST"] == "10.96.0.20"
+        assert envs["MY_DB_PORT_5432_TCP"] == "tcp://10.96.0.20:5432"
