@@ -319,6 +319,18 @@ async def test_config_map_secret_and_token_volumes(
             }
         )
         await c.wait_for(lambda: (settings / "color").read_text() == "green", timeout=95)
+        c.api.update(
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": "creds", "namespace": "default"},
+                "data": {"password": "bjN3"},
+            }
+        )
+        await c.wait_for(lambda: (creds / "password").read_bytes() == b"n3w", timeout=95)
+        first_token = (token_dir / "token").read_text()
+        await trio.sleep(0.8 * 3607 + 90)  # past 80 % of the token's life, plus a sync
+        assert (token_dir / "token").read_text() != first_token
 
 
 async def test_service_environment_variables(
