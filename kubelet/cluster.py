@@ -106,32 +106,38 @@ class ApiEnvLookup:
         self._client = client
 
     async def config_map(self, namespace: str, name: str) -> Mapping[str, str] | None:
-        try:
-            obj = await self._client.get(f"/api/v1/namespaces/{namespace}/configmaps/{name}")
-        except NotFound:
+        obj = await self._get(f"/api/v1/namespaces/{namespace}/configmaps/{name}")
+        if obj is None:
             return None
-        except ApiError as exc:
-            raise EnvError(CREATE_CONTAINER_CONFIG_ERROR, str(exc)) from exc
         return {str(k): str(v) for k, v in (obj.get("data") or {}).items()}
 
-    async def config_map_binary(self, namespace: str, name: str) -> Mapping[str, bytes] | None:
-        """The ConfigMap's binaryData (volumes only; env cannot hold bytes)."""
-        try:
-            obj = await self._client.get(f"/api/v1/namespaces/{namespace}/configmaps/{name}")
-        except NotFound:
+    async def config_map_files(self, namespace: str, name: str) -> Mapping[str, bytes] | None:
+        """data and binaryData of one ConfigMap read in one GET (volumes only; env
+        cannot hold bytes), so both halves come from the same version."""
+        obj = await self._get(f"/api/v1/namespaces/{namespace}/configmaps/{name}")
+        if obj is None:
             return None
-        except ApiError as exc:
-            raise EnvError(CREATE_CONTAINER_CONFIG_ERROR, str(exc)) from exc
-        return {str(k): base64.b64decode(v) for k, v in (obj.get("binaryData") or {}).items()}
+        files = {str(k): str(v).encode() for k, v in (obj.get("data") or {}).items()}
+        files.update(
+            {str(k): base64.b64decode(v) for k, v in (obj.get("binaryData") or {}).items()}
+        )
+        return files
 
     async def secret(self, namespace: str, name: str) -> Mapping[str, bytes] | None:
+        obj = await self._get(f"/api/v1/namespaces/{namespace}/secrets/{name}")
+        if obj is None:
+            return None
+        return {str(k): base64.b64decode(v) for k, v in (obj.get("data") or {}).items()}
+
+    async def _get(self, path: str) -> dict[str, Any] | None:
+        """The object, None when it does not exist; other API errors become the
+        CreateContainerConfigError the pod worker reports."""
         try:
-            obj = await self._client.get(f"/api/v1/namespaces/{namespace}/secrets/{name}")
+            return await self._client.get(path)
         except NotFound:
             return None
         except ApiError as exc:
             raise EnvError(CREATE_CONTAINER_CONFIG_ERROR, str(exc)) from exc
-        return {str(k): base64.b64decode(v) for k, v in (obj.get("data") or {}).items()}
 
 
 class ApiTokenSource:

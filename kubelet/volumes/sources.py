@@ -74,18 +74,16 @@ def _mode(value: Any, default: int) -> int:
 
 
 async def _config_map_data(lookup: EnvLookup, namespace: str, name: str) -> dict[str, bytes] | None:
+    # binaryData is not part of EnvLookup; a lookup may offer data and binaryData as files.
+    files = getattr(lookup, "config_map_files", None)
     try:
+        if files is not None:
+            found = await files(namespace, name)
+            return None if found is None else dict(found)
         data = await lookup.config_map(namespace, name)
-        if data is None:
-            return None
-        out = {key: value.encode() for key, value in data.items()}
-        # binaryData is not part of EnvLookup; a lookup may offer it separately.
-        binary = getattr(lookup, "config_map_binary", None)
-        if binary is not None:
-            out.update(await binary(namespace, name) or {})
     except EnvError as err:
         raise VolumeError(err.message) from err
-    return out
+    return None if data is None else {key: value.encode() for key, value in data.items()}
 
 
 async def _secret_data(lookup: EnvLookup, namespace: str, name: str) -> dict[str, bytes] | None:

@@ -1,7 +1,8 @@
-"""The server's webhook authn/authz client (ApiReviews) against FakeApiServer."""
+"""The API adapters of kubelet.cluster (reviews, tokens, env lookups) against FakeApiServer."""
 
 from __future__ import annotations
 
+import pytest
 import trio
 
 from kubelet.api.client import ApiClient
@@ -52,3 +53,43 @@ async def test_service_account_tokens_rotate_at_80_percent(
         assert rotated
         assert later > expiry
     assert len(api.requests_of("create", "serviceaccounts/token")) == 2
+
+
+async def test_env_lookup_reads_each_object_once_and_maps_errors() -> None:
+    from kubelet.cluster import ApiEnvLookup
+    from kubelet.runtime.env import CREATE_CONTAINER_CONFIG_ERROR, EnvError
+
+    api = FakeApiServer()
+    api.create(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "cm", "namespace": "default"},
+            "data": {"color": "blue"},
+            "binaryData": {"blob": "AP8="},
+        }
+    )
+    api.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "s", "namespace": "default"},
+            "data": {"pw": "czNjcjN0"},
+        }
+    )
+    api.faults.forbid("get", "secrets")
+    async with api.serve(), ApiClient.open(ClusterConnection(server=api.url)) as client:
+        lookup = ApiEnvLookup(client)
+        assert await lookup.config_map("default", "cm") == {"color": "blue"}
+        files = await lookup.config_map_files("default", "cm")
+        assert files == {"color": b"blue", "blob": b"\x00\xff"}
+        assert await lookup.config_map_files("default", "absent") is None
+        with pytest.raises(EnvError, match="forbidden") as raised:
+            await lookup.secret("default", "s")
+        assert raised.value.reason == CREATE_CONTAINER_CONFIG_ERROR
+    assert [(r.resource, r.name) for r in api.requests] == [
+        ("configmaps", "cm"),
+        ("configmaps", "cm"),
+        ("configmaps", "absent"),
+        ("secrets", "s"),
+    ]

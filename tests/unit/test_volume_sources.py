@@ -23,8 +23,11 @@ class FakeLookup:
     async def config_map(self, namespace: str, name: str) -> Mapping[str, str] | None:
         return self.config_maps.get((namespace, name))
 
-    async def config_map_binary(self, namespace: str, name: str) -> Mapping[str, bytes] | None:
-        return self.binary.get((namespace, name))
+    async def config_map_files(self, namespace: str, name: str) -> Mapping[str, bytes] | None:
+        data = self.config_maps.get((namespace, name))
+        if data is None:
+            return None
+        return {k: v.encode() for k, v in data.items()} | self.binary.get((namespace, name), {})
 
     async def secret(self, namespace: str, name: str) -> Mapping[str, bytes] | None:
         return self.secrets.get((namespace, name))
