@@ -142,7 +142,6 @@ class ProberManager:
         self.metrics = ProberMetrics(registry)
         self.wall_clock = wall_clock
         self.rng = rng if rng is not None else random.Random()
-        self._owns_http = http is None
         self.http = http if http is not None else HttpGetter()
         """The GET client of HTTP probes; pass it to the lifecycle hooks too."""
         self.prober: Prober = prober if prober is not None else ActionProber(runtime, self.http)
@@ -169,9 +168,6 @@ class ProberManager:
         finally:
             self._nursery = None
             self.workers.clear()
-            if self._owns_http:
-                with trio.CancelScope(shield=True), trio.move_on_after(1):
-                    await self.http.aclose()
 
     # -- pods ----------------------------------------------------------------------------------
 

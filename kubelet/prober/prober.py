@@ -39,6 +39,3 @@ class ActionProber:
             return await grpc_probe.probe(probe, target)
         pod = format_pod(target.pod)
         raise ProbeError(f"missing probe handler for {pod}:{target.container.name}")
-
-    async def aclose(self) -> None:
-        await self.http.aclose()

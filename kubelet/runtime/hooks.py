@@ -165,22 +165,17 @@ async def _run_http(
         return str(exc)
     getter = http if http is not None else HttpGetter()
     try:
+        await getter.get(request, None)
+    except HttpGetError as exc:
+        if HTTP_RESPONSE_TO_HTTPS_CLIENT not in str(exc):
+            return str(exc)
+        plain = request.with_scheme("http").without_header("Authorization")
         try:
-            await getter.get(request, None)
-        except HttpGetError as exc:
-            if HTTP_RESPONSE_TO_HTTPS_CLIENT not in str(exc):
-                return str(exc)
-            plain = request.with_scheme("http").without_header("Authorization")
-            try:
-                await getter.get(plain, None)
-            except HttpGetError:
-                return str(exc)
-            log.warning(
-                "request to HTTPS lifecycle hook %s got HTTP response, retry with HTTP succeeded",
-                request.url,
-            )
-        return None
-    finally:
-        if http is None:
-            with trio.CancelScope(shield=True), trio.move_on_after(1):
-                await getter.aclose()
+            await getter.get(plain, None)
+        except HttpGetError:
+            return str(exc)
+        log.warning(
+            "request to HTTPS lifecycle hook %s got HTTP response, retry with HTTP succeeded",
+            request.url,
+        )
+    return None

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gzip
 import math
 import random
+import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -51,6 +53,7 @@ from kubelet.runtime.types import (
     SandboxState,
 )
 from kubelet.testing import FakeRuntime
+from kubelet.testing.certs import TestCA
 from kubelet.testing.fakeruntime import ExecResult
 
 from .helpers import container_config, sandbox_config
@@ -78,11 +81,7 @@ def target(container: Container, cid: str = "c1", ip: str = "127.0.0.1") -> Prob
 
 @contextlib.asynccontextmanager
 async def action_prober(runtime: RuntimeClient | None = None) -> AsyncIterator[ActionProber]:
-    prober = ActionProber(runtime)
-    try:
-        yield prober
-    finally:
-        await prober.aclose()
+    yield ActionProber(runtime)
 
 
 # -- exec through FakeRuntime ---------------------------------------------------------------------
@@ -200,6 +199,10 @@ async def routes(
         return 302, {"Location": f"/loop/{n + 1}"}, b""
     if path == "/big":
         return 200, {}, b"x" * (1 << 20)
+    if path == "/gzip":
+        if "gzip" not in headers.get("accept-encoding", ""):
+            return 200, {}, b"plain"
+        return 200, {"Content-Encoding": "gzip"}, gzip.compress(b"fine" * 5000)
     if path == "/slow":
         await trio.sleep_forever()
     return 404, {}, b"no such page"
@@ -210,7 +213,7 @@ class HttpServer:
     port: int = 0
     seen: list[Seen] = attrs.field(factory=list)
 
-    async def handle(self, stream: trio.SocketStream) -> None:
+    async def handle(self, stream: trio.abc.Stream) -> None:
         async with stream:
             data = b""
             while b"\r\n\r\n" not in data:
@@ -236,12 +239,19 @@ class HttpServer:
 
 
 @contextlib.asynccontextmanager
-async def http_server() -> AsyncIterator[HttpServer]:
+async def http_server(tls: ssl.SSLContext | None = None) -> AsyncIterator[HttpServer]:
     server = HttpServer()
     async with trio.open_nursery() as nursery:
-        serve = functools.partial(trio.serve_tcp, server.handle, 0, host="127.0.0.1")
-        listeners = await nursery.start(serve)
-        server.port = listeners[0].socket.getsockname()[1]
+        if tls is None:
+            serve = functools.partial(trio.serve_tcp, server.handle, 0, host="127.0.0.1")
+            listeners = await nursery.start(serve)
+            server.port = listeners[0].socket.getsockname()[1]
+        else:
+            serve = functools.partial(
+                trio.serve_ssl_over_tcp, server.handle, 0, tls, host="127.0.0.1"
+            )
+            listeners = await nursery.start(serve)
+            server.port = listeners[0].transport_listener.socket.getsockname()[1]
         yield server
         nursery.cancel_scope.cancel()
 
@@ -310,6 +320,41 @@ async def test_http_probe_headers(autojump_clock: trio.abc.Clock) -> None:
         assert seen.headers["host"] == "virtual.test"
         assert seen.headers["x-token"] == "t"
         assert "accept" not in seen.headers
+
+
+async def test_http_probe_undoes_the_gzip_it_asked_for(autojump_clock: trio.abc.Clock) -> None:
+    async with http_server() as server, action_prober() as prober:
+        app = Container(name="app")
+        asked = await prober(LIVE, http_probe("/gzip", server.port), target(app))
+        assert server.seen[-1].headers["accept-encoding"] == "gzip"
+        # inflated, and cut at 10 KiB of the inflated body
+        assert asked == ProbeOutcome(ProbeResult.SUCCESS, ("fine" * 5000)[: 10 * 1024])
+        # the action asked for gzip itself: the body is passed on as it came (as Go does)
+        own = (HTTPHeader(name="Accept-Encoding", value="gzip"),)
+        raw = await prober(LIVE, http_probe("/gzip", server.port, headers=own), target(app))
+        assert raw.result is ProbeResult.SUCCESS
+        assert raw.output.encode("utf-8", "replace")[:2] != b"fi"
+
+
+async def test_https_probe_does_not_verify_the_certificate(
+    autojump_clock: trio.abc.Clock, tmp_path: Path
+) -> None:
+    ca = TestCA(tmp_path)
+    tls = ca.server_context(ca.issue("server", "pod", hosts=["pod.invalid"], server=True))
+    async with http_server(tls) as server, action_prober() as prober:
+        app = Container(name="app")
+        spec = Probe(http_get=HTTPGetAction(port=server.port, path="/ok", scheme="HTTPS"))
+        assert await prober(LIVE, spec, target(app)) == ProbeOutcome(ProbeResult.SUCCESS, "fine")
+        assert server.seen[-1].headers["host"] == f"127.0.0.1:{server.port}"
+    # HTTPS against a plain HTTP server: Go's words
+    async with http_server() as server, action_prober() as prober:
+        spec = Probe(http_get=HTTPGetAction(port=server.port, path="/ok", scheme="HTTPS"))
+        outcome = await prober(LIVE, spec, target(app))
+        assert outcome == ProbeOutcome(
+            ProbeResult.FAILURE,
+            f'Get "https://127.0.0.1:{server.port}/ok": '
+            "http: server gave HTTP response to HTTPS client",
+        )
 
 
 async def test_http_connection_refused(autojump_clock: trio.abc.Clock) -> None:
@@ -465,22 +510,19 @@ async def test_http_hooks_only_fail_on_transport_errors(autojump_clock: trio.abc
                 handler, runner, pod, app, "c1", pod_ip="127.0.0.1", http=getter
             )
 
-        try:
-            assert await hook("/ok", server.port) is None
-            assert await hook("/fail", server.port) is None  # any status code will do
-            assert server.seen[-1].headers["user-agent"] == "kube-lifecycle/1.36"
-            # an HTTPS hook answered in plain HTTP is retried over HTTP
-            assert await hook("/ok", server.port, "HTTPS") is None
-            assert server.seen[-1].path == "/ok"
-            port = await closed_port()
-            message = await hook("/stop", port)
-            assert message == (
-                'HTTP lifecycle hook (/stop) for Container "app" in Pod "web_default(uid-1)" '
-                f'failed - error: Get "http://127.0.0.1:{port}/stop": dial tcp 127.0.0.1:{port}: '
-                "connect: connection refused"
-            )
-        finally:
-            await getter.aclose()
+        assert await hook("/ok", server.port) is None
+        assert await hook("/fail", server.port) is None  # any status code will do
+        assert server.seen[-1].headers["user-agent"] == "kube-lifecycle/1.36"
+        # an HTTPS hook answered in plain HTTP is retried over HTTP
+        assert await hook("/ok", server.port, "HTTPS") is None
+        assert server.seen[-1].path == "/ok"
+        port = await closed_port()
+        message = await hook("/stop", port)
+        assert message == (
+            'HTTP lifecycle hook (/stop) for Container "app" in Pod "web_default(uid-1)" '
+            f'failed - error: Get "http://127.0.0.1:{port}/stop": dial tcp 127.0.0.1:{port}: '
+            "connect: connection refused"
+        )
 
 
 # -- readiness end to end ----------------------------------------------------------------------

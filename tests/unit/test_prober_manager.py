@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import attrs
+import pytest
 import trio
 import trio.testing
 from prometheus_client import CollectorRegistry
@@ -34,6 +35,7 @@ from kubelet.prober import (
     ResultsManager,
     ResultUpdate,
 )
+from kubelet.prober.worker import on_grid
 from kubelet.runtime.types import (
     ContainerInfo,
     ContainerRunState,
@@ -195,7 +197,9 @@ async def test_start_up_jitter_only_right_after_the_kubelet_started(
 ) -> None:
     fake = FakeProber()
     async with manager(fake, rng=random.Random(7)) as m:
-        expected = random.Random(7).random() * 10
+        drawn = random.Random(7).random() * 10  # 3.238…, rounded up to the tick grid
+        expected = on_grid(drawn)
+        assert expected == pytest.approx(3.3)
         m.update_pod_status("u1", runtime_status())
         m.add_pod(make_pod(readiness=probe()))
         await settle(expected + 0.001)
@@ -353,6 +357,30 @@ async def test_manual_trigger_probes_now_and_restarts_the_period(
         assert m.trigger_readiness("u1", "nope") is False
         await settle(20)
         assert fake.times(R) == [0, 4, 14, 24]
+
+
+async def test_tickers_start_on_the_grid_so_workers_due_together_wake_together(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    fake = FakeProber(default=FAIL)
+    async with manager(fake) as m:
+        await trio.sleep(30.02)
+        m.update_pod_status("u1", runtime_status())
+        m.add_pod(make_pod(readiness=probe()))
+        await settle(0.05)  # 30.07: a second pod, within the same tenth of a second
+        m.update_pod_status("u2", runtime_status("c2", uid="u2"))
+        m.add_pod(make_pod(readiness=probe(), uid="u2"))
+        await settle(25)
+        one = [t for t, _, cid in fake.calls if cid == "c1"]
+        two = [t for t, _, cid in fake.calls if cid == "c2"]
+        # the first probe at once; from the second on, both fire on the grid, together
+        assert one == pytest.approx([30.02, 40.1, 50.1])
+        assert two == pytest.approx([30.07, 40.1, 50.1])
+        assert one[1:] == two[1:]
+        # a trigger probes at once and restarts the ticker on the grid
+        assert m.trigger_readiness("u1", "app") is True
+        await settle(10.1)
+        assert [t for t, _, cid in fake.calls if cid == "c1"][3:] == pytest.approx([55.07, 65.1])
 
 
 async def test_a_slow_probe_runs_one_missed_tick_at_once(autojump_clock: trio.abc.Clock) -> None:

@@ -29,6 +29,7 @@ from kubelet.prober.http import (
     HttpGetRequest,
     HttpGetResponse,
     build_request,
+    follow_redirect,
     judge,
     resolve_container_port,
     user_agent,
@@ -106,6 +107,21 @@ def test_supplied_headers_win_and_an_empty_accept_is_dropped() -> None:
         "10.0.0.1",
     )
     assert headers(kept)["Accept"] == "text/plain"
+
+
+def test_follow_redirect_keeps_headers_within_the_origin_only() -> None:
+    given = (("Host", "virtual.test"), ("Authorization", "x"), ("X-Token", "t"))
+    request = HttpGetRequest("http://10.0.0.1:8080/a/b?q=1", given)
+    assert follow_redirect(request, 200, "/elsewhere") is None
+    assert follow_redirect(request, 302, None) is None
+    assert follow_redirect(request, 304, "/c") is None
+    same = follow_redirect(request, 302, "c")
+    assert same == HttpGetRequest("http://10.0.0.1:8080/a/c", given)
+    moved = follow_redirect(request, 308, "http://10.0.0.1:9090/d")
+    assert moved == HttpGetRequest("http://10.0.0.1:9090/d", (("X-Token", "t"),))
+    for code in (301, 303, 307):
+        followed = follow_redirect(request, code, "https://10.0.0.1:8080/")
+        assert followed is not None and followed.header("Host") is None
 
 
 def test_request_rewrites_for_the_hooks_https_fallback() -> None:
@@ -298,17 +314,14 @@ def test_cri_error_text() -> None:
 async def test_action_prober_dispatch_errors() -> None:
     target = ProbeTarget(POD, CONTAINER, "c1", "10.0.0.1")
     prober = ActionProber(runtime=None)
-    try:
-        with pytest.raises(ProbeError, match="no container runtime"):
-            await prober(ProbeKind.LIVENESS, exec_spec("true"), target)
-        with pytest.raises(ProbeError, match="missing probe handler for web_default"):
-            await prober(ProbeKind.LIVENESS, Probe(), target)
-        with pytest.raises(ProbeError, match="no host"):
-            spec = Probe(tcp_socket=TCPSocketAction(port=80))
-            await prober(ProbeKind.LIVENESS, spec, attrs.evolve(target, pod_ip=""))
-        runner = FakeExec()
-        prober.runtime = runner
-        outcome = await prober(ProbeKind.LIVENESS, exec_spec("true"), target)
-        assert outcome.result is ProbeResult.SUCCESS and runner.calls
-    finally:
-        await prober.aclose()
+    with pytest.raises(ProbeError, match="no container runtime"):
+        await prober(ProbeKind.LIVENESS, exec_spec("true"), target)
+    with pytest.raises(ProbeError, match="missing probe handler for web_default"):
+        await prober(ProbeKind.LIVENESS, Probe(), target)
+    with pytest.raises(ProbeError, match="no host"):
+        spec = Probe(tcp_socket=TCPSocketAction(port=80))
+        await prober(ProbeKind.LIVENESS, spec, attrs.evolve(target, pod_ip=""))
+    runner = FakeExec()
+    prober.runtime = runner
+    outcome = await prober(ProbeKind.LIVENESS, exec_spec("true"), target)
+    assert outcome.result is ProbeResult.SUCCESS and runner.calls
