@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """CPU cost and timing jitter of the prober: N pods × 3 probes at a 10 s period.
 
-    .venv/bin/python scripts/bench_probes.py [--pods 110] [--seconds 60]
+    .venv/bin/python scripts/bench_probes.py [--pods 110] [--seconds 60] [--noop]
 
 The prober manager runs in this process against real targets in other processes: a
 FakeRuntime process answers the exec probes (liveness, CRI ExecSync), a small HTTP
@@ -44,7 +44,7 @@ from kubelet.api.pod import (
 from kubelet.cri import api, connect
 from kubelet.prober.manager import ProberManager
 from kubelet.prober.prober import ActionProber
-from kubelet.prober.probes import ProbeKind, ProbeOutcome, ProbeTarget
+from kubelet.prober.probes import ProbeKind, ProbeOutcome, ProbeResult, ProbeTarget
 from kubelet.runtime.configs import container_info_from_cri, sandbox_info_from_cri
 from kubelet.runtime.types import RuntimePodStatus
 
@@ -72,6 +72,13 @@ class Timing:
     async def __call__(self, kind: ProbeKind, probe: Probe, target: ProbeTarget) -> ProbeOutcome:
         self.times[(target.pod.uid, target.container.name, kind)].append(trio.current_time())
         return await self.inner(kind, probe, target)
+
+
+class NoopProber:
+    """Succeeds at once, no I/O: what the workers cost without the probes (``--noop``)."""
+
+    async def __call__(self, kind: ProbeKind, probe: Probe, target: ProbeTarget) -> ProbeOutcome:
+        return ProbeOutcome(ProbeResult.SUCCESS)
 
 
 def make_pod(i: int, port: int) -> Pod:
@@ -161,7 +168,7 @@ async def bench(args: argparse.Namespace) -> None:
                     sandboxes=(sandbox_info_from_cri(sstatus),),
                     containers=(container_info_from_cri(cstatus, sandbox_id=sid),),
                 )
-            timing = Timing(ActionProber(runtime))
+            timing = Timing(NoopProber() if args.noop else ActionProber(runtime))
             manager = ProberManager(runtime, prober=timing, host_ip="127.0.0.1")
             async with trio.open_nursery() as nursery:
                 await nursery.start(manager.run)
@@ -204,6 +211,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--pods", type=int, default=110)
     parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument(
+        "--noop", action="store_true", help="probes succeed at once without I/O (the baseline)"
+    )
     trio.run(bench, parser.parse_args())
 
 

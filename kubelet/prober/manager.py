@@ -69,6 +69,8 @@ class WorkerSummary:
     last_result: str | None
     result_run: int
     on_hold: bool
+    parked: bool
+    ticks: int
     probes: int
     last_probe_at: float | None
     last_error: str | None
@@ -234,15 +236,19 @@ class ProberManager:
         """The newest runtime view of a pod (after every PLEG / cache refresh).
 
         ``phase``: the pod's phase as the kubelet computed it, when known; a terminal
-        phase ends the pod's workers. A readiness worker whose container got a new
-        running instance, or started running, probes at once.
+        phase ends the pod's workers. Parked workers (on hold) rejoin their tickers. A
+        readiness worker whose container got a new running instance, or started
+        running, probes at once.
         """
         previous = self._statuses.get(uid)
         self._statuses[uid] = status
         if phase is not None:
             self._phases[uid] = phase
         for key, worker in self.workers.items():
-            if key.uid != uid or key.kind is not ProbeKind.READINESS:
+            if key.uid != uid:
+                continue
+            worker.poke()
+            if key.kind is not ProbeKind.READINESS:
                 continue
             now = status.current(key.container)
             if now is None or now.state is not ContainerRunState.RUNNING:
@@ -375,6 +381,8 @@ class ProberManager:
                     last_result=None if state.last_result is None else state.last_result.value,
                     result_run=state.result_run,
                     on_hold=state.on_hold,
+                    parked=worker.parked,
+                    ticks=worker.ticks,
                     probes=worker.probes,
                     last_probe_at=worker.last_probe_at,
                     last_error=worker.last_error,

@@ -35,7 +35,7 @@ from kubelet.prober import (
     ResultsManager,
     ResultUpdate,
 )
-from kubelet.prober.worker import on_grid
+from kubelet.prober.worker import ProbeKey, on_grid
 from kubelet.runtime.types import (
     ContainerInfo,
     ContainerRunState,
@@ -197,9 +197,9 @@ async def test_start_up_jitter_only_right_after_the_kubelet_started(
 ) -> None:
     fake = FakeProber()
     async with manager(fake, rng=random.Random(7)) as m:
-        drawn = random.Random(7).random() * 10  # 3.238…, rounded up to the tick grid
-        expected = on_grid(drawn)
-        assert expected == pytest.approx(3.3)
+        drawn = random.Random(7).random() * 10  # 3.238…, rounded up to the grid of 1 s
+        expected = on_grid(drawn, 10)
+        assert expected == 4
         m.update_pod_status("u1", runtime_status())
         m.add_pod(make_pod(readiness=probe()))
         await settle(expected + 0.001)
@@ -256,6 +256,36 @@ async def test_liveness_failure_holds_until_a_new_container(
         assert drain(m.liveness_results) == [("c2", Result.SUCCESS)]
         assert m.liveness_results.get("c1") is None  # the old instance is forgotten
         assert fake.times(L) == [0, 10, 40]
+
+
+async def test_a_worker_on_hold_sleeps_through_its_ticks_until_the_status_changes(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    fake = FakeProber()
+    async with manager(fake) as m:
+        m.update_pod_status("u1", runtime_status("c1"))
+        m.add_pod(make_pod(startup=probe(), readiness=probe()))
+        await settle(5)
+        startup = m.workers[ProbeKey("u1", "app", S)]
+        readiness = m.workers[ProbeKey("u1", "app", R)]
+        assert fake.times(S) == [0] and startup.parked  # started: on hold
+        await settle(100)
+        assert startup.ticks == 1  # no wake-ups while nothing can change
+        assert readiness.ticks == 11 and not readiness.parked
+        # a status update wakes it for its next tick (in phase), then it parks again
+        m.update_pod_status("u1", runtime_status("c1"))
+        await settle(4.9)
+        assert startup.ticks == 1
+        await settle(0.2)
+        assert startup.ticks == 2 and startup.parked
+        # a new instance: probed at the worker's next tick, as if it had ticked all along
+        m.update_pod_status("u1", runtime_status("c2", started=110))
+        await settle(10)
+        assert fake.times(S) == [0, 120] and startup.ticks == 3
+        # a terminal phase ends it at its next tick
+        m.update_pod_status("u1", runtime_status("c2", started=110), phase="Succeeded")
+        await settle(10)
+        assert ProbeKey("u1", "app", S) not in m.workers and startup.done.is_set()
 
 
 async def test_errors_are_retried_then_discarded(autojump_clock: trio.abc.Clock) -> None:
@@ -367,20 +397,25 @@ async def test_tickers_start_on_the_grid_so_workers_due_together_wake_together(
         await trio.sleep(30.02)
         m.update_pod_status("u1", runtime_status())
         m.add_pod(make_pod(readiness=probe()))
-        await settle(0.05)  # 30.07: a second pod, within the same tenth of a second
+        await settle(0.05)  # 30.07: a second pod, within the same tenth of the period
         m.update_pod_status("u2", runtime_status("c2", uid="u2"))
         m.add_pod(make_pod(readiness=probe(), uid="u2"))
         await settle(25)
         one = [t for t, _, cid in fake.calls if cid == "c1"]
         two = [t for t, _, cid in fake.calls if cid == "c2"]
         # the first probe at once; from the second on, both fire on the grid, together
-        assert one == pytest.approx([30.02, 40.1, 50.1])
-        assert two == pytest.approx([30.07, 40.1, 50.1])
+        assert one == pytest.approx([30.02, 41, 51])
+        assert two == pytest.approx([30.07, 41, 51])
         assert one[1:] == two[1:]
         # a trigger probes at once and restarts the ticker on the grid
         assert m.trigger_readiness("u1", "app") is True
-        await settle(10.1)
-        assert [t for t, _, cid in fake.calls if cid == "c1"][3:] == pytest.approx([55.07, 65.1])
+        await settle(11)
+        assert [t for t, _, cid in fake.calls if cid == "c1"][3:] == pytest.approx([55.07, 66])
+        # the grid is a tenth of the period: 0.5 s for a 5 s probe
+        m.update_pod_status("u3", runtime_status("c3", uid="u3"))
+        m.add_pod(make_pod(readiness=probe(period_seconds=5), uid="u3"))
+        await settle(11)
+        assert [t for t, _, cid in fake.calls if cid == "c3"] == pytest.approx([66.07, 71.5, 76.5])
 
 
 async def test_a_slow_probe_runs_one_missed_tick_at_once(autojump_clock: trio.abc.Clock) -> None:
@@ -449,7 +484,8 @@ async def test_spec_changes(autojump_clock: trio.abc.Clock) -> None:
         m.update_pod(make_pod(readiness=probe(period_seconds=3)))
         await settle(7)
         assert [k.kind for k in m.workers] == [R]
-        assert fake.times(R) == [0, 8, 11]
+        # the new period counts from the next instant of its grid (0.3 s): 5.1
+        assert fake.times(R) == pytest.approx([0, 8.1, 11.1])
         assert fake.times(L) == [0]
 
 
