@@ -279,7 +279,10 @@ class HttpGetter:
                 f"Get {_q(request.url)}: unsupported protocol scheme {_q(url.scheme)}"
             )
         host = url.hostname or ""
-        port = url.port or _default_port(url.scheme)
+        try:
+            port = url.port or _default_port(url.scheme)
+        except ValueError as exc:  # a redirect to a URL with a bad port
+            raise HttpGetError(f"Get {_q(request.url)}: {exc}") from exc
         try:
             stream: trio.abc.Stream = await trio.open_tcp_stream(host, port)
         except OSError as exc:
@@ -363,9 +366,17 @@ def follow_redirect(
     url = urllib.parse.urljoin(request.url, location)
     old, new = urllib.parse.urlsplit(request.url), urllib.parse.urlsplit(url)
     follow = HttpGetRequest(url, request.headers)
-    if (old.scheme, old.hostname, old.port) != (new.scheme, new.hostname, new.port):
+    if _origin(old) != _origin(new):
         follow = follow.without_header("Host").without_header("Authorization")
     return follow
+
+
+def _origin(url: urllib.parse.SplitResult) -> tuple[str, str | None, int | str]:
+    try:
+        port: int | str = url.port or _default_port(url.scheme)
+    except ValueError:  # not a port; the request itself will say so
+        port = url.netloc
+    return url.scheme, url.hostname, port
 
 
 def _default_port(scheme: str) -> int:

@@ -199,6 +199,10 @@ async def routes(
         return 302, {"Location": f"/loop/{n + 1}"}, b""
     if path == "/big":
         return 200, {}, b"x" * (1 << 20)
+    if path == "/to-ftp":
+        return 302, {"Location": "ftp://127.0.0.1/file"}, b""
+    if path == "/bad-port":
+        return 302, {"Location": "http://127.0.0.1:99999/"}, b""
     if path == "/gzip":
         if "gzip" not in headers.get("accept-encoding", ""):
             return 200, {}, b"plain"
@@ -320,6 +324,24 @@ async def test_http_probe_headers(autojump_clock: trio.abc.Clock) -> None:
         assert seen.headers["host"] == "virtual.test"
         assert seen.headers["x-token"] == "t"
         assert "accept" not in seen.headers
+
+
+async def test_http_probe_failures_never_escape_as_errors(autojump_clock: trio.abc.Clock) -> None:
+    async with http_server() as server, action_prober() as prober:
+        app = Container(name="app")
+
+        async def run(path: str, **kw: Any) -> ProbeOutcome:
+            return await prober(LIVE, http_probe(path, server.port, **kw), target(app))
+
+        assert await run("/to-ftp") == ProbeOutcome(
+            ProbeResult.FAILURE, 'Get "ftp://127.0.0.1/file": unsupported protocol scheme "ftp"'
+        )
+        bad_port = await run("/bad-port")
+        assert bad_port.result is ProbeResult.FAILURE
+        assert bad_port.output.startswith('Get "http://127.0.0.1:99999/": ')
+        bad_header = await run("/ok", headers=(HTTPHeader(name="X-Bad", value="a\r\nb"),))
+        assert bad_header.result is ProbeResult.FAILURE
+        assert bad_header.output.startswith(f'Get "http://127.0.0.1:{server.port}/ok": ')
 
 
 async def test_http_probe_undoes_the_gzip_it_asked_for(autojump_clock: trio.abc.Clock) -> None:
