@@ -84,6 +84,9 @@ class PodStorage:
         clock: Callable[[], str] = rfc3339_now,
     ) -> None:
         self._pods: dict[str, dict[str, Pod]] = {}
+        self._refs: dict[str, dict[str, Pod]] = {}
+        """Per source, the pod object each stored pod was last made from: the API source
+        resends every pod on every event, and the very same object means no change."""
         self._sources: set[str] = set(sources)
         self._seen_set: set[str] = set()
         self._on_event = on_event
@@ -132,22 +135,26 @@ class PodStorage:
         stored = self._pods.get(source, {})
         result = _Merged()
 
+        refs = self._refs.get(source, {})
         if op in (PodOperation.ADD, PodOperation.UPDATE, PodOperation.DELETE):
-            self._absorb(source, pods, stored, stored, seen, result)
+            self._absorb(source, pods, stored, stored, refs, refs, seen, result)
         elif op is PodOperation.REMOVE:
             for pod in pods:
                 existing = stored.pop(pod.uid, None)
+                refs.pop(pod.uid, None)
                 if existing is not None:
                     result.removes.append(existing)
         elif op is PodOperation.SET:
             self._seen_set.add(source)
             fresh: dict[str, Pod] = {}
-            self._absorb(source, pods, stored, fresh, seen, result)
+            fresh_refs: dict[str, Pod] = {}
+            self._absorb(source, pods, stored, fresh, refs, fresh_refs, seen, result)
             result.removes.extend(p for uid, p in stored.items() if uid not in fresh)
-            stored = fresh
+            stored, refs = fresh, fresh_refs
         else:
             log.warning("ignoring update with operation %s from source %s", op, source)
         self._pods[source] = stored
+        self._refs[source] = refs
         return result.emit(source, first_set)
 
     def _absorb(
@@ -156,13 +163,21 @@ class PodStorage:
         incoming: Sequence[Pod],
         old: Mapping[str, Pod],
         new: dict[str, Pod],
+        old_refs: Mapping[str, Pod],
+        new_refs: dict[str, Pod],
         seen: str,
         result: _Merged,
     ) -> None:
         """Upstream's updatePodsFunc: classify each incoming pod against ``old``."""
         for ref in self._drop_duplicates(incoming, source):
+            uid = ref.uid
+            existing = old.get(uid)
+            if existing is not None and old_refs.get(uid) is ref:
+                new[uid] = existing  # the object it was made from: nothing changed
+                new_refs[uid] = ref
+                continue
+            new_refs[uid] = ref
             ref = _with_annotations(ref, {**ref.metadata.annotations, labels.CONFIG_SOURCE: source})
-            existing = old.get(ref.uid)
             if existing is None:
                 ref = _with_annotations(ref, {**ref.metadata.annotations, labels.CONFIG_SEEN: seen})
                 new[ref.uid] = ref

@@ -12,6 +12,7 @@ import trio.testing
 from kubelet.api import from_wire
 from kubelet.api.pod import Pod
 from kubelet.runtime import labels
+from kubelet.sources import podconfig
 from kubelet.sources.podconfig import (
     ALL_SOURCE,
     UPDATES_BUFFER,
@@ -100,6 +101,34 @@ def test_cfg04_identical_pod_again_is_nothing(storage: PodStorage) -> None:
     pod = make_pod("foo")
     storage.merge("test", ADD, [pod])
     assert storage.merge("test", ADD, [pod]) == []
+
+
+def test_the_same_objects_again_are_not_compared(
+    storage: PodStorage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The API source resends every pod on every watch event; unchanged pods arrive as
+    the very objects of the last message and must cost no comparison (1000 pods: 0.4 ms
+    per message instead of 6 ms)."""
+    a, b = make_pod("a"), make_pod("b")
+    storage.merge("api", SET, [a, b])
+    compared: list[str] = []
+    real = podconfig.check_and_update
+
+    def spy(existing: Pod, ref: Pod) -> tuple[Pod, PodOperation | None]:
+        compared.append(ref.metadata.name)
+        return real(existing, ref)
+
+    monkeypatch.setattr(podconfig, "check_and_update", spy)
+    assert storage.merge("api", SET, [a, b]) == []
+    assert compared == []
+    b2 = with_image(b, "other")
+    assert storage.merge("api", SET, [a, b2]) == [PodUpdate(UPDATE, "api", (seen(b2, "api"),))]
+    assert compared == ["b"]
+    # back to the older object: compared again (it is not the last one), an update
+    assert storage.merge("api", SET, [a, b]) == [PodUpdate(UPDATE, "api", (seen(b, "api"),))]
+    # a removed pod that comes back as the same object is a new pod
+    storage.merge("api", REMOVE, [a])
+    assert storage.merge("api", ADD, [a]) == [PodUpdate(ADD, "api", (seen(a, "api"),))]
 
 
 def test_cfg05_duplicate_full_name_first_wins_with_event() -> None:
