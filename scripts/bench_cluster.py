@@ -7,9 +7,9 @@ Three processes: FakeApiServer, FakeRuntime and the ``kubelet`` (``--kubeconfig`
 Once the node is Ready, N pods are created through the API at once; the API is polled
 until every pod reports phase Running. Printed: time until all Running and pods/s,
 status PATCHes per pod start (from the API server's request log), kubelet CPU seconds
-and peak RSS; then, with the pods running, the API requests the kubelet makes in
-``--idle`` seconds, by kind (target per idle minute: 6 lease renewals, at most 6 node
-status reports, nothing else).
+and peak RSS; then, with the pods running and the ramp's events drained, the API
+requests the kubelet makes in ``--idle`` seconds, by kind (target per idle minute: 6
+lease renewals, at most 6 node status reports, nothing else).
 """
 
 from __future__ import annotations
@@ -141,7 +141,17 @@ async def bench(args: argparse.Namespace) -> None:
             cpu = cpu_seconds(kubelet.pid) - cpu0
             ramp = api.requests[before:]
             patches = sum(1 for r in ramp if r.method == "PATCH" and r.resource == "pods/status")
-            await trio.sleep(5)
+            # the ramp's events drain at eventRecordQPS; the idle window starts after them
+            drained_at, checked = time.monotonic(), len(api.requests)
+            with trio.move_on_after(180):
+                while True:
+                    await trio.sleep(1)
+                    recent, checked = api.requests[checked:], len(api.requests)
+                    if any(r.resource == "events" for r in recent):
+                        drained_at = time.monotonic()
+                    elif time.monotonic() - drained_at >= 5:
+                        break
+            drained = drained_at - start
             idle_start = len(api.requests)
             await trio.sleep(args.idle)
             idle = api.requests[idle_start:]
@@ -164,6 +174,7 @@ async def bench(args: argparse.Namespace) -> None:
     print(f"all Running (as the API reports): {took:.2f} s ({args.pods / took:.0f} pods/s)")
     print(f"status PATCHes per pod start: {patches / args.pods:.2f}")
     print(f"kubelet CPU during the ramp: {cpu:.2f} s; peak RSS {rss:.0f} MiB")
+    print(f"last event posted {drained:.1f} s after the pods were created")
     per_minute = 60.0 / args.idle
     print(f"API requests per idle minute ({args.idle:.0f} s measured, open watches not counted):")
     for kind, count in sorted(by_kind.items()):
