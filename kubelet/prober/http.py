@@ -21,6 +21,7 @@ anything else failure ``HTTP probe failed with statuscode: N``.
 from __future__ import annotations
 
 import errno
+import functools
 import re
 import socket
 import ssl
@@ -174,8 +175,11 @@ def build_request(
 # -- sending it ---------------------------------------------------------------------------
 
 
+@functools.cache
 def _insecure_tls() -> ssl.SSLContext:
-    context = ssl.create_default_context()
+    """One client context for every probe and hook: nothing is verified, so no CA
+    bundle is loaded (that costs milliseconds per context)."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE
     return context
