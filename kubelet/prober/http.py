@@ -97,11 +97,13 @@ class HttpGetRequest:
 
 @attrs.frozen
 class HttpGetResponse:
-    """What a GET came back with: status, the final URL, the first bytes of the body."""
+    """What a GET came back with: status, the final URL, the first bytes of the body,
+    and what went wrong reading the body, if anything (the status still stands)."""
 
     status_code: int
     url: str
     body: bytes = b""
+    body_error: str | None = None
 
 
 # -- building the request (pure) ------------------------------------------------------------
@@ -262,21 +264,19 @@ class HttpGetter:
 
     async def _exchange(self, request: HttpGetRequest, max_body: int) -> HttpGetResponse:
         first_host = request.host_name
-        redirects = 0
+        sent = 0
         while True:
-            status, location, body = await self._round_trip(request, max_body)
-            follow = follow_redirect(request, status, location)
+            reply = await self._round_trip(request, max_body)
+            sent += 1
+            follow = follow_redirect(request, reply.status, reply.location)
             if follow is None or follow.host_name != first_host:
-                return HttpGetResponse(status, request.url, body)
-            if redirects >= MAX_REDIRECTS:
-                raise HttpGetError(f"Get {_q(follow.url)}: stopped after 10 redirects")
-            redirects += 1
+                return HttpGetResponse(reply.status, request.url, reply.body, reply.body_error)
+            if sent >= MAX_REDIRECTS:  # Go names the Location as it came
+                raise HttpGetError(f"Get {_q(reply.location or '')}: stopped after 10 redirects")
             request = follow
 
-    async def _round_trip(
-        self, request: HttpGetRequest, max_body: int
-    ) -> tuple[int, str | None, bytes]:
-        """One GET on a fresh connection: status, Location header, the body's first bytes."""
+    async def _round_trip(self, request: HttpGetRequest, max_body: int) -> _Reply:
+        """One GET on a fresh connection."""
         url = urllib.parse.urlsplit(request.url)
         if url.scheme not in ("http", "https"):
             raise HttpGetError(
@@ -284,18 +284,21 @@ class HttpGetter:
             )
         host = url.hostname or ""
         try:
-            port = url.port or _default_port(url.scheme)
+            port = url.port if url.port is not None else _default_port(url.scheme)
         except ValueError as exc:  # a redirect to a URL with a bad port
             raise HttpGetError(f"Get {_q(request.url)}: {exc}") from exc
         try:
             stream: trio.abc.Stream = await trio.open_tcp_stream(host, port)
-        except OSError as exc:
+        except (OSError, UnicodeError) as exc:  # UnicodeError: a name IDNA cannot encode
             raise HttpGetError(
                 f"Get {_q(request.url)}: {dial_error_text(exc, host, port)}"
             ) from exc
         async with stream:
             if url.scheme == "https":
-                stream = trio.SSLStream(stream, self._tls, server_hostname=host)
+                # https_compatible: a server may close without TLS close_notify (Go accepts it)
+                stream = trio.SSLStream(
+                    stream, self._tls, server_hostname=host, https_compatible=True
+                )
             decompress = request.header("Accept-Encoding") is None
             try:
                 return await _converse(stream, request, url, decompress, max_body)
@@ -306,17 +309,29 @@ class HttpGetter:
                 raise HttpGetError(f"Get {_q(request.url)}: {text}") from exc
 
 
+@attrs.frozen
+class _Reply:
+    status: int
+    location: str | None
+    body: bytes
+    body_error: str | None
+
+
+MAX_HEADER_BYTES = 10 << 20
+"""Response headers read at most (Go's client default)."""
+
+
 async def _converse(
     stream: trio.abc.Stream,
     request: HttpGetRequest,
     url: urllib.parse.SplitResult,
     decompress: bool,
     max_body: int,
-) -> tuple[int, str | None, bytes]:
-    connection = h11.Connection(h11.CLIENT)
+) -> _Reply:
+    connection = h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_HEADER_BYTES)
     headers = list(request.headers)
     if request.header("Host") is None:
-        headers.insert(0, ("Host", url.netloc))
+        headers.insert(0, ("Host", url.netloc.rpartition("@")[2]))  # never the userinfo
     headers.append(("Connection", "close"))
     if decompress:
         headers.append(("Accept-Encoding", "gzip"))  # as Go's transport adds (and undoes) it
@@ -329,12 +344,20 @@ async def _converse(
     status, location, gzipped = 0, None, False
     chunks: list[bytes] = []
     size = 0
+    body_error = None
     inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
     while True:
-        event = connection.next_event()
-        if event is h11.NEED_DATA:
-            connection.receive_data(bytes(await stream.receive_some(RECEIVE_SIZE)))
-        elif isinstance(event, h11.Response):
+        try:
+            event = connection.next_event()
+            if event is h11.NEED_DATA:
+                connection.receive_data(bytes(await stream.receive_some(RECEIVE_SIZE)))
+                continue
+        except (trio.BrokenResourceError, ssl.SSLError, h11.RemoteProtocolError):
+            if not status:
+                raise  # no response at all
+            body_error = "unexpected EOF"  # the body was cut short; the status stands
+            break
+        if isinstance(event, h11.Response):
             status = event.status_code
             for name, value in event.headers:
                 if name == b"location" and location is None:
@@ -347,14 +370,15 @@ async def _converse(
                 try:
                     data = inflate.decompress(data, max_body - size)
                 except zlib.error:
-                    break  # a body cut short does not change the status code's verdict
+                    body_error = "gzip: invalid data"
+                    break
             chunks.append(data)
             size += len(data)
             if size >= max_body:
                 break  # the rest is left unread; the connection closes
         elif isinstance(event, (h11.EndOfMessage, h11.ConnectionClosed)):
             break
-    return status, location, b"".join(chunks)[:max_body]
+    return _Reply(status, location, b"".join(chunks)[:max_body], body_error)
 
 
 REDIRECT_CODES = frozenset({301, 302, 303, 307, 308})
@@ -408,11 +432,15 @@ def judge(response: HttpGetResponse) -> ProbeOutcome:
 
 
 async def probe(getter: HttpGetter, spec: Probe, target: ProbeTarget) -> ProbeOutcome:
-    """GET within ``timeoutSeconds``; a transport failure or timeout is a failure."""
+    """GET within ``timeoutSeconds``; a transport failure or timeout is a failure. A body
+    that cannot be read to its end (or to 10 KiB) is an error, as upstream's: the
+    probe's result is unknown, retried, and then thrown away."""
     assert spec.http_get is not None
     request = build_request(spec.http_get, target.container, target.pod_ip, "probe")
     try:
         response = await getter.get(request, spec.timeout_seconds)
     except HttpGetError as exc:
         return ProbeOutcome(ProbeResult.FAILURE, str(exc))
+    if response.body_error is not None:
+        raise ProbeError(response.body_error)
     return judge(response)

@@ -415,7 +415,9 @@ class ProbeWorker:
         if plan.action is Action.STOP:
             return False
         if plan.action is Action.SKIP:
-            # on hold and nothing new: only a status or phase change can alter that
+            # on hold and nothing new: only a status or phase change can alter that. Only
+            # here, where nothing awaited since the status was read: after a probe, a new
+            # status may have come (and found the worker not parked) while it ran.
             self.parked = self.state.on_hold and not plan.publish and not plan.forget
             return True
 
@@ -441,7 +443,6 @@ class ProbeWorker:
         self.state, publish = record_result(self.state, self.kind, self.probe, verdict.result)
         if publish is not None:
             self._publish(publish)
-        self.parked = self.state.on_hold  # put on hold just now: nothing to do till a change
         return True
 
     async def _probe(self, target: ProbeTarget) -> ProbeVerdict:

@@ -265,27 +265,40 @@ async def test_a_worker_on_hold_sleeps_through_its_ticks_until_the_status_change
     async with manager(fake) as m:
         m.update_pod_status("u1", runtime_status("c1"))
         m.add_pod(make_pod(startup=probe(), readiness=probe()))
-        await settle(5)
+        await settle(15)
         startup = m.workers[ProbeKey("u1", "app", S)]
         readiness = m.workers[ProbeKey("u1", "app", R)]
-        assert fake.times(S) == [0] and startup.parked  # started: on hold
-        await settle(100)
-        assert startup.ticks == 1  # no wake-ups while nothing can change
+        assert fake.times(S) == [0] and startup.parked  # started: on hold from tick 10
+        await settle(90)
+        assert startup.ticks == 2  # no wake-ups while nothing can change
         assert readiness.ticks == 11 and not readiness.parked
         # a status update wakes it for its next tick (in phase), then it parks again
         m.update_pod_status("u1", runtime_status("c1"))
         await settle(4.9)
-        assert startup.ticks == 1
+        assert startup.ticks == 2
         await settle(0.2)
-        assert startup.ticks == 2 and startup.parked
+        assert startup.ticks == 3 and startup.parked
         # a new instance: probed at the worker's next tick, as if it had ticked all along
         m.update_pod_status("u1", runtime_status("c2", started=110))
         await settle(10)
-        assert fake.times(S) == [0, 120] and startup.ticks == 3
+        assert fake.times(S) == [0, 120] and startup.ticks == 4
         # a terminal phase ends it at its next tick
         m.update_pod_status("u1", runtime_status("c2", started=110), phase="Succeeded")
         await settle(10)
         assert ProbeKey("u1", "app", S) not in m.workers and startup.done.is_set()
+
+
+async def test_a_new_instance_reported_during_the_probe_that_holds_is_not_missed(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    fake = FakeProber(default=FAIL, takes=1)
+    async with manager(fake) as m:
+        m.update_pod_status("u1", runtime_status("c1"))
+        m.add_pod(make_pod(liveness=probe(failure_threshold=1)))
+        await trio.sleep(0.5)  # c1's probe is in flight; it will fail and hold
+        m.update_pod_status("u1", runtime_status("c2", started=0.5))
+        await settle(11)
+        assert [(t, cid) for t, _, cid in fake.calls] == [(0, "c1"), (10, "c2")]
 
 
 async def test_errors_are_retried_then_discarded(autojump_clock: trio.abc.Clock) -> None:
