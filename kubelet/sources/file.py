@@ -68,6 +68,10 @@ class FileSource:
         self.errors: dict[str, ManifestError] = {}
         """The manifests that do not parse right now, by path."""
         self._good: dict[str, Pod] = {}
+        self._good_stat: dict[str, tuple[int, ...]] = {}
+        """The file identity (device, inode, size, mtime, ctime) each good pod was read
+        from: an unchanged file is not parsed again, and gives the very same object
+        (which the pod storage then recognises as unchanged without comparing)."""
         self._warned: dict[str, tuple[str, ...]] = {}
         self._problem: str | None = None
         self.watching = trio.Event()
@@ -157,6 +161,9 @@ class FileSource:
                 if not stat.S_ISREG(info.st_mode):
                     log.debug("not a regular file, skipped: %s", path)
                     return None
+                identity = _identity(info)
+                if self._good_stat.get(path) == identity and path not in self.errors:
+                    return self._good[path]
                 if info.st_size > MAX_CONFIG_LENGTH:
                     raise ManifestError(path, None, too_large(info.st_size))
                 data = f.read(MAX_CONFIG_LENGTH + 1)
@@ -180,6 +187,7 @@ class FileSource:
                 log.warning("%s", warning)
             self._warned[path] = loaded.warnings
         self._good[path] = pod
+        self._good_stat[path] = identity
         return pod
 
     def _failed(self, error: ManifestError, relist: bool) -> Pod | None:
@@ -189,6 +197,7 @@ class FileSource:
             log.error("could not process static pod manifest: %s", error)
             if self.on_error is not None:
                 self.on_error(error)
+        self._good_stat.pop(error.path, None)
         if relist:
             self._good.pop(error.path, None)
             return None
@@ -196,6 +205,7 @@ class FileSource:
 
     def _forget(self, path: str) -> None:
         self._good.pop(path, None)
+        self._good_stat.pop(path, None)
         self.errors.pop(path, None)
         self._warned.pop(path, None)
 
@@ -260,6 +270,11 @@ class FileSource:
     def _shape_changed(self, target: Path, single: str | None) -> bool:
         """The watched directory went away, or the path became (or stopped being) one."""
         return not target.is_dir() or self.path.is_dir() != (single is None)
+
+
+def _identity(info: os.stat_result) -> tuple[int, ...]:
+    """What changes whenever a file's content may have (any write moves ctime)."""
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
 def _kick(kick: trio.MemorySendChannel[None]) -> None:

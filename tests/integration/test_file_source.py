@@ -5,10 +5,13 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
+import pytest
 import trio
 
 from kubelet.api.pod import Pod
+from kubelet.sources import file as file_source
 from kubelet.sources.file import FileSource
 from kubelet.sources.podconfig import FILE_SOURCE, PodConfig, PodOperation, PodUpdate
 from kubelet.sources.static import MAX_CONFIG_LENGTH, ManifestError
@@ -161,6 +164,36 @@ def test_broken_on_inotify_keeps_the_pod_until_the_relist(tmp_path: Path) -> Non
     assert list(source.errors) == [str(tmp_path / "web.yaml")]
     assert source.scan(relist=True) == []
     assert source.scan(relist=False) == []  # once dropped, it stays dropped
+
+
+def test_unchanged_files_are_not_parsed_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A relist of unchanged files gives the very same pod objects without parsing."""
+    put(tmp_path / "a.yaml", manifest("a"))
+    put(tmp_path / "b.yaml", manifest("b"))
+    source = FileSource(tmp_path, NODE)
+    first = source.scan() or []
+    parsed: list[str] = []
+    real = file_source.load_manifest
+
+    def spy(data: bytes, path: str, **kw: Any) -> Any:
+        parsed.append(os.path.basename(path))
+        return real(data, path, **kw)
+
+    monkeypatch.setattr(file_source, "load_manifest", spy)
+    again = source.scan() or []
+    assert parsed == [] and all(x is y for x, y in zip(first, again, strict=True))
+    # rewritten in place with the same size: ctime moves, so it is read again
+    (tmp_path / "b.yaml").write_text(manifest("b", image="busybox:1.37"))
+    edited = source.scan() or []
+    assert parsed == ["b.yaml"] and edited[0] is first[0]
+    assert edited[1].spec.containers[0].image == "busybox:1.37"
+    # a file that broke is read on every scan until it parses again
+    put(tmp_path / "a.yaml", BROKEN)
+    assert [p.metadata.name for p in source.scan() or []] == ["b-node1"]
+    assert [p.metadata.name for p in source.scan() or []] == ["b-node1"]
+    assert parsed == ["b.yaml", "a.yaml", "a.yaml"]
 
 
 def test_too_large_manifest_is_refused(tmp_path: Path) -> None:
