@@ -162,8 +162,9 @@ class FileSource:
                     log.debug("not a regular file, skipped: %s", path)
                     return None
                 identity = _identity(info)
-                if self._good_stat.get(path) == identity and path not in self.errors:
-                    return self._good[path]
+                cached = self._good.get(path)
+                if cached is not None and self._good_stat.get(path) == identity:
+                    return cached
                 if info.st_size > MAX_CONFIG_LENGTH:
                     raise ManifestError(path, None, too_large(info.st_size))
                 data = f.read(MAX_CONFIG_LENGTH + 1)
@@ -211,6 +212,7 @@ class FileSource:
 
     def _forget_all(self) -> None:
         self._good.clear()
+        self._good_stat.clear()
         self.errors.clear()
         self._warned.clear()
 

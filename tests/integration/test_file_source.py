@@ -194,6 +194,12 @@ def test_unchanged_files_are_not_parsed_again(
     assert [p.metadata.name for p in source.scan() or []] == ["b-node1"]
     assert [p.metadata.name for p in source.scan() or []] == ["b-node1"]
     assert parsed == ["b.yaml", "a.yaml", "a.yaml"]
+    # the directory moved away and back: its files keep their identity, and are read anew
+    tmp_path.rename(tmp_path.with_name("away"))
+    assert source.scan() == []
+    tmp_path.with_name("away").rename(tmp_path)
+    assert [p.metadata.name for p in source.scan() or []] == ["b-node1"]
+    assert parsed[-2:] == ["a.yaml", "b.yaml"]
 
 
 def test_too_large_manifest_is_refused(tmp_path: Path) -> None:
