@@ -29,7 +29,6 @@ NOISY_LOGGERS = (
     "grpclib",
     "asyncio",
     "trio_asyncio",
-    "watchfiles",
     "httpx",
     "httpcore",
 )

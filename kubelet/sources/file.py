@@ -1,8 +1,8 @@
 """The file source: static pod manifests in a directory (or one file) → SET(file, pods).
 
 Every change re-reads the whole path and sends the full list; PodStorage turns that into
-the minimal changes. Changes are noticed two ways, as upstream does: inotify (through
-watchfiles, which batches bursts of events) for speed, and a relist every
+the minimal changes. Changes are noticed two ways, as upstream does: inotify (the
+descriptor waited on by Trio, through inotify_simple) for speed, and a relist every
 ``fileCheckFrequency`` so nothing is missed when inotify cannot help (the directory did
 not exist yet, was replaced, or events overflowed).
 
@@ -31,8 +31,8 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
+import inotify_simple
 import trio
-import watchfiles
 
 from kubelet.api.pod import Pod
 
@@ -43,6 +43,21 @@ log = logging.getLogger(__name__)
 
 DEFAULT_CHECK_FREQUENCY = 20.0
 """Upstream's fileCheckFrequency default, seconds."""
+
+_IN = inotify_simple.flags
+_WATCH_MASK = (
+    _IN.CREATE
+    | _IN.DELETE
+    | _IN.MODIFY
+    | _IN.CLOSE_WRITE
+    | _IN.ATTRIB
+    | _IN.MOVED_FROM
+    | _IN.MOVED_TO
+    | _IN.DELETE_SELF
+    | _IN.MOVE_SELF
+)
+_GONE = _IN.DELETE_SELF | _IN.MOVE_SELF | _IN.IGNORED | _IN.UNMOUNT | _IN.Q_OVERFLOW
+"""The watched directory itself went away, or events were lost: rescan and rewatch."""
 
 _WATCH_RETRY = (1.0, 20.0)
 """Back-off (first, most) between attempts to start the watch on a path that is absent."""
@@ -245,29 +260,29 @@ class FileSource:
     async def _watch_dir(
         self, target: Path, single: str | None, kick: trio.MemorySendChannel[None], restarted: bool
     ) -> None:
-        """Watch ``target`` until it (or the watched path) changes shape."""
-        stop = trio.Event()
+        """Watch ``target`` until it (or the watched path) changes shape.
 
-        def wanted(_: watchfiles.Change, changed: str) -> bool:
-            name = os.path.basename(changed)
+        The inotify descriptor is waited on by Trio itself: no thread, no polling, so an
+        idle kubelet does not wake for it, a change is seen at once, and cancelling is
+        immediate.
+        """
+
+        def wanted(name: str) -> bool:
             return name == single if single is not None else not name.startswith(".")
 
-        async with trio.open_nursery() as nursery:
-            # watchfiles waits in a thread that only its stop event interrupts; set it as
-            # soon as we are cancelled so shutdown takes one step (~50 ms), not seconds.
-            nursery.start_soon(_set_when_cancelled, stop)
-            watcher = watchfiles.awatch(
-                target, watch_filter=wanted, stop_event=stop, recursive=False, rust_timeout=5_000
-            )
-            async with contextlib.aclosing(watcher) as batches:
-                self.watching.set()
-                if restarted:
-                    _kick(kick)  # what changed while nobody watched
-                async for _ in batches:
+        with inotify_simple.INotify(nonblocking=True) as inotify:
+            inotify.add_watch(target, _WATCH_MASK)
+            self.watching.set()
+            if restarted:
+                _kick(kick)  # what changed while nobody watched
+            while True:
+                await trio.lowlevel.wait_readable(inotify.fileno())
+                events = inotify.read(timeout=0)
+                gone = any(e.mask & _GONE for e in events)
+                if gone or any(wanted(e.name) for e in events):
                     _kick(kick)
-                    if self._shape_changed(target, single):
-                        break
-            nursery.cancel_scope.cancel()
+                if gone or self._shape_changed(target, single):
+                    return
 
     def _shape_changed(self, target: Path, single: str | None) -> bool:
         """The watched directory went away, or the path became (or stopped being) one."""
@@ -283,10 +298,3 @@ def _kick(kick: trio.MemorySendChannel[None]) -> None:
     """Ask for a scan; if one is already due it will see this change too."""
     with contextlib.suppress(trio.WouldBlock):
         kick.send_nowait(None)
-
-
-async def _set_when_cancelled(event: trio.Event) -> None:
-    try:
-        await trio.sleep_forever()
-    finally:
-        event.set()
