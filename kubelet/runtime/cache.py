@@ -2,11 +2,15 @@
 
 Entries are refreshed through one fetcher (a CRI status read). The PLEG refreshes pods
 that changed; a pod worker refreshes its own pod before every sync, so it never acts on
-a view older than its last action. Readers get immutable ``RuntimePodStatus`` objects.
+a view older than its last action. A read that began before another never replaces
+it, so the cache never goes back in time when a slow read (the PLEG's) finishes after a
+quicker, later one (a worker's, right after it acted). Readers get immutable
+``RuntimePodStatus`` objects.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable
 
 import trio
@@ -23,18 +27,27 @@ class PodCache:
         self._fetch = fetch
         self._clock = clock
         self._entries: dict[str, RuntimePodStatus] = {}
+        self._asked_at: dict[str, float] = {}
+        """When the read behind each entry began: a read that began earlier (the PLEG's,
+        say, overtaken by a worker's read after its action) never replaces it."""
 
     async def refresh(self, uid: str) -> RuntimePodStatus:
-        """Read ``uid`` from the runtime now and remember it."""
+        """Read ``uid`` from the runtime now and remember it; the newest view is returned
+        (a concurrent read that began after this one wins)."""
+        asked = self._clock()
         status = await self._fetch(uid)
-        self._entries[uid] = status
-        return status
+        if asked >= self._asked_at.get(uid, -math.inf):
+            self._entries[uid] = status
+            self._asked_at[uid] = asked
+            return status
+        return self._entries.get(uid, status)
 
     def get(self, uid: str) -> RuntimePodStatus | None:
         return self._entries.get(uid)
 
     def delete(self, uid: str) -> None:
         self._entries.pop(uid, None)
+        self._asked_at.pop(uid, None)
 
     def uids(self) -> set[str]:
         return set(self._entries)
