@@ -387,24 +387,15 @@ REDIRECT_CODES = frozenset({301, 302, 303, 307, 308})
 def follow_redirect(
     request: HttpGetRequest, status: int, location: str | None
 ) -> HttpGetRequest | None:
-    """The GET a redirect response asks for (None: not a redirect). Leaving the origin
-    (scheme, host, port) drops a custom Host header and Authorization."""
+    """The GET a redirect response asks for (None: not a redirect). As Go's client: the
+    headers go along (Authorization too: only same-host redirects are followed), but a
+    custom Host header only when the Location is relative."""
     if status not in REDIRECT_CODES or not location:
         return None
-    url = urllib.parse.urljoin(request.url, location)
-    old, new = urllib.parse.urlsplit(request.url), urllib.parse.urlsplit(url)
-    follow = HttpGetRequest(url, request.headers)
-    if _origin(old) != _origin(new):
-        follow = follow.without_header("Host").without_header("Authorization")
+    follow = HttpGetRequest(urllib.parse.urljoin(request.url, location), request.headers)
+    if urllib.parse.urlsplit(location).scheme:
+        follow = follow.without_header("Host")
     return follow
-
-
-def _origin(url: urllib.parse.SplitResult) -> tuple[str, str | None, int | str]:
-    try:
-        port: int | str = url.port or _default_port(url.scheme)
-    except ValueError:  # not a port; the request itself will say so
-        port = url.netloc
-    return url.scheme, url.hostname, port
 
 
 def _default_port(scheme: str) -> int:

@@ -109,7 +109,7 @@ def test_supplied_headers_win_and_an_empty_accept_is_dropped() -> None:
     assert headers(kept)["Accept"] == "text/plain"
 
 
-def test_follow_redirect_keeps_headers_within_the_origin_only() -> None:
+def test_follow_redirect_keeps_the_headers_and_a_custom_host_only_when_relative() -> None:
     given = (("Host", "virtual.test"), ("Authorization", "x"), ("X-Token", "t"))
     request = HttpGetRequest("http://10.0.0.1:8080/a/b?q=1", given)
     assert follow_redirect(request, 200, "/elsewhere") is None
@@ -117,11 +117,13 @@ def test_follow_redirect_keeps_headers_within_the_origin_only() -> None:
     assert follow_redirect(request, 304, "/c") is None
     same = follow_redirect(request, 302, "c")
     assert same == HttpGetRequest("http://10.0.0.1:8080/a/c", given)
-    moved = follow_redirect(request, 308, "http://10.0.0.1:9090/d")
-    assert moved == HttpGetRequest("http://10.0.0.1:9090/d", (("X-Token", "t"),))
-    for code in (301, 303, 307):
-        followed = follow_redirect(request, code, "https://10.0.0.1:8080/")
-        assert followed is not None and followed.header("Host") is None
+    rooted = follow_redirect(request, 307, "//10.0.0.1:9090/d")  # no scheme: relative
+    assert rooted == HttpGetRequest("http://10.0.0.1:9090/d", given)
+    for code in (301, 303, 308):
+        moved = follow_redirect(request, code, "https://10.0.0.1:8443/e")
+        assert moved == HttpGetRequest(
+            "https://10.0.0.1:8443/e", (("Authorization", "x"), ("X-Token", "t"))
+        )
 
 
 def test_request_rewrites_for_the_hooks_https_fallback() -> None:
