@@ -59,6 +59,11 @@ _WATCH_MASK = (
 _GONE = _IN.DELETE_SELF | _IN.MOVE_SELF | _IN.IGNORED | _IN.UNMOUNT | _IN.Q_OVERFLOW
 """The watched directory itself went away, or events were lost: rescan and rewatch."""
 
+_QUIET = 0.05
+"""Seconds without an inotify event that end a burst of changes."""
+_BURST = 1.0
+"""A burst is cut after this long, so a file written without pause is still read."""
+
 _WATCH_RETRY = (1.0, 20.0)
 """Back-off (first, most) between attempts to start the watch on a path that is absent."""
 
@@ -83,10 +88,11 @@ class FileSource:
         self.errors: dict[str, ManifestError] = {}
         """The manifests that do not parse right now, by path."""
         self._good: dict[str, Pod] = {}
-        self._good_stat: dict[str, tuple[int, ...]] = {}
-        """The file identity (device, inode, size, mtime, ctime) each good pod was read
-        from: an unchanged file is not parsed again, and gives the very same object
-        (which the pod storage then recognises as unchanged without comparing)."""
+        self._good_data: dict[str, bytes] = {}
+        """The bytes each good pod was parsed from: a file that reads the same is not
+        parsed again and gives the very same object (which the pod storage then passes
+        over without comparing). Bytes, not stat: timestamps can be too coarse to show
+        an edit, and reading a small file is cheap; parsing it is what costs."""
         self._warned: dict[str, tuple[str, ...]] = {}
         self._problem: str | None = None
         self.watching = trio.Event()
@@ -176,13 +182,12 @@ class FileSource:
                 if not stat.S_ISREG(info.st_mode):
                     log.debug("not a regular file, skipped: %s", path)
                     return None
-                identity = _identity(info)
-                cached = self._good.get(path)
-                if cached is not None and self._good_stat.get(path) == identity:
-                    return cached
                 if info.st_size > MAX_CONFIG_LENGTH:
                     raise ManifestError(path, None, too_large(info.st_size))
                 data = f.read(MAX_CONFIG_LENGTH + 1)
+            cached = self._good.get(path)
+            if cached is not None and self._good_data.get(path) == data:
+                return cached
             loaded = load_manifest(data, path, node_name=self.node_name, is_file=True)
         except IsADirectoryError:
             log.debug("not recursing into %s", path)
@@ -203,7 +208,7 @@ class FileSource:
                 log.warning("%s", warning)
             self._warned[path] = loaded.warnings
         self._good[path] = pod
-        self._good_stat[path] = identity
+        self._good_data[path] = data
         return pod
 
     def _failed(self, error: ManifestError, relist: bool) -> Pod | None:
@@ -213,7 +218,7 @@ class FileSource:
             log.error("could not process static pod manifest: %s", error)
             if self.on_error is not None:
                 self.on_error(error)
-        self._good_stat.pop(error.path, None)
+        self._good_data.pop(error.path, None)
         if relist:
             self._good.pop(error.path, None)
             return None
@@ -221,13 +226,13 @@ class FileSource:
 
     def _forget(self, path: str) -> None:
         self._good.pop(path, None)
-        self._good_stat.pop(path, None)
+        self._good_data.pop(path, None)
         self.errors.pop(path, None)
         self._warned.pop(path, None)
 
     def _forget_all(self) -> None:
         self._good.clear()
-        self._good_stat.clear()
+        self._good_data.clear()
         self.errors.clear()
         self._warned.clear()
 
@@ -240,31 +245,30 @@ class FileSource:
         through its parent, so editors that replace the file by renaming still count.
         """
         delay, most = _WATCH_RETRY
-        restarted = False
         while True:
             dir_mode = self.path.is_dir()
             target = self.path if dir_mode else self.path.parent
             if target.is_dir():
                 try:
                     single = None if dir_mode else self.path.name
-                    await self._watch_dir(target, single, kick, restarted)
-                    delay, restarted = _WATCH_RETRY[0], True
+                    await self._watch_dir(target, single, kick)
+                    delay = _WATCH_RETRY[0]
                     continue  # the path changed shape: watch it anew at once
                 except (OSError, RuntimeError) as exc:
                     log.warning("inotify watch on %s failed; relisting only: %s", target, exc)
                 finally:
                     self.watching = trio.Event()
             await trio.sleep(delay)
-            delay, restarted = min(delay * 2, most), True
+            delay = min(delay * 2, most)
 
     async def _watch_dir(
-        self, target: Path, single: str | None, kick: trio.MemorySendChannel[None], restarted: bool
+        self, target: Path, single: str | None, kick: trio.MemorySendChannel[None]
     ) -> None:
         """Watch ``target`` until it (or the watched path) changes shape.
 
         The inotify descriptor is waited on by Trio itself: no thread, no polling, so an
-        idle kubelet does not wake for it, a change is seen at once, and cancelling is
-        immediate.
+        idle kubelet does not wake for it, a change is read 50 ms after its burst of
+        events ends, and cancelling is immediate.
         """
 
         def wanted(name: str) -> bool:
@@ -273,11 +277,10 @@ class FileSource:
         with inotify_simple.INotify(nonblocking=True) as inotify:
             inotify.add_watch(target, _WATCH_MASK)
             self.watching.set()
-            if restarted:
-                _kick(kick)  # what changed while nobody watched
+            _kick(kick)  # what changed while nobody watched (before the first scan, too)
             while True:
                 await trio.lowlevel.wait_readable(inotify.fileno())
-                events = inotify.read(timeout=0)
+                events = await _settled(inotify)
                 gone = any(e.mask & _GONE for e in events)
                 if gone or any(wanted(e.name) for e in events):
                     _kick(kick)
@@ -289,9 +292,19 @@ class FileSource:
         return not target.is_dir() or self.path.is_dir() != (single is None)
 
 
-def _identity(info: os.stat_result) -> tuple[int, ...]:
-    """What changes whenever a file's content may have (any write moves ctime)."""
-    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+async def _settled(inotify: inotify_simple.INotify) -> list[inotify_simple.Event]:
+    """The events of one burst: read until ``_QUIET`` passes without one (at most
+    ``_BURST``), so that ``rm`` then ``cp``, or a file created and then written, is one
+    scan of the finished state and not a pod removed and added back."""
+    events = list(inotify.read(timeout=0))
+    with trio.move_on_after(_BURST):
+        while True:
+            with trio.move_on_after(_QUIET) as quiet:
+                await trio.lowlevel.wait_readable(inotify.fileno())
+            if quiet.cancelled_caught:
+                break
+            events.extend(inotify.read(timeout=0))
+    return events
 
 
 def _kick(kick: trio.MemorySendChannel[None]) -> None:

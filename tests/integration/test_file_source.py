@@ -184,8 +184,11 @@ def test_unchanged_files_are_not_parsed_again(
     monkeypatch.setattr(file_source, "load_manifest", spy)
     again = source.scan() or []
     assert parsed == [] and all(x is y for x, y in zip(first, again, strict=True))
-    # rewritten in place with the same size: ctime moves, so it is read again
+    # rewritten in place with the same size and its old mtime put back: read again (the
+    # bytes are compared, not timestamps, which can be too coarse to show an edit)
+    before = os.stat(tmp_path / "b.yaml")
     (tmp_path / "b.yaml").write_text(manifest("b", image="busybox:1.37"))
+    os.utime(tmp_path / "b.yaml", ns=(before.st_atime_ns, before.st_mtime_ns))
     edited = source.scan() or []
     assert parsed == ["b.yaml"] and edited[0] is first[0]
     assert edited[1].spec.containers[0].image == "busybox:1.37"
@@ -264,14 +267,44 @@ async def test_inotify_malformed_file_beside_good_ones(tmp_path: Path) -> None:
         nursery.cancel_scope.cancel()
 
 
+async def test_inotify_burst_is_one_scan_of_the_finished_state(tmp_path: Path) -> None:
+    """``rm`` then ``cp`` (the file first created empty, then written): the pod is never
+    sent away in between, and no error is reported for the moment it was empty."""
+    put(tmp_path / "web.yaml", manifest("web"))
+    errors: list[ManifestError] = []
+    async with trio.open_nursery() as nursery:
+        source, rec = await start(nursery, tmp_path, watch=True, on_error=errors.append)
+        with trio.fail_after(5):
+            await source.watching.wait()
+        await trio.sleep(0.2)
+        before = len(rec.sets)
+        (tmp_path / "web.yaml").unlink()
+        with open(tmp_path / "web.yaml", "w") as f:
+            f.flush()
+            await trio.sleep(0.01)  # cp: created, then written a moment later
+            f.write(manifest("web", image="busybox:1.37"))
+        with trio.fail_after(5):
+            while not (
+                len(rec.sets) > before
+                and rec.sets[-1]
+                and rec.sets[-1][0].spec.containers[0].image == "busybox:1.37"
+            ):
+                await trio.sleep(0.01)
+        assert all(names for names in rec.sets[before:])  # never an empty set
+        assert errors == []
+        nursery.cancel_scope.cancel()
+
+
 async def test_inotify_ignores_dot_files(tmp_path: Path) -> None:
     async with trio.open_nursery() as nursery:
         source, rec = await start(nursery, tmp_path, watch=True)
         with trio.fail_after(5):
             await source.watching.wait()
+        await trio.sleep(0.2)  # the scan every new watch begins with
+        before = len(rec.sets)
         (tmp_path / ".hidden.yaml").write_text(manifest("hidden"))
         await trio.sleep(0.5)
-        assert rec.sets == [[]]  # no scan was even triggered
+        assert len(rec.sets) == before and rec.last == []  # no scan was even triggered
         nursery.cancel_scope.cancel()
 
 
