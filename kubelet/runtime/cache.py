@@ -10,7 +10,8 @@ quicker, later one (a worker's, right after it acted). Readers get immutable
 
 from __future__ import annotations
 
-import math
+import collections
+import itertools
 from collections.abc import Awaitable, Callable
 
 import trio
@@ -27,27 +28,41 @@ class PodCache:
         self._fetch = fetch
         self._clock = clock
         self._entries: dict[str, RuntimePodStatus] = {}
-        self._asked_at: dict[str, float] = {}
-        """When the read behind each entry began: a read that began earlier (the PLEG's,
-        say, overtaken by a worker's read after its action) never replaces it."""
+        self._order = itertools.count()
+        self._asked_at: dict[str, int] = {}
+        """The order in which the read behind each entry began (or, after ``delete``
+        while reads were in flight, the delete's): a read that began earlier (the PLEG's,
+        say, overtaken by a worker's read after its action) never replaces the entry."""
+        self._reading: collections.Counter[str] = collections.Counter()
 
     async def refresh(self, uid: str) -> RuntimePodStatus:
         """Read ``uid`` from the runtime now and remember it; the newest view is returned
         (a concurrent read that began after this one wins)."""
-        asked = self._clock()
-        status = await self._fetch(uid)
-        if asked >= self._asked_at.get(uid, -math.inf):
-            self._entries[uid] = status
-            self._asked_at[uid] = asked
-            return status
-        return self._entries.get(uid, status)
+        asked = next(self._order)
+        self._reading[uid] += 1
+        try:
+            status = await self._fetch(uid)
+            if asked > self._asked_at.get(uid, -1):
+                self._entries[uid] = status
+                self._asked_at[uid] = asked
+            return self._entries.get(uid, status)
+        finally:
+            self._reading[uid] -= 1
+            if not self._reading[uid]:
+                del self._reading[uid]
+                if uid not in self._entries:
+                    self._asked_at.pop(uid, None)  # no read left that a delete must stop
 
     def get(self, uid: str) -> RuntimePodStatus | None:
         return self._entries.get(uid)
 
     def delete(self, uid: str) -> None:
+        """Forget ``uid``; a read of it still in flight does not bring it back."""
         self._entries.pop(uid, None)
-        self._asked_at.pop(uid, None)
+        if uid in self._reading:
+            self._asked_at[uid] = next(self._order)
+        else:
+            self._asked_at.pop(uid, None)
 
     def uids(self) -> set[str]:
         return set(self._entries)

@@ -39,3 +39,43 @@ async def test_an_older_read_finishing_late_does_not_replace_a_newer_view(
     assert (await cache.refresh("u1")).name == "new"
     cache.delete("u1")
     assert cache.get("u1") is None and len(cache) == 0
+
+
+async def test_reads_begun_at_the_same_instant_keep_their_order(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    """Under a fake clock an action takes no time: the PLEG's read and a worker's read
+    right after its action can begin at the same instant; the later one still wins."""
+    views = ["running", "killed"]
+    delays = [5.0, 1.0]
+
+    async def fetch(uid: str) -> RuntimePodStatus:
+        view, delay = views.pop(0), delays.pop(0)
+        await trio.sleep(delay)
+        return RuntimePodStatus(uid=uid, name=view)
+
+    cache = PodCache(fetch)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(cache.refresh, "u1")  # the PLEG's: sees "running", slow
+        await trio.testing.wait_all_tasks_blocked()
+        nursery.start_soon(cache.refresh, "u1")  # the worker's, same instant: "killed"
+    entry = cache.get("u1")
+    assert entry is not None and entry.name == "killed"
+
+
+async def test_a_read_in_flight_does_not_bring_a_deleted_pod_back(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    async def fetch(uid: str) -> RuntimePodStatus:
+        await trio.sleep(1)
+        return RuntimePodStatus(uid=uid, name="running")
+
+    cache = PodCache(fetch)
+    await cache.refresh("u1")
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(cache.refresh, "u1")  # the PLEG's read, in flight
+        await trio.sleep(0.5)
+        cache.delete("u1")  # the pod was torn down meanwhile
+    assert cache.get("u1") is None and cache.uids() == set()
+    # nothing is kept for it once no read is in flight; a new read stores again
+    assert (await cache.refresh("u1")).name == "running" and cache.get("u1") is not None
