@@ -60,9 +60,12 @@ def _has_initialized(pod: Pod) -> bool:
     if inits:
         final = inits[-1]
         for state in (final.last_state, final.state):
-            if state is not None and state.terminated is not None:
-                if state.terminated.exit_code == 0:
-                    return True
+            if (
+                state is not None
+                and state.terminated is not None
+                and not state.terminated.exit_code
+            ):
+                return True
     return False
 
 

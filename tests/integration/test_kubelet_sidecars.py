@@ -8,7 +8,6 @@ sidecars in reverse order (kuberuntime_termination_order.go).
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import pytest
