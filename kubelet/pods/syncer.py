@@ -212,9 +212,20 @@ class KubeletPodSyncer(PodSyncer):
         if self.prober is not None:
             self.prober.stop_liveness_and_startup(pod.uid)
         status = await self.cache.refresh(pod.uid)
+        reports = (
+            self.cluster is not None
+            and pod.metadata.deletion_timestamp is not None
+            and not is_static(pod)
+        )
         if not all_gone(status):
             log.info("tearing down pod %s", pod.key)
-            await self.pod_runtime.terminate(pod, status, grace)
+            if reports:
+                # the last status says how each container ended: read between stop and removal
+                await self.pod_runtime.kill(pod, status, grace)
+                status = await self.cache.refresh(pod.uid)
+                await self.pod_runtime.remove(status)
+            else:
+                await self.pod_runtime.terminate(pod, status, grace)
             after = await self.cache.refresh(pod.uid)
             if not all_gone(after):
                 raise TeardownIncomplete(
@@ -222,9 +233,11 @@ class KubeletPodSyncer(PodSyncer):
                     f"{len(after.sandboxes)} sandboxes still on the runtime"
                 )
             log.info("pod %s torn down", pod.key)
-        if self.cluster is not None and pod.metadata.deletion_timestamp and not is_static(pod):
-            final = self._report(pod, status, terminal=True)
+        if reports and self.cluster is not None:
+            final = self._report(pod, status, terminal=True, finished=True)
             self.cluster.status.finished(pod, final)
+        elif self.cluster is not None and is_static(pod):
+            self.cluster.status.forget(pod.uid)  # a static pod restored later starts afresh
         await self.pod_runtime.remove_pod_files(pod)
         if self.prober is not None:
             self.prober.remove_pod(pod.uid)

@@ -508,6 +508,10 @@ class PodRuntime:
     ) -> None:
         """Kill the pod, then remove its containers and sandboxes."""
         await self.kill(pod, status, grace_override)
+        await self.remove(status)
+
+    async def remove(self, status: RuntimePodStatus) -> None:
+        """Remove a killed pod's containers, then its sandboxes."""
         async with trio.open_nursery() as nursery:
             for info in status.containers:
                 nursery.start_soon(self._remove_container, info.id)

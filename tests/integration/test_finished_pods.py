@@ -158,3 +158,21 @@ async def test_finished_run_once_pod_is_not_run_again_after_a_runtime_reset(
         await trio.sleep(70)
         assert len(fake.calls_of("RunPodSandbox")) == 1
         assert c.phase("once") == "Succeeded"
+
+
+async def test_a_deleted_pod_reports_how_its_containers_ended_before_it_goes(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    fake.behave(ContainerBehaviour(stop_exit_code=143), pod="web")
+    async with cluster_with(fake, short_tmp, []) as c:
+        c.create_pod("web")
+        await c.wait_for(lambda: c.phase("web") == "Running")
+        c.api.delete("pods", "default", "web", grace=30)
+        await c.wait_for(lambda: c.pod("web") is None, timeout=60)
+        (last, *_) = reversed(c.api.requests_of("patch", "pods/status", name="web"))
+        (delete, *_) = reversed(c.api.requests_of("delete", "pods", name="web"))
+        assert last.time <= delete.time
+        status = json.loads(last.body)["status"]
+        assert status["phase"] == "Failed"  # upstream: a deleted pod ends in a terminal phase
+        (app,) = status["containerStatuses"]
+        assert app["state"]["terminated"]["exitCode"] == 143
