@@ -483,15 +483,18 @@ class PodRuntime:
         StopContainer. A stop that failed releases nobody: who waits for it stops when
         its grace period runs out."""
         live = [c for c in status.containers if c.state is not ContainerRunState.EXITED]
-        plan = stop_prerequisites(pod, [c.name for c in live])
-        left = Counter(c.name for c in live)
+        running = [c.name for c in live if c.state is ContainerRunState.RUNNING]
+        plan = stop_prerequisites(pod, running)  # only running containers take turns
+        left = Counter(running)
         stopped = {name: trio.Event() for name in left}
 
         async def kill_in_turn(info: ContainerInfo) -> None:
-            turn = [stopped[name] for name in plan.get(info.name, ())]
-            if await self._kill_one(
+            in_turn = info.state is ContainerRunState.RUNNING
+            turn = [stopped[name] for name in plan.get(info.name, ())] if in_turn else []
+            done = await self._kill_one(
                 pod, info, KillReason.UNKNOWN, grace_override, status.ip, after=turn
-            ):
+            )
+            if done and in_turn:
                 left[info.name] -= 1
                 if left[info.name] == 0:
                     stopped[info.name].set()
