@@ -270,3 +270,24 @@ async def test_a_shorter_grace_period_cuts_the_sidecars_wait_short(
         ]
         assert stops[0] == ("app", 30) and ("app", 2) in stops and ("proxy", 2) in stops
         await c.wait_for(lambda: c.pod("web") is None, timeout=10)
+
+
+async def test_a_sidecars_post_start_hook_holds_the_next_init_container(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    """A sidecar without a startupProbe counts as started once running and once its
+    postStart hook has returned (upstream runs the hook inside the container's start)."""
+    fake.script_exec(ExecResult(exit_code=0, takes=5), cmd=["warm-up"])
+    fake.behave(ContainerBehaviour(exit_after=1, exit_code=0), container="setup")
+    hooked = GATED.replace(
+        "    startupProbe:\n      exec:\n        command: [proxy-ready]\n"
+        "      periodSeconds: 1\n      failureThreshold: 100\n",
+        "    lifecycle:\n      postStart:\n        exec:\n          command: [warm-up]\n",
+    )
+    assert "warm-up" in hooked and "startupProbe" not in hooked
+    async with running_kubelet(fake, short_tmp) as h:
+        h.write("gated.yaml", hooked)
+        await h.wait_for(lambda: h.running("gated", "app"))
+    created = {c.args["name"]: c.time for c in fake.calls_of("CreateContainer")}
+    (proxy_started,) = start_times(fake, "proxy")
+    assert created["setup"] - proxy_started == pytest.approx(5, abs=0.01)
