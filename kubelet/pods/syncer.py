@@ -21,16 +21,27 @@ from kubelet.api.pod import Pod, PodStatus
 from kubelet.metrics import KubeletMetrics
 from kubelet.prober.manager import ProberManager
 from kubelet.runtime.cache import PodCache
-from kubelet.runtime.podsync import PodRuntime, all_gone
+from kubelet.runtime.phase import is_terminal_phase
+from kubelet.runtime.podsync import PodRuntime, all_gone, still_running
+from kubelet.runtime.qos import is_restartable_init_container
 from kubelet.runtime.types import RuntimePodStatus
 from kubelet.status.generate import generate_pod_status
 from kubelet.status.manager import StatusManager
+from kubelet.status.terminal import terminated_status
 
 from .manager import PodManager
 from .mirror import MirrorClient, is_static
 from .workers import PodSyncer, SyncResult
 
 log = logging.getLogger(__name__)
+
+
+def _gated_sidecars(pod: Pod) -> bool:
+    """Some sidecar has a startupProbe: the next init container waits for its success."""
+    return any(
+        is_restartable_init_container(c) and c.startup_probe is not None
+        for c in pod.spec.init_containers
+    )
 
 
 class TeardownIncomplete(RuntimeError):
@@ -83,18 +94,36 @@ class KubeletPodSyncer(PodSyncer):
                 operation = "create" if first else "sync"
                 self.metrics.observe_pod_worker(operation, trio.current_time() - started)
 
+    def finished(self, pod: Pod) -> bool:
+        """The pod reached Succeeded or Failed -- as the API says (a kubelet restart, a
+        runtime wiped under a finished pod) or as this kubelet found -- and so never
+        runs again (upstream starts such a pod's worker terminated)."""
+        if is_terminal_phase(pod.status.phase):
+            return True
+        last = self.statuses.get(pod.uid)
+        return last is not None and is_terminal_phase(last.phase)
+
     async def _sync_pod(self, pod: Pod) -> SyncResult:
+        if self.finished(pod):
+            return await self._sync_finished(pod)
         status = await self.cache.refresh(pod.uid)
         liveness_failed: frozenset[str] = frozenset()
         startup_failed: frozenset[str] = frozenset()
+        startup_succeeded: frozenset[str] | None = None
         if self.prober is not None:
             self.prober.update_pod(pod)
             self.prober.add_pod(pod)
             self.prober.update_pod_status(pod.uid, status)
             liveness_failed = self.prober.liveness_failed()
             startup_failed = self.prober.startup_failed()
+            if _gated_sidecars(pod):
+                startup_succeeded = self.prober.startup_succeeded()
         outcome = await self.pod_runtime.sync(
-            pod, status, liveness_failed=liveness_failed, startup_failed=startup_failed
+            pod,
+            status,
+            liveness_failed=liveness_failed,
+            startup_failed=startup_failed,
+            startup_succeeded=startup_succeeded,
         )
         self.waiting[pod.uid] = outcome.waiting
         for name, (reason, message) in outcome.waiting.items():
@@ -112,7 +141,34 @@ class KubeletPodSyncer(PodSyncer):
         error = "; ".join(outcome.errors) or None
         return SyncResult(requeue_after=outcome.requeue_after, error=error)
 
-    def _report(self, pod: Pod, runtime: RuntimePodStatus, *, terminal: bool = False) -> PodStatus:
+    async def _sync_finished(self, pod: Pod) -> SyncResult:
+        """A finished pod: nothing is created or started; what still runs of it is
+        stopped (containers in termination order, then the sandbox) and its terminal
+        status is reported. Its exited containers stay, for their logs, until it goes."""
+        if self.prober is not None:
+            self.prober.remove_pod(pod.uid)
+        status = await self.cache.refresh(pod.uid)
+        if still_running(status):
+            log.info("pod %s has finished: stopping what still runs of it", pod.key)
+            await self.pod_runtime.kill(pod, status)
+            status = await self.cache.refresh(pod.uid)
+        self.waiting.pop(pod.uid, None)
+        self._report(pod, status, terminal=True, finished=True)
+        if self.cluster is not None and is_static(pod):
+            try:
+                await self.cluster.mirrors.ensure(pod, self.pods.mirror_for(pod))
+            except ApiError as exc:
+                log.warning("mirror pod of %s not updated: %s", pod.key, exc)
+        return SyncResult(finished=True)
+
+    def _report(
+        self,
+        pod: Pod,
+        runtime: RuntimePodStatus,
+        *,
+        terminal: bool = False,
+        finished: bool = False,
+    ) -> PodStatus:
         previous = self.statuses.get(pod.uid)
         if previous is None and self.cluster is not None and is_static(pod):
             mirror = self.pods.mirror_for(pod)
@@ -134,6 +190,8 @@ class KubeletPodSyncer(PodSyncer):
             pod_is_terminal=terminal,
             now_ns=int(self.wall_clock() * 1e9),
         )
+        if finished:
+            generated = terminated_status(pod, generated)
         self.statuses[pod.uid] = generated
         self._observe_start(pod, generated)
         if self.cluster is not None:
@@ -154,9 +212,20 @@ class KubeletPodSyncer(PodSyncer):
         if self.prober is not None:
             self.prober.stop_liveness_and_startup(pod.uid)
         status = await self.cache.refresh(pod.uid)
+        reports = (
+            self.cluster is not None
+            and pod.metadata.deletion_timestamp is not None
+            and not is_static(pod)
+        )
         if not all_gone(status):
             log.info("tearing down pod %s", pod.key)
-            await self.pod_runtime.terminate(pod, status, grace)
+            if reports:
+                # the last status says how each container ended: read between stop and removal
+                await self.pod_runtime.kill(pod, status, grace)
+                status = await self.cache.refresh(pod.uid)
+                await self.pod_runtime.remove(status)
+            else:
+                await self.pod_runtime.terminate(pod, status, grace)
             after = await self.cache.refresh(pod.uid)
             if not all_gone(after):
                 raise TeardownIncomplete(
@@ -164,9 +233,11 @@ class KubeletPodSyncer(PodSyncer):
                     f"{len(after.sandboxes)} sandboxes still on the runtime"
                 )
             log.info("pod %s torn down", pod.key)
-        if self.cluster is not None and pod.metadata.deletion_timestamp and not is_static(pod):
-            final = self._report(pod, status, terminal=True)
+        if reports and self.cluster is not None:
+            final = self._report(pod, status, terminal=True, finished=True)
             self.cluster.status.finished(pod, final)
+        elif self.cluster is not None and is_static(pod):
+            self.cluster.status.forget(pod.uid)  # a static pod restored later starts afresh
         await self.pod_runtime.remove_pod_files(pod)
         if self.prober is not None:
             self.prober.remove_pod(pod.uid)

@@ -21,6 +21,7 @@ import attrs
 import trio
 
 from kubelet.api.pod import Pod
+from kubelet.runtime.phase import is_terminal_phase
 from kubelet.runtime.pleg import EventType, PodLifecycleEvent
 from kubelet.sources.podconfig import PodOperation, PodUpdate
 
@@ -198,10 +199,16 @@ class SyncLoop:
         self.workers.sync(pod)
 
     def _admission_failure(self, pod: Pod) -> str | None:
-        """Upstream's pod-count admission ("OutOfpods"); more predicates land later."""
-        if self.workers.is_known(pod.uid):
+        """Upstream's pod-count admission ("OutOfpods"); more predicates land later.
+        A finished pod (Succeeded or Failed) is admitted without checks and does not
+        count: it never runs again."""
+        if self.workers.is_known(pod.uid) or is_terminal_phase(pod.status.phase):
             return None
-        active = sum(1 for uid in self.workers.workers if uid not in self.rejected)
+        active = sum(
+            1
+            for uid in self.workers.workers
+            if uid not in self.rejected and self.workers.is_active(uid)
+        )
         if active >= self._max_pods:
             return f"OutOfpods: Node didn't have enough resource: pods, capacity {self._max_pods}"
         return None

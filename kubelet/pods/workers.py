@@ -22,6 +22,7 @@ import attrs
 import trio
 
 from kubelet.api.pod import Pod
+from kubelet.runtime.phase import is_terminal_phase
 
 log = logging.getLogger(__name__)
 
@@ -38,10 +39,12 @@ class PodPhase(enum.Enum):
 class SyncResult:
     """What one sync achieved. ``requeue_after``: seconds until the pod needs another
     sync (a back-off expiring), None for the normal resync period. ``error``: why the
-    sync failed, None when it succeeded (a pod in back-off is not a failure)."""
+    sync failed, None when it succeeded (a pod in back-off is not a failure). ``finished``:
+    the pod is Succeeded or Failed and holds no resources of the node any more."""
 
     requeue_after: float | None = None
     error: str | None = None
+    finished: bool = False
 
 
 class PodSyncer:
@@ -69,6 +72,8 @@ class PodWorker:
     grace: int | None = None
     syncs: int = 0
     last_result: SyncResult | None = None
+    finished: bool = False
+    """The last sync found the pod finished (Succeeded or Failed)."""
     last_error: str | None = None
     last_sync_end: float | None = None
     busy: bool = False
@@ -185,6 +190,17 @@ class PodWorkers:
     def is_known(self, uid: str) -> bool:
         return uid in self.workers
 
+    def is_active(self, uid: str) -> bool:
+        """The pod holds (or will hold) the node's resources: upstream's
+        ``filterOutInactivePods``. A finished pod (Succeeded or Failed, by the API or by
+        its last sync) is inactive unless it is being terminated; a terminated one too."""
+        worker = self.workers.get(uid)
+        if worker is None or worker.phase is PodPhase.TERMINATED:
+            return False
+        if worker.terminate_requested:
+            return True
+        return not (worker.finished or is_terminal_phase(worker.pod.status.phase))
+
     async def wait_terminated(self, uid: str) -> None:
         worker = self.workers.get(uid)
         if worker is not None:
@@ -285,6 +301,7 @@ class PodWorkers:
             return
         worker.last_result = result
         worker.last_error = result.error
+        worker.finished = result.finished
         if self._on_result is not None:
             self._on_result(worker.uid, result)
 

@@ -112,6 +112,8 @@ def should_container_be_restarted(container: Container, pod: Pod, status: Runtim
         return False
     if current.state in (ContainerRunState.UNKNOWN, ContainerRunState.CREATED):
         return True
+    if container.restart_policy == "Always":
+        return True  # a sidecar's own policy beats the pod's (ContainerRestartRules, on in 1.35+)
     policy = restart_policy(pod)
     if policy == "Never":
         return False

@@ -102,10 +102,11 @@ def kill_grace_period(
     return override if override is not None else container_grace_period(pod, container, reason)
 
 
-def stop_container_timeout(grace: int, elapsed: float = 0.0) -> int:
-    """The ``StopContainer`` timeout once ``elapsed`` seconds (preStop, ordering) are spent.
+def stop_container_timeout(grace: int, elapsed: float = 0.0, waited: float = 0.0) -> int:
+    """The ``StopContainer`` timeout once ``elapsed`` seconds (the preStop hook) and then
+    ``waited`` seconds (a sidecar waiting for its turn, ``termination_order``) are spent.
 
-    Elapsed time counts in whole seconds (truncated, as upstream), and the result is
+    Each counts in whole seconds (truncated one by one, as upstream), and the result is
     never below ``MINIMUM_GRACE_PERIOD`` -- override or not, in current upstream.
     """
-    return max(grace - math.floor(elapsed), MINIMUM_GRACE_PERIOD)
+    return max(grace - math.floor(elapsed) - math.floor(waited), MINIMUM_GRACE_PERIOD)

@@ -39,6 +39,7 @@ __all__ = [
     "POD_INITIALIZING",
     "RUNNING",
     "SUCCEEDED",
+    "TERMINAL_PHASES",
     "api_container_statuses",
     "apply_probe_results",
     "container_id",
@@ -46,6 +47,7 @@ __all__ = [
     "format_time",
     "get_phase",
     "has_any_regular_container_started",
+    "is_terminal_phase",
     "resolve_phase",
 ]
 
@@ -190,14 +192,21 @@ def get_phase(
     return PENDING
 
 
+TERMINAL_PHASES = frozenset({SUCCEEDED, FAILED})
+
+
+def is_terminal_phase(phase: str) -> bool:
+    """Succeeded or Failed: the pod is finished and never runs again."""
+    return phase in TERMINAL_PHASES
+
+
 def resolve_phase(computed: str, *, previous_phase: str = "", api_phase: str = "") -> str:
     """A terminal phase is final: the kubelet never moves a pod out of it."""
-    terminal = (FAILED, SUCCEEDED)
-    if api_phase in terminal:
+    if is_terminal_phase(api_phase):
         return api_phase
-    if computed in terminal:
+    if is_terminal_phase(computed):
         return computed
-    if previous_phase in terminal:
+    if is_terminal_phase(previous_phase):
         return previous_phase
     return computed
 

@@ -5,7 +5,8 @@ carries them out: kill what must go, create the sandbox, start the next init con
 or the regular containers. ``PodRuntime.terminate`` tears a pod down in a fixed order
 that holds even when the caller is cancelled half-way:
 
-    every container stopped, in parallel, each under its own deadline
+    every container stopped, each under its own deadline: regular containers in
+    parallel, then sidecars in reverse order (``termination_order``)
     → every sandbox stopped → containers removed → sandboxes removed
 
 Each step is idempotent (NotFound counts as done), so a kubelet that dies mid-way
@@ -15,9 +16,11 @@ finishes the job after restart from what the runtime reports.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import shutil
-from collections.abc import Awaitable, Callable, Collection, Mapping
+from collections import Counter
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 
 import attrs
 import trio
@@ -59,7 +62,9 @@ from .hosts import (
     write_hosts_file,
 )
 from .images import ImageError, ImageManager
+from .qos import is_restartable_init_container
 from .termination import create_message_file, message_mount
+from .termination_order import stop_prerequisites
 from .types import ContainerInfo, ContainerRunState, RuntimePodStatus, SandboxState
 
 log = logging.getLogger(__name__)
@@ -208,10 +213,15 @@ class PodRuntime:
         *,
         liveness_failed: Collection[str] = (),
         startup_failed: Collection[str] = (),
+        startup_succeeded: Collection[str] | None = None,
     ) -> SyncOutcome:
         progress = _Progress()
         actions = compute_pod_actions(
-            pod, status, liveness_failed=liveness_failed, startup_failed=startup_failed
+            pod,
+            status,
+            liveness_failed=liveness_failed,
+            startup_failed=startup_failed,
+            startup_succeeded=startup_succeeded,
         )
         if actions.kill_pod and still_running(status):
             if actions.create_sandbox and status.sandboxes:
@@ -276,14 +286,12 @@ class PodRuntime:
                 progress.errors.append(message)
                 return progress.freeze()
 
-        if actions.init_containers_to_start:
-            for index in actions.init_containers_to_start:
-                container = pod.spec.init_containers[index]
-                if not await self._start(
-                    pod, container, status, sandbox_id, config, pod_ip, progress
-                ):
-                    break
-            return progress.freeze()
+        for index in actions.init_containers_to_start:
+            container = pod.spec.init_containers[index]
+            if not await self._start(
+                pod, container, status, sandbox_id, config, pod_ip, progress
+            ) and not is_restartable_init_container(container):
+                return progress.freeze()  # a sidecar that cannot start blocks nothing else
         for index in actions.containers_to_start:
             container = pod.spec.containers[index]
             await self._start(
@@ -466,14 +474,34 @@ class PodRuntime:
     async def kill(
         self, pod: Pod, status: RuntimePodStatus, grace_override: int | None = None
     ) -> None:
-        """Stop every live container (in parallel), then every sandbox. Errors are logged;
-        the sandbox stop forcibly ends whatever a failed container stop left running."""
+        """Stop every live container, then every sandbox. Errors are logged; the sandbox
+        stop forcibly ends whatever a failed container stop left running.
+
+        Every container's kill starts at once (preStop hooks run in parallel); a
+        sidecar then waits for its turn (``termination_order``: regular containers
+        first, sidecars in reverse order) within its own grace period before its
+        StopContainer. A stop that failed releases nobody: who waits for it stops when
+        its grace period runs out."""
         live = [c for c in status.containers if c.state is not ContainerRunState.EXITED]
+        running = [c.name for c in live if c.state is ContainerRunState.RUNNING]
+        plan = stop_prerequisites(pod, running)  # only running containers take turns
+        left = Counter(running)
+        stopped = {name: trio.Event() for name in left}
+
+        async def kill_in_turn(info: ContainerInfo) -> None:
+            in_turn = info.state is ContainerRunState.RUNNING
+            turn = [stopped[name] for name in plan.get(info.name, ())] if in_turn else []
+            done = await self._kill_one(
+                pod, info, KillReason.UNKNOWN, grace_override, status.ip, after=turn
+            )
+            if done and in_turn:
+                left[info.name] -= 1
+                if left[info.name] == 0:
+                    stopped[info.name].set()
+
         async with trio.open_nursery() as nursery:
             for info in live:
-                nursery.start_soon(
-                    self._kill_one, pod, info, KillReason.UNKNOWN, grace_override, status.ip
-                )
+                nursery.start_soon(kill_in_turn, info)
         async with trio.open_nursery() as nursery:
             for sandbox in status.sandboxes:
                 nursery.start_soon(self._stop_sandbox, sandbox.id)
@@ -483,6 +511,10 @@ class PodRuntime:
     ) -> None:
         """Kill the pod, then remove its containers and sandboxes."""
         await self.kill(pod, status, grace_override)
+        await self.remove(status)
+
+    async def remove(self, status: RuntimePodStatus) -> None:
+        """Remove a killed pod's containers, then its sandboxes."""
         async with trio.open_nursery() as nursery:
             for info in status.containers:
                 nursery.start_soon(self._remove_container, info.id)
@@ -525,7 +557,11 @@ class PodRuntime:
         reason: KillReason,
         grace_override: int | None,
         pod_ip: str = "",
-    ) -> None:
+        *,
+        after: Sequence[trio.Event] = (),
+    ) -> bool:
+        """preStop, then (``after``: the stops this one waits for, bounded by what is
+        left of the grace period) StopContainer. True once the container is stopped."""
         spec = _spec_of(pod, info.name)
         if spec is not None:
             grace = kill_grace_period(pod, spec, reason, override=grace_override)
@@ -542,7 +578,15 @@ class PodRuntime:
                 self.recorder.record(
                     pod_ref(pod, spec), WARNING, EVENT_FAILED_PRE_STOP_HOOK, failure
                 )
-        timeout = stop_container_timeout(grace, elapsed)
+        waited = 0.0
+        remaining = grace - math.floor(elapsed)
+        if after and remaining > 0:
+            started = trio.current_time()
+            with trio.move_on_after(remaining):
+                for event in after:
+                    await event.wait()
+            waited = trio.current_time() - started
+        timeout = stop_container_timeout(grace, elapsed, waited)
         if spec is not None:
             self.recorder.record(
                 pod_ref(pod, spec), NORMAL, "Killing", f"Stopping container {info.name}"
@@ -550,7 +594,7 @@ class PodRuntime:
         log.info(
             "Killing container %s of pod %s with a grace period of %ds", info.name, pod.key, timeout
         )
-        await _idempotent(
+        return await _idempotent(
             f"stopping container {info.name} of pod {pod.key}",
             self.runtime.stop_container(info.id, timeout),
         )
@@ -569,15 +613,18 @@ class PodRuntime:
         )
 
 
-async def _idempotent(what: str, call: Awaitable[None]) -> None:
+async def _idempotent(what: str, call: Awaitable[None]) -> bool:
     """One teardown step: NotFound means already done; other failures are logged, since
-    the next step (or the next pass, after the pod worker's retry) covers them."""
+    the next step (or the next pass, after the pod worker's retry) covers them. True
+    when the step is done."""
     try:
         await call
     except NotFound:
         pass
     except CriError as exc:
         log.warning("%s failed: %s", what, exc)
+        return False
+    return True
 
 
 def all_gone(status: RuntimePodStatus) -> bool:

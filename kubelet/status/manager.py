@@ -5,7 +5,8 @@ Pod workers hand it the status they computed (``set``); one task PATCHes
 precondition: a recreated pod of the same name is never patched). Static pods report
 through their mirror pod. Failed PATCHes are retried on the next pass (every 10 s, or at
 once on a new status); conditions the kubelet does not own are preserved because the
-patch only names what changed. A terminal phase is never left.
+patch only names what changed. A terminal phase is never left: once the API shows
+Succeeded or Failed, or the kubelet reported it, no later status moves the pod back.
 
 When a pod being deleted has been torn down on the node, ``finished`` deletes its API
 object with grace period 0 and a uid precondition.
@@ -25,6 +26,7 @@ from kubelet.api.errors import ApiError, Conflict, NotFound
 from kubelet.api.patch import pod_status_patch
 from kubelet.api.pod import Pod, PodStatus
 from kubelet.pods.mirror import is_static
+from kubelet.runtime.phase import resolve_phase
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +66,8 @@ class StatusManager:
 
     def set(self, pod: Pod, status: PodStatus) -> None:
         entry = self._entries.get(pod.uid)
+        if entry is not None:
+            status = _keep_terminal(pod, status, entry.status.phase)
         if entry is None:
             self._entries[pod.uid] = _Entry(pod, status)
         else:
@@ -109,14 +113,11 @@ class StatusManager:
         if target is None:
             return  # no mirror pod yet: try again once it exists
         api_status = target.status
-        if api_status.phase in ("Succeeded", "Failed") and entry.status.phase not in (
-            "Succeeded",
-            "Failed",
-        ):
-            entry.status = attrs.evolve(entry.status, phase=api_status.phase)
-        base = (
-            entry.sent if entry.sent is not None and entry.target_uid == target.uid else api_status
+        sent = entry.sent if entry.sent is not None and entry.target_uid == target.uid else None
+        entry.status = _keep_terminal(
+            pod, entry.status, sent.phase if sent is not None else "", api_status.phase
         )
+        base = sent if sent is not None else api_status
         patch = pod_status_patch(target.uid, to_wire(base), to_wire(entry.status))
         path = PODS.path(target.metadata.namespace, target.metadata.name, "status")
         try:
@@ -155,3 +156,20 @@ class StatusManager:
         except (NotFound, Conflict):
             pass
         self._entries.pop(pod.uid, None)
+
+
+def _keep_terminal(pod: Pod, status: PodStatus, *earlier: str) -> PodStatus:
+    """A pod that was reported (or is, in the API) Succeeded or Failed stays so: the
+    status manager never sends a terminal phase back to Pending or Running."""
+    phase = status.phase
+    for before in earlier:
+        phase = resolve_phase(phase, api_phase=before)
+    if phase == status.phase:
+        return status
+    log.warning(
+        "pod %s: phase %s after %s refused (a terminal phase is final)",
+        pod.key,
+        status.phase or "<none>",
+        phase,
+    )
+    return attrs.evolve(status, phase=phase)

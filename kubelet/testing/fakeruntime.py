@@ -379,6 +379,17 @@ class FakeRuntime:
         """Come back on the same socket with the same state."""
         await self.start()
 
+    def wipe(self) -> None:
+        """Forget every sandbox and container at once, as a node reboot or a containerd
+        reset would (behind the kubelet's back; images stay)."""
+        for c in self.containers.values():
+            if c.exit_timer is not None:
+                c.exit_timer.cancel()
+        self.containers.clear()
+        self.sandboxes.clear()
+        self._names.clear()
+        self._ips_in_use.clear()
+
     def _crash_now(self) -> None:
         server, self._server = self._server, None
         if server is None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -75,7 +75,9 @@ class Cluster:
         return self.fake.running()
 
 
-async def start_cluster_kubelet(c: Cluster, manifests: Path | None = None) -> None:
+async def start_cluster_kubelet(
+    c: Cluster, manifests: Path | None = None, *, extra: Sequence[str] = ()
+) -> None:
     kubeconfig = c.api.kubeconfig(c.tmp / "kubelet.conf", user=f"system:node:{NODE}")
     args = [
         "--kubeconfig",
@@ -94,7 +96,7 @@ async def start_cluster_kubelet(c: Cluster, manifests: Path | None = None) -> No
     ]
     if manifests is not None:
         args += ["--pod-manifest-path", str(manifests), "--file-check-frequency", "1s"]
-    options = resolve(args)
+    options = resolve([*args, *extra])
     options = attrs.evolve(
         options, config=attrs.evolve(options.config, pod_logs_dir=str(c.tmp / "logs"))
     )

@@ -483,6 +483,45 @@ def test_sidecar_waits_for_startup_probe() -> None:
     assert started.containers_to_start == (0, 1, 2)
 
 
+def test_sidecar_startup_probe_without_a_verdict_or_with_unknown_waits() -> None:
+    """computeInitContainerActions: no result yet, or Unknown: wait; Failure: restart it."""
+    pod, status, sidecar = with_sidecar(startup=True)
+    init2 = Container(name="setup", image="busybox")
+    pod = attrs.evolve(pod, spec=attrs.evolve(pod.spec, init_containers=(sidecar, init2)))
+    running = ContainerInfo(id="s1", name="side", state=RUNNING, hash=hash_container(sidecar))
+    status = attrs.evolve(status, containers=(running,))
+    assert compute_pod_actions(pod, status, startup_succeeded=frozenset()) == actions()
+    failed = compute_pod_actions(pod, status, startup_succeeded=(), startup_failed={"s1"})
+    assert failed.init_containers_to_start == (0,)
+    assert failed.containers_to_kill["s1"].reason is KillReason.STARTUP_PROBE
+    started = compute_pod_actions(pod, status, startup_succeeded={"s1"})
+    assert started == actions(init_containers_to_start=(1,))
+
+
+def test_sidecar_without_startup_probe_counts_as_started_once_running() -> None:
+    pod, status, sidecar = with_sidecar(startup=False)
+    init2 = Container(name="setup", image="busybox")
+    pod = attrs.evolve(pod, spec=attrs.evolve(pod.spec, init_containers=(sidecar, init2)))
+    running = ContainerInfo(id="s1", name="side", state=RUNNING, hash=hash_container(sidecar))
+    status = attrs.evolve(status, containers=(running,))
+    result = compute_pod_actions(pod, status, startup_succeeded=frozenset())
+    assert result == actions(init_containers_to_start=(1,))
+
+
+@pytest.mark.parametrize("policy", ["Never", "OnFailure", "Always"])
+def test_an_exited_sidecar_should_be_restarted_whatever_the_pod_policy(policy: str) -> None:
+    """ShouldContainerBeRestarted with ContainerRestartRules (on by default since 1.35):
+    the container's own restartPolicy Always wins over the pod's."""
+    pod, status, sidecar = with_sidecar()
+    pod = attrs.evolve(pod, spec=attrs.evolve(pod.spec, restart_policy=policy))
+    exited = ContainerInfo(
+        id="s1", name="side", state=EXITED, exit_code=0, hash=hash_container(sidecar)
+    )
+    status = attrs.evolve(status, containers=(exited, *status.containers))
+    assert should_container_be_restarted(sidecar, pod, status) is True
+    assert compute_pod_actions(pod, status).init_containers_to_start == (0,)
+
+
 def test_sidecar_does_not_keep_finished_pod_alive() -> None:
     pod, status, sidecar = with_sidecar()
     pod = attrs.evolve(pod, spec=attrs.evolve(pod.spec, restart_policy="Never"))

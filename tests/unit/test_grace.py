@@ -142,3 +142,10 @@ def test_pod_level_rules() -> None:
 def test_no_spec_grace_means_minimum() -> None:
     pod, c = make(None)
     assert container_grace_period(pod, c) == 2
+
+
+def test_a_sidecars_wait_comes_off_its_timeout_truncated_separately() -> None:
+    """killContainer: grace minus whole preStop seconds, minus whole waited seconds."""
+    assert stop_container_timeout(30, 1.6, 1.6) == 28  # not 30 - floor(3.2) = 27
+    assert stop_container_timeout(30, 0, 3.0) == 27
+    assert stop_container_timeout(5, 2.5, 4.0) == 2  # the minimum, whatever was spent

@@ -181,3 +181,38 @@ async def test_workqueue_orders_and_replaces(autojump_clock: trio.abc.Clock) -> 
     q.forget("b")
     assert q.next_due() == float("inf")
     assert len(q) == 0
+
+
+@attrs.define
+class FinishingSyncer(RecordingSyncer):
+    finished_uids: set[str] = attrs.field(factory=set)
+
+    async def sync_pod(self, pod: Pod) -> SyncResult:
+        await super().sync_pod(pod)
+        return SyncResult(finished=pod.uid in self.finished_uids)
+
+
+async def test_finished_pods_are_not_active(autojump_clock: trio.abc.Clock) -> None:
+    """filterOutInactivePods: a pod Succeeded/Failed (API or last sync) or terminated
+    does not hold the node's resources; one being terminated still does."""
+    from kubelet.api.pod import PodStatus
+
+    syncer = FinishingSyncer(finished_uids={"u2"})
+    async with trio.open_nursery() as nursery:
+        workers = await with_workers(syncer, nursery)
+        terminal = attrs.evolve(pod("u3", "c"), status=PodStatus(phase="Failed"))
+        for p in (pod("u1", "a"), pod("u2", "b"), terminal):
+            workers.sync(p)
+        await trio.sleep(1)
+        assert [workers.is_active(u) for u in ("u1", "u2", "u3", "nope")] == [
+            True,
+            False,
+            False,
+            False,
+        ]
+        workers.terminate(pod("u2", "b"), 30)
+        assert workers.is_active("u2")
+        await trio.sleep(1)
+        assert workers.phase("u2") is PodPhase.TERMINATED
+        assert not workers.is_active("u2")
+        nursery.cancel_scope.cancel()

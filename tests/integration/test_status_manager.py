@@ -1,0 +1,88 @@
+"""The status manager against FakeApiServer (fake clock): a terminal phase is final."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+import trio
+
+from kubelet.api import from_wire
+from kubelet.api.client import ApiClient
+from kubelet.api.kubeconfig import load_kubeconfig
+from kubelet.api.pod import Pod, PodStatus
+from kubelet.status.manager import StatusManager
+from kubelet.testing.fakeapiserver import FakeApiServer
+
+from .kubelet_harness import EPOCH, NODE
+
+
+@pytest.fixture
+async def api(aio_loop: None, short_tmp: Path) -> AsyncIterator[tuple[FakeApiServer, ApiClient]]:
+    server = FakeApiServer(epoch=EPOCH)
+    async with server.serve():
+        path = server.kubeconfig(short_tmp / "kubelet.conf", user=f"system:node:{NODE}")
+        async with ApiClient.open(load_kubeconfig(str(path))) as client:
+            yield server, client
+
+
+def make_pod(server: FakeApiServer, name: str, phase: str | None) -> Pod:
+    server.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"nodeName": NODE, "containers": [{"name": "app", "image": "busybox"}]},
+        }
+    )
+    if phase is not None:
+        server.update_status("pods", "default", name, {"phase": phase})
+    obj = server.get("pods", "default", name)
+    assert obj is not None
+    return from_wire(Pod, obj)
+
+
+def sent_phases(server: FakeApiServer, name: str) -> list[str]:
+    out = []
+    for request in server.requests_of("patch", "pods/status", name=name):
+        body: dict[str, Any] = json.loads(request.body)
+        if "phase" in body.get("status", {}):
+            out.append(body["status"]["phase"])
+    return out
+
+
+async def test_a_terminal_phase_is_never_patched_back(
+    api: tuple[FakeApiServer, ApiClient], autojump_clock: trio.abc.Clock
+) -> None:
+    server, client = api
+    manager = StatusManager(client, mirror_for=lambda pod: None)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(manager.run)
+        # the API already says Failed; the kubelet's view (a stale pod object) says Running
+        failed = make_pod(server, "failed", "Failed")
+        stale = attrs.evolve(failed, status=PodStatus(phase="Running"))
+        manager.set(stale, PodStatus(phase="Running", message="m"))
+        # the kubelet itself reported Succeeded, then (a bug, a race) Pending
+        done = make_pod(server, "done", None)
+        manager.set(done, PodStatus(phase="Succeeded"))
+        await trio.sleep(1)
+        manager.set(done, PodStatus(phase="Pending", message="again"))
+        await trio.sleep(1)
+        manager.set(done, PodStatus(phase="Running", message="and again"))
+        await trio.sleep(12)  # and the periodic pass
+        nursery.cancel_scope.cancel()
+    failed_obj, done_obj = (
+        server.get("pods", "default", "failed"),
+        server.get("pods", "default", "done"),
+    )
+    assert failed_obj is not None and done_obj is not None
+    assert failed_obj["status"]["phase"] == "Failed"
+    assert failed_obj["status"].get("message") == "m"  # the rest of the status still goes
+    assert done_obj["status"]["phase"] == "Succeeded"
+    assert done_obj["status"].get("message") == "and again"
+    assert set(sent_phases(server, "failed")) <= {"Failed"}
+    assert sent_phases(server, "done") == ["Succeeded"]
