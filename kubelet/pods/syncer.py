@@ -22,10 +22,12 @@ from kubelet.metrics import KubeletMetrics
 from kubelet.prober.manager import ProberManager
 from kubelet.runtime.cache import PodCache
 from kubelet.runtime.podsync import PodRuntime, all_gone
+from kubelet.runtime.qos import pod_qos
 from kubelet.runtime.types import RuntimePodStatus
 from kubelet.status.generate import generate_pod_status
 from kubelet.status.manager import StatusManager
 
+from .admission import Rejection, rejection_message
 from .manager import PodManager
 from .mirror import MirrorClient, is_static
 from .workers import PodSyncer, SyncResult
@@ -111,6 +113,19 @@ class KubeletPodSyncer(PodSyncer):
                 log.warning("mirror pod of %s not updated: %s", pod.key, exc)
         error = "; ".join(outcome.errors) or None
         return SyncResult(requeue_after=outcome.requeue_after, error=error)
+
+    def reject(self, pod: Pod, rejection: Rejection) -> None:
+        """Admission refused ``pod``: it is reported Failed and never started (upstream's
+        ``rejectPod``: the QoS class is kept, the message says it was rejected)."""
+        status = PodStatus(
+            phase="Failed",
+            reason=rejection.reason,
+            message=rejection_message(rejection),
+            qos_class=pod_qos(pod),
+        )
+        self.statuses[pod.uid] = status
+        if self.cluster is not None:
+            self.cluster.status.set(pod, status)
 
     def _report(self, pod: Pod, runtime: RuntimePodStatus, *, terminal: bool = False) -> PodStatus:
         previous = self.statuses.get(pod.uid)
