@@ -143,7 +143,7 @@ def test_admission(allowed: tuple[str, ...], the_pod: Pod, expected: str | None)
 def test_bad_patterns(pattern: str, message: str) -> None:
     problem = sysctl.pattern_error(pattern)
     assert problem is not None and message in problem
-    with pytest.raises(ValueError, match="namespaced|must have"):
+    with pytest.raises(ValueError, match=r"namespaced|must have"):
         SysctlAllowlist.build([pattern])
 
 
