@@ -62,7 +62,7 @@ class KubeletPodSyncer(PodSyncer):
     ) -> None:
         self.cache = cache
         self.pod_runtime = pod_runtime
-        self.pods = pods or PodManager()
+        self.pods = pods if pods is not None else PodManager()  # an empty one is falsy
         self.host_ips = tuple(host_ips)
         self.runtime_name = runtime_name
         self.wall_clock = wall_clock or pod_runtime.wall_clock
@@ -74,6 +74,8 @@ class KubeletPodSyncer(PodSyncer):
         self.waiting: dict[str, dict[str, tuple[str, str]]] = {}
         self.statuses: dict[str, PodStatus] = {}
         """The status last generated per pod (what /pods and the status manager show)."""
+        self.rejections: dict[str, PodStatus] = {}
+        """Pods admission refused: their Failed status outlives a teardown while desired."""
 
     async def sync_pod(self, pod: Pod) -> SyncResult:
         started = trio.current_time()
@@ -123,7 +125,7 @@ class KubeletPodSyncer(PodSyncer):
             message=rejection_message(rejection),
             qos_class=pod_qos(pod),
         )
-        self.statuses[pod.uid] = status
+        self.statuses[pod.uid] = self.rejections[pod.uid] = status
         if self.cluster is not None:
             self.cluster.status.set(pod, status)
 
@@ -188,5 +190,8 @@ class KubeletPodSyncer(PodSyncer):
         self.cache.delete(pod.uid)
         self.waiting.pop(pod.uid, None)
         self.statuses.pop(pod.uid, None)
+        rejected = self.rejections.pop(pod.uid, None)
+        if rejected is not None and pod.uid in self.pods:  # stopped, still rejected
+            self.statuses[pod.uid] = self.rejections[pod.uid] = rejected
         self.first_seen.pop(pod.uid, None)
         self.started_pods.discard(pod.uid)

@@ -522,3 +522,56 @@ async def test_run_as_non_root_api_pod_status_and_event(
         await c.wait_for(lambda: reason() == ("CreateContainerConfigError", message))
         assert f"Error: {message}" in events(c, "Failed")
         assert fake.calls_of("CreateContainer") == []
+
+
+async def test_runtime_class_lookup_before_and_after_the_first_list(
+    aio_loop: None, autojump_clock: trio.abc.Clock
+) -> None:
+    """Before the watch has listed, a lookup GETs the class; after, the cache answers,
+    and follows creations; an API outage is an error, never the default handler."""
+    from kubelet.api.client import ApiClient
+    from kubelet.api.kubeconfig import ClusterConnection
+    from kubelet.runtime.runtimeclass import RuntimeClassError, RuntimeClasses
+    from kubelet.testing.fakeapiserver import FakeApiServer
+
+    api_server = FakeApiServer(epoch=EPOCH)
+    async with (
+        api_server.serve(),
+        ApiClient.open(ClusterConnection(server=api_server.url)) as client,
+    ):
+        api_server.create(runtime_class("kata-rc", "kata"))
+        classes = RuntimeClasses(client)
+        assert await classes.handler("kata-rc") == "kata"
+        assert await classes.handler(None) == ""
+        missing = r'runtimeclass\.node\.k8s\.io "nope" not found'
+        with pytest.raises(RuntimeClassError, match=missing):
+            await classes.handler("nope")
+        async with api_server.outage():
+            with pytest.raises(RuntimeClassError, match="failed to lookup RuntimeClass kata-rc"):
+                await classes.handler("kata-rc")
+        gets = api_server.count("get", "runtimeclasses")
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(classes.run)
+            await trio.sleep(1)
+            assert classes.synced
+            assert await classes.handler("kata-rc") == "kata"
+            api_server.create(runtime_class("late", "runsc"))
+            await trio.sleep(1)
+            assert await classes.handler("late") == "runsc"
+            assert api_server.count("get", "runtimeclasses") == gets  # the cache answered
+            nursery.cancel_scope.cancel()
+
+
+async def test_pod_rejected_after_a_restart_is_stopped(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    """Admitted under --allowed-unsafe-sysctls, the pod runs; a kubelet restarted without
+    the flag rejects it and stops it, as upstream does for pods it no longer admits."""
+    async with running_kubelet(fake, short_tmp, "--allowed-unsafe-sysctls=net.core.*") as h:
+        h.write("p.yaml", manifest("p", spec=SYSCTLS.format(name="net.core.somaxconn")))
+        await h.wait_for(lambda: h.running("p", "app"))
+        h.extra = ()
+        await h.restart_kubelet()
+        await h.wait_for(lambda: not h.sandboxes("p"), timeout=30)
+        status = status_of(h, "p")
+        assert status is not None and status.reason == "SysctlForbidden"
