@@ -105,6 +105,8 @@ def _mappings_json(first_id: int, length: int) -> dict[str, list[dict[str, int]]
 def _parse(content: bytes) -> int:
     """The first host ID of a mappings file we wrote; ``ValueError`` for anything else."""
     data = json.loads(content)
+    if not isinstance(data, dict):
+        raise ValueError("invalid user namespace configuration: not an object")
     uids, gids = data.get("uidMappings") or [], data.get("gidMappings") or []
     if len(uids) != 1 or len(gids) != 1 or uids[0] != gids[0]:
         raise ValueError("invalid user namespace configuration: one identical uid/gid mapping")
