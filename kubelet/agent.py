@@ -46,7 +46,7 @@ from kubelet.cluster import (
 )
 from kubelet.config import ConfigError, Options
 from kubelet.cri import CriError, ImageClient, RuntimeClient, connect
-from kubelet.debug.console import serve_console
+from kubelet.debug.console import claim_socket_path, serve_console
 from kubelet.events import NORMAL, WARNING, EventRecorder, node_ref, pod_ref
 from kubelet.logs.setup import setup_logging as setup_klog
 from kubelet.metrics import KubeletMetrics
@@ -741,11 +741,38 @@ def run(options: Options) -> int:
     for noisy in ("httpx", "httpcore", "hpack", "h2", "hypercorn.access"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     connection = None
+    try:
+        if options.debug_console_socket:
+            claim_socket_path(options.debug_console_socket)
+    except ConfigError as exc:
+        _print_problems(exc)
+        return 1
     if options.kubeconfig and not options.run_once:
         try:
             connection = load_kubeconfig(options.kubeconfig)
         except ConfigError as exc:
-            for problem in exc.problems:
-                print(f"kubelet: {problem}", file=sys.stderr)
+            _print_problems(exc)
             return 1
-    return trio.run(main, options, connection)
+    code = 1
+    try:
+        code = trio.run(main, options, connection)
+    except* ConfigError as group:  # a setting found unusable only at start-up (a socket path)
+        for error in _leaves(group):
+            _print_problems(error)
+    return code
+
+
+def _print_problems(error: ConfigError) -> None:
+    for problem in error.problems:
+        print(f"kubelet: {problem}", file=sys.stderr)
+
+
+def _leaves(group: BaseExceptionGroup[ConfigError]) -> list[ConfigError]:
+    """The ConfigErrors in a (nested) exception group, in order."""
+    out: list[ConfigError] = []
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            out += _leaves(exc)
+        else:
+            out.append(exc)
+    return out

@@ -26,12 +26,15 @@ import io
 import logging
 import os
 import socket
+import stat
 import traceback
 from collections.abc import Callable, Mapping
 from types import CodeType, TracebackType
 from typing import Any
 
 import trio
+
+from kubelet.config import ConfigError
 
 from . import helpers
 from .helpers import ConsoleTarget
@@ -231,21 +234,55 @@ async def _session(stream: trio.SocketStream, make_namespace: Callable[[], dict[
 
 
 def listen_unix(path: str) -> socket.socket:
-    """A listening unix socket at ``path`` with mode 0600 (a stale socket is replaced)."""
-    with contextlib.suppress(FileNotFoundError):
-        if os.path.exists(path) and not os.path.isdir(path):
-            os.unlink(path)
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    """A listening unix socket at ``path`` with mode 0600.
+
+    Only a stale socket (one nobody listens on) is replaced. Anything else at ``path`` --
+    a file, a directory, a live socket of another process -- stops start-up with a
+    ``ConfigError`` naming the path, so a mistyped flag never deletes an operator's file.
+    """
+    claim_socket_path(path)
+    parent = os.path.dirname(path) or "."
+    os.makedirs(parent, mode=0o750, exist_ok=True)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.bind(path)
         os.chmod(path, 0o600)  # before listen(): nobody can connect in between
         sock.listen(16)
         sock.setblocking(False)
-    except OSError:
+    except OSError as exc:
         sock.close()
-        raise
+        raise _refused(path, exc.strerror or str(exc)) from exc
     return sock
+
+
+def _refused(path: str, why: str) -> ConfigError:
+    return ConfigError.single("--debug-console-socket", path, why)
+
+
+def claim_socket_path(path: str) -> None:
+    """Make ``path`` free for our socket: nothing there, or a stale socket removed.
+
+    Called at start-up (so a bad path stops the kubelet before it waits for the runtime)
+    and again at bind time.
+    """
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISSOCK(mode):
+        kind = "a directory" if stat.S_ISDIR(mode) else "not a socket"
+        raise _refused(path, f"exists and is {kind}; refusing to replace it")
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(path)
+    except ConnectionRefusedError:
+        os.unlink(path)  # stale: left by a kubelet that is gone
+        return
+    except OSError as exc:
+        raise _refused(path, f"cannot check the existing socket: {exc.strerror}") from exc
+    finally:
+        probe.close()
+    raise _refused(path, "another process is listening on this socket")
 
 
 async def serve_console(

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import socket
 import stat
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -14,10 +16,11 @@ import trio
 
 from kubelet.api.meta import ObjectMeta
 from kubelet.api.pod import Pod
+from kubelet.config import ConfigError
 from kubelet.cri import ImageClient, RuntimeClient
 from kubelet.debug import serve_console
 from kubelet.debug.client import Connection, repl
-from kubelet.debug.console import INTERRUPT, PROMPT_END, PROMPT_START
+from kubelet.debug.console import INTERRUPT, PROMPT_END, PROMPT_START, listen_unix
 from kubelet.pods.manager import PodManager
 from kubelet.pods.workers import PodSyncer, PodWorkers, SyncResult
 
@@ -194,3 +197,68 @@ async def test_terminal_client(
     assert await trio.to_thread.run_sync(run) == 0
     assert prompts == [">>> ", ">>> ", ">>> "]
     assert "42\n" in capsys.readouterr().out
+
+
+# -- what may already be at the socket path -------------------------------------------------
+
+
+def test_a_regular_file_at_the_path_is_never_deleted(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_text("an operator's file")
+    with pytest.raises(ConfigError) as caught:
+        listen_unix(str(path))
+    assert str(path) in str(caught.value) and "not a socket" in str(caught.value)
+    assert path.read_text() == "an operator's file"
+
+
+def test_a_directory_at_the_path_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "dir"
+    path.mkdir()
+    with pytest.raises(ConfigError, match="is a directory"):
+        listen_unix(str(path))
+    assert path.is_dir()
+
+
+def test_a_stale_socket_is_replaced(tmp_path: Path) -> None:
+    path = str(tmp_path / "debug.sock")
+    old = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old.bind(path)
+    old.close()  # nobody listens: stale
+    sock = listen_unix(path)
+    try:
+        assert stat.S_ISSOCK(os.stat(path).st_mode)
+    finally:
+        sock.close()
+
+
+def test_a_live_socket_of_another_process_is_kept(tmp_path: Path) -> None:
+    path = str(tmp_path / "debug.sock")
+    live = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    live.bind(path)
+    live.listen(1)
+    try:
+        inode = os.stat(path).st_ino
+        with pytest.raises(ConfigError, match="another process is listening"):
+            listen_unix(path)
+        assert os.stat(path).st_ino == inode
+    finally:
+        live.close()
+
+
+def test_the_kubelet_process_names_the_bad_path(tmp_path: Path) -> None:
+    path = tmp_path / "precious"
+    path.write_text("keep me")
+    result = subprocess.run(
+        [
+            sys.executable, "-m", "kubelet",
+            "--debug-console-socket", str(path),
+            "--root-dir", str(tmp_path / "root"),
+            "--container-runtime-endpoint", f"unix://{tmp_path}/none.sock",
+            "--enable-server=false", "--healthz-port=0", "--read-only-port=0",
+        ],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert result.returncode == 1, result.stderr
+    assert f"kubelet: --debug-console-socket: {path}: exists and is not a socket" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert path.read_text() == "keep me"
