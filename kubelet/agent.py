@@ -47,7 +47,7 @@ from kubelet.cluster import (
 from kubelet.config import ConfigError, Options
 from kubelet.cri import CriError, ImageClient, RuntimeClient, connect
 from kubelet.debug.console import claim_socket_path, serve_console
-from kubelet.events import NORMAL, EventRecorder, node_ref, pod_ref
+from kubelet.events import NORMAL, WARNING, EventRecorder, node_ref, pod_ref
 from kubelet.logs.setup import setup_logging as setup_klog
 from kubelet.metrics import KubeletMetrics
 from kubelet.node.facts import FactGatherer
@@ -56,6 +56,7 @@ from kubelet.node.machine import MachineInfo, read_machine_info
 from kubelet.node.registration import default_labels, initial_node, register
 from kubelet.node.status import node_status
 from kubelet.node.statusloop import NodeStatusReporter, now_rfc3339
+from kubelet.pods.admission import AdmissionFacts, Rejection
 from kubelet.pods.manager import PodManager
 from kubelet.pods.mirror import MirrorClient
 from kubelet.pods.syncer import ClusterLink, KubeletPodSyncer
@@ -71,10 +72,17 @@ from kubelet.runtime.backoff import (
 )
 from kubelet.runtime.cache import PodCache
 from kubelet.runtime.images import ImageManager
+from kubelet.runtime.isolation import PodIsolation
 from kubelet.runtime.logrotate import ContainerLogManager
 from kubelet.runtime.pleg import EVENT_CHANNEL_CAPACITY, Pleg, PodLifecycleEvent
 from kubelet.runtime.podsync import DnsSettings, PodRuntime
+from kubelet.runtime.runtimeclass import RuntimeClasses
+from kubelet.runtime.runtimeinfo import RuntimeInfo
+from kubelet.runtime.security import apparmor_host_error
 from kubelet.runtime.serviceenv import service_env
+from kubelet.runtime.sysctls import SysctlAllowlist, kernel_version
+from kubelet.runtime.userns import FEATURE_GATE as USERNS_GATE
+from kubelet.runtime.userns import UserNamespaces
 from kubelet.runtime.view import RuntimeView, pod_from_runtime
 from kubelet.server.serve import serve
 from kubelet.sources.apiserver import ApiSource
@@ -83,6 +91,7 @@ from kubelet.sources.podconfig import PodConfig, PodOperation
 from kubelet.sources.url import URLSource
 from kubelet.status.manager import StatusManager
 from kubelet.volumes.manager import VolumeManager
+from kubelet.volumes.paths import pod_dir
 
 log = logging.getLogger("kubelet")
 
@@ -166,6 +175,8 @@ class Components:
     recorder: EventRecorder
     prober: ProberManager
     metrics: KubeletMetrics
+    isolation: PodIsolation
+    admission: Callable[[], AdmissionFacts]
     file_source: FileSource | None = None
     url_source: URLSource | None = None
     cluster: ClusterParts | None = None
@@ -248,6 +259,9 @@ class Kubelet:
                 await nursery.start(parts.workers.run)
                 await nursery.start(parts.config.run)
                 await nursery.start(parts.pleg.run)
+                await nursery.start(parts.isolation.runtime_info.run, runtime)
+                if parts.isolation.runtime_classes is not None:
+                    nursery.start_soon(parts.isolation.runtime_classes.run)
                 nursery.start_soon(parts.recorder.run)
                 if parts.cluster is not None:
                     assert isinstance(parts.syncloop.housekeeper, _RuntimeHousekeeper)
@@ -352,12 +366,13 @@ class Kubelet:
 
         async with self._runtime() as (runtime, images):
             parts = self._build(runtime, images, None)
+            await parts.isolation.runtime_info.refresh(runtime)
             pods = await self._static_pods_once(parts)
             if not pods:
                 print("no static pods found", file=sys.stderr)
             async with trio.open_nursery() as nursery:
                 await nursery.start(parts.prober.run)
-                code = await run_once(parts.syncer, pods)
+                code = await run_once(parts.syncer, pods, admission=parts.admission)
                 nursery.cancel_scope.cancel()
             return code
 
@@ -434,6 +449,26 @@ class Kubelet:
             node_allocatable={"cpu": str(machine.num_cores), "memory": str(machine.memory_bytes)},
         )
         gatherer_ips = self.node_ips if self.node_ips is not None else None
+        runtime_info = RuntimeInfo()
+        isolation = PodIsolation(
+            runtime_info,
+            RuntimeClasses(api) if api is not None else None,
+            UserNamespaces(
+                functools.partial(pod_dir, self.options.root_dir), volume_manager.pod_uids_on_disk
+            ),
+            user_namespaces_enabled=cfg.feature_gates.get(USERNS_GATE, True),
+        )
+        sysctl_allowlist = SysctlAllowlist.for_node(cfg.allowed_unsafe_sysctls, kernel_version())
+        apparmor_error = apparmor_host_error()
+
+        def admission() -> AdmissionFacts:
+            return AdmissionFacts(
+                max_pods=cfg.max_pods,
+                sysctls=sysctl_allowlist,
+                apparmor_error=apparmor_error,
+                supplemental_groups_policy=runtime_info.features.supplemental_groups_policy,
+                runtime_classes=api is not None,
+            )
 
         def probe_event(pod: Pod, container: str, kind: str, reason: str, message: str) -> None:
             spec = next(
@@ -474,6 +509,8 @@ class Kubelet:
                 cluster_domain=cfg.cluster_domain,
                 resolv_conf=cfg.resolv_conf,
             ),
+            isolation=isolation,
+            seccomp_default=cfg.seccomp_default,
         )
         pods = PodManager()
         gatherer = FactGatherer(
@@ -555,7 +592,8 @@ class Kubelet:
             housekeeper=housekeeper,
             sources_ready=pod_config.sources_ready,
             sync_frequency=cfg.sync_frequency,
-            max_pods=cfg.max_pods,
+            admission_facts=admission,
+            on_reject=functools.partial(_reject, recorder, syncer),
             probe_updates=(
                 prober.liveness_results.updates,
                 prober.readiness_results.updates,
@@ -593,6 +631,8 @@ class Kubelet:
             recorder=recorder,
             prober=prober,
             metrics=metrics,
+            isolation=isolation,
+            admission=admission,
             file_source=file_source,
             url_source=url_source,
             cluster=cluster,
@@ -610,6 +650,14 @@ class Kubelet:
             if parts.cluster is not None:
                 await nursery.start(parts.cluster.source.run, parts.config)
             task_status.started()
+
+
+def _reject(
+    recorder: EventRecorder, syncer: KubeletPodSyncer, pod: Pod, rejection: Rejection
+) -> None:
+    """Upstream's ``rejectPod``: a Warning event with the reason, the pod reported Failed."""
+    recorder.record(pod_ref(pod), WARNING, rejection.reason, rejection.message)
+    syncer.reject(pod, rejection)
 
 
 class _Backend:

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Callable
 from typing import TextIO
 
 import trio
 
 from kubelet.api.pod import Pod
+from kubelet.pods.admission import AdmissionFacts, admit
 from kubelet.pods.syncer import KubeletPodSyncer
 from kubelet.runtime.phase import FAILED, RUNNING, SUCCEEDED, convert_container_statuses, get_phase
 from kubelet.runtime.types import ContainerRunState, RuntimePodStatus
@@ -58,15 +60,33 @@ async def run_pod_once(syncer: KubeletPodSyncer, pod: Pod) -> tuple[str, str]:
     return phase, detail or "timed out"
 
 
-async def run_once(syncer: KubeletPodSyncer, pods: list[Pod], out: TextIO = sys.stdout) -> int:
-    """Run every pod concurrently; print ``<ns>/<name>: <phase>`` lines; 0 if all good."""
+async def run_once(
+    syncer: KubeletPodSyncer,
+    pods: list[Pod],
+    out: TextIO = sys.stdout,
+    *,
+    admission: Callable[[], AdmissionFacts] | None = None,
+) -> int:
+    """Run every pod concurrently; print ``<ns>/<name>: <phase>`` lines; 0 if all good.
+
+    Pods are admitted first, in order, as upstream's run-once does: a rejected pod is
+    never started and reported Failed with the rejection."""
     results: dict[str, tuple[str, str]] = {}
+    admitted: list[Pod] = []
+    for pod in pods:
+        rejection = admit(pod, admitted, admission()) if admission is not None else None
+        if rejection is None:
+            admitted.append(pod)
+        else:
+            log.warning("run-once: pod %s rejected: %s", pod.key, rejection.message)
+            syncer.reject(pod, rejection)
+            results[pod.uid] = (FAILED, f"{rejection.reason}: {rejection.message}")
 
     async def one(pod: Pod) -> None:
         results[pod.uid] = await run_pod_once(syncer, pod)
 
     async with trio.open_nursery() as nursery:
-        for pod in pods:
+        for pod in admitted:
             nursery.start_soon(one, pod)
     ok = True
     for pod in sorted(pods, key=lambda p: p.key):

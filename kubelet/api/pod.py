@@ -245,6 +245,8 @@ class PodSecurityContext:
     sysctls: tuple[Mapping[str, str], ...] = ()
     se_linux_options: Mapping[str, Any] | None = None
     seccomp_profile: Mapping[str, Any] | None = None
+    app_armor_profile: Mapping[str, Any] | None = None
+    supplemental_groups_policy: str | None = None
 
 
 @attrs.frozen(kw_only=True)

@@ -254,6 +254,22 @@ FLAGS: tuple[FlagSpec, ...] = (
         metavar="CGROUP",
     ),
     _bool(
+        "seccomp-default",
+        "seccompDefault",
+        "Run containers (and init containers) that set no seccomp profile with the "
+        "runtime's default profile (RuntimeDefault) instead of Unconfined.",
+    ),
+    _cfg(
+        "allowed-unsafe-sysctls",
+        "allowedUnsafeSysctls",
+        "Comma-separated unsafe sysctls or sysctl patterns (ending in *) pods may set, "
+        "beyond the safe set; each must be namespaced (net.*, kernel.shm*, kernel.msg*, "
+        "kernel.sem, fs.mqueue.*). Use these at your own risk.",
+        fv.string_list,
+        combine="concat",
+        metavar="NAME,...",
+    ),
+    _bool(
         "cgroups-per-qos",
         "cgroupsPerQOS",
         "Create the QoS-class cgroup hierarchy and one cgroup per pod.",

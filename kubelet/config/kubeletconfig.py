@@ -159,6 +159,8 @@ class KubeletConfiguration:
         default=DEFAULT_POD_INFRA_IMAGE, metadata=meta(zero_unset=True)
     )
     pod_logs_dir: str = attrs.field(default="/var/log/pods", metadata=meta(zero_unset=True))
+    seccomp_default: bool = False
+    allowed_unsafe_sysctls: tuple[str, ...] = ()
     container_log_max_size: str = attrs.field(default="10Mi", metadata=meta(zero_unset=True))
     container_log_max_files: int = 5
     container_log_max_workers: int = 1

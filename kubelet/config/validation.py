@@ -16,6 +16,7 @@ from typing import Any
 import attrs
 
 from kubelet.api.quantity import parse_quantity
+from kubelet.api.sysctl import pattern_error
 
 from .duration import format_duration
 from .fields import is_duration, key
@@ -65,6 +66,10 @@ def validate(config: KubeletConfiguration) -> list[Issue]:
     issues += _eviction(c)
     issues += _shutdown(c)
     issues += _addresses(c)
+    for i, pattern in enumerate(c.allowed_unsafe_sysctls):
+        problem = pattern_error(pattern)
+        if problem is not None:
+            issues.append((f"allowedUnsafeSysctls[{i}]", problem))
     for i, taint in enumerate(c.register_with_taints):
         where = f"registerWithTaints[{i}]"
         if not taint.key:

@@ -23,12 +23,13 @@ from kubelet.prober.manager import ProberManager
 from kubelet.runtime.cache import PodCache
 from kubelet.runtime.phase import is_terminal_phase
 from kubelet.runtime.podsync import PodRuntime, all_gone, still_running
-from kubelet.runtime.qos import is_restartable_init_container
+from kubelet.runtime.qos import is_restartable_init_container, pod_qos
 from kubelet.runtime.types import RuntimePodStatus
 from kubelet.status.generate import generate_pod_status
 from kubelet.status.manager import StatusManager
 from kubelet.status.terminal import terminated_status
 
+from .admission import Rejection, rejection_message
 from .manager import PodManager
 from .mirror import MirrorClient, is_static
 from .workers import PodSyncer, SyncResult
@@ -71,7 +72,7 @@ class KubeletPodSyncer(PodSyncer):
     ) -> None:
         self.cache = cache
         self.pod_runtime = pod_runtime
-        self.pods = pods or PodManager()
+        self.pods = pods if pods is not None else PodManager()  # an empty one is falsy
         self.host_ips = tuple(host_ips)
         self.runtime_name = runtime_name
         self.wall_clock = wall_clock or pod_runtime.wall_clock
@@ -83,6 +84,8 @@ class KubeletPodSyncer(PodSyncer):
         self.waiting: dict[str, dict[str, tuple[str, str]]] = {}
         self.statuses: dict[str, PodStatus] = {}
         """The status last generated per pod (what /pods and the status manager show)."""
+        self.rejections: dict[str, PodStatus] = {}
+        """Pods admission refused: their Failed status outlives a teardown while desired."""
 
     async def sync_pod(self, pod: Pod) -> SyncResult:
         started = trio.current_time()
@@ -140,6 +143,19 @@ class KubeletPodSyncer(PodSyncer):
                 log.warning("mirror pod of %s not updated: %s", pod.key, exc)
         error = "; ".join(outcome.errors) or None
         return SyncResult(requeue_after=outcome.requeue_after, error=error)
+
+    def reject(self, pod: Pod, rejection: Rejection) -> None:
+        """Admission refused ``pod``: it is reported Failed and never started (upstream's
+        ``rejectPod``: the QoS class is kept, the message says it was rejected)."""
+        status = PodStatus(
+            phase="Failed",
+            reason=rejection.reason,
+            message=rejection_message(rejection),
+            qos_class=pod_qos(pod),
+        )
+        self.statuses[pod.uid] = self.rejections[pod.uid] = status
+        if self.cluster is not None:
+            self.cluster.status.set(pod, status)
 
     async def _sync_finished(self, pod: Pod) -> SyncResult:
         """A finished pod: nothing is created or started; what still runs of it is
@@ -244,5 +260,8 @@ class KubeletPodSyncer(PodSyncer):
         self.cache.delete(pod.uid)
         self.waiting.pop(pod.uid, None)
         self.statuses.pop(pod.uid, None)
+        rejected = self.rejections.pop(pod.uid, None)
+        if rejected is not None and pod.uid in self.pods:  # stopped, still rejected
+            self.statuses[pod.uid] = self.rejections[pod.uid] = rejected
         self.first_seen.pop(pod.uid, None)
         self.started_pods.discard(pod.uid)

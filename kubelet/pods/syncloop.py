@@ -14,7 +14,7 @@ from __future__ import annotations
 import enum
 import logging
 import random
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import attrs
@@ -25,6 +25,7 @@ from kubelet.runtime.phase import is_terminal_phase
 from kubelet.runtime.pleg import EventType, PodLifecycleEvent
 from kubelet.sources.podconfig import PodOperation, PodUpdate
 
+from .admission import AdmissionFacts, Rejection, admit
 from .manager import PodManager
 from .mirror import is_mirror
 from .workers import PodWorkers, SyncResult
@@ -85,7 +86,8 @@ class SyncLoop:
         sources_ready: Callable[[], bool],
         sync_frequency: float = 60.0,
         max_pods: int = 110,
-        admit: Callable[[Pod], Awaitable[str | None]] | None = None,
+        admission_facts: Callable[[], AdmissionFacts] | None = None,
+        on_reject: Callable[[Pod, Rejection], None] | None = None,
         rng: random.Random | None = None,
         probe_updates: Sequence[trio.MemoryReceiveChannel[Any]] = (),
     ) -> None:
@@ -98,7 +100,8 @@ class SyncLoop:
         self.housekeeper = housekeeper
         self._sources_ready = sources_ready
         self._sync_frequency = sync_frequency
-        self._max_pods = max_pods
+        self._admission_facts = admission_facts or (lambda: AdmissionFacts(max_pods=max_pods))
+        self._on_reject = on_reject
         self._rng = rng or random.Random(0)
         self.last_iteration: float | None = None
         self.iterations = 0
@@ -191,27 +194,27 @@ class SyncLoop:
 
     async def _add(self, pod: Pod) -> None:
         self.pods.upsert(pod)
-        reason = self._admission_failure(pod)
-        if reason is not None:
-            self.rejected[pod.uid] = reason
-            log.warning("pod %s rejected: %s", pod.key, reason)
+        rejection = self._admission_failure(pod)
+        if rejection is not None:
+            self.rejected[pod.uid] = f"{rejection.reason}: {rejection.message}"
+            log.warning("pod %s rejected: %s: %s", pod.key, rejection.reason, rejection.message)
+            if self._on_reject is not None:
+                self._on_reject(pod, rejection)
             return
         self.workers.sync(pod)
 
-    def _admission_failure(self, pod: Pod) -> str | None:
-        """Upstream's pod-count admission ("OutOfpods"); more predicates land later.
-        A finished pod (Succeeded or Failed) is admitted without checks and does not
-        count: it never runs again."""
+    def _admission_failure(self, pod: Pod) -> Rejection | None:
+        """``admission.admit`` against the active pods admitted before (a known pod is not
+        admitted again). A finished pod (Succeeded or Failed) is admitted without checks
+        and does not count: it never runs again."""
         if self.workers.is_known(pod.uid) or is_terminal_phase(pod.status.phase):
             return None
-        active = sum(
-            1
-            for uid in self.workers.workers
-            if uid not in self.rejected and self.workers.is_active(uid)
-        )
-        if active >= self._max_pods:
-            return f"OutOfpods: Node didn't have enough resource: pods, capacity {self._max_pods}"
-        return None
+        others = [
+            w.pod
+            for uid, w in self.workers.workers.items()
+            if uid not in self.rejected and uid != pod.uid and self.workers.is_active(uid)
+        ]
+        return admit(pod, others, self._admission_facts())
 
     # -- PLEG ------------------------------------------------------------------------------
 
@@ -243,8 +246,9 @@ class SyncLoop:
             log.warning("housekeeping: cannot list runtime pods: %s", exc)
             return
         for orphan in running:
-            if orphan.uid in self.pods or self.workers.is_known(orphan.uid):
-                continue
+            wanted = orphan.uid in self.pods and orphan.uid not in self.rejected
+            if wanted or self.workers.is_known(orphan.uid):
+                continue  # a rejected pod found running (admitted by an earlier run) goes
             log.info("removing orphaned pod %s/%s (%s)", orphan.namespace, orphan.name, orphan.uid)
             self.workers.terminate(self.housekeeper.orphan_as_pod(orphan), None, remove=True)
         for mirror in self.pods.mirrors():

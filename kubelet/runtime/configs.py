@@ -9,8 +9,8 @@ kubelet and either kubelet can adopt the other's containers. Volumes, devices an
 Two defaults differ from the CRI zero values and matter on containerd: the container
 PID namespace is CONTAINER unless ``hostPID``/``shareProcessNamespace`` (zero would be
 POD, and the container's process would not be PID 1), and the container seccomp
-profile is Unconfined unless the pod asks (zero would be RuntimeDefault). The sandbox
-itself always runs with RuntimeDefault seccomp, as upstream.
+profile is Unconfined unless the pod asks or ``seccompDefault`` is on (zero would be
+RuntimeDefault). The security context itself is ``security``'s decision.
 """
 
 from __future__ import annotations
@@ -21,10 +21,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import attrs
-
+from kubelet.api import sysctl
 from kubelet.api.pod import (
-    Capabilities,
     Container,
     ContainerPort,
     HTTPGetAction,
@@ -37,6 +35,13 @@ from kubelet.cri import api
 from . import labels
 from .hash import hash_container, parse_hash
 from .qos import BEST_EFFORT, BURSTABLE, container_oom_score_adj, pod_qos
+from .security import (
+    DEFAULT_MASKED_PATHS,
+    DEFAULT_READONLY_PATHS,
+    container_security_context,
+    sandbox_security_context,
+)
+from .sysctls import pod_sysctls
 from .types import ContainerInfo, ContainerRunState, RuntimePodStatus, SandboxInfo, SandboxState
 
 __all__ = [
@@ -58,6 +63,7 @@ __all__ = [
     "milli_cpu_to_shares",
     "namespace_options",
     "next_restart_count",
+    "overhead_resources",
     "pod_cgroup_parent",
     "pod_hostname",
     "pod_log_directory",
@@ -75,22 +81,6 @@ MAX_SHARES = 262144
 SHARES_PER_CPU = 1024
 CPU_PERIOD = 100_000  # 100 ms, in microseconds
 MIN_QUOTA = 1000  # 1 ms
-
-# Upstream securitycontext's defaults (the runtime clears them for privileged containers).
-DEFAULT_MASKED_PATHS = (
-    "/proc/asound",
-    "/proc/acpi",
-    "/proc/kcore",
-    "/proc/keys",
-    "/proc/latency_stats",
-    "/proc/timer_list",
-    "/proc/timer_stats",
-    "/proc/sched_debug",
-    "/proc/scsi",
-    "/sys/firmware",
-    "/sys/devices/virtual/powercap",
-)
-DEFAULT_READONLY_PATHS = ("/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger")
 
 _PROTOCOLS = {"TCP": api.TCP, "UDP": api.UDP, "SCTP": api.SCTP}
 _DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
@@ -253,9 +243,10 @@ def container_annotations(pod: Pod, container: Container, restart_count: int) ->
 # -- namespaces, security, resources -------------------------------------------------------
 
 
-def namespace_options(pod: Pod) -> api.NamespaceOption:
+def namespace_options(pod: Pod, userns: api.UserNamespace | None = None) -> api.NamespaceOption:
     """Network/IPC: NODE with hostNetwork/hostIPC, else POD. PID: NODE with hostPID, POD
-    with shareProcessNamespace, else CONTAINER (set explicitly: the zero value is POD)."""
+    with shareProcessNamespace, else CONTAINER (set explicitly: the zero value is POD).
+    ``userns``: the user namespace as ``userns.decide`` resolved it (None: unset)."""
     spec = pod.spec
     if spec.host_pid:
         pid = api.NODE
@@ -263,11 +254,14 @@ def namespace_options(pod: Pod) -> api.NamespaceOption:
         pid = api.POD
     else:
         pid = api.CONTAINER
-    return api.NamespaceOption(
+    out = api.NamespaceOption(
         network=api.NODE if spec.host_network else api.POD,
         pid=pid,
         ipc=api.NODE if spec.host_ipc else api.POD,
     )
+    if userns is not None:
+        out.userns_options.CopyFrom(userns)
+    return out
 
 
 def port_mappings(pod: Pod) -> list[api.PortMapping]:
@@ -294,115 +288,6 @@ def port_mappings(pod: Pod) -> list[api.PortMapping]:
                     host_ip=p.host_ip,
                 )
             )
-    return out
-
-
-def _selinux(options: Mapping[str, Any] | None) -> api.SELinuxOption | None:
-    if not options:
-        return None
-    return api.SELinuxOption(
-        user=str(options.get("user", "")),
-        role=str(options.get("role", "")),
-        type=str(options.get("type", "")),
-        level=str(options.get("level", "")),
-    )
-
-
-def _supplemental_groups(pod: Pod) -> list[int]:
-    sc = pod.spec.security_context
-    if sc is None:
-        return []
-    groups = [sc.fs_group] if sc.fs_group is not None else []
-    return groups + list(sc.supplemental_groups)
-
-
-def _seccomp(profile: Mapping[str, Any] | None, root: str) -> api.SecurityProfile | None:
-    if not profile:
-        return None
-    kind = profile.get("type")
-    if kind == "RuntimeDefault":
-        return api.SecurityProfile(profile_type=api.SecurityProfile.RuntimeDefault)
-    if kind == "Unconfined":
-        return api.SecurityProfile(profile_type=api.SecurityProfile.Unconfined)
-    if kind == "Localhost":
-        ref = posixpath.join(root, str(profile.get("localhostProfile", "")))
-        return api.SecurityProfile(profile_type=api.SecurityProfile.Localhost, localhost_ref=ref)
-    raise ValueError(f"unsupported seccomp profile type {kind!r}")
-
-
-@attrs.frozen
-class _EffectiveSecurity:
-    """The container's security settings with the pod's user/group/SELinux filled in."""
-
-    privileged: bool
-    read_only_root_filesystem: bool
-    no_new_privs: bool
-    run_as_user: int | None
-    run_as_group: int | None
-    capabilities: Capabilities | None
-    se_linux_options: Mapping[str, Any] | None
-    proc_mount: str | None
-    seccomp_profile: Mapping[str, Any] | None
-
-
-def _effective_security(pod: Pod, container: Container) -> _EffectiveSecurity:
-    psc = pod.spec.security_context
-    csc = container.security_context
-    run_as_user = csc.run_as_user if csc else None
-    run_as_group = csc.run_as_group if csc else None
-    selinux = csc.se_linux_options if csc else None
-    if psc is not None:
-        run_as_user = psc.run_as_user if run_as_user is None else run_as_user
-        run_as_group = psc.run_as_group if run_as_group is None else run_as_group
-        selinux = selinux or psc.se_linux_options
-    return _EffectiveSecurity(
-        privileged=bool(csc and csc.privileged),
-        read_only_root_filesystem=bool(csc and csc.read_only_root_filesystem),
-        no_new_privs=csc is not None and csc.allow_privilege_escalation is False,
-        run_as_user=run_as_user,
-        run_as_group=run_as_group,
-        capabilities=csc.capabilities if csc else None,
-        se_linux_options=selinux,
-        proc_mount=csc.proc_mount if csc else None,
-        seccomp_profile=csc.seccomp_profile if csc else None,
-    )
-
-
-def _container_security_context(
-    pod: Pod, container: Container, seccomp_root: str
-) -> api.LinuxContainerSecurityContext:
-    sc = _effective_security(pod, container)
-    out = api.LinuxContainerSecurityContext(
-        privileged=sc.privileged,
-        readonly_rootfs=sc.read_only_root_filesystem,
-        namespace_options=namespace_options(pod),
-        supplemental_groups=_supplemental_groups(pod),
-        no_new_privs=sc.no_new_privs,
-    )
-    if sc.capabilities is not None:
-        out.capabilities.CopyFrom(
-            api.Capability(
-                add_capabilities=list(sc.capabilities.add),
-                drop_capabilities=list(sc.capabilities.drop),
-            )
-        )
-    if sc.run_as_user is not None:
-        out.run_as_user.value = sc.run_as_user
-    if sc.run_as_group is not None:
-        out.run_as_group.value = sc.run_as_group
-    selinux = _selinux(sc.se_linux_options)
-    if selinux is not None:
-        out.selinux_options.CopyFrom(selinux)
-    if sc.proc_mount != "Unmasked":
-        out.masked_paths.extend(DEFAULT_MASKED_PATHS)
-        out.readonly_paths.extend(DEFAULT_READONLY_PATHS)
-    psc = pod.spec.security_context
-    seccomp = _seccomp(sc.seccomp_profile, seccomp_root) or _seccomp(
-        psc.seccomp_profile if psc else None, seccomp_root
-    )
-    out.seccomp.CopyFrom(
-        seccomp or api.SecurityProfile(profile_type=api.SecurityProfile.Unconfined)
-    )
     return out
 
 
@@ -442,6 +327,20 @@ def linux_container_resources(
     if cpu_cfs_quota:
         out.cpu_period = CPU_PERIOD
         out.cpu_quota = milli_cpu_to_quota(cpu_limit)
+    return out
+
+
+def overhead_resources(pod: Pod, *, cpu_cfs_quota: bool = True) -> api.LinuxContainerResources:
+    """The pod's ``overhead`` (set from its RuntimeClass) as resources, requests equal to
+    limits, for the sandbox config's ``overhead`` as upstream sends it."""
+    cpu = to_millicores(pod.spec.overhead.get("cpu"))
+    out = api.LinuxContainerResources(cpu_shares=milli_cpu_to_shares(cpu))
+    memory = to_bytes(pod.spec.overhead.get("memory"))
+    if memory:
+        out.memory_limit_in_bytes = memory
+    if cpu_cfs_quota:
+        out.cpu_period = CPU_PERIOD
+        out.cpu_quota = milli_cpu_to_quota(cpu)
     return out
 
 
@@ -501,8 +400,11 @@ def sandbox_config(
     pod_logs_dir: str = DEFAULT_POD_LOGS_DIR,
     cgroup_parent: str | None = None,
     dns: api.DNSConfig | None = None,
+    userns: api.UserNamespace | None = None,
 ) -> api.PodSandboxConfig:
-    """``RunPodSandbox`` config. ``cgroup_parent`` defaults to ``pod_cgroup_parent(pod)``."""
+    """``RunPodSandbox`` config. ``cgroup_parent`` defaults to ``pod_cgroup_parent(pod)``;
+    ``userns`` is the pod's user namespace as resolved for its runtime handler.
+    ``SecurityContextError`` when the pod's security context cannot be expressed."""
     meta = pod.metadata
     spec = pod.spec
     config = api.PodSandboxConfig(
@@ -521,24 +423,12 @@ def sandbox_config(
     linux = config.linux
     linux.cgroup_parent = pod_cgroup_parent(pod) if cgroup_parent is None else cgroup_parent
     sc = linux.security_context
-    sc.privileged = any(
-        c.security_context is not None and bool(c.security_context.privileged)
-        for c in (*spec.init_containers, *spec.containers)
-    )
-    sc.seccomp.CopyFrom(api.SecurityProfile(profile_type=api.SecurityProfile.RuntimeDefault))
-    sc.namespace_options.CopyFrom(namespace_options(pod))
-    psc = spec.security_context
-    if psc is not None:
-        for sysctl in psc.sysctls:
-            linux.sysctls[str(sysctl.get("name", ""))] = str(sysctl.get("value", ""))
-        if psc.run_as_user is not None:
-            sc.run_as_user.value = psc.run_as_user
-        if psc.run_as_group is not None:
-            sc.run_as_group.value = psc.run_as_group
-        sc.supplemental_groups.extend(_supplemental_groups(pod))
-        selinux = _selinux(psc.se_linux_options)
-        if selinux is not None:
-            sc.selinux_options.CopyFrom(selinux)
+    sandbox_security_context(pod, sc)
+    sc.namespace_options.CopyFrom(namespace_options(pod, userns))
+    for name, value in pod_sysctls(pod):
+        linux.sysctls[sysctl.normalize(name)] = value
+    if spec.overhead:
+        linux.overhead.CopyFrom(overhead_resources(pod))
     return config
 
 
@@ -553,6 +443,8 @@ def container_config(
     mounts: Sequence[api.Mount] = (),
     cpu_cfs_quota: bool = True,
     seccomp_profile_root: str = DEFAULT_SECCOMP_ROOT,
+    seccomp_default: bool = False,
+    namespaces: api.NamespaceOption | None = None,
 ) -> api.ContainerConfig:
     """``CreateContainer`` config for a new instance of ``container``.
 
@@ -560,6 +452,8 @@ def container_config(
     ``memory_capacity``: node memory in bytes, for the OOM score. ``env``: the full
     resolved environment; by default the spec's literal values. Command and args are
     ``$(VAR)``-expanded against it; empty ones leave the image defaults in place.
+    ``namespaces``: the sandbox's (with its user namespace); by default the pod's.
+    ``SecurityContextError`` when the security context cannot be expressed.
     """
     variables = list(env) if env is not None else _literal_env(container)
     mapping = dict(variables)
@@ -584,7 +478,13 @@ def container_config(
         )
     )
     config.linux.security_context.CopyFrom(
-        _container_security_context(pod, container, seccomp_profile_root)
+        container_security_context(
+            pod,
+            container,
+            namespaces=namespaces if namespaces is not None else namespace_options(pod),
+            seccomp_root=seccomp_profile_root,
+            seccomp_default=seccomp_default,
+        )
     )
     return config
 

@@ -148,6 +148,10 @@ class ImageManager:
         )
         return image_ref
 
+    async def inspect(self, image_ref: str) -> api.Image | None:
+        """ImageStatus of a resolved image (its user, for ``runAsNonRoot``); None if absent."""
+        return await self._images.image_status(image_ref)
+
     def _event(self, ref: ObjectRef, event_type: str, reason: str, message: str) -> None:
         if self._recorder is not None:
             self._recorder.record(ref, event_type, reason, message)

@@ -45,7 +45,13 @@ from .configs import (
     sandbox_config,
 )
 from .dns import DNSWarning, ResolvConf, load_host_resolv, pod_dns_config
-from .env import INVALID_ENV_NAMES_REASON, EnvError, EnvLookup, resolve_env
+from .env import (
+    CREATE_CONTAINER_CONFIG_ERROR,
+    INVALID_ENV_NAMES_REASON,
+    EnvError,
+    EnvLookup,
+    resolve_env,
+)
 from .grace import KillReason, kill_grace_period, stop_container_timeout
 from .hooks import (
     EVENT_FAILED_POST_START_HOOK,
@@ -62,7 +68,14 @@ from .hosts import (
     write_hosts_file,
 )
 from .images import ImageError, ImageManager
+from .isolation import Isolation, IsolationError, PodIsolation
 from .qos import is_restartable_init_container
+from .security import (
+    SecurityContextError,
+    image_user,
+    needs_image_user,
+    verify_run_as_non_root,
+)
 from .termination import create_message_file, message_mount
 from .termination_order import stop_prerequisites
 from .types import ContainerInfo, ContainerRunState, RuntimePodStatus, SandboxState
@@ -73,6 +86,7 @@ CRASH_LOOP_BACK_OFF = "CrashLoopBackOff"
 CREATE_CONTAINER_ERROR = "CreateContainerError"
 RUN_CONTAINER_ERROR = "RunContainerError"
 DEFAULT_ORPHAN_GRACE = 30
+DEFAULT_ROOT_DIR = "/var/lib/kubelet"
 
 
 @attrs.define
@@ -182,7 +196,11 @@ class PodRuntime:
         node_allocatable: Mapping[str, str] | None = None,
         env_lookup: EnvLookup | None = None,
         service_env: Callable[[Pod], Mapping[str, str]] | None = None,
+        isolation: PodIsolation | None = None,
+        seccomp_default: bool = False,
     ) -> None:
+        self.isolation = isolation or PodIsolation()
+        self.seccomp_default = seccomp_default
         self.service_env = service_env
         self.node_name = node_name
         self.node_allocatable = dict(node_allocatable or {})
@@ -238,14 +256,32 @@ class PodRuntime:
             await self._kill_containers(pod, status, actions.containers_to_kill)
             progress.acted = True
 
+        isolation, isolation_error = Isolation(), None
+        if (
+            actions.create_sandbox
+            or actions.init_containers_to_start
+            or actions.containers_to_start
+        ):
+            try:
+                isolation = await self.isolation.resolve(pod)
+            except IsolationError as exc:
+                isolation_error = exc.message
         dns_config, dns_warnings = self.dns.for_pod(pod)
-        config = sandbox_config(
-            pod,
-            actions.attempt,
-            pod_logs_dir=self.pod_logs_dir,
-            cgroup_parent=self._cgroup_parent(pod),
-            dns=dns_config,
-        )
+        try:
+            config = sandbox_config(
+                pod,
+                actions.attempt,
+                pod_logs_dir=self.pod_logs_dir,
+                cgroup_parent=self._cgroup_parent(pod),
+                dns=dns_config,
+                userns=isolation.userns,
+            )
+        except SecurityContextError as exc:
+            isolation_error = exc.message
+            config = api.PodSandboxConfig()
+        if actions.create_sandbox and isolation_error is not None:
+            self._sandbox_failed(pod, progress, isolation_error)
+            return progress.freeze()
         if actions.create_sandbox:
             for warning in dns_warnings:
                 ref = node_ref(self.recorder.node_name) if warning.on_node else pod_ref(pod)
@@ -257,7 +293,7 @@ class PodRuntime:
             try:
                 created_id = ""
                 try:
-                    created_id = await self.runtime.run_pod_sandbox(config)
+                    created_id = await self.runtime.run_pod_sandbox(config, isolation.handler)
                 finally:
                     if self.metrics is not None:
                         self.metrics.pod_started(error=not created_id)
@@ -271,7 +307,7 @@ class PodRuntime:
                     actions.attempt,
                 )
             except CriError as exc:
-                progress.errors.append(f"CreatePodSandbox for pod {pod.key} failed: {exc}")
+                self._sandbox_failed(pod, progress, exc.message)
                 return progress.freeze()
         if not sandbox_id:
             return progress.freeze()
@@ -288,12 +324,18 @@ class PodRuntime:
 
         for index in actions.init_containers_to_start:
             container = pod.spec.init_containers[index]
+            if isolation_error is not None:
+                self._config_error(pod, container, progress, isolation_error)
+                return progress.freeze()
             if not await self._start(
                 pod, container, status, sandbox_id, config, pod_ip, progress
             ) and not is_restartable_init_container(container):
                 return progress.freeze()  # a sidecar that cannot start blocks nothing else
         for index in actions.containers_to_start:
             container = pod.spec.containers[index]
+            if isolation_error is not None:
+                self._config_error(pod, container, progress, isolation_error)
+                continue
             await self._start(
                 pod, container, status, sandbox_id, config, pod_ip, progress, volume_paths
             )
@@ -301,6 +343,36 @@ class PodRuntime:
 
     def _cgroup_parent(self, pod: Pod) -> str:
         return pod_cgroup_parent(pod, self.cgroup_root)
+
+    def _sandbox_failed(self, pod: Pod, progress: _Progress, message: str) -> None:
+        """Upstream's FailedCreatePodSandBox event; the sync fails and is retried."""
+        self.recorder.record(
+            pod_ref(pod),
+            WARNING,
+            "FailedCreatePodSandBox",
+            f"Failed to create pod sandbox: {message}",
+        )
+        progress.errors.append(f"CreatePodSandbox for pod {pod.key} failed: {message}")
+
+    def _config_error(
+        self, pod: Pod, container: Container, progress: _Progress, message: str
+    ) -> None:
+        """The container cannot be configured: CreateContainerConfigError, retried."""
+        self.recorder.record(pod_ref(pod, container), WARNING, "Failed", f"Error: {message}")
+        progress.waiting[container.name] = (CREATE_CONTAINER_CONFIG_ERROR, message)
+        progress.errors.append(f"{container.name}: {message}")
+
+    async def _non_root_error(self, pod: Pod, container: Container, image_ref: str) -> str | None:
+        """``runAsNonRoot`` checked against ``runAsUser`` or the image's user (ImageStatus)."""
+        uid: int | None = None
+        username = ""
+        if needs_image_user(pod, container):
+            try:
+                image = await self.images.inspect(image_ref)
+            except CriError as exc:
+                return f'failed to inspect image "{image_ref}": {exc.message}'
+            uid, username = image_user(image)
+        return verify_run_as_non_root(pod, container, uid, username)
 
     async def _start(
         self,
@@ -351,20 +423,31 @@ class PodRuntime:
             return False
         for warning in env.warnings:
             self.recorder.record(pod_ref(pod), WARNING, INVALID_ENV_NAMES_REASON, warning)
+        non_root = await self._non_root_error(pod, container, image_ref)
+        if non_root is not None:
+            self._config_error(pod, container, progress, non_root)
+            return False
         restart_count = next_restart_count(status, container.name) or 0
-        cconfig = container_config(
-            pod,
-            container,
-            restart_count,
-            image_ref=image_ref,
-            memory_capacity=self.memory_capacity,
-            env=env.env,
-            mounts=[
-                *self._volume_mounts(pod, container, volume_paths or {}),
-                *self._hosts_mounts(pod, container, pod_ip),
-                *self._message_mounts(pod, container),
-            ],
-        )
+        try:
+            cconfig = container_config(
+                pod,
+                container,
+                restart_count,
+                image_ref=image_ref,
+                memory_capacity=self.memory_capacity,
+                env=env.env,
+                mounts=[
+                    *self._volume_mounts(pod, container, volume_paths or {}),
+                    *self._hosts_mounts(pod, container, pod_ip),
+                    *self._message_mounts(pod, container),
+                ],
+                seccomp_profile_root=self._seccomp_root(),
+                seccomp_default=self.seccomp_default,
+                namespaces=config.linux.security_context.namespace_options,
+            )
+        except SecurityContextError as exc:
+            self._config_error(pod, container, progress, exc.message)
+            return False
         progress.acted = True
         try:
             cid = await self.runtime.create_container(sandbox_id, cconfig, config)
@@ -407,6 +490,10 @@ class PodRuntime:
         )
         await self._prune_dead(status, container.name)
         return True
+
+    def _seccomp_root(self) -> str:
+        """``<root-dir>/seccomp``: where Localhost seccomp profiles are read from."""
+        return os.path.join(self.root_dir or DEFAULT_ROOT_DIR, "seccomp")
 
     def _volume_mounts(
         self, pod: Pod, container: Container, paths: dict[str, str]
@@ -526,6 +613,7 @@ class PodRuntime:
         """Everything the pod left on the node's disk: its log directory and its
         directory under --root-dir (volumes, termination-message files, etc-hosts)."""
         await self._remove_log_directory(pod)
+        self.isolation.release(pod.uid)
         if self.volumes is not None:
             self.volumes.cleanup(pod.uid)
 

@@ -218,6 +218,7 @@ RESOURCES: tuple[ResourceType, ...] = (
         short_names=("sa",),
     ),
     ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True),
+    ResourceType("node.k8s.io", "v1", "runtimeclasses", "RuntimeClass", False),
     ResourceType(
         "authentication.k8s.io", "v1", "tokenreviews", "TokenReview", False, verbs=CREATE_ONLY
     ),

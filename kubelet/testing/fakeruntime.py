@@ -33,7 +33,13 @@ What it models
   log lines.
 * Images: a present set (busybox and pause by default). PullImage succeeds only for
   references in ``pullable`` (the node has no registry), failing otherwise the way
-  containerd does (gRPC UNKNOWN, "failed to pull and unpack image ...").
+  containerd does (gRPC UNKNOWN, "failed to pull and unpack image ..."). An image may
+  have a user (``add_image(ref, uid=1000)`` or ``username="app"``), reported by
+  ImageStatus as containerd does; none means root.
+* Runtime handlers: ``handlers`` (name → features; the default handler "" without
+  user-namespace support) and ``features`` are what Status reports; RunPodSandbox with
+  a handler not listed fails as containerd does ("failed to get sandbox runtime: no
+  runtime for "x" is configured").
 * ExecSync: scripted with ``script_exec`` (exit code, stdout, stderr, latency, hang);
   a script slower than the request's timeout answers DEADLINE_EXCEEDED like containerd.
 * Logs: on start, a CRI-format log file at ``log_directory/log_path`` with the
@@ -302,6 +308,8 @@ class FakeRuntime:
             "NetworkReady": (True, "", ""),
         }
         self.pod_cidr = ""
+        self.handlers: dict[str, api.RuntimeHandlerFeatures] = {"": api.RuntimeHandlerFeatures()}
+        self.features = api.RuntimeFeatures()
         self.path: Path | None = None
         self._epoch = epoch
         self._ids = 0
@@ -441,10 +449,14 @@ class FakeRuntime:
         prefix = list(cmd) if cmd is not None else None
         self._execs.insert(0, _Matcher(container, pod, None, (prefix, result)))
 
-    def add_image(self, ref: str, size: int = 1_000_000) -> api.Image:
-        """Make ``ref`` present on the node."""
+    def add_image(
+        self, ref: str, size: int = 1_000_000, *, uid: int | None = None, username: str = ""
+    ) -> api.Image:
+        """Make ``ref`` present on the node; ``uid``/``username``: the image's user."""
         name = normalize(ref)
-        image = api.Image(id=_image_id(name), repo_tags=[name], size=size)
+        image = api.Image(id=_image_id(name), repo_tags=[name], size=size, username=username)
+        if uid is not None:
+            image.uid.value = uid
         self.images[name] = image
         return image
 
@@ -596,7 +608,11 @@ class FakeRuntime:
         ]
         return api.StatusResponse(
             status=api.RuntimeStatus(conditions=conditions),
-            runtime_handlers=[api.RuntimeHandler(name="")],
+            runtime_handlers=[
+                api.RuntimeHandler(name=name, features=features)
+                for name, features in self.handlers.items()
+            ],
+            features=self.features,
         )
 
     def _rpc_UpdateRuntimeConfig(
@@ -611,6 +627,12 @@ class FakeRuntime:
             raise GRPCError(
                 Status.INVALID_ARGUMENT,
                 "sandbox config must include metadata name, uid and namespace",
+            )
+        if req.runtime_handler and req.runtime_handler not in self.handlers:
+            raise GRPCError(
+                Status.UNKNOWN,
+                f'failed to get sandbox runtime: no runtime for "{req.runtime_handler}" '
+                "is configured",
             )
         if self.sandbox_image not in self.images:
             raise GRPCError(

@@ -133,7 +133,12 @@ async def test_ephemeral_port_discovery_version_health(
     names = {r["name"] for r in core["resources"]}
     assert {"pods", "pods/status", "nodes", "nodes/status", "serviceaccounts/token"} <= names
     groups = {g["name"] for g in (await client.get("/apis")).json()["groups"]}
-    assert groups == {"coordination.k8s.io", "authentication.k8s.io", "authorization.k8s.io"}
+    assert groups == {
+        "coordination.k8s.io",
+        "node.k8s.io",
+        "authentication.k8s.io",
+        "authorization.k8s.io",
+    }
     leases = (await client.get("/apis/coordination.k8s.io/v1")).json()
     assert [r["name"] for r in leases["resources"]] == ["leases"]
     missing = await client.get("/api/v1/frobs")
