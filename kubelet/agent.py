@@ -45,7 +45,7 @@ from kubelet.cluster import (
     ServiceStore,
 )
 from kubelet.config import ConfigError, Options
-from kubelet.config.startup import log_settings_warnings
+from kubelet.config.startup import apply_oom_score_adj, log_settings_warnings
 from kubelet.cri import CriError, ImageClient, RuntimeClient, connect
 from kubelet.debug.console import serve_console
 from kubelet.events import NORMAL, EventRecorder, node_ref, pod_ref
@@ -698,6 +698,7 @@ def run(options: Options) -> int:
     for noisy in ("httpx", "httpcore", "hpack", "h2", "hypercorn.access"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     log_settings_warnings(options)
+    apply_oom_score_adj(options.config.oom_score_adj)
     connection = None
     if options.kubeconfig and not options.run_once:
         try:

@@ -412,7 +412,7 @@ FLAGS: tuple[FlagSpec, ...] = (
     _cfg(
         "oom-score-adj",
         "oomScoreAdj",
-        "OOM score adjustment of the kubelet process, in [-1000, 1000].",
+        "OOM score adjustment of the kubelet process, in [-1000, 1000]; set at start-up.",
         fv.int32,
         metavar="N",
     ),

@@ -201,11 +201,7 @@ SETTINGS: Mapping[str, Support] = {
     "clusterDomain": ok(),
     "clusterDNS": ok(),
     "resolvConf": ok(),
-    "oomScoreAdj": missing(
-        "the kubelet's own OOM score is left as it is",
-        _never,
-        "the kubelet's OOM score adjustment (oomScoreAdj)",
-    ),
+    "oomScoreAdj": ok("written to /proc/self/oom_score_adj at start-up"),
     "featureGates": ok("checked against upstream's gates; see the gate table"),
     "logging": ok(),
     "logging.format": ok(),
