@@ -111,7 +111,7 @@ def build_options(flags: ParsedFlags, *, hostname: Callable[[], str] | None = No
         _setting_values(config, flags, flag_only, set_by_flag, loaded),
         _set_keys(flags, set_by_flag, loaded),
         resolved.gates.non_default(),
-        "--feature-gates" if flags.raw("feature-gates") else config_file,
+        _gate_sources(resolved, flags, config_file),
     )
     warning = warning_text(inert, missing_defaults)
     return Options(
@@ -150,6 +150,16 @@ def _feature_gates(
             for p in exc.problems
         ]
         raise ConfigError(*problems) from None
+
+
+def _gate_sources(resolved: ResolvedGates, flags: ParsedFlags, config_file: str) -> dict[str, str]:
+    """Where each gate was set: the flag when it names the gate, else the file."""
+    raw = flags.raw("feature-gates")
+    from_flag = set(parse_value(BY_NAME["feature-gates"], raw)) if raw else set()
+    return {
+        name: "--feature-gates" if name in from_flag or not config_file else config_file
+        for name in resolved.gates.explicit
+    }
 
 
 def _check_bootstrap(kubeconfig: str, bootstrap: str) -> None:

@@ -357,12 +357,13 @@ def not_acted_on(
     values: Mapping[str, tuple[Any, str]],
     set_keys: Iterable[str],
     gates: Mapping[str, bool],
-    gates_source: str,
+    gate_sources: Mapping[str, str],
 ) -> tuple[list[Inert], list[str]]:
     """The settings listed in the warning: (set to a value we ignore, defaults we lack).
 
     ``values`` maps every setting key to (its value, where it was set or ""), ``set_keys``
-    are those the user set; ``gates`` are the gates set away from their default.
+    are those the user set; ``gates`` are the gates set away from their default and
+    ``gate_sources`` where each was set.
     """
     chosen = set(set_keys)
     inert: list[Inert] = []
@@ -379,7 +380,7 @@ def not_acted_on(
     for name, value in gates.items():
         gate = GATE_SUPPORT.get(name)
         if gate is not None and gate.status != IMPLEMENTED and not gate.honoured(value):
-            inert.append(Inert(f"featureGates.{name}", value, gates_source, gate))
+            inert.append(Inert(f"featureGates.{name}", value, gate_sources.get(name, ""), gate))
     return inert, defaults
 
 

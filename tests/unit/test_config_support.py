@@ -247,3 +247,11 @@ def test_oom_score_adj_is_written_at_start_up(tmp_path: Path) -> None:
     assert apply_oom_score_adj(-999, str(target))
     assert target.read_text() == "-999\n"
     assert not apply_oom_score_adj(-999, str(tmp_path / "missing" / "oom_score_adj"))
+
+
+def test_gates_are_named_with_where_they_were_set(tmp_path: Path) -> None:
+    path = tmp_path / "kubelet.yaml"
+    path.write_text(HEADER + "featureGates: {MemoryQoS: true}\n")
+    (warning,) = run(f"--config={path}", "--feature-gates=EventedPLEG=true").warnings
+    assert f"featureGates.MemoryQoS=true ({path})" in warning
+    assert "featureGates.EventedPLEG=true (--feature-gates)" in warning
