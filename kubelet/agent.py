@@ -45,6 +45,7 @@ from kubelet.cluster import (
     ServiceStore,
 )
 from kubelet.config import ConfigError, Options
+from kubelet.config.startup import apply_oom_score_adj, log_settings_warnings
 from kubelet.cri import CriError, ImageClient, RuntimeClient, connect
 from kubelet.debug.console import claim_socket_path, serve_console
 from kubelet.events import NORMAL, WARNING, EventRecorder, node_ref, pod_ref
@@ -64,11 +65,10 @@ from kubelet.pods.syncloop import Housekeeper, OrphanPod, SyncLoop
 from kubelet.pods.workers import PodWorkers
 from kubelet.prober.manager import ProberManager
 from kubelet.runtime.backoff import (
-    CRASH_LOOP_INITIAL,
-    CRASH_LOOP_MAX,
     IMAGE_PULL_INITIAL,
     IMAGE_PULL_MAX,
     Backoff,
+    crash_loop_limits,
 )
 from kubelet.runtime.cache import PodCache
 from kubelet.runtime.images import ImageManager
@@ -432,7 +432,12 @@ class Kubelet:
             else None
         )
         recorder = EventRecorder(node, events_api, wall_clock=self.wall_clock)
-        crash_backoff = Backoff(CRASH_LOOP_INITIAL, CRASH_LOOP_MAX, self.wall_clock)
+        crash_backoff = Backoff(
+            *crash_loop_limits(
+                self.options.features, cfg.crash_loop_back_off.max_container_restart_period
+            ),
+            self.wall_clock,
+        )
         image_backoff = Backoff(IMAGE_PULL_INITIAL, IMAGE_PULL_MAX, trio.current_time)
         image_manager = ImageManager(
             images,
@@ -740,6 +745,8 @@ def run(options: Options) -> int:
     setup_klog(options.config.logging)
     for noisy in ("httpx", "httpcore", "hpack", "h2", "hypercorn.access"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    log_settings_warnings(options)
+    apply_oom_score_adj(options.config.oom_score_adj)
     connection = None
     try:
         if options.debug_console_socket:

@@ -19,6 +19,7 @@ from .duration import format_duration
 from .errors import ConfigError, Problem
 from .fields import get_by_wire_path
 from .kubeletconfig import KubeletConfiguration
+from .support import NOT_IMPLEMENTED, PARTIAL, SETTINGS
 
 DEFAULT_ROOT_DIR = "/var/lib/kubelet"
 DEFAULT_CERT_DIR = "/var/lib/kubelet/pki"
@@ -83,8 +84,9 @@ FLAGS: tuple[FlagSpec, ...] = (
     ),
     FlagSpec(
         "bootstrap-kubeconfig",
-        "Kubeconfig used to obtain a client certificate when the "
-        "--kubeconfig file does not exist yet.",
+        "Upstream uses this kubeconfig to obtain a client certificate when the --kubeconfig "
+        "file does not exist yet. Not implemented: without an existing --kubeconfig file the "
+        "kubelet refuses to start; with one, that file is used as it is.",
         metavar="FILE",
         default="none",
     ),
@@ -238,7 +240,8 @@ FLAGS: tuple[FlagSpec, ...] = (
     _cfg(
         "pod-infra-container-image",
         "podInfraContainerImage",
-        "Image of each pod's sandbox (pause) container.",
+        "The sandbox (pause) image. As upstream, the CRI runtime's own setting decides "
+        "which image sandboxes use; this one is only kept from image garbage collection.",
         metavar="IMAGE",
     ),
     _cfg(
@@ -393,7 +396,9 @@ FLAGS: tuple[FlagSpec, ...] = (
     _cfg(
         "feature-gates",
         "featureGates",
-        "Feature gates as Name=true|false,...; merged over the config file's, flags winning.",
+        "Feature gates as Name=true|false,...; merged over the config file's, flags winning. "
+        "The names are upstream v1.36's (AllAlpha and AllBeta included); an unknown gate, or "
+        "a gate locked to its default set to the other value, stops start-up.",
         fv.bool_map,
         combine="update",
         metavar="NAME=BOOL,...",
@@ -423,7 +428,7 @@ FLAGS: tuple[FlagSpec, ...] = (
     _cfg(
         "oom-score-adj",
         "oomScoreAdj",
-        "OOM score adjustment of the kubelet process, in [-1000, 1000].",
+        "OOM score adjustment of the kubelet process, in [-1000, 1000]; set at start-up.",
         fv.int32,
         metavar="N",
     ),
@@ -627,9 +632,24 @@ def build_parser() -> argparse.ArgumentParser:
             dest=spec.dest,
             action="append",
             metavar=_BOOL_METAVAR if spec.boolean else spec.metavar,
-            help=f"{spec.help} (default: {default})".replace("%", "%%"),
+            help=f"{spec.help}{support_note(spec)} (default: {default})".replace("%", "%%"),
         )
     return parser
+
+
+def support_key(spec: FlagSpec) -> str:
+    """The flag's entry in the support table: its config field, or ``--name``."""
+    return spec.field if spec.field is not None else f"--{spec.name}"
+
+
+def support_note(spec: FlagSpec) -> str:
+    """ " [Not implemented yet: ...]" for a flag the kubelet accepts but does not act on."""
+    support = SETTINGS[support_key(spec)]
+    if support.status == NOT_IMPLEMENTED:
+        return f" [Not implemented yet: {support.note}.]"
+    if support.status == PARTIAL and spec.field is not None:
+        return f" [Partly implemented: {support.note}.]"
+    return ""
 
 
 def _show_default(defaults: KubeletConfiguration, spec: FlagSpec) -> str:

@@ -6,6 +6,7 @@ reason; the caller names the flag.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 
 from .duration import parse_duration
@@ -81,12 +82,22 @@ def ip(text: str) -> str:
 
 
 def node_ips(text: str) -> str:
-    """One address, or two comma-separated ones of different families (dual-stack)."""
+    """One address, or two comma-separated ones of different families (dual-stack).
+
+    The messages are upstream's (component-helpers' ParseNodeIPArgument); an address
+    that does not parse is refused here, where upstream logs it and carries on without it.
+    """
     parts = [p.strip() for p in text.split(",")] if text else []
-    if len(parts) > 2:
-        raise ValueError("expected at most two IP addresses (one per family)")
+    addresses = []
     for part in parts:
-        ip(part)
+        try:
+            addresses.append(ipaddress.ip_address(part))
+        except ValueError:
+            raise ValueError(f"could not parse {part!r} as an IP address") from None
+    if len(addresses) > 2 or (len(addresses) == 2 and addresses[0].version == addresses[1].version):
+        raise ValueError("must contain either a single IP or a dual-stack pair of IPs")
+    if len(addresses) == 2 and any(a.is_unspecified for a in addresses):
+        raise ValueError("dual-stack node IP cannot include '0.0.0.0' or '::'")
     return ",".join(parts)
 
 

@@ -1,7 +1,7 @@
 """Reading the ``--config`` file: YAML or JSON, checked, defaulted the way upstream does.
 
-The loader is pure (no logging); ``LoadedConfig.ignored`` carries the upstream fields we
-do not implement so the caller can warn once.
+The loader is pure (no logging); ``LoadedConfig.ignored`` carries the upstream keys we
+do not model (and ``unmodelled`` their values) so the caller can warn once.
 """
 
 from __future__ import annotations
@@ -44,7 +44,9 @@ class LoadedConfig:
     present: frozenset[str]
     """Field paths the file set (``authentication.webhook.cacheTTL``), zero values excluded."""
     ignored: tuple[str, ...]
-    """Upstream fields with non-zero values that this kubelet does not implement."""
+    """Upstream keys we do not model that the file set (non-zero values)."""
+    unmodelled: Mapping[str, Any] = attrs.field(factory=dict)
+    """Those keys' values as written, for the start-up warning."""
 
 
 def load_config_file(path: str | os.PathLike[str]) -> LoadedConfig:
@@ -75,7 +77,11 @@ def parse_config(text: str, source: str) -> LoadedConfig:
     config = _resolve_relative_paths(decoded.value, decoded.present, source)
     config = _dependent_defaults(config, decoded.present)
     return LoadedConfig(
-        path=source, config=config, present=decoded.present, ignored=decoded.ignored
+        path=source,
+        config=config,
+        present=decoded.present,
+        ignored=decoded.ignored,
+        unmodelled=decoded.unmodelled,
     )
 
 

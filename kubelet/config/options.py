@@ -8,7 +8,7 @@ what the operator has to edit.
 
 from __future__ import annotations
 
-import logging
+import os
 import socket
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -16,8 +16,10 @@ from typing import Any
 import attrs
 
 from .errors import ConfigError, Problem
+from .features import DEFAULT_GATES, FeatureGates, GateError, ResolvedGates, resolve_gates
 from .fields import get_by_wire_path, set_by_wire_path
 from .flags import (
+    BY_NAME,
     DEFAULT_CERT_DIR,
     DEFAULT_ROOT_DIR,
     FLAGS,
@@ -26,10 +28,9 @@ from .flags import (
     parse_value,
 )
 from .kubeletconfig import KubeletConfiguration, effective_defaults, legacy_flag_defaults
-from .loader import load_config_file
+from .loader import LoadedConfig, load_config_file
+from .support import SETTINGS, detail_lines, not_acted_on, warning_text
 from .validation import validate
-
-log = logging.getLogger(__name__)
 
 
 @attrs.frozen
@@ -54,7 +55,13 @@ class Options:
     cert_dir: str = DEFAULT_CERT_DIR
     debug_console_socket: str = ""
     ignored_fields: tuple[str, ...] = ()
-    """Config file fields upstream knows that this kubelet does not implement (warned)."""
+    """Config file keys upstream knows that this kubelet does not model."""
+    features: FeatureGates = DEFAULT_GATES
+    """The feature gates in force: ask ``options.features.enabled(name)``."""
+    warnings: tuple[str, ...] = ()
+    """Start-up warnings (upstream's gate warnings, then what is accepted but not acted on)."""
+    details: tuple[str, ...] = ()
+    """One line per setting named in the warning, logged at -v=1."""
 
     @property
     def run_once(self) -> bool:
@@ -89,36 +96,124 @@ def build_options(flags: ParsedFlags, *, hostname: Callable[[], str] | None = No
         if spec.field is None and flags.raw(spec.name)
     }
     config_file = str(flag_only.get("config", ""))
-    ignored: tuple[str, ...] = ()
-    if config_file:
-        loaded = load_config_file(config_file)
-        config, ignored = loaded.config, loaded.ignored
-        if ignored:
-            log.warning(
-                "%s: ignoring fields this kubelet does not implement yet: %s",
-                config_file,
-                ", ".join(ignored),
-            )
-    else:
-        config = legacy_flag_defaults(KubeletConfiguration())
+    loaded = load_config_file(config_file) if config_file else None
+    default = legacy_flag_defaults(KubeletConfiguration())
+    config = loaded.config if loaded is not None else default
     config, set_by_flag = _apply_flags(config, flags)
     config = effective_defaults(config)
-    _check(config, set_by_flag, config_file)
+    resolved = _feature_gates(config, flags, config_file)
+    _check(config, resolved.gates, set_by_flag, config_file)
+    kubeconfig = str(flag_only.get("kubeconfig", ""))
+    bootstrap = str(flag_only.get("bootstrap_kubeconfig", ""))
+    _check_bootstrap(kubeconfig, bootstrap)
     override = str(flag_only.get("hostname_override", ""))
+    inert, missing_defaults = not_acted_on(
+        _setting_values(config, flags, flag_only, set_by_flag, loaded),
+        _set_keys(flags, set_by_flag, loaded),
+        resolved.gates.non_default(),
+        _gate_sources(resolved, flags, config_file),
+    )
+    warning = warning_text(inert, missing_defaults)
     return Options(
         config=config,
         node_name=_node_name(override, hostname or socket.gethostname),
         config_file=config_file,
-        kubeconfig=str(flag_only.get("kubeconfig", "")),
-        bootstrap_kubeconfig=str(flag_only.get("bootstrap_kubeconfig", "")),
+        kubeconfig=kubeconfig,
+        bootstrap_kubeconfig=bootstrap,
         hostname_override=override,
         node_ip=str(flag_only.get("node_ip", "")),
         node_labels=flag_only.get("node_labels", {}),
         root_dir=str(flag_only.get("root_dir", DEFAULT_ROOT_DIR)),
         cert_dir=str(flag_only.get("cert_dir", DEFAULT_CERT_DIR)),
         debug_console_socket=str(flag_only.get("debug_console_socket", "")),
-        ignored_fields=ignored,
+        ignored_fields=loaded.ignored if loaded is not None else (),
+        features=resolved.gates,
+        warnings=(*resolved.warnings, *([warning] if warning else [])),
+        details=tuple(detail_lines(inert)),
     )
+
+
+def _feature_gates(
+    config: KubeletConfiguration, flags: ParsedFlags, config_file: str
+) -> ResolvedGates:
+    """The gates, or ``ConfigError`` naming the flag or the file that set the refused one."""
+    try:
+        return resolve_gates(config.feature_gates)
+    except GateError as exc:
+        from_flag: set[str] = set()
+        if flags.raw("feature-gates"):
+            from_flag = set(parse_value(BY_NAME["feature-gates"], flags.raw("feature-gates")))
+        problems = [
+            Problem("--feature-gates", "", p.message)
+            if from_flag.intersection(p.gates) or not config_file
+            else Problem(config_file, "featureGates", p.message)
+            for p in exc.problems
+        ]
+        raise ConfigError(*problems) from None
+
+
+def _gate_sources(resolved: ResolvedGates, flags: ParsedFlags, config_file: str) -> dict[str, str]:
+    """Where each gate was set: the flag when it names the gate, else the file."""
+    raw = flags.raw("feature-gates")
+    from_flag = set(parse_value(BY_NAME["feature-gates"], raw)) if raw else set()
+    return {
+        name: "--feature-gates" if name in from_flag or not config_file else config_file
+        for name in resolved.gates.explicit
+    }
+
+
+def _check_bootstrap(kubeconfig: str, bootstrap: str) -> None:
+    """TLS bootstrap is not implemented: refuse rather than run standalone without saying so."""
+    if not bootstrap or (kubeconfig and os.path.exists(kubeconfig)):
+        return
+    needs = (
+        f"the --kubeconfig file {kubeconfig} does not exist"
+        if kubeconfig
+        else "no --kubeconfig was given"
+    )
+    raise ConfigError.single(
+        "--bootstrap-kubeconfig",
+        "",
+        f"{needs}, and obtaining a client certificate with the bootstrap kubeconfig (TLS "
+        "bootstrap) is not implemented; give --kubeconfig a kubeconfig with this node's "
+        "credentials",
+    )
+
+
+def _set_keys(
+    flags: ParsedFlags, set_by_flag: Mapping[str, str], loaded: LoadedConfig | None
+) -> set[str]:
+    """Settings the user chose: flags given, fields the file set (at any depth)."""
+    keys = {f"--{spec.name}" for spec in FLAGS if spec.field is None and flags.raw(spec.name)}
+    keys |= set(set_by_flag)
+    if loaded is not None:
+        for path in (*loaded.present, *loaded.ignored):
+            parts = path.split(".")
+            keys |= {".".join(parts[: i + 1]) for i in range(len(parts))}
+    return keys
+
+
+def _setting_values(
+    config: KubeletConfiguration,
+    flags: ParsedFlags,
+    flag_only: Mapping[str, Any],
+    set_by_flag: Mapping[str, str],
+    loaded: LoadedConfig | None,
+) -> dict[str, tuple[Any, str]]:
+    """Every setting's value in force and where it was set (flag, file, or "")."""
+    source_file = loaded.path if loaded is not None else ""
+    values: dict[str, tuple[Any, str]] = {}
+    for key in SETTINGS:
+        if key.startswith("--"):
+            dest = key[2:].replace("-", "_")
+            values[key] = (flag_only.get(dest), key if flags.raw(key[2:]) else "")
+            continue
+        try:
+            value = get_by_wire_path(config, tuple(key.split(".")))
+        except (KeyError, AttributeError):
+            value = loaded.unmodelled.get(key) if loaded is not None else None
+        values[key] = (value, set_by_flag.get(key, source_file))
+    return values
 
 
 def _apply_flags(
@@ -139,10 +234,15 @@ def _apply_flags(
     return config, set_by
 
 
-def _check(config: KubeletConfiguration, set_by_flag: Mapping[str, str], config_file: str) -> None:
+def _check(
+    config: KubeletConfiguration,
+    gates: FeatureGates,
+    set_by_flag: Mapping[str, str],
+    config_file: str,
+) -> None:
     problems = [
         Problem(_source(path, set_by_flag, config_file), path, message)
-        for path, message in validate(config)
+        for path, message in validate(config, gates)
     ]
     if problems:
         raise ConfigError(*problems)

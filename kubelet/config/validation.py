@@ -1,7 +1,7 @@
 """Checks on the final configuration, after file and flags are merged.
 
-Upstream's cheap rules (ranges, enumerations, cross-field constraints), restated; the
-ones that need feature-gate knowledge are left out. Each problem is (field path, message)
+Upstream's cheap rules (ranges, enumerations, cross-field constraints, fields that need
+a feature gate), restated. Each problem is (field path, message)
 so the caller can say which file or flag the bad value came from.
 """
 
@@ -18,9 +18,34 @@ import attrs
 from kubelet.api.quantity import parse_quantity
 from kubelet.api.sysctl import pattern_error
 
-from .duration import format_duration
+from .duration import format_duration, parse_duration
+from .features import (
+    DEFAULT_GATES,
+    GRACEFUL_NODE_SHUTDOWN,
+    KUBELET_CRASH_LOOP_BACK_OFF_MAX,
+    ROTATE_KUBELET_SERVER_CERTIFICATE,
+    FeatureGates,
+)
 from .fields import is_duration, key
 from .kubeletconfig import KubeletConfiguration
+
+TLS_VERSIONS = ("VersionTLS10", "VersionTLS11", "VersionTLS12", "VersionTLS13")
+"""Go's names for the TLS versions ``tlsMinVersion`` accepts."""
+
+EVICTION_SIGNALS = frozenset(
+    [
+        "memory.available",
+        "allocatableMemory.available",
+        "nodefs.available",
+        "nodefs.inodesFree",
+        "imagefs.available",
+        "imagefs.inodesFree",
+        "containerfs.available",
+        "containerfs.inodesFree",
+        "pid.available",
+    ]
+)
+"""The eviction signals upstream's threshold parser knows (Linux)."""
 
 _PERCENT = re.compile(r"^\d+(\.\d+)?%$")
 _TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
@@ -53,9 +78,14 @@ def is_quantity(text: str) -> bool:
     return True
 
 
-def validate(config: KubeletConfiguration) -> list[Issue]:
-    """Every problem with ``config`` as (field path, message); empty when it is usable."""
+def validate(config: KubeletConfiguration, gates: FeatureGates = DEFAULT_GATES) -> list[Issue]:
+    """Every problem with ``config`` as (field path, message); empty when it is usable.
+
+    ``gates`` are the feature gates in force: some fields may only be set with a gate on.
+    """
     issues = list(_durations(config, ""))
+    issues += _gated(config, gates)
+    issues += _tls(config)
     c = config
     issues += _positive_durations(c)
     issues += _ranges(c)
@@ -85,6 +115,38 @@ def validate(config: KubeletConfiguration) -> list[Issue]:
             )
         )
     return issues
+
+
+def _gated(c: KubeletConfiguration, gates: FeatureGates) -> Iterator[Issue]:
+    """Fields upstream refuses unless their feature gate is on."""
+    if c.crash_loop_back_off.max_container_restart_period is not None and not gates.enabled(
+        KUBELET_CRASH_LOOP_BACK_OFF_MAX
+    ):
+        yield (
+            "crashLoopBackOff.maxContainerRestartPeriod",
+            f"must not be set while the feature gate {KUBELET_CRASH_LOOP_BACK_OFF_MAX} is off",
+        )
+    if (c.shutdown_grace_period or c.shutdown_grace_period_critical_pods) and not gates.enabled(
+        GRACEFUL_NODE_SHUTDOWN
+    ):
+        yield (
+            "shutdownGracePeriod",
+            f"requires the feature gate {GRACEFUL_NODE_SHUTDOWN} (with "
+            "shutdownGracePeriodCriticalPods)",
+        )
+    if c.server_tls_bootstrap and not gates.enabled(ROTATE_KUBELET_SERVER_CERTIFICATE):
+        yield (
+            "serverTLSBootstrap",
+            f"requires the feature gate {ROTATE_KUBELET_SERVER_CERTIFICATE}",
+        )
+
+
+def _tls(c: KubeletConfiguration) -> Iterator[Issue]:
+    if c.tls_min_version and c.tls_min_version not in TLS_VERSIONS:
+        yield (
+            "tlsMinVersion",
+            f"unknown TLS version {c.tls_min_version!r}; valid: {', '.join(TLS_VERSIONS)}",
+        )
 
 
 def _durations(obj: Any, path: str) -> Iterator[Issue]:
@@ -226,11 +288,31 @@ def _eviction(c: KubeletConfiguration) -> Iterator[Issue]:
     for name, thresholds in (
         ("evictionHard", c.eviction_hard),
         ("evictionSoft", c.eviction_soft),
+        ("evictionSoftGracePeriod", c.eviction_soft_grace_period),
         ("evictionMinimumReclaim", c.eviction_minimum_reclaim),
     ):
         for signal, value in thresholds.items():
-            if not (is_quantity(value) or _PERCENT.match(value)):
+            if signal not in EVICTION_SIGNALS:
+                yield f"{name}[{signal}]", f"unsupported eviction signal {signal}"
+            elif name == "evictionSoftGracePeriod":
+                if not _valid_duration(value):
+                    yield f"{name}[{signal}]", f"invalid duration {value!r}"
+            elif not (is_quantity(value) or _PERCENT.match(value)):
                 yield f"{name}[{signal}]", f"must be a quantity or a percentage, got {value!r}"
+    for signal in c.eviction_soft:
+        if signal in EVICTION_SIGNALS and signal not in c.eviction_soft_grace_period:
+            yield (
+                f"evictionSoft[{signal}]",
+                "a soft eviction threshold needs a grace period in evictionSoftGracePeriod",
+            )
+
+
+def _valid_duration(text: str) -> bool:
+    try:
+        parse_duration(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _shutdown(c: KubeletConfiguration) -> Iterator[Issue]:

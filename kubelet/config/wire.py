@@ -34,13 +34,15 @@ class Decoded(Generic[T]):
 
     ``present`` holds the paths the input set (zero values upstream treats as unset
     excluded), so later defaulting can ask "did the file set this?". ``ignored`` lists
-    upstream-only keys with non-zero values; ``problems`` is (path, message) pairs.
+    upstream-only keys with non-zero values and ``unmodelled`` their values as written;
+    ``problems`` is (path, message) pairs.
     """
 
     value: T
     present: frozenset[str]
     ignored: tuple[str, ...]
     problems: tuple[tuple[str, str], ...]
+    unmodelled: Mapping[str, Any] = attrs.field(factory=dict)
 
 
 def decode(cls: type[T], data: Any) -> Decoded[T]:
@@ -52,6 +54,7 @@ def decode(cls: type[T], data: Any) -> Decoded[T]:
         present=frozenset(reader.present),
         ignored=tuple(reader.ignored),
         problems=tuple(reader.problems),
+        unmodelled=dict(reader.unmodelled),
     )
 
 
@@ -136,6 +139,7 @@ class _Reader:
     def __init__(self) -> None:
         self.present: set[str] = set()
         self.ignored: list[str] = []
+        self.unmodelled: dict[str, Any] = {}
         self.problems: list[tuple[str, str]] = []
 
     def read_object(self, cls: type[T], data: Any, path: str) -> T:
@@ -151,6 +155,7 @@ class _Reader:
             if name in upstream:
                 if not is_zero(raw):
                     self.ignored.append(join(path, str(name)))
+                    self.unmodelled[join(path, str(name))] = raw
                 continue
             hint = difflib.get_close_matches(str(name), sorted(known | upstream), n=1)
             message = "unknown field" + (f" (did you mean {hint[0]!r}?)" if hint else "")

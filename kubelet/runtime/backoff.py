@@ -17,6 +17,11 @@ import attrs
 
 from kubelet.api.pod import Container, Pod
 from kubelet.config.duration import format_duration
+from kubelet.config.features import (
+    KUBELET_CRASH_LOOP_BACK_OFF_MAX,
+    REDUCE_DEFAULT_CRASH_LOOP_BACK_OFF_DECAY,
+    FeatureGates,
+)
 
 from .hash import hash_container
 from .types import ContainerRunState, RuntimePodStatus
@@ -32,6 +37,7 @@ __all__ = [
     "Clock",
     "crash_loop_backoff",
     "crash_loop_key",
+    "crash_loop_limits",
     "format_duration",
     "image_pull_key",
 ]
@@ -44,6 +50,24 @@ REDUCED_CRASH_LOOP_INITIAL = 1.0  # ReduceDefaultCrashLoopBackOffDecay
 REDUCED_CRASH_LOOP_MAX = 60.0
 IMAGE_PULL_INITIAL = 10.0
 IMAGE_PULL_MAX = 300.0  # MaxImageBackOff
+
+
+def crash_loop_limits(
+    features: FeatureGates, max_restart_period: float | None
+) -> tuple[float, float]:
+    """(initial, maximum) crash-loop back-off for the node's gates and configuration.
+
+    ReduceDefaultCrashLoopBackOffDecay lowers the defaults to 1 s / 60 s; with
+    KubeletCrashLoopBackOffMax a configured ``crashLoopBackOff.maxContainerRestartPeriod``
+    is the maximum, and the initial delay never exceeds it (kubelet.go, newCrashLoopBackOff).
+    """
+    initial, maximum = CRASH_LOOP_INITIAL, CRASH_LOOP_MAX
+    if features.enabled(REDUCE_DEFAULT_CRASH_LOOP_BACK_OFF_DECAY):
+        initial, maximum = REDUCED_CRASH_LOOP_INITIAL, REDUCED_CRASH_LOOP_MAX
+    if features.enabled(KUBELET_CRASH_LOOP_BACK_OFF_MAX) and max_restart_period is not None:
+        maximum = max_restart_period
+        initial = min(initial, maximum)
+    return initial, maximum
 
 
 @attrs.define

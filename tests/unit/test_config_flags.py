@@ -44,9 +44,11 @@ def test_node_name_is_lowercased_hostname_or_override() -> None:
         run("--hostname-override", "  ")
 
 
-def test_flag_only_settings() -> None:
+def test_flag_only_settings(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubelet.conf"
+    kubeconfig.write_text("")
     options = run(
-        "--kubeconfig=/etc/kubernetes/kubelet.conf",
+        f"--kubeconfig={kubeconfig}",
         "--bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf",
         "--root-dir=/srv/kubelet",
         "--cert-dir",
@@ -56,7 +58,7 @@ def test_flag_only_settings() -> None:
         "-v",
         "4",
     )
-    assert options.kubeconfig == "/etc/kubernetes/kubelet.conf"
+    assert options.kubeconfig == str(kubeconfig)
     assert not options.standalone
     assert options.bootstrap_kubeconfig == "/etc/kubernetes/bootstrap-kubelet.conf"
     assert options.root_dir == "/srv/kubelet"
@@ -75,14 +77,14 @@ def test_flags_override_the_file(tmp_path: Path) -> None:
     path = config_file(
         tmp_path,
         "staticPodPath: /etc/kubelet.d\nsyncFrequency: 30s\nmaxPods: 50\nregisterNode: true\n"
-        "featureGates: {A: true, B: true}\nstaticPodURLHeader: {X-Old: [a]}\n",
+        "featureGates: {EventedPLEG: true, MemoryQoS: true}\nstaticPodURLHeader: {X-Old: [a]}\n",
     )
     options = run(
         f"--config={path}",
         "--pod-manifest-path=/srv/manifests",
         "--sync-frequency=10s",
         "--register-node=false",
-        "--feature-gates=B=false,C=true",
+        "--feature-gates=MemoryQoS=false,QOSReserved=true",
         "--manifest-url-header=X-New:b",
     )
     c = options.config
@@ -90,7 +92,9 @@ def test_flags_override_the_file(tmp_path: Path) -> None:
     assert c.sync_frequency == 10.0
     assert c.max_pods == 50  # from the file
     assert c.register_node is False
-    assert c.feature_gates == {"A": True, "B": False, "C": True}  # merged, flags winning
+    # merged, flags winning
+    assert c.feature_gates == {"EventedPLEG": True, "MemoryQoS": False, "QOSReserved": True}
+    assert options.features.enabled("EventedPLEG") and not options.features.enabled("MemoryQoS")
     assert c.static_pod_url_header == {"X-New": ("b",)}  # the flag replaces the file's map
     # with a file, the v1beta1 defaults apply, not the legacy flag defaults
     assert c.read_only_port == 0

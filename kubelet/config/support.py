@@ -1,0 +1,405 @@
+"""What this kubelet does with each setting it accepts: the one table, and the start-up warning.
+
+Every flag and every KubeletConfiguration key (ours and upstream's) has an entry:
+implemented (it acts as upstream's does), partial, or not implemented. A setting that is
+not implemented says which of its values we nevertheless honour (``honoured``: the
+value for which doing nothing *is* upstream's behaviour, e.g. ``podPidsLimit: -1``), and
+may name the upstream default behaviour we lack (``missing_default``: image garbage
+collection, eviction, ...).
+
+The warning rule (README, "Settings the kubelet accepts but does not act on"):
+- every setting the user set, in the file or on the command line, to a value we do not
+  honour is listed once, with where it was set;
+- every upstream default whose absence changes what the node enforces, protects or
+  reclaims is named once, whether or not the user touched the setting, so that someone
+  relying on upstream's defaults learns they are not there;
+- feature gates count as settings: a gate set away from its default whose effect we do
+  not implement is listed like any other.
+Performance-only differences (wire format, refresh timing) are not listed by default.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import attrs
+
+IMPLEMENTED = "implemented"
+PARTIAL = "partial"
+NOT_IMPLEMENTED = "not implemented"
+
+Honoured = Callable[[Any], bool]
+
+
+def _never(_: Any) -> bool:
+    return False
+
+
+def _always(_: Any) -> bool:
+    return True
+
+
+def _is(*values: Any) -> Honoured:
+    return lambda value: value in values
+
+
+def _falsy(value: Any) -> bool:
+    return not value
+
+
+@attrs.frozen
+class Support:
+    """How far one setting is implemented, why, and which of its values we honour anyway."""
+
+    status: str
+    note: str
+    honoured: Honoured = _always
+    missing_default: str = ""
+    """The upstream default behaviour this kubelet lacks, named in the warning when unset."""
+
+
+def ok(note: str = "") -> Support:
+    """Acts as upstream's kubelet does."""
+    return Support(IMPLEMENTED, note)
+
+
+def partial(note: str, honoured: Honoured = _never, missing_default: str = "") -> Support:
+    """Acts in part; ``note`` says which part is missing."""
+    return Support(PARTIAL, note, honoured, missing_default)
+
+
+def missing(note: str, honoured: Honoured = _never, missing_default: str = "") -> Support:
+    """Accepted but not acted on; ``honoured`` are the values where that is upstream's behaviour."""
+    return Support(NOT_IMPLEMENTED, note, honoured, missing_default)
+
+
+_QOS = "QoS and pod cgroups are created by the runtime under /kubepods but not sized"
+_GC = "image garbage collection is not implemented"
+_EVICTION = "eviction is not implemented"
+_NO_STREAMING = "exec, attach and port-forward answer 501"
+
+SETTINGS: Mapping[str, Support] = {
+    # --- flags that set no KubeletConfiguration field --------------------------------------
+    "--config": ok(),
+    "--kubeconfig": ok(),
+    "--bootstrap-kubeconfig": partial(
+        "TLS bootstrap (a client certificate through the certificates API) is not "
+        "implemented: without an existing --kubeconfig file start-up is refused; with one, "
+        "that file is used as it is and its certificate is never renewed"
+    ),
+    "--hostname-override": ok(),
+    "--node-ip": ok(),
+    "--node-labels": ok(),
+    "--root-dir": ok(),
+    "--debug-console-socket": ok("not an upstream flag"),
+    "--cert-dir": ok("where the self-signed serving certificate is written"),
+    "--version": ok(),
+    # --- KubeletConfiguration fields we model ------------------------------------------------
+    "staticPodPath": ok(),
+    "staticPodURL": ok(),
+    "staticPodURLHeader": ok(),
+    "fileCheckFrequency": ok(),
+    "httpCheckFrequency": ok(),
+    "syncFrequency": ok(),
+    "runOnce": ok(),
+    "maxPods": ok(),
+    "podPidsLimit": missing("no per-pod PID limit is applied", _is(-1)),
+    "containerRuntimeEndpoint": ok(),
+    "imageServiceEndpoint": ok(),
+    "runtimeRequestTimeout": ok(),
+    "podInfraContainerImage": ok(
+        "as upstream, the runtime's own setting chooses the sandbox image; images are never "
+        "removed, so it is never pruned either"
+    ),
+    "podLogsDir": ok(),
+    "containerLogMaxSize": ok(),
+    "containerLogMaxFiles": ok(),
+    "containerLogMaxWorkers": ok(),
+    "containerLogMonitorInterval": ok(),
+    "serializeImagePulls": ok(),
+    "maxParallelImagePulls": ok(),
+    "registryPullQPS": missing("image pulls are not rate-limited", _is(0)),
+    "registryBurst": missing("image pulls are not rate-limited"),
+    "imageGCHighThresholdPercent": missing(
+        _GC, _is(100), "image garbage collection (imageGCHighThresholdPercent)"
+    ),
+    "imageGCLowThresholdPercent": missing(_GC),
+    "imageMinimumGCAge": missing(_GC),
+    "imageMaximumGCAge": missing(_GC, _is(0.0)),
+    "cgroupDriver": missing("pod cgroups are given as cgroupfs paths", _is("cgroupfs")),
+    "cgroupRoot": ok("the parent of /kubepods"),
+    "cgroupsPerQOS": partial(_QOS, missing_default="QoS cgroup limits (cgroupsPerQOS)"),
+    "enforceNodeAllocatable": missing(
+        "allocatable is reported, not enforced with cgroups",
+        _is(("none",), ()),
+        "node allocatable enforcement (enforceNodeAllocatable)",
+    ),
+    "systemReserved": partial("subtracted from allocatable; not enforced", _falsy),
+    "kubeReserved": partial("subtracted from allocatable; not enforced", _falsy),
+    "systemReservedCgroup": missing("reservations are not enforced", _falsy),
+    "kubeReservedCgroup": missing("reservations are not enforced", _falsy),
+    "failSwapOn": missing(
+        "swap is not checked at start-up", _is(False), "refusing to start with swap on (failSwapOn)"
+    ),
+    "localStorageCapacityIsolation": partial(
+        "ephemeral-storage capacity is reported; limits are not enforced (no eviction)",
+        missing_default="ephemeral-storage limits (localStorageCapacityIsolation)",
+    ),
+    "evictionHard": partial(
+        "used for allocatable only; " + _EVICTION, missing_default="hard eviction (evictionHard)"
+    ),
+    "evictionSoft": missing(_EVICTION, _falsy),
+    "evictionSoftGracePeriod": missing(_EVICTION, _falsy),
+    "evictionMinimumReclaim": missing(_EVICTION, _falsy),
+    "evictionPressureTransitionPeriod": missing(_EVICTION),
+    "evictionMaxPodGracePeriod": missing(_EVICTION, _is(0)),
+    "mergeDefaultEvictionSettings": ok("merges the defaults into evictionHard"),
+    "registerNode": ok(),
+    "registerWithTaints": ok(),
+    "providerID": ok(),
+    "nodeStatusUpdateFrequency": ok(),
+    "nodeStatusReportFrequency": ok(),
+    "nodeStatusMaxImages": ok(),
+    "nodeLeaseDurationSeconds": ok(),
+    "shutdownGracePeriod": missing("graceful node shutdown is not implemented", _is(0.0)),
+    "shutdownGracePeriodCriticalPods": missing(
+        "graceful node shutdown is not implemented", _is(0.0)
+    ),
+    "kubeAPIQPS": ok(),
+    "kubeAPIBurst": ok(),
+    "eventRecordQPS": ok(),
+    "eventBurst": ok(),
+    "enableServer": ok(),
+    "address": ok(),
+    "port": ok(),
+    "readOnlyPort": ok(),
+    "healthzPort": ok(),
+    "healthzBindAddress": ok(),
+    "tlsCertFile": ok(),
+    "tlsPrivateKeyFile": ok(),
+    "tlsCipherSuites": missing("the TLS library's default cipher suites are used", _falsy),
+    "tlsMinVersion": ok(),
+    "rotateCertificates": missing("client certificates are not rotated", _is(False)),
+    "serverTLSBootstrap": missing(
+        "the serving certificate is not requested from the certificates API", _is(False)
+    ),
+    "authentication": ok(),
+    "authentication.x509": ok(),
+    "authentication.x509.clientCAFile": ok(),
+    "authentication.webhook": ok(),
+    "authentication.webhook.enabled": ok(),
+    "authentication.webhook.cacheTTL": ok(),
+    "authentication.anonymous": ok(),
+    "authentication.anonymous.enabled": ok(),
+    "authorization": ok(),
+    "authorization.mode": ok(),
+    "authorization.webhook": ok(),
+    "authorization.webhook.cacheAuthorizedTTL": ok(),
+    "authorization.webhook.cacheUnauthorizedTTL": ok(),
+    "enableDebuggingHandlers": ok(),
+    "clusterDomain": ok(),
+    "clusterDNS": ok(),
+    "resolvConf": ok(),
+    "oomScoreAdj": ok("written to /proc/self/oom_score_adj at start-up"),
+    "featureGates": ok("checked against upstream's gates; see the gate table"),
+    "logging": ok(),
+    "logging.format": ok(),
+    "logging.flushFrequency": ok("every line is written at once, never later than this"),
+    "logging.verbosity": ok(),
+    "logging.vmodule": ok(),
+    "crashLoopBackOff": ok(),
+    "crashLoopBackOff.maxContainerRestartPeriod": ok(),
+    # --- being implemented in this wave by the security-context work -------------------------
+    "seccompDefault": ok(),
+    "allowedUnsafeSysctls": ok(),
+    # --- upstream keys we do not model (accepted so a kubeadm config loads) --------------------
+    "logging.options": missing("alpha logging options are not implemented"),
+    "tlsCurvePreferences": missing("the TLS library's default curves are used", _falsy),
+    "imagePullCredentialsVerificationPolicy": missing(
+        "credentials of pulled images are not verified",
+        _is("NeverVerify"),
+        "verification of image pull credentials (imagePullCredentialsVerificationPolicy)",
+    ),
+    "preloadedImagesVerificationAllowlist": missing(
+        "credentials of pulled images are not verified"
+    ),
+    "enableContentionProfiling": missing("no profiling handlers", _is(False)),
+    "streamingConnectionIdleTimeout": missing(_NO_STREAMING),
+    "volumeStatsAggPeriod": missing("volume usage is not measured"),
+    "kubeletCgroups": missing("the kubelet is not moved into a cgroup", _falsy),
+    "systemCgroups": missing("system processes are not moved into a cgroup", _falsy),
+    "cpuManagerPolicy": missing("the CPU manager is not implemented", _is("none")),
+    "singleProcessOOMKill": missing(
+        "memory.oom.group is not set for containers (one process is OOM-killed, not the group)",
+        _is(True),
+    ),
+    "cpuManagerPolicyOptions": missing("the CPU manager is not implemented", _falsy),
+    "cpuManagerReconcilePeriod": missing("the CPU manager is not implemented"),
+    "draManagerReconcilePeriod": missing("dynamic resource allocation is not implemented"),
+    "memoryManagerPolicy": missing("the memory manager is not implemented", _is("None")),
+    "topologyManagerPolicy": missing("the topology manager is not implemented", _is("none")),
+    "topologyManagerScope": missing("the topology manager is not implemented"),
+    "topologyManagerPolicyOptions": missing("the topology manager is not implemented", _falsy),
+    "qosReserved": missing(_QOS, _falsy),
+    "hairpinMode": ok("no effect with a CRI runtime, as upstream"),
+    "podCIDR": missing("the pod CIDR is not passed to the runtime", _falsy),
+    "cpuCFSQuota": missing("CPU limits are always enforced with CFS quota", _is(True)),
+    "cpuCFSQuotaPeriod": missing("the CFS period is always 100ms", _is("100ms")),
+    "maxOpenFiles": missing(
+        "RLIMIT_NOFILE is not set to this value",
+        _never,
+        "the open-file limit (maxOpenFiles)",
+    ),
+    "contentType": missing("the API server is always spoken to in JSON"),
+    "podsPerCore": missing("pods per core are not limited", _is(0)),
+    "enableControllerAttachDetach": partial(
+        "the node is always annotated as controller-managed", _is(True)
+    ),
+    "protectKernelDefaults": missing("kernel tunables are not checked", _is(False)),
+    "makeIPTablesUtilChains": missing("no iptables chains are made", _is(False)),
+    "iptablesMasqueradeBit": missing("no iptables chains are made"),
+    "iptablesDropBit": missing("no iptables chains are made"),
+    "memorySwap": missing("swap is not configured for containers", _falsy),
+    "configMapAndSecretChangeDetectionStrategy": missing(
+        "ConfigMaps and Secrets are read again at each pod sync, whatever the strategy"
+    ),
+    "reservedSystemCPUs": missing("CPUs are not reserved", _falsy),
+    "showHiddenMetricsForVersion": missing("hidden metrics are not shown", _falsy),
+    "volumePluginDir": missing("FlexVolume plugins are not supported"),
+    "kernelMemcgNotification": missing("memcg notifications are not used", _is(False)),
+    "enableSystemLogHandler": missing("the /logs/ endpoint answers 501", _is(False)),
+    "enableSystemLogQuery": missing("the /logs/ endpoint answers 501", _is(False)),
+    "shutdownGracePeriodByPodPriority": missing(
+        "graceful node shutdown is not implemented", _falsy
+    ),
+    "reservedMemory": missing("the memory manager is not implemented", _falsy),
+    "enableProfilingHandler": missing("/debug/pprof/ answers 501", _is(False)),
+    "enableDebugFlagsHandler": missing("/debug/flags/v is not served", _is(False)),
+    "memoryThrottlingFactor": missing("MemoryQoS is not implemented"),
+    "memoryReservationPolicy": missing("MemoryQoS is not implemented"),
+    "tracing": missing("tracing is not implemented"),
+    "failCgroupV1": missing("cgroup v1 hosts are not refused"),
+    "userNamespaces": missing("the user namespace ID range is not configurable"),
+}
+"""Setting (``--flag`` for flag-only settings, else its path in the config file) → support."""
+
+
+GATE_SUPPORT: Mapping[str, Support] = {
+    "KubeletCrashLoopBackOffMax": ok("crashLoopBackOff.maxContainerRestartPeriod"),
+    "ReduceDefaultCrashLoopBackOffDecay": ok("crash-loop back-off from 1s to 60s"),
+    "KubeletFineGrainedAuthz": ok("nodes/pods, nodes/healthz, nodes/configz before nodes/proxy"),
+    "GracefulNodeShutdown": missing("graceful node shutdown is not implemented", _always),
+    "RotateKubeletServerCertificate": missing("see serverTLSBootstrap", _always),
+    "ChangeContainerStatusOnKubeletRestart": missing(
+        "a kubelet restart never changes container status", _is(False)
+    ),
+    "ContainerCheckpoint": missing("there is no checkpoint endpoint", _is(False)),
+    "CRIListStreaming": missing("the CRI list calls are not streamed", _is(False)),
+    "CSIVolumeHealth": missing("CSI is not implemented", _is(False)),
+    "ClusterTrustBundleProjection": missing(
+        "clusterTrustBundle volumes are not implemented", _is(False)
+    ),
+    "ContainerStopSignals": missing("lifecycle stopSignal is not implemented", _is(False)),
+    "CustomCPUCFSQuotaPeriod": missing("the CFS period is always 100ms", _is(False)),
+    "EventedPLEG": missing("the PLEG relists; runtime events are not used", _is(False)),
+    "ExtendWebSocketsToKubelet": missing(_NO_STREAMING, _is(False)),
+    "KubeletEnsureSecretPulledImages": missing(
+        "credentials of pulled images are not verified", _is(False)
+    ),
+    "KubeletInUserNamespace": missing("not supported", _is(False)),
+    "KubeletPSI": missing("PSI is not reported", _is(False)),
+    "KubeletPodResourcesDynamicResources": missing("no pod-resources API", _is(False)),
+    "KubeletPodResourcesGet": missing("no pod-resources API", _is(False)),
+    "LocalStorageCapacityIsolationFSQuotaMonitoring": missing("no quota monitoring", _is(False)),
+    "MemoryQoS": missing("MemoryQoS is not implemented", _is(False)),
+    "NodeDeclaredFeatures": missing("status.declaredFeatures is not reported", _is(False)),
+    "PLEGOnDemandRelist": missing("the PLEG relists every second only", _is(False)),
+    "PodAndContainerStatsFromCRI": missing("stats come from the CRI already", _always),
+    "PodLevelResourceManagers": missing("resource managers are not implemented", _is(False)),
+    "QOSReserved": missing(_QOS, _is(False)),
+    "ReloadKubeletClientCAFile": missing("the client CA file is read at start-up", _is(False)),
+    "ReloadKubeletServerCertificateFile": missing(
+        "the serving certificate is read at start-up", _is(False)
+    ),
+    "RuntimeClassInImageCriApi": missing("images are pulled without a runtime handler", _is(False)),
+    "SELinuxMount": missing("SELinux mount options are not used", _is(False)),
+    "UserNamespacesHostNetworkSupport": missing("not supported", _is(False)),
+}
+"""Gates whose effect is in the kubelet, and what we do with them.
+
+A gate not listed here has no effect on upstream's kubelet either (it is read by the API
+server, the scheduler or a controller), or it switches a pod API field that the pod
+checks of issue 11 deal with; setting it is accepted and, like upstream, does nothing here.
+"""
+
+
+@attrs.frozen
+class Inert:
+    """One setting the user set to a value this kubelet does not act on."""
+
+    key: str
+    value: Any
+    source: str
+    support: Support
+
+    def describe(self) -> str:
+        """``cgroupDriver=systemd (--cgroup-driver)``: scalar values shown, sources named."""
+        shown = self.key
+        if isinstance(self.value, bool):
+            shown += "=" + ("true" if self.value else "false")
+        elif isinstance(self.value, str | int | float) and self.value != "":
+            shown += f"={self.value}"
+        return f"{shown} ({self.source})" if self.source else shown
+
+
+def not_acted_on(
+    values: Mapping[str, tuple[Any, str]],
+    set_keys: Iterable[str],
+    gates: Mapping[str, bool],
+    gate_sources: Mapping[str, str],
+) -> tuple[list[Inert], list[str]]:
+    """The settings listed in the warning: (set to a value we ignore, defaults we lack).
+
+    ``values`` maps every setting key to (its value, where it was set or ""), ``set_keys``
+    are those the user set; ``gates`` are the gates set away from their default and
+    ``gate_sources`` where each was set.
+    """
+    chosen = set(set_keys)
+    inert: list[Inert] = []
+    defaults: list[str] = []
+    for key, support in SETTINGS.items():
+        if support.status == IMPLEMENTED:
+            continue
+        value, source = values.get(key, (None, ""))
+        if key in chosen:
+            if not support.honoured(value):
+                inert.append(Inert(key, value, source, support))
+        elif support.missing_default:
+            defaults.append(support.missing_default)
+    for name, value in gates.items():
+        gate = GATE_SUPPORT.get(name)
+        if gate is not None and gate.status != IMPLEMENTED and not gate.honoured(value):
+            inert.append(Inert(f"featureGates.{name}", value, gate_sources.get(name, ""), gate))
+    return inert, defaults
+
+
+def warning_text(inert: Iterable[Inert], defaults: Iterable[str]) -> str:
+    """The one start-up warning line ("" when there is nothing to say)."""
+    parts = []
+    listed = [item.describe() for item in inert]
+    if listed:
+        parts.append("settings accepted but not implemented yet: " + ", ".join(listed))
+    missing_defaults = list(defaults)
+    if missing_defaults:
+        parts.append("upstream defaults not provided: " + ", ".join(missing_defaults))
+    return "; ".join(parts)
+
+
+def detail_lines(inert: Iterable[Inert]) -> list[str]:
+    """One line per listed setting, with what is missing (logged at -v=1)."""
+    return [
+        f"{item.key}: {item.support.status}: {item.support.note}"
+        + (f" (set in {item.source})" if item.source else "")
+        for item in inert
+    ]

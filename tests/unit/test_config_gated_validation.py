@@ -1,0 +1,80 @@
+"""Validation gaps closed: fields that need a gate, TLS versions, eviction signals; and
+the crash-loop back-off limits the gates select."""
+
+from __future__ import annotations
+
+import attrs
+
+from kubelet.config import KubeletConfiguration, validate
+from kubelet.config.features import resolve_gates
+from kubelet.config.kubeletconfig import CrashLoopBackOffConfig
+from kubelet.runtime.backoff import crash_loop_limits
+
+BASE = KubeletConfiguration()
+
+
+def test_crash_loop_max_needs_its_gate() -> None:
+    c = attrs.evolve(BASE, crash_loop_back_off=CrashLoopBackOffConfig(30.0))
+    assert validate(c) == []
+    off = resolve_gates({"KubeletCrashLoopBackOffMax": False}).gates
+    assert validate(c, off) == [
+        (
+            "crashLoopBackOff.maxContainerRestartPeriod",
+            "must not be set while the feature gate KubeletCrashLoopBackOffMax is off",
+        )
+    ]
+
+
+def test_shutdown_and_server_bootstrap_need_their_gates() -> None:
+    gates = resolve_gates(
+        {
+            "GracefulNodeShutdown": False,
+            "GracefulNodeShutdownBasedOnPodPriority": False,
+            "WindowsGracefulNodeShutdown": False,
+            "RotateKubeletServerCertificate": False,
+        }
+    ).gates
+    c = attrs.evolve(BASE, shutdown_grace_period=30.0, server_tls_bootstrap=True)
+    paths = [path for path, _ in validate(c, gates)]
+    assert paths == ["shutdownGracePeriod", "serverTLSBootstrap"]
+    assert validate(c) == []
+
+
+def test_tls_min_version_must_be_a_go_name() -> None:
+    assert validate(attrs.evolve(BASE, tls_min_version="VersionTLS13")) == []
+    assert validate(attrs.evolve(BASE, tls_min_version="1.3")) == [
+        (
+            "tlsMinVersion",
+            "unknown TLS version '1.3'; valid: VersionTLS10, VersionTLS11, VersionTLS12, "
+            "VersionTLS13",
+        )
+    ]
+
+
+def test_eviction_signals_must_be_known() -> None:
+    c = attrs.evolve(
+        BASE,
+        eviction_hard={"memory.available": "100Mi", "memory.avail": "1Gi"},
+        eviction_soft={"nodefs.available": "15%"},
+    )
+    assert validate(c) == [
+        ("evictionHard[memory.avail]", "unsupported eviction signal memory.avail"),
+        (
+            "evictionSoft[nodefs.available]",
+            "a soft eviction threshold needs a grace period in evictionSoftGracePeriod",
+        ),
+    ]
+    c = attrs.evolve(c, eviction_hard={}, eviction_soft_grace_period={"nodefs.available": "1x"})
+    assert validate(c) == [("evictionSoftGracePeriod[nodefs.available]", "invalid duration '1x'")]
+
+
+def test_crash_loop_limits_follow_the_gates() -> None:
+    defaults = resolve_gates({}).gates
+    assert crash_loop_limits(defaults, None) == (10.0, 300.0)
+    assert crash_loop_limits(defaults, 30.0) == (10.0, 30.0)
+    assert crash_loop_limits(defaults, 5.0) == (5.0, 5.0)
+    reduced = resolve_gates({"ReduceDefaultCrashLoopBackOffDecay": True}).gates
+    assert crash_loop_limits(reduced, None) == (1.0, 60.0)
+    assert crash_loop_limits(reduced, 120.0) == (1.0, 120.0)
+    off = resolve_gates({"KubeletCrashLoopBackOffMax": False}).gates
+    assert crash_loop_limits(off, 30.0) == (10.0, 300.0)

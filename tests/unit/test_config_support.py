@@ -1,0 +1,257 @@
+"""No inert settings: every flag and field is classified, and what is not acted on is named."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import attrs
+import pytest
+
+from kubelet.cli import main
+from kubelet.config import FLAGS, ConfigError, KubeletConfiguration, Options, build_parser, resolve
+from kubelet.config.fields import key
+from kubelet.config.flags import support_key
+from kubelet.config.gatedata import GATES
+from kubelet.config.startup import log_settings_warnings
+from kubelet.config.support import (
+    GATE_SUPPORT,
+    IMPLEMENTED,
+    NOT_IMPLEMENTED,
+    SETTINGS,
+)
+from kubelet.config.upstream import (
+    KUBELET_CONFIGURATION_FIELDS,
+    LOGGING_CONFIGURATION_FIELDS,
+    OUR_EXTENSIONS,
+)
+
+HEADER = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+
+KUBEADM = (
+    HEADER
+    + """\
+authentication:
+  anonymous:
+    enabled: false
+  webhook:
+    cacheTTL: 0s
+    enabled: true
+  x509:
+    clientCAFile: /etc/kubernetes/pki/ca.crt
+authorization:
+  mode: Webhook
+  webhook:
+    cacheAuthorizedTTL: 0s
+    cacheUnauthorizedTTL: 0s
+cgroupDriver: systemd
+clusterDNS:
+- 10.96.0.10
+clusterDomain: cluster.local
+containerRuntimeEndpoint: ""
+cpuManagerReconcilePeriod: 0s
+crashLoopBackOff: {}
+evictionHard:
+  memory.available: 200Mi
+evictionPressureTransitionPeriod: 0s
+fileCheckFrequency: 0s
+healthzBindAddress: 127.0.0.1
+healthzPort: 10248
+httpCheckFrequency: 0s
+imageMaximumGCAge: 0s
+imageMinimumGCAge: 0s
+logging:
+  flushFrequency: 0
+  options:
+    json:
+      infoBufferSize: "0"
+    text:
+      infoBufferSize: "0"
+  verbosity: 0
+memorySwap: {}
+nodeStatusReportFrequency: 0s
+nodeStatusUpdateFrequency: 0s
+rotateCertificates: true
+runtimeRequestTimeout: 0s
+shutdownGracePeriod: 0s
+shutdownGracePeriodCriticalPods: 0s
+staticPodPath: /etc/kubernetes/manifests
+streamingConnectionIdleTimeout: 0s
+syncFrequency: 0s
+volumeStatsAggPeriod: 0s
+"""
+)
+
+
+def field_paths(cls: type, prefix: str = "") -> Iterator[str]:
+    for field in attrs.fields(attrs.resolve_types(cls)):
+        path = prefix + key(field)
+        yield path
+        if attrs.has(field.type):
+            yield from field_paths(field.type, path + ".")
+
+
+def test_every_flag_is_classified() -> None:
+    missing = [spec.name for spec in FLAGS if support_key(spec) not in SETTINGS]
+    assert missing == []
+
+
+def test_every_config_field_is_classified() -> None:
+    keys = {
+        *field_paths(KubeletConfiguration),
+        *KUBELET_CONFIGURATION_FIELDS,
+        *(f"logging.{name}" for name in LOGGING_CONFIGURATION_FIELDS),
+        *OUR_EXTENSIONS,
+    }
+    assert sorted(keys - set(SETTINGS)) == []
+
+
+def test_the_table_names_nothing_that_does_not_exist() -> None:
+    flags = {f"--{spec.name}" for spec in FLAGS if spec.field is None}
+    fields = {
+        *field_paths(KubeletConfiguration),
+        *KUBELET_CONFIGURATION_FIELDS,
+        *(f"logging.{name}" for name in LOGGING_CONFIGURATION_FIELDS),
+        *OUR_EXTENSIONS,
+    }
+    assert sorted(set(SETTINGS) - flags - fields) == []
+    assert sorted(set(GATE_SUPPORT) - set(GATES)) == []
+
+
+def test_help_promises_nothing_that_is_not_done() -> None:
+    helps = {a.dest: a.help or "" for a in build_parser()._actions}
+    for spec in FLAGS:
+        support = SETTINGS[support_key(spec)]
+        if support.status == NOT_IMPLEMENTED:
+            assert "Not implemented yet" in helps[spec.dest], spec.name
+    assert "Not implemented" in helps["bootstrap_kubeconfig"]
+    assert "obtain a client certificate when" not in helps["bootstrap_kubeconfig"].split(". ")[-1]
+    assert "Not implemented yet" in helps["eviction_hard"] or "Partly" in helps["eviction_hard"]
+    assert "Not implemented" not in helps["pod_manifest_path"]
+
+
+def run(*argv: str) -> Options:
+    return resolve(list(argv), hostname=lambda: "n")
+
+
+def test_no_warning_for_honoured_settings(tmp_path: Path) -> None:
+    path = tmp_path / "kubelet.yaml"
+    path.write_text(
+        HEADER + "cgroupDriver: cgroupfs\npodPidsLimit: -1\nimageGCHighThresholdPercent: 100\n"
+        "failSwapOn: false\noomScoreAdj: -999\nstaticPodPath: /etc/kubelet.d\n"
+        "cpuManagerPolicy: none\ncpuCFSQuota: true\n"
+    )
+    (warning,) = run(f"--config={path}").warnings
+    listed = warning.split("; upstream defaults not provided: ")[0]
+    assert "accepted but not implemented" not in listed
+    for name in ("cgroupDriver", "podPidsLimit", "failSwapOn", "cpuManagerPolicy", "staticPod"):
+        assert name not in listed
+    # the defaults the file did not touch are still named; those it set are not
+    assert "hard eviction (evictionHard)" in warning
+    assert "image garbage collection" not in warning
+    assert "failSwapOn" not in warning
+
+
+def test_kubeadm_config_gives_one_warning_naming_each_setting(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(KUBEADM)
+    options = run(f"--config={path}", "--cgroup-driver=systemd", "--feature-gates=MemoryQoS=true")
+    (warning,) = options.warnings
+    listed, _, defaults = warning.partition("; upstream defaults not provided: ")
+    assert listed.startswith("settings accepted but not implemented yet: ")
+    assert "cgroupDriver=systemd (--cgroup-driver)" in listed
+    assert f"rotateCertificates=true ({path})" in listed
+    assert f"evictionHard ({path})" in listed
+    assert "featureGates.MemoryQoS=true (--feature-gates)" in listed
+    for honoured in (
+        "clusterDNS",
+        "authentication",
+        "staticPodPath",
+        "healthz",
+        "logging",
+        "shutdownGracePeriod",
+        "streamingConnectionIdleTimeout",
+        "memorySwap",
+    ):
+        assert honoured not in listed, honoured
+    assert listed.count("cgroupDriver") == 1
+    assert "image garbage collection (imageGCHighThresholdPercent)" in defaults
+    assert "QoS cgroup limits (cgroupsPerQOS)" in defaults
+    assert "hard eviction" not in defaults  # set by the file: listed above instead
+    assert options.details and all(": " in line for line in options.details)
+    assert any(line.startswith("cgroupDriver: not implemented: ") for line in options.details)
+
+
+def test_warnings_are_logged_once_with_details_at_v1(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    options = run("--cgroup-driver=systemd", "--feature-gates=KubeletFineGrainedAuthz=true")
+    with caplog.at_level(1):
+        log_settings_warnings(options)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings[0].startswith("Setting GA feature gate KubeletFineGrainedAuthz=true.")
+    assert warnings[1].count("cgroupDriver=systemd") == 1
+    assert len(warnings) == 2
+    verbose = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO - 1]
+    assert any(line.startswith("cgroupDriver: not implemented") for line in verbose)
+
+
+def test_node_ip_pairs_must_be_of_different_families() -> None:
+    assert run("--node-ip=10.0.0.5,fd00::5").node_ip == "10.0.0.5,fd00::5"
+    assert run("--node-ip=fd00::5").node_ip == "fd00::5"
+    for bad in ("10.0.0.5,10.0.0.6", "fd00::5,fd00::6", "10.0.0.5,fd00::5,10.0.0.7"):
+        with pytest.raises(ConfigError) as exc:
+            run(f"--node-ip={bad}")
+        assert str(exc.value) == (
+            f'--node-ip: invalid value "{bad}": '
+            "must contain either a single IP or a dual-stack pair of IPs"
+        )
+    with pytest.raises(
+        ConfigError, match=re.escape("dual-stack node IP cannot include '0.0.0.0' or '::'")
+    ):
+        run("--node-ip=0.0.0.0,fd00::5")
+    with pytest.raises(ConfigError, match="could not parse 'node-a'"):
+        run("--node-ip=node-a")
+
+
+def test_bootstrap_kubeconfig_without_a_kubeconfig_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("kubelet: --bootstrap-kubeconfig: no --kubeconfig was given")
+    assert "(TLS bootstrap) is not implemented" in err
+    absent = tmp_path / "kubelet.conf"
+    with pytest.raises(ConfigError, match=f"the --kubeconfig file {absent} does not exist"):
+        run(f"--kubeconfig={absent}", "--bootstrap-kubeconfig=/b.conf")
+    absent.write_text("")
+    options = run(f"--kubeconfig={absent}", "--bootstrap-kubeconfig=/b.conf")
+    assert "--bootstrap-kubeconfig=/b.conf (--bootstrap-kubeconfig)" in options.warnings[0]
+
+
+def test_implemented_gates_are_not_listed() -> None:
+    for name, support in GATE_SUPPORT.items():
+        if support.status == IMPLEMENTED:
+            value = not GATES[name].default
+            options = run(f"--feature-gates={name}={'true' if value else 'false'}")
+            assert all(name not in w.split("GA feature gate")[-1] for w in options.warnings[-1:])
+
+
+def test_oom_score_adj_is_written_at_start_up(tmp_path: Path) -> None:
+    from kubelet.config.startup import apply_oom_score_adj
+
+    target = tmp_path / "oom_score_adj"
+    target.write_text("0\n")
+    assert apply_oom_score_adj(-999, str(target))
+    assert target.read_text() == "-999\n"
+    assert not apply_oom_score_adj(-999, str(tmp_path / "missing" / "oom_score_adj"))
+
+
+def test_gates_are_named_with_where_they_were_set(tmp_path: Path) -> None:
+    path = tmp_path / "kubelet.yaml"
+    path.write_text(HEADER + "featureGates: {MemoryQoS: true}\n")
+    (warning,) = run(f"--config={path}", "--feature-gates=EventedPLEG=true").warnings
+    assert f"featureGates.MemoryQoS=true ({path})" in warning
+    assert "featureGates.EventedPLEG=true (--feature-gates)" in warning
