@@ -40,6 +40,7 @@ from kubelet.cluster import (
     ApiEnvLookup,
     ApiEvents,
     ApiLeases,
+    ApiPullSecrets,
     ApiReviews,
     ApiTokenSource,
     ServiceStore,
@@ -70,6 +71,7 @@ from kubelet.runtime.backoff import (
     Backoff,
 )
 from kubelet.runtime.cache import PodCache
+from kubelet.runtime.credentials.pullrecords import pull_records
 from kubelet.runtime.images import ImageManager
 from kubelet.runtime.logrotate import ContainerLogManager
 from kubelet.runtime.pleg import EVENT_CHANNEL_CAPACITY, Pleg, PodLifecycleEvent
@@ -425,6 +427,8 @@ class Kubelet:
             serialize=cfg.serialize_image_pulls,
             max_parallel=cfg.max_parallel_image_pulls,
             recorder=recorder,
+            secrets=ApiPullSecrets(api) if api is not None else None,
+            records=pull_records(cfg, self.options.root_dir, self.wall_clock),
         )
         machine = self.machine or read_machine_info()
         volume_manager = VolumeManager(
