@@ -242,6 +242,8 @@ async def test_no_matching_credential_pulls_anonymously(
         registry_secret(c, "quay", "quay.io", "robot", PASSWORD)
         c.create_pod("private", image=PRIVATE, imagePullSecrets=[{"name": "quay"}])
         await c.wait_for(lambda: waiting(c, "private").get("reason") == "ErrImagePull")
+        # the secret was read, held nothing for this registry: anonymous
+        assert [r.name for r in c.api.requests_of("get", "secrets")] == ["quay"]
         assert pulls(fake) == [None]
 
 
