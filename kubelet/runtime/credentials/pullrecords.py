@@ -231,29 +231,34 @@ def match_secrets(
 
 
 class RecordFiles:
-    """The two directories of records, in upstream's file format."""
+    """The two directories of records, in upstream's file format. The names present are
+    listed once and then kept in memory (this kubelet is their only writer), so asking
+    about an image without records touches no file."""
 
     def __init__(self, root_dir: str | os.PathLike[str]) -> None:
         base = Path(root_dir) / "image_manager"
         self.pulling = base / "pulling"
         self.pulled = base / "pulled"
+        self._names: dict[Path, set[str]] = {}
 
     def write_intent(self, image: str) -> None:
         doc = {"kind": "ImagePullIntent", "apiVersion": API_VERSION, "image": image}
-        _write(self.pulling, _filename(image), doc)
+        self._write(self.pulling, _filename(image), doc)
 
     def delete_intent(self, image: str) -> None:
-        (self.pulling / _filename(image)).unlink(missing_ok=True)
+        name = _filename(image)
+        (self.pulling / name).unlink(missing_ok=True)
+        self._listed(self.pulling).discard(name)
 
     def intent_exists(self, image: str) -> bool:
-        doc = _read(self.pulling / _filename(image))
+        doc = self._read(self.pulling, _filename(image))
         return doc is not None and doc.get("image") == image
 
     def intents(self) -> list[str]:
         return [str(doc.get("image", "")) for doc in _read_dir(self.pulling)]
 
     def pulled_record(self, image_ref: str) -> PulledRecord | None:
-        doc = _read(self.pulled / _filename(image_ref))
+        doc = self._read(self.pulled, _filename(image_ref))
         if doc is None:
             return None
         try:
@@ -263,7 +268,26 @@ class RecordFiles:
         return record if record.image_ref == image_ref else None
 
     def write_pulled_record(self, record: PulledRecord) -> None:
-        _write(self.pulled, _filename(record.image_ref), _encode_record(record))
+        self._write(self.pulled, _filename(record.image_ref), _encode_record(record))
+
+    def _listed(self, directory: Path) -> set[str]:
+        names = self._names.get(directory)
+        if names is None:
+            try:
+                names = {n for n in os.listdir(directory) if not n.endswith(".tmp")}
+            except FileNotFoundError:
+                names = set()
+            self._names[directory] = names
+        return names
+
+    def _read(self, directory: Path, name: str) -> dict[str, Any] | None:
+        if name not in self._listed(directory):
+            return None
+        return _read(directory / name)
+
+    def _write(self, directory: Path, name: str, doc: Mapping[str, Any]) -> None:
+        _write(directory, name, doc)
+        self._listed(directory).add(name)
 
 
 def _filename(text: str) -> str:
