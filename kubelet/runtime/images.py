@@ -170,8 +170,7 @@ class ImageManager:
                     ERR_IMAGE_NEVER_PULL,
                     f'Container image "{container.image}" is not present with pull policy of Never',
                 )
-        credentials = await lookup.get()
-        return await self._pull_for(pod, container, ref, image, credentials, sandbox_config)
+        return await self._pull_for(pod, container, ref, image, lookup, sandbox_config)
 
     async def _pull_for(
         self,
@@ -179,10 +178,11 @@ class ImageManager:
         container: Container,
         ref: ObjectRef,
         image: str,
-        credentials: list[PullCredential],
+        lookup: _Once,
         sandbox_config: api.PodSandboxConfig | None,
     ) -> str:
-        """Pull for one container, within its back-off; the image reference."""
+        """Pull for one container, within its back-off; the image reference. The pod's
+        secrets are read after the back-off check: none are fetched while waiting."""
         key = image_pull_key(pod.uid, image)
         now = self._backoff.clock()
         if self._backoff.is_in_backoff_since_update(key, now):
@@ -195,6 +195,7 @@ class ImageManager:
                 self._backoff.remaining_since_update(key, now),
             )
         self._prev_errors.pop(key, None)
+        credentials = await lookup.get()
         self._event(ref, NORMAL, "Pulling", f'Pulling image "{container.image}"')
         if self._records is not None:
             await self._records_ready()

@@ -158,6 +158,10 @@ async def test_wrong_credentials_fail_without_showing_them(
         assert f'Failed to pull image "{PRIVATE}": ' in failed[0]
         assert "Error: ErrImagePull" in failed
         assert pulls(fake) == [("robot", wrong)]
+        # the secret is read for each attempt (10 s, 20 s apart), never while backing off
+        await trio.sleep(45)
+        assert len(pulls(fake)) == 3
+        assert len(c.api.requests_of("get", "secrets")) == 3
         assert_no_secret(c, caplog, wrong, basic("robot", wrong))
 
 
