@@ -71,6 +71,7 @@ from kubelet.runtime.backoff import (
     Backoff,
 )
 from kubelet.runtime.cache import PodCache
+from kubelet.runtime.credentials.node import NodeCredentials
 from kubelet.runtime.credentials.pullrecords import pull_records
 from kubelet.runtime.images import ImageManager
 from kubelet.runtime.logrotate import ContainerLogManager
@@ -429,6 +430,7 @@ class Kubelet:
             recorder=recorder,
             secrets=ApiPullSecrets(api) if api is not None else None,
             records=pull_records(cfg, self.options.root_dir, self.wall_clock),
+            node=NodeCredentials(self.options.root_dir, trio.current_time),
         )
         machine = self.machine or read_machine_info()
         volume_manager = VolumeManager(

@@ -43,6 +43,7 @@ from .credentials import (
     redact,
     repository_of,
 )
+from .credentials.node import NodeCredentials
 from .credentials.pullrecords import PullRecords
 from .imageref import split_reference
 
@@ -108,12 +109,14 @@ class ImageManager:
         recorder: EventRecorder | None = None,
         secrets: SecretSource | None = None,
         records: PullRecords | None = None,
+        node: NodeCredentials | None = None,
     ) -> None:
         self._images = images
         self._recorder = recorder
         self._backoff = backoff
         self._secrets = secrets
         self._records = records
+        self._node = node
         self._records_lock = trio.Lock()
         limit = 1 if serialize else (max_parallel or math.inf)
         self._limiter = trio.CapacityLimiter(limit)
@@ -237,12 +240,11 @@ class ImageManager:
         return image_ref
 
     async def _credentials(self, pod: Pod, image: str) -> list[PullCredential]:
-        """The pod's credentials for ``image``, best match first. Secrets that cannot be
-        read are left out with a log line and one FailedToRetrieveImagePullSecret event,
-        as upstream's getPullSecretsForPod does."""
+        """The credentials for ``image``: the pod's secrets' (best match first), then the
+        node's docker config file's. Secrets that cannot be read are left out with a log
+        line and one FailedToRetrieveImagePullSecret event, as upstream's
+        getPullSecretsForPod does."""
         names = pull_secret_names(pod.spec.image_pull_secrets)
-        if not names:
-            return []
         namespace = pod.metadata.namespace
         secrets = []
         failed = []
@@ -273,7 +275,10 @@ class ImageManager:
             repository = repository_of(image)
         except ValueError:
             return []
-        return keyring_from_secrets(secrets).lookup(repository)
+        found = keyring_from_secrets(secrets).lookup(repository)
+        if self._node is not None:
+            found += self._node.keyring().lookup(repository)
+        return found
 
     async def _records_ready(self) -> None:
         """Turn pull intents of an earlier run into records, once, before first use."""

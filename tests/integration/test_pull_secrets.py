@@ -379,3 +379,28 @@ async def test_a_pull_with_credentials_is_not_shared_with_a_pod_without(
         # other's authenticated pull
         first_two = pulls(fake)[:2]
         assert sorted(first_two, key=str) == sorted([("robot", PASSWORD), None], key=str)
+
+
+async def test_node_config_json_serves_every_pod_after_the_pods_own(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    """Upstream's node keyring: ``<root-dir>/config.json``; its credentials are tried
+    after the pod's, and an image they pulled is open to every pod on the node."""
+    async with running_cluster(fake, short_tmp) as c:
+        node_config = {"auths": {"registry.example": {"auth": basic("robot", PASSWORD)}}}
+        (short_tmp / "root").mkdir(exist_ok=True)
+        (short_tmp / "root" / "config.json").write_text(json.dumps(node_config))
+        registry_secret(c, "stale", "registry.example", "robot", "stale-password")
+        c.create_pod(
+            "first",
+            imagePullSecrets=[{"name": "stale"}],
+            containers=[{"name": "app", "image": PRIVATE, "imagePullPolicy": "IfNotPresent"}],
+        )
+        await c.wait_for(lambda: c.phase("first") == "Running")
+        assert pulls(fake) == [("robot", "stale-password"), ("robot", PASSWORD)]
+        c.create_pod(
+            "second",
+            containers=[{"name": "app", "image": PRIVATE, "imagePullPolicy": "Never"}],
+        )
+        await c.wait_for(lambda: c.phase("second") == "Running")
+        assert len(pulls(fake)) == 2

@@ -10,6 +10,7 @@ import base64
 import hashlib
 import json
 import logging
+from pathlib import Path
 
 import pytest
 
@@ -29,6 +30,7 @@ from kubelet.runtime.credentials import (
     urls_match,
 )
 from kubelet.runtime.credentials.keyring import index_key, is_default_registry_match
+from kubelet.runtime.credentials.node import NodeCredentials, search_paths
 from kubelet.runtime.credentials.secrets import credential_hash
 
 
@@ -423,3 +425,34 @@ def test_redact_removes_passwords_and_their_basic_form() -> None:
     )
     assert redact("nothing here", []) == "nothing here"
     assert redact("anonymous", [PullCredential("robot", "", None)]) == "anonymous"
+
+
+# -- node-wide docker config ----------------------------------------------------------
+
+
+def test_node_credentials_come_from_the_root_dirs_config_json(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    now = [0.0]
+    node = NodeCredentials(str(root), lambda: now[0])
+    assert node.keyring().lookup("registry.example/app") == []
+    (root / "config.json").write_text(
+        json.dumps({"auths": {"registry.example": {"auth": b64("node:pw")}}})
+    )
+    assert node.keyring().lookup("registry.example/app") == []  # read every 5 minutes
+    now[0] = 300.0
+    (found,) = node.keyring().lookup("registry.example/app")
+    assert (found.username, found.password, found.source) == ("node", "pw", None)
+
+
+def test_node_credentials_search_order(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    assert search_paths(str(root))[0] == (root / "config.json", True)
+    assert search_paths(str(root))[4] == (root / ".dockercfg", False)
+    assert [p.name for p, _ in search_paths(str(root))] == ["config.json"] * 4 + [".dockercfg"] * 4
+    root.mkdir()
+    # a config.json that does not parse is passed over for the next file
+    (root / "config.json").write_text("{broken")
+    (root / ".dockercfg").write_text(json.dumps({"r.example": {"auth": b64("cfg:pw")}}))
+    (found,) = NodeCredentials(str(root), lambda: 0.0).keyring().lookup("r.example/x")
+    assert found.username == "cfg"
