@@ -40,6 +40,7 @@ from kubelet.cluster import (
     ApiEnvLookup,
     ApiEvents,
     ApiLeases,
+    ApiPullSecrets,
     ApiReviews,
     ApiTokenSource,
     ServiceStore,
@@ -71,6 +72,9 @@ from kubelet.runtime.backoff import (
     crash_loop_limits,
 )
 from kubelet.runtime.cache import PodCache
+from kubelet.runtime.credentials.node import NodeCredentials
+from kubelet.runtime.credentials.pullrecords import FEATURE_GATE as ENSURE_SECRET_PULLED_IMAGES
+from kubelet.runtime.credentials.pullrecords import pull_records
 from kubelet.runtime.images import ImageManager
 from kubelet.runtime.isolation import PodIsolation
 from kubelet.runtime.logrotate import ContainerLogManager
@@ -445,6 +449,14 @@ class Kubelet:
             serialize=cfg.serialize_image_pulls,
             max_parallel=cfg.max_parallel_image_pulls,
             recorder=recorder,
+            secrets=ApiPullSecrets(api) if api is not None else None,
+            records=pull_records(
+                cfg,
+                self.options.root_dir,
+                self.wall_clock,
+                enabled=self.options.features.enabled(ENSURE_SECRET_PULLED_IMAGES),
+            ),
+            node=NodeCredentials(self.options.root_dir, trio.current_time),
         )
         machine = self.machine or read_machine_info()
         volume_manager = VolumeManager(
@@ -461,7 +473,7 @@ class Kubelet:
             UserNamespaces(
                 functools.partial(pod_dir, self.options.root_dir), volume_manager.pod_uids_on_disk
             ),
-            user_namespaces_enabled=cfg.feature_gates.get(USERNS_GATE, True),
+            user_namespaces_enabled=self.options.features.enabled(USERNS_GATE),
         )
         sysctl_allowlist = SysctlAllowlist.for_node(cfg.allowed_unsafe_sysctls, kernel_version())
         apparmor_error = apparmor_host_error()

@@ -12,6 +12,7 @@ import trio
 from kubelet.api.client import EVENTS, LEASES, ApiClient, PatchType
 from kubelet.api.errors import ApiError, NotFound
 from kubelet.api.watch import ListWatch, UidStore, reflect
+from kubelet.runtime.credentials import PullSecret, SecretUnavailable
 from kubelet.runtime.env import CREATE_CONTAINER_CONFIG_ERROR, EnvError
 from kubelet.server.backend import TokenReviewResult
 
@@ -138,6 +139,26 @@ class ApiEnvLookup:
             return None
         except ApiError as exc:
             raise EnvError(CREATE_CONTAINER_CONFIG_ERROR, str(exc)) from exc
+
+
+class ApiPullSecrets:
+    """``SecretSource`` for image pulls: one GET per Secret, when a pull needs it."""
+
+    def __init__(self, client: ApiClient) -> None:
+        self._client = client
+
+    async def pull_secret(self, namespace: str, name: str) -> PullSecret:
+        try:
+            obj = await self._client.get(f"/api/v1/namespaces/{namespace}/secrets/{name}")
+        except ApiError as exc:
+            # the API's message (``secrets "x" not found``, a 403...) never holds data
+            raise SecretUnavailable(str(exc)) from None
+        meta = obj.get("metadata") or {}
+        try:
+            data = {str(k): base64.b64decode(v) for k, v in (obj.get("data") or {}).items()}
+        except (ValueError, TypeError):
+            raise SecretUnavailable(f"secret {namespace}/{name}: data is not base64") from None
+        return PullSecret(namespace, name, str(meta.get("uid", "")), str(obj.get("type", "")), data)
 
 
 class ApiTokenSource:

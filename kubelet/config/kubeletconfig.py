@@ -171,6 +171,10 @@ class KubeletConfiguration:
     max_parallel_image_pulls: int | None = None
     registry_pull_qps: int = attrs.field(default=5, metadata=meta(wire="registryPullQPS"))
     registry_burst: int = attrs.field(default=10, metadata=meta(zero_unset=True))
+    image_pull_credentials_verification_policy: str = attrs.field(
+        default="NeverVerifyPreloadedImages", metadata=meta(zero_unset=True)
+    )
+    preloaded_images_verification_allowlist: tuple[str, ...] = ()
     image_gc_high_threshold_percent: int = attrs.field(
         default=85, metadata=meta(wire="imageGCHighThresholdPercent")
     )

@@ -210,20 +210,13 @@ SETTINGS: Mapping[str, Support] = {
     "logging.vmodule": ok(),
     "crashLoopBackOff": ok(),
     "crashLoopBackOff.maxContainerRestartPeriod": ok(),
-    # --- being implemented in this wave by the security-context work -------------------------
     "seccompDefault": ok(),
     "allowedUnsafeSysctls": ok(),
     # --- upstream keys we do not model (accepted so a kubeadm config loads) --------------------
     "logging.options": missing("alpha logging options are not implemented"),
     "tlsCurvePreferences": missing("the TLS library's default curves are used", _falsy),
-    "imagePullCredentialsVerificationPolicy": missing(
-        "credentials of pulled images are not verified",
-        _is("NeverVerify"),
-        "verification of image pull credentials (imagePullCredentialsVerificationPolicy)",
-    ),
-    "preloadedImagesVerificationAllowlist": missing(
-        "credentials of pulled images are not verified"
-    ),
+    "imagePullCredentialsVerificationPolicy": ok("pull records under <root-dir>/image_manager"),
+    "preloadedImagesVerificationAllowlist": ok(),
     "enableContentionProfiling": missing("no profiling handlers", _is(False)),
     "streamingConnectionIdleTimeout": missing(_NO_STREAMING),
     "volumeStatsAggPeriod": missing("volume usage is not measured"),
@@ -304,9 +297,7 @@ GATE_SUPPORT: Mapping[str, Support] = {
     "CustomCPUCFSQuotaPeriod": missing("the CFS period is always 100ms", _is(False)),
     "EventedPLEG": missing("the PLEG relists; runtime events are not used", _is(False)),
     "ExtendWebSocketsToKubelet": missing(_NO_STREAMING, _is(False)),
-    "KubeletEnsureSecretPulledImages": missing(
-        "credentials of pulled images are not verified", _is(False)
-    ),
+    "KubeletEnsureSecretPulledImages": ok("images pulled with credentials are checked"),
     "KubeletInUserNamespace": missing("not supported", _is(False)),
     "KubeletPSI": missing("PSI is not reported", _is(False)),
     "KubeletPodResourcesDynamicResources": missing("no pod-resources API", _is(False)),

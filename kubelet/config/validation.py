@@ -234,6 +234,61 @@ def _images(c: KubeletConfiguration) -> Iterator[Issue]:
         yield "maxParallelImagePulls", f"must be a positive number, got {pulls}"
     if pulls is not None and pulls > 1 and c.serialize_image_pulls:
         yield "maxParallelImagePulls", "cannot be larger than 1 while serializeImagePulls is true"
+    yield from _pull_credentials(c)
+
+
+_CREDENTIAL_POLICIES = (
+    "NeverVerify",
+    "NeverVerifyPreloadedImages",
+    "NeverVerifyAllowlistedImages",
+    "AlwaysVerify",
+)
+
+
+def _pull_credentials(c: KubeletConfiguration) -> Iterator[Issue]:
+    """imagePullCredentialsVerificationPolicy and its allowlist, read (and checked, as
+    upstream's pull manager does at start) only with KubeletEnsureSecretPulledImages on."""
+    if not c.feature_gates.get("KubeletEnsureSecretPulledImages", True):
+        return
+    policy = c.image_pull_credentials_verification_policy
+    if policy not in _CREDENTIAL_POLICIES:
+        yield (
+            "imagePullCredentialsVerificationPolicy",
+            f"unknown image pull credential verification policy: {policy}",
+        )
+    elif policy == "NeverVerifyAllowlistedImages":
+        for i, pattern in enumerate(c.preloaded_images_verification_allowlist):
+            problem = _allowlist_problem(pattern)
+            if problem:
+                yield f"preloadedImagesVerificationAllowlist[{i}]", problem
+
+
+def _allowlist_problem(pattern: str) -> str:
+    """Upstream's rules: a full image name without tag or digest, or a prefix ending in
+    ``/*`` that names at least a registry; "" when ``pattern`` is fine."""
+    if pattern != pattern.strip():
+        return f"leading/trailing spaces are not allowed: {pattern}"
+    wildcard = pattern.endswith("/*")
+    trimmed = pattern[:-1] if wildcard else pattern
+    if not trimmed:
+        return f"the supplied pattern is too short: {pattern}"
+    if "*" in trimmed:
+        return (
+            f"not a valid wildcard pattern, only patterns ending with '/*' are allowed: {pattern}"
+        )
+    if wildcard:
+        return "at least registry hostname is required" if len(trimmed) == 1 else ""
+    first, _, rest = trimmed.partition("/")
+    registry_like = "." in first or ":" in first or first == "localhost"
+    if (
+        "@" in trimmed
+        or ":" in trimmed.rsplit("/", 1)[-1]
+        or not rest
+        or not registry_like
+        or (first == "docker.io" and "/" not in rest)
+    ):
+        return f"neither tag nor digest is accepted in an image reference: {pattern}"
+    return ""
 
 
 def _logs(c: KubeletConfiguration) -> Iterator[Issue]:

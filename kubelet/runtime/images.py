@@ -6,24 +6,45 @@ are already there). ImageStatus always comes first for Never/IfNotPresent becaus
 containerd contacts the registry on every PullImage, even for an image it holds.
 
 Failures carry upstream's reasons (ErrImagePull, ImagePullBackOff, ErrImageNeverPull,
-InvalidImageName) and back off per pod and image: 10 s doubling to 5 min. Concurrent
-pulls of the same image share one PullImage call; ``serialize`` makes pulls of different
-images wait for each other (upstream's serializeImagePulls default).
+InvalidImageName) and back off per pod and image: 10 s doubling to 5 min; while backing
+off, the waiting message repeats the last failure, as upstream's does. Concurrent pulls
+of the same image with the same credentials share one PullImage call; ``serialize``
+makes pulls of different images wait for each other (upstream's serializeImagePulls
+default).
+
+Credentials (``credentials/``): the pod's pull secrets are read only when a pull (or a
+credential check) needs them, matched to the image's registry by the keyring, and tried
+in order until one pulls; no match pulls anonymously. Whatever the runtime answers is
+cleaned of the credentials before it reaches an event, a log line or the pod's status.
+With pull records (KubeletEnsureSecretPulledImages, on by default), an image present on
+the node is used without a pull only when the verification policy allows it.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Awaitable, Callable
 
 import attrs
 import trio
 
 from kubelet.api.pod import Container, Pod
-from kubelet.cri import CriError, ImageClient, api
+from kubelet.cri import CriError, ImageClient, ImagePullFailed, api
 from kubelet.events import NORMAL, WARNING, EventRecorder, ObjectRef, pod_ref
 
 from .backoff import Backoff, image_pull_key
+from .credentials import (
+    PullCredential,
+    SecretSource,
+    SecretUnavailable,
+    keyring_from_secrets,
+    pull_secret_names,
+    redact,
+    repository_of,
+)
+from .credentials.node import NodeCredentials
+from .credentials.pullrecords import PullRecords
 from .imageref import split_reference
 
 log = logging.getLogger(__name__)
@@ -33,8 +54,9 @@ IMAGE_PULL_BACKOFF = "ImagePullBackOff"
 ERR_IMAGE_NEVER_PULL = "ErrImageNeverPull"
 INVALID_IMAGE_NAME = "InvalidImageName"
 IMAGE_INSPECT_ERROR = "ImageInspectError"
+FAILED_TO_RETRIEVE_IMAGE_PULL_SECRET = "FailedToRetrieveImagePullSecret"
 AFTER_PULL_FAILURE = 1.0
-AFTER_PULL_FAILURE = 1.0
+_PREV_ERRORS_PRUNE_AT = 256
 
 
 class ImageError(Exception):
@@ -65,7 +87,15 @@ def pull_policy(container: Container) -> str:
 class _Pull:
     done: trio.Event = attrs.field(factory=trio.Event)
     ref: str | None = None
+    used: PullCredential | None = None
     error: CriError | None = None
+
+
+def aggregate_message(messages: list[str]) -> str:
+    """Several failures as upstream's error aggregate prints them: distinct messages in
+    order, bracketed when there is more than one."""
+    distinct = list(dict.fromkeys(messages))
+    return distinct[0] if len(distinct) == 1 else "[" + ", ".join(distinct) + "]"
 
 
 class ImageManager:
@@ -77,13 +107,21 @@ class ImageManager:
         serialize: bool = True,
         max_parallel: int | None = None,
         recorder: EventRecorder | None = None,
+        secrets: SecretSource | None = None,
+        records: PullRecords | None = None,
+        node: NodeCredentials | None = None,
     ) -> None:
         self._images = images
         self._recorder = recorder
         self._backoff = backoff
+        self._secrets = secrets
+        self._records = records
+        self._node = node
+        self._records_lock = trio.Lock()
         limit = 1 if serialize else (max_parallel or math.inf)
         self._limiter = trio.CapacityLimiter(limit)
-        self._pulls: dict[str, _Pull] = {}
+        self._pulls: dict[tuple[str, tuple[PullCredential, ...]], _Pull] = {}
+        self._prev_errors: dict[str, str] = {}
 
     async def ensure(
         self, pod: Pod, container: Container, sandbox_config: api.PodSandboxConfig | None = None
@@ -100,6 +138,7 @@ class ImageManager:
                 f'name "{container.image}": invalid reference format',
             ) from None
         policy = pull_policy(container)
+        lookup = _Once(lambda: self._credentials(pod, image))
         if policy != "Always":
             try:
                 present = await self._images.image_status(image)
@@ -108,39 +147,91 @@ class ImageManager:
                     ref, IMAGE_INSPECT_ERROR, f'Failed to inspect image "{image}": {exc.message}'
                 ) from exc
             if present is not None:
-                self._event(
-                    ref,
-                    NORMAL,
-                    "Pulled",
-                    f'Container image "{container.image}" already present on machine',
-                )
-                return present.id
+                if self._records is None:
+                    self._event(
+                        ref,
+                        NORMAL,
+                        "Pulled",
+                        f'Container image "{container.image}" already present on machine',
+                    )
+                    return present.id
+                await self._records_ready()
+                if not await self._records.must_pull(container.image, present.id, lookup.get):
+                    self._event(
+                        ref,
+                        NORMAL,
+                        "Pulled",
+                        f'Container image "{container.image}" already present on machine '
+                        "and can be accessed by the pod",
+                    )
+                    return present.id
             if policy == "Never":
+                # a present image the pod may not use looks absent, as upstream: its
+                # presence is not revealed to a pod without the credentials
                 raise self._fail(
                     ref,
                     ERR_IMAGE_NEVER_PULL,
                     f'Container image "{container.image}" is not present with pull policy of Never',
                 )
+        return await self._pull_for(pod, container, ref, image, lookup, sandbox_config)
+
+    async def _pull_for(
+        self,
+        pod: Pod,
+        container: Container,
+        ref: ObjectRef,
+        image: str,
+        lookup: _Once,
+        sandbox_config: api.PodSandboxConfig | None,
+    ) -> str:
+        """Pull for one container, within its back-off; the image reference. The pod's
+        secrets are read after the back-off check: none are fetched while waiting."""
         key = image_pull_key(pod.uid, image)
         now = self._backoff.clock()
         if self._backoff.is_in_backoff_since_update(key, now):
             message = f'Back-off pulling image "{container.image}"'
             self._event(ref, NORMAL, "BackOff", message)
+            previous = self._prev_errors.get(key)
             raise ImageError(
-                IMAGE_PULL_BACKOFF, message, self._backoff.remaining_since_update(key, now)
+                IMAGE_PULL_BACKOFF,
+                f"{message}: {previous}" if previous else message,
+                self._backoff.remaining_since_update(key, now),
             )
+        self._prev_errors.pop(key, None)
+        credentials = await lookup.get()
         self._event(ref, NORMAL, "Pulling", f'Pulling image "{container.image}"')
+        if self._records is not None:
+            await self._records_ready()
+            try:
+                self._records.record_intent(container.image)
+            except OSError as exc:
+                message = (
+                    f'Failed to record image pull intent for container image "{container.image}": '
+                    f"{exc}"
+                )
+                raise self._fail(ref, ERR_IMAGE_PULL, message, AFTER_PULL_FAILURE) from None
         started = trio.current_time()
         try:
-            image_ref = await self._pull(image, sandbox_config)
+            image_ref, used = await self._pull(image, credentials, sandbox_config)
         except CriError as exc:
+            if self._records is not None:
+                self._records.record_failed(container.image)
+            message = redact(exc.message, credentials)
             self._backoff.next(key, self._backoff.clock())
             self._event(
-                ref, WARNING, "Failed", f'Failed to pull image "{container.image}": {exc.message}'
+                ref, WARNING, "Failed", f'Failed to pull image "{container.image}": {message}'
             )
+            self._remember_failure(key, f"{ERR_IMAGE_PULL}: {message}")
             # look again shortly: the container then shows ImagePullBackOff, as upstream's
-            # status does between attempts, and the next pull waits for the back-off
-            raise self._fail(ref, ERR_IMAGE_PULL, exc.message, AFTER_PULL_FAILURE) from exc
+            # status does between attempts, and the next pull waits for the back-off.
+            # Not chained: the runtime's own text may hold what was just redacted.
+            raise self._fail(ref, ERR_IMAGE_PULL, message, AFTER_PULL_FAILURE) from None
+        except BaseException:
+            if self._records is not None:
+                self._records.record_failed(container.image)
+            raise
+        if self._records is not None:
+            self._records.record_pulled(container.image, image_ref, used)
         self._backoff.reset(key)
         took = trio.current_time() - started
         self._event(
@@ -151,6 +242,71 @@ class ImageManager:
     async def inspect(self, image_ref: str) -> api.Image | None:
         """ImageStatus of a resolved image (its user, for ``runAsNonRoot``); None if absent."""
         return await self._images.image_status(image_ref)
+
+    async def _credentials(self, pod: Pod, image: str) -> list[PullCredential]:
+        """The credentials for ``image``: the pod's secrets' (best match first), then the
+        node's docker config file's. Secrets that cannot be read are left out with a log
+        line and one FailedToRetrieveImagePullSecret event, as upstream's
+        getPullSecretsForPod does."""
+        names = pull_secret_names(pod.spec.image_pull_secrets)
+        namespace = pod.metadata.namespace
+        secrets = []
+        failed = []
+        for name in names:
+            try:
+                if self._secrets is None:
+                    raise SecretUnavailable("no API server to read secrets from")
+                secrets.append(await self._secrets.pull_secret(namespace, name))
+            except SecretUnavailable as exc:
+                log.info(
+                    'Unable to retrieve pull secret, the image pull may not succeed. pod="%s" '
+                    'secret="%s/%s" err="%s"',
+                    pod.key,
+                    namespace,
+                    name,
+                    exc,
+                )
+                failed.append(name)
+        if failed:
+            self._event(
+                pod_ref(pod),
+                WARNING,
+                FAILED_TO_RETRIEVE_IMAGE_PULL_SECRET,
+                f"Unable to retrieve some image pull secrets ({', '.join(failed)}); "
+                "attempting to pull the image may not succeed.",
+            )
+        try:
+            repository = repository_of(image)
+        except ValueError:
+            return []
+        found = keyring_from_secrets(secrets).lookup(repository)
+        if self._node is not None:
+            found += self._node.keyring().lookup(repository)
+        return found
+
+    async def _records_ready(self) -> None:
+        """Turn pull intents of an earlier run into records, once, before first use."""
+        assert self._records is not None
+        if self._records.initialized:
+            return
+        async with self._records_lock:
+            if self._records.initialized:
+                return
+            try:
+                images = await self._images.list_images()
+            except CriError as exc:
+                log.error("image pull records: cannot list images: %s", exc.message)
+                images = []
+            self._records.initialize(images)
+
+    def _remember_failure(self, key: str, message: str) -> None:
+        """Keep the failure for the back-off message; entries whose back-off is gone
+        (pod deleted, pull succeeded) are dropped once the map grows."""
+        self._prev_errors[key] = message
+        if len(self._prev_errors) > _PREV_ERRORS_PRUNE_AT:
+            self._backoff.gc()
+            for stale in [k for k in self._prev_errors if k not in self._backoff]:
+                del self._prev_errors[stale]
 
     def _event(self, ref: ObjectRef, event_type: str, reason: str, message: str) -> None:
         if self._recorder is not None:
@@ -163,25 +319,73 @@ class ImageManager:
         self._event(ref, WARNING, "Failed", f"Error: {reason}")
         return ImageError(reason, message, retry_after)
 
-    async def _pull(self, image: str, sandbox_config: api.PodSandboxConfig | None) -> str:
-        """One PullImage per image at a time; callers of the same image share its result."""
-        shared = self._pulls.get(image)
+    async def _pull(
+        self,
+        image: str,
+        credentials: list[PullCredential],
+        sandbox_config: api.PodSandboxConfig | None,
+    ) -> tuple[str, PullCredential | None]:
+        """One PullImage per image and credentials at a time; callers with the same
+        image and credentials share its result (a pod never shares another's pull made
+        with credentials it lacks)."""
+        key = (image, tuple(credentials))
+        shared = self._pulls.get(key)
         if shared is not None:
             await shared.done.wait()
         else:
-            shared = self._pulls[image] = _Pull()
+            shared = self._pulls[key] = _Pull()
             try:
                 async with self._limiter:
                     log.info('Pulling image "%s"', image)
-                    shared.ref = await self._images.pull_image(image, sandbox_config=sandbox_config)
+                    shared.ref, shared.used = await self._try_credentials(
+                        image, credentials, sandbox_config
+                    )
                     log.info('Successfully pulled image "%s"', image)
             except CriError as exc:
                 shared.error = exc
             finally:
                 shared.done.set()
-                del self._pulls[image]
+                del self._pulls[key]
         if shared.error is not None:
             raise shared.error
         if shared.ref is None:  # the puller was cancelled: try ourselves
-            return await self._pull(image, sandbox_config)
-        return shared.ref
+            return await self._pull(image, credentials, sandbox_config)
+        return shared.ref, shared.used
+
+    async def _try_credentials(
+        self,
+        image: str,
+        credentials: list[PullCredential],
+        sandbox_config: api.PodSandboxConfig | None,
+    ) -> tuple[str, PullCredential | None]:
+        """Anonymous when there are no credentials, else each in turn until one pulls
+        (upstream's order: the best registry match first)."""
+        if not credentials:
+            ref = await self._images.pull_image(image, sandbox_config=sandbox_config)
+            return ref, None
+        failures: list[CriError] = []
+        for credential in credentials:
+            try:
+                ref = await self._images.pull_image(
+                    image, credential.auth_config(), sandbox_config=sandbox_config
+                )
+            except CriError as exc:
+                failures.append(exc)
+                continue
+            return ref, credential
+        raise ImagePullFailed(
+            "PullImage", aggregate_message([f.message for f in failures]), failures[-1].code
+        )
+
+
+class _Once:
+    """An async value computed at most once, on first ``get``."""
+
+    def __init__(self, compute: Callable[[], Awaitable[list[PullCredential]]]) -> None:
+        self._compute = compute
+        self._value: list[PullCredential] | None = None
+
+    async def get(self) -> list[PullCredential]:
+        if self._value is None:
+            self._value = await self._compute()
+        return self._value

@@ -5,8 +5,9 @@ update, patch or delete means for a kind, the way upstream's ``pkg/registry`` do
 
 * create: the namespace must exist; ``generateName``; a name is required (422) and must
   be a DNS subdomain; ``resourceVersion`` must not be set (500, as upstream); pods get
-  upstream's main defaults and ``status`` reset to Pending with a QoS class;
-  namespaces start Active.
+  upstream's main defaults and ``status`` reset to Pending with a QoS class, and the
+  service account's ``imagePullSecrets`` when the pod names none (ServiceAccount
+  admission's part a kubelet sees); namespaces start Active.
 * update/patch of the main resource keeps the old ``status`` (pods, nodes, namespaces,
   services); of ``/status`` changes only ``status``. A stale ``resourceVersion`` is 409
   "the object has been modified"; a ``metadata.uid`` that differs is a failed UID
@@ -42,6 +43,7 @@ _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _DELETION_FIELDS = ("deletionTimestamp", "deletionGracePeriodSeconds")
+_MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 
 
 def rfc3339(epoch: float) -> str:
@@ -109,10 +111,26 @@ class Registry:
     def _prepare_for_create(self, rt: ResourceType, obj: Obj) -> None:
         if rt.kind == "Pod":
             _default_pod(obj)
+            self._service_account_pull_secrets(obj)
             obj["status"] = {"phase": "Pending", "qosClass": _qos_class(obj.get("spec") or {})}
         elif rt.kind == "Namespace":
             obj["status"] = {"phase": "Active"}
             obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
+
+    def _service_account_pull_secrets(self, pod: Obj) -> None:
+        """The one step of the ServiceAccount admission plugin a kubelet can see: a pod
+        created without ``imagePullSecrets`` gets its service account's (mirror pods
+        excepted). The rest of that plugin (defaulting ``serviceAccountName``, the token
+        volume, refusing a missing account) is not modelled."""
+        m = pod.get("metadata") or {}
+        spec = pod.get("spec") or {}
+        if _MIRROR_ANNOTATION in (m.get("annotations") or {}) or spec.get("imagePullSecrets"):
+            return
+        name = str(spec.get("serviceAccountName") or "default")
+        account = self.store.get(by_kind("ServiceAccount"), str(m.get("namespace", "")), name)
+        refs = (account or {}).get("imagePullSecrets") or []
+        if refs:
+            spec["imagePullSecrets"] = [{"name": str((r or {}).get("name", ""))} for r in refs]
 
     def _generate_name(self, prefix: str) -> str:
         self._generated += 1

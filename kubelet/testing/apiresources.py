@@ -76,7 +76,9 @@ NODE = Schema(
 )
 
 SERVICE = Schema({"metadata": OBJECT_META, "spec": Schema({"ports": MergeList("port")})})
-SERVICE_ACCOUNT = Schema({"metadata": OBJECT_META, "secrets": MergeList("name")})
+SERVICE_ACCOUNT = Schema(
+    {"metadata": OBJECT_META, "secrets": MergeList("name"), "imagePullSecrets": MergeList("name")}
+)
 NAMESPACE = Schema({"metadata": OBJECT_META, "spec": Schema({"finalizers": MergeList(None)})})
 PLAIN = Schema({"metadata": OBJECT_META})
 

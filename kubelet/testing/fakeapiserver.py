@@ -32,6 +32,8 @@ authorization.k8s.io/v1 subjectaccessreviews (create only, answered from
 ``api.auth``); discovery (/api, /apis...), /version, /healthz|livez|readyz.
 Semantics (see ``apistore``, ``apiregistry``, ``apiwatch``, ``patching``):
 resourceVersion as one global counter; uid, creationTimestamp, generation on create;
+a pod created without imagePullSecrets gets its service account's (ServiceAccount
+admission's part a kubelet sees);
 409 AlreadyExists / Conflict (stale resourceVersion, UID preconditions); status
 subresources; strategic merge, JSON merge and JSON patch; graceful pod deletion;
 404/410/422 with upstream's Status bodies; list paging (limit/continue, consistent),

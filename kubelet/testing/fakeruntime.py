@@ -40,6 +40,13 @@ What it models
   user-namespace support) and ``features`` are what Status reports; RunPodSandbox with
   a handler not listed fails as containerd does ("failed to get sandbox runtime: no
   runtime for "x" is configured").
+* Registry authentication: ``require_auth(repository, username, password)`` makes the
+  images of a repository private (and pullable): PullImage then needs an AuthConfig
+  with one of the accepted username/password pairs (or their base64 ``auth`` form),
+  else fails as a registry's 401 does. ``pull_auths`` records, in order, the image and
+  AuthConfig (None for an anonymous pull) of every PullImage; ``leak_credentials``
+  makes the errors quote the password sent, like a careless runtime, so redaction can
+  be tested.
 * ExecSync: scripted with ``script_exec`` (exit code, stdout, stderr, latency, hang);
   a script slower than the request's timeout answers DEADLINE_EXCEEDED like containerd.
 * Logs: on start, a CRI-format log file at ``log_directory/log_path`` with the
@@ -68,6 +75,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import contextlib
 import hashlib
 import ipaddress
@@ -91,7 +99,7 @@ from kubelet.cri import api
 from kubelet.cri.codec import LimitedProtoCodec
 from kubelet.cri.endpoint import socket_path
 from kubelet.cri.logformat import STDOUT, format_line
-from kubelet.runtime.imageref import normalize
+from kubelet.runtime.imageref import normalize, split_reference
 
 from .faults import FaultPlan
 
@@ -264,6 +272,28 @@ def _not_found(kind: str, ident: str) -> GRPCError:
     )
 
 
+def _repository(ref: str) -> str:
+    """``registry.example/app:1`` → ``registry.example/app`` (fully qualified)."""
+    registry, repo, _, _ = split_reference(ref)
+    return f"{registry}/{repo}"
+
+
+def _credentials_sent(auth: api.AuthConfig | None) -> tuple[str, str] | None:
+    """The username and password of an AuthConfig, read as containerd does: the fields
+    themselves, else the base64 ``auth`` field."""
+    if auth is None:
+        return None
+    if auth.username:
+        return auth.username, auth.password
+    if auth.auth:
+        try:
+            user, _, password = base64.b64decode(auth.auth).decode().partition(":")
+        except ValueError:
+            return None
+        return user, password
+    return None
+
+
 def _key_args(request: Any) -> dict[str, Any]:
     """The arguments worth asserting on: ids, names, timeouts, images, commands."""
     out: dict[str, Any] = {}
@@ -302,6 +332,9 @@ class FakeRuntime:
         self.containers: dict[str, FakeContainer] = {}
         self.images: dict[str, api.Image] = {}
         self.pullable = {normalize(i) for i in pullable}
+        self.private: dict[str, set[tuple[str, str]]] = {}
+        self.pull_auths: list[tuple[str, api.AuthConfig | None]] = []
+        self.leak_credentials = False
         self.sandbox_image = normalize(sandbox_image)
         self.conditions: dict[str, tuple[bool, str, str]] = {
             "RuntimeReady": (True, "", ""),
@@ -459,6 +492,11 @@ class FakeRuntime:
             image.uid.value = uid
         self.images[name] = image
         return image
+
+    def require_auth(self, repository: str, username: str, password: str) -> None:
+        """Images of ``repository`` (``registry.example/team/app``, any tag) can be pulled
+        only with these credentials (call again to accept several pairs)."""
+        self.private.setdefault(_repository(repository), set()).add((username, password))
 
     def set_condition(self, kind: str, status: bool, reason: str = "", message: str = "") -> None:
         """Set RuntimeReady / NetworkReady as reported by the Status RPC."""
@@ -1023,7 +1061,20 @@ class FakeRuntime:
             raise GRPCError(
                 Status.UNKNOWN, f'failed to pull and unpack image "{ref}": {exc}'
             ) from exc
-        if name not in self.pullable:
+        auth = req.auth if req.HasField("auth") else None
+        self.pull_auths.append((ref, auth))
+        accepted = self.private.get(_repository(name))
+        if accepted is not None:
+            sent = _credentials_sent(auth)
+            if sent not in accepted:
+                leak = f" (sent password {sent[1]!r})" if self.leak_credentials and sent else ""
+                raise GRPCError(
+                    Status.UNKNOWN,
+                    f'failed to pull and unpack image "{name}": failed to resolve reference '
+                    f'"{name}": pull access denied, repository does not exist or may require '
+                    f"authorization: server message: 401 Unauthorized{leak}",
+                )
+        elif name not in self.pullable:
             host = name.split("/", 1)[0]
             host = "registry-1.docker.io" if host == "docker.io" else host
             raise GRPCError(

@@ -228,6 +228,30 @@ async def test_create_sets_identity_and_defaults(
     assert got == created
 
 
+async def test_service_account_pull_secrets_are_copied_into_new_pods(
+    api: FakeApiServer, client: httpx.AsyncClient
+) -> None:
+    account = {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {"name": "default", "namespace": "default"},
+        "imagePullSecrets": [{"name": "regcred"}, {"name": "other"}],
+    }
+    r = await client.put("/api/v1/namespaces/default/serviceaccounts/default", json=account)
+    assert r.status_code == 200, r.text
+    plain = (await client.post(PODS, json=pod_doc("plain"))).json()
+    assert plain["spec"]["imagePullSecrets"] == [{"name": "regcred"}, {"name": "other"}]
+    own = pod_doc("own", imagePullSecrets=[{"name": "mine"}])
+    assert (await client.post(PODS, json=own)).json()["spec"]["imagePullSecrets"] == [
+        {"name": "mine"}
+    ]
+    mirror = pod_doc("mirror")
+    mirror["metadata"]["annotations"] = {"kubernetes.io/config.mirror": "x"}
+    assert "imagePullSecrets" not in (await client.post(PODS, json=mirror)).json()["spec"]
+    missing = pod_doc("nobody", serviceAccountName="nobody")
+    assert "imagePullSecrets" not in (await client.post(PODS, json=missing)).json()["spec"]
+
+
 async def test_create_keeps_node_status_and_resets_pod_status(client: httpx.AsyncClient) -> None:
     node = {
         "kind": "Node",

@@ -166,6 +166,33 @@ async def test_missing_images(fake: FakeRuntime, clients: Clients) -> None:
     assert fs.image_filesystems[0].used_bytes.value == 2_000_000
 
 
+async def test_private_repository_needs_credentials(fake: FakeRuntime, clients: Clients) -> None:
+    _, images = clients
+    fake.require_auth("registry.example/team/app", "robot", "pw")
+    fake.require_auth("registry.example/team/app", "other", "pw2")
+    with pytest.raises(CriError, match="401 Unauthorized") as anonymous:
+        await images.pull_image("registry.example/team/app:1")
+    assert anonymous.value.code == Status.UNKNOWN
+    wrong = api.AuthConfig(username="robot", password="nope")
+    with pytest.raises(CriError, match="401 Unauthorized"):
+        await images.pull_image("registry.example/team/app:1", wrong)
+    assert await images.pull_image(
+        "registry.example/team/app:1", api.AuthConfig(username="robot", password="pw")
+    )
+    # containerd also reads the base64 ``auth`` field; any tag of the repository
+    basic = api.AuthConfig(auth="b3RoZXI6cHcy")  # other:pw2
+    assert await images.pull_image("registry.example/team/app@sha256:" + "a" * 64, basic)
+    assert [(ref, a.username if a else None) for ref, a in fake.pull_auths] == [
+        ("registry.example/team/app:1", None),
+        ("registry.example/team/app:1", "robot"),
+        ("registry.example/team/app:1", "robot"),
+        ("registry.example/team/app@sha256:" + "a" * 64, ""),
+    ]
+    fake.leak_credentials = True
+    with pytest.raises(CriError, match="sent password 'nope'"):
+        await images.pull_image("registry.example/team/app:2", wrong)
+
+
 async def test_log_file_in_cri_format(fake: FakeRuntime, clients: Clients, short_tmp: Path) -> None:
     runtime, _ = clients
     fake.behave(ContainerBehaviour(log_lines=("hello", "world")), container="app")

@@ -53,9 +53,10 @@ async def test_pull_failures_back_off_10_20_40(
         assert reason == "ErrImagePull"
         assert "failed to pull and unpack image" in message
         await trio.sleep(1.5)
+        # upstream repeats the last failure while backing off
         assert waiting(h, "p") == (
             "ImagePullBackOff",
-            'Back-off pulling image "registry.example/app:1"',
+            f'Back-off pulling image "registry.example/app:1": ErrImagePull: {message}',
         )
         await trio.sleep(100)
         pulls = [
