@@ -35,6 +35,7 @@ from kubelet.events import NORMAL, WARNING, EventRecorder, ObjectRef, pod_ref
 
 from .backoff import Backoff, image_pull_key
 from .credentials import (
+    MalformedPullSecret,
     PullCredential,
     SecretSource,
     SecretUnavailable,
@@ -245,9 +246,10 @@ class ImageManager:
 
     async def _credentials(self, pod: Pod, image: str) -> list[PullCredential]:
         """The credentials for ``image``: the pod's secrets' (best match first), then the
-        node's docker config file's. Secrets that cannot be read are left out with a log
+        node's docker config file's. Secrets that cannot be fetched are left out with a log
         line and one FailedToRetrieveImagePullSecret event, as upstream's
-        getPullSecretsForPod does."""
+        getPullSecretsForPod does; a fetched secret that is not a docker config fails the
+        pull (ErrImagePull), as upstream's keyring does."""
         names = pull_secret_names(pod.spec.image_pull_secrets)
         namespace = pod.metadata.namespace
         secrets = []
@@ -279,7 +281,15 @@ class ImageManager:
             repository = repository_of(image)
         except ValueError:
             return []
-        found = keyring_from_secrets(secrets).lookup(repository)
+        try:
+            found = keyring_from_secrets(secrets).lookup(repository)
+        except MalformedPullSecret as exc:
+            # upstream fails the pull rather than go on without the secret; the back-off
+            # keeps the kubelet from reading the secrets again every second
+            key = image_pull_key(pod.uid, image)
+            self._backoff.next(key, self._backoff.clock())
+            self._remember_failure(key, f"{ERR_IMAGE_PULL}: {exc}")
+            raise self._fail(pod_ref(pod), ERR_IMAGE_PULL, str(exc), AFTER_PULL_FAILURE) from None
         if self._node is not None:
             found += self._node.keyring().lookup(repository)
         return found

@@ -251,12 +251,14 @@ async def test_no_matching_credential_pulls_anonymously(
         assert pulls(fake) == [None]
 
 
-async def test_malformed_secret_is_skipped_with_a_log_line(
+async def test_a_malformed_secret_fails_the_pull_as_upstream(
     fake: FakeRuntime,
     short_tmp: Path,
     autojump_clock: trio.abc.Clock,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
+    """Upstream's keyring refuses a pod whose pull secret is not a docker config: the
+    image is not pulled (not even with the pod's other, good secret) until it is fixed."""
     caplog.set_level(logging.DEBUG)
     async with running_cluster(fake, short_tmp) as c:
         bad_auth = base64.b64encode(b"robot-no-colon-" + PASSWORD.encode()).decode()
@@ -265,11 +267,16 @@ async def test_malformed_secret_is_skipped_with_a_log_line(
         c.create_pod(
             "private", image=PRIVATE, imagePullSecrets=[{"name": "broken"}, {"name": "good"}]
         )
-        await c.wait_for(lambda: c.phase("private") == "Running")
-        assert pulls(fake) == [("robot", PASSWORD)]
-        logged = [r.getMessage() for r in caplog.records]
-        assert any("pull secret default/broken" in m and "skipping it" in m for m in logged)
+        await c.wait_for(lambda: waiting(c, "private").get("reason") == "ErrImagePull")
+        assert "pull secret default/broken" in waiting(c, "private")["message"]
+        await c.wait_for(lambda: waiting(c, "private").get("reason") == "ImagePullBackOff")
+        assert pulls(fake) == []
         assert_no_secret(c, caplog, PASSWORD, bad_auth)
+        # fixed: the next attempt after the back-off pulls
+        c.api.delete("secrets", "default", "broken")
+        registry_secret(c, "broken", "registry.example", "robot", PASSWORD)
+        await c.wait_for(lambda: c.phase("private") == "Running", timeout=30)
+        assert pulls(fake) == [("robot", PASSWORD)]
 
 
 async def test_service_account_pull_secrets_arrive_through_admission(

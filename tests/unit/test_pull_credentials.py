@@ -9,7 +9,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import logging
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from kubelet.runtime.credentials import (
     DockerConfigEntry,
     DockerConfigError,
     Keyring,
+    MalformedPullSecret,
     PullCredential,
     PullSecret,
     keyring_from_secrets,
@@ -381,21 +381,16 @@ def test_secret_types_and_keys_must_agree() -> None:
     assert found.auth_config() == api.AuthConfig(username="u", password="p")
 
 
-def test_a_malformed_secret_is_skipped_and_logged_without_its_content(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    caplog.set_level(logging.INFO)
+def test_a_malformed_secret_fails_the_lookup_without_its_content() -> None:
+    """As upstream's MakeDockerKeyring: one unreadable secret is an error, not skipped."""
     bad = dockerconfigjson_secret("bad", {"r.example": {"auth": b64("no-colon-hunter2")}})
     good = dockerconfigjson_secret("good", {"r.example": {"auth": b64("u:hunter3")}})
-    found = keyring_from_secrets([bad, good]).lookup("r.example/app")
-    assert [c.source for c in found] == [("default", "good", "uid-good")]
-    (record,) = caplog.records
-    assert record.levelno == logging.WARNING
-    assert "pull secret default/bad (kubernetes.io/dockerconfigjson) cannot be read" in (
-        record.getMessage()
-    )
+    with pytest.raises(MalformedPullSecret) as caught:
+        keyring_from_secrets([bad, good])
+    message = str(caught.value)
+    assert "pull secret default/bad (kubernetes.io/dockerconfigjson) cannot be read" in message
     for text in ("hunter2", b64("no-colon-hunter2"), "hunter3"):
-        assert text not in record.getMessage()
+        assert text not in message
 
 
 def test_pull_secret_names_skip_empty_ones() -> None:

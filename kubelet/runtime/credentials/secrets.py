@@ -103,22 +103,24 @@ def pull_secret_names(refs: Sequence[Mapping[str, str]]) -> list[str]:
     return [str(ref.get("name") or "") for ref in refs if ref.get("name")]
 
 
+class MalformedPullSecret(DockerConfigError):
+    """A pod's pull secret that is not a docker config: as upstream, the pull fails
+    (rather than going on without it). The message names the secret, never its content."""
+
+
 def keyring_from_secrets(secrets: Iterable[PullSecret]) -> Keyring[PullCredential]:
-    """One keyring over every usable secret, in the order given."""
+    """One keyring over the secrets, in the order given; ``MalformedPullSecret`` if one
+    of them cannot be read."""
     keyring: Keyring[PullCredential] = Keyring()
     for secret in secrets:
         origin = f"secret {secret.namespace}/{secret.name}"
         try:
             entries = _entries_of(secret)
         except DockerConfigError as exc:
-            log.warning(
-                "pull secret %s/%s (%s) cannot be read, skipping it: %s",
-                secret.namespace,
-                secret.name,
-                secret.type,
-                exc,
-            )
-            continue
+            raise MalformedPullSecret(
+                f"pull secret {secret.namespace}/{secret.name} ({secret.type}) cannot be read: "
+                f"{exc}"
+            ) from None
         source = (secret.namespace, secret.name, secret.uid)
         keyring.add(((key, _credential(entry, source)) for key, entry in entries), origin=origin)
     return keyring
