@@ -240,9 +240,11 @@ class FileSource:
         """
         delay, most = _WATCH_RETRY
         while True:
-            dir_mode = self.path.is_dir()
+            dir_mode, parent_dir = await self.run_sync(
+                lambda: (self.path.is_dir(), self.path.parent.is_dir())
+            )
             target = self.path if dir_mode else self.path.parent
-            if target.is_dir():
+            if dir_mode or parent_dir:
                 try:
                     single = None if dir_mode else self.path.name
                     await self._watch_dir(target, single, kick)
@@ -278,7 +280,9 @@ class FileSource:
                 gone = any(e.mask & _GONE for e in events)
                 if gone or any(wanted(e.name) for e in events):
                     _kick(kick)
-                if gone or self._shape_changed(target, single):
+                if gone or await self.run_sync(
+                    functools.partial(self._shape_changed, target, single)
+                ):
                     return
 
     def _shape_changed(self, target: Path, single: str | None) -> bool:

@@ -348,7 +348,7 @@ def _load_manifest(
     pods = []
     for prefix, raw in raws:
         pod, warning = _load_one(raw, doc, source, prefix, node_name=node_name, is_file=is_file)
-        budget.check(f"the pod {prefix or 'of the manifest'}")
+        budget.check(f"defaulting and validating {prefix or 'the pod'}")
         pods.append(pod)
         if warning:
             warnings.append(warning)
