@@ -16,6 +16,7 @@ import errno
 import importlib
 import logging
 import os
+import socket
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -224,6 +225,44 @@ async def test_file_swapped_for_a_fifo_between_stat_and_open(
     assert [p.metadata.name for p in pods or []] == ["a-node1"]
     what = "a FIFO (it was replaced while being read)"
     assert file_records(caplog) == [f"static pod manifest {swapped} skipped: it is {what}"]
+
+
+async def test_symlinks_to_devices_sockets_and_directories_are_skipped(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Followed like upstream, but only a regular file is read: one line for each other."""
+    manifests = tmp_path / "manifests"
+    manifests.mkdir()
+    (tmp_path / "real.yaml").write_text(manifest("linked"))
+    (manifests / "linked.yaml").symlink_to(tmp_path / "real.yaml")
+    (manifests / "null.yaml").symlink_to("/dev/null")
+    (manifests / "dir.yaml").symlink_to(tmp_path)
+    (manifests / "subdir").mkdir()
+    (manifests / "dangling.yaml").symlink_to(tmp_path / "nothing")
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(tmp_path / "sock"))
+        (manifests / "sock.yaml").symlink_to(tmp_path / "sock")
+        caplog.set_level(logging.INFO, logger="kubelet.sources.file")
+        source = FileSource(manifests, NODE, watch=False, check_frequency=0.05)
+        rec = Recorder()
+        async with trio.open_nursery() as nursery:
+            await nursery.start(source.run, rec)
+            await trio.sleep(0.3)  # a few relists
+            nursery.cancel_scope.cancel()
+    assert len(rec.sets) > 2 and all(
+        [p.metadata.name for p in pods] == ["linked-node1"] for pods in rec.sets
+    )
+    assert source.errors == {}
+    assert file_records(caplog) == [
+        f"static pod manifest {manifests / name} skipped: it is {what}"
+        for name, what in [
+            ("dangling.yaml", "a symlink to nothing"),
+            ("dir.yaml", "a directory (not recursing into it), through a symlink"),
+            ("null.yaml", "a character device, through a symlink"),
+            ("sock.yaml", "a socket, through a symlink"),
+            ("subdir", "a directory (not recursing into it)"),
+        ]
+    ]
 
 
 # -- the big manifest -----------------------------------------------------------------------
