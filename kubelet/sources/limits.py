@@ -8,9 +8,9 @@ first event past a bound; JSON, which is only decoded by ``json`` when LibYAML c
 read it, is bounded by counting its separators first. What passes is bounded by
 ``MAX_NODES``, and the whole decode by ``PARSE_CPU_SECONDS`` of CPU time.
 
-The figures: real manifests have tens to a few thousand nodes (upstream's kube-apiserver
-manifest about 300) and are nested about 10 levels deep; the largest accepted manifest
-(100,000 nodes, about 20,000 environment variables) decodes in about 1.5 s on the
+The figures: real manifests have tens to a few thousand nodes (a kubeadm control-plane
+manifest a few hundred) and are nested about 10 levels deep; the largest accepted manifest
+(100,000 nodes, about 20,000 environment variables) decodes in about 1.3 s on the
 2-core machine of the README, and a 10 MiB string in about 1.3 s (the UID hash).
 """
 
