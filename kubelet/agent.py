@@ -22,7 +22,7 @@ import logging
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -91,6 +91,7 @@ from kubelet.runtime.view import RuntimeView, pod_from_runtime
 from kubelet.server.serve import serve
 from kubelet.sources.apiserver import ApiSource
 from kubelet.sources.file import FileSource
+from kubelet.sources.offloop import RunSync, in_thread
 from kubelet.sources.podconfig import PodConfig, PodOperation
 from kubelet.sources.url import URLSource
 from kubelet.status.manager import StatusManager
@@ -215,10 +216,12 @@ class Kubelet:
         api_transport: httpx.AsyncBaseTransport | None = None,
         machine: MachineInfo | None = None,
         node_ips: Sequence[str] | None = None,
+        source_io: RunSync = in_thread,
     ) -> None:
         self.options = options
         self.wall_clock = wall_clock
         self.watch_files = watch_files
+        self.source_io = source_io  # the static pod sources' blocking work (sources.offloop)
         self.connection = connection
         self.api_transport = api_transport
         self.machine = machine
@@ -383,7 +386,7 @@ class Kubelet:
     async def _static_pods_once(self, parts: Components) -> list[Pod]:
         pods: list[Pod] = []
         if parts.file_source is not None:
-            pods += parts.file_source.scan() or []
+            pods += await parts.file_source.scan() or []
         if parts.url_source is not None:
             sink = _CaptureSink()
             async with httpx.AsyncClient(timeout=parts.url_source.timeout) as client:
@@ -625,6 +628,7 @@ class Kubelet:
                 node,
                 check_frequency=cfg.file_check_frequency,
                 watch=self.watch_files,
+                run_sync=self.source_io,
             )
         url_source = None
         if cfg.static_pod_url:
@@ -633,6 +637,7 @@ class Kubelet:
                 node,
                 headers=cfg.static_pod_url_header,
                 check_frequency=cfg.http_check_frequency,
+                run_sync=self.source_io,
             )
         return Components(
             runtime=runtime,
@@ -725,7 +730,14 @@ class _CaptureSink:
     def register(self, source: str) -> None:
         pass
 
-    async def update(self, source: str, op: PodOperation, pods: Sequence[Pod]) -> None:
+    async def update(
+        self,
+        source: str,
+        op: PodOperation,
+        pods: Sequence[Pod],
+        *,
+        origins: Mapping[str, str] | None = None,
+    ) -> None:
         self.pods = list(pods)
 
 

@@ -18,26 +18,33 @@ A manifest that stops parsing
     The error is logged once per distinct message (with ``file:line``), passed to
     ``on_error``, and kept in :attr:`FileSource.errors` until the file is fixed or removed.
 
-Files are small and local, so they are read directly in the trio thread (no thread
-hop); a manifest is refused above 10 MiB before it is read.
+Reading and decoding run off the event loop, in one worker-thread hop per scan (see
+:mod:`.filescan` for what is read and what is skipped, :mod:`.limits` for what decoding
+may cost). A manifest that failed is not decoded again until its bytes change, and each
+problem is logged once, when it appears, naming the file.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
-import stat
 from collections.abc import Callable
 from pathlib import Path
 
+import attrs
 import inotify_simple
 import trio
 
 from kubelet.api.pod import Pod
 
+from . import filescan
+from .errors import ManifestError
+from .filescan import Decoded, Failed, FileResult, Gone, Scan, Skipped, Unchanged
+from .offloop import RunSync, in_thread
 from .podconfig import FILE_SOURCE, PodOperation, UpdateSink
-from .static import MAX_CONFIG_LENGTH, ManifestError, load_manifest, too_large
+from .static import Loaded, load_manifest
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +75,17 @@ _WATCH_RETRY = (1.0, 20.0)
 """Back-off (first, most) between attempts to start the watch on a path that is absent."""
 
 
+@attrs.define
+class _Known:
+    """What one manifest gave at the last scan that read it."""
+
+    digest: bytes | None
+    """Of the bytes last decoded (None: nothing to compare, read and decode again)."""
+    pod: Pod | None = None
+    """Its pod; after a failure, the last good one until the next relist."""
+    warnings: tuple[str, ...] = ()
+
+
 class FileSource:
     """Static pods from ``path`` (a directory of manifests, or one manifest file)."""
 
@@ -79,21 +97,24 @@ class FileSource:
         check_frequency: float = DEFAULT_CHECK_FREQUENCY,
         watch: bool = True,
         on_error: Callable[[ManifestError], None] | None = None,
+        run_sync: RunSync = in_thread,
     ) -> None:
         self.path = Path(os.fspath(path).rstrip(os.sep) or os.sep)
         self.node_name = node_name
         self.check_frequency = check_frequency
         self.watch = watch
         self.on_error = on_error
+        self.run_sync = run_sync
+        """Where reading and decoding run (a worker thread; see :mod:`.offloop`)."""
         self.errors: dict[str, ManifestError] = {}
         """The manifests that do not parse right now, by path."""
-        self._good: dict[str, Pod] = {}
-        self._good_data: dict[str, bytes] = {}
-        """The bytes each good pod was parsed from: a file that reads the same is not
-        parsed again and gives the very same object (which the pod storage then passes
-        over without comparing). Bytes, not stat: timestamps can be too coarse to show
-        an edit, and reading a small file is cheap; parsing it is what costs."""
-        self._warned: dict[str, tuple[str, ...]] = {}
+        self.skipped: dict[str, str] = {}
+        """The entries that are not regular files, by path: what each is instead."""
+        self._known: dict[str, _Known] = {}
+        """By path. A file that reads the same is not decoded again and gives the very
+        same pod object (which the pod storage then passes over without comparing), or
+        the same error. Bytes, not stat: timestamps can be too coarse to show an edit,
+        and reading a small file is cheap; decoding it is what costs."""
         self._problem: str | None = None
         self.watching = trio.Event()
         """Set once inotify watches the path (tests wait on it before touching files)."""
@@ -124,44 +145,36 @@ class FileSource:
                 await self._send(config, relist=relist)
 
     async def _send(self, config: UpdateSink, *, relist: bool) -> None:
-        pods = self.scan(relist=relist)
+        pods = await self.scan(relist=relist)
         if pods is not None:
-            await config.update(FILE_SOURCE, PodOperation.SET, pods)
+            origins = {pod.uid: path for path, known in self._known.items() if (pod := known.pod)}
+            await config.update(FILE_SOURCE, PodOperation.SET, pods, origins=origins)
 
     # -- reading ---------------------------------------------------------------------------
 
-    def scan(self, *, relist: bool = True) -> list[Pod] | None:
+    async def scan(self, *, relist: bool = True) -> list[Pod] | None:
         """The pods the path describes now, or None when nothing can be said.
 
         With ``relist`` False (an inotify-triggered read) a broken manifest keeps the pod
         it last gave; see the module docstring.
         """
-        try:
-            info = self.path.stat()
-        except FileNotFoundError:
-            self._path_problem(logging.INFO, "does not exist; no static pods")
-            self._forget_all()
-            return []
-        except OSError as exc:
-            self._path_problem(logging.ERROR, f"cannot be read: {exc}")
+        known = {p: k.digest for p, k in self._known.items() if k.digest is not None}
+        found = await self.run_sync(
+            functools.partial(filescan.scan_path, self.path, known, self._decode)
+        )
+        return self._settle_all(found, relist)
+
+    def _decode(self, data: bytes, path: str) -> Loaded:
+        return load_manifest(data, path, node_name=self.node_name, is_file=True)
+
+    def _settle_all(self, found: Scan, relist: bool) -> list[Pod] | None:
+        self._path_problem(found.level, found.problem)
+        if found.files is None:
             return None
-        if stat.S_ISDIR(info.st_mode):
-            try:
-                names = sorted(n for n in os.listdir(self.path) if not n.startswith("."))
-            except OSError as exc:
-                self._path_problem(logging.ERROR, f"cannot be listed: {exc}")
-                return None
-            files = [str(self.path / n) for n in names]
-        elif stat.S_ISREG(info.st_mode):
-            files = [str(self.path)]
-        else:
-            self._path_problem(logging.ERROR, "is not a directory or a regular file")
-            return None
-        self._path_problem(logging.INFO, None)
-        pods = [pod for f in files if (pod := self._read(f, relist)) is not None]
-        for gone in set(self._good) - set(files):
-            self._forget(gone)
-        for gone in set(self.errors) - set(files):
+        pods = [
+            pod for f, result in found.files.items() if (pod := self._settle(f, result, relist))
+        ]
+        for gone in (set(self._known) | set(self.errors) | set(self.skipped)) - set(found.files):
             self._forget(gone)
         return pods
 
@@ -175,66 +188,47 @@ class FileSource:
             log.log(level, "static pod path %s %s", self.path, problem)
         self._problem = problem
 
-    def _read(self, path: str, relist: bool) -> Pod | None:
-        try:
-            with open(path, "rb") as f:
-                info = os.fstat(f.fileno())
-                if not stat.S_ISREG(info.st_mode):
-                    log.debug("not a regular file, skipped: %s", path)
-                    return None
-                if info.st_size > MAX_CONFIG_LENGTH:
-                    raise ManifestError(path, None, too_large(info.st_size))
-                data = f.read(MAX_CONFIG_LENGTH + 1)
-            cached = self._good.get(path)
-            if cached is not None and self._good_data.get(path) == data:
-                return cached
-            loaded = load_manifest(data, path, node_name=self.node_name, is_file=True)
-        except IsADirectoryError:
-            log.debug("not recursing into %s", path)
+    def _settle(self, path: str, result: FileResult, relist: bool) -> Pod | None:
+        """Record what ``path`` gave, log what changed, and return its pod (if any)."""
+        if isinstance(result, Gone):
+            self._forget(path)
             return None
-        except FileNotFoundError:
-            self._forget(path)  # removed between listing and reading
+        if isinstance(result, Skipped):
+            if self.skipped.get(path) != result.what:
+                log.warning("static pod manifest %s skipped: it is %s", path, result.what)
+            self._forget(path)
+            self.skipped[path] = result.what
             return None
-        except OSError as exc:
-            return self._failed(ManifestError(path, None, f"cannot read: {exc}"), relist)
-        except ManifestError as exc:
-            return self._failed(exc, relist)
-        pod = loaded.pods[0]
-        if path in self.errors:
-            log.info("static pod manifest %s is valid again", path)
-            del self.errors[path]
-        if self._warned.get(path) != loaded.warnings:
-            for warning in loaded.warnings:
-                log.warning("%s", warning)
-            self._warned[path] = loaded.warnings
-        self._good[path] = pod
-        self._good_data[path] = data
-        return pod
+        self.skipped.pop(path, None)
+        known = self._known.setdefault(path, _Known(None))
+        if isinstance(result, Decoded):
+            if self.errors.pop(path, None) is not None:
+                log.info("static pod manifest %s is valid again", path)
+            if known.warnings != result.loaded.warnings:
+                for warning in result.loaded.warnings:
+                    log.warning("%s", warning)
+            self._known[path] = _Known(result.digest, result.loaded.pods[0], result.loaded.warnings)
+        elif isinstance(result, Failed):
+            self._failed(result.error)
+            known.digest = result.digest
+            if relist:
+                known.pod = None
+        elif isinstance(result, Unchanged) and path in self.errors and relist:
+            known.pod = None  # still broken at a relist: its pod goes (module docstring)
+        return self._known[path].pod
 
-    def _failed(self, error: ManifestError, relist: bool) -> Pod | None:
+    def _failed(self, error: ManifestError) -> None:
         previous = self.errors.get(error.path)
         self.errors[error.path] = error
         if previous is None or str(previous) != str(error):
             log.error("could not process static pod manifest: %s", error)
             if self.on_error is not None:
                 self.on_error(error)
-        self._good_data.pop(error.path, None)
-        if relist:
-            self._good.pop(error.path, None)
-            return None
-        return self._good.get(error.path)
 
     def _forget(self, path: str) -> None:
-        self._good.pop(path, None)
-        self._good_data.pop(path, None)
+        self._known.pop(path, None)
         self.errors.pop(path, None)
-        self._warned.pop(path, None)
-
-    def _forget_all(self) -> None:
-        self._good.clear()
-        self._good_data.clear()
-        self.errors.clear()
-        self._warned.clear()
+        self.skipped.pop(path, None)
 
     # -- inotify ---------------------------------------------------------------------------
 
@@ -246,9 +240,11 @@ class FileSource:
         """
         delay, most = _WATCH_RETRY
         while True:
-            dir_mode = self.path.is_dir()
+            dir_mode, parent_dir = await self.run_sync(
+                lambda: (self.path.is_dir(), self.path.parent.is_dir())
+            )
             target = self.path if dir_mode else self.path.parent
-            if target.is_dir():
+            if dir_mode or parent_dir:
                 try:
                     single = None if dir_mode else self.path.name
                     await self._watch_dir(target, single, kick)
@@ -284,7 +280,9 @@ class FileSource:
                 gone = any(e.mask & _GONE for e in events)
                 if gone or any(wanted(e.name) for e in events):
                     _kick(kick)
-                if gone or self._shape_changed(target, single):
+                if gone or await self.run_sync(
+                    functools.partial(self._shape_changed, target, single)
+                ):
                     return
 
     def _shape_changed(self, target: Path, single: str | None) -> bool:

@@ -89,6 +89,9 @@ class PodStorage:
         resends every pod on every event, and the very same object means no change."""
         self._sources: set[str] = set(sources)
         self._seen_set: set[str] = set()
+        self._duplicates: dict[str, set[tuple[str, str]]] = {}
+        """Per source, the (full name, UID) of each pod dropped as a duplicate and already
+        reported: reported again only after it stopped being one."""
         self._on_event = on_event
         self._clock = clock
 
@@ -123,11 +126,17 @@ class PodStorage:
     # -- merge --------------------------------------------------------------------------
 
     def merge(
-        self, source: str, op: PodOperation, pods: Sequence[Pod], now: str | None = None
+        self,
+        source: str,
+        op: PodOperation,
+        pods: Sequence[Pod],
+        now: str | None = None,
+        origins: Mapping[str, str] | None = None,
     ) -> list[PodUpdate]:
         """Apply one message from ``source``; return the updates to emit, in order.
 
-        ``now`` stamps ``config.seen`` on new pods (the clock when omitted).
+        ``now`` stamps ``config.seen`` on new pods (the clock when omitted); ``origins``
+        (UID → file or URL) names where a pod came from in what is logged about it.
         """
         self._sources.add(source)
         first_set = op is PodOperation.SET and source not in self._seen_set
@@ -137,6 +146,7 @@ class PodStorage:
 
         refs = self._refs.get(source, {})
         if op in (PodOperation.ADD, PodOperation.UPDATE, PodOperation.DELETE):
+            pods = self._drop_duplicates(pods, source, origins or {}, whole=False)
             self._absorb(source, pods, stored, stored, refs, refs, seen, result)
         elif op is PodOperation.REMOVE:
             for pod in pods:
@@ -148,6 +158,7 @@ class PodStorage:
             self._seen_set.add(source)
             fresh: dict[str, Pod] = {}
             fresh_refs: dict[str, Pod] = {}
+            pods = self._drop_duplicates(pods, source, origins or {}, whole=True)
             self._absorb(source, pods, stored, fresh, refs, fresh_refs, seen, result)
             result.removes.extend(p for uid, p in stored.items() if uid not in fresh)
             stored, refs = fresh, fresh_refs
@@ -169,7 +180,7 @@ class PodStorage:
         result: _Merged,
     ) -> None:
         """Upstream's updatePodsFunc: classify each incoming pod against ``old``."""
-        for ref in self._drop_duplicates(incoming, source):
+        for ref in incoming:
             uid = ref.uid
             existing = old.get(uid)
             if existing is not None and old_refs.get(uid) is ref:
@@ -192,28 +203,55 @@ class PodStorage:
             elif kind is PodOperation.RECONCILE:
                 result.reconciles.append(updated)
 
-    def _drop_duplicates(self, pods: Sequence[Pod], source: str) -> list[Pod]:
-        """Keep the first pod of each full name in one update; report the others."""
-        names: set[str] = set()
+    def _drop_duplicates(
+        self, pods: Sequence[Pod], source: str, origins: Mapping[str, str], *, whole: bool
+    ) -> list[Pod]:
+        """Keep the first pod of each full name in one update; report the others.
+
+        Reported (a log line naming the file or URL, and a FailedValidation event) when
+        a pod becomes a duplicate, not at every relist that still finds it one; ``whole``
+        (a SET) says the update is the source's whole list, so what is no longer found
+        has stopped being a duplicate.
+        """
+        first: dict[str, Pod] = {}
         kept: list[Pod] = []
-        for index, pod in enumerate(pods):
-            if pod.full_name in names:
-                log.warning(
-                    "pod failed validation due to duplicate pod name, ignoring: "
-                    "index=%d pod=%s source=%s",
-                    index,
-                    pod.key,
+        reported = self._duplicates.setdefault(source, set())
+        found: set[tuple[str, str]] = set()
+        for pod in pods:
+            winner = first.setdefault(pod.full_name, pod)
+            if winner is pod:
+                kept.append(pod)
+                continue
+            key = (pod.full_name, pod.uid)
+            found.add(key)
+            if key in reported:
+                continue
+            where = origins.get(pod.uid)
+            log.warning(
+                "pod failed validation due to duplicate pod name, ignoring: pod=%s source=%s%s",
+                pod.key,
+                source,
+                f" from={where} (the pod from {origins.get(winner.uid, '?')} keeps the name)"
+                if where
+                else "",
+            )
+            if self._on_event is not None:
+                message = (
+                    f"Error validating pod {pod.full_name}({pod.uid}) from {where or source} "
+                    f"due to duplicate pod name {pod.metadata.name!r}, ignoring"
+                )
+                self._on_event(pod, "Warning", "FailedValidation", message)
+        if whole:
+            for full_name, uid in sorted(reported - found):
+                log.info(
+                    "pod %s (UID %s) from source %s is no longer a duplicate",
+                    full_name,
+                    uid,
                     source,
                 )
-                if self._on_event is not None:
-                    message = (
-                        f"Error validating pod {pod.full_name}({pod.uid}) from {source} "
-                        f"due to duplicate pod name {pod.metadata.name!r}, ignoring"
-                    )
-                    self._on_event(pod, "Warning", "FailedValidation", message)
-                continue
-            names.add(pod.full_name)
-            kept.append(pod)
+            self._duplicates[source] = found
+        else:
+            reported |= found
         return kept
 
 
@@ -303,7 +341,14 @@ class UpdateSink(Protocol):
 
     def register(self, source: str) -> None: ...
 
-    async def update(self, source: str, op: PodOperation, pods: Sequence[Pod]) -> None: ...
+    async def update(
+        self,
+        source: str,
+        op: PodOperation,
+        pods: Sequence[Pod],
+        *,
+        origins: Mapping[str, str] | None = None,
+    ) -> None: ...
 
 
 @attrs.frozen
@@ -311,6 +356,7 @@ class _Message:
     source: str
     op: PodOperation | None  # None: a sync request
     pods: tuple[Pod, ...] = ()
+    origins: Mapping[str, str] | None = None
 
 
 class PodConfig:
@@ -340,10 +386,20 @@ class PodConfig:
         """Declare a source now, so readiness waits for it even before it first speaks."""
         self.storage.register(source)
 
-    async def update(self, source: str, op: PodOperation, pods: Sequence[Pod]) -> None:
-        """Queue one message from ``source``; merged in arrival order by :meth:`run`."""
+    async def update(
+        self,
+        source: str,
+        op: PodOperation,
+        pods: Sequence[Pod],
+        *,
+        origins: Mapping[str, str] | None = None,
+    ) -> None:
+        """Queue one message from ``source``; merged in arrival order by :meth:`run`.
+
+        ``origins`` maps pod UIDs to the file or URL they came from, for the log.
+        """
         self.storage.register(source)
-        await self._in_send.send(_Message(source, op, tuple(pods)))
+        await self._in_send.send(_Message(source, op, tuple(pods), origins))
 
     async def sync(self) -> None:
         """Ask for a SET(``*``) of the whole merged state, in order with the merges."""
@@ -363,6 +419,8 @@ class PodConfig:
                 if message.op is None:
                     out = [self.storage.sync()]
                 else:
-                    out = self.storage.merge(message.source, message.op, message.pods)
+                    out = self.storage.merge(
+                        message.source, message.op, message.pods, origins=message.origins
+                    )
                 for update in out:
                     await self._out_send.send(update)

@@ -34,6 +34,16 @@ from kubelet.api.pod import (
 )
 from kubelet.runtime import imageref, labels
 
+from .errors import ManifestError
+from .limits import (
+    MAX_CONFIG_LENGTH,
+    Budget,
+    check_json_cost,
+    measure_json,
+    measure_yaml,
+    too_deep,
+    too_large,
+)
 from .validation import (
     API_FREE_VOLUME_TYPES,
     UnknownVolumeError,
@@ -42,8 +52,7 @@ from .validation import (
     validate_pod,
 )
 
-MAX_CONFIG_LENGTH = 10 * 1024 * 1024
-"""Upstream's maxConfigLength: a manifest (file or URL body) larger than this is refused."""
+__all__ = ["MAX_CONFIG_LENGTH", "Loaded", "ManifestError", "load_manifest", "load_pod", "too_large"]
 
 DEFAULT_NAMESPACE = "default"
 _MODELLED_VOLUMES = frozenset(
@@ -61,25 +70,6 @@ _MODELLED_VOLUMES = frozenset(
         "ephemeral",
     }
 )
-
-
-class ManifestError(ValueError):
-    """A manifest that cannot become a pod: ``<path>:<line>: <reason>``.
-
-    For a URL the line reads ``<url> (line <n>): <reason>``.
-    """
-
-    def __init__(self, path: str, line: int | None, reason: str) -> None:
-        if not line:
-            where = path
-        elif "://" in path:  # "http://host:8080/pods:12" would read as a port
-            where = f"{path} (line {line})"
-        else:
-            where = f"{path}:{line}"
-        super().__init__(f"{where}: {reason}")
-        self.path = path
-        self.line = line
-        self.reason = reason
 
 
 @attrs.frozen
@@ -127,27 +117,34 @@ def _line(mark: Any) -> int | None:
     return int(mark.line) + 1 if mark is not None else None
 
 
-def _compose(data: bytes, path: str) -> _Document:
-    """Decode one document; JSON that LibYAML will not take falls back to ``json``."""
+def _compose(data: bytes, path: str, budget: Budget) -> _Document:
+    """Decode the first document; JSON that LibYAML will not take falls back to ``json``.
+
+    The events are counted first (see :mod:`.limits`): nothing is built for a manifest
+    past the bounds, and what follows the first document is never built at all.
+    """
     warnings: list[str] = []
     loader = _Loader(data)
     try:
+        shape = measure_yaml(loader, path, budget)
+        loader.dispose()
+        loader = _Loader(data)
         root = loader.get_node() if loader.check_node() else None
         if root is None:
             raise ManifestError(path, None, "empty manifest")
-        try:
-            extra = loader.get_node() if loader.check_node() else None
-            if extra is not None:
-                warnings.append(
-                    f"{path}:{_line(extra.start_mark)}: only the first YAML document is used "
-                    "(one pod per manifest)"
-                )
-        except yaml.YAMLError:
+        budget.check("composing the YAML")
+        if shape.extra_document_line is not None:
+            warnings.append(
+                f"{path}:{shape.extra_document_line}: only the first YAML document is used "
+                "(one pod per manifest)"
+            )
+        elif shape.unparsable_rest:
             warnings.append(f"{path}: ignoring unparsable YAML after the first document")
-        warnings.extend(_check_graph(root, path))
+        warnings.extend(_duplicate_keys(root, path))
         value = loader.construct_document(root)
+        budget.check("constructing the YAML")
     except yaml.MarkedYAMLError as exc:
-        fallback = _try_json(data, path)
+        fallback = _try_json(data, path, budget)
         if fallback is not None:
             return fallback
         reason = f"YAML syntax error: {exc.problem}"
@@ -157,66 +154,57 @@ def _compose(data: bytes, path: str) -> _Document:
     except yaml.YAMLError as exc:
         raise ManifestError(path, None, f"YAML error: {exc}") from None
     except RecursionError:
-        raise ManifestError(path, None, "the document is nested too deeply") from None
+        raise ManifestError(path, None, too_deep()) from None
     finally:
         loader.dispose()
     return _Document(value, root, tuple(warnings))
 
 
-def _try_json(data: bytes, path: str) -> _Document | None:
+def _try_json(data: bytes, path: str, budget: Budget) -> _Document | None:
     if data.lstrip()[:1] not in (b"{", b"["):
         return None
+    check_json_cost(data, path)
     try:
-        return _Document(json.loads(data), None)
+        value = json.loads(data)
     except json.JSONDecodeError as exc:
         raise ManifestError(path, exc.lineno, f"JSON syntax error: {exc.msg}") from None
     except UnicodeDecodeError:
         return None
+    measure_json(value, path)
+    budget.check("decoding the JSON")
+    return _Document(value, None)
 
 
-MAX_EXPANDED_NODES = 1_000_000
-"""YAML aliases can make a small file describe a huge (or endless) object: refuse those."""
+def _duplicate_keys(root: yaml.nodes.Node, path: str) -> list[str]:
+    """Warn about duplicate keys: upstream silently takes the last; so do we, but say so.
 
-
-def _check_graph(root: yaml.nodes.Node, path: str) -> list[str]:
-    """Warn about duplicate keys (upstream silently takes the last; so do we, but say so);
-    refuse alias cycles and alias bombs before anything walks the constructed value."""
+    Each node is visited once, in document order (an alias shares its anchor's node); the
+    counting pass already refused alias cycles, bombs and nesting deeper than the stack.
+    """
     warnings: list[str] = []
-    sizes: dict[int, int] = {}
-    active: set[int] = set()
+    visited: set[int] = set()
 
-    def size(node: yaml.nodes.Node) -> int:
-        key = id(node)
-        if key in sizes:
-            return sizes[key]
-        if key in active:
-            raise ManifestError(path, _line(node.start_mark), "a YAML alias refers to itself")
-        active.add(key)
-        total = 1
+    def visit(node: yaml.nodes.Node) -> None:
+        if id(node) in visited:
+            return
+        visited.add(id(node))
         if isinstance(node, yaml.nodes.MappingNode):
-            seen: set[str] = set()
+            keys: set[str] = set()
             for k, v in node.value:
                 if isinstance(k, yaml.nodes.ScalarNode) and k.value != "<<":
-                    if k.value in seen:
+                    if k.value in keys:
                         warnings.append(
                             f"{path}:{_line(k.start_mark)}: duplicate key {k.value!r}; "
                             "the last one is used"
                         )
-                    seen.add(k.value)
-                total += size(k) + size(v)
+                    keys.add(k.value)
+                visit(k)
+                visit(v)
         elif isinstance(node, yaml.nodes.SequenceNode):
-            total += sum(size(item) for item in node.value)
-        active.discard(key)
-        if total > MAX_EXPANDED_NODES:
-            raise ManifestError(
-                path,
-                _line(node.start_mark),
-                f"YAML aliases expand this to more than {MAX_EXPANDED_NODES} nodes",
-            )
-        sizes[key] = total
-        return total
+            for item in node.value:
+                visit(item)
 
-    size(root)
+    visit(root)
     return warnings
 
 
@@ -305,14 +293,10 @@ def _structure(cls: type[Any], data: Any, doc: _Document, path: str, prefix: str
 
 def decode_pod(data: bytes, path: str) -> Pod:
     """One Pod, exactly as written (no defaults): for tests and tools."""
-    doc = _compose(_checked_size(data, path), path)
+    doc = _compose(_checked_size(data, path), path, Budget(path))
     _check_kind(doc, path, ("Pod",))
     pod: Pod = _structure(Pod, doc.data, doc, path)
     return pod
-
-
-def too_large(size: int) -> str:
-    return f"manifest is {size} bytes, more than the {MAX_CONFIG_LENGTH} byte (10 MiB) limit"
 
 
 def _checked_size(data: bytes, path: str) -> bytes:
@@ -322,23 +306,32 @@ def _checked_size(data: bytes, path: str) -> bytes:
 
 
 def load_manifest(
-    data: bytes, source: str, *, node_name: str, is_file: bool, allow_list: bool = False
+    data: bytes,
+    source: str,
+    *,
+    node_name: str,
+    is_file: bool,
+    allow_list: bool = False,
+    budget: Budget | None = None,
 ) -> Loaded:
     """Decode, default and validate the pods of one manifest (all-or-nothing for a list).
 
     ``source`` is the file path or the URL: it names the manifest in errors and salts
     the generated UIDs. A PodList is accepted only with ``allow_list`` (the URL source).
+    CPU-bound and bounded (see :mod:`.limits`): the sources call it off the event loop.
     """
     try:
-        return _load_manifest(data, source, node_name, is_file, allow_list)
+        return _load_manifest(
+            data, source, node_name, is_file, allow_list, budget or Budget(source)
+        )
     except RecursionError:
-        raise ManifestError(source, None, "the document is nested too deeply") from None
+        raise ManifestError(source, None, too_deep()) from None
 
 
 def _load_manifest(
-    data: bytes, source: str, node_name: str, is_file: bool, allow_list: bool
+    data: bytes, source: str, node_name: str, is_file: bool, allow_list: bool, budget: Budget
 ) -> Loaded:
-    doc = _compose(_checked_size(data, source), source)
+    doc = _compose(_checked_size(data, source), source, budget)
     kind = _check_kind(doc, source, ("Pod", "PodList") if allow_list else ("Pod",))
     warnings = list(doc.warnings)
     if kind == "Pod":
@@ -355,6 +348,7 @@ def _load_manifest(
     pods = []
     for prefix, raw in raws:
         pod, warning = _load_one(raw, doc, source, prefix, node_name=node_name, is_file=is_file)
+        budget.check(f"defaulting and validating {prefix or 'the pod'}")
         pods.append(pod)
         if warning:
             warnings.append(warning)

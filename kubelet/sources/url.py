@@ -5,20 +5,28 @@ not decode or validate) sends nothing, so the pods of the last good body keep ru
 an unchanged body is not re-sent; an empty 200 body is a SET of no pods (and is logged
 as an error), which is how a server says "nothing here".
 
-Failures are logged without flooding: the first few, then only when the error text
-changes or every ``log_every``-th repeat, and once on recovery.
+The server is not trusted: each poll has one deadline for the whole request, headers
+and body (``REQUEST_TIMEOUT``, upstream's client timeout), so a server that trickles a
+byte a second costs one poll, not the source; a body is read to 10 MiB and no further;
+decoding runs off the event loop, bounded as for files (:mod:`.limits`), and a body that
+failed is not decoded again until it changes. Failures are logged once when they start
+or change and once on recovery, never once per poll.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Mapping, Sequence
 
 import httpx
 import trio
 
+from .errors import ManifestError
+from .limits import MAX_CONFIG_LENGTH, too_large, too_large_unknown
+from .offloop import RunSync, in_thread
 from .podconfig import HTTP_SOURCE, PodOperation, UpdateSink
-from .static import MAX_CONFIG_LENGTH, ManifestError, load_manifest, too_large
+from .static import Loaded, load_manifest
 
 log = logging.getLogger(__name__)
 
@@ -26,12 +34,8 @@ DEFAULT_CHECK_FREQUENCY = 20.0
 """Upstream's httpCheckFrequency default, seconds."""
 
 REQUEST_TIMEOUT = 10.0
-"""Upstream's client timeout: a hung server costs one poll, not the source."""
-
-
-DRAIN_LIMIT = 4 * MAX_CONFIG_LENGTH
-"""An oversized body without a Content-Length is read to its end (discarded) up to this
-many bytes: stopping httpx's nested async generators early leaves them unfinalised."""
+"""Upstream's client timeout, for the whole request (connect, headers, body): a hung or
+trickling server costs one poll, not the source."""
 
 
 class FetchError(Exception):
@@ -39,25 +43,25 @@ class FetchError(Exception):
 
 
 class FailureLog:
-    """Log repeated failures sparingly: the first ``first``, new texts, every Nth, recovery."""
+    """One line when failing starts or its reason changes, one when it ends.
 
-    def __init__(self, what: str, *, first: int = 3, every: int = 30) -> None:
+    The same failure poll after poll is logged at debug level only: a source that has
+    been failing for a day has said so once. Reasons are worded to stay the same while
+    the cause does (no byte counts of an endless body, for one).
+    """
+
+    def __init__(self, what: str) -> None:
         self.what = what
-        self.first = first
-        self.every = every
         self.failures = 0
         self.last_error: str | None = None
 
     def failed(self, error: str) -> None:
         self.failures += 1
-        changed = error != self.last_error
-        self.last_error = error
-        if self.failures <= self.first or changed:
+        if error != self.last_error:
             log.warning("%s failed: %s", self.what, error)
-        elif self.failures % self.every == 0:
-            log.warning("%s failed (%d times in a row): %s", self.what, self.failures, error)
         else:
             log.debug("%s failed (%d times in a row): %s", self.what, self.failures, error)
+        self.last_error = error
 
     def succeeded(self) -> None:
         if self.failures:
@@ -78,7 +82,7 @@ class URLSource:
         check_frequency: float = DEFAULT_CHECK_FREQUENCY,
         transport: httpx.AsyncBaseTransport | None = None,
         timeout: float = REQUEST_TIMEOUT,
-        log_every: int = 30,
+        run_sync: RunSync = in_thread,
     ) -> None:
         httpx.URL(url)  # a malformed URL is a configuration error: fail at construction
         self.url = url
@@ -87,7 +91,9 @@ class URLSource:
         self.check_frequency = check_frequency
         self.transport = transport
         self.timeout = timeout
-        self.log = FailureLog(f"reading pods from {url}", every=log_every)
+        self.run_sync = run_sync
+        """Where decoding runs (a worker thread; see :mod:`.offloop`)."""
+        self.log = FailureLog(f"reading pods from {url}")
         self._last_body: bytes | None = None
         self._last_body_error: str | None = None
         self._warnings: tuple[str, ...] = ()
@@ -108,7 +114,7 @@ class URLSource:
     async def poll(self, client: httpx.AsyncClient, config: UpdateSink) -> None:
         """One attempt: fetch, decode, send a SET if the body is new and good."""
         try:
-            body = await self._fetch(client)
+            body = await self.fetch(client)
         except (httpx.HTTPError, FetchError) as exc:
             self.log.failed(str(exc) or type(exc).__name__)
             return
@@ -125,9 +131,7 @@ class URLSource:
             return
         self._last_body = body
         try:
-            loaded = load_manifest(
-                body, self.url, node_name=self.node_name, is_file=False, allow_list=True
-            )
+            loaded = await self.run_sync(functools.partial(self._decode, body))
         except ManifestError as exc:
             self._last_body_error = str(exc)
             self.log.failed(self._last_body_error)
@@ -137,8 +141,23 @@ class URLSource:
             for warning in loaded.warnings:
                 log.warning("%s", warning)
             self._warnings = loaded.warnings
-        await config.update(HTTP_SOURCE, PodOperation.SET, loaded.pods)
+        origins = dict.fromkeys((pod.uid for pod in loaded.pods), self.url)
+        await config.update(HTTP_SOURCE, PodOperation.SET, loaded.pods, origins=origins)
         self.log.succeeded()
+
+    def _decode(self, body: bytes) -> Loaded:
+        return load_manifest(
+            body, self.url, node_name=self.node_name, is_file=False, allow_list=True
+        )
+
+    async def fetch(self, client: httpx.AsyncClient) -> bytes:
+        """The body, within ``timeout`` for the whole request and at most 10 MiB."""
+        with trio.move_on_after(self.timeout):
+            return await self._fetch(client)
+        raise FetchError(
+            f"{self.url}: no complete answer within {self.timeout:g} s (the deadline for "
+            "the whole request)"
+        )
 
     async def _fetch(self, client: httpx.AsyncClient) -> bytes:
         async with client.stream("GET", self.url, headers=self.headers) as response:
@@ -148,13 +167,19 @@ class URLSource:
             if declared.isdigit() and int(declared) > MAX_CONFIG_LENGTH:
                 raise FetchError(f"{self.url}: {too_large(int(declared))}")
             body = bytearray()
-            size = 0
-            async for chunk in response.aiter_bytes():
-                size += len(chunk)
-                if size <= MAX_CONFIG_LENGTH:
+            try:
+                async for chunk in response.aiter_bytes():
+                    if len(body) > MAX_CONFIG_LENGTH:
+                        continue
                     body += chunk
-                elif size > DRAIN_LIMIT:
-                    break  # a server that never stops: give up (httpx will grumble, rightly)
-            if size > MAX_CONFIG_LENGTH:
-                raise FetchError(f"{self.url}: {too_large(size)}")
+                    if len(body) > MAX_CONFIG_LENGTH:
+                        # Close the connection under the reading generators rather than
+                        # leave the loop: their next read fails and unwinds each of them
+                        # (leaving them suspended makes trio warn when they are collected).
+                        await response.aclose()
+            except (httpx.HTTPError, httpx.StreamError):
+                if len(body) <= MAX_CONFIG_LENGTH:
+                    raise
+            if len(body) > MAX_CONFIG_LENGTH:
+                raise FetchError(f"{self.url}: {too_large_unknown()}")
             return bytes(body)

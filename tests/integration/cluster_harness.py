@@ -14,6 +14,7 @@ from kubelet.agent import Kubelet
 from kubelet.api.kubeconfig import load_kubeconfig
 from kubelet.config import resolve
 from kubelet.node.machine import MachineInfo
+from kubelet.sources.offloop import inline
 from kubelet.testing import FakeRuntime
 from kubelet.testing.fakeapiserver import FakeApiServer
 
@@ -107,6 +108,7 @@ async def start_cluster_kubelet(
         connection=load_kubeconfig(str(kubeconfig)),
         machine=MACHINE,
         node_ips=("10.0.0.5",),
+        source_io=inline,  # no worker thread: it would look idle to autojump_clock
     )
 
     async def run_it(task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:

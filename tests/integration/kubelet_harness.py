@@ -14,6 +14,7 @@ import trio.lowlevel
 from kubelet.agent import Kubelet
 from kubelet.config import resolve
 from kubelet.cri import api
+from kubelet.sources.offloop import inline
 from kubelet.testing import FakeRuntime
 from kubelet.testing.fakeruntime import FakeContainer, FakeSandbox
 
@@ -92,7 +93,12 @@ async def start_kubelet(h: Harness) -> None:
         options,
         config=attrs.evolve(options.config, pod_logs_dir=str(h.manifests.parent / "logs")),
     )
-    h.kubelet = Kubelet(options, wall_clock=lambda: EPOCH + trio.current_time(), watch_files=False)
+    h.kubelet = Kubelet(
+        options,
+        wall_clock=lambda: EPOCH + trio.current_time(),
+        watch_files=False,
+        source_io=inline,  # no worker thread: it would look idle to autojump_clock
+    )
 
     async def run_it(task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         with trio.CancelScope() as scope:

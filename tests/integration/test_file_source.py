@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,7 @@ import trio
 from kubelet.api.pod import Pod
 from kubelet.sources import file as file_source
 from kubelet.sources.file import FileSource
+from kubelet.sources.offloop import in_thread, inline
 from kubelet.sources.podconfig import FILE_SOURCE, PodConfig, PodOperation, PodUpdate
 from kubelet.sources.static import MAX_CONFIG_LENGTH, ManifestError
 
@@ -41,14 +42,23 @@ class Recorder:
 
     def __init__(self) -> None:
         self.sets: list[list[Pod]] = []
+        self.origins: Mapping[str, str] = {}
         self.registered: set[str] = set()
 
     def register(self, source: str) -> None:
         self.registered.add(source)
 
-    async def update(self, source: str, op: PodOperation, pods: Sequence[Pod]) -> None:
+    async def update(
+        self,
+        source: str,
+        op: PodOperation,
+        pods: Sequence[Pod],
+        *,
+        origins: Mapping[str, str] | None = None,
+    ) -> None:
         assert (source, op) == (FILE_SOURCE, PodOperation.SET)
         self.sets.append(list(pods))
+        self.origins = origins or {}
 
     @property
     def last(self) -> list[str]:
@@ -70,7 +80,13 @@ async def start(
     on_error: Callable[[ManifestError], None] | None = None,
 ) -> tuple[FileSource, Recorder]:
     source = FileSource(
-        path, NODE, watch=watch, on_error=on_error, check_frequency=20.0 if not watch else 3600.0
+        path,
+        NODE,
+        watch=watch,
+        on_error=on_error,
+        check_frequency=20.0 if not watch else 3600.0,
+        # the relist tests run on autojump_clock: no worker thread (it would look idle)
+        run_sync=inline if not watch else in_thread,
     )
     recorder = Recorder()
     await nursery.start(source.run, recorder)
@@ -136,44 +152,44 @@ async def test_missing_path_sends_empty_set_and_keeps_checking(
         nursery.cancel_scope.cancel()
 
 
-def test_dot_files_and_directories_are_skipped(tmp_path: Path) -> None:
+async def test_dot_files_and_directories_are_skipped(tmp_path: Path) -> None:
     put(tmp_path / ".web.yaml.swp", BROKEN)
     (tmp_path / "sub").mkdir()
     put(tmp_path / "sub" / "nested.yaml", manifest("nested"))
     put(tmp_path / "web.yaml", manifest("web"))
     source = FileSource(tmp_path, NODE)
-    pods = source.scan()
+    pods = await source.scan()
     assert pods is not None and [p.metadata.name for p in pods] == ["web-node1"]
     assert source.errors == {}
 
 
-def test_single_file_path(tmp_path: Path) -> None:
+async def test_single_file_path(tmp_path: Path) -> None:
     put(tmp_path / "web.yaml", manifest("web"))
     put(tmp_path / "other.yaml", manifest("other"))
-    pods = FileSource(tmp_path / "web.yaml", NODE).scan()
+    pods = await FileSource(tmp_path / "web.yaml", NODE).scan()
     assert pods is not None and [p.metadata.name for p in pods] == ["web-node1"]
 
 
-def test_broken_on_inotify_keeps_the_pod_until_the_relist(tmp_path: Path) -> None:
+async def test_broken_on_inotify_keeps_the_pod_until_the_relist(tmp_path: Path) -> None:
     """Upstream's rule: an event finding a broken file changes nothing; the relist drops it."""
     put(tmp_path / "web.yaml", manifest("web"))
     source = FileSource(tmp_path, NODE)
-    [good] = source.scan() or []
+    [good] = await source.scan() or []
     (tmp_path / "web.yaml").write_text("apiVersion: v1\nkind: Pod\nmeta")  # half-written
-    assert source.scan(relist=False) == [good]
+    assert await source.scan(relist=False) == [good]
     assert list(source.errors) == [str(tmp_path / "web.yaml")]
-    assert source.scan(relist=True) == []
-    assert source.scan(relist=False) == []  # once dropped, it stays dropped
+    assert await source.scan(relist=True) == []
+    assert await source.scan(relist=False) == []  # once dropped, it stays dropped
 
 
-def test_unchanged_files_are_not_parsed_again(
+async def test_unchanged_files_are_not_parsed_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A relist of unchanged files gives the very same pod objects without parsing."""
     put(tmp_path / "a.yaml", manifest("a"))
     put(tmp_path / "b.yaml", manifest("b"))
     source = FileSource(tmp_path, NODE)
-    first = source.scan() or []
+    first = await source.scan() or []
     parsed: list[str] = []
     real = file_source.load_manifest
 
@@ -182,34 +198,38 @@ def test_unchanged_files_are_not_parsed_again(
         return real(data, path, **kw)
 
     monkeypatch.setattr(file_source, "load_manifest", spy)
-    again = source.scan() or []
+    again = await source.scan() or []
     assert parsed == [] and all(x is y for x, y in zip(first, again, strict=True))
     # rewritten in place with the same size and its old mtime put back: read again (the
     # bytes are compared, not timestamps, which can be too coarse to show an edit)
     before = os.stat(tmp_path / "b.yaml")
     (tmp_path / "b.yaml").write_text(manifest("b", image="busybox:1.37"))
     os.utime(tmp_path / "b.yaml", ns=(before.st_atime_ns, before.st_mtime_ns))
-    edited = source.scan() or []
+    edited = await source.scan() or []
     assert parsed == ["b.yaml"] and edited[0] is first[0]
     assert edited[1].spec.containers[0].image == "busybox:1.37"
-    # a file that broke is read on every scan until it parses again
+    # a file that broke is decoded once, not at every scan, until its bytes change
     put(tmp_path / "a.yaml", BROKEN)
-    assert [p.metadata.name for p in source.scan() or []] == ["b-node1"]
-    assert [p.metadata.name for p in source.scan() or []] == ["b-node1"]
+    for _ in range(3):
+        assert [p.metadata.name for p in await source.scan() or []] == ["b-node1"]
+    assert parsed == ["b.yaml", "a.yaml"]
+    assert list(source.errors) == [str(tmp_path / "a.yaml")]
+    put(tmp_path / "a.yaml", BROKEN + "# touched\n")
+    assert [p.metadata.name for p in await source.scan() or []] == ["b-node1"]
     assert parsed == ["b.yaml", "a.yaml", "a.yaml"]
     # the directory moved away and back: its files keep their identity, and are read anew
     tmp_path.rename(tmp_path.with_name("away"))
-    assert source.scan() == []
+    assert await source.scan() == []
     tmp_path.with_name("away").rename(tmp_path)
-    assert [p.metadata.name for p in source.scan() or []] == ["b-node1"]
+    assert [p.metadata.name for p in await source.scan() or []] == ["b-node1"]
     assert parsed[-2:] == ["a.yaml", "b.yaml"]
 
 
-def test_too_large_manifest_is_refused(tmp_path: Path) -> None:
+async def test_too_large_manifest_is_refused(tmp_path: Path) -> None:
     with open(tmp_path / "huge.yaml", "wb") as f:
         f.truncate(MAX_CONFIG_LENGTH + 1)
     source = FileSource(tmp_path, NODE)
-    assert source.scan() == []
+    assert await source.scan() == []
     [error] = source.errors.values()
     assert "more than the 10485760 byte (10 MiB) limit" in str(error)
 
@@ -366,7 +386,7 @@ async def test_through_podconfig_edit_is_remove_then_add(tmp_path: Path) -> None
         nursery.cancel_scope.cancel()
 
 
-def test_not_a_directory_or_file_sends_nothing(tmp_path: Path) -> None:
+async def test_not_a_directory_or_file_sends_nothing(tmp_path: Path) -> None:
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
-    assert FileSource(fifo, NODE).scan() is None
+    assert await FileSource(fifo, NODE).scan() is None

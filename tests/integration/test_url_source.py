@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 
 import httpx
 import pytest
@@ -14,6 +14,7 @@ import yaml
 
 from kubelet.api.pod import Pod
 from kubelet.runtime import labels
+from kubelet.sources.offloop import inline
 from kubelet.sources.podconfig import HTTP_SOURCE, PodOperation
 from kubelet.sources.static import MAX_CONFIG_LENGTH
 from kubelet.sources.url import URLSource
@@ -40,14 +41,23 @@ POD_LIST = yaml.safe_dump(
 class Recorder:
     def __init__(self) -> None:
         self.sets: list[list[Pod]] = []
+        self.origins: Mapping[str, str] = {}
         self.registered: set[str] = set()
 
     def register(self, source: str) -> None:
         self.registered.add(source)
 
-    async def update(self, source: str, op: PodOperation, pods: Sequence[Pod]) -> None:
+    async def update(
+        self,
+        source: str,
+        op: PodOperation,
+        pods: Sequence[Pod],
+        *,
+        origins: Mapping[str, str] | None = None,
+    ) -> None:
         assert (source, op) == (HTTP_SOURCE, PodOperation.SET)
         self.sets.append(list(pods))
+        self.origins = origins or {}
 
 
 class Server:
@@ -97,6 +107,7 @@ async def test_pod_body_and_headers() -> None:
     assert request.headers.get_list("x-multi") == ["a", "b"]
     [[pod]] = rec.sets
     assert pod.metadata.name == "web-node1" and len(pod.uid) == 32
+    assert rec.origins == {pod.uid: URL}  # names the URL in what is logged about the pod
     assert pod.metadata.annotations[labels.CONFIG_HASH] == pod.uid
     assert pod.spec.tolerations == ()  # only file pods get the NoExecute toleration
     del source
@@ -120,7 +131,7 @@ async def test_failure_keeps_the_last_set_and_does_not_flood(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     server = Server(ok(POD))
-    source, rec, _ = make(server, log_every=30)
+    source, rec, _ = make(server)
     transport = httpx.MockTransport(server)
     caplog.set_level(logging.INFO, logger="kubelet.sources.url")
     async with httpx.AsyncClient(transport=transport) as client:
@@ -130,10 +141,9 @@ async def test_failure_keeps_the_last_set_and_does_not_flood(
             await source.poll(client, rec)
         assert len(rec.sets) == 1  # nothing sent: the pods keep running
         warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
-        # the first three, then every 30th (30, 60, 90)
-        assert len(warnings) == 6
+        # one line when failing starts; failing again says nothing new
+        assert len(warnings) == 1
         assert "500 Internal Server Error" in warnings[0].getMessage()
-        assert "(90 times in a row)" in warnings[-1].getMessage()
         server.then(httpx.ConnectError("refused"))
         await source.poll(client, rec)  # a different error is logged at once
         assert "refused" in caplog.records[-1].getMessage()
@@ -151,7 +161,7 @@ async def test_invalid_body_is_reported_and_sends_nothing(caplog: pytest.LogCapt
     await poll(6)  # type: ignore[misc]
     assert len(rec.sets) == 1
     messages = [r.getMessage() for r in caplog.records]
-    assert len(messages) == 3  # same bad body: logged the first three times only
+    assert len(messages) == 1  # same bad body: logged once
     assert f"{URL} (line 1): invalid pod: metadata.name: Invalid value" in messages[0]
 
 
@@ -176,12 +186,15 @@ async def test_too_large_bodies_are_refused(caplog: pytest.LogCaptureFixture) ->
     assert rec.sets == []
     messages = [r.getMessage() for r in caplog.records]
     assert len(messages) == 2 and all("10 MiB) limit" in m for m in messages)
-    assert "manifest is 11534336 bytes" in messages[1]
+    assert "manifest is 10485761 bytes" in messages[0]
+    assert "manifest is more than the 10485760 byte" in messages[1]  # read no further
 
 
 async def test_run_polls_every_check_frequency(autojump_clock: trio.abc.Clock) -> None:
     server = Server(ok(POD))
-    source = URLSource(URL, NODE, transport=httpx.MockTransport(server), check_frequency=20.0)
+    source = URLSource(
+        URL, NODE, transport=httpx.MockTransport(server), check_frequency=20.0, run_sync=inline
+    )
     rec = Recorder()
     async with trio.open_nursery() as nursery:
         await nursery.start(source.run, rec)

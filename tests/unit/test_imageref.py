@@ -1,3 +1,5 @@
+import time
+
 import pytest
 
 from kubelet.runtime.imageref import has_explicit_tag_or_digest, normalize, split_reference
@@ -44,3 +46,13 @@ def test_invalid_references(bad: str) -> None:
 )
 def test_explicit_tag(ref: str, explicit: bool) -> None:
     assert has_explicit_tag_or_digest(ref) is explicit
+
+
+def test_absurdly_long_reference_is_refused_before_parsing() -> None:
+    """8 MiB of ``a/`` kept the regexes busy 4 s, holding the event loop; now it is refused
+    at once, and the error does not quote it back."""
+    started = time.process_time()
+    with pytest.raises(ValueError, match=r"^invalid reference format: 8388608 characters"):
+        split_reference("a/" * (4 * 1024 * 1024))
+    assert time.process_time() - started < 0.1
+    assert split_reference("a/" * 100 + "b")[1] == "a/" * 100 + "b"  # long, valid: parsed

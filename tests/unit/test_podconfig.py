@@ -145,6 +145,42 @@ def test_cfg05_duplicate_full_name_first_wins_with_event() -> None:
     ]
 
 
+def test_duplicates_are_reported_once_per_state_change_naming_the_file(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A relist that finds the same duplicate again says nothing; one that no longer finds
+    it says so once; a duplicate that comes back is reported again."""
+    events: list[tuple[Pod, str, str, str]] = []
+    storage = PodStorage(on_event=lambda *e: events.append(e), clock=lambda: NOW)
+    first, second = make_pod("a", "ns", uid="uid1"), make_pod("a", "ns", uid="uid2")
+    origins = {"uid1": "/m/a.yaml", "uid2": "/m/b.yaml"}
+    caplog.set_level("INFO", logger="kubelet.sources.podconfig")
+    for _ in range(3):
+        storage.merge("file", SET, [first, second], origins=origins)
+    [line] = [r.getMessage() for r in caplog.records]
+    assert line == (
+        "pod failed validation due to duplicate pod name, ignoring: pod=ns/a source=file "
+        "from=/m/b.yaml (the pod from /m/a.yaml keeps the name)"
+    )
+    [(_, _, _, message)] = events
+    assert (
+        message
+        == "Error validating pod a_ns(uid2) from /m/b.yaml due to duplicate pod name 'a', ignoring"
+    )
+    storage.merge("file", SET, [first], origins=origins)
+    storage.merge("file", SET, [first], origins=origins)
+    assert [r.getMessage() for r in caplog.records][1:] == [
+        "pod a_ns (UID uid2) from source file is no longer a duplicate"
+    ]
+    storage.merge("file", SET, [first, second], origins=origins)
+    assert len(caplog.records) == 3 and len(events) == 2
+    # without origins (the API source) the line names the source alone
+    storage.merge("api", ADD, [first, second])
+    storage.merge("api", ADD, [first, second])
+    assert caplog.records[-1].getMessage().endswith("pod=ns/a source=api")
+    assert len(caplog.records) == 4
+
+
 def test_cfg06_added_updated_removed(storage: PodStorage) -> None:
     pod = make_pod("foo")
     storage.merge("test", ADD, [pod])

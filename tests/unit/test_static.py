@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ import yaml
 from kubelet.api import from_wire, to_wire
 from kubelet.api.pod import Pod
 from kubelet.runtime import labels
+from kubelet.sources.limits import Budget
 from kubelet.sources.static import (
     MAX_CONFIG_LENGTH,
     ManifestError,
@@ -24,6 +26,7 @@ from kubelet.sources.static import (
     static_pod_uid,
 )
 from kubelet.sources.validation import static_pod_priority_warning, validate_pod
+from kubelet.testing.hostile import many_maps_json, many_maps_manifest
 
 PATH = "/etc/kubernetes/manifests/web.yaml"
 URL = "http://config.example/pods"
@@ -461,12 +464,107 @@ def test_alias_bombs_cycles_and_deep_nesting_are_refused() -> None:
     for prev, cur in zip("abcdefghi", "bcdefghij", strict=True):
         lines.append(f"{cur}: &{cur} [" + ", ".join([f"*{prev}"] * 10) + "]")
     err = error_of("\n".join(lines) + "\n")
-    assert "YAML aliases expand this to more than 1000000 nodes" in err.reason
+    assert "YAML aliases expand this to more than 100000 nodes" in err.reason
     assert "a YAML alias refers to itself" in error_of("a: &a [*a]\n").reason
     deep = "[" * 5000 + "]" * 5000
-    assert error_of(deep).reason == "the document is nested too deeply"
+    assert error_of(deep).reason == "the document is nested too deeply (more than 100 levels)"
     affinity = "[" * 900 + "]" * 900
     assert (
         "nested too deeply"
         in error_of(WEB.replace(": x", ": 80") + f"  affinity: {affinity}\n").reason
     )
+
+
+# -- cost bounds (issue 12) -----------------------------------------------------------------
+
+
+def cpu_seconds_of(doc: bytes, **kw: Any) -> tuple[float, ManifestError]:
+    started = time.process_time()
+    with pytest.raises(ManifestError) as info:
+        load_manifest(doc, kw.pop("path", PATH), node_name="n", is_file=True, **kw)
+    return time.process_time() - started, info.value
+
+
+@pytest.mark.parametrize("fmt", ["yaml", "json", "json-only"])
+def test_many_small_maps_are_refused_early_naming_the_real_cause(fmt: str) -> None:
+    """Near 10 MiB of tiny maps: refused at the node bound, in well under a second of CPU
+    (before: 7–36 s and 1–2 GB), and the reason is their number, not aliases."""
+    data = {
+        "yaml": many_maps_manifest(),
+        "json": many_maps_json(),
+        "json-only": many_maps_json(yaml_readable=False),
+    }[fmt]
+    assert MAX_CONFIG_LENGTH - 8192 < len(data) <= MAX_CONFIG_LENGTH
+    took, err = cpu_seconds_of(data)
+    assert took < 2.0, took
+    assert "alias" not in err.reason
+    if fmt == "json-only":  # LibYAML cannot read it: ``json`` would, and is not asked to
+        assert err.line is None
+        count = int(err.reason.removeprefix("the JSON has ").split()[0])
+        assert count > 200_000
+        assert err.reason.endswith(
+            "separators and brackets (',', ':' counted twice, '[', '{'), more than a manifest "
+            "of 100000 nodes (values, lists and maps) can have"
+        )
+    else:
+        assert err.reason == "the manifest has more than 100000 nodes (values, lists and maps)"
+        # 22 nodes in 10 lines, then 3 a line: the 100,001st node is on line 33,337
+        assert err.line == (1 if fmt == "json" else 33_337)
+
+
+def test_node_bound_is_exact_and_counts_aliases_as_their_expansion() -> None:
+    env = "".join(f"    - {{name: V{i}, value: v}}\n" for i in range(19_996))
+    head = "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  containers:\n"
+    ok = head + "  - name: c\n    image: busybox:1.36\n    env:\n" + env
+    assert len(load(ok).spec.containers[0].env) == 19_996  # 100,000 nodes: accepted
+    err = error_of(ok + "    - {name: LAST, value: v}\n")
+    assert err.reason == "the manifest has more than 100000 nodes (values, lists and maps)"
+    # aliases: a few distinct nodes, expanded past the bound: they are what is named
+    bomb = "a: &a [" + ", ".join(["x"] * 1000) + "]\nb: [" + ", ".join(["*a"] * 101) + "]\n"
+    assert error_of(bomb).reason == "YAML aliases expand this to more than 100000 nodes"
+
+
+def test_json_fallback_is_bounded_exactly_too() -> None:
+    """JSON that only ``json`` reads (a key over 1024 characters) is counted after decoding
+    when its separators allow at most twice the bound; deep nesting is refused as in YAML."""
+    key = "k" * 1100
+    wide = json.dumps({key: [0] * 150_000}).encode()
+    assert error_of(wide).reason == (
+        "the manifest has more than 100000 nodes (values, lists and maps)"
+    )
+    deep = json.dumps({key: 1, "x": json.loads("[" * 150 + "]" * 150)}).encode()
+    assert error_of(deep).reason == "the document is nested too deeply (more than 100 levels)"
+    assert "nested too deeply" in error_of("[" * 150 + "]" * 150).reason
+
+
+def test_what_follows_the_first_document_is_never_built() -> None:
+    first = WEB.replace("containerPort: x", "containerPort: 80").encode()
+    data = first + b"---\n" + many_maps_manifest(MAX_CONFIG_LENGTH - len(first) - 8)
+    started = time.process_time()
+    loaded = load_manifest(data, PATH, node_name="n", is_file=True)
+    assert time.process_time() - started < 1.0
+    assert loaded.warnings == (
+        f"{PATH}:12: only the first YAML document is used (one pod per manifest)",
+    )
+
+
+def test_cpu_time_bound() -> None:
+    ticks = iter(range(0, 100, 3))
+    budget = Budget(PATH, seconds=5.0, clock=lambda: float(next(ticks)))
+    with pytest.raises(ManifestError) as info:
+        load_manifest(
+            json.dumps(manifest()).encode(), PATH, node_name="n", is_file=True, budget=budget
+        )
+    err = info.value
+    assert err.reason.startswith("decoding took more than 5 s of CPU time (")
+    assert err.reason.endswith("); refused")
+
+
+def test_long_values_are_shortened_in_errors() -> None:
+    doc = manifest()
+    doc["metadata"]["name"] = "a" * (9 * 1024 * 1024)
+    err = error_of(doc)
+    assert len(str(err)) < 2200
+    assert err.reason.startswith('invalid pod: metadata.name: Invalid value: "aaaa')
+    assert err.reason.endswith("must be no more than 253 characters")
+    assert "characters omitted)…" in err.reason
