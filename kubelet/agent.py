@@ -82,6 +82,7 @@ from kubelet.sources.file import FileSource
 from kubelet.sources.podconfig import PodConfig, PodOperation
 from kubelet.sources.url import URLSource
 from kubelet.status.manager import StatusManager
+from kubelet.volumes.dirs import DataDirError, setup_data_dirs
 from kubelet.volumes.manager import VolumeManager
 
 log = logging.getLogger("kubelet")
@@ -117,8 +118,8 @@ class _RuntimeHousekeeper(Housekeeper):
         if self.volumes is None:
             return
         for uid in self.volumes.pod_uids_on_disk() - in_use:
-            log.info("removing orphaned pod directory of %s", uid)
-            self.volumes.cleanup(uid)
+            if self.volumes.cleanup(uid):  # False: a mount stays, tried again next pass
+                log.info("removed orphaned pod directory of %s", uid)
 
     def orphan_mirror(self, mirror: Pod) -> None:
         if self._mirrors is None or self.nursery is None or mirror.uid in self._deleting:
@@ -427,6 +428,7 @@ class Kubelet:
             recorder=recorder,
         )
         machine = self.machine or read_machine_info()
+        setup_data_dirs(self.options.root_dir, cfg.pod_logs_dir)
         volume_manager = VolumeManager(
             self.options.root_dir,
             lookup=ApiEnvLookup(api) if api is not None else None,
@@ -700,4 +702,9 @@ def run(options: Options) -> int:
             for problem in exc.problems:
                 print(f"kubelet: {problem}", file=sys.stderr)
             return 1
+    try:
+        setup_data_dirs(options.root_dir, options.config.pod_logs_dir)
+    except DataDirError as exc:
+        print(f"kubelet: {exc}", file=sys.stderr)
+        return 1
     return trio.run(main, options, connection)

@@ -27,9 +27,10 @@ from kubelet.cri import CriError, NotFound, RuntimeClient, api
 from kubelet.events import NORMAL, WARNING, EventRecorder, node_ref, pod_ref
 from kubelet.metrics import KubeletMetrics
 from kubelet.prober.http import HttpGetter
-from kubelet.volumes.hostpath import VolumeError
-from kubelet.volumes.manager import VolumeManager
+from kubelet.volumes.dirs import make_log_dir
+from kubelet.volumes.manager import PodVolumes, VolumeManager
 from kubelet.volumes.paths import pod_dir
+from kubelet.volumes.subpath import MountConfigError
 
 from . import labels
 from .actions import ContainerToKill, compute_pod_actions
@@ -42,7 +43,13 @@ from .configs import (
     sandbox_config,
 )
 from .dns import DNSWarning, ResolvConf, load_host_resolv, pod_dns_config
-from .env import INVALID_ENV_NAMES_REASON, EnvError, EnvLookup, resolve_env
+from .env import (
+    CREATE_CONTAINER_CONFIG_ERROR,
+    INVALID_ENV_NAMES_REASON,
+    EnvError,
+    EnvLookup,
+    resolve_env,
+)
 from .grace import KillReason, kill_grace_period, stop_container_timeout
 from .hooks import (
     EVENT_FAILED_POST_START_HOOK,
@@ -210,6 +217,16 @@ class PodRuntime:
         startup_failed: Collection[str] = (),
     ) -> SyncOutcome:
         progress = _Progress()
+        volumes = PodVolumes()
+        if self.volumes is not None:
+            # every sync, before the sandbox (upstream waits for the volumes first):
+            # configMap/secret changes and token rotations reach running pods too
+            volumes = await self.volumes.prepare(pod)
+            for message in volumes.events:
+                self.recorder.record(pod_ref(pod), WARNING, "FailedMount", message)
+            if not volumes.ready:
+                progress.errors.append(volumes.error)
+                return progress.freeze()
         actions = compute_pod_actions(
             pod, status, liveness_failed=liveness_failed, startup_failed=startup_failed
         )
@@ -247,6 +264,7 @@ class PodRuntime:
             try:
                 created_id = ""
                 try:
+                    make_log_dir(config.log_directory)
                     created_id = await self.runtime.run_pod_sandbox(config)
                 finally:
                     if self.metrics is not None:
@@ -263,32 +281,23 @@ class PodRuntime:
             except CriError as exc:
                 progress.errors.append(f"CreatePodSandbox for pod {pod.key} failed: {exc}")
                 return progress.freeze()
+            except OSError as exc:
+                progress.errors.append(f"Failed to create log directory for pod {pod.key}: {exc}")
+                return progress.freeze()
         if not sandbox_id:
             return progress.freeze()
-        volume_paths: dict[str, str] = {}
-        if self.volumes is not None:
-            # every sync: configMap/secret changes and token rotations reach running pods
-            try:
-                volume_paths = await self.volumes.setup(pod)
-            except (VolumeError, OSError) as exc:
-                message = f"MountVolume.SetUp failed: {exc}"
-                self.recorder.record(pod_ref(pod), WARNING, "FailedMount", message)
-                progress.errors.append(message)
-                return progress.freeze()
 
         if actions.init_containers_to_start:
             for index in actions.init_containers_to_start:
                 container = pod.spec.init_containers[index]
                 if not await self._start(
-                    pod, container, status, sandbox_id, config, pod_ip, progress
+                    pod, container, status, sandbox_id, config, pod_ip, progress, volumes
                 ):
                     break
             return progress.freeze()
         for index in actions.containers_to_start:
             container = pod.spec.containers[index]
-            await self._start(
-                pod, container, status, sandbox_id, config, pod_ip, progress, volume_paths
-            )
+            await self._start(pod, container, status, sandbox_id, config, pod_ip, progress, volumes)
         return progress.freeze()
 
     def _cgroup_parent(self, pod: Pod) -> str:
@@ -303,7 +312,7 @@ class PodRuntime:
         config: api.PodSandboxConfig,
         pod_ip: str,
         progress: _Progress,
-        volume_paths: dict[str, str] | None = None,
+        volumes: PodVolumes | None = None,
     ) -> bool:
         """Start one container instance; False (and a waiting reason) if it could not."""
         ref = pod_ref(pod, container)
@@ -343,6 +352,13 @@ class PodRuntime:
             return False
         for warning in env.warnings:
             self.recorder.record(pod_ref(pod), WARNING, INVALID_ENV_NAMES_REASON, warning)
+        try:
+            volume_mounts = self._container_mounts(pod, container, volumes, env.env, config)
+        except MountConfigError as exc:
+            self.recorder.record(ref, WARNING, "Failed", f"Error: {exc}")
+            progress.waiting[container.name] = (CREATE_CONTAINER_CONFIG_ERROR, str(exc))
+            progress.errors.append(f"{container.name}: {exc}")
+            return False
         restart_count = next_restart_count(status, container.name) or 0
         cconfig = container_config(
             pod,
@@ -352,7 +368,7 @@ class PodRuntime:
             memory_capacity=self.memory_capacity,
             env=env.env,
             mounts=[
-                *self._volume_mounts(pod, container, volume_paths or {}),
+                *volume_mounts,
                 *self._hosts_mounts(pod, container, pod_ip),
                 *self._message_mounts(pod, container),
             ],
@@ -400,12 +416,26 @@ class PodRuntime:
         await self._prune_dead(status, container.name)
         return True
 
-    def _volume_mounts(
-        self, pod: Pod, container: Container, paths: dict[str, str]
+    def _container_mounts(
+        self,
+        pod: Pod,
+        container: Container,
+        volumes: PodVolumes | None,
+        env: Collection[tuple[str, str]],
+        config: api.PodSandboxConfig,
     ) -> list[api.Mount]:
-        if self.volumes is None:
-            return []
-        return self.volumes.mounts(pod, container, paths)
+        """The container's volume mounts and its log directory (0755, as upstream);
+        raises MountConfigError, which keeps the container in CreateContainerConfigError."""
+        mounts = []
+        if self.volumes is not None and volumes is not None:
+            mounts = self.volumes.mounts(pod, container, volumes, dict(env))
+        try:
+            make_log_dir(os.path.join(config.log_directory, container.name))
+        except OSError as exc:
+            raise MountConfigError(
+                f"create container log directory for container {container.name} failed: {exc}"
+            ) from exc
+        return mounts
 
     def _hosts_mounts(self, pod: Pod, container: Container, pod_ip: str) -> list[api.Mount]:
         """The kubelet-managed /etc/hosts, rewritten before each container start."""

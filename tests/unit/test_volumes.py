@@ -76,19 +76,22 @@ async def test_empty_dir_host_path_and_mounts(tmp_path: Path) -> None:
 
 
 async def check_volumes(manager: VolumeManager, p: Pod, tmp_path: Path) -> None:
-    paths = await manager.setup(p)
+    volumes = await manager.prepare(p)
     cache = tmp_path / "pods" / "uid-1" / "volumes" / "kubernetes.io~empty-dir" / "cache"
     secret = tmp_path / "pods" / "uid-1" / "volumes" / "kubernetes.io~secret" / "secret"
-    assert paths == {"cache": str(cache), "host": "/tmp", "secret": str(secret)}
+    assert volumes.paths == {"cache": str(cache), "host": "/tmp", "secret": str(secret)}
+    assert volumes.ready and not volumes.events
     assert (secret / "..data").is_symlink()  # optional and missing: an empty volume
     assert cache.is_dir() and (os.stat(cache).st_mode & 0o777) == 0o777
-    mounts = manager.mounts(p, p.spec.containers[0], paths)
+    mounts = manager.mounts(p, p.spec.containers[0], volumes, {})
+    logs = tmp_path / "pods" / "uid-1" / "volume-subpaths" / "cache" / "a" / "1"
     assert [(m.container_path, m.host_path, m.readonly) for m in mounts] == [
         ("/cache", str(cache), False),
-        ("/logs", str(cache / "logs"), True),
+        ("/logs", str(logs), True),
         ("/host", "/tmp", False),
-        ("/secret", str(secret), False),
+        ("/secret", str(secret), True),  # a secret is read-only whatever the mount says
     ]
     assert mounts[2].propagation == api.PROPAGATION_HOST_TO_CONTAINER
     assert (cache / "logs").is_dir()
-    assert await manager.setup(p) == paths  # idempotent
+    assert os.stat(logs).st_ino == os.stat(cache / "logs").st_ino  # the bind mount
+    assert (await manager.prepare(p)).paths == volumes.paths  # idempotent
