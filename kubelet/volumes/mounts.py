@@ -114,11 +114,12 @@ def mount_points() -> list[str]:
 
 
 def mounts_under(directory: str) -> list[str]:
-    """Mount points at or below ``directory``, deepest first (the order to unmount)."""
+    """Mount points at or below ``directory``, deepest and latest first (the order to
+    unmount them); a point with mounts stacked on it appears once per mount."""
     base = os.path.normpath(directory)
     prefix = base.rstrip("/") + "/"
-    found = {p for p in mount_points() if p == base or p.startswith(prefix)}
-    return sorted(found, key=lambda p: (p.count("/"), p), reverse=True)
+    found = [p for p in mount_points() if p == base or p.startswith(prefix)]
+    return sorted(reversed(found), key=lambda p: p.count("/"), reverse=True)
 
 
 def is_mount_point(path: str) -> bool:
