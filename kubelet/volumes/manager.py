@@ -115,11 +115,15 @@ def _go_list(names: Sequence[str]) -> str:
 
 
 def volumes_in_use(pod: Pod) -> set[str]:
-    """The volumes some container (init, sidecar or regular) mounts; the others are not
-    set up, as upstream."""
-    return {
-        m.name for c in (*pod.spec.init_containers, *pod.spec.containers) for m in c.volume_mounts
-    }
+    """The volumes some container (init, sidecar or regular) mounts or uses as a block
+    device; the others are not set up, as upstream."""
+    used: set[str] = set()
+    for container in (*pod.spec.init_containers, *pod.spec.containers):
+        used.update(m.name for m in container.volume_mounts)
+        used.update(
+            str(d.get("name", "")) for d in container.volume_devices if isinstance(d, Mapping)
+        )
+    return used
 
 
 def unsupported_message(name: str, kind: str | None) -> str:

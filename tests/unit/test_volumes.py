@@ -8,6 +8,7 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
+import attrs
 import pytest
 
 from kubelet.api.meta import ObjectMeta
@@ -455,3 +456,20 @@ async def test_cleanup_keeps_everything_while_a_mount_stays(
     monkeypatch.undo()
     assert manager.cleanup("uid-1")
     assert (host / "precious").read_text() == "keep me"
+
+
+async def test_a_raw_block_device_waits_like_a_mount(manager: VolumeManager) -> None:
+    p = pod_of((Volume(name="blk", persistent_volume_claim={"claimName": "c"}),), ())
+    p = attrs.evolve(
+        p,
+        spec=attrs.evolve(
+            p.spec,
+            containers=(
+                Container(
+                    name="app", image="b", volume_devices=({"name": "blk", "devicePath": "/dev/x"},)
+                ),
+            ),
+        ),
+    )
+    result = await manager.prepare(p)
+    assert result.unmounted == ("blk",)
