@@ -250,8 +250,14 @@ class VolumeManager:
             pod_dir(self.root_dir, pod.uid), "plugins", EMPTY_DIR, volume.name, READY_FILE
         )
         was_ready = os.path.exists(marker)
-        ensure_exact_dir(path, VOLUME_DIR_MODE)
         medium = str(volume.empty_dir.get("medium") or "")
+        if (
+            was_ready
+            and os.path.isdir(path)
+            and (medium != "Memory" or is_separate_filesystem(path))
+        ):
+            return  # set up by an earlier kubelet: its mode and group stay as they are
+        ensure_exact_dir(path, VOLUME_DIR_MODE)
         if medium == "Memory":
             self._mount_memory(pod, path, volume.empty_dir.get("sizeLimit"))
         elif medium != "":
@@ -288,7 +294,8 @@ class VolumeManager:
             private_tokens=group is not None or user is not None,
         )
         path = volume_dir(self.root_dir, pod.uid, plugin, volume.name)
-        ensure_exact_dir(path, VOLUME_DIR_MODE)
+        if not os.path.isdir(path):
+            ensure_exact_dir(path, VOLUME_DIR_MODE)
         if plugin in _IN_MEMORY:
             self._mount_memory(pod, path, None)
         files = dict(payload or {})

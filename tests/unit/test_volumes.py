@@ -284,8 +284,9 @@ async def test_fs_group_on_api_volumes_at_every_write(manager: VolumeManager) ->
     await manager.prepare(p)
     assert os.readlink(secret / "..data") != first and (secret / "pw").read_bytes() == b"two"
     check()  # the new files carry the group too
-    await manager.prepare(p)  # nothing changed: nothing rewritten
+    await manager.prepare(p)  # nothing changed: nothing rewritten, nothing undone
     assert (secret / "pw").read_bytes() == b"two"
+    check()
 
 
 async def test_fs_group_on_empty_dir_once(manager: VolumeManager) -> None:
@@ -299,6 +300,11 @@ async def test_fs_group_on_empty_dir_once(manager: VolumeManager) -> None:
         info = os.stat(result.paths[name])
         assert info.st_gid == GID and info.st_mode & stat.S_ISGID and info.st_mode & 0o070 == 0o070
     assert stat.S_IMODE(os.stat(result.paths["m"]).st_mode) == 0o3777  # tmpfs 1777 + group
+    assert stat.S_IMODE(os.stat(result.paths["e"]).st_mode) == 0o2777
+    restarted = VolumeManager(manager.root_dir)  # a restarted kubelet: the volumes stay
+    again = await restarted.prepare(p)
+    assert stat.S_IMODE(os.stat(again.paths["m"]).st_mode) == 0o3777
+    assert stat.S_IMODE(os.stat(again.paths["e"]).st_mode) == 0o2777
 
 
 async def test_memory_volumes_are_tmpfs_with_upstreams_options(manager: VolumeManager) -> None:
