@@ -43,6 +43,7 @@ from .paths import EMPTY_DIR, pod_dir, pods_dir, volume_dir
 from .sources import (
     PROJECTED,
     SECRET,
+    Payload,
     TokenSource,
     build_payload,
     plugin_name,
@@ -293,12 +294,24 @@ class VolumeManager:
             tokens=self.tokens,
             private_tokens=group is not None or user is not None,
         )
+        return self._write_api_volume(pod, volume, plugin, dict(payload or {}), group, user)
+
+    def _write_api_volume(
+        self,
+        pod: Pod,
+        volume: Volume,
+        plugin: str,
+        files: Payload,
+        group: int | None,
+        user: int | None,
+    ) -> str:
+        """The volume directory (0777 when made; a tmpfs for secret and projected) and
+        its files, owned by the fsGroup and the token's user."""
         path = volume_dir(self.root_dir, pod.uid, plugin, volume.name)
         if not os.path.isdir(path):
             ensure_exact_dir(path, VOLUME_DIR_MODE)
         if plugin in _IN_MEMORY:
             self._mount_memory(pod, path, None)
-        files = dict(payload or {})
         if group is not None:
             # the modes the ownership change gives them, so an unchanged payload is not
             # rewritten at every sync
