@@ -129,9 +129,15 @@ def pod_data_dirs(root_dir: str, uid: str) -> list[str]:
     return [base, os.path.join(base, "volumes"), os.path.join(base, PLUGINS_DIR)]
 
 
-def make_pod_data_dirs(root_dir: str, uid: str) -> None:
-    for path in pod_data_dirs(root_dir, uid):
-        ensure_dir(path, POD_DIR_MODE)
+def make_pod_data_dirs(root_dir: str, uid: str, *, with_volumes: bool = True) -> None:
+    """The pod's directories (0750; existing ones tightened). ``volumes`` and
+    ``plugins`` only when the pod has volumes or they exist: a mkdir costs about 0.4 ms
+    on an ext4 root, and most pods of a node need neither."""
+    base, *rest = pod_data_dirs(root_dir, uid)
+    ensure_dir(base, POD_DIR_MODE)
+    for path in rest:
+        if with_volumes or os.path.isdir(path):
+            ensure_dir(path, POD_DIR_MODE)
 
 
 def make_log_dir(path: str) -> None:

@@ -175,11 +175,11 @@ class VolumeManager:
     async def prepare(self, pod: Pod) -> PodVolumes:
         """Set up (or refresh) every volume a container of ``pod`` mounts."""
         uid = pod.uid
+        in_use = volumes_in_use(pod)
         if uid not in self._ready:
-            make_pod_data_dirs(self.root_dir, uid)
+            make_pod_data_dirs(self.root_dir, uid, with_volumes=bool(in_use))
             self._ready[uid] = set()
         ready = self._ready[uid]
-        in_use = volumes_in_use(pod)
         paths: dict[str, str] = {}
         read_only: set[str] = set()
         unmounted: list[str] = []
