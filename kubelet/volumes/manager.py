@@ -252,6 +252,10 @@ class VolumeManager:
         )
         was_ready = os.path.exists(marker)
         medium = str(volume.empty_dir.get("medium") or "")
+        if medium.startswith("HugePages"):
+            raise VolumeError(f'emptyDir medium "{medium}" is not supported by this kubelet')
+        if medium not in ("", "Memory"):
+            raise VolumeError(f'unknown storage medium "{medium}"')
         if (
             was_ready
             and os.path.isdir(path)
@@ -261,8 +265,6 @@ class VolumeManager:
         ensure_exact_dir(path, VOLUME_DIR_MODE)
         if medium == "Memory":
             self._mount_memory(pod, path, volume.empty_dir.get("sizeLimit"))
-        elif medium != "":
-            raise VolumeError(f'unknown storage medium "{medium}"')
         group = fs_group(pod)
         if group is not None and not was_ready:
             set_volume_ownership(path, group, read_only=False)

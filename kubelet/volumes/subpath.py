@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 
 SUBPATHS_DIR = "volume-subpaths"
 MAX_SYMLINKS = 40
+MAX_STACKED = 16
 
 _O_WALK = os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -222,7 +223,12 @@ def bind_sub_path(fd: int, target: str) -> None:
         mounted = os.stat(target)
         if (mounted.st_dev, mounted.st_ino) == (wanted.st_dev, wanted.st_ino):
             return
-        unmount(target)
+        for _ in range(MAX_STACKED):
+            unmount(target)
+            if not is_mount_point(target):
+                break
+        else:
+            raise OSError(f"{target} stays mounted")
         present = os.lstat(target)
     is_dir = stat.S_ISDIR(wanted.st_mode)
     if present is not None and stat.S_ISDIR(present.st_mode) != is_dir:

@@ -479,3 +479,21 @@ async def test_a_raw_block_device_waits_like_a_mount(manager: VolumeManager) -> 
     )
     result = await manager.prepare(p)
     assert result.unmounted == ("blk",)
+
+
+@pytest.mark.parametrize(
+    ("medium", "message"),
+    [
+        ("HugePages-2Mi", 'emptyDir medium "HugePages-2Mi" is not supported by this kubelet'),
+        ("Tape", 'unknown storage medium "Tape"'),
+    ],
+)
+async def test_empty_dir_media_the_kubelet_does_not_have(
+    manager: VolumeManager, medium: str, message: str
+) -> None:
+    p = pod_of(
+        (Volume(name="e", empty_dir={"medium": medium}),), (VolumeMount(name="e", mount_path="/e"),)
+    )
+    result = await manager.prepare(p)
+    assert result.unmounted == ("e",)
+    assert result.events == (f'MountVolume.SetUp failed for volume "e" : {message}',)
