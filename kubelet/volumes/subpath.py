@@ -102,6 +102,9 @@ def check_sub_path(sub_path: str) -> None:
 
 def effective_sub_path(sub_path: str, sub_path_expr: str, env: Mapping[str, str]) -> str:
     """The subPath a volumeMount asks for, checked ("" for none)."""
+    if sub_path and sub_path_expr:
+        # the API server refuses this; a static pod meets it here
+        raise MountConfigError("subPathExpr and subPath are mutually exclusive")
     value = expand_sub_path_expr(sub_path_expr, env) if sub_path_expr else sub_path
     if value:
         check_sub_path(value)

@@ -77,6 +77,11 @@ def test_effective_sub_path_expr_is_checked_after_expansion() -> None:
         effective_sub_path("", "x/$(UP)", {"UP": ".."})
 
 
+def test_sub_path_and_expr_together_are_refused() -> None:
+    with pytest.raises(MountConfigError, match="^subPathExpr and subPath are mutually exclusive$"):
+        effective_sub_path("a", "$(B)", {"B": "b"})
+
+
 def test_bind_target_layout() -> None:
     assert bind_target("/r/pods/u", "data", "app", 3) == "/r/pods/u/volume-subpaths/data/app/3"
 
