@@ -78,7 +78,7 @@ def test_effective_sub_path_expr_is_checked_after_expansion() -> None:
 
 
 def test_sub_path_and_expr_together_are_refused() -> None:
-    with pytest.raises(MountConfigError, match="^subPathExpr and subPath are mutually exclusive$"):
+    with pytest.raises(MountConfigError, match=r"^subPathExpr and subPath are mutually exclusive$"):
         effective_sub_path("a", "$(B)", {"B": "b"})
 
 
