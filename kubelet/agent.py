@@ -95,6 +95,7 @@ from kubelet.sources.offloop import RunSync, in_thread
 from kubelet.sources.podconfig import PodConfig, PodOperation
 from kubelet.sources.url import URLSource
 from kubelet.status.manager import StatusManager
+from kubelet.volumes.dirs import DataDirError, setup_data_dirs
 from kubelet.volumes.manager import VolumeManager
 from kubelet.volumes.paths import pod_dir
 
@@ -131,8 +132,8 @@ class _RuntimeHousekeeper(Housekeeper):
         if self.volumes is None:
             return
         for uid in self.volumes.pod_uids_on_disk() - in_use:
-            log.info("removing orphaned pod directory of %s", uid)
-            self.volumes.cleanup(uid)
+            if self.volumes.cleanup(uid):  # False: a mount stays, tried again next pass
+                log.info("removed orphaned pod directory of %s", uid)
 
     def orphan_mirror(self, mirror: Pod) -> None:
         if self._mirrors is None or self.nursery is None or mirror.uid in self._deleting:
@@ -462,6 +463,7 @@ class Kubelet:
             node=NodeCredentials(self.options.root_dir, trio.current_time),
         )
         machine = self.machine or read_machine_info()
+        setup_data_dirs(self.options.root_dir, cfg.pod_logs_dir)
         volume_manager = VolumeManager(
             self.options.root_dir,
             lookup=ApiEnvLookup(api) if api is not None else None,
@@ -784,6 +786,11 @@ def run(options: Options) -> int:
         except ConfigError as exc:
             _print_problems(exc)
             return 1
+    try:
+        setup_data_dirs(options.root_dir, options.config.pod_logs_dir)
+    except DataDirError as exc:
+        print(f"kubelet: {exc}", file=sys.stderr)
+        return 1
     code = 1
     try:
         code = trio.run(main, options, connection)

@@ -242,6 +242,7 @@ class PodSecurityContext:
     run_as_non_root: bool | None = None
     supplemental_groups: tuple[int, ...] = ()
     fs_group: int | None = None
+    fs_group_change_policy: str | None = None
     sysctls: tuple[Mapping[str, str], ...] = ()
     se_linux_options: Mapping[str, Any] | None = None
     seccomp_profile: Mapping[str, Any] | None = None
@@ -267,6 +268,27 @@ class Volume:
     ephemeral: Mapping[str, Any] | None = None
     nfs: Mapping[str, Any] | None = None
     image: Mapping[str, Any] | None = None
+    # the other v1 VolumeSource types: kept so that a volume of a type the kubelet does
+    # not provide is refused by name, never taken for a volume without a source
+    aws_elastic_block_store: Mapping[str, Any] | None = None
+    azure_disk: Mapping[str, Any] | None = None
+    azure_file: Mapping[str, Any] | None = None
+    cephfs: Mapping[str, Any] | None = None
+    cinder: Mapping[str, Any] | None = None
+    fc: Mapping[str, Any] | None = None
+    flex_volume: Mapping[str, Any] | None = None
+    flocker: Mapping[str, Any] | None = None
+    gce_persistent_disk: Mapping[str, Any] | None = None
+    git_repo: Mapping[str, Any] | None = None
+    glusterfs: Mapping[str, Any] | None = None
+    iscsi: Mapping[str, Any] | None = None
+    photon_persistent_disk: Mapping[str, Any] | None = None
+    portworx_volume: Mapping[str, Any] | None = None
+    quobyte: Mapping[str, Any] | None = None
+    rbd: Mapping[str, Any] | None = None
+    scale_io: Mapping[str, Any] | None = attrs.field(default=None, metadata={"wire": "scaleIO"})
+    storageos: Mapping[str, Any] | None = None
+    vsphere_volume: Mapping[str, Any] | None = None
 
 
 @attrs.frozen(kw_only=True)

@@ -30,9 +30,10 @@ from kubelet.cri import CriError, NotFound, RuntimeClient, api
 from kubelet.events import NORMAL, WARNING, EventRecorder, node_ref, pod_ref
 from kubelet.metrics import KubeletMetrics
 from kubelet.prober.http import HttpGetter
-from kubelet.volumes.hostpath import VolumeError
-from kubelet.volumes.manager import VolumeManager
+from kubelet.volumes.dirs import make_log_dir
+from kubelet.volumes.manager import PodVolumes, VolumeManager
 from kubelet.volumes.paths import pod_dir
+from kubelet.volumes.subpath import MountConfigError
 
 from . import labels
 from .actions import ContainerToKill, compute_pod_actions
@@ -234,6 +235,16 @@ class PodRuntime:
         startup_succeeded: Collection[str] | None = None,
     ) -> SyncOutcome:
         progress = _Progress()
+        volumes = PodVolumes()
+        if self.volumes is not None:
+            # every sync, before the sandbox (upstream waits for the volumes first):
+            # configMap/secret changes and token rotations reach running pods too
+            volumes = await self.volumes.prepare(pod)
+            for message in volumes.events:
+                self.recorder.record(pod_ref(pod), WARNING, "FailedMount", message)
+            if not volumes.ready:
+                progress.errors.append(volumes.error)
+                return progress.freeze()
         actions = compute_pod_actions(
             pod,
             status,
@@ -293,6 +304,7 @@ class PodRuntime:
             try:
                 created_id = ""
                 try:
+                    make_log_dir(config.log_directory)
                     created_id = await self.runtime.run_pod_sandbox(config, isolation.handler)
                 finally:
                     if self.metrics is not None:
@@ -309,18 +321,11 @@ class PodRuntime:
             except CriError as exc:
                 self._sandbox_failed(pod, progress, exc.message)
                 return progress.freeze()
+            except OSError as exc:
+                progress.errors.append(f"Failed to create log directory for pod {pod.key}: {exc}")
+                return progress.freeze()
         if not sandbox_id:
             return progress.freeze()
-        volume_paths: dict[str, str] = {}
-        if self.volumes is not None:
-            # every sync: configMap/secret changes and token rotations reach running pods
-            try:
-                volume_paths = await self.volumes.setup(pod)
-            except (VolumeError, OSError) as exc:
-                message = f"MountVolume.SetUp failed: {exc}"
-                self.recorder.record(pod_ref(pod), WARNING, "FailedMount", message)
-                progress.errors.append(message)
-                return progress.freeze()
 
         for index in actions.init_containers_to_start:
             container = pod.spec.init_containers[index]
@@ -328,7 +333,7 @@ class PodRuntime:
                 self._config_error(pod, container, progress, isolation_error)
                 return progress.freeze()
             if not await self._start(
-                pod, container, status, sandbox_id, config, pod_ip, progress
+                pod, container, status, sandbox_id, config, pod_ip, progress, volumes
             ) and not is_restartable_init_container(container):
                 return progress.freeze()  # a sidecar that cannot start blocks nothing else
         for index in actions.containers_to_start:
@@ -336,9 +341,7 @@ class PodRuntime:
             if isolation_error is not None:
                 self._config_error(pod, container, progress, isolation_error)
                 continue
-            await self._start(
-                pod, container, status, sandbox_id, config, pod_ip, progress, volume_paths
-            )
+            await self._start(pod, container, status, sandbox_id, config, pod_ip, progress, volumes)
         return progress.freeze()
 
     def _cgroup_parent(self, pod: Pod) -> str:
@@ -383,7 +386,7 @@ class PodRuntime:
         config: api.PodSandboxConfig,
         pod_ip: str,
         progress: _Progress,
-        volume_paths: dict[str, str] | None = None,
+        volumes: PodVolumes | None = None,
     ) -> bool:
         """Start one container instance; False (and a waiting reason) if it could not."""
         ref = pod_ref(pod, container)
@@ -427,6 +430,11 @@ class PodRuntime:
         if non_root is not None:
             self._config_error(pod, container, progress, non_root)
             return False
+        try:
+            volume_mounts = self._container_mounts(pod, container, volumes, env.env, config)
+        except MountConfigError as exc:
+            self._config_error(pod, container, progress, str(exc))
+            return False
         restart_count = next_restart_count(status, container.name) or 0
         try:
             cconfig = container_config(
@@ -437,7 +445,7 @@ class PodRuntime:
                 memory_capacity=self.memory_capacity,
                 env=env.env,
                 mounts=[
-                    *self._volume_mounts(pod, container, volume_paths or {}),
+                    *volume_mounts,
                     *self._hosts_mounts(pod, container, pod_ip),
                     *self._message_mounts(pod, container),
                 ],
@@ -495,12 +503,26 @@ class PodRuntime:
         """``<root-dir>/seccomp``: where Localhost seccomp profiles are read from."""
         return os.path.join(self.root_dir or DEFAULT_ROOT_DIR, "seccomp")
 
-    def _volume_mounts(
-        self, pod: Pod, container: Container, paths: dict[str, str]
+    def _container_mounts(
+        self,
+        pod: Pod,
+        container: Container,
+        volumes: PodVolumes | None,
+        env: Collection[tuple[str, str]],
+        config: api.PodSandboxConfig,
     ) -> list[api.Mount]:
-        if self.volumes is None:
-            return []
-        return self.volumes.mounts(pod, container, paths)
+        """The container's volume mounts and its log directory (0755, as upstream);
+        raises MountConfigError, which keeps the container in CreateContainerConfigError."""
+        mounts = []
+        if self.volumes is not None and volumes is not None:
+            mounts = self.volumes.mounts(pod, container, volumes, dict(env))
+        try:
+            make_log_dir(os.path.join(config.log_directory, container.name))
+        except OSError as exc:
+            raise MountConfigError(
+                f"create container log directory for container {container.name} failed: {exc}"
+            ) from exc
+        return mounts
 
     def _hosts_mounts(self, pod: Pod, container: Container, pod_ip: str) -> list[api.Mount]:
         """The kubelet-managed /etc/hosts, rewritten before each container start."""

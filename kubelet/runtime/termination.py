@@ -89,6 +89,8 @@ def create_message_file(
     Raises ``OSError``; upstream then starts the container without the mount.
     """
     directory = pod_container_dir(root_dir, pod_uid, container_name)
+    # containers/ too is 0750 (upstream's MkdirAll gives every new level the mode)
+    os.makedirs(os.path.dirname(directory), mode=0o750, exist_ok=True)
     os.makedirs(directory, mode=0o750, exist_ok=True)
     name = f"{(rng or random).getrandbits(32):08x}"
     path = os.path.join(directory, name)

@@ -68,6 +68,9 @@ def _required(path: str, detail: str = "") -> FieldError:
     return FieldError(path, "Required value", detail=detail)
 
 
+FS_GROUP_CHANGE_POLICIES = ("OnRootMismatch", "Always")
+
+
 def _unsupported(path: str, value: str, allowed: Iterable[str]) -> FieldError:
     supported = ", ".join(json.dumps(v) for v in allowed)
     return FieldError(path, "Unsupported value", value, f"supported values: {supported}")
@@ -195,6 +198,11 @@ def _spec(spec: PodSpec) -> Iterator[FieldError]:
             "Invalid value",
             deadline,
             "must be between 1 and 2147483647, inclusive",
+        )
+    policy = spec.security_context.fs_group_change_policy if spec.security_context else None
+    if policy is not None and policy not in FS_GROUP_CHANGE_POLICIES:
+        yield _unsupported(
+            "spec.securityContext.fsGroupChangePolicy", policy, FS_GROUP_CHANGE_POLICIES
         )
 
 

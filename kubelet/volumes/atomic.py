@@ -21,7 +21,7 @@ import datetime
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from .hostpath import VolumeError
 
@@ -98,22 +98,45 @@ def _new_ts_dir(target_dir: str) -> str:
     return path
 
 
-def _write_files(ts_dir: str, payload: Mapping[str, tuple[bytes, int]]) -> None:
+def _write_files(
+    ts_dir: str, payload: Mapping[str, tuple[bytes, int]], owners: Mapping[str, int]
+) -> None:
     for path, (content, mode) in payload.items():
         full = os.path.join(ts_dir, path)
         os.makedirs(os.path.dirname(full), mode=0o755, exist_ok=True)
         with open(full, "wb") as fh:
             fh.write(content)
         os.chmod(full, mode)
+        if path in owners:
+            os.chown(full, owners[path], -1)
 
 
-def write_atomic(target_dir: str, payload: Payload) -> bool:
+def _link_top_level(target_dir: str, files: Mapping[str, tuple[bytes, int]]) -> None:
+    """``<target>/<name> -> ..data/<name>`` for every top-level name of the payload."""
+    for top in sorted({path.split("/")[0] for path in files}):
+        visible = os.path.join(target_dir, top)
+        if not os.path.lexists(visible):
+            os.symlink(os.path.join(DATA_DIR, top), visible)
+
+
+def write_atomic(
+    target_dir: str,
+    payload: Payload,
+    *,
+    owners: Mapping[str, int] | None = None,
+    set_perms: Callable[[str], None] | None = None,
+) -> bool:
     """Make ``target_dir`` hold exactly ``payload``; True when anything was written.
+
+    ``owners``: relative path → uid for files that belong to a user (a projected token
+    with the pod's single runAsUser). ``set_perms(target_dir)`` runs after a new payload
+    is written and before it becomes visible (fsGroup ownership), as upstream's writer.
 
     Raises ``VolumeError`` for an invalid path in the payload (nothing is written then)
     and when the files cannot be written.
     """
     files = _clean(payload)
+    owned = {os.path.normpath(path): uid for path, uid in (owners or {}).items()}
     try:
         os.makedirs(target_dir, mode=0o755, exist_ok=True)
         data_link = os.path.join(target_dir, DATA_DIR)
@@ -134,7 +157,10 @@ def write_atomic(target_dir: str, payload: Payload) -> bool:
         ):
             new_ts_dir = _new_ts_dir(target_dir)
             try:
-                _write_files(new_ts_dir, files)
+                _write_files(new_ts_dir, files, owned)
+                _link_top_level(target_dir, files)
+                if set_perms is not None:
+                    set_perms(target_dir)
                 tmp_link = os.path.join(target_dir, _DATA_DIR_TMP)
                 with contextlib.suppress(FileNotFoundError):
                     os.remove(tmp_link)
@@ -147,10 +173,7 @@ def write_atomic(target_dir: str, payload: Payload) -> bool:
             if old_ts_dir and os.path.realpath(old_ts_dir) != os.path.realpath(new_ts_dir):
                 shutil.rmtree(old_ts_dir, ignore_errors=True)
 
-        for top in sorted({path.split("/")[0] for path in files}):
-            visible = os.path.join(target_dir, top)
-            if not os.path.lexists(visible):
-                os.symlink(os.path.join(DATA_DIR, top), visible)
+        _link_top_level(target_dir, files)
 
         for path in sorted(to_remove):
             if "/" in path:  # only the top-level symlinks live in the volume root

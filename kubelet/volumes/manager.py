@@ -1,9 +1,23 @@
-"""Setting up a pod's volumes before its containers start, and removing them after.
+"""A pod's volumes: set up before its sandbox, mounted into every container, removed last.
 
-Supported here: emptyDir (on disk under the pod directory; medium Memory as a tmpfs
-mount sized by sizeLimit) and hostPath (with upstream's type checks). Every step is
-idempotent, so a sync can call ``setup`` each time. Other volume types are left out of
-the containers' mounts with a warning until their plugins land.
+``prepare`` runs at every pod sync, before anything is asked of the runtime (upstream
+waits for every volume before it creates the sandbox). It sets up each volume some
+container mounts, as upstream's volume manager does for the volumes in use:
+
+* emptyDir (on disk, or tmpfs for medium Memory) and hostPath (with upstream's type
+  checks) once; configMap, secret, downwardAPI and projected volumes at every sync, so
+  updated objects and rotated tokens reach running pods (written atomically; secret
+  and projected on tmpfs);
+* a volume of a type the kubelet does not provide (persistentVolumeClaim, csi,
+  ephemeral, nfs, iscsi, image, ...) is never left out: the pod waits, with upstream's
+  FailedMount message naming the volume and its type;
+* a volume that cannot be set up the first time keeps the pod waiting; one that fails
+  to refresh later is reported and stays as it was (running pods are not disturbed).
+
+``mounts`` turns one container's volumeMounts into CRI mounts: API data volumes are
+read-only whatever the volumeMount says, subPath/subPathExpr go through the safe
+bind mounts of ``subpath``. ``cleanup`` unmounts everything below the pod directory
+before it removes it, and removes nothing while a mount stays.
 """
 
 from __future__ import annotations
@@ -12,28 +26,52 @@ import contextlib
 import logging
 import os
 import shutil
-import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
-from kubelet.api.pod import Container, Pod, Volume
-from kubelet.api.quantity import parse_quantity
+import attrs
+
+from kubelet.api.pod import Container, Pod, Volume, VolumeMount
 from kubelet.cri import api
 from kubelet.runtime.env import EnvLookup
 
 from .atomic import write_atomic
+from .dirs import VOLUME_DIR_MODE, ensure_exact_dir, make_pod_data_dirs, mkdir_all
 from .hostpath import VolumeError, check_host_path
+from .mounts import is_separate_filesystem, mounts_under, unmount
+from .ownership import fs_group, set_volume_ownership, wanted_mode
 from .paths import EMPTY_DIR, pod_dir, pods_dir, volume_dir
-from .sources import PROJECTED, SECRET, TokenSource, build_payload, plugin_name
+from .sources import (
+    PROJECTED,
+    SECRET,
+    Payload,
+    TokenSource,
+    build_payload,
+    plugin_name,
+    source_kind,
+    token_paths,
+)
+from .subpath import (
+    MountConfigError,
+    SubPathCreateError,
+    UnsafeSubPath,
+    bind_target,
+    clean_sub_paths,
+    effective_sub_path,
+    prepare_sub_path,
+    release,
+)
+from .tmpfs import memory_volume_size, mount_tmpfs, noswap_supported, tmpfs_options
 
 log = logging.getLogger(__name__)
 
 _PROPAGATION = {
+    "": api.PROPAGATION_PRIVATE,
+    "None": api.PROPAGATION_PRIVATE,
     "HostToContainer": api.PROPAGATION_HOST_TO_CONTAINER,
     "Bidirectional": api.PROPAGATION_BIDIRECTIONAL,
 }
-
-
 _IN_MEMORY = (SECRET, PROJECTED)
+READY_FILE = "ready"
 
 
 class _NoApi:
@@ -49,33 +87,72 @@ class _NoApi:
 _NO_API = _NoApi()
 
 
-def _mount_tmpfs(path: str, options: str) -> None:
-    if _is_mounted(path):
-        return
-    result = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", path],
-        capture_output=True,
-        text=True,
-        check=False,
+@attrs.frozen
+class PodVolumes:
+    """What ``prepare`` found: where each volume is, and what keeps the pod waiting."""
+
+    paths: Mapping[str, str] = attrs.field(factory=dict)
+    """volume name → host path, for every volume that can be mounted"""
+    read_only: frozenset[str] = frozenset()
+    """volumes every container mounts read-only (configMap, secret, downwardAPI, projected)"""
+    unmounted: tuple[str, ...] = ()
+    """volumes some container mounts that are not set up: the pod must not start"""
+    events: tuple[str, ...] = ()
+    """FailedMount event messages"""
+
+    @property
+    def ready(self) -> bool:
+        return not self.unmounted
+
+    @property
+    def error(self) -> str:
+        """Why the pod waits (the sync's error, in upstream's words)."""
+        return "; ".join(self.events) or f"unmounted volumes={_go_list(self.unmounted)}"
+
+
+def _go_list(names: Sequence[str]) -> str:
+    """A Go ``%v`` of a string slice: ``[a b]``."""
+    return "[" + " ".join(names) + "]"
+
+
+def volumes_in_use(pod: Pod) -> set[str]:
+    """The volumes some container (init, sidecar or regular) mounts or uses as a block
+    device; the others are not set up, as upstream."""
+    used: set[str] = set()
+    for container in (*pod.spec.init_containers, *pod.spec.containers):
+        used.update(m.name for m in container.volume_mounts)
+        used.update(
+            str(d.get("name", "")) for d in container.volume_devices if isinstance(d, Mapping)
+        )
+    return used
+
+
+def unsupported_message(name: str, kind: str | None) -> str:
+    """Upstream's error for a volume no plugin takes, with the type it has here."""
+    what = f"{kind} volumes are" if kind else "volumes of this type are"
+    return (
+        f'failed to get Plugin from volumeSpec for volume "{name}" err=no volume plugin '
+        f"matched: {what} not supported by this kubelet"
     )
-    if result.returncode != 0:
-        raise VolumeError(f"mount tmpfs on {path} failed: {result.stderr.strip()}")
 
 
-def _is_mounted(path: str) -> bool:
-    with contextlib.suppress(OSError), open("/proc/self/mounts") as fh:
-        return any(line.split()[1] == path for line in fh if len(line.split()) > 1)
-    return False
+def fs_user(pod: Pod) -> int | None:
+    """Upstream FsUserFrom: the runAsUser every container runs as, if they all agree."""
+    found: int | None = None
+    pod_sc = pod.spec.security_context
+    for container in (*pod.spec.init_containers, *pod.spec.containers):
+        sc = container.security_context
+        uid = sc.run_as_user if sc is not None and sc.run_as_user is not None else None
+        if uid is None and pod_sc is not None:
+            uid = pod_sc.run_as_user
+        if uid is None or (found is not None and found != uid):
+            return None
+        found = uid
+    return found
 
 
 class VolumeManager:
-    """Per-pod volume directories under ``root_dir``.
-
-    configMap, secret, downwardAPI and projected volumes are written with the atomic
-    writer on every call (a no-op when nothing changed), so updated objects and rotated
-    tokens reach running pods within one sync period. Secrets and projected volumes live
-    on tmpfs so they never touch the disk.
-    """
+    """Per-pod volume directories under ``root_dir``."""
 
     def __init__(
         self,
@@ -89,80 +166,265 @@ class VolumeManager:
         self.lookup = lookup
         self.tokens = tokens
         self.node_allocatable = dict(node_allocatable or {})
-        self._warned: set[tuple[str, str]] = set()
+        self._ready: dict[str, set[str]] = {}
+        """pod uid → volumes set up by this process (emptyDir and hostPath: done)"""
+        self._cleanup_warned: set[str] = set()
 
-    async def setup(self, pod: Pod) -> dict[str, str]:
-        """Volume name → host path for every volume this kubelet can provide."""
+    # -- set up ---------------------------------------------------------------------------
+
+    async def prepare(self, pod: Pod) -> PodVolumes:
+        """Set up (or refresh) every volume a container of ``pod`` mounts."""
+        uid = pod.uid
+        in_use = volumes_in_use(pod)
+        if uid not in self._ready:
+            make_pod_data_dirs(self.root_dir, uid, with_volumes=bool(in_use))
+            self._ready[uid] = set()
+        ready = self._ready[uid]
         paths: dict[str, str] = {}
+        read_only: set[str] = set()
+        unmounted: list[str] = []
+        unsupported: list[str] = []
+        events: list[str] = []
         for volume in pod.spec.volumes:
+            if volume.name not in in_use:
+                continue
             plugin = plugin_name(volume)
             if plugin is not None:
-                paths[volume.name] = await self._setup_api_backed(pod, volume, plugin)
+                read_only.add(volume.name)
+            try:
+                path = await self._setup_one(pod, volume, plugin, volume.name in ready)
+            except (VolumeError, OSError) as exc:
+                events.append(f'MountVolume.SetUp failed for volume "{volume.name}" : {exc}')
+                existing = self._set_up_before(pod, volume, plugin)
+                if existing is not None:
+                    paths[volume.name] = existing
+                else:
+                    unmounted.append(volume.name)
                 continue
-            path = self._setup_one(pod, volume)
-            if path is not None:
-                paths[volume.name] = path
-        return paths
+            if path is None:
+                unmounted.append(volume.name)
+                unsupported.append(volume.name)
+                continue
+            paths[volume.name] = path
+            ready.add(volume.name)
+        if unsupported:
+            kinds = {v.name: source_kind(v) for v in pod.spec.volumes}
+            reasons = "; ".join(unsupported_message(n, kinds.get(n)) for n in unsupported)
+            events.append(
+                "Unable to attach or mount volumes: "
+                f"unmounted volumes={_go_list(sorted(unmounted))}, unattached volumes=[], "
+                f"failed to process volumes={_go_list(sorted(unsupported))}: {reasons}"
+            )
+        return PodVolumes(paths, frozenset(read_only), tuple(sorted(unmounted)), tuple(events))
 
-    async def _setup_api_backed(self, pod: Pod, volume: Volume, plugin: str) -> str:
-        lookup = self.lookup or _NO_API
-        payload = await build_payload(
-            pod, volume, lookup, node_allocatable=self.node_allocatable, tokens=self.tokens
-        )
-        path = volume_dir(self.root_dir, pod.uid, plugin, volume.name)
-        if plugin in _IN_MEMORY:
-            os.makedirs(path, mode=0o755, exist_ok=True)
-            _mount_tmpfs(path, "mode=0755")
-        write_atomic(path, payload or {})
-        return path
-
-    def _setup_one(self, pod: Pod, volume: Volume) -> str | None:
+    async def _setup_one(
+        self, pod: Pod, volume: Volume, plugin: str | None, done: bool
+    ) -> str | None:
+        """The volume's host path; None for a type this kubelet does not provide."""
+        if plugin is not None:
+            return await self._setup_api_backed(pod, volume, plugin)
         if volume.empty_dir is not None:
             path = volume_dir(self.root_dir, pod.uid, EMPTY_DIR, volume.name)
-            os.makedirs(path, mode=0o777, exist_ok=True)
-            os.chmod(path, 0o777)  # upstream: world-writable, any container user may write
-            if volume.empty_dir.get("medium") == "Memory":
-                options = "mode=0777"
-                limit = volume.empty_dir.get("sizeLimit")
-                if limit:
-                    options += f",size={parse_quantity(str(limit)).value()}"
-                _mount_tmpfs(path, options)
+            if not done:
+                self._setup_empty_dir(pod, volume, path)
             return path
         if volume.host_path is not None:
-            return check_host_path(volume.host_path)
-        key = (pod.uid, volume.name)
-        if key not in self._warned:
-            self._warned.add(key)
-            log.warning(
-                "pod %s: volume %s has a type this kubelet does not provide yet; "
-                "containers start without it",
-                pod.key,
-                volume.name,
+            return (
+                str(volume.host_path.get("path", "")) if done else check_host_path(volume.host_path)
             )
         return None
 
-    def mounts(self, pod: Pod, container: Container, paths: dict[str, str]) -> list[api.Mount]:
-        """The CRI mounts of ``container``'s volumeMounts (subPath, readOnly, propagation)."""
-        out = []
-        for mount in container.volume_mounts:
-            host = paths.get(mount.name)
+    def _set_up_before(self, pod: Pod, volume: Volume, plugin: str | None) -> str | None:
+        """The path of an API-backed volume written by an earlier sync (or an earlier
+        kubelet): a failed refresh leaves it as it was."""
+        if plugin is None:
+            return None
+        path = volume_dir(self.root_dir, pod.uid, plugin, volume.name)
+        return path if os.path.islink(os.path.join(path, "..data")) else None
+
+    def _setup_empty_dir(self, pod: Pod, volume: Volume, path: str) -> None:
+        """Upstream's emptyDir SetUp: a 0777 directory (a tmpfs for medium Memory), the
+        fsGroup applied once, then a ready marker so a restarted kubelet does not walk
+        what the containers wrote since."""
+        assert volume.empty_dir is not None
+        marker = os.path.join(
+            pod_dir(self.root_dir, pod.uid), "plugins", EMPTY_DIR, volume.name, READY_FILE
+        )
+        was_ready = os.path.exists(marker)
+        medium = str(volume.empty_dir.get("medium") or "")
+        if medium.startswith("HugePages"):
+            raise VolumeError(f'emptyDir medium "{medium}" is not supported by this kubelet')
+        if medium not in ("", "Memory"):
+            raise VolumeError(f'unknown storage medium "{medium}"')
+        if (
+            was_ready
+            and os.path.isdir(path)
+            and (medium != "Memory" or is_separate_filesystem(path))
+        ):
+            return  # set up by an earlier kubelet: its mode and group stay as they are
+        ensure_exact_dir(path, VOLUME_DIR_MODE)
+        if medium == "Memory":
+            self._mount_memory(pod, path, volume.empty_dir.get("sizeLimit"))
+        group = fs_group(pod)
+        if group is not None and not was_ready:
+            set_volume_ownership(path, group, read_only=False)
+        if not was_ready:
+            mkdir_all(os.path.dirname(marker), 0o750)
+            os.close(os.open(marker, os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o644))
+
+    def _mount_memory(self, pod: Pod, path: str, size_limit: object) -> None:
+        if is_separate_filesystem(path):
+            return
+        allocatable = self.node_allocatable.get("memory", "0")
+        try:
+            node_memory = int(allocatable)
+        except ValueError:
+            node_memory = 0
+        size = memory_volume_size(pod, size_limit, node_memory)
+        probe = os.path.join(self.root_dir, "plugins", "kubernetes.io~empty-dir")
+        mount_tmpfs(path, tmpfs_options(size, noswap_supported(probe)))
+
+    async def _setup_api_backed(self, pod: Pod, volume: Volume, plugin: str) -> str:
+        lookup = self.lookup or _NO_API
+        group = fs_group(pod)
+        user = fs_user(pod)
+        payload = await build_payload(
+            pod,
+            volume,
+            lookup,
+            node_allocatable=self.node_allocatable,
+            tokens=self.tokens,
+            private_tokens=group is not None or user is not None,
+        )
+        return self._write_api_volume(pod, volume, plugin, dict(payload or {}), group, user)
+
+    def _write_api_volume(
+        self,
+        pod: Pod,
+        volume: Volume,
+        plugin: str,
+        files: Payload,
+        group: int | None,
+        user: int | None,
+    ) -> str:
+        """The volume directory (0777 when made; a tmpfs for secret and projected) and
+        its files, owned by the fsGroup and the token's user."""
+        path = volume_dir(self.root_dir, pod.uid, plugin, volume.name)
+        if not os.path.isdir(path):
+            ensure_exact_dir(path, VOLUME_DIR_MODE)
+        if plugin in _IN_MEMORY:
+            self._mount_memory(pod, path, None)
+        if group is not None:
+            # the modes the ownership change gives them, so an unchanged payload is not
+            # rewritten at every sync
+            files = {
+                p: (data, wanted_mode(mode, is_dir=False, read_only=True))
+                for p, (data, mode) in files.items()
+            }
+        write_atomic(
+            path,
+            files,
+            owners={p: user for p in token_paths(volume)} if user is not None else None,
+            set_perms=(
+                (lambda d: set_volume_ownership(d, group, read_only=True))
+                if group is not None
+                else None
+            ),
+        )
+        return path
+
+    # -- a container's mounts -------------------------------------------------------------
+
+    def mounts(
+        self,
+        pod: Pod,
+        container: Container,
+        volumes: PodVolumes,
+        env: Mapping[str, str],
+    ) -> list[api.Mount]:
+        """The CRI mounts of ``container``'s volumeMounts.
+
+        Raises MountConfigError (the container waits in CreateContainerConfigError) with
+        upstream's message; nothing of that container is mounted then.
+        """
+        planned: list[tuple[int, VolumeMount, str, str, api.MountPropagation]] = []
+        for index, mount in enumerate(container.volume_mounts):
+            host = volumes.paths.get(mount.name)
             if host is None:
-                continue
-            if mount.sub_path:
-                host = os.path.join(host, mount.sub_path)
-                if not os.path.exists(host):
-                    os.makedirs(host, mode=0o755, exist_ok=True)
-            out.append(
-                api.Mount(
-                    container_path=mount.mount_path,
-                    host_path=host,
-                    readonly=bool(mount.read_only),
-                    propagation=_PROPAGATION.get(
-                        mount.mount_propagation or "", api.PROPAGATION_PRIVATE
-                    ),
+                raise MountConfigError(
+                    f'cannot find volume "{mount.name}" to mount into container "{container.name}"'
                 )
-            )
+            sub_path = effective_sub_path(mount.sub_path, mount.sub_path_expr, env)
+            propagation = _PROPAGATION.get(mount.mount_propagation or "")
+            if propagation is None:
+                raise MountConfigError(
+                    f'invalid MountPropagation mode: "{mount.mount_propagation}"'
+                )
+            _check_recursive_read_only(mount)
+            planned.append((index, mount, host, sub_path, propagation))
+        out = []
+        bound: list[str] = []
+        try:
+            for index, mount, host, sub_path, propagation in planned:
+                if sub_path:
+                    host = self._sub_path(pod, container, index, mount, host, sub_path)
+                    bound.append(host)
+                out.append(
+                    api.Mount(
+                        container_path=mount.mount_path,
+                        host_path=host,
+                        readonly=bool(mount.read_only) or mount.name in volumes.read_only,
+                        propagation=propagation,
+                    )
+                )
+        except MountConfigError:
+            for target in bound:  # nothing of a container that is not created stays
+                with contextlib.suppress(OSError):
+                    release(target)
+            raise
         return out
+
+    def _sub_path(
+        self,
+        pod: Pod,
+        container: Container,
+        index: int,
+        mount: VolumeMount,
+        volume_path: str,
+        sub_path: str,
+    ) -> str:
+        target = bind_target(pod_dir(self.root_dir, pod.uid), mount.name, container.name, index)
+        try:
+            return prepare_sub_path(volume_path, sub_path, target)
+        except SubPathCreateError as exc:
+            log.error(
+                "pod %s: cannot create subPath %r of volume %s for container %s: %s",
+                pod.key,
+                sub_path,
+                mount.name,
+                container.name,
+                exc,
+            )
+            raise MountConfigError(
+                f'failed to create subPath directory for volumeMount "{mount.name}" of '
+                f'container "{container.name}"'
+            ) from exc
+        except (UnsafeSubPath, OSError) as exc:
+            # the details stay in the kubelet's log: they describe the host's files
+            log.error(
+                "pod %s: subPath %r of volume %s for container %s refused: %s",
+                pod.key,
+                sub_path,
+                mount.name,
+                container.name,
+                exc,
+            )
+            raise MountConfigError(
+                f'failed to prepare subPath for volumeMount "{mount.name}" of container '
+                f'"{container.name}"'
+            ) from exc
+
+    # -- teardown -------------------------------------------------------------------------
 
     def pod_uids_on_disk(self) -> set[str]:
         """The pods that have a directory under ``<root>/pods``."""
@@ -171,16 +433,53 @@ class VolumeManager:
         except OSError:
             return set()
 
-    def cleanup(self, uid: str) -> None:
-        """Remove the pod directory (unmounting memory-backed emptyDirs first)."""
+    def cleanup(self, uid: str) -> bool:
+        """Remove the pod directory: subPath bind mounts first, then every other mount
+        below it (tmpfs volumes), then the files. False (and everything left in place)
+        when a mount stays; housekeeping tries again."""
+        self._ready.pop(uid, None)
         root = pod_dir(self.root_dir, uid)
         if not os.path.isdir(root):
-            return
-        for plugin in (EMPTY_DIR, *_IN_MEMORY):
-            volumes = os.path.join(root, "volumes", plugin)
-            if os.path.isdir(volumes):
-                for name in os.listdir(volumes):
-                    path = os.path.join(volumes, name)
-                    if _is_mounted(path):
-                        subprocess.run(["umount", path], capture_output=True, check=False)
+            return True
+        try:
+            clean_sub_paths(root)
+            for point in mounts_under(root):
+                unmount(point)
+            left = mounts_under(root)
+            if left:
+                raise OSError(f"still mounted: {', '.join(left)}")
+        except OSError as exc:
+            if uid not in self._cleanup_warned:
+                self._cleanup_warned.add(uid)
+                log.warning("pod directory %s kept: %s", root, exc)
+            return False
+        self._cleanup_warned.discard(uid)
         shutil.rmtree(root, ignore_errors=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.rmdir(root)
+        return True
+
+
+def _check_recursive_read_only(mount: VolumeMount) -> None:
+    """recursiveReadOnly: honoured as "not available" (the runtime is not asked whether
+    it can), so Enabled is refused with upstream's message and IfPossible is a plain
+    read-only mount."""
+    mode = mount.recursive_read_only
+    if mode in (None, "", "Disabled"):
+        return
+    if not mount.read_only:
+        raise MountConfigError(
+            "failed to resolve recursive read-only mode: "
+            f'volume "{mount.name}" requested recursive read-only mode, but it is not read-only'
+        )
+    if mode == "IfPossible":
+        return
+    if mode == "Enabled":
+        raise MountConfigError(
+            "failed to resolve recursive read-only mode: "
+            f'volume "{mount.name}" requested recursive read-only mode, but it is not '
+            "supported by the runtime"
+        )
+    raise MountConfigError(
+        f'failed to resolve recursive read-only mode: unknown recursive read-only mode "{mode}"'
+    )

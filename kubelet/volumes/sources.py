@@ -11,6 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+import attrs
+
+from kubelet.api.converter import wire_name
 from kubelet.api.pod import ObjectFieldSelector, Pod, Quantity, ResourceFieldSelector, Volume
 from kubelet.runtime.env import EnvError, EnvLookup, pod_field_value, resource_field_value
 
@@ -22,6 +25,7 @@ DOWNWARD_API = "kubernetes.io~downward-api"
 PROJECTED = "kubernetes.io~projected"
 
 DEFAULT_MODE = 0o644
+TOKEN_PRIVATE_MODE = 0o600
 DEFAULT_TOKEN_EXPIRATION = 3600
 
 Payload = dict[str, tuple[bytes, int]]
@@ -60,6 +64,26 @@ def plugin_name(volume: Volume) -> str | None:
     if volume.projected is not None:
         return PROJECTED
     return None
+
+
+def source_kind(volume: Volume) -> str | None:
+    """The wire name of the volume's source (``emptyDir``, ``iscsi``, ...); None when
+    the volume names none this model knows."""
+    for field in attrs.fields(type(volume)):
+        if field.name != "name" and getattr(volume, field.name) is not None:
+            return wire_name(field)
+    return None
+
+
+def token_paths(volume: Volume) -> list[str]:
+    """The files of a projected volume that hold service-account tokens."""
+    if volume.projected is None:
+        return []
+    return [
+        str(p["serviceAccountToken"].get("path", ""))
+        for p in volume.projected.get("sources") or ()
+        if isinstance(p, Mapping) and p.get("serviceAccountToken") is not None
+    ]
 
 
 def _aggregate(errors: list[str]) -> VolumeError:
@@ -215,8 +239,12 @@ async def _projected_payload(
     lookup: EnvLookup,
     tokens: TokenSource | None,
     node_allocatable: Mapping[str, str],
+    private_tokens: bool,
 ) -> Payload:
     default_mode = _mode(source.get("defaultMode"), DEFAULT_MODE)
+    # upstream: with an fsUser or fsGroup the token is 0600, and the ownership change
+    # (group) or the file's owner (user) is what lets the container read it
+    token_mode = TOKEN_PRIVATE_MODE if private_tokens else default_mode
     namespace = pod.metadata.namespace
     payload: Payload = {}
     errors: list[str] = []
@@ -236,7 +264,7 @@ async def _projected_payload(
                 )
             elif projection.get("serviceAccountToken") is not None:
                 part = await _token_payload(
-                    projection["serviceAccountToken"], pod, tokens, default_mode
+                    projection["serviceAccountToken"], pod, tokens, token_mode
                 )
             else:
                 kinds = ", ".join(sorted(projection)) or "empty"
@@ -280,8 +308,12 @@ async def build_payload(
     *,
     node_allocatable: Mapping[str, str],
     tokens: TokenSource | None = None,
+    private_tokens: bool = False,
 ) -> Payload | None:
     """The files of an API-backed volume; None for other volume types.
+
+    ``private_tokens``: the pod has an fsGroup or a single runAsUser, so projected
+    tokens are written 0600 (upstream's rule).
 
     Raises ``VolumeError`` with upstream's message when the volume cannot be built
     (a required ConfigMap/Secret or key missing, a bad downward API reference, ...).
@@ -300,5 +332,7 @@ async def build_payload(
         mode = _mode(source.get("defaultMode"), DEFAULT_MODE)
         return _downward_payload(source, pod, mode, node_allocatable)
     if volume.projected is not None:
-        return await _projected_payload(volume.projected, pod, lookup, tokens, node_allocatable)
+        return await _projected_payload(
+            volume.projected, pod, lookup, tokens, node_allocatable, private_tokens
+        )
     return None

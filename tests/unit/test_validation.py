@@ -59,6 +59,11 @@ def test_valid_pod_passes() -> None:
             "equal to 0",
         ),
         (with_({"activeDeadlineSeconds": 0}), "spec.activeDeadlineSeconds: Invalid value: 0"),
+        (
+            with_({"securityContext": {"fsGroupChangePolicy": "Sometimes"}}),
+            'spec.securityContext.fsGroupChangePolicy: Unsupported value: "Sometimes": '
+            'supported values: "OnRootMismatch", "Always"',
+        ),
         (with_({}, {"image": ""}), "spec.containers[0].image: Required value"),
         (with_({}, {"image": " busybox"}), "must not have leading or trailing whitespace"),
         (
