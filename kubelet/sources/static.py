@@ -45,7 +45,6 @@ from .limits import (
     too_large,
 )
 from .validation import (
-    API_FREE_VOLUME_TYPES,
     UnknownVolumeError,
     api_object_reference,
     static_pod_priority_warning,
@@ -55,21 +54,6 @@ from .validation import (
 __all__ = ["MAX_CONFIG_LENGTH", "Loaded", "ManifestError", "load_manifest", "load_pod", "too_large"]
 
 DEFAULT_NAMESPACE = "default"
-_MODELLED_VOLUMES = frozenset(
-    {
-        "hostPath",
-        "emptyDir",
-        "downwardAPI",
-        "projected",
-        "nfs",
-        "image",
-        "configMap",
-        "secret",
-        "persistentVolumeClaim",
-        "csi",
-        "ephemeral",
-    }
-)
 
 
 @attrs.frozen
@@ -366,7 +350,6 @@ def _load_one(
         raise ManifestError(
             source, line_of(doc.root, at("metadata")), "invalid pod: name is needed for the pod"
         )
-    _check_volume_types(raw, doc, source, at)
     pod = apply_api_defaults(apply_static_defaults(pod, source, node_name, is_file))
     errors = validate_pod(pod)
     if errors:
@@ -384,22 +367,6 @@ def _load_one(
     if warning:
         warning = f"{source}: {warning}"
     return pod, warning
-
-
-def _check_volume_types(raw: Any, doc: _Document, source: str, at: Any) -> None:
-    """Volume types upstream allows but this kubelet does not model: refuse, never guess."""
-    volumes = raw.get("spec", {}).get("volumes") if isinstance(raw.get("spec"), Mapping) else None
-    for i, vol in enumerate(volumes if isinstance(volumes, list) else ()):
-        if not isinstance(vol, Mapping):
-            continue
-        for key, value in vol.items():
-            if value is not None and key in API_FREE_VOLUME_TYPES and key not in _MODELLED_VOLUMES:
-                raise ManifestError(
-                    source,
-                    line_of(doc.root, at(f"spec.volumes[{i}].{key}")),
-                    f"spec.volumes[{i}].{key}: Unsupported value: volume type {key!r} is not "
-                    "supported by this kubelet",
-                )
 
 
 def load_pod(data: bytes, source: str, *, node_name: str, is_file: bool = True) -> Pod:
