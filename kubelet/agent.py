@@ -76,6 +76,7 @@ from kubelet.runtime.pleg import EVENT_CHANNEL_CAPACITY, Pleg, PodLifecycleEvent
 from kubelet.runtime.podsync import DnsSettings, PodRuntime
 from kubelet.runtime.serviceenv import service_env
 from kubelet.runtime.view import RuntimeView, pod_from_runtime
+from kubelet.server.fdlimits import raise_open_files_limit
 from kubelet.server.serve import serve
 from kubelet.sources.apiserver import ApiSource
 from kubelet.sources.file import FileSource
@@ -690,7 +691,8 @@ def run(options: Options) -> int:
     with a message naming the file and field.
     """
     setup_klog(options.config.logging)
-    for noisy in ("httpx", "httpcore", "hpack", "h2", "hypercorn.access"):
+    raise_open_files_limit()
+    for noisy in ("httpx", "httpcore", "hpack", "h2"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     connection = None
     if options.kubeconfig and not options.run_once:
