@@ -2,7 +2,8 @@
 
 - At most ``max_connections`` connections at a time; past that the loop stops accepting
   and further clients wait in the kernel's listen backlog (they are not refused, and hold
-  no descriptor of ours) until one closes.
+  no descriptor of ours) until one closes. Logged when the bound is reached, and again
+  when the connections fell to half of it.
 - While fewer descriptors than the reserve are free, or ``accept`` itself fails for lack
   of them (EMFILE, ENFILE, ENOBUFS, ENOMEM), the loop pauses and retries with a back-off.
 - Each of these is logged once when it begins and once when it ends, not per attempt
@@ -53,7 +54,7 @@ class AcceptLoop:
 
     def __init__(
         self,
-        listener: trio.SocketListener,
+        listener: trio.abc.Listener[trio.SocketStream],
         handler: Handler,
         *,
         name: str,
@@ -80,7 +81,7 @@ class AcceptLoop:
                 try:
                     stream = await self._accept()
                 except BaseException:
-                    self._slots.release()
+                    self._give_slot()
                     raise
                 self._descriptors.opened()
                 nursery.start_soon(self._serve, stream)
@@ -94,7 +95,12 @@ class AcceptLoop:
                 connections=self._max,
             )
         await self._slots.acquire()
-        if self._full:
+
+    def _give_slot(self) -> None:
+        """A connection ended; "again" is logged once the load fell to half the bound
+        (at the bound itself every close would log a pair of lines)."""
+        self._slots.release()
+        if self._full and self.open_connections <= (self._max - 1) // 2:
             self._full = False
             log.info("accepting connections again", server=self._name)
 
@@ -102,6 +108,7 @@ class AcceptLoop:
         """The next connection; waits out a shortage of descriptors (logged once)."""
         delay = BACKOFF_FIRST
         while True:
+            await self._pending()
             reason = self._shortage()
             if reason is None:
                 try:
@@ -116,6 +123,12 @@ class AcceptLoop:
             self._pause(reason)
             await trio.sleep(delay)
             delay = min(delay * 2, BACKOFF_MAX)
+
+    async def _pending(self) -> None:
+        """Until a connection waits to be accepted: descriptors are checked just before."""
+        sock = getattr(self._listener, "socket", None)
+        if sock is not None:
+            await trio.lowlevel.wait_readable(sock)
 
     def _shortage(self) -> str | None:
         free = self._descriptors.free(trio.current_time())
@@ -145,4 +158,4 @@ class AcceptLoop:
         finally:
             await trio.aclose_forcefully(stream)
             self._descriptors.closed()
-            self._slots.release()
+            self._give_slot()

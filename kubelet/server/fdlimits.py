@@ -61,8 +61,9 @@ def count_open() -> int:
 
 
 def default_reserve(limit: int) -> int:
-    """Descriptors kept for the kubelet's own work: a tenth of the limit, at least 128."""
-    return max(128, limit // 10)
+    """Descriptors kept for the kubelet's own work: a tenth of the limit, and at least 128
+    (or a quarter of a limit below 512)."""
+    return max(limit // 10, min(128, limit // 4))
 
 
 @attrs.define
