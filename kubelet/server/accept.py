@@ -22,6 +22,7 @@ import trio
 from kubelet.logs import get_logger
 
 from .fdlimits import Descriptors
+from .memtrim import MemoryTrim
 
 log = get_logger(__name__)
 
@@ -60,6 +61,7 @@ class AcceptLoop:
         name: str,
         max_connections: int,
         descriptors: Descriptors,
+        memory: MemoryTrim | None = None,
     ) -> None:
         self._listener = listener
         self._handler = handler
@@ -67,6 +69,7 @@ class AcceptLoop:
         self._max = max_connections
         self._slots = trio.Semaphore(max_connections)
         self._descriptors = descriptors
+        self._memory = memory
         self._full = False
         self._paused: str | None = None
 
@@ -84,6 +87,8 @@ class AcceptLoop:
                     self._give_slot()
                     raise
                 self._descriptors.opened()
+                if self._memory is not None:
+                    self._memory.opened()
                 nursery.start_soon(self._serve, stream)
 
     async def _take_slot(self) -> None:
@@ -158,4 +163,6 @@ class AcceptLoop:
         finally:
             await trio.aclose_forcefully(stream)
             self._descriptors.closed()
+            if self._memory is not None:
+                self._memory.closed()
             self._give_slot()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import attrs
 
-MAX_CONNECTIONS_CAP = 4096
+MAX_CONNECTIONS_CAP = 2048
 """No listener holds more connections than this, however high the descriptor limit."""
 
 
@@ -36,5 +36,5 @@ class Limits:
 
     @classmethod
     def for_descriptors(cls, limit: int) -> Limits:
-        """Per listener: an eighth of the open-files limit, between 16 and 4096."""
+        """Per listener: an eighth of the open-files limit, between 16 and 2048."""
         return cls(max_connections=max(16, min(MAX_CONNECTIONS_CAP, limit // 8)))

@@ -34,6 +34,7 @@ from .connection import ConnectionHandler
 from .fdlimits import Descriptors
 from .hoststats import Host
 from .limits import Limits
+from .memtrim import MemoryTrim
 from .stats import SummaryProvider
 from .wire import ASGIApp
 
@@ -104,6 +105,7 @@ async def serve_socket(
     limits: Limits | None = None,
     descriptors: Descriptors | None = None,
     name: str = "",
+    memory: MemoryTrim | None = None,
 ) -> None:
     """Serve ``app`` on ``sock`` until cancelled (``name`` is how log lines call it)."""
     descriptors = descriptors or Descriptors.for_process()
@@ -115,6 +117,7 @@ async def serve_socket(
         name=name or _address(sock),
         max_connections=limits.max_connections,
         descriptors=descriptors,
+        memory=memory,
     )
     async with listener:
         await loop.run()
@@ -142,6 +145,7 @@ async def serve(
     host = host or Host()
     descriptors = descriptors or Descriptors.for_process()
     limits = limits or Limits.for_descriptors(descriptors.limit())
+    memory = MemoryTrim()
     sockets: list[socket.socket] = []
 
     def listen(address: str, port: int) -> socket.socket:
@@ -193,6 +197,7 @@ async def serve(
     addresses: dict[str, str] = {}
     async with trio.open_nursery() as nursery:
         await nursery.start(log_check.run)
+        nursery.start_soon(memory.run)
         if config.enable_server:
             main_app = app(auth_required=True)
             cert = serving_cert(
@@ -209,20 +214,22 @@ async def serve(
             )
             sock = listen(config.address, config.port)
             addresses["main"] = _address(sock)
-            nursery.start_soon(serve_socket, main_app, sock, context, limits, descriptors, "main")
+            nursery.start_soon(
+                serve_socket, main_app, sock, context, limits, descriptors, "main", memory
+            )
             log.info("Starting to listen on %s (TLS)", addresses["main"])
         if config.healthz_port > 0:
             sock = listen(config.healthz_bind_address, config.healthz_port)
             addresses["healthz"] = _address(sock)
             nursery.start_soon(
-                serve_socket, HealthzApp(), sock, None, limits, descriptors, "healthz"
+                serve_socket, HealthzApp(), sock, None, limits, descriptors, "healthz", memory
             )
         if config.read_only_port > 0:
             sock = listen(config.address, config.read_only_port)
             addresses["read_only"] = _address(sock)
             nursery.start_soon(
                 serve_socket, app(auth_required=False), sock, None, limits, descriptors,
-                "read-only",
+                "read-only", memory,
             )  # fmt: skip
             log.info("Starting to listen read-only on %s", addresses["read_only"])
         task_status.started(Addresses(**addresses))

@@ -26,6 +26,7 @@ from kubelet.server.app import HealthzApp
 from kubelet.server.asgi import Receive, Scope, Send
 from kubelet.server.fdlimits import Descriptors, default_reserve, raise_open_files_limit
 from kubelet.server.limits import Limits
+from kubelet.server.memtrim import MemoryTrim
 from kubelet.server.serve import bind, serve_socket
 from kubelet.testing.h2client import H2Client
 
@@ -318,8 +319,8 @@ def test_reserve_is_a_share_of_the_limit() -> None:
 
 def test_connection_bound_is_a_share_of_the_limit() -> None:
     assert Limits.for_descriptors(1024).max_connections == 128
-    assert Limits.for_descriptors(20000).max_connections == 2500
-    assert Limits.for_descriptors(1 << 20).max_connections == 4096
+    assert Limits.for_descriptors(8000).max_connections == 1000
+    assert Limits.for_descriptors(1 << 20).max_connections == 2048
     assert Limits.for_descriptors(64).max_connections == 16
 
 
@@ -405,3 +406,40 @@ async def test_http2_reset_stops_the_stream(autojump_clock: trio.testing.MockClo
             await stopped.wait()
         response = await client.request("GET", "/healthz")  # the connection goes on
         assert response.status == 200
+
+
+# -- memory after a burst ------------------------------------------------------------------
+
+
+async def test_heap_trimmed_after_a_burst_of_connections(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    trims: list[tuple[float, int]] = []
+    memory = MemoryTrim(
+        burst=32,
+        trim=lambda: trims.append((trio.current_time(), memory.open)),
+        collect=lambda: None,
+    )
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(memory.run)
+        for _ in range(10):  # little traffic: never
+            memory.opened()
+            memory.closed()
+        await trio.sleep(10)
+        assert trims == []
+        t0 = trio.current_time()
+        for _ in range(200):  # a burst: once it is over, once
+            memory.opened()
+        await trio.sleep(5)
+        assert trims == []  # still busy
+        for _ in range(200):
+            memory.closed()
+        await trio.sleep(10)
+        assert [(round(t - t0), n) for t, n in trims] == [(6, 0)]
+        for _ in range(100):  # one at a time, as garbage TLS comes
+            memory.opened()
+            memory.closed()
+            await trio.sleep(0.01)
+        await trio.sleep(10)
+        assert len(trims) == 2
+        nursery.cancel_scope.cancel()
