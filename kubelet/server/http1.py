@@ -151,6 +151,8 @@ class Http1Connection:
 
     def _scope(self, head: h11.Request, takeover: Any | None) -> Scope:
         target = head.target
+        if target[:1] != b"/" and b"://" in target[:8]:  # absolute-form, as proxies send
+            target = b"/" + target.split(b"://", 1)[1].partition(b"/")[2]
         path, _, query = target.partition(b"?")
         scope = dict(self.base_scope)
         scope.update(

@@ -8,6 +8,7 @@ waits on time.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import resource
@@ -443,3 +444,42 @@ async def test_heap_trimmed_after_a_burst_of_connections(
         await trio.sleep(10)
         assert len(trims) == 2
         nursery.cancel_scope.cancel()
+
+
+async def test_absolute_form_request_target(autojump_clock: trio.testing.MockClock) -> None:
+    async with served() as port:
+        stream = await connect(port)
+        await stream.send_all(b"GET http://node:10248/healthz HTTP/1.1\r\nHost: node\r\n\r\n")
+        data = b""
+        while not data.endswith(b"ok"):
+            data += await stream.receive_some(65536)
+        assert data.startswith(b"HTTP/1.1 200 ")
+
+
+async def test_header_bytes_up_to_one_mebibyte(autojump_clock: trio.testing.MockClock) -> None:
+    async def ask(extra: int, head: bytes = b"") -> bytes:
+        stream = await connect(port)
+        head = head or b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * extra + b"\r\n\r\n"
+        with contextlib.suppress(trio.BrokenResourceError):
+            await stream.send_all(head)
+        data = b""
+        with contextlib.suppress(trio.BrokenResourceError):
+            while chunk := await stream.receive_some(65536):
+                data += chunk
+                if data.endswith(b"ok"):
+                    break
+        await stream.aclose()
+        return data
+
+    async with served() as port:
+        assert (await ask(1000 * 1024)).startswith(b"HTTP/1.1 200 ")
+        refused = await ask(1100 * 1024)
+        assert refused.startswith(b"HTTP/1.1 431 Request Header Fields Too Large\r\n")
+        assert refused.endswith(b"\r\n\r\n431 Request Header Fields Too Large")
+        garbage = await ask(0, b"\x16\x03\x01 not HTTP at all\r\n\r\n")
+        assert garbage.startswith(b"HTTP/1.1 400 Bad Request\r\n")
+        client = await H2Client.connect("127.0.0.1", port)
+        encode = client.conn.encoder.encode  # hpack's Huffman coder is quadratic: plain
+        client.conn.encoder.encode = lambda headers, huffman=True: encode(headers, huffman=False)
+        r = await client.request("GET", "/healthz", headers=[("x-big", "a" * (1000 * 1024))])
+        assert (r.status, r.body) == (200, b"ok")
