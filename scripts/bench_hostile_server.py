@@ -2,6 +2,7 @@
 """Hostile clients against a running kubelet's servers (issue 12), /healthz watched throughout.
 
     .venv/bin/python scripts/bench_hostile_server.py [--nofile 4096] [--flood N] [--quick]
+                                                     [--rounds N] [--inputs a,b]
 
 Starts FakeRuntime (a process) and a standalone kubelet process on ephemeral ports: the
 main server over TLS with anonymous requests refused, the read-only and healthz ports,
@@ -407,7 +408,11 @@ async def run(args: argparse.Namespace) -> None:
             ("idle_flood", lambda: idle_flood(target, flood)),
             ("slowloris", lambda: slowloris(target, 50 if args.quick else 200)),
             ("tls_garbage", lambda: tls_garbage(target)),
-        ] * args.rounds
+        ]
+        if args.inputs:
+            wanted = args.inputs.split(",")
+            inputs = [(n, d) for n, d in inputs if n in wanted]
+        inputs *= args.rounds
         lines: list[tuple[str, str]] = []
         async with trio.open_nursery() as nursery:
             nursery.start_soon(watch_healthz, target, availability)
@@ -429,7 +434,7 @@ async def run(args: argparse.Namespace) -> None:
         if availability.down_since is not None:
             availability.sample(time.monotonic(), True)
         survived = target.alive()
-        after = await running_containers(target.endpoint) if survived else {}
+        after = await running_containers(target.endpoint)
         disturbed = sum(1 for cid in before if cid not in after)
         rss1, fds1 = (target.rss(), target.fds()) if survived else (0.0, 0)
         paused = target.log_lines("accept paused")
@@ -464,6 +469,7 @@ def main() -> None:
     parser.add_argument("--flood", type=int, help="idle connections (default nofile + 1000)")
     parser.add_argument("--quick", action="store_true", help="fewer slowloris connections")
     parser.add_argument("--rounds", type=int, default=1, help="run the inputs this many times")
+    parser.add_argument("--inputs", help="comma-separated subset of the inputs, in their order")
     trio.run(run, parser.parse_args())
 
 

@@ -483,3 +483,27 @@ async def test_header_bytes_up_to_one_mebibyte(autojump_clock: trio.testing.Mock
         client.conn.encoder.encode = lambda headers, huffman=True: encode(headers, huffman=False)
         r = await client.request("GET", "/healthz", headers=[("x-big", "a" * (1000 * 1024))])
         assert (r.status, r.body) == (200, b"ok")
+
+
+async def test_handler_failure_is_a_500_and_the_connection_goes_on(
+    autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["path"] == "/boom":
+            raise ValueError("handler bug")
+        if scope["path"] == "/half":
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            await send({"type": "http.response.body", "body": b"par", "more_body": True})
+            raise ValueError("handler bug mid-body")
+        await HealthzApp()(scope, receive, send)
+
+    async with served(app) as port:
+        client = await H2Client.connect("127.0.0.1", port)
+        assert (await client.request("GET", "/boom")).status == 500
+        half = await client.request("GET", "/half")
+        assert (half.status, half.body, half.reset_code) == (200, b"par", 2)  # INTERNAL_ERROR
+        assert (await client.request("GET", "/healthz")).body == b"ok"
+        stream = await connect(port)
+        assert await get(stream, "/boom") == (500, b"")
+    failures = [r for r in caplog.records if r.getMessage() == "request handler failed"]
+    assert len(failures) == 3
