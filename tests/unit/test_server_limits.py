@@ -331,8 +331,8 @@ def test_connection_bound_is_a_share_of_the_limit() -> None:
 def echo_upgrade_app() -> Callable[[Scope, Receive, Send], Any]:
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         takeover = scope["extensions"].get("kubelet.takeover")
-        if takeover is None:
-            body = b"no takeover offered"
+        if takeover is None or scope["path"] == "/refuse":
+            body = b"no takeover" if takeover is None else b"refused"
             await send({"type": "http.response.start", "status": 200,
                         "headers": [(b"content-length", str(len(body)).encode())]})  # fmt: skip
             await send({"type": "http.response.body", "body": body})
@@ -351,7 +351,15 @@ async def test_upgrade_requests_can_take_over_the_raw_stream(
 ) -> None:
     async with served(echo_upgrade_app()) as port:
         plain = await connect(port)
-        assert await get(plain, "/x") == (200, b"no takeover offered")
+        assert await get(plain, "/x") == (200, b"no takeover")
+        # an upgrade the handler answers itself (a 401, say): the connection stays HTTP/1.1
+        await plain.send_all(b"GET /refuse HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\n"
+                             b"Upgrade: echo\r\n\r\n")  # fmt: skip
+        answer = b""
+        while not answer.endswith(b"refused"):
+            answer += await plain.receive_some(65536)
+        assert answer.startswith(b"HTTP/1.1 200 ")
+        assert await get(plain, "/x") == (200, b"no takeover")
         stream = await connect(port)
         head = (
             b"GET /exec/ns/pod/c HTTP/1.1\r\nHost: x\r\n"
