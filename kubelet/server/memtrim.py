@@ -5,7 +5,7 @@ exception, traceback and frames, with the SSL object and buffers they hold, in r
 cycles that only the cyclic collector frees, and its full collections are rare in a
 process this size; what is freed then stays in glibc's heap (reusable, but counted in
 RSS). Measured on a bare server, 500 garbage TLS connections at a time: 53 → 98 MiB after
-three rounds, and 53 → 55 MiB with a collection after each. So once ``burst``
+three rounds, and 53 → 58 MiB over eight with a collection after each. So once ``burst``
 connections were served since the last time, the task waits ``delay`` for the burst to end
 (the open connections down to an eighth of their peak), then runs ``gc.collect()`` and
 glibc's ``malloc_trim(0)``. That pauses the event loop for tens of milliseconds, at most
