@@ -88,6 +88,7 @@ from kubelet.runtime.sysctls import SysctlAllowlist, kernel_version
 from kubelet.runtime.userns import FEATURE_GATE as USERNS_GATE
 from kubelet.runtime.userns import UserNamespaces
 from kubelet.runtime.view import RuntimeView, pod_from_runtime
+from kubelet.server.fdlimits import raise_open_files_limit
 from kubelet.server.serve import serve
 from kubelet.sources.apiserver import ApiSource
 from kubelet.sources.file import FileSource
@@ -769,7 +770,8 @@ def run(options: Options) -> int:
     with a message naming the file and field.
     """
     setup_klog(options.config.logging)
-    for noisy in ("httpx", "httpcore", "hpack", "h2", "hypercorn.access"):
+    raise_open_files_limit()
+    for noisy in ("httpx", "httpcore", "hpack", "h2"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     log_settings_warnings(options)
     apply_oom_score_adj(options.config.oom_score_adj)

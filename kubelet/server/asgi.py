@@ -30,7 +30,7 @@ peer_certificate: contextvars.ContextVar[bytes | None] = contextvars.ContextVar(
 )
 """The verified TLS client certificate (DER) of the connection being served.
 
-Set by the server's connection handler before hypercorn serves the connection; every
+Set by the server's connection handler before it serves the connection; every
 request task of that connection inherits it (trio copies the context at spawn).
 """
 

@@ -1,9 +1,9 @@
 """The server nursery: the TLS port, the healthz port, the optional read-only port.
 
-Each server is hypercorn's HTTP/1.1 + HTTP/2 protocol on a trio listener we own, so the
-connection handler can hand the verified TLS client certificate to the request (a
-context variable every request task of the connection inherits); hypercorn's own worker
-does not expose it. Cancelling the nursery closes every server and connection.
+Each server is our own HTTP/1.1 + HTTP/2 server (h11 and h2; ``connection.py``) behind a
+bounded accept loop (``accept.py``), serving an ASGI app. The servers share one view of
+the process's free descriptors and leave a reserve of them to the rest of the kubelet
+(``fdlimits.py``). Cancelling the nursery closes every server and connection.
 
 Ports as configured (``port``, ``healthzPort`` on ``healthzBindAddress``,
 ``readOnlyPort``; 0 disables the latter two), or ephemeral ones for tests; the bound
@@ -17,32 +17,28 @@ import ipaddress
 import logging
 import socket
 import ssl
-from collections.abc import Awaitable, Callable
-from typing import Any
 
 import attrs
 import trio
-from hypercorn.config import Config as HypercornConfig
-from hypercorn.trio.tcp_server import TCPServer
-from hypercorn.trio.worker_context import WorkerContext
-from hypercorn.typing import ConnectionState
-from hypercorn.utils import wrap_app
 
 from kubelet.config import Options
 from kubelet.metrics import KubeletMetrics
 
 from . import healthz
+from .accept import AcceptLoop
 from .app import HealthzApp, KubeletApp
-from .asgi import Receive, Scope, Send, peer_certificate
 from .auth import build_auth
 from .backend import KubeletBackend, ReviewClient
 from .certs import serving_cert
+from .connection import ConnectionHandler
+from .fdlimits import Descriptors
 from .hoststats import Host
+from .limits import Limits
+from .memtrim import MemoryTrim
 from .stats import SummaryProvider
+from .wire import ASGIApp
 
 log = logging.getLogger(__name__)
-
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 TLS_VERSIONS = {
     "VersionTLS10": ssl.TLSVersion.TLSv1,
@@ -102,42 +98,29 @@ def _address(sock: socket.socket) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-def hypercorn_config() -> HypercornConfig:
-    config = HypercornConfig()
-    config.errorlog = logging.getLogger("kubelet.server.http")
-    config.accesslog = None
-    config.include_server_header = False
-    config.keep_alive_timeout = 90.0  # upstream's IdleTimeout
-    return config
-
-
 async def serve_socket(
     app: ASGIApp,
     sock: socket.socket,
     ssl_context: ssl.SSLContext | None,
-    config: HypercornConfig | None = None,
+    limits: Limits | None = None,
+    descriptors: Descriptors | None = None,
+    name: str = "",
+    memory: MemoryTrim | None = None,
 ) -> None:
-    """Serve ``app`` on ``sock`` until cancelled."""
-    config = config or hypercorn_config()
-    wrapped = wrap_app(app, config.wsgi_max_body_size, "asgi")  # type: ignore[arg-type]
-    context = WorkerContext(None)
-    listener: trio.abc.Listener[Any] = trio.SocketListener(trio.socket.from_stdlib_socket(sock))
-    if ssl_context is not None:
-        listener = trio.SSLListener(listener, ssl_context, https_compatible=True)
-
-    async def connection(stream: Any) -> None:
-        if isinstance(stream, trio.SSLStream):
-            try:
-                with trio.fail_after(config.ssl_handshake_timeout):
-                    await stream.do_handshake()
-            except (trio.BrokenResourceError, trio.TooSlowError) as exc:
-                log.debug("TLS handshake failed: %r", exc)
-                await trio.aclose_forcefully(stream)
-                return
-            peer_certificate.set(stream.getpeercert(binary_form=True))
-        await TCPServer(wrapped, config, context, ConnectionState({}), stream).run()
-
-    await trio.serve_listeners(connection, [listener])
+    """Serve ``app`` on ``sock`` until cancelled (``name`` is how log lines call it)."""
+    descriptors = descriptors or Descriptors.for_process()
+    limits = limits or Limits.for_descriptors(descriptors.limit())
+    listener = trio.SocketListener(trio.socket.from_stdlib_socket(sock))
+    loop = AcceptLoop(
+        listener,
+        ConnectionHandler(app, ssl_context, limits),
+        name=name or _address(sock),
+        max_connections=limits.max_connections,
+        descriptors=descriptors,
+        memory=memory,
+    )
+    async with listener:
+        await loop.run()
 
 
 async def serve(
@@ -148,15 +131,21 @@ async def serve(
     metrics: KubeletMetrics | None = None,
     ephemeral_ports: bool = False,
     host: Host | None = None,
+    limits: Limits | None = None,
+    descriptors: Descriptors | None = None,
     task_status: trio.TaskStatus[Addresses] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run the kubelet's servers until cancelled.
 
     Raises ``auth.AuthConfigError`` at once when the configured webhook authentication
-    or authorization has no ``reviews`` client, as upstream refuses to start.
+    or authorization has no ``reviews`` client, as upstream refuses to start. ``limits``
+    (per listener) and ``descriptors`` default to shares of the open-files limit.
     """
     config = options.config
     host = host or Host()
+    descriptors = descriptors or Descriptors.for_process()
+    limits = limits or Limits.for_descriptors(descriptors.limit())
+    memory = MemoryTrim()
     sockets: list[socket.socket] = []
 
     def listen(address: str, port: int) -> socket.socket:
@@ -208,6 +197,7 @@ async def serve(
     addresses: dict[str, str] = {}
     async with trio.open_nursery() as nursery:
         await nursery.start(log_check.run)
+        nursery.start_soon(memory.run)
         if config.enable_server:
             main_app = app(auth_required=True)
             cert = serving_cert(
@@ -224,15 +214,22 @@ async def serve(
             )
             sock = listen(config.address, config.port)
             addresses["main"] = _address(sock)
-            nursery.start_soon(serve_socket, main_app, sock, context)
+            nursery.start_soon(
+                serve_socket, main_app, sock, context, limits, descriptors, "main", memory
+            )
             log.info("Starting to listen on %s (TLS)", addresses["main"])
         if config.healthz_port > 0:
             sock = listen(config.healthz_bind_address, config.healthz_port)
             addresses["healthz"] = _address(sock)
-            nursery.start_soon(serve_socket, HealthzApp(), sock, None)
+            nursery.start_soon(
+                serve_socket, HealthzApp(), sock, None, limits, descriptors, "healthz", memory
+            )
         if config.read_only_port > 0:
             sock = listen(config.address, config.read_only_port)
             addresses["read_only"] = _address(sock)
-            nursery.start_soon(serve_socket, app(auth_required=False), sock, None)
+            nursery.start_soon(
+                serve_socket, app(auth_required=False), sock, None, limits, descriptors,
+                "read-only", memory,
+            )  # fmt: skip
             log.info("Starting to listen read-only on %s", addresses["read_only"])
         task_status.started(Addresses(**addresses))

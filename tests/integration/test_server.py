@@ -2,7 +2,7 @@
 
 Real sockets on 127.0.0.1 with ephemeral ports, the real httpx client, FakeRuntime
 in-process for the CRI side, a fake ReviewClient standing in for the API server. Real
-clock (hypercorn's timers and real network I/O do not mix with autojump).
+clock: real TLS and HTTP/2 over loopback sockets, as clients see them.
 """
 
 from __future__ import annotations

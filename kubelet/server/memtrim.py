@@ -1,0 +1,77 @@
+"""Hand the memory of a burst of connections back to the system once the burst is over.
+
+A connection that fails (a TLS handshake on garbage, a client that vanished) leaves its
+exception, traceback and frames, with the SSL object and buffers they hold, in reference
+cycles that only the cyclic collector frees, and its full collections are rare in a
+process this size; what is freed then stays in glibc's heap (reusable, but counted in
+RSS). Measured on a bare server, 500 garbage TLS connections at a time: 53 → 98 MiB after
+three rounds, and 53 → 58 MiB over eight with a collection after each. So once ``burst``
+connections were served since the last time, the task waits ``delay`` for the burst to end
+(the open connections down to an eighth of their peak), then runs ``gc.collect()`` and
+glibc's ``malloc_trim(0)``. That pauses the event loop for tens of milliseconds, at most
+once per ``delay``; nothing wakes while no connections come.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import gc
+from collections.abc import Callable
+
+import attrs
+import trio
+
+from kubelet.logs import get_logger
+
+log = get_logger(__name__)
+
+
+def _glibc_trim() -> Callable[[], object] | None:
+    name = ctypes.util.find_library("c")
+    if not name:
+        return None
+    try:
+        trim = ctypes.CDLL(name).malloc_trim
+    except (OSError, AttributeError):
+        return None
+    return lambda: trim(0)
+
+
+@attrs.define
+class MemoryTrim:
+    """Counts the servers' connections; ``run`` frees their garbage after a burst."""
+
+    burst: int = 32
+    delay: float = 1.0
+    trim: Callable[[], object] | None = attrs.field(factory=_glibc_trim)
+    collect: Callable[[], object] = gc.collect
+    open: int = 0
+    peak: int = 0
+    served: int = 0
+    trims: int = 0
+    _due: trio.Event = attrs.field(factory=trio.Event)
+
+    def opened(self) -> None:
+        self.open += 1
+        self.served += 1
+        self.peak = max(self.peak, self.open)
+
+    def closed(self) -> None:
+        self.open -= 1
+        if self.served >= self.burst:
+            self._due.set()
+
+    async def run(self) -> None:
+        """Until cancelled: a collection and a trim after each burst of connections."""
+        while True:
+            await self._due.wait()
+            await trio.sleep(self.delay)
+            if self.open > self.peak // 8:
+                continue  # still busy: look again later
+            self.peak, self.served, self._due = self.open, 0, trio.Event()
+            self.collect()
+            if self.trim is not None:
+                self.trim()
+            self.trims += 1
+            log.v(4).info("heap trimmed after a burst of connections")
