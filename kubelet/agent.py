@@ -88,7 +88,7 @@ from kubelet.runtime.sysctls import SysctlAllowlist, kernel_version
 from kubelet.runtime.userns import FEATURE_GATE as USERNS_GATE
 from kubelet.runtime.userns import UserNamespaces
 from kubelet.runtime.view import RuntimeView, pod_from_runtime
-from kubelet.server.fdlimits import raise_open_files_limit
+from kubelet.server.fdlimits import apply_open_files_limit
 from kubelet.server.serve import serve
 from kubelet.sources.apiserver import ApiSource
 from kubelet.sources.file import FileSource
@@ -770,7 +770,7 @@ def run(options: Options) -> int:
     with a message naming the file and field.
     """
     setup_klog(options.config.logging)
-    raise_open_files_limit()
+    apply_open_files_limit(options.config.max_open_files)
     for noisy in ("httpx", "httpcore", "hpack", "h2"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     log_settings_warnings(options)

@@ -211,6 +211,13 @@ FLAGS: tuple[FlagSpec, ...] = (
     ),
     _cfg("max-pods", "maxPods", "Most pods this kubelet runs.", fv.int32, metavar="N"),
     _cfg(
+        "max-open-files",
+        "maxOpenFiles",
+        "The open-files limit (soft and hard) the kubelet sets for itself at start.",
+        fv.int64,
+        metavar="N",
+    ),
+    _cfg(
         "pod-max-pids",
         "podPidsLimit",
         "Most processes per pod; -1 leaves it to the node's allocatable PIDs.",

@@ -260,6 +260,7 @@ class KubeletConfiguration:
 
     # Process
     oom_score_adj: int = -999
+    max_open_files: int = 1000000
     feature_gates: Mapping[str, bool] = attrs.field(factory=dict)
     logging: LoggingConfiguration = attrs.field(factory=LoggingConfiguration)
     crash_loop_back_off: CrashLoopBackOffConfig = attrs.field(factory=CrashLoopBackOffConfig)

@@ -239,11 +239,7 @@ SETTINGS: Mapping[str, Support] = {
     "podCIDR": missing("the pod CIDR is not passed to the runtime", _falsy),
     "cpuCFSQuota": missing("CPU limits are always enforced with CFS quota", _is(True)),
     "cpuCFSQuotaPeriod": missing("the CFS period is always 100ms", _is("100ms")),
-    "maxOpenFiles": missing(
-        "RLIMIT_NOFILE is not set to this value",
-        _never,
-        "the open-file limit (maxOpenFiles)",
-    ),
+    "maxOpenFiles": ok("RLIMIT_NOFILE set at start; a refusal is logged, as upstream"),
     "contentType": missing("the API server is always spoken to in JSON"),
     "podsPerCore": missing("pods per core are not limited", _is(0)),
     "enableControllerAttachDetach": partial(

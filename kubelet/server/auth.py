@@ -37,6 +37,8 @@ log = logging.getLogger(__name__)
 
 ANONYMOUS_USER = "system:anonymous"
 UNAUTHENTICATED_GROUP = "system:unauthenticated"
+FINE_GRAINED_AUTHZ = "KubeletFineGrainedAuthz"
+"""The feature gate of the nodes/pods, nodes/healthz, nodes/configz subresources."""
 AUTHENTICATED_GROUP = "system:authenticated"
 
 _VERBS = {"POST": "create", "GET": "get", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
@@ -323,12 +325,13 @@ def build_auth(
     node_name: str,
     reviews: ReviewClient | None,
     *,
+    fine_grained: bool = True,
     clock: Callable[[], float] = trio.current_time,
 ) -> KubeletAuth:
     """The filter for ``config.authentication``/``authorization``.
 
     Raises ``AuthConfigError`` as upstream does when a webhook is configured without an
-    API client to call it.
+    API client to call it. ``fine_grained``: the KubeletFineGrainedAuthz gate.
     """
     authn, authz = config.authentication, config.authorization
     if authn.webhook.enabled and reviews is None:
@@ -337,7 +340,6 @@ def build_auth(
         raise AuthConfigError("no client provided, cannot use webhook authorization")
     if authz.mode not in ("AlwaysAllow", "Webhook"):
         raise AuthConfigError(f"unknown authorization mode {authz.mode!r}")
-    fine_grained = config.feature_gates.get("KubeletFineGrainedAuthz", True)
     return KubeletAuth(
         authenticator=Authenticator(
             anonymous=authn.anonymous.enabled,

@@ -49,6 +49,26 @@ def raise_open_files_limit(
     return hard
 
 
+def apply_open_files_limit(
+    max_open_files: int,
+    getrlimit: GetLimit = resource.getrlimit,
+    setrlimit: SetLimit = resource.setrlimit,
+) -> int:
+    """What upstream's kubelet does at start: Go's runtime raises the soft limit to the
+    hard one, then ``maxOpenFiles`` (default 1000000) becomes both limits. Raising the
+    hard limit needs CAP_SYS_RESOURCE; a refusal is logged as an error and start-up goes
+    on with the raised soft limit, as upstream. Returns the soft limit in force."""
+    soft = raise_open_files_limit(getrlimit, setrlimit)
+    if max_open_files <= 0:
+        return soft
+    try:
+        setrlimit(resource.RLIMIT_NOFILE, (max_open_files, max_open_files))
+    except (OSError, ValueError) as exc:
+        log.error("Failed to set rlimit on max file handles", err=str(exc), limit=max_open_files)
+        return soft
+    return max_open_files
+
+
 def soft_limit() -> int:
     """The soft ``RLIMIT_NOFILE`` now (an infinite one counts as ``fs.nr_open``'s default)."""
     soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]

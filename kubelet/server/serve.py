@@ -27,7 +27,7 @@ from kubelet.metrics import KubeletMetrics
 from . import healthz
 from .accept import AcceptLoop
 from .app import HealthzApp, KubeletApp
-from .auth import build_auth
+from .auth import FINE_GRAINED_AUTHZ, build_auth
 from .backend import KubeletBackend, ReviewClient
 from .certs import serving_cert
 from .connection import ConnectionHandler
@@ -187,7 +187,16 @@ async def serve(
             options.node_name,
             stats,
             checks,
-            auth=build_auth(config, options.node_name, reviews) if auth_required else None,
+            auth=(
+                build_auth(
+                    config,
+                    options.node_name,
+                    reviews,
+                    fine_grained=options.features.enabled(FINE_GRAINED_AUTHZ),
+                )
+                if auth_required
+                else None
+            ),
             debugging=config.enable_debugging_handlers and auth_required,
             metrics=metrics,
             root_dir=options.root_dir,

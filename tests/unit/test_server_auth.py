@@ -210,5 +210,5 @@ def test_build_auth_needs_a_client_for_webhooks() -> None:
         build_auth(no_token_webhook, "n", None)
     allow = attrs.evolve(no_token_webhook, authorization=KubeletAuthorization(mode="AlwaysAllow"))
     assert build_auth(allow, "n", None).authorizer.mode == "AlwaysAllow"
-    gate_off = attrs.evolve(allow, feature_gates={"KubeletFineGrainedAuthz": False})
-    assert not build_auth(gate_off, "n", None).fine_grained
+    assert build_auth(allow, "n", None).fine_grained
+    assert not build_auth(allow, "n", None, fine_grained=False).fine_grained

@@ -25,7 +25,12 @@ from kubelet.logs.fields import record_fields
 from kubelet.server.accept import AcceptLoop
 from kubelet.server.app import HealthzApp
 from kubelet.server.asgi import Receive, Scope, Send
-from kubelet.server.fdlimits import Descriptors, default_reserve, raise_open_files_limit
+from kubelet.server.fdlimits import (
+    Descriptors,
+    apply_open_files_limit,
+    default_reserve,
+    raise_open_files_limit,
+)
 from kubelet.server.limits import Limits
 from kubelet.server.memtrim import MemoryTrim
 from kubelet.server.serve import bind, serve_socket
@@ -306,6 +311,36 @@ def test_open_files_limit_refused_or_already_raised() -> None:
     untouched: list[Any] = []
     assert raise_open_files_limit(lambda _: (4096, 4096), lambda *a: untouched.append(a)) == 4096
     assert untouched == []
+
+
+class _Limits:
+    """RLIMIT_NOFILE as a process without CAP_SYS_RESOURCE sees it."""
+
+    def __init__(self, soft: int, hard: int, may_raise_hard: bool) -> None:
+        self.soft, self.hard, self.may_raise_hard = soft, hard, may_raise_hard
+
+    def get(self, which: int) -> tuple[int, int]:
+        return (self.soft, self.hard)
+
+    def set(self, which: int, limits: tuple[int, int]) -> None:
+        if limits[1] > self.hard and not self.may_raise_hard:
+            raise ValueError("not allowed to raise maximum limit")
+        self.soft, self.hard = limits
+
+
+def test_max_open_files_becomes_both_limits_as_upstream() -> None:
+    limits = _Limits(1024, 1 << 20, may_raise_hard=False)
+    assert apply_open_files_limit(1000000, limits.get, limits.set) == 1000000
+    assert (limits.soft, limits.hard) == (1000000, 1000000)
+
+
+def test_max_open_files_refused_keeps_the_raised_soft_limit(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    limits = _Limits(1024, 20000, may_raise_hard=False)
+    assert apply_open_files_limit(1000000, limits.get, limits.set) == 20000
+    assert (limits.soft, limits.hard) == (20000, 20000)
+    assert any("Failed to set rlimit on max file handles" in r.getMessage() for r in caplog.records)
 
 
 def test_reserve_is_a_share_of_the_limit() -> None:
