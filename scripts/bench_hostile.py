@@ -1,30 +1,34 @@
 #!/usr/bin/env python3
-"""Hostile clients against a running kubelet's servers (issue 12), /healthz watched throughout.
+"""Hostile input against a running kubelet (issue 12), /healthz watched throughout.
 
-    .venv/bin/python scripts/bench_hostile_server.py [--nofile 4096] [--flood N] [--quick]
-                                                     [--rounds N] [--inputs a,b]
+    .venv/bin/python scripts/bench_hostile.py [--nofile 4096] [--flood N] [--quick]
+                                              [--rounds N] [--inputs a,b]
 
 Starts FakeRuntime (a process) and a standalone kubelet process on ephemeral ports: the
 main server over TLS with anonymous requests refused, the read-only and healthz ports,
-five static pods, and an open-files limit of ``--nofile`` (hard and soft, set in the child
-before it executes, so the flood can go past it without 20,000 sockets here). Then, one
-function per input, in turn:
+five static pods from a manifest directory and one from a manifest URL (served here, on
+loopback), and an open-files limit of ``--nofile`` (hard and soft, set in the child before
+it executes, so the flood can go past it without 20,000 sockets here). Then, one function
+per input, in turn:
 
 - ``http2_large_bodies``: 100 KiB HTTP/2 POSTs to the main (TLS, 401) and read-only
   (prior knowledge, 405) servers, each followed by a GET on the same connection;
 - ``idle_flood``: ``--flood`` idle connections to the read-only port (beyond the limit),
   held while a new static pod is written and started;
 - ``slowloris``: connections sending their request headers one byte a second;
-- ``tls_garbage``: connections sending random bytes to the TLS port.
+- ``tls_garbage``: connections sending random bytes to the TLS port;
+- ``manifest_fifos``: a FIFO and a symlink to a FIFO in the manifest directory, then a
+  new ordinary manifest, which must start;
+- ``huge_manifest``: a manifest near the 10 MiB limit made of tiny maps, then a new
+  ordinary manifest, which must start;
+- ``url_trickle`` / ``url_endless``: the manifest URL sends one byte a second, or a body
+  without end, for a while (the URL's pod must keep running), then recovers.
 
 /healthz (127.0.0.1, a new connection each time, as a prober does) is polled every 50 ms.
 Printed: the time /healthz was unavailable (a poll with no ``200 ok`` within 1 s, until the
 next success; goal ≤ 1 s), whether the kubelet survived, pods disturbed (running
 containers replaced or stopped), RSS and descriptors of the kubelet before and after
 (goal: RSS back within 20 %), and one line per input.
-
-Other hostile inputs (manifest FIFOs, slow URL sources) are meant to join as further
-functions of the same shape: ``async def name(target: Target) -> str``.
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ from bench_kubelet import BUSYBOX, fake_process, memory
 
 from kubelet.cri import api, connect
 from kubelet.testing.h2client import H2Client
+from kubelet.testing.hostile import ManifestServer, make_fifo, many_maps_manifest, serve_manifests
 
 KIB = 1024
 
@@ -80,6 +85,7 @@ class Target:
     root: Path
     endpoint: str
     nofile: int
+    url: str
     main: int = attrs.field(factory=free_port)
     read_only: int = attrs.field(factory=free_port)
     healthz: int = attrs.field(factory=free_port)
@@ -126,6 +132,8 @@ class Target:
             "--read-only-port", str(self.read_only),
             "--healthz-bind-address", "127.0.0.1",
             "--healthz-port", str(self.healthz),
+            "--manifest-url", self.url,
+            "--http-check-frequency", "2s",
         ]  # fmt: skip
         nofile = self.nofile
 
@@ -342,6 +350,55 @@ async def tls_garbage(target: Target, count: int = 500) -> str:
     return f"{closed}/{count} closed by the server within 10 s"
 
 
+async def new_pod_starts(target: Target, name: str, timeout: float = 20.0) -> str:
+    """Write an ordinary manifest and time it to running: the source was not held up."""
+    (target.manifests / f"{name}.yaml").write_text(manifest(name))
+    took = await wait_running(target, f"{name}-hostile", timeout)
+    return f"then a new pod ran after {took:.2f} s" if took is not None else "NEW POD NEVER RAN"
+
+
+async def manifest_fifos(target: Target) -> str:
+    beside = target.root / "outside.fifo"
+    if not beside.exists():
+        make_fifo(beside)
+    fifo = target.manifests / "fifo.yaml"
+    link = target.manifests / "fifo-link.yaml"
+    for path in (fifo, link):
+        path.unlink(missing_ok=True)
+    make_fifo(fifo)
+    link.symlink_to(beside)
+    result = await new_pod_starts(target, f"after-fifo-{time.monotonic_ns() % 10**6}")
+    skipped = target.log_lines("fifo.yaml skipped") + target.log_lines("fifo-link.yaml skipped")
+    return f"FIFO and symlink to a FIFO written; {result}; 'skipped' lines {skipped}"
+
+
+async def huge_manifest(target: Target) -> str:
+    big = target.manifests / "many-maps.yaml"
+    big.write_bytes(many_maps_manifest())
+    result = await new_pod_starts(target, f"after-huge-{time.monotonic_ns() % 10**6}")
+    refused = target.log_lines("many-maps.yaml")
+    big.unlink()
+    return f"near-10 MiB manifest of tiny maps written; {result}; log lines naming it {refused}"
+
+
+async def url_pod_containers(target: Target) -> set[str]:
+    running = await running_containers(target.endpoint)
+    return {cid for cid, pod in running.items() if pod == "url-pod-hostile"}
+
+
+async def url_misbehaves(target: Target, server: ManifestServer, mode: str, hold: float) -> str:
+    """The manifest URL misbehaves for ``hold`` seconds; its pod must keep running."""
+    before = await url_pod_containers(target)
+    requests = server.requests
+    server.mode = mode
+    await trio.sleep(hold)
+    server.mode = "ok"
+    await trio.sleep(3)
+    after = await url_pod_containers(target)
+    kept = "kept running" if before and before == after else "DISTURBED"
+    return f"{mode} for {hold:.0f} s ({server.requests - requests} requests): the URL's pod {kept}"
+
+
 async def warm_up(target: Target) -> None:
     """One ordinary request of each kind, so that the RSS baseline is a kubelet that has
     served TLS, HTTP/2 and HTTP/1.1 once (their code and OpenSSL's tables loaded)."""
@@ -375,12 +432,12 @@ async def wait_running(target: Target, pod: str, timeout: float) -> float | None
 
 
 @contextlib.asynccontextmanager
-async def kubelet(nofile: int) -> AsyncIterator[Target]:
+async def kubelet(nofile: int, url: str) -> AsyncIterator[Target]:
     with tempfile.TemporaryDirectory(prefix="hostile-", dir="/tmp") as tmp:
         root = Path(tmp)
         endpoint = f"unix://{root / 'cri.sock'}"
         async with fake_process(endpoint):
-            target = Target(root, endpoint, nofile)
+            target = Target(root, endpoint, nofile, url)
             try:
                 await target.start()
                 yield target
@@ -394,52 +451,64 @@ async def run(args: argparse.Namespace) -> None:
     flood = args.flood or args.nofile + 1000
     if flood + 200 > hard:
         raise SystemExit(f"--flood {flood} needs more descriptors than this process has ({hard})")
-    async with trio_asyncio.open_loop(), kubelet(args.nofile) as target:
-        with trio.fail_after(30):
-            while len(await running_containers(target.endpoint)) < 5:
-                await trio.sleep(0.1)
-        before = await running_containers(target.endpoint)
-        await warm_up(target)
-        await trio.sleep(2)
-        rss0, fds0 = target.rss(), target.fds()
-        availability = Availability()
-        inputs: list[tuple[str, Callable[[], Awaitable[str]]]] = [
-            ("http2_large_bodies", lambda: http2_large_bodies(target)),
-            ("idle_flood", lambda: idle_flood(target, flood)),
-            ("slowloris", lambda: slowloris(target, 50 if args.quick else 200)),
-            ("tls_garbage", lambda: tls_garbage(target)),
-        ]
-        if args.inputs:
-            wanted = args.inputs.split(",")
-            inputs = [(n, d) for n, d in inputs if n in wanted]
-        inputs *= args.rounds
-        lines: list[tuple[str, str]] = []
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(watch_healthz, target, availability)
-            for name, drive in inputs:
-                t0 = time.monotonic()
-                try:
-                    summary = await drive()
-                except Exception as exc:  # an input's own failure is a result too
-                    summary = f"input failed: {exc!r}"
-                if not target.alive():
-                    lines.append((name, f"{summary} [kubelet gone]"))
-                    break
-                rss = target.rss()
-                lines.append(
-                    (name, f"{summary} [{time.monotonic() - t0:.1f} s, RSS {rss:.1f} MiB]")
-                )
-            await trio.sleep(5)  # settle: connections closed, memory returned
-            nursery.cancel_scope.cancel()
-        if availability.down_since is not None:
-            availability.sample(time.monotonic(), True)
-        survived = target.alive()
-        after = await running_containers(target.endpoint)
-        disturbed = sum(1 for cid in before if cid not in after)
-        rss1, fds1 = (target.rss(), target.fds()) if survived else (0.0, 0)
-        paused = target.log_lines("accept paused")
-        limited = target.log_lines("connection limit reached")
-        failed = target.log_lines("connection failed")
+    server = ManifestServer(body=manifest("url-pod").encode())
+    async with trio_asyncio.open_loop(), trio.open_nursery() as serving:
+        url = await serving.start(serve_manifests, server)
+        async with kubelet(args.nofile, url) as target:
+            await measure(args, target, server, flood)
+        serving.cancel_scope.cancel()
+
+
+async def measure(
+    args: argparse.Namespace, target: Target, server: ManifestServer, flood: int
+) -> None:
+    with trio.fail_after(30):
+        while len(await running_containers(target.endpoint)) < 6:
+            await trio.sleep(0.1)
+    before = await running_containers(target.endpoint)
+    await warm_up(target)
+    await trio.sleep(2)
+    rss0, fds0 = target.rss(), target.fds()
+    availability = Availability()
+    inputs: list[tuple[str, Callable[[], Awaitable[str]]]] = [
+        ("http2_large_bodies", lambda: http2_large_bodies(target)),
+        ("idle_flood", lambda: idle_flood(target, flood)),
+        ("slowloris", lambda: slowloris(target, 50 if args.quick else 200)),
+        ("tls_garbage", lambda: tls_garbage(target)),
+        ("manifest_fifos", lambda: manifest_fifos(target)),
+        ("huge_manifest", lambda: huge_manifest(target)),
+        ("url_trickle", lambda: url_misbehaves(target, server, "trickle", 15)),
+        ("url_endless", lambda: url_misbehaves(target, server, "endless", 6)),
+    ]
+    if args.inputs:
+        wanted = args.inputs.split(",")
+        inputs = [(n, d) for n, d in inputs if n in wanted]
+    inputs *= args.rounds
+    lines: list[tuple[str, str]] = []
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(watch_healthz, target, availability)
+        for name, drive in inputs:
+            t0 = time.monotonic()
+            try:
+                summary = await drive()
+            except Exception as exc:  # an input's own failure is a result too
+                summary = f"input failed: {exc!r}"
+            if not target.alive():
+                lines.append((name, f"{summary} [kubelet gone]"))
+                break
+            rss = target.rss()
+            lines.append((name, f"{summary} [{time.monotonic() - t0:.1f} s, RSS {rss:.1f} MiB]"))
+        await trio.sleep(5)  # settle: connections closed, memory returned
+        nursery.cancel_scope.cancel()
+    if availability.down_since is not None:
+        availability.sample(time.monotonic(), True)
+    survived = target.alive()
+    after = await running_containers(target.endpoint)
+    disturbed = sum(1 for cid in before if cid not in after)
+    rss1, fds1 = (target.rss(), target.fds()) if survived else (0.0, 0)
+    paused = target.log_lines("accept paused")
+    limited = target.log_lines("connection limit reached")
+    failed = target.log_lines("connection failed")
     print(f"kubelet open-files limit {args.nofile}, flood {flood} connections")
     width = max(len(n) for n, _ in lines)
     for name, summary in lines:
