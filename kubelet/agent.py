@@ -49,7 +49,11 @@ from kubelet.config import ConfigError, Options
 from kubelet.config.startup import apply_oom_score_adj, log_settings_warnings
 from kubelet.cri import CriError, ImageClient, RuntimeClient, connect
 from kubelet.debug.console import claim_socket_path, serve_console
-from kubelet.events import NORMAL, WARNING, EventRecorder, node_ref, pod_ref
+from kubelet.decisions.backoff import IMAGE_PULL_INITIAL, IMAGE_PULL_MAX, Backoff, crash_loop_limits
+from kubelet.decisions.security import apparmor_host_error
+from kubelet.decisions.sysctls import SysctlAllowlist, kernel_version
+from kubelet.env.services import service_env
+from kubelet.events.recorder import NORMAL, WARNING, EventRecorder, node_ref, pod_ref
 from kubelet.logs.setup import setup_logging as setup_klog
 from kubelet.metrics import KubeletMetrics
 from kubelet.node.facts import FactGatherer
@@ -58,6 +62,9 @@ from kubelet.node.machine import MachineInfo, read_machine_info
 from kubelet.node.registration import default_labels, initial_node, register
 from kubelet.node.status import node_status
 from kubelet.node.statusloop import NodeStatusReporter, now_rfc3339
+from kubelet.pleg.cache import PodCache
+from kubelet.pleg.generator import EVENT_CHANNEL_CAPACITY, Pleg, PodLifecycleEvent
+from kubelet.pleg.view import RuntimeView, pod_from_runtime
 from kubelet.pods.admission import AdmissionFacts, Rejection
 from kubelet.pods.manager import PodManager
 from kubelet.pods.mirror import MirrorClient
@@ -65,29 +72,17 @@ from kubelet.pods.syncer import ClusterLink, KubeletPodSyncer
 from kubelet.pods.syncloop import Housekeeper, OrphanPod, SyncLoop
 from kubelet.pods.workers import PodWorkers
 from kubelet.prober.manager import ProberManager
-from kubelet.runtime.backoff import (
-    IMAGE_PULL_INITIAL,
-    IMAGE_PULL_MAX,
-    Backoff,
-    crash_loop_limits,
-)
-from kubelet.runtime.cache import PodCache
 from kubelet.runtime.credentials.node import NodeCredentials
 from kubelet.runtime.credentials.pullrecords import FEATURE_GATE as ENSURE_SECRET_PULLED_IMAGES
 from kubelet.runtime.credentials.pullrecords import pull_records
 from kubelet.runtime.images import ImageManager
 from kubelet.runtime.isolation import PodIsolation
 from kubelet.runtime.logrotate import ContainerLogManager
-from kubelet.runtime.pleg import EVENT_CHANNEL_CAPACITY, Pleg, PodLifecycleEvent
-from kubelet.runtime.podsync import DnsSettings, PodRuntime
+from kubelet.runtime.podruntime import DnsSettings, PodRuntime
 from kubelet.runtime.runtimeclass import RuntimeClasses
 from kubelet.runtime.runtimeinfo import RuntimeInfo
-from kubelet.runtime.security import apparmor_host_error
-from kubelet.runtime.serviceenv import service_env
-from kubelet.runtime.sysctls import SysctlAllowlist, kernel_version
 from kubelet.runtime.userns import FEATURE_GATE as USERNS_GATE
 from kubelet.runtime.userns import UserNamespaces
-from kubelet.runtime.view import RuntimeView, pod_from_runtime
 from kubelet.server.fdlimits import apply_open_files_limit
 from kubelet.server.serve import serve
 from kubelet.sources.apiserver import ApiSource
@@ -371,7 +366,7 @@ class Kubelet:
 
     async def run_once(self) -> int:
         """``--runonce``: sync the static pods until running or finished, print, return."""
-        from kubelet.runonce import run_once
+        from kubelet.pods.runonce import run_once
 
         async with self._runtime() as (runtime, images):
             parts = self._build(runtime, images, None)

@@ -12,8 +12,8 @@ import trio
 from kubelet.api.client import EVENTS, LEASES, ApiClient, PatchType
 from kubelet.api.errors import ApiError, NotFound
 from kubelet.api.watch import ListWatch, UidStore, reflect
+from kubelet.env.variables import CREATE_CONTAINER_CONFIG_ERROR, EnvError
 from kubelet.runtime.credentials import PullSecret, SecretUnavailable
-from kubelet.runtime.env import CREATE_CONTAINER_CONFIG_ERROR, EnvError
 from kubelet.server.backend import TokenReviewResult
 
 

@@ -25,7 +25,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from kubelet.api.pod import Pod
-from kubelet.runtime.types import ContainerRunState, RuntimePodStatus, SandboxState
+from kubelet.cri.types import ContainerRunState, RuntimePodStatus, SandboxState
 
 DEF_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 """Prometheus' default buckets (Go ``prometheus.DefBuckets``)."""

@@ -12,8 +12,8 @@ import trio
 import trio_asyncio
 
 from kubelet.cri import CriError, connect
-from kubelet.runtime.types import ContainerRunState, RuntimePodStatus
-from kubelet.runtime.view import RuntimeView
+from kubelet.cri.types import ContainerRunState, RuntimePodStatus
+from kubelet.pleg.view import RuntimeView
 from kubelet.tables import age, table
 
 

@@ -42,11 +42,12 @@ from kubelet.api.pod import (
     TCPSocketAction,
 )
 from kubelet.cri import api, connect
+from kubelet.cri.convert import container_info_from_cri, sandbox_info_from_cri
+from kubelet.cri.types import RuntimePodStatus
+from kubelet.handlers.outcome import ProbeOutcome, ProbeResult, ProbeTarget
 from kubelet.prober.manager import ProberManager
 from kubelet.prober.prober import ActionProber
-from kubelet.prober.probes import ProbeKind, ProbeOutcome, ProbeResult, ProbeTarget
-from kubelet.runtime.configs import container_info_from_cri, sandbox_info_from_cri
-from kubelet.runtime.types import RuntimePodStatus
+from kubelet.prober.probes import ProbeKind
 
 PERIOD = 10
 

@@ -36,8 +36,7 @@ import attrs
 import httpx
 import trio
 
-from kubelet.node.machine import go_arch
-from kubelet.version import KUBERNETES_VERSION
+from kubelet.version import KUBERNETES_VERSION, go_arch
 
 from .converter import from_wire, to_wire
 from .errors import (

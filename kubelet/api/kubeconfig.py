@@ -29,7 +29,7 @@ from cryptography import x509
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 
-from kubelet.config.errors import ConfigError, Problem
+from kubelet.errors import ConfigError, Problem
 
 __all__ = [
     "ClusterConnection",

@@ -445,3 +445,8 @@ class PodList:
     api_version: str = "v1"
     kind: str = "PodList"
     items: tuple[Pod, ...] = ()
+
+
+def format_pod(pod: Pod) -> str:
+    """``name_namespace(uid)``: how upstream names a pod in messages."""
+    return f"{pod.metadata.name}_{pod.metadata.namespace}({pod.uid})"

@@ -4,8 +4,9 @@
 ``Options`` out, or ``ConfigError`` naming the file, field or flag that is wrong.
 """
 
+from kubelet.errors import ConfigError, Problem
+
 from .duration import format_duration, parse_duration
-from .errors import ConfigError, Problem
 from .flags import FLAGS, ParsedFlags, build_parser, parse_flags
 from .kubeletconfig import (
     DEFAULT_EVICTION_HARD,

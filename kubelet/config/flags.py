@@ -14,9 +14,10 @@ from typing import Any
 
 import attrs
 
+from kubelet.errors import ConfigError, Problem
+
 from . import flagvalues as fv
 from .duration import format_duration
-from .errors import ConfigError, Problem
 from .fields import get_by_wire_path
 from .kubeletconfig import KubeletConfiguration
 from .support import NOT_IMPLEMENTED, PARTIAL, SETTINGS

@@ -14,7 +14,8 @@ from typing import Any
 import attrs
 import yaml
 
-from .errors import ConfigError, Problem
+from kubelet.errors import ConfigError, Problem
+
 from .fields import get_by_wire_path, set_by_wire_path
 from .kubeletconfig import (
     API_VERSIONS,

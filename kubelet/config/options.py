@@ -15,7 +15,8 @@ from typing import Any
 
 import attrs
 
-from .errors import ConfigError, Problem
+from kubelet.errors import ConfigError, Problem
+
 from .features import DEFAULT_GATES, FeatureGates, GateError, ResolvedGates, resolve_gates
 from .fields import get_by_wire_path, set_by_wire_path
 from .flags import (

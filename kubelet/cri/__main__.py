@@ -21,7 +21,7 @@ import attrs
 import trio
 import trio_asyncio
 
-from kubelet.runtime import labels
+from kubelet.cri import labels
 from kubelet.tables import age, table
 
 from . import ImageClient, NotFound, RuntimeClient, api, connect

@@ -14,25 +14,7 @@ from pathlib import Path
 
 import attrs
 
-_GO_ARCH = {
-    "x86_64": "amd64",
-    "amd64": "amd64",
-    "aarch64": "arm64",
-    "arm64": "arm64",
-    "armv7l": "arm",
-    "armv6l": "arm",
-    "i686": "386",
-    "i386": "386",
-    "ppc64le": "ppc64le",
-    "s390x": "s390x",
-    "riscv64": "riscv64",
-}
-
-
-def go_arch(machine: str | None = None) -> str:
-    """The machine's architecture as Go (and so Kubernetes) names it: ``amd64``, ``arm64``."""
-    name = machine if machine is not None else platform.machine()
-    return _GO_ARCH.get(name, name)
+from kubelet.version import go_arch
 
 
 @attrs.frozen(kw_only=True)

@@ -21,7 +21,7 @@ from kubelet.api.client import NODES, ApiClient, PatchType
 from kubelet.api.errors import ApiError
 from kubelet.api.node import Node, NodeStatus
 from kubelet.api.patch import node_status_patch
-from kubelet.events import NORMAL, EventRecorder, node_ref
+from kubelet.events.recorder import NORMAL, EventRecorder, node_ref
 
 from .status import NodeFacts, differs_beyond_heartbeats, is_ready, node_status
 

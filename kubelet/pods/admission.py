@@ -19,9 +19,9 @@ from collections.abc import Callable, Sequence
 import attrs
 
 from kubelet.api.pod import Pod
-from kubelet.runtime import sysctls as sysctl_admission
-from kubelet.runtime.security import APPARMOR_REASON, apparmor_admission_error
-from kubelet.runtime.sysctls import SysctlAllowlist
+from kubelet.decisions import sysctls as sysctl_admission
+from kubelet.decisions.security import APPARMOR_REASON, apparmor_admission_error
+from kubelet.decisions.sysctls import SysctlAllowlist
 
 __all__ = [
     "OUT_OF_PODS",

@@ -21,7 +21,7 @@ from kubelet.api.client import PODS, ApiClient
 from kubelet.api.errors import AlreadyExists, ApiError, NotFound
 from kubelet.api.meta import ObjectMeta, OwnerReference
 from kubelet.api.pod import Pod, PodStatus
-from kubelet.runtime.labels import CONFIG_HASH, CONFIG_MIRROR, CONFIG_SEEN, CONFIG_SOURCE
+from kubelet.cri.labels import CONFIG_HASH, CONFIG_MIRROR, CONFIG_SEEN, CONFIG_SOURCE
 
 log = logging.getLogger(__name__)
 

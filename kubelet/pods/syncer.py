@@ -18,15 +18,15 @@ import trio
 
 from kubelet.api.errors import ApiError
 from kubelet.api.pod import Pod, PodStatus
+from kubelet.cri.types import RuntimePodStatus
+from kubelet.decisions.qos import is_restartable_init_container, pod_qos
 from kubelet.metrics import KubeletMetrics
+from kubelet.pleg.cache import PodCache
 from kubelet.prober.manager import ProberManager
-from kubelet.runtime.cache import PodCache
-from kubelet.runtime.phase import is_terminal_phase
-from kubelet.runtime.podsync import PodRuntime, all_gone, still_running
-from kubelet.runtime.qos import is_restartable_init_container, pod_qos
-from kubelet.runtime.types import RuntimePodStatus
+from kubelet.runtime.podruntime import PodRuntime, all_gone, still_running
 from kubelet.status.generate import generate_pod_status
 from kubelet.status.manager import StatusManager
+from kubelet.status.phase import is_terminal_phase
 from kubelet.status.terminal import terminated_status
 
 from .admission import Rejection, rejection_message

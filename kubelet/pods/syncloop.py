@@ -21,9 +21,9 @@ import attrs
 import trio
 
 from kubelet.api.pod import Pod
-from kubelet.runtime.phase import is_terminal_phase
-from kubelet.runtime.pleg import EventType, PodLifecycleEvent
+from kubelet.pleg.generator import EventType, PodLifecycleEvent
 from kubelet.sources.podconfig import PodOperation, PodUpdate
+from kubelet.status.phase import is_terminal_phase
 
 from .admission import AdmissionFacts, Rejection, admit
 from .manager import PodManager

@@ -22,7 +22,7 @@ import attrs
 import trio
 
 from kubelet.api.pod import Pod
-from kubelet.runtime.phase import is_terminal_phase
+from kubelet.status.phase import is_terminal_phase
 
 log = logging.getLogger(__name__)
 

@@ -7,16 +7,11 @@ the CRI, HTTP GET, TCP, gRPC health). See the modules' docstrings.
 
 from __future__ import annotations
 
+from kubelet.handlers.outcome import ProbeError, ProbeOutcome, ProbeResult, ProbeTarget
+
 from .manager import ProberManager, ProbeStatus, WorkerSummary
 from .metrics import ProberMetrics
-from .probes import (
-    ContainerEventSink,
-    ProbeError,
-    ProbeOutcome,
-    Prober,
-    ProbeResult,
-    ProbeTarget,
-)
+from .probes import ContainerEventSink, Prober
 from .results import ProbeKind, Result, ResultsManager, ResultUpdate
 from .worker import ProbeKey, ProbeWorker
 

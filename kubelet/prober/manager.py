@@ -32,10 +32,10 @@ import trio
 from prometheus_client import CollectorRegistry
 
 from kubelet.api.pod import Container, Pod
-from kubelet.runtime.types import ContainerInfo, ContainerRunState, RuntimePodStatus
+from kubelet.cri.types import ContainerInfo, ContainerRunState, RuntimePodStatus
+from kubelet.handlers.exec import ExecRunner
+from kubelet.handlers.http import HttpGetter
 
-from .exec import ExecRunner
-from .http import HttpGetter
 from .metrics import ProberMetrics
 from .prober import ActionProber
 from .probes import ContainerEventSink, Prober

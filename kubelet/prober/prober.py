@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from kubelet.api.pod import Probe
+from kubelet.api.pod import Probe, format_pod
+from kubelet.handlers import exec as exec_probe
+from kubelet.handlers import grpc as grpc_probe
+from kubelet.handlers import http as http_probe
+from kubelet.handlers import tcp as tcp_probe
+from kubelet.handlers.outcome import ProbeError, ProbeOutcome, ProbeTarget
 
-from . import exec as exec_probe
-from . import grpc as grpc_probe
-from . import http as http_probe
-from . import tcp as tcp_probe
-from .probes import ProbeError, ProbeOutcome, ProbeTarget, format_pod
 from .results import ProbeKind
 
 __all__ = ["ActionProber"]

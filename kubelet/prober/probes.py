@@ -13,14 +13,13 @@ with the ``Prober`` signature.
 
 from __future__ import annotations
 
-import enum
-import json
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 import attrs
 
-from kubelet.api.pod import Container, Pod, Probe
+from kubelet.api.pod import Pod, Probe
+from kubelet.handlers.outcome import ProbeError, ProbeOutcome, ProbeResult, ProbeTarget
 
 from .results import ProbeKind, Result
 
@@ -34,9 +33,6 @@ __all__ = [
     "ProbeTarget",
     "ProbeVerdict",
     "Prober",
-    "format_pod",
-    "go_duration",
-    "go_quote",
     "run_probe",
     "verdict_of",
 ]
@@ -46,35 +42,6 @@ MAX_PROBE_RETRIES = 3
 
 EVENT_UNHEALTHY = "Unhealthy"
 EVENT_PROBE_WARNING = "ProbeWarning"
-
-
-class ProbeResult(enum.Enum):
-    """What one probe attempt said (upstream's ``probe.Result``; values as it prints them)."""
-
-    SUCCESS = "success"
-    WARNING = "warning"
-    FAILURE = "failure"
-    UNKNOWN = "unknown"
-
-
-@attrs.frozen
-class ProbeOutcome:
-    result: ProbeResult
-    output: str = ""
-
-
-class ProbeError(Exception):
-    """The probe could not be carried out; its result is unknown, not a failure."""
-
-
-@attrs.frozen
-class ProbeTarget:
-    """Everything a prober needs to reach one container instance."""
-
-    pod: Pod
-    container: Container
-    container_id: str
-    pod_ip: str
 
 
 class Prober(Protocol):
@@ -151,24 +118,3 @@ def verdict_of(kind: ProbeKind, outcome: ProbeOutcome, error: ProbeError | None)
 
 
 # -- upstream's text forms ------------------------------------------------------------------
-
-
-def format_pod(pod: Pod) -> str:
-    """``name_namespace(uid)``: how upstream names a pod in messages."""
-    return f"{pod.metadata.name}_{pod.metadata.namespace}({pod.uid})"
-
-
-def go_quote(text: str) -> str:
-    """A double-quoted string as Go's ``%q`` writes it (close enough for messages)."""
-    return json.dumps(text, ensure_ascii=False)
-
-
-def go_duration(seconds: float) -> str:
-    """A whole-second duration as Go prints ``time.Duration`` (``1s``, ``1m30s``)."""
-    whole = int(seconds)
-    if whole != seconds or whole < 60:
-        return f"{seconds:g}s"
-    minutes, secs = divmod(whole, 60)
-    hours, minutes = divmod(minutes, 60)
-    text = f"{hours}h" if hours else ""
-    return f"{text}{minutes}m{secs}s"

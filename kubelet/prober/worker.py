@@ -55,16 +55,11 @@ import attrs
 import trio
 
 from kubelet.api.pod import Container, Pod, Probe
-from kubelet.runtime.types import ContainerInfo, ContainerRunState, RuntimePodStatus
+from kubelet.cri.types import ContainerInfo, ContainerRunState, RuntimePodStatus
+from kubelet.handlers.outcome import ProbeTarget
 
 from .metrics import ProberMetrics
-from .probes import (
-    ContainerEventSink,
-    Prober,
-    ProbeTarget,
-    ProbeVerdict,
-    run_probe,
-)
+from .probes import ContainerEventSink, Prober, ProbeVerdict, run_probe
 from .results import ProbeKind, Result, ResultsManager
 
 __all__ = [

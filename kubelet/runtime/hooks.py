@@ -20,22 +20,23 @@ import logging
 
 import trio
 
-from kubelet.api.pod import Container, LifecycleHandler, Pod
+from kubelet.api.pod import Container, LifecycleHandler, Pod, format_pod
 from kubelet.cri.errors import CriError
-from kubelet.prober.exec import (
+from kubelet.goformat import go_quote
+from kubelet.handlers.exec import (
     CommandExited,
     CommandTimedOut,
     ExecRunner,
     cri_error_text,
     run_in_container,
 )
-from kubelet.prober.http import (
+from kubelet.handlers.http import (
     HTTP_RESPONSE_TO_HTTPS_CLIENT,
     HttpGetError,
     HttpGetter,
     build_request,
 )
-from kubelet.prober.probes import ProbeError, format_pod, go_quote
+from kubelet.handlers.outcome import ProbeError
 
 __all__ = [
     "EVENT_FAILED_POST_START_HOOK",

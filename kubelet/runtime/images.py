@@ -31,9 +31,10 @@ import trio
 
 from kubelet.api.pod import Container, Pod
 from kubelet.cri import CriError, ImageClient, ImagePullFailed, api
-from kubelet.events import NORMAL, WARNING, EventRecorder, ObjectRef, pod_ref
+from kubelet.cri.imageref import split_reference
+from kubelet.decisions.backoff import Backoff, image_pull_key
+from kubelet.events.recorder import NORMAL, WARNING, EventRecorder, ObjectRef, pod_ref
 
-from .backoff import Backoff, image_pull_key
 from .credentials import (
     MalformedPullSecret,
     PullCredential,
@@ -46,7 +47,6 @@ from .credentials import (
 )
 from .credentials.node import NodeCredentials
 from .credentials.pullrecords import PullRecords
-from .imageref import split_reference
 
 log = logging.getLogger(__name__)
 

@@ -19,10 +19,9 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 
 from kubelet.api.converter import to_wire
 from kubelet.config import KubeletConfiguration, encode
-from kubelet.cri import CriError, api
+from kubelet.cri import CriError, api, labels
 from kubelet.logs import get_logger
 from kubelet.metrics import KubeletMetrics
-from kubelet.runtime import labels
 
 from . import healthz
 from .asgi import (

@@ -20,8 +20,8 @@ import trio
 
 from kubelet.api.pod import Pod
 from kubelet.cri import CriError, RuntimeClient, api
-from kubelet.runtime.types import ContainerInfo, ContainerRunState
-from kubelet.runtime.view import RuntimeView
+from kubelet.cri.types import ContainerInfo, ContainerRunState
+from kubelet.pleg.view import RuntimeView
 
 from .asgi import Request, Response, StreamResponse, Write, text
 from .backend import KubeletBackend

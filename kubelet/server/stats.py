@@ -21,8 +21,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from kubelet.cri import CriError, ImageClient, RuntimeClient, Unimplemented, api
-from kubelet.runtime import labels
+from kubelet.cri import CriError, ImageClient, RuntimeClient, Unimplemented, api, labels
 
 from .hoststats import CpuSample, FsSample, Host, MemorySample, files_usage, filesystem
 

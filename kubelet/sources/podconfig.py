@@ -24,7 +24,7 @@ import attrs
 import trio
 
 from kubelet.api.pod import Pod
-from kubelet.runtime import labels
+from kubelet.cri import labels
 
 log = logging.getLogger(__name__)
 FILE_SOURCE = "file"

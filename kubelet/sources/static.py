@@ -32,7 +32,7 @@ from kubelet.api.pod import (
     Probe,
     Toleration,
 )
-from kubelet.runtime import imageref, labels
+from kubelet.cri import imageref, labels
 
 from .errors import ManifestError
 from .limits import (

@@ -14,8 +14,10 @@ from collections.abc import Collection, Mapping, Sequence
 import attrs
 
 from kubelet.api.pod import ContainerStatus, Pod, PodCondition, PodIP, PodStatus
-from kubelet.runtime.actions import sandbox_changed
-from kubelet.runtime.phase import (
+from kubelet.cri.types import RuntimePodStatus
+from kubelet.decisions.actions import sandbox_changed
+from kubelet.decisions.qos import is_restartable_init_container, pod_qos
+from kubelet.status.phase import (
     FAILED,
     SUCCEEDED,
     convert_container_statuses,
@@ -24,8 +26,6 @@ from kubelet.runtime.phase import (
     has_any_regular_container_started,
     resolve_phase,
 )
-from kubelet.runtime.qos import is_restartable_init_container, pod_qos
-from kubelet.runtime.types import RuntimePodStatus
 
 READY_TO_START = "PodReadyToStartContainers"
 INITIALIZED = "Initialized"

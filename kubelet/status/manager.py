@@ -26,7 +26,7 @@ from kubelet.api.errors import ApiError, Conflict, NotFound
 from kubelet.api.patch import pod_status_patch
 from kubelet.api.pod import Pod, PodStatus
 from kubelet.pods.mirror import is_static
-from kubelet.runtime.phase import resolve_phase
+from kubelet.status.phase import resolve_phase
 
 log = logging.getLogger(__name__)
 

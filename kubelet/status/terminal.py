@@ -22,8 +22,8 @@ from kubelet.api.pod import (
     Pod,
     PodStatus,
 )
-from kubelet.runtime.phase import CONTAINER_STATUS_UNKNOWN, FAILED, is_terminal_phase
-from kubelet.runtime.qos import is_static_pod
+from kubelet.decisions.qos import is_static_pod
+from kubelet.status.phase import CONTAINER_STATUS_UNKNOWN, FAILED, is_terminal_phase
 
 __all__ = ["MSG_NOT_LOCATED", "terminated_status"]
 

@@ -98,8 +98,8 @@ from grpclib.server import Server
 from kubelet.cri import api
 from kubelet.cri.codec import LimitedProtoCodec
 from kubelet.cri.endpoint import socket_path
+from kubelet.cri.imageref import normalize, split_reference
 from kubelet.cri.logformat import STDOUT, format_line
-from kubelet.runtime.imageref import normalize, split_reference
 
 from .faults import FaultPlan
 

@@ -32,7 +32,7 @@ import attrs
 
 from kubelet.api.pod import Container, Pod, Volume, VolumeMount
 from kubelet.cri import api
-from kubelet.runtime.env import EnvLookup
+from kubelet.env.variables import EnvLookup
 
 from .atomic import write_atomic
 from .dirs import VOLUME_DIR_MODE, ensure_exact_dir, make_pod_data_dirs, mkdir_all

@@ -15,7 +15,7 @@ import attrs
 
 from kubelet.api.converter import wire_name
 from kubelet.api.pod import ObjectFieldSelector, Pod, Quantity, ResourceFieldSelector, Volume
-from kubelet.runtime.env import EnvError, EnvLookup, pod_field_value, resource_field_value
+from kubelet.env.variables import EnvError, EnvLookup, pod_field_value, resource_field_value
 
 from .hostpath import VolumeError
 

@@ -28,7 +28,7 @@ import os
 import stat
 from collections.abc import Iterator, Mapping
 
-from kubelet.runtime.configs import expand_env
+from kubelet.env.expand import expand_env
 
 from .dirs import SUBPATH_DIR_MODE, SUBPATH_FILE_MODE, mkdir_all
 from .mounts import bind_fd, is_mount_point, mounts_under, unmount

@@ -18,9 +18,8 @@ import httpx
 import pytest
 import trio
 
-from kubelet.cri import ImageClient, RuntimeClient, api
+from kubelet.cri import ImageClient, RuntimeClient, api, labels
 from kubelet.cri.__main__ import cleanup
-from kubelet.runtime import labels
 
 from .cluster import Processes
 from .test_kubelet_containerd import BUSYBOX, KubeletProcess

@@ -14,8 +14,7 @@ import httpx
 import pytest
 import trio
 
-from kubelet.cri import ImageClient, RuntimeClient, api
-from kubelet.runtime import labels
+from kubelet.cri import ImageClient, RuntimeClient, api, labels
 
 from .cluster import Processes
 from .test_kubelet_containerd import KubeletProcess, kubelet  # noqa: F401 - the fixture

@@ -19,9 +19,8 @@ import httpx
 import pytest
 import trio
 
-from kubelet.cri import ImageClient, RuntimeClient, api
+from kubelet.cri import ImageClient, RuntimeClient, api, labels
 from kubelet.cri.__main__ import cleanup
-from kubelet.runtime import labels
 from kubelet.volumes.mounts import mounts_under
 
 from .cluster import Processes

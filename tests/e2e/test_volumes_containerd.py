@@ -9,8 +9,7 @@ import httpx
 import pytest
 import trio
 
-from kubelet.cri import ImageClient, RuntimeClient
-from kubelet.runtime import labels
+from kubelet.cri import ImageClient, RuntimeClient, labels
 
 from .cluster import Processes
 

@@ -57,7 +57,7 @@ async def test_service_account_tokens_rotate_at_80_percent(
 
 async def test_env_lookup_reads_each_object_once_and_maps_errors() -> None:
     from kubelet.cluster import ApiEnvLookup
-    from kubelet.runtime.env import CREATE_CONTAINER_CONFIG_ERROR, EnvError
+    from kubelet.env.variables import CREATE_CONTAINER_CONFIG_ERROR, EnvError
 
     api = FakeApiServer()
     api.create(

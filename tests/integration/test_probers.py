@@ -38,20 +38,20 @@ from kubelet.api.pod import (
     TCPSocketAction,
 )
 from kubelet.cri import ImageClient, RuntimeClient
-from kubelet.prober import ProbeError, ProbeKind, ProbeResult, ProberManager, Result
-from kubelet.prober import grpc as grpc_probe
-from kubelet.prober import tcp as tcp_probe
-from kubelet.prober.http import HttpGetter
-from kubelet.prober.prober import ActionProber
-from kubelet.prober.probes import ProbeOutcome, ProbeTarget
-from kubelet.runtime.hooks import run_handler
-from kubelet.runtime.types import (
+from kubelet.cri.types import (
     ContainerInfo,
     ContainerRunState,
     RuntimePodStatus,
     SandboxInfo,
     SandboxState,
 )
+from kubelet.handlers import grpc as grpc_probe
+from kubelet.handlers import tcp as tcp_probe
+from kubelet.handlers.http import HttpGetter
+from kubelet.handlers.outcome import ProbeOutcome, ProbeTarget
+from kubelet.prober import ProbeError, ProbeKind, ProbeResult, ProberManager, Result
+from kubelet.prober.prober import ActionProber
+from kubelet.runtime.hooks import run_handler
 from kubelet.testing import FakeRuntime
 from kubelet.testing.certs import TestCA
 from kubelet.testing.fakeruntime import ExecResult

@@ -7,22 +7,22 @@ import pytest
 
 from kubelet.api.meta import ObjectMeta
 from kubelet.api.pod import Container, ExecAction, Pod, PodSpec, Probe
-from kubelet.runtime.actions import (
-    ContainerToKill,
-    PodActions,
-    compute_pod_actions,
-    sandbox_changed,
-    should_container_be_restarted,
-)
-from kubelet.runtime.grace import KillReason
-from kubelet.runtime.hash import hash_container
-from kubelet.runtime.types import (
+from kubelet.cri.types import (
     ContainerInfo,
     ContainerRunState,
     RuntimePodStatus,
     SandboxInfo,
     SandboxState,
 )
+from kubelet.decisions.actions import (
+    ContainerToKill,
+    PodActions,
+    compute_pod_actions,
+    sandbox_changed,
+    should_container_be_restarted,
+)
+from kubelet.decisions.grace import KillReason
+from kubelet.decisions.hash import hash_container
 
 RUNNING = ContainerRunState.RUNNING
 EXITED = ContainerRunState.EXITED

@@ -14,8 +14,8 @@ from kubelet.api.pod import (
     PodStatus,
     SecurityContext,
 )
+from kubelet.decisions.sysctls import SysctlAllowlist
 from kubelet.pods.admission import AdmissionFacts, Rejection, admit, rejection_message
-from kubelet.runtime.sysctls import SysctlAllowlist
 
 NO_APPARMOR = "AppArmor is not enabled on the host"
 

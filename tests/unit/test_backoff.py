@@ -6,7 +6,8 @@ import pytest
 
 from kubelet.api.meta import ObjectMeta
 from kubelet.api.pod import Container, Pod, PodSpec
-from kubelet.runtime.backoff import (
+from kubelet.cri.types import ContainerInfo, ContainerRunState, RuntimePodStatus
+from kubelet.decisions.backoff import (
     CRASH_LOOP_INITIAL,
     CRASH_LOOP_MAX,
     IMAGE_PULL_INITIAL,
@@ -19,8 +20,7 @@ from kubelet.runtime.backoff import (
     format_duration,
     image_pull_key,
 )
-from kubelet.runtime.hash import hash_container
-from kubelet.runtime.types import ContainerInfo, ContainerRunState, RuntimePodStatus
+from kubelet.decisions.hash import hash_container
 
 START = 1_700_000_000.0  # wall-clock seconds: crash loops compare with container finish times
 

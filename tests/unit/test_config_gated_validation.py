@@ -8,7 +8,7 @@ import attrs
 from kubelet.config import KubeletConfiguration, validate
 from kubelet.config.features import resolve_gates
 from kubelet.config.kubeletconfig import CrashLoopBackOffConfig
-from kubelet.runtime.backoff import crash_loop_limits
+from kubelet.decisions.backoff import crash_loop_limits
 
 BASE = KubeletConfiguration()
 

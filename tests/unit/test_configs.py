@@ -28,28 +28,27 @@ from kubelet.api.pod import (
     SecurityContext,
 )
 from kubelet.cri import api
-from kubelet.runtime.configs import (
+from kubelet.cri.convert import container_info_from_cri, sandbox_info_from_cri
+from kubelet.cri.types import ContainerInfo, ContainerRunState, RuntimePodStatus, SandboxState
+from kubelet.decisions.criconfig import (
     DEFAULT_MASKED_PATHS,
     container_annotations,
     container_config,
-    container_info_from_cri,
     container_labels,
     container_log_path,
-    expand_env,
     linux_container_resources,
     milli_cpu_to_quota,
     milli_cpu_to_shares,
     namespace_options,
     next_restart_count,
     pod_cgroup_parent,
-    pod_hostname,
     pod_log_directory,
     sandbox_config,
-    sandbox_info_from_cri,
     sandbox_labels,
 )
-from kubelet.runtime.hash import hash_container
-from kubelet.runtime.types import ContainerInfo, ContainerRunState, RuntimePodStatus, SandboxState
+from kubelet.decisions.hash import hash_container
+from kubelet.env.expand import expand_env
+from kubelet.env.hosts import pod_hostname
 
 UID = "8f1c2d3e-aaaa-bbbb-cccc-000000000001"
 GiB = 2**30

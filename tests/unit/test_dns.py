@@ -12,8 +12,8 @@ import pytest
 from kubelet.api.meta import ObjectMeta
 from kubelet.api.pod import Pod, PodDNSConfig, PodDNSConfigOption, PodSpec
 from kubelet.cri import api
-from kubelet.runtime.configs import sandbox_config
-from kubelet.runtime.dns import (
+from kubelet.decisions.criconfig import sandbox_config
+from kubelet.env.dns import (
     MAX_RESOLV_CONF_BYTES,
     REASON_DNS_CONFIG_FORMING,
     REASON_MISSING_CLUSTER_DNS,

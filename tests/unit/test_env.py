@@ -20,8 +20,8 @@ from kubelet.api.pod import (
     ResourceFieldSelector,
     ResourceRequirements,
 )
-from kubelet.runtime.configs import expand_env
-from kubelet.runtime.env import (
+from kubelet.env.expand import expand_env
+from kubelet.env.variables import (
     CREATE_CONTAINER_CONFIG_ERROR,
     EnvError,
     EnvResult,

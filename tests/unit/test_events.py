@@ -8,7 +8,7 @@ import trio
 
 from kubelet.api.meta import ObjectMeta
 from kubelet.api.pod import Container, Pod, PodSpec
-from kubelet.events import NORMAL, WARNING, EventRecorder, node_ref, pod_ref
+from kubelet.events.recorder import NORMAL, WARNING, EventRecorder, node_ref, pod_ref
 
 EPOCH = 1_800_000_000.0
 POD = Pod(

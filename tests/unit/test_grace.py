@@ -14,7 +14,7 @@ from kubelet.api.pod import (
     PodSpec,
     Probe,
 )
-from kubelet.runtime.grace import (
+from kubelet.decisions.grace import (
     KillReason,
     container_grace_period,
     effective_pod_grace_period,

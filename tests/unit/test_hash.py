@@ -3,7 +3,8 @@
 import pytest
 
 from kubelet.api.pod import Container
-from kubelet.runtime.hash import go_json_string_map, hash_container, hash_container_int, parse_hash
+from kubelet.cri.convert import parse_hash
+from kubelet.decisions.hash import go_json_string_map, hash_container, hash_container_int
 
 
 def test_upstream_sample_container() -> None:

@@ -11,7 +11,7 @@ import pytest
 from kubelet.api.meta import ObjectMeta
 from kubelet.api.pod import Container, HostAlias, Pod, PodSpec, VolumeMount
 from kubelet.cri import api
-from kubelet.runtime.hosts import (
+from kubelet.env.hosts import (
     hostname_and_domain,
     hosts_file_content,
     hosts_file_path,

@@ -2,7 +2,7 @@ import time
 
 import pytest
 
-from kubelet.runtime.imageref import has_explicit_tag_or_digest, normalize, split_reference
+from kubelet.cri.imageref import has_explicit_tag_or_digest, normalize, split_reference
 
 DIGEST = "sha256:" + "a" * 64
 

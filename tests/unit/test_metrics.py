@@ -8,14 +8,14 @@ from prometheus_client.samples import Sample
 
 from kubelet.api.meta import ObjectMeta
 from kubelet.api.pod import Pod
-from kubelet.metrics import RUNTIME_OPERATION_BUCKETS, KubeletMetrics, operation_type
-from kubelet.runtime.types import (
+from kubelet.cri.types import (
     ContainerInfo,
     ContainerRunState,
     RuntimePodStatus,
     SandboxInfo,
     SandboxState,
 )
+from kubelet.metrics import RUNTIME_OPERATION_BUCKETS, KubeletMetrics, operation_type
 
 
 def scrape(metrics: KubeletMetrics) -> dict[str, list[Sample]]:

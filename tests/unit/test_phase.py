@@ -21,14 +21,14 @@ from kubelet.api.pod import (
     PodStatus,
     Probe,
 )
-from kubelet.runtime.phase import (
+from kubelet.cri.types import ContainerInfo, ContainerRunState, RuntimePodStatus
+from kubelet.status.phase import (
     apply_probe_results,
     convert_container_statuses,
     format_time,
     get_phase,
     resolve_phase,
 )
-from kubelet.runtime.types import ContainerInfo, ContainerRunState, RuntimePodStatus
 
 T0 = 1_700_000_000 * 10**9  # ns
 T0_TEXT = "2023-11-14T22:13:20Z"

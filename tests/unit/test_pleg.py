@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 import trio
 
-from kubelet.runtime.cache import PodCache
-from kubelet.runtime.pleg import (
+from kubelet.cri.types import RuntimePodStatus
+from kubelet.pleg.cache import PodCache
+from kubelet.pleg.generator import (
     EventType,
     Pleg,
     PlegState,
@@ -15,7 +16,6 @@ from kubelet.runtime.pleg import (
     RuntimeLister,
     diff_relists,
 )
-from kubelet.runtime.types import RuntimePodStatus
 
 R, E, U = PlegState.RUNNING, PlegState.EXITED, PlegState.UNKNOWN
 Started, Died, Removed = (

@@ -6,7 +6,7 @@ import attrs
 
 from kubelet.api.meta import ObjectMeta
 from kubelet.api.pod import Container, Pod, PodCondition, PodReadinessGate, PodSpec, Probe
-from kubelet.runtime.types import (
+from kubelet.cri.types import (
     ContainerInfo,
     ContainerRunState,
     RuntimePodStatus,

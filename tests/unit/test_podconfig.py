@@ -11,7 +11,7 @@ import trio.testing
 
 from kubelet.api import from_wire
 from kubelet.api.pod import Pod
-from kubelet.runtime import labels
+from kubelet.cri import labels
 from kubelet.sources import podconfig
 from kubelet.sources.podconfig import (
     ALL_SOURCE,

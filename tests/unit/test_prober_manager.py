@@ -24,6 +24,13 @@ from kubelet.api.pod import (
     PodStatus,
     Probe,
 )
+from kubelet.cri.types import (
+    ContainerInfo,
+    ContainerRunState,
+    RuntimePodStatus,
+    SandboxInfo,
+    SandboxState,
+)
 from kubelet.prober import (
     ProbeError,
     ProbeKind,
@@ -36,13 +43,6 @@ from kubelet.prober import (
     ResultUpdate,
 )
 from kubelet.prober.worker import ProbeKey, on_grid
-from kubelet.runtime.types import (
-    ContainerInfo,
-    ContainerRunState,
-    RuntimePodStatus,
-    SandboxInfo,
-    SandboxState,
-)
 
 EPOCH = 1_800_000_000.0
 L, R, S = ProbeKind.LIVENESS, ProbeKind.READINESS, ProbeKind.STARTUP

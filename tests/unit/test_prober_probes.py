@@ -22,10 +22,12 @@ from kubelet.api.pod import (
     PodSpec,
     Probe,
     TCPSocketAction,
+    format_pod,
 )
 from kubelet.cri.errors import CriError, DeadlineExceeded, NotFound
-from kubelet.prober import exec as exec_probe
-from kubelet.prober.http import (
+from kubelet.goformat import go_duration, go_quote
+from kubelet.handlers import exec as exec_probe
+from kubelet.handlers.http import (
     HttpGetRequest,
     HttpGetResponse,
     build_request,
@@ -34,20 +36,9 @@ from kubelet.prober.http import (
     resolve_container_port,
     user_agent,
 )
+from kubelet.handlers.outcome import ProbeError, ProbeOutcome, ProbeResult, ProbeTarget
 from kubelet.prober.prober import ActionProber
-from kubelet.prober.probes import (
-    ProbeError,
-    ProbeEvent,
-    ProbeOutcome,
-    ProbeResult,
-    ProbeTarget,
-    ProbeVerdict,
-    format_pod,
-    go_duration,
-    go_quote,
-    run_probe,
-    verdict_of,
-)
+from kubelet.prober.probes import ProbeEvent, ProbeVerdict, run_probe, verdict_of
 from kubelet.prober.results import ProbeKind, Result
 
 CONTAINER = Container(

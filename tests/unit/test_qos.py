@@ -6,7 +6,7 @@ import pytest
 
 from kubelet.api.meta import ObjectMeta
 from kubelet.api.pod import Container, Pod, PodSpec, PodStatus, Quantity, ResourceRequirements
-from kubelet.runtime.qos import (
+from kubelet.decisions.qos import (
     BEST_EFFORT,
     BURSTABLE,
     GUARANTEED,

@@ -18,8 +18,8 @@ from kubelet.api.pod import (
     SecurityContext,
 )
 from kubelet.cri import api
-from kubelet.runtime.configs import container_config, namespace_options, sandbox_config
-from kubelet.runtime.security import (
+from kubelet.decisions.criconfig import container_config, namespace_options, sandbox_config
+from kubelet.decisions.security import (
     SecurityContextError,
     apparmor_admission_error,
     apparmor_host_error,

@@ -9,10 +9,10 @@ import trio
 
 from kubelet.api.pod import Pod
 from kubelet.config import KubeletConfiguration
+from kubelet.pleg.generator import PodLifecycleEvent
 from kubelet.pods.manager import PodManager
 from kubelet.pods.syncloop import Housekeeper, OrphanPod, SyncLoop
 from kubelet.pods.workers import PodSyncer, PodWorkers, SyncResult
-from kubelet.runtime.pleg import PodLifecycleEvent
 from kubelet.server import healthz
 from kubelet.server.app import KubeletApp
 from kubelet.server.asgi import Request, Response

@@ -10,7 +10,7 @@ import trio
 
 from kubelet.api.meta import ObjectMeta
 from kubelet.api.pod import Container, Pod, PodSpec
-from kubelet.runtime.types import ContainerInfo, ContainerRunState
+from kubelet.cri.types import ContainerInfo, ContainerRunState
 from kubelet.server.logopts import DecodeError, InvalidOptions, LogOptions, parse_log_options
 from kubelet.server.logread import fixed_nano, read_logs, tail_start
 from kubelet.server.logs import NoLogs, choose_instance

@@ -12,7 +12,7 @@ import yaml
 
 from kubelet.api import from_wire, to_wire
 from kubelet.api.pod import Pod
-from kubelet.runtime import labels
+from kubelet.cri import labels
 from kubelet.sources.limits import Budget
 from kubelet.sources.static import (
     MAX_CONFIG_LENGTH,

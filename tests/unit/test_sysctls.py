@@ -9,7 +9,7 @@ from kubelet.api import sysctl
 from kubelet.api.meta import ObjectMeta
 from kubelet.api.pod import Container, Pod, PodSecurityContext, PodSpec
 from kubelet.config import ConfigError, resolve
-from kubelet.runtime.sysctls import (
+from kubelet.decisions.sysctls import (
     LEGACY_SAFE_SYSCTLS,
     SysctlAllowlist,
     kernel_version,

@@ -11,10 +11,9 @@ import pytest
 
 from kubelet.api.meta import ObjectMeta
 from kubelet.api.pod import Container, Pod, PodSpec
-from kubelet.cri import api
+from kubelet.cri import api, labels
 from kubelet.cri.logformat import STDERR, STDOUT, format_line
-from kubelet.runtime import labels
-from kubelet.runtime.termination import (
+from kubelet.cri.termination import (
     MAX_CONTAINER_TERMINATION_MESSAGE_LENGTH,
     create_message_file,
     host_path_of,
@@ -26,7 +25,7 @@ from kubelet.runtime.termination import (
     termination_message_async,
     truncate_for_pod,
 )
-from kubelet.runtime.types import ContainerInfo, ContainerRunState
+from kubelet.cri.types import ContainerInfo, ContainerRunState
 
 NS = 1_800_000_000 * 10**9
 

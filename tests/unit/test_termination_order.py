@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kubelet.api.meta import ObjectMeta
 from kubelet.api.pod import Container, Pod, PodSpec
-from kubelet.runtime.termination_order import stop_prerequisites
+from kubelet.decisions.stoporder import stop_prerequisites
 
 
 def pod(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kubelet.runtime.termination import create_message_file
+from kubelet.cri.termination import create_message_file
 from kubelet.volumes.dirs import (
     DataDirError,
     data_dirs,

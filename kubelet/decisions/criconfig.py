@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import posixpath
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from kubelet.api import sysctl
@@ -30,10 +30,14 @@ from kubelet.api.pod import (
     Pod,
 )
 from kubelet.api.quantity import to_bytes, to_millicores
-from kubelet.cri import api
+from kubelet.cri import api, labels
+from kubelet.cri.types import (
+    RuntimePodStatus,
+)
+from kubelet.env.expand import expand_env
+from kubelet.env.hosts import pod_hostname
 
-from . import labels
-from .hash import hash_container, parse_hash
+from .hash import hash_container
 from .qos import BEST_EFFORT, BURSTABLE, container_oom_score_adj, pod_qos
 from .security import (
     DEFAULT_MASKED_PATHS,
@@ -42,7 +46,6 @@ from .security import (
     sandbox_security_context,
 )
 from .sysctls import pod_sysctls
-from .types import ContainerInfo, ContainerRunState, RuntimePodStatus, SandboxInfo, SandboxState
 
 __all__ = [
     "CPU_PERIOD",
@@ -54,7 +57,6 @@ __all__ = [
     "MIN_SHARES",
     "container_annotations",
     "container_config",
-    "container_info_from_cri",
     "container_labels",
     "container_log_path",
     "expand_env",
@@ -69,7 +71,6 @@ __all__ = [
     "pod_log_directory",
     "port_mappings",
     "sandbox_config",
-    "sandbox_info_from_cri",
     "sandbox_labels",
 ]
 
@@ -84,12 +85,6 @@ MIN_QUOTA = 1000  # 1 ms
 
 _PROTOCOLS = {"TCP": api.TCP, "UDP": api.UDP, "SCTP": api.SCTP}
 _DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-_CRI_STATES = {
-    api.CONTAINER_CREATED: ContainerRunState.CREATED,
-    api.CONTAINER_RUNNING: ContainerRunState.RUNNING,
-    api.CONTAINER_EXITED: ContainerRunState.EXITED,
-    api.CONTAINER_UNKNOWN: ContainerRunState.UNKNOWN,
-}
 
 
 # -- names and paths ------------------------------------------------------------------------
@@ -116,20 +111,6 @@ def pod_cgroup_parent(pod: Pod, cgroup_root: str = "/") -> str:
         parts.append("besteffort")
     parts.append(f"pod{pod.metadata.uid}")
     return posixpath.join(cgroup_root, *parts)
-
-
-def pod_hostname(pod: Pod) -> str:
-    """``spec.hostname`` or the pod name, cut to 63 characters (trailing "-." trimmed)."""
-    hostname = pod.metadata.name
-    if pod.spec.hostname:
-        if len(pod.spec.hostname) > 63 or not _DNS1123_LABEL.fullmatch(pod.spec.hostname):
-            raise ValueError(f"pod Hostname {pod.spec.hostname!r} is not a valid DNS label")
-        hostname = pod.spec.hostname
-    if len(hostname) > 63:
-        hostname = hostname[:63].rstrip("-.")
-        if not hostname:
-            raise ValueError(f"hostname for pod {pod.metadata.name!r} was invalid")
-    return hostname
 
 
 def next_restart_count(status: RuntimePodStatus, name: str) -> int | None:
@@ -347,35 +328,6 @@ def overhead_resources(pod: Pod, *, cpu_cfs_quota: bool = True) -> api.LinuxCont
 # -- environment --------------------------------------------------------------------------
 
 
-def expand_env(text: str, env: Mapping[str, str]) -> str:
-    """Kubernetes ``$(VAR)`` expansion: unknown references stay as written, ``$$`` is ``$``."""
-    out: list[str] = []
-    i, n = 0, len(text)
-    while i < n:
-        char = text[i]
-        if char != "$" or i + 1 >= n:
-            out.append(char)
-            i += 1
-            continue
-        nxt = text[i + 1]
-        if nxt == "$":
-            out.append("$")
-            i += 2
-        elif nxt == "(":
-            end = text.find(")", i + 2)
-            if end == -1:  # unterminated: "$(" kept, scanning goes on after it
-                out.append("$(")
-                i += 2
-                continue
-            name = text[i + 2 : end]
-            out.append(env[name] if name in env else text[i : end + 1])
-            i = end + 1
-        else:
-            out.append("$" + nxt)
-            i += 2
-    return "".join(out)
-
-
 def _literal_env(container: Container) -> list[tuple[str, str]]:
     """The container's ``value`` env vars, each expanded against those before it.
 
@@ -490,74 +442,3 @@ def container_config(
 
 
 # -- reading CRI answers back --------------------------------------------------------------
-
-
-def _restart_count(annotations: Mapping[str, str]) -> int:
-    try:
-        return int(annotations.get(labels.CONTAINER_RESTART_COUNT, "0"))
-    except ValueError:
-        return 0
-
-
-def container_info_from_cri(
-    c: api.Container | api.ContainerStatus, *, sandbox_id: str = ""
-) -> ContainerInfo:
-    """The runtime view of one container from ListContainers or ContainerStatus.
-
-    Name, hash and restart count come from our labels and annotations (the metadata
-    name only when the label is missing). A ListContainers entry has no times beyond
-    creation and no exit code; ``sandbox_id`` fills in what ContainerStatus lacks.
-    """
-    lab = dict(c.labels)
-    ann = dict(c.annotations)
-    state = _CRI_STATES.get(c.state, ContainerRunState.UNKNOWN)
-    common: dict[str, Any] = {
-        "id": c.id,
-        "name": lab.get(labels.CONTAINER_NAME) or c.metadata.name,
-        "state": state,
-        "attempt": c.metadata.attempt,
-        "hash": parse_hash(ann.get(labels.CONTAINER_HASH, "")),
-        "restart_count": _restart_count(ann),
-        "image": c.image.image,
-        "image_ref": c.image_ref,
-        "image_id": c.image_id or c.image_ref,
-        "created_at": c.created_at,
-        "labels": lab,
-        "annotations": ann,
-    }
-    if isinstance(c, api.Container):
-        return ContainerInfo(sandbox_id=c.pod_sandbox_id or sandbox_id, **common)
-    exited = state is ContainerRunState.EXITED
-    return ContainerInfo(
-        sandbox_id=sandbox_id,
-        started_at=c.started_at if state is not ContainerRunState.CREATED else 0,
-        finished_at=c.finished_at if exited else 0,
-        exit_code=c.exit_code if exited else 0,
-        reason=c.reason if exited else "",
-        message=c.message if exited else "",
-        log_path=c.log_path,
-        **common,
-    )
-
-
-def sandbox_info_from_cri(s: api.PodSandbox | api.PodSandboxStatus) -> SandboxInfo:
-    """The runtime view of one sandbox from ListPodSandbox or PodSandboxStatus.
-
-    Only a status carries the network: its IP and whether it uses the host network.
-    """
-    common: dict[str, Any] = {
-        "id": s.id,
-        "state": SandboxState.READY if s.state == api.SANDBOX_READY else SandboxState.NOTREADY,
-        "attempt": s.metadata.attempt,
-        "created_at": s.created_at,
-        "labels": dict(s.labels),
-        "annotations": dict(s.annotations),
-    }
-    if isinstance(s, api.PodSandbox):
-        return SandboxInfo(**common)
-    return SandboxInfo(
-        ip=s.network.ip,
-        additional_ips=tuple(ip.ip for ip in s.network.additional_ips),
-        host_network=s.linux.namespaces.options.network == api.NODE,
-        **common,
-    )

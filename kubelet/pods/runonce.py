@@ -16,10 +16,10 @@ from typing import TextIO
 import trio
 
 from kubelet.api.pod import Pod
+from kubelet.cri.types import ContainerRunState, RuntimePodStatus
 from kubelet.pods.admission import AdmissionFacts, admit
 from kubelet.pods.syncer import KubeletPodSyncer
-from kubelet.runtime.phase import FAILED, RUNNING, SUCCEEDED, convert_container_statuses, get_phase
-from kubelet.runtime.types import ContainerRunState, RuntimePodStatus
+from kubelet.status.phase import FAILED, RUNNING, SUCCEEDED, convert_container_statuses, get_phase
 
 log = logging.getLogger(__name__)
 

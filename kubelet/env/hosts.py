@@ -19,8 +19,6 @@ from collections.abc import Sequence
 from kubelet.api.pod import Container, HostAlias, Pod
 from kubelet.cri import api
 
-from .configs import pod_hostname
-
 __all__ = [
     "ETC_HOSTS_PATH",
     "HOSTS_FILE_MODE",
@@ -151,3 +149,17 @@ def hosts_mount(path: str) -> api.Mount:
         readonly=False,
         selinux_relabel=True,
     )
+
+
+def pod_hostname(pod: Pod) -> str:
+    """``spec.hostname`` or the pod name, cut to 63 characters (trailing "-." trimmed)."""
+    hostname = pod.metadata.name
+    if pod.spec.hostname:
+        if len(pod.spec.hostname) > 63 or not _DNS1123_LABEL.fullmatch(pod.spec.hostname):
+            raise ValueError(f"pod Hostname {pod.spec.hostname!r} is not a valid DNS label")
+        hostname = pod.spec.hostname
+    if len(hostname) > 63:
+        hostname = hostname[:63].rstrip("-.")
+        if not hostname:
+            raise ValueError(f"hostname for pod {pod.metadata.name!r} was invalid")
+    return hostname

@@ -13,9 +13,9 @@ from typing import Protocol
 
 from kubelet.api.pod import Container, Probe
 from kubelet.cri.errors import CriError, DeadlineExceeded
-from kubelet.runtime.configs import expand_env
+from kubelet.env.expand import expand_env
 
-from .probes import ProbeError, ProbeOutcome, ProbeResult, ProbeTarget
+from .outcome import ProbeError, ProbeOutcome, ProbeResult, ProbeTarget
 
 __all__ = [
     "MAX_EXEC_OUTPUT",

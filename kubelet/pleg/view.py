@@ -14,13 +14,12 @@ import trio
 
 from kubelet.api.meta import ObjectMeta
 from kubelet.api.pod import Pod, PodSpec
-from kubelet.cri import NotFound, RuntimeClient, api
+from kubelet.cri import NotFound, RuntimeClient, api, labels
+from kubelet.cri.convert import container_info_from_cri, sandbox_info_from_cri
+from kubelet.cri.termination import host_path_of, termination_message
+from kubelet.cri.types import ContainerInfo, ContainerRunState, RuntimePodStatus, SandboxInfo
 
-from . import labels
-from .configs import container_info_from_cri, sandbox_info_from_cri
-from .pleg import PlegState, PodStates, RuntimeLister
-from .termination import host_path_of, termination_message
-from .types import ContainerInfo, ContainerRunState, RuntimePodStatus, SandboxInfo
+from .generator import PlegState, PodStates, RuntimeLister
 
 log = logging.getLogger(__name__)
 

@@ -26,10 +26,9 @@ from kubelet.api.pod import (
     PodSpec,
     PodStatus,
 )
-
-from .actions import restart_policy, should_container_be_restarted
-from .qos import is_restartable_init_container, is_static_pod
-from .types import ContainerInfo, ContainerRunState, RuntimePodStatus
+from kubelet.cri.types import ContainerInfo, ContainerRunState, RuntimePodStatus
+from kubelet.decisions.actions import restart_policy, should_container_be_restarted
+from kubelet.decisions.qos import is_restartable_init_container, is_static_pod
 
 __all__ = [
     "CONTAINER_CREATING",

@@ -12,8 +12,7 @@ from fractions import Fraction
 
 from kubelet.api.pod import Container, Pod
 from kubelet.api.quantity import parse_quantity, to_bytes
-
-from . import labels
+from kubelet.cri import labels
 
 __all__ = [
     "BESTEFFORT_OOM_SCORE_ADJ",

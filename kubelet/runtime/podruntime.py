@@ -26,34 +26,50 @@ import attrs
 import trio
 
 from kubelet.api.pod import Container, Pod
-from kubelet.cri import CriError, NotFound, RuntimeClient, api
-from kubelet.events import NORMAL, WARNING, EventRecorder, node_ref, pod_ref
-from kubelet.metrics import KubeletMetrics
-from kubelet.prober.http import HttpGetter
-from kubelet.volumes.dirs import make_log_dir
-from kubelet.volumes.manager import PodVolumes, VolumeManager
-from kubelet.volumes.paths import pod_dir
-from kubelet.volumes.subpath import MountConfigError
-
-from . import labels
-from .actions import ContainerToKill, compute_pod_actions
-from .backoff import Backoff, crash_loop_backoff, crash_loop_key
-from .configs import (
+from kubelet.cri import CriError, NotFound, RuntimeClient, api, labels
+from kubelet.cri.termination import create_message_file, message_mount
+from kubelet.cri.types import ContainerInfo, ContainerRunState, RuntimePodStatus, SandboxState
+from kubelet.decisions.actions import ContainerToKill, compute_pod_actions
+from kubelet.decisions.backoff import Backoff, crash_loop_backoff, crash_loop_key
+from kubelet.decisions.criconfig import (
     container_config,
     next_restart_count,
     pod_cgroup_parent,
     pod_log_directory,
     sandbox_config,
 )
-from .dns import DNSWarning, ResolvConf, load_host_resolv, pod_dns_config
-from .env import (
+from kubelet.decisions.grace import KillReason, kill_grace_period, stop_container_timeout
+from kubelet.decisions.qos import is_restartable_init_container
+from kubelet.decisions.security import (
+    SecurityContextError,
+    image_user,
+    needs_image_user,
+    verify_run_as_non_root,
+)
+from kubelet.decisions.stoporder import stop_prerequisites
+from kubelet.env.dns import DNSWarning, ResolvConf, load_host_resolv, pod_dns_config
+from kubelet.env.hosts import (
+    hosts_file_content,
+    hosts_file_path,
+    hosts_mount,
+    should_mount_hosts_file,
+    write_hosts_file,
+)
+from kubelet.env.variables import (
     CREATE_CONTAINER_CONFIG_ERROR,
     INVALID_ENV_NAMES_REASON,
     EnvError,
     EnvLookup,
     resolve_env,
 )
-from .grace import KillReason, kill_grace_period, stop_container_timeout
+from kubelet.events.recorder import NORMAL, WARNING, EventRecorder, node_ref, pod_ref
+from kubelet.handlers.http import HttpGetter
+from kubelet.metrics import KubeletMetrics
+from kubelet.volumes.dirs import make_log_dir
+from kubelet.volumes.manager import PodVolumes, VolumeManager
+from kubelet.volumes.paths import pod_dir
+from kubelet.volumes.subpath import MountConfigError
+
 from .hooks import (
     EVENT_FAILED_POST_START_HOOK,
     EVENT_FAILED_PRE_STOP_HOOK,
@@ -61,25 +77,8 @@ from .hooks import (
     run_post_start,
     run_pre_stop,
 )
-from .hosts import (
-    hosts_file_content,
-    hosts_file_path,
-    hosts_mount,
-    should_mount_hosts_file,
-    write_hosts_file,
-)
 from .images import ImageError, ImageManager
 from .isolation import Isolation, IsolationError, PodIsolation
-from .qos import is_restartable_init_container
-from .security import (
-    SecurityContextError,
-    image_user,
-    needs_image_user,
-    verify_run_as_non_root,
-)
-from .termination import create_message_file, message_mount
-from .termination_order import stop_prerequisites
-from .types import ContainerInfo, ContainerRunState, RuntimePodStatus, SandboxState
 
 log = logging.getLogger(__name__)
 

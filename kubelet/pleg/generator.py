@@ -19,8 +19,9 @@ from collections.abc import Callable, Mapping
 import attrs
 import trio
 
+from kubelet.cri.types import ContainerRunState
+
 from .cache import PodCache
-from .types import ContainerRunState
 
 log = logging.getLogger(__name__)
 

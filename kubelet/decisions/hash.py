@@ -16,13 +16,11 @@ without padding (``strconv.FormatUint(h, 16)``).
 from __future__ import annotations
 
 import json
-import re
 
 from kubelet.api.pod import Container
 
-__all__ = ["go_json_string_map", "hash_container", "hash_container_int", "parse_hash"]
+__all__ = ["go_json_string_map", "hash_container", "hash_container_int"]
 
-_HEX = re.compile(r"[0-9a-fA-F]+")
 _FNV32_OFFSET = 0x811C9DC5
 _FNV32_PRIME = 0x01000193
 # json.Marshal escapes these for HTML safety; Python's json does not.
@@ -60,14 +58,3 @@ def hash_container_int(container: Container) -> int:
 def hash_container(container: Container) -> str:
     """The hash as the CRI annotation carries it: lowercase hex, no padding."""
     return format(hash_container_int(container), "x")
-
-
-def parse_hash(text: str) -> str:
-    """Normalise an annotation value read back from the runtime ("" if unparseable).
-
-    Upstream parses the annotation as a hex number, so "0a" and "a" are the same hash.
-    """
-    if not _HEX.fullmatch(text):
-        return ""
-    value = int(text, 16)
-    return format(value, "x") if value < 1 << 64 else ""

@@ -7,7 +7,7 @@ import trio
 from kubelet.api.pod import Probe
 
 from .http import dial_error_text, resolve_container_port
-from .probes import ProbeError, ProbeOutcome, ProbeResult, ProbeTarget
+from .outcome import ProbeError, ProbeOutcome, ProbeResult, ProbeTarget
 
 __all__ = ["connect", "probe"]
 

@@ -23,9 +23,10 @@ from grpclib.health.v1.health_grpc import HealthStub
 from grpclib.health.v1.health_pb2 import HealthCheckRequest, HealthCheckResponse
 
 from kubelet.api.pod import Probe
+from kubelet.goformat import go_duration
 
 from .http import dial_error_text
-from .probes import ProbeError, ProbeOutcome, ProbeResult, ProbeTarget, go_duration
+from .outcome import ProbeError, ProbeOutcome, ProbeResult, ProbeTarget
 
 __all__ = ["check", "probe"]
 

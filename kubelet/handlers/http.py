@@ -36,7 +36,7 @@ import trio
 from kubelet.api.pod import Container, HTTPGetAction, Probe
 from kubelet.version import KUBERNETES_VERSION
 
-from .probes import ProbeError, ProbeOutcome, ProbeResult, ProbeTarget
+from .outcome import ProbeError, ProbeOutcome, ProbeResult, ProbeTarget
 
 __all__ = [
     "HTTP_RESPONSE_TO_HTTPS_CLIENT",

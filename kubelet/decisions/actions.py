@@ -17,11 +17,11 @@ from typing import NamedTuple
 import attrs
 
 from kubelet.api.pod import Container, Pod
+from kubelet.cri.types import ContainerInfo, ContainerRunState, RuntimePodStatus, SandboxState
 
 from .grace import KillReason
 from .hash import hash_container
 from .qos import is_restartable_init_container
-from .types import ContainerInfo, ContainerRunState, RuntimePodStatus, SandboxState
 
 __all__ = [
     "ContainerToKill",

@@ -22,9 +22,9 @@ from kubelet.config.features import (
     REDUCE_DEFAULT_CRASH_LOOP_BACK_OFF_DECAY,
     FeatureGates,
 )
+from kubelet.cri.types import ContainerRunState, RuntimePodStatus
 
 from .hash import hash_container
-from .types import ContainerRunState, RuntimePodStatus
 
 __all__ = [
     "CRASH_LOOP_INITIAL",

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
-from .types import RuntimePodStatus
+from kubelet.cri.types import RuntimePodStatus
 
 StatusFetcher = Callable[[str], Awaitable[RuntimePodStatus]]
 

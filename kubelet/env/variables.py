@@ -31,7 +31,7 @@ from kubelet.api.pod import (
 )
 from kubelet.api.quantity import QuantityError, ResourceQuantity, parse_quantity
 
-from .configs import expand_env
+from .expand import expand_env
 
 __all__ = [
     "CREATE_CONTAINER_CONFIG_ERROR",

@@ -1,0 +1,1 @@
+"""A container's environment: variables, service links, ``$(VAR)``, DNS and /etc/hosts."""
