@@ -31,33 +31,25 @@ import trio
 import trio_asyncio
 from prometheus_client import CollectorRegistry
 
+from kubelet import process
 from kubelet.api.client import NODES, ApiClient
 from kubelet.api.errors import ApiError
 from kubelet.api.kubeconfig import ClusterConnection, load_kubeconfig
 from kubelet.api.node import Taint
 from kubelet.api.pod import Pod
-from kubelet.cluster import (
-    ApiEnvLookup,
-    ApiEvents,
-    ApiLeases,
-    ApiPullSecrets,
-    ApiReviews,
-    ApiTokenSource,
-    ServiceStore,
-)
 from kubelet.config import ConfigError, Options
-from kubelet.config.startup import apply_oom_score_adj, log_settings_warnings
 from kubelet.cri import CriError, ImageClient, RuntimeClient, connect
 from kubelet.debug.console import claim_socket_path, serve_console
 from kubelet.decisions.backoff import IMAGE_PULL_INITIAL, IMAGE_PULL_MAX, Backoff, crash_loop_limits
 from kubelet.decisions.security import apparmor_host_error
 from kubelet.decisions.sysctls import SysctlAllowlist, kernel_version
-from kubelet.env.services import service_env
+from kubelet.env.lookup import ApiEnvLookup
+from kubelet.env.services import ServiceStore, service_env
 from kubelet.events.recorder import NORMAL, WARNING, EventRecorder, node_ref, pod_ref
-from kubelet.logs.setup import setup_logging as setup_klog
+from kubelet.events.sink import ApiEvents
 from kubelet.metrics import KubeletMetrics
 from kubelet.node.facts import FactGatherer
-from kubelet.node.lease import LeaseController
+from kubelet.node.lease import ApiLeases, LeaseController
 from kubelet.node.machine import MachineInfo, read_machine_info
 from kubelet.node.registration import default_labels, initial_node, register
 from kubelet.node.status import node_status
@@ -72,6 +64,7 @@ from kubelet.pods.syncer import ClusterLink, KubeletPodSyncer
 from kubelet.pods.syncloop import Housekeeper, OrphanPod, SyncLoop
 from kubelet.pods.workers import PodWorkers
 from kubelet.prober.manager import ProberManager
+from kubelet.runtime.credentials.apisecrets import ApiPullSecrets
 from kubelet.runtime.credentials.node import NodeCredentials
 from kubelet.runtime.credentials.pullrecords import FEATURE_GATE as ENSURE_SECRET_PULLED_IMAGES
 from kubelet.runtime.credentials.pullrecords import pull_records
@@ -83,7 +76,7 @@ from kubelet.runtime.runtimeclass import RuntimeClasses
 from kubelet.runtime.runtimeinfo import RuntimeInfo
 from kubelet.runtime.userns import FEATURE_GATE as USERNS_GATE
 from kubelet.runtime.userns import UserNamespaces
-from kubelet.server.fdlimits import apply_open_files_limit
+from kubelet.server.reviews import ApiReviews
 from kubelet.server.serve import serve
 from kubelet.sources.apiserver import ApiSource
 from kubelet.sources.file import FileSource
@@ -94,6 +87,7 @@ from kubelet.status.manager import StatusManager
 from kubelet.volumes.dirs import DataDirError, setup_data_dirs
 from kubelet.volumes.manager import VolumeManager
 from kubelet.volumes.paths import pod_dir
+from kubelet.volumes.tokens import ApiTokenSource
 
 log = logging.getLogger("kubelet")
 
@@ -764,12 +758,7 @@ def run(options: Options) -> int:
     With ``--kubeconfig`` the kubelet joins that cluster; a bad kubeconfig stops it here,
     with a message naming the file and field.
     """
-    setup_klog(options.config.logging)
-    apply_open_files_limit(options.config.max_open_files)
-    for noisy in ("httpx", "httpcore", "hpack", "h2"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
-    log_settings_warnings(options)
-    apply_oom_score_adj(options.config.oom_score_adj)
+    process.prepare(options)
     connection = None
     try:
         if options.debug_console_socket:

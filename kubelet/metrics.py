@@ -37,8 +37,6 @@ POD_START_BUCKETS = (
 RUNTIME_OPERATION_BUCKETS = tuple(0.005 * 2.5**i for i in range(14))
 """ExponentialBuckets(.005, 2.5, 14), as upstream's runtime operation histogram."""
 
-CONFIG_SOURCE_ANNOTATION = "kubernetes.io/config.source"
-
 _OPERATION_NAMES = {
     "RunPodSandbox": "run_podsandbox",
     "StopPodSandbox": "stop_podsandbox",
@@ -111,8 +109,7 @@ class _StateCollector(Collector):
             return
         counts = {"true": 0, "false": 0}
         for pod in provider():
-            source = pod.metadata.annotations.get(CONFIG_SOURCE_ANNOTATION, "api")
-            counts["true" if source != "api" else "false"] += 1
+            counts["true" if pod.is_static else "false"] += 1
         family = GaugeMetricFamily(
             "kubelet_desired_pods",
             _alpha(

@@ -14,6 +14,14 @@ import attrs
 
 from .meta import ObjectMeta
 
+CONFIG_SOURCE = "kubernetes.io/config.source"
+"""Which source a pod came from: ``file``, ``http`` or ``api`` (set by the pod config)."""
+CONFIG_SEEN = "kubernetes.io/config.seen"
+CONFIG_HASH = "kubernetes.io/config.hash"
+CONFIG_MIRROR = "kubernetes.io/config.mirror"
+"""On a mirror pod: the hash of the static pod it mirrors."""
+API_SOURCE = "api"
+
 Quantity = NewType("Quantity", str)
 """A resource quantity as written ("100m", "64Mi", "1"); see kubelet.api.quantity."""
 
@@ -438,6 +446,23 @@ class Pod:
     def key(self) -> str:
         """``<namespace>/<name>`` as users write it."""
         return f"{self.metadata.namespace}/{self.metadata.name}"
+
+    @property
+    def config_source(self) -> str | None:
+        """The source the pod came from (``kubernetes.io/config.source``), None if unset."""
+        return self.metadata.annotations.get(CONFIG_SOURCE)
+
+    @property
+    def is_static(self) -> bool:
+        """From a manifest file or URL: any source but the API, an empty one included
+        (upstream's ``IsStaticPod``); a pod without the annotation is not static."""
+        source = self.config_source
+        return source is not None and source != API_SOURCE
+
+    @property
+    def is_mirror(self) -> bool:
+        """The API's read-only copy of a static pod (``kubernetes.io/config.mirror``)."""
+        return CONFIG_MIRROR in self.metadata.annotations
 
 
 @attrs.frozen(kw_only=True)

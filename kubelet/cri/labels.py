@@ -4,6 +4,10 @@ They are upstream's keys and formats, so an upstream kubelet could adopt our con
 and we could adopt theirs.
 """
 
+# Pod-level annotations the kubelet keeps on the sandbox (kubernetes.io/config.*): the
+# pod's own, defined with the data model.
+from kubelet.api.pod import CONFIG_HASH, CONFIG_MIRROR, CONFIG_SEEN, CONFIG_SOURCE
+
 POD_NAME = "io.kubernetes.pod.name"
 POD_NAMESPACE = "io.kubernetes.pod.namespace"
 POD_UID = "io.kubernetes.pod.uid"
@@ -18,8 +22,22 @@ CONTAINER_PORTS = "io.kubernetes.container.ports"
 POD_DELETION_GRACE_PERIOD = "io.kubernetes.pod.deletionGracePeriod"
 POD_TERMINATION_GRACE_PERIOD = "io.kubernetes.pod.terminationGracePeriod"
 
-# Pod-level annotations the kubelet keeps on the sandbox (kubernetes.io/config.*).
-CONFIG_SOURCE = "kubernetes.io/config.source"
-CONFIG_SEEN = "kubernetes.io/config.seen"
-CONFIG_HASH = "kubernetes.io/config.hash"
-CONFIG_MIRROR = "kubernetes.io/config.mirror"
+
+__all__ = [
+    "CONFIG_HASH",
+    "CONFIG_MIRROR",
+    "CONFIG_SEEN",
+    "CONFIG_SOURCE",
+    "CONTAINER_HASH",
+    "CONTAINER_NAME",
+    "CONTAINER_PORTS",
+    "CONTAINER_PRESTOP_HANDLER",
+    "CONTAINER_RESTART_COUNT",
+    "CONTAINER_TERMINATION_MESSAGE_PATH",
+    "CONTAINER_TERMINATION_MESSAGE_POLICY",
+    "POD_DELETION_GRACE_PERIOD",
+    "POD_NAME",
+    "POD_NAMESPACE",
+    "POD_TERMINATION_GRACE_PERIOD",
+    "POD_UID",
+]

@@ -12,7 +12,6 @@ from fractions import Fraction
 
 from kubelet.api.pod import Container, Pod
 from kubelet.api.quantity import parse_quantity, to_bytes
-from kubelet.cri import labels
 
 __all__ = [
     "BESTEFFORT_OOM_SCORE_ADJ",
@@ -28,10 +27,8 @@ __all__ = [
     "compute_pod_qos",
     "container_oom_score_adj",
     "is_critical_pod",
-    "is_mirror_pod",
     "is_node_critical_pod",
     "is_restartable_init_container",
-    "is_static_pod",
     "pod_qos",
 ]
 
@@ -103,19 +100,9 @@ def pod_qos(pod: Pod) -> str:
     return pod.status.qos_class or compute_pod_qos(pod)
 
 
-def is_static_pod(pod: Pod) -> bool:
-    """From a file or URL source (``kubernetes.io/config.source`` other than "api")."""
-    source = pod.metadata.annotations.get(labels.CONFIG_SOURCE)
-    return source is not None and source != "api"
-
-
-def is_mirror_pod(pod: Pod) -> bool:
-    return labels.CONFIG_MIRROR in pod.metadata.annotations
-
-
 def is_critical_pod(pod: Pod) -> bool:
     """Static, mirror, or priority at least system-cluster-critical's (2e9)."""
-    if is_static_pod(pod) or is_mirror_pod(pod):
+    if pod.is_static or pod.is_mirror:
         return True
     priority = pod.spec.priority
     return priority is not None and priority >= SYSTEM_CRITICAL_PRIORITY

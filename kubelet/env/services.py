@@ -11,7 +11,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import trio
+
+from kubelet.api.client import ApiClient
 from kubelet.api.pod import Pod
+from kubelet.api.watch import ListWatch, UidStore, reflect
 
 
 def _env_name(name: str) -> str:
@@ -64,3 +68,20 @@ def service_env(pod: Pod, services: Iterable[Mapping[str, Any]]) -> dict[str, st
     for name in sorted(chosen):
         out.update(_service_vars(chosen[name]))
     return out
+
+
+class ServiceStore:
+    """All Services, listed and watched, for the containers' service variables."""
+
+    def __init__(self, client: ApiClient) -> None:
+        self._client = client
+        self.services: list[dict[str, Any]] = []
+        self.synced = False
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        async def on_change(items: list[dict[str, Any]]) -> None:
+            self.services = items
+            self.synced = True
+
+        task_status.started()
+        await reflect(self._client, ListWatch("/api/v1/services"), UidStore(on_change))

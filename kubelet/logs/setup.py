@@ -14,9 +14,9 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-from typing import TextIO
+from typing import Protocol, TextIO
 
-from kubelet.config import LoggingConfiguration, VModuleItem
+import attrs
 
 from .fields import TaskFieldsFilter, record_verbosity, verbosity_level
 from .klog import KlogJSONFormatter, KlogTextFormatter
@@ -33,6 +33,36 @@ NOISY_LOGGERS = (
     "httpcore",
 )
 """Libraries whose own debug chatter would drown the kubelet's at high ``-v``."""
+
+
+class VModuleItem(Protocol):
+    """A per-file verbosity override (klog's ``-vmodule``; ``config.VModuleItem`` fits)."""
+
+    @property
+    def file_pattern(self) -> str: ...
+
+    @property
+    def verbosity(self) -> int: ...
+
+
+class LoggingSettings(Protocol):
+    """What logging reads of the configuration (``config.LoggingConfiguration`` fits)."""
+
+    @property
+    def format(self) -> str: ...
+
+    @property
+    def verbosity(self) -> int: ...
+
+    @property
+    def vmodule(self) -> Sequence[VModuleItem]: ...
+
+
+@attrs.frozen
+class _Defaults:
+    format: str = "text"
+    verbosity: int = 0
+    vmodule: tuple[VModuleItem, ...] = ()
 
 
 class VerbosityFilter(logging.Filter):
@@ -67,14 +97,14 @@ def root_level(verbosity: int, vmodule: Sequence[VModuleItem] = ()) -> int:
 
 
 def setup_logging(
-    config: LoggingConfiguration | None = None, stream: TextIO | None = None
+    config: LoggingSettings | None = None, stream: TextIO | None = None
 ) -> logging.Handler:
     """Install the klog handler on the root logger (replacing a previous one); returns it.
 
     The lead calls this instead of ``agent.setup_logging``:
     ``setup_logging(options.config.logging)``.
     """
-    config = config or LoggingConfiguration()
+    config = config or _Defaults()
     verbosity = config.verbosity
     formatter: logging.Formatter
     if config.format == "json":

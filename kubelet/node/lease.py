@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 import trio
 
+from kubelet.api.client import LEASES, ApiClient
 from kubelet.api.errors import ApiError, Conflict, NotFound
 
 log = logging.getLogger(__name__)
@@ -162,3 +163,19 @@ class LeaseController:
     def _renewed(self) -> None:
         self.renewals += 1
         self.last_renewal = trio.current_time()
+
+
+class ApiLeases:
+    """``LeaseApi`` for the lease controller (raw JSON: unknown fields survive)."""
+
+    def __init__(self, client: ApiClient) -> None:
+        self._client = client
+
+    async def get_lease(self, namespace: str, name: str) -> dict[str, Any]:
+        return await self._client.get(LEASES.path(namespace, name))
+
+    async def create_lease(self, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
+        return await self._client.create(LEASES.path(namespace), body)
+
+    async def update_lease(self, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        return await self._client.update(LEASES.path(namespace, name), body)

@@ -20,18 +20,9 @@ from kubelet.api import to_wire
 from kubelet.api.client import PODS, ApiClient
 from kubelet.api.errors import AlreadyExists, ApiError, NotFound
 from kubelet.api.meta import ObjectMeta, OwnerReference
-from kubelet.api.pod import Pod, PodStatus
-from kubelet.cri.labels import CONFIG_HASH, CONFIG_MIRROR, CONFIG_SEEN, CONFIG_SOURCE
+from kubelet.api.pod import CONFIG_HASH, CONFIG_MIRROR, CONFIG_SEEN, CONFIG_SOURCE, Pod, PodStatus
 
 log = logging.getLogger(__name__)
-
-
-def is_mirror(pod: Pod) -> bool:
-    return CONFIG_MIRROR in pod.metadata.annotations
-
-
-def is_static(pod: Pod) -> bool:
-    return pod.metadata.annotations.get(CONFIG_SOURCE, "api") not in ("api", "")
 
 
 def mirrors_static(mirror: Pod, static: Pod) -> bool:

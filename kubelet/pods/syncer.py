@@ -31,7 +31,7 @@ from kubelet.status.terminal import terminated_status
 
 from .admission import Rejection, rejection_message
 from .manager import PodManager
-from .mirror import MirrorClient, is_static
+from .mirror import MirrorClient
 from .workers import PodSyncer, SyncResult
 
 log = logging.getLogger(__name__)
@@ -136,7 +136,7 @@ class KubeletPodSyncer(PodSyncer):
             if self.prober is not None:
                 self.prober.update_pod_status(pod.uid, status)
         self._report(pod, status)
-        if self.cluster is not None and is_static(pod):
+        if self.cluster is not None and pod.is_static:
             try:
                 await self.cluster.mirrors.ensure(pod, self.pods.mirror_for(pod))
             except ApiError as exc:
@@ -170,7 +170,7 @@ class KubeletPodSyncer(PodSyncer):
             status = await self.cache.refresh(pod.uid)
         self.waiting.pop(pod.uid, None)
         self._report(pod, status, terminal=True, finished=True)
-        if self.cluster is not None and is_static(pod):
+        if self.cluster is not None and pod.is_static:
             try:
                 await self.cluster.mirrors.ensure(pod, self.pods.mirror_for(pod))
             except ApiError as exc:
@@ -186,7 +186,7 @@ class KubeletPodSyncer(PodSyncer):
         finished: bool = False,
     ) -> PodStatus:
         previous = self.statuses.get(pod.uid)
-        if previous is None and self.cluster is not None and is_static(pod):
+        if previous is None and self.cluster is not None and pod.is_static:
             mirror = self.pods.mirror_for(pod)
             previous = mirror.status if mirror is not None else None
         started: Collection[str] = ()
@@ -231,7 +231,7 @@ class KubeletPodSyncer(PodSyncer):
         reports = (
             self.cluster is not None
             and pod.metadata.deletion_timestamp is not None
-            and not is_static(pod)
+            and not pod.is_static
         )
         if not all_gone(status):
             log.info("tearing down pod %s", pod.key)
@@ -252,7 +252,7 @@ class KubeletPodSyncer(PodSyncer):
         if reports and self.cluster is not None:
             final = self._report(pod, status, terminal=True, finished=True)
             self.cluster.status.finished(pod, final)
-        elif self.cluster is not None and is_static(pod):
+        elif self.cluster is not None and pod.is_static:
             self.cluster.status.forget(pod.uid)  # a static pod restored later starts afresh
         await self.pod_runtime.remove_pod_files(pod)
         if self.prober is not None:

@@ -27,7 +27,6 @@ from kubelet.status.phase import is_terminal_phase
 
 from .admission import AdmissionFacts, Rejection, admit
 from .manager import PodManager
-from .mirror import is_mirror
 from .workers import PodWorkers, SyncResult
 from .workqueue import WorkQueue
 
@@ -161,7 +160,7 @@ class SyncLoop:
     async def _handle_update(self, update: PodUpdate) -> None:
         op = update.op
         for pod in update.pods:
-            if is_mirror(pod):
+            if pod.is_mirror:
                 self._handle_mirror(op, pod)
             elif op is PodOperation.ADD:
                 await self._add(pod)

@@ -83,7 +83,7 @@ class PodWorker:
 
     @property
     def static(self) -> bool:
-        return self.pod.metadata.annotations.get("kubernetes.io/config.source", "api") != "api"
+        return self.pod.is_static
 
 
 ResultHook = Callable[[str, SyncResult], None]

@@ -25,49 +25,6 @@ from kubelet.logs import get_logger
 
 log = get_logger(__name__)
 
-GetLimit = Callable[[int], tuple[int, int]]
-SetLimit = Callable[[int, tuple[int, int]], None]
-
-
-def raise_open_files_limit(
-    getrlimit: GetLimit = resource.getrlimit, setrlimit: SetLimit = resource.setrlimit
-) -> int:
-    """Raise the soft open-files limit to the hard one (Go's runtime does this at start).
-
-    Returns the soft limit in force afterwards. A refusal (an infinite hard limit above
-    ``fs.nr_open``, a sandbox) leaves the limit as it was, with a log line, as Go ignores it.
-    """
-    soft, hard = getrlimit(resource.RLIMIT_NOFILE)
-    if soft == hard:
-        return soft
-    try:
-        setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    except (OSError, ValueError) as exc:
-        log.v(1).info("open files limit left as it was", soft=soft, hard=hard, err=str(exc))
-        return soft
-    log.v(2).info("open files limit raised to the hard limit", previous=soft, limit=hard)
-    return hard
-
-
-def apply_open_files_limit(
-    max_open_files: int,
-    getrlimit: GetLimit = resource.getrlimit,
-    setrlimit: SetLimit = resource.setrlimit,
-) -> int:
-    """What upstream's kubelet does at start: Go's runtime raises the soft limit to the
-    hard one, then ``maxOpenFiles`` (default 1000000) becomes both limits. Raising the
-    hard limit needs CAP_SYS_RESOURCE; a refusal is logged as an error and start-up goes
-    on with the raised soft limit, as upstream. Returns the soft limit in force."""
-    soft = raise_open_files_limit(getrlimit, setrlimit)
-    if max_open_files <= 0:
-        return soft
-    try:
-        setrlimit(resource.RLIMIT_NOFILE, (max_open_files, max_open_files))
-    except (OSError, ValueError) as exc:
-        log.error("Failed to set rlimit on max file handles", err=str(exc), limit=max_open_files)
-        return soft
-    return max_open_files
-
 
 def soft_limit() -> int:
     """The soft ``RLIMIT_NOFILE`` now (an infinite one counts as ``fs.nr_open``'s default)."""

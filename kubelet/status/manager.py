@@ -25,7 +25,6 @@ from kubelet.api.client import PODS, ApiClient, PatchType
 from kubelet.api.errors import ApiError, Conflict, NotFound
 from kubelet.api.patch import pod_status_patch
 from kubelet.api.pod import Pod, PodStatus
-from kubelet.pods.mirror import is_static
 from kubelet.status.phase import resolve_phase
 
 log = logging.getLogger(__name__)
@@ -109,7 +108,7 @@ class StatusManager:
 
     async def _sync(self, uid: str, entry: _Entry) -> None:
         pod = entry.pod
-        target = self._mirror_for(pod) if is_static(pod) else pod
+        target = self._mirror_for(pod) if pod.is_static else pod
         if target is None:
             return  # no mirror pod yet: try again once it exists
         api_status = target.status
@@ -129,7 +128,7 @@ class StatusManager:
                 entry.sent = entry.status
             entry.target_uid = target.uid
             entry.dirty = False
-            if entry.delete_after and not is_static(pod):
+            if entry.delete_after and not pod.is_static:
                 await self._delete(pod)
         except NotFound:
             log.info("pod %s is gone from the API; not reporting its status", pod.key)

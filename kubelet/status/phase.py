@@ -28,7 +28,7 @@ from kubelet.api.pod import (
 )
 from kubelet.cri.types import ContainerInfo, ContainerRunState, RuntimePodStatus
 from kubelet.decisions.actions import restart_policy, should_container_be_restarted
-from kubelet.decisions.qos import is_restartable_init_container, is_static_pod
+from kubelet.decisions.qos import is_restartable_init_container
 
 __all__ = [
     "CONTAINER_CREATING",
@@ -179,7 +179,7 @@ def get_phase(
     if running > 0 and unknown == 0:
         return RUNNING
     if running == 0 and stopped > 0 and unknown == 0:
-        if pod_is_terminal and not is_static_pod(pod):
+        if pod_is_terminal and not pod.is_static:
             return SUCCEEDED if stopped == succeeded else FAILED
         if policy == "Always":
             return RUNNING

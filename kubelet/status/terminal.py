@@ -22,7 +22,6 @@ from kubelet.api.pod import (
     Pod,
     PodStatus,
 )
-from kubelet.decisions.qos import is_static_pod
 from kubelet.status.phase import CONTAINER_STATUS_UNKNOWN, FAILED, is_terminal_phase
 
 __all__ = ["MSG_NOT_LOCATED", "terminated_status"]
@@ -92,7 +91,7 @@ def terminated_status(pod: Pod, status: PodStatus) -> PodStatus:
         for i, s in enumerate(inits)
     )
     phase = status.phase
-    if not is_static_pod(pod) and not is_terminal_phase(phase):
+    if not pod.is_static and not is_terminal_phase(phase):
         phase = FAILED
     return attrs.evolve(
         status, phase=phase, container_statuses=regular, init_container_statuses=inits

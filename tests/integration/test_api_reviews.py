@@ -1,4 +1,4 @@
-"""The API adapters of kubelet.cluster (reviews, tokens, env lookups) against FakeApiServer."""
+"""The API adapters (server reviews, volume tokens, env lookups) against FakeApiServer."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import trio
 
 from kubelet.api.client import ApiClient
 from kubelet.api.kubeconfig import ClusterConnection
-from kubelet.cluster import ApiReviews
+from kubelet.server.reviews import ApiReviews
 from kubelet.testing.fakeapiserver import FakeApiServer
 
 
@@ -37,7 +37,7 @@ async def test_token_review_and_subject_access_review() -> None:
 async def test_service_account_tokens_rotate_at_80_percent(
     autojump_clock: trio.abc.Clock,
 ) -> None:
-    from kubelet.cluster import ApiTokenSource
+    from kubelet.volumes.tokens import ApiTokenSource
 
     epoch = 1_800_000_000.0
     api = FakeApiServer(epoch=epoch)
@@ -56,7 +56,7 @@ async def test_service_account_tokens_rotate_at_80_percent(
 
 
 async def test_env_lookup_reads_each_object_once_and_maps_errors() -> None:
-    from kubelet.cluster import ApiEnvLookup
+    from kubelet.env.lookup import ApiEnvLookup
     from kubelet.env.variables import CREATE_CONTAINER_CONFIG_ERROR, EnvError
 
     api = FakeApiServer()

@@ -15,7 +15,6 @@ from kubelet.config import FLAGS, ConfigError, KubeletConfiguration, Options, bu
 from kubelet.config.fields import key
 from kubelet.config.flags import support_key
 from kubelet.config.gatedata import GATES
-from kubelet.config.startup import log_settings_warnings
 from kubelet.config.support import (
     GATE_SUPPORT,
     IMPLEMENTED,
@@ -27,6 +26,7 @@ from kubelet.config.upstream import (
     LOGGING_CONFIGURATION_FIELDS,
     OUR_EXTENSIONS,
 )
+from kubelet.process import log_settings_warnings
 
 HEADER = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
 
@@ -240,7 +240,7 @@ def test_implemented_gates_are_not_listed() -> None:
 
 
 def test_oom_score_adj_is_written_at_start_up(tmp_path: Path) -> None:
-    from kubelet.config.startup import apply_oom_score_adj
+    from kubelet.process import apply_oom_score_adj
 
     target = tmp_path / "oom_score_adj"
     target.write_text("0\n")

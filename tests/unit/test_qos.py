@@ -14,7 +14,6 @@ from kubelet.decisions.qos import (
     container_oom_score_adj,
     is_critical_pod,
     is_node_critical_pod,
-    is_static_pod,
     pod_qos,
 )
 
@@ -156,10 +155,10 @@ def test_static_pod_with_node_critical_class() -> None:
         priority_class="system-node-critical",
         annotations={"kubernetes.io/config.source": "file"},
     )
-    assert is_static_pod(pod) and is_node_critical_pod(pod)
+    assert pod.is_static and is_node_critical_pod(pod)
     assert container_oom_score_adj(pod, c, 1) == -997
     api_pod, _ = single(None, annotations={"kubernetes.io/config.source": "api"})
-    assert not is_static_pod(api_pod) and not is_critical_pod(api_pod)
+    assert not api_pod.is_static and not is_critical_pod(api_pod)
 
 
 @pytest.mark.parametrize(

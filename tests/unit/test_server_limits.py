@@ -22,15 +22,11 @@ import trio
 import trio.testing
 
 from kubelet.logs.fields import record_fields
+from kubelet.process import apply_open_files_limit, raise_open_files_limit
 from kubelet.server.accept import AcceptLoop
 from kubelet.server.app import HealthzApp
 from kubelet.server.asgi import Receive, Scope, Send
-from kubelet.server.fdlimits import (
-    Descriptors,
-    apply_open_files_limit,
-    default_reserve,
-    raise_open_files_limit,
-)
+from kubelet.server.fdlimits import Descriptors, default_reserve
 from kubelet.server.limits import Limits
 from kubelet.server.memtrim import MemoryTrim
 from kubelet.server.serve import bind, serve_socket
