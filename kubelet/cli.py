@@ -33,7 +33,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from kubelet import agent
 
-    return int(agent.run(options))
+    return int(agent.start(options))
 
 
 def _pods(args: list[str]) -> int:

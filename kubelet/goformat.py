@@ -1,4 +1,4 @@
-"""Go's ways of printing values, where users read or grep for them: ``%q``, durations.
+"""Go's ways of printing values, where users read or grep for them: ``%q``, times, durations.
 
 Messages the kubelet shares with upstream (events, waiting reasons, probe output) are
 written as Go writes them; these helpers are the one place that knows how.
@@ -6,9 +6,10 @@ written as Go writes them; these helpers are the one place that knows how.
 
 from __future__ import annotations
 
+import datetime
 import json
 
-__all__ = ["go_duration", "go_quote"]
+__all__ = ["go_duration", "go_quote", "parse_rfc3339", "rfc3339"]
 
 
 def go_quote(text: str) -> str:
@@ -25,3 +26,18 @@ def go_duration(seconds: float) -> str:
     hours, minutes = divmod(minutes, 60)
     text = f"{hours}h" if hours else ""
     return f"{text}{minutes}m{secs}s"
+
+
+def rfc3339(seconds: float) -> str:
+    """A time as the API writes ``metav1.Time``: RFC 3339, whole seconds, UTC."""
+    moment = datetime.datetime.fromtimestamp(int(seconds), datetime.UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_rfc3339(text: str) -> float | None:
+    """``rfc3339``'s form back to seconds since the epoch; None when it is not that form."""
+    try:
+        moment = datetime.datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ")
+    except ValueError:
+        return None
+    return moment.replace(tzinfo=datetime.UTC).timestamp()

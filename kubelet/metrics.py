@@ -68,18 +68,25 @@ RuntimePodsProvider = Callable[[], Iterable[RuntimePodStatus]]
 DesiredPodsProvider = Callable[[], Iterable[Pod]]
 
 
-class _StateCollector(Collector):
-    """Gauges computed at scrape time from what the kubelet already knows."""
+class PodGauges(Collector):
+    """Gauges computed at scrape time from what the kubelet already knows: the pods the
+    runtime holds (the pod cache) and the pods it should run (the desired pods). A
+    provider left out leaves its gauges out. Register it once both exist."""
 
-    def __init__(self, owner: KubeletMetrics) -> None:
-        self._owner = owner
+    def __init__(
+        self,
+        runtime_pods: RuntimePodsProvider | None = None,
+        desired_pods: DesiredPodsProvider | None = None,
+    ) -> None:
+        self.runtime_pods = runtime_pods
+        self.desired_pods = desired_pods
 
     def collect(self) -> Iterator[Any]:
         yield from self._runtime_families()
         yield from self._desired_families()
 
     def _runtime_families(self) -> Iterator[GaugeMetricFamily]:
-        provider = self._owner.runtime_pods
+        provider = self.runtime_pods
         if provider is None:
             return
         running_pods = 0
@@ -104,7 +111,7 @@ class _StateCollector(Collector):
         yield containers
 
     def _desired_families(self) -> Iterator[GaugeMetricFamily]:
-        provider = self._owner.desired_pods
+        provider = self.desired_pods
         if provider is None:
             return
         counts = {"true": 0, "false": 0}
@@ -126,8 +133,9 @@ class _StateCollector(Collector):
 class KubeletMetrics:
     """Every kubelet metric on one registry, with the helpers that record them.
 
-    ``runtime_pods`` and ``desired_pods`` are providers read at scrape time (set them once
-    the components exist); without them those gauges are simply absent.
+    ``runtime_pods`` and ``desired_pods`` are providers read at scrape time (``PodGauges``;
+    the agent registers its own once the components exist); without them those gauges
+    are simply absent.
     """
 
     def __init__(
@@ -140,8 +148,6 @@ class KubeletMetrics:
         process: bool = True,
     ) -> None:
         self.registry = CollectorRegistry()
-        self.runtime_pods = runtime_pods
-        self.desired_pods = desired_pods
         self._wall_clock = wall_clock
         self._last_relist_start: float | None = None
         reg = self.registry
@@ -249,7 +255,8 @@ class KubeletMetrics:
             ["method", "path", "server_type", "long_running"],
             registry=reg,
         )
-        reg.register(_StateCollector(self))
+        if runtime_pods is not None or desired_pods is not None:
+            reg.register(PodGauges(runtime_pods, desired_pods))
 
     # -- helpers the agent calls ---------------------------------------------------------
 

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from . import cri_api_pb2 as api
-from .channel import CriChannel
+from .channel import CriChannel, Observer
 from .codec import MAX_MESSAGE_BYTES
 from .endpoint import DEFAULT_RUNTIME_ENDPOINT, socket_path
 from .errors import (
@@ -60,15 +60,16 @@ async def connect(
     image_endpoint: str = "",
     *,
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+    observer: Observer | None = None,
 ) -> AsyncIterator[tuple[RuntimeClient, ImageClient]]:
     """Open clients for both services; the image endpoint defaults to the runtime's.
 
     No connection is made until the first call, so a runtime that is not up yet is
     reported by that call (``RuntimeUnavailable``), not here.
     """
-    runtime_channel = CriChannel(runtime_endpoint)
+    runtime_channel = CriChannel(runtime_endpoint, observer=observer)
     image_channel = (
-        CriChannel(image_endpoint)
+        CriChannel(image_endpoint, observer=observer)
         if image_endpoint and image_endpoint != runtime_endpoint
         else runtime_channel
     )

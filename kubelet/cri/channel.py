@@ -47,6 +47,10 @@ def _wire_timeout(timeout: float | None) -> float | None:
     return None if timeout is None else math.ceil(timeout) + 1.0
 
 
+Observer = Callable[[str, float, BaseException | None], None]
+"""Told of every call: (rpc, seconds, error or None)."""
+
+
 class CriChannel:
     """A lazily connected channel to one CRI endpoint.
 
@@ -60,6 +64,7 @@ class CriChannel:
         *,
         max_message_bytes: int = MAX_MESSAGE_BYTES,
         max_concurrent_calls: int = MAX_CONCURRENT_CALLS,
+        observer: Observer | None = None,
     ) -> None:
         self.endpoint = endpoint
         self.path = socket_path(endpoint)
@@ -67,7 +72,7 @@ class CriChannel:
         self._in_flight = trio.CapacityLimiter(max_concurrent_calls)
         self._channel: Channel | None = None
         self._closed = False
-        self.observer: Callable[[str, float, BaseException | None], None] | None = None
+        self.observer = observer
         """Called after every call with (rpc, seconds, error or None): runtime metrics."""
 
     def _require_loop(self) -> None:

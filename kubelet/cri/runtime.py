@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping
+
+import trio
 
 from . import cri_api_pb2 as api
 from .cri_api_grpc import RuntimeServiceStub
 from .errors import CriError
 from .service import ServiceClient
+
+log = logging.getLogger("kubelet.agent")
 
 KUBE_RUNTIME_API_VERSION = "0.1.0"
 """The legacy version string the kubelet sends in VersionRequest."""
@@ -223,3 +228,28 @@ class RuntimeClient(ServiceClient):
             "ListPodSandboxStats", api.ListPodSandboxStatsRequest(filter=filt)
         )
         return list(resp.stats)
+
+
+WAIT_INITIAL = 0.1
+WAIT_MAX = 5.0
+
+
+async def wait_until_answering(runtime: RuntimeClient) -> api.VersionResponse:
+    """Retry Version (0.1 s doubling to 5 s) until the runtime answers: the kubelet
+    touches no pod before that."""
+    delay = WAIT_INITIAL
+    while True:
+        try:
+            version = await runtime.version()
+        except CriError as exc:
+            log.warning("container runtime not ready (%s); retrying in %.1fs", exc, delay)
+            await trio.sleep(delay)
+            delay = min(delay * 2, WAIT_MAX)
+            continue
+        log.info(
+            "container runtime %s %s (CRI %s)",
+            version.runtime_name,
+            version.runtime_version,
+            version.runtime_api_version,
+        )
+        return version

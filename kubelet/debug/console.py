@@ -288,8 +288,8 @@ def claim_socket_path(path: str) -> None:
 async def serve_console(
     path: str,
     target: ConsoleTarget,
-    *,
     api: object | None = None,
+    *,
     extra: Mapping[str, Any] | None = None,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:

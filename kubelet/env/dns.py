@@ -308,3 +308,42 @@ def _is_ipv6(ip: str) -> bool:
         return ipaddress.ip_address(ip.strip()).version == 6
     except ValueError:
         return False
+
+
+@attrs.define
+class DnsSettings:
+    """What the sandboxes' resolv.conf and the managed /etc/hosts are made from."""
+
+    cluster_dns: tuple[str, ...] = ()
+    cluster_domain: str = ""
+    resolv_conf: str = ""
+    node_ips: tuple[str, ...] = ()
+    hosts_file: str = "/etc/hosts"
+    _host_resolv: ResolvConf | None = None
+    _loaded: bool = False
+
+    def host_resolv(self) -> ResolvConf | None:
+        """The node's resolv.conf (--resolv-conf), read once."""
+        if not self._loaded:
+            self._loaded = True
+            try:
+                self._host_resolv = load_host_resolv(self.resolv_conf)
+            except (OSError, ValueError) as exc:
+                log.warning("cannot use resolv.conf %s: %s", self.resolv_conf, exc)
+        return self._host_resolv
+
+    def for_pod(self, pod: Pod) -> tuple[api.DNSConfig, list[DNSWarning]]:
+        return pod_dns_config(
+            pod,
+            cluster_dns=self.cluster_dns,
+            cluster_domain=self.cluster_domain,
+            host_resolv=self.host_resolv(),
+            node_ips=self.node_ips,
+        )
+
+    def node_hosts(self) -> str:
+        try:
+            with open(self.hosts_file) as fh:
+                return fh.read()
+        except OSError:
+            return ""

@@ -73,6 +73,10 @@ def service_env(pod: Pod, services: Iterable[Mapping[str, Any]]) -> dict[str, st
 class ServiceStore:
     """All Services, listed and watched, for the containers' service variables."""
 
+    def env_for(self, pod: Pod) -> Mapping[str, str]:
+        """The service variables ``pod`` gets (``enableServiceLinks``)."""
+        return service_env(pod, self.services)
+
     def __init__(self, client: ApiClient) -> None:
         self._client = client
         self.services: list[dict[str, Any]] = []
@@ -85,3 +89,13 @@ class ServiceStore:
 
         task_status.started()
         await reflect(self._client, ListWatch("/api/v1/services"), UidStore(on_change))
+
+
+async def run_services(
+    client: ApiClient, *, task_status: trio.TaskStatus[ServiceStore] = trio.TASK_STATUS_IGNORED
+) -> None:
+    """Keep every Service listed and watched, for the containers' service variables."""
+    store = ServiceStore(client)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(store.run)
+        task_status.started(store)

@@ -24,6 +24,7 @@ import attrs
 import trio
 
 from kubelet.api.pod import Container, Pod
+from kubelet.goformat import rfc3339
 
 log = logging.getLogger(__name__)
 
@@ -95,10 +96,6 @@ class _Seen:
 class _Bucket:
     tokens: float
     updated: float
-
-
-def _rfc3339(moment: float) -> str:
-    return datetime.datetime.fromtimestamp(int(moment), datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class EventRecorder:
@@ -181,7 +178,7 @@ class EventRecorder:
                 return
             seen.count += 1
             seen.last_seen = now
-            patch = {"count": seen.count, "lastTimestamp": _rfc3339(now)}
+            patch = {"count": seen.count, "lastTimestamp": rfc3339(now)}
             result = await self._sink.patch_event(seen.namespace, seen.name, patch)
             self._remember(result)
             return
@@ -190,7 +187,7 @@ class EventRecorder:
         namespace = ref.namespace or "default"
         self._sequence += 1
         name = f"{ref.name}.{int(now * 1e9) + self._sequence:x}"  # unique per recorder
-        stamp = _rfc3339(now)
+        stamp = rfc3339(now)
         body = {
             "apiVersion": "v1",
             "kind": "Event",
@@ -213,3 +210,17 @@ class EventRecorder:
     def _remember(self, event: dict[str, Any]) -> None:
         self.written.append(event)
         del self.written[:-200]
+
+
+async def run_event_recorder(
+    node_name: str,
+    sink: EventSink | None,
+    wall_clock: Callable[[], float],
+    *,
+    task_status: trio.TaskStatus[EventRecorder] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """The recorder's drain task; events only go to the log without a ``sink``."""
+    recorder = EventRecorder(node_name, sink, wall_clock=wall_clock)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(recorder.run)
+        task_status.started(recorder)

@@ -8,37 +8,16 @@ NetworkReady=false reason:… message:…", "PLEG is not healthy: …".
 
 from __future__ import annotations
 
-import ipaddress
-import socket
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 from kubelet.api.quantity import parse_quantity
 from kubelet.config import Options
 from kubelet.cri import CriError, ImageClient, RuntimeClient
 from kubelet.version import KUBERNETES_VERSION
 
-from .machine import MachineInfo, filesystem_stats, read_machine_info
+from .identity import NodeIdentity
+from .machine import MachineInfo, filesystem_stats
 from .status import Image, NodeFacts
-
-
-def detect_node_ips(node_ip_flag: str, hostname: str) -> tuple[str, ...]:
-    """``--node-ip`` if given; else the hostname's non-loopback address; else the address
-    of the interface a default route would use (found without sending anything)."""
-    if node_ip_flag:
-        return tuple(ip.strip() for ip in node_ip_flag.split(",") if ip.strip())
-    try:
-        for info in socket.getaddrinfo(hostname, None, socket.AF_INET):
-            address = str(info[4][0])
-            if not ipaddress.ip_address(address).is_loopback:
-                return (address,)
-    except OSError:
-        pass
-    try:
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-            probe.connect(("10.255.255.255", 9))  # UDP connect: no packet leaves
-            return (str(probe.getsockname()[0]),)
-    except OSError:
-        return ()
 
 
 def eviction_bytes(threshold: str | None, capacity: int) -> int:
@@ -78,21 +57,16 @@ class FactGatherer:
         images: ImageClient,
         pleg_health: Callable[[], tuple[bool, str]],
         *,
-        machine: MachineInfo | None = None,
-        node_ips: Sequence[str] | None = None,
+        machine: MachineInfo,
+        node: NodeIdentity,
     ) -> None:
         self.options = options
         self.runtime = runtime
         self.images = images
         self.pleg_health = pleg_health
-        self.machine = machine or read_machine_info()
-        hostname = options.hostname_override or self.machine.hostname
-        self.hostname = hostname.lower()
-        self.node_ips = (
-            tuple(node_ips)
-            if node_ips is not None
-            else detect_node_ips(options.node_ip, self.hostname)
-        )
+        self.machine = machine
+        self.hostname = node.hostname
+        self.node_ips = node.ips
 
     async def gather(self) -> NodeFacts:
         cfg = self.options.config

@@ -8,7 +8,6 @@ we saw, later ones fetch it again. Condition transitions are recorded as node ev
 
 from __future__ import annotations
 
-import datetime
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -22,6 +21,7 @@ from kubelet.api.errors import ApiError
 from kubelet.api.node import Node, NodeStatus
 from kubelet.api.patch import node_status_patch
 from kubelet.events.recorder import NORMAL, EventRecorder, node_ref
+from kubelet.goformat import rfc3339
 
 from .status import NodeFacts, differs_beyond_heartbeats, is_ready, node_status
 
@@ -40,10 +40,6 @@ _TRANSITION_EVENTS = {
     ("PIDPressure", "True"): "NodeHasInsufficientPID",
     ("PIDPressure", "False"): "NodeHasSufficientPID",
 }
-
-
-def now_rfc3339(wall: float) -> str:
-    return datetime.datetime.fromtimestamp(int(wall), datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class NodeStatusReporter:
@@ -99,7 +95,7 @@ class NodeStatusReporter:
             self.node = await self._client.get(NODES.path(name=self.node_name))
         old = from_wire(Node, self.node)
         facts = await self._gather()
-        status = node_status(old.status, facts, now_rfc3339(self._wall()))
+        status = node_status(old.status, facts, rfc3339(self._wall()))
         due = self.last_report is None or (
             trio.current_time() - self.last_report >= self.report_frequency
         )

@@ -22,6 +22,8 @@ StatusFetcher = Callable[[str], Awaitable[RuntimePodStatus]]
 
 
 class PodCache:
+    """uid → the newest ``RuntimePodStatus``, refreshed through one fetcher."""
+
     def __init__(
         self, fetch: StatusFetcher, *, clock: Callable[[], float] = trio.current_time
     ) -> None:
@@ -63,6 +65,10 @@ class PodCache:
             self._asked_at[uid] = next(self._order)
         else:
             self._asked_at.pop(uid, None)
+
+    def statuses(self) -> list[RuntimePodStatus]:
+        """Every pod's newest view (the running-pods gauges read them)."""
+        return list(self._entries.values())
 
     def uids(self) -> set[str]:
         return set(self._entries)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import enum
 import logging
 from collections.abc import Callable, Mapping
+from typing import Protocol
 
 import attrs
 import trio
@@ -107,11 +108,10 @@ def diff_relists(old: PodStates, new: PodStates) -> dict[str, list[PodLifecycleE
     return out
 
 
-class RuntimeLister:
-    """What the PLEG needs from the runtime (kept abstract for tests)."""
+class RuntimeLister(Protocol):
+    """What the PLEG needs from the runtime (``RuntimeView`` over the CRI; fakes in tests)."""
 
-    async def relist(self) -> PodStates:  # pragma: no cover - interface
-        raise NotImplementedError
+    async def relist(self) -> PodStates: ...
 
 
 class Pleg:
@@ -126,6 +126,7 @@ class Pleg:
         period: float = RELIST_PERIOD,
         threshold: float = RELIST_THRESHOLD,
         clock: Callable[[], float] = trio.current_time,
+        on_relist: Callable[[float, float], None] | None = None,
     ) -> None:
         self._lister = lister
         self._cache = cache
@@ -139,7 +140,7 @@ class Pleg:
         self.last_relist_duration: float = 0.0
         self.relist_interval: float = 0.0
         self.discarded_events = 0
-        self.on_relist: Callable[[float, float], None] | None = None
+        self.on_relist = on_relist
         """Called with (start, duration) after each successful relist (metrics)."""
 
     def healthy(self) -> tuple[bool, str]:

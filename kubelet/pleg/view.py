@@ -19,7 +19,7 @@ from kubelet.cri.convert import container_info_from_cri, sandbox_info_from_cri
 from kubelet.cri.termination import host_path_of, termination_message
 from kubelet.cri.types import ContainerInfo, ContainerRunState, RuntimePodStatus, SandboxInfo
 
-from .generator import PlegState, PodStates, RuntimeLister
+from .generator import PlegState, PodStates
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +31,7 @@ _PLEG_STATES = {
 }
 
 
-class RuntimeView(RuntimeLister):
+class RuntimeView:
     """CRI reads shaped for the kubelet. Cheap to construct; holds no state."""
 
     def __init__(self, runtime: RuntimeClient) -> None:

@@ -60,7 +60,7 @@ async def run_pod_once(syncer: KubeletPodSyncer, pod: Pod) -> tuple[str, str]:
     return phase, detail or "timed out"
 
 
-async def run_once(
+async def run_pods_once(
     syncer: KubeletPodSyncer,
     pods: list[Pod],
     out: TextIO = sys.stdout,

@@ -32,7 +32,7 @@ from kubelet.status.terminal import terminated_status
 from .admission import Rejection, rejection_message
 from .manager import PodManager
 from .mirror import MirrorClient
-from .workers import PodSyncer, SyncResult
+from .workers import SyncResult
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,15 @@ class ClusterLink:
     mirrors: MirrorClient
 
 
-class KubeletPodSyncer(PodSyncer):
+class KubeletPodSyncer:
+    """One pod worker step, the kubelet's way (implements ``workers.PodSyncer``).
+
+    Upstream's ``SyncPod``/``SyncTerminatingPod``: it joins what no single part knows --
+    the fresh runtime view (pod cache), the probes' verdicts, the driver's actions
+    (``runtime.PodRuntime``), the generated status and, in a cluster, the status
+    manager and the mirror pod -- so the workers stay generic and each part stays small.
+    """
+
     def __init__(
         self,
         cache: PodCache,
@@ -69,6 +77,7 @@ class KubeletPodSyncer(PodSyncer):
         wall_clock: Callable[[], float] | None = None,
         cluster: ClusterLink | None = None,
         prober: ProberManager | None = None,
+        metrics: KubeletMetrics | None = None,
     ) -> None:
         self.cache = cache
         self.pod_runtime = pod_runtime
@@ -78,7 +87,7 @@ class KubeletPodSyncer(PodSyncer):
         self.wall_clock = wall_clock or pod_runtime.wall_clock
         self.cluster = cluster
         self.prober = prober
-        self.metrics: KubeletMetrics | None = None
+        self.metrics = metrics
         self.first_seen: dict[str, float] = {}
         self.started_pods: set[str] = set()
         self.waiting: dict[str, dict[str, tuple[str, str]]] = {}

@@ -11,23 +11,23 @@ the API server (or a manifest directory) has not answered yet.
 
 from __future__ import annotations
 
-import enum
 import logging
 import random
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 import trio
 
 from kubelet.api.pod import Pod
 from kubelet.pleg.generator import EventType, PodLifecycleEvent
+from kubelet.prober.results import ResultUpdate
 from kubelet.sources.podconfig import PodOperation, PodUpdate
 from kubelet.status.phase import is_terminal_phase
 
 from .admission import AdmissionFacts, Rejection, admit
 from .manager import PodManager
-from .workers import PodWorkers, SyncResult
+from .workers import PodWorkers, SyncResult, WorkerResult
 from .workqueue import WorkQueue
 
 log = logging.getLogger(__name__)
@@ -38,10 +38,9 @@ SYNC_ERROR_BACKOFF = 10.0
 RESYNC_JITTER = 0.5
 
 
-class _Kind(enum.Enum):
-    CONFIG = "config"
-    PLEG = "pleg"
-    PROBE = "probe"
+Message = PodUpdate | PodLifecycleEvent | ResultUpdate | WorkerResult
+"""What reaches the syncLoop's inbox, tagged by its type: a config update, a PLEG
+event, a probe result that changed, a pod worker's finished step."""
 
 
 @attrs.frozen
@@ -53,14 +52,13 @@ class OrphanPod:
     namespace: str
 
 
-class Housekeeper:
-    """What housekeeping needs from the runtime (implemented over the CRI)."""
+class Housekeeper(Protocol):
+    """What housekeeping needs from the runtime (``housekeeping.RuntimeHousekeeper``
+    over the CRI; fakes in tests). The clean-ups default to doing nothing."""
 
-    async def runtime_pods(self) -> Iterable[OrphanPod]:  # pragma: no cover - interface
-        raise NotImplementedError
+    async def runtime_pods(self) -> Iterable[OrphanPod]: ...
 
-    def orphan_as_pod(self, orphan: OrphanPod) -> Pod:  # pragma: no cover - interface
-        raise NotImplementedError
+    def orphan_as_pod(self, orphan: OrphanPod) -> Pod: ...
 
     def tidy(self) -> None:
         """Cheap periodic clean-up of in-memory state (expired back-off entries)."""
@@ -74,6 +72,14 @@ class Housekeeper:
 
 
 class SyncLoop:
+    """The one place that decides what each pod worker does next.
+
+    Upstream's ``syncLoopIteration``: every source of change (config, PLEG, probes, the
+    workers' own results, due times) arrives in one inbox, so their order is the order
+    of decisions and no two of them race over a pod. It never waits on slow work: it
+    only asks the workers (which never block it) and keeps the work queue.
+    """
+
     def __init__(
         self,
         *,
@@ -88,9 +94,11 @@ class SyncLoop:
         admission_facts: Callable[[], AdmissionFacts] | None = None,
         on_reject: Callable[[Pod, Rejection], None] | None = None,
         rng: random.Random | None = None,
-        probe_updates: Sequence[trio.MemoryReceiveChannel[Any]] = (),
+        probe_updates: Sequence[trio.MemoryReceiveChannel[ResultUpdate]] = (),
+        results: trio.MemoryReceiveChannel[WorkerResult] | None = None,
     ) -> None:
         self._probe_updates = tuple(probe_updates)
+        self._results = results
         self._updates = updates
         self._pleg_events = pleg_events
         self.pods = pods
@@ -117,12 +125,14 @@ class SyncLoop:
             self.queue.enqueue(uid, self._sync_frequency * jitter)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        inbox_send, inbox = trio.open_memory_channel[tuple[_Kind, object]](0)
+        inbox_send, inbox = trio.open_memory_channel[Message](0)
+        sources: list[trio.MemoryReceiveChannel[Any]] = [self._updates, self._pleg_events]
+        sources += self._probe_updates
+        if self._results is not None:
+            sources.append(self._results)
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._forward, self._updates, _Kind.CONFIG, inbox_send.clone())
-            nursery.start_soon(self._forward, self._pleg_events, _Kind.PLEG, inbox_send.clone())
-            for channel in self._probe_updates:
-                nursery.start_soon(self._forward, channel, _Kind.PROBE, inbox_send.clone())
+            for source in sources:
+                nursery.start_soon(self._forward, source, inbox_send.clone())
             inbox_send.close()
             task_status.started()
             next_housekeeping = trio.current_time() + HOUSEKEEPING_PERIOD
@@ -132,13 +142,7 @@ class SyncLoop:
                 self.iterations += 1
                 wake_at = min(now + SYNC_TICK, self.queue.next_due(), next_housekeeping)
                 with trio.move_on_at(wake_at):
-                    kind, message = await inbox.receive()
-                    if kind is _Kind.CONFIG:
-                        await self._handle_update(message)  # type: ignore[arg-type]
-                    elif kind is _Kind.PLEG:
-                        self._handle_pleg(message)  # type: ignore[arg-type]
-                    else:
-                        self._handle_probe(message)
+                    await self._handle(await inbox.receive())
                 for uid in self.queue.pop_due():
                     self.workers.requeue(uid)
                 if trio.current_time() >= next_housekeeping:
@@ -147,13 +151,22 @@ class SyncLoop:
 
     @staticmethod
     async def _forward(
-        source: trio.MemoryReceiveChannel[object],
-        kind: _Kind,
-        inbox: trio.MemorySendChannel[tuple[_Kind, object]],
+        source: trio.MemoryReceiveChannel[Message], inbox: trio.MemorySendChannel[Message]
     ) -> None:
         async with inbox:
             async for message in source:
-                await inbox.send((kind, message))
+                await inbox.send(message)
+
+    async def _handle(self, message: Message) -> None:
+        match message:
+            case PodUpdate():
+                await self._handle_update(message)
+            case PodLifecycleEvent():
+                self._handle_pleg(message)
+            case ResultUpdate():
+                self._handle_probe(message)
+            case WorkerResult(uid=uid, result=result):
+                self.on_result(uid, result)
 
     # -- config updates ------------------------------------------------------------------
 
@@ -225,10 +238,10 @@ class SyncLoop:
             self.workers.requeue(event.uid)
         # pods no source wants are handled by housekeeping
 
-    def _handle_probe(self, update: Any) -> None:
+    def _handle_probe(self, update: ResultUpdate) -> None:
         """A probe result changed: liveness/startup failures make the pod's sync kill and
         restart the container, readiness changes its status. Either way: sync it."""
-        uid = getattr(update, "pod_uid", "")
+        uid = update.pod_uid
         if uid in self.pods and uid not in self.rejected:
             self.workers.requeue(uid)
 

@@ -14,9 +14,11 @@ run side by side: the new one waits until the old one has terminated.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import logging
 from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 import attrs
 import trio
@@ -47,14 +49,20 @@ class SyncResult:
     finished: bool = False
 
 
-class PodSyncer:
-    """What the workers drive; the kubelet implements it over the CRI."""
+@attrs.frozen
+class WorkerResult:
+    """A worker finished a step of pod ``uid`` (a sync, or a termination that failed)."""
 
-    async def sync_pod(self, pod: Pod) -> SyncResult:  # pragma: no cover - interface
-        raise NotImplementedError
+    uid: str
+    result: SyncResult
 
-    async def terminate_pod(self, pod: Pod, grace: int | None) -> None:  # pragma: no cover
-        raise NotImplementedError
+
+class PodSyncer(Protocol):
+    """What the workers drive (``syncer.KubeletPodSyncer`` over the CRI; fakes in tests)."""
+
+    async def sync_pod(self, pod: Pod) -> SyncResult: ...
+
+    async def terminate_pod(self, pod: Pod, grace: int | None) -> None: ...
 
 
 @attrs.define
@@ -86,9 +94,6 @@ class PodWorker:
         return self.pod.is_static
 
 
-ResultHook = Callable[[str, SyncResult], None]
-
-
 def shorter_grace(current: int | None, new: int | None) -> int | None:
     """Grace can only shrink (§h): keep the smaller of two known values."""
     if current is None:
@@ -104,11 +109,12 @@ class PodWorkers:
     def __init__(
         self,
         syncer: PodSyncer,
-        on_result: ResultHook | None = None,
+        results: trio.MemorySendChannel[WorkerResult] | None = None,
         on_terminated: Callable[[str], Awaitable[None] | None] | None = None,
     ) -> None:
         self._syncer = syncer
-        self._on_result = on_result
+        self._results = results
+        """Where each step's result goes (the syncLoop's inbox; unbounded: never blocks)."""
         self._on_terminated = on_terminated
         self._nursery: trio.Nursery | None = None
         self.workers: dict[str, PodWorker] = {}
@@ -302,8 +308,13 @@ class PodWorkers:
         worker.last_result = result
         worker.last_error = result.error
         worker.finished = result.finished
-        if self._on_result is not None:
-            self._on_result(worker.uid, result)
+        self._report(worker.uid, result)
+
+    def _report(self, uid: str, result: SyncResult) -> None:
+        if self._results is None:
+            return
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            self._results.send_nowait(WorkerResult(uid, result))  # the loop is gone: shutdown
 
     async def _terminate(self, worker: PodWorker) -> None:
         worker.phase = PodPhase.TERMINATING
@@ -315,8 +326,7 @@ class PodWorkers:
             except Exception as exc:
                 log.exception("termination of pod %s failed; will retry", worker.pod.key)
                 worker.last_error = f"{type(exc).__name__}: {exc}"
-                if self._on_result is not None:
-                    self._on_result(worker.uid, SyncResult(error=worker.last_error))
+                self._report(worker.uid, SyncResult(error=worker.last_error))
                 return
             finally:
                 worker.scope = None

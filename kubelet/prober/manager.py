@@ -33,6 +33,7 @@ from prometheus_client import CollectorRegistry
 
 from kubelet.api.pod import Container, Pod
 from kubelet.cri.types import ContainerInfo, ContainerRunState, RuntimePodStatus
+from kubelet.events.recorder import EventRecorder, pod_ref
 from kubelet.handlers.exec import ExecRunner
 from kubelet.handlers.http import HttpGetter
 
@@ -42,7 +43,7 @@ from .probes import ContainerEventSink, Prober
 from .results import UPDATES_CAPACITY, ProbeKind, Result, ResultsManager
 from .worker import RESTART_GRACE, ProbeKey, ProbeWorker, probe_of
 
-__all__ = ["ProbeStatus", "ProberManager", "WorkerSummary"]
+__all__ = ["ProbeStatus", "ProberManager", "WorkerSummary", "run_prober"]
 
 log = logging.getLogger(__name__)
 
@@ -389,3 +390,23 @@ class ProberManager:
                 )
             )
         return rows
+
+
+async def run_prober(
+    runtime: ExecRunner,
+    recorder: EventRecorder,
+    host_ip: str,
+    wall_clock: Callable[[], float],
+    *,
+    task_status: trio.TaskStatus[ProberManager] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """The probers nursery: a ``ProberManager`` whose events go to ``recorder``."""
+
+    def probe_event(pod: Pod, container: str, kind: str, reason: str, message: str) -> None:
+        spec = _spec_named(pod, container)
+        recorder.record(pod_ref(pod, spec), kind, reason, message)
+
+    prober = ProberManager(runtime, wall_clock=wall_clock, on_event=probe_event, host_ip=host_ip)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(prober.run)
+        task_status.started(prober)

@@ -309,6 +309,11 @@ class ImageManager:
                 images = []
             self._records.initialize(images)
 
+    @property
+    def backoff(self) -> Backoff:
+        """The image pull back-off (housekeeping trims it)."""
+        return self._backoff
+
     def _remember_failure(self, key: str, message: str) -> None:
         """Keep the failure for the back-off message; entries whose back-off is gone
         (pod deleted, pull succeeded) are dropped once the map grows."""

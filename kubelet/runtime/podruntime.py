@@ -47,7 +47,7 @@ from kubelet.decisions.security import (
     verify_run_as_non_root,
 )
 from kubelet.decisions.stoporder import stop_prerequisites
-from kubelet.env.dns import DNSWarning, ResolvConf, load_host_resolv, pod_dns_config
+from kubelet.env.dns import DnsSettings
 from kubelet.env.hosts import (
     hosts_file_content,
     hosts_file_path,
@@ -87,45 +87,6 @@ CREATE_CONTAINER_ERROR = "CreateContainerError"
 RUN_CONTAINER_ERROR = "RunContainerError"
 DEFAULT_ORPHAN_GRACE = 30
 DEFAULT_ROOT_DIR = "/var/lib/kubelet"
-
-
-@attrs.define
-class DnsSettings:
-    """What the sandboxes' resolv.conf and the managed /etc/hosts are made from."""
-
-    cluster_dns: tuple[str, ...] = ()
-    cluster_domain: str = ""
-    resolv_conf: str = ""
-    node_ips: tuple[str, ...] = ()
-    hosts_file: str = "/etc/hosts"
-    _host_resolv: ResolvConf | None = None
-    _loaded: bool = False
-
-    def host_resolv(self) -> ResolvConf | None:
-        """The node's resolv.conf (--resolv-conf), read once."""
-        if not self._loaded:
-            self._loaded = True
-            try:
-                self._host_resolv = load_host_resolv(self.resolv_conf)
-            except (OSError, ValueError) as exc:
-                log.warning("cannot use resolv.conf %s: %s", self.resolv_conf, exc)
-        return self._host_resolv
-
-    def for_pod(self, pod: Pod) -> tuple[api.DNSConfig, list[DNSWarning]]:
-        return pod_dns_config(
-            pod,
-            cluster_dns=self.cluster_dns,
-            cluster_domain=self.cluster_domain,
-            host_resolv=self.host_resolv(),
-            node_ips=self.node_ips,
-        )
-
-    def node_hosts(self) -> str:
-        try:
-            with open(self.hosts_file) as fh:
-                return fh.read()
-        except OSError:
-            return ""
 
 
 @attrs.frozen
@@ -198,6 +159,7 @@ class PodRuntime:
         service_env: Callable[[Pod], Mapping[str, str]] | None = None,
         isolation: PodIsolation | None = None,
         seccomp_default: bool = False,
+        metrics: KubeletMetrics | None = None,
     ) -> None:
         self.isolation = isolation or PodIsolation()
         self.seccomp_default = seccomp_default
@@ -210,13 +172,18 @@ class PodRuntime:
         self.recorder = recorder or EventRecorder("")
         self.root_dir = root_dir
         self.http = http
-        self.metrics: KubeletMetrics | None = None
+        self.metrics = metrics
         self.runtime = runtime
         self.images = images
         self.crash_backoff = crash_backoff
         self.pod_logs_dir = pod_logs_dir
         self.memory_capacity = memory_capacity
         self.cgroup_root = cgroup_root
+
+    @property
+    def backoffs(self) -> tuple[Backoff, ...]:
+        """The back-off tables housekeeping trims: crash loops, image pulls."""
+        return (self.crash_backoff, self.images.backoff)
 
     @property
     def wall_clock(self) -> Callable[[], float]:

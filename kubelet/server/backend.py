@@ -1,8 +1,9 @@
 """What the HTTP server needs from the running kubelet, and from the API server.
 
-The server is built against these Protocols only, never against ``agent.py``: the agent
-implements ``KubeletBackend`` over its components, the API client implements
-``ReviewClient`` (TokenReview and SubjectAccessReview), and tests use small fakes.
+The server is built against these Protocols only: ``RunningKubelet`` implements
+``KubeletBackend`` over the running components, ``reviews.ApiReviews`` implements
+``ReviewClient`` (TokenReview and SubjectAccessReview) over the API, and tests use
+small fakes.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from prometheus_client import CollectorRegistry
 
 from kubelet.api.pod import Pod
 from kubelet.cri import ImageClient, RuntimeClient
+from kubelet.pods.run import PodLifecycle
 
 
 class KubeletBackend(Protocol):
@@ -82,3 +84,38 @@ class ReviewClient(Protocol):
         subresource: str,
         name: str,
     ) -> bool: ...
+
+
+class RunningKubelet:
+    """``KubeletBackend`` over the running components: the CRI clients, the metrics
+    registries and the pod lifecycle (desired pods with their last generated status)."""
+
+    def __init__(
+        self,
+        runtime: RuntimeClient,
+        images: ImageClient | None,
+        registry: CollectorRegistry,
+        probe_registry: CollectorRegistry | None,
+        lifecycle: PodLifecycle,
+    ) -> None:
+        self.runtime = runtime
+        self.images = images
+        self.registry = registry
+        self.probe_registry = probe_registry
+        self._lifecycle = lifecycle
+
+    def desired_pods(self) -> Sequence[Pod]:
+        statuses = self._lifecycle.syncer.statuses
+        return [
+            attrs.evolve(pod, status=statuses.get(pod.uid, pod.status))
+            for pod in self._lifecycle.pods.pods()
+        ]
+
+    def pod_by_name(self, namespace: str, name: str) -> Pod | None:
+        for pod in self._lifecycle.pods.pods():
+            if pod.metadata.namespace == namespace and pod.metadata.name == name:
+                return pod
+        return None
+
+    def sync_loop_last_iteration(self) -> float | None:
+        return self._lifecycle.syncloop.last_iteration

@@ -7,8 +7,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kubelet.goformat import rfc3339
+
 from .hoststats import Host, filesystem
-from .stats import rfc3339
 
 
 def _first_line(path: Path) -> str:

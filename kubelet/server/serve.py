@@ -126,10 +126,10 @@ async def serve_socket(
 async def serve(
     backend: KubeletBackend,
     options: Options,
-    *,
     reviews: ReviewClient | None = None,
     metrics: KubeletMetrics | None = None,
     ephemeral_ports: bool = False,
+    *,
     host: Host | None = None,
     limits: Limits | None = None,
     descriptors: Descriptors | None = None,

@@ -14,7 +14,6 @@ otherwise the rate since the previous scrape (so the first scrape omits it).
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import glob
 import logging
 import time
@@ -22,17 +21,13 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from kubelet.cri import CriError, ImageClient, RuntimeClient, Unimplemented, api, labels
+from kubelet.goformat import rfc3339
 
 from .hoststats import CpuSample, FsSample, Host, MemorySample, files_usage, filesystem
 
 log = logging.getLogger(__name__)
 
 Json = dict[str, Any]
-
-
-def rfc3339(seconds: float) -> str:
-    """metav1.Time on the wire: whole seconds, UTC."""
-    return dt.datetime.fromtimestamp(int(seconds), dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _prune(obj: Json) -> Json:

@@ -172,3 +172,16 @@ def _keep_terminal(pod: Pod, status: PodStatus, *earlier: str) -> PodStatus:
         phase,
     )
     return attrs.evolve(status, phase=phase)
+
+
+async def run_status_manager(
+    client: ApiClient,
+    mirror_for: Callable[[Pod], Pod | None],
+    *,
+    task_status: trio.TaskStatus[StatusManager] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """The status manager's task; ``mirror_for`` finds a static pod's mirror pod."""
+    manager = StatusManager(client, mirror_for=mirror_for)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(manager.run)
+        task_status.started(manager)

@@ -9,7 +9,6 @@ starting shows ``startedAt: 1970-01-01T00:00:00Z``.
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Collection, Mapping, Sequence
 from typing import TypeVar
 
@@ -29,6 +28,7 @@ from kubelet.api.pod import (
 from kubelet.cri.types import ContainerInfo, ContainerRunState, RuntimePodStatus
 from kubelet.decisions.actions import restart_policy, should_container_be_restarted
 from kubelet.decisions.qos import is_restartable_init_container
+from kubelet.goformat import rfc3339
 
 __all__ = [
     "CONTAINER_CREATING",
@@ -212,8 +212,7 @@ def resolve_phase(computed: str, *, previous_phase: str = "", api_phase: str = "
 
 def format_time(ns: int) -> str:
     """Nanoseconds since the epoch as the API writes times (RFC 3339, seconds, UTC)."""
-    moment = datetime.datetime.fromtimestamp(ns // 1_000_000_000, tz=datetime.UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return rfc3339(ns // 1_000_000_000)
 
 
 def container_id(runtime_name: str, raw_id: str) -> str:

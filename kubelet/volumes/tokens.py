@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Callable
 
 from kubelet.api.client import ApiClient
+from kubelet.goformat import parse_rfc3339
 
 
 class ApiTokenSource:
@@ -47,20 +47,9 @@ class ApiTokenSource:
         )
         status = answer.get("status") or {}
         token = str(status.get("token", ""))
-        expiry = _parse_time(str(status.get("expirationTimestamp", ""))) or (
+        expiry = parse_rfc3339(str(status.get("expirationTimestamp", ""))) or (
             now + expiration_seconds
         )
         refresh_at = now + 0.8 * max(expiry - now, 0.0)
         self._cache[key] = (token, expiry, refresh_at)
         return token, expiry
-
-
-def _parse_time(text: str) -> float | None:
-    try:
-        return (
-            datetime.datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ")
-            .replace(tzinfo=datetime.UTC)
-            .timestamp()
-        )
-    except ValueError:
-        return None

@@ -10,7 +10,8 @@ from typing import Any
 import attrs
 import trio
 
-from kubelet.agent import Kubelet
+from kubelet import agent
+from kubelet.agent import Components, Host
 from kubelet.api.kubeconfig import load_kubeconfig
 from kubelet.config import resolve
 from kubelet.node.machine import MachineInfo
@@ -39,10 +40,11 @@ MACHINE = MachineInfo(
 class Cluster:
     api: FakeApiServer
     fake: FakeRuntime
-    kubelet: Kubelet
     tmp: Path
     nursery: trio.Nursery
     scope: trio.CancelScope | None = None
+    components: Components | None = None
+    """What the running kubelet handed back (``agent.run``'s task status)."""
 
     def pod(self, name: str, namespace: str = "default") -> dict[str, Any] | None:
         return self.api.get("pods", namespace, name)
@@ -101,22 +103,22 @@ async def start_cluster_kubelet(
     options = attrs.evolve(
         options, config=attrs.evolve(options.config, pod_logs_dir=str(c.tmp / "logs"))
     )
-    c.kubelet = Kubelet(
-        options,
+    host = Host(
         wall_clock=lambda: EPOCH + trio.current_time(),
         watch_files=False,
         connection=load_kubeconfig(str(kubeconfig)),
         machine=MACHINE,
         node_ips=("10.0.0.5",),
         source_io=inline,  # no worker thread: it would look idle to autojump_clock
+        ephemeral_ports=True,
     )
 
-    async def run_it(task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    async def run_it(task_status: trio.TaskStatus[Components] = trio.TASK_STATUS_IGNORED) -> None:
         with trio.CancelScope() as scope:
             c.scope = scope
-            await c.kubelet.run(task_status=task_status)
+            await agent.run(options, host, task_status=task_status)
 
-    await c.nursery.start(run_it)
+    c.components = await c.nursery.start(run_it)
 
 
 @contextlib.asynccontextmanager
@@ -125,7 +127,7 @@ async def running_cluster(
 ) -> AsyncIterator[Cluster]:
     api = FakeApiServer(epoch=EPOCH)
     async with api.serve(), trio.open_nursery() as nursery:
-        c = Cluster(api, fake, None, tmp, nursery)  # type: ignore[arg-type]
+        c = Cluster(api, fake, tmp, nursery)
         await start_cluster_kubelet(c, manifests)
         yield c
         nursery.cancel_scope.cancel()

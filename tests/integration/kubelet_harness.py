@@ -11,7 +11,8 @@ import attrs
 import trio
 import trio.lowlevel
 
-from kubelet.agent import Kubelet
+from kubelet import agent
+from kubelet.agent import Components, Host
 from kubelet.config import resolve
 from kubelet.cri import api
 from kubelet.sources.offloop import inline
@@ -25,11 +26,12 @@ NODE = "node1"
 @attrs.define
 class Harness:
     fake: FakeRuntime
-    kubelet: Kubelet
     manifests: Path
     nursery: trio.Nursery
     kubelet_scope: trio.CancelScope | None = None
     extra: tuple[str, ...] = ()
+    components: Components | None = None
+    """What the running kubelet handed back (``agent.run``'s task status)."""
 
     def write(self, name: str, text: str) -> Path:
         path = self.manifests / name
@@ -93,19 +95,18 @@ async def start_kubelet(h: Harness) -> None:
         options,
         config=attrs.evolve(options.config, pod_logs_dir=str(h.manifests.parent / "logs")),
     )
-    h.kubelet = Kubelet(
-        options,
+    host = Host(
         wall_clock=lambda: EPOCH + trio.current_time(),
         watch_files=False,
         source_io=inline,  # no worker thread: it would look idle to autojump_clock
     )
 
-    async def run_it(task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    async def run_it(task_status: trio.TaskStatus[Components] = trio.TASK_STATUS_IGNORED) -> None:
         with trio.CancelScope() as scope:
             h.kubelet_scope = scope
-            await h.kubelet.run(task_status=task_status)
+            await agent.run(options, host, task_status=task_status)
 
-    await h.nursery.start(run_it)
+    h.components = await h.nursery.start(run_it)
 
 
 @contextlib.asynccontextmanager
@@ -113,7 +114,7 @@ async def running_kubelet(fake: FakeRuntime, tmp: Path, *extra: str) -> AsyncIte
     manifests = tmp / "manifests"
     manifests.mkdir(exist_ok=True)
     async with trio.open_nursery() as nursery:
-        h = Harness(fake, None, manifests, nursery)  # type: ignore[arg-type]
+        h = Harness(fake, manifests, nursery)
         h.extra = extra
         await start_kubelet(h)
         yield h

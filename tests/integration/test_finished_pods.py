@@ -91,7 +91,7 @@ async def cluster_with(
             api.create(body)
             if status is not None:
                 api.update_status("pods", "default", body["metadata"]["name"], status)
-        c = Cluster(api, fake, None, tmp, nursery)  # type: ignore[arg-type]
+        c = Cluster(api, fake, tmp, nursery)
         await start_cluster_kubelet(c, extra=extra)
         yield c
         nursery.cancel_scope.cancel()

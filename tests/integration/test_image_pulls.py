@@ -34,10 +34,11 @@ spec:
 
 
 def waiting(h: object, name: str) -> tuple[str, str] | None:
-    kubelet = h.kubelet  # type: ignore[attr-defined]
-    syncer = kubelet.components.syncer
+    components = h.components
+    assert components is not None
+    syncer = components.syncer
     for uid, reasons in syncer.waiting.items():
-        pod = kubelet.components.pods.get(uid)
+        pod = components.pods.get(uid)
         if pod is not None and pod.metadata.name.startswith(name + "-"):
             return reasons.get("app")
     return None

@@ -218,8 +218,8 @@ async def test_no_orphan_cleanup_before_sources_are_seen(
         await trio.sleep(30)  # the URL source never answers: not all sources seen
         assert "ghost-uid" in _uids(fake)
         assert fake.calls_of("StopPodSandbox") == []
-        assert h.kubelet.components is not None
-        assert not h.kubelet.components.config.sources_ready()
+        assert h.components is not None
+        assert not h.components.config.sources_ready()
 
 
 async def test_restarted_kubelet_adopts_running_containers(
@@ -258,8 +258,8 @@ async def test_requests_during_a_slow_sync_coalesce_into_one_more_sync(
 ) -> None:
     fake.faults.delay("StartContainer", 10.5, times=1)  # the first sync lasts 10.5 s
     async with running_kubelet(fake, short_tmp) as h:
-        assert h.kubelet.components is not None
-        syncer = h.kubelet.components.syncer
+        assert h.components is not None
+        syncer = h.components.syncer
         starts: list[float] = []
         real_sync = syncer.sync_pod
 
@@ -270,7 +270,7 @@ async def test_requests_during_a_slow_sync_coalesce_into_one_more_sync(
         syncer.sync_pod = counting_sync  # type: ignore[method-assign, assignment]
         h.write("web.yaml", WEB)
         await h.wait_for(lambda: fake.calls_of("StartContainer"))
-        workers = h.kubelet.components.workers
+        workers = h.components.workers
         (worker,) = workers.workers.values()
         for _ in range(5):  # five more requests while busy (PLEG adds its own)
             workers.requeue(worker.uid)
@@ -297,8 +297,8 @@ async def test_metrics_move_with_pod_starts(
         h.write("web.yaml", WEB)
         await h.wait_for(lambda: h.running("web", "app"))
         await trio.sleep(2)
-        assert h.kubelet.components is not None
-        text = generate_latest(h.kubelet.components.metrics.registry).decode()
+        assert h.components is not None
+        text = generate_latest(h.components.metrics.registry).decode()
     samples = {
         (s.name, tuple(sorted(s.labels.items()))): s.value
         for family in text_string_to_metric_families(text)

@@ -28,9 +28,10 @@ def manifest(name: str, container_extra: str, spec_extra: str = "") -> str:
 
 
 def status_of(h: object, name: str) -> object:
-    kubelet = h.kubelet  # type: ignore[attr-defined]
-    for uid, status in kubelet.components.syncer.statuses.items():
-        pod = kubelet.components.pods.get(uid)
+    components = h.components
+    assert components is not None
+    for uid, status in components.syncer.statuses.items():
+        pod = components.pods.get(uid)
         if pod is not None and pod.metadata.name.startswith(name + "-"):
             return status
     return None
@@ -106,9 +107,9 @@ async def test_failing_post_start_hook_kills_and_restarts(
         h.write("ps.yaml", manifest("ps", hook))
         await h.wait_for(lambda: len(fake.calls_of("StartContainer")) >= 2, timeout=60)
         assert fake.calls_of("StopContainer")
-        kubelet = h.kubelet
-        assert kubelet.components is not None
-        (waiting,) = kubelet.components.syncer.waiting.values()
+        components = h.components
+        assert components is not None
+        (waiting,) = components.syncer.waiting.values()
         assert waiting.get("app", ("",))[0] in ("PostStartHookError", "CrashLoopBackOff")
 
 

@@ -182,9 +182,10 @@ spec:
 
 
 def status_of(h: object, name: str) -> object:
-    kubelet = h.kubelet  # type: ignore[attr-defined]
-    for uid, status in kubelet.components.syncer.statuses.items():
-        pod = kubelet.components.pods.get(uid)
+    components = h.components
+    assert components is not None
+    for uid, status in components.syncer.statuses.items():
+        pod = components.pods.get(uid)
         if pod is not None and pod.metadata.name.startswith(name + "-"):
             return status
     return None

@@ -28,8 +28,8 @@ async def fake(aio_loop: None, short_tmp: Path) -> object:
 
 def status_of(h: Harness | Cluster, container: str) -> Any:
     """The container's status as the kubelet generated it (one pod per test)."""
-    assert h.kubelet.components is not None
-    for status in h.kubelet.components.syncer.statuses.values():
+    assert h.components is not None
+    for status in h.components.syncer.statuses.values():
         for c in (*status.init_container_statuses, *status.container_statuses):
             if c.name == container:
                 return c

@@ -54,7 +54,7 @@ def manifest(name: str, spec: str = "", container: str = "", image: str = IMAGE)
 
 
 def status_of(h: Harness, name: str) -> PodStatus | None:
-    parts = h.kubelet.components
+    parts = h.components
     assert parts is not None
     for pod in parts.pods.pods():
         if pod.metadata.name == f"{name}-{NODE}":
@@ -72,7 +72,7 @@ def waiting(status: PodStatus | None) -> tuple[str, str] | None:
 
 
 def where(name: str, h: Harness) -> str:
-    parts = h.kubelet.components
+    parts = h.components
     assert parts is not None
     (pod,) = [p for p in parts.pods.pods() if p.metadata.name == f"{name}-{NODE}"]
     return f'(pod: "{name}-{NODE}_default({pod.uid})", container: app)'
@@ -171,7 +171,7 @@ async def test_apparmor_refused_on_a_host_without_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(
-        "kubelet.agent.apparmor_host_error", lambda: "AppArmor is not enabled on the host"
+        "kubelet.pods.run.apparmor_host_error", lambda: "AppArmor is not enabled on the host"
     )
     async with running_kubelet(fake, short_tmp) as h:
         h.write(
@@ -203,7 +203,7 @@ async def test_apparmor_profile_reaches_the_runtime(
     autojump_clock: trio.abc.Clock,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("kubelet.agent.apparmor_host_error", lambda: None)
+    monkeypatch.setattr("kubelet.pods.run.apparmor_host_error", lambda: None)
     async with running_kubelet(fake, short_tmp) as h:
         h.write(
             "aa.yaml",
@@ -272,7 +272,7 @@ async def test_unsafe_sysctl_allowed_by_the_flag(
 
 
 async def test_runonce_rejects_too(fake: FakeRuntime, short_tmp: Path) -> None:
-    from kubelet.agent import Kubelet
+    from kubelet.agent import Host, run_once
     from kubelet.config import resolve
 
     manifests = short_tmp / "m"
@@ -291,7 +291,7 @@ async def test_runonce_rejects_too(fake: FakeRuntime, short_tmp: Path) -> None:
             str(short_tmp / "root"),
         ]
     )
-    code = await Kubelet(options, watch_files=False).run_once()
+    code = await run_once(options, Host(watch_files=False))
     assert code == 1
     assert fake.calls_of("RunPodSandbox") == []
 

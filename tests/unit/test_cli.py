@@ -19,12 +19,12 @@ def fake_agent(monkeypatch: pytest.MonkeyPatch) -> list[Options]:
     """Stand in for kubelet.agent, recording what it was asked to run."""
     calls: list[Options] = []
 
-    def run(options: Options) -> int:
+    def start(options: Options) -> int:
         calls.append(options)
         return 7
 
     module = types.ModuleType("kubelet.agent")
-    module.run = run  # type: ignore[attr-defined]
+    module.start = start  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "kubelet.agent", module)
     monkeypatch.setattr(kubelet, "agent", module, raising=False)
     return calls

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import attrs
 import pytest
 import trio
@@ -9,7 +11,14 @@ import trio.testing
 
 from kubelet.api.meta import ObjectMeta
 from kubelet.api.pod import Pod, PodSpec
-from kubelet.pods.workers import PodPhase, PodSyncer, PodWorkers, SyncResult, shorter_grace
+from kubelet.pods.workers import (
+    PodPhase,
+    PodSyncer,
+    PodWorkers,
+    SyncResult,
+    WorkerResult,
+    shorter_grace,
+)
 from kubelet.pods.workqueue import WorkQueue
 
 
@@ -48,9 +57,9 @@ class RecordingSyncer(PodSyncer):
 
 
 async def with_workers(syncer: RecordingSyncer, nursery: trio.Nursery) -> PodWorkers:
-    results: list[tuple[str, SyncResult]] = []
-    workers = PodWorkers(syncer, on_result=lambda uid, r: results.append((uid, r)))
-    workers.results = results  # type: ignore[attr-defined]
+    send, receive = trio.open_memory_channel[WorkerResult](math.inf)
+    workers = PodWorkers(syncer, results=send)
+    workers.results = receive  # type: ignore[attr-defined]
     await nursery.start(workers.run)
     return workers
 
@@ -116,7 +125,13 @@ async def test_failed_sync_reports_and_others_continue(autojump_clock: trio.abc.
         workers.sync(pod("good", "good"))
         await trio.sleep(2)
         nursery.cancel_scope.cancel()
-    results = dict(workers.results)  # type: ignore[attr-defined]
+    results = {}
+    while True:
+        try:
+            done = workers.results.receive_nowait()  # type: ignore[attr-defined]
+        except trio.WouldBlock:
+            break
+        results[done.uid] = done.result
     assert results["bad"].error == "RuntimeError: boom"
     assert results["good"].error is None
     assert workers.workers["bad"].last_error == "RuntimeError: boom"

@@ -25,7 +25,6 @@ when the image is there: such an image is verified at its next use.
 
 from __future__ import annotations
 
-import datetime
 import hashlib
 import json
 import logging
@@ -38,6 +37,7 @@ import attrs
 
 from kubelet.config import KubeletConfiguration
 from kubelet.cri import api
+from kubelet.goformat import rfc3339
 
 from .keyring import repository_of
 from .secrets import PullCredential
@@ -387,10 +387,6 @@ def _encode_record(record: PulledRecord) -> dict[str, Any]:
     return doc
 
 
-def _rfc3339(epoch: float) -> str:
-    return datetime.datetime.fromtimestamp(int(epoch), datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 # -- the manager ------------------------------------------------------------------------
 
 
@@ -489,7 +485,7 @@ class PullRecords:
         return not matched
 
     def _write_if_changed(self, image: str, image_ref: str, creds: CredentialRecord | None) -> None:
-        now = _rfc3339(self._wall())
+        now = rfc3339(self._wall())
         key = repository_of(image)
         try:
             record = self.files.pulled_record(image_ref)

@@ -1,0 +1,85 @@
+"""Housekeeping over the runtime: what the syncLoop's periodic clean-up acts on.
+
+The syncLoop decides (every 2 s, once every source has been seen) which runtime pods no
+source wants; ``RuntimeHousekeeper`` is how it reads and cleans: the pods the runtime
+holds, stand-ins to tear the orphans down, pod directories nobody owns, mirror pods
+whose static pod is gone (deleted in its own nursery, so the loop never waits on the
+API), expired back-off entries.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Iterable
+
+import trio
+
+from kubelet.api.pod import Pod
+from kubelet.decisions.backoff import Backoff
+from kubelet.pleg.view import RuntimeView, pod_from_runtime
+from kubelet.volumes.manager import VolumeManager
+
+from .mirror import MirrorClient
+from .syncloop import OrphanPod
+
+log = logging.getLogger("kubelet.agent")
+
+
+class RuntimeHousekeeper:
+    """Implements ``syncloop.Housekeeper`` over the CRI, the pod directories and the API."""
+
+    def __init__(
+        self,
+        view: RuntimeView,
+        backoffs: Iterable[Backoff],
+        mirrors: MirrorClient | None,
+        volumes: VolumeManager | None,
+    ) -> None:
+        self._view = view
+        self._backoffs = tuple(backoffs)
+        self._mirrors = mirrors
+        self._volumes = volumes
+        self._deleting: set[str] = set()
+        self._send, self._deletions = trio.open_memory_channel[Pod](math.inf)
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """The mirror deletions' nursery: one task per orphaned mirror pod."""
+        async with trio.open_nursery() as nursery:
+            task_status.started()
+            async for mirror in self._deletions:
+                nursery.start_soon(self._delete_mirror, mirror)
+
+    def orphan_pod_dirs(self, in_use: set[str]) -> None:
+        if self._volumes is None:
+            return
+        for uid in self._volumes.pod_uids_on_disk() - in_use:
+            if self._volumes.cleanup(uid):  # False: a mount stays, tried again next pass
+                log.info("removed orphaned pod directory of %s", uid)
+
+    def orphan_mirror(self, mirror: Pod) -> None:
+        if self._mirrors is None or mirror.uid in self._deleting:
+            return
+        self._deleting.add(mirror.uid)
+        log.info("deleting orphaned mirror pod %s", mirror.key)
+        self._send.send_nowait(mirror)
+
+    async def _delete_mirror(self, mirror: Pod) -> None:
+        assert self._mirrors is not None
+        try:
+            await self._mirrors.delete(mirror)
+        finally:
+            self._deleting.discard(mirror.uid)
+
+    def tidy(self) -> None:
+        for backoff in self._backoffs:
+            backoff.gc()
+
+    async def runtime_pods(self) -> Iterable[OrphanPod]:
+        return [
+            OrphanPod(uid, name, namespace)
+            for uid, (namespace, name) in (await self._view.pod_identities()).items()
+        ]
+
+    def orphan_as_pod(self, orphan: OrphanPod) -> Pod:
+        return pod_from_runtime(orphan.uid, orphan.namespace, orphan.name)

@@ -1,0 +1,137 @@
+"""The container runtime component: the pod driver and what it keeps running.
+
+``run_runtime`` assembles the driver (``PodRuntime``: sync and teardown over the CRI)
+from its parts -- images and pull credentials, volumes, isolation (RuntimeClass handler,
+user namespaces), DNS -- and runs in its nursery what the runtime needs in the
+background: the runtime's features read from CRI Status, the RuntimeClass watch and
+container log rotation. It hands back the ``PodRuntime``.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping, Sequence
+
+import trio
+
+from kubelet.api.client import ApiClient
+from kubelet.api.pod import Pod
+from kubelet.config import Options
+from kubelet.cri import ImageClient, RuntimeClient
+from kubelet.decisions.backoff import IMAGE_PULL_INITIAL, IMAGE_PULL_MAX, Backoff, crash_loop_limits
+from kubelet.env.dns import DnsSettings
+from kubelet.env.lookup import ApiEnvLookup
+from kubelet.events.recorder import EventRecorder
+from kubelet.handlers.http import HttpGetter
+from kubelet.metrics import KubeletMetrics
+from kubelet.volumes.dirs import setup_data_dirs
+from kubelet.volumes.manager import VolumeManager
+from kubelet.volumes.paths import pod_dir
+from kubelet.volumes.tokens import ApiTokenSource
+
+from .credentials.apisecrets import ApiPullSecrets
+from .credentials.node import NodeCredentials
+from .credentials.pullrecords import FEATURE_GATE as ENSURE_SECRET_PULLED_IMAGES
+from .credentials.pullrecords import pull_records
+from .images import ImageManager
+from .isolation import PodIsolation
+from .logrotate import ContainerLogManager
+from .podruntime import PodRuntime
+from .runtimeclass import RuntimeClasses
+from .runtimeinfo import RuntimeInfo
+from .userns import FEATURE_GATE as USERNS_GATE
+from .userns import UserNamespaces
+
+
+async def run_runtime(
+    options: Options,
+    runtime: RuntimeClient,
+    images: ImageClient,
+    api: ApiClient | None,
+    recorder: EventRecorder,
+    metrics: KubeletMetrics,
+    http: HttpGetter,
+    node_name: str,
+    node_ips: Sequence[str],
+    memory_capacity: int,
+    cpus: int,
+    service_env: Callable[[Pod], Mapping[str, str]] | None,
+    wall_clock: Callable[[], float],
+    *,
+    task_status: trio.TaskStatus[PodRuntime] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Build the pod driver, start what it needs running, hand it back; run until cancelled.
+
+    ``memory_capacity`` (bytes) and ``cpus`` are the node's (OOM scores, allocatable)."""
+    cfg = options.config
+    allocatable = {"cpu": str(cpus), "memory": str(memory_capacity)}
+    setup_data_dirs(options.root_dir, cfg.pod_logs_dir)
+    volumes = VolumeManager(
+        options.root_dir,
+        lookup=ApiEnvLookup(api) if api is not None else None,
+        tokens=ApiTokenSource(api, wall_clock) if api is not None else None,
+        node_allocatable=dict(allocatable),
+    )
+    runtime_info = RuntimeInfo()
+    isolation = PodIsolation(
+        runtime_info,
+        RuntimeClasses(api) if api is not None else None,
+        UserNamespaces(functools.partial(pod_dir, options.root_dir), volumes.pod_uids_on_disk),
+        user_namespaces_enabled=options.features.enabled(USERNS_GATE),
+    )
+    limits = crash_loop_limits(
+        options.features, cfg.crash_loop_back_off.max_container_restart_period
+    )
+    image_manager = ImageManager(
+        images,
+        Backoff(IMAGE_PULL_INITIAL, IMAGE_PULL_MAX, trio.current_time),
+        serialize=cfg.serialize_image_pulls,
+        max_parallel=cfg.max_parallel_image_pulls,
+        recorder=recorder,
+        secrets=ApiPullSecrets(api) if api is not None else None,
+        records=pull_records(
+            cfg,
+            options.root_dir,
+            wall_clock,
+            enabled=options.features.enabled(ENSURE_SECRET_PULLED_IMAGES),
+        ),
+        node=NodeCredentials(options.root_dir, trio.current_time),
+    )
+    pods = PodRuntime(
+        runtime,
+        image_manager,
+        Backoff(*limits, wall_clock),
+        pod_logs_dir=cfg.pod_logs_dir,
+        memory_capacity=memory_capacity,
+        cgroup_root=cfg.cgroup_root,
+        recorder=recorder,
+        root_dir=options.root_dir,
+        http=http,
+        volumes=volumes,
+        node_name=node_name,
+        node_allocatable=allocatable,
+        env_lookup=ApiEnvLookup(api) if api is not None else None,
+        service_env=service_env,
+        dns=DnsSettings(
+            cluster_dns=tuple(cfg.cluster_dns),
+            cluster_domain=cfg.cluster_domain,
+            resolv_conf=cfg.resolv_conf,
+            node_ips=tuple(node_ips),
+        ),
+        isolation=isolation,
+        seccomp_default=cfg.seccomp_default,
+        metrics=metrics,
+    )
+    rotation = ContainerLogManager(
+        runtime,
+        cfg.container_log_max_size,
+        cfg.container_log_max_files,
+        monitor_interval=cfg.container_log_monitor_interval,
+        max_workers=cfg.container_log_max_workers,
+    )
+    async with trio.open_nursery() as nursery:
+        await nursery.start(runtime_info.run, runtime)
+        if isolation.runtime_classes is not None:
+            nursery.start_soon(isolation.runtime_classes.run)
+        nursery.start_soon(rotation.run)
+        task_status.started(pods)

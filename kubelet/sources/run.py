@@ -1,0 +1,109 @@
+"""The sources nursery: the PodConfig merge, then every configured source.
+
+``open_sources`` is its entry: the merge task starts first, then the manifest
+directory, the manifest URL and (in a cluster) the API source, each retrying with
+back-off on its own. It hands back the ``PodConfig``, whose ``updates`` the syncLoop
+reads and whose ``sources_ready`` tells housekeeping when every source has spoken.
+With no source at all the kubelet is ready at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import httpx
+import trio
+
+from kubelet.api.client import ApiClient
+from kubelet.api.pod import Pod
+from kubelet.config import Options
+
+from .apiserver import ApiSource
+from .file import FileSource
+from .offloop import RunSync, in_thread
+from .podconfig import PodConfig, PodOperation
+from .url import URLSource
+
+
+def static_sources(
+    options: Options, *, watch_files: bool = True, run_sync: RunSync = in_thread
+) -> Sequence[FileSource | URLSource]:
+    """The manifest directory (``staticPodPath``) and URL (``staticPodURL``), as set."""
+    cfg = options.config
+    found: list[FileSource | URLSource] = []
+    if cfg.static_pod_path:
+        found.append(
+            FileSource(
+                cfg.static_pod_path,
+                options.node_name,
+                check_frequency=cfg.file_check_frequency,
+                watch=watch_files,
+                run_sync=run_sync,
+            )
+        )
+    if cfg.static_pod_url:
+        found.append(
+            URLSource(
+                cfg.static_pod_url,
+                options.node_name,
+                headers=cfg.static_pod_url_header,
+                check_frequency=cfg.http_check_frequency,
+                run_sync=run_sync,
+            )
+        )
+    return found
+
+
+async def open_sources(
+    options: Options,
+    api: ApiClient | None,
+    watch_files: bool = True,
+    run_sync: RunSync = in_thread,
+    *,
+    task_status: trio.TaskStatus[PodConfig] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Merge and run every source until cancelled."""
+    config = PodConfig()
+    sources: list[Any] = list(static_sources(options, watch_files=watch_files, run_sync=run_sync))
+    if api is not None:
+        sources.append(ApiSource(api, options.node_name))
+    async with trio.open_nursery() as nursery:
+        await nursery.start(config.run)
+        for source in sources:
+            await nursery.start(source.run, config)
+        task_status.started(config)
+
+
+class _CaptureSink:
+    """An ``UpdateSink`` that keeps the last SET (run-once reads each source once)."""
+
+    def __init__(self) -> None:
+        self.pods: list[Pod] = []
+
+    def register(self, source: str) -> None:
+        pass
+
+    async def update(
+        self,
+        source: str,
+        op: PodOperation,
+        pods: Sequence[Pod],
+        *,
+        origins: Mapping[str, str] | None = None,
+    ) -> None:
+        self.pods = list(pods)
+
+
+async def read_static_pods(options: Options, run_sync: RunSync = in_thread) -> list[Pod]:
+    """The static pods of the manifest directory and URL, each read once (``--runonce``)."""
+    pods: list[Pod] = []
+    for source in static_sources(options, watch_files=False, run_sync=run_sync):
+        if isinstance(source, FileSource):
+            pods += await source.scan() or []
+        else:
+            sink = _CaptureSink()
+            async with httpx.AsyncClient(timeout=source.timeout) as client:
+                await source.poll(client, sink)
+            pods += sink.pods
+    return pods
