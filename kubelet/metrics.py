@@ -161,6 +161,17 @@ class KubeletMetrics:
         )
         if node_name:
             self.node_name.labels(node=node_name).set(1)
+        self._pod_metrics(reg)
+        self._pleg_metrics(reg)
+        self._runtime_metrics(reg)
+        self._http_metrics(reg)
+        if runtime_pods is not None or desired_pods is not None:
+            reg.register(PodGauges(runtime_pods, desired_pods))
+
+    # -- helpers the agent calls ---------------------------------------------------------
+
+    def _pod_metrics(self, reg: CollectorRegistry) -> None:
+        """Pod start and pod worker durations."""
         self.pod_start_duration = Histogram(
             "kubelet_pod_start_duration_seconds",
             _alpha(
@@ -180,6 +191,9 @@ class KubeletMetrics:
             buckets=DEF_BUCKETS,
             registry=reg,
         )
+
+    def _pleg_metrics(self, reg: CollectorRegistry) -> None:
+        """The PLEG's relists."""
         self.pleg_relist_duration = Histogram(
             "kubelet_pleg_relist_duration_seconds",
             _alpha("Duration in seconds for relisting pods in PLEG."),
@@ -197,6 +211,9 @@ class KubeletMetrics:
             _alpha("Timestamp in seconds when PLEG was last seen active."),
             registry=reg,
         )
+
+    def _runtime_metrics(self, reg: CollectorRegistry) -> None:
+        """CRI operations, pods and containers started."""
         self.runtime_operations = Counter(
             "kubelet_runtime_operations_total",
             _alpha("Cumulative number of runtime operations by operation type."),
@@ -236,6 +253,9 @@ class KubeletMetrics:
             ["container_type", "code"],
             registry=reg,
         )
+
+    def _http_metrics(self, reg: CollectorRegistry) -> None:
+        """Requests to the kubelet's HTTP server."""
         self.http_requests = Counter(
             "kubelet_http_requests_total",
             _alpha("Number of the http requests received since the server started"),
@@ -255,10 +275,6 @@ class KubeletMetrics:
             ["method", "path", "server_type", "long_running"],
             registry=reg,
         )
-        if runtime_pods is not None or desired_pods is not None:
-            reg.register(PodGauges(runtime_pods, desired_pods))
-
-    # -- helpers the agent calls ---------------------------------------------------------
 
     def observe_runtime_operation(
         self, rpc: str, seconds: float, error: BaseException | None

@@ -29,7 +29,7 @@ import random
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import Any, TypeVar, overload
 from urllib.parse import quote
 
 import attrs
@@ -46,11 +46,8 @@ from .errors import (
     error_from_response,
     error_from_status,
 )
-from .kubeconfig import ClusterConnection, load_kubeconfig
+from .kubeconfig import ClusterConnection
 from .ratelimit import Limiter, client_limiter
-
-if TYPE_CHECKING:
-    from kubelet.config.options import Options
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -63,7 +60,6 @@ __all__ = [
     "Resource",
     "WatchEvent",
     "api_path",
-    "open_client",
     "user_agent",
 ]
 
@@ -292,7 +288,7 @@ def make_http_client(
 
 
 class ApiClient:
-    """Calls to one API server. Build it with ``ApiClient.open`` (or ``open_client``);
+    """Calls to one API server. Build it with ``ApiClient.open`` (or the agent's ``open_client``);
     ``with_limits`` makes a sibling sharing the connections with another rate limit."""
 
     def __init__(
@@ -688,23 +684,3 @@ def random_watch_timeout(rng: random.Random | None = None) -> int:
     """client-go's reflector: 5 to 10 minutes, so watches of many clients do not expire
     together."""
     return int(MIN_WATCH_TIMEOUT * ((rng.random() if rng else random.random()) + 1.0))
-
-
-@asynccontextmanager
-async def open_client(
-    options: Options,
-    *,
-    connection: ClusterConnection | None = None,
-    transport: httpx.AsyncBaseTransport | None = None,
-) -> AsyncIterator[ApiClient]:
-    """The kubelet's API client from its Options: ``--kubeconfig`` (loaded here unless
-    ``connection`` is given; KubeconfigError names the bad field) and the configuration's
-    kubeAPIQPS / kubeAPIBurst."""
-    conn = connection or load_kubeconfig(options.kubeconfig)
-    async with ApiClient.open(
-        conn,
-        qps=options.config.kube_api_qps,
-        burst=options.config.kube_api_burst,
-        transport=transport,
-    ) as client:
-        yield client

@@ -25,11 +25,11 @@ from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 import attrs
 import trio
 
-from kubelet.api.pod import Container, Pod
+from kubelet.api.pod import Container, Pod, format_pod
 from kubelet.cri import CriError, NotFound, RuntimeClient, api, labels
 from kubelet.cri.termination import create_message_file, message_mount
 from kubelet.cri.types import ContainerInfo, ContainerRunState, RuntimePodStatus, SandboxState
-from kubelet.decisions.actions import ContainerToKill, compute_pod_actions
+from kubelet.decisions.actions import ContainerToKill, PodActions, compute_pod_actions
 from kubelet.decisions.backoff import Backoff, crash_loop_backoff, crash_loop_key
 from kubelet.decisions.criconfig import (
     container_config,
@@ -47,7 +47,7 @@ from kubelet.decisions.security import (
     verify_run_as_non_root,
 )
 from kubelet.decisions.stoporder import stop_prerequisites
-from kubelet.env.dns import DnsSettings
+from kubelet.env.dns import DnsSettings, DNSWarning
 from kubelet.env.hosts import (
     hosts_file_content,
     hosts_file_path,
@@ -116,6 +116,27 @@ class _Progress:
 
     def freeze(self) -> SyncOutcome:
         return SyncOutcome(dict(self.waiting), self.requeue_after, tuple(self.errors), self.acted)
+
+
+@attrs.frozen
+class _SandboxPlan:
+    """The sandbox a sync would create: its config, handler and user namespace, DNS
+    warnings, or why it cannot be made."""
+
+    config: api.PodSandboxConfig
+    isolation: Isolation
+    error: str | None
+    dns_warnings: tuple[DNSWarning, ...] = ()
+
+
+@attrs.frozen
+class _Target:
+    """Where a container starts: its sandbox, the sandbox config, the pod IP, volumes."""
+
+    sandbox_id: str
+    config: api.PodSandboxConfig
+    pod_ip: str
+    volumes: PodVolumes | None
 
 
 def _spec_of(pod: Pod, name: str) -> Container | None:
@@ -201,16 +222,9 @@ class PodRuntime:
         startup_succeeded: Collection[str] | None = None,
     ) -> SyncOutcome:
         progress = _Progress()
-        volumes = PodVolumes()
-        if self.volumes is not None:
-            # every sync, before the sandbox (upstream waits for the volumes first):
-            # configMap/secret changes and token rotations reach running pods too
-            volumes = await self.volumes.prepare(pod)
-            for message in volumes.events:
-                self.recorder.record(pod_ref(pod), WARNING, "FailedMount", message)
-            if not volumes.ready:
-                progress.errors.append(volumes.error)
-                return progress.freeze()
+        volumes = await self._prepare_volumes(pod, progress)
+        if volumes is None:
+            return progress.freeze()
         actions = compute_pod_actions(
             pod,
             status,
@@ -218,6 +232,41 @@ class PodRuntime:
             startup_failed=startup_failed,
             startup_succeeded=startup_succeeded,
         )
+        await self._kill_what_must_go(pod, status, actions, progress)
+        plan = await self._sandbox_plan(pod, actions)
+        if actions.create_sandbox and plan.error is not None:
+            self._sandbox_failed(pod, progress, plan.error)
+            return progress.freeze()
+        sandbox_id, pod_ip = actions.sandbox_id, status.ip
+        if actions.create_sandbox:
+            created = await self._create_sandbox(pod, actions.attempt, plan, progress)
+            if created is None:
+                return progress.freeze()
+            sandbox_id, pod_ip = created
+        if not sandbox_id:
+            return progress.freeze()
+        where = _Target(sandbox_id, plan.config, pod_ip, volumes)
+        await self._start_containers(pod, status, actions, where, plan.error, progress)
+        return progress.freeze()
+
+    async def _prepare_volumes(self, pod: Pod, progress: _Progress) -> PodVolumes | None:
+        """Every sync, before the sandbox (upstream waits for the volumes first):
+        configMap/secret changes and token rotations reach running pods too. None: not
+        ready (the error is in ``progress``)."""
+        if self.volumes is None:
+            return PodVolumes()
+        volumes = await self.volumes.prepare(pod)
+        for message in volumes.events:
+            self.recorder.record(pod_ref(pod), WARNING, "FailedMount", message)
+        if not volumes.ready:
+            progress.errors.append(volumes.error)
+            return None
+        return volumes
+
+    async def _kill_what_must_go(
+        self, pod: Pod, status: RuntimePodStatus, actions: PodActions, progress: _Progress
+    ) -> None:
+        """The whole pod (a changed sandbox), or the containers the actions name."""
         if actions.kill_pod and still_running(status):
             if actions.create_sandbox and status.sandboxes:
                 self.recorder.record(
@@ -233,7 +282,9 @@ class PodRuntime:
             await self._kill_containers(pod, status, actions.containers_to_kill)
             progress.acted = True
 
-        isolation, isolation_error = Isolation(), None
+    async def _sandbox_plan(self, pod: Pod, actions: PodActions) -> _SandboxPlan:
+        """The sandbox config and what it runs under; ``error`` when it cannot be made."""
+        isolation, error = Isolation(), None
         if (
             actions.create_sandbox
             or actions.init_containers_to_start
@@ -242,7 +293,7 @@ class PodRuntime:
             try:
                 isolation = await self.isolation.resolve(pod)
             except IsolationError as exc:
-                isolation_error = exc.message
+                error = exc.message
         dns_config, dns_warnings = self.dns.for_pod(pod)
         try:
             config = sandbox_config(
@@ -254,61 +305,61 @@ class PodRuntime:
                 userns=isolation.userns,
             )
         except SecurityContextError as exc:
-            isolation_error = exc.message
+            error = exc.message
             config = api.PodSandboxConfig()
-        if actions.create_sandbox and isolation_error is not None:
-            self._sandbox_failed(pod, progress, isolation_error)
-            return progress.freeze()
-        if actions.create_sandbox:
-            for warning in dns_warnings:
-                ref = node_ref(self.recorder.node_name) if warning.on_node else pod_ref(pod)
-                self.recorder.record(ref, WARNING, warning.reason, warning.message)
-        sandbox_id = actions.sandbox_id
-        pod_ip = status.ip
-        if actions.create_sandbox:
-            progress.acted = True
-            try:
-                created_id = ""
-                try:
-                    make_log_dir(config.log_directory)
-                    created_id = await self.runtime.run_pod_sandbox(config, isolation.handler)
-                finally:
-                    if self.metrics is not None:
-                        self.metrics.pod_started(error=not created_id)
-                sandbox_id = created_id
-                created = await self.runtime.pod_sandbox_status(sandbox_id)
-                pod_ip = created.status.network.ip
-                log.info(
-                    "pod %s: sandbox %s created (attempt %d)",
-                    pod.key,
-                    sandbox_id[:13],
-                    actions.attempt,
-                )
-            except CriError as exc:
-                self._sandbox_failed(pod, progress, exc.message)
-                return progress.freeze()
-            except OSError as exc:
-                progress.errors.append(f"Failed to create log directory for pod {pod.key}: {exc}")
-                return progress.freeze()
-        if not sandbox_id:
-            return progress.freeze()
+        return _SandboxPlan(config, isolation, error, tuple(dns_warnings))
 
+    async def _create_sandbox(
+        self, pod: Pod, attempt: int, plan: _SandboxPlan, progress: _Progress
+    ) -> tuple[str, str] | None:
+        """RunPodSandbox; (sandbox id, pod IP), or None when it failed (reported)."""
+        for warning in plan.dns_warnings:
+            ref = node_ref(self.recorder.node_name) if warning.on_node else pod_ref(pod)
+            self.recorder.record(ref, WARNING, warning.reason, warning.message)
+        progress.acted = True
+        try:
+            created_id = ""
+            try:
+                make_log_dir(plan.config.log_directory)
+                created_id = await self.runtime.run_pod_sandbox(plan.config, plan.isolation.handler)
+            finally:
+                if self.metrics is not None:
+                    self.metrics.pod_started(error=not created_id)
+            created = await self.runtime.pod_sandbox_status(created_id)
+            log.info("pod %s: sandbox %s created (attempt %d)", pod.key, created_id[:13], attempt)
+            return created_id, created.status.network.ip
+        except CriError as exc:
+            self._sandbox_failed(pod, progress, exc.message)
+        except OSError as exc:
+            progress.errors.append(f"Failed to create log directory for pod {pod.key}: {exc}")
+        return None
+
+    async def _start_containers(
+        self,
+        pod: Pod,
+        status: RuntimePodStatus,
+        actions: PodActions,
+        where: _Target,
+        error: str | None,
+        progress: _Progress,
+    ) -> None:
+        """The next init container (a failing one stops here; a sidecar does not), then
+        the regular containers; ``error``: none can be configured (each reports it)."""
         for index in actions.init_containers_to_start:
             container = pod.spec.init_containers[index]
-            if isolation_error is not None:
-                self._config_error(pod, container, progress, isolation_error)
-                return progress.freeze()
+            if error is not None:
+                self._config_error(pod, container, progress, error)
+                return
             if not await self._start(
-                pod, container, status, sandbox_id, config, pod_ip, progress, volumes
+                pod, container, status, where, progress
             ) and not is_restartable_init_container(container):
-                return progress.freeze()  # a sidecar that cannot start blocks nothing else
+                return  # a sidecar that cannot start blocks nothing else
         for index in actions.containers_to_start:
             container = pod.spec.containers[index]
-            if isolation_error is not None:
-                self._config_error(pod, container, progress, isolation_error)
+            if error is not None:
+                self._config_error(pod, container, progress, error)
                 continue
-            await self._start(pod, container, status, sandbox_id, config, pod_ip, progress, volumes)
-        return progress.freeze()
+            await self._start(pod, container, status, where, progress)
 
     def _cgroup_parent(self, pod: Pod) -> str:
         return pod_cgroup_parent(pod, self.cgroup_root)
@@ -348,62 +399,95 @@ class PodRuntime:
         pod: Pod,
         container: Container,
         status: RuntimePodStatus,
-        sandbox_id: str,
-        config: api.PodSandboxConfig,
-        pod_ip: str,
+        where: _Target,
         progress: _Progress,
-        volumes: PodVolumes | None = None,
     ) -> bool:
         """Start one container instance; False (and a waiting reason) if it could not."""
-        ref = pod_ref(pod, container)
-        message = crash_loop_backoff(self.crash_backoff, pod, container, status)
-        if message is not None:
-            self.recorder.record(
-                ref,
-                WARNING,
-                "BackOff",
-                f"Back-off restarting failed container {container.name} in pod "
-                f"{pod.metadata.name}_{pod.metadata.namespace}({pod.metadata.uid})",
-            )
-            progress.waiting[container.name] = (CRASH_LOOP_BACK_OFF, message)
-            progress.retry_in(self._crash_loop_remaining(pod, container, status))
+        if self._backing_off(pod, container, status, progress):
             return False
         try:
-            image_ref = await self.images.ensure(pod, container, config)
+            image_ref = await self.images.ensure(pod, container, where.config)
         except ImageError as exc:
             progress.waiting[container.name] = (exc.reason, exc.message)
             progress.retry_in(exc.retry_after)
             return False
+        restart_count = next_restart_count(status, container.name) or 0
+        config = await self._container_config(
+            pod, container, restart_count, image_ref, where, progress
+        )
+        if config is None:
+            return False
+        progress.acted = True
+        cid = await self._create_and_start(pod, container, where, config, progress)
+        if cid is None or not await self._post_start(pod, container, cid, where, progress):
+            return False
+        log.info(
+            "pod %s: started container %s (%s, restart %d)",
+            pod.key,
+            container.name,
+            cid[:13],
+            restart_count,
+        )
+        await self._prune_dead(status, container.name)
+        return True
+
+    def _backing_off(
+        self, pod: Pod, container: Container, status: RuntimePodStatus, progress: _Progress
+    ) -> bool:
+        """In crash-loop back-off: CrashLoopBackOff, and a sync when the back-off ends."""
+        message = crash_loop_backoff(self.crash_backoff, pod, container, status)
+        if message is None:
+            return False
+        self.recorder.record(
+            pod_ref(pod, container),
+            WARNING,
+            "BackOff",
+            f"Back-off restarting failed container {container.name} in pod {format_pod(pod)}",
+        )
+        progress.waiting[container.name] = (CRASH_LOOP_BACK_OFF, message)
+        progress.retry_in(self._crash_loop_remaining(pod, container, status))
+        return True
+
+    async def _container_config(
+        self,
+        pod: Pod,
+        container: Container,
+        restart_count: int,
+        image_ref: str,
+        where: _Target,
+        progress: _Progress,
+    ) -> api.ContainerConfig | None:
+        """Environment, user check, mounts, security context: the CRI config, or None
+        (CreateContainerConfigError, reported) when one of them fails."""
         try:
             env = await resolve_env(
                 pod,
                 container,
                 node_name=self.node_name,
                 host_ips=self.dns.node_ips,
-                pod_ips=[pod_ip] if pod_ip else list(self.dns.node_ips),
+                pod_ips=[where.pod_ip] if where.pod_ip else list(self.dns.node_ips),
                 node_allocatable=self.node_allocatable,
                 lookup=self.env_lookup,
                 service_env=self.service_env(pod) if self.service_env is not None else None,
             )
         except EnvError as exc:
-            self.recorder.record(ref, WARNING, "Failed", f"Error: {exc.message}")
+            self.recorder.record(
+                pod_ref(pod, container), WARNING, "Failed", f"Error: {exc.message}"
+            )
             progress.waiting[container.name] = (exc.reason, exc.message)
             progress.errors.append(f"{container.name}: {exc.message}")
-            return False
+            return None
         for warning in env.warnings:
             self.recorder.record(pod_ref(pod), WARNING, INVALID_ENV_NAMES_REASON, warning)
         non_root = await self._non_root_error(pod, container, image_ref)
         if non_root is not None:
             self._config_error(pod, container, progress, non_root)
-            return False
+            return None
         try:
-            volume_mounts = self._container_mounts(pod, container, volumes, env.env, config)
-        except MountConfigError as exc:
-            self._config_error(pod, container, progress, str(exc))
-            return False
-        restart_count = next_restart_count(status, container.name) or 0
-        try:
-            cconfig = container_config(
+            volume_mounts = self._container_mounts(
+                pod, container, where.volumes, env.env, where.config
+            )
+            return container_config(
                 pod,
                 container,
                 restart_count,
@@ -412,24 +496,36 @@ class PodRuntime:
                 env=env.env,
                 mounts=[
                     *volume_mounts,
-                    *self._hosts_mounts(pod, container, pod_ip),
+                    *self._hosts_mounts(pod, container, where.pod_ip),
                     *self._message_mounts(pod, container),
                 ],
                 seccomp_profile_root=self._seccomp_root(),
                 seccomp_default=self.seccomp_default,
-                namespaces=config.linux.security_context.namespace_options,
+                namespaces=where.config.linux.security_context.namespace_options,
             )
+        except MountConfigError as exc:
+            self._config_error(pod, container, progress, str(exc))
         except SecurityContextError as exc:
             self._config_error(pod, container, progress, exc.message)
-            return False
-        progress.acted = True
+        return None
+
+    async def _create_and_start(
+        self,
+        pod: Pod,
+        container: Container,
+        where: _Target,
+        config: api.ContainerConfig,
+        progress: _Progress,
+    ) -> str | None:
+        """CreateContainer then StartContainer; the container ID, or None (reported)."""
+        ref = pod_ref(pod, container)
         try:
-            cid = await self.runtime.create_container(sandbox_id, cconfig, config)
+            cid = await self.runtime.create_container(where.sandbox_id, config, where.config)
         except CriError as exc:
             self.recorder.record(ref, WARNING, "Failed", f"Error: {exc.message}")
             progress.waiting[container.name] = (CREATE_CONTAINER_ERROR, exc.message)
             progress.errors.append(f"CreateContainer {container.name}: {exc.message}")
-            return False
+            return None
         self.recorder.record(ref, NORMAL, "Created", f"Created container: {container.name}")
         kind = "init_container" if container in pod.spec.init_containers else "container"
         try:
@@ -442,28 +538,28 @@ class PodRuntime:
             self.recorder.record(ref, WARNING, "Failed", f"Error: {exc.message}")
             progress.waiting[container.name] = (RUN_CONTAINER_ERROR, exc.message)
             progress.errors.append(f"StartContainer {container.name}: {exc.message}")
-            return False
+            return None
         self.recorder.record(ref, NORMAL, "Started", f"Started container {container.name}")
+        return cid
+
+    async def _post_start(
+        self, pod: Pod, container: Container, cid: str, where: _Target, progress: _Progress
+    ) -> bool:
+        """The postStart hook; its failure kills the container (upstream: the restart
+        policy decides what follows)."""
         failure = await run_post_start(
-            self.runtime, pod, container, cid, pod_ip=pod_ip, http=self.http
+            self.runtime, pod, container, cid, pod_ip=where.pod_ip, http=self.http
         )
-        if failure is not None:
-            # upstream: the hook's failure kills the container; the restart policy decides
-            self.recorder.record(ref, WARNING, EVENT_FAILED_POST_START_HOOK, failure)
-            info = ContainerInfo(id=cid, name=container.name, state=ContainerRunState.RUNNING)
-            await self._kill_one(pod, info, KillReason.FAILED_POST_START_HOOK, None, pod_ip)
-            progress.waiting[container.name] = (POST_START_HOOK_ERROR, failure)
-            progress.errors.append(f"PostStartHook {container.name}: {failure}")
-            return False
-        log.info(
-            "pod %s: started container %s (%s, restart %d)",
-            pod.key,
-            container.name,
-            cid[:13],
-            restart_count,
+        if failure is None:
+            return True
+        self.recorder.record(
+            pod_ref(pod, container), WARNING, EVENT_FAILED_POST_START_HOOK, failure
         )
-        await self._prune_dead(status, container.name)
-        return True
+        info = ContainerInfo(id=cid, name=container.name, state=ContainerRunState.RUNNING)
+        await self._kill_one(pod, info, KillReason.FAILED_POST_START_HOOK, None, where.pod_ip)
+        progress.waiting[container.name] = (POST_START_HOOK_ERROR, failure)
+        progress.errors.append(f"PostStartHook {container.name}: {failure}")
+        return False
 
     def _seccomp_root(self) -> str:
         """``<root-dir>/seccomp``: where Localhost seccomp profiles are read from."""

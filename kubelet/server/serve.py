@@ -146,22 +146,6 @@ async def serve(
     descriptors = descriptors or Descriptors.for_process()
     limits = limits or Limits.for_descriptors(descriptors.limit())
     memory = MemoryTrim()
-    sockets: list[socket.socket] = []
-
-    def listen(address: str, port: int) -> socket.socket:
-        try:
-            sock = bind(address, 0 if ephemeral_ports else port)
-        except OSError as exc:
-            for s in sockets:
-                s.close()
-            if exc.errno == errno.EADDRINUSE:
-                raise OSError(
-                    exc.errno, f"listen tcp {address}:{port}: bind: address already in use"
-                ) from exc
-            raise
-        sockets.append(sock)
-        return sock
-
     log_check = healthz.LogFlushCheck()
     checks = [
         healthz.NamedCheck("ping", healthz.ping),
@@ -171,74 +155,120 @@ async def serve(
             healthz.sync_loop_check(backend.sync_loop_last_iteration, config.sync_frequency),
         ),
     ]
-    stats = SummaryProvider(
-        backend.runtime,
-        backend.images,
-        node_name=options.node_name,
-        root_dir=options.root_dir,
-        pod_logs_dir=config.pod_logs_dir,
-        host=host,
-    )
-
-    def app(auth_required: bool) -> KubeletApp:
-        return KubeletApp(
-            backend,
-            config,
-            options.node_name,
-            stats,
-            checks,
-            auth=(
-                build_auth(
-                    config,
-                    options.node_name,
-                    reviews,
-                    fine_grained=options.features.enabled(FINE_GRAINED_AUTHZ),
-                )
-                if auth_required
-                else None
-            ),
-            debugging=config.enable_debugging_handlers and auth_required,
-            metrics=metrics,
-            root_dir=options.root_dir,
-            host=host,
-        )
-
-    addresses: dict[str, str] = {}
+    apps = _Apps(backend, options, checks, reviews, metrics, host)
+    listeners = _Listeners(ephemeral_ports)
     async with trio.open_nursery() as nursery:
         await nursery.start(log_check.run)
         nursery.start_soon(memory.run)
+
+        def serve_on(
+            app: ASGIApp, sock: socket.socket, tls: ssl.SSLContext | None, name: str
+        ) -> str:
+            nursery.start_soon(serve_socket, app, sock, tls, limits, descriptors, name, memory)
+            return _address(sock)
+
+        addresses: dict[str, str] = {}
         if config.enable_server:
-            main_app = app(auth_required=True)
-            cert = serving_cert(
-                config.tls_cert_file,
-                config.tls_private_key_file,
-                options.cert_dir,
-                options.node_name,
-            )
-            context = tls_context(
-                cert.cert_file,
-                cert.key_file,
-                config.authentication.x509.client_ca_file,
-                config.tls_min_version,
-            )
-            sock = listen(config.address, config.port)
-            addresses["main"] = _address(sock)
-            nursery.start_soon(
-                serve_socket, main_app, sock, context, limits, descriptors, "main", memory
-            )
+            main_app = apps.build(auth_required=True)
+            context = _main_tls(options)
+            sock = listeners.listen(config.address, config.port)
+            addresses["main"] = serve_on(main_app, sock, context, "main")
             log.info("Starting to listen on %s (TLS)", addresses["main"])
         if config.healthz_port > 0:
-            sock = listen(config.healthz_bind_address, config.healthz_port)
-            addresses["healthz"] = _address(sock)
-            nursery.start_soon(
-                serve_socket, HealthzApp(), sock, None, limits, descriptors, "healthz", memory
-            )
+            sock = listeners.listen(config.healthz_bind_address, config.healthz_port)
+            addresses["healthz"] = serve_on(HealthzApp(), sock, None, "healthz")
         if config.read_only_port > 0:
-            sock = listen(config.address, config.read_only_port)
-            addresses["read_only"] = _address(sock)
-            nursery.start_soon(
-                serve_socket, app(auth_required=False), sock, None, limits, descriptors,
-                "read-only", memory,
-            )  # fmt: skip
+            sock = listeners.listen(config.address, config.read_only_port)
+            read_only = apps.build(auth_required=False)
+            addresses["read_only"] = serve_on(read_only, sock, None, "read-only")
             log.info("Starting to listen read-only on %s", addresses["read_only"])
         task_status.started(Addresses(**addresses))
+
+
+class _Listeners:
+    """The servers' listening sockets; when one cannot bind, those bound are closed."""
+
+    def __init__(self, ephemeral_ports: bool) -> None:
+        self._ephemeral = ephemeral_ports
+        self._sockets: list[socket.socket] = []
+
+    def listen(self, address: str, port: int) -> socket.socket:
+        try:
+            sock = bind(address, 0 if self._ephemeral else port)
+        except OSError as exc:
+            for s in self._sockets:
+                s.close()
+            if exc.errno == errno.EADDRINUSE:
+                raise OSError(
+                    exc.errno, f"listen tcp {address}:{port}: bind: address already in use"
+                ) from exc
+            raise
+        self._sockets.append(sock)
+        return sock
+
+
+def _main_tls(options: Options) -> ssl.SSLContext:
+    """The main port's TLS: the configured (or a self-signed) serving certificate."""
+    config = options.config
+    cert = serving_cert(
+        config.tls_cert_file, config.tls_private_key_file, options.cert_dir, options.node_name
+    )
+    return tls_context(
+        cert.cert_file,
+        cert.key_file,
+        config.authentication.x509.client_ca_file,
+        config.tls_min_version,
+    )
+
+
+class _Apps:
+    """The main and read-only servers' app: the same endpoints, with or without auth."""
+
+    def __init__(
+        self,
+        backend: KubeletBackend,
+        options: Options,
+        checks: list[healthz.NamedCheck],
+        reviews: ReviewClient | None,
+        metrics: KubeletMetrics | None,
+        host: Host,
+    ) -> None:
+        self._backend = backend
+        self._options = options
+        self._checks = checks
+        self._reviews = reviews
+        self._metrics = metrics
+        self._host = host
+        config = options.config
+        self._stats = SummaryProvider(
+            backend.runtime,
+            backend.images,
+            node_name=options.node_name,
+            root_dir=options.root_dir,
+            pod_logs_dir=config.pod_logs_dir,
+            host=host,
+        )
+
+    def build(self, *, auth_required: bool) -> KubeletApp:
+        options = self._options
+        config = options.config
+        auth = None
+        if auth_required:
+            auth = build_auth(
+                config,
+                options.node_name,
+                self._reviews,
+                fine_grained=options.features.enabled(FINE_GRAINED_AUTHZ),
+            )
+        return KubeletApp(
+            self._backend,
+            config,
+            options.node_name,
+            self._stats,
+            self._checks,
+            auth=auth,
+            debugging=config.enable_debugging_handlers and auth_required,
+            metrics=self._metrics,
+            root_dir=options.root_dir,
+            host=self._host,
+        )

@@ -89,6 +89,91 @@ def has_any_regular_container_started(spec: PodSpec, statuses: Sequence[Containe
     )
 
 
+@attrs.define
+class _Counts:
+    """What ``getPhase`` counts over a pod's containers."""
+
+    pending_init: int = 0
+    failed_init: int = 0
+    unknown: int = 0
+    running: int = 0
+    waiting: int = 0
+    stopped: int = 0
+    succeeded: int = 0
+
+
+def _count_init(counts: _Counts, spec: PodSpec, statuses: Sequence[ContainerStatus]) -> None:
+    """Plain init containers: pending until they exit; a non-zero exit failed."""
+    for container in spec.init_containers:
+        if is_restartable_init_container(container):
+            continue
+        status = _status_of(statuses, container.name)
+        if status is None:
+            counts.pending_init += 1
+            continue
+        state = _state(status)
+        if state.running is not None:
+            counts.pending_init += 1
+        elif state.terminated is not None:
+            if state.terminated.exit_code != 0:
+                counts.failed_init += 1
+        elif state.waiting is not None:
+            last = _last_terminated(status)
+            if last is None:
+                counts.pending_init += 1
+            elif last.exit_code != 0:
+                counts.failed_init += 1
+        else:
+            counts.pending_init += 1
+
+
+def _count_sidecars(counts: _Counts, spec: PodSpec, statuses: Sequence[ContainerStatus]) -> None:
+    """Sidecars (restartable init containers): running ones count, stopped ones do not."""
+    for container in spec.init_containers:
+        if not is_restartable_init_container(container):
+            continue
+        status = _status_of(statuses, container.name)
+        if status is None:
+            counts.unknown += 1
+            continue
+        state = _state(status)
+        if state.running is not None:
+            if not status.started:
+                counts.pending_init += 1
+            counts.running += 1
+        elif state.terminated is not None:
+            pass  # a stopped sidecar does not decide the phase
+        elif state.waiting is not None:
+            if _last_terminated(status) is None:
+                counts.pending_init += 1
+                counts.waiting += 1
+        else:
+            counts.pending_init += 1
+            counts.unknown += 1
+
+
+def _count_regular(counts: _Counts, spec: PodSpec, statuses: Sequence[ContainerStatus]) -> None:
+    for container in spec.containers:
+        status = _status_of(statuses, container.name)
+        if status is None:
+            counts.unknown += 1
+            continue
+        state = _state(status)
+        if state.running is not None:
+            counts.running += 1
+        elif state.terminated is not None:
+            counts.stopped += 1
+            if state.terminated.exit_code == 0:
+                counts.succeeded += 1
+        elif state.waiting is not None:
+            if _last_terminated(status) is not None:
+                counts.stopped += 1
+            else:
+                counts.waiting += 1
+        else:
+            counts.unknown += 1
+
+
 def get_phase(
     pod: Pod,
     statuses: Sequence[ContainerStatus],
@@ -104,86 +189,24 @@ def get_phase(
     """
     spec = pod.spec
     policy = restart_policy(pod)
-    pending_init = failed_init = 0
-    for container in spec.init_containers:
-        if is_restartable_init_container(container):
-            continue
-        status = _status_of(statuses, container.name)
-        if status is None:
-            pending_init += 1
-            continue
-        state = _state(status)
-        if state.running is not None:
-            pending_init += 1
-        elif state.terminated is not None:
-            if state.terminated.exit_code != 0:
-                failed_init += 1
-        elif state.waiting is not None:
-            last = _last_terminated(status)
-            if last is None:
-                pending_init += 1
-            elif last.exit_code != 0:
-                failed_init += 1
-        else:
-            pending_init += 1
-
-    unknown = running = waiting = stopped = succeeded = 0
-    for container in spec.init_containers:
-        if not is_restartable_init_container(container):
-            continue
-        status = _status_of(statuses, container.name)
-        if status is None:
-            unknown += 1
-            continue
-        state = _state(status)
-        if state.running is not None:
-            if not status.started:
-                pending_init += 1
-            running += 1
-        elif state.terminated is not None:
-            pass  # a stopped sidecar does not decide the phase
-        elif state.waiting is not None:
-            if _last_terminated(status) is None:
-                pending_init += 1
-                waiting += 1
-        else:
-            pending_init += 1
-            unknown += 1
-
-    for container in spec.containers:
-        status = _status_of(statuses, container.name)
-        if status is None:
-            unknown += 1
-            continue
-        state = _state(status)
-        if state.running is not None:
-            running += 1
-        elif state.terminated is not None:
-            stopped += 1
-            if state.terminated.exit_code == 0:
-                succeeded += 1
-        elif state.waiting is not None:
-            if _last_terminated(status) is not None:
-                stopped += 1
-            else:
-                waiting += 1
-        else:
-            unknown += 1
-
-    if failed_init > 0 and policy == "Never":
+    c = _Counts()
+    _count_init(c, spec, statuses)
+    _count_sidecars(c, spec, statuses)
+    _count_regular(c, spec, statuses)
+    if c.failed_init > 0 and policy == "Never":
         return FAILED
     if pod_has_initialized is None:
         pod_has_initialized = has_any_regular_container_started(spec, statuses)
-    if (pending_init > 0 and not pod_has_initialized) or waiting > 0:
+    if (c.pending_init > 0 and not pod_has_initialized) or c.waiting > 0:
         return PENDING
-    if running > 0 and unknown == 0:
+    if c.running > 0 and c.unknown == 0:
         return RUNNING
-    if running == 0 and stopped > 0 and unknown == 0:
+    if c.running == 0 and c.stopped > 0 and c.unknown == 0:
         if pod_is_terminal and not pod.is_static:
-            return SUCCEEDED if stopped == succeeded else FAILED
+            return SUCCEEDED if c.stopped == c.succeeded else FAILED
         if policy == "Always":
             return RUNNING
-        if stopped == succeeded:
+        if c.stopped == c.succeeded:
             return SUCCEEDED
         if policy == "Never":
             return FAILED
@@ -287,9 +310,34 @@ def api_container_statuses(
     ``("CrashLoopBackOff", "back-off 10s restarting failed container=...")``; it is
     shown as Waiting for a container that is due to be (re)started.
     """
-    has_init = bool(pod.spec.init_containers)
-    default_reason = POD_INITIALIZING if has_init else CONTAINER_CREATING
+    default_reason = POD_INITIALIZING if pod.spec.init_containers else CONTAINER_CREATING
     old_by_name = {s.name: s for s in previous}
+    statuses = _starting_statuses(containers, old_by_name, default_reason)
+    _mark_vanished(pod, runtime, containers, old_by_name, statuses, default_reason)
+    seen: dict[str, int] = {}
+    newest_first = sorted(runtime.containers, key=lambda c: c.created_at, reverse=True)
+    for info in newest_first:
+        if info.name not in statuses or seen.get(info.name, 0) >= 2:
+            continue
+        converted = _convert_one(info, old_by_name.get(info.name), runtime_name)
+        if seen.get(info.name, 0) == 0:
+            statuses[info.name] = converted
+        else:
+            statuses[info.name] = attrs.evolve(statuses[info.name], last_state=converted.state)
+        seen[info.name] = seen.get(info.name, 0) + 1
+    _show_waiting(pod, runtime, containers, statuses, waiting_reasons or {}, is_init=is_init)
+    if is_init:
+        return tuple(statuses[c.name] for c in containers)
+    return tuple(sorted(statuses.values(), key=lambda s: s.name))
+
+
+def _starting_statuses(
+    containers: Sequence[Container],
+    old_by_name: Mapping[str, ContainerStatus],
+    default_reason: str,
+) -> dict[str, ContainerStatus]:
+    """Every container Waiting with the default reason; a terminated one as it was
+    reported, the others keeping their restart count and last state."""
     statuses: dict[str, ContainerStatus] = {}
     for container in containers:
         status = ContainerStatus(
@@ -306,7 +354,19 @@ def api_container_statuses(
                     status, restart_count=old.restart_count, last_state=old.last_state
                 )
         statuses[container.name] = status
+    return statuses
 
+
+def _mark_vanished(
+    pod: Pod,
+    runtime: RuntimePodStatus,
+    containers: Sequence[Container],
+    old_by_name: Mapping[str, ContainerStatus],
+    statuses: dict[str, ContainerStatus],
+    default_reason: str,
+) -> None:
+    """A container that used to run and has vanished from the runtime: record that it
+    stopped, so the pod does not fall back to Pending."""
     runtime_names = {c.name for c in runtime.containers}
     for container in containers:
         if container.name in runtime_names:
@@ -318,8 +378,6 @@ def api_container_statuses(
         waiting = _state(status).waiting
         if waiting is None or waiting.reason != default_reason or _last_terminated(status):
             continue
-        # It used to run and has vanished from the runtime: record that it stopped, so the
-        # pod does not fall back to Pending.
         statuses[container.name] = attrs.evolve(
             status,
             last_state=ContainerState(
@@ -333,19 +391,17 @@ def api_container_statuses(
             + (1 if pod.metadata.deletion_timestamp is None else 0),
         )
 
-    seen: dict[str, int] = {}
-    newest_first = sorted(runtime.containers, key=lambda c: c.created_at, reverse=True)
-    for info in newest_first:
-        if info.name not in statuses or seen.get(info.name, 0) >= 2:
-            continue
-        converted = _convert_one(info, old_by_name.get(info.name), runtime_name)
-        if seen.get(info.name, 0) == 0:
-            statuses[info.name] = converted
-        else:
-            statuses[info.name] = attrs.evolve(statuses[info.name], last_state=converted.state)
-        seen[info.name] = seen.get(info.name, 0) + 1
 
-    reasons = waiting_reasons or {}
+def _show_waiting(
+    pod: Pod,
+    runtime: RuntimePodStatus,
+    containers: Sequence[Container],
+    statuses: dict[str, ContainerStatus],
+    reasons: Mapping[str, tuple[str, str]],
+    *,
+    is_init: bool,
+) -> None:
+    """The last sync's error as Waiting, for a container due to be (re)started."""
     for container in containers:
         if is_init:
             current = runtime.current(container.name)
@@ -367,10 +423,6 @@ def api_container_statuses(
             last_state=last,
             state=ContainerState(waiting=ContainerStateWaiting(reason=reason, message=message)),
         )
-
-    if is_init:
-        return tuple(statuses[c.name] for c in containers)
-    return tuple(sorted(statuses.values(), key=lambda s: s.name))
 
 
 def apply_probe_results(

@@ -26,6 +26,7 @@ import trio
 import trio.testing
 import yaml
 
+from kubelet.agent import open_client
 from kubelet.api import errors as e
 from kubelet.api import from_wire, to_wire
 from kubelet.api.client import (
@@ -36,7 +37,6 @@ from kubelet.api.client import (
     PatchType,
     WatchEvent,
     api_path,
-    open_client,
     user_agent,
 )
 from kubelet.api.kubeconfig import ClusterConnection, TokenSource, parse_kubeconfig
