@@ -61,6 +61,102 @@ def pod(name: str, node: str) -> dict[str, Any]:
     }
 
 
+def fake_runtime(tmp: Path, sock: Path) -> subprocess.Popen[bytes]:
+    """A FakeRuntime process serving ``sock``, with the pause and busybox images."""
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "kubelet.testing.fakeruntime",
+            "--listen",
+            f"unix://{sock}",
+            "--image",
+            "registry.k8s.io/pause:3.9",
+            "--image",
+            "docker.io/library/busybox:1.35",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=(tmp / "cri.log").open("wb"),
+    )
+
+
+def kubelet_process(
+    tmp: Path, config: Path, kubeconfig: Path, node: str, sock: Path
+) -> subprocess.Popen[bytes]:
+    """The kubelet joined to the benchmark's API server, on the FakeRuntime at ``sock``."""
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "kubelet",
+            "--config",
+            str(config),
+            "--kubeconfig",
+            str(kubeconfig),
+            "--hostname-override",
+            node,
+            "--node-ip",
+            "127.0.0.1",
+            "--enable-server=false",
+            "--healthz-port=0",
+            "--read-only-port=0",
+            "--root-dir",
+            str(tmp / "root"),
+            "--container-runtime-endpoint",
+            f"unix://{sock}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=(tmp / "kubelet.log").open("wb"),
+    )
+
+
+async def all_running(api: Any, count: int) -> None:
+    """Poll the API until ``count`` pods report Running."""
+    while True:
+        items = api.list("pods", "default")
+        running = sum(1 for p in items if (p.get("status") or {}).get("phase") == "Running")
+        if running == count:
+            return
+        await trio.sleep(0.2)
+
+
+async def events_drained(api: Any) -> float:
+    """When the last event was posted: once none came for 5 s (at most 180 s)."""
+    drained_at, checked = time.monotonic(), len(api.requests)
+    with trio.move_on_after(180):
+        while True:
+            await trio.sleep(1)
+            recent, checked = api.requests[checked:], len(api.requests)
+            if any(r.resource == "events" for r in recent):
+                drained_at = time.monotonic()
+            elif time.monotonic() - drained_at >= 5:
+                break
+    return drained_at
+
+
+def report(
+    args: argparse.Namespace,
+    took: float,
+    patches: int,
+    cpu: float,
+    rss: float,
+    drained: float,
+    idle: list[Any],
+    by_kind: collections.Counter[str],
+) -> None:
+    """The figures, one per line."""
+    print(f"pods created in the API at once: {args.pods}")
+    print(f"all Running (as the API reports): {took:.2f} s ({args.pods / took:.0f} pods/s)")
+    print(f"status PATCHes per pod start: {patches / args.pods:.2f}")
+    print(f"kubelet CPU during the ramp: {cpu:.2f} s; peak RSS {rss:.0f} MiB")
+    print(f"last event posted {drained:.1f} s after the pods were created")
+    per_minute = 60.0 / args.idle
+    print(f"API requests per idle minute ({args.idle:.0f} s measured, open watches not counted):")
+    for kind, count in sorted(by_kind.items()):
+        print(f"  {kind:70s} {count * per_minute:6.1f}")
+    print(f"  {'total':70s} {len(idle) * per_minute:6.1f}")
+
+
 async def bench(args: argparse.Namespace) -> None:
     from kubelet.testing.fakeapiserver import FakeApiServer
 
@@ -71,23 +167,7 @@ async def bench(args: argparse.Namespace) -> None:
     try:
         async with api.serve():
             sock = tmp / "cri.sock"
-            procs.append(
-                subprocess.Popen(
-                    [
-                        sys.executable,
-                        "-m",
-                        "kubelet.testing.fakeruntime",
-                        "--listen",
-                        f"unix://{sock}",
-                        "--image",
-                        "registry.k8s.io/pause:3.9",
-                        "--image",
-                        "docker.io/library/busybox:1.35",
-                    ],
-                    stdout=subprocess.DEVNULL,
-                    stderr=(tmp / "cri.log").open("wb"),
-                )
-            )
+            procs.append(fake_runtime(tmp, sock))
             with trio.fail_after(20):
                 while not sock.exists():
                     await trio.sleep(0.05)
@@ -97,30 +177,7 @@ async def bench(args: argparse.Namespace) -> None:
                 "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
                 f"podLogsDir: {tmp / 'logs'}\nmaxPods: {max(110, args.pods)}\n"
             )
-            kubelet = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "kubelet",
-                    "--config",
-                    str(config),
-                    "--kubeconfig",
-                    str(kubeconfig),
-                    "--hostname-override",
-                    node,
-                    "--node-ip",
-                    "127.0.0.1",
-                    "--enable-server=false",
-                    "--healthz-port=0",
-                    "--read-only-port=0",
-                    "--root-dir",
-                    str(tmp / "root"),
-                    "--container-runtime-endpoint",
-                    f"unix://{sock}",
-                ],
-                stdout=subprocess.DEVNULL,
-                stderr=(tmp / "kubelet.log").open("wb"),
-            )
+            kubelet = kubelet_process(tmp, config, kubeconfig, node, sock)
             procs.append(kubelet)
             with trio.fail_after(30):
                 while api.get("nodes", None, node) is None:
@@ -131,26 +188,13 @@ async def bench(args: argparse.Namespace) -> None:
             start = time.monotonic()
             for i in range(args.pods):
                 api.create(pod(f"p{i}", node))
-            while True:
-                items = api.list("pods", "default")
-                running = sum(1 for p in items if (p.get("status") or {}).get("phase") == "Running")
-                if running == args.pods:
-                    break
-                await trio.sleep(0.2)
+            await all_running(api, args.pods)
             took = time.monotonic() - start
             cpu = cpu_seconds(kubelet.pid) - cpu0
             ramp = api.requests[before:]
             patches = sum(1 for r in ramp if r.method == "PATCH" and r.resource == "pods/status")
             # the ramp's events drain at eventRecordQPS; the idle window starts after them
-            drained_at, checked = time.monotonic(), len(api.requests)
-            with trio.move_on_after(180):
-                while True:
-                    await trio.sleep(1)
-                    recent, checked = api.requests[checked:], len(api.requests)
-                    if any(r.resource == "events" for r in recent):
-                        drained_at = time.monotonic()
-                    elif time.monotonic() - drained_at >= 5:
-                        break
+            drained_at = await events_drained(api)
             drained = drained_at - start
             idle_start = len(api.requests)
             await trio.sleep(args.idle)
@@ -170,16 +214,7 @@ async def bench(args: argparse.Namespace) -> None:
                     proc.wait(timeout=20)
                 except subprocess.TimeoutExpired:
                     proc.kill()
-    print(f"pods created in the API at once: {args.pods}")
-    print(f"all Running (as the API reports): {took:.2f} s ({args.pods / took:.0f} pods/s)")
-    print(f"status PATCHes per pod start: {patches / args.pods:.2f}")
-    print(f"kubelet CPU during the ramp: {cpu:.2f} s; peak RSS {rss:.0f} MiB")
-    print(f"last event posted {drained:.1f} s after the pods were created")
-    per_minute = 60.0 / args.idle
-    print(f"API requests per idle minute ({args.idle:.0f} s measured, open watches not counted):")
-    for kind, count in sorted(by_kind.items()):
-        print(f"  {kind:70s} {count * per_minute:6.1f}")
-    print(f"  {'total':70s} {len(idle) * per_minute:6.1f}")
+    report(args, took, patches, cpu, rss, drained, idle, by_kind)
     print(f"(logs in {tmp})")
 
 

@@ -27,6 +27,7 @@ import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 import trio
 import trio_asyncio
@@ -99,14 +100,9 @@ def make_pod(i: int, port: int) -> Pod:
     )
 
 
-async def bench(args: argparse.Namespace) -> None:
-    tmp = Path(tempfile.mkdtemp(prefix="bench-probes-"))
-    sock = tmp / "cri.sock"
-    port = free_port()
-    www = tmp / "www"
-    www.mkdir()
-    (www / "index.html").write_text("ok")
-    procs = [
+def helper_processes(sock: Path, port: int, www: Path) -> list[subprocess.Popen[bytes]]:
+    """A FakeRuntime serving ``sock`` and an HTTP server of ``www`` on ``port``."""
+    return [
         subprocess.Popen(
             [
                 sys.executable,
@@ -137,6 +133,41 @@ async def bench(args: argparse.Namespace) -> None:
             stderr=subprocess.DEVNULL,
         ),
     ]
+
+
+async def run_pod(runtime: Any, pod: Pod) -> RuntimePodStatus:
+    """A sandbox and one running container for ``pod`` on the runtime; its status."""
+    config = api.PodSandboxConfig(
+        metadata=api.PodSandboxMetadata(name=pod.metadata.name, uid=pod.uid, namespace="bench")
+    )
+    sid = await runtime.run_pod_sandbox(config)
+    cid = await runtime.create_container(
+        sid,
+        api.ContainerConfig(
+            metadata=api.ContainerMetadata(name="app"),
+            image=api.ImageSpec(image="busybox:1.35"),
+            labels={"io.kubernetes.container.name": "app"},
+        ),
+        config,
+    )
+    await runtime.start_container(cid)
+    cstatus = (await runtime.container_status(cid)).status
+    sstatus = (await runtime.pod_sandbox_status(sid)).status
+    return RuntimePodStatus(
+        uid=pod.uid,
+        sandboxes=(sandbox_info_from_cri(sstatus),),
+        containers=(container_info_from_cri(cstatus, sandbox_id=sid),),
+    )
+
+
+async def bench(args: argparse.Namespace) -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="bench-probes-"))
+    sock = tmp / "cri.sock"
+    port = free_port()
+    www = tmp / "www"
+    www.mkdir()
+    (www / "index.html").write_text("ok")
+    procs = helper_processes(sock, port, www)
     try:
         with trio.fail_after(20):
             while not sock.exists():
@@ -144,31 +175,7 @@ async def bench(args: argparse.Namespace) -> None:
         await trio.sleep(0.5)
         async with trio_asyncio.open_loop(), connect(f"unix://{sock}") as (runtime, _):
             pods = [make_pod(i, port) for i in range(args.pods)]
-            statuses: dict[str, RuntimePodStatus] = {}
-            for pod in pods:
-                config = api.PodSandboxConfig(
-                    metadata=api.PodSandboxMetadata(
-                        name=pod.metadata.name, uid=pod.uid, namespace="bench"
-                    )
-                )
-                sid = await runtime.run_pod_sandbox(config)
-                cid = await runtime.create_container(
-                    sid,
-                    api.ContainerConfig(
-                        metadata=api.ContainerMetadata(name="app"),
-                        image=api.ImageSpec(image="busybox:1.35"),
-                        labels={"io.kubernetes.container.name": "app"},
-                    ),
-                    config,
-                )
-                await runtime.start_container(cid)
-                cstatus = (await runtime.container_status(cid)).status
-                sstatus = (await runtime.pod_sandbox_status(sid)).status
-                statuses[pod.uid] = RuntimePodStatus(
-                    uid=pod.uid,
-                    sandboxes=(sandbox_info_from_cri(sstatus),),
-                    containers=(container_info_from_cri(cstatus, sandbox_id=sid),),
-                )
+            statuses = {pod.uid: await run_pod(runtime, pod) for pod in pods}
             timing = Timing(NoopProber() if args.noop else ActionProber(runtime))
             manager = ProberManager(runtime, prober=timing, host_ip="127.0.0.1")
             async with trio.open_nursery() as nursery:

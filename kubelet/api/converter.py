@@ -16,6 +16,7 @@ Rules, so every object behaves the same:
 from __future__ import annotations
 
 import collections.abc
+import functools
 import typing
 from collections.abc import Mapping
 from typing import Any, TypeVar
@@ -113,94 +114,101 @@ def _make_converter() -> cattrs.Converter:
     conv.register_structure_hook(typing.Any, _any)
     conv.register_structure_hook(int | str, _int_or_str)
     conv.register_unstructure_hook(int | str, lambda v: v)
-
-    def structure_attrs(cls: type) -> Any:
-        fields = [
-            (f.name, wire_name(f), f.type, f.default is attrs.NOTHING)
-            for f in attrs.fields(attrs.resolve_types(cls))
-        ]
-
-        def structure(value: Any, _: type) -> Any:
-            if not isinstance(value, Mapping):
-                raise WireError("", f"expected an object, got {type(value).__name__}")
-            kwargs = {}
-            for name, wire, typ, required in fields:
-                raw = value.get(wire)
-                if raw is None:
-                    if required:
-                        raise WireError(wire, "required value")
-                    continue
-                try:
-                    kwargs[name] = conv.structure(raw, typ)
-                except WireError as exc:
-                    raise WireError(_join(wire, exc.path), exc.message) from None
-            return cls(**kwargs)
-
-        return structure
-
-    def structure_tuple(tp: type) -> Any:
-        args = typing.get_args(tp)
-        item = args[0]
-
-        def structure(value: Any, _: type) -> tuple[Any, ...]:
-            if not isinstance(value, list | tuple):
-                raise WireError("", f"expected a list, got {type(value).__name__}")
-            out = []
-            for i, raw in enumerate(value):
-                try:
-                    out.append(conv.structure(raw, item))
-                except WireError as exc:
-                    raise WireError(_join(f"[{i}]", exc.path), exc.message) from None
-            return tuple(out)
-
-        return structure
-
-    def structure_mapping(tp: type) -> Any:
-        key_type, value_type = typing.get_args(tp)
-
-        def structure(value: Any, _: type) -> dict[Any, Any]:
-            if not isinstance(value, Mapping):
-                raise WireError("", f"expected an object, got {type(value).__name__}")
-            out = {}
-            for key, raw in value.items():
-                try:
-                    out[conv.structure(key, key_type)] = conv.structure(raw, value_type)
-                except WireError as exc:
-                    raise WireError(_join(f"[{key}]", exc.path), exc.message) from None
-            return out
-
-        return structure
-
-    def unstructure_attrs(cls: type) -> Any:
-        fields = attrs.fields(cls)
-        overrides = {f.name: override(rename=wire_name(f)) for f in fields}
-        inner: Any = make_dict_unstructure_fn(cls, conv, **overrides)  # type: ignore[arg-type]
-        # A field whose default is None is a Go pointer: only nil is omitted, so a set but
-        # empty value (``emptyDir: {}``) survives. Other fields drop their empty values.
-        pointer_like = {wire_name(f) for f in fields if f.default is None}
-
-        def unstructure(obj: Any) -> dict[str, Any]:
-            return {
-                k: v
-                for k, v in inner(obj).items()
-                if v is not None and (k in pointer_like or not _is_empty(v))
-            }
-
-        return unstructure
-
-    def is_homogeneous_tuple(tp: Any) -> bool:
-        args = typing.get_args(tp)
-        return typing.get_origin(tp) is tuple and len(args) == 2 and args[1] is Ellipsis
-
-    def is_mapping(tp: Any) -> bool:
-        return typing.get_origin(tp) in (dict, Mapping, collections.abc.Mapping)
-
-    conv.register_structure_hook_factory(attrs.has, structure_attrs)
-    conv.register_structure_hook_factory(is_homogeneous_tuple, structure_tuple)
-    conv.register_structure_hook_factory(is_mapping, structure_mapping)
-    conv.register_unstructure_hook_factory(attrs.has, unstructure_attrs)
-    conv.register_unstructure_hook_factory(is_homogeneous_tuple, lambda _: _unstructure_seq(conv))
+    conv.register_structure_hook_factory(attrs.has, functools.partial(_structure_attrs, conv))
+    conv.register_structure_hook_factory(
+        _is_homogeneous_tuple, functools.partial(_structure_tuple, conv)
+    )
+    conv.register_structure_hook_factory(_is_mapping, functools.partial(_structure_mapping, conv))
+    conv.register_unstructure_hook_factory(attrs.has, functools.partial(_unstructure_attrs, conv))
+    conv.register_unstructure_hook_factory(_is_homogeneous_tuple, lambda _: _unstructure_seq(conv))
     return conv
+
+
+def _structure_attrs(conv: cattrs.Converter, cls: type) -> Any:
+    fields = [
+        (f.name, wire_name(f), f.type, f.default is attrs.NOTHING)
+        for f in attrs.fields(attrs.resolve_types(cls))
+    ]
+
+    def structure(value: Any, _: type) -> Any:
+        if not isinstance(value, Mapping):
+            raise WireError("", f"expected an object, got {type(value).__name__}")
+        kwargs = {}
+        for name, wire, typ, required in fields:
+            raw = value.get(wire)
+            if raw is None:
+                if required:
+                    raise WireError(wire, "required value")
+                continue
+            try:
+                kwargs[name] = conv.structure(raw, typ)
+            except WireError as exc:
+                raise WireError(_join(wire, exc.path), exc.message) from None
+        return cls(**kwargs)
+
+    return structure
+
+
+def _structure_tuple(conv: cattrs.Converter, tp: type) -> Any:
+    args = typing.get_args(tp)
+    item = args[0]
+
+    def structure(value: Any, _: type) -> tuple[Any, ...]:
+        if not isinstance(value, list | tuple):
+            raise WireError("", f"expected a list, got {type(value).__name__}")
+        out = []
+        for i, raw in enumerate(value):
+            try:
+                out.append(conv.structure(raw, item))
+            except WireError as exc:
+                raise WireError(_join(f"[{i}]", exc.path), exc.message) from None
+        return tuple(out)
+
+    return structure
+
+
+def _structure_mapping(conv: cattrs.Converter, tp: type) -> Any:
+    key_type, value_type = typing.get_args(tp)
+
+    def structure(value: Any, _: type) -> dict[Any, Any]:
+        if not isinstance(value, Mapping):
+            raise WireError("", f"expected an object, got {type(value).__name__}")
+        out = {}
+        for key, raw in value.items():
+            try:
+                out[conv.structure(key, key_type)] = conv.structure(raw, value_type)
+            except WireError as exc:
+                raise WireError(_join(f"[{key}]", exc.path), exc.message) from None
+        return out
+
+    return structure
+
+
+def _unstructure_attrs(conv: cattrs.Converter, cls: type) -> Any:
+    fields = attrs.fields(cls)
+    overrides = {f.name: override(rename=wire_name(f)) for f in fields}
+    inner: Any = make_dict_unstructure_fn(cls, conv, **overrides)  # type: ignore[arg-type]
+    # A field whose default is None is a Go pointer: only nil is omitted, so a set but
+    # empty value (``emptyDir: {}``) survives. Other fields drop their empty values.
+    pointer_like = {wire_name(f) for f in fields if f.default is None}
+
+    def unstructure(obj: Any) -> dict[str, Any]:
+        return {
+            k: v
+            for k, v in inner(obj).items()
+            if v is not None and (k in pointer_like or not _is_empty(v))
+        }
+
+    return unstructure
+
+
+def _is_homogeneous_tuple(tp: Any) -> bool:
+    args = typing.get_args(tp)
+    return typing.get_origin(tp) is tuple and len(args) == 2 and args[1] is Ellipsis
+
+
+def _is_mapping(tp: Any) -> bool:
+    return typing.get_origin(tp) in (dict, Mapping, collections.abc.Mapping)
 
 
 def _unstructure_seq(conv: cattrs.Converter) -> Any:

@@ -176,6 +176,25 @@ class _Changes:
         )
 
 
+def _any_regular_created_or_running(pod: Pod, status: RuntimePodStatus) -> bool:
+    """Evidence that the pod was initialized: a regular container exists or runs."""
+    for container in pod.spec.containers:
+        current = status.current(container.name)
+        if current is not None and current.state in (
+            ContainerRunState.CREATED,
+            ContainerRunState.RUNNING,
+        ):
+            return True
+    return False
+
+
+def _kill_pod(changes: _Changes) -> bool:
+    """An init container failed for good (restartPolicy Never): the pod is killed."""
+    changes.kill_pod = True
+    changes.init_to_start = []
+    return False
+
+
 def _init_container_actions(
     pod: Pod,
     status: RuntimePodStatus,
@@ -193,15 +212,7 @@ def _init_container_actions(
     inits = pod.spec.init_containers
     if not inits:
         return True
-    initialized = False
-    for container in pod.spec.containers:
-        current = status.current(container.name)
-        if current is not None and current.state in (
-            ContainerRunState.CREATED,
-            ContainerRunState.RUNNING,
-        ):
-            initialized = True
-            break
+    initialized = _any_regular_created_or_running(pod, status)
     previously_initialized = initialized
     restart_on_failure = restart_policy(pod) != "Never"
     to_start: list[int] = []  # collected last-to-first, reversed at the end
@@ -242,9 +253,7 @@ def _init_container_actions(
                 to_start.append(i)
             elif _init_failed(current):
                 if not restart_on_failure:
-                    changes.kill_pod = True
-                    changes.init_to_start = []
-                    return False
+                    return _kill_pod(changes)
                 to_start.append(i)
             elif i == len(inits) - 1:
                 initialized = True
@@ -252,9 +261,7 @@ def _init_container_actions(
                 to_start.append(i + 1)
         else:  # UNKNOWN
             if not sidecar and not restart_on_failure:
-                changes.kill_pod = True
-                changes.init_to_start = []
-                return False
+                return _kill_pod(changes)
             changes.to_kill[current.id] = ContainerToKill(
                 container.name, _unknown_message("Init container", current), KillReason.UNKNOWN
             )

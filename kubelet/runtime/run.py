@@ -72,31 +72,11 @@ async def run_runtime(
         tokens=ApiTokenSource(api, wall_clock) if api is not None else None,
         node_allocatable=dict(allocatable),
     )
-    runtime_info = RuntimeInfo()
-    isolation = PodIsolation(
-        runtime_info,
-        RuntimeClasses(api) if api is not None else None,
-        UserNamespaces(functools.partial(pod_dir, options.root_dir), volumes.pod_uids_on_disk),
-        user_namespaces_enabled=options.features.enabled(USERNS_GATE),
-    )
+    isolation = _isolation(options, api, volumes)
     limits = crash_loop_limits(
         options.features, cfg.crash_loop_back_off.max_container_restart_period
     )
-    image_manager = ImageManager(
-        images,
-        Backoff(IMAGE_PULL_INITIAL, IMAGE_PULL_MAX, trio.current_time),
-        serialize=cfg.serialize_image_pulls,
-        max_parallel=cfg.max_parallel_image_pulls,
-        recorder=recorder,
-        secrets=ApiPullSecrets(api) if api is not None else None,
-        records=pull_records(
-            cfg,
-            options.root_dir,
-            wall_clock,
-            enabled=options.features.enabled(ENSURE_SECRET_PULLED_IMAGES),
-        ),
-        node=NodeCredentials(options.root_dir, trio.current_time),
-    )
+    image_manager = _image_manager(options, images, api, recorder, wall_clock)
     pods = PodRuntime(
         runtime,
         image_manager,
@@ -122,16 +102,54 @@ async def run_runtime(
         seccomp_default=cfg.seccomp_default,
         metrics=metrics,
     )
-    rotation = ContainerLogManager(
-        runtime,
-        cfg.container_log_max_size,
-        cfg.container_log_max_files,
-        monitor_interval=cfg.container_log_monitor_interval,
-        max_workers=cfg.container_log_max_workers,
-    )
     async with trio.open_nursery() as nursery:
-        await nursery.start(runtime_info.run, runtime)
+        await nursery.start(isolation.runtime_info.run, runtime)
         if isolation.runtime_classes is not None:
             nursery.start_soon(isolation.runtime_classes.run)
-        nursery.start_soon(rotation.run)
+        nursery.start_soon(
+            ContainerLogManager(
+                runtime,
+                cfg.container_log_max_size,
+                cfg.container_log_max_files,
+                monitor_interval=cfg.container_log_monitor_interval,
+                max_workers=cfg.container_log_max_workers,
+            ).run
+        )
         task_status.started(pods)
+
+
+def _image_manager(
+    options: Options,
+    images: ImageClient,
+    api: ApiClient | None,
+    recorder: EventRecorder,
+    wall_clock: Callable[[], float],
+) -> ImageManager:
+    """Pulls with their back-off, the pod's and the node's credentials, pull records."""
+    cfg = options.config
+    return ImageManager(
+        images,
+        Backoff(IMAGE_PULL_INITIAL, IMAGE_PULL_MAX, trio.current_time),
+        serialize=cfg.serialize_image_pulls,
+        max_parallel=cfg.max_parallel_image_pulls,
+        recorder=recorder,
+        secrets=ApiPullSecrets(api) if api is not None else None,
+        records=pull_records(
+            cfg,
+            options.root_dir,
+            wall_clock,
+            enabled=options.features.enabled(ENSURE_SECRET_PULLED_IMAGES),
+        ),
+        node=NodeCredentials(options.root_dir, trio.current_time),
+    )
+
+
+def _isolation(options: Options, api: ApiClient | None, volumes: VolumeManager) -> PodIsolation:
+    """What sandboxes run under: the RuntimeClass handler, the user namespace."""
+    runtime_info = RuntimeInfo()
+    return PodIsolation(
+        runtime_info,
+        RuntimeClasses(api) if api is not None else None,
+        UserNamespaces(functools.partial(pod_dir, options.root_dir), volumes.pod_uids_on_disk),
+        user_namespaces_enabled=options.features.enabled(USERNS_GATE),
+    )

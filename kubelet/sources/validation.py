@@ -233,7 +233,6 @@ def _container(
             ctr.termination_message_policy,
             TERMINATION_MESSAGE_POLICIES,
         )
-    sidecar = init and ctr.restart_policy == "Always"
     if ctr.restart_policy is not None:
         if not init:
             yield FieldError(
@@ -243,6 +242,14 @@ def _container(
             )
         elif ctr.restart_policy != "Always":
             yield _unsupported(f"{path}.restartPolicy", ctr.restart_policy, ("Always",))
+    yield from _container_parts(path, ctr, volumes, spec, init=init)
+
+
+def _container_parts(
+    path: str, ctr: Container, volumes: set[str], spec: PodSpec, *, init: bool
+) -> Iterator[FieldError]:
+    """Ports, probes, lifecycle handlers, volume mounts and env of one container."""
+    sidecar = init and ctr.restart_policy == "Always"
     for j, port in enumerate(ctr.ports):
         yield from _container_port(f"{path}.ports[{j}]", port, spec)
     for field, probe in (
