@@ -58,24 +58,36 @@ def _where(frames: list[tuple[FrameType, int]]) -> str:
     return f"{chain} ({os.path.basename(frame.f_code.co_filename)}:{lineno})"
 
 
-def _task_lines(task: trio.lowlevel.Task, prefix: str, last: bool, out: list[str]) -> None:
+def code_name(task: trio.lowlevel.Task) -> str:
+    """What the task runs, as its code names it (``Pleg.run``, ``run_pod_lifecycle``)."""
+    code = getattr(task.coro, "cr_code", None)
+    return code.co_qualname if code is not None else task.name
+
+
+def _task_lines(
+    task: trio.lowlevel.Task, prefix: str, last: bool, out: list[str], *, short: bool
+) -> None:
     branch = "└─ " if last else "├─ "
-    where = _where(list(task.iter_await_frames()))
-    out.append(f"{prefix}{branch}{task.name}" + (f"  [{where}]" if where else ""))
+    if short:
+        out.append(f"{prefix}{branch}{code_name(task)}")
+    else:
+        where = _where(list(task.iter_await_frames()))
+        out.append(f"{prefix}{branch}{task.name}" + (f"  [{where}]" if where else ""))
     children = [t for nursery in task.child_nurseries for t in nursery.child_tasks]
     children.sort(key=lambda t: t.name)
     extension = "   " if last else "│  "
     for i, child in enumerate(children):
-        _task_lines(child, prefix + extension, i == len(children) - 1, out)
+        _task_lines(child, prefix + extension, i == len(children) - 1, out, short=short)
 
 
-def trio_tasks(root: trio.lowlevel.Task | None = None) -> list[str]:
-    """The Trio task tree as indented lines, one task per line."""
+def trio_tasks(root: trio.lowlevel.Task | None = None, *, short: bool = False) -> list[str]:
+    """The Trio task tree as indented lines, one task per line: each task's name and
+    where it waits, or (``short``) only what it runs, by its code's name."""
     root = root or trio.lowlevel.current_root_task()
     if root is None:
         return []
     out: list[str] = []
-    _task_lines(root, "", True, out)
+    _task_lines(root, "", True, out, short=short)
     return out
 
 

@@ -13,7 +13,7 @@ import trio
 from kubelet import agent
 from kubelet.agent import Components, Host
 from kubelet.api.kubeconfig import load_kubeconfig
-from kubelet.config import resolve
+from kubelet.config import Options, resolve
 from kubelet.node.machine import MachineInfo
 from kubelet.sources.offloop import inline
 from kubelet.testing import FakeRuntime
@@ -78,9 +78,10 @@ class Cluster:
         return self.fake.running()
 
 
-async def start_cluster_kubelet(
+def cluster_kubelet(
     c: Cluster, manifests: Path | None = None, *, extra: Sequence[str] = ()
-) -> None:
+) -> tuple[Options, Host]:
+    """The options and host of a kubelet joined to ``c.api``, on ``c.fake``, fake time."""
     kubeconfig = c.api.kubeconfig(c.tmp / "kubelet.conf", user=f"system:node:{NODE}")
     args = [
         "--kubeconfig",
@@ -103,7 +104,7 @@ async def start_cluster_kubelet(
     options = attrs.evolve(
         options, config=attrs.evolve(options.config, pod_logs_dir=str(c.tmp / "logs"))
     )
-    host = Host(
+    return options, Host(
         wall_clock=lambda: EPOCH + trio.current_time(),
         watch_files=False,
         connection=load_kubeconfig(str(kubeconfig)),
@@ -112,6 +113,12 @@ async def start_cluster_kubelet(
         source_io=inline,  # no worker thread: it would look idle to autojump_clock
         ephemeral_ports=True,
     )
+
+
+async def start_cluster_kubelet(
+    c: Cluster, manifests: Path | None = None, *, extra: Sequence[str] = ()
+) -> None:
+    options, host = cluster_kubelet(c, manifests, extra=extra)
 
     async def run_it(task_status: trio.TaskStatus[Components] = trio.TASK_STATUS_IGNORED) -> None:
         with trio.CancelScope() as scope:
