@@ -7,14 +7,32 @@ written as Go writes them; these helpers are the one place that knows how.
 from __future__ import annotations
 
 import datetime
-import json
 
 __all__ = ["go_duration", "go_quote", "parse_rfc3339", "rfc3339"]
 
 
+_GO_ESCAPES = {'"': '\\"', "\\": "\\\\", "\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n"}
+_GO_ESCAPES |= {"\r": "\\r", "\t": "\\t", "\v": "\\v"}
+
+
 def go_quote(text: str) -> str:
-    """A double-quoted string as Go's ``%q`` writes it (close enough for messages)."""
-    return json.dumps(text, ensure_ascii=False)
+    """A string as Go's ``%q`` writes it: the one quoting of user text in messages,
+    label and annotation maps, paths."""
+    out = ['"']
+    for char in text:
+        code = ord(char)
+        if char in _GO_ESCAPES:
+            out.append(_GO_ESCAPES[char])
+        elif char.isprintable():
+            out.append(char)
+        elif code < 0x80:
+            out.append(f"\\x{code:02x}")
+        elif code < 0x10000:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(f"\\U{code:08x}")
+    out.append('"')
+    return "".join(out)
 
 
 def go_duration(seconds: float) -> str:

@@ -29,6 +29,7 @@ import trio
 from kubelet.api.pod import Container, Pod
 from kubelet.cri import api
 from kubelet.cri.logformat import parse_line
+from kubelet.goformat import go_quote
 
 from . import labels
 from .types import ContainerInfo
@@ -167,7 +168,7 @@ def read_log_tail(
     try:
         records = _last_lines(log_path, lines)
     except OSError as exc:
-        reason = f"failed to open log file {_quote(log_path)}: {_go_os_error(exc, log_path)}"
+        reason = f"failed to open log file {go_quote(log_path)}: {_go_os_error(exc, log_path)}"
         return f"Error on reading termination message from logs: {reason}"
     out = bytearray()
     for record in records:
@@ -236,10 +237,6 @@ def truncate_for_pod(message: str, pod: Pod) -> str:
     if len(data) <= budget:
         return message
     return data[:budget].decode("utf-8", "ignore")
-
-
-def _quote(text: str) -> str:
-    return f'"{text}"'
 
 
 def _go_os_error(exc: OSError, path: str) -> str:

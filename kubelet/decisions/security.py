@@ -27,8 +27,9 @@ from typing import Any
 
 import attrs
 
-from kubelet.api.pod import Capabilities, Container, Pod
+from kubelet.api.pod import Capabilities, Container, Pod, format_pod
 from kubelet.cri import api
+from kubelet.goformat import go_quote
 
 __all__ = [
     "APPARMOR_ANNOTATION_PREFIX",
@@ -89,8 +90,7 @@ class SecurityContextError(Exception):
 
 def _format_pod(pod: Pod) -> str:
     """Upstream's ``format.Pod``, quoted as Go's ``%q`` does."""
-    text = f"{pod.metadata.name}_{pod.metadata.namespace}({pod.metadata.uid})"
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return go_quote(format_pod(pod))
 
 
 # -- the effective context --------------------------------------------------------------

@@ -30,6 +30,7 @@ from kubelet.api.pod import (
     ResourceFieldSelector,
 )
 from kubelet.api.quantity import QuantityError, ResourceQuantity, parse_quantity
+from kubelet.goformat import go_quote
 
 from .expand import expand_env
 
@@ -190,32 +191,9 @@ def _qualified_name_errors(value: str) -> list[str]:
     return errs
 
 
-_GO_ESCAPES = {'"': '\\"', "\\": "\\\\", "\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n"}
-_GO_ESCAPES |= {"\r": "\\r", "\t": "\\t", "\v": "\\v"}
-
-
-def _go_quote(text: str) -> str:
-    """Go's ``%q`` of a string, which upstream uses to print label and annotation maps."""
-    out = ['"']
-    for char in text:
-        code = ord(char)
-        if char in _GO_ESCAPES:
-            out.append(_GO_ESCAPES[char])
-        elif char.isprintable():
-            out.append(char)
-        elif code < 0x80:
-            out.append(f"\\x{code:02x}")
-        elif code < 0x10000:
-            out.append(f"\\u{code:04x}")
-        else:
-            out.append(f"\\U{code:08x}")
-    out.append('"')
-    return "".join(out)
-
-
 def _format_map(values: Mapping[str, str]) -> str:
     """A whole label or annotation map: sorted ``key="value"`` lines, as upstream."""
-    return "\n".join(f"{key}={_go_quote(values[key])}" for key in sorted(values))
+    return "\n".join(f"{key}={go_quote(values[key])}" for key in sorted(values))
 
 
 def _is_ipv6(ip: str) -> bool:

@@ -99,6 +99,13 @@ class _Bucket:
 
 
 class EventRecorder:
+    """Tells users what happened, without ever slowing the kubelet down.
+
+    Every component records through it; ``record`` never blocks or fails, and the one
+    drain task folds repeats and limits spam before anything reaches the API, so a
+    crash-looping pod or an API outage costs the callers nothing.
+    """
+
     def __init__(
         self,
         node_name: str,

@@ -53,6 +53,12 @@ def micro_time(moment: datetime.datetime) -> str:
 
 
 class LeaseController:
+    """The node's heartbeat: the control plane marks a node NotReady when it stops.
+
+    It is kept apart from node status (cheap, every 10 s, its own unlimited client), so
+    a slow status computation or a rate-limited API never makes a live node look dead.
+    """
+
     def __init__(
         self,
         api: LeaseApi,

@@ -43,6 +43,9 @@ _TRANSITION_EVENTS = {
 
 
 class NodeStatusReporter:
+    """Computes the node's status every 10 s and sends it only when it changed (or every
+    5 minutes), so a quiet node costs the API almost nothing."""
+
     def __init__(
         self,
         client: ApiClient,

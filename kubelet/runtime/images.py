@@ -100,6 +100,13 @@ def aggregate_message(messages: list[str]) -> str:
 
 
 class ImageManager:
+    """Makes sure a container's image is on the node, the way its pull policy says.
+
+    One place decides pull or not (policy, presence, the credentials checks of
+    KubeletEnsureSecretPulledImages), shares a pull between pods that need the same
+    image with the same credentials, and backs off failed pulls per pod and image.
+    """
+
     def __init__(
         self,
         images: ImageClient,

@@ -24,6 +24,8 @@ log = logging.getLogger(__name__)
 
 
 class ApiSource:
+    """The pods bound to this node, as the API server holds them (a reflector)."""
+
     def __init__(self, client: ApiClient, node_name: str) -> None:
         self.client = client
         self.node_name = node_name

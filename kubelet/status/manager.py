@@ -44,6 +44,13 @@ class _Entry:
 
 
 class StatusManager:
+    """The one writer of pod status to the API, apart from the pod workers.
+
+    Workers hand it a status and go on; it PATCHes only what changed, retries failures
+    on its own schedule and never lets a terminal phase go back, so an API outage or a
+    conflict never holds up a pod's sync.
+    """
+
     def __init__(
         self,
         client: ApiClient,
