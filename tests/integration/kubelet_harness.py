@@ -20,7 +20,11 @@ from kubelet.testing import FakeRuntime
 from kubelet.testing.fakeruntime import FakeContainer, FakeSandbox
 
 EPOCH = 1_800_000_000.0
+"""FakeRuntime's wall clock at trio time 0; the kubelet's too."""
 NODE = "node1"
+KUBELET_IMAGES = ("registry.k8s.io/pause:3.9", "busybox:1.35")
+"""What a node needs to run the examples: tests of the whole kubelet give the runtime them
+(the ``fake_images`` fixture)."""
 
 
 @attrs.define

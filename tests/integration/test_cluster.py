@@ -11,14 +11,12 @@ import trio
 from kubelet.testing import ContainerBehaviour, FakeRuntime
 
 from .cluster_harness import running_cluster
-from .kubelet_harness import EPOCH, NODE
+from .kubelet_harness import KUBELET_IMAGES, NODE
 
 
 @pytest.fixture
-async def fake(aio_loop: None, short_tmp: Path) -> object:
-    runtime = FakeRuntime(epoch=EPOCH, images=["registry.k8s.io/pause:3.9", "busybox:1.35"])
-    async with runtime.serve(short_tmp / "cri.sock"):
-        yield runtime
+def fake_images() -> tuple[str, ...]:
+    return KUBELET_IMAGES
 
 
 def ready(node: dict[str, object] | None) -> bool:

@@ -21,14 +21,12 @@ from kubelet.testing import ContainerBehaviour, FakeRuntime
 from kubelet.testing.fakeapiserver import FakeApiServer
 
 from .cluster_harness import Cluster, start_cluster_kubelet
-from .kubelet_harness import EPOCH, NODE
+from .kubelet_harness import EPOCH, KUBELET_IMAGES, NODE
 
 
 @pytest.fixture
-async def fake(aio_loop: None, short_tmp: Path) -> object:
-    runtime = FakeRuntime(epoch=EPOCH, images=["registry.k8s.io/pause:3.9", "busybox:1.35"])
-    async with runtime.serve(short_tmp / "cri.sock"):
-        yield runtime
+def fake_images() -> tuple[str, ...]:
+    return KUBELET_IMAGES
 
 
 def finished_status(phase: str, exit_code: int) -> dict[str, Any]:

@@ -9,14 +9,12 @@ import trio
 
 from kubelet.testing import FakeRuntime
 
-from .kubelet_harness import EPOCH, running_kubelet
+from .kubelet_harness import KUBELET_IMAGES, running_kubelet
 
 
 @pytest.fixture
-async def fake(aio_loop: None, short_tmp: Path) -> object:
-    runtime = FakeRuntime(epoch=EPOCH, images=["registry.k8s.io/pause:3.9", "busybox:1.35"])
-    async with runtime.serve(short_tmp / "cri.sock"):
-        yield runtime
+def fake_images() -> tuple[str, ...]:
+    return KUBELET_IMAGES
 
 
 def pod(name: str, image: str, policy: str = "") -> str:

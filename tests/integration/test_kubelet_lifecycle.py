@@ -14,7 +14,7 @@ from kubelet.cri import api, connect
 from kubelet.testing import ContainerBehaviour, FakeRuntime
 
 from .helpers import container_config, sandbox_config
-from .kubelet_harness import EPOCH, NODE, running_kubelet, start_kubelet
+from .kubelet_harness import KUBELET_IMAGES, NODE, running_kubelet, start_kubelet
 
 WEB = """\
 apiVersion: v1
@@ -29,10 +29,8 @@ spec:
 
 
 @pytest.fixture
-async def fake(aio_loop: None, short_tmp: Path) -> object:
-    runtime = FakeRuntime(epoch=EPOCH, images=["registry.k8s.io/pause:3.9", "busybox:1.35"])
-    async with runtime.serve(short_tmp / "cri.sock"):
-        yield runtime
+def fake_images() -> tuple[str, ...]:
+    return KUBELET_IMAGES
 
 
 async def test_static_pod_starts(

@@ -16,14 +16,12 @@ from kubelet.testing import ContainerBehaviour, FakeRuntime
 from kubelet.volumes.mounts import mounts_under
 
 from .cluster_harness import Cluster, running_cluster
-from .kubelet_harness import EPOCH, Harness, running_kubelet
+from .kubelet_harness import KUBELET_IMAGES, Harness, running_kubelet
 
 
 @pytest.fixture
-async def fake(aio_loop: None, short_tmp: Path) -> object:
-    runtime = FakeRuntime(epoch=EPOCH, images=["registry.k8s.io/pause:3.9", "busybox:1.35"])
-    async with runtime.serve(short_tmp / "cri.sock"):
-        yield runtime
+def fake_images() -> tuple[str, ...]:
+    return KUBELET_IMAGES
 
 
 def status_of(h: Harness | Cluster, container: str) -> Any:

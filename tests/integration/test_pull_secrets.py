@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,18 +21,23 @@ from kubelet.cri import api
 from kubelet.testing import FakeRuntime
 
 from .cluster_harness import Cluster, running_cluster
-from .kubelet_harness import EPOCH
+from .kubelet_harness import KUBELET_IMAGES
 
 PRIVATE = "registry.example/team/app:1"
 PASSWORD = "s3cr3t-Pa55word"
 
 
 @pytest.fixture
-async def fake(aio_loop: None, short_tmp: Path) -> object:
-    runtime = FakeRuntime(epoch=EPOCH, images=["registry.k8s.io/pause:3.9", "busybox:1.35"])
-    runtime.require_auth("registry.example/team/app", "robot", PASSWORD)
-    async with runtime.serve(short_tmp / "cri.sock"):
-        yield runtime
+def fake_images() -> tuple[str, ...]:
+    return KUBELET_IMAGES
+
+
+@pytest.fixture
+def fake_setup() -> Callable[[FakeRuntime], None]:
+    def private_repository(fake: FakeRuntime) -> None:
+        fake.require_auth("registry.example/team/app", "robot", PASSWORD)
+
+    return private_repository
 
 
 def dockerconfigjson(auths: dict[str, dict[str, str]]) -> dict[str, Any]:

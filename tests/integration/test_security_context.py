@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +27,17 @@ IMAGE = "busybox:1.35"
 
 
 @pytest.fixture
-async def fake(aio_loop: None, short_tmp: Path) -> object:
-    runtime = FakeRuntime(epoch=EPOCH, images=["registry.k8s.io/pause:3.9", IMAGE])
-    runtime.add_image("app-uid:1", uid=1000)
-    runtime.add_image("app-name:1", username="app")
-    async with runtime.serve(short_tmp / "cri.sock"):
-        yield runtime
+def fake_images() -> tuple[str, ...]:
+    return ("registry.k8s.io/pause:3.9", IMAGE)
+
+
+@pytest.fixture
+def fake_setup() -> Callable[[FakeRuntime], None]:
+    def images_with_users(fake: FakeRuntime) -> None:
+        fake.add_image("app-uid:1", uid=1000)
+        fake.add_image("app-name:1", username="app")
+
+    return images_with_users
 
 
 def manifest(name: str, spec: str = "", container: str = "", image: str = IMAGE) -> str:

@@ -5,17 +5,16 @@ from __future__ import annotations
 import attrs
 import pytest
 
-from kubelet.api.meta import ObjectMeta
 from kubelet.api.pod import (
     Container,
     Pod,
     PodSecurityContext,
-    PodSpec,
     PodStatus,
     SecurityContext,
 )
 from kubelet.decisions.sysctls import SysctlAllowlist
 from kubelet.pods.admission import AdmissionFacts, Rejection, admit, rejection_message
+from kubelet.testing.builders import make_pod
 
 NO_APPARMOR = "AppArmor is not enabled on the host"
 
@@ -39,11 +38,12 @@ def pod(
         if apparmor
         else None,
     )
-    return Pod(
-        metadata=ObjectMeta(name=uid, namespace="default", uid=uid),
-        spec=attrs.evolve(
-            PodSpec(containers=(container,)), security_context=sc, runtime_class_name=runtime_class
-        ),
+    return make_pod(
+        container,
+        name=uid,
+        uid=uid,
+        security_context=sc,
+        runtime_class_name=runtime_class,
         status=PodStatus(phase=phase),
     )
 

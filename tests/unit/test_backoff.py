@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubelet.api.meta import ObjectMeta
-from kubelet.api.pod import Container, Pod, PodSpec
+from kubelet.api.pod import Container, Pod
 from kubelet.cri.types import ContainerInfo, ContainerRunState, RuntimePodStatus
 from kubelet.decisions.backoff import (
     CRASH_LOOP_INITIAL,
@@ -21,6 +20,7 @@ from kubelet.decisions.backoff import (
     image_pull_key,
 )
 from kubelet.decisions.hash import hash_container
+from kubelet.testing import builders
 
 START = 1_700_000_000.0  # wall-clock seconds: crash loops compare with container finish times
 
@@ -40,10 +40,7 @@ class FakeClock:
 
 def make_pod() -> tuple[Pod, Container]:
     container = Container(name="app", image="busybox")
-    pod = Pod(
-        metadata=ObjectMeta(name="foo", namespace="ns", uid="uid-1"),
-        spec=PodSpec(containers=(container,)),
-    )
+    pod = builders.make_pod(container, name="foo", namespace="ns")
     return pod, container
 
 

@@ -22,7 +22,6 @@ from kubelet.api.pod import (
     ObjectFieldSelector,
     Pod,
     PodSecurityContext,
-    PodSpec,
     Quantity,
     ResourceRequirements,
     SecurityContext,
@@ -49,6 +48,7 @@ from kubelet.decisions.criconfig import (
 from kubelet.decisions.hash import hash_container
 from kubelet.env.expand import expand_env
 from kubelet.env.hosts import pod_hostname
+from kubelet.testing import builders
 
 UID = "8f1c2d3e-aaaa-bbbb-cccc-000000000001"
 GiB = 2**30
@@ -64,17 +64,13 @@ def res(
 
 
 def make_pod(*containers: Container, **spec: object) -> Pod:
-    return Pod(
-        metadata=ObjectMeta(
-            name="web",
-            namespace="prod",
-            uid=UID,
-            labels={"app": "web"},
-            annotations={"kubernetes.io/config.source": "api", "note": "x"},
-        ),
-        spec=attrs.evolve(
-            PodSpec(containers=containers or (Container(name="c", image="busybox"),)), **spec
-        ),
+    return builders.make_pod(
+        *(containers or (Container(name="c", image="busybox"),)),
+        namespace="prod",
+        uid=UID,
+        labels={"app": "web"},
+        annotations={"kubernetes.io/config.source": "api", "note": "x"},
+        **spec,
     )
 
 

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kubelet.api.meta import ObjectMeta
-from kubelet.api.pod import Pod, PodDNSConfig, PodDNSConfigOption, PodSpec
+from kubelet.api.pod import Pod, PodDNSConfig, PodDNSConfigOption
 from kubelet.cri import api
 from kubelet.decisions.criconfig import sandbox_config
 from kubelet.env.dns import (
@@ -23,6 +22,7 @@ from kubelet.env.dns import (
     parse_resolv_conf,
     pod_dns_config,
 )
+from kubelet.testing import builders
 
 HOST = ResolvConf(
     nameservers=("192.0.2.53", "192.0.2.54"),
@@ -38,9 +38,8 @@ def make_pod(
     host_network: bool = False,
     dns_config: PodDNSConfig | None = None,
 ) -> Pod:
-    return Pod(
-        metadata=ObjectMeta(name="web", namespace="testNS", uid="uid-1"),
-        spec=PodSpec(dns_policy=policy, host_network=host_network, dns_config=dns_config),
+    return builders.make_pod(
+        namespace="testNS", dns_policy=policy, host_network=host_network, dns_config=dns_config
     )
 
 

@@ -31,6 +31,7 @@ from kubelet.env.variables import (
     resolve_env,
     resource_field_value,
 )
+from kubelet.testing.builders import make_pod
 
 NS = "ns1"
 ALLOCATABLE = {"cpu": "4", "memory": "8Gi", "ephemeral-storage": "100Gi"}
@@ -57,20 +58,19 @@ class FakeLookup:
         return self.secrets.get(name) if namespace == NS else None
 
 
-def make_pod(
+def dapi_pod(
     *containers: Container,
     labels: Mapping[str, str] | None = None,
     annotations: Mapping[str, str] | None = None,
 ) -> Pod:
-    return Pod(
-        metadata=ObjectMeta(
-            name="dapi",
-            namespace=NS,
-            uid="uid-1",
-            labels=dict(labels or {}),
-            annotations=dict(annotations or {}),
-        ),
-        spec=PodSpec(containers=containers, node_name="node-a", service_account_name="sa"),
+    return make_pod(
+        *containers,
+        name="dapi",
+        namespace=NS,
+        labels=labels,
+        annotations=annotations,
+        node_name="node-a",
+        service_account_name="sa",
     )
 
 
@@ -108,7 +108,7 @@ async def resolve(
     strict_names: bool = False,
 ) -> EnvResult:
     return await resolve_env(
-        pod if pod is not None else make_pod(container),
+        pod if pod is not None else dapi_pod(container),
         container,
         node_name="node-a",
         host_ips=host_ips,
@@ -182,7 +182,7 @@ def test_expand_matches_upstream_table(text: str, expected: str) -> None:
 
 # -- fieldRef ----------------------------------------------------------------------------------
 
-FIELD_POD = make_pod(
+FIELD_POD = dapi_pod(
     Container(name="c"),
     labels={"app": "web", "tier": "front"},
     annotations={"note": 'say "hi"\n', "example.com/owner": "me"},

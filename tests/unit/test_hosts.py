@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kubelet.api.meta import ObjectMeta
-from kubelet.api.pod import Container, HostAlias, Pod, PodSpec, VolumeMount
+from kubelet.api.pod import Container, HostAlias, Pod, VolumeMount
 from kubelet.cri import api
 from kubelet.env.hosts import (
     hostname_and_domain,
@@ -19,6 +18,7 @@ from kubelet.env.hosts import (
     should_mount_hosts_file,
     write_hosts_file,
 )
+from kubelet.testing import builders
 
 LOCALHOST = (
     "127.0.0.1\tlocalhost\n"
@@ -42,9 +42,8 @@ def make_pod(
     subdomain: str = "",
     host_aliases: tuple[HostAlias, ...] = (),
 ) -> Pod:
-    return Pod(
-        metadata=ObjectMeta(name=name, namespace="default", uid="uid-1"),
-        spec=PodSpec(hostname=hostname, subdomain=subdomain, host_aliases=host_aliases),
+    return builders.make_pod(
+        name=name, hostname=hostname, subdomain=subdomain, host_aliases=host_aliases
     )
 
 

@@ -29,6 +29,7 @@ from kubelet.status.phase import (
     get_phase,
     resolve_phase,
 )
+from kubelet.testing import builders
 
 T0 = 1_700_000_000 * 10**9  # ns
 T0_TEXT = "2023-11-14T22:13:20Z"
@@ -40,13 +41,13 @@ def vector(*ids: str) -> pytest.MarkDecorator:
 
 
 def make_pod(policy: str = "Always", init: tuple[Container, ...] = (), names: str = "AB") -> Pod:
-    return Pod(
-        metadata=ObjectMeta(name="p", namespace="ns", uid="u"),
-        spec=PodSpec(
-            containers=tuple(Container(name=n, image="busybox") for n in names),
-            init_containers=init,
-            restart_policy=policy,
-        ),
+    return builders.make_pod(
+        *(Container(name=n, image="busybox") for n in names),
+        name="p",
+        namespace="ns",
+        uid="u",
+        init=init,
+        restart_policy=policy,
     )
 
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import attrs
 
-from kubelet.api.meta import ObjectMeta
-from kubelet.api.pod import Container, Pod, PodCondition, PodReadinessGate, PodSpec, Probe
+from kubelet.api.pod import Container, Pod, PodCondition, PodReadinessGate, Probe
 from kubelet.cri.types import (
     ContainerInfo,
     ContainerRunState,
@@ -14,16 +13,14 @@ from kubelet.cri.types import (
     SandboxState,
 )
 from kubelet.status.generate import generate_pod_status
+from kubelet.testing.builders import make_pod
 
 NS = 1_800_000_000 * 10**9
 SANDBOX = SandboxInfo(id="sb", state=SandboxState.READY, ip="10.88.0.7", created_at=NS)
 
 
 def pod(*containers: Container, init: tuple[Container, ...] = (), **spec: object) -> Pod:
-    return Pod(
-        metadata=ObjectMeta(name="web", namespace="default", uid="u1"),
-        spec=PodSpec(containers=containers, init_containers=init, restart_policy="Always", **spec),  # type: ignore[arg-type]
-    )
+    return make_pod(*containers, uid="u1", init=init, restart_policy="Always", **spec)
 
 
 def running(name: str, cid: str = "") -> ContainerInfo:

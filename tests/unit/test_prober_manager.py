@@ -13,14 +13,12 @@ import trio
 import trio.testing
 from prometheus_client import CollectorRegistry
 
-from kubelet.api.meta import ObjectMeta
 from kubelet.api.pod import (
     Container,
     ContainerStatus,
     ExecAction,
     Pod,
     PodCondition,
-    PodSpec,
     PodStatus,
     Probe,
 )
@@ -43,6 +41,7 @@ from kubelet.prober import (
     ResultUpdate,
 )
 from kubelet.prober.worker import ProbeKey, on_grid
+from kubelet.testing import builders
 
 EPOCH = 1_800_000_000.0
 L, R, S = ProbeKind.LIVENESS, ProbeKind.READINESS, ProbeKind.STARTUP
@@ -99,11 +98,7 @@ def make_pod(
         readiness_probe=readiness,
         startup_probe=startup,
     )
-    return Pod(
-        metadata=ObjectMeta(name="web", namespace="default", uid=uid),
-        spec=PodSpec(containers=(container,), restart_policy=restart_policy),
-        status=status or PodStatus(),
-    )
+    return builders.make_pod(container, uid=uid, restart_policy=restart_policy, status=status)
 
 
 def runtime_status(

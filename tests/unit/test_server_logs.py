@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 import trio
 
-from kubelet.api.meta import ObjectMeta
-from kubelet.api.pod import Container, Pod, PodSpec
+from kubelet.api.pod import Container, Pod
 from kubelet.cri.types import ContainerInfo, ContainerRunState
 from kubelet.server.logopts import DecodeError, InvalidOptions, LogOptions, parse_log_options
 from kubelet.server.logread import fixed_nano, read_logs, tail_start
 from kubelet.server.logs import NoLogs, choose_instance
+from kubelet.testing.builders import make_pod
 
 T0 = 1_800_000_000  # seconds
 
@@ -88,10 +88,7 @@ def test_since_bound_is_the_later_one() -> None:
 
 
 def pod(policy: str = "Always") -> Pod:
-    return Pod(
-        metadata=ObjectMeta(name="web", namespace="default", uid="u"),
-        spec=PodSpec(containers=(Container(name="app", image="busybox"),), restart_policy=policy),
-    )
+    return make_pod(Container(name="app", image="busybox"), uid="u", restart_policy=policy)
 
 
 def inst(cid: str, state: ContainerRunState, exit_code: int = 0) -> ContainerInfo:

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import attrs
 import pytest
 
 from kubelet.api import sysctl
-from kubelet.api.meta import ObjectMeta
-from kubelet.api.pod import Container, Pod, PodSecurityContext, PodSpec
+from kubelet.api.pod import Container, Pod, PodSecurityContext
 from kubelet.config import ConfigError, resolve
 from kubelet.decisions.sysctls import (
     LEGACY_SAFE_SYSCTLS,
@@ -15,6 +13,7 @@ from kubelet.decisions.sysctls import (
     kernel_version,
     safe_sysctls,
 )
+from kubelet.testing.builders import make_pod
 
 KERNEL = (6, 1)
 
@@ -68,15 +67,14 @@ def test_safe_set_follows_the_kernel() -> None:
 
 
 def pod(*sysctls: str, host_network: bool = False, host_ipc: bool = False) -> Pod:
-    return Pod(
-        metadata=ObjectMeta(name="p", namespace="default", uid="u1"),
-        spec=attrs.evolve(
-            PodSpec(containers=(Container(name="c"),)),
-            host_network=host_network,
-            host_ipc=host_ipc,
-            security_context=PodSecurityContext(
-                sysctls=tuple({"name": s, "value": "1"} for s in sysctls)
-            ),
+    return make_pod(
+        Container(name="c"),
+        name="p",
+        uid="u1",
+        host_network=host_network,
+        host_ipc=host_ipc,
+        security_context=PodSecurityContext(
+            sysctls=tuple({"name": s, "value": "1"} for s in sysctls)
         ),
     )
 

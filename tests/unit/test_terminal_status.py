@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from kubelet.api.meta import ObjectMeta
 from kubelet.api.pod import (
     Container,
     ContainerState,
@@ -11,10 +10,10 @@ from kubelet.api.pod import (
     ContainerStateWaiting,
     ContainerStatus,
     Pod,
-    PodSpec,
     PodStatus,
 )
 from kubelet.status.terminal import MSG_NOT_LOCATED, terminated_status
+from kubelet.testing.builders import make_pod
 
 RUNNING = ContainerState(running=ContainerStateRunning(started_at="2027-01-01T00:00:00Z"))
 WAITING = ContainerState(waiting=ContainerStateWaiting(reason="PodInitializing"))
@@ -30,12 +29,14 @@ def cs(name: str, state: ContainerState, last: ContainerState | None = None) -> 
 
 def pod(status: PodStatus, *, inits: int = 0, static: bool = False) -> Pod:
     annotations = {"kubernetes.io/config.source": "file"} if static else {}
-    return Pod(
-        metadata=ObjectMeta(name="p", namespace="d", uid="u", annotations=annotations),
-        spec=PodSpec(
-            init_containers=tuple(Container(name=f"i{n}", image="x") for n in range(inits)),
-            containers=(Container(name="a", image="x"), Container(name="b", image="x")),
-        ),
+    return make_pod(
+        Container(name="a", image="x"),
+        Container(name="b", image="x"),
+        name="p",
+        namespace="d",
+        uid="u",
+        annotations=annotations,
+        init=tuple(Container(name=f"i{n}", image="x") for n in range(inits)),
         status=status,
     )
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from kubelet.api.meta import ObjectMeta
-from kubelet.api.pod import Container, Pod, PodSpec
+from kubelet.api.pod import Container, Pod
 from kubelet.decisions.stoporder import stop_prerequisites
+from kubelet.testing.builders import make_pod
 
 
 def pod(
@@ -14,14 +14,13 @@ def pod(
     regular: tuple[str, ...] = ("a", "b"),
 ) -> Pod:
     """Init containers in the order given; those named in ``sidecars`` restart Always."""
-    return Pod(
-        metadata=ObjectMeta(name="p", namespace="default", uid="u"),
-        spec=PodSpec(
-            init_containers=tuple(
-                Container(name=n, image="i", restart_policy="Always" if n in sidecars else None)
-                for n in init
-            ),
-            containers=tuple(Container(name=n, image="i") for n in regular),
+    return make_pod(
+        *(Container(name=n, image="i") for n in regular),
+        name="p",
+        uid="u",
+        init=tuple(
+            Container(name=n, image="i", restart_policy="Always" if n in sidecars else None)
+            for n in init
         ),
     )
 

@@ -6,11 +6,9 @@ import json
 import os
 from pathlib import Path
 
-import attrs
 import pytest
 
-from kubelet.api.meta import ObjectMeta
-from kubelet.api.pod import Container, Pod, PodSpec
+from kubelet.api.pod import Container, Pod
 from kubelet.cri import api
 from kubelet.runtime.runtimeinfo import HandlerFeatures, features_from_status
 from kubelet.runtime.userns import (
@@ -21,15 +19,13 @@ from kubelet.runtime.userns import (
     UsernsError,
     decide,
 )
+from kubelet.testing.builders import make_pod
 
 USERNS = {"": HandlerFeatures(user_namespaces=True), "kata": HandlerFeatures()}
 
 
 def pod(uid: str = "u1", **spec: object) -> Pod:
-    return Pod(
-        metadata=ObjectMeta(name="p", namespace="default", uid=uid),
-        spec=attrs.evolve(PodSpec(containers=(Container(name="c"),)), **spec),
-    )
+    return make_pod(Container(name="c"), name="p", uid=uid, **spec)
 
 
 @pytest.mark.parametrize(

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 
 import pytest
 
-from kubelet.api.meta import ObjectMeta
-from kubelet.api.pod import Container, Pod, PodSpec, ResourceRequirements, Volume
+from kubelet.api.pod import Container, Pod, ResourceRequirements, Volume
+from kubelet.testing.builders import make_pod
 from kubelet.volumes.hostpath import VolumeError
 from kubelet.volumes.sources import build_payload, plugin_name
 
@@ -53,26 +53,18 @@ class FakeTokens:
 
 
 def _pod(*volumes: Volume) -> Pod:
-    return Pod(
-        metadata=ObjectMeta(
-            name="p",
-            namespace="ns",
-            uid="u1",
-            labels={"b": "2", "a": 'x"y'},
-            annotations={"k": "v"},
+    return make_pod(
+        Container(
+            name="c",
+            resources=ResourceRequirements(limits={"memory": "64Mi"}, requests={"cpu": "250m"}),
         ),
-        spec=PodSpec(
-            containers=(
-                Container(
-                    name="c",
-                    resources=ResourceRequirements(
-                        limits={"memory": "64Mi"}, requests={"cpu": "250m"}
-                    ),
-                ),
-            ),
-            volumes=volumes,
-            service_account_name="sa",
-        ),
+        name="p",
+        namespace="ns",
+        uid="u1",
+        labels={"b": "2", "a": 'x"y'},
+        annotations={"k": "v"},
+        volumes=volumes,
+        service_account_name="sa",
     )
 
 

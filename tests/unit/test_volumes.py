@@ -14,6 +14,7 @@ import pytest
 from kubelet.api.meta import ObjectMeta
 from kubelet.api.pod import Container, Pod, PodSecurityContext, PodSpec, Volume, VolumeMount
 from kubelet.cri import api
+from kubelet.testing.builders import make_pod
 from kubelet.volumes import manager as manager_module
 from kubelet.volumes import subpath
 from kubelet.volumes.hostpath import VolumeError, check_host_path
@@ -58,15 +59,13 @@ def pod() -> Pod:
         VolumeMount(name="host", mount_path="/host", mount_propagation="HostToContainer"),
         VolumeMount(name="secret", mount_path="/secret"),
     )
-    return Pod(
-        metadata=ObjectMeta(name="p", namespace="default", uid="uid-1"),
-        spec=PodSpec(
-            containers=(Container(name="a", image="busybox", volume_mounts=mounts),),
-            volumes=(
-                Volume(name="cache", empty_dir={}),
-                Volume(name="host", host_path={"path": "/tmp"}),
-                Volume(name="secret", secret={"secretName": "s", "optional": True}),
-            ),
+    return make_pod(
+        Container(name="a", image="busybox", volume_mounts=mounts),
+        name="p",
+        volumes=(
+            Volume(name="cache", empty_dir={}),
+            Volume(name="host", host_path={"path": "/tmp"}),
+            Volume(name="secret", secret={"secretName": "s", "optional": True}),
         ),
     )
 

@@ -9,8 +9,7 @@ import pytest
 import trio
 import trio.testing
 
-from kubelet.api.meta import ObjectMeta
-from kubelet.api.pod import Pod, PodSpec
+from kubelet.api.pod import Pod
 from kubelet.pods.workers import (
     PodPhase,
     PodSyncer,
@@ -20,16 +19,14 @@ from kubelet.pods.workers import (
     shorter_grace,
 )
 from kubelet.pods.workqueue import WorkQueue
+from kubelet.testing.builders import make_pod
 
 
 def pod(uid: str = "u1", name: str = "web", *, version: str = "1", static: bool = False) -> Pod:
     annotations = {"v": version}
     if static:
         annotations["kubernetes.io/config.source"] = "file"
-    return Pod(
-        metadata=ObjectMeta(name=name, namespace="default", uid=uid, annotations=annotations),
-        spec=PodSpec(),
-    )
+    return make_pod(name=name, uid=uid, annotations=annotations)
 
 
 @attrs.define
