@@ -131,7 +131,7 @@ def test_options_carry_the_gates_and_their_warnings() -> None:
 
 
 def test_process_exits_non_zero_on_an_unknown_gate() -> None:
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     result = subprocess.run(
         [sys.executable, "-m", "kubelet", "--feature-gates", "Foo=true"],
         capture_output=True,

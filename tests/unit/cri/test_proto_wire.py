@@ -22,7 +22,7 @@ from google.protobuf import descriptor_pb2
 
 from kubelet.cri import api
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 WHEEL_PROJECT = "container-runtime-interface-api==2.0.1"
 WHEEL_MEMBER = "cri_api/v1/api_pb2.py"
 CACHE = ROOT / ".cache" / "cri-api-wheel"

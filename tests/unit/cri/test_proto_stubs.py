@@ -5,7 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 GENERATED = ("cri_api_pb2.py", "cri_api_pb2.pyi", "cri_api_grpc.py")
 
 
