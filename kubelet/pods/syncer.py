@@ -23,7 +23,8 @@ from kubelet.decisions.qos import is_restartable_init_container, pod_qos
 from kubelet.metrics import KubeletMetrics
 from kubelet.pleg.cache import PodCache
 from kubelet.prober.manager import ProberManager
-from kubelet.runtime.podruntime import PodRuntime, all_gone, still_running
+from kubelet.runtime.podruntime import PodRuntime
+from kubelet.runtime.teardown import all_gone, still_running
 from kubelet.status.generate import generate_pod_status
 from kubelet.status.manager import StatusManager
 from kubelet.status.phase import is_terminal_phase

@@ -1,8 +1,9 @@
 """Probes: liveness, readiness and startup workers, their results, the probers.
 
-``ProberManager`` owns the probers nursery (one Trio task per container and probe
-kind) and the three result stores; ``probes``/``prober`` run one probe (exec through
-the CRI, HTTP GET, TCP, gRPC health). See the modules' docstrings.
+``run_prober`` is the entry; ``ProberManager`` owns the probers nursery (one Trio task
+per container and probe kind) and the three result stores; ``probes``/``prober`` run one
+probe through ``kubelet.handlers`` (exec through the CRI, HTTP GET, TCP, gRPC health),
+the same handlers the lifecycle hooks use. See the modules' docstrings.
 """
 
 from __future__ import annotations

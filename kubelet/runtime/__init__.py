@@ -1,1 +1,1 @@
-"""Driving the container runtime toward pod specs (pure decisions and CRI plumbing)."""
+"""The container runtime driven toward pod specs: the pod driver, images, isolation, logs."""

@@ -1,35 +1,27 @@
 """Driving one pod's sandbox and containers toward its spec over the CRI.
 
-``PodRuntime.sync`` computes the actions (``actions.compute_pod_actions``, pure) and
-carries them out: kill what must go, create the sandbox, start the next init container
-or the regular containers. ``PodRuntime.terminate`` tears a pod down in a fixed order
-that holds even when the caller is cancelled half-way:
-
-    every container stopped, each under its own deadline: regular containers in
-    parallel, then sidecars in reverse order (``termination_order``)
-    → every sandbox stopped → containers removed → sandboxes removed
-
-Each step is idempotent (NotFound counts as done), so a kubelet that dies mid-way
-finishes the job after restart from what the runtime reports.
+``PodRuntime.sync`` computes the actions (``decisions.actions.compute_pod_actions``,
+pure) and carries them out: kill what must go, create the sandbox, start the next init
+container or the regular containers, each with its image, environment, mounts and
+postStart hook. Teardown (``kill``, ``terminate``, ``remove``) is ``teardown.PodTeardown``'s:
+a fixed order that holds even when the caller is cancelled half-way.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 import os
 import shutil
-from collections import Counter
-from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping
 
 import attrs
 import trio
 
 from kubelet.api.pod import Container, Pod, format_pod
-from kubelet.cri import CriError, NotFound, RuntimeClient, api, labels
+from kubelet.cri import CriError, RuntimeClient, api
 from kubelet.cri.termination import create_message_file, message_mount
-from kubelet.cri.types import ContainerInfo, ContainerRunState, RuntimePodStatus, SandboxState
-from kubelet.decisions.actions import ContainerToKill, PodActions, compute_pod_actions
+from kubelet.cri.types import ContainerInfo, ContainerRunState, RuntimePodStatus
+from kubelet.decisions.actions import PodActions, compute_pod_actions
 from kubelet.decisions.backoff import Backoff, crash_loop_backoff, crash_loop_key
 from kubelet.decisions.criconfig import (
     container_config,
@@ -38,7 +30,7 @@ from kubelet.decisions.criconfig import (
     pod_log_directory,
     sandbox_config,
 )
-from kubelet.decisions.grace import KillReason, kill_grace_period, stop_container_timeout
+from kubelet.decisions.grace import KillReason
 from kubelet.decisions.qos import is_restartable_init_container
 from kubelet.decisions.security import (
     SecurityContextError,
@@ -46,7 +38,6 @@ from kubelet.decisions.security import (
     needs_image_user,
     verify_run_as_non_root,
 )
-from kubelet.decisions.stoporder import stop_prerequisites
 from kubelet.env.dns import DnsSettings, DNSWarning
 from kubelet.env.hosts import (
     hosts_file_content,
@@ -72,20 +63,18 @@ from kubelet.volumes.subpath import MountConfigError
 
 from .hooks import (
     EVENT_FAILED_POST_START_HOOK,
-    EVENT_FAILED_PRE_STOP_HOOK,
     POST_START_HOOK_ERROR,
     run_post_start,
-    run_pre_stop,
 )
 from .images import ImageError, ImageManager
 from .isolation import Isolation, IsolationError, PodIsolation
+from .teardown import PodTeardown, still_running
 
 log = logging.getLogger(__name__)
 
 CRASH_LOOP_BACK_OFF = "CrashLoopBackOff"
 CREATE_CONTAINER_ERROR = "CreateContainerError"
 RUN_CONTAINER_ERROR = "RunContainerError"
-DEFAULT_ORPHAN_GRACE = 30
 DEFAULT_ROOT_DIR = "/var/lib/kubelet"
 
 
@@ -139,24 +128,6 @@ class _Target:
     volumes: PodVolumes | None
 
 
-def _spec_of(pod: Pod, name: str) -> Container | None:
-    for c in (*pod.spec.init_containers, *pod.spec.containers):
-        if c.name == name:
-            return c
-    return None
-
-
-def _grace_from_annotations(info: ContainerInfo) -> int:
-    for key in (labels.POD_DELETION_GRACE_PERIOD, labels.POD_TERMINATION_GRACE_PERIOD):
-        value = info.annotations.get(key)
-        if value is not None:
-            try:
-                return int(value)
-            except ValueError:
-                continue
-    return DEFAULT_ORPHAN_GRACE
-
-
 class PodRuntime:
     """The CRI side of pod sync and teardown. One instance serves every pod."""
 
@@ -194,6 +165,7 @@ class PodRuntime:
         self.root_dir = root_dir
         self.http = http
         self.metrics = metrics
+        self.teardown = PodTeardown(runtime, self.recorder, http)
         self.runtime = runtime
         self.images = images
         self.crash_backoff = crash_backoff
@@ -279,7 +251,7 @@ class PodRuntime:
             await self.kill(pod, status)
             progress.acted = True
         elif actions.containers_to_kill:
-            await self._kill_containers(pod, status, actions.containers_to_kill)
+            await self.teardown.kill_containers(pod, status, actions.containers_to_kill)
             progress.acted = True
 
     async def _sandbox_plan(self, pod: Pod, actions: PodActions) -> _SandboxPlan:
@@ -556,7 +528,9 @@ class PodRuntime:
             pod_ref(pod, container), WARNING, EVENT_FAILED_POST_START_HOOK, failure
         )
         info = ContainerInfo(id=cid, name=container.name, state=ContainerRunState.RUNNING)
-        await self._kill_one(pod, info, KillReason.FAILED_POST_START_HOOK, None, where.pod_ip)
+        await self.teardown.kill_one(
+            pod, info, KillReason.FAILED_POST_START_HOOK, None, where.pod_ip
+        )
         progress.waiting[container.name] = (POST_START_HOOK_ERROR, failure)
         progress.errors.append(f"PostStartHook {container.name}: {failure}")
         return False
@@ -638,60 +612,25 @@ class PodRuntime:
         """Keep the newest dead instance of a container (its logs, its restart count)."""
         dead = [c for c in status.containers_named(name) if c.state is ContainerRunState.EXITED]
         for old in dead[1:]:
-            await self._remove_container(old.id)
+            await self.teardown.remove_container(old.id)
 
-    # -- teardown -------------------------------------------------------------------------
+    # -- teardown (``teardown.PodTeardown``) ------------------------------------------------
 
     async def kill(
         self, pod: Pod, status: RuntimePodStatus, grace_override: int | None = None
     ) -> None:
-        """Stop every live container, then every sandbox. Errors are logged; the sandbox
-        stop forcibly ends whatever a failed container stop left running.
-
-        Every container's kill starts at once (preStop hooks run in parallel); a
-        sidecar then waits for its turn (``termination_order``: regular containers
-        first, sidecars in reverse order) within its own grace period before its
-        StopContainer. A stop that failed releases nobody: who waits for it stops when
-        its grace period runs out."""
-        live = [c for c in status.containers if c.state is not ContainerRunState.EXITED]
-        running = [c.name for c in live if c.state is ContainerRunState.RUNNING]
-        plan = stop_prerequisites(pod, running)  # only running containers take turns
-        left = Counter(running)
-        stopped = {name: trio.Event() for name in left}
-
-        async def kill_in_turn(info: ContainerInfo) -> None:
-            in_turn = info.state is ContainerRunState.RUNNING
-            turn = [stopped[name] for name in plan.get(info.name, ())] if in_turn else []
-            done = await self._kill_one(
-                pod, info, KillReason.UNKNOWN, grace_override, status.ip, after=turn
-            )
-            if done and in_turn:
-                left[info.name] -= 1
-                if left[info.name] == 0:
-                    stopped[info.name].set()
-
-        async with trio.open_nursery() as nursery:
-            for info in live:
-                nursery.start_soon(kill_in_turn, info)
-        async with trio.open_nursery() as nursery:
-            for sandbox in status.sandboxes:
-                nursery.start_soon(self._stop_sandbox, sandbox.id)
+        """Stop every live container, then every sandbox (``PodTeardown.kill``)."""
+        await self.teardown.kill(pod, status, grace_override)
 
     async def terminate(
         self, pod: Pod, status: RuntimePodStatus, grace_override: int | None = None
     ) -> None:
         """Kill the pod, then remove its containers and sandboxes."""
-        await self.kill(pod, status, grace_override)
-        await self.remove(status)
+        await self.teardown.terminate(pod, status, grace_override)
 
     async def remove(self, status: RuntimePodStatus) -> None:
         """Remove a killed pod's containers, then its sandboxes."""
-        async with trio.open_nursery() as nursery:
-            for info in status.containers:
-                nursery.start_soon(self._remove_container, info.id)
-        async with trio.open_nursery() as nursery:
-            for sandbox in status.sandboxes:
-                nursery.start_soon(self._remove_sandbox, sandbox.id)
+        await self.teardown.remove(status)
 
     async def remove_pod_files(self, pod: Pod) -> None:
         """Everything the pod left on the node's disk: its log directory and its
@@ -710,101 +649,3 @@ class PodRuntime:
         # would only add latency, and under a fake clock look like idleness)
         shutil.rmtree(pod_log_directory(pod, self.pod_logs_dir), ignore_errors=True)
         await trio.lowlevel.checkpoint()
-
-    async def _kill_containers(
-        self, pod: Pod, status: RuntimePodStatus, victims: Mapping[str, ContainerToKill]
-    ) -> None:
-        by_id = {c.id: c for c in status.containers}
-        async with trio.open_nursery() as nursery:
-            for cid, why in victims.items():
-                info = by_id.get(cid)
-                if info is not None:
-                    log.info("pod %s: %s", pod.key, why.message)
-                    nursery.start_soon(self._kill_one, pod, info, why.reason, None, status.ip)
-
-    async def _kill_one(
-        self,
-        pod: Pod,
-        info: ContainerInfo,
-        reason: KillReason,
-        grace_override: int | None,
-        pod_ip: str = "",
-        *,
-        after: Sequence[trio.Event] = (),
-    ) -> bool:
-        """preStop, then (``after``: the stops this one waits for, bounded by what is
-        left of the grace period) StopContainer. True once the container is stopped."""
-        spec = _spec_of(pod, info.name)
-        if spec is not None:
-            grace = kill_grace_period(pod, spec, reason, override=grace_override)
-        else:
-            grace = grace_override if grace_override is not None else _grace_from_annotations(info)
-        elapsed = 0.0
-        if spec is not None and info.state is ContainerRunState.RUNNING:
-            started = trio.current_time()
-            failure = await run_pre_stop(
-                self.runtime, pod, spec, info.id, grace, pod_ip=pod_ip, http=self.http
-            )
-            elapsed = trio.current_time() - started
-            if failure is not None:
-                self.recorder.record(
-                    pod_ref(pod, spec), WARNING, EVENT_FAILED_PRE_STOP_HOOK, failure
-                )
-        waited = 0.0
-        remaining = grace - math.floor(elapsed)
-        if after and remaining > 0:
-            started = trio.current_time()
-            with trio.move_on_after(remaining):
-                for event in after:
-                    await event.wait()
-            waited = trio.current_time() - started
-        timeout = stop_container_timeout(grace, elapsed, waited)
-        if spec is not None:
-            self.recorder.record(
-                pod_ref(pod, spec), NORMAL, "Killing", f"Stopping container {info.name}"
-            )
-        log.info(
-            "Killing container %s of pod %s with a grace period of %ds", info.name, pod.key, timeout
-        )
-        return await _idempotent(
-            f"stopping container {info.name} of pod {pod.key}",
-            self.runtime.stop_container(info.id, timeout),
-        )
-
-    async def _stop_sandbox(self, sandbox_id: str) -> None:
-        await _idempotent(
-            f"stopping sandbox {sandbox_id[:13]}", self.runtime.stop_pod_sandbox(sandbox_id)
-        )
-
-    async def _remove_container(self, cid: str) -> None:
-        await _idempotent(f"removing container {cid[:13]}", self.runtime.remove_container(cid))
-
-    async def _remove_sandbox(self, sandbox_id: str) -> None:
-        await _idempotent(
-            f"removing sandbox {sandbox_id[:13]}", self.runtime.remove_pod_sandbox(sandbox_id)
-        )
-
-
-async def _idempotent(what: str, call: Awaitable[None]) -> bool:
-    """One teardown step: NotFound means already done; other failures are logged, since
-    the next step (or the next pass, after the pod worker's retry) covers them. True
-    when the step is done."""
-    try:
-        await call
-    except NotFound:
-        pass
-    except CriError as exc:
-        log.warning("%s failed: %s", what, exc)
-        return False
-    return True
-
-
-def all_gone(status: RuntimePodStatus) -> bool:
-    """Nothing of the pod is left on the runtime."""
-    return not status.sandboxes and not status.containers
-
-
-def still_running(status: RuntimePodStatus) -> bool:
-    return any(s.state is SandboxState.READY for s in status.sandboxes) or any(
-        c.state is ContainerRunState.RUNNING for c in status.containers
-    )

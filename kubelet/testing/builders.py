@@ -71,9 +71,7 @@ def make_pod(
     )
 
 
-def running(
-    name: str, cid: str = "", *, started_at: float = 100.0, **fields: Any
-) -> ContainerInfo:
+def running(name: str, cid: str = "", *, started_at: float = 100.0, **fields: Any) -> ContainerInfo:
     """A running instance of container ``name`` (id ``cid``, default ``<name>-id``),
     started ``started_at`` seconds after the epoch."""
     return ContainerInfo(
