@@ -101,8 +101,7 @@ def setup_logging(
 ) -> logging.Handler:
     """Install the klog handler on the root logger (replacing a previous one); returns it.
 
-    The lead calls this instead of ``agent.setup_logging``:
-    ``setup_logging(options.config.logging)``.
+    ``process.prepare`` calls it: ``setup_logging(options.config.logging)``.
     """
     config = config or _Defaults()
     verbosity = config.verbosity

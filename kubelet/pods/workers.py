@@ -104,7 +104,8 @@ def shorter_grace(current: int | None, new: int | None) -> int | None:
 
 
 class PodWorkers:
-    """The pod-workers nursery and the map uid → worker. Run ``run`` in the agent."""
+    """The pod-workers nursery and the map uid → worker (``run`` in the pod lifecycle's
+    nursery); each step's result goes to ``results``, the syncLoop's inbox."""
 
     def __init__(
         self,

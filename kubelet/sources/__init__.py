@@ -1,11 +1,8 @@
 """Pod sources (manifest files, a manifest URL, the API server) and the PodConfig merge.
 
-Wiring, in the sources nursery::
+``run.open_sources`` is the entry: the merge task first, then each configured source::
 
-    config = PodConfig([FILE_SOURCE, HTTP_SOURCE, API_SOURCE])
-    await nursery.start(config.run)                   # the merge task, first
-    await nursery.start(FileSource(path, node).run, config)
-    await nursery.start(URLSource(url, node, headers=h).run, config)
+    config = await nursery.start(open_sources, options, api)
     # the syncLoop reads config.updates; readiness is config.sources_ready()
 """
 
