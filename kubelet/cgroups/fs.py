@@ -1,0 +1,212 @@
+"""The only code that touches cgroup directories: mkdir, write, read, list, rmdir.
+
+Synchronous and small: each call is a few syscalls on an in-kernel filesystem. The
+manager runs a whole operation (create a pod cgroup, remove one) in one worker thread,
+because a write can block (lowering ``memory.limit_in_bytes`` makes the kernel reclaim).
+
+A cgroup is addressed by its literal name (``/kubepods/burstable/pod<uid>``), which
+lives once per hierarchy: under every v1 controller's mount (and under ``unified/`` on a
+hybrid host), or once under the v2 mount. Creating follows libcontainer: every missing
+level is made, a new cpuset (v1) inherits its parent's ``cpuset.cpus``/``cpuset.mems``,
+and (v2) every ancestor enables the root's controllers in ``cgroup.subtree_control``.
+Removing goes bottom-up (a container cgroup the runtime left behind goes first).
+
+Files are opened without ``O_CREAT``: a value for a file the kernel does not offer is an
+error, never a stray file. ``TreeCgroupFs`` in kubelet.testing reproduces the kernel's
+side on a temporary directory.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from .layout import CgroupLayout
+
+__all__ = ["CgroupError", "CgroupFs", "UNIFIED"]
+
+UNIFIED = ""
+"""The key of the v2 tree among the hierarchies (upstream's and runc's convention)."""
+PROCS = "cgroup.procs"
+SUBTREE_CONTROL = "cgroup.subtree_control"
+CONTROLLERS = "cgroup.controllers"
+
+
+class CgroupError(Exception):
+    """A cgroup operation failed; the message names the path and the system's reason."""
+
+
+def _fail(action: str, path: Path, err: OSError) -> CgroupError:
+    return CgroupError(f"{action} {path}: {err.strerror or err}")
+
+
+class CgroupFs:
+    """Cgroup directories of one host (or one test tree), per ``layout``."""
+
+    def __init__(self, layout: CgroupLayout) -> None:
+        self.layout = layout
+
+    # -- addressing -----------------------------------------------------------------------
+
+    def paths(self, literal: str) -> dict[str, Path]:
+        """Hierarchy → directory of ``literal``: each v1 controller (co-mounted ones share a
+        directory) and ``UNIFIED`` for the v2 tree."""
+        relative = literal.lstrip("/")
+        out: dict[str, Path] = {}
+        if self.layout.version == 1:
+            for controller, mount in self.layout.mounts.items():
+                out[controller] = mount / relative if relative else mount
+        if self.layout.unified is not None:
+            out[UNIFIED] = self.layout.unified / relative if relative else self.layout.unified
+        return out
+
+    def dirs(self, literal: str) -> list[Path]:
+        """Each distinct directory of ``literal`` once, v1 trees first."""
+        seen: dict[Path, None] = {}
+        for path in self.paths(literal).values():
+            seen.setdefault(path, None)
+        return list(seen)
+
+    def missing(self, literal: str, controllers: Iterable[str]) -> list[Path]:
+        """The directories of ``literal`` that do not exist, among ``controllers``'."""
+        paths = self.paths(literal)
+        return [paths[c] for c in controllers if c in paths and not paths[c].is_dir()]
+
+    # -- files ---------------------------------------------------------------------------
+
+    def _open_flags(self) -> int:
+        return os.O_WRONLY | os.O_TRUNC | os.O_CLOEXEC
+
+    def write(self, directory: Path, name: str, value: str) -> None:
+        path = directory / name
+        try:
+            fd = os.open(path, self._open_flags())
+            try:
+                os.write(fd, value.encode())
+            finally:
+                os.close(fd)
+        except OSError as err:
+            raise CgroupError(f"failed to write {value!r} to {path}: {err.strerror or err}") from err
+
+    def read(self, directory: Path, name: str) -> str:
+        path = directory / name
+        try:
+            return path.read_text().strip()
+        except OSError as err:
+            raise _fail("failed to read", path, err) from err
+
+    def has_file(self, directory: Path, name: str) -> bool:
+        return (directory / name).is_file()
+
+    # -- directories ---------------------------------------------------------------------
+
+    def _mkdir(self, path: Path) -> None:
+        os.mkdir(path, 0o755)
+
+    def _rmdir(self, path: Path) -> None:
+        os.rmdir(path)
+
+    def create(self, literal: str) -> list[Path]:
+        """Make ``literal`` (and missing ancestors) in every hierarchy; the new directories."""
+        created: list[Path] = []
+        parts = [p for p in literal.strip("/").split("/") if p]
+        seen: set[Path] = set()
+        for controller, path in self.paths(literal).items():
+            if path in seen:
+                continue  # co-mounted controllers share a directory
+            seen.add(path)
+            mount = path
+            for _ in parts:
+                mount = mount.parent
+            wanted = ""
+            if controller == UNIFIED and self.layout.version == 2:
+                wanted = " ".join("+" + c for c in self.read(mount, CONTROLLERS).split())
+            current = mount
+            for part in parts:
+                if wanted:
+                    self._enable_controllers(current, wanted)
+                current = current / part
+                try:
+                    self._mkdir(current)
+                except FileExistsError:
+                    continue
+                except OSError as err:
+                    raise _fail("failed to create cgroup", current, err) from err
+                created.append(current)
+                if controller == "cpuset":
+                    self._inherit_cpuset(current)
+        return created
+
+    def _inherit_cpuset(self, path: Path) -> None:
+        """A v1 cpuset accepts no task until it has cpus and mems: copy the parent's."""
+        for name in ("cpuset.cpus", "cpuset.mems"):
+            if not self.has_file(path, name) or self.read(path, name):
+                continue
+            self.write(path, name, self.read(path.parent, name))
+
+    def _enable_controllers(self, directory: Path, wanted: str) -> None:
+        """v2: offer the children of ``directory`` the root's controllers (all at once,
+        else one by one: one not delegated to us must not hold back the others)."""
+        try:
+            self.write(directory, SUBTREE_CONTROL, wanted)
+        except CgroupError:
+            for one in wanted.split():
+                try:
+                    self.write(directory, SUBTREE_CONTROL, one)
+                except CgroupError:
+                    pass  # the value writes that need it will name the failure
+
+    def children(self, literal: str) -> set[str]:
+        """Names of the child cgroups of ``literal`` in any hierarchy."""
+        out: set[str] = set()
+        for path in self.dirs(literal):
+            try:
+                out.update(e.name for e in os.scandir(path) if e.is_dir(follow_symlinks=False))
+            except FileNotFoundError:
+                continue
+            except OSError as err:
+                raise _fail("failed to read the cgroup directory", path, err) from err
+        return out
+
+    def procs(self, literal: str) -> set[int]:
+        """Every process in ``literal`` or below it, in any hierarchy."""
+        pids: set[int] = set()
+        for top in self.dirs(literal):
+            for directory, _subdirs, files in os.walk(top):
+                if PROCS not in files:
+                    continue
+                try:
+                    text = (Path(directory) / PROCS).read_text()
+                except OSError:
+                    continue  # removed meanwhile
+                pids.update(int(line) for line in text.split() if line.isdigit())
+        return pids
+
+    def remove(self, literal: str) -> list[Path]:
+        """One attempt at removing ``literal`` everywhere, sub-cgroups first; the
+        directories that are still there (busy: a process is still inside)."""
+        left = []
+        for path in self.dirs(literal):
+            try:
+                self._remove_tree(path)
+            except OSError:
+                pass
+            if path.exists():
+                left.append(path)
+        return left
+
+    def _remove_tree(self, path: Path) -> None:
+        try:
+            self._rmdir(path)
+            return
+        except FileNotFoundError:
+            return
+        except OSError as err:
+            if err.errno not in (errno.EBUSY, errno.ENOTEMPTY, errno.EEXIST):
+                raise
+        for entry in os.scandir(path):
+            if entry.is_dir(follow_symlinks=False):
+                self._remove_tree(Path(entry.path))
+        self._rmdir(path)
