@@ -18,6 +18,7 @@ side on a temporary directory.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 from collections.abc import Iterable
@@ -25,7 +26,7 @@ from pathlib import Path
 
 from .layout import CgroupLayout
 
-__all__ = ["CgroupError", "CgroupFs", "UNIFIED"]
+__all__ = ["UNIFIED", "CgroupError", "CgroupFs"]
 
 UNIFIED = ""
 """The key of the v2 tree among the hierarchies (upstream's and runc's convention)."""
@@ -88,7 +89,9 @@ class CgroupFs:
             finally:
                 os.close(fd)
         except OSError as err:
-            raise CgroupError(f"failed to write {value!r} to {path}: {err.strerror or err}") from err
+            raise CgroupError(
+                f"failed to write {value!r} to {path}: {err.strerror or err}"
+            ) from err
 
     def read(self, directory: Path, name: str) -> str:
         path = directory / name
@@ -153,10 +156,9 @@ class CgroupFs:
             self.write(directory, SUBTREE_CONTROL, wanted)
         except CgroupError:
             for one in wanted.split():
-                try:
+                # one not delegated to us: the value writes that need it name the failure
+                with contextlib.suppress(CgroupError):
                     self.write(directory, SUBTREE_CONTROL, one)
-                except CgroupError:
-                    pass  # the value writes that need it will name the failure
 
     def children(self, literal: str) -> set[str]:
         """Names of the child cgroups of ``literal`` in any hierarchy."""
@@ -189,10 +191,8 @@ class CgroupFs:
         directories that are still there (busy: a process is still inside)."""
         left = []
         for path in self.dirs(literal):
-            try:
+            with contextlib.suppress(OSError):
                 self._remove_tree(path)
-            except OSError:
-                pass
             if path.exists():
                 left.append(path)
         return left

@@ -133,9 +133,7 @@ def from_tree(root: Path) -> CgroupLayout:
     with a ``cgroup.controllers`` is the hybrid v2 tree."""
     top = root / "cgroup.controllers"
     if top.is_file():
-        return CgroupLayout(
-            version=2, unified=root, controllers=frozenset(top.read_text().split())
-        )
+        return CgroupLayout(version=2, unified=root, controllers=frozenset(top.read_text().split()))
     v1: dict[str, Path] = {}
     unified = None
     for entry in sorted(root.iterdir()):

@@ -25,11 +25,13 @@ with upstream's message where systemd is not running, and with ours where it is.
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import signal
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import attrs
 import trio
@@ -58,9 +60,9 @@ __all__ = [
     "FAILED_NODE_ALLOCATABLE",
     "NODE_ALLOCATABLE_ENFORCED",
     "CgroupManager",
-    "ReservedCgroupError",
     "CgroupSettings",
     "Event",
+    "ReservedCgroupError",
     "hugepage_sizes",
     "internal_capacity",
     "read_pid_max",
@@ -80,6 +82,12 @@ REMOVE_FIRST_DELAY = 0.010
 _V1_REQUIRED = ("cpu", "cpuacct", "cpuset", "memory", "systemd", "pids")
 _V2_SUPPORTED = ("cpu", "cpuset", "memory", "hugetlb", "pids")
 _SYSTEMD_RUNNING = Path("/run/systemd/system")
+
+log = logging.getLogger(__name__)
+
+Offload = Callable[..., Awaitable[Any]]
+"""How a blocking operation runs: ``trio.to_thread.run_sync`` (tests run it inline, so
+that the autojump clock never moves while a worker thread is busy)."""
 
 Event = tuple[str, str, str]
 """(type, reason, message) of a Node event for the caller to record."""
@@ -163,6 +171,7 @@ class CgroupManager:
         hugepage_sizes: Sequence[int] = (),
         kill: Kill = os.kill,
         systemd_running: Callable[[], bool] = _SYSTEMD_RUNNING.is_dir,
+        offload: Offload = trio.to_thread.run_sync,
     ) -> None:
         if settings.driver == names.SYSTEMD:
             if not systemd_running():
@@ -176,6 +185,7 @@ class CgroupManager:
         self.fs = fs
         self.settings = settings
         self.kill = kill
+        self.offload = offload
         self.driver = settings.driver
         self.root = names.node_allocatable_root(settings.cgroup_root, settings.cgroups_per_qos)
         self.qos = QosCgroups.under(self.root)
@@ -292,7 +302,9 @@ class CgroupManager:
             return int(self.fs.read(paths[UNIFIED], "memory.current"))
         return int(self.fs.read(paths["memory"], "memory.usage_in_bytes"))
 
-    def _update_qos(self, active: Iterable[tuple[Pod, str]], allocatable_memory: int | None) -> None:
+    def _update_qos(
+        self, active: Iterable[tuple[Pod, str]], allocatable_memory: int | None
+    ) -> None:
         configs = qos_configs(
             active,
             hugepage_sizes=self.hugepage_sizes,
@@ -366,7 +378,11 @@ class CgroupManager:
                     raise ReservedCgroupError(message, events) from err
                 kind = key.replace("-", " ")
                 events.append(
-                    ("Normal", NODE_ALLOCATABLE_ENFORCED, f"Updated limits on {kind} cgroup {cgroup}")
+                    (
+                        "Normal",
+                        NODE_ALLOCATABLE_ENFORCED,
+                        f"Updated limits on {kind} cgroup {cgroup}",
+                    )
                 )
         return events
 
@@ -383,7 +399,11 @@ class CgroupManager:
             self._set(self.root, self.kubepods_config(internal_capacity))
         except CgroupError as err:
             literal = self.literal(self.root)
-            return ("Warning", FAILED_NODE_ALLOCATABLE, f"Failed to update Node Allocatable Limits {literal!r}: {err}")
+            return (
+                "Warning",
+                FAILED_NODE_ALLOCATABLE,
+                f"Failed to update Node Allocatable Limits {literal!r}: {err}",
+            )
         return ("Normal", NODE_ALLOCATABLE_ENFORCED, "Updated Node Allocatable limit across pods")
 
     def _kill_round(self, pids: Iterable[int], killed: set[int]) -> list[str]:
@@ -425,10 +445,10 @@ class CgroupManager:
         reserved cgroup cannot be limited."""
         if not self.settings.cgroups_per_qos:
             return []
-        await trio.to_thread.run_sync(self._setup, internal_capacity)
-        event = await trio.to_thread.run_sync(self._enforce_kubepods, internal_capacity)
+        await self.offload(self._setup, internal_capacity)
+        event = await self.offload(self._enforce_kubepods, internal_capacity)
         self._kubepods_enforced = event[1] == NODE_ALLOCATABLE_ENFORCED
-        return [event, *await trio.to_thread.run_sync(self._enforce_reserved)]
+        return [event, *await self.offload(self._enforce_reserved)]
 
     async def run(
         self,
@@ -451,10 +471,10 @@ class CgroupManager:
             await trio.sleep(QOS_UPDATE_INTERVAL)
             try:
                 await self.update_qos(active_pods(), allocatable_memory())
-            except CgroupError:
-                pass  # retried at the next round; pod syncs also update them
+            except CgroupError as err:
+                log.info("Failed to reserve QoS requests: %s", err)  # again next round
             if not self._kubepods_enforced and trio.current_time() >= next_enforce:
-                event = await trio.to_thread.run_sync(self._enforce_kubepods, internal_capacity)
+                event = await self.offload(self._enforce_kubepods, internal_capacity)
                 record(event)
                 self._kubepods_enforced = event[1] == NODE_ALLOCATABLE_ENFORCED
                 next_enforce = trio.current_time() + ENFORCE_RETRY_INTERVAL
@@ -463,7 +483,7 @@ class CgroupManager:
         self, active: Sequence[tuple[Pod, str]], allocatable_memory: int | None = None
     ) -> None:
         if self.settings.cgroups_per_qos:
-            await trio.to_thread.run_sync(self._update_qos, active, allocatable_memory)
+            await self.offload(self._update_qos, active, allocatable_memory)
 
     async def ensure_pod(
         self,
@@ -492,24 +512,25 @@ class CgroupManager:
                 return False
             try:
                 self._update_qos(active, allocatable_memory)
-            except CgroupError:
-                pass  # upstream logs and goes on: the pod cgroup matters more
+            except CgroupError as err:  # as upstream: logged, the pod cgroup matters more
+                log.info("Failed to update QoS cgroups while syncing pod: %s", err)
             self._create(name, config)
             return True
 
-        return await trio.to_thread.run_sync(work)
+        created: bool = await self.offload(work)
+        return created
 
     async def remove_pod(self, name: CgroupName) -> None:
         """After the pod's teardown: kill what is left in it, remove it (idempotent)."""
         literal = self.literal(name)
-        await trio.to_thread.run_sync(self._kill_all, name)
+        await self.offload(self._kill_all, name)
         delay = REMOVE_FIRST_DELAY
         left: list[Path] = []
         for attempt in range(REMOVE_ATTEMPTS):
             if attempt:
                 await trio.sleep(delay)
                 delay *= 2
-            left = await trio.to_thread.run_sync(self.fs.remove, literal)
+            left = await self.offload(self.fs.remove, literal)
             if not left:
                 return
         raise CgroupError(
@@ -518,7 +539,7 @@ class CgroupManager:
         )
 
     async def reduce_cpu_limits(self, name: CgroupName) -> None:
-        await trio.to_thread.run_sync(self._set, name, ResourceConfig(cpu_shares=2))
+        await self.offload(self._set, name, ResourceConfig(cpu_shares=2))
 
     async def pod_cgroups(self) -> dict[str, CgroupName]:
         """UID → pod cgroup for every pod cgroup on the host (housekeeping's orphan scan)."""
@@ -537,7 +558,8 @@ class CgroupManager:
                         found[uid] = full
             return found
 
-        return await trio.to_thread.run_sync(scan)
+        found: dict[str, CgroupName] = await self.offload(scan)
+        return found
 
 
 def read_pid_max(proc: Path = Path("/proc/sys/kernel")) -> int | None:
@@ -553,9 +575,7 @@ def read_pid_max(proc: Path = Path("/proc/sys/kernel")) -> int | None:
         return pid_max
 
 
-def internal_capacity(
-    capacity: Mapping[str, str], pid_max: int | None
-) -> dict[str, Fraction]:
+def internal_capacity(capacity: Mapping[str, str], pid_max: int | None) -> dict[str, Fraction]:
     """Capacity (cpu, memory, hugepages-*) plus ``pid``: what ``kubepods`` is sized from."""
     out = _amounts(capacity)
     out.pop("pods", None)

@@ -27,10 +27,10 @@ __all__ = [
     "ResourceList",
     "hugepage_size",
     "is_extended_resource",
-    "is_qualified_name",
     "is_pod_level_limits_set",
     "is_pod_level_requests_set",
     "is_pod_level_resources_set",
+    "is_qualified_name",
     "is_restartable_init_container",
     "is_scalar_resource",
     "milli",
@@ -205,9 +205,8 @@ def is_qualified_name(value: str) -> bool:
     """Upstream ``IsQualifiedName``: ``[prefix/]name``, name ≤ 63 characters of
     ``[A-Za-z0-9_.-]`` starting and ending alphanumeric, prefix a DNS subdomain ≤ 253."""
     prefix, slash, name = value.rpartition("/")
-    if slash:
-        if not prefix or len(prefix) > 253 or not _SUBDOMAIN.fullmatch(prefix):
-            return False
+    if slash and (not prefix or len(prefix) > 253 or not _SUBDOMAIN.fullmatch(prefix)):
+        return False
     return 0 < len(name) <= 63 and _NAME.fullmatch(name) is not None
 
 

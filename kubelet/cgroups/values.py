@@ -141,7 +141,9 @@ def hugepage_unit(page_size: int) -> str:
         size //= 1024
         index += 1
     if size > 1024 and index < len(_UNITS) - 1:
-        raise ValueError(f"size: {size}{_UNITS[index]} must be guaranteed to divisible into the largest units")
+        raise ValueError(
+            f"size: {size}{_UNITS[index]} must be guaranteed to divisible into the largest units"
+        )
     return f"{size}{_UNITS[index]}"
 
 
@@ -274,12 +276,16 @@ def node_allocatable(
     """Capacity minus both reservations, never negative (``getNodeAllocatableAbsolute``)."""
     out: ResourceList = {}
     for name, amount in capacity.items():
-        value = amount - system_reserved.get(name, Fraction(0)) - kube_reserved.get(name, Fraction(0))
+        value = (
+            amount - system_reserved.get(name, Fraction(0)) - kube_reserved.get(name, Fraction(0))
+        )
         out[name] = max(value, Fraction(0))
     return out
 
 
-def reserved_config(resources: Mapping[str, Fraction], *, compressible_only: bool = False) -> ResourceConfig:
+def reserved_config(
+    resources: Mapping[str, Fraction], *, compressible_only: bool = False
+) -> ResourceConfig:
     """The values for a cgroup limited to ``resources`` (``getCgroupConfigInternal``):
     cpu as shares, memory, pids, hugetlb; only cpu shares when ``compressible_only``."""
     shares = milli_cpu_to_shares(milli(resources["cpu"])) if "cpu" in resources else None

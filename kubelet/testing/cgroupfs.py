@@ -21,9 +21,9 @@ from kubelet.cgroups.fs import CONTROLLERS, PROCS, SUBTREE_CONTROL, CgroupError,
 from kubelet.cgroups.layout import CgroupLayout, from_tree
 
 __all__ = [
+    "V1_HIERARCHIES",
     "FakeProcesses",
     "TreeCgroupFs",
-    "V1_HIERARCHIES",
     "add_process",
     "v1_tree",
     "v2_tree",
@@ -91,7 +91,9 @@ class TreeCgroupFs(CgroupFs):
     def _mkdir(self, path: Path) -> None:
         os.mkdir(path)
         (path / PROCS).write_text("")
-        if self.layout.version == 2 or (self.layout.unified and path.is_relative_to(self.layout.unified)):
+        if self.layout.version == 2 or (
+            self.layout.unified and path.is_relative_to(self.layout.unified)
+        ):
             granted = self._enabled(path.parent)
             (path / CONTROLLERS).write_text(" ".join(sorted(granted)) + "\n")
             (path / SUBTREE_CONTROL).write_text("\n")
