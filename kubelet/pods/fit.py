@@ -523,11 +523,7 @@ def predicate_admit(
     """The predicate handler: None when the pod fits, else upstream's reason and message.
     A quantity that does not parse (a manifest the API server would have refused) is an
     ``UnexpectedAdmissionError`` naming it, not a crash."""
-    labels = dict(node.labels)
-    if labels.get(OS_LABEL) != node.os:
-        labels[OS_LABEL] = node.os  # the status loop puts the label right within seconds
-    wanted_os = pod.metadata.labels.get(OS_LABEL)
-    if wanted_os is not None and wanted_os != labels[OS_LABEL]:
+    if pod.metadata.labels.get(OS_LABEL, node.os) != node.os:
         return Rejection(
             POD_OS_SELECTOR_MISMATCH,
             "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label",
@@ -536,6 +532,10 @@ def predicate_admit(
         return Rejection(
             POD_OS_NOT_SUPPORTED, "Failed to admit pod as the OS field doesn't match node OS"
         )
+    if node.labels and node.labels.get(OS_LABEL) != node.os:
+        # Upstream sets the label right in its copy of the node (the status loop puts it
+        # right on the API object within seconds); an unlabelled node stays unlabelled.
+        node = attrs.evolve(node, labels={**node.labels, OS_LABEL: node.os})
     try:
         trimmed = remove_missing_extended_resources(pod, node.allocatable)
         failures = general_filter(
