@@ -22,7 +22,6 @@ import contextlib
 import errno
 import os
 from collections.abc import Iterable
-from pathlib import Path
 
 from .layout import CgroupLayout
 
@@ -39,49 +38,51 @@ class CgroupError(Exception):
     """A cgroup operation failed; the message names the path and the system's reason."""
 
 
-def _fail(action: str, path: Path, err: OSError) -> CgroupError:
+def _fail(action: str, path: str, err: OSError) -> CgroupError:
     return CgroupError(f"{action} {path}: {err.strerror or err}")
 
 
 class CgroupFs:
-    """Cgroup directories of one host (or one test tree), per ``layout``."""
+    """Cgroup directories of one host (or one test tree), per ``layout``.
+
+    Paths are strings: this runs for every pod start, and ``pathlib`` would cost more
+    than the syscalls."""
 
     def __init__(self, layout: CgroupLayout) -> None:
         self.layout = layout
+        mounts: dict[str, str] = {}
+        if layout.version == 1:
+            mounts = {controller: str(mount) for controller, mount in layout.mounts.items()}
+        if layout.unified is not None:
+            mounts[UNIFIED] = str(layout.unified)
+        self._mounts = mounts
 
     # -- addressing -----------------------------------------------------------------------
 
-    def paths(self, literal: str) -> dict[str, Path]:
+    def paths(self, literal: str) -> dict[str, str]:
         """Hierarchy → directory of ``literal``: each v1 controller (co-mounted ones share a
         directory) and ``UNIFIED`` for the v2 tree."""
-        relative = literal.lstrip("/")
-        out: dict[str, Path] = {}
-        if self.layout.version == 1:
-            for controller, mount in self.layout.mounts.items():
-                out[controller] = mount / relative if relative else mount
-        if self.layout.unified is not None:
-            out[UNIFIED] = self.layout.unified / relative if relative else self.layout.unified
-        return out
+        relative = literal.strip("/")
+        if not relative:
+            return dict(self._mounts)
+        return {key: mount + "/" + relative for key, mount in self._mounts.items()}
 
-    def dirs(self, literal: str) -> list[Path]:
+    def dirs(self, literal: str) -> list[str]:
         """Each distinct directory of ``literal`` once, v1 trees first."""
-        seen: dict[Path, None] = {}
-        for path in self.paths(literal).values():
-            seen.setdefault(path, None)
-        return list(seen)
+        return list(dict.fromkeys(self.paths(literal).values()))
 
-    def missing(self, literal: str, controllers: Iterable[str]) -> list[Path]:
+    def missing(self, literal: str, controllers: Iterable[str]) -> list[str]:
         """The directories of ``literal`` that do not exist, among ``controllers``'."""
         paths = self.paths(literal)
-        return [paths[c] for c in controllers if c in paths and not paths[c].is_dir()]
+        return [paths[c] for c in controllers if c in paths and not os.path.isdir(paths[c])]
 
     # -- files ---------------------------------------------------------------------------
 
     def _open_flags(self) -> int:
         return os.O_WRONLY | os.O_TRUNC | os.O_CLOEXEC
 
-    def write(self, directory: Path, name: str, value: str) -> None:
-        path = directory / name
+    def write(self, directory: str, name: str, value: str) -> None:
+        path = directory + "/" + name
         try:
             fd = os.open(path, self._open_flags())
             try:
@@ -93,63 +94,93 @@ class CgroupFs:
                 f"failed to write {value!r} to {path}: {err.strerror or err}"
             ) from err
 
-    def read(self, directory: Path, name: str) -> str:
-        path = directory / name
+    def read(self, directory: str, name: str) -> str:
+        path = directory + "/" + name
         try:
-            return path.read_text().strip()
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                return os.read(fd, 65536).decode().strip()
+            finally:
+                os.close(fd)
         except OSError as err:
             raise _fail("failed to read", path, err) from err
 
-    def has_file(self, directory: Path, name: str) -> bool:
-        return (directory / name).is_file()
+    def has_file(self, directory: str, name: str) -> bool:
+        return os.path.isfile(directory + "/" + name)
 
     # -- directories ---------------------------------------------------------------------
 
-    def _mkdir(self, path: Path) -> None:
+    def _mkdir(self, path: str) -> None:
         os.mkdir(path, 0o755)
 
-    def _rmdir(self, path: Path) -> None:
+    def _rmdir(self, path: str) -> None:
         os.rmdir(path)
 
-    def create(self, literal: str) -> list[Path]:
-        """Make ``literal`` (and missing ancestors) in every hierarchy; the new directories."""
-        created: list[Path] = []
-        parts = [p for p in literal.strip("/").split("/") if p]
-        seen: set[Path] = set()
-        for controller, path in self.paths(literal).items():
-            if path in seen:
+    def create(self, literal: str) -> list[str]:
+        """Make ``literal`` (and missing ancestors) in every hierarchy; the new directories.
+
+        v1: the leaf is tried first (its parents usually exist: one mkdir per hierarchy);
+        v2: every level is walked, each ancestor offering the root's controllers."""
+        created: list[str] = []
+        relative = literal.strip("/")
+        if not relative:
+            return created
+        seen: set[str] = set()
+        for controller, mount in self._mounts.items():
+            if mount in seen:
                 continue  # co-mounted controllers share a directory
-            seen.add(path)
-            mount = path
-            for _ in parts:
-                mount = mount.parent
-            wanted = ""
+            seen.add(mount)
             if controller == UNIFIED and self.layout.version == 2:
-                wanted = " ".join("+" + c for c in self.read(mount, CONTROLLERS).split())
-            current = mount
-            for part in parts:
-                if wanted:
-                    self._enable_controllers(current, wanted)
-                current = current / part
-                try:
-                    self._mkdir(current)
-                except FileExistsError:
-                    continue
-                except OSError as err:
-                    raise _fail("failed to create cgroup", current, err) from err
-                created.append(current)
-                if controller == "cpuset":
-                    self._inherit_cpuset(current)
+                self._create_v2(mount, relative.split("/"), created)
+            else:
+                self._make(mount, mount + "/" + relative, controller == "cpuset", created)
         return created
 
-    def _inherit_cpuset(self, path: Path) -> None:
-        """A v1 cpuset accepts no task until it has cpus and mems: copy the parent's."""
-        for name in ("cpuset.cpus", "cpuset.mems"):
-            if not self.has_file(path, name) or self.read(path, name):
-                continue
-            self.write(path, name, self.read(path.parent, name))
+    def _make(self, mount: str, path: str, cpuset: bool, created: list[str]) -> None:
+        try:
+            self._mkdir(path)
+        except FileExistsError:
+            return
+        except FileNotFoundError:
+            parent = os.path.dirname(path)
+            if len(parent) <= len(mount):
+                raise _fail("failed to create cgroup", path, FileNotFoundError()) from None
+            self._make(mount, parent, cpuset, created)
+            self._make(mount, path, cpuset, created)
+            return
+        except OSError as err:
+            raise _fail("failed to create cgroup", path, err) from err
+        created.append(path)
+        if cpuset:
+            self._inherit_cpuset(path)
 
-    def _enable_controllers(self, directory: Path, wanted: str) -> None:
+    def _create_v2(self, mount: str, parts: list[str], created: list[str]) -> None:
+        wanted = " ".join("+" + c for c in self.read(mount, CONTROLLERS).split())
+        current = mount
+        for part in parts:
+            if wanted:
+                self._enable_controllers(current, wanted)
+            current = current + "/" + part
+            try:
+                self._mkdir(current)
+            except FileExistsError:
+                continue
+            except OSError as err:
+                raise _fail("failed to create cgroup", current, err) from err
+            created.append(current)
+
+    def _inherit_cpuset(self, path: str) -> None:
+        """A v1 cpuset accepts no task until it has cpus and mems: copy the parent's."""
+        parent = os.path.dirname(path)
+        for name in ("cpuset.cpus", "cpuset.mems"):
+            try:
+                own = self.read(path, name)
+            except CgroupError:
+                continue  # not offered (a tree without cpuset files)
+            if not own:
+                self.write(path, name, self.read(parent, name))
+
+    def _enable_controllers(self, directory: str, wanted: str) -> None:
         """v2: offer the children of ``directory`` the root's controllers (all at once,
         else one by one: one not delegated to us must not hold back the others)."""
         try:
@@ -165,7 +196,8 @@ class CgroupFs:
         out: set[str] = set()
         for path in self.dirs(literal):
             try:
-                out.update(e.name for e in os.scandir(path) if e.is_dir(follow_symlinks=False))
+                with os.scandir(path) as entries:
+                    out.update(e.name for e in entries if e.is_dir(follow_symlinks=False))
             except FileNotFoundError:
                 continue
             except OSError as err:
@@ -180,24 +212,24 @@ class CgroupFs:
                 if PROCS not in files:
                     continue
                 try:
-                    text = (Path(directory) / PROCS).read_text()
-                except OSError:
+                    text = self.read(directory, PROCS)
+                except CgroupError:
                     continue  # removed meanwhile
                 pids.update(int(line) for line in text.split() if line.isdigit())
         return pids
 
-    def remove(self, literal: str) -> list[Path]:
+    def remove(self, literal: str) -> list[str]:
         """One attempt at removing ``literal`` everywhere, sub-cgroups first; the
         directories that are still there (busy: a process is still inside)."""
         left = []
         for path in self.dirs(literal):
             with contextlib.suppress(OSError):
                 self._remove_tree(path)
-            if path.exists():
+            if os.path.exists(path):
                 left.append(path)
         return left
 
-    def _remove_tree(self, path: Path) -> None:
+    def _remove_tree(self, path: str) -> None:
         try:
             self._rmdir(path)
             return
@@ -206,7 +238,8 @@ class CgroupFs:
         except OSError as err:
             if err.errno not in (errno.EBUSY, errno.ENOTEMPTY, errno.EEXIST):
                 raise
-        for entry in os.scandir(path):
-            if entry.is_dir(follow_symlinks=False):
-                self._remove_tree(Path(entry.path))
+        with os.scandir(path) as entries:
+            children = [e.path for e in entries if e.is_dir(follow_symlinks=False)]
+        for child in children:
+            self._remove_tree(child)
         self._rmdir(path)

@@ -28,6 +28,7 @@ import errno
 import logging
 import os
 import signal
+import weakref
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from fractions import Fraction
 from pathlib import Path
@@ -43,6 +44,7 @@ from kubelet.config import KubeletConfiguration
 from . import names
 from .fs import UNIFIED, CgroupError, CgroupFs
 from .names import BEST_EFFORT, BURSTABLE, GUARANTEED, CgroupName, QosCgroups
+from .requests import pod_requests
 from .values import (
     CPU_PERIOD,
     PIDS,
@@ -192,6 +194,18 @@ class CgroupManager:
         self._hugetlb = fs.layout.has("hugetlb")
         self.hugepage_sizes = tuple(hugepage_sizes) if self._hugetlb else ()
         self._kubepods_enforced = False
+        self._requests: dict[int, tuple[weakref.ref[Pod], Mapping[str, Fraction]]] = {}
+
+    def _requests_of(self, pod: Pod) -> Mapping[str, Fraction]:
+        """A pod's summed requests, computed once per pod object (pods are immutable, and
+        the QoS update walks every active pod at each pod start)."""
+        key = id(pod)
+        hit = self._requests.get(key)
+        if hit is not None and hit[0]() is pod:
+            return hit[1]
+        found = pod_requests(pod, pod_level_resources=self.settings.pod_level_resources)
+        self._requests[key] = (weakref.ref(pod, lambda _ref: self._requests.pop(key, None)), found)
+        return found
 
     # -- names ------------------------------------------------------------------------------
 
@@ -223,10 +237,10 @@ class CgroupManager:
         ``Validate``: a v1 directory missing, or (v2) a controller not enabled for it."""
         literal = self.literal(name)
         if self.fs.layout.version == 1:
-            return [str(p) for p in self.fs.missing(literal, self._required())]
+            return self.fs.missing(literal, self._required())
         path = self.fs.paths(literal)[UNIFIED]
-        if not path.is_dir():
-            return [str(path)]
+        if not os.path.isdir(path):
+            return [path]
         wanted = set(_V2_SUPPORTED) & self.fs.layout.controllers
         enabled = set(self.fs.read(path, "cgroup.controllers").split())
         return sorted(wanted - enabled)
@@ -256,14 +270,14 @@ class CgroupManager:
                 self.fs.write(path, file, value)
                 self._reserved_hugetlb(path, file, value, ".limit_in_bytes", ".rsvd.limit_in_bytes")
 
-    def _reserved_hugetlb(self, path: Path, file: str, value: str, plain: str, rsvd: str) -> None:
+    def _reserved_hugetlb(self, path: str, file: str, value: str, plain: str, rsvd: str) -> None:
         """Newer kernels also account reservations; runc limits them alike when offered."""
         if file.startswith("hugetlb.") and file.endswith(plain) and ".rsvd." not in file:
             other = file[: -len(plain)] + rsvd
             if self.fs.has_file(path, other):
                 self.fs.write(path, other, value)
 
-    def _set_cpu_v1(self, path: Path, entries: list[tuple[str, str]]) -> None:
+    def _set_cpu_v1(self, path: str, entries: list[tuple[str, str]]) -> None:
         """Shares, then period before quota; a period the kernel refuses next to the old
         quota (EINVAL) is written again after the quota, as runc does."""
         values = dict(entries)
@@ -311,6 +325,7 @@ class CgroupManager:
             qos_reserved_memory=self.settings.qos_reserved_memory,
             allocatable_memory=allocatable_memory,
             pod_level_resources=self.settings.pod_level_resources,
+            requests_of=self._requests_of,
         )
         targets = {
             GUARANTEED: self.qos.guaranteed,
@@ -525,7 +540,7 @@ class CgroupManager:
         literal = self.literal(name)
         await self.offload(self._kill_all, name)
         delay = REMOVE_FIRST_DELAY
-        left: list[Path] = []
+        left: list[str] = []
         for attempt in range(REMOVE_ATTEMPTS):
             if attempt:
                 await trio.sleep(delay)
@@ -535,7 +550,7 @@ class CgroupManager:
                 return
         raise CgroupError(
             f"failed to delete cgroup paths for {literal} : failed to remove paths: "
-            + ", ".join(str(p) for p in left)
+            + ", ".join(left)
         )
 
     async def reduce_cpu_limits(self, name: CgroupName) -> None:

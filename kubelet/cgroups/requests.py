@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from fractions import Fraction
 
 from kubelet.api.pod import Container, Pod
-from kubelet.api.quantity import ResourceQuantity, parse_quantity
+from kubelet.api.quantity import parse_quantity
 
 __all__ = [
     "HUGEPAGES_PREFIX",
@@ -51,14 +51,22 @@ _NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
 _SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 
+def _away(numerator: int, denominator: int) -> int:
+    """numerator/denominator rounded away from zero (integer arithmetic: this runs for
+    every active pod at every pod start)."""
+    if numerator >= 0:
+        return -(-numerator // denominator)  # ceiling
+    return numerator // denominator  # floor
+
+
 def milli(amount: Fraction) -> int:
-    """Thousandths, rounded up (``MilliValue``)."""
-    return ResourceQuantity(amount).milli_value()
+    """Thousandths, rounded away from zero (``MilliValue``)."""
+    return _away(amount.numerator * 1000, amount.denominator)
 
 
 def whole(amount: Fraction) -> int:
-    """Units, rounded up (``Value``)."""
-    return ResourceQuantity(amount).value()
+    """Units, rounded away from zero (``Value``)."""
+    return _away(amount.numerator, amount.denominator)
 
 
 def is_restartable_init_container(container: Container) -> bool:

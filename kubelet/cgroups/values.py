@@ -36,7 +36,7 @@ cgroups are the runtime's, and newer runc maps shares differently).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from fractions import Fraction
 
 import attrs
@@ -229,6 +229,7 @@ def qos_configs(
     qos_reserved_memory: int | None = None,
     allocatable_memory: int | None = None,
     pod_level_resources: bool = True,
+    requests_of: Callable[[Pod], Mapping[str, Fraction]] | None = None,
 ) -> dict[str, ResourceConfig]:
     """QoS class → its cgroup's values, from the active pods and their classes
     (upstream ``UpdateCgroups``). Guaranteed is ``kubepods`` itself: only its hugetlb
@@ -236,13 +237,17 @@ def qos_configs(
 
     ``qos_reserved_memory``: the ``qosReserved`` memory percentage, applied only with the
     ``QOSReserved`` gate (the caller passes None otherwise) and a known allocatable.
+    ``requests_of``: the pods' summed requests, when the caller keeps them computed.
     """
     burstable_cpu = 0
     memory_requests = {GUARANTEED: 0, BURSTABLE: 0}
     for pod, qos_class in pods:
         if qos_class == BEST_EFFORT:
             continue
-        requests = pod_requests(pod, pod_level_resources=pod_level_resources)
+        if requests_of is not None:
+            requests = requests_of(pod)
+        else:
+            requests = pod_requests(pod, pod_level_resources=pod_level_resources)
         if qos_class == BURSTABLE:
             burstable_cpu += milli(requests.get("cpu", Fraction(0)))
         memory_requests[qos_class] += whole(requests.get("memory", Fraction(0)))

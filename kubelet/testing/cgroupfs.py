@@ -75,9 +75,9 @@ def v2_tree(
     return from_tree(root)
 
 
-def add_process(directory: Path, pid: int) -> None:
+def add_process(directory: Path | str, pid: int) -> None:
     """Put ``pid`` into the cgroup at ``directory`` (as a fork inside it would)."""
-    procs = directory / PROCS
+    procs = Path(directory) / PROCS
     current = procs.read_text().split() if procs.exists() else []
     procs.write_text("\n".join([*current, str(pid)]) + "\n")
 
@@ -88,52 +88,52 @@ class TreeCgroupFs(CgroupFs):
     def _open_flags(self) -> int:
         return super()._open_flags() | os.O_CREAT
 
-    def _mkdir(self, path: Path) -> None:
+    def _mkdir(self, path: str) -> None:
         os.mkdir(path)
-        (path / PROCS).write_text("")
-        if self.layout.version == 2 or (
-            self.layout.unified and path.is_relative_to(self.layout.unified)
-        ):
-            granted = self._enabled(path.parent)
-            (path / CONTROLLERS).write_text(" ".join(sorted(granted)) + "\n")
-            (path / SUBTREE_CONTROL).write_text("\n")
-        elif self.layout.mounts.get("cpuset") and path.is_relative_to(self.layout.mounts["cpuset"]):
-            (path / "cpuset.cpus").write_text("")
-            (path / "cpuset.mems").write_text("")
+        where = Path(path)
+        (where / PROCS).write_text("")
+        unified = self.layout.unified
+        if self.layout.version == 2 or (unified is not None and where.is_relative_to(unified)):
+            granted = self._enabled(where.parent)
+            (where / CONTROLLERS).write_text(" ".join(sorted(granted)) + "\n")
+            (where / SUBTREE_CONTROL).write_text("\n")
+        elif "cpuset" in self.layout.mounts and where.is_relative_to(self.layout.mounts["cpuset"]):
+            (where / "cpuset.cpus").write_text("")
+            (where / "cpuset.mems").write_text("")
 
     def _enabled(self, directory: Path) -> set[str]:
         control = directory / SUBTREE_CONTROL
         return set(control.read_text().split()) if control.exists() else set()
 
-    def write(self, directory: Path, name: str, value: str) -> None:
+    def write(self, directory: str, name: str, value: str) -> None:
         if name != SUBTREE_CONTROL:
             super().write(directory, name, value)
             return
-        offered = set((directory / CONTROLLERS).read_text().split())
-        enabled = self._enabled(directory)
+        where = Path(directory)
+        offered = set((where / CONTROLLERS).read_text().split())
+        enabled = self._enabled(where)
         for token in value.split():
             controller = token[1:]
             if token.startswith("+"):
                 if controller not in offered:
                     err = OSError(errno.ENOENT, os.strerror(errno.ENOENT))
-                    raise self._error(directory / name, value, err)
+                    failure = CgroupError(
+                        f"failed to write {value!r} to {where / name}: {err.strerror}"
+                    )
+                    raise failure from err
                 enabled.add(controller)
             elif token.startswith("-"):
                 enabled.discard(controller)
-        (directory / SUBTREE_CONTROL).write_text(" ".join(sorted(enabled)) + "\n")
+        (where / SUBTREE_CONTROL).write_text(" ".join(sorted(enabled)) + "\n")
 
-    def _error(self, path: Path, value: str, err: OSError) -> Exception:
-        failure = CgroupError(f"failed to write {value!r} to {path}: {err.strerror}")
-        failure.__cause__ = err
-        return failure
-
-    def _rmdir(self, path: Path) -> None:
-        procs = path / PROCS
+    def _rmdir(self, path: str) -> None:
+        where = Path(path)
+        procs = where / PROCS
         if procs.exists() and procs.read_text().split():
-            raise OSError(errno.EBUSY, os.strerror(errno.EBUSY), str(path))
-        if any(entry.is_dir() for entry in path.iterdir()):
-            raise OSError(errno.ENOTEMPTY, os.strerror(errno.ENOTEMPTY), str(path))
-        shutil.rmtree(path)
+            raise OSError(errno.EBUSY, os.strerror(errno.EBUSY), path)
+        if any(entry.is_dir() for entry in where.iterdir()):
+            raise OSError(errno.ENOTEMPTY, os.strerror(errno.ENOTEMPTY), path)
+        shutil.rmtree(where)
 
 
 class FakeProcesses:

@@ -79,7 +79,7 @@ class Tree:
         self.version = version
 
     def dir(self, literal: str, controller: str) -> Path:
-        return self.fs.paths(literal)[controller if self.version == 1 else UNIFIED]
+        return Path(self.fs.paths(literal)[controller if self.version == 1 else UNIFIED])
 
     def value(self, literal: str, controller: str, v1: str, v2: str) -> str:
         return (self.dir(literal, controller) / (v1 if self.version == 1 else v2)).read_text()
@@ -193,12 +193,12 @@ async def test_remove_kills_what_is_left_then_removes_bottom_up(
     await tree.manager.ensure_pod(BURSTABLE, "Burstable", ACTIVE)
     literal = "/kubepods/burstable/podb1"
     leftover = tree.dir(literal, "memory") / "ctr1"  # a container cgroup the runtime left
-    tree.fs._mkdir(leftover)
+    tree.fs._mkdir(str(leftover))
     add_process(leftover, 4242)
     add_process(tree.dir(literal, "pids"), 4243)
     await tree.manager.remove_pod(("kubepods", "burstable", "podb1"))
     assert sorted(tree.processes.signals) == [(4242, signal.SIGKILL), (4243, signal.SIGKILL)]
-    assert all(not path.exists() for path in tree.fs.dirs(literal))
+    assert all(not Path(path).exists() for path in tree.fs.dirs(literal))
     assert await tree.manager.pod_cgroups() == {}
     await tree.manager.remove_pod(("kubepods", "burstable", "podb1"))  # idempotent
 
