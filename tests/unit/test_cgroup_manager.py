@@ -391,3 +391,25 @@ def test_internal_capacity_and_pid_max(tmp_path: Path) -> None:
     (tmp_path / "threads-max").unlink()
     assert read_pid_max(tmp_path) == 4194304
     assert read_pid_max(tmp_path / "missing") is None
+
+
+async def test_worker_thread_offload(tmp_path: Path) -> None:
+    # The default: each operation in one trio worker thread (real clock, no autojump).
+    fs = TreeCgroupFs(v2_tree(tmp_path))
+    manager = CgroupManager(fs, CgroupSettings(), kill=FakeProcesses(tmp_path))
+    await manager.start(CAPACITY)
+    assert await manager.ensure_pod(BURSTABLE, "Burstable", ACTIVE)
+    await manager.remove_pod(("kubepods", "burstable", "podb1"))
+    assert await manager.pod_cgroups() == {}
+
+
+def test_the_host_layer_never_creates_files(tmp_path: Path) -> None:
+    # On a real cgroupfs a value for a file the kernel does not offer is an error, not a
+    # stray file: the production layer opens without O_CREAT.
+    from kubelet.cgroups.fs import CgroupFs
+
+    fs = CgroupFs(v1_tree(tmp_path))
+    fs.create("/kubepods")
+    with pytest.raises(CgroupError, match=r"failed to write '2' to .*/kubepods/cpu\.shares: "):
+        fs.write(fs.paths("/kubepods")["cpu"], "cpu.shares", "2")
+    assert not (tmp_path / "cpu,cpuacct" / "kubepods" / "cpu.shares").exists()
