@@ -25,6 +25,7 @@ with upstream's message where systemd is not running, and with ours where it is.
 from __future__ import annotations
 
 import errno
+import json
 import logging
 import os
 import signal
@@ -94,6 +95,11 @@ that the autojump clock never moves while a worker thread is busy)."""
 Event = tuple[str, str, str]
 """(type, reason, message) of a Node event for the caller to record."""
 Kill = Callable[[int, int], None]
+
+
+def _go_quote(name: CgroupName) -> str:
+    """A cgroup name as upstream's messages print it (Go's %q of a []string)."""
+    return "[" + " ".join(json.dumps(part) for part in name) + "]"
 
 
 def _amounts(values: Mapping[str, str]) -> dict[str, Fraction]:
@@ -355,9 +361,7 @@ class CgroupManager:
         settings = self.settings
         root = names.parse_cgroupfs(settings.cgroup_root)
         if self.missing(root):
-            raise CgroupError(
-                f"invalid configuration: cgroup-root {settings.cgroup_root!r} doesn't exist"
-            )
+            raise CgroupError(f"invalid configuration: cgroup-root {_go_quote(root)} doesn't exist")
         if not self.exists(self.root):
             self._create(self.root, self.kubepods_config(internal_capacity))
         unbounded = {size: 1 << 62 for size in self.hugepage_sizes}
@@ -384,11 +388,14 @@ class CgroupManager:
                     missing = self.missing(name)
                     if missing:
                         raise CgroupError(
-                            f"cgroup {cgroup!r} has some missing paths: {', '.join(missing)}"
+                            f"cgroup {_go_quote(name)} has some missing paths: "
+                            + ", ".join(missing)
                         )
                     self._set(name, reserved_config(reserved, compressible_only=compressible))
                 except CgroupError as err:
-                    message = f"Failed to enforce {what} Cgroup Limits on {cgroup!r}: {err}"
+                    message = (
+                        f"Failed to enforce {what} Cgroup Limits on {json.dumps(cgroup)}: {err}"
+                    )
                     events.append(("Warning", FAILED_NODE_ALLOCATABLE, message))
                     raise ReservedCgroupError(message, events) from err
                 kind = key.replace("-", " ")
@@ -413,11 +420,10 @@ class CgroupManager:
         try:
             self._set(self.root, self.kubepods_config(internal_capacity))
         except CgroupError as err:
-            literal = self.literal(self.root)
             return (
                 "Warning",
                 FAILED_NODE_ALLOCATABLE,
-                f"Failed to update Node Allocatable Limits {literal!r}: {err}",
+                f"Failed to update Node Allocatable Limits {_go_quote(self.root)}: {err}",
             )
         return ("Normal", NODE_ALLOCATABLE_ENFORCED, "Updated Node Allocatable limit across pods")
 

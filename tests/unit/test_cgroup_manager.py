@@ -237,7 +237,7 @@ async def test_remove_reports_processes_it_may_not_kill(tmp_path: Path) -> None:
 async def test_cgroup_root_must_exist(tmp_path: Path, version: int) -> None:
     tree = Tree(tmp_path, version, CgroupSettings(cgroup_root="/nowhere"))
     with pytest.raises(
-        CgroupError, match="invalid configuration: cgroup-root '/nowhere' doesn't exist"
+        CgroupError, match=r'invalid configuration: cgroup-root \["nowhere"\] doesn\'t exist'
     ):
         await tree.manager.start(CAPACITY)
 
@@ -319,8 +319,8 @@ async def test_missing_reserved_cgroup_stops_start(tmp_path: Path) -> None:
     tree = Tree(tmp_path, 1, settings)
     with pytest.raises(
         ReservedCgroupError,
-        match=r"Failed to enforce Kube Reserved Cgroup Limits on '/kube\.slice': "
-        r"cgroup '/kube\.slice' has some missing paths",
+        match=r'Failed to enforce Kube Reserved Cgroup Limits on "/kube\.slice": '
+        r'cgroup \["kube\.slice"\] has some missing paths',
     ) as caught:
         await tree.manager.start(CAPACITY)
     assert caught.value.events[-1][:2] == ("Warning", FAILED_NODE_ALLOCATABLE)
@@ -341,7 +341,7 @@ async def test_run_updates_qos_every_minute_and_retries_kubepods(
         await nursery.start(tree.manager.run, CAPACITY, lambda: active, events.append)
         assert events[0][:2] == ("Warning", FAILED_NODE_ALLOCATABLE)
         assert events[0][2].startswith(
-            "Failed to update Node Allocatable Limits '/kubepods': failed to write"
+            'Failed to update Node Allocatable Limits ["kubepods"]: failed to write'
         )
         active.append((BURSTABLE, "Burstable"))
         blocker.rmdir()
