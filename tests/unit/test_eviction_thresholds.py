@@ -80,7 +80,9 @@ PARSE_CASES = {
         {"imagefs.inodesFree": "2Gi"},
         (),
         (
-            Threshold(Signal.IMAGEFS_INODES_FREE, q(150 * Mi, "150Mi"), min_reclaim=q(2 * Gi, "2Gi")),
+            Threshold(
+                Signal.IMAGEFS_INODES_FREE, q(150 * Mi, "150Mi"), min_reclaim=q(2 * Gi, "2Gi")
+            ),
             Threshold(Signal.NODEFS_INODES_FREE, q(100 * Mi, "100Mi")),
         ),
     ),
@@ -174,8 +176,9 @@ def test_defaults_parse_and_percentages_are_float32_of_capacity() -> None:
     # float32(10)/100 is 0.100000001490116...: 10% of 1000000007 bytes is 100000002 as
     # upstream computes it (an exact tenth would give 100000000)
     assert nodefs.amount(1_000_000_007) == 100_000_002
-    assert nodefs.amount(10 * Gi) == 1073741824
-    assert nodefs.printed(10 * Gi) == "1Gi"
+    assert nodefs.amount(10 * Gi) == 1073741840
+    assert nodefs.printed(10 * Gi) == "1073741840"
+    assert by_signal[IMAGEFS].value.printed(2 * Gi) == "322122560"
     assert by_signal[Signal.IMAGEFS_INODES_FREE].value.amount(1000) == 50
 
 
