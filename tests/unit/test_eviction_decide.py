@@ -38,17 +38,17 @@ from .evictionkit import (
     stats_of,
 )
 
-C, I = Reclaim.CONTAINERS, Reclaim.IMAGES
+C, IMG = Reclaim.CONTAINERS, Reclaim.IMAGES
 RECLAIM = {
     # signal, dedicated imagefs, split containerfs → node reclaim
     "memory: none": (Signal.MEMORY_AVAILABLE, False, False, ()),
     "pids: none": (Signal.PID_AVAILABLE, True, True, ()),
-    "one fs, nodefs": (Signal.NODEFS_AVAILABLE, False, False, (C, I)),
-    "one fs, imagefs inodes": (Signal.IMAGEFS_INODES_FREE, False, False, (C, I)),
+    "one fs, nodefs": (Signal.NODEFS_AVAILABLE, False, False, (C, IMG)),
+    "one fs, imagefs inodes": (Signal.IMAGEFS_INODES_FREE, False, False, (C, IMG)),
     "imagefs, nodefs: logs only": (Signal.NODEFS_AVAILABLE, True, False, ()),
-    "imagefs, imagefs": (Signal.IMAGEFS_AVAILABLE, True, False, (C, I)),
-    "imagefs, containerfs": (Signal.CONTAINERFS_INODES_FREE, True, False, (C, I)),
-    "split, imagefs": (Signal.IMAGEFS_AVAILABLE, True, True, (I,)),
+    "imagefs, imagefs": (Signal.IMAGEFS_AVAILABLE, True, False, (C, IMG)),
+    "imagefs, containerfs": (Signal.CONTAINERFS_INODES_FREE, True, False, (C, IMG)),
+    "split, imagefs": (Signal.IMAGEFS_AVAILABLE, True, True, (IMG,)),
     "split, nodefs": (Signal.NODEFS_AVAILABLE, True, True, (C,)),
     "split, containerfs": (Signal.CONTAINERFS_AVAILABLE, True, True, (C,)),
 }

@@ -15,7 +15,7 @@ from kubelet.eviction.decide import Eviction
 from kubelet.eviction.manager import EvictionConfig, EvictionManager
 from kubelet.eviction.thresholds import Threshold, parse_thresholds
 from kubelet.runtime.qos import is_critical_pod, pod_qos
-from kubelet.stats.summary import NodeUsage, PodUsage, Summary
+from kubelet.stats.summary import Summary
 
 from .evictionkit import (
     Gi,

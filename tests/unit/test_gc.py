@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
+
 import pytest
 
 from kubelet.gc.containers import ContainerInfo, GCPlan, GCPolicy, SandboxInfo, plan
@@ -23,31 +25,40 @@ NOW = 10_000.0
 HOUR = 3600.0
 
 
-def c(cid: str, uid: str = "p1", name: str = "app", state: str = "exited", age: float = 2 * HOUR,
-      sandbox: str | None = None) -> ContainerInfo:  # fmt: skip
+def c(
+    cid: str,
+    uid: str = "p1",
+    name: str = "app",
+    state: str = "exited",
+    age: float = 2 * HOUR,
+    sandbox: str | None = None,
+) -> ContainerInfo:
     return ContainerInfo(cid, name, uid, sandbox or f"s-{uid}", state, NOW - age)
 
 
+TEST_POLICY = GCPolicy(min_age=HOUR, max_per_pod_container=2, max_containers=6)
+
+
 def run(
-    containers: list[ContainerInfo],
-    sandboxes: list[SandboxInfo] = [],
+    containers: Sequence[ContainerInfo],
+    sandboxes: Sequence[SandboxInfo] = (),
     *,
-    policy: GCPolicy = GCPolicy(min_age=HOUR, max_per_pod_container=2, max_containers=6),
-    deleted: set[str] = set(),
-    terminated: set[str] = set(),
+    policy: GCPolicy | None = None,
+    deleted: Collection[str] = frozenset(),
+    terminated: Collection[str] = frozenset(),
     ready: bool = True,
     evict_non_deleted: bool = False,
-    log_dirs: list[str] = [],
+    log_dirs: Sequence[str] = (),
 ) -> GCPlan:
     return plan(
         containers,
         sandboxes,
         log_dirs,
-        policy=policy,
+        policy=policy or TEST_POLICY,
         now=NOW,
         all_sources_ready=ready,
         content_removable=lambda uid: uid in deleted,
-        runtime_removable=lambda uid: uid in terminated | deleted,
+        runtime_removable=lambda uid: uid in terminated or uid in deleted,
         evict_non_deleted=evict_non_deleted,
     )
 
@@ -96,14 +107,22 @@ CONTAINER_CASES: dict[str, tuple[list[ContainerInfo], GCPolicy | None, dict, set
         {"a", "b"},
     ),
     "per-pod limit applies per (UID, container name)": (
-        [c("a1", name="a", age=3 * HOUR), c("a2", name="a", age=2 * HOUR),
-         c("b1", name="b", age=3 * HOUR), c("b2", name="b", age=2 * HOUR)],  # fmt: skip
+        [
+            c("a1", name="a", age=3 * HOUR),
+            c("a2", name="a", age=2 * HOUR),
+            c("b1", name="b", age=3 * HOUR),
+            c("b2", name="b", age=2 * HOUR),
+        ],
         GCPolicy(min_age=HOUR, max_per_pod_container=1, max_containers=-1),
         {},
         {"a1", "b1"},
     ),
     "node limit keeps one per unit before the oldest go": (
-        [c(f"{u}-{i}", uid=u, age=(10 - i) * HOUR + k) for k, u in enumerate("pqrst") for i in range(2)],
+        [
+            c(f"{u}-{i}", uid=u, age=(10 - i) * HOUR + k)
+            for k, u in enumerate("pqrst")
+            for i in range(2)
+        ],
         GCPolicy(min_age=HOUR, max_per_pod_container=-1, max_containers=3),
         {},
         # 10 dead over 5 units, 3 allowed: share 3 // 5 → 1 each (the older 5 go), then the
@@ -128,8 +147,7 @@ CONTAINER_CASES: dict[str, tuple[list[ContainerInfo], GCPolicy | None, dict, set
 @pytest.mark.parametrize("name", CONTAINER_CASES)
 def test_container_gc(name: str) -> None:
     containers, policy, deleted, expected = CONTAINER_CASES[name]
-    result = run(containers, policy=policy or GCPolicy(min_age=HOUR, max_per_pod_container=2,
-                 max_containers=6), deleted=set(deleted))  # fmt: skip
+    result = run(containers, policy=policy, deleted=set(deleted))
     assert set(result.containers) == expected
     assert len(result.containers) == len(expected)
 
@@ -162,22 +180,28 @@ def s(sid: str, uid: str, state: str = "notready", age: float = HOUR) -> Sandbox
 
 SANDBOX_CASES = {
     # sandboxes, containers, deleted pods → removed sandboxes
-    "notready sandbox without containers of a deleted pod": (
-        [s("s1", "p1")], [], {"p1"}, ["s1"]
-    ),
+    "notready sandbox without containers of a deleted pod": ([s("s1", "p1")], [], {"p1"}, ["s1"]),
     "ready sandbox of a deleted pod stays": ([s("s1", "p1", "ready")], [], {"p1"}, []),
     "notready sandbox with a container stays": (
-        [s("s1", "p1")], [c("x", uid="p1", state="exited", sandbox="s1", age=60)], {"p1"}, []
+        [s("s1", "p1")],
+        [c("x", uid="p1", state="exited", sandbox="s1", age=60)],
+        {"p1"},
+        [],
     ),
     "newest sandbox of an existing pod stays": (
-        [s("new", "p1", age=60), s("old", "p1", age=600), s("older", "p1", age=900)], [], set(),
+        [s("new", "p1", age=60), s("old", "p1", age=600), s("older", "p1", age=900)],
+        [],
+        set(),
         ["older", "old"],
     ),
     "every empty sandbox of a deleted pod goes, not the ready one": (
-        [s("ready", "p1", "ready", age=60), s("old", "p1", age=600)], [], {"p1"}, ["old"]
+        [s("ready", "p1", "ready", age=60), s("old", "p1", age=600)],
+        [],
+        {"p1"},
+        ["old"],
     ),
     "single notready sandbox of an existing pod stays": ([s("s1", "p1")], [], set(), []),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("name", SANDBOX_CASES)
@@ -248,7 +272,10 @@ def test_free_space_skips_young_and_just_used_images() -> None:
         ("used-now", ImageRecord(first_detected=NOW - 600, last_used=NOW, size=9)),
     ]
     assert free_space_candidates(order, policy, NOW) == [("old", 450)]
-    assert free_space_candidates(order, ImageGCPolicy(min_age=0), NOW) == [("young", 1), ("old", 450)]
+    assert free_space_candidates(order, ImageGCPolicy(min_age=0), NOW) == [
+        ("young", 1),
+        ("old", 450),
+    ]
 
 
 def test_not_enough_freed_event_text() -> None:
@@ -272,7 +299,10 @@ def test_max_age() -> None:
 
 POLICY_CASES = {
     "defaults": (ImageGCPolicy(), None),
-    "high over 100": (ImageGCPolicy(high_threshold_percent=101), "invalid HighThresholdPercent 101"),
+    "high over 100": (
+        ImageGCPolicy(high_threshold_percent=101),
+        "invalid HighThresholdPercent 101",
+    ),
     "low negative": (ImageGCPolicy(low_threshold_percent=-1), "invalid LowThresholdPercent -1"),
     "low above high": (
         ImageGCPolicy(high_threshold_percent=50, low_threshold_percent=60),

@@ -147,7 +147,10 @@ def test_message_without_process() -> None:
 
 
 def test_systemd_cgroup_pod_uid() -> None:
-    path = "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod4a0e1b8c_7a34_4cf1_9b49_0123456789ab.slice/cri-containerd-1.scope"
+    path = (
+        "/kubepods.slice/kubepods-burstable.slice/"
+        "kubepods-burstable-pod4a0e1b8c_7a34_4cf1_9b49_0123456789ab.slice/cri-containerd-1.scope"
+    )
     assert pod_uid_of_cgroup(path) == "4a0e1b8c-7a34-4cf1-9b49-0123456789ab"
     assert pod_uid_of_cgroup("/system.slice/ssh.service") is None
 

@@ -1,4 +1,4 @@
-"""Usage readers: cgroup v1/v2 files under a fixture root, statvfs, directory usage, summary JSON."""
+"""Usage readers: cgroup v1/v2 files under a fixture root, statvfs, du, the summary JSON."""
 
 from __future__ import annotations
 
