@@ -32,13 +32,13 @@ import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from kubelet.api.meta import ObjectMeta  # noqa: E402
-from kubelet.api.pod import Container, Pod, PodSpec  # noqa: E402
-from kubelet.eviction.decide import Eviction  # noqa: E402
-from kubelet.eviction.manager import EvictionConfig, EvictionManager  # noqa: E402
-from kubelet.eviction.thresholds import parse_thresholds  # noqa: E402
-from kubelet.stats.cgroupfs import Cgroups, Layout  # noqa: E402
-from kubelet.stats.summary import MemoryUsage, NodeUsage, PodUsage, Summary  # noqa: E402
+from kubelet.api.meta import ObjectMeta
+from kubelet.api.pod import Container, Pod, PodSpec
+from kubelet.eviction.decide import Eviction
+from kubelet.eviction.manager import EvictionConfig, EvictionManager
+from kubelet.eviction.thresholds import parse_thresholds
+from kubelet.stats.cgroupfs import Cgroups, Layout
+from kubelet.stats.summary import MemoryUsage, NodeUsage, PodUsage, Summary
 
 Mi = 1024 * 1024
 CAPACITY = 1024 * Mi
