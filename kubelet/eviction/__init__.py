@@ -1,0 +1,29 @@
+"""Node-pressure eviction: watch the node's resources, reclaim, evict one pod at a time.
+
+Upstream (pkg/kubelet/eviction) runs ``synchronize`` every 10 s and whenever a memory
+cgroup notifier fires: it turns a stats summary into signal observations, finds the
+thresholds met (soft ones after their grace period, met ones until their minimum
+reclaim is available), derives the MemoryPressure / DiskPressure / PIDPressure
+conditions (held for ``evictionPressureTransitionPeriod``), evicts pods over local
+storage limits, then for the most urgent resource reclaims on the node (dead
+containers, unused images) and, if that is not enough, evicts the first non-critical
+pod of the resource's ranking and waits for it to be cleaned up.
+
+Here the same decisions are pure functions over typed figures (kubelet.stats.summary):
+
+- ``thresholds``: signals, parsing the configuration, containerfs derivation;
+- ``observations``: signals from a summary;
+- ``state``: one monitoring pass (met, grace periods, conditions, fresh figures);
+- ``ranking`` and ``requests``: the eviction order per signal;
+- ``decide``: node-level reclaim per signal, the pod to evict and its grace period,
+  local storage limit evictions, the evicted status;
+- ``messages``: upstream's exact reason, messages and event annotations;
+- ``admission``: who is admitted under pressure;
+- ``notifier``: the memory threshold notifier (cgroup v1 eventfd), so memory pressure
+  is seen within a second instead of at the next 10 s pass.
+
+Left for the wiring round (see the issue 17 report): the manager loop that owns these
+(in the node's nursery), the summary source, the pod killer (pod workers with a grace
+override and a status function), node-level reclaim through the garbage collectors, the
+conditions into node status and the admission handler.
+"""

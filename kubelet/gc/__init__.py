@@ -1,0 +1,15 @@
+"""Garbage collectors: dead containers, sandboxes and pod log directories; unused images.
+
+Upstream runs container GC every minute and image GC every 5 minutes (StartGarbageCollection),
+and the eviction manager calls both as node-level reclaim under disk pressure. Here the
+decisions are pure (``containers.plan``; ``images`` records, order, age and space
+decisions, event texts) and the collectors apply them through the CRI.
+
+Left for the wiring round: the two periodic loops in the garbage-collector nursery (inputs:
+ListContainers / ListPodSandbox / ListImages / ImageFsInfo from the runtime, the pod
+workers' "content removable" and "runtime removable" answers per pod UID, sources-ready,
+the pod logs directory), applying a plan (StopContainer for unknown-state containers,
+RemoveContainer, StopPodSandbox + RemovePodSandbox, rmtree of log directories off the
+event loop, RemoveImage), and the events ContainerGCFailed, ImageGCFailed,
+FreeDiskSpaceFailed and InvalidDiskCapacity through the recorder.
+"""

@@ -1,0 +1,216 @@
+"""Memory, CPU and PID usage from cgroup files, v1 or v2, under an injectable root.
+
+The figures are cAdvisor's, which the kubelet's summary and eviction read upstream:
+
+- working set = usage − inactive file pages (``total_inactive_file`` in v1's
+  hierarchical ``memory.stat``, ``inactive_file`` in v2), never below 0; usage is
+  ``memory.usage_in_bytes`` (v1) or ``memory.current`` (v2);
+- the v2 root cgroup has no ``memory.current``: the machine's figures come from
+  /proc/meminfo (MemTotal − MemFree, ``Inactive(file)``), as runc does;
+- CPU is ``cpuacct.usage`` (v1, ns) or ``usage_usec`` of ``cpu.stat`` (v2);
+- the node's PID limit is min(kernel.pid_max, kernel.threads-max) and its task count
+  the total in /proc/loadavg (pidlimit_linux.go).
+
+The layout is detected from the mounts under ``sys/fs/cgroup``: a unified hierarchy
+(v2), or per-controller v1 directories (this machine: v1 with an empty v2 mounted at
+``unified``, a "hybrid" layout, read as v1). Every reader returns None for a figure
+it cannot read; nothing raises for a missing file.
+"""
+
+from __future__ import annotations
+
+import enum
+from pathlib import Path
+
+import attrs
+
+__all__ = ["CgroupMemory", "Cgroups", "Layout", "Rlimit", "detect_layout"]
+
+
+class Layout(enum.Enum):
+    V1 = "v1"
+    V2 = "v2"
+
+
+@attrs.frozen
+class CgroupMemory:
+    usage: int
+    working_set: int
+    inactive_file: int
+    rss: int | None = None
+    page_faults: int | None = None
+    major_page_faults: int | None = None
+    limit: int | None = None
+    """None: unlimited"""
+
+
+@attrs.frozen
+class Rlimit:
+    max_pid: int | None
+    num_processes: int | None
+
+
+_UNLIMITED = 1 << 62
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _int(path: Path) -> int | None:
+    text = _read(path)
+    if text is None:
+        return None
+    try:
+        return int(text.strip())
+    except ValueError:
+        return None
+
+
+def _key_values(text: str | None) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for line in (text or "").splitlines():
+        parts = line.replace(":", " ").split()
+        if len(parts) >= 2:
+            try:
+                out[parts[0]] = int(parts[1])
+            except ValueError:
+                continue
+    return out
+
+
+def detect_layout(root: Path = Path("/")) -> Layout:
+    """v2 when ``sys/fs/cgroup`` itself is the unified hierarchy, else v1."""
+    base = root / "sys/fs/cgroup"
+    return Layout.V2 if (base / "cgroup.controllers").exists() else Layout.V1
+
+
+@attrs.define
+class Cgroups:
+    """Readers for one machine's cgroups; ``cgroup`` paths are like ``/kubepods/pod<uid>``."""
+
+    root: Path = Path("/")
+    layout: Layout | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if self.layout is None:
+            self.layout = detect_layout(self.root)
+
+    @property
+    def base(self) -> Path:
+        return self.root / "sys/fs/cgroup"
+
+    def _v1(self, controllers: tuple[str, ...], cgroup: str) -> Path | None:
+        for name in controllers:
+            path = self.base / name / cgroup.strip("/")
+            if path.is_dir():
+                return path
+        return None
+
+    def _v2(self, cgroup: str) -> Path:
+        return self.base / cgroup.strip("/")
+
+    def exists(self, cgroup: str) -> bool:
+        if self.layout is Layout.V2:
+            return self._v2(cgroup).is_dir()
+        return self._v1(("memory",), cgroup) is not None
+
+    def memory(self, cgroup: str) -> CgroupMemory | None:
+        """Usage and working set of ``cgroup`` (``/`` is the whole machine)."""
+        if self.layout is Layout.V2:
+            return self._memory_v2(cgroup)
+        return self._memory_v1(cgroup)
+
+    def _memory_v1(self, cgroup: str) -> CgroupMemory | None:
+        path = self._v1(("memory",), cgroup)
+        if path is None:
+            return None
+        usage = _int(path / "memory.usage_in_bytes")
+        if usage is None:
+            return None
+        stat = _key_values(_read(path / "memory.stat"))
+        inactive = stat.get("total_inactive_file", 0)
+        limit = _int(path / "memory.limit_in_bytes")
+        return CgroupMemory(
+            usage=usage,
+            working_set=max(usage - inactive, 0),
+            inactive_file=inactive,
+            rss=stat.get("total_rss"),
+            page_faults=stat.get("total_pgfault"),
+            major_page_faults=stat.get("total_pgmajfault"),
+            limit=limit if limit is not None and limit < _UNLIMITED else None,
+        )
+
+    def _memory_v2(self, cgroup: str) -> CgroupMemory | None:
+        path = self._v2(cgroup)
+        usage = _int(path / "memory.current")
+        if usage is None:
+            return self._meminfo() if cgroup.strip("/") == "" else None
+        stat = _key_values(_read(path / "memory.stat"))
+        inactive = stat.get("inactive_file", 0)
+        limit_text = (_read(path / "memory.max") or "max").strip()
+        return CgroupMemory(
+            usage=usage,
+            working_set=max(usage - inactive, 0),
+            inactive_file=inactive,
+            rss=stat.get("anon"),
+            page_faults=stat.get("pgfault"),
+            major_page_faults=stat.get("pgmajfault"),
+            limit=int(limit_text) if limit_text.isdigit() else None,
+        )
+
+    def _meminfo(self) -> CgroupMemory | None:
+        info = {k: v * 1024 for k, v in _key_values(_read(self.root / "proc/meminfo")).items()}
+        total, free = info.get("MemTotal"), info.get("MemFree")
+        if total is None or free is None:
+            return None
+        usage = total - free
+        inactive = info.get("Inactive(file)", 0)
+        return CgroupMemory(
+            usage=usage, working_set=max(usage - inactive, 0), inactive_file=inactive
+        )
+
+    def cpu_usage_ns(self, cgroup: str) -> int | None:
+        """Cumulative CPU time of ``cgroup`` in nanoseconds."""
+        if self.layout is Layout.V2:
+            stat = _key_values(_read(self._v2(cgroup) / "cpu.stat"))
+            usec = stat.get("usage_usec")
+            return usec * 1000 if usec is not None else None
+        path = self._v1(("cpuacct", "cpu,cpuacct", "cpuacct,cpu", "cpu"), cgroup)
+        return _int(path / "cpuacct.usage") if path is not None else None
+
+    def pids(self, cgroup: str) -> int | None:
+        """Tasks in ``cgroup`` (``pids.current``); the root has none, see ``rlimit``."""
+        if self.layout is Layout.V2:
+            return _int(self._v2(cgroup) / "pids.current")
+        path = self._v1(("pids",), cgroup)
+        return _int(path / "pids.current") if path is not None else None
+
+    def rlimit(self) -> Rlimit:
+        """The node's task limit and count (pid.available is their difference)."""
+        limits = [
+            v
+            for v in (
+                _int(self.root / "proc/sys/kernel/pid_max"),
+                _int(self.root / "proc/sys/kernel/threads-max"),
+            )
+            if v is not None
+        ]
+        count: int | None = None
+        loadavg = _read(self.root / "proc/loadavg")
+        if loadavg is not None:
+            try:
+                count = int(loadavg.split()[3].split("/")[1])
+            except (IndexError, ValueError):
+                count = None
+        return Rlimit(max_pid=min(limits) if limits else None, num_processes=count)
+
+    def memory_path(self, cgroup: str) -> Path | None:
+        """The directory holding ``cgroup``'s memory files (for the threshold notifier)."""
+        if self.layout is Layout.V2:
+            path = self._v2(cgroup)
+            return path if path.is_dir() else None
+        return self._v1(("memory",), cgroup)

@@ -1,0 +1,194 @@
+"""The usage figures eviction and garbage collection read: a typed subset of stats/v1alpha1.
+
+``/stats/summary`` (kubelet/server/stats.py) serves the same figures as JSON; this is
+the shape decisions take, so they never index dictionaries. ``from_json`` reads that
+JSON (upstream's field names), which lets the eviction loop sit on the existing summary
+provider until the providers produce these objects directly. Times are seconds since
+the epoch; every figure is optional, as in upstream's schema.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+__all__ = [
+    "ContainerUsage",
+    "FsUsage",
+    "MemoryUsage",
+    "NodeUsage",
+    "PodUsage",
+    "Summary",
+    "VolumeUsage",
+    "from_json",
+]
+
+SYSTEM_CONTAINER_PODS = "pods"
+
+
+@attrs.frozen(kw_only=True)
+class FsUsage:
+    time: float | None = None
+    available: int | None = None
+    capacity: int | None = None
+    used: int | None = None
+    inodes_free: int | None = None
+    inodes: int | None = None
+    inodes_used: int | None = None
+
+
+@attrs.frozen(kw_only=True)
+class MemoryUsage:
+    time: float | None = None
+    available: int | None = None
+    usage: int | None = None
+    working_set: int | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ContainerUsage:
+    name: str
+    memory: MemoryUsage | None = None
+    rootfs: FsUsage | None = None
+    logs: FsUsage | None = None
+
+
+@attrs.frozen(kw_only=True)
+class VolumeUsage:
+    name: str
+    fs: FsUsage
+
+
+@attrs.frozen(kw_only=True)
+class PodUsage:
+    uid: str
+    name: str = ""
+    namespace: str = ""
+    memory: MemoryUsage | None = None
+    containers: tuple[ContainerUsage, ...] = ()
+    volumes: tuple[VolumeUsage, ...] = ()
+    ephemeral_storage: FsUsage | None = None
+    process_count: int | None = None
+
+
+@attrs.frozen(kw_only=True)
+class NodeUsage:
+    memory: MemoryUsage | None = None
+    pods_memory: MemoryUsage | None = None
+    """the "pods" system container: what allocatableMemory.available is measured on"""
+    fs: FsUsage | None = None
+    image_fs: FsUsage | None = None
+    container_fs: FsUsage | None = None
+    rlimit_time: float | None = None
+    max_pid: int | None = None
+    num_processes: int | None = None
+
+
+@attrs.frozen(kw_only=True)
+class Summary:
+    node: NodeUsage = attrs.field(factory=NodeUsage)
+    pods: tuple[PodUsage, ...] = ()
+
+    def pod(self, uid: str) -> PodUsage | None:
+        return next((p for p in self.pods if p.uid == uid), None)
+
+
+Json = Mapping[str, Any]
+
+
+def _time(stamp: Any) -> float | None:
+    if not isinstance(stamp, str):
+        return None
+    try:
+        parsed = dt.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=dt.UTC)
+    return parsed.timestamp()
+
+
+def _int(obj: Json, key: str) -> int | None:
+    value = obj.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _fs(obj: Any) -> FsUsage | None:
+    if not isinstance(obj, Mapping):
+        return None
+    return FsUsage(
+        time=_time(obj.get("time")),
+        available=_int(obj, "availableBytes"),
+        capacity=_int(obj, "capacityBytes"),
+        used=_int(obj, "usedBytes"),
+        inodes_free=_int(obj, "inodesFree"),
+        inodes=_int(obj, "inodes"),
+        inodes_used=_int(obj, "inodesUsed"),
+    )
+
+
+def _memory(obj: Any) -> MemoryUsage | None:
+    if not isinstance(obj, Mapping):
+        return None
+    return MemoryUsage(
+        time=_time(obj.get("time")),
+        available=_int(obj, "availableBytes"),
+        usage=_int(obj, "usageBytes"),
+        working_set=_int(obj, "workingSetBytes"),
+    )
+
+
+def _container(obj: Json) -> ContainerUsage:
+    return ContainerUsage(
+        name=str(obj.get("name", "")),
+        memory=_memory(obj.get("memory")),
+        rootfs=_fs(obj.get("rootfs")),
+        logs=_fs(obj.get("logs")),
+    )
+
+
+def _pod(obj: Json) -> PodUsage:
+    ref = obj.get("podRef") or {}
+    volumes = tuple(
+        VolumeUsage(name=str(v.get("name", "")), fs=_fs(v) or FsUsage())
+        for v in obj.get("volume") or ()
+        if isinstance(v, Mapping)
+    )
+    process = obj.get("process_stats") or {}
+    return PodUsage(
+        uid=str(ref.get("uid", "")),
+        name=str(ref.get("name", "")),
+        namespace=str(ref.get("namespace", "")),
+        memory=_memory(obj.get("memory")),
+        containers=tuple(_container(c) for c in obj.get("containers") or () if c),
+        volumes=volumes,
+        ephemeral_storage=_fs(obj.get("ephemeral-storage")),
+        process_count=_int(process, "process_count") if isinstance(process, Mapping) else None,
+    )
+
+
+def from_json(summary: Json) -> Summary:
+    """A ``/stats/summary`` document (stats/v1alpha1 field names) as typed figures."""
+    node = summary.get("node") or {}
+    pods_memory = None
+    for sc in node.get("systemContainers") or ():
+        if isinstance(sc, Mapping) and sc.get("name") == SYSTEM_CONTAINER_PODS:
+            pods_memory = _memory(sc.get("memory"))
+    runtime = node.get("runtime") or {}
+    rlimit = node.get("rlimit") or {}
+    return Summary(
+        node=NodeUsage(
+            memory=_memory(node.get("memory")),
+            pods_memory=pods_memory,
+            fs=_fs(node.get("fs")),
+            image_fs=_fs(runtime.get("imageFs")),
+            container_fs=_fs(runtime.get("containerFs")),
+            rlimit_time=_time(rlimit.get("time")),
+            max_pid=_int(rlimit, "maxpid"),
+            num_processes=_int(rlimit, "curproc"),
+        ),
+        pods=tuple(_pod(p) for p in summary.get("pods") or () if isinstance(p, Mapping)),
+    )
