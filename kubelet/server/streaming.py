@@ -24,10 +24,12 @@ What we do differently, and why:
   streaming servers (dockershim); with a remote runtime its own idle timeout applies
   (containerd: ``stream_idle_timeout``, 4 h). Honouring it here makes the setting mean
   what its help text says whatever the runtime.
-* Half-close: a direction that reaches end-of-stream passes it on (``send_eof``) where the
-  other side can take one (plain TCP) and the opposite direction goes on; where it cannot
-  (TLS, as on :10250) both connections end, as upstream. Any error on either side ends
-  both at once.
+* Half-close: when the client is done sending (end-of-stream), the runtime is told so
+  (``send_eof``) and its answer still flows back until it closes; a client whose
+  connection cannot half-close (TLS, as on :10250) ends the stream, as upstream. When the
+  runtime closes, the stream ends (what it sent is delivered first): a client is never
+  trusted to close a stream the runtime has finished. Any error on either side ends both
+  at once.
 * Backpressure by construction: each direction holds at most one chunk (``CHUNK``); a
   client that never reads stops us reading the runtime, whose own buffers then fill.
 
@@ -399,8 +401,9 @@ async def relay(
     idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
     chunk: int = CHUNK,
 ) -> RelayResult:
-    """Copy both ways until both directions end, either side fails, or nothing moves for
-    ``idle_timeout`` seconds (0: no limit). See the module docstring for half-close."""
+    """Copy both ways until the runtime closes, either side fails, the client closes a
+    connection that cannot half-close, or nothing moves for ``idle_timeout`` seconds (0: no
+    limit). See the module docstring for half-close."""
     state = _Relay(idle_timeout)
     with state.scope:
         async with trio.open_nursery() as nursery:
@@ -441,11 +444,14 @@ class _Relay:
         except BROKEN as exc:
             self._end(nursery, f"{direction}: {type(exc).__name__}")
             return
-        if isinstance(sink, trio.abc.HalfCloseableStream):
+        if (
+            direction == "to_runtime"
+            and isinstance(source, trio.abc.HalfCloseableStream)
+            and isinstance(sink, trio.abc.HalfCloseableStream)
+        ):
             try:
-                await sink.send_eof()
+                await sink.send_eof()  # the client is done sending; the runtime may go on
             except BROKEN as exc:
                 self._end(nursery, f"{direction}: {type(exc).__name__}")
             return
         self._end(nursery, "closed")
-

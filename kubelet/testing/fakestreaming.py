@@ -44,6 +44,7 @@ from wsproto.events import (
     Request,
     TextMessage,
 )
+from wsproto.utilities import RemoteProtocolError
 
 from kubelet.cri import api
 
@@ -205,8 +206,8 @@ class FakeStreamingServer:
     async def _connection(self, stream: trio.SocketStream) -> None:
         try:
             await self._serve(stream)
-        except BROKEN:
-            pass
+        except* BROKEN:
+            pass  # the client (the kubelet's proxy) went away
         finally:
             await trio.aclose_forcefully(stream)
 
@@ -240,8 +241,12 @@ class FakeStreamingServer:
             await _plain(stream, 400, message.encode())
             return
         ws = WSConnection(ConnectionType.SERVER)
-        ws.receive_data(raw)
-        hello = next((e for e in ws.events() if isinstance(e, Request)), None)
+        try:
+            ws.receive_data(raw)
+            hello = next((e for e in ws.events() if isinstance(e, Request)), None)
+        except RemoteProtocolError as exc:  # x/net/websocket: 400 and the reason
+            await _plain(stream, 400, f"{exc}\n".encode())
+            return
         if hello is None:
             await _plain(stream, 400, b"bad WebSocket handshake\n")
             return
@@ -303,7 +308,7 @@ class FakeStreamingServer:
         stdin: trio.MemorySendChannel[bytes],
         scope: trio.CancelScope,
     ) -> None:
-        async with stdin:
+        try:
             async for channel, payload in link.messages():
                 if channel == ch.STDIN:
                     with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
@@ -316,8 +321,10 @@ class FakeStreamingServer:
                     io.resized = trio.Event()
                 elif channel == ch.CLOSE and link.protocol == ch.V5 and payload[:1] == b"\0":
                     await stdin.aclose()
-        io.session.ended = "client closed" if link.peer_closed else "client gone"
-        scope.cancel()
+            io.session.ended = "client closed" if link.peer_closed else "client gone"
+            scope.cancel()  # the command is stopped before it could see its stdin end
+        finally:
+            await stdin.aclose()
 
     # -- port-forward ------------------------------------------------------------------------------
 
