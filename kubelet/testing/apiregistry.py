@@ -252,6 +252,11 @@ class Registry:
                 result["status"] = new["status"]
             else:
                 result.pop("status", None)
+        elif subresource == "approval":
+            # certificatesigningrequests/approval: only the conditions change
+            result = clone(old)
+            conditions = (new.get("status") or {}).get("conditions") or []
+            result.setdefault("status", {})["conditions"] = conditions
         elif subresource:
             raise StatusError.method_not_allowed("PUT", f"{rt.plural}/{subresource}")
         else:
