@@ -62,7 +62,7 @@ from .request import (
 )
 from .store import CLIENT_PREFIX, FileStore, StoreError
 
-__all__ = ["TMP_KEY_FILE", "BootstrapError", "load_client_cert"]
+__all__ = ["TMP_KEY_FILE", "BootstrapError", "clients_for", "load_client_cert"]
 
 log = logging.getLogger(__name__)
 
@@ -138,6 +138,22 @@ async def load_client_cert(
     log.info("TLS bootstrap: client certificate stored; %s written", kubeconfig)
 
 
+def clients_for(
+    kubeconfig: str, bootstrap_kubeconfig: str = "", open_api: OpenApi = _open_default
+) -> Callable[[object | None], AbstractAsyncContextManager[ApiClient]]:
+    """The client manager's ``client_for``: with a current certificate, a client from
+    ``kubeconfig`` (which presents it); without one, from the bootstrap kubeconfig, as
+    upstream's buildClientCertificateManager chooses. Read afresh each time."""
+
+    def client_for(current: object | None) -> AbstractAsyncContextManager[ApiClient]:
+        path = (
+            kubeconfig if current is not None or not bootstrap_kubeconfig else bootstrap_kubeconfig
+        )
+        return open_api(load_kubeconfig(path))
+
+    return client_for
+
+
 def _bootstrap_key(store: FileStore, cert_dir: str) -> PrivateKey:
     """The current pair's key if the store has one, else the kept temporary key
     (created on first use)."""
@@ -175,8 +191,11 @@ async def _wait_for_server(client: ApiClient, rng: random.Random) -> None:
     with trio.move_on_after(SERVER_WAIT):
         while True:
             try:
+                auth = client.connection.authorization()
                 with trio.fail_after(1.0):
-                    response = await client.http.get("/healthz")
+                    response = await client.http.get(
+                        "/healthz", headers={"Authorization": auth} if auth else None
+                    )
                 if response.status_code == 200:
                     return
                 log.info(
