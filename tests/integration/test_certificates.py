@@ -217,11 +217,10 @@ async def test_client_certificate_rotated_twice_without_losing_watch_events(
         assert first is not None and first.not_after - first.not_before == 3600
         connection = load_kubeconfig(kubeconfig)
         transport = RotatingTransport(transport_for(connection))
-        offset = api.now() - trio.current_time()
-        rotation = ClientRotation(connection, transport, lambda wall: wall - offset)
+        rotation = ClientRotation(connection, transport)
         async with ApiClient.open(connection, transport=transport) as client:
             await nursery.start(transport.run)
-            nursery.start_soon(rotation.follow, manager.subscribe(), first)
+            nursery.start_soon(rotation.follow, manager.subscribe())
             await nursery.start(manager.run)
             watcher = PodWatcher(client)
             nursery.start_soon(watcher.run)
@@ -454,3 +453,48 @@ async def test_an_expired_client_certificate_is_refused_by_the_fake(
                 await client.get(PODS.path("default"))
             assert caught.value.code == 401
         nursery.cancel_scope.cancel()
+
+
+async def test_the_fake_csr_api(tmp_path: Path, autojump_clock: trio.abc.Clock) -> None:
+    """What the kubelet relies on from the CSR API: validation, the requester recorded,
+    approval changing only the conditions, issuance by the controller."""
+    async with tls_api(tmp_path) as api, node_client(api, tmp_path) as client:
+        assert api.ca is not None
+        path = "/apis/certificates.k8s.io/v1/certificatesigningrequests"
+        with pytest.raises(ApiError) as bad:
+            await client.create(path, {"metadata": {"name": "x"}, "spec": {"request": "Zm9v"}})
+        assert bad.value.code == 422 and "spec.request" in str(bad.value)
+        key = csrmod.generate_key()
+        body = {
+            "metadata": {"generateName": "csr-"},
+            "spec": {
+                "request": base64.b64encode(
+                    csrmod.make_csr(key, csrmod.client_template(NODE))
+                ).decode(),
+                "signerName": csrmod.CLIENT_SIGNER,
+                "usages": ["digital signature", "client auth"],
+                "username": "someone-else",
+            },
+            "status": {"certificate": "Zm9v"},
+        }
+        created = await client.create(path, body)
+        name = created["metadata"]["name"]
+        assert name.startswith("csr-") and created["spec"]["username"] == "system:node:node-1"
+        assert created["status"] == {}
+        approval = dict(created)
+        approval["status"] = {
+            "conditions": [{"type": "Approved", "status": "True", "reason": "ByHand"}],
+            "certificate": "Zm9v",
+        }
+        approval["spec"] = {**created["spec"], "usages": ["server auth"]}
+        approved = await client.update(f"{path}/{name}/approval", approval)
+        assert approved["status"] == {"conditions": approval["status"]["conditions"]}
+        assert approved["spec"]["usages"] == ["digital signature", "client auth"]
+        controller = CsrController(api, api.ca, policy=lambda _: None)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(controller.run)
+            issued = await client.get(f"{path}/{name}")
+            nursery.cancel_scope.cancel()
+        cert = x509.load_pem_x509_certificate(base64.b64decode(issued["status"]["certificate"]))
+        assert cert.subject.rfc4514_string() == "CN=system:node:node-1,O=system:nodes"
+        assert controller.issued == [name]

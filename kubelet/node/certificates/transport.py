@@ -4,10 +4,11 @@ Upstream's kubelet closes every connection to the API server when its client cer
 rotates (every watch breaks and is re-established). Here the httpx transport is wrapped
 in generations instead: on rotation the SSLContext loads the new pair (new handshakes
 present it) and a new connection pool takes every new request, while requests already
-under way on the old pool — long watches above all — finish undisturbed. The old pool is
-closed once idle, or at the old certificate's NotAfter at the latest, since the API
-server refuses an expired certificate on every request, old connection or not (a watch
-still open then breaks, and its owner re-lists as after any broken watch).
+under way on the old pool — long watches above all — finish undisturbed; the old pool is
+closed as soon as its last request is done. The API server checks a client certificate
+when a request starts, so a watch begun with the old certificate may outlive it; no new
+request is ever sent with it. (``rotate(close_by=...)`` can still force an old pool
+closed at a given time; the kubelet does not need it.)
 
 ``ClientRotation.follow`` connects a certificate manager to the connection and the
 transport; ``RotatingTransport.run`` (in the same nursery) closes retired pools.
@@ -167,25 +168,16 @@ class ClientRotation:
 
     connection: ClusterConnection
     transport: RotatingTransport
-    wall_to_trio: Callable[[float], float]
-    """Converts an epoch time (a NotAfter) to ``trio.current_time()`` scale."""
 
-    def apply(self, pair: CertKeyPair, previous: CertKeyPair | None) -> None:
+    def apply(self, pair: CertKeyPair) -> None:
         self.connection.reload_client_certificate()
-        close_by = self.wall_to_trio(previous.not_after) if previous is not None else math.inf
-        self.transport.rotate(close_by)
+        self.transport.rotate()
         log.info(
             "certificate rotation detected, new connections to the API server use the new "
             "client certificate (serial %x)", pair.serial,
         )  # fmt: skip
 
-    async def follow(
-        self,
-        updates: trio.MemoryReceiveChannel[CertKeyPair],
-        current: CertKeyPair | None = None,
-    ) -> None:
+    async def follow(self, updates: trio.MemoryReceiveChannel[CertKeyPair]) -> None:
         """Apply every new pair from ``updates`` (``CertificateManager.subscribe()``)."""
-        previous = current
         async for pair in updates:
-            self.apply(pair, previous)
-            previous = pair
+            self.apply(pair)
