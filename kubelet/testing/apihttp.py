@@ -25,7 +25,8 @@ from .apiresources import ResourceType
 from .apiroutes import Route, parse_route, verb_of
 from .apistore import ApiStore, Obj, meta
 from .apiwatch import WatchHandle, WatchParams, encode, run_watch
-from .certs import client_identity
+from .certs import client_identity, expired
+from .csrapi import prepare_csr
 from .httpserver import AbortConnection, Request, Response, Send
 from .selectors import Matcher, field_selector, label_selector
 
@@ -37,6 +38,7 @@ ANONYMOUS = "system:anonymous"
 _SUBRESOURCE_VERBS = {
     "status": frozenset({"get", "update", "patch"}),
     "token": frozenset({"create"}),
+    "approval": frozenset({"get", "update", "patch"}),
 }
 
 
@@ -203,6 +205,10 @@ class ApiHandler:
                 raise StatusError(401, "Unauthorized")
         identity = client_identity(request.peer_cert)
         if identity is not None:
+            if expired(request.peer_cert, self.now()):
+                # kube-apiserver verifies a client certificate on every request, with its
+                # own clock: an expired one is refused even on an old connection
+                raise StatusError(401, "Unauthorized")
             return identity[0]
         if self.settings.require_auth:
             raise StatusError(401, "Unauthorized")
@@ -245,7 +251,7 @@ class ApiHandler:
             return self._watch(rt, route, query, record, expire)
         body = self._json_body(request) if verb not in ("patch",) else None
         if verb == "create":
-            return self._create(rt, route, body, bool(query.get("dryRun")))
+            return self._create(rt, route, body, bool(query.get("dryRun")), record.user)
         if verb == "update":
             code, obj = self.registry.update(
                 rt, route.namespace, route.name, body, subresource=route.subresource
@@ -277,7 +283,9 @@ class ApiHandler:
                 f"the body of the request could not be decoded: {exc}"
             ) from exc
 
-    def _create(self, rt: ResourceType, route: Route, body: Any, dry_run: bool) -> Response:
+    def _create(
+        self, rt: ResourceType, route: Route, body: Any, dry_run: bool, user: str = ""
+    ) -> Response:
         if rt.kind in ("TokenReview", "SubjectAccessReview"):
             return json_response(201, self.registry.review(rt, body))
         if route.subresource == "token":
@@ -286,6 +294,8 @@ class ApiHandler:
             )
         if route.name or route.subresource:
             raise StatusError.method_not_allowed("POST", f"{rt.plural}/{route.name}")
+        if rt.kind == "CertificateSigningRequest":
+            body = prepare_csr(body, user)
         return json_response(201, self.registry.create(rt, route.namespace, body, dry_run=dry_run))
 
     def _delete_options(self, body: Any, query: Mapping[str, str]) -> dict[str, Any]:

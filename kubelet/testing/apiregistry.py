@@ -146,6 +146,14 @@ class Registry:
             raise StatusError.invalid(
                 rt.kind, "", "metadata.name", "Required value: name or generateName is required"
             )
+        if rt.kind == "CertificateSigningRequest":
+            # path-segment names (upstream's bootstrap names are base64url: upper case, _)
+            if not isinstance(name, str) or name in (".", "..") or "/" in name or "%" in name:
+                raise StatusError.invalid(
+                    rt.kind, str(name), "metadata.name",
+                    f'Invalid value: "{name}": may not contain \'/\' or \'%\'',
+                )  # fmt: skip
+            return
         pattern = _DNS_LABEL if rt.kind == "Namespace" else _DNS_SUBDOMAIN
         if not isinstance(name, str) or len(name) > 253 or not pattern.match(name):
             err = StatusError.invalid(
@@ -252,6 +260,11 @@ class Registry:
                 result["status"] = new["status"]
             else:
                 result.pop("status", None)
+        elif subresource == "approval":
+            # certificatesigningrequests/approval: only the conditions change
+            result = clone(old)
+            conditions = (new.get("status") or {}).get("conditions") or []
+            result.setdefault("status", {})["conditions"] = conditions
         elif subresource:
             raise StatusError.method_not_allowed("PUT", f"{rt.plural}/{subresource}")
         else:

@@ -225,6 +225,17 @@ RESOURCES: tuple[ResourceType, ...] = (
         "authentication.k8s.io", "v1", "tokenreviews", "TokenReview", False, verbs=CREATE_ONLY
     ),
     ResourceType(
+        "certificates.k8s.io",
+        "v1",
+        "certificatesigningrequests",
+        "CertificateSigningRequest",
+        False,
+        subresources=frozenset({"approval", "status"}),
+        field_labels=(*META_FIELDS, "spec.signerName"),
+        short_names=("csr",),
+        has_status=True,
+    ),
+    ResourceType(
         "authorization.k8s.io",
         "v1",
         "subjectaccessreviews",

@@ -21,7 +21,11 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-__all__ = ["CertPair", "TestCA", "client_identity"]
+__all__ = ["CertPair", "TestCA", "client_identity", "expired"]
+
+NO_CHECK_TIME = 0x200000
+"""OpenSSL's X509_V_FLAG_NO_CHECK_TIME: the fake checks validity with its own clock
+(``expired``), which autojump_clock moves far ahead of the host's."""
 
 _VALID = datetime.timedelta(days=365)
 
@@ -123,12 +127,48 @@ class TestCA:
         pair.key.chmod(0o600)
         return pair
 
+    @property
+    def certificate(self) -> x509.Certificate:
+        return self._cert
+
+    def sign_csr(
+        self,
+        csr_pem: bytes,
+        not_before: datetime.datetime,
+        not_after: datetime.datetime,
+        *,
+        server: bool = False,
+    ) -> bytes:
+        """Issue the PEM certificate a CSR asks for (its subject and SANs), as the
+        controller manager's csrsigning does; the chain ends with this CA."""
+        request = x509.load_pem_x509_csr(csr_pem)
+        usage = ExtendedKeyUsageOID.SERVER_AUTH if server else ExtendedKeyUsageOID.CLIENT_AUTH
+        builder = (
+            x509.CertificateBuilder()
+            .subject_name(request.subject)
+            .issuer_name(self._cert.subject)
+            .public_key(request.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(not_before)
+            .not_valid_after(not_after)
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+        )
+        try:
+            san = request.extensions.get_extension_for_class(x509.SubjectAlternativeName)
+            builder = builder.add_extension(san.value, critical=False)
+        except x509.ExtensionNotFound:
+            pass
+        cert = builder.sign(self._key, hashes.SHA256())
+        return cert.public_bytes(serialization.Encoding.PEM)
+
     def server_context(self, pair: CertPair) -> ssl.SSLContext:
         """Server side: present ``pair``; verify client certificates against this CA if sent."""
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(pair.cert, pair.key)
         ctx.load_verify_locations(cafile=self.cert_path)
         ctx.verify_mode = ssl.CERT_OPTIONAL
+        ctx.verify_flags = ctx.verify_flags | NO_CHECK_TIME
         ctx.set_alpn_protocols(["http/1.1"])
         return ctx
 
@@ -138,6 +178,18 @@ class TestCA:
         if pair is not None:
             ctx.load_cert_chain(pair.cert, pair.key)
         return ctx
+
+
+def expired(peer_cert: object, now: float) -> bool:
+    """Whether a peer certificate (``ssl.getpeercert()``) is outside its validity at ``now``."""
+    if not isinstance(peer_cert, dict):
+        return False
+    try:
+        not_before = ssl.cert_time_to_seconds(peer_cert["notBefore"])
+        not_after = ssl.cert_time_to_seconds(peer_cert["notAfter"])
+    except (KeyError, ValueError):
+        return False
+    return not not_before <= now <= not_after
 
 
 def client_identity(peer_cert: object) -> tuple[str, list[str]] | None:

@@ -27,7 +27,9 @@ What it models
 --------------
 Resources: core/v1 pods (+status), nodes (+status), namespaces, events, configmaps,
 secrets, services, serviceaccounts (+token, a TokenRequest answered with a fake JWT);
-coordination.k8s.io/v1 leases; authentication.k8s.io/v1 tokenreviews and
+coordination.k8s.io/v1 leases; certificates.k8s.io/v1 certificatesigningrequests
+(+approval, +status; ``csrapi.CsrController`` approves and signs them, and client
+certificates are checked against the fake's clock); authentication.k8s.io/v1 tokenreviews and
 authorization.k8s.io/v1 subjectaccessreviews (create only, answered from
 ``api.auth``); discovery (/api, /apis...), /version, /healthz|livez|readyz.
 Semantics (see ``apistore``, ``apiregistry``, ``apiwatch``, ``patching``):

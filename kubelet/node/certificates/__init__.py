@@ -1,0 +1,39 @@
+"""The node's certificates: TLS bootstrap, client and serving certificate rotation.
+
+What upstream does (client-go util/certificate, pkg/kubelet/certificate, cmd/kubelet):
+with ``--bootstrap-kubeconfig`` and no valid ``--kubeconfig``, the kubelet asks the
+certificates API for a client certificate with the bootstrap credentials before it
+builds its API client; with ``rotateCertificates`` a certificate manager renews it at a
+jittered 70-90 % of its lifetime, and with ``serverTLSBootstrap`` a second manager
+obtains and renews the :10250 serving certificate (SANs from the node's addresses).
+Pairs live in ``--cert-dir`` as ``kubelet-{client,server}-<time>.pem`` behind a
+``-current.pem`` link; the kubeconfig written by bootstrap points at the client link.
+
+What this package does: the same, in modules with one job each —
+``csr`` (keys, CSR content, names, usages; pure), ``deadline`` (rotation deadline and
+retry back-off; pure), ``store`` (the files), ``request`` (create, reuse and watch a CSR),
+``kubeconfigs`` (is ``--kubeconfig`` still valid; writing it), ``bootstrap`` (TLS
+bootstrap), ``manager`` (rotation), ``metrics`` (upstream's metric names),
+``transport`` (new client certificates for new API connections while old requests
+finish), ``serving`` (the listener's SSLContext follows the serving manager).
+
+What is left (wiring, next round): running ``bootstrap.load_client_cert`` before the API
+client is built, the managers and followers in the node nursery, config/support.py, and
+the flags — see the report of issue 18.
+"""
+
+from .bootstrap import BootstrapError, load_client_cert
+from .csr import CLIENT_SIGNER, SERVING_SIGNER, CertificateTemplate
+from .manager import CertificateManager
+from .store import CertKeyPair, FileStore
+
+__all__ = [
+    "CLIENT_SIGNER",
+    "SERVING_SIGNER",
+    "BootstrapError",
+    "CertKeyPair",
+    "CertificateManager",
+    "CertificateTemplate",
+    "FileStore",
+    "load_client_cert",
+]

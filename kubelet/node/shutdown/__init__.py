@@ -1,0 +1,35 @@
+"""Graceful node shutdown through systemd-logind's inhibitor locks.
+
+What upstream does (pkg/kubelet/nodeshutdown): with ``shutdownGracePeriod`` (and
+``shutdownGracePeriodCriticalPods``) or ``shutdownGracePeriodByPodPriority``, the
+kubelet holds a logind "delay" lock on shutdown; when logind announces a shutdown
+(``PrepareForShutdown(true)``) the node turns NotReady, pods are terminated in priority
+groups, lowest first, each group within its share of the period, their status saying
+they were terminated for the node's shutdown, and the lock is released. It raises
+logind's InhibitDelayMaxSec with a drop-in when that is too short.
+
+What this package does: the same — ``plan`` (groups, each pod's grace, messages and
+conditions, config checks; pure), ``logind`` (the D-Bus side, with jeepney under Trio),
+``manager`` (the loop: lock, signal, terminate by groups, release; reconnects; says
+once when logind is absent and runs without it).
+
+Left for the wiring round: the config fields (``shutdownGracePeriodByPodPriority`` is
+not modelled in KubeletConfiguration yet), the node nursery task, the pod terminator
+(pod workers), admission and the node Ready condition reading the manager, and
+upstream's graceful-shutdown state file and metrics.
+"""
+
+from .logind import LogindBus, LogindError, LogindUnavailable
+from .manager import ShutdownManager, ShutdownPod, Termination
+from .plan import PriorityPeriod, periods
+
+__all__ = [
+    "LogindBus",
+    "LogindError",
+    "LogindUnavailable",
+    "PriorityPeriod",
+    "ShutdownManager",
+    "ShutdownPod",
+    "Termination",
+    "periods",
+]
