@@ -23,13 +23,13 @@ update, patch or delete means for a kind, the way upstream's ``pkg/registry`` do
 
 from __future__ import annotations
 
-import datetime
 import re
 from collections.abc import Callable, Mapping
 from fractions import Fraction
 from typing import Any
 
 from kubelet.api.quantity import parse_quantity
+from kubelet.goformat import rfc3339
 
 from .apiauth import ISSUER, ApiAuth
 from .apierrors import StatusError
@@ -44,11 +44,6 @@ _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _DELETION_FIELDS = ("deletionTimestamp", "deletionGracePeriodSeconds")
 _MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
-
-
-def rfc3339(epoch: float) -> str:
-    """Kubernetes ``Time``: UTC, whole seconds."""
-    return datetime.datetime.fromtimestamp(int(epoch), datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _precondition_failed(what: str, wanted: Any, have: Any) -> StatusError:

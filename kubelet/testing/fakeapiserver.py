@@ -90,11 +90,13 @@ import httpx
 import trio
 import yaml
 
+from kubelet.goformat import rfc3339
+
 from .apiauth import ApiAuth
 from .apierrors import StatusError
 from .apifaults import ApiFaultPlan
 from .apihttp import ApiHandler, ApiRequest, ApiSettings
-from .apiregistry import Registry, rfc3339
+from .apiregistry import Registry
 from .apiresources import ResourceType, by_kind
 from .apistore import ApiStore, Obj, meta
 from .apiwatch import WatchHandle

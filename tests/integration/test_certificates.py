@@ -34,7 +34,7 @@ from kubelet.node.certificates.serving import ServingCertificate
 from kubelet.node.certificates.store import CLIENT_PREFIX, SERVER_PREFIX, FileStore
 from kubelet.node.certificates.transport import ClientRotation, RotatingTransport, transport_for
 from kubelet.testing.certs import NO_CHECK_TIME
-from kubelet.testing.csrapi import CsrController
+from kubelet.testing.csrsigner import CsrController
 from kubelet.testing.fakeapiserver import FakeApiServer
 
 NODE = "node-1"

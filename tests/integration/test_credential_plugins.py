@@ -14,7 +14,7 @@ import pytest
 import trio
 from prometheus_client import CollectorRegistry
 
-from kubelet.config.errors import ConfigError
+from kubelet.errors import ConfigError
 from kubelet.runtime.credentials import plugins
 from kubelet.runtime.credentials.plugins import (
     CredentialProvider,

@@ -49,7 +49,7 @@ from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
 from kubelet.config.duration import parse_duration
-from kubelet.config.errors import ConfigError, Problem
+from kubelet.errors import ConfigError, Problem
 
 from .dockercfg import DockerConfigEntry
 from .keyring import Keyring, urls_match
@@ -166,6 +166,10 @@ def parse_provider_config(text: str, source: str) -> tuple[CredentialProvider, .
     return tuple(providers)
 
 
+Complain = Callable[[str, str], None]
+"""Records one problem of the provider entry at hand: (field, message)."""
+
+
 def _provider(
     entry: Any, i: int, source: str, seen: set[str], problems: list[Problem]
 ) -> CredentialProvider | None:
@@ -181,7 +185,34 @@ def _provider(
         return None
     for key in sorted(set(entry) - _PROVIDER_FIELDS):
         bad(key, "unknown field")
-    name = entry.get("name")
+    name = _provider_name(entry.get("name"), seen, bad)
+    api_version = entry.get("apiVersion")
+    if not api_version:
+        bad("apiVersion", "Required value")
+    elif api_version not in PROTOCOL_API_VERSIONS:
+        supported = ", ".join(f'"{v}"' for v in sorted(PROTOCOL_API_VERSIONS))
+        bad("apiVersion", f'Unsupported value: "{api_version}": supported values: {supported}')
+    match = _match_images(entry.get("matchImages") or [], bad)
+    seconds = _cache_duration(entry.get("defaultCacheDuration"), bad)
+    args = entry.get("args") or []
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        bad("args", "expected a list of strings")
+        args = []
+    env = _provider_env(entry.get("env") or [], bad)
+    if entry.get("tokenAttributes") is not None:
+        bad(
+            "tokenAttributes",
+            "service account token mode (KubeletServiceAccountTokenForCredentialProviders) is "
+            "not implemented by this kubelet",
+        )
+    if len(problems) > before:
+        return None
+    return CredentialProvider(
+        name, tuple(match), seconds, str(api_version), tuple(args), tuple(env)
+    )
+
+
+def _provider_name(name: Any, seen: set[str], bad: Complain) -> str:
     if not isinstance(name, str) or not name:
         bad("name", "Required value: provider name is required")
         name = ""
@@ -194,13 +225,10 @@ def _provider(
     if name and name in seen:
         bad("name", f'Duplicate value: "{name}"')
     seen.add(name)
-    api_version = entry.get("apiVersion")
-    if not api_version:
-        bad("apiVersion", "Required value")
-    elif api_version not in PROTOCOL_API_VERSIONS:
-        supported = ", ".join(f'"{v}"' for v in sorted(PROTOCOL_API_VERSIONS))
-        bad("apiVersion", f'Unsupported value: "{api_version}": supported values: {supported}')
-    match = entry.get("matchImages") or []
+    return str(name)
+
+
+def _match_images(match: Any, bad: Complain) -> list[str]:
     if not isinstance(match, list) or not all(isinstance(m, str) for m in match):
         bad("matchImages", "expected a list of strings")
         match = []
@@ -210,41 +238,34 @@ def _provider(
         why = _match_image_problem(image)
         if why:
             bad("matchImages", f'Invalid value: "{image}": match image is invalid: {why}')
-    duration = entry.get("defaultCacheDuration")
+    return list(match)
+
+
+def _cache_duration(duration: Any, bad: Complain) -> float:
     seconds = 0.0
     if duration is None:
         bad("defaultCacheDuration", "Required value")
-    else:
-        try:
-            seconds = parse_duration(str(duration))
-        except ValueError as exc:
-            bad("defaultCacheDuration", str(exc))
-        if seconds < 0:
-            bad(
-                "defaultCacheDuration",
-                f'Invalid value: "{duration}": must be greater than or equal to 0',
-            )
-    args = entry.get("args") or []
-    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
-        bad("args", "expected a list of strings")
-        args = []
+        return seconds
+    try:
+        seconds = parse_duration(str(duration))
+    except ValueError as exc:
+        bad("defaultCacheDuration", str(exc))
+    if seconds < 0:
+        bad(
+            "defaultCacheDuration",
+            f'Invalid value: "{duration}": must be greater than or equal to 0',
+        )
+    return seconds
+
+
+def _provider_env(raw: Any, bad: Complain) -> list[tuple[str, str]]:
     env: list[tuple[str, str]] = []
-    for j, var in enumerate(entry.get("env") or []):
+    for j, var in enumerate(raw):
         if not isinstance(var, Mapping) or not isinstance(var.get("name"), str) or not var["name"]:
             bad(f"env[{j}].name", "Required value")
             continue
         env.append((str(var["name"]), str(var.get("value") or "")))
-    if entry.get("tokenAttributes") is not None:
-        bad(
-            "tokenAttributes",
-            "service account token mode (KubeletServiceAccountTokenForCredentialProviders) is "
-            "not implemented by this kubelet",
-        )
-    if len(problems) > before:
-        return None
-    return CredentialProvider(
-        name, tuple(match), seconds, str(api_version), tuple(args), tuple(env)
-    )
+    return env
 
 
 def _match_image_problem(image: str) -> str:

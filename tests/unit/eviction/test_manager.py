@@ -11,10 +11,10 @@ import attrs
 import trio
 
 from kubelet.api.pod import Pod
+from kubelet.decisions.qos import is_critical_pod, pod_qos
 from kubelet.eviction.decide import Eviction
 from kubelet.eviction.manager import EvictionConfig, EvictionManager
 from kubelet.eviction.thresholds import Threshold, parse_thresholds
-from kubelet.runtime.qos import is_critical_pod, pod_qos
 from kubelet.stats.summary import Summary
 
 from .evictionkit import (

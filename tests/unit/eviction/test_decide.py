@@ -11,6 +11,7 @@ import attrs
 import pytest
 
 from kubelet.api.pod import PodCondition, PodStatus, Toleration
+from kubelet.decisions.qos import is_critical_pod, pod_qos
 from kubelet.eviction.admission import admit
 from kubelet.eviction.decide import (
     Reclaim,
@@ -24,7 +25,6 @@ from kubelet.eviction.observations import Observation, observe_signals
 from kubelet.eviction.ranking import rank
 from kubelet.eviction.state import EvictionState, step
 from kubelet.eviction.thresholds import Signal, parse_thresholds
-from kubelet.runtime.qos import is_critical_pod, pod_qos
 from kubelet.stats.summary import PodUsage
 
 from .evictionkit import (
