@@ -1,10 +1,19 @@
 """The file source: static pod manifests in a directory (or one file) → SET(file, pods).
 
-Every change re-reads the whole path and sends the full list; PodStorage turns that into
-the minimal changes. Changes are noticed two ways, as upstream does: inotify (the
-descriptor waited on by Trio, through inotify_simple) for speed, and a relist every
-``fileCheckFrequency`` so nothing is missed when inotify cannot help (the directory did
-not exist yet, was replaced, or events overflowed).
+Every change sends the full list; PodStorage turns that into the minimal changes.
+Changes are noticed two ways, as upstream does: inotify (the descriptor waited on by
+Trio, through inotify_simple) for speed, and a relist every ``fileCheckFrequency`` so
+nothing is missed when inotify cannot help (the directory did not exist yet, was
+replaced, or events overflowed).
+
+React at once, still coalesce
+    A manifest closed after writing or moved into the directory is read the moment its
+    event arrives (just that file). Any other change (a removal, a file still being
+    written) waits until a burst of events is over (50 ms without one) and is then
+    settled by a scan of the whole path. Reading a finished file never removes a pod, so
+    ``rm`` then ``cp``, or an editor's rename dance, is one change of the pod, never a
+    removal and an addition; a removal is acted on 50 ms after the last event of its
+    burst. See :mod:`.fileevents`.
 
 A manifest that stops parsing
     Upstream keeps the pod when an inotify event finds the file broken, and drops it at
@@ -30,7 +39,7 @@ import contextlib
 import functools
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import attrs
@@ -39,7 +48,7 @@ import trio
 
 from kubelet.api.pod import Pod
 
-from . import filescan
+from . import fileevents, filescan
 from .errors import ManifestError
 from .filescan import Decoded, Failed, FileResult, Gone, Scan, Skipped, Unchanged
 from .offloop import RunSync, in_thread
@@ -63,11 +72,10 @@ _WATCH_MASK = (
     | _IN.DELETE_SELF
     | _IN.MOVE_SELF
 )
-_GONE = _IN.DELETE_SELF | _IN.MOVE_SELF | _IN.IGNORED | _IN.UNMOUNT | _IN.Q_OVERFLOW
-"""The watched directory itself went away, or events were lost: rescan and rewatch."""
 
 _QUIET = 0.05
-"""Seconds without an inotify event that end a burst of changes."""
+"""Seconds without an inotify event that end a burst of changes: how long a removal
+waits to be confirmed (a file written again within it was never gone)."""
 _BURST = 1.0
 """A burst is cut after this long, so a file written without pause is still read."""
 
@@ -116,6 +124,10 @@ class FileSource:
         the same error. Bytes, not stat: timestamps can be too coarse to show an edit,
         and reading a small file is cheap; decoding it is what costs."""
         self._problem: str | None = None
+        self._ready: set[str] = set()
+        """Manifests closed after writing or moved in since the last read: read at once."""
+        self._settle_due = False
+        """A burst with other changes has ended: scan the whole path."""
         self.watching = trio.Event()
         """Set once inotify watches the path (tests wait on it before touching files)."""
 
@@ -145,7 +157,15 @@ class FileSource:
                 await self._send(config, relist=relist)
 
     async def _send(self, config: UpdateSink, *, relist: bool) -> None:
-        pods = await self.scan(relist=relist)
+        if relist or self._settle_due:
+            self._settle_due = False
+            self._ready.clear()  # the scan reads them too
+            pods = await self.scan(relist=relist)
+        elif self._ready:
+            paths, self._ready = sorted(self._ready), set()
+            pods = await self.read_now(paths)
+        else:
+            return
         if pods is not None:
             origins = {pod.uid: path for path, known in self._known.items() if (pod := known.pod)}
             await config.update(FILE_SOURCE, PodOperation.SET, pods, origins=origins)
@@ -163,6 +183,22 @@ class FileSource:
             functools.partial(filescan.scan_path, self.path, known, self._decode)
         )
         return self._settle_all(found, relist)
+
+    async def read_now(self, paths: Sequence[str]) -> list[Pod]:
+        """The pods with the finished manifests ``paths`` read again; the rest as they were.
+
+        Never a removal (unless a path is no regular file any more): a manifest that is
+        gone again by the time it is read keeps its pod until the scan that settles the
+        burst, so that ``rm`` then ``cp`` never stops the pod.
+        """
+        digests = {p: k.digest for p in paths if (k := self._known.get(p)) and k.digest}
+        found = await self.run_sync(
+            functools.partial(filescan.read_files, paths, digests, self._decode)
+        )
+        for path, result in found.items():
+            if not isinstance(result, Gone):
+                self._settle(path, result, relist=False)
+        return [k.pod for _, k in sorted(self._known.items()) if k.pod is not None]
 
     def _decode(self, data: bytes, path: str) -> Loaded:
         return load_manifest(data, path, node_name=self.node_name, is_file=True)
@@ -263,8 +299,7 @@ class FileSource:
         """Watch ``target`` until it (or the watched path) changes shape.
 
         The inotify descriptor is waited on by Trio itself: no thread, no polling, so an
-        idle kubelet does not wake for it, a change is read 50 ms after its burst of
-        events ends, and cancelling is immediate.
+        idle kubelet does not wake for it, and cancelling is immediate.
         """
 
         def wanted(name: str) -> bool:
@@ -273,36 +308,48 @@ class FileSource:
         with inotify_simple.INotify(nonblocking=True) as inotify:
             inotify.add_watch(target, _WATCH_MASK)
             self.watching.set()
-            _kick(kick)  # what changed while nobody watched (before the first scan, too)
+            self._settle_due = True  # what changed while nobody watched (before the first scan)
+            _kick(kick)
             while True:
                 await trio.lowlevel.wait_readable(inotify.fileno())
-                events = await _settled(inotify)
-                gone = any(e.mask & _GONE for e in events)
-                if gone or any(wanted(e.name) for e in events):
-                    _kick(kick)
-                if gone or await self.run_sync(
+                if await self._burst(inotify, target, wanted, kick) or await self.run_sync(
                     functools.partial(self._shape_changed, target, single)
                 ):
                     return
 
+    async def _burst(
+        self,
+        inotify: inotify_simple.INotify,
+        target: Path,
+        wanted: Callable[[str], bool],
+        kick: trio.MemorySendChannel[None],
+    ) -> bool:
+        """Follow one burst of events; True when the watch is over.
+
+        A finished manifest is read as soon as its event arrives; everything else waits
+        until ``_QUIET`` passes without an event (at most ``_BURST``) and is then settled
+        by one scan of the finished state (:mod:`.fileevents`).
+        """
+        unsettled = gone = False
+        with trio.move_on_after(_BURST):
+            while True:
+                batch = fileevents.sort_out(inotify.read(timeout=0), wanted)
+                if batch.ready:
+                    self._ready.update(str(target / name) for name in batch.ready)
+                    _kick(kick)
+                unsettled, gone = unsettled or batch.unsettled, gone or batch.gone
+                with trio.move_on_after(_QUIET) as quiet:
+                    await trio.lowlevel.wait_readable(inotify.fileno())
+                if quiet.cancelled_caught:
+                    break
+        if unsettled:
+            self._settle_due = True
+            _kick(kick)
+        return gone
+
     def _shape_changed(self, target: Path, single: str | None) -> bool:
         """The watched directory went away, or the path became (or stopped being) one."""
         return not target.is_dir() or self.path.is_dir() != (single is None)
-
-
-async def _settled(inotify: inotify_simple.INotify) -> list[inotify_simple.Event]:
-    """The events of one burst: read until ``_QUIET`` passes without one (at most
-    ``_BURST``), so that ``rm`` then ``cp``, or a file created and then written, is one
-    scan of the finished state and not a pod removed and added back."""
-    events = list(inotify.read(timeout=0))
-    with trio.move_on_after(_BURST):
-        while True:
-            with trio.move_on_after(_QUIET) as quiet:
-                await trio.lowlevel.wait_readable(inotify.fileno())
-            if quiet.cancelled_caught:
-                break
-            events.extend(inotify.read(timeout=0))
-    return events
 
 
 def _kick(kick: trio.MemorySendChannel[None]) -> None:

@@ -18,7 +18,7 @@ import hashlib
 import logging
 import os
 import stat
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import attrs
@@ -101,6 +101,13 @@ def scan_path(path: Path, known: Mapping[str, bytes], decode: Decode) -> Scan:
             None, f"is {_what(info.st_mode)}, not a directory or a regular file", logging.ERROR
         )
     return Scan({p: read_manifest(p, known.get(p), decode) for p in paths})
+
+
+def read_files(
+    paths: Sequence[str], known: Mapping[str, bytes], decode: Decode
+) -> dict[str, FileResult]:
+    """Just these manifest files (the ones an inotify event named); blocking."""
+    return {p: read_manifest(p, known.get(p), decode) for p in paths}
 
 
 def read_manifest(path: str, known: bytes | None, decode: Decode) -> FileResult:

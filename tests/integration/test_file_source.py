@@ -42,6 +42,7 @@ class Recorder:
 
     def __init__(self) -> None:
         self.sets: list[list[Pod]] = []
+        self.times: list[float] = []
         self.origins: Mapping[str, str] = {}
         self.registered: set[str] = set()
 
@@ -58,6 +59,7 @@ class Recorder:
     ) -> None:
         assert (source, op) == (FILE_SOURCE, PodOperation.SET)
         self.sets.append(list(pods))
+        self.times.append(trio.current_time())
         self.origins = origins or {}
 
     @property
@@ -78,6 +80,7 @@ async def start(
     *,
     watch: bool,
     on_error: Callable[[ManifestError], None] | None = None,
+    fake_clock: bool = False,
 ) -> tuple[FileSource, Recorder]:
     source = FileSource(
         path,
@@ -85,8 +88,8 @@ async def start(
         watch=watch,
         on_error=on_error,
         check_frequency=20.0 if not watch else 3600.0,
-        # the relist tests run on autojump_clock: no worker thread (it would look idle)
-        run_sync=inline if not watch else in_thread,
+        # tests on autojump_clock: no worker thread (it would look idle)
+        run_sync=inline if fake_clock or not watch else in_thread,
     )
     recorder = Recorder()
     await nursery.start(source.run, recorder)
@@ -247,6 +250,96 @@ async def test_duplicate_names_across_files_first_file_wins(tmp_path: Path) -> N
         [pod] = update.pods
         assert pod.spec.containers[0].image == "busybox:1.36"
         assert [reason for _, _, reason, _ in events] == ["FailedValidation"]
+        nursery.cancel_scope.cancel()
+
+
+# -- inotify on a fake clock: at once, and still one change per burst -----------------------
+# The kernel queues inotify events during the write itself, and Trio looks at the
+# descriptor before the autojump clock moves, so these timings are exact.
+
+
+def names(pods: list[Pod]) -> list[str]:
+    return sorted(p.metadata.name for p in pods)
+
+
+async def watched(nursery: trio.Nursery, path: Path) -> tuple[FileSource, Recorder]:
+    source, rec = await start(nursery, path, watch=True, fake_clock=True)
+    await source.watching.wait()
+    await trio.sleep(1)  # the scan a new watch begins with
+    return source, rec
+
+
+async def test_a_finished_manifest_is_read_at_once(
+    tmp_path: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    """Moved in, or closed after writing: sent without waiting for the burst to end."""
+    async with trio.open_nursery() as nursery:
+        _, rec = await watched(nursery, tmp_path)
+        t0 = trio.current_time()
+        put(tmp_path / "web.yaml", manifest("web"))  # written to a dot-file, moved in
+        await rec.wait_for(["web-node1"])
+        assert rec.times[-1] - t0 < 0.01
+        t1 = trio.current_time()
+        (tmp_path / "db.yaml").write_text(manifest("db"))  # created, written, closed
+        await rec.wait_for(["db-node1", "web-node1"])
+        assert rec.times[-1] - t1 < 0.01
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_removal_waits_for_the_burst_to_end(
+    tmp_path: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    put(tmp_path / "web.yaml", manifest("web"))
+    async with trio.open_nursery() as nursery:
+        _, rec = await watched(nursery, tmp_path)
+        t0 = trio.current_time()
+        (tmp_path / "web.yaml").unlink()
+        await rec.wait_for([])
+        assert 0.05 <= rec.times[-1] - t0 < 0.06
+        nursery.cancel_scope.cancel()
+
+
+async def test_rm_then_cp_is_one_change_never_a_removal(
+    tmp_path: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    """rm, another manifest moved in meanwhile (read at once), then the first one written
+    back 30 ms later: its pod is in every SET, and the same pod object when unchanged."""
+    put(tmp_path / "web.yaml", manifest("web"))
+    async with trio.open_nursery() as nursery:
+        _, rec = await watched(nursery, tmp_path)
+        [web] = rec.sets[-1]
+        before = len(rec.sets)
+        (tmp_path / "web.yaml").unlink()
+        put(tmp_path / "db.yaml", manifest("db"))
+        await trio.sleep(0.03)
+        with open(tmp_path / "web.yaml", "w") as f:  # cp: created, then written
+            await trio.sleep(0.01)
+            f.write(manifest("web"))
+        await trio.sleep(1)
+        assert rec.sets[before:] and all("web-node1" in names(s) for s in rec.sets[before:])
+        assert names(rec.sets[-1]) == ["db-node1", "web-node1"]
+        assert [p for p in rec.sets[-1] if p.metadata.name == "web-node1"] == [web]
+        nursery.cancel_scope.cancel()
+
+
+async def test_an_editors_rename_dance_is_one_change(
+    tmp_path: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    """vim without backupcopy: the file moved to a backup name, a new one written, the
+    backup removed. One new pod; the old one is never sent away before it."""
+    put(tmp_path / "web.yaml", manifest("web"))
+    async with trio.open_nursery() as nursery:
+        _, rec = await watched(nursery, tmp_path)
+        before = len(rec.sets)
+        (tmp_path / "web.yaml").rename(tmp_path / "web.yaml~")
+        await trio.sleep(0.005)
+        (tmp_path / "web.yaml").write_text(manifest("web", image="busybox:1.37"))
+        await trio.sleep(0.005)
+        (tmp_path / "web.yaml~").unlink()
+        await trio.sleep(1)
+        assert all("web-node1" in names(s) for s in rec.sets[before:])
+        [pod] = rec.sets[-1]
+        assert pod.spec.containers[0].image == "busybox:1.37"
         nursery.cancel_scope.cancel()
 
 
