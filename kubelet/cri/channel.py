@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -24,6 +25,7 @@ import trio
 import trio_asyncio
 from grpclib.client import Channel
 
+from . import trace
 from .codec import MAX_MESSAGE_BYTES, LimitedProtoCodec
 from .endpoint import socket_path
 from .errors import CriError, to_cri_error
@@ -110,6 +112,7 @@ class CriChannel:
         self.channel()
         deadline = trio.fail_after(timeout) if timeout is not None else contextlib.nullcontext()
         started = trio.current_time()
+        traced = time.monotonic() if trace.TRACE is not None else None
         error: BaseException | None = None
         try:
             with deadline:
@@ -128,6 +131,10 @@ class CriChannel:
         finally:
             if self.observer is not None:
                 self.observer(rpc, trio.current_time() - started, error)
+            if traced is not None and trace.TRACE is not None:
+                trace.TRACE.record(
+                    "call", rpc=rpc, t0=traced, t1=time.monotonic(), pod=trace.POD.get()
+                )
 
     def close(self) -> None:
         """Drop the connection. Idempotent; later calls raise."""

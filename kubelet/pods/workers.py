@@ -24,6 +24,7 @@ import attrs
 import trio
 
 from kubelet.api.pod import Pod
+from kubelet.cri import trace
 from kubelet.status.phase import is_terminal_phase
 
 log = logging.getLogger(__name__)
@@ -248,6 +249,7 @@ class PodWorkers:
             await blocking[0].terminated.wait()
 
     async def _pod_task(self, worker: PodWorker) -> None:
+        trace.POD.set(worker.pod.full_name)  # names this pod's CRI calls in a timing trace
         try:
             await self._wait_for_static_predecessor(worker)
             while True:

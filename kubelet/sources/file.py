@@ -39,6 +39,7 @@ import contextlib
 import functools
 import logging
 import os
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -47,6 +48,7 @@ import inotify_simple
 import trio
 
 from kubelet.api.pod import Pod
+from kubelet.cri import trace
 
 from . import fileevents, filescan
 from .errors import ManifestError
@@ -333,7 +335,10 @@ class FileSource:
         unsettled = gone = False
         with trio.move_on_after(_BURST):
             while True:
-                batch = fileevents.sort_out(inotify.read(timeout=0), wanted)
+                events = inotify.read(timeout=0)
+                if trace.TRACE is not None:
+                    _trace(trace.TRACE, events)
+                batch = fileevents.sort_out(events, wanted)
                 if batch.ready:
                     self._ready.update(str(target / name) for name in batch.ready)
                     _kick(kick)
@@ -350,6 +355,12 @@ class FileSource:
     def _shape_changed(self, target: Path, single: str | None) -> bool:
         """The watched directory went away, or the path became (or stopped being) one."""
         return not target.is_dir() or self.path.is_dir() != (single is None)
+
+
+def _trace(to: trace.Trace, events: list[inotify_simple.Event]) -> None:
+    now = time.monotonic()
+    for event in events:
+        to.record("inotify", t=now, name=event.name, mask=event.mask)
 
 
 def _kick(kick: trio.MemorySendChannel[None]) -> None:

@@ -1,0 +1,53 @@
+"""A timing trace of CRI calls for the benchmark; off unless ``KUBELET_TRACE_FILE`` is set.
+
+``scripts/bench_kubelet.py`` sets that variable to a file name to learn where a pod's
+start or teardown spends its time: in the runtime (the CRI calls) or in the kubelet
+(from the manifest's inotify event to the first call, and between calls). Each line is
+one JSON object with ``time.monotonic()`` seconds:
+
+    {"k": "call", "rpc": "RunPodSandbox", "t0": ..., "t1": ..., "pod": "default/web-node"}
+    {"k": "inotify", "t": ..., "name": "web.yaml", "mask": 128}
+
+``pod`` is the pod whose worker made the call ("" for the PLEG, probes and the rest): the
+pod workers set :data:`POD` in their task, and Trio hands a task's context to the tasks
+it starts. Off, the cost is one ``is None`` test per CRI call and per inotify read.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextvars
+import json
+import os
+from typing import IO, Any
+
+ENV = "KUBELET_TRACE_FILE"
+
+POD: contextvars.ContextVar[str] = contextvars.ContextVar("kubelet_trace_pod", default="")
+"""The pod (``namespace/name``) the current task works for."""
+
+
+class Trace:
+    """Appends JSON lines to one file; buffered, flushed at exit and every 64 KiB."""
+
+    def __init__(self, path: str) -> None:
+        self._file: IO[str] = open(path, "a", encoding="utf-8")  # noqa: SIM115 (lives on)
+        atexit.register(self._file.flush)
+
+    def record(self, kind: str, **fields: Any) -> None:
+        self._file.write(json.dumps({"k": kind, **fields}, separators=(",", ":")) + "\n")
+
+    def flush(self) -> None:
+        self._file.flush()
+
+
+TRACE: Trace | None = None
+"""The trace when enabled (see :func:`enable_from_environment`), else None."""
+
+
+def enable_from_environment() -> None:
+    """Start tracing when ``KUBELET_TRACE_FILE`` names a file (the benchmark does)."""
+    global TRACE
+    path = os.environ.get(ENV)
+    if path and TRACE is None:
+        TRACE = Trace(path)
