@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import platform
 import shutil
@@ -35,7 +36,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import trio
@@ -114,6 +115,9 @@ class KubeletProcess:
     endpoint: str
     node: str = attrs.field(factory=lambda: f"bench-{uuid.uuid4().hex[:6]}")
     config: str | None = None
+    traced: bool = True
+    """Ask the kubelet for its timing trace (``KUBELET_TRACE_FILE``; a tree without it
+    ignores the variable and the trace figures print as "-")."""
     proc: trio.Process | None = None
     startup: float = 0.0
 
@@ -124,6 +128,17 @@ class KubeletProcess:
     @property
     def log_file(self) -> Path:
         return self.root / "kubelet.log"
+
+    @property
+    def trace_file(self) -> Path:
+        return self.root / "trace.jsonl"
+
+    def trace(self) -> list[dict[str, Any]]:
+        """The trace so far (only what the kubelet has flushed: read it after it exits)."""
+        if not self.trace_file.exists():
+            return []
+        lines = self.trace_file.read_text().splitlines()
+        return [json.loads(line) for line in lines if line.endswith("}")]
 
     @property
     def pid(self) -> int:
@@ -159,9 +174,12 @@ class KubeletProcess:
             path.write_text(self.config)
             argv += ["--config", str(path)]
         t0 = time.monotonic()
+        env = dict(os.environ)
+        if self.traced:
+            env["KUBELET_TRACE_FILE"] = str(self.trace_file)
         with self.log_file.open("wb") as log:
             self.proc = await trio.lowlevel.open_process(
-                argv, stdout=subprocess.DEVNULL, stderr=log
+                argv, stdout=subprocess.DEVNULL, stderr=log, env=env
             )
         with trio.move_on_after(30):
             while True:
@@ -212,6 +230,97 @@ def pct(samples: list[float], q: int) -> float:
     """Nearest-rank percentile."""
     ordered = sorted(samples)
     return ordered[max(0, -(-len(ordered) * q // 100) - 1)]
+
+
+# -- the kubelet's own share, from its timing trace ------------------------------------------
+
+IN_CLOSE_WRITE, IN_MOVED_FROM, IN_MOVED_TO, IN_DELETE = 0x8, 0x40, 0x80, 0x200
+ADDED = IN_CLOSE_WRITE | IN_MOVED_TO
+REMOVED = IN_DELETE | IN_MOVED_FROM
+
+
+@attrs.frozen
+class Share:
+    """Where one pod's start (or teardown) went, from the manifest's inotify event to the
+    end of its StartContainer (or StopContainer)."""
+
+    to_first: float
+    """The inotify event → the pod's first CRI call: the kubelet alone."""
+    between: float
+    """The kubelet's time between the pod's CRI calls (none of them in flight)."""
+    cri: float
+    """Time with at least one of the pod's CRI calls in flight: the runtime's share."""
+    calls: int
+
+    @property
+    def kubelet(self) -> float:
+        return self.to_first + self.between
+
+
+class Trace:
+    """A kubelet's timing trace (``kubelet/cri/trace.py``), indexed for the questions below."""
+
+    def __init__(self, lines: list[dict[str, Any]]) -> None:
+        self.events: dict[str, list[tuple[float, int]]] = {}
+        self.calls: dict[str, list[dict[str, Any]]] = {}
+        self.relists: list[tuple[float, float]] = []
+        for x in lines:
+            if x["k"] == "inotify":
+                self.events.setdefault(x["name"], []).append((x["t"], x["mask"]))
+            elif x["k"] == "call":
+                self.calls.setdefault(x["pod"], []).append(x)
+            elif x["k"] == "relist":
+                self.relists.append((x["t"], x["d"]))
+        for calls in self.calls.values():
+            calls.sort(key=lambda c: c["t0"])
+
+    def __bool__(self) -> bool:
+        return bool(self.calls)
+
+    def share(self, file: str, pod: str, after: float, mask: int, until: str) -> Share | None:
+        """``pod`` (its full name, ``name_namespace``) from the first event of ``file``
+        matching ``mask`` after ``after`` to the end of its first ``until`` call."""
+        event = next((t for t, m in self.events.get(file, ()) if m & mask and t >= after), None)
+        if event is None:
+            return None
+        calls = []
+        for call in self.calls.get(pod, ()):
+            if call["t0"] >= event:
+                calls.append(call)
+                if call["rpc"] == until:
+                    break
+        else:
+            return None
+        busy, end = 0.0, calls[0]["t0"]
+        for call in calls:  # the union of the call intervals
+            if call["t1"] > end:
+                busy += call["t1"] - max(call["t0"], end)
+                end = call["t1"]
+        span = end - calls[0]["t0"]
+        return Share(calls[0]["t0"] - event, span - busy, busy, len(calls))
+
+    def relist_durations(self, start: float, end: float) -> list[float]:
+        return [d for t, d in self.relists if start <= t <= end]
+
+
+def ms(x: float) -> str:
+    return f"{1000 * x:.1f}"
+
+
+def share_summary(shares: list[Share | None]) -> str:
+    """p50 / max of the kubelet's share, its parts and the CRI calls', in ms."""
+    got = [x for x in shares if x is not None]
+    if not got:
+        return "-"
+
+    def pm(values: list[float]) -> str:
+        return f"{ms(statistics.median(values))}/{ms(max(values))}"
+
+    return (
+        f"kubelet {pm([x.kubelet for x in got])} (event → first call "
+        f"{pm([x.to_first for x in got])}, between calls {pm([x.between for x in got])}); "
+        f"CRI calls {pm([x.cri for x in got])} ms (p50/max of {len(got)})"
+    )
 
 
 # -- A: FakeRuntime --------------------------------------------------------------------------
@@ -280,7 +389,7 @@ async def bench_fake_once(n: int, steady: float, tmp: Path) -> FakeResult:
         f"podLogsDir: {logs}\n"
         f"maxPods: {max(110, n)}\n"  # upstream's default of 110 would reject the rest
     )
-    kubelet = KubeletProcess(tmp, endpoint, config=config)
+    kubelet = KubeletProcess(tmp, endpoint, config=config, traced=False)
     async with (
         fake_process(endpoint),
         trio_asyncio.open_loop(),
@@ -392,6 +501,10 @@ class ContainerdResult:
     stopped: float = 0.0
     removed: float = 0.0
     exit_secs: float = 0.0
+    single_start: list[Share | None] = attrs.Factory(list)
+    single_stop: list[Share | None] = attrs.Factory(list)
+    batch_start: list[Share | None] = attrs.Factory(list)
+    batch_stop: list[Share | None] = attrs.Factory(list)
 
 
 async def running_times(
@@ -437,13 +550,13 @@ async def wait_gone(
 
 @contextlib.asynccontextmanager
 async def containerd_kubelet(
-    runtime: RuntimeClient, endpoint: str
+    runtime: RuntimeClient, endpoint: str, config: str | None = None
 ) -> AsyncIterator[KubeletProcess]:
     """A kubelet on containerd; on exit its pods are deleted, it is stopped, leftovers go."""
     from kubelet.cri.__main__ import cleanup
 
     tmp = Path(tempfile.mkdtemp(prefix="kbk-", dir="/tmp"))
-    kubelet = KubeletProcess(tmp, endpoint)
+    kubelet = KubeletProcess(tmp, endpoint, config=config)
     try:
         await kubelet.start()
         yield kubelet
@@ -457,7 +570,7 @@ async def containerd_kubelet(
             if ours and kubelet.proc is not None and kubelet.proc.poll() is None:
                 for path in kubelet.manifests.glob("*.yaml"):
                     path.unlink()
-                await wait_gone(runtime, ours, time.monotonic(), 120)
+                await wait_gone(runtime, ours, time.monotonic(), 600)
             if kubelet.proc is not None:
                 await kubelet.stop()
             # safety net, limited to this kubelet's pods (other kubelets may share containerd)
@@ -484,6 +597,7 @@ async def bench_containerd(endpoint: str, batch: int, steady: float) -> Containe
         print(f"containerd: {result.runtime}", flush=True)
         async with containerd_kubelet(runtime, endpoint) as kubelet:
             result.startup = kubelet.startup
+            marks: list[tuple[str, str, float, float]] = []  # file, pod, written, removed
             for i in range(3):
                 name = f"one{i}"
                 pod = kubelet.pod_name(name)
@@ -493,6 +607,7 @@ async def bench_containerd(endpoint: str, batch: int, steady: float) -> Containe
                 if pod not in seen:
                     raise SystemExit(f"single pod not running after 60 s\n{kubelet.tail()}")
                 result.single.append(seen[pod])
+                marks.append((f"{name}.yaml", pod, t0, time.monotonic()))
                 (kubelet.manifests / f"{name}.yaml").unlink()
                 _, removed = await wait_gone(runtime, {pod}, time.monotonic(), 120)
                 print(
@@ -516,17 +631,31 @@ async def bench_containerd(endpoint: str, batch: int, steady: float) -> Containe
             result.steady_cpu = await steady_cpu(kubelet, steady)
             result.steady_secs = steady
             result.rss, result.peak_rss = kubelet.memory()
-            t0 = time.monotonic()
+            t_batch, t1 = t0, time.monotonic()
             for file, _ in texts:
                 (kubelet.manifests / file).unlink()
-            result.stopped, result.removed = await wait_gone(runtime, pods, t0, 180)
+            result.stopped, result.removed = await wait_gone(runtime, pods, t1, 180)
             print(
                 f"  removed: every container stopped {result.stopped:.1f} s, "
                 f"every sandbox removed {result.removed:.1f} s",
                 flush=True,
             )
             result.exit_secs = await kubelet.stop()
+            trace = Trace(kubelet.trace())
+            for file, pod, written, removed in marks:
+                result.single_start.append(share_of(trace, file, pod, written, ADDED))
+                result.single_stop.append(share_of(trace, file, pod, removed, REMOVED))
+            for n in names:
+                pod = kubelet.pod_name(n)
+                result.batch_start.append(share_of(trace, f"{n}.yaml", pod, t_batch, ADDED))
+                result.batch_stop.append(share_of(trace, f"{n}.yaml", pod, t1, REMOVED))
     return result
+
+
+def share_of(trace: Trace, file: str, pod: str, after: float, mask: int) -> Share | None:
+    """A static pod's start (manifest added) or teardown (removed) from the trace."""
+    until = "StartContainer" if mask == ADDED else "StopContainer"
+    return trace.share(file, f"{pod}_default", after, mask, until)
 
 
 def print_containerd(r: ContainerdResult) -> None:
@@ -564,12 +693,120 @@ def print_containerd(r: ContainerdResult) -> None:
         ["SIGTERM → exit (s)", f"{r.exit_secs:.2f}", "-"],
     ]
     print_table(header, rows)
+    print("\nthe kubelet's own share (its timing trace; '-': a tree without one)")
+    for i, (start, stop) in enumerate(zip(r.single_start, r.single_stop, strict=True)):
+        print(f"  one pod {i + 1}, start:    {share_summary([start])}")
+        print(f"  one pod {i + 1}, teardown: {share_summary([stop])}")
+    print(f"  batch of {r.batch}, start:    {share_summary(r.batch_start)}")
+    print(f"  batch of {r.batch}, teardown: {share_summary(r.batch_stop)}")
     print(
         f"\nvs upstream (30 pods): all running {lat[-1]:.1f} s vs ≈ 7 s, one pod "
         f"{statistics.median(r.single):.2f} s vs ≈ 0.2 s, CPU {r.steady_cpu:.1f} % vs 2.3 %, "
         f"RSS {r.rss:.0f} MiB vs 87 MiB, sandboxes removed {r.removed:.1f} s vs ≈ 41 s"
         + ("" if r.batch == 30 else f" (our batch: {r.batch} pods)")
     )
+
+
+# -- C: many pods on one node (containerd) ---------------------------------------------------
+
+
+@attrs.define
+class NodeResult:
+    n: int
+    latencies: list[float] = attrs.Factory(list)
+    ramp_cpu: float = 0.0
+    steady_cpu: float = 0.0
+    steady_secs: float = 0.0
+    rss: float = 0.0
+    peak_rss: float = 0.0
+    relists: list[float] = attrs.Factory(list)
+    stopped: float = 0.0
+    removed: float = 0.0
+    starts: list[Share | None] = attrs.Factory(list)
+    stops: list[Share | None] = attrs.Factory(list)
+
+
+async def bench_node(endpoint: str, n: int, steady: float) -> NodeResult | None:
+    """N busybox pods on containerd: all running, steady CPU, PLEG relists, RSS, teardown."""
+    from kubelet.cri import CriError, connect
+
+    config = (
+        "apiVersion: kubelet.config.k8s.io/v1beta1\n"
+        "kind: KubeletConfiguration\n"
+        f"maxPods: {max(110, n)}\n"
+    )
+    result = NodeResult(n)
+    async with trio_asyncio.open_loop(), connect(endpoint, request_timeout=60) as (runtime, _):
+        try:
+            with trio.fail_after(3):
+                await runtime.version()
+        except (CriError, trio.TooSlowError) as exc:
+            print(f"containerd not reachable at {endpoint} ({exc}): skipped")
+            return None
+        print(f"node: {n} pods on containerd ...", flush=True)
+        async with containerd_kubelet(runtime, endpoint, config) as kubelet:
+            names = [f"n{i:04d}" for i in range(n)]
+            pods = {kubelet.pod_name(x) for x in names}
+            cpu0, t0 = kubelet.cpu(), time.monotonic()
+            for x in names:
+                write_atomic(kubelet.manifests, f"{x}.yaml", manifest(x, LOOP, grace=5))
+            seen = await running_times(runtime, pods, t0, 60 + 2 * n, every=0.25)
+            result.ramp_cpu = kubelet.cpu() - cpu0
+            result.latencies = sorted(seen.values())
+            if len(seen) < n:
+                print(f"  only {len(seen)}/{n} running\n{kubelet.tail()}")
+                return result
+            print(f"  all running in {result.latencies[-1]:.1f} s", flush=True)
+            await trio.sleep(5)
+            s0 = time.monotonic()
+            result.steady_cpu = await steady_cpu(kubelet, steady)
+            s1 = time.monotonic()
+            result.steady_secs = steady
+            result.rss, result.peak_rss = kubelet.memory()
+            print(f"  steady CPU {result.steady_cpu:.2f} %, RSS {result.rss:.0f} MiB", flush=True)
+            t1 = time.monotonic()
+            for x in names:
+                (kubelet.manifests / f"{x}.yaml").unlink()
+            result.stopped, result.removed = await wait_gone(runtime, pods, t1, 60 + 2 * n)
+            print(
+                f"  removed: every container stopped {result.stopped:.1f} s, "
+                f"every sandbox removed {result.removed:.1f} s",
+                flush=True,
+            )
+            await kubelet.stop()
+            trace = Trace(kubelet.trace())
+            result.relists = trace.relist_durations(s0, s1)
+            for x in names:
+                pod = kubelet.pod_name(x)
+                result.starts.append(share_of(trace, f"{x}.yaml", pod, t0, ADDED))
+                result.stops.append(share_of(trace, f"{x}.yaml", pod, t1, REMOVED))
+    return result
+
+
+def print_node(r: NodeResult) -> None:
+    lat = r.latencies
+    if len(lat) < r.n:
+        print(f"node: only {len(lat)} of {r.n} pods ran")
+        return
+    relists = (
+        f"{ms(pct(r.relists, 50))} / {ms(pct(r.relists, 99))} ms ({len(r.relists)} relists)"
+        if r.relists
+        else "- (no trace)"
+    )
+    header = [f"{r.n} pods on one node (containerd), kubelet process", "measured", "goal"]
+    rows = [
+        ["manifests written → all RUNNING (s)", f"{lat[-1]:.1f} ({r.n / lat[-1]:.1f} pods/s)", ""],
+        ["  p50 / p99 per pod (s)", f"{pct(lat, 50):.1f} / {pct(lat, 99):.1f}", ""],
+        ["kubelet CPU during the ramp (s)", f"{r.ramp_cpu:.1f}", ""],
+        [f"steady CPU over {r.steady_secs:.0f} s (% of a core)", f"{r.steady_cpu:.2f} %", "≤ 3 %"],
+        ["PLEG relist p50 / p99 (steady)", relists, "p99 ≤ 100 ms"],
+        ["kubelet RSS / peak (MiB)", f"{r.rss:.0f} / {r.peak_rss:.0f}", "≤ 150 MiB"],
+        ["manifests removed → every container stopped (s)", f"{r.stopped:.1f}", ""],
+        ["manifests removed → every sandbox removed (s)", f"{r.removed:.1f}", ""],
+    ]
+    print_table(header, rows)
+    print(f"  start:    {share_summary(r.starts)}")
+    print(f"  teardown: {share_summary(r.stops)}")
 
 
 # -- orchestration ---------------------------------------------------------------------------
@@ -594,12 +831,20 @@ async def trio_main(args: argparse.Namespace) -> None:
         if args.no_containerd
         else await bench_containerd(args.containerd_endpoint, args.batch, args.containerd_steady)
     )
+    node = (
+        None
+        if not args.node
+        else await bench_node(args.containerd_endpoint, args.node, args.node_steady)
+    )
     print()
     if fake:
         print_fake(fake)
         print()
     if cd is not None:
         print_containerd(cd)
+        print()
+    if node is not None:
+        print_node(node)
 
 
 def main() -> None:
@@ -612,6 +857,12 @@ def main() -> None:
     parser.add_argument("--batch", type=int, help="containerd batch size (default 30)")
     parser.add_argument(
         "--containerd-steady", type=float, help="containerd steady seconds (default 20)"
+    )
+    parser.add_argument(
+        "--node", type=int, default=0, help="N pods on one node on containerd (e.g. 500; off: 0)"
+    )
+    parser.add_argument(
+        "--node-steady", type=float, default=30, help="steady seconds with N pods (default 30)"
     )
     parser.add_argument("--no-fake", action="store_true", help="skip the FakeRuntime part")
     parser.add_argument("--no-containerd", action="store_true", help="skip the containerd part")

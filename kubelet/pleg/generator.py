@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import enum
 import logging
+import time
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
 import attrs
 import trio
 
+from kubelet.cri import trace
 from kubelet.cri.types import ContainerRunState
 
 from .cache import PodCache
@@ -202,6 +204,10 @@ class Pleg:
         self.last_relist_duration = self.last_relist - start
         if self.on_relist is not None:
             self.on_relist(start, self.last_relist_duration)
+        if trace.TRACE is not None:
+            trace.TRACE.record(
+                "relist", t=time.monotonic(), d=self.last_relist_duration, pods=len(current)
+            )
 
     async def _refresh(self, uids: set[str]) -> dict[str, bool]:
         results: dict[str, bool] = {}
