@@ -119,7 +119,8 @@ def write_hosts_file(path: str, content: str) -> None:
 
     Unchanged content is left alone: a rename gives the path a new inode, and
     containers that already bind-mount the old one would keep seeing the old file.
-    Blocking I/O: call it from a worker thread under Trio.
+    Not fsynced (upstream does not either): the file is written again before every
+    container start, and an fsync per start cost the event loop milliseconds.
     """
     data = content.encode()
     with contextlib.suppress(OSError), open(path, "rb") as f:
@@ -133,7 +134,6 @@ def write_hosts_file(path: str, content: str) -> None:
             f.write(data)
             f.flush()
             os.fchmod(f.fileno(), HOSTS_FILE_MODE)  # mkstemp's 0600, whatever the umask
-            os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -105,6 +105,9 @@ class ContainerLogManager:
         self.monitor_interval = monitor_interval
         self._limiter = trio.CapacityLimiter(max(1, max_workers))
         self._wall_clock = wall_clock
+        self._paths: dict[str, str] = {}
+        """Container ID → its log path: set when the container is created and never changed,
+        so asked of the runtime (ContainerStatus) once, not every round for every container."""
 
     @property
     def enabled(self) -> bool:
@@ -125,6 +128,8 @@ class ContainerLogManager:
     async def rotate_all(self) -> None:
         """One round over the running containers."""
         containers = await self.runtime.list_containers(state=api.CONTAINER_RUNNING)
+        running = {c.id for c in containers}
+        self._paths = {cid: path for cid, path in self._paths.items() if cid in running}
         async with trio.open_nursery() as nursery:
             for c in containers:
                 nursery.start_soon(self._process, c.id)
@@ -138,7 +143,10 @@ class ContainerLogManager:
 
     async def process(self, container_id: str) -> bool:
         """Rotate one container's log if it is too big; True if it was rotated."""
-        path = (await self.runtime.container_status(container_id)).status.log_path
+        path = self._paths.get(container_id)
+        if path is None:
+            path = (await self.runtime.container_status(container_id)).status.log_path
+            self._paths[container_id] = path
         if not path:
             return False
         try:

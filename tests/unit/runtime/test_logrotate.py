@@ -27,8 +27,11 @@ class ScriptedRuntime:
     log_path: Path
     reopen_fails: bool = False
     reopened: int = 0
+    statuses: int = 0
+    running: tuple[str, ...] = ("c1",)
 
     async def container_status(self, container_id: str) -> api.ContainerStatusResponse:
+        self.statuses += 1
         status = api.ContainerStatus(id=container_id, log_path=str(self.log_path))
         return api.ContainerStatusResponse(status=status)
 
@@ -39,7 +42,7 @@ class ScriptedRuntime:
         self.log_path.touch()
 
     async def list_containers(self, **_: Any) -> list[api.Container]:
-        return [api.Container(id="c1", state=api.CONTAINER_RUNNING)]
+        return [api.Container(id=c, state=api.CONTAINER_RUNNING) for c in self.running]
 
 
 class Clock:
@@ -157,3 +160,19 @@ async def test_run_rotates_every_interval(tmp_path: Path, autojump_clock: trio.a
         await trio.sleep(10)
         assert rt.reopened == 2
         nursery.cancel_scope.cancel()
+
+
+async def test_the_log_path_is_asked_once_per_container(tmp_path: Path) -> None:
+    """A container's log path never changes: one ContainerStatus for it, not one per round
+    (110 containers cost 11 calls a second at the 10 s interval otherwise)."""
+    rt = ScriptedRuntime(tmp_path / "0.log", running=("c1", "c2"))
+    rt.log_path.touch()
+    m = manager(rt)
+    for _ in range(3):
+        await m.rotate_all()
+    assert rt.statuses == 2
+    rt.running = ("c2",)
+    await m.rotate_all()
+    rt.running = ("c1", "c2")  # gone and back (IDs are not reused; the cache must not grow)
+    await m.rotate_all()
+    assert rt.statuses == 3
