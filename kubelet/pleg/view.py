@@ -32,15 +32,19 @@ _PLEG_STATES = {
 
 
 class RuntimeView:
-    """CRI reads shaped for the kubelet. Cheap to construct; holds no state."""
+    """CRI reads shaped for the kubelet. Cheap to construct; keeps only its last listing."""
 
     def __init__(self, runtime: RuntimeClient) -> None:
         self.runtime = runtime
+        self._listing: tuple[float, list[api.PodSandbox], list[api.Container]] | None = None
+        """When the last relist began (trio clock), and what it listed."""
 
     async def relist(self) -> PodStates:
         """uid → container/sandbox id → state, from two list calls."""
+        began = trio.current_time()
         sandboxes = await self.runtime.list_pod_sandbox()
         containers = await self.runtime.list_containers()
+        self._listing = (began, sandboxes, containers)
         out: dict[str, dict[str, PlegState]] = {}
         for s in sandboxes:
             uid = s.labels.get(labels.POD_UID)
@@ -101,17 +105,27 @@ class RuntimeView:
             timestamp=trio.current_time(),
         )
 
-    async def pod_identities(self) -> dict[str, tuple[str, str]]:
-        """uid → (namespace, name) of every pod the runtime holds."""
+    async def pod_identities(self, max_age: float | None = None) -> dict[str, tuple[str, str]]:
+        """uid → (namespace, name) of every pod the runtime holds.
+
+        With ``max_age``, the last relist's listing serves when it began at most that many
+        seconds ago (housekeeping's steady-state look, which then costs no CRI call).
+        """
+        listing = self._listing
+        if max_age is not None and listing and trio.current_time() - listing[0] <= max_age:
+            sandboxes, containers = listing[1], listing[2]
+        else:
+            sandboxes = await self.runtime.list_pod_sandbox()
+            containers = await self.runtime.list_containers()
         out: dict[str, tuple[str, str]] = {}
-        for s in await self.runtime.list_pod_sandbox():
+        for s in sandboxes:
             uid = s.labels.get(labels.POD_UID)
             if uid:
                 out[uid] = (
                     s.labels.get(labels.POD_NAMESPACE, s.metadata.namespace),
                     s.labels.get(labels.POD_NAME, s.metadata.name),
                 )
-        for c in await self.runtime.list_containers():
+        for c in containers:
             uid = c.labels.get(labels.POD_UID)
             if uid and uid not in out:
                 out[uid] = (

@@ -25,6 +25,11 @@ from .syncloop import OrphanPod
 
 log = logging.getLogger("kubelet.agent")
 
+LISTING_REUSE = 2.0
+"""Seconds a PLEG relist's listing may serve housekeeping's look at the runtime (the
+PLEG relists every second; upstream's runtime cache for it is 3 s old at most). An
+orphan found in it is acted on only after a fresh listing shows it too."""
+
 
 class RuntimeHousekeeper:
     """Implements ``syncloop.Housekeeper`` over the CRI, the pod directories and the API."""
@@ -75,10 +80,11 @@ class RuntimeHousekeeper:
         for backoff in self._backoffs:
             backoff.gc()
 
-    async def runtime_pods(self) -> Iterable[OrphanPod]:
+    async def runtime_pods(self, *, fresh: bool = True) -> Iterable[OrphanPod]:
+        max_age = None if fresh else LISTING_REUSE
         return [
             OrphanPod(uid, name, namespace)
-            for uid, (namespace, name) in (await self._view.pod_identities()).items()
+            for uid, (namespace, name) in (await self._view.pod_identities(max_age)).items()
         ]
 
     def orphan_as_pod(self, orphan: OrphanPod) -> Pod:

@@ -56,7 +56,8 @@ class Housekeeper(Protocol):
     """What housekeeping needs from the runtime (``housekeeping.RuntimeHousekeeper``
     over the CRI; fakes in tests). The clean-ups default to doing nothing."""
 
-    async def runtime_pods(self) -> Iterable[OrphanPod]: ...
+    async def runtime_pods(self, *, fresh: bool = True) -> Iterable[OrphanPod]:
+        """The pods the runtime holds; ``fresh`` False allows the PLEG's last listing."""
 
     def orphan_as_pod(self, orphan: OrphanPod) -> Pod: ...
 
@@ -247,20 +248,27 @@ class SyncLoop:
 
     # -- housekeeping ----------------------------------------------------------------------
 
+    def _orphaned(self, pod: OrphanPod) -> bool:
+        """On the runtime, but no source wants it and no worker has it. (A rejected pod
+        found running, admitted by an earlier run, counts: it goes.)"""
+        wanted = pod.uid in self.pods and pod.uid not in self.rejected
+        return not wanted and not self.workers.is_known(pod.uid)
+
     async def housekeeping(self) -> None:
         """Tear down runtime pods nobody wants, once every source has been seen."""
         self.housekeeper.tidy()
         if not self._sources_ready():
             return
         try:
-            running = list(await self.housekeeper.runtime_pods())
+            running = list(await self.housekeeper.runtime_pods(fresh=False))
+            if any(self._orphaned(p) for p in running):  # acted on only when seen now
+                running = list(await self.housekeeper.runtime_pods())
         except Exception as exc:
             log.warning("housekeeping: cannot list runtime pods: %s", exc)
             return
         for orphan in running:
-            wanted = orphan.uid in self.pods and orphan.uid not in self.rejected
-            if wanted or self.workers.is_known(orphan.uid):
-                continue  # a rejected pod found running (admitted by an earlier run) goes
+            if not self._orphaned(orphan):
+                continue
             log.info("removing orphaned pod %s/%s (%s)", orphan.namespace, orphan.name, orphan.uid)
             self.workers.terminate(self.housekeeper.orphan_as_pod(orphan), None, remove=True)
         for mirror in self.pods.mirrors():

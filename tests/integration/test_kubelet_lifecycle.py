@@ -198,6 +198,26 @@ async def test_orphans_removed_only_after_all_sources_ready(
     assert foreign_id in fake.sandboxes
 
 
+async def test_housekeeping_reads_the_pleg_listing_and_acts_on_a_fresh_one(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    """Steady state: the unfiltered lists are the PLEG's, one pair a second; housekeeping
+    (every 2 s) reads its listing. An orphan that appears is still removed, after a
+    listing of its own confirms it."""
+    async with running_kubelet(fake, short_tmp) as h:
+        h.write("web.yaml", WEB)
+        await h.wait_for(lambda: h.running("web", "app"))
+        await trio.sleep(5)
+        before = len(fake.calls_of("ListPodSandbox"))
+        await trio.sleep(20)  # no pod sync falls in here (every 60 s)
+        # the PLEG's relists alone (housekeeping listing for itself would add 10)
+        assert len(fake.calls_of("ListPodSandbox")) - before <= 21
+        async with connect(fake.endpoint) as (runtime, _):
+            cfg = sandbox_config("ghost", "ghost-uid")
+            await runtime.run_pod_sandbox(cfg)
+        await h.wait_for(lambda: "ghost-uid" not in _uids(fake), timeout=10)
+
+
 def _uids(fake: FakeRuntime) -> set[str]:
     return {s.config.metadata.uid for s in fake.sandboxes.values()}
 

@@ -83,7 +83,7 @@ class _Syncer(PodSyncer):
 class _StuckHousekeeper(Housekeeper):
     """Housekeeping that never returns: the syncLoop stalls inside it."""
 
-    async def runtime_pods(self) -> Iterable[OrphanPod]:
+    async def runtime_pods(self, *, fresh: bool = True) -> Iterable[OrphanPod]:
         await trio.sleep_forever()
         return []
 
