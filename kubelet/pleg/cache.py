@@ -1,8 +1,11 @@
 """The pod cache: the newest runtime view of each pod, shared by the PLEG and the workers.
 
 Entries are refreshed through one fetcher (a CRI status read). The PLEG refreshes pods
-that changed; a pod worker refreshes its own pod before every sync, so it never acts on
-a view older than its last action. A read that began before another never replaces
+that changed, and after each relist marks the cache current as of the relist's start
+(:meth:`PodCache.mark_fresh`). A pod worker never acts on a view older than the end of
+its previous step: :meth:`PodCache.newer_than` gives the cached entry when the last
+relist began after that (upstream's ``GetNewerThan``; a periodic sync then costs no CRI
+call), and reads the runtime otherwise. A read that began before another never replaces
 it, so the cache never goes back in time when a slow read (the PLEG's) finishes after a
 quicker, later one (a worker's, right after it acted). Readers get immutable
 ``RuntimePodStatus`` objects.
@@ -12,7 +15,7 @@ from __future__ import annotations
 
 import collections
 import itertools
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 
 import trio
 
@@ -36,6 +39,32 @@ class PodCache:
         while reads were in flight, the delete's): a read that began earlier (the PLEG's,
         say, overtaken by a worker's read after its action) never replaces the entry."""
         self._reading: collections.Counter[str] = collections.Counter()
+        self._fresh_at: float | None = None
+        """When the last relist that found every entry current began (``mark_fresh``)."""
+        self._stale: frozenset[str] = frozenset()
+        """Pods that relist could not vouch for (a failed read, a re-inspection asked)."""
+
+    def mark_fresh(self, began: float, stale: Iterable[str] = ()) -> None:
+        """A relist that began at ``began`` saw no change the entries do not show, except
+        for ``stale``: a pod whose sandboxes and containers keep their states keeps its
+        status (an exit, a restart or a new sandbox is a state change, and refreshed)."""
+        self._fresh_at = began
+        self._stale = frozenset(stale)
+
+    async def newer_than(self, uid: str, since: float | None) -> RuntimePodStatus:
+        """``uid``'s view as of ``since`` (the clock's time) or later: the cached entry when
+        the last relist vouches for it, else a read now. ``since`` None always reads."""
+        entry = self._entries.get(uid)
+        if (
+            entry is not None
+            and since is not None
+            and self._fresh_at is not None
+            and self._fresh_at >= since
+            and uid not in self._stale
+            and uid not in self._reading
+        ):
+            return entry
+        return await self.refresh(uid)
 
     async def refresh(self, uid: str) -> RuntimePodStatus:
         """Read ``uid`` from the runtime now and remember it; the newest view is returned

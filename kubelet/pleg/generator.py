@@ -200,6 +200,7 @@ class Pleg:
                 self._send(PodLifecycleEvent(uid, EventType.POD_SYNC))
             self._reinspect.discard(uid)
         self._states = {uid: dict(states) for uid, states in current.items()}
+        self._cache.mark_fresh(start, self._reinspect)
         self.last_relist = self._clock()
         self.last_relist_duration = self.last_relist - start
         if self.on_relist is not None:

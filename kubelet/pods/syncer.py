@@ -96,6 +96,9 @@ class KubeletPodSyncer:
         """The status last generated per pod (what /pods and the status manager show)."""
         self.rejections: dict[str, PodStatus] = {}
         """Pods admission refused: their Failed status outlives a teardown while desired."""
+        self.synced_at: dict[str, float] = {}
+        """When each pod's last sync ended: its next one needs a runtime view at least as
+        new (the PLEG's cache serves when it is; see ``PodCache.newer_than``)."""
 
     async def sync_pod(self, pod: Pod) -> SyncResult:
         started = trio.current_time()
@@ -103,6 +106,7 @@ class KubeletPodSyncer:
         try:
             return await self._sync_pod(pod)
         finally:
+            self.synced_at[pod.uid] = trio.current_time()
             if self.metrics is not None:
                 operation = "create" if first else "sync"
                 self.metrics.observe_pod_worker(operation, trio.current_time() - started)
@@ -119,7 +123,7 @@ class KubeletPodSyncer:
     async def _sync_pod(self, pod: Pod) -> SyncResult:
         if self.finished(pod):
             return await self._sync_finished(pod)
-        status = await self.cache.refresh(pod.uid)
+        status = await self.cache.newer_than(pod.uid, self.synced_at.get(pod.uid))
         liveness_failed: frozenset[str] = frozenset()
         startup_failed: frozenset[str] = frozenset()
         startup_succeeded: frozenset[str] | None = None
@@ -268,6 +272,7 @@ class KubeletPodSyncer:
         if self.prober is not None:
             self.prober.remove_pod(pod.uid)
         self.cache.delete(pod.uid)
+        self.synced_at.pop(pod.uid, None)
         self.waiting.pop(pod.uid, None)
         self.statuses.pop(pod.uid, None)
         rejected = self.rejections.pop(pod.uid, None)

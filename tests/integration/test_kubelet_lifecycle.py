@@ -218,6 +218,31 @@ async def test_housekeeping_reads_the_pleg_listing_and_acts_on_a_fresh_one(
         await h.wait_for(lambda: "ghost-uid" not in _uids(fake), timeout=10)
 
 
+async def test_a_periodic_sync_reads_the_pleg_cache(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    """Upstream's GetNewerThan: a sync whose previous one ended before the last relist
+    began takes the pod cache's view, so the minute's resync of an unchanged pod costs no
+    CRI call. A pod whose container exits is still read and restarted at once."""
+    async with running_kubelet(fake, short_tmp) as h:
+        h.write("web.yaml", WEB)
+        await h.wait_for(lambda: h.running("web", "app"))
+        await trio.sleep(5)
+        assert h.components is not None
+        worker = h.components.lifecycle.workers.workers[
+            next(iter(h.components.lifecycle.pods.uids()))
+        ]
+        syncs, reads = worker.syncs, len(fake.calls_of("PodSandboxStatus"))
+        await trio.sleep(100)  # one resync at 60-90 s
+        assert worker.syncs == syncs + 1
+        assert len(fake.calls_of("PodSandboxStatus")) == reads
+        [app] = h.running("web", "app")
+        fake.exit_container(app.id, 1)
+        await h.wait_for(
+            lambda: h.running("web", "app") and h.running("web", "app")[0].id != app.id, timeout=5
+        )
+
+
 def _uids(fake: FakeRuntime) -> set[str]:
     return {s.config.metadata.uid for s in fake.sandboxes.values()}
 

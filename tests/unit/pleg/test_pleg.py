@@ -165,3 +165,32 @@ async def test_relist_every_second(autojump_clock: trio.abc.Clock) -> None:
 def test_unknown_changes_are_not_sent_but_computed() -> None:
     events = diff_relists({"p": {"c": R}}, {"p": {"c": U}})
     assert [e.type for e in events["p"]] == [EventType.CONTAINER_CHANGED]
+
+
+async def test_a_relist_vouches_for_the_cache_after_it_began(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    """A worker whose previous step ended before the last relist began gets the cached
+    view without a CRI read; otherwise (or for a pod the relist could not read) it reads."""
+    pleg, runtime, _, cache = make()
+    runtime.pods = {"a": {"c": R}, "b": {"c": R}}
+    await pleg.relist()
+    runtime.pods = {"a": {"c": R}, "b": {"c": E}}  # b changed, and cannot be read
+    runtime.failing = {"b"}
+    step_ended = trio.current_time()
+    await trio.sleep(0.5)
+    await pleg.relist()
+    runtime.fetched.clear()
+    assert await cache.newer_than("a", step_ended) is cache.get("a")
+    assert runtime.fetched == []
+    await cache.newer_than("a", trio.current_time() + 0.1)  # after the relist began: read
+    await cache.newer_than("a", None)  # a first sync: read
+    with pytest.raises(RuntimeError):
+        await cache.newer_than("b", step_ended)  # its entry is not vouched for: read
+    assert runtime.fetched == ["a", "a", "b"]
+    pleg.request_reinspect("a")
+    await trio.sleep(0.5)
+    await pleg.relist()  # reads "a" for its re-inspection, then vouches for it again
+    runtime.fetched.clear()
+    assert await cache.newer_than("a", step_ended) is cache.get("a")
+    assert runtime.fetched == []
