@@ -3,17 +3,29 @@
 
     .venv/bin/python scripts/bench_kubelet.py [--quick] [--sizes 110,1000] [--steady S]
                                               [--no-fake] [--no-containerd]
+                                              [--node N [--node-steady S]]
 
 A. FakeRuntime (a separate process on a temp unix socket): for each N, a fresh kubelet
    and fake (config: podLogsDir in a temp dir, maxPods ≥ N); N busybox manifests are
    written at once (atomic renames) and the fake is polled through our CRI client every
-   50 ms until N containers are RUNNING. Reports wall time, pods/s, kubelet CPU seconds
-   over that interval and peak RSS; for the first size, steady-state CPU (% of one core)
-   over ``--steady`` seconds and RSS; SIGTERM → exit.
+   50 ms until N containers are RUNNING. Reports wall time, pods/s, the kubelet's and the
+   fake's CPU seconds over that interval and peak RSS; for the first size, steady-state
+   CPU (% of one core) over ``--steady`` seconds and RSS; SIGTERM → exit.
 B. containerd: one pod manifest → RUNNING (median of 3 trials, CRI polled every 10 ms),
    a batch written at once (p50/p90/p99, all running), steady-state CPU and RSS with the
    batch, manifests removed → every container stopped / every sandbox removed. Compared
-   with upstream's figures (``shared/reference/anchors.md`` §(d)).
+   with upstream's figures (``shared/reference/anchors.md`` §(d)). Then the kubelet's own
+   share of each pod's start and teardown, from its timing trace (below).
+C. ``--node N``: N busybox pods on containerd at once (maxPods N): all running (p50/p99),
+   kubelet CPU over the ramp, steady CPU over ``--node-steady`` seconds, PLEG relist
+   p50/p99 over that period (from the trace), RSS, teardown.
+
+The kubelets on containerd run with ``KUBELET_TRACE_FILE`` (``kubelet/cri/trace.py``):
+every CRI call with its start, end and the pod whose worker made it, every inotify event
+and every PLEG relist, as JSON lines. From it, per pod: the manifest's inotify event →
+the pod's first CRI call, the kubelet's time between the pod's calls (none in flight),
+and the time inside the calls, up to the end of StartContainer (start) or StopContainer
+(teardown). A tree without the trace prints "-" there.
 
 Kubelet CPU comes from ``/proc/<pid>/stat`` (utime + stime), RSS from
 ``/proc/<pid>/status`` (VmRSS, and VmHWM for the peak).

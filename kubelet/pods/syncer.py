@@ -239,9 +239,18 @@ class KubeletPodSyncer:
                 self.metrics.observe_pod_start(trio.current_time() - first_seen)
 
     async def terminate_pod(self, pod: Pod, grace: int | None) -> None:
+        try:
+            await self._terminate_pod(pod, grace)
+        except BaseException:
+            self.synced_at[pod.uid] = trio.current_time()  # what it did: read afresh next
+            raise
+
+    async def _terminate_pod(self, pod: Pod, grace: int | None) -> None:
         if self.prober is not None:
             self.prober.stop_liveness_and_startup(pod.uid)
-        status = await self.cache.refresh(pod.uid)
+        # the PLEG's view when it is new enough (only the worker starts containers, so
+        # it holds every container to stop); whether all went is read afresh below
+        status = await self.cache.newer_than(pod.uid, self.synced_at.get(pod.uid))
         reports = (
             self.cluster is not None
             and pod.metadata.deletion_timestamp is not None

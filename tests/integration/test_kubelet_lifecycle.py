@@ -243,6 +243,23 @@ async def test_a_periodic_sync_reads_the_pleg_cache(
         )
 
 
+async def test_teardown_stops_containers_from_the_pleg_view(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    """Removing a manifest of a steady pod: StopContainer is the first call of the
+    teardown (the PLEG's view says what runs); only the check that all went reads."""
+    async with running_kubelet(fake, short_tmp) as h:
+        h.write("web.yaml", WEB)
+        await h.wait_for(lambda: h.running("web", "app"))
+        await trio.sleep(5)
+        before = len(fake.calls)
+        (h.manifests / "web.yaml").unlink()
+        await h.wait_for(lambda: not h.sandboxes("web"))
+        teardown = [c.rpc for c in fake.calls[before:] if not c.rpc.startswith("List")]
+        assert teardown[0] == "StopContainer"
+        assert "PodSandboxStatus" not in teardown[: teardown.index("RemovePodSandbox")]
+
+
 def _uids(fake: FakeRuntime) -> set[str]:
     return {s.config.metadata.uid for s in fake.sandboxes.values()}
 
