@@ -544,7 +544,7 @@ async def running_times(
 
 
 async def wait_gone(
-    runtime: RuntimeClient, names: set[str], t0: float, timeout: float
+    runtime: RuntimeClient, names: set[str], t0: float, timeout: float, every: float = 0.05
 ) -> tuple[float, float]:
     """Seconds from ``t0`` until no RUNNING container, then no sandbox, has these names."""
     from kubelet.cri import api
@@ -560,7 +560,7 @@ async def wait_gone(
             boxes = await runtime.list_pod_sandbox()
             if not any(s.labels.get(POD_NAME) in names for s in boxes):
                 return min(stopped, now), time.monotonic() - t0
-            await trio.sleep(0.05)
+            await trio.sleep(every)
     return stopped, removed
 
 
@@ -586,7 +586,7 @@ async def containerd_kubelet(
             if ours and kubelet.proc is not None and kubelet.proc.poll() is None:
                 for path in kubelet.manifests.glob("*.yaml"):
                     path.unlink()
-                await wait_gone(runtime, ours, time.monotonic(), 600)
+                await wait_gone(runtime, ours, time.monotonic(), 600, every=0.25)
             if kubelet.proc is not None:
                 await kubelet.stop()
             # safety net, limited to this kubelet's pods (other kubelets may share containerd)
@@ -783,7 +783,9 @@ async def bench_node(endpoint: str, n: int, steady: float) -> NodeResult | None:
             t1 = time.monotonic()
             for x in names:
                 (kubelet.manifests / f"{x}.yaml").unlink()
-            result.stopped, result.removed = await wait_gone(runtime, pods, t1, 60 + 2 * n)
+            result.stopped, result.removed = await wait_gone(
+                runtime, pods, t1, 60 + 2 * n, every=0.25
+            )
             print(
                 f"  removed: every container stopped {result.stopped:.1f} s, "
                 f"every sandbox removed {result.removed:.1f} s",
