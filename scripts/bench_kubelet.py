@@ -742,7 +742,7 @@ class NodeResult:
     stops: list[Share | None] = attrs.Factory(list)
 
 
-async def bench_node(endpoint: str, n: int, steady: float) -> NodeResult | None:
+async def bench_node(endpoint: str, n: int, steady: float, settle: float = 30) -> NodeResult | None:
     """N busybox pods on containerd: all running, steady CPU, PLEG relists, RSS, teardown."""
     from kubelet.cri import CriError, connect
 
@@ -773,7 +773,7 @@ async def bench_node(endpoint: str, n: int, steady: float) -> NodeResult | None:
                 print(f"  only {len(seen)}/{n} running\n{kubelet.tail()}")
                 return result
             print(f"  all running in {result.latencies[-1]:.1f} s", flush=True)
-            await trio.sleep(5)
+            await trio.sleep(settle)  # the runtime finishes its own work first
             s0 = time.monotonic()
             result.steady_cpu = await steady_cpu(kubelet, steady)
             s1 = time.monotonic()
@@ -852,7 +852,9 @@ async def trio_main(args: argparse.Namespace) -> None:
     node = (
         None
         if not args.node
-        else await bench_node(args.containerd_endpoint, args.node, args.node_steady)
+        else await bench_node(
+            args.containerd_endpoint, args.node, args.node_steady, args.node_settle
+        )
     )
     print()
     if fake:
@@ -880,7 +882,13 @@ def main() -> None:
         "--node", type=int, default=0, help="N pods on one node on containerd (e.g. 500; off: 0)"
     )
     parser.add_argument(
-        "--node-steady", type=float, default=30, help="steady seconds with N pods (default 30)"
+        "--node-steady", type=float, default=60, help="steady seconds with N pods (default 60)"
+    )
+    parser.add_argument(
+        "--node-settle",
+        type=float,
+        default=30,
+        help="seconds between all running and the steady period (default 30)",
     )
     parser.add_argument("--no-fake", action="store_true", help="skip the FakeRuntime part")
     parser.add_argument("--no-containerd", action="store_true", help="skip the containerd part")
