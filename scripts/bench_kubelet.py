@@ -430,7 +430,7 @@ async def bench_fake_once(n: int, steady: float, tmp: Path) -> FakeResult:
                 )
             result = FakeResult(n, kubelet.startup, wall, cpu, kubelet.memory()[1], fake_cpu)
             if steady > 0:
-                await trio.sleep(3)  # let the last syncs and PLEG relists settle
+                await trio.sleep(max(3, n / 25))  # the last syncs and PLEG relists settle
                 result.steady_cpu = await steady_cpu(kubelet, steady)
                 result.steady_secs = steady
                 result.steady_rss = kubelet.memory()[0]
