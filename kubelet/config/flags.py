@@ -133,7 +133,13 @@ FLAGS: tuple[FlagSpec, ...] = (
         metavar="DIR",
         default=DEFAULT_CERT_DIR,
     ),
-    _bool("version", None, "Print version information and quit.", default="false"),
+    FlagSpec(
+        "version",
+        "Print version information and quit; --version=raw prints the version struct.",
+        parse=fv.version_mode,
+        boolean=True,
+        default="false",
+    ),
     # Logging
     _cfg(
         "v",
@@ -562,10 +568,18 @@ class ParsedFlags:
         return self.given.get(name, ())
 
     @property
-    def version(self) -> bool:
-        """Whether ``--version`` asks to print the version and stop."""
+    def version(self) -> str:
+        """What ``--version`` asks for: "" (run), "true" (print the version) or "raw"
+        (print the version struct), as upstream's verflag; ConfigError on another value."""
         values = self.raw("version")
-        return bool(values) and fv.go_bool(values[-1])
+        if not values or values[-1] == "raw":
+            return values[-1] if values else ""
+        try:
+            return "true" if fv.go_bool(values[-1]) else ""
+        except ValueError:
+            raise ConfigError.single(
+                "--version", "", f'invalid value "{values[-1]}": expected true, false or raw'
+            ) from None
 
 
 def parse_flags(argv: Sequence[str]) -> ParsedFlags:
