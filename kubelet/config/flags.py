@@ -85,10 +85,31 @@ FLAGS: tuple[FlagSpec, ...] = (
     ),
     FlagSpec(
         "bootstrap-kubeconfig",
-        "Upstream uses this kubeconfig to obtain a client certificate when the --kubeconfig "
-        "file does not exist yet. Not implemented: without an existing --kubeconfig file the "
-        "kubelet refuses to start; with one, that file is used as it is.",
+        "Kubeconfig used to obtain this node's client certificate (TLS bootstrap) when the "
+        "--kubeconfig file is missing or its certificate expired; the certificate goes to "
+        "--cert-dir and --kubeconfig is written to present it.",
         metavar="FILE",
+        default="none",
+    ),
+    FlagSpec(
+        "cloud-provider",
+        "'external' when a cloud-controller-manager initializes the node (it is registered "
+        "with the node.cloudprovider.kubernetes.io/uninitialized taint); empty for none. "
+        "Built-in cloud providers do not exist any more.",
+        metavar="NAME",
+        default="none",
+    ),
+    FlagSpec(
+        "image-credential-provider-config",
+        "CredentialProviderConfig file naming the exec plugins asked for registry "
+        "credentials of matching images.",
+        metavar="FILE",
+        default="none",
+    ),
+    FlagSpec(
+        "image-credential-provider-bin-dir",
+        "Directory holding the credential provider plugins' executables.",
+        metavar="DIR",
         default="none",
     ),
     FlagSpec(
@@ -128,8 +149,9 @@ FLAGS: tuple[FlagSpec, ...] = (
     ),
     FlagSpec(
         "cert-dir",
-        "Directory for TLS certificates; ignored when --tls-cert-file and "
-        "--tls-private-key-file are given.",
+        "Directory for TLS certificates: the client certificate of TLS bootstrap and "
+        "rotation, the serving certificate (self-signed, or from the certificates API with "
+        "serverTLSBootstrap) when --tls-cert-file and --tls-private-key-file are not given.",
         metavar="DIR",
         default=DEFAULT_CERT_DIR,
     ),

@@ -83,17 +83,16 @@ SETTINGS: Mapping[str, Support] = {
     # --- flags that set no KubeletConfiguration field --------------------------------------
     "--config": ok(),
     "--kubeconfig": ok(),
-    "--bootstrap-kubeconfig": partial(
-        "TLS bootstrap (a client certificate through the certificates API) is not "
-        "implemented: without an existing --kubeconfig file start-up is refused; with one, "
-        "that file is used as it is and its certificate is never renewed"
-    ),
+    "--bootstrap-kubeconfig": ok("TLS bootstrap through the certificates API"),
+    "--cloud-provider": ok("'external': the uninitialized taint, provided-node-ip annotation"),
+    "--image-credential-provider-config": ok("exec plugins after the node's docker config"),
+    "--image-credential-provider-bin-dir": ok(),
     "--hostname-override": ok(),
     "--node-ip": ok(),
     "--node-labels": ok(),
     "--root-dir": ok(),
     "--debug-console-socket": ok("not an upstream flag"),
-    "--cert-dir": ok("where the self-signed serving certificate is written"),
+    "--cert-dir": ok("client and serving certificates (kubelet-{client,server}-*.pem)"),
     "--version": ok(),
     # --- KubeletConfiguration fields we model ------------------------------------------------
     "staticPodPath": ok(),
@@ -162,10 +161,8 @@ SETTINGS: Mapping[str, Support] = {
     "nodeStatusReportFrequency": ok(),
     "nodeStatusMaxImages": ok(),
     "nodeLeaseDurationSeconds": ok(),
-    "shutdownGracePeriod": missing("graceful node shutdown is not implemented", _is(0.0)),
-    "shutdownGracePeriodCriticalPods": missing(
-        "graceful node shutdown is not implemented", _is(0.0)
-    ),
+    "shutdownGracePeriod": ok("through systemd-logind's inhibitor locks, where logind runs"),
+    "shutdownGracePeriodCriticalPods": ok(),
     "kubeAPIQPS": ok(),
     "kubeAPIBurst": ok(),
     "eventRecordQPS": ok(),
@@ -180,10 +177,8 @@ SETTINGS: Mapping[str, Support] = {
     "tlsPrivateKeyFile": ok(),
     "tlsCipherSuites": missing("the TLS library's default cipher suites are used", _falsy),
     "tlsMinVersion": ok(),
-    "rotateCertificates": missing("client certificates are not rotated", _is(False)),
-    "serverTLSBootstrap": missing(
-        "the serving certificate is not requested from the certificates API", _is(False)
-    ),
+    "rotateCertificates": ok(),
+    "serverTLSBootstrap": ok(),
     "authentication": ok(),
     "authentication.x509": ok(),
     "authentication.x509.clientCAFile": ok(),
@@ -259,9 +254,7 @@ SETTINGS: Mapping[str, Support] = {
     "kernelMemcgNotification": missing("memcg notifications are not used", _is(False)),
     "enableSystemLogHandler": missing("the /logs/ endpoint answers 501", _is(False)),
     "enableSystemLogQuery": missing("the /logs/ endpoint answers 501", _is(False)),
-    "shutdownGracePeriodByPodPriority": missing(
-        "graceful node shutdown is not implemented", _falsy
-    ),
+    "shutdownGracePeriodByPodPriority": ok(),
     "reservedMemory": missing("the memory manager is not implemented", _falsy),
     "enableProfilingHandler": missing("/debug/pprof/ answers 501", _is(False)),
     "enableDebugFlagsHandler": missing("/debug/flags/v is not served", _is(False)),
@@ -278,8 +271,9 @@ GATE_SUPPORT: Mapping[str, Support] = {
     "KubeletCrashLoopBackOffMax": ok("crashLoopBackOff.maxContainerRestartPeriod"),
     "ReduceDefaultCrashLoopBackOffDecay": ok("crash-loop back-off from 1s to 60s"),
     "KubeletFineGrainedAuthz": ok("nodes/pods, nodes/healthz, nodes/configz before nodes/proxy"),
-    "GracefulNodeShutdown": missing("graceful node shutdown is not implemented", _always),
-    "RotateKubeletServerCertificate": missing("see serverTLSBootstrap", _always),
+    "GracefulNodeShutdown": ok("shutdownGracePeriod"),
+    "GracefulNodeShutdownBasedOnPodPriority": ok("shutdownGracePeriodByPodPriority"),
+    "RotateKubeletServerCertificate": ok("serverTLSBootstrap"),
     "ChangeContainerStatusOnKubeletRestart": missing(
         "a kubelet restart never changes container status", _is(False)
     ),
