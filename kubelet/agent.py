@@ -24,6 +24,7 @@ tests run the whole agent in-process against FakeRuntime on a fake clock.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import signal
 import sys
@@ -46,9 +47,12 @@ from kubelet.env.services import ServiceStore, run_services
 from kubelet.events.recorder import NORMAL, EventRecorder, node_ref, run_event_recorder
 from kubelet.events.sink import ApiEvents
 from kubelet.metrics import KubeletMetrics, PodGauges
+from kubelet.node.certificates import BootstrapError, load_client_cert
+from kubelet.node.certificates.transport import RotatingTransport, transport_for
 from kubelet.node.identity import NodeIdentity
 from kubelet.node.machine import MachineInfo, read_machine_info
-from kubelet.node.run import run_node
+from kubelet.node.run import NodeParts, run_node
+from kubelet.node.shutdown.handoff import active_pods, kill_channel
 from kubelet.pleg import PlegHandle, run_pleg
 from kubelet.pleg.cache import PodCache
 from kubelet.pleg.view import RuntimeView
@@ -137,9 +141,10 @@ async def run(
     cfg, clock = options.config, host.wall_clock
     metrics = KubeletMetrics(node.name)
     desired = PodManager()
+    terminator, kill_requests = kill_channel()
     async with (
         open_cri(options, metrics) as (runtime, images, runtime_name),
-        open_api(options, host) as api,
+        open_api(options, host) as (api, rotating),
         trio.open_nursery() as root,
     ):
         sink = ApiEvents(api.with_limits(cfg.event_record_qps, cfg.event_burst)) if api else None
@@ -152,15 +157,21 @@ async def run(
             node.ips, machine.memory_bytes, machine.num_cores, services and services.env_for, clock,
         )  # fmt: skip
         status = await root.start(run_status_manager, api, desired.mirror_for) if api else None
-        if api is not None:
-            await root.start(
-                run_node, options, node, api, runtime, images, machine, pleg.healthy, recorder,
-                clock,
-            )  # fmt: skip
+        node_parts = NodeParts(
+            metrics.registry, rotating, lambda: active_pods(desired.pods()), terminator
+        )
+        node_handle = await root.start(
+            run_node, options, node, api, runtime, images, machine, pleg.healthy, recorder,
+            clock, node_parts,
+        )  # fmt: skip
         config = await root.start(open_sources, options, api, host.watch_files, host.source_io)
         lifecycle = await root.start(
-            run_pod_lifecycle, options, node, desired, config, pleg, prober, pod_runtime, api,
-            status, recorder, metrics, runtime_name, clock,
+            functools.partial(
+                run_pod_lifecycle,
+                kill_requests=kill_requests if node_handle.shutdown is not None else None,
+            ),
+            options, node, desired, config, pleg, prober, pod_runtime, api, status, recorder,
+            metrics, runtime_name, clock,
         )  # fmt: skip
         metrics.registry.register(PodGauges(pleg.cache.statuses, desired.pods))
         parts = Components(
@@ -171,7 +182,10 @@ async def run(
         backend = RunningKubelet(runtime, images, *registries, lifecycle)
         if cfg.enable_server or cfg.healthz_port or cfg.read_only_port:
             reviews = ApiReviews(api) if api is not None else None
-            await root.start(serve, backend, options, reviews, metrics, host.ephemeral_ports)
+            await root.start(
+                functools.partial(serve, serving=node_handle.serving),
+                backend, options, reviews, metrics, host.ephemeral_ports,
+            )  # fmt: skip
         if options.debug_console_socket:
             await root.start(serve_console, options.debug_console_socket, parts, api)
         recorder.record(node_ref(node.name), NORMAL, "Starting", "Starting kubelet.")
@@ -225,15 +239,38 @@ async def open_cri(
 
 
 @contextlib.asynccontextmanager
-async def open_api(options: Options, host: Host) -> AsyncIterator[ApiClient | None]:
-    """The API client in cluster mode (a kubeconfig was given), else None."""
-    if host.connection is None:
-        yield None
+async def open_api(
+    options: Options, host: Host
+) -> AsyncIterator[tuple[ApiClient | None, RotatingTransport | None]]:
+    """The API client in cluster mode (a kubeconfig was given, or obtained now through
+    TLS bootstrap), else None; and, with ``rotateCertificates``, its rotating transport."""
+    connection = host.connection
+    if connection is None and options.bootstrap_kubeconfig:
+        connection = await bootstrap(options, host.wall_clock)
+    if connection is None:
+        yield None, None
         return
-    async with open_client(
-        options, connection=host.connection, transport=host.api_transport
-    ) as client:
-        yield client
+    transport, rotating = host.api_transport, None
+    if transport is None and options.config.rotate_certificates and connection.ssl_context:
+        transport = rotating = RotatingTransport(transport_for(connection))
+    async with open_client(options, connection=connection, transport=transport) as client:
+        yield client, rotating
+
+
+async def bootstrap(options: Options, wall_clock: Callable[[], float]) -> ClusterConnection:
+    """TLS bootstrap (upstream's LoadClientCert) when ``--kubeconfig`` has no valid client
+    certificate, then ``--kubeconfig``; retried until it succeeds or the kubelet stops."""
+    try:
+        await load_client_cert(
+            options.kubeconfig,
+            options.bootstrap_kubeconfig,
+            options.cert_dir,
+            options.node_name,
+            now=wall_clock,
+        )
+    except BootstrapError as exc:
+        raise ConfigError.single("--bootstrap-kubeconfig", "", str(exc)) from None
+    return load_kubeconfig(options.kubeconfig)
 
 
 @contextlib.asynccontextmanager
@@ -285,8 +322,8 @@ def start(options: Options) -> int:
     try:
         if options.debug_console_socket:
             claim_socket_path(options.debug_console_socket)
-        if options.kubeconfig and not options.run_once:
-            connection = load_kubeconfig(options.kubeconfig)
+        if options.kubeconfig and not options.run_once and not options.bootstrap_kubeconfig:
+            connection = load_kubeconfig(options.kubeconfig)  # else: after TLS bootstrap
     except ConfigError as exc:
         _print_problems(exc)
         return 1

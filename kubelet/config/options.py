@@ -130,9 +130,7 @@ def build_options(flags: ParsedFlags, *, hostname: Callable[[], str] | None = No
         root_dir=str(flag_only.get("root_dir", DEFAULT_ROOT_DIR)),
         cert_dir=str(flag_only.get("cert_dir", DEFAULT_CERT_DIR)),
         cloud_provider=_cloud_provider(str(flag_only.get("cloud_provider", ""))),
-        image_credential_provider_config=str(
-            flag_only.get("image_credential_provider_config", "")
-        ),
+        image_credential_provider_config=str(flag_only.get("image_credential_provider_config", "")),
         image_credential_provider_bin_dir=str(
             flag_only.get("image_credential_provider_bin_dir", "")
         ),

@@ -59,6 +59,7 @@ class FactGatherer:
         *,
         machine: MachineInfo,
         node: NodeIdentity,
+        shutdown_status: Callable[[], str | None] = lambda: None,
     ) -> None:
         self.options = options
         self.runtime = runtime
@@ -67,6 +68,7 @@ class FactGatherer:
         self.machine = machine
         self.hostname = node.hostname
         self.node_ips = node.ips
+        self.shutdown_status = shutdown_status
 
     async def gather(self) -> NodeFacts:
         cfg = self.options.config
@@ -84,6 +86,9 @@ class FactGatherer:
         healthy, why = self.pleg_health()
         if not healthy:
             runtime_errors.append(f"PLEG is not healthy: {why}")
+        shutting_down = self.shutdown_status()
+        if shutting_down:  # after the runtime's and network's, as upstream's Ready condition
+            network_errors.append(shutting_down)
         images: list[Image] = []
         try:
             for image in await self.images.list_images():

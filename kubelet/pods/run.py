@@ -23,6 +23,7 @@ from kubelet.decisions.sysctls import SysctlAllowlist, kernel_version
 from kubelet.events.recorder import WARNING, EventRecorder, pod_ref
 from kubelet.metrics import KubeletMetrics
 from kubelet.node.identity import NodeIdentity
+from kubelet.node.shutdown.handoff import KillRequest
 from kubelet.pleg import PlegHandle
 from kubelet.prober.manager import ProberManager
 from kubelet.runtime.podruntime import PodRuntime
@@ -32,6 +33,7 @@ from kubelet.status.manager import StatusManager
 
 from .admission import AdmissionFacts, Rejection
 from .housekeeping import RuntimeHousekeeper
+from .killer import PodKiller
 from .manager import PodManager
 from .mirror import MirrorClient
 from .syncer import ClusterLink, KubeletPodSyncer
@@ -97,6 +99,7 @@ async def run_pod_lifecycle(
     runtime_name: str,
     wall_clock: Callable[[], float],
     *,
+    kill_requests: trio.MemoryReceiveChannel[KillRequest] | None = None,
     task_status: trio.TaskStatus[PodLifecycle] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run the syncLoop and the pod workers until cancelled (pods keep running).
@@ -142,4 +145,6 @@ async def run_pod_lifecycle(
         await nursery.start(workers.run)
         await nursery.start(housekeeper.run)
         await nursery.start(syncloop.run)
+        if kill_requests is not None:  # graceful node shutdown: pods the node stops
+            await nursery.start(PodKiller(desired, workers, syncer).run, kill_requests)
         task_status.started(PodLifecycle(desired, workers, syncer, syncloop))

@@ -26,6 +26,7 @@ from kubelet.prober.manager import ProberManager
 from kubelet.runtime.podruntime import PodRuntime
 from kubelet.runtime.teardown import all_gone, still_running
 from kubelet.status.generate import generate_pod_status
+from kubelet.status.killed import Kill, killed_status
 from kubelet.status.manager import StatusManager
 from kubelet.status.phase import is_terminal_phase
 from kubelet.status.terminal import terminated_status
@@ -96,6 +97,8 @@ class KubeletPodSyncer:
         """The status last generated per pod (what /pods and the status manager show)."""
         self.rejections: dict[str, PodStatus] = {}
         """Pods admission refused: their Failed status outlives a teardown while desired."""
+        self.kills: dict[str, Kill] = {}
+        """Pods the kubelet stops for the node (``killer``): their status says why."""
 
     async def sync_pod(self, pod: Pod) -> SyncResult:
         started = trio.current_time()
@@ -224,6 +227,21 @@ class KubeletPodSyncer:
             self.cluster.status.set(pod, generated)
         return generated
 
+    async def _kill_for_node(self, pod: Pod, grace: int | None, kill: Kill) -> None:
+        """Stop a pod the node needs stopped (shutdown): it stays desired, never runs
+        again (its status is terminal) and keeps its containers until it is deleted."""
+        if self.prober is not None:
+            self.prober.remove_pod(pod.uid)
+        status = await self.cache.refresh(pod.uid)
+        if still_running(status):
+            log.info("stopping pod %s: %s", pod.key, kill.message)
+            await self.pod_runtime.kill(pod, status, grace)
+            status = await self.cache.refresh(pod.uid)
+        final = killed_status(self._report(pod, status, terminal=True, finished=True), kill)
+        self.statuses[pod.uid] = final
+        if self.cluster is not None:
+            self.cluster.status.set(pod, final)
+
     def _observe_start(self, pod: Pod, status: PodStatus) -> None:
         """kubelet_pod_start_duration_seconds: first seen → every container running."""
         first_seen = self.first_seen.setdefault(pod.uid, trio.current_time())
@@ -235,6 +253,10 @@ class KubeletPodSyncer:
                 self.metrics.observe_pod_start(trio.current_time() - first_seen)
 
     async def terminate_pod(self, pod: Pod, grace: int | None) -> None:
+        kill = self.kills.get(pod.uid)
+        if kill is not None:
+            await self._kill_for_node(pod, grace, kill)
+            return
         if self.prober is not None:
             self.prober.stop_liveness_and_startup(pod.uid)
         status = await self.cache.refresh(pod.uid)

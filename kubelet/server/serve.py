@@ -23,6 +23,8 @@ import trio
 
 from kubelet.config import Options
 from kubelet.metrics import KubeletMetrics
+from kubelet.node.certificates.manager import CertificateManager
+from kubelet.node.certificates.serving import ServingCertificate
 
 from . import healthz
 from .accept import AcceptLoop
@@ -63,7 +65,8 @@ def tls_context(
     """Serving TLS; client certificates requested (not required) when a CA is configured."""
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.minimum_version = TLS_VERSIONS.get(min_version, ssl.TLSVersion.TLSv1_2)
-    context.load_cert_chain(cert_file, key_file)
+    if cert_file:
+        context.load_cert_chain(cert_file, key_file)
     context.set_alpn_protocols(["h2", "http/1.1"])
     if client_ca_file:
         context.load_verify_locations(client_ca_file)
@@ -133,6 +136,7 @@ async def serve(
     host: Host | None = None,
     limits: Limits | None = None,
     descriptors: Descriptors | None = None,
+    serving: CertificateManager | None = None,
     task_status: trio.TaskStatus[Addresses] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run the kubelet's servers until cancelled.
@@ -170,7 +174,10 @@ async def serve(
         addresses: dict[str, str] = {}
         if config.enable_server:
             main_app = apps.build(auth_required=True)
-            context = _main_tls(options)
+            context = _main_tls(options, serving)
+            if serving is not None:  # serverTLSBootstrap: new handshakes, new certificate
+                follower = ServingCertificate(context, serving.current())
+                nursery.start_soon(follower.follow, serving.subscribe())
             sock = listeners.listen(config.address, config.port)
             addresses["main"] = serve_on(main_app, sock, context, "main")
             log.info("Starting to listen on %s (TLS)", addresses["main"])
@@ -207,9 +214,14 @@ class _Listeners:
         return sock
 
 
-def _main_tls(options: Options) -> ssl.SSLContext:
-    """The main port's TLS: the configured (or a self-signed) serving certificate."""
+def _main_tls(options: Options, serving: CertificateManager | None) -> ssl.SSLContext:
+    """The main port's TLS: the configured (or a self-signed) serving certificate, or
+    none yet when the serving certificate manager provides it."""
     config = options.config
+    if serving is not None:
+        return tls_context(
+            "", "", config.authentication.x509.client_ca_file, config.tls_min_version
+        )
     cert = serving_cert(
         config.tls_cert_file, config.tls_private_key_file, options.cert_dir, options.node_name
     )
