@@ -66,7 +66,7 @@ from kubelet.runtime.podruntime import PodRuntime
 from kubelet.runtime.run import run_runtime
 from kubelet.server.backend import RunningKubelet
 from kubelet.server.reviews import ApiReviews
-from kubelet.server.serve import serve
+from kubelet.server.serve import Addresses, serve
 from kubelet.sources.offloop import RunSync, in_thread
 from kubelet.sources.podconfig import PodConfig
 from kubelet.sources.run import open_sources, read_static_pods
@@ -113,6 +113,8 @@ class Components:
     config: PodConfig
     lifecycle: PodLifecycle
     services: ServiceStore | None = None
+    addresses: Addresses | None = None
+    """where the servers listen (None: no server)"""
 
     @property
     def pods(self) -> PodManager:
@@ -174,18 +176,19 @@ async def run(
             metrics, runtime_name, clock,
         )  # fmt: skip
         metrics.registry.register(PodGauges(pleg.cache.statuses, desired.pods))
-        parts = Components(
-            node, runtime, images, metrics, recorder, pleg, prober, pod_runtime, config,
-            lifecycle, services,
-        )  # fmt: skip
         registries = metrics.registry, prober.metrics.registry
         backend = RunningKubelet(runtime, images, *registries, lifecycle)
+        addresses = None
         if cfg.enable_server or cfg.healthz_port or cfg.read_only_port:
             reviews = ApiReviews(api) if api is not None else None
-            await root.start(
+            addresses = await root.start(
                 functools.partial(serve, serving=node_handle.serving),
                 backend, options, reviews, metrics, host.ephemeral_ports,
             )  # fmt: skip
+        parts = Components(
+            node, runtime, images, metrics, recorder, pleg, prober, pod_runtime, config,
+            lifecycle, services, addresses,
+        )  # fmt: skip
         if options.debug_console_socket:
             await root.start(serve_console, options.debug_console_socket, parts, api)
         recorder.record(node_ref(node.name), NORMAL, "Starting", "Starting kubelet.")
