@@ -197,6 +197,7 @@ class KubeletPodSyncer:
         *,
         terminal: bool = False,
         finished: bool = False,
+        kill: Kill | None = None,
     ) -> PodStatus:
         previous = self.statuses.get(pod.uid)
         if previous is None and self.cluster is not None and pod.is_static:
@@ -221,6 +222,8 @@ class KubeletPodSyncer:
         )
         if finished:
             generated = terminated_status(pod, generated)
+        if kill is not None:
+            generated = killed_status(generated, kill)
         self.statuses[pod.uid] = generated
         self._observe_start(pod, generated)
         if self.cluster is not None:
@@ -237,10 +240,7 @@ class KubeletPodSyncer:
             log.info("stopping pod %s: %s", pod.key, kill.message)
             await self.pod_runtime.kill(pod, status, grace)
             status = await self.cache.refresh(pod.uid)
-        final = killed_status(self._report(pod, status, terminal=True, finished=True), kill)
-        self.statuses[pod.uid] = final
-        if self.cluster is not None:
-            self.cluster.status.set(pod, final)
+        self._report(pod, status, terminal=True, finished=True, kill=kill)
 
     def _observe_start(self, pod: Pod, status: PodStatus) -> None:
         """kubelet_pod_start_duration_seconds: first seen → every container running."""

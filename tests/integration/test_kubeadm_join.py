@@ -235,9 +235,7 @@ async def test_a_restart_mid_way_resumes_and_a_denied_request_is_asked_again(
         nursery.cancel_scope.cancel()
 
 
-async def start_kubelet_soon(
-    nursery: trio.Nursery, options: Options, h: Host
-) -> trio.CancelScope:
+async def start_kubelet_soon(nursery: trio.Nursery, options: Options, h: Host) -> trio.CancelScope:
     """Start a kubelet that may block in TLS bootstrap (never reports started)."""
     scope = trio.CancelScope()
 
