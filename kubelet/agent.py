@@ -171,6 +171,7 @@ async def run(
             functools.partial(
                 run_pod_lifecycle,
                 kill_requests=kill_requests if node_handle.shutdown is not None else None,
+                shutdown_admission=node_handle.shutdown.admit if node_handle.shutdown else None,
             ),
             options, node, desired, config, pleg, prober, pod_runtime, api, status, recorder,
             metrics, runtime_name, clock,

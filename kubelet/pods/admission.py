@@ -59,6 +59,8 @@ class AdmissionFacts:
     """whether the runtime supports ``supplementalGroupsPolicy: Strict``"""
     runtime_classes: bool = True
     """whether RuntimeClasses can be looked up (False: no API server, standalone)"""
+    node_shutdown: tuple[str, str] | None = None
+    """(reason, message) while the node shuts down: new pods are refused"""
 
 
 Handler = Callable[[Pod, Sequence[Pod], AdmissionFacts], Rejection | None]
@@ -113,6 +115,10 @@ def _runtime_class(pod: Pod, others: Sequence[Pod], facts: AdmissionFacts) -> Re
     )
 
 
+def _node_shutdown(pod: Pod, others: Sequence[Pod], facts: AdmissionFacts) -> Rejection | None:
+    return None if facts.node_shutdown is None else Rejection(*facts.node_shutdown)
+
+
 HANDLERS: tuple[Handler, ...] = (
     # eviction (memory/disk pressure) goes first, once the eviction manager exists
     _sysctls,
@@ -122,7 +128,7 @@ HANDLERS: tuple[Handler, ...] = (
     _pods_fit,
     _apparmor,
     _runtime_class,
-    # node shutdown goes last
+    _node_shutdown,  # last, as upstream
 )
 
 

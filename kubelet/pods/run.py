@@ -52,7 +52,11 @@ class PodLifecycle:
 
 
 def node_admission(
-    options: Options, runtime_info: RuntimeInfo, *, runtime_classes: bool
+    options: Options,
+    runtime_info: RuntimeInfo,
+    *,
+    runtime_classes: bool,
+    shutdown: Callable[[], tuple[bool, str, str]] | None = None,
 ) -> Callable[[], AdmissionFacts]:
     """Admission's view of this node: read once at start-up, except the runtime's
     features, which CRI Status may change."""
@@ -61,12 +65,14 @@ def node_admission(
     apparmor_error = apparmor_host_error()
 
     def facts() -> AdmissionFacts:
+        admitted, reason, message = shutdown() if shutdown is not None else (True, "", "")
         return AdmissionFacts(
             max_pods=cfg.max_pods,
             sysctls=sysctls,
             apparmor_error=apparmor_error,
             supplemental_groups_policy=runtime_info.features.supplemental_groups_policy,
             runtime_classes=runtime_classes,
+            node_shutdown=None if admitted else (reason, message),
         )
 
     return facts
@@ -100,6 +106,7 @@ async def run_pod_lifecycle(
     wall_clock: Callable[[], float],
     *,
     kill_requests: trio.MemoryReceiveChannel[KillRequest] | None = None,
+    shutdown_admission: Callable[[], tuple[bool, str, str]] | None = None,
     task_status: trio.TaskStatus[PodLifecycle] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run the syncLoop and the pod workers until cancelled (pods keep running).
@@ -131,7 +138,10 @@ async def run_pod_lifecycle(
         sources_ready=config.sources_ready,
         sync_frequency=options.config.sync_frequency,
         admission_facts=node_admission(
-            options, pod_runtime.isolation.runtime_info, runtime_classes=api is not None
+            options,
+            pod_runtime.isolation.runtime_info,
+            runtime_classes=api is not None,
+            shutdown=shutdown_admission,
         ),
         on_reject=Rejecter(recorder, syncer),
         probe_updates=(

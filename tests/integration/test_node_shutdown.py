@@ -117,6 +117,14 @@ async def test_shutdown_stops_pods_by_priority_then_releases_the_lock(
             events = api.objects("Event").values()
             assert any(e["reason"] == "NodeShutdown" for e in events)
             assert "Shutdown manager killing pod default/db with gracePeriod 5s" in caplog.text
+            # a pod arriving now is refused, as upstream's admit handler does
+            c.create_pod("late")
+            await c.wait_for(lambda: c.phase("late") == "Failed")
+            late = (c.pod("late") or {})["status"]
+            assert late["reason"] == "NodeShutdown"
+            assert late["message"] == (
+                "Pod was rejected: Pod was rejected as the node is shutting down."
+            )
             nursery.cancel_scope.cancel()
 
 
