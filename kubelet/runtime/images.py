@@ -256,8 +256,9 @@ class ImageManager:
 
     async def _credentials(self, pod: Pod, image: str) -> list[PullCredential]:
         """The credentials for ``image``: the pod's secrets' (best match first), then the
-        node's docker config file's, then the credential provider plugins'. Secrets that cannot be fetched are left out with a log
-        line and one FailedToRetrieveImagePullSecret event, as upstream's
+        node's docker config file's, then the credential provider plugins'. Secrets that
+        cannot be fetched are left out with a log line and one
+        FailedToRetrieveImagePullSecret event, as upstream's
         getPullSecretsForPod does; a fetched secret that is not a docker config fails the
         pull (ErrImagePull), as upstream's keyring does."""
         names = pull_secret_names(pod.spec.image_pull_secrets)
