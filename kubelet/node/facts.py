@@ -119,4 +119,6 @@ class FactGatherer:
             max_images=cfg.node_status_max_images,
             runtime_errors=tuple(runtime_errors),
             network_errors=tuple(network_errors),
+            external_cloud_provider=self.options.cloud_provider == "external",
+            node_ip_given=bool(self.options.node_ip),
         )

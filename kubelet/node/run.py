@@ -253,6 +253,8 @@ async def _register(
             taints=taints,
             provider_id=cfg.provider_id,
             status=first,
+            external_cloud_provider=options.cloud_provider == "external",
+            node_ip=options.node_ip,
         ),
         labels,
     )
