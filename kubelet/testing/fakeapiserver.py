@@ -101,6 +101,7 @@ from .apiresources import ResourceType, by_kind
 from .apistore import ApiStore, Obj, meta
 from .apiwatch import WatchHandle
 from .certs import CertPair, TestCA
+from .csrsigner import CsrController
 from .httpserver import HttpServer
 from .patching import STRATEGIC_MERGE_PATCH
 from .selectors import field_selector, label_selector
@@ -633,11 +634,18 @@ async def _serve_forever(args: argparse.Namespace) -> None:
                 api.kubeconfig(
                     args.kubeconfig, user=args.user, groups=args.group or ["system:nodes"]
                 )
-            if args.port_file:
-                _write_port_file(Path(args.port_file), api.port if host else 0)
-            log.info("fakeapiserver serving on %s", api.url if host else api.uds)
-            async for _ in signals:
-                break
+            for token in args.bootstrap_token:
+                token_id = token.split(".", 1)[0]
+                api.auth.add_token(token, f"system:bootstrap:{token_id}", ["system:bootstrappers"])
+            async with trio.open_nursery() as nursery:
+                if args.csr_signer and api.ca is not None:
+                    await nursery.start(CsrController(api, api.ca).run)
+                if args.port_file:
+                    _write_port_file(Path(args.port_file), api.port if host else 0)
+                log.info("fakeapiserver serving on %s", api.url if host else api.uds)
+                async for _ in signals:
+                    break
+                nursery.cancel_scope.cancel()
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -656,6 +664,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--bookmark-interval", type=float, default=60.0)
     parser.add_argument("--watch-timeout", type=float, default=None)
     parser.add_argument("--require-auth", action="store_true")
+    parser.add_argument(
+        "--bootstrap-token",
+        action="append",
+        default=[],
+        help="accept this bootstrap token (<id>.<secret>) as system:bootstrap:<id>",
+    )
+    parser.add_argument(
+        "--csr-signer",
+        action="store_true",
+        help="approve and sign kubelet CSRs with the TLS CA (needs --tls-dir)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     trio.run(_serve_forever, args)
