@@ -41,6 +41,7 @@ from .registration import default_labels, initial_node, register
 from .shutdown.logind import LogindBus
 from .shutdown.manager import PodTerminator, ShutdownManager, ShutdownPod
 from .shutdown.plan import PriorityPeriod, periods
+from .shutdown.record import ShutdownRecord
 from .status import node_status
 from .statusloop import NodeStatusReporter
 
@@ -198,6 +199,10 @@ def _shutdown_manager(
     )
     if not groups or parts.terminator is None:
         return None
+    record = None
+    if options.features.enabled(SHUTDOWN_BY_POD_PRIORITY):  # upstream's enableMetrics
+        record = ShutdownRecord(options.root_dir, parts.registry, wall_clock)
+        record.load()
     return ShutdownManager(
         groups,
         active_pods=parts.active_pods,
@@ -207,6 +212,7 @@ def _shutdown_manager(
             node_ref(node_name), NORMAL, reason, message
         ),
         now_rfc3339=lambda: rfc3339(wall_clock()),
+        record=record,
     )
 
 

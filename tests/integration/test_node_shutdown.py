@@ -7,6 +7,7 @@ dbus-daemon (another process) answers before time moves on.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -117,6 +118,14 @@ async def test_shutdown_stops_pods_by_priority_then_releases_the_lock(
             events = api.objects("Event").values()
             assert any(e["reason"] == "NodeShutdown" for e in events)
             assert "Shutdown manager killing pod default/db with gracePeriod 5s" in caplog.text
+            # upstream's record of the last shutdown: the state file and two gauges
+            assert c.components is not None
+            registry = c.components.metrics.registry
+            start = registry.get_sample_value("kubelet_graceful_shutdown_start_time_seconds")
+            end = registry.get_sample_value("kubelet_graceful_shutdown_end_time_seconds")
+            assert start is not None and end is not None and EPOCH < start < end
+            state = json.loads((short_tmp / "root" / "graceful_node_shutdown_state").read_text())
+            assert set(state) == {"startTime", "endTime"}
             # a pod arriving now is refused, as upstream's admit handler does
             c.create_pod("late")
             await c.wait_for(lambda: c.phase("late") == "Failed")
