@@ -31,11 +31,16 @@ from kubelet.testing.csrsigner import CsrController
 from kubelet.testing.fakeapiserver import FakeApiServer
 
 from .cluster_harness import MACHINE
-from .kubelet_harness import EPOCH, NODE
+from .kubelet_harness import EPOCH, KUBELET_IMAGES, NODE
 
 TOKEN = "abcdef.0123456789abcdef"
 CLIENT_SIGNER = "kubernetes.io/kube-apiserver-client-kubelet"
 SERVING_SIGNER = "kubernetes.io/kubelet-serving"
+
+
+@pytest.fixture
+def fake_images() -> tuple[str, ...]:
+    return KUBELET_IMAGES
 
 
 @asynccontextmanager
@@ -146,9 +151,10 @@ async def test_join_with_a_bootstrap_kubeconfig_then_both_certificates_rotate(
     fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
 ) -> None:
     """From a bootstrap token to a Ready node, then 25 minutes with 10-minute
-    certificates: the client certificate is replaced at least twice and no request of the
-    node's is ever refused (an expired certificate would get 401); the serving
-    certificate too, and a TLS client of :10250 sees each new one."""
+    certificates: the client certificate is replaced at least twice, no request of the
+    node's is ever refused (an expired certificate would get 401) and every pod created
+    meanwhile runs (the pod watch lost nothing); the serving certificate too, and a TLS
+    client of :10250 sees each new one."""
     async with tls_api(short_tmp) as api, trio.open_nursery() as nursery:
         assert api.ca is not None
         controller = CsrController(api, api.ca, lifetime=600)
@@ -175,7 +181,25 @@ async def test_join_with_a_bootstrap_kubeconfig_then_both_certificates_rotate(
         port = int(components.addresses.main.rsplit(":", 1)[1])
         first_serial = await serving_serial(port, api.ca.cert_path)
 
-        await trio.sleep(25 * 60)
+        created = []
+        for i in range(25):  # a pod a minute: the kubelet's watch must see every one
+            await trio.sleep(60)
+            name = f"p{i}"
+            api.create(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {"name": name, "namespace": "default"},
+                    "spec": {
+                        "nodeName": NODE,
+                        "containers": [{"name": "app", "image": "busybox:1.35"}],
+                    },
+                }
+            )
+            created.append(name)
+        await trio.sleep(30)
+        phases = {n: ((api.get("pods", "default", n) or {}).get("status") or {}) for n in created}
+        assert {n: p.get("phase") for n, p in phases.items()} == dict.fromkeys(created, "Running")
         client_csrs = csrs(api, CLIENT_SIGNER)
         assert len(client_csrs) >= 3  # bootstrap, then two rotations
         users = sorted(c["spec"]["username"] for c in client_csrs)
