@@ -8,6 +8,7 @@
           ├─ run_pleg              relist every second, the pod cache, lifecycle events
           ├─ run_prober            one task per (container, probe kind)
           ├─ run_services          (cluster) Services, for containers' variables
+          ├─ run_cgroups           kubepods and the QoS cgroups; pod cgroups on demand
           ├─ run_runtime           the pod driver: runtime features, RuntimeClasses, logs
           ├─ run_status_manager    (cluster) pod status → API
           ├─ run_node              (cluster) lease, registration, node status
@@ -38,10 +39,14 @@ import trio_asyncio
 from kubelet import process
 from kubelet.api.client import ApiClient
 from kubelet.api.kubeconfig import ClusterConnection, load_kubeconfig
+from kubelet.cgroups.fs import CgroupFs
+from kubelet.cgroups.manager import CgroupSettings
+from kubelet.cgroups.run import PodCgroups, capacity_of, host_cgroup_fs, run_cgroups
 from kubelet.config import ConfigError, Options
 from kubelet.cri import ImageClient, RuntimeClient, connect
 from kubelet.cri.runtime import wait_until_answering
 from kubelet.debug.console import claim_socket_path, serve_console
+from kubelet.decisions.qos import pod_qos
 from kubelet.env.services import ServiceStore, run_services
 from kubelet.events.recorder import NORMAL, EventRecorder, node_ref, run_event_recorder
 from kubelet.events.sink import ApiEvents
@@ -91,6 +96,10 @@ class Host:
     """None: ``--node-ip``, else found from the hostname"""
     ephemeral_ports: bool = False
     """the servers listen on ports the kernel picks (tests)"""
+    cgroup_fs: Callable[[], CgroupFs] = host_cgroup_fs
+    """the cgroup hierarchies (tests: a tree in a temporary directory)"""
+    cgroup_io: RunSync = in_thread
+    """where cgroup writes run (tests on a fake clock: inline)"""
 
 
 @attrs.frozen
@@ -109,6 +118,7 @@ class Components:
     config: PodConfig
     lifecycle: PodLifecycle
     services: ServiceStore | None = None
+    cgroups: PodCgroups | None = None
 
     @property
     def pods(self) -> PodManager:
@@ -147,9 +157,11 @@ async def run(
         pleg = await root.start(run_pleg, runtime, metrics.observe_relist)
         prober = await root.start(run_prober, runtime, recorder, node.host_ip, clock)
         services = await root.start(run_services, api) if api else None
+        cgroups = await start_cgroups(root, options, host, machine, desired, recorder, node.name)
         pod_runtime = await root.start(
             run_runtime, options, runtime, images, api, recorder, metrics, prober.http, node.name,
             node.ips, machine.memory_bytes, machine.num_cores, services and services.env_for, clock,
+            cgroups,
         )  # fmt: skip
         status = await root.start(run_status_manager, api, desired.mirror_for) if api else None
         if api is not None:
@@ -165,7 +177,7 @@ async def run(
         metrics.registry.register(PodGauges(pleg.cache.statuses, desired.pods))
         parts = Components(
             node, runtime, images, metrics, recorder, pleg, prober, pod_runtime, config,
-            lifecycle, services,
+            lifecycle, services, cgroups,
         )  # fmt: skip
         registries = metrics.registry, prober.metrics.registry
         backend = RunningKubelet(runtime, images, *registries, lifecycle)
@@ -189,9 +201,11 @@ async def run_once(options: Options, host: Host = Host()) -> int:
     async with open_cri(options, metrics) as (runtime, images, name), trio.open_nursery() as root:
         recorder = EventRecorder(node.name, wall_clock=clock)  # no API: events are logged
         prober = await root.start(run_prober, runtime, recorder, node.host_ip, clock)
+        desired = PodManager()
+        cgroups = await start_cgroups(root, options, host, machine, desired, recorder, node.name)
         pod_runtime = await root.start(
             run_runtime, options, runtime, images, None, recorder, metrics, prober.http,
-            node.name, node.ips, machine.memory_bytes, machine.num_cores, None, clock,
+            node.name, node.ips, machine.memory_bytes, machine.num_cores, None, clock, cgroups,
         )  # fmt: skip
         view = RuntimeView(runtime)
         syncer = KubeletPodSyncer(
@@ -199,6 +213,8 @@ async def run_once(options: Options, host: Host = Host()) -> int:
             wall_clock=clock, prober=prober, metrics=metrics,
         )  # fmt: skip
         pods = await read_static_pods(options, host.source_io)
+        for pod in pods:
+            desired.upsert(pod)  # the QoS cgroups are sized from them
         if not pods:
             print("no static pods found", file=sys.stderr)
         info = pod_runtime.isolation.runtime_info
@@ -206,6 +222,32 @@ async def run_once(options: Options, host: Host = Host()) -> int:
         code = await run_pods_once(syncer, pods, admission=admission)
         root.cancel_scope.cancel()
     return code
+
+
+async def start_cgroups(
+    root: trio.Nursery,
+    options: Options,
+    host: Host,
+    machine: MachineInfo,
+    desired: PodManager,
+    recorder: EventRecorder,
+    node_name: str,
+) -> PodCgroups:
+    """The cgroup component, started in ``root``: the QoS tree sized from the machine,
+    the active pods of ``desired``, its events recorded on the Node."""
+
+    def record(event: tuple[str, str, str]) -> None:
+        recorder.record(node_ref(node_name), *event)
+
+    settings = CgroupSettings.from_config(
+        options.config, pod_level_resources=options.features.enabled("PodLevelResources")
+    )
+    capacity = capacity_of(machine.num_cores, machine.memory_bytes, machine.hugepages)
+    handle: PodCgroups = await root.start(
+        run_cgroups, settings, host.cgroup_fs, capacity, desired.active, pod_qos, record,
+        host.cgroup_io,
+    )  # fmt: skip
+    return handle
 
 
 @contextlib.asynccontextmanager

@@ -42,6 +42,16 @@ class PodManager:
     def pods(self) -> list[Pod]:
         return list(self._by_uid.values())
 
+    def active(self) -> list[Pod]:
+        """The pods that may run: not finished (as far as their status says) and not
+        being deleted. The QoS cgroups are sized from them (upstream's active pods)."""
+        return [
+            p
+            for p in self._by_uid.values()
+            if p.status.phase not in ("Succeeded", "Failed")
+            and p.metadata.deletion_timestamp is None
+        ]
+
     def uids(self) -> set[str]:
         return set(self._by_uid)
 

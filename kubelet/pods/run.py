@@ -118,7 +118,9 @@ async def run_pod_lifecycle(
     )
     results_send, results = trio.open_memory_channel[WorkerResult](math.inf)
     workers = PodWorkers(syncer, results=results_send)
-    housekeeper = RuntimeHousekeeper(pleg.view, pod_runtime.backoffs, mirrors, pod_runtime.volumes)
+    housekeeper = RuntimeHousekeeper(
+        pleg.view, pod_runtime.backoffs, mirrors, pod_runtime.volumes, pod_runtime.cgroups
+    )
     syncloop = SyncLoop(
         updates=config.updates,
         pleg_events=pleg.events,

@@ -70,6 +70,10 @@ class Housekeeper(Protocol):
     def orphan_mirror(self, mirror: Pod) -> None:
         """A mirror pod whose static pod is gone: delete it (without blocking the loop)."""
 
+    def orphan_pod_cgroups(self, known: Callable[[str], bool]) -> None:
+        """Remove the pod cgroups of pods nobody knows (without blocking the loop);
+        ``known`` is asked about each UID just before its cgroup goes."""
+
 
 class SyncLoop:
     """The one place that decides what each pod worker does next.
@@ -248,7 +252,8 @@ class SyncLoop:
     # -- housekeeping ----------------------------------------------------------------------
 
     async def housekeeping(self) -> None:
-        """Tear down runtime pods nobody wants, once every source has been seen."""
+        """Tear down runtime pods nobody wants, once every source has been seen; then the
+        pod directories and pod cgroups of pods nobody knows."""
         self.housekeeper.tidy()
         if not self._sources_ready():
             return
@@ -268,3 +273,6 @@ class SyncLoop:
                 self.housekeeper.orphan_mirror(mirror)
         in_use = self.pods.uids() | set(self.workers.workers) | {p.uid for p in running}
         self.housekeeper.orphan_pod_dirs(in_use)
+        self.housekeeper.orphan_pod_cgroups(
+            lambda uid: uid in in_use or uid in self.pods or self.workers.is_known(uid)
+        )
