@@ -58,6 +58,7 @@ from kubelet.pleg import PlegHandle, run_pleg
 from kubelet.pleg.cache import PodCache
 from kubelet.pleg.view import RuntimeView
 from kubelet.pods.manager import PodManager
+from kubelet.pods.nodeinfo import local_node, node_info_source
 from kubelet.pods.run import PodLifecycle, node_admission, run_pod_lifecycle
 from kubelet.pods.runonce import run_pods_once
 from kubelet.pods.syncer import KubeletPodSyncer
@@ -164,15 +165,19 @@ async def run(
             cgroups,
         )  # fmt: skip
         status = await root.start(run_status_manager, api, desired.mirror_for) if api else None
+        reporter = None
         if api is not None:
-            await root.start(
+            reporter = await root.start(
                 run_node, options, node, api, runtime, images, machine, pleg.healthy, recorder,
                 clock,
             )  # fmt: skip
+        node_info = node_info_source(
+            local_node(options, node, machine), reporter and (lambda: reporter.node)
+        )
         config = await root.start(open_sources, options, api, host.watch_files, host.source_io)
         lifecycle = await root.start(
             run_pod_lifecycle, options, node, desired, config, pleg, prober, pod_runtime, api,
-            status, recorder, metrics, runtime_name, clock,
+            status, recorder, metrics, runtime_name, clock, node_info,
         )  # fmt: skip
         metrics.registry.register(PodGauges(pleg.cache.statuses, desired.pods))
         parts = Components(
@@ -218,7 +223,8 @@ async def run_once(options: Options, host: Host = Host()) -> int:
         if not pods:
             print("no static pods found", file=sys.stderr)
         info = pod_runtime.isolation.runtime_info
-        admission = node_admission(options, info, runtime_classes=False)
+        local = local_node(options, node, machine)
+        admission = node_admission(options, info, lambda: local, runtime_classes=False)
         code = await run_pods_once(syncer, pods, admission=admission)
         root.cancel_scope.cancel()
     return code

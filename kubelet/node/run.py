@@ -48,9 +48,11 @@ async def run_node(
     recorder: EventRecorder,
     wall_clock: Callable[[], float],
     *,
-    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    task_status: trio.TaskStatus[NodeStatusReporter] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Heartbeat, register (or wait for) the Node, then report its status; forever."""
+    """Heartbeat, register (or wait for) the Node, then report its status; forever.
+    Hands back the status reporter, whose ``node`` is the Node as the API last gave it
+    (None until registered)."""
     cfg = options.config
     # the heartbeat's own client: no rate limit, a deadline of one update period
     heartbeat = api.with_limits(-1, 0, timeout=httpx.Timeout(cfg.node_status_update_frequency))
@@ -73,7 +75,7 @@ async def run_node(
     )
     async with trio.open_nursery() as nursery:
         await nursery.start(lease.run)
-        task_status.started()
+        task_status.started(reporter)
         if cfg.register_node:
             found = await _register(options, api, gatherer, wall_clock)
         else:

@@ -31,6 +31,7 @@ from kubelet.sources.podconfig import PodConfig
 from kubelet.status.manager import StatusManager
 
 from .admission import AdmissionFacts, Rejection
+from .fit import NodeInfo
 from .housekeeping import RuntimeHousekeeper
 from .manager import PodManager
 from .mirror import MirrorClient
@@ -50,17 +51,26 @@ class PodLifecycle:
 
 
 def node_admission(
-    options: Options, runtime_info: RuntimeInfo, *, runtime_classes: bool
+    options: Options,
+    runtime_info: RuntimeInfo,
+    node_info: Callable[[], NodeInfo],
+    *,
+    runtime_classes: bool,
 ) -> Callable[[], AdmissionFacts]:
     """Admission's view of this node: read once at start-up, except the runtime's
-    features, which CRI Status may change."""
+    features, which CRI Status may change, and the Node (``nodeinfo.node_info_source``)."""
     cfg = options.config
     sysctls = SysctlAllowlist.for_node(cfg.allowed_unsafe_sysctls, kernel_version())
     apparmor_error = apparmor_host_error()
+    gates = options.features
 
     def facts() -> AdmissionFacts:
         return AdmissionFacts(
             max_pods=cfg.max_pods,
+            node=node_info(),
+            pod_level_resources=gates.enabled("PodLevelResources"),
+            dra_extended_resource=gates.enabled("DRAExtendedResource"),
+            taint_comparison_operators=gates.enabled("TaintTolerationComparisonOperators"),
             sysctls=sysctls,
             apparmor_error=apparmor_error,
             supplemental_groups_policy=runtime_info.features.supplemental_groups_policy,
@@ -96,13 +106,15 @@ async def run_pod_lifecycle(
     metrics: KubeletMetrics,
     runtime_name: str,
     wall_clock: Callable[[], float],
+    node_info: Callable[[], NodeInfo],
     *,
     task_status: trio.TaskStatus[PodLifecycle] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run the syncLoop and the pod workers until cancelled (pods keep running).
 
     ``desired`` is the pods the sources want (the status manager reads their mirror pods
-    too); ``config`` gives the updates and tells when every source has been seen."""
+    too); ``config`` gives the updates and tells when every source has been seen;
+    ``node_info`` is the Node as admission reads it."""
     mirrors = MirrorClient(api, node.name, node.owner_uid) if api is not None else None
     link = ClusterLink(status, mirrors) if status is not None and mirrors is not None else None
     syncer = KubeletPodSyncer(
@@ -130,7 +142,7 @@ async def run_pod_lifecycle(
         sources_ready=config.sources_ready,
         sync_frequency=options.config.sync_frequency,
         admission_facts=node_admission(
-            options, pod_runtime.isolation.runtime_info, runtime_classes=api is not None
+            options, pod_runtime.isolation.runtime_info, node_info, runtime_classes=api is not None
         ),
         on_reject=Rejecter(recorder, syncer),
         probe_updates=(
