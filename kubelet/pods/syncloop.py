@@ -176,7 +176,10 @@ class SyncLoop:
 
     async def _handle_update(self, update: PodUpdate) -> None:
         op = update.op
-        for pod in update.pods:
+        pods = update.pods
+        if op is PodOperation.ADD:  # admitted oldest first, as upstream's HandlePodAdditions
+            pods = tuple(sorted(pods, key=lambda p: p.metadata.creation_timestamp or ""))
+        for pod in pods:
             if pod.is_mirror:
                 self._handle_mirror(op, pod)
             elif op is PodOperation.ADD:
