@@ -98,13 +98,18 @@ class PodCgroups:
         return None
 
     async def remove(self, uid: str) -> bool:
-        """After the pod's teardown: its cgroup killed and removed; True when there was one."""
+        """After the pod's teardown: its cgroup killed and removed, then the QoS cgroups
+        brought in line with the pods left (upstream's killPod); True when there was one."""
         if not self.enabled or "/" in uid or "_" in uid:
             return False
         name = await self.manager.offload(self._find, uid)
         if name is None:
             return False
         await self.manager.remove_pod(name)
+        try:
+            await self.manager.update_qos(self.active())
+        except CgroupError as err:  # again within a minute
+            log.info("Failed to update QoS cgroups while killing pod: %s", err)
         return True
 
     async def sweep(

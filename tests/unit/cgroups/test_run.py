@@ -94,16 +94,23 @@ async def test_pod_cgroup_parent_ensure_and_remove_by_uid(
     tree: TreeCgroupFs, autojump_clock: trio.abc.Clock
 ) -> None:
     web, db = pod("web", cpu="250m"), pod("db", limit="500m")
+    active = [web, db]
     async with trio.open_nursery() as nursery:
-        cgroups = await start(nursery, tree, active=[web, db])
+        cgroups = await start(nursery, tree, active=active)
         assert cgroups.parent(web) == "/kubepods/burstable/podweb"
         assert cgroups.parent(db) == "/kubepods/poddb"
         assert await cgroups.ensure(web) is True
         assert await cgroups.ensure(web) is False  # there already: left as it is
         assert await cgroups.ensure(db) is True
         assert all(Path(d).is_dir() for d in tree.dirs("/kubepods/burstable/podweb"))
-        # removal needs only the UID (a pod known from the runtime has no spec)
+        if tree.layout.version == 1:
+            assert shares_file(tree, "/kubepods/burstable").read_text() == "256"
+        # removal needs only the UID (a pod known from the runtime has no spec), and the
+        # QoS shares follow the pods left
+        active.remove(web)
         assert await cgroups.remove("web") is True
+        if tree.layout.version == 1:
+            assert shares_file(tree, "/kubepods/burstable").read_text() == "2"
         assert not any(Path(d).exists() for d in tree.dirs("/kubepods/burstable/podweb"))
         assert await cgroups.remove("web") is False
         assert await cgroups.remove("db") is True
