@@ -216,6 +216,7 @@ class SyncLoop:
         rejection = self._admission_failure(pod)
         if rejection is not None:
             self.rejected[pod.uid] = f"{rejection.reason}: {rejection.message}"
+            self.pods.set_rejected(pod.uid)
             log.warning("pod %s rejected: %s: %s", pod.key, rejection.reason, rejection.message)
             if self._on_reject is not None:
                 self._on_reject(pod, rejection)
