@@ -8,6 +8,7 @@
           ├─ run_pleg              relist every second, the pod cache, lifecycle events
           ├─ run_prober            one task per (container, probe kind)
           ├─ run_services          (cluster) Services, for containers' variables
+          ├─ run_cgroups           kubepods and the QoS cgroups; pod cgroups on demand
           ├─ run_runtime           the pod driver: runtime features, RuntimeClasses, logs
           ├─ run_status_manager    (cluster) pod status → API
           ├─ run_node              (cluster) lease, registration, node status
@@ -39,10 +40,14 @@ import trio_asyncio
 from kubelet import process
 from kubelet.api.client import ApiClient
 from kubelet.api.kubeconfig import ClusterConnection, load_kubeconfig
+from kubelet.cgroups.fs import CgroupFs
+from kubelet.cgroups.manager import CgroupSettings
+from kubelet.cgroups.run import PodCgroups, capacity_of, host_cgroup_fs, run_cgroups
 from kubelet.config import ConfigError, Options
 from kubelet.cri import ImageClient, RuntimeClient, connect
 from kubelet.cri.runtime import wait_until_answering
 from kubelet.debug.console import claim_socket_path, serve_console
+from kubelet.decisions.qos import pod_qos
 from kubelet.env.services import ServiceStore, run_services
 from kubelet.events.recorder import NORMAL, EventRecorder, node_ref, run_event_recorder
 from kubelet.events.sink import ApiEvents
@@ -57,6 +62,7 @@ from kubelet.pleg import PlegHandle, run_pleg
 from kubelet.pleg.cache import PodCache
 from kubelet.pleg.view import RuntimeView
 from kubelet.pods.manager import PodManager
+from kubelet.pods.nodeinfo import local_node, node_info_source
 from kubelet.pods.run import PodLifecycle, node_admission, run_pod_lifecycle
 from kubelet.pods.runonce import run_pods_once
 from kubelet.pods.syncer import KubeletPodSyncer
@@ -95,6 +101,10 @@ class Host:
     """None: ``--node-ip``, else found from the hostname"""
     ephemeral_ports: bool = False
     """the servers listen on ports the kernel picks (tests)"""
+    cgroup_fs: Callable[[], CgroupFs] = host_cgroup_fs
+    """the cgroup hierarchies (tests: a tree in a temporary directory)"""
+    cgroup_io: RunSync = in_thread
+    """where cgroup writes run (tests on a fake clock: inline)"""
 
 
 @attrs.frozen
@@ -115,6 +125,7 @@ class Components:
     services: ServiceStore | None = None
     addresses: Addresses | None = None
     """where the servers listen (None: no server)"""
+    cgroups: PodCgroups | None = None
 
     @property
     def pods(self) -> PodManager:
@@ -154,9 +165,11 @@ async def run(
         pleg = await root.start(run_pleg, runtime, metrics.observe_relist)
         prober = await root.start(run_prober, runtime, recorder, node.host_ip, clock)
         services = await root.start(run_services, api) if api else None
+        cgroups = await start_cgroups(root, options, host, machine, desired, recorder, node.name)
         pod_runtime = await root.start(
             run_runtime, options, runtime, images, api, recorder, metrics, prober.http, node.name,
             node.ips, machine.memory_bytes, machine.num_cores, services and services.env_for, clock,
+            cgroups,
         )  # fmt: skip
         status = await root.start(run_status_manager, api, desired.mirror_for) if api else None
         node_parts = NodeParts(
@@ -166,6 +179,10 @@ async def run(
             run_node, options, node, api, runtime, images, machine, pleg.healthy, recorder,
             clock, node_parts,
         )  # fmt: skip
+        reporter = node_handle.reporter
+        node_info = node_info_source(
+            local_node(options, node, machine), reporter and (lambda: reporter.node)
+        )
         config = await root.start(open_sources, options, api, host.watch_files, host.source_io)
         lifecycle = await root.start(
             functools.partial(
@@ -174,7 +191,7 @@ async def run(
                 shutdown_admission=node_handle.shutdown.admit if node_handle.shutdown else None,
             ),
             options, node, desired, config, pleg, prober, pod_runtime, api, status, recorder,
-            metrics, runtime_name, clock,
+            metrics, runtime_name, clock, node_info,
         )  # fmt: skip
         metrics.registry.register(PodGauges(pleg.cache.statuses, desired.pods))
         registries = metrics.registry, prober.metrics.registry
@@ -188,7 +205,7 @@ async def run(
             )  # fmt: skip
         parts = Components(
             node, runtime, images, metrics, recorder, pleg, prober, pod_runtime, config,
-            lifecycle, services, addresses,
+            lifecycle, services, addresses, cgroups,
         )  # fmt: skip
         if options.debug_console_socket:
             await root.start(serve_console, options.debug_console_socket, parts, api)
@@ -207,9 +224,11 @@ async def run_once(options: Options, host: Host = Host()) -> int:
     async with open_cri(options, metrics) as (runtime, images, name), trio.open_nursery() as root:
         recorder = EventRecorder(node.name, wall_clock=clock)  # no API: events are logged
         prober = await root.start(run_prober, runtime, recorder, node.host_ip, clock)
+        desired = PodManager()
+        cgroups = await start_cgroups(root, options, host, machine, desired, recorder, node.name)
         pod_runtime = await root.start(
             run_runtime, options, runtime, images, None, recorder, metrics, prober.http,
-            node.name, node.ips, machine.memory_bytes, machine.num_cores, None, clock,
+            node.name, node.ips, machine.memory_bytes, machine.num_cores, None, clock, cgroups,
         )  # fmt: skip
         view = RuntimeView(runtime)
         syncer = KubeletPodSyncer(
@@ -217,13 +236,42 @@ async def run_once(options: Options, host: Host = Host()) -> int:
             wall_clock=clock, prober=prober, metrics=metrics,
         )  # fmt: skip
         pods = await read_static_pods(options, host.source_io)
+        for pod in pods:
+            desired.upsert(pod)  # the QoS cgroups are sized from them
         if not pods:
             print("no static pods found", file=sys.stderr)
         info = pod_runtime.isolation.runtime_info
-        admission = node_admission(options, info, runtime_classes=False)
+        local = local_node(options, node, machine)
+        admission = node_admission(options, info, lambda: local, runtime_classes=False)
         code = await run_pods_once(syncer, pods, admission=admission)
         root.cancel_scope.cancel()
     return code
+
+
+async def start_cgroups(
+    root: trio.Nursery,
+    options: Options,
+    host: Host,
+    machine: MachineInfo,
+    desired: PodManager,
+    recorder: EventRecorder,
+    node_name: str,
+) -> PodCgroups:
+    """The cgroup component, started in ``root``: the QoS tree sized from the machine,
+    the active pods of ``desired``, its events recorded on the Node."""
+
+    def record(event: tuple[str, str, str]) -> None:
+        recorder.record(node_ref(node_name), *event)
+
+    settings = CgroupSettings.from_config(
+        options.config, pod_level_resources=options.features.enabled("PodLevelResources")
+    )
+    capacity = capacity_of(machine.num_cores, machine.memory_bytes, machine.hugepages)
+    handle: PodCgroups = await root.start(
+        run_cgroups, settings, host.cgroup_fs, capacity, desired.active, pod_qos, record,
+        host.cgroup_io,
+    )  # fmt: skip
+    return handle
 
 
 @contextlib.asynccontextmanager

@@ -74,7 +74,7 @@ def missing(note: str, honoured: Honoured = _never, missing_default: str = "") -
     return Support(NOT_IMPLEMENTED, note, honoured, missing_default)
 
 
-_QOS = "QoS and pod cgroups are created by the runtime under /kubepods but not sized"
+_QOS = "qosReserved memory limits on the QoS cgroups are not implemented"
 _GC = "image garbage collection is not implemented"
 _EVICTION = "eviction is not implemented"
 _NO_STREAMING = "exec, attach and port-forward answer 501"
@@ -103,7 +103,7 @@ SETTINGS: Mapping[str, Support] = {
     "syncFrequency": ok(),
     "runOnce": ok(),
     "maxPods": ok(),
-    "podPidsLimit": missing("no per-pod PID limit is applied", _is(-1)),
+    "podPidsLimit": ok("pids.max of every pod cgroup"),
     "containerRuntimeEndpoint": ok(),
     "imageServiceEndpoint": ok(),
     "runtimeRequestTimeout": ok(),
@@ -126,18 +126,21 @@ SETTINGS: Mapping[str, Support] = {
     "imageGCLowThresholdPercent": missing(_GC),
     "imageMinimumGCAge": missing(_GC),
     "imageMaximumGCAge": missing(_GC, _is(0.0)),
-    "cgroupDriver": missing("pod cgroups are given as cgroupfs paths", _is("cgroupfs")),
-    "cgroupRoot": ok("the parent of /kubepods"),
-    "cgroupsPerQOS": partial(_QOS, missing_default="QoS cgroup limits (cgroupsPerQOS)"),
-    "enforceNodeAllocatable": missing(
-        "allocatable is reported, not enforced with cgroups",
-        _is(("none",), ()),
-        "node allocatable enforcement (enforceNodeAllocatable)",
+    "cgroupDriver": missing(
+        "cgroupfs is implemented; systemd stops start-up (slices through systemd's D-Bus "
+        "API are not implemented)",
+        _is("cgroupfs"),
     ),
-    "systemReserved": partial("subtracted from allocatable; not enforced", _falsy),
-    "kubeReserved": partial("subtracted from allocatable; not enforced", _falsy),
-    "systemReservedCgroup": missing("reservations are not enforced", _falsy),
-    "kubeReservedCgroup": missing("reservations are not enforced", _falsy),
+    "cgroupRoot": ok("the parent of kubepods; start-up stops when it does not exist"),
+    "cgroupsPerQOS": ok("kubepods, the QoS cgroups and one cgroup per pod, with their limits"),
+    "enforceNodeAllocatable": ok(
+        "pods: kubepods limited to allocatable; system-reserved, kube-reserved (and their "
+        "-compressible forms): the reserved cgroups limited"
+    ),
+    "systemReserved": ok("subtracted from allocatable; enforced on systemReservedCgroup"),
+    "kubeReserved": ok("subtracted from allocatable; enforced on kubeReservedCgroup"),
+    "systemReservedCgroup": ok("limited when enforceNodeAllocatable has system-reserved"),
+    "kubeReservedCgroup": ok("limited when enforceNodeAllocatable has kube-reserved"),
     "failSwapOn": missing(
         "swap is not checked at start-up", _is(False), "refusing to start with swap on (failSwapOn)"
     ),

@@ -8,9 +8,10 @@ NetworkReady=false reason:… message:…", "PLEG is not healthy: …".
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from fractions import Fraction
 
-from kubelet.api.quantity import parse_quantity
+from kubelet.api.quantity import format_quantity, parse_quantity
 from kubelet.config import Options
 from kubelet.cri import CriError, ImageClient, RuntimeClient
 from kubelet.version import KUBERNETES_VERSION
@@ -27,6 +28,15 @@ def eviction_bytes(threshold: str | None, capacity: int) -> int:
     if threshold.endswith("%"):
         return int(capacity * float(threshold[:-1]) / 100)
     return int(parse_quantity(threshold).value())
+
+
+def summed_reservations(*reservations: Mapping[str, str]) -> dict[str, str]:
+    """``systemReserved`` + ``kubeReserved``, resource by resource (upstream adds them)."""
+    total: dict[str, Fraction] = {}
+    for reserved in reservations:
+        for name, value in reserved.items():
+            total[name] = total.get(name, Fraction(0)) + parse_quantity(value).amount
+    return {name: format_quantity(amount) for name, amount in total.items()}
 
 
 def runtime_problems(conditions: dict[str, tuple[bool, str, str]]) -> tuple[list[str], list[str]]:
@@ -97,7 +107,7 @@ class FactGatherer:
         except CriError:
             pass
         fs = filesystem_stats(self.options.root_dir)  # one statfs of a local disk: fast
-        reserved = {**cfg.system_reserved, **cfg.kube_reserved}
+        reserved = summed_reservations(cfg.system_reserved, cfg.kube_reserved)
         return NodeFacts(
             machine=self.machine,
             node_ips=self.node_ips,

@@ -58,6 +58,9 @@ class NodeHandle:
 
     serving: CertificateManager | None = None
     shutdown: ShutdownManager | None = None
+    reporter: NodeStatusReporter | None = None
+    """the status reporter, whose ``node`` is the Node as the API last gave it (None
+    until registered; admission reads its labels, taints and allocatable)"""
 
 
 @attrs.frozen
@@ -149,7 +152,7 @@ async def _run_cluster_node(
     await _start_client_rotation(options, api, parts, wall_clock, nursery)
     if serving is not None:
         await nursery.start(serving.run)
-    task_status.started(NodeHandle(serving=serving, shutdown=shutdown))
+    task_status.started(NodeHandle(serving=serving, shutdown=shutdown, reporter=reporter))
     if cfg.register_node:
         found = await _register(options, api, gatherer, wall_clock)
     else:

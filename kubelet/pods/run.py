@@ -32,6 +32,7 @@ from kubelet.sources.podconfig import PodConfig
 from kubelet.status.manager import StatusManager
 
 from .admission import AdmissionFacts, Rejection
+from .fit import NodeInfo
 from .housekeeping import RuntimeHousekeeper
 from .killer import PodKiller
 from .manager import PodManager
@@ -54,20 +55,26 @@ class PodLifecycle:
 def node_admission(
     options: Options,
     runtime_info: RuntimeInfo,
+    node_info: Callable[[], NodeInfo],
     *,
     runtime_classes: bool,
     shutdown: Callable[[], tuple[bool, str, str]] | None = None,
 ) -> Callable[[], AdmissionFacts]:
     """Admission's view of this node: read once at start-up, except the runtime's
-    features, which CRI Status may change."""
+    features, which CRI Status may change, and the Node (``nodeinfo.node_info_source``)."""
     cfg = options.config
     sysctls = SysctlAllowlist.for_node(cfg.allowed_unsafe_sysctls, kernel_version())
     apparmor_error = apparmor_host_error()
+    gates = options.features
 
     def facts() -> AdmissionFacts:
         admitted, reason, message = shutdown() if shutdown is not None else (True, "", "")
         return AdmissionFacts(
             max_pods=cfg.max_pods,
+            node=node_info(),
+            pod_level_resources=gates.enabled("PodLevelResources"),
+            dra_extended_resource=gates.enabled("DRAExtendedResource"),
+            taint_comparison_operators=gates.enabled("TaintTolerationComparisonOperators"),
             sysctls=sysctls,
             apparmor_error=apparmor_error,
             supplemental_groups_policy=runtime_info.features.supplemental_groups_policy,
@@ -104,6 +111,7 @@ async def run_pod_lifecycle(
     metrics: KubeletMetrics,
     runtime_name: str,
     wall_clock: Callable[[], float],
+    node_info: Callable[[], NodeInfo],
     *,
     kill_requests: trio.MemoryReceiveChannel[KillRequest] | None = None,
     shutdown_admission: Callable[[], tuple[bool, str, str]] | None = None,
@@ -112,7 +120,8 @@ async def run_pod_lifecycle(
     """Run the syncLoop and the pod workers until cancelled (pods keep running).
 
     ``desired`` is the pods the sources want (the status manager reads their mirror pods
-    too); ``config`` gives the updates and tells when every source has been seen."""
+    too); ``config`` gives the updates and tells when every source has been seen;
+    ``node_info`` is the Node as admission reads it."""
     mirrors = MirrorClient(api, node.name, node.owner_uid) if api is not None else None
     link = ClusterLink(status, mirrors) if status is not None and mirrors is not None else None
     syncer = KubeletPodSyncer(
@@ -128,7 +137,9 @@ async def run_pod_lifecycle(
     )
     results_send, results = trio.open_memory_channel[WorkerResult](math.inf)
     workers = PodWorkers(syncer, results=results_send)
-    housekeeper = RuntimeHousekeeper(pleg.view, pod_runtime.backoffs, mirrors, pod_runtime.volumes)
+    housekeeper = RuntimeHousekeeper(
+        pleg.view, pod_runtime.backoffs, mirrors, pod_runtime.volumes, pod_runtime.cgroups
+    )
     syncloop = SyncLoop(
         updates=config.updates,
         pleg_events=pleg.events,
@@ -140,6 +151,7 @@ async def run_pod_lifecycle(
         admission_facts=node_admission(
             options,
             pod_runtime.isolation.runtime_info,
+            node_info,
             runtime_classes=api is not None,
             shutdown=shutdown_admission,
         ),

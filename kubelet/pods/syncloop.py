@@ -70,6 +70,10 @@ class Housekeeper(Protocol):
     def orphan_mirror(self, mirror: Pod) -> None:
         """A mirror pod whose static pod is gone: delete it (without blocking the loop)."""
 
+    def orphan_pod_cgroups(self, known: Callable[[str], bool]) -> None:
+        """Remove the pod cgroups of pods nobody knows (without blocking the loop);
+        ``known`` is asked about each UID just before its cgroup goes."""
+
 
 class SyncLoop:
     """The one place that decides what each pod worker does next.
@@ -172,7 +176,10 @@ class SyncLoop:
 
     async def _handle_update(self, update: PodUpdate) -> None:
         op = update.op
-        for pod in update.pods:
+        pods = update.pods
+        if op is PodOperation.ADD:  # admitted oldest first, as upstream's HandlePodAdditions
+            pods = tuple(sorted(pods, key=lambda p: p.metadata.creation_timestamp or ""))
+        for pod in pods:
             if pod.is_mirror:
                 self._handle_mirror(op, pod)
             elif op is PodOperation.ADD:
@@ -209,6 +216,7 @@ class SyncLoop:
         rejection = self._admission_failure(pod)
         if rejection is not None:
             self.rejected[pod.uid] = f"{rejection.reason}: {rejection.message}"
+            self.pods.set_rejected(pod.uid)
             log.warning("pod %s rejected: %s: %s", pod.key, rejection.reason, rejection.message)
             if self._on_reject is not None:
                 self._on_reject(pod, rejection)
@@ -248,7 +256,8 @@ class SyncLoop:
     # -- housekeeping ----------------------------------------------------------------------
 
     async def housekeeping(self) -> None:
-        """Tear down runtime pods nobody wants, once every source has been seen."""
+        """Tear down runtime pods nobody wants, once every source has been seen; then the
+        pod directories and pod cgroups of pods nobody knows."""
         self.housekeeper.tidy()
         if not self._sources_ready():
             return
@@ -268,3 +277,6 @@ class SyncLoop:
                 self.housekeeper.orphan_mirror(mirror)
         in_use = self.pods.uids() | set(self.workers.workers) | {p.uid for p in running}
         self.housekeeper.orphan_pod_dirs(in_use)
+        self.housekeeper.orphan_pod_cgroups(
+            lambda uid: uid in in_use or uid in self.pods or self.workers.is_known(uid)
+        )

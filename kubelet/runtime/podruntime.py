@@ -18,6 +18,8 @@ import attrs
 import trio
 
 from kubelet.api.pod import Container, Pod, format_pod
+from kubelet.cgroups.fs import CgroupError
+from kubelet.cgroups.run import FAILED_CREATE_POD_CONTAINER, PodCgroups
 from kubelet.cri import CriError, RuntimeClient, api
 from kubelet.cri.termination import create_message_file, message_mount
 from kubelet.cri.types import ContainerInfo, ContainerRunState, RuntimePodStatus
@@ -152,7 +154,9 @@ class PodRuntime:
         isolation: PodIsolation | None = None,
         seccomp_default: bool = False,
         metrics: KubeletMetrics | None = None,
+        cgroups: PodCgroups | None = None,
     ) -> None:
+        self.cgroups = cgroups
         self.isolation = isolation or PodIsolation()
         self.seccomp_default = seccomp_default
         self.service_env = service_env
@@ -194,6 +198,8 @@ class PodRuntime:
         startup_succeeded: Collection[str] | None = None,
     ) -> SyncOutcome:
         progress = _Progress()
+        if not await self._ensure_cgroup(pod, progress):
+            return progress.freeze()
         volumes = await self._prepare_volumes(pod, progress)
         if volumes is None:
             return progress.freeze()
@@ -220,6 +226,21 @@ class PodRuntime:
         where = _Target(sandbox_id, plan.config, pod_ip, volumes)
         await self._start_containers(pod, status, actions, where, plan.error, progress)
         return progress.freeze()
+
+    async def _ensure_cgroup(self, pod: Pod, progress: _Progress) -> bool:
+        """Every sync, first (upstream's SyncPod): the pod's cgroup, created with its
+        limits when missing, so the sandbox and containers start inside it. False: it
+        could not be made; the sync fails and is retried."""
+        if self.cgroups is None:
+            return True
+        try:
+            await self.cgroups.ensure(pod)
+        except CgroupError as exc:
+            message = f"unable to ensure pod container exists: {exc}"
+            self.recorder.record(pod_ref(pod), WARNING, FAILED_CREATE_POD_CONTAINER, message)
+            progress.errors.append(message)
+            return False
+        return True
 
     async def _prepare_volumes(self, pod: Pod, progress: _Progress) -> PodVolumes | None:
         """Every sync, before the sandbox (upstream waits for the volumes first):
@@ -334,6 +355,8 @@ class PodRuntime:
             await self._start(pod, container, status, where, progress)
 
     def _cgroup_parent(self, pod: Pod) -> str:
+        if self.cgroups is not None:
+            return self.cgroups.parent(pod)
         return pod_cgroup_parent(pod, self.cgroup_root)
 
     def _sandbox_failed(self, pod: Pod, progress: _Progress, message: str) -> None:
@@ -637,8 +660,12 @@ class PodRuntime:
         directory under --root-dir (volumes, termination-message files, etc-hosts)."""
         await self._remove_log_directory(pod)
         self.isolation.release(pod.uid)
-        if self.volumes is not None:
-            self.volumes.cleanup(pod.uid)
+        volumes_gone = self.volumes.cleanup(pod.uid) if self.volumes is not None else True
+        if self.cgroups is not None and volumes_gone:  # else housekeeping's sweep, later
+            try:
+                await self.cgroups.remove(pod.uid)
+            except CgroupError as exc:  # the sweep tries again
+                log.warning("pod %s: pod cgroup not removed: %s", pod.key, exc)
 
     async def _remove_log_directory(self, pod: Pod) -> None:
         """The pod's log directory goes with the pod (upstream's container GC does this)."""

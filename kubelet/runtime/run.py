@@ -16,6 +16,7 @@ import trio
 
 from kubelet.api.client import ApiClient
 from kubelet.api.pod import Pod
+from kubelet.cgroups.run import PodCgroups
 from kubelet.config import Options
 from kubelet.cri import ImageClient, RuntimeClient
 from kubelet.decisions.backoff import IMAGE_PULL_INITIAL, IMAGE_PULL_MAX, Backoff, crash_loop_limits
@@ -58,12 +59,14 @@ async def run_runtime(
     cpus: int,
     service_env: Callable[[Pod], Mapping[str, str]] | None,
     wall_clock: Callable[[], float],
+    cgroups: PodCgroups | None = None,
     *,
     task_status: trio.TaskStatus[PodRuntime] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Build the pod driver, start what it needs running, hand it back; run until cancelled.
 
-    ``memory_capacity`` (bytes) and ``cpus`` are the node's (OOM scores, allocatable)."""
+    ``memory_capacity`` (bytes) and ``cpus`` are the node's (OOM scores, allocatable);
+    ``cgroups`` gives each pod its cgroup (None: the sandbox gets the parent's name only)."""
     cfg = options.config
     allocatable = {"cpu": str(cpus), "memory": str(memory_capacity)}
     setup_data_dirs(options.root_dir, cfg.pod_logs_dir)
@@ -102,6 +105,7 @@ async def run_runtime(
         isolation=isolation,
         seccomp_default=cfg.seccomp_default,
         metrics=metrics,
+        cgroups=cgroups,
     )
     async with trio.open_nursery() as nursery:
         await nursery.start(isolation.runtime_info.run, runtime)

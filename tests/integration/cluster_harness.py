@@ -17,6 +17,7 @@ from kubelet.config import Options, resolve
 from kubelet.node.machine import MachineInfo
 from kubelet.sources.offloop import inline
 from kubelet.testing import FakeRuntime
+from kubelet.testing.cgroupfs import tree_cgroups
 from kubelet.testing.fakeapiserver import FakeApiServer
 
 from .kubelet_harness import EPOCH, NODE
@@ -112,6 +113,8 @@ def cluster_kubelet(
         node_ips=("10.0.0.5",),
         source_io=inline,  # no worker thread: it would look idle to autojump_clock
         ephemeral_ports=True,
+        cgroup_fs=tree_cgroups(c.tmp / "cgroup"),
+        cgroup_io=inline,
     )
 
 

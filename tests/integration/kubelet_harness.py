@@ -17,6 +17,7 @@ from kubelet.config import resolve
 from kubelet.cri import api
 from kubelet.sources.offloop import inline
 from kubelet.testing import FakeRuntime
+from kubelet.testing.cgroupfs import tree_cgroups
 from kubelet.testing.fakeruntime import FakeContainer, FakeSandbox
 
 EPOCH = 1_800_000_000.0
@@ -103,6 +104,8 @@ async def start_kubelet(h: Harness) -> None:
         wall_clock=lambda: EPOCH + trio.current_time(),
         watch_files=False,
         source_io=inline,  # no worker thread: it would look idle to autojump_clock
+        cgroup_fs=tree_cgroups(h.manifests.parent / "cgroup"),
+        cgroup_io=inline,
     )
 
     async def run_it(task_status: trio.TaskStatus[Components] = trio.TASK_STATUS_IGNORED) -> None:

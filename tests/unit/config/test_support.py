@@ -177,7 +177,7 @@ def test_kubeadm_config_gives_one_warning_naming_each_setting(tmp_path: Path) ->
         assert honoured not in listed, honoured
     assert listed.count("cgroupDriver") == 1
     assert "image garbage collection (imageGCHighThresholdPercent)" in defaults
-    assert "QoS cgroup limits (cgroupsPerQOS)" in defaults
+    assert "cgroupsPerQOS" not in defaults and "enforceNodeAllocatable" not in defaults
     assert "hard eviction" not in defaults  # set by the file: listed above instead
     assert options.details and all(": " in line for line in options.details)
     assert any(line.startswith("cgroupDriver: not implemented: ") for line in options.details)
