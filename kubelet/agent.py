@@ -13,6 +13,8 @@
           ├─ run_node              (cluster) lease, registration, node status
           ├─ open_sources          PodConfig merge; file, URL and API sources
           ├─ run_pod_lifecycle     pod workers, housekeeping, the syncLoop
+          ├─ run_gc                dead containers every minute, unused images every 5
+          ├─ run_eviction          pressure: reclaim, evict; conditions; OOM events
           ├─ serve                 healthz, main (TLS) and read-only servers
           └─ serve_console         (--debug-console-socket) the debug console
 
@@ -24,11 +26,13 @@ tests run the whole agent in-process against FakeRuntime on a fake clock.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import signal
 import sys
 import time
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 
 import attrs
 import httpx
@@ -45,6 +49,10 @@ from kubelet.debug.console import claim_socket_path, serve_console
 from kubelet.env.services import ServiceStore, run_services
 from kubelet.events.recorder import NORMAL, EventRecorder, node_ref, run_event_recorder
 from kubelet.events.sink import ApiEvents
+from kubelet.eviction.manager import EvictionManager
+from kubelet.eviction.run import NodePressure, eviction_settings, run_eviction
+from kubelet.gc.collector import GarbageCollectors
+from kubelet.gc.run import image_gc_policy, run_gc
 from kubelet.metrics import KubeletMetrics, PodGauges
 from kubelet.node.identity import NodeIdentity
 from kubelet.node.machine import MachineInfo, read_machine_info
@@ -61,11 +69,15 @@ from kubelet.prober.manager import ProberManager, run_prober
 from kubelet.runtime.podruntime import PodRuntime
 from kubelet.runtime.run import run_runtime
 from kubelet.server.backend import RunningKubelet
+from kubelet.server.hoststats import Host as StatsHost
 from kubelet.server.reviews import ApiReviews
 from kubelet.server.serve import serve
+from kubelet.server.stats import SummaryProvider
+from kubelet.server.usage import NodeUsage
 from kubelet.sources.offloop import RunSync, in_thread
 from kubelet.sources.podconfig import PodConfig
 from kubelet.sources.run import open_sources, read_static_pods
+from kubelet.stats.cgroupfs import Cgroups
 from kubelet.status.manager import run_status_manager
 from kubelet.version import version_line
 from kubelet.volumes.dirs import DataDirError, setup_data_dirs
@@ -91,6 +103,12 @@ class Host:
     """None: ``--node-ip``, else found from the hostname"""
     ephemeral_ports: bool = False
     """the servers listen on ports the kernel picks (tests)"""
+    stats: StatsHost = attrs.field(factory=StatsHost)
+    """where node usage is read (/proc, cgroups, statvfs; tests script them)"""
+    cgroups: Path = Path("/")
+    """the root under which the memory threshold notifiers arm (sys/fs/cgroup)"""
+    kmsg: str | None = "/dev/kmsg"
+    """the kernel log the OOM watcher reads (None: no watcher)"""
 
 
 @attrs.frozen
@@ -109,6 +127,9 @@ class Components:
     config: PodConfig
     lifecycle: PodLifecycle
     services: ServiceStore | None = None
+    pressure: NodePressure | None = None
+    collectors: GarbageCollectors | None = None
+    eviction: EvictionManager | None = None
 
     @property
     def pods(self) -> PodManager:
@@ -135,8 +156,11 @@ async def run(
         options.node_name, options.hostname_override, options.node_ip, machine, host.node_ips
     )
     cfg, clock = options.config, host.wall_clock
+    eviction_settings(options)  # a bad threshold stops start-up before any pod is touched
+    image_gc_policy(options)
     metrics = KubeletMetrics(node.name)
     desired = PodManager()
+    pressure = NodePressure()
     async with (
         open_cri(options, metrics) as (runtime, images, runtime_name),
         open_api(options, host) as api,
@@ -155,28 +179,55 @@ async def run(
         if api is not None:
             await root.start(
                 run_node, options, node, api, runtime, images, machine, pleg.healthy, recorder,
-                clock,
+                clock, pressure,
             )  # fmt: skip
         config = await root.start(open_sources, options, api, host.watch_files, host.source_io)
         lifecycle = await root.start(
             run_pod_lifecycle, options, node, desired, config, pleg, prober, pod_runtime, api,
-            status, recorder, metrics, runtime_name, clock,
+            status, recorder, metrics, runtime_name, clock, pressure,
         )  # fmt: skip
         metrics.registry.register(PodGauges(pleg.cache.statuses, desired.pods))
+        stats = SummaryProvider(
+            runtime, images, node_name=node.name, root_dir=options.root_dir,
+            pod_logs_dir=cfg.pod_logs_dir, host=host.stats, wall_clock=clock,
+        )  # fmt: skip
+        usage = NodeUsage(stats)
+        collectors = await root.start(
+            run_gc, options, node.name, runtime, images, lifecycle.gc_view, config.sources_ready,
+            usage.image_fs, recorder, clock,
+        )  # fmt: skip
+        eviction = await root.start(
+            functools.partial(run_eviction, cgroups=Cgroups(host.cgroups), kmsg=host.kmsg),
+            options, node.name, usage, lifecycle.evictor, collectors, recorder, pressure,
+            usage.disk_layout, _pod_names(desired),
+        )  # fmt: skip
         parts = Components(
             node, runtime, images, metrics, recorder, pleg, prober, pod_runtime, config,
-            lifecycle, services,
+            lifecycle, services, pressure, collectors, eviction,
         )  # fmt: skip
         registries = metrics.registry, prober.metrics.registry
         backend = RunningKubelet(runtime, images, *registries, lifecycle)
         if cfg.enable_server or cfg.healthz_port or cfg.read_only_port:
             reviews = ApiReviews(api) if api is not None else None
-            await root.start(serve, backend, options, reviews, metrics, host.ephemeral_ports)
+            await root.start(
+                functools.partial(serve, host=host.stats, stats=stats),
+                backend, options, reviews, metrics, host.ephemeral_ports,
+            )  # fmt: skip
         if options.debug_console_socket:
             await root.start(serve_console, options.debug_console_socket, parts, api)
         recorder.record(node_ref(node.name), NORMAL, "Starting", "Starting kubelet.")
         log.info("kubelet %s started: node %s", version_line(), node.name)
         task_status.started(parts)
+
+
+def _pod_names(desired: PodManager) -> Callable[[str], str | None]:
+    """namespace/name of a desired pod by UID (the OOM watcher names the pod it hit)."""
+
+    def name(uid: str) -> str | None:
+        pod = desired.get(uid)
+        return pod.key if pod is not None else None
+
+    return name
 
 
 async def run_once(options: Options, host: Host = Host()) -> int:

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from kubelet.api.quantity import parse_quantity
 from kubelet.config import Options
 from kubelet.cri import CriError, ImageClient, RuntimeClient
+from kubelet.eviction.run import NodePressure
+from kubelet.eviction.thresholds import DISK_PRESSURE, MEMORY_PRESSURE, PID_PRESSURE
 from kubelet.version import KUBERNETES_VERSION
 
 from .identity import NodeIdentity
@@ -59,6 +61,7 @@ class FactGatherer:
         *,
         machine: MachineInfo,
         node: NodeIdentity,
+        pressure: NodePressure | None = None,
     ) -> None:
         self.options = options
         self.runtime = runtime
@@ -67,6 +70,7 @@ class FactGatherer:
         self.machine = machine
         self.hostname = node.hostname
         self.node_ips = node.ips
+        self.pressure = pressure or NodePressure()
 
     async def gather(self) -> NodeFacts:
         cfg = self.options.config
@@ -114,4 +118,7 @@ class FactGatherer:
             max_images=cfg.node_status_max_images,
             runtime_errors=tuple(runtime_errors),
             network_errors=tuple(network_errors),
+            memory_pressure=self.pressure.has(MEMORY_PRESSURE),
+            disk_pressure=self.pressure.has(DISK_PRESSURE),
+            pid_pressure=self.pressure.has(PID_PRESSURE),
         )

@@ -21,6 +21,7 @@ from kubelet.api.node import Taint
 from kubelet.config import Options
 from kubelet.cri import ImageClient, RuntimeClient
 from kubelet.events.recorder import EventRecorder
+from kubelet.eviction.run import NodePressure
 from kubelet.goformat import rfc3339
 
 from .facts import FactGatherer
@@ -47,6 +48,7 @@ async def run_node(
     pleg_health: Callable[[], tuple[bool, str]],
     recorder: EventRecorder,
     wall_clock: Callable[[], float],
+    pressure: NodePressure | None = None,
     *,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
@@ -54,7 +56,9 @@ async def run_node(
     cfg = options.config
     # the heartbeat's own client: no rate limit, a deadline of one update period
     heartbeat = api.with_limits(-1, 0, timeout=httpx.Timeout(cfg.node_status_update_frequency))
-    gatherer = FactGatherer(options, runtime, images, pleg_health, machine=machine, node=node)
+    gatherer = FactGatherer(
+        options, runtime, images, pleg_health, machine=machine, node=node, pressure=pressure
+    )
     lease = LeaseController(
         ApiLeases(heartbeat),
         node.name,

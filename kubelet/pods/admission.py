@@ -20,8 +20,10 @@ import attrs
 
 from kubelet.api.pod import Pod
 from kubelet.decisions import sysctls as sysctl_admission
+from kubelet.decisions.qos import is_critical_pod, pod_qos
 from kubelet.decisions.security import APPARMOR_REASON, apparmor_admission_error
 from kubelet.decisions.sysctls import SysctlAllowlist
+from kubelet.eviction import admission as eviction_admission
 
 __all__ = [
     "OUT_OF_PODS",
@@ -59,9 +61,18 @@ class AdmissionFacts:
     """whether the runtime supports ``supplementalGroupsPolicy: Strict``"""
     runtime_classes: bool = True
     """whether RuntimeClasses can be looked up (False: no API server, standalone)"""
+    pressure: tuple[str, ...] = ()
+    """the node's pressure conditions (the eviction manager's MemoryPressure, ...)"""
 
 
 Handler = Callable[[Pod, Sequence[Pod], AdmissionFacts], Rejection | None]
+
+
+def _eviction(pod: Pod, others: Sequence[Pod], facts: AdmissionFacts) -> Rejection | None:
+    refusal = eviction_admission.admit(
+        pod, facts.pressure, is_critical=is_critical_pod, qos=pod_qos
+    )
+    return None if refusal is None else Rejection(refusal.reason, refusal.message)
 
 
 def _sysctls(pod: Pod, others: Sequence[Pod], facts: AdmissionFacts) -> Rejection | None:
@@ -114,7 +125,7 @@ def _runtime_class(pod: Pod, others: Sequence[Pod], facts: AdmissionFacts) -> Re
 
 
 HANDLERS: tuple[Handler, ...] = (
-    # eviction (memory/disk pressure) goes first, once the eviction manager exists
+    _eviction,
     _sysctls,
     # resource allocation (CPU, memory, devices managers) goes here
     # the general predicates, in upstream's order:

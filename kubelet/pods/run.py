@@ -21,6 +21,7 @@ from kubelet.config import Options
 from kubelet.decisions.security import apparmor_host_error
 from kubelet.decisions.sysctls import SysctlAllowlist, kernel_version
 from kubelet.events.recorder import WARNING, EventRecorder, pod_ref
+from kubelet.eviction.run import NodePressure
 from kubelet.metrics import KubeletMetrics
 from kubelet.node.identity import NodeIdentity
 from kubelet.pleg import PlegHandle
@@ -31,6 +32,7 @@ from kubelet.sources.podconfig import PodConfig
 from kubelet.status.manager import StatusManager
 
 from .admission import AdmissionFacts, Rejection
+from .evict import PodEvictor, PodGcView
 from .housekeeping import RuntimeHousekeeper
 from .manager import PodManager
 from .mirror import MirrorClient
@@ -48,9 +50,23 @@ class PodLifecycle:
     syncer: KubeletPodSyncer
     syncloop: SyncLoop
 
+    @property
+    def evictor(self) -> PodEvictor:
+        """The eviction manager's hold on the pods (active pods, the kill path)."""
+        return PodEvictor(self.workers, self.syncer, self.syncloop.rejected)
+
+    @property
+    def gc_view(self) -> PodGcView:
+        """The garbage collectors' question: may a pod's dead containers go."""
+        return PodGcView(self.pods, self.workers, self.syncer)
+
 
 def node_admission(
-    options: Options, runtime_info: RuntimeInfo, *, runtime_classes: bool
+    options: Options,
+    runtime_info: RuntimeInfo,
+    *,
+    runtime_classes: bool,
+    pressure: NodePressure | None = None,
 ) -> Callable[[], AdmissionFacts]:
     """Admission's view of this node: read once at start-up, except the runtime's
     features, which CRI Status may change."""
@@ -65,6 +81,7 @@ def node_admission(
             apparmor_error=apparmor_error,
             supplemental_groups_policy=runtime_info.features.supplemental_groups_policy,
             runtime_classes=runtime_classes,
+            pressure=pressure.conditions if pressure is not None else (),
         )
 
     return facts
@@ -96,6 +113,7 @@ async def run_pod_lifecycle(
     metrics: KubeletMetrics,
     runtime_name: str,
     wall_clock: Callable[[], float],
+    pressure: NodePressure | None = None,
     *,
     task_status: trio.TaskStatus[PodLifecycle] = trio.TASK_STATUS_IGNORED,
 ) -> None:
@@ -128,7 +146,10 @@ async def run_pod_lifecycle(
         sources_ready=config.sources_ready,
         sync_frequency=options.config.sync_frequency,
         admission_facts=node_admission(
-            options, pod_runtime.isolation.runtime_info, runtime_classes=api is not None
+            options,
+            pod_runtime.isolation.runtime_info,
+            runtime_classes=api is not None,
+            pressure=pressure,
         ),
         on_reject=Rejecter(recorder, syncer),
         probe_updates=(

@@ -8,7 +8,7 @@ simply omits what this node cannot tell.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import attrs
@@ -81,6 +81,12 @@ class Host:
     """Readers for one machine; ``root`` prefixes every path read."""
 
     root: Path = Path("/")
+    statvfs: Callable[[str], FsSample | None] | None = None
+    """replaces ``filesystem`` (tests script a filesystem's size)"""
+
+    def filesystem(self, path: str) -> FsSample | None:
+        """``statvfs`` of the filesystem holding ``path``."""
+        return (self.statvfs or filesystem)(path)
 
     def _p(self, path: str) -> Path:
         return self.root / path.lstrip("/")

@@ -23,7 +23,7 @@ from typing import Any
 from kubelet.cri import CriError, ImageClient, RuntimeClient, Unimplemented, api, labels
 from kubelet.goformat import rfc3339
 
-from .hoststats import CpuSample, FsSample, Host, MemorySample, files_usage, filesystem
+from .hoststats import CpuSample, FsSample, Host, MemorySample, files_usage
 
 log = logging.getLogger(__name__)
 
@@ -148,8 +148,8 @@ class SummaryProvider:
             node["systemContainers"] = [pods_cgroup]
         if not only_cpu_and_memory:
             node["network"] = self._node_network(when)
-            node["fs"] = fs_json(when, filesystem(self.root_dir))
-            node["runtime"] = await self._runtime_fs(when)
+            node["fs"] = fs_json(when, self.host.filesystem(self.root_dir))
+            node["runtime"] = await self.runtime_fs(when)
             node["rlimit"] = _prune(
                 {"time": when, "maxpid": self.host.max_pid(), "curproc": self.host.process_count()}
             )
@@ -192,7 +192,9 @@ class SummaryProvider:
         main = next((r for r in rows if r["name"] == default), rows[0])
         return {"time": when, **main, "interfaces": rows}
 
-    async def _runtime_fs(self, when: str) -> Json | None:
+    async def runtime_fs(self, when: str) -> Json | None:
+        """``imageFs`` and ``containerFs`` as the runtime reports them (ImageFsInfo), sized
+        by the filesystem holding each mountpoint."""
         if self.images is None:
             return None
         try:
@@ -202,13 +204,15 @@ class SummaryProvider:
             return None
         if not info.image_filesystems:
             return None
-        usage = info.image_filesystems[0]
-        fs = filesystem(usage.fs_id.mountpoint) if usage.fs_id.mountpoint else None
-        return {
-            "imageFs": fs_json(
-                when, fs, _value(usage, "used_bytes") or 0, _value(usage, "inodes_used")
-            )
-        }
+        out: Json = {"imageFs": self._fs_usage(when, info.image_filesystems[0])}
+        containers = info.container_filesystems or info.image_filesystems
+        out["containerFs"] = self._fs_usage(when, containers[0])
+        return out
+
+    def _fs_usage(self, when: str, usage: api.FilesystemUsage) -> Json:
+        mount = usage.fs_id.mountpoint
+        fs = self.host.filesystem(mount) if mount else None
+        return fs_json(when, fs, _value(usage, "used_bytes") or 0, _value(usage, "inodes_used"))
 
     # -- pods -----------------------------------------------------------------------------
 
@@ -253,7 +257,7 @@ class SummaryProvider:
         sandbox_stats = await self._sandbox_stats([s.id for s in sandboxes])
         container_stats = await self._container_stats()
         capacity = self.host.memory_capacity()
-        fs = None if only_cpu_and_memory else filesystem(self.pod_logs_dir)
+        fs = None if only_cpu_and_memory else self.host.filesystem(self.pod_logs_dir)
         image_fs = None if only_cpu_and_memory else await self._image_fs()
         by_sandbox: dict[str, dict[str, api.Container]] = {}
         for c in sorted(containers, key=lambda c: c.created_at):
@@ -290,7 +294,7 @@ class SummaryProvider:
             mount = info.image_filesystems[0].fs_id.mountpoint
         else:
             return None
-        return filesystem(mount) if mount else None
+        return self.host.filesystem(mount) if mount else None
 
     def _container_json(
         self,

@@ -39,6 +39,7 @@ Policy = Callable[[Mapping[str, Any]], str | None]
 def approve_all(_: Mapping[str, Any]) -> str | None:
     return "Approved"
 
+
 class CsrController:
     """Approves (by ``policy``) and signs CSRs in ``api``'s store until cancelled."""
 

@@ -16,6 +16,7 @@ from kubelet.api.kubeconfig import load_kubeconfig
 from kubelet.config import Options, resolve
 from kubelet.node.machine import MachineInfo
 from kubelet.sources.offloop import inline
+from kubelet.testing.nodestats import ScriptedNode
 from kubelet.testing import FakeRuntime
 from kubelet.testing.fakeapiserver import FakeApiServer
 
@@ -112,6 +113,9 @@ def cluster_kubelet(
         node_ips=("10.0.0.5",),
         source_io=inline,  # no worker thread: it would look idle to autojump_clock
         ephemeral_ports=True,
+        stats=ScriptedNode(c.tmp / "host").host,
+        cgroups=c.tmp / "host",  # no memory cgroup there: no kernel notifier
+        kmsg=None,
     )
 
 
