@@ -16,9 +16,9 @@ from kubelet.api.kubeconfig import load_kubeconfig
 from kubelet.config import Options, resolve
 from kubelet.node.machine import MachineInfo
 from kubelet.sources.offloop import inline
-from kubelet.testing.nodestats import ScriptedNode
 from kubelet.testing import FakeRuntime
 from kubelet.testing.fakeapiserver import FakeApiServer
+from kubelet.testing.nodestats import ScriptedNode
 
 from .kubelet_harness import EPOCH, NODE
 
@@ -46,6 +46,8 @@ class Cluster:
     scope: trio.CancelScope | None = None
     components: Components | None = None
     """What the running kubelet handed back (``agent.run``'s task status)."""
+    node: ScriptedNode | None = None
+    """The node's usage figures (ample until a test scripts them)."""
 
     def pod(self, name: str, namespace: str = "default") -> dict[str, Any] | None:
         return self.api.get("pods", namespace, name)
@@ -102,6 +104,8 @@ def cluster_kubelet(
     if manifests is not None:
         args += ["--pod-manifest-path", str(manifests), "--file-check-frequency", "1s"]
     options = resolve([*args, *extra])
+    if c.node is None:
+        c.node = ScriptedNode(c.tmp / "host")
     options = attrs.evolve(
         options, config=attrs.evolve(options.config, pod_logs_dir=str(c.tmp / "logs"))
     )
@@ -113,7 +117,7 @@ def cluster_kubelet(
         node_ips=("10.0.0.5",),
         source_io=inline,  # no worker thread: it would look idle to autojump_clock
         ephemeral_ports=True,
-        stats=ScriptedNode(c.tmp / "host").host,
+        stats=c.node.host,
         cgroups=c.tmp / "host",  # no memory cgroup there: no kernel notifier
         kmsg=None,
     )
