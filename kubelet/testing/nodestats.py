@@ -32,8 +32,10 @@ class ScriptedNode:
     total_memory: int = 64 * GiB
     filesystems: dict[str, FsSample] = attrs.field(factory=dict)
     """path prefix → figures (the longest prefix of a path wins)"""
-    default_fs: FsSample = FsSample(
-        capacity=TiB, available=TiB, used=0, inodes=1 << 30, inodes_free=1 << 30
+    default_fs: FsSample = attrs.field(
+        factory=lambda: FsSample(
+            capacity=TiB, available=TiB, used=0, inodes=1 << 30, inodes_free=1 << 30
+        )
     )
 
     def __attrs_post_init__(self) -> None:
