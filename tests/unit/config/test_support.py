@@ -128,7 +128,7 @@ def test_help_promises_nothing_that_is_not_done() -> None:
             assert "Not implemented yet" in helps[spec.dest], spec.name
     assert "Not implemented" in helps["bootstrap_kubeconfig"]
     assert "obtain a client certificate when" not in helps["bootstrap_kubeconfig"].split(". ")[-1]
-    assert "Not implemented yet" in helps["eviction_hard"] or "Partly" in helps["eviction_hard"]
+    assert "Not implemented yet" not in helps["eviction_hard"]  # eviction is implemented
     assert "Not implemented" not in helps["pod_manifest_path"]
 
 
@@ -149,7 +149,8 @@ def test_no_warning_for_honoured_settings(tmp_path: Path) -> None:
     for name in ("cgroupDriver", "podPidsLimit", "failSwapOn", "cpuManagerPolicy", "staticPod"):
         assert name not in listed
     # the defaults the file did not touch are still named; those it set are not
-    assert "hard eviction (evictionHard)" in warning
+    assert "QoS cgroup limits (cgroupsPerQOS)" in warning
+    assert "eviction" not in warning  # eviction and image GC are implemented
     assert "image garbage collection" not in warning
     assert "failSwapOn" not in warning
 
@@ -163,7 +164,7 @@ def test_kubeadm_config_gives_one_warning_naming_each_setting(tmp_path: Path) ->
     assert listed.startswith("settings accepted but not implemented yet: ")
     assert "cgroupDriver=systemd (--cgroup-driver)" in listed
     assert f"rotateCertificates=true ({path})" in listed
-    assert f"evictionHard ({path})" in listed
+    assert "evictionHard" not in listed  # implemented
     assert "featureGates.MemoryQoS=true (--feature-gates)" in listed
     for honoured in (
         "clusterDNS",
@@ -177,7 +178,7 @@ def test_kubeadm_config_gives_one_warning_naming_each_setting(tmp_path: Path) ->
     ):
         assert honoured not in listed, honoured
     assert listed.count("cgroupDriver") == 1
-    assert "image garbage collection (imageGCHighThresholdPercent)" in defaults
+    assert "image garbage collection" not in defaults  # implemented
     assert "QoS cgroup limits (cgroupsPerQOS)" in defaults
     assert "hard eviction" not in defaults  # set by the file: listed above instead
     assert options.details and all(": " in line for line in options.details)
