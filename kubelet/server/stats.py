@@ -16,16 +16,26 @@ from __future__ import annotations
 import contextlib
 import glob
 import logging
+import os
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import trio
+
 from kubelet.cri import CriError, ImageClient, RuntimeClient, Unimplemented, api, labels
 from kubelet.goformat import rfc3339
+from kubelet.stats.volumes import PodVolume, VolumeUsageCache
 
 from .hoststats import CpuSample, FsSample, Host, MemorySample, files_usage
 
 log = logging.getLogger(__name__)
+
+LOCAL_EPHEMERAL_PLUGINS = (
+    "kubernetes.io~empty-dir",
+    "kubernetes.io~configmap",
+    "kubernetes.io~git-repo",
+)
 
 Json = dict[str, Any]
 
@@ -115,6 +125,7 @@ class SummaryProvider:
         self.host = host or Host()
         self.wall_clock = wall_clock
         self.rates = RateCache()
+        self.volumes = VolumeUsageCache(root_dir, trio.current_time)
         self._sandbox_stats_supported = True
 
     async def summary(self, only_cpu_and_memory: bool = False) -> Json:
@@ -269,9 +280,12 @@ class SummaryProvider:
                 for c in by_sandbox.get(sandbox.id, {}).values()
             ]
             stats = sandbox_stats.get(sandbox.id) if sandbox_stats is not None else None
-            out.append(
-                self._pod_json(sandbox, stats, pod_containers, capacity, only_cpu_and_memory)
-            )
+            pod = self._pod_json(sandbox, stats, pod_containers, capacity, only_cpu_and_memory)
+            if not only_cpu_and_memory:
+                await self._add_volumes(pod)
+            out.append(pod)
+        if not only_cpu_and_memory:
+            self.volumes.keep({s.labels[labels.POD_UID] for s in sandboxes})
         self.rates.keep(
             ["node", "pods"]
             + [f"pod/{s.labels[labels.POD_UID]}" for s in sandboxes]
@@ -280,6 +294,41 @@ class SummaryProvider:
         # newest sandbox per pod uid wins (a pod restarted its sandbox)
         newest: dict[str, Json] = {p["podRef"]["uid"]: p for p in out}
         return list(newest.values())
+
+    async def _add_volumes(self, pod: Json) -> None:
+        """The pod's ``volume`` list, and its local ephemeral volumes in ``ephemeral-storage``."""
+        when = rfc3339(self.wall_clock())
+        volumes = await self.volumes.pod_volumes(pod["podRef"]["uid"])
+        if not volumes:
+            return
+        rows = [self._volume_json(when, v) for v in volumes]
+        pod["volume"] = rows
+        local = [r for v, r in zip(volumes, rows, strict=True) if self._local_ephemeral(v)]
+        if local:
+            base = dict(pod.get("ephemeral-storage") or local[0])
+            base["usedBytes"] = sum(r["usedBytes"] for r in local) + (
+                pod.get("ephemeral-storage") or {}
+            ).get("usedBytes", 0)
+            base["inodesUsed"] = sum(r["inodesUsed"] for r in local) + (
+                pod.get("ephemeral-storage") or {}
+            ).get("inodesUsed", 0)
+            pod["ephemeral-storage"] = base
+
+    def _volume_json(self, when: str, volume: PodVolume) -> Json:
+        row = fs_json(when, self.host.filesystem(volume.path), volume.usage.bytes,
+                      volume.usage.inodes)  # fmt: skip
+        row["name"] = volume.name
+        return row
+
+    def _local_ephemeral(self, volume: PodVolume) -> bool:
+        """emptyDir on disk, configMap, gitRepo: upstream's ``IsLocalEphemeralVolume``
+        (a memory-backed emptyDir is a tmpfs: another device than ``--root-dir``)."""
+        if volume.plugin not in LOCAL_EPHEMERAL_PLUGINS:
+            return False
+        try:
+            return os.stat(volume.path).st_dev == os.stat(self.root_dir).st_dev
+        except OSError:
+            return False
 
     async def _image_fs(self) -> FsSample | None:
         if self.images is None:
