@@ -212,7 +212,10 @@ SETTINGS: Mapping[str, Support] = {
     "preloadedImagesVerificationAllowlist": ok(),
     "enableContentionProfiling": missing("no profiling handlers", _is(False)),
     "streamingConnectionIdleTimeout": missing(_NO_STREAMING),
-    "volumeStatsAggPeriod": missing("volume usage is not measured"),
+    "volumeStatsAggPeriod": missing(
+        "volume usage is measured once a minute (the default); other periods are not acted on",
+        _is("1m", "1m0s", "60s"),
+    ),
     "kubeletCgroups": missing("the kubelet is not moved into a cgroup", _falsy),
     "systemCgroups": missing("system processes are not moved into a cgroup", _falsy),
     "cpuManagerPolicy": missing("the CPU manager is not implemented", _is("none")),
