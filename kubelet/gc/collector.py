@@ -90,15 +90,18 @@ class ContainerCollector:
     pod_logs_dir: str
     wall_clock: Callable[[], float]
     policy: cplan.GCPolicy = attrs.field(factory=cplan.GCPolicy)
+    seen: set[str] = attrs.field(factory=set)
+    """pod UIDs this kubelet has found on its runtime"""
 
     async def collect(self, evict_non_deleted: bool = False) -> cplan.GCPlan:
         """One collection; GcError lists what failed (the rest was still removed)."""
-        found = [_container_info(c) for c in await self.runtime.list_containers()]
-        boxes = [_sandbox_info(s) for s in await self.runtime.list_pod_sandbox()]
+        found = [c for c in map(_container_info, await self.runtime.list_containers()) if c]
+        boxes = [s for s in map(_sandbox_info, await self.runtime.list_pod_sandbox()) if s]
+        self.seen |= {c.pod_uid for c in found} | {s.pod_uid for s in boxes}
         plan = cplan.plan(
-            [c for c in found if c is not None],
-            [s for s in boxes if s is not None],
-            _log_dirs(self.pod_logs_dir),
+            found,
+            boxes,
+            self._own_log_dirs(),
             policy=self.policy,
             now=self.wall_clock(),
             all_sources_ready=self.sources_ready(),
@@ -110,6 +113,17 @@ class ContainerCollector:
         if errors:
             raise GcError("; ".join(errors))
         return plan
+
+    def _own_log_dirs(self) -> list[str]:
+        """Log directories of pods this kubelet saw on its runtime. Upstream takes every
+        directory of a pod it does not know; here one of a pod never seen is left alone,
+        so a kubelet never deletes the logs of pods another runtime holds (a shared
+        ``--pod-logs-dir``). ``seen`` keeps only UIDs that still have a directory."""
+        dirs = _log_dirs(self.pod_logs_dir)
+        uids = {cplan.pod_uid_of_logs_dir(d) for d in dirs}
+        on_runtime = self.seen
+        self.seen = {u for u in on_runtime if u in uids}
+        return [d for d in dirs if cplan.pod_uid_of_logs_dir(d) in on_runtime]
 
     async def _apply(self, plan: cplan.GCPlan) -> list[str]:
         errors: list[str] = []

@@ -59,13 +59,15 @@ async def test_container_gc_keeps_running_and_newest_dead_instances(
     autojump_clock: trio.abc.Clock,
 ) -> None:
     runtime, _ = clients
-    pods = Pods(gone={"uid-deleted"}, terminated={"uid-done"})
+    pods = Pods(gone={"uid-deleted", "uid-elsewhere"}, terminated={"uid-done"})
     await _attempts(runtime, "web", 4, last_running=True)
     await _attempts(runtime, "done", 3, last_running=False)
     deleted = await _attempts(runtime, "deleted", 2, last_running=False)
     await runtime.stop_pod_sandbox(deleted)
     (tmp_path / "default_deleted_uid-deleted").mkdir()
     (tmp_path / "default_web_uid-web").mkdir()
+    # a pod this kubelet never saw on its runtime (another kubelet's, a shared logs dir)
+    (tmp_path / "default_elsewhere_uid-elsewhere").mkdir()
     before = {c.id: c for c in fake.containers.values()}
 
     plan = await _collector(runtime, pods, tmp_path).collect()
@@ -85,6 +87,7 @@ async def test_container_gc_keeps_running_and_newest_dead_instances(
     assert plan.remove_log_dirs == ("default_deleted_uid-deleted",)
     assert not (tmp_path / "default_deleted_uid-deleted").exists()
     assert (tmp_path / "default_web_uid-web").exists()
+    assert (tmp_path / "default_elsewhere_uid-elsewhere").exists()
 
     # eviction's reclaim: a terminated pod's dead containers go too; running ones never
     await GarbageCollectors(
