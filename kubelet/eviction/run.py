@@ -155,7 +155,7 @@ class _Events:
         message: str,
         annotations: Mapping[str, str],
     ) -> None:
-        self.recorder.record(pod_ref(pod), event_type, reason, message)
+        self.recorder.record(pod_ref(pod), event_type, reason, message, annotations)
 
 
 @attrs.frozen

@@ -114,51 +114,48 @@ async def test_a_pod_filling_an_emptydir_past_nodefs_is_evicted_and_its_space_re
         free = _free(root)
         threshold = (free - 20 * MiB) // MiB
         extra = _config(short_tmp, f"evictionHard: {{nodefs.available: {threshold}Mi}}\n")
-        async with open_cluster(runtime, short_tmp, extra, root_dir=root) as (url, node, _):
-            async with httpx.AsyncClient(base_url=url, timeout=10) as client:
-                await _wait_node(client, node)
-                fill = "dd if=/dev/zero of=/data/fill bs=1M count=30; sync; " + (
-                    "trap 'exit 0' TERM; while true; do sleep 0.2; done"
-                )
-                r = await client.post(
-                    "/api/v1/namespaces/default/pods", json=_pod("filler", node, fill)
-                )
-                assert r.status_code == 201, r.text
-                start = time.monotonic()
-                with trio.fail_after(60):
-                    while (await _status(client, "filler")).get("reason") != "Evicted":
-                        await trio.sleep(0.5)
-                took = time.monotonic() - start
-                status = await _status(client, "filler")
-                assert status["phase"] == "Failed"
-                assert status["message"].startswith(
-                    f"The node was low on resource: ephemeral-storage. Threshold quantity: "
-                    f"{threshold}Mi, available: "
-                ), status["message"]
-                assert took < 40
-                with trio.fail_after(30):
-                    while await _condition(client, node, "DiskPressure") != "True":
-                        await trio.sleep(0.5)
-                r = await client.post(
-                    "/api/v1/namespaces/default/pods",
-                    json=_pod("late", node, "sleep 1000"),
-                )
-                with trio.fail_after(30):
-                    while (await _status(client, "late")).get("phase") != "Failed":
-                        await trio.sleep(0.5)
-                late = await _status(client, "late")
-                assert late["message"] == (
-                    "Pod was rejected: The node had condition: [DiskPressure]. "
-                )
-                # the evicted pod's emptyDir went with it: the space is back
-                with trio.fail_after(30):
-                    while _free(root) < free - 10 * MiB:
-                        await trio.sleep(0.5)
-                events = (await client.get("/api/v1/namespaces/default/events")).json()["items"]
-                assert any(
-                    e["reason"] == "Evicted" and e["involvedObject"]["name"] == "filler"
-                    for e in events
-                )
+        cluster = open_cluster(runtime, short_tmp, extra, root_dir=root)
+        async with cluster as (url, node, _), httpx.AsyncClient(base_url=url, timeout=10) as client:
+            await _wait_node(client, node)
+            fill = "dd if=/dev/zero of=/data/fill bs=1M count=30; sync; " + (
+                "trap 'exit 0' TERM; while true; do sleep 0.2; done"
+            )
+            r = await client.post(
+                "/api/v1/namespaces/default/pods", json=_pod("filler", node, fill)
+            )
+            assert r.status_code == 201, r.text
+            start = time.monotonic()
+            with trio.fail_after(60):
+                while (await _status(client, "filler")).get("reason") != "Evicted":
+                    await trio.sleep(0.5)
+            took = time.monotonic() - start
+            status = await _status(client, "filler")
+            assert status["phase"] == "Failed"
+            assert status["message"].startswith(
+                f"The node was low on resource: ephemeral-storage. Threshold quantity: "
+                f"{threshold}Mi, available: "
+            ), status["message"]
+            assert took < 40
+            with trio.fail_after(30):
+                while await _condition(client, node, "DiskPressure") != "True":
+                    await trio.sleep(0.5)
+            r = await client.post(
+                "/api/v1/namespaces/default/pods",
+                json=_pod("late", node, "sleep 1000"),
+            )
+            with trio.fail_after(30):
+                while (await _status(client, "late")).get("phase") != "Failed":
+                    await trio.sleep(0.5)
+            late = await _status(client, "late")
+            assert late["message"] == ("Pod was rejected: The node had condition: [DiskPressure]. ")
+            # the evicted pod's emptyDir went with it: the space is back
+            with trio.fail_after(30):
+                while _free(root) < free - 10 * MiB:
+                    await trio.sleep(0.5)
+            events = (await client.get("/api/v1/namespaces/default/events")).json()["items"]
+            assert any(
+                e["reason"] == "Evicted" and e["involvedObject"]["name"] == "filler" for e in events
+            )
 
 
 def _build_image(where: Path, name: str) -> Path:

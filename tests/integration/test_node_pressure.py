@@ -110,6 +110,11 @@ async def test_memory_pressure_evicts_the_pod_furthest_over_its_request(
         assert disruption and disruption[0]["reason"] == "TerminationByKubelet"
         events = [e for e in api.list("events", "default") if e.get("reason") == "Evicted"]
         assert [e["involvedObject"]["name"] for e in events] == ["burstable"]
+        assert events[0]["metadata"]["annotations"] == {
+            "offending_containers": "app",
+            "offending_containers_usage": "2Gi",
+            "starved_resource": "memory",
+        }
         assert _running(c, "guaranteed") and _running(c, "besteffort")
 
         await c.wait_for(lambda: _condition(c, "MemoryPressure") == "True", timeout=15)
