@@ -13,6 +13,7 @@ memory is 64 GiB with 1 GiB in use until a test changes them::
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import attrs
@@ -32,6 +33,7 @@ class ScriptedNode:
     total_memory: int = 64 * GiB
     filesystems: dict[str, FsSample] = attrs.field(factory=dict)
     """path prefix → figures (the longest prefix of a path wins)"""
+    functions: dict[str, Callable[[], FsSample]] = attrs.field(factory=dict)
     default_fs: FsSample = attrs.field(
         factory=lambda: FsSample(
             capacity=TiB, available=TiB, used=0, inodes=1 << 30, inodes_free=1 << 30
@@ -84,11 +86,17 @@ class ScriptedNode:
             inodes_free=free,
         )
 
+    def set_fs_function(self, prefix: str, figures: Callable[[], FsSample]) -> None:
+        """Figures computed at each read (e.g. from what the runtime still holds)."""
+        self.functions[prefix] = figures
+
     def statvfs(self, path: str) -> FsSample | None:
         best = ""
-        for prefix in self.filesystems:
+        for prefix in (*self.filesystems, *self.functions):
             if (path == prefix or path.startswith(prefix.rstrip("/") + "/")) and len(prefix) > len(
                 best
             ):
                 best = prefix
+        if best in self.functions:
+            return self.functions[best]()
         return self.filesystems[best] if best else self.default_fs

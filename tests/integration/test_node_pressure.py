@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import trio
 
+from kubelet.server.hoststats import FsSample
 from kubelet.testing import FakeRuntime
 from kubelet.testing.fakeapiserver import FakeApiServer
 from kubelet.testing.fakeruntime import IMAGE_FS_MOUNT, FakeContainer
@@ -175,4 +176,46 @@ async def test_image_gc_removes_unused_images_least_recently_used_first(
             "docker.io/library/busybox:1.35",
         } <= names
         assert len(collector.removed) == 2
+        nursery.cancel_scope.cancel()
+
+
+async def test_disk_pressure_reclaims_unused_images_before_touching_a_pod(
+    fake: FakeRuntime, tmp_path: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    api = FakeApiServer(epoch=EPOCH)
+    fake.add_image("big-unused:1", size=12 * GiB)
+    pressure = {"on": False}
+
+    def image_fs() -> FsSample:
+        # 100 GiB, 10 GiB free while under pressure, plus what image removal freed
+        held = sum(i.size for i in fake.images.values())
+        free = (10 * GiB if pressure["on"] else 60 * GiB) + 12 * GiB - min(held, 12 * GiB)
+        return FsSample(
+            capacity=100 * GiB, available=free, used=100 * GiB - free, inodes=1000, inodes_free=900
+        )
+
+    async with api.serve(), trio.open_nursery() as nursery:
+        c = Cluster(api, fake, tmp_path, nursery)
+        c.node = node = ScriptedNode(tmp_path / "host")
+        node.set_fs_function(IMAGE_FS_MOUNT, image_fs)
+        extra = _config(tmp_path, "evictionHard: {imagefs.available: 15%}\n")
+        await start_cluster_kubelet(c, extra=extra)
+        c.create_pod("web")
+        await c.wait_for(lambda: _running(c, "web"))
+        await trio.sleep(125)  # every image is now older than imageMinimumGCAge (2m)
+
+        pressure["on"] = True  # 22 GiB free of 100: under 15 % only without the big image
+        await c.wait_for(lambda: _condition(c, "DiskPressure") == "True", timeout=30)
+        assert "docker.io/library/big-unused:1" not in fake.images
+        met = [e for e in api.list("events", None) if e.get("reason") == "EvictionThresholdMet"]
+        assert met and met[0]["message"] == "Attempting to reclaim ephemeral-storage"
+        # reclaim was enough: no pod was evicted, and the pod keeps running
+        await trio.sleep(30)
+        assert _running(c, "web")
+        assert not [e for e in api.list("events", "default") if e.get("reason") == "Evicted"]
+        c.create_pod("refused")
+        await c.wait_for(lambda: _status(c, "refused").get("phase") == "Failed")
+        assert _status(c, "refused")["message"] == (
+            "Pod was rejected: The node had condition: [DiskPressure]. "
+        )
         nursery.cancel_scope.cancel()
