@@ -145,3 +145,21 @@ def test_rejection_message() -> None:
     assert rejection_message(Rejection("SysctlForbidden", "forbidden sysctl: x")) == (
         "Pod was rejected: forbidden sysctl: x"
     )
+
+
+def test_node_pressure_is_checked_first() -> None:
+    """Upstream's eviction admit handler comes before every other one."""
+    everything = pod(sysctls=("kernel.panic",), policy="Strict")
+    facts = attrs.evolve(FACTS, pressure=("DiskPressure",))
+    assert admit(everything, [], facts) == Rejection(
+        "Evicted", "The node had condition: [DiskPressure]. "
+    )
+    memory = attrs.evolve(FACTS, pressure=("MemoryPressure",))
+    assert admit(pod(), [], memory) == Rejection(  # BestEffort
+        "Evicted", "The node had condition: [MemoryPressure]. "
+    )
+    static = attrs.evolve(
+        pod(),
+        metadata=attrs.evolve(pod().metadata, annotations={"kubernetes.io/config.source": "file"}),
+    )
+    assert admit(static, [], facts) is None  # critical pods are always admitted
