@@ -187,6 +187,15 @@ class Host:
         except (IndexError, ValueError):
             return None
 
+    def cgroup_pids(self, cgroup: str) -> int | None:
+        """Tasks in a cgroup (``pids.current``, v1 pids hierarchy or v2)."""
+        name = cgroup.strip("/")
+        for base in (f"/sys/fs/cgroup/pids/{name}", f"/sys/fs/cgroup/{name}"):
+            value = _int_file(self._p(base) / "pids.current")
+            if value is not None:
+                return value
+        return None
+
     def cgroup_exists(self, cgroup: str) -> bool:
         return self._p(f"/sys/fs/cgroup/memory/{cgroup.strip('/')}").is_dir()
 

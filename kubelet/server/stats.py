@@ -432,7 +432,14 @@ class SummaryProvider:
             pod.update({k: v for k, v in _sum_containers(containers).items() if k not in pod})
         if not only_cpu_and_memory:
             pod["ephemeral-storage"] = _ephemeral(containers)
+            pod["process_stats"] = self._process_stats(uid)
         return _prune(pod)
+
+    def _process_stats(self, uid: str) -> Json | None:
+        """The pod's task count from its cgroup (pid.available ranks pods by it)."""
+        cgroup = self.host.find_pod_cgroup(uid)
+        count = self.host.cgroup_pids(cgroup) if cgroup is not None else None
+        return {"process_count": count} if count is not None else None
 
     def _pod_cgroup(self, uid: str, capacity: int | None) -> Json:
         cgroup = self.host.find_pod_cgroup(uid)

@@ -44,6 +44,7 @@ def fixture_host(root: Path) -> Host:
         f"sys/fs/cgroup/memory/{pod}/memory.usage_in_bytes": "2048\n",
         f"sys/fs/cgroup/memory/{pod}/memory.stat": "total_inactive_file 48\n",
         f"sys/fs/cgroup/memory/{pod}/memory.limit_in_bytes": "4096\n",
+        f"sys/fs/cgroup/pids/{pod}/pids.current": "3\n",
     }
     for name, text in files.items():
         path = root / name
@@ -221,6 +222,7 @@ async def test_summary_with_sandbox_stats(tmp_path: Path) -> None:
     assert "usageNanoCores" not in app["cpu"]  # one sample: no rate yet
     assert app["rootfs"]["usedBytes"] == 4096 and app["logs"]["usedBytes"] == 10
     assert pod["ephemeral-storage"]["usedBytes"] == 4106
+    assert pod["process_stats"] == {"process_count": 3}
 
 
 async def test_summary_without_sandbox_stats_uses_the_pod_cgroup(tmp_path: Path) -> None:
