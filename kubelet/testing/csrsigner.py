@@ -39,7 +39,6 @@ Policy = Callable[[Mapping[str, Any]], str | None]
 def approve_all(_: Mapping[str, Any]) -> str | None:
     return "Approved"
 
-
 class CsrController:
     """Approves (by ``policy``) and signs CSRs in ``api``'s store until cancelled."""
 

@@ -250,8 +250,8 @@ class FakeStreamingServer:
         if hello is None:
             await _plain(stream, 400, b"bad WebSocket handshake\n")
             return
-        allowed = (
-            ch.PORTFORWARD_PROTOCOLS if parts[0] == "portforward" else (ch.REMOTECOMMAND_PROTOCOLS)
+        allowed = ch.PORTFORWARD_PROTOCOLS if parts[0] == "portforward" else (
+            ch.REMOTECOMMAND_PROTOCOLS
         )
         protocol = _negotiate(hello.subprotocols, allowed)
         if protocol is None:
@@ -449,3 +449,4 @@ class _Link:
                         async with self._lock:
                             await self.stream.send_all(self.ws.send(event.response()))
                     return
+
