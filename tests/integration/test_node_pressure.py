@@ -219,3 +219,36 @@ async def test_disk_pressure_reclaims_unused_images_before_touching_a_pod(
             "Pod was rejected: The node had condition: [DiskPressure]. "
         )
         nursery.cancel_scope.cancel()
+
+
+async def test_emptydir_over_its_size_limit_is_evicted_and_pids_set_pid_pressure(
+    fake: FakeRuntime, tmp_path: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    api = FakeApiServer(epoch=EPOCH)
+    async with api.serve(), trio.open_nursery() as nursery:
+        c = Cluster(api, fake, tmp_path, nursery)
+        c.node = node = ScriptedNode(tmp_path / "host")
+        extra = _config(tmp_path, "evictionHard: {pid.available: '1000'}\n")
+        await start_cluster_kubelet(c, extra=extra)
+        volume = {"name": "scratch", "emptyDir": {"sizeLimit": "1Mi"}}
+        mount = {"name": "scratch", "mountPath": "/scratch"}
+        c.create_pod("writer", volumes=[volume],
+                     containers=[{"name": "app", "image": "busybox:1.35",
+                                  "volumeMounts": [mount]}])  # fmt: skip
+        c.create_pod("quiet")
+        await c.wait_for(lambda: _running(c, "writer") and _running(c, "quiet"))
+        uid = (c.pod("writer") or {})["metadata"]["uid"]
+        scratch = tmp_path / "root" / "pods" / uid / "volumes" / "kubernetes.io~empty-dir"
+        (scratch / "scratch" / "fill").write_bytes(b"x" * (2 * MiB))  # the container's write
+        await c.wait_for(lambda: _status(c, "writer").get("reason") == "Evicted", timeout=90)
+        status = _status(c, "writer")
+        assert status["message"] == 'Usage of EmptyDir volume "scratch" exceeds the limit "1Mi". '
+        # a limit eviction is not a threshold eviction: no DisruptionTarget condition
+        assert not [x for x in status.get("conditions") or () if x["type"] == "DisruptionTarget"]
+        assert _running(c, "quiet") and not _running(c, "writer")
+        assert not scratch.exists()  # the volume went with the pod
+
+        node.set_processes(4194304 - 500)  # 500 PIDs left, under 1000
+        await c.wait_for(lambda: _condition(c, "PIDPressure") == "True", timeout=30)
+        assert _condition(c, "MemoryPressure") == "False"
+        nursery.cancel_scope.cancel()
