@@ -33,6 +33,7 @@ import attrs
 import trio
 
 from kubelet.api.pod import Pod
+from kubelet.cri.errors import CriError
 from kubelet.stats.summary import Summary
 
 from . import admission, notifier
@@ -193,6 +194,9 @@ class EvictionManager:
     async def _pass_logged(self) -> list[Pod]:
         try:
             return await self.synchronize()
+        except CriError as exc:  # the runtime is down or slow: the next pass tries again
+            log.warning("eviction manager: failed to synchronize: %s", exc)
+            return []
         except Exception:
             log.exception("eviction manager: failed to synchronize")
             return []
