@@ -13,6 +13,15 @@ from pathlib import Path
 
 import attrs
 
+from kubelet.cgroups.names import (
+    NODE_ALLOCATABLE,
+    POD_PREFIX,
+    CgroupName,
+    QosCgroups,
+    new_name,
+    to_cgroupfs,
+)
+
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
@@ -199,13 +208,16 @@ class Host:
     def cgroup_exists(self, cgroup: str) -> bool:
         return self._p(f"/sys/fs/cgroup/memory/{cgroup.strip('/')}").is_dir()
 
-    def find_pod_cgroup(self, uid: str, roots: tuple[str, ...] = ("kubepods",)) -> str | None:
-        """The cgroupfs path of pod ``uid`` (``/kubepods[/<qos>]/pod<uid>``) if it exists."""
-        for root in roots:
-            for qos in ("", "burstable/", "besteffort/"):
-                path = f"/{root}/{qos}pod{uid}"
-                if self.cgroup_exists(path):
-                    return path
+    def find_pod_cgroup(self, uid: str, root: CgroupName = (NODE_ALLOCATABLE,)) -> str | None:
+        """The cgroupfs path of pod ``uid`` under the QoS parents (``kubelet.cgroups.names``'s
+        layout: ``/kubepods[/burstable|/besteffort]/pod<uid>``) if it exists."""
+        for parent in QosCgroups.under(root).roots():
+            try:
+                path = to_cgroupfs(new_name(parent, POD_PREFIX + uid))
+            except ValueError:  # not a UID a pod cgroup can have
+                return None
+            if self.cgroup_exists(path):
+                return path
         return None
 
 
