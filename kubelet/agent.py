@@ -14,6 +14,8 @@
           ├─ run_node              (cluster) lease, registration, node status
           ├─ open_sources          PodConfig merge; file, URL and API sources
           ├─ run_pod_lifecycle     pod workers, housekeeping, the syncLoop
+          ├─ run_gc                dead containers every minute, unused images every 5
+          ├─ run_eviction          pressure: reclaim, evict; conditions; OOM events
           ├─ serve                 healthz, main (TLS) and read-only servers
           └─ serve_console         (--debug-console-socket) the debug console
 
@@ -31,6 +33,7 @@ import signal
 import sys
 import time
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 
 import attrs
 import httpx
@@ -51,16 +54,21 @@ from kubelet.decisions.qos import pod_qos
 from kubelet.env.services import ServiceStore, run_services
 from kubelet.events.recorder import NORMAL, EventRecorder, node_ref, run_event_recorder
 from kubelet.events.sink import ApiEvents
+from kubelet.eviction.manager import EvictionManager
+from kubelet.eviction.run import NodePressure, eviction_settings, run_eviction
+from kubelet.gc.collector import GarbageCollectors
+from kubelet.gc.run import image_gc_policy, run_gc
 from kubelet.metrics import KubeletMetrics, PodGauges
 from kubelet.node.certificates import BootstrapError, load_client_cert
 from kubelet.node.certificates.transport import RotatingTransport, transport_for
 from kubelet.node.identity import NodeIdentity
 from kubelet.node.machine import MachineInfo, read_machine_info
-from kubelet.node.run import NodeParts, run_node
+from kubelet.node.run import NodeHandle, NodeParts, run_node
 from kubelet.node.shutdown.handoff import active_pods, kill_channel
 from kubelet.pleg import PlegHandle, run_pleg
 from kubelet.pleg.cache import PodCache
 from kubelet.pleg.view import RuntimeView
+from kubelet.pods.fit import NodeInfo
 from kubelet.pods.manager import PodManager
 from kubelet.pods.nodeinfo import local_node, node_info_source
 from kubelet.pods.run import PodLifecycle, node_admission, run_pod_lifecycle
@@ -71,11 +79,15 @@ from kubelet.prober.manager import ProberManager, run_prober
 from kubelet.runtime.podruntime import PodRuntime
 from kubelet.runtime.run import run_runtime
 from kubelet.server.backend import RunningKubelet
+from kubelet.server.hoststats import Host as StatsHost
 from kubelet.server.reviews import ApiReviews
 from kubelet.server.serve import Addresses, serve
+from kubelet.server.stats import SummaryProvider
+from kubelet.server.usage import NodeUsage
 from kubelet.sources.offloop import RunSync, in_thread
 from kubelet.sources.podconfig import PodConfig
 from kubelet.sources.run import open_sources, read_static_pods
+from kubelet.stats.cgroupfs import Cgroups
 from kubelet.status.manager import run_status_manager
 from kubelet.version import version_line
 from kubelet.volumes.dirs import DataDirError, setup_data_dirs
@@ -105,6 +117,12 @@ class Host:
     """the cgroup hierarchies (tests: a tree in a temporary directory)"""
     cgroup_io: RunSync = in_thread
     """where cgroup writes run (tests on a fake clock: inline)"""
+    stats: StatsHost = attrs.field(factory=StatsHost)
+    """where node usage is read (/proc, cgroups, statvfs; tests script them)"""
+    notifier_cgroups: Path = Path("/")
+    """the root under which the memory threshold notifiers arm (sys/fs/cgroup)"""
+    kmsg: str | None = "/dev/kmsg"
+    """the kernel log the OOM watcher reads (None: no watcher)"""
 
 
 @attrs.frozen
@@ -126,6 +144,9 @@ class Components:
     addresses: Addresses | None = None
     """where the servers listen (None: no server)"""
     cgroups: PodCgroups | None = None
+    pressure: NodePressure | None = None
+    collectors: GarbageCollectors | None = None
+    eviction: EvictionManager | None = None
 
     @property
     def pods(self) -> PodManager:
@@ -152,9 +173,12 @@ async def run(
         options.node_name, options.hostname_override, options.node_ip, machine, host.node_ips
     )
     cfg, clock = options.config, host.wall_clock
+    eviction_settings(options)  # a bad threshold stops start-up before any pod is touched
+    image_gc_policy(options)
     metrics = KubeletMetrics(node.name)
     desired = PodManager()
     terminator, kill_requests = kill_channel()
+    pressure = NodePressure()
     async with (
         open_cri(options, metrics) as (runtime, images, runtime_name),
         open_api(options, host) as (api, rotating),
@@ -172,17 +196,11 @@ async def run(
             cgroups,
         )  # fmt: skip
         status = await root.start(run_status_manager, api, desired.mirror_for) if api else None
-        node_parts = NodeParts(
-            metrics.registry, rotating, lambda: active_pods(desired.pods()), terminator
-        )
-        node_handle = await root.start(
-            run_node, options, node, api, runtime, images, machine, pleg.healthy, recorder,
-            clock, node_parts,
+        node_handle, node_info = await _start_node(
+            root, options, host, node, api, runtime, images, machine, pleg.healthy, recorder,
+            NodeParts(metrics.registry, rotating, lambda: active_pods(desired.pods()),
+                      terminator, pressure),
         )  # fmt: skip
-        reporter = node_handle.reporter
-        node_info = node_info_source(
-            local_node(options, node, machine), reporter and (lambda: reporter.node)
-        )
         config = await root.start(open_sources, options, api, host.watch_files, host.source_io)
         lifecycle = await root.start(
             functools.partial(
@@ -191,27 +209,98 @@ async def run(
                 shutdown_admission=node_handle.shutdown.admit if node_handle.shutdown else None,
             ),
             options, node, desired, config, pleg, prober, pod_runtime, api, status, recorder,
-            metrics, runtime_name, clock, node_info,
+            metrics, runtime_name, clock, node_info, pressure,
         )  # fmt: skip
         metrics.registry.register(PodGauges(pleg.cache.statuses, desired.pods))
+        stats, collectors, eviction = await _start_node_protection(
+            root, options, host, node.name, runtime, images, lifecycle, config, recorder,
+            pressure, desired,
+        )  # fmt: skip
         registries = metrics.registry, prober.metrics.registry
         backend = RunningKubelet(runtime, images, *registries, lifecycle)
         addresses = None
         if cfg.enable_server or cfg.healthz_port or cfg.read_only_port:
             reviews = ApiReviews(api) if api is not None else None
             addresses = await root.start(
-                functools.partial(serve, serving=node_handle.serving),
+                functools.partial(serve, serving=node_handle.serving, host=host.stats, stats=stats),
                 backend, options, reviews, metrics, host.ephemeral_ports,
             )  # fmt: skip
         parts = Components(
             node, runtime, images, metrics, recorder, pleg, prober, pod_runtime, config,
-            lifecycle, services, addresses, cgroups,
+            lifecycle, services, addresses, cgroups, pressure, collectors, eviction,
         )  # fmt: skip
         if options.debug_console_socket:
             await root.start(serve_console, options.debug_console_socket, parts, api)
         recorder.record(node_ref(node.name), NORMAL, "Starting", "Starting kubelet.")
         log.info("kubelet %s started: node %s", version_line(), node.name)
         task_status.started(parts)
+
+
+async def _start_node(
+    root: trio.Nursery,
+    options: Options,
+    host: Host,
+    node: NodeIdentity,
+    api: ApiClient | None,
+    runtime: RuntimeClient,
+    images: ImageClient,
+    machine: MachineInfo,
+    pleg_health: Callable[[], tuple[bool, str]],
+    recorder: EventRecorder,
+    parts: NodeParts,
+) -> tuple[NodeHandle, Callable[[], NodeInfo]]:
+    """The node component, and the Node as admission reads it: the API's copy once
+    registered, a locally computed one before and when standalone."""
+    handle: NodeHandle = await root.start(
+        run_node, options, node, api, runtime, images, machine, pleg_health, recorder,
+        host.wall_clock, parts,
+    )  # fmt: skip
+    reporter = handle.reporter
+    return handle, node_info_source(
+        local_node(options, node, machine),
+        (lambda: reporter.node) if reporter is not None else None,
+    )
+
+
+async def _start_node_protection(
+    root: trio.Nursery,
+    options: Options,
+    host: Host,
+    node_name: str,
+    runtime: RuntimeClient,
+    images: ImageClient,
+    lifecycle: PodLifecycle,
+    config: PodConfig,
+    recorder: EventRecorder,
+    pressure: NodePressure,
+    desired: PodManager,
+) -> tuple[SummaryProvider, GarbageCollectors, EvictionManager]:
+    """Stats (the summary), garbage collection and eviction, which reads both."""
+    stats = SummaryProvider(
+        runtime, images, node_name=node_name, root_dir=options.root_dir,
+        pod_logs_dir=options.config.pod_logs_dir, host=host.stats, wall_clock=host.wall_clock,
+    )  # fmt: skip
+    usage = NodeUsage(stats)
+    collectors = await root.start(
+        run_gc, options, node_name, runtime, images, lifecycle.gc_view, config.sources_ready,
+        usage.image_fs, recorder, host.wall_clock,
+    )  # fmt: skip
+    eviction = await root.start(
+        functools.partial(run_eviction, cgroups=Cgroups(host.notifier_cgroups), kmsg=host.kmsg),
+        options, node_name, usage, lifecycle.evictor, collectors, recorder, pressure,
+        usage.disk_layout, _pod_names(desired),
+    )  # fmt: skip
+    return stats, collectors, eviction
+
+
+def _pod_names(desired: PodManager) -> Callable[[str], str | None]:
+    """namespace/name of a desired pod by UID (the OOM watcher names the pod it hit)."""
+
+    def name(uid: str) -> str | None:
+        pod = desired.get(uid)
+        return pod.key if pod is not None else None
+
+    return name
 
 
 async def run_once(options: Options, host: Host = Host()) -> int:

@@ -352,6 +352,43 @@ FLAGS: tuple[FlagSpec, ...] = (
         combine="update",
         metavar="SIGNAL<QTY,...",
     ),
+    _cfg(
+        "eviction-soft",
+        "evictionSoft",
+        "Soft eviction thresholds, e.g. memory.available<1.5Gi; each needs a grace period.",
+        fv.langle_map,
+        combine="update",
+        metavar="SIGNAL<QTY,...",
+    ),
+    _cfg(
+        "eviction-soft-grace-period",
+        "evictionSoftGracePeriod",
+        "How long a soft threshold must hold before a pod is evicted, e.g. memory.available=1m30s.",
+        fv.key_value_map,
+        combine="update",
+        metavar="SIGNAL=DURATION,...",
+    ),
+    _cfg(
+        "eviction-minimum-reclaim",
+        "evictionMinimumReclaim",
+        "What must be freed beyond a threshold before pressure ends, e.g. imagefs.available=2Gi.",
+        fv.key_value_map,
+        combine="update",
+        metavar="SIGNAL=QTY,...",
+    ),
+    _cfg(
+        "eviction-pressure-transition-period",
+        "evictionPressureTransitionPeriod",
+        "How long a pressure condition stays after its threshold was last met.",
+        fv.duration,
+    ),
+    _cfg(
+        "eviction-max-pod-grace-period",
+        "evictionMaxPodGracePeriod",
+        "Longest grace period (seconds) a pod gets when a soft threshold evicts it.",
+        fv.int32,
+        metavar="SECONDS",
+    ),
     # Images
     _bool("serialize-image-pulls", "serializeImagePulls", "Pull images one at a time."),
     _cfg(

@@ -75,8 +75,6 @@ def missing(note: str, honoured: Honoured = _never, missing_default: str = "") -
 
 
 _QOS = "qosReserved memory limits on the QoS cgroups are not implemented"
-_GC = "image garbage collection is not implemented"
-_EVICTION = "eviction is not implemented"
 _NO_STREAMING = "exec, attach and port-forward answer 501"
 
 SETTINGS: Mapping[str, Support] = {
@@ -120,12 +118,10 @@ SETTINGS: Mapping[str, Support] = {
     "maxParallelImagePulls": ok(),
     "registryPullQPS": missing("image pulls are not rate-limited", _is(0)),
     "registryBurst": missing("image pulls are not rate-limited"),
-    "imageGCHighThresholdPercent": missing(
-        _GC, _is(100), "image garbage collection (imageGCHighThresholdPercent)"
-    ),
-    "imageGCLowThresholdPercent": missing(_GC),
-    "imageMinimumGCAge": missing(_GC),
-    "imageMaximumGCAge": missing(_GC, _is(0.0)),
+    "imageGCHighThresholdPercent": ok("image garbage collection every 5 minutes"),
+    "imageGCLowThresholdPercent": ok(),
+    "imageMinimumGCAge": ok(),
+    "imageMaximumGCAge": ok(),
     "cgroupDriver": missing(
         "cgroupfs is implemented; systemd stops start-up (slices through systemd's D-Bus "
         "API are not implemented)",
@@ -144,18 +140,15 @@ SETTINGS: Mapping[str, Support] = {
     "failSwapOn": missing(
         "swap is not checked at start-up", _is(False), "refusing to start with swap on (failSwapOn)"
     ),
-    "localStorageCapacityIsolation": partial(
-        "ephemeral-storage capacity is reported; limits are not enforced (no eviction)",
-        missing_default="ephemeral-storage limits (localStorageCapacityIsolation)",
+    "localStorageCapacityIsolation": ok(
+        "pods over an emptyDir sizeLimit or an ephemeral-storage limit are evicted"
     ),
-    "evictionHard": partial(
-        "used for allocatable only; " + _EVICTION, missing_default="hard eviction (evictionHard)"
-    ),
-    "evictionSoft": missing(_EVICTION, _falsy),
-    "evictionSoftGracePeriod": missing(_EVICTION, _falsy),
-    "evictionMinimumReclaim": missing(_EVICTION, _falsy),
-    "evictionPressureTransitionPeriod": missing(_EVICTION),
-    "evictionMaxPodGracePeriod": missing(_EVICTION, _is(0)),
+    "evictionHard": ok(),
+    "evictionSoft": ok(),
+    "evictionSoftGracePeriod": ok(),
+    "evictionMinimumReclaim": ok(),
+    "evictionPressureTransitionPeriod": ok(),
+    "evictionMaxPodGracePeriod": ok(),
     "mergeDefaultEvictionSettings": ok("merges the defaults into evictionHard"),
     "registerNode": ok(),
     "registerWithTaints": ok(),
@@ -217,7 +210,10 @@ SETTINGS: Mapping[str, Support] = {
     "preloadedImagesVerificationAllowlist": ok(),
     "enableContentionProfiling": missing("no profiling handlers", _is(False)),
     "streamingConnectionIdleTimeout": missing(_NO_STREAMING),
-    "volumeStatsAggPeriod": missing("volume usage is not measured"),
+    "volumeStatsAggPeriod": missing(
+        "volume usage is measured once a minute (the default); other periods are not acted on",
+        _is("1m", "1m0s", "60s"),
+    ),
     "kubeletCgroups": missing("the kubelet is not moved into a cgroup", _falsy),
     "systemCgroups": missing("system processes are not moved into a cgroup", _falsy),
     "cpuManagerPolicy": missing("the CPU manager is not implemented", _is("none")),
@@ -254,7 +250,10 @@ SETTINGS: Mapping[str, Support] = {
     "reservedSystemCPUs": missing("CPUs are not reserved", _falsy),
     "showHiddenMetricsForVersion": missing("hidden metrics are not shown", _falsy),
     "volumePluginDir": missing("FlexVolume plugins are not supported"),
-    "kernelMemcgNotification": missing("memcg notifications are not used", _is(False)),
+    "kernelMemcgNotification": ok(
+        "the memory threshold notifier is always armed on cgroup v1 (a faster reaction, "
+        "not a different one); cgroup v2 has none"
+    ),
     "enableSystemLogHandler": missing("the /logs/ endpoint answers 501", _is(False)),
     "enableSystemLogQuery": missing("the /logs/ endpoint answers 501", _is(False)),
     "shutdownGracePeriodByPodPriority": ok(),

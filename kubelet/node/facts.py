@@ -14,6 +14,8 @@ from fractions import Fraction
 from kubelet.api.quantity import format_quantity, parse_quantity
 from kubelet.config import Options
 from kubelet.cri import CriError, ImageClient, RuntimeClient
+from kubelet.eviction.run import NodePressure
+from kubelet.eviction.thresholds import DISK_PRESSURE, MEMORY_PRESSURE, PID_PRESSURE
 from kubelet.version import KUBERNETES_VERSION
 
 from .identity import NodeIdentity
@@ -70,6 +72,7 @@ class FactGatherer:
         machine: MachineInfo,
         node: NodeIdentity,
         shutdown_status: Callable[[], str | None] = lambda: None,
+        pressure: NodePressure | None = None,
     ) -> None:
         self.options = options
         self.runtime = runtime
@@ -79,6 +82,7 @@ class FactGatherer:
         self.hostname = node.hostname
         self.node_ips = node.ips
         self.shutdown_status = shutdown_status
+        self.pressure = pressure or NodePressure()
 
     async def gather(self) -> NodeFacts:
         cfg = self.options.config
@@ -131,4 +135,7 @@ class FactGatherer:
             network_errors=tuple(network_errors),
             external_cloud_provider=self.options.cloud_provider == "external",
             node_ip_given=bool(self.options.node_ip),
+            memory_pressure=self.pressure.has(MEMORY_PRESSURE),
+            disk_pressure=self.pressure.has(DISK_PRESSURE),
+            pid_pressure=self.pressure.has(PID_PRESSURE),
         )

@@ -28,6 +28,7 @@ from kubelet.config import Options
 from kubelet.config.features import SHUTDOWN_BY_POD_PRIORITY
 from kubelet.cri import ImageClient, RuntimeClient
 from kubelet.events.recorder import NORMAL, EventRecorder, node_ref
+from kubelet.eviction.run import NodePressure
 from kubelet.goformat import rfc3339
 
 from .certificates.manager import CertificateManager
@@ -66,12 +67,15 @@ class NodeHandle:
 @attrs.frozen
 class NodeParts:
     """What ``run_node`` needs besides the clients: where metrics go, the API client's
-    rotating transport (client certificate rotation), and the pod side of a shutdown."""
+    rotating transport (client certificate rotation), the pod side of a shutdown, and
+    the node's pressure conditions."""
 
     registry: CollectorRegistry
     transport: RotatingTransport | None = None
     active_pods: Callable[[], Sequence[ShutdownPod]] = list
     terminator: PodTerminator | None = None
+    pressure: NodePressure | None = None
+    """the eviction manager's pressure conditions, reported in node status"""
 
 
 async def run_node(
@@ -124,6 +128,7 @@ async def _run_cluster_node(
     gatherer = FactGatherer(
         options, runtime, images, pleg_health, machine=machine, node=node,
         shutdown_status=shutdown.shutdown_status if shutdown is not None else lambda: None,
+        pressure=parts.pressure,
     )  # fmt: skip
     addresses = _ReportedAddresses()
     serving = serving_manager(options, api, addresses.get, parts.registry, wall_clock)

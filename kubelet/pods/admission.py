@@ -24,8 +24,10 @@ import attrs
 
 from kubelet.api.pod import Pod
 from kubelet.decisions import sysctls as sysctl_admission
+from kubelet.decisions.qos import is_critical_pod, pod_qos
 from kubelet.decisions.security import APPARMOR_REASON, apparmor_admission_error
 from kubelet.decisions.sysctls import SysctlAllowlist
+from kubelet.eviction import admission as eviction_admission
 
 from . import fit
 from .fit import NodeInfo
@@ -74,9 +76,18 @@ class AdmissionFacts:
     """whether RuntimeClasses can be looked up (False: no API server, standalone)"""
     node_shutdown: tuple[str, str] | None = None
     """(reason, message) while the node shuts down: new pods are refused"""
+    pressure: tuple[str, ...] = ()
+    """the node's pressure conditions (the eviction manager's MemoryPressure, ...)"""
 
 
 Handler = Callable[[Pod, Sequence[Pod], AdmissionFacts], Rejection | None]
+
+
+def _eviction(pod: Pod, others: Sequence[Pod], facts: AdmissionFacts) -> Rejection | None:
+    refusal = eviction_admission.admit(
+        pod, facts.pressure, is_critical=is_critical_pod, qos=pod_qos
+    )
+    return None if refusal is None else Rejection(refusal.reason, refusal.message)
 
 
 def _sysctls(pod: Pod, others: Sequence[Pod], facts: AdmissionFacts) -> Rejection | None:
@@ -144,7 +155,7 @@ def _node_shutdown(pod: Pod, others: Sequence[Pod], facts: AdmissionFacts) -> Re
 
 
 HANDLERS: tuple[Handler, ...] = (
-    # eviction (memory/disk pressure) goes first, once the eviction manager exists
+    _eviction,
     _sysctls,
     # resource allocation (CPU, memory, devices managers) goes here
     _predicates,

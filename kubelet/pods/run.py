@@ -21,6 +21,7 @@ from kubelet.config import Options
 from kubelet.decisions.security import apparmor_host_error
 from kubelet.decisions.sysctls import SysctlAllowlist, kernel_version
 from kubelet.events.recorder import WARNING, EventRecorder, pod_ref
+from kubelet.eviction.run import NodePressure
 from kubelet.metrics import KubeletMetrics
 from kubelet.node.identity import NodeIdentity
 from kubelet.node.shutdown.handoff import KillRequest
@@ -32,6 +33,7 @@ from kubelet.sources.podconfig import PodConfig
 from kubelet.status.manager import StatusManager
 
 from .admission import AdmissionFacts, Rejection
+from .evict import PodEvictor, PodGcView
 from .fit import NodeInfo
 from .housekeeping import RuntimeHousekeeper
 from .killer import PodKiller
@@ -51,6 +53,16 @@ class PodLifecycle:
     syncer: KubeletPodSyncer
     syncloop: SyncLoop
 
+    @property
+    def evictor(self) -> PodEvictor:
+        """The eviction manager's hold on the pods (active pods, the kill path)."""
+        return PodEvictor(self.workers, self.syncer, self.syncloop.rejected)
+
+    @property
+    def gc_view(self) -> PodGcView:
+        """The garbage collectors' question: may a pod's dead containers go."""
+        return PodGcView(self.pods, self.workers, self.syncer)
+
 
 def node_admission(
     options: Options,
@@ -59,6 +71,7 @@ def node_admission(
     *,
     runtime_classes: bool,
     shutdown: Callable[[], tuple[bool, str, str]] | None = None,
+    pressure: NodePressure | None = None,
 ) -> Callable[[], AdmissionFacts]:
     """Admission's view of this node: read once at start-up, except the runtime's
     features, which CRI Status may change, and the Node (``nodeinfo.node_info_source``)."""
@@ -80,6 +93,7 @@ def node_admission(
             supplemental_groups_policy=runtime_info.features.supplemental_groups_policy,
             runtime_classes=runtime_classes,
             node_shutdown=None if admitted else (reason, message),
+            pressure=pressure.conditions if pressure is not None else (),
         )
 
     return facts
@@ -112,6 +126,7 @@ async def run_pod_lifecycle(
     runtime_name: str,
     wall_clock: Callable[[], float],
     node_info: Callable[[], NodeInfo],
+    pressure: NodePressure | None = None,
     *,
     kill_requests: trio.MemoryReceiveChannel[KillRequest] | None = None,
     shutdown_admission: Callable[[], tuple[bool, str, str]] | None = None,
@@ -154,6 +169,7 @@ async def run_pod_lifecycle(
             node_info,
             runtime_classes=api is not None,
             shutdown=shutdown_admission,
+            pressure=pressure,
         ),
         on_reject=Rejecter(recorder, syncer),
         probe_updates=(

@@ -20,6 +20,8 @@ from kubelet.api.errors import ApiError
 from kubelet.api.pod import Pod, PodStatus
 from kubelet.cri.types import RuntimePodStatus
 from kubelet.decisions.qos import is_restartable_init_container, pod_qos
+from kubelet.eviction.decide import Eviction, evicted_status
+from kubelet.goformat import rfc3339
 from kubelet.metrics import KubeletMetrics
 from kubelet.pleg.cache import PodCache
 from kubelet.prober.manager import ProberManager
@@ -99,6 +101,8 @@ class KubeletPodSyncer:
         """Pods admission refused: their Failed status outlives a teardown while desired."""
         self.kills: dict[str, Kill] = {}
         """Pods the kubelet stops for the node (``killer``): their status says why."""
+        self.evicted: dict[str, Eviction] = {}
+        """Pods the eviction manager evicted: every status generated for them is evicted."""
 
     async def sync_pod(self, pod: Pod) -> SyncResult:
         started = trio.current_time()
@@ -116,8 +120,15 @@ class KubeletPodSyncer:
         runs again (upstream starts such a pod's worker terminated)."""
         if is_terminal_phase(pod.status.phase):
             return True
+        if pod.uid in self.evicted:
+            return True
         last = self.statuses.get(pod.uid)
         return last is not None and is_terminal_phase(last.phase)
+
+    def evict(self, pod: Pod, eviction: Eviction) -> None:
+        """The eviction manager evicts ``pod``: from now on its status is Failed, reason
+        Evicted (upstream's status function on the kill); the worker then terminates it."""
+        self.evicted[pod.uid] = eviction
 
     async def _sync_pod(self, pod: Pod) -> SyncResult:
         if self.finished(pod):
@@ -224,6 +235,9 @@ class KubeletPodSyncer:
             generated = terminated_status(pod, generated)
         if kill is not None:
             generated = killed_status(generated, kill)
+        eviction = self.evicted.get(pod.uid)
+        if eviction is not None:
+            generated = evicted_status(generated, eviction, rfc3339(self.wall_clock()))
         self.statuses[pod.uid] = generated
         self._observe_start(pod, generated)
         if self.cluster is not None:
@@ -260,6 +274,7 @@ class KubeletPodSyncer:
         if self.prober is not None:
             self.prober.stop_liveness_and_startup(pod.uid)
         status = await self.cache.refresh(pod.uid)
+        evicted = pod.uid in self.evicted
         reports = (
             self.cluster is not None
             and pod.metadata.deletion_timestamp is not None
@@ -267,7 +282,7 @@ class KubeletPodSyncer:
         )
         if not all_gone(status):
             log.info("tearing down pod %s", pod.key)
-            if reports:
+            if reports or evicted:
                 # the last status says how each container ended: read between stop and removal
                 await self.pod_runtime.kill(pod, status, grace)
                 status = await self.cache.refresh(pod.uid)
@@ -281,6 +296,9 @@ class KubeletPodSyncer:
                     f"{len(after.sandboxes)} sandboxes still on the runtime"
                 )
             log.info("pod %s torn down", pod.key)
+        final = None
+        if evicted:
+            final = self._report(pod, status, terminal=True, finished=True)
         if reports and self.cluster is not None:
             final = self._report(pod, status, terminal=True, finished=True)
             self.cluster.status.finished(pod, final)
@@ -295,5 +313,9 @@ class KubeletPodSyncer:
         rejected = self.rejections.pop(pod.uid, None)
         if rejected is not None and pod.uid in self.pods:  # stopped, still rejected
             self.statuses[pod.uid] = self.rejections[pod.uid] = rejected
+        if evicted and pod.uid in self.pods and final is not None:  # stopped, still evicted
+            self.statuses[pod.uid] = final
+        elif evicted:
+            self.evicted.pop(pod.uid, None)
         self.first_seen.pop(pod.uid, None)
         self.started_pods.discard(pod.uid)

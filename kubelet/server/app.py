@@ -1,7 +1,8 @@
 """The kubelet's HTTP endpoints as ASGI apps: the main (TLS) and read-only servers, /healthz.
 
 Routes, as upstream's server.go: ``/healthz`` (checks ping, log, syncloop), ``/pods``,
-``/stats/summary``, ``/metrics``, ``/metrics/probes``, ``/metrics/resource``, ``/spec/``;
+``/stats/summary``, ``/metrics``, ``/metrics/probes``, ``/metrics/resource``,
+``/metrics/cadvisor``, ``/spec/``;
 with ``enableDebuggingHandlers`` also ``/containerLogs/{ns}/{pod}/{container}``,
 ``/configz`` and ``/runningpods/``. With debugging handlers off (and always on the
 read-only server) the debug paths answer 405 "Debug endpoints are disabled.". The main
@@ -10,6 +11,7 @@ server authenticates and authorizes every request first (``auth.KubeletAuth``).
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -38,6 +40,7 @@ from .asgi import (
 )
 from .auth import KubeletAuth
 from .backend import KubeletBackend
+from .cadvisor import cadvisor_metrics
 from .hoststats import Host
 from .logs import container_logs
 from .machine import machine_info
@@ -177,9 +180,22 @@ class KubeletApp:
                 log.error("resource metrics: cannot read stats", exc_info=exc)
                 summary = None
             return Response(200, resource_metrics(summary), CONTENT_TYPE_LATEST)
+        elif path == "/metrics/cadvisor":
+            return await self._cadvisor()
         else:
             return http_error(404, NOT_FOUND)
         return Response(200, generate_latest(registry), CONTENT_TYPE_LATEST)
+
+    async def _cadvisor(self) -> Response:
+        try:
+            summary: dict[str, Any] | None = await self.stats.summary()
+        except CriError as exc:
+            log.error("cadvisor metrics: cannot read stats", exc_info=exc)
+            summary = None
+        cores = os.cpu_count() or 0
+        memory = self.host.memory_capacity() or 0
+        body = cadvisor_metrics(summary, cores, memory, self.root_dir)
+        return Response(200, body, CONTENT_TYPE_LATEST)
 
     async def _debug(self, request: Request) -> Response | StreamResponse:
         path = request.path

@@ -8,10 +8,19 @@ simply omits what this node cannot tell.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import attrs
+
+from kubelet.cgroups.names import (
+    NODE_ALLOCATABLE,
+    POD_PREFIX,
+    CgroupName,
+    QosCgroups,
+    new_name,
+    to_cgroupfs,
+)
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
@@ -81,6 +90,12 @@ class Host:
     """Readers for one machine; ``root`` prefixes every path read."""
 
     root: Path = Path("/")
+    statvfs: Callable[[str], FsSample | None] | None = None
+    """replaces ``filesystem`` (tests script a filesystem's size)"""
+
+    def filesystem(self, path: str) -> FsSample | None:
+        """``statvfs`` of the filesystem holding ``path``."""
+        return (self.statvfs or filesystem)(path)
 
     def _p(self, path: str) -> Path:
         return self.root / path.lstrip("/")
@@ -181,16 +196,28 @@ class Host:
         except (IndexError, ValueError):
             return None
 
+    def cgroup_pids(self, cgroup: str) -> int | None:
+        """Tasks in a cgroup (``pids.current``, v1 pids hierarchy or v2)."""
+        name = cgroup.strip("/")
+        for base in (f"/sys/fs/cgroup/pids/{name}", f"/sys/fs/cgroup/{name}"):
+            value = _int_file(self._p(base) / "pids.current")
+            if value is not None:
+                return value
+        return None
+
     def cgroup_exists(self, cgroup: str) -> bool:
         return self._p(f"/sys/fs/cgroup/memory/{cgroup.strip('/')}").is_dir()
 
-    def find_pod_cgroup(self, uid: str, roots: tuple[str, ...] = ("kubepods",)) -> str | None:
-        """The cgroupfs path of pod ``uid`` (``/kubepods[/<qos>]/pod<uid>``) if it exists."""
-        for root in roots:
-            for qos in ("", "burstable/", "besteffort/"):
-                path = f"/{root}/{qos}pod{uid}"
-                if self.cgroup_exists(path):
-                    return path
+    def find_pod_cgroup(self, uid: str, root: CgroupName = (NODE_ALLOCATABLE,)) -> str | None:
+        """The cgroupfs path of pod ``uid`` under the QoS parents (``kubelet.cgroups.names``'s
+        layout: ``/kubepods[/burstable|/besteffort]/pod<uid>``) if it exists."""
+        for parent in QosCgroups.under(root).roots():
+            try:
+                path = to_cgroupfs(new_name(parent, POD_PREFIX + uid))
+            except ValueError:  # not a UID a pod cgroup can have
+                return None
+            if self.cgroup_exists(path):
+                return path
         return None
 
 

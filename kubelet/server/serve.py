@@ -134,6 +134,7 @@ async def serve(
     ephemeral_ports: bool = False,
     *,
     host: Host | None = None,
+    stats: SummaryProvider | None = None,
     limits: Limits | None = None,
     descriptors: Descriptors | None = None,
     serving: CertificateManager | None = None,
@@ -159,7 +160,7 @@ async def serve(
             healthz.sync_loop_check(backend.sync_loop_last_iteration, config.sync_frequency),
         ),
     ]
-    apps = _Apps(backend, options, checks, reviews, metrics, host)
+    apps = _Apps(backend, options, checks, reviews, metrics, host, stats)
     listeners = _Listeners(ephemeral_ports)
     async with trio.open_nursery() as nursery:
         await nursery.start(log_check.run)
@@ -244,6 +245,7 @@ class _Apps:
         reviews: ReviewClient | None,
         metrics: KubeletMetrics | None,
         host: Host,
+        stats: SummaryProvider | None = None,
     ) -> None:
         self._backend = backend
         self._options = options
@@ -252,7 +254,7 @@ class _Apps:
         self._metrics = metrics
         self._host = host
         config = options.config
-        self._stats = SummaryProvider(
+        self._stats = stats or SummaryProvider(
             backend.runtime,
             backend.images,
             node_name=options.node_name,

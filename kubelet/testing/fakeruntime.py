@@ -109,6 +109,9 @@ PAUSE_IMAGE = "registry.k8s.io/pause:3.9"
 BUSYBOX_IMAGE = "docker.io/library/busybox:latest"
 DEFAULT_IMAGES = (PAUSE_IMAGE, BUSYBOX_IMAGE)
 
+IMAGE_FS_MOUNT = "/var/lib/fakeruntime"
+"""the mountpoint ImageFsInfo names (tests script its size through the stats host)"""
+
 RUNTIME_NAME = "fakeruntime"
 RUNTIME_VERSION = "0.1.0"
 
@@ -188,6 +191,10 @@ class FakeContainer:
     message: str = ""
     resources: api.LinuxContainerResources | None = None
     exit_timer: asyncio.TimerHandle | None = None
+    working_set: int | None = None
+    """memory working set its stats report while running (None: none reported)"""
+    rootfs_used: int | None = None
+    """bytes of its writable layer its stats report (None: none reported)"""
 
 
 @attrs.define
@@ -975,7 +982,7 @@ class FakeRuntime:
 
     def _container_stats(self, c: FakeContainer) -> api.ContainerStats:
         now = self.now_ns()
-        return api.ContainerStats(
+        stats = api.ContainerStats(
             attributes=api.ContainerAttributes(
                 id=c.id,
                 metadata=c.config.metadata,
@@ -985,6 +992,19 @@ class FakeRuntime:
             cpu=api.CpuUsage(timestamp=now),
             memory=api.MemoryUsage(timestamp=now),
         )
+        if c.working_set is not None and c.state == RUNNING:
+            stats.memory.working_set_bytes.value = c.working_set
+            stats.memory.usage_bytes.value = c.working_set
+        if c.rootfs_used is not None:
+            stats.writable_layer.CopyFrom(
+                api.FilesystemUsage(
+                    timestamp=now,
+                    fs_id=api.FilesystemIdentifier(mountpoint=IMAGE_FS_MOUNT),
+                    used_bytes=api.UInt64Value(value=c.rootfs_used),
+                    inodes_used=api.UInt64Value(value=1),
+                )
+            )
+        return stats
 
     def _rpc_ContainerStats(self, req: api.ContainerStatsRequest) -> api.ContainerStatsResponse:
         return api.ContainerStatsResponse(
@@ -1096,7 +1116,7 @@ class FakeRuntime:
         used = sum(i.size for i in self.images.values())
         usage = api.FilesystemUsage(
             timestamp=self.now_ns(),
-            fs_id=api.FilesystemIdentifier(mountpoint="/var/lib/fakeruntime"),
+            fs_id=api.FilesystemIdentifier(mountpoint=IMAGE_FS_MOUNT),
             used_bytes=api.UInt64Value(value=used),
             inodes_used=api.UInt64Value(value=len(self.images)),
         )

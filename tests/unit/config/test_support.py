@@ -127,7 +127,7 @@ def test_help_promises_nothing_that_is_not_done() -> None:
         if support.status == NOT_IMPLEMENTED:
             assert "Not implemented yet" in helps[spec.dest], spec.name
     assert "Not implemented" not in helps["bootstrap_kubeconfig"]
-    assert "Not implemented yet" in helps["eviction_hard"] or "Partly" in helps["eviction_hard"]
+    assert "Not implemented yet" not in helps["eviction_hard"]  # eviction is implemented
     assert "Not implemented" not in helps["pod_manifest_path"]
 
 
@@ -137,20 +137,19 @@ def run(*argv: str) -> Options:
 
 def test_no_warning_for_honoured_settings(tmp_path: Path) -> None:
     path = tmp_path / "kubelet.yaml"
-    path.write_text(
+    honoured = (
         HEADER + "cgroupDriver: cgroupfs\npodPidsLimit: -1\nimageGCHighThresholdPercent: 100\n"
-        "failSwapOn: false\noomScoreAdj: -999\nstaticPodPath: /etc/kubelet.d\n"
+        "oomScoreAdj: -999\nstaticPodPath: /etc/kubelet.d\n"
         "cpuManagerPolicy: none\ncpuCFSQuota: true\n"
     )
-    (warning,) = run(f"--config={path}").warnings
-    listed = warning.split("; upstream defaults not provided: ")[0]
-    assert "accepted but not implemented" not in listed
-    for name in ("cgroupDriver", "podPidsLimit", "failSwapOn", "cpuManagerPolicy", "staticPod"):
-        assert name not in listed
-    # the defaults the file did not touch are still named; those it set are not
-    assert "hard eviction (evictionHard)" in warning
-    assert "image garbage collection" not in warning
-    assert "failSwapOn" not in warning
+    path.write_text(honoured)
+    # nothing listed; the one default still missing, untouched by the file, is named
+    # (QoS cgroups, eviction and image GC are implemented)
+    assert run(f"--config={path}").warnings == (
+        "upstream defaults not provided: refusing to start with swap on (failSwapOn)",
+    )
+    path.write_text(honoured + "failSwapOn: false\n")
+    assert run(f"--config={path}").warnings == ()
 
 
 def test_kubeadm_config_gives_one_warning_naming_each_setting(tmp_path: Path) -> None:
@@ -162,7 +161,7 @@ def test_kubeadm_config_gives_one_warning_naming_each_setting(tmp_path: Path) ->
     assert listed.startswith("settings accepted but not implemented yet: ")
     assert "cgroupDriver=systemd (--cgroup-driver)" in listed
     assert "rotateCertificates" not in listed  # implemented now
-    assert f"evictionHard ({path})" in listed
+    assert "evictionHard" not in listed  # implemented
     assert "featureGates.MemoryQoS=true (--feature-gates)" in listed
     for honoured in (
         "clusterDNS",
@@ -176,7 +175,7 @@ def test_kubeadm_config_gives_one_warning_naming_each_setting(tmp_path: Path) ->
     ):
         assert honoured not in listed, honoured
     assert listed.count("cgroupDriver") == 1
-    assert "image garbage collection (imageGCHighThresholdPercent)" in defaults
+    assert "image garbage collection" not in defaults  # implemented
     assert "cgroupsPerQOS" not in defaults and "enforceNodeAllocatable" not in defaults
     assert "hard eviction" not in defaults  # set by the file: listed above instead
     assert options.details and all(": " in line for line in options.details)

@@ -280,3 +280,19 @@ def test_overhead_and_sidecars_count_as_upstream() -> None:
         "OutOfcpu",
         "Node didn't have enough resource: cpu, requested: 1750, used: 500, capacity: 2000",
     )
+def test_node_pressure_is_checked_first() -> None:
+    """Upstream's eviction admit handler comes before every other one."""
+    everything = pod(sysctls=("kernel.panic",), policy="Strict")
+    facts = attrs.evolve(FACTS, pressure=("DiskPressure",))
+    assert admit(everything, [], facts) == Rejection(
+        "Evicted", "The node had condition: [DiskPressure]. "
+    )
+    memory = attrs.evolve(FACTS, pressure=("MemoryPressure",))
+    assert admit(pod(), [], memory) == Rejection(  # BestEffort
+        "Evicted", "The node had condition: [MemoryPressure]. "
+    )
+    static = attrs.evolve(
+        pod(),
+        metadata=attrs.evolve(pod().metadata, annotations={"kubernetes.io/config.source": "file"}),
+    )
+    assert admit(static, [], facts) is None  # critical pods are always admitted
