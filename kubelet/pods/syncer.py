@@ -20,11 +20,13 @@ from kubelet.api.errors import ApiError
 from kubelet.api.pod import Pod, PodStatus
 from kubelet.cri.types import RuntimePodStatus
 from kubelet.decisions.qos import is_restartable_init_container, pod_qos
+from kubelet.events.recorder import NORMAL, pod_ref
 from kubelet.metrics import KubeletMetrics
 from kubelet.pleg.cache import PodCache
 from kubelet.prober.manager import ProberManager
 from kubelet.runtime.podruntime import PodRuntime
 from kubelet.runtime.teardown import all_gone, still_running
+from kubelet.status.deadline import DEADLINE_EXCEEDED, DEADLINE_EXCEEDED_MESSAGE, deadline_left
 from kubelet.status.generate import generate_pod_status
 from kubelet.status.manager import StatusManager
 from kubelet.status.phase import is_terminal_phase
@@ -96,6 +98,8 @@ class KubeletPodSyncer:
         """The status last generated per pod (what /pods and the status manager show)."""
         self.rejections: dict[str, PodStatus] = {}
         """Pods admission refused: their Failed status outlives a teardown while desired."""
+        self.evictions: dict[str, tuple[str, str]] = {}
+        """Pods the kubelet fails itself (an active deadline): (reason, message)."""
 
     async def sync_pod(self, pod: Pod) -> SyncResult:
         started = trio.current_time()
@@ -116,8 +120,30 @@ class KubeletPodSyncer:
         last = self.statuses.get(pod.uid)
         return last is not None and is_terminal_phase(last.phase)
 
+    def _deadline_left(self, pod: Pod) -> float | None:
+        """Seconds before ``pod`` exhausts ``activeDeadlineSeconds`` (None: no deadline),
+        counted from the start time the kubelet reported, else the API's."""
+        last = self.statuses.get(pod.uid)
+        start = last.start_time if last is not None else None
+        return deadline_left(pod, start or pod.status.start_time, self.wall_clock())
+
+    def _past_deadline(self, pod: Pod) -> bool:
+        """The pod ran out of its active deadline: from now on it is failed and killed
+        (upstream's active deadline handler, event DeadlineExceeded)."""
+        if pod.uid in self.evictions:
+            return True
+        left = self._deadline_left(pod)
+        if left is None or left > 0:
+            return False
+        log.info("pod %s: %s", pod.key, DEADLINE_EXCEEDED_MESSAGE)
+        self.pod_runtime.recorder.record(
+            pod_ref(pod), NORMAL, DEADLINE_EXCEEDED, DEADLINE_EXCEEDED_MESSAGE
+        )
+        self.evictions[pod.uid] = (DEADLINE_EXCEEDED, DEADLINE_EXCEEDED_MESSAGE)
+        return True
+
     async def _sync_pod(self, pod: Pod) -> SyncResult:
-        if self.finished(pod):
+        if self.finished(pod) or self._past_deadline(pod):
             return await self._sync_finished(pod)
         status = await self.cache.refresh(pod.uid)
         liveness_failed: frozenset[str] = frozenset()
@@ -152,7 +178,17 @@ class KubeletPodSyncer:
             except ApiError as exc:
                 log.warning("mirror pod of %s not updated: %s", pod.key, exc)
         error = "; ".join(outcome.errors) or None
-        return SyncResult(requeue_after=outcome.requeue_after, error=error)
+        return SyncResult(requeue_after=self._next_sync(pod, outcome.requeue_after), error=error)
+
+    def _next_sync(self, pod: Pod, requeue_after: float | None) -> float | None:
+        """The pod's timer: the sooner of a back-off ending and its active deadline, so
+        a deadline acts on time (and at once after an update lowered it: the update
+        syncs the pod, which re-arms this)."""
+        left = self._deadline_left(pod)
+        if left is None:
+            return requeue_after
+        left = max(left, 0.0)
+        return left if requeue_after is None else min(left, requeue_after)
 
     def reject(self, pod: Pod, rejection: Rejection) -> None:
         """Admission refused ``pod``: it is reported Failed and never started (upstream's
@@ -214,6 +250,7 @@ class KubeletPodSyncer:
             started=started,
             ready=ready,
             pod_is_terminal=terminal,
+            evicted=self.evictions.get(pod.uid),
             now_ns=int(self.wall_clock() * 1e9),
         )
         if finished:
@@ -270,6 +307,7 @@ class KubeletPodSyncer:
         self.cache.delete(pod.uid)
         self.waiting.pop(pod.uid, None)
         self.statuses.pop(pod.uid, None)
+        self.evictions.pop(pod.uid, None)
         rejected = self.rejections.pop(pod.uid, None)
         if rejected is not None and pod.uid in self.pods:  # stopped, still rejected
             self.statuses[pod.uid] = self.rejections[pod.uid] = rejected

@@ -23,6 +23,7 @@ from kubelet.api.pod import Pod
 from kubelet.pleg.generator import EventType, PodLifecycleEvent
 from kubelet.prober.results import ResultUpdate
 from kubelet.sources.podconfig import PodOperation, PodUpdate
+from kubelet.status.generate import needs_readiness_reconcile
 from kubelet.status.phase import is_terminal_phase
 
 from .admission import AdmissionFacts, Rejection, admit
@@ -192,7 +193,17 @@ class SyncLoop:
                 self.rejected.pop(pod.uid, None)
                 self.workers.terminate(pod, None, remove=True)
             elif op is PodOperation.RECONCILE:
-                self.pods.upsert(pod)
+                self._reconcile(pod)
+
+    def _reconcile(self, pod: Pod) -> None:
+        """Only the API's status changed: keep it (others' conditions live there), and
+        sync when a readiness gate's condition no longer matches Ready (upstream's
+        ``HandlePodReconcile``)."""
+        self.pods.upsert(pod)
+        self.workers.refresh(pod)
+        known = self.workers.is_known(pod.uid) and pod.uid not in self.rejected
+        if known and needs_readiness_reconcile(pod):
+            self.workers.sync(pod)
 
     def _handle_mirror(self, op: PodOperation, mirror: Pod) -> None:
         """Mirror pods are never run: remember them, and let the static pod react."""

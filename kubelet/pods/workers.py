@@ -147,6 +147,13 @@ class PodWorkers:
             return
         self._poke(worker)
 
+    def refresh(self, pod: Pod) -> None:
+        """The API's status of ``pod`` changed (a RECONCILE): the next step reads it (the
+        conditions others own), without a sync of its own."""
+        worker = self.workers.get(pod.uid)
+        if worker is not None:
+            worker.pod = pod
+
     def terminate(self, pod: Pod, grace: int | None = None, *, remove: bool = False) -> None:
         """Stop ``pod`` (with at most ``grace`` seconds); ``remove`` forgets it afterwards."""
         worker = self.workers.get(pod.uid)

@@ -4,8 +4,10 @@ Pod workers hand it the status they computed (``set``); one task PATCHes
 ``pods/<name>/status`` with a strategic merge patch carrying the pod's uid (the server's
 precondition: a recreated pod of the same name is never patched). Static pods report
 through their mirror pod. Failed PATCHes are retried on the next pass (every 10 s, or at
-once on a new status); conditions the kubelet does not own are preserved because the
-patch only names what changed. A terminal phase is never left: once the API shows
+once on a new status). Conditions the kubelet does not own (readiness gates set by
+controllers, DisruptionTarget) are never written: the status sent carries the API's own
+copy of them (upstream's ``mergePodStatus``), so the patch never names them.
+A terminal phase is never left: once the API shows
 Succeeded or Failed, or the kubelet reported it, no later status moves the pod back.
 
 When a pod being deleted has been torn down on the node, ``finished`` deletes its API
@@ -25,6 +27,7 @@ from kubelet.api.client import PODS, ApiClient, PatchType
 from kubelet.api.errors import ApiError, Conflict, NotFound
 from kubelet.api.patch import pod_status_patch
 from kubelet.api.pod import Pod, PodStatus
+from kubelet.status.generate import OWNED, foreign_conditions
 from kubelet.status.phase import resolve_phase
 
 log = logging.getLogger(__name__)
@@ -124,7 +127,7 @@ class StatusManager:
             pod, entry.status, sent.phase if sent is not None else "", api_status.phase
         )
         base = sent if sent is not None else api_status
-        patch = pod_status_patch(target.uid, to_wire(base), to_wire(entry.status))
+        patch = pod_status_patch(target.uid, to_wire(base), to_wire(_merged(entry.status, base)))
         path = PODS.path(target.metadata.namespace, target.metadata.name, "status")
         try:
             if patch is not None:
@@ -162,6 +165,17 @@ class StatusManager:
         except (NotFound, Conflict):
             pass
         self._entries.pop(pod.uid, None)
+
+
+def _merged(status: PodStatus, api: PodStatus) -> PodStatus:
+    """``status`` with the conditions others own as the API has them: the kubelet's
+    conditions first replaced, the others left exactly as they are."""
+    theirs = foreign_conditions(api.conditions)
+    ours = [c for c in status.conditions if c.type in OWNED]
+    conditions = (*theirs, *ours)
+    if conditions == status.conditions:
+        return status
+    return attrs.evolve(status, conditions=conditions)
 
 
 def _keep_terminal(pod: Pod, status: PodStatus, *earlier: str) -> PodStatus:

@@ -43,6 +43,7 @@ __all__ = [
     "apply_probe_results",
     "container_id",
     "convert_container_statuses",
+    "ephemeral_container_statuses",
     "format_time",
     "get_phase",
     "has_any_regular_container_started",
@@ -495,4 +496,25 @@ def convert_container_statuses(
     return (
         apply_probe_results(pod, init, is_init=True, started=started, ready=ready),
         apply_probe_results(pod, regular, is_init=False, started=started, ready=ready),
+    )
+
+
+def ephemeral_container_statuses(
+    pod: Pod,
+    runtime: RuntimePodStatus,
+    previous: Sequence[ContainerStatus],
+    *,
+    runtime_name: str = "containerd",
+    waiting_reasons: Mapping[str, tuple[str, str]] | None = None,
+) -> tuple[ContainerStatus, ...]:
+    """``ephemeralContainerStatuses``: built as the regular ones (sorted by name); no
+    probe ever looks at them, so ``started`` stays unset and ``ready`` false."""
+    return api_container_statuses(
+        pod,
+        runtime,
+        previous,
+        pod.spec.ephemeral_containers,
+        is_init=False,
+        runtime_name=runtime_name,
+        waiting_reasons=waiting_reasons,
     )
