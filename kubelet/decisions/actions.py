@@ -324,6 +324,13 @@ def _sidecar_running(
     return initialized
 
 
+def _ephemeral_to_start(pod: Pod, status: RuntimePodStatus) -> list[int]:
+    """Ephemeral containers never started: they run once, whatever the pod's
+    initialization, and are never restarted."""
+    ephemeral = pod.spec.ephemeral_containers
+    return [i for i, c in enumerate(ephemeral) if status.current(c.name) is None]
+
+
 def compute_pod_actions(
     pod: Pod,
     status: RuntimePodStatus,
@@ -361,10 +368,7 @@ def compute_pod_actions(
         changes.to_start = to_start
         return changes.freeze()
 
-    # ephemeral containers run once, whatever the pod's initialization: never restarted
-    changes.ephemeral_to_start = [
-        idx for idx, c in enumerate(pod.spec.ephemeral_containers) if status.current(c.name) is None
-    ]
+    changes.ephemeral_to_start = _ephemeral_to_start(pod, status)
     initialized = _init_container_actions(
         pod, status, changes, liveness_failed, startup_failed, startup_succeeded
     )
