@@ -178,17 +178,12 @@ class KubeletPodSyncer:
             except ApiError as exc:
                 log.warning("mirror pod of %s not updated: %s", pod.key, exc)
         error = "; ".join(outcome.errors) or None
-        return SyncResult(requeue_after=self._next_sync(pod, outcome.requeue_after), error=error)
-
-    def _next_sync(self, pod: Pod, requeue_after: float | None) -> float | None:
-        """The pod's timer: the sooner of a back-off ending and its active deadline, so
-        a deadline acts on time (and at once after an update lowered it: the update
-        syncs the pod, which re-arms this)."""
-        left = self._deadline_left(pod)
-        if left is None:
-            return requeue_after
-        left = max(left, 0.0)
-        return left if requeue_after is None else min(left, requeue_after)
+        left = self._deadline_left(pod)  # the pod's deadline timer, re-armed every sync
+        return SyncResult(
+            requeue_after=outcome.requeue_after,
+            error=error,
+            deadline_in=None if left is None else max(left, 0.0),
+        )
 
     def reject(self, pod: Pod, rejection: Rejection) -> None:
         """Admission refused ``pod``: it is reported Failed and never started (upstream's

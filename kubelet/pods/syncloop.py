@@ -116,14 +116,17 @@ class SyncLoop:
         self.rejected: dict[str, str] = {}
 
     def on_result(self, uid: str, result: SyncResult) -> None:
-        """Pod workers report here; decides when the pod is synced next."""
+        """Pod workers report here; decides when the pod is synced next (at the latest
+        when its active deadline runs out: the pod's deadline timer)."""
         if result.error is not None:
-            self.queue.enqueue(uid, SYNC_ERROR_BACKOFF)
+            delay = SYNC_ERROR_BACKOFF
         elif result.requeue_after is not None:
-            self.queue.enqueue(uid, result.requeue_after)
+            delay = result.requeue_after
         else:
-            jitter = 1.0 + self._rng.random() * RESYNC_JITTER
-            self.queue.enqueue(uid, self._sync_frequency * jitter)
+            delay = self._sync_frequency * (1.0 + self._rng.random() * RESYNC_JITTER)
+        if result.deadline_in is not None:
+            delay = min(delay, result.deadline_in)
+        self.queue.enqueue(uid, delay)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         inbox_send, inbox = trio.open_memory_channel[Message](0)

@@ -47,6 +47,8 @@ class SyncResult:
     requeue_after: float | None = None
     error: str | None = None
     finished: bool = False
+    deadline_in: float | None = None
+    """Seconds until the pod's active deadline runs out: it is synced then at the latest."""
 
 
 @attrs.frozen

@@ -294,9 +294,7 @@ def make_with_hooks(c: Cluster, name: str, grace: int, **lifecycle: Any) -> None
             "spec": {
                 "nodeName": "node1",
                 "terminationGracePeriodSeconds": grace,
-                "containers": [
-                    {"name": "app", "image": "busybox:1.35", "lifecycle": lifecycle}
-                ],
+                "containers": [{"name": "app", "image": "busybox:1.35", "lifecycle": lifecycle}],
             },
         }
     )
