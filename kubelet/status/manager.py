@@ -6,9 +6,9 @@ precondition: a recreated pod of the same name is never patched). Static pods re
 through their mirror pod. Failed PATCHes are retried on the next pass (every 10 s, or at
 once on a new status). Conditions the kubelet does not own (readiness gates set by
 controllers, DisruptionTarget) are never written: the status sent carries the API's own
-copy of them (upstream's ``mergePodStatus``), so the patch never names them.
-A terminal phase is never left: once the API shows
-Succeeded or Failed, or the kubelet reported it, no later status moves the pod back.
+copy of them (upstream's ``mergePodStatus``), so the patch never names them. A
+terminal phase is never left: once the API shows Succeeded or Failed, or the kubelet
+reported it, no later status moves the pod back.
 
 When a pod being deleted has been torn down on the node, ``finished`` deletes its API
 object with grace period 0 and a uid precondition.
@@ -168,8 +168,8 @@ class StatusManager:
 
 
 def _merged(status: PodStatus, api: PodStatus) -> PodStatus:
-    """``status`` with the conditions others own as the API has them: the kubelet's
-    conditions first replaced, the others left exactly as they are."""
+    """``status`` with the conditions others own taken from the API's status (first,
+    as upstream orders them), and the kubelet's own after them."""
     theirs = foreign_conditions(api.conditions)
     ours = [c for c in status.conditions if c.type in OWNED]
     conditions = (*theirs, *ours)
