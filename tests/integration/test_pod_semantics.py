@@ -412,3 +412,15 @@ async def test_running_pod_status_field_by_field(
             },
         ]
         assert cs["user"] == {"linux": {"uid": 0, "gid": 0, "supplementalGroups": [0]}}
+
+
+async def test_rejected_pod_status_carries_the_observed_generation(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    async with running_cluster(fake, short_tmp) as c:
+        sysctls = [{"name": "net.core.somaxconn", "value": "1"}]
+        c.create_pod("refused", securityContext={"sysctls": sysctls})
+        await c.wait_for(lambda: c.phase("refused") == "Failed")
+        status = status_of(c, "refused")
+        assert (status["reason"], status["observedGeneration"]) == ("SysctlForbidden", 1)
+        assert status["qosClass"] == "BestEffort"
