@@ -424,3 +424,42 @@ async def test_rejected_pod_status_carries_the_observed_generation(
         status = status_of(c, "refused")
         assert (status["reason"], status["observedGeneration"]) == ("SysctlForbidden", 1)
         assert status["qosClass"] == "BestEffort"
+
+
+async def test_completed_pod_status_field_by_field(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    fake.behave(ContainerBehaviour(exit_after=2, exit_code=0), pod="once")
+    async with running_cluster(fake, short_tmp) as c:
+        c.create_pod("once", restartPolicy="Never")
+        await c.wait_for(lambda: c.phase("once") == "Succeeded")
+        await trio.sleep(3)
+        status = status_of(c, "once")
+        conditions = {x["type"]: (x["status"], x.get("reason", "")) for x in status["conditions"]}
+        assert conditions == {
+            "PodReadyToStartContainers": ("False", ""),
+            "Initialized": ("True", "PodCompleted"),
+            "Ready": ("False", "PodCompleted"),
+            "ContainersReady": ("False", "PodCompleted"),
+            "PodScheduled": ("True", ""),
+        }
+        (cs,) = status["containerStatuses"]
+        terminated = cs["state"]["terminated"]
+        assert (terminated["exitCode"], terminated["reason"]) == (0, "Completed")
+        assert (cs["ready"], cs["started"], cs["restartCount"]) == (False, False, 0)
+        assert cs["resources"] == {} and "allocatedResources" not in cs
+        assert status["podIP"] and status["startTime"]
+
+
+async def test_restarted_container_reports_its_last_state(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    fake.behave(ContainerBehaviour(exit_after=2, exit_code=3), pod="flaky")
+    async with running_cluster(fake, short_tmp) as c:
+        c.create_pod("flaky", restartPolicy="OnFailure")
+        await c.wait_for(lambda: restarts(c, "flaky") >= 1, timeout=60)
+        (cs,) = status_of(c, "flaky")["containerStatuses"]
+        last = cs["lastState"]["terminated"]
+        assert (last["exitCode"], last["reason"]) == (3, "Error")
+        assert last["containerID"].startswith("fakeruntime://")
+        assert c.phase("flaky") == "Running"
