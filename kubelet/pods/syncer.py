@@ -193,7 +193,7 @@ class KubeletPodSyncer:
             reason=rejection.reason,
             message=rejection_message(rejection),
             qos_class=pod_qos(pod),
-            observed_generation=pod.metadata.generation,
+            observed_generation=pod.metadata.generation or None,
         )
         self.statuses[pod.uid] = self.rejections[pod.uid] = status
         if self.cluster is not None:

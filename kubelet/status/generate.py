@@ -245,7 +245,7 @@ def generate_pod_status(
         cready,
         _condition(SCHEDULED, True),
     ]
-    generation = pod.metadata.generation
+    generation = pod.metadata.generation or None  # omitted when 0, as upstream (omitempty)
     owned = [attrs.evolve(c, observed_generation=generation) for c in owned]
     now = format_time(now_ns)
     conditions = (*foreign, *_keep_transition_times(owned, old.conditions, now))
