@@ -151,7 +151,11 @@ async def run(
             run_runtime, options, runtime, images, api, recorder, metrics, prober.http, node.name,
             node.ips, machine.memory_bytes, machine.num_cores, services and services.env_for, clock,
         )  # fmt: skip
-        status = await root.start(run_status_manager, api, desired.mirror_for) if api else None
+        status = (
+            await root.start(run_status_manager, api, desired.mirror_for, desired.get)
+            if api
+            else None
+        )
         if api is not None:
             await root.start(
                 run_node, options, node, api, runtime, images, machine, pleg.healthy, recorder,

@@ -41,6 +41,8 @@ class _Entry:
     pod: Pod
     status: PodStatus
     sent: PodStatus | None = None
+    sent_version: str = ""
+    """The resourceVersion the API answered the last PATCH with."""
     target_uid: str = ""
     delete_after: bool = False
     dirty: bool = True
@@ -59,9 +61,11 @@ class StatusManager:
         client: ApiClient,
         *,
         mirror_for: Callable[[Pod], Pod | None],
+        api_copy: Callable[[str], Pod | None] | None = None,
     ) -> None:
         self._client = client
         self._mirror_for = mirror_for
+        self._api_copy = api_copy
         self._entries: dict[str, _Entry] = {}
         self._wake = trio.Event()
         self._limiter = trio.CapacityLimiter(CONCURRENCY)
@@ -101,9 +105,11 @@ class StatusManager:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
         while True:
-            with trio.move_on_after(RESYNC):
+            with trio.move_on_after(RESYNC) as timer:
                 await self._wake.wait()
             self._wake = trio.Event()
+            if timer.cancelled_caught:
+                self._reconcile()
             dirty = [u for u, e in self._entries.items() if e.dirty]
             async with trio.open_nursery() as nursery:
                 for uid in dirty:
@@ -116,9 +122,34 @@ class StatusManager:
             if entry is not None and entry.dirty:
                 await self._sync(uid, entry)
 
+    def _target(self, pod: Pod) -> Pod | None:
+        """The API's newest copy of ``pod`` we know of: its mirror pod for a static pod,
+        else the watch's copy (the pod itself when there is none)."""
+        if pod.is_static:
+            return self._mirror_for(pod)
+        found = self._api_copy(pod.uid) if self._api_copy is not None else None
+        return found if found is not None and found.uid == pod.uid else pod
+
+    def _reconcile(self) -> None:
+        """Upstream's ``needsReconcile``: a status someone else changed in the API in a
+        part the kubelet owns (a Ready condition replaced by hand, a container status
+        overwritten) is sent again, diffed against the API's copy this time."""
+        for entry in self._entries.values():
+            if entry.dirty or entry.sent is None:
+                continue
+            target = self._target(entry.pod)
+            if target is None or target.uid != entry.target_uid:
+                continue
+            version = target.metadata.resource_version
+            if version == entry.sent_version or _older(version, entry.sent_version):
+                continue  # our own write, or a watch that has not caught up with it
+            if _kubelet_view(target.status) != _kubelet_view(entry.sent):
+                log.info("status of pod %s changed in the API; reconciling", entry.pod.key)
+                entry.sent, entry.dirty = None, True
+
     async def _sync(self, uid: str, entry: _Entry) -> None:
         pod = entry.pod
-        target = self._mirror_for(pod) if pod.is_static else pod
+        target = self._target(pod)
         if target is None:
             return  # no mirror pod yet: try again once it exists
         api_status = target.status
@@ -133,9 +164,10 @@ class StatusManager:
             if patch is not None:
                 answer = await self._client.patch(path, patch, PatchType.STRATEGIC)
                 self.patches += 1
-                entry.sent = from_wire(Pod, answer).status
+                answered = from_wire(Pod, answer)
+                entry.sent, entry.sent_version = answered.status, answered.metadata.resource_version
             else:
-                entry.sent = entry.status
+                entry.sent = entry.status  # the version we last wrote stays the reference
             entry.target_uid = target.uid
             entry.dirty = False
             if entry.delete_after and not pod.is_static:
@@ -178,6 +210,23 @@ def _merged(status: PodStatus, api: PodStatus) -> PodStatus:
     return attrs.evolve(status, conditions=conditions)
 
 
+def _older(version: str, than: str) -> bool:
+    """``version`` is an older resourceVersion than ``than`` (they are etcd revisions;
+    anything else is never called older)."""
+    return version.isdigit() and than.isdigit() and int(version) < int(than)
+
+
+def _kubelet_view(status: PodStatus) -> dict[str, object]:
+    """What of a status the kubelet owns, to compare (upstream's
+    ``isPodStatusByKubeletEqual``): others' conditions left out, the kubelet's own
+    compared by status, reason and message only."""
+    wire = dict(to_wire(status))
+    wire["conditions"] = sorted(
+        (c.type, c.status, c.reason, c.message) for c in status.conditions if c.type in OWNED
+    )
+    return wire
+
+
 def _keep_terminal(pod: Pod, status: PodStatus, *earlier: str) -> PodStatus:
     """A pod that was reported (or is, in the API) Succeeded or Failed stays so: the
     status manager never sends a terminal phase back to Pending or Running."""
@@ -198,11 +247,13 @@ def _keep_terminal(pod: Pod, status: PodStatus, *earlier: str) -> PodStatus:
 async def run_status_manager(
     client: ApiClient,
     mirror_for: Callable[[Pod], Pod | None],
+    api_copy: Callable[[str], Pod | None] | None = None,
     *,
     task_status: trio.TaskStatus[StatusManager] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """The status manager's task; ``mirror_for`` finds a static pod's mirror pod."""
-    manager = StatusManager(client, mirror_for=mirror_for)
+    """The status manager's task; ``mirror_for`` finds a static pod's mirror pod,
+    ``api_copy`` the API's newest copy of a pod by uid (as the API source delivered it)."""
+    manager = StatusManager(client, mirror_for=mirror_for, api_copy=api_copy)
     async with trio.open_nursery() as nursery:
         await nursery.start(manager.run)
         task_status.started(manager)

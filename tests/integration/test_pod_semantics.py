@@ -463,3 +463,28 @@ async def test_restarted_container_reports_its_last_state(
         assert (last["exitCode"], last["reason"]) == (3, "Error")
         assert last["containerID"].startswith("fakeruntime://")
         assert c.phase("flaky") == "Running"
+
+
+async def test_a_kubelet_condition_changed_in_the_api_is_restored(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    """Upstream's status reconcile: what the kubelet owns and someone else changed in
+    the API (the conformance test flips Ready to False) is sent again within a resync;
+    a pod nobody touches gets no PATCH at all."""
+    async with running_cluster(fake, short_tmp) as c:
+        c.create_pod("steady")
+        await c.wait_for(lambda: condition(c, "steady", "Ready").get("status") == "True")
+        await trio.sleep(5)
+        before = len(c.api.requests_of("patch", "pods/status"))
+        await trio.sleep(60)
+        assert len(c.api.requests_of("patch", "pods/status")) == before
+        set_gate(c, "steady", "False", ctype="Ready")
+        assert condition(c, "steady", "Ready")["status"] == "False"
+        changed = trio.current_time()
+        restored = await c.wait_for(
+            lambda: condition(c, "steady", "Ready").get("status") == "True", timeout=30
+        )
+        assert restored - changed <= 10.5
+        set_gate(c, "steady", "True", ctype="example.com/other")
+        await trio.sleep(25)
+        assert len(c.api.requests_of("patch", "pods/status")) == before + 1
