@@ -195,7 +195,11 @@ async def run(
             node.ips, machine.memory_bytes, machine.num_cores, services and services.env_for, clock,
             cgroups,
         )  # fmt: skip
-        status = await root.start(run_status_manager, api, desired.mirror_for) if api else None
+        status = (
+            await root.start(run_status_manager, api, desired.mirror_for, desired.get)
+            if api
+            else None
+        )
         node_handle, node_info = await _start_node(
             root, options, host, node, api, runtime, images, machine, pleg.healthy, recorder,
             NodeParts(metrics.registry, rotating, lambda: active_pods(desired.pods()),

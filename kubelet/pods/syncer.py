@@ -20,6 +20,7 @@ from kubelet.api.errors import ApiError
 from kubelet.api.pod import Pod, PodStatus
 from kubelet.cri.types import RuntimePodStatus
 from kubelet.decisions.qos import is_restartable_init_container, pod_qos
+from kubelet.events.recorder import NORMAL, pod_ref
 from kubelet.eviction.decide import Eviction, evicted_status
 from kubelet.goformat import rfc3339
 from kubelet.metrics import KubeletMetrics
@@ -27,6 +28,7 @@ from kubelet.pleg.cache import PodCache
 from kubelet.prober.manager import ProberManager
 from kubelet.runtime.podruntime import PodRuntime
 from kubelet.runtime.teardown import all_gone, still_running
+from kubelet.status.deadline import DEADLINE_EXCEEDED, DEADLINE_EXCEEDED_MESSAGE, deadline_left
 from kubelet.status.generate import generate_pod_status
 from kubelet.status.killed import Kill, killed_status
 from kubelet.status.manager import StatusManager
@@ -103,6 +105,8 @@ class KubeletPodSyncer:
         """Pods the kubelet stops for the node (``killer``): their status says why."""
         self.evicted: dict[str, Eviction] = {}
         """Pods the eviction manager evicted: every status generated for them is evicted."""
+        self.deadline_failures: dict[str, tuple[str, str]] = {}
+        """Pods the kubelet fails itself (an active deadline): (reason, message)."""
 
     async def sync_pod(self, pod: Pod) -> SyncResult:
         started = trio.current_time()
@@ -130,8 +134,30 @@ class KubeletPodSyncer:
         Evicted (upstream's status function on the kill); the worker then terminates it."""
         self.evicted[pod.uid] = eviction
 
+    def _deadline_left(self, pod: Pod) -> float | None:
+        """Seconds before ``pod`` exhausts ``activeDeadlineSeconds`` (None: no deadline),
+        counted from the start time the kubelet reported, else the API's."""
+        last = self.statuses.get(pod.uid)
+        start = last.start_time if last is not None else None
+        return deadline_left(pod, start or pod.status.start_time, self.wall_clock())
+
+    def _past_deadline(self, pod: Pod) -> bool:
+        """The pod ran out of its active deadline: from now on it is failed and killed
+        (upstream's active deadline handler, event DeadlineExceeded)."""
+        if pod.uid in self.deadline_failures:
+            return True
+        left = self._deadline_left(pod)
+        if left is None or left > 0:
+            return False
+        log.info("pod %s: %s", pod.key, DEADLINE_EXCEEDED_MESSAGE)
+        self.pod_runtime.recorder.record(
+            pod_ref(pod), NORMAL, DEADLINE_EXCEEDED, DEADLINE_EXCEEDED_MESSAGE
+        )
+        self.deadline_failures[pod.uid] = (DEADLINE_EXCEEDED, DEADLINE_EXCEEDED_MESSAGE)
+        return True
+
     async def _sync_pod(self, pod: Pod) -> SyncResult:
-        if self.finished(pod):
+        if self.finished(pod) or self._past_deadline(pod):
             return await self._sync_finished(pod)
         status = await self.cache.refresh(pod.uid)
         liveness_failed: frozenset[str] = frozenset()
@@ -166,7 +192,12 @@ class KubeletPodSyncer:
             except ApiError as exc:
                 log.warning("mirror pod of %s not updated: %s", pod.key, exc)
         error = "; ".join(outcome.errors) or None
-        return SyncResult(requeue_after=outcome.requeue_after, error=error)
+        left = self._deadline_left(pod)  # the pod's deadline timer, re-armed every sync
+        return SyncResult(
+            requeue_after=outcome.requeue_after,
+            error=error,
+            deadline_in=None if left is None else max(left, 0.0),
+        )
 
     def reject(self, pod: Pod, rejection: Rejection) -> None:
         """Admission refused ``pod``: it is reported Failed and never started (upstream's
@@ -176,6 +207,7 @@ class KubeletPodSyncer:
             reason=rejection.reason,
             message=rejection_message(rejection),
             qos_class=pod_qos(pod),
+            observed_generation=pod.metadata.generation or None,
         )
         self.statuses[pod.uid] = self.rejections[pod.uid] = status
         if self.cluster is not None:
@@ -229,6 +261,7 @@ class KubeletPodSyncer:
             started=started,
             ready=ready,
             pod_is_terminal=terminal,
+            evicted=self.deadline_failures.get(pod.uid),
             now_ns=int(self.wall_clock() * 1e9),
         )
         if finished:
@@ -310,6 +343,7 @@ class KubeletPodSyncer:
         self.cache.delete(pod.uid)
         self.waiting.pop(pod.uid, None)
         self.statuses.pop(pod.uid, None)
+        self.deadline_failures.pop(pod.uid, None)
         rejected = self.rejections.pop(pod.uid, None)
         if rejected is not None and pod.uid in self.pods:  # stopped, still rejected
             self.statuses[pod.uid] = self.rejections[pod.uid] = rejected

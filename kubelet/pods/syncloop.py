@@ -23,6 +23,7 @@ from kubelet.api.pod import Pod
 from kubelet.pleg.generator import EventType, PodLifecycleEvent
 from kubelet.prober.results import ResultUpdate
 from kubelet.sources.podconfig import PodOperation, PodUpdate
+from kubelet.status.generate import needs_readiness_reconcile
 from kubelet.status.phase import is_terminal_phase
 
 from .admission import AdmissionFacts, Rejection, admit
@@ -119,14 +120,17 @@ class SyncLoop:
         self.rejected: dict[str, str] = {}
 
     def on_result(self, uid: str, result: SyncResult) -> None:
-        """Pod workers report here; decides when the pod is synced next."""
+        """Pod workers report here; decides when the pod is synced next (at the latest
+        when its active deadline runs out: the pod's deadline timer)."""
         if result.error is not None:
-            self.queue.enqueue(uid, SYNC_ERROR_BACKOFF)
+            delay = SYNC_ERROR_BACKOFF
         elif result.requeue_after is not None:
-            self.queue.enqueue(uid, result.requeue_after)
+            delay = result.requeue_after
         else:
-            jitter = 1.0 + self._rng.random() * RESYNC_JITTER
-            self.queue.enqueue(uid, self._sync_frequency * jitter)
+            delay = self._sync_frequency * (1.0 + self._rng.random() * RESYNC_JITTER)
+        if result.deadline_in is not None:
+            delay = min(delay, result.deadline_in)
+        self.queue.enqueue(uid, delay)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         inbox_send, inbox = trio.open_memory_channel[Message](0)
@@ -199,7 +203,17 @@ class SyncLoop:
                 self.rejected.pop(pod.uid, None)
                 self.workers.terminate(pod, None, remove=True)
             elif op is PodOperation.RECONCILE:
-                self.pods.upsert(pod)
+                self._reconcile(pod)
+
+    def _reconcile(self, pod: Pod) -> None:
+        """Only the API's status changed: keep it (others' conditions live there), and
+        sync when a readiness gate's condition no longer matches Ready (upstream's
+        ``HandlePodReconcile``)."""
+        self.pods.upsert(pod)
+        self.workers.refresh(pod)
+        known = self.workers.is_known(pod.uid) and pod.uid not in self.rejected
+        if known and needs_readiness_reconcile(pod):
+            self.workers.sync(pod)
 
     def _handle_mirror(self, op: PodOperation, mirror: Pod) -> None:
         """Mirror pods are never run: remember them, and let the static pod react."""

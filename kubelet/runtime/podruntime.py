@@ -17,7 +17,7 @@ from collections.abc import Callable, Collection, Mapping
 import attrs
 import trio
 
-from kubelet.api.pod import Container, Pod, format_pod
+from kubelet.api.pod import Container, EphemeralContainer, Pod, format_pod
 from kubelet.cgroups.fs import CgroupError
 from kubelet.cgroups.run import FAILED_CREATE_POD_CONTAINER, PodCgroups
 from kubelet.cri import CriError, RuntimeClient, api
@@ -31,6 +31,7 @@ from kubelet.decisions.criconfig import (
     pod_cgroup_parent,
     pod_log_directory,
     sandbox_config,
+    target_namespaces,
 )
 from kubelet.decisions.grace import KillReason
 from kubelet.decisions.qos import is_restartable_init_container
@@ -336,8 +337,16 @@ class PodRuntime:
         error: str | None,
         progress: _Progress,
     ) -> None:
-        """The next init container (a failing one stops here; a sidecar does not), then
-        the regular containers; ``error``: none can be configured (each reports it)."""
+        """Ephemeral containers (first, so that a failing init container does not keep a
+        debugger out), the next init container (a failing one stops here; a sidecar does
+        not), then the regular containers; ``error``: none can be configured (each
+        reports it)."""
+        for index in actions.ephemeral_containers_to_start:
+            ephemeral = pod.spec.ephemeral_containers[index]
+            if error is not None:
+                self._config_error(pod, ephemeral, progress, error)
+                continue
+            await self._start(pod, ephemeral, status, where, progress)
         for index in actions.init_containers_to_start:
             container = pod.spec.init_containers[index]
             if error is not None:
@@ -407,8 +416,16 @@ class PodRuntime:
             progress.retry_in(exc.retry_after)
             return False
         restart_count = next_restart_count(status, container.name) or 0
+        namespaces = where.config.linux.security_context.namespace_options
+        if isinstance(container, EphemeralContainer) and container.target_container_name:
+            target = status.current(container.target_container_name)
+            if target is None or target.state is not ContainerRunState.RUNNING:
+                message = f"unable to find target container {container.target_container_name}"
+                self._config_error(pod, container, progress, message)
+                return False
+            namespaces = target_namespaces(namespaces, target.id)
         config = await self._container_config(
-            pod, container, restart_count, image_ref, where, progress
+            pod, container, restart_count, image_ref, where, progress, namespaces
         )
         if config is None:
             return False
@@ -451,9 +468,11 @@ class PodRuntime:
         image_ref: str,
         where: _Target,
         progress: _Progress,
+        namespaces: api.NamespaceOption,
     ) -> api.ContainerConfig | None:
         """Environment, user check, mounts, security context: the CRI config, or None
-        (CreateContainerConfigError, reported) when one of them fails."""
+        (CreateContainerConfigError, reported) when one of them fails. ``namespaces``:
+        the sandbox's, or an ephemeral container's with its target's PID namespace."""
         try:
             env = await resolve_env(
                 pod,
@@ -496,7 +515,7 @@ class PodRuntime:
                 ],
                 seccomp_profile_root=self._seccomp_root(),
                 seccomp_default=self.seccomp_default,
-                namespaces=where.config.linux.security_context.namespace_options,
+                namespaces=namespaces,
             )
         except MountConfigError as exc:
             self._config_error(pod, container, progress, str(exc))
@@ -523,6 +542,8 @@ class PodRuntime:
             return None
         self.recorder.record(ref, NORMAL, "Created", f"Created container: {container.name}")
         kind = "init_container" if container in pod.spec.init_containers else "container"
+        if isinstance(container, EphemeralContainer):
+            kind = "ephemeral_container"
         try:
             await self.runtime.start_container(cid)
             if self.metrics is not None:

@@ -39,6 +39,7 @@ _SUBRESOURCE_VERBS = {
     "status": frozenset({"get", "update", "patch"}),
     "token": frozenset({"create"}),
     "approval": frozenset({"get", "update", "patch"}),
+    "ephemeralcontainers": frozenset({"get", "update", "patch"}),
 }
 
 

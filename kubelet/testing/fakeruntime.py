@@ -912,7 +912,20 @@ class FakeRuntime:
         )
         if c.resources is not None:
             status.resources.linux.CopyFrom(c.resources)
+        status.user.linux.CopyFrom(self._process_user(c))
         return api.ContainerStatusResponse(status=status)
+
+    def _process_user(self, c: FakeContainer) -> api.LinuxContainerUser:
+        """Who the process runs as, as containerd reports it: runAsUser or the image's
+        user (root by default), runAsGroup or 0, and its groups, the gid first."""
+        sc = c.config.linux.security_context
+        uid = sc.run_as_user.value if sc.HasField("run_as_user") else 0
+        if not sc.HasField("run_as_user"):
+            image = next((i for i in self.images.values() if i.id == c.image_ref), None)
+            uid = image.uid.value if image is not None and image.HasField("uid") else 0
+        gid = sc.run_as_group.value if sc.HasField("run_as_group") else 0
+        groups = list(dict.fromkeys([gid, *sc.supplemental_groups]))
+        return api.LinuxContainerUser(uid=uid, gid=gid, supplemental_groups=groups)
 
     def _rpc_UpdateContainerResources(
         self, req: api.UpdateContainerResourcesRequest
