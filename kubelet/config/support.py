@@ -77,7 +77,11 @@ def missing(note: str, honoured: Honoured = _never, missing_default: str = "") -
 _QOS = "QoS and pod cgroups are created by the runtime under /kubepods but not sized"
 _GC = "image garbage collection is not implemented"
 _EVICTION = "eviction is not implemented"
-_NO_STREAMING = "exec, attach and port-forward answer 501"
+_NO_STREAMING = (
+    "WebSocket v5 exec/attach and the WebSocket port-forward tunnel are passed to the runtime "
+    "as they came, not translated to SPDY (the node does not declare the feature, so "
+    "kube-apiserver translates them)"
+)
 
 SETTINGS: Mapping[str, Support] = {
     # --- flags that set no KubeletConfiguration field --------------------------------------
@@ -218,7 +222,7 @@ SETTINGS: Mapping[str, Support] = {
     "imagePullCredentialsVerificationPolicy": ok("pull records under <root-dir>/image_manager"),
     "preloadedImagesVerificationAllowlist": ok(),
     "enableContentionProfiling": missing("no profiling handlers", _is(False)),
-    "streamingConnectionIdleTimeout": missing(_NO_STREAMING),
+    "streamingConnectionIdleTimeout": ok("closes exec/attach/port-forward streams idle that long"),
     "volumeStatsAggPeriod": missing("volume usage is not measured"),
     "kubeletCgroups": missing("the kubelet is not moved into a cgroup", _falsy),
     "systemCgroups": missing("system processes are not moved into a cgroup", _falsy),

@@ -253,9 +253,7 @@ async def dial(url: StreamingURL, ssl_context: ssl.SSLContext | None) -> trio.ab
         raise ProxyError(f"error dialing backend: {exc}") from None
     if url.scheme != "https":
         return tcp
-    tls = trio.SSLStream(
-        tcp, ssl_context or default_ssl_context(), server_hostname=url.host
-    )
+    tls = trio.SSLStream(tcp, ssl_context or default_ssl_context(), server_hostname=url.host)
     try:
         await tls.do_handshake()
     except BROKEN as exc:

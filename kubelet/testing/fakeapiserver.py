@@ -96,6 +96,7 @@ from .apiauth import ApiAuth
 from .apierrors import StatusError
 from .apifaults import ApiFaultPlan
 from .apihttp import ApiHandler, ApiRequest, ApiSettings
+from .apiproxy import KubeletProxy
 from .apiregistry import Registry
 from .apiresources import ResourceType, by_kind
 from .apistore import ApiStore, Obj, meta
@@ -135,6 +136,10 @@ class FakeApiServer:
         self.store = ApiStore(lambda: rfc3339(self.now()), history=history)
         self.registry = Registry(self.store, self.auth, self.now)
         self._watches: set[WatchHandle] = set()
+        self.kubelets = KubeletProxy(self.store, lambda: self.ca)
+        """Reaching the nodes' kubelets for pods/exec, attach, portforward and log
+        (``kubelets.hosts`` resolves node host names; ``kubelets.client_ca_file()`` is the
+        CA to give a kubelet as ``--client-ca-file``)."""
         self._handler = ApiHandler(
             store=self.store,
             registry=self.registry,
@@ -145,6 +150,7 @@ class FakeApiServer:
             watches=self._watches,
             now=self.now,
             address=lambda: f"{self.host}:{self._port}",
+            proxy=self.kubelets,
         )
         self.host: str | None = None
         self.uds: Path | None = None
@@ -308,7 +314,10 @@ class FakeApiServer:
     ) -> None:
         try:
             with scope:
-                await HttpServer(self._handler, ssl_context=self._ssl).serve(listeners)
+                server = HttpServer(
+                    self._handler, ssl_context=self._ssl, upgrade=self._handler.upgrade_hook
+                )
+                await server.serve(listeners)
         finally:
             for listener in listeners:
                 listener.socket.close()
