@@ -13,7 +13,7 @@ import contextlib
 import shutil
 import socket
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -82,14 +82,16 @@ class Node:
 
 
 @contextlib.asynccontextmanager
-async def kubectl_node(fake: FakeRuntime, tmp: Path) -> AsyncIterator[Node]:
+async def kubectl_node(
+    fake: FakeRuntime, tmp: Path, *, extra: Sequence[str] = ()
+) -> AsyncIterator[Node]:
     """A node whose kubelet serves :10250 on a free port, and a kubeconfig for kubectl."""
     api = FakeApiServer()
     port = free_port()
     ca_file = api.kubelets.client_ca_file(tmp / "kubelet-client-ca")
     api.kubelets.hosts[NODE] = "127.0.0.1"
     extra = (
-        "--enable-server=true", "--address", "127.0.0.1", "--port", str(port),
+        *extra, "--enable-server=true", "--address", "127.0.0.1", "--port", str(port),
         "--client-ca-file", str(ca_file), "--anonymous-auth=false",
         "--authorization-mode", "AlwaysAllow",
     )  # fmt: skip
