@@ -635,6 +635,11 @@ async def _serve_forever(args: argparse.Namespace) -> None:
     )
     for path in args.load:
         api.load(_read_docs(Path(path)))
+    for entry in args.host:
+        name, _, address = entry.partition("=")
+        api.kubelets.hosts[name] = address
+    if args.kubelet_client_ca_dir:
+        api.kubelets.client_ca_file(args.kubelet_client_ca_dir)
     host, port = _split_listen(args.listen) if args.listen else (None, 0)
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with api.serve(host, port, uds=args.uds, tls_dir=args.tls_dir):
@@ -665,6 +670,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--bookmark-interval", type=float, default=60.0)
     parser.add_argument("--watch-timeout", type=float, default=None)
     parser.add_argument("--require-auth", action="store_true")
+    parser.add_argument(
+        "--host", action="append", default=[], help="NAME=ADDRESS: resolve a node host name"
+    )
+    parser.add_argument(
+        "--kubelet-client-ca-dir",
+        help="write the CA of the kubelet client certificate (ca.crt) here",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     trio.run(_serve_forever, args)
