@@ -69,8 +69,11 @@ class KubeletProxy:
 
     def client_ca_file(self, directory: str | Path | None = None) -> Path:
         """The CA that signs the apiserver's kubelet client certificate (the kubelet's
-        ``--client-ca-file``): the fake's TLS CA, or one of its own in ``directory``."""
-        return self._authority(directory).cert_path
+        ``--client-ca-file``): the fake's TLS CA, or one of its own in ``directory``,
+        where the certificate is written too (``apiserver-kubelet-client.crt``/``.key``)."""
+        authority = self._authority(directory)
+        self._client_pair()
+        return authority.cert_path
 
     def _authority(self, directory: str | Path | None = None) -> TestCA:
         ca = self._ca()
@@ -82,15 +85,20 @@ class KubeletProxy:
             self._own_ca = TestCA(where, "fakeapiserver-kubelet-client-ca")
         return self._own_ca
 
-    def ssl_context(self) -> ssl.SSLContext:
+    def _client_pair(self) -> CertPair:
         if self._client is None:
             self._client = self._authority().issue(
                 "apiserver-kubelet-client", "kube-apiserver-kubelet-client", ["system:masters"]
             )
+        return self._client
+
+    def ssl_context(self) -> ssl.SSLContext:
+        """What the apiserver dials a kubelet with (its client certificate, no verification)."""
+        pair = self._client_pair()
         context = ssl.create_default_context()
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
-        context.load_cert_chain(self._client.cert, self._client.key)
+        context.load_cert_chain(pair.cert, pair.key)
         context.set_alpn_protocols(["http/1.1"])
         return context
 
