@@ -8,6 +8,7 @@ from grpclib.const import Status
 from kubelet.cri import CriError
 from kubelet.cri.errors import NotFound
 from kubelet.server.asgi import Request
+from kubelet.server.streaming import UpgradeRequest
 from kubelet.server.streams import (
     OptionsError,
     Target,
@@ -16,7 +17,6 @@ from kubelet.server.streams import (
     port_forward_ports,
     stream_options,
 )
-from kubelet.server.streaming import UpgradeRequest
 
 WEBSOCKET = UpgradeRequest(
     "GET", ((b"connection", b"Upgrade"), (b"upgrade", b"websocket")), "127.0.0.1"
