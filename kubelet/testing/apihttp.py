@@ -235,10 +235,11 @@ class ApiHandler:
                 record.user = self._identify(request)
                 query = parse_qs(request.query_string, keep_blank_values=True)
                 url = proxy.location(route.namespace, route.name, route.subresource, query)
-                response = await proxy.upgrade(request, url, stream, buffered)
+                answer = await proxy.upgrade(request, url, stream, buffered)
             except StatusError as err:
-                response = error_response(err)
-            record.status = response.status if response is not None else 101
+                answer = error_response(err)
+            response = answer if isinstance(answer, Response) else None
+            record.status = answer.status if isinstance(answer, Response) else answer
             record.outcome = "ok" if record.status < 400 else "error"
             record.finished = trio.current_time()
             return response

@@ -158,8 +158,9 @@ class KubeletProxy:
 
     async def upgrade(
         self, request: Request, url: str, stream: trio.abc.Stream, buffered: bytes
-    ) -> Response | None:
-        """Proxy an upgrade; a Response when it was refused before the connection was used."""
+    ) -> Response | int:
+        """Proxy an upgrade: a Response when it failed before the connection was used, else
+        the status the kubelet answered (101, or its refusal passed on)."""
         headers = tuple(
             (k.encode("latin-1"), v.encode("latin-1"))
             for k, v in request.raw_headers
@@ -167,12 +168,14 @@ class KubeletProxy:
         )
         upgrade = UpgradeRequest(request.method, headers, "127.0.0.1")
 
+        watched = _StatusWatch(stream)
+
         async def takeover() -> tuple[trio.abc.Stream, bytes]:
-            return stream, buffered
+            return watched, buffered
 
         answer = await proxy_upgrade(upgrade, takeover, url, ssl_context=self.ssl_context())
         if answer is None:
-            return None
+            return watched.status
         return Response(answer.status, answer.body, "text/plain; charset=utf-8")
 
     async def log(self, url: str) -> Response:
@@ -229,3 +232,26 @@ def _container(spec: Mapping[str, Any], pod: str, name: str) -> str:
     if name not in containers and name not in others:
         raise StatusError(400, f"container {name} is not valid for pod {pod}")
     return name
+
+
+class _StatusWatch(trio.abc.Stream):
+    """The client's connection, noting the status line of the first thing written to it."""
+
+    def __init__(self, stream: trio.abc.Stream) -> None:
+        self.stream = stream
+        self.status = 0
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        if not self.status and bytes(data[:9]).startswith(b"HTTP/1."):
+            with contextlib.suppress(ValueError):
+                self.status = int(bytes(data[9:12]))
+        await self.stream.send_all(data)
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self.stream.wait_send_all_might_not_block()
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes | bytearray:
+        return await self.stream.receive_some(max_bytes)
+
+    async def aclose(self) -> None:
+        await self.stream.aclose()

@@ -10,9 +10,10 @@ clients can be tested on a fake clock:
   call it once wired).
 * WebSocket with the channel protocols of ``wschannels`` (v5, v4, v1 and base64 variants)
   for exec and attach; ``v4.channel.k8s.io`` for port-forward, to a TCP address chosen by
-  ``port_target`` (``127.0.0.1:<port>`` by default). A subprotocol it does not know is a
-  ``403 Forbidden`` with no body, as containerd 1.6 answers; an unknown or used token a
-  ``404 page not found``. SPDY is not spoken: such a request gets ``400`` saying so.
+  ``port_target`` (``127.0.0.1:<port>`` by default), and SPDY/3.1 ``portforward.k8s.io``
+  for port-forward (``fakespdy``: what kubectl falls back to). A subprotocol it does not
+  know is a ``403 Forbidden`` with no body, as containerd 1.6 answers; an unknown or used
+  token a ``404 page not found``. SPDY for exec and attach is not spoken: ``400``.
 * What a command does is ``exec_handler(io) -> exit code`` (``default_exec`` knows
   ``cat``, ``echo``, ``true``, ``false``, ``sh -c "exit N"``, ``sleep N``, ``stty size``,
   ``test -d|-e|-f``, and ``tar cf -`` / ``tar -xmf - -C DIR`` on ``files``, the container's
@@ -27,6 +28,7 @@ Run it inside a nursery: ``async with FakeStreamingServer().serve() as server: .
 from __future__ import annotations
 
 import contextlib
+import functools
 import io as io_module
 import json
 import secrets
@@ -52,6 +54,7 @@ from wsproto.utilities import RemoteProtocolError
 
 from kubelet.cri import api
 
+from . import fakespdy as spdy
 from . import wschannels as ch
 
 TOKEN_TTL = 60.0
@@ -306,9 +309,15 @@ class FakeStreamingServer:
             await _plain(stream, 404, b"404 page not found\n")
             return
         upgrade = dict(headers).get(b"upgrade", b"").lower()
+        if upgrade == b"spdy/3.1" and parts[0] == "portforward":
+            await self._spdy_port_forward(stream, conn, headers, request)
+            return
         if upgrade != b"websocket":
             shown = upgrade.decode("latin-1") or "none"
-            message = f"fake streaming server speaks WebSocket only (Upgrade: {shown})\n"
+            message = (
+                "fake streaming server speaks WebSocket, and SPDY for port-forward only "
+                f"(Upgrade: {shown})\n"
+            )
             await _plain(stream, 400, message.encode())
             return
         ws = WSConnection(ConnectionType.SERVER)
@@ -434,6 +443,47 @@ class FakeStreamingServer:
         finally:
             for conn in conns.values():
                 await trio.aclose_forcefully(conn)
+            self.active -= 1
+
+    async def _spdy_port_forward(
+        self,
+        stream: trio.abc.Stream,
+        conn: h11.Connection,
+        headers: list[tuple[bytes, bytes]],
+        request: Any,
+    ) -> None:
+        """kubectl's SPDY port-forward (``fakespdy``), with the handshake's protocol check."""
+        assert isinstance(request, api.PortForwardRequest)
+        offered = [
+            p.strip().decode("latin-1")
+            for k, v in headers
+            if k.lower() == b"x-stream-protocol-version"
+            for p in v.split(b",")
+        ]
+        if offered and spdy.PROTOCOL not in offered:
+            message = (
+                f"unable to upgrade: unable to negotiate protocol: client supports {offered}, "
+                f"server accepts [{spdy.PROTOCOL}]"
+            )
+            await _plain(stream, 403, message.encode())
+            return
+        while conn.next_event() not in (h11.PAUSED, h11.NEED_DATA):
+            pass  # the request's end: what follows is SPDY
+        leftover = bytes(conn.trailing_data[0])
+        await stream.send_all(
+            b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\n"
+            b"Upgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: portforward.k8s.io\r\n\r\n"
+        )
+        session = Session("portforward", request.pod_sandbox_id, "portforward.k8s.io (SPDY)")
+        self.sessions.append(session)
+        self.active += 1
+        ports: list[int] = []
+        try:
+            target = functools.partial(self.port_target, request.pod_sandbox_id)
+            await spdy.serve_port_forward(stream, leftover, target, ports)
+            session.ended = "client closed"
+        finally:
+            session.ports = tuple(ports)
             self.active -= 1
 
     async def _port_to_client(self, link: _Link, channel: int, conn: trio.SocketStream) -> None:

@@ -15,10 +15,12 @@ import os
 import pty
 import signal
 import struct
+import subprocess
 import termios
 from functools import partial
 from pathlib import Path
 
+import httpx
 import pytest
 import trio
 
@@ -182,3 +184,53 @@ async def test_a_client_that_disconnects_mid_stream_leaves_nothing(
         assert fake.streaming.sessions[0].exit_code is None
         await eventually(lambda: fake.streaming.active == 0 and not stream_tasks())
         assert fake.streaming.sessions[0].ended in ("client gone", "client closed")
+
+
+async def test_port_forward_then_http_through_it(fake: FakeRuntime, short_tmp: Path) -> None:
+    """kubectl's WebSocket tunnel is refused (400: no port), its SPDY fallback is proxied."""
+
+    async def http_server(stream: trio.SocketStream) -> None:
+        async with stream:
+            request = b""
+            while b"\r\n\r\n" not in request:
+                chunk = await stream.receive_some(65536)
+                if not chunk:
+                    return
+                request += chunk
+            body = b"hello from the pod\n" + request.split(b"\r\n")[0] + b"\n"
+            head = b"HTTP/1.0 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body)
+            await stream.send_all(head + body)
+
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    pod_port = int(listeners[0].socket.getsockname()[1])
+    fake.streaming.port_target = lambda sandbox, port: ("127.0.0.1", pod_port)
+    async with kubectl_node(fake, short_tmp) as node, trio.open_nursery() as nursery:
+        nursery.start_soon(trio.serve_listeners, http_server, listeners)
+        await node.running_pod("web")
+        args = [kubectl_binary(), "--kubeconfig", str(node.kubeconfig)]
+        proc = await trio.lowlevel.open_process(
+            [*args, "port-forward", "pod/web", "0:8080"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        try:
+            assert proc.stdout is not None
+            line = b""
+            with trio.fail_after(20):
+                while b"\n" not in line:
+                    line += await proc.stdout.receive_some(4096)
+            assert b"-> 8080" in line, line
+            local = int(line.split(b"127.0.0.1:")[1].split(b" ")[0])
+            async with httpx.AsyncClient(timeout=10) as client:
+                for path in ("/", "/second"):
+                    answer = await client.get(f"http://127.0.0.1:{local}{path}")
+                    assert answer.text == f"hello from the pod\nGET {path} HTTP/1.1\n"
+        finally:
+            proc.kill()
+            await proc.wait()
+        await eventually(lambda: fake.streaming.active == 0 and not stream_tasks())
+        session = fake.streaming.sessions[-1]
+        assert (session.kind, session.protocol) == ("portforward", "portforward.k8s.io (SPDY)")
+        assert session.ports == (8080, 8080)  # one forwarded connection per request
+        tunnel, spdy = node.api.requests_of(resource="pods/portforward")[:2]
+        assert (tunnel.method, tunnel.status, spdy.method) == ("GET", 400, "POST")
+        nursery.cancel_scope.cancel()
