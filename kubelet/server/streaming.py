@@ -60,7 +60,7 @@ from .wire import BROKEN
 
 log = get_logger(__name__)
 
-CHUNK = 64 << 10
+CHUNK = 256 << 10
 """Bytes read at once from either side; also what one direction holds at most."""
 CONNECT_TIMEOUT = 30.0
 """Dialing the runtime and reading its response head (ours; upstream has no bound)."""
