@@ -241,10 +241,33 @@ async def measure(args: argparse.Namespace, runtime: RuntimeClient, pid: int, po
         f"| plain HTTP to the pod IP | {max(rates):.0f}, {statistics.median(rates):.0f} | - | - |"
     )
     if args.idle:
-        await idle_streams(bench, args.idle, port)
+        await idle_streams(bench, args.idle, port, args.manifests)
 
 
-async def idle_streams(bench: Bench, n: int, port: int) -> None:
+OTHER = """\
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}, namespace: default}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+    - {{name: c, image: docker.io/library/busybox:1.35, command: ["sleep", "3600"]}}
+"""
+
+
+async def pod_start(runtime: RuntimeClient, manifests: Path, name: str) -> float:
+    """Seconds from writing a static pod's manifest to its container running."""
+    started = time.perf_counter()
+    (manifests / f"{name}.yaml").write_text(OTHER.format(name=name))
+    with trio.fail_after(60):
+        while not await runtime.list_containers(
+            state=api.CONTAINER_RUNNING, labels={labels.POD_NAME: f"{name}-{NODE}"}
+        ):
+            await trio.sleep(0.01)
+    return time.perf_counter() - started
+
+
+async def idle_streams(bench: Bench, n: int, port: int, manifests: Path) -> None:
     async def healthz_ms() -> list[float]:
         times = []
         async with httpx.AsyncClient(verify=tls()) as client:
@@ -256,16 +279,20 @@ async def idle_streams(bench: Bench, n: int, port: int) -> None:
         return times
 
     quiet = await healthz_ms()
+    alone = await pod_start(bench.runtime, manifests, "other-a")
     streams = []
     started = time.perf_counter()
     for _ in range(n):
         streams.append(await bench.exec_stream(False, ["cat"], stdin=True))
     opened = time.perf_counter() - started
     loaded = await healthz_ms()
+    crowded = await pod_start(bench.runtime, manifests, "other-b")
     print(f"\n{n} idle exec streams through the kubelet opened in {opened:.1f} s")
     print("| /healthz (new TLS connection each) | median ms | p90 ms | n |\n|---|---|---|---|")
     print(summary("no streams", quiet))
     print(summary(f"{n} idle streams", loaded))
+    print(f"\na new static pod, manifest written → running: {alone:.2f} s alone, "
+          f"{crowded:.2f} s beside {n} idle streams")  # fmt: skip
     for client in streams:
         await trio.aclose_forcefully(client.stream)
 
@@ -288,10 +315,16 @@ async def main(args: argparse.Namespace) -> None:
     )  # fmt: skip
     try:
         async with trio_asyncio.open_loop(), connect(CONTAINERD) as (runtime, _):
+            args.manifests = manifests
             await measure(args, runtime, kubelet.pid, port)
-            (manifests / "web.yaml").unlink()
+            for manifest in manifests.iterdir():
+                manifest.unlink()
             with trio.move_on_after(60):
-                while await runtime.list_pod_sandbox(labels={labels.POD_NAME: POD}):
+                while [
+                    s
+                    for s in await runtime.list_pod_sandbox()
+                    if s.labels.get(labels.POD_NAME, "").endswith(f"-{NODE}")
+                ]:
                     await trio.sleep(0.5)
     finally:
         kubelet.terminate()
