@@ -25,7 +25,7 @@ import httpx
 import pytest
 import trio
 
-from kubelet.testing import FakeRuntime
+from kubelet.testing import ContainerBehaviour, FakeRuntime
 from kubelet.testing.fakestreaming import StreamIO, default_exec
 
 from .kubelet_harness import KUBELET_IMAGES
@@ -235,3 +235,17 @@ async def test_port_forward_then_http_through_it(fake: FakeRuntime, short_tmp: P
         tunnel, spdy = node.api.requests_of(resource="pods/portforward")[:2]
         assert (tunnel.method, tunnel.status, spdy.method) == ("GET", 400, "POST")
         nursery.cancel_scope.cancel()
+
+
+async def test_logs_through_the_apiserver(fake: FakeRuntime, short_tmp: Path) -> None:
+    fake.behave(ContainerBehaviour(log_lines=("first line", "second line")))
+    async with kubectl_node(fake, short_tmp) as node:
+        await node.running_pod("web")
+        done = await node.kubectl("logs", "web")
+        assert (done.returncode, done.stdout) == (0, b"first line\nsecond line\n"), done.stderr
+        done = await node.kubectl("logs", "web", "--tail", "1")
+        assert done.stdout == b"second line\n"
+        done = await node.kubectl("logs", "web", "-c", "nosuch")
+        assert done.returncode == 1
+        assert b"container nosuch is not valid for pod web" in done.stderr
+        assert [r.status for r in node.api.requests_of(resource="pods/log")] == [200, 200]
