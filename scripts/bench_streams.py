@@ -316,20 +316,32 @@ async def main(args: argparse.Namespace) -> None:
     try:
         async with trio_asyncio.open_loop(), connect(CONTAINERD) as (runtime, _):
             args.manifests = manifests
-            await measure(args, runtime, kubelet.pid, port)
-            for manifest in manifests.iterdir():
-                manifest.unlink()
-            with trio.move_on_after(60):
-                while [
-                    s
-                    for s in await runtime.list_pod_sandbox()
-                    if s.labels.get(labels.POD_NAME, "").endswith(f"-{NODE}")
-                ]:
-                    await trio.sleep(0.5)
+            try:
+                await measure(args, runtime, kubelet.pid, port)
+            finally:
+                with trio.CancelScope(shield=True):
+                    await remove_pods(runtime, manifests)
     finally:
         kubelet.terminate()
         kubelet.wait(10)
         print(f"\nkubelet log: {work / 'kubelet.log'}")
+
+
+async def remove_pods(runtime: RuntimeClient, manifests: Path) -> None:
+    """The manifests go, the kubelet tears the pods down; what is left is removed here."""
+    for manifest in manifests.iterdir():
+        manifest.unlink()
+
+    async def ours() -> list[api.PodSandbox]:
+        found = await runtime.list_pod_sandbox()
+        return [s for s in found if s.labels.get(labels.POD_NAME, "").endswith(f"-{NODE}")]
+
+    with trio.move_on_after(60):
+        while await ours():
+            await trio.sleep(0.5)
+    for sandbox in await ours():
+        await runtime.stop_pod_sandbox(sandbox.id)
+        await runtime.remove_pod_sandbox(sandbox.id)
 
 
 if __name__ == "__main__":
