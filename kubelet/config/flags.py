@@ -516,6 +516,14 @@ FLAGS: tuple[FlagSpec, ...] = (
     ),
     _cfg("port", "port", "Port of the kubelet's server.", fv.int32, metavar="PORT"),
     _cfg(
+        "streaming-connection-idle-timeout",
+        "streamingConnectionIdleTimeout",
+        "How long an exec, attach or port-forward stream may pass no byte either way before "
+        "it is closed; 0 means no limit (a zero in the config file means the default).",
+        fv.duration,
+        metavar="DURATION",
+    ),
+    _cfg(
         "read-only-port",
         "readOnlyPort",
         "Port of the unauthenticated read-only server; 0 disables it.",

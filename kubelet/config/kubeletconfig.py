@@ -167,6 +167,9 @@ class KubeletConfiguration:
     pod_infra_container_image: str = attrs.field(
         default=DEFAULT_POD_INFRA_IMAGE, metadata=meta(zero_unset=True)
     )
+    streaming_connection_idle_timeout: float = attrs.field(
+        default=4 * 3600.0, metadata=meta(duration=True, zero_unset=True)
+    )
     pod_logs_dir: str = attrs.field(default="/var/log/pods", metadata=meta(zero_unset=True))
     seccomp_default: bool = False
     allowed_unsafe_sysctls: tuple[str, ...] = ()

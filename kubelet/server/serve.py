@@ -285,4 +285,5 @@ class _Apps:
             metrics=self._metrics,
             root_dir=options.root_dir,
             host=self._host,
+            idle_timeout=config.streaming_connection_idle_timeout,
         )

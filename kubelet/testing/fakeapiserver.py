@@ -97,6 +97,7 @@ from .apiauth import ApiAuth
 from .apierrors import StatusError
 from .apifaults import ApiFaultPlan
 from .apihttp import ApiHandler, ApiRequest, ApiSettings
+from .apiproxy import KubeletProxy
 from .apiregistry import Registry
 from .apiresources import ResourceType, by_kind
 from .apistore import ApiStore, Obj, meta
@@ -137,6 +138,10 @@ class FakeApiServer:
         self.store = ApiStore(lambda: rfc3339(self.now()), history=history)
         self.registry = Registry(self.store, self.auth, self.now)
         self._watches: set[WatchHandle] = set()
+        self.kubelets = KubeletProxy(self.store, lambda: self.ca)
+        """Reaching the nodes' kubelets for pods/exec, attach, portforward and log
+        (``kubelets.hosts`` resolves node host names; ``kubelets.client_ca_file()`` is the
+        CA to give a kubelet as ``--client-ca-file``)."""
         self._handler = ApiHandler(
             store=self.store,
             registry=self.registry,
@@ -147,6 +152,7 @@ class FakeApiServer:
             watches=self._watches,
             now=self.now,
             address=lambda: f"{self.host}:{self._port}",
+            proxy=self.kubelets,
         )
         self.host: str | None = None
         self.uds: Path | None = None
@@ -310,7 +316,10 @@ class FakeApiServer:
     ) -> None:
         try:
             with scope:
-                await HttpServer(self._handler, ssl_context=self._ssl).serve(listeners)
+                server = HttpServer(
+                    self._handler, ssl_context=self._ssl, upgrade=self._handler.upgrade_hook
+                )
+                await server.serve(listeners)
         finally:
             for listener in listeners:
                 listener.socket.close()
@@ -628,6 +637,11 @@ async def _serve_forever(args: argparse.Namespace) -> None:
     )
     for path in args.load:
         api.load(_read_docs(Path(path)))
+    for entry in args.host:
+        name, _, address = entry.partition("=")
+        api.kubelets.hosts[name] = address
+    if args.kubelet_client_ca_dir:
+        api.kubelets.client_ca_file(args.kubelet_client_ca_dir)
     host, port = _split_listen(args.listen) if args.listen else (None, 0)
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with api.serve(host, port, uds=args.uds, tls_dir=args.tls_dir):
@@ -675,6 +689,13 @@ def main(argv: list[str] | None = None) -> None:
         "--csr-signer",
         action="store_true",
         help="approve and sign kubelet CSRs with the TLS CA (needs --tls-dir)",
+    )
+    parser.add_argument(
+        "--host", action="append", default=[], help="NAME=ADDRESS: resolve a node host name"
+    )
+    parser.add_argument(
+        "--kubelet-client-ca-dir",
+        help="write the CA of the kubelet client certificate (ca.crt) here",
     )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")

@@ -101,6 +101,7 @@ from kubelet.cri.endpoint import socket_path
 from kubelet.cri.imageref import normalize, split_reference
 from kubelet.cri.logformat import STDOUT, format_line
 
+from .fakestreaming import FakeStreamingServer
 from .faults import FaultPlan
 
 log = logging.getLogger(__name__)
@@ -360,6 +361,8 @@ class FakeRuntime:
         self._execs: list[_Matcher] = []
         self._server: _FakeServer | None = None
         self._transports: set[asyncio.BaseTransport] = set()
+        self.streaming = FakeStreamingServer()
+        """Serves the URLs of Exec, Attach and PortForward while ``serve`` runs."""
         for ref in images:
             self.add_image(ref)
 
@@ -379,12 +382,13 @@ class FakeRuntime:
     @contextlib.asynccontextmanager
     async def serve(self, where: str | os.PathLike[str]) -> AsyncIterator[FakeRuntime]:
         """Serve on a socket path (or ``unix://`` endpoint) for the duration of the block."""
-        await self.start(where)
-        try:
-            yield self
-        finally:
-            with trio.CancelScope(shield=True), trio.move_on_after(5):
-                await self.stop()
+        async with self.streaming.serve():
+            await self.start(where)
+            try:
+                yield self
+            finally:
+                with trio.CancelScope(shield=True), trio.move_on_after(5):
+                    await self.stop()
 
     async def start(self, where: str | os.PathLike[str] | None = None) -> None:
         """Start listening (again). Needs a running trio-asyncio loop."""
@@ -976,22 +980,43 @@ class FakeRuntime:
             stdout=result.stdout, stderr=result.stderr, exit_code=result.exit_code
         )
 
-    def _streaming_url(self, kind: str, ident: str) -> str:
-        return f"http://127.0.0.1:0/{kind}/{ident}"
+    def _streaming_url(self, kind: str, request: Any) -> str:
+        """A one-time URL of the streaming server (a dead one when it is not serving)."""
+        if self.streaming.address is None:
+            return f"http://127.0.0.1:0/{kind}/unserved"
+        return self.streaming.register(kind, request)
 
     def _rpc_Exec(self, req: api.ExecRequest) -> api.ExecResponse:
         c = self._container(req.container_id)
         if not (req.stdin or req.stdout or req.stderr):
             raise GRPCError(Status.INVALID_ARGUMENT, "one of stdin, stdout, or stderr must be set")
-        return api.ExecResponse(url=self._streaming_url("exec", c.id))
+        self._check_running(c)
+        fixed = api.ExecRequest()
+        fixed.CopyFrom(req)
+        fixed.container_id = c.id
+        return api.ExecResponse(url=self._streaming_url("exec", fixed))
 
     def _rpc_Attach(self, req: api.AttachRequest) -> api.AttachResponse:
         c = self._container(req.container_id)
-        return api.AttachResponse(url=self._streaming_url("attach", c.id))
+        self._check_running(c)
+        fixed = api.AttachRequest()
+        fixed.CopyFrom(req)
+        fixed.container_id = c.id
+        return api.AttachResponse(url=self._streaming_url("attach", fixed))
 
     def _rpc_PortForward(self, req: api.PortForwardRequest) -> api.PortForwardResponse:
         sb = self._sandbox(req.pod_sandbox_id)
-        return api.PortForwardResponse(url=self._streaming_url("portforward", sb.id))
+        fixed = api.PortForwardRequest(pod_sandbox_id=sb.id, port=list(req.port))
+        return api.PortForwardResponse(url=self._streaming_url("portforward", fixed))
+
+    @staticmethod
+    def _check_running(c: FakeContainer) -> None:
+        """containerd: exec and attach need a running container."""
+        if c.state != RUNNING:
+            raise GRPCError(
+                Status.UNKNOWN,
+                f"container {c.id} is not running: {api.ContainerState.Name(c.state)} state",
+            )
 
     def _container_stats(self, c: FakeContainer) -> api.ContainerStats:
         now = self.now_ns()
