@@ -167,10 +167,11 @@ class SummaryProvider:
         return _prune(node)
 
     def _system_container_pods(self, when: str, now_ns: int, capacity: int | None) -> Json | None:
-        if not self.host.cgroup_exists("/kubepods"):
+        cgroup = self.host.pods_cgroup()
+        if cgroup is None:
             return None
-        cpu = self.host.cgroup_cpu("/kubepods")
-        memory = self.host.cgroup_memory("/kubepods")
+        cpu = self.host.cgroup_cpu(cgroup)
+        memory = self.host.cgroup_memory(cgroup)
         boot = self.host.boot_time() or 0
         return _prune(
             {
