@@ -8,11 +8,14 @@
           ├─ run_pleg              relist every second, the pod cache, lifecycle events
           ├─ run_prober            one task per (container, probe kind)
           ├─ run_services          (cluster) Services, for containers' variables
+          ├─ run_cgroups           kubepods and the QoS cgroups; pod cgroups on demand
           ├─ run_runtime           the pod driver: runtime features, RuntimeClasses, logs
           ├─ run_status_manager    (cluster) pod status → API
           ├─ run_node              (cluster) lease, registration, node status
           ├─ open_sources          PodConfig merge; file, URL and API sources
           ├─ run_pod_lifecycle     pod workers, housekeeping, the syncLoop
+          ├─ run_gc                dead containers every minute, unused images every 5
+          ├─ run_eviction          pressure: reclaim, evict; conditions; OOM events
           ├─ serve                 healthz, main (TLS) and read-only servers
           └─ serve_console         (--debug-console-socket) the debug console
 
@@ -24,11 +27,13 @@ tests run the whole agent in-process against FakeRuntime on a fake clock.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import signal
 import sys
 import time
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 
 import attrs
 import httpx
@@ -38,21 +43,34 @@ import trio_asyncio
 from kubelet import process
 from kubelet.api.client import ApiClient
 from kubelet.api.kubeconfig import ClusterConnection, load_kubeconfig
+from kubelet.cgroups.fs import CgroupFs
+from kubelet.cgroups.manager import CgroupSettings
+from kubelet.cgroups.run import PodCgroups, capacity_of, host_cgroup_fs, run_cgroups
 from kubelet.config import ConfigError, Options
 from kubelet.cri import ImageClient, RuntimeClient, connect
 from kubelet.cri.runtime import wait_until_answering
 from kubelet.debug.console import claim_socket_path, serve_console
+from kubelet.decisions.qos import pod_qos
 from kubelet.env.services import ServiceStore, run_services
 from kubelet.events.recorder import NORMAL, EventRecorder, node_ref, run_event_recorder
 from kubelet.events.sink import ApiEvents
+from kubelet.eviction.manager import EvictionManager
+from kubelet.eviction.run import NodePressure, eviction_settings, run_eviction
+from kubelet.gc.collector import GarbageCollectors
+from kubelet.gc.run import image_gc_policy, run_gc
 from kubelet.metrics import KubeletMetrics, PodGauges
+from kubelet.node.certificates import BootstrapError, load_client_cert
+from kubelet.node.certificates.transport import RotatingTransport, transport_for
 from kubelet.node.identity import NodeIdentity
 from kubelet.node.machine import MachineInfo, read_machine_info
-from kubelet.node.run import run_node
+from kubelet.node.run import NodeHandle, NodeParts, run_node
+from kubelet.node.shutdown.handoff import active_pods, kill_channel
 from kubelet.pleg import PlegHandle, run_pleg
 from kubelet.pleg.cache import PodCache
 from kubelet.pleg.view import RuntimeView
+from kubelet.pods.fit import NodeInfo
 from kubelet.pods.manager import PodManager
+from kubelet.pods.nodeinfo import local_node, node_info_source
 from kubelet.pods.run import PodLifecycle, node_admission, run_pod_lifecycle
 from kubelet.pods.runonce import run_pods_once
 from kubelet.pods.syncer import KubeletPodSyncer
@@ -61,11 +79,15 @@ from kubelet.prober.manager import ProberManager, run_prober
 from kubelet.runtime.podruntime import PodRuntime
 from kubelet.runtime.run import run_runtime
 from kubelet.server.backend import RunningKubelet
+from kubelet.server.hoststats import Host as StatsHost
 from kubelet.server.reviews import ApiReviews
-from kubelet.server.serve import serve
+from kubelet.server.serve import Addresses, serve
+from kubelet.server.stats import SummaryProvider
+from kubelet.server.usage import NodeUsage
 from kubelet.sources.offloop import RunSync, in_thread
 from kubelet.sources.podconfig import PodConfig
 from kubelet.sources.run import open_sources, read_static_pods
+from kubelet.stats.cgroupfs import Cgroups
 from kubelet.status.manager import run_status_manager
 from kubelet.version import version_line
 from kubelet.volumes.dirs import DataDirError, setup_data_dirs
@@ -91,6 +113,16 @@ class Host:
     """None: ``--node-ip``, else found from the hostname"""
     ephemeral_ports: bool = False
     """the servers listen on ports the kernel picks (tests)"""
+    cgroup_fs: Callable[[], CgroupFs] = host_cgroup_fs
+    """the cgroup hierarchies (tests: a tree in a temporary directory)"""
+    cgroup_io: RunSync = in_thread
+    """where cgroup writes run (tests on a fake clock: inline)"""
+    stats: StatsHost = attrs.field(factory=StatsHost)
+    """where node usage is read (/proc, cgroups, statvfs; tests script them)"""
+    notifier_cgroups: Path = Path("/")
+    """the root under which the memory threshold notifiers arm (sys/fs/cgroup)"""
+    kmsg: str | None = "/dev/kmsg"
+    """the kernel log the OOM watcher reads (None: no watcher)"""
 
 
 @attrs.frozen
@@ -109,6 +141,12 @@ class Components:
     config: PodConfig
     lifecycle: PodLifecycle
     services: ServiceStore | None = None
+    addresses: Addresses | None = None
+    """where the servers listen (None: no server)"""
+    cgroups: PodCgroups | None = None
+    pressure: NodePressure | None = None
+    collectors: GarbageCollectors | None = None
+    eviction: EvictionManager | None = None
 
     @property
     def pods(self) -> PodManager:
@@ -135,11 +173,15 @@ async def run(
         options.node_name, options.hostname_override, options.node_ip, machine, host.node_ips
     )
     cfg, clock = options.config, host.wall_clock
+    eviction_settings(options)  # a bad threshold stops start-up before any pod is touched
+    image_gc_policy(options)
     metrics = KubeletMetrics(node.name)
     desired = PodManager()
+    terminator, kill_requests = kill_channel()
+    pressure = NodePressure()
     async with (
         open_cri(options, metrics) as (runtime, images, runtime_name),
-        open_api(options, host) as api,
+        open_api(options, host) as (api, rotating),
         trio.open_nursery() as root,
     ):
         sink = ApiEvents(api.with_limits(cfg.event_record_qps, cfg.event_burst)) if api else None
@@ -147,36 +189,122 @@ async def run(
         pleg = await root.start(run_pleg, runtime, metrics.observe_relist)
         prober = await root.start(run_prober, runtime, recorder, node.host_ip, clock)
         services = await root.start(run_services, api) if api else None
+        cgroups = await start_cgroups(root, options, host, machine, desired, recorder, node.name)
         pod_runtime = await root.start(
             run_runtime, options, runtime, images, api, recorder, metrics, prober.http, node.name,
             node.ips, machine.memory_bytes, machine.num_cores, services and services.env_for, clock,
+            cgroups,
         )  # fmt: skip
-        status = await root.start(run_status_manager, api, desired.mirror_for) if api else None
-        if api is not None:
-            await root.start(
-                run_node, options, node, api, runtime, images, machine, pleg.healthy, recorder,
-                clock,
-            )  # fmt: skip
+        status = (
+            await root.start(run_status_manager, api, desired.mirror_for, desired.get)
+            if api
+            else None
+        )
+        node_handle, node_info = await _start_node(
+            root, options, host, node, api, runtime, images, machine, pleg.healthy, recorder,
+            NodeParts(metrics.registry, rotating, lambda: active_pods(desired.pods()),
+                      terminator, pressure),
+        )  # fmt: skip
         config = await root.start(open_sources, options, api, host.watch_files, host.source_io)
         lifecycle = await root.start(
-            run_pod_lifecycle, options, node, desired, config, pleg, prober, pod_runtime, api,
-            status, recorder, metrics, runtime_name, clock,
+            functools.partial(
+                run_pod_lifecycle,
+                kill_requests=kill_requests if node_handle.shutdown is not None else None,
+                shutdown_admission=node_handle.shutdown.admit if node_handle.shutdown else None,
+            ),
+            options, node, desired, config, pleg, prober, pod_runtime, api, status, recorder,
+            metrics, runtime_name, clock, node_info, pressure,
         )  # fmt: skip
         metrics.registry.register(PodGauges(pleg.cache.statuses, desired.pods))
-        parts = Components(
-            node, runtime, images, metrics, recorder, pleg, prober, pod_runtime, config,
-            lifecycle, services,
+        stats, collectors, eviction = await _start_node_protection(
+            root, options, host, node.name, runtime, images, lifecycle, config, recorder,
+            pressure, desired,
         )  # fmt: skip
         registries = metrics.registry, prober.metrics.registry
         backend = RunningKubelet(runtime, images, *registries, lifecycle)
+        addresses = None
         if cfg.enable_server or cfg.healthz_port or cfg.read_only_port:
             reviews = ApiReviews(api) if api is not None else None
-            await root.start(serve, backend, options, reviews, metrics, host.ephemeral_ports)
+            addresses = await root.start(
+                functools.partial(serve, serving=node_handle.serving, host=host.stats, stats=stats),
+                backend, options, reviews, metrics, host.ephemeral_ports,
+            )  # fmt: skip
+        parts = Components(
+            node, runtime, images, metrics, recorder, pleg, prober, pod_runtime, config,
+            lifecycle, services, addresses, cgroups, pressure, collectors, eviction,
+        )  # fmt: skip
         if options.debug_console_socket:
             await root.start(serve_console, options.debug_console_socket, parts, api)
         recorder.record(node_ref(node.name), NORMAL, "Starting", "Starting kubelet.")
         log.info("kubelet %s started: node %s", version_line(), node.name)
         task_status.started(parts)
+
+
+async def _start_node(
+    root: trio.Nursery,
+    options: Options,
+    host: Host,
+    node: NodeIdentity,
+    api: ApiClient | None,
+    runtime: RuntimeClient,
+    images: ImageClient,
+    machine: MachineInfo,
+    pleg_health: Callable[[], tuple[bool, str]],
+    recorder: EventRecorder,
+    parts: NodeParts,
+) -> tuple[NodeHandle, Callable[[], NodeInfo]]:
+    """The node component, and the Node as admission reads it: the API's copy once
+    registered, a locally computed one before and when standalone."""
+    handle: NodeHandle = await root.start(
+        run_node, options, node, api, runtime, images, machine, pleg_health, recorder,
+        host.wall_clock, parts,
+    )  # fmt: skip
+    reporter = handle.reporter
+    return handle, node_info_source(
+        local_node(options, node, machine),
+        (lambda: reporter.node) if reporter is not None else None,
+    )
+
+
+async def _start_node_protection(
+    root: trio.Nursery,
+    options: Options,
+    host: Host,
+    node_name: str,
+    runtime: RuntimeClient,
+    images: ImageClient,
+    lifecycle: PodLifecycle,
+    config: PodConfig,
+    recorder: EventRecorder,
+    pressure: NodePressure,
+    desired: PodManager,
+) -> tuple[SummaryProvider, GarbageCollectors, EvictionManager]:
+    """Stats (the summary), garbage collection and eviction, which reads both."""
+    stats = SummaryProvider(
+        runtime, images, node_name=node_name, root_dir=options.root_dir,
+        pod_logs_dir=options.config.pod_logs_dir, host=host.stats, wall_clock=host.wall_clock,
+    )  # fmt: skip
+    usage = NodeUsage(stats)
+    collectors = await root.start(
+        run_gc, options, node_name, runtime, images, lifecycle.gc_view, config.sources_ready,
+        usage.image_fs, recorder, host.wall_clock,
+    )  # fmt: skip
+    eviction = await root.start(
+        functools.partial(run_eviction, cgroups=Cgroups(host.notifier_cgroups), kmsg=host.kmsg),
+        options, node_name, usage, lifecycle.evictor, collectors, recorder, pressure,
+        usage.disk_layout, _pod_names(desired),
+    )  # fmt: skip
+    return stats, collectors, eviction
+
+
+def _pod_names(desired: PodManager) -> Callable[[str], str | None]:
+    """namespace/name of a desired pod by UID (the OOM watcher names the pod it hit)."""
+
+    def name(uid: str) -> str | None:
+        pod = desired.get(uid)
+        return pod.key if pod is not None else None
+
+    return name
 
 
 async def run_once(options: Options, host: Host = Host()) -> int:
@@ -189,9 +317,11 @@ async def run_once(options: Options, host: Host = Host()) -> int:
     async with open_cri(options, metrics) as (runtime, images, name), trio.open_nursery() as root:
         recorder = EventRecorder(node.name, wall_clock=clock)  # no API: events are logged
         prober = await root.start(run_prober, runtime, recorder, node.host_ip, clock)
+        desired = PodManager()
+        cgroups = await start_cgroups(root, options, host, machine, desired, recorder, node.name)
         pod_runtime = await root.start(
             run_runtime, options, runtime, images, None, recorder, metrics, prober.http,
-            node.name, node.ips, machine.memory_bytes, machine.num_cores, None, clock,
+            node.name, node.ips, machine.memory_bytes, machine.num_cores, None, clock, cgroups,
         )  # fmt: skip
         view = RuntimeView(runtime)
         syncer = KubeletPodSyncer(
@@ -199,13 +329,42 @@ async def run_once(options: Options, host: Host = Host()) -> int:
             wall_clock=clock, prober=prober, metrics=metrics,
         )  # fmt: skip
         pods = await read_static_pods(options, host.source_io)
+        for pod in pods:
+            desired.upsert(pod)  # the QoS cgroups are sized from them
         if not pods:
             print("no static pods found", file=sys.stderr)
         info = pod_runtime.isolation.runtime_info
-        admission = node_admission(options, info, runtime_classes=False)
+        local = local_node(options, node, machine)
+        admission = node_admission(options, info, lambda: local, runtime_classes=False)
         code = await run_pods_once(syncer, pods, admission=admission)
         root.cancel_scope.cancel()
     return code
+
+
+async def start_cgroups(
+    root: trio.Nursery,
+    options: Options,
+    host: Host,
+    machine: MachineInfo,
+    desired: PodManager,
+    recorder: EventRecorder,
+    node_name: str,
+) -> PodCgroups:
+    """The cgroup component, started in ``root``: the QoS tree sized from the machine,
+    the active pods of ``desired``, its events recorded on the Node."""
+
+    def record(event: tuple[str, str, str]) -> None:
+        recorder.record(node_ref(node_name), *event)
+
+    settings = CgroupSettings.from_config(
+        options.config, pod_level_resources=options.features.enabled("PodLevelResources")
+    )
+    capacity = capacity_of(machine.num_cores, machine.memory_bytes, machine.hugepages)
+    handle: PodCgroups = await root.start(
+        run_cgroups, settings, host.cgroup_fs, capacity, desired.active, pod_qos, record,
+        host.cgroup_io,
+    )  # fmt: skip
+    return handle
 
 
 @contextlib.asynccontextmanager
@@ -225,15 +384,38 @@ async def open_cri(
 
 
 @contextlib.asynccontextmanager
-async def open_api(options: Options, host: Host) -> AsyncIterator[ApiClient | None]:
-    """The API client in cluster mode (a kubeconfig was given), else None."""
-    if host.connection is None:
-        yield None
+async def open_api(
+    options: Options, host: Host
+) -> AsyncIterator[tuple[ApiClient | None, RotatingTransport | None]]:
+    """The API client in cluster mode (a kubeconfig was given, or obtained now through
+    TLS bootstrap), else None; and, with ``rotateCertificates``, its rotating transport."""
+    connection = host.connection
+    if connection is None and options.bootstrap_kubeconfig:
+        connection = await bootstrap(options, host.wall_clock)
+    if connection is None:
+        yield None, None
         return
-    async with open_client(
-        options, connection=host.connection, transport=host.api_transport
-    ) as client:
-        yield client
+    transport, rotating = host.api_transport, None
+    if transport is None and options.config.rotate_certificates and connection.ssl_context:
+        transport = rotating = RotatingTransport(transport_for(connection))
+    async with open_client(options, connection=connection, transport=transport) as client:
+        yield client, rotating
+
+
+async def bootstrap(options: Options, wall_clock: Callable[[], float]) -> ClusterConnection:
+    """TLS bootstrap (upstream's LoadClientCert) when ``--kubeconfig`` has no valid client
+    certificate, then ``--kubeconfig``; retried until it succeeds or the kubelet stops."""
+    try:
+        await load_client_cert(
+            options.kubeconfig,
+            options.bootstrap_kubeconfig,
+            options.cert_dir,
+            options.node_name,
+            now=wall_clock,
+        )
+    except BootstrapError as exc:
+        raise ConfigError.single("--bootstrap-kubeconfig", "", str(exc)) from None
+    return load_kubeconfig(options.kubeconfig)
 
 
 @contextlib.asynccontextmanager
@@ -285,8 +467,8 @@ def start(options: Options) -> int:
     try:
         if options.debug_console_socket:
             claim_socket_path(options.debug_console_socket)
-        if options.kubeconfig and not options.run_once:
-            connection = load_kubeconfig(options.kubeconfig)
+        if options.kubeconfig and not options.run_once and not options.bootstrap_kubeconfig:
+            connection = load_kubeconfig(options.kubeconfig)  # else: after TLS bootstrap
     except ConfigError as exc:
         _print_problems(exc)
         return 1

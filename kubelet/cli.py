@@ -6,7 +6,7 @@ import sys
 from collections.abc import Sequence
 
 from .config import ConfigError, build_options, parse_flags
-from .version import version_line
+from .version import version_output
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -21,7 +21,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         flags = parse_flags(args)
         if flags.version:
-            print(version_line())
+            print(version_output(flags.version))
             return 0
         options = build_options(flags)
     except ConfigError as exc:

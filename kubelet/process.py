@@ -54,8 +54,13 @@ def apply_oom_score_adj(value: int, path: str = OOM_SCORE_ADJ) -> bool:
     try:
         with open(path, "w", encoding="ascii") as f:
             f.write(f"{value}\n")
+        with open(path, encoding="ascii") as f:
+            now = f.read().strip()
     except OSError as exc:
         log.info("failed to set the kubelet's oom_score_adj to %d: %s", value, exc)
+        return False
+    if now != str(value):  # some sandboxes take the write and keep their own floor
+        log.info("failed to set the kubelet's oom_score_adj to %d: it stays %s", value, now)
         return False
     return True
 

@@ -9,8 +9,29 @@ KUBERNETES_VERSION = "v1.36.0"
 
 
 def version_line() -> str:
-    """What ``kubelet --version`` prints; upstream's form first, so scripts keep working."""
+    """How the kubelet names itself in its start-up log line (ours, with its own version)."""
     return f"Kubernetes {KUBERNETES_VERSION} (trio kubelet {__version__})"
+
+
+def version_output(mode: str) -> str:
+    """What ``kubelet --version`` prints (``mode`` "true") and ``--version=raw`` ("raw").
+
+    Exactly upstream's ``Kubernetes v1.36.0``: kubeadm's preflight matches the whole line
+    against ``^\\s*Kubernetes v<semver>\\s*$``, so nothing may follow the version. ``raw``
+    is Go's ``%#v`` of the version.Info struct; the fields only a Go build has (commit,
+    tree state, build date, Go version, compiler) are empty.
+    """
+    if mode != "raw":
+        return f"Kubernetes {KUBERNETES_VERSION}"
+    major, minor = KUBERNETES_VERSION.lstrip("v").split(".")[:2]
+    fields = (
+        ("Major", major), ("Minor", minor), ("EmulationMajor", ""), ("EmulationMinor", ""),
+        ("MinCompatibilityMajor", ""), ("MinCompatibilityMinor", ""),
+        ("GitVersion", KUBERNETES_VERSION), ("GitCommit", ""), ("GitTreeState", ""),
+        ("BuildDate", ""), ("GoVersion", ""), ("Compiler", ""),
+        ("Platform", f"linux/{go_arch()}"),
+    )  # fmt: skip
+    return "version.Info{" + ", ".join(f'{name}:"{value}"' for name, value in fields) + "}"
 
 
 def go_arch(machine: str | None = None) -> str:

@@ -276,7 +276,8 @@ def make_http_client(
         base_url=connection.server,
         verify=connection.ssl_context if connection.ssl_context is not None else True,
         http2=True,
-        proxy=connection.proxy_url or None,
+        # a given transport makes its own connections (a proxy mount would bypass it)
+        proxy=None if transport is not None else connection.proxy_url or None,
         timeout=timeout,
         limits=httpx.Limits(
             max_connections=100, max_keepalive_connections=20, keepalive_expiry=90.0

@@ -212,6 +212,15 @@ class Container:
     tty: bool | None = None
 
 
+@attrs.frozen(kw_only=True)
+class EphemeralContainer(Container):
+    """A debugging container added to a running pod through the ``ephemeralcontainers``
+    subresource; ``target_container_name`` names the container whose process namespace
+    it joins."""
+
+    target_container_name: str = ""
+
+
 # -- pod spec -----------------------------------------------------------------------------
 
 
@@ -308,7 +317,7 @@ class PodReadinessGate:
 class PodSpec:
     containers: tuple[Container, ...] = ()
     init_containers: tuple[Container, ...] = ()
-    ephemeral_containers: tuple[Any, ...] = ()
+    ephemeral_containers: tuple[EphemeralContainer, ...] = ()
     volumes: tuple[Volume, ...] = ()
     restart_policy: str = ""
     termination_grace_period_seconds: int | None = None
@@ -391,6 +400,26 @@ class ContainerState:
 
 
 @attrs.frozen(kw_only=True)
+class VolumeMountStatus:
+    name: str
+    mount_path: str
+    read_only: bool | None = None
+    recursive_read_only: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class LinuxContainerUser:
+    uid: int = 0
+    gid: int = 0
+    supplemental_groups: tuple[int, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
+class ContainerUser:
+    linux: LinuxContainerUser | None = None
+
+
+@attrs.frozen(kw_only=True)
 class ContainerStatus:
     name: str
     state: ContainerState | None = None
@@ -401,6 +430,10 @@ class ContainerStatus:
     image_id: str = ""
     container_id: str = ""
     started: bool | None = None
+    allocated_resources: Mapping[str, Quantity] = attrs.field(factory=dict)
+    resources: ResourceRequirements | None = None
+    volume_mounts: tuple[VolumeMountStatus, ...] = ()
+    user: ContainerUser | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -421,6 +454,7 @@ class PodStatus:
     start_time: str | None = None
     init_container_statuses: tuple[ContainerStatus, ...] = ()
     container_statuses: tuple[ContainerStatus, ...] = ()
+    ephemeral_container_statuses: tuple[ContainerStatus, ...] = ()
     qos_class: str = ""
     observed_generation: int | None = None
 

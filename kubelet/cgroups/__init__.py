@@ -17,8 +17,8 @@ Here, as modules with one job each:
 - ``fs``: the only code touching ``/sys/fs/cgroup`` (a root a test points at a tree);
 - ``manager``: create/update/remove over ``fs``, the periodic QoS update, the orphan scan.
 
-Left for the wiring (next round): the manager is not started by the agent, sandboxes
-still get the old ``cgroup_parent`` string, admission does not call ``pods/fit`` yet,
-and the systemd driver is refused (slices need systemd's D-Bus API). See the report of
-issue 16 and README "Resource management".
+``run`` is the component's entry (``run_cgroups``): the tree set up at start, the
+minute loop, and ``PodCgroups``, which the pod driver (a pod's cgroup before its
+sandbox, removed after its teardown) and housekeeping (the orphan sweep) call. The
+systemd driver is refused (slices need systemd's D-Bus API).
 """

@@ -2,12 +2,13 @@
 
 What upstream's container manager does with cgroups, over ``CgroupFs``:
 
-- ``run`` (one task, owned by the component nursery): checks ``cgroupRoot`` exists,
-  creates ``kubepods`` (limited to allocatable when ``enforceNodeAllocatable`` has
+- ``start`` (at start-up, before any pod): checks ``cgroupRoot`` exists, creates
+  ``kubepods`` (limited to allocatable when ``enforceNodeAllocatable`` has
   "pods", else to capacity: the kernel's default of 1024 cpu shares would starve the
   pods), the ``burstable`` and ``besteffort`` cgroups, and the reserved cgroups' limits;
-  then every minute brings the QoS cgroups in line with the active pods and retries a
-  ``kubepods`` update that failed (memory above the new limit until eviction frees it);
+- ``run`` (one task, owned by ``run_cgroups``' nursery): every minute brings the QoS
+  cgroups in line with the active pods and retries a ``kubepods`` update that failed
+  (memory above the new limit until eviction frees it);
 - ``ensure_pod`` before the sandbox: the QoS cgroups first (the new pod counts), then
   the pod cgroup, created with its values when missing and otherwise left alone;
 - ``remove_pod`` after the pod's teardown: processes still in it are SIGKILLed (up to
@@ -480,13 +481,11 @@ class CgroupManager:
         allocatable_memory: Callable[[], int | None] = lambda: None,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        """Start, report started, then keep the QoS cgroups current (every minute) and
-        retry a failed ``kubepods`` update (every minute) until it succeeds."""
-        for event in await self.start(internal_capacity):
-            record(event)
+        """After ``start``: keep the QoS cgroups current (every minute) and retry a failed
+        ``kubepods`` update (every minute) until it succeeds."""
         task_status.started()
         if not self.settings.cgroups_per_qos:
-            return
+            await trio.sleep_forever()
         next_enforce = trio.current_time() + ENFORCE_RETRY_INTERVAL
         while True:
             await trio.sleep(QOS_UPDATE_INTERVAL)

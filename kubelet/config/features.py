@@ -23,6 +23,7 @@ REDUCE_DEFAULT_CRASH_LOOP_BACK_OFF_DECAY = "ReduceDefaultCrashLoopBackOffDecay"
 KUBELET_FINE_GRAINED_AUTHZ = "KubeletFineGrainedAuthz"
 GRACEFUL_NODE_SHUTDOWN = "GracefulNodeShutdown"
 ROTATE_KUBELET_SERVER_CERTIFICATE = "RotateKubeletServerCertificate"
+SHUTDOWN_BY_POD_PRIORITY = "GracefulNodeShutdownBasedOnPodPriority"
 
 
 @attrs.frozen

@@ -85,10 +85,31 @@ FLAGS: tuple[FlagSpec, ...] = (
     ),
     FlagSpec(
         "bootstrap-kubeconfig",
-        "Upstream uses this kubeconfig to obtain a client certificate when the --kubeconfig "
-        "file does not exist yet. Not implemented: without an existing --kubeconfig file the "
-        "kubelet refuses to start; with one, that file is used as it is.",
+        "Kubeconfig used to obtain this node's client certificate (TLS bootstrap) when the "
+        "--kubeconfig file is missing or its certificate expired; the certificate goes to "
+        "--cert-dir and --kubeconfig is written to present it.",
         metavar="FILE",
+        default="none",
+    ),
+    FlagSpec(
+        "cloud-provider",
+        "'external' when a cloud-controller-manager initializes the node (it is registered "
+        "with the node.cloudprovider.kubernetes.io/uninitialized taint); empty for none. "
+        "Built-in cloud providers do not exist any more.",
+        metavar="NAME",
+        default="none",
+    ),
+    FlagSpec(
+        "image-credential-provider-config",
+        "CredentialProviderConfig file naming the exec plugins asked for registry "
+        "credentials of matching images.",
+        metavar="FILE",
+        default="none",
+    ),
+    FlagSpec(
+        "image-credential-provider-bin-dir",
+        "Directory holding the credential provider plugins' executables.",
+        metavar="DIR",
         default="none",
     ),
     FlagSpec(
@@ -128,12 +149,19 @@ FLAGS: tuple[FlagSpec, ...] = (
     ),
     FlagSpec(
         "cert-dir",
-        "Directory for TLS certificates; ignored when --tls-cert-file and "
-        "--tls-private-key-file are given.",
+        "Directory for TLS certificates: the client certificate of TLS bootstrap and "
+        "rotation, the serving certificate (self-signed, or from the certificates API with "
+        "serverTLSBootstrap) when --tls-cert-file and --tls-private-key-file are not given.",
         metavar="DIR",
         default=DEFAULT_CERT_DIR,
     ),
-    _bool("version", None, "Print version information and quit.", default="false"),
+    FlagSpec(
+        "version",
+        "Print version information and quit; --version=raw prints the version struct.",
+        parse=fv.version_mode,
+        boolean=True,
+        default="false",
+    ),
     # Logging
     _cfg(
         "v",
@@ -324,6 +352,43 @@ FLAGS: tuple[FlagSpec, ...] = (
         combine="update",
         metavar="SIGNAL<QTY,...",
     ),
+    _cfg(
+        "eviction-soft",
+        "evictionSoft",
+        "Soft eviction thresholds, e.g. memory.available<1.5Gi; each needs a grace period.",
+        fv.langle_map,
+        combine="update",
+        metavar="SIGNAL<QTY,...",
+    ),
+    _cfg(
+        "eviction-soft-grace-period",
+        "evictionSoftGracePeriod",
+        "How long a soft threshold must hold before a pod is evicted, e.g. memory.available=1m30s.",
+        fv.key_value_map,
+        combine="update",
+        metavar="SIGNAL=DURATION,...",
+    ),
+    _cfg(
+        "eviction-minimum-reclaim",
+        "evictionMinimumReclaim",
+        "What must be freed beyond a threshold before pressure ends, e.g. imagefs.available=2Gi.",
+        fv.key_value_map,
+        combine="update",
+        metavar="SIGNAL=QTY,...",
+    ),
+    _cfg(
+        "eviction-pressure-transition-period",
+        "evictionPressureTransitionPeriod",
+        "How long a pressure condition stays after its threshold was last met.",
+        fv.duration,
+    ),
+    _cfg(
+        "eviction-max-pod-grace-period",
+        "evictionMaxPodGracePeriod",
+        "Longest grace period (seconds) a pod gets when a soft threshold evicts it.",
+        fv.int32,
+        metavar="SECONDS",
+    ),
     # Images
     _bool("serialize-image-pulls", "serializeImagePulls", "Pull images one at a time."),
     _cfg(
@@ -451,6 +516,14 @@ FLAGS: tuple[FlagSpec, ...] = (
     ),
     _cfg("port", "port", "Port of the kubelet's server.", fv.int32, metavar="PORT"),
     _cfg(
+        "streaming-connection-idle-timeout",
+        "streamingConnectionIdleTimeout",
+        "How long an exec, attach or port-forward stream may pass no byte either way before "
+        "it is closed; 0 means no limit (a zero in the config file means the default).",
+        fv.duration,
+        metavar="DURATION",
+    ),
+    _cfg(
         "read-only-port",
         "readOnlyPort",
         "Port of the unauthenticated read-only server; 0 disables it.",
@@ -562,10 +635,18 @@ class ParsedFlags:
         return self.given.get(name, ())
 
     @property
-    def version(self) -> bool:
-        """Whether ``--version`` asks to print the version and stop."""
+    def version(self) -> str:
+        """What ``--version`` asks for: "" (run), "true" (print the version) or "raw"
+        (print the version struct), as upstream's verflag; ConfigError on another value."""
         values = self.raw("version")
-        return bool(values) and fv.go_bool(values[-1])
+        if not values or values[-1] == "raw":
+            return values[-1] if values else ""
+        try:
+            return "true" if fv.go_bool(values[-1]) else ""
+        except ValueError:
+            raise ConfigError.single(
+                "--version", "", f'invalid value "{values[-1]}": expected true, false or raw'
+            ) from None
 
 
 def parse_flags(argv: Sequence[str]) -> ParsedFlags:

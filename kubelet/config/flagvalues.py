@@ -48,6 +48,13 @@ def go_bool(text: str) -> bool:
     raise ValueError("expected true or false")
 
 
+def version_mode(text: str) -> str:
+    """``--version``: a Go boolean, or ``raw`` (upstream's verflag)."""
+    if text == "raw":
+        return text
+    return "true" if go_bool(text) else "false"
+
+
 def _integer(text: str, bounds: tuple[int, int]) -> int:
     try:
         value = int(text.strip(), 10)

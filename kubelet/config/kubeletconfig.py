@@ -129,6 +129,15 @@ class Taint:
 
 
 @attrs.frozen
+class ShutdownGracePeriodByPodPriority:
+    """One ``shutdownGracePeriodByPodPriority`` entry: pods of at least ``priority`` (and
+    below the next entry's) get ``shutdownGracePeriodSeconds`` at node shutdown."""
+
+    priority: int = 0
+    shutdown_grace_period_seconds: int = 0
+
+
+@attrs.frozen
 class KubeletConfiguration:
     """The kubelet's node configuration, as read from ``--config`` and overridden by flags."""
 
@@ -157,6 +166,9 @@ class KubeletConfiguration:
     )
     pod_infra_container_image: str = attrs.field(
         default=DEFAULT_POD_INFRA_IMAGE, metadata=meta(zero_unset=True)
+    )
+    streaming_connection_idle_timeout: float = attrs.field(
+        default=4 * 3600.0, metadata=meta(duration=True, zero_unset=True)
     )
     pod_logs_dir: str = attrs.field(default="/var/log/pods", metadata=meta(zero_unset=True))
     seccomp_default: bool = False
@@ -227,6 +239,7 @@ class KubeletConfiguration:
     shutdown_grace_period_critical_pods: float = attrs.field(
         default=0.0, metadata=meta(duration=True)
     )
+    shutdown_grace_period_by_pod_priority: tuple[ShutdownGracePeriodByPodPriority, ...] = ()
 
     # API client and events
     kube_api_qps: int = attrs.field(default=50, metadata=meta(wire="kubeAPIQPS"))

@@ -8,7 +8,6 @@ what the operator has to edit.
 
 from __future__ import annotations
 
-import os
 import socket
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -54,6 +53,10 @@ class Options:
     node_labels: Mapping[str, str] = attrs.field(factory=dict)
     root_dir: str = DEFAULT_ROOT_DIR
     cert_dir: str = DEFAULT_CERT_DIR
+    cloud_provider: str = ""
+    """"" or "external" (a cloud-controller-manager initializes the node)."""
+    image_credential_provider_config: str = ""
+    image_credential_provider_bin_dir: str = ""
     debug_console_socket: str = ""
     ignored_fields: tuple[str, ...] = ()
     """Config file keys upstream knows that this kubelet does not model."""
@@ -126,6 +129,11 @@ def build_options(flags: ParsedFlags, *, hostname: Callable[[], str] | None = No
         node_labels=flag_only.get("node_labels", {}),
         root_dir=str(flag_only.get("root_dir", DEFAULT_ROOT_DIR)),
         cert_dir=str(flag_only.get("cert_dir", DEFAULT_CERT_DIR)),
+        cloud_provider=_cloud_provider(str(flag_only.get("cloud_provider", ""))),
+        image_credential_provider_config=str(flag_only.get("image_credential_provider_config", "")),
+        image_credential_provider_bin_dir=str(
+            flag_only.get("image_credential_provider_bin_dir", "")
+        ),
         debug_console_socket=str(flag_only.get("debug_console_socket", "")),
         ignored_fields=loaded.ignored if loaded is not None else (),
         features=resolved.gates,
@@ -164,21 +172,27 @@ def _gate_sources(resolved: ResolvedGates, flags: ParsedFlags, config_file: str)
 
 
 def _check_bootstrap(kubeconfig: str, bootstrap: str) -> None:
-    """TLS bootstrap is not implemented: refuse rather than run standalone without saying so."""
-    if not bootstrap or (kubeconfig and os.path.exists(kubeconfig)):
-        return
-    needs = (
-        f"the --kubeconfig file {kubeconfig} does not exist"
-        if kubeconfig
-        else "no --kubeconfig was given"
-    )
-    raise ConfigError.single(
-        "--bootstrap-kubeconfig",
-        "",
-        f"{needs}, and obtaining a client certificate with the bootstrap kubeconfig (TLS "
-        "bootstrap) is not implemented; give --kubeconfig a kubeconfig with this node's "
-        "credentials",
-    )
+    """TLS bootstrap writes the kubeconfig it obtains to --kubeconfig: it needs that path."""
+    if bootstrap and not kubeconfig:
+        raise ConfigError.single(
+            "--bootstrap-kubeconfig",
+            "",
+            "--kubeconfig must be given too: TLS bootstrap writes the kubeconfig presenting "
+            "the node's client certificate there",
+        )
+
+
+def _cloud_provider(name: str) -> str:
+    """Only an external cloud provider exists (the built-in ones were removed)."""
+    if name not in ("", "external"):
+        raise ConfigError.single(
+            "--cloud-provider",
+            "",
+            f"cloud provider {name!r} was specified, but built-in cloud providers are "
+            "disabled. Please set --cloud-provider=external and migrate to an external cloud "
+            "provider",
+        )
+    return name
 
 
 def _set_keys(

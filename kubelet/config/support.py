@@ -74,26 +74,27 @@ def missing(note: str, honoured: Honoured = _never, missing_default: str = "") -
     return Support(NOT_IMPLEMENTED, note, honoured, missing_default)
 
 
-_QOS = "QoS and pod cgroups are created by the runtime under /kubepods but not sized"
-_GC = "image garbage collection is not implemented"
-_EVICTION = "eviction is not implemented"
-_NO_STREAMING = "exec, attach and port-forward answer 501"
+_QOS = "qosReserved memory limits on the QoS cgroups are not implemented"
+_NO_STREAMING = (
+    "WebSocket v5 exec/attach and the WebSocket port-forward tunnel are passed to the runtime "
+    "as they came, not translated to SPDY (the node does not declare the feature, so "
+    "kube-apiserver translates them)"
+)
 
 SETTINGS: Mapping[str, Support] = {
     # --- flags that set no KubeletConfiguration field --------------------------------------
     "--config": ok(),
     "--kubeconfig": ok(),
-    "--bootstrap-kubeconfig": partial(
-        "TLS bootstrap (a client certificate through the certificates API) is not "
-        "implemented: without an existing --kubeconfig file start-up is refused; with one, "
-        "that file is used as it is and its certificate is never renewed"
-    ),
+    "--bootstrap-kubeconfig": ok("TLS bootstrap through the certificates API"),
+    "--cloud-provider": ok("'external': the uninitialized taint, provided-node-ip annotation"),
+    "--image-credential-provider-config": ok("exec plugins after the node's docker config"),
+    "--image-credential-provider-bin-dir": ok(),
     "--hostname-override": ok(),
     "--node-ip": ok(),
     "--node-labels": ok(),
     "--root-dir": ok(),
     "--debug-console-socket": ok("not an upstream flag"),
-    "--cert-dir": ok("where the self-signed serving certificate is written"),
+    "--cert-dir": ok("client and serving certificates (kubelet-{client,server}-*.pem)"),
     "--version": ok(),
     # --- KubeletConfiguration fields we model ------------------------------------------------
     "staticPodPath": ok(),
@@ -104,7 +105,7 @@ SETTINGS: Mapping[str, Support] = {
     "syncFrequency": ok(),
     "runOnce": ok(),
     "maxPods": ok(),
-    "podPidsLimit": missing("no per-pod PID limit is applied", _is(-1)),
+    "podPidsLimit": ok("pids.max of every pod cgroup"),
     "containerRuntimeEndpoint": ok(),
     "imageServiceEndpoint": ok(),
     "runtimeRequestTimeout": ok(),
@@ -121,39 +122,37 @@ SETTINGS: Mapping[str, Support] = {
     "maxParallelImagePulls": ok(),
     "registryPullQPS": missing("image pulls are not rate-limited", _is(0)),
     "registryBurst": missing("image pulls are not rate-limited"),
-    "imageGCHighThresholdPercent": missing(
-        _GC, _is(100), "image garbage collection (imageGCHighThresholdPercent)"
+    "imageGCHighThresholdPercent": ok("image garbage collection every 5 minutes"),
+    "imageGCLowThresholdPercent": ok(),
+    "imageMinimumGCAge": ok(),
+    "imageMaximumGCAge": ok(),
+    "cgroupDriver": missing(
+        "cgroupfs is implemented; systemd stops start-up (slices through systemd's D-Bus "
+        "API are not implemented)",
+        _is("cgroupfs"),
     ),
-    "imageGCLowThresholdPercent": missing(_GC),
-    "imageMinimumGCAge": missing(_GC),
-    "imageMaximumGCAge": missing(_GC, _is(0.0)),
-    "cgroupDriver": missing("pod cgroups are given as cgroupfs paths", _is("cgroupfs")),
-    "cgroupRoot": ok("the parent of /kubepods"),
-    "cgroupsPerQOS": partial(_QOS, missing_default="QoS cgroup limits (cgroupsPerQOS)"),
-    "enforceNodeAllocatable": missing(
-        "allocatable is reported, not enforced with cgroups",
-        _is(("none",), ()),
-        "node allocatable enforcement (enforceNodeAllocatable)",
+    "cgroupRoot": ok("the parent of kubepods; start-up stops when it does not exist"),
+    "cgroupsPerQOS": ok("kubepods, the QoS cgroups and one cgroup per pod, with their limits"),
+    "enforceNodeAllocatable": ok(
+        "pods: kubepods limited to allocatable; system-reserved, kube-reserved (and their "
+        "-compressible forms): the reserved cgroups limited"
     ),
-    "systemReserved": partial("subtracted from allocatable; not enforced", _falsy),
-    "kubeReserved": partial("subtracted from allocatable; not enforced", _falsy),
-    "systemReservedCgroup": missing("reservations are not enforced", _falsy),
-    "kubeReservedCgroup": missing("reservations are not enforced", _falsy),
+    "systemReserved": ok("subtracted from allocatable; enforced on systemReservedCgroup"),
+    "kubeReserved": ok("subtracted from allocatable; enforced on kubeReservedCgroup"),
+    "systemReservedCgroup": ok("limited when enforceNodeAllocatable has system-reserved"),
+    "kubeReservedCgroup": ok("limited when enforceNodeAllocatable has kube-reserved"),
     "failSwapOn": missing(
         "swap is not checked at start-up", _is(False), "refusing to start with swap on (failSwapOn)"
     ),
-    "localStorageCapacityIsolation": partial(
-        "ephemeral-storage capacity is reported; limits are not enforced (no eviction)",
-        missing_default="ephemeral-storage limits (localStorageCapacityIsolation)",
+    "localStorageCapacityIsolation": ok(
+        "pods over an emptyDir sizeLimit or an ephemeral-storage limit are evicted"
     ),
-    "evictionHard": partial(
-        "used for allocatable only; " + _EVICTION, missing_default="hard eviction (evictionHard)"
-    ),
-    "evictionSoft": missing(_EVICTION, _falsy),
-    "evictionSoftGracePeriod": missing(_EVICTION, _falsy),
-    "evictionMinimumReclaim": missing(_EVICTION, _falsy),
-    "evictionPressureTransitionPeriod": missing(_EVICTION),
-    "evictionMaxPodGracePeriod": missing(_EVICTION, _is(0)),
+    "evictionHard": ok(),
+    "evictionSoft": ok(),
+    "evictionSoftGracePeriod": ok(),
+    "evictionMinimumReclaim": ok(),
+    "evictionPressureTransitionPeriod": ok(),
+    "evictionMaxPodGracePeriod": ok(),
     "mergeDefaultEvictionSettings": ok("merges the defaults into evictionHard"),
     "registerNode": ok(),
     "registerWithTaints": ok(),
@@ -162,10 +161,8 @@ SETTINGS: Mapping[str, Support] = {
     "nodeStatusReportFrequency": ok(),
     "nodeStatusMaxImages": ok(),
     "nodeLeaseDurationSeconds": ok(),
-    "shutdownGracePeriod": missing("graceful node shutdown is not implemented", _is(0.0)),
-    "shutdownGracePeriodCriticalPods": missing(
-        "graceful node shutdown is not implemented", _is(0.0)
-    ),
+    "shutdownGracePeriod": ok("through systemd-logind's inhibitor locks, where logind runs"),
+    "shutdownGracePeriodCriticalPods": ok(),
     "kubeAPIQPS": ok(),
     "kubeAPIBurst": ok(),
     "eventRecordQPS": ok(),
@@ -180,10 +177,8 @@ SETTINGS: Mapping[str, Support] = {
     "tlsPrivateKeyFile": ok(),
     "tlsCipherSuites": missing("the TLS library's default cipher suites are used", _falsy),
     "tlsMinVersion": ok(),
-    "rotateCertificates": missing("client certificates are not rotated", _is(False)),
-    "serverTLSBootstrap": missing(
-        "the serving certificate is not requested from the certificates API", _is(False)
-    ),
+    "rotateCertificates": ok(),
+    "serverTLSBootstrap": ok(),
     "authentication": ok(),
     "authentication.x509": ok(),
     "authentication.x509.clientCAFile": ok(),
@@ -218,8 +213,11 @@ SETTINGS: Mapping[str, Support] = {
     "imagePullCredentialsVerificationPolicy": ok("pull records under <root-dir>/image_manager"),
     "preloadedImagesVerificationAllowlist": ok(),
     "enableContentionProfiling": missing("no profiling handlers", _is(False)),
-    "streamingConnectionIdleTimeout": missing(_NO_STREAMING),
-    "volumeStatsAggPeriod": missing("volume usage is not measured"),
+    "streamingConnectionIdleTimeout": ok("closes exec/attach/port-forward streams idle that long"),
+    "volumeStatsAggPeriod": missing(
+        "volume usage is measured once a minute (the default); other periods are not acted on",
+        _is("1m", "1m0s", "60s"),
+    ),
     "kubeletCgroups": missing("the kubelet is not moved into a cgroup", _falsy),
     "systemCgroups": missing("system processes are not moved into a cgroup", _falsy),
     "cpuManagerPolicy": missing("the CPU manager is not implemented", _is("none")),
@@ -256,12 +254,13 @@ SETTINGS: Mapping[str, Support] = {
     "reservedSystemCPUs": missing("CPUs are not reserved", _falsy),
     "showHiddenMetricsForVersion": missing("hidden metrics are not shown", _falsy),
     "volumePluginDir": missing("FlexVolume plugins are not supported"),
-    "kernelMemcgNotification": missing("memcg notifications are not used", _is(False)),
+    "kernelMemcgNotification": ok(
+        "the memory threshold notifier is always armed on cgroup v1 (a faster reaction, "
+        "not a different one); cgroup v2 has none"
+    ),
     "enableSystemLogHandler": missing("the /logs/ endpoint answers 501", _is(False)),
     "enableSystemLogQuery": missing("the /logs/ endpoint answers 501", _is(False)),
-    "shutdownGracePeriodByPodPriority": missing(
-        "graceful node shutdown is not implemented", _falsy
-    ),
+    "shutdownGracePeriodByPodPriority": ok(),
     "reservedMemory": missing("the memory manager is not implemented", _falsy),
     "enableProfilingHandler": missing("/debug/pprof/ answers 501", _is(False)),
     "enableDebugFlagsHandler": missing("/debug/flags/v is not served", _is(False)),
@@ -278,8 +277,9 @@ GATE_SUPPORT: Mapping[str, Support] = {
     "KubeletCrashLoopBackOffMax": ok("crashLoopBackOff.maxContainerRestartPeriod"),
     "ReduceDefaultCrashLoopBackOffDecay": ok("crash-loop back-off from 1s to 60s"),
     "KubeletFineGrainedAuthz": ok("nodes/pods, nodes/healthz, nodes/configz before nodes/proxy"),
-    "GracefulNodeShutdown": missing("graceful node shutdown is not implemented", _always),
-    "RotateKubeletServerCertificate": missing("see serverTLSBootstrap", _always),
+    "GracefulNodeShutdown": ok("shutdownGracePeriod"),
+    "GracefulNodeShutdownBasedOnPodPriority": ok("shutdownGracePeriodByPodPriority"),
+    "RotateKubeletServerCertificate": ok("serverTLSBootstrap"),
     "ChangeContainerStatusOnKubeletRestart": missing(
         "a kubelet restart never changes container status", _is(False)
     ),

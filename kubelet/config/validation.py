@@ -24,6 +24,7 @@ from .features import (
     GRACEFUL_NODE_SHUTDOWN,
     KUBELET_CRASH_LOOP_BACK_OFF_MAX,
     ROTATE_KUBELET_SERVER_CERTIFICATE,
+    SHUTDOWN_BY_POD_PRIORITY,
     FeatureGates,
 )
 from .fields import is_duration, key
@@ -133,6 +134,11 @@ def _gated(c: KubeletConfiguration, gates: FeatureGates) -> Iterator[Issue]:
             "shutdownGracePeriod",
             f"requires the feature gate {GRACEFUL_NODE_SHUTDOWN} (with "
             "shutdownGracePeriodCriticalPods)",
+        )
+    if c.shutdown_grace_period_by_pod_priority and not gates.enabled(SHUTDOWN_BY_POD_PRIORITY):
+        yield (
+            "shutdownGracePeriodByPodPriority",
+            f"requires the feature gate {SHUTDOWN_BY_POD_PRIORITY}",
         )
     if c.server_tls_bootstrap and not gates.enabled(ROTATE_KUBELET_SERVER_CERTIFICATE):
         yield (
@@ -379,6 +385,20 @@ def _shutdown(c: KubeletConfiguration) -> Iterator[Issue]:
             yield name, f"must be either zero or otherwise >= 1s, got {format_duration(value)}"
     if c.shutdown_grace_period_critical_pods > c.shutdown_grace_period:
         yield "shutdownGracePeriodCriticalPods", "must not exceed shutdownGracePeriod"
+    if c.shutdown_grace_period_by_pod_priority and (
+        c.shutdown_grace_period or c.shutdown_grace_period_critical_pods
+    ):
+        yield (
+            "shutdownGracePeriodByPodPriority",
+            "Cannot specify both shutdownGracePeriodByPodPriority and shutdownGracePeriod at "
+            "the same time",
+        )
+    for i, entry in enumerate(c.shutdown_grace_period_by_pod_priority):
+        if entry.shutdown_grace_period_seconds < 0:
+            yield (
+                f"shutdownGracePeriodByPodPriority[{i}].shutdownGracePeriodSeconds",
+                "must be >= 0",
+            )
 
 
 def _addresses(c: KubeletConfiguration) -> Iterator[Issue]:

@@ -14,7 +14,7 @@ from typing import Any
 from kubelet.cri import api
 
 from . import labels
-from .types import ContainerInfo, ContainerRunState, SandboxInfo, SandboxState
+from .types import ContainerInfo, ContainerRunState, ContainerUser, SandboxInfo, SandboxState
 
 _CRI_STATES = {
     api.CONTAINER_CREATED: ContainerRunState.CREATED,
@@ -68,7 +68,18 @@ def container_info_from_cri(
         reason=c.reason if exited else "",
         message=c.message if exited else "",
         log_path=c.log_path,
+        user=_user(c),
         **common,
+    )
+
+
+def _user(c: api.ContainerStatus) -> ContainerUser | None:
+    """The process's uid, gid and groups, when the runtime says (``status.user``)."""
+    if not (c.HasField("user") and c.user.HasField("linux")):
+        return None
+    linux = c.user.linux
+    return ContainerUser(
+        uid=linux.uid, gid=linux.gid, supplemental_groups=tuple(linux.supplemental_groups)
     )
 
 

@@ -28,6 +28,15 @@ class SandboxState(enum.Enum):
 
 
 @attrs.frozen(kw_only=True)
+class ContainerUser:
+    """The identity a container's process runs as, as the runtime reports it."""
+
+    uid: int
+    gid: int
+    supplemental_groups: tuple[int, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
 class ContainerInfo:
     """One container instance as the runtime reports it; times are ns since the epoch."""
 
@@ -50,6 +59,8 @@ class ContainerInfo:
     log_path: str = ""
     labels: Mapping[str, str] = attrs.field(factory=dict)
     annotations: Mapping[str, str] = attrs.field(factory=dict)
+    user: ContainerUser | None = None
+    """Only from ContainerStatus, when the runtime reports it (containerd 2 does)."""
 
 
 @attrs.frozen(kw_only=True)

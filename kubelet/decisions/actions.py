@@ -6,7 +6,8 @@ upstream ``computePodActions`` (kuberuntime_manager.go) and its init-container h
 ``computeInitContainerActions``, so that a pod behaves here as it would under an
 upstream kubelet: same restarts, same sandbox recreations, same attempt numbers.
 
-In-place resize and ephemeral containers are not handled yet.
+Ephemeral containers start once each, in an existing sandbox, even before the pod is
+initialized, and are never restarted. In-place resize is not handled yet.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ class PodActions:
     start a new sandbox with metadata attempt ``attempt`` (and purge init containers).
     ``sandbox_id``: the sandbox to start containers in when none is created.
     Indexes refer to ``pod.spec.init_containers`` / ``pod.spec.containers``;
+    ``ephemeral_containers_to_start`` indexes ``pod.spec.ephemeral_containers``;
     ``containers_to_kill`` is keyed by runtime container ID.
     """
 
@@ -65,6 +67,7 @@ class PodActions:
     init_containers_to_start: tuple[int, ...] = ()
     containers_to_start: tuple[int, ...] = ()
     containers_to_kill: Mapping[str, ContainerToKill] = attrs.field(factory=dict)
+    ephemeral_containers_to_start: tuple[int, ...] = ()
 
     @property
     def next_init_container_to_start(self) -> int | None:
@@ -163,6 +166,7 @@ class _Changes:
         self.init_to_start: list[int] = []
         self.to_start: list[int] = []
         self.to_kill: dict[str, ContainerToKill] = {}
+        self.ephemeral_to_start: list[int] = []
 
     def freeze(self) -> PodActions:
         return PodActions(
@@ -173,6 +177,7 @@ class _Changes:
             init_containers_to_start=tuple(self.init_to_start),
             containers_to_start=tuple(self.to_start),
             containers_to_kill=self.to_kill,
+            ephemeral_containers_to_start=tuple(self.ephemeral_to_start),
         )
 
 
@@ -319,6 +324,13 @@ def _sidecar_running(
     return initialized
 
 
+def _ephemeral_to_start(pod: Pod, status: RuntimePodStatus) -> list[int]:
+    """Ephemeral containers never started: they run once, whatever the pod's
+    initialization, and are never restarted."""
+    ephemeral = pod.spec.ephemeral_containers
+    return [i for i, c in enumerate(ephemeral) if status.current(c.name) is None]
+
+
 def compute_pod_actions(
     pod: Pod,
     status: RuntimePodStatus,
@@ -356,6 +368,7 @@ def compute_pod_actions(
         changes.to_start = to_start
         return changes.freeze()
 
+    changes.ephemeral_to_start = _ephemeral_to_start(pod, status)
     initialized = _init_container_actions(
         pod, status, changes, liveness_failed, startup_failed, startup_succeeded
     )

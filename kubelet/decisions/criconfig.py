@@ -245,6 +245,18 @@ def namespace_options(pod: Pod, userns: api.UserNamespace | None = None) -> api.
     return out
 
 
+def target_namespaces(namespaces: api.NamespaceOption, target_id: str) -> api.NamespaceOption:
+    """An ephemeral container's namespaces with ``targetContainerName``: it joins the
+    target container's PID namespace (TARGET), unless the pod already shares one (POD
+    with shareProcessNamespace, NODE with hostPID)."""
+    out = api.NamespaceOption()
+    out.CopyFrom(namespaces)
+    if out.pid == api.CONTAINER:
+        out.pid = api.TARGET
+        out.target_id = target_id
+    return out
+
+
 def port_mappings(pod: Pod) -> list[api.PortMapping]:
     """Every declared container port (the runtime forwards those with a hostPort).
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import datetime
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 import attrs
@@ -83,6 +83,10 @@ class EventSink(Protocol):
     ) -> dict[str, Any]: ...
 
 
+_Queued = tuple[ObjectRef, str, str, str, dict[str, str]]
+"""one queued event: what, type, reason, message, annotations"""
+
+
 @attrs.define
 class _Seen:
     name: str
@@ -118,7 +122,7 @@ class EventRecorder:
         self.component = component
         self._sink = sink
         self._wall = wall_clock or (lambda: datetime.datetime.now(datetime.UTC).timestamp())
-        self._send, self._recv = trio.open_memory_channel[tuple[ObjectRef, str, str, str]](BUFFER)
+        self._send, self._recv = trio.open_memory_channel[_Queued](BUFFER)
         self._seen: dict[tuple[ObjectRef, str, str, str], _Seen] = {}
         self._similar: dict[tuple[ObjectRef, str, str], list[tuple[float, str]]] = {}
         self._buckets: dict[ObjectRef, _Bucket] = {}
@@ -127,8 +131,18 @@ class EventRecorder:
         self.written: list[dict[str, Any]] = []
         """Recent events as written (bounded), for tests and the debug console."""
 
-    def record(self, ref: ObjectRef, event_type: str, reason: str, message: str) -> None:
-        """Queue an event; never blocks (dropped and counted when the buffer is full)."""
+    def record(
+        self,
+        ref: ObjectRef,
+        event_type: str,
+        reason: str,
+        message: str,
+        annotations: Mapping[str, str] | None = None,
+    ) -> None:
+        """Queue an event; never blocks (dropped and counted when the buffer is full).
+
+        ``annotations`` go on the Event object (upstream's ``AnnotatedEventf``: an
+        eviction names the offending containers there)."""
         level = logging.WARNING if event_type == WARNING else logging.INFO
         log.log(
             level, "event %s %s/%s: %s: %s", event_type, ref.namespace, ref.name, reason, message
@@ -136,15 +150,15 @@ class EventRecorder:
         if self._sink is None:
             return
         try:
-            self._send.send_nowait((ref, event_type, reason, message))
+            self._send.send_nowait((ref, event_type, reason, message, dict(annotations or {})))
         except trio.WouldBlock:
             self.dropped += 1
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
-        async for ref, event_type, reason, message in self._recv:
+        async for ref, event_type, reason, message, extra in self._recv:
             try:
-                await self._write(ref, event_type, reason, message)
+                await self._write(ref, event_type, reason, message, extra)
             except Exception as exc:  # an API problem must not stop the recorder
                 log.warning(
                     "could not write event %s for %s/%s: %s", reason, ref.namespace, ref.name, exc
@@ -174,7 +188,14 @@ class EventRecorder:
             return f"(combined from similar events): {message}"
         return message
 
-    async def _write(self, ref: ObjectRef, event_type: str, reason: str, message: str) -> None:
+    async def _write(
+        self,
+        ref: ObjectRef,
+        event_type: str,
+        reason: str,
+        message: str,
+        annotations: Mapping[str, str] | None = None,
+    ) -> None:
         assert self._sink is not None
         now = self._wall()
         message = self._aggregate(ref, event_type, reason, message, now)
@@ -195,10 +216,13 @@ class EventRecorder:
         self._sequence += 1
         name = f"{ref.name}.{int(now * 1e9) + self._sequence:x}"  # unique per recorder
         stamp = rfc3339(now)
+        metadata: dict[str, Any] = {"name": name, "namespace": namespace}
+        if annotations:
+            metadata["annotations"] = dict(annotations)
         body = {
             "apiVersion": "v1",
             "kind": "Event",
-            "metadata": {"name": name, "namespace": namespace},
+            "metadata": metadata,
             "involvedObject": ref.to_wire(),
             "reason": reason,
             "message": message,

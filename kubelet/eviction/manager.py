@@ -33,6 +33,7 @@ import attrs
 import trio
 
 from kubelet.api.pod import Pod
+from kubelet.cri.errors import CriError
 from kubelet.stats.summary import Summary
 
 from . import admission, notifier
@@ -98,6 +99,10 @@ class EventSink(Protocol):
     ) -> None: ...
 
 
+class PressureSink(Protocol):
+    conditions: tuple[str, ...]
+
+
 DiskLayout = Callable[[], Awaitable[tuple[bool, bool]]]
 """(imagefs on its own device, writable layers apart from images); may raise to retry."""
 
@@ -132,6 +137,7 @@ class EvictionManager:
         is_critical: Callable[[Pod], bool],
         cleaned_up: Callable[[Pod], bool],
         disk_layout: DiskLayout,
+        pressure: PressureSink | None = None,
     ) -> None:
         self.config = config
         self.summaries = summaries
@@ -142,6 +148,7 @@ class EvictionManager:
         self.is_critical = is_critical
         self.cleaned_up = cleaned_up
         self.disk_layout = disk_layout
+        self.pressure = pressure
         self.state = EvictionState()
         self.thresholds = config.thresholds
         self._layout: tuple[bool, bool] | None = None
@@ -187,6 +194,9 @@ class EvictionManager:
     async def _pass_logged(self) -> list[Pod]:
         try:
             return await self.synchronize()
+        except CriError as exc:  # the runtime is down or slow: the next pass tries again
+            log.warning("eviction manager: failed to synchronize: %s", exc)
+            return []
         except Exception:
             log.exception("eviction manager: failed to synchronize")
             return []
@@ -282,6 +292,8 @@ class EvictionManager:
             cfg.pressure_transition_period,
         )
         self.state = result.state
+        if self.pressure is not None:
+            self.pressure.conditions = result.conditions
         stats = {p.uid: p for p in summary.pods}
         if cfg.local_storage_capacity_isolation:
             evictions = local_storage_evictions(

@@ -8,11 +8,14 @@ NetworkReady=false reason:… message:…", "PLEG is not healthy: …".
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from fractions import Fraction
 
-from kubelet.api.quantity import parse_quantity
+from kubelet.api.quantity import format_quantity, parse_quantity
 from kubelet.config import Options
 from kubelet.cri import CriError, ImageClient, RuntimeClient
+from kubelet.eviction.run import NodePressure
+from kubelet.eviction.thresholds import DISK_PRESSURE, MEMORY_PRESSURE, PID_PRESSURE
 from kubelet.version import KUBERNETES_VERSION
 
 from .identity import NodeIdentity
@@ -27,6 +30,15 @@ def eviction_bytes(threshold: str | None, capacity: int) -> int:
     if threshold.endswith("%"):
         return int(capacity * float(threshold[:-1]) / 100)
     return int(parse_quantity(threshold).value())
+
+
+def summed_reservations(*reservations: Mapping[str, str]) -> dict[str, str]:
+    """``systemReserved`` + ``kubeReserved``, resource by resource (upstream adds them)."""
+    total: dict[str, Fraction] = {}
+    for reserved in reservations:
+        for name, value in reserved.items():
+            total[name] = total.get(name, Fraction(0)) + parse_quantity(value).amount
+    return {name: format_quantity(amount) for name, amount in total.items()}
 
 
 def runtime_problems(conditions: dict[str, tuple[bool, str, str]]) -> tuple[list[str], list[str]]:
@@ -59,6 +71,8 @@ class FactGatherer:
         *,
         machine: MachineInfo,
         node: NodeIdentity,
+        shutdown_status: Callable[[], str | None] = lambda: None,
+        pressure: NodePressure | None = None,
     ) -> None:
         self.options = options
         self.runtime = runtime
@@ -67,6 +81,8 @@ class FactGatherer:
         self.machine = machine
         self.hostname = node.hostname
         self.node_ips = node.ips
+        self.shutdown_status = shutdown_status
+        self.pressure = pressure or NodePressure()
 
     async def gather(self) -> NodeFacts:
         cfg = self.options.config
@@ -84,6 +100,9 @@ class FactGatherer:
         healthy, why = self.pleg_health()
         if not healthy:
             runtime_errors.append(f"PLEG is not healthy: {why}")
+        shutting_down = self.shutdown_status()
+        if shutting_down:  # after the runtime's and network's, as upstream's Ready condition
+            network_errors.append(shutting_down)
         images: list[Image] = []
         try:
             for image in await self.images.list_images():
@@ -92,7 +111,7 @@ class FactGatherer:
         except CriError:
             pass
         fs = filesystem_stats(self.options.root_dir)  # one statfs of a local disk: fast
-        reserved = {**cfg.system_reserved, **cfg.kube_reserved}
+        reserved = summed_reservations(cfg.system_reserved, cfg.kube_reserved)
         return NodeFacts(
             machine=self.machine,
             node_ips=self.node_ips,
@@ -114,4 +133,9 @@ class FactGatherer:
             max_images=cfg.node_status_max_images,
             runtime_errors=tuple(runtime_errors),
             network_errors=tuple(network_errors),
+            external_cloud_provider=self.options.cloud_provider == "external",
+            node_ip_given=bool(self.options.node_ip),
+            memory_pressure=self.pressure.has(MEMORY_PRESSURE),
+            disk_pressure=self.pressure.has(DISK_PRESSURE),
+            pid_pressure=self.pressure.has(PID_PRESSURE),
         )

@@ -32,6 +32,10 @@ BETA_ARCH_LABEL = "beta.kubernetes.io/arch"
 ATTACH_DETACH_ANNOTATION = "volumes.kubernetes.io/controller-managed-attach-detach"
 
 
+UNINITIALIZED_TAINT = "node.cloudprovider.kubernetes.io/uninitialized"
+PROVIDED_NODE_IP_ANNOTATION = "alpha.kubernetes.io/provided-node-ip"
+
+
 def default_labels(hostname: str, operating_system: str, arch: str) -> dict[str, str]:
     return {
         HOSTNAME_LABEL: hostname,
@@ -49,13 +53,18 @@ def initial_node(
     taints: Sequence[Taint] = (),
     provider_id: str = "",
     status: NodeStatus | None = None,
+    external_cloud_provider: bool = False,
+    node_ip: str = "",
 ) -> Node:
+    """The Node to create; with an external cloud provider, upstream's uninitialized taint
+    (the cloud-controller-manager removes it) and the ``--node-ip`` hint annotation."""
+    annotations = {ATTACH_DETACH_ANNOTATION: "true"}
+    if external_cloud_provider:
+        taints = (*taints, Taint(key=UNINITIALIZED_TAINT, value="true", effect="NoSchedule"))
+        if node_ip:
+            annotations[PROVIDED_NODE_IP_ANNOTATION] = node_ip
     return Node(
-        metadata=ObjectMeta(
-            name=name,
-            labels=dict(labels),
-            annotations={ATTACH_DETACH_ANNOTATION: "true"},
-        ),
+        metadata=ObjectMeta(name=name, labels=dict(labels), annotations=annotations),
         spec=NodeSpec(taints=tuple(taints), provider_id=provider_id),
         status=status or NodeStatus(),
     )

@@ -1,33 +1,48 @@
-"""The node nursery: the lease heartbeat first, then registration and status reports.
+"""The node nursery: shutdown watch, lease, certificates, registration, status reports.
 
-``run_node`` is the node component's one entry. The lease is renewed from the start,
-so the node is seen alive while registration retries; once the Node object exists (we
-created or adopted it, or with ``--register-node=false`` someone else did) its UID is
-recorded on the ``NodeIdentity`` and the status loop starts from it.
+``run_node`` is the node component's one entry. The shutdown manager (when a grace
+period is configured) watches logind, standalone too. With an API server the lease is
+renewed from the start, so the node is seen alive while registration retries; the
+client certificate manager (``rotateCertificates``) and the serving one
+(``serverTLSBootstrap``) run beside it; once the Node object exists (we created or
+adopted it, or with ``--register-node=false`` someone else did) its UID is recorded on
+the ``NodeIdentity`` and the status loop starts from it. The serving certificate's SANs
+are the addresses the status loop last reported.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
+import attrs
 import httpx
 import trio
+from prometheus_client import CollectorRegistry
 
 from kubelet.api.client import NODES, ApiClient
 from kubelet.api.errors import ApiError
-from kubelet.api.node import Taint
+from kubelet.api.node import NodeAddress, Taint
 from kubelet.config import Options
+from kubelet.config.features import SHUTDOWN_BY_POD_PRIORITY
 from kubelet.cri import ImageClient, RuntimeClient
-from kubelet.events.recorder import EventRecorder
+from kubelet.events.recorder import NORMAL, EventRecorder, node_ref
+from kubelet.eviction.run import NodePressure
 from kubelet.goformat import rfc3339
 
+from .certificates.manager import CertificateManager
+from .certificates.managers import client_manager, serving_manager
+from .certificates.transport import ClientRotation, RotatingTransport
 from .facts import FactGatherer
 from .identity import NodeIdentity
 from .lease import ApiLeases, LeaseController
 from .machine import MachineInfo
 from .registration import default_labels, initial_node, register
+from .shutdown.logind import LogindBus
+from .shutdown.manager import PodTerminator, ShutdownManager, ShutdownPod
+from .shutdown.plan import PriorityPeriod, periods
+from .shutdown.record import ShutdownRecord
 from .status import node_status
 from .statusloop import NodeStatusReporter
 
@@ -37,7 +52,62 @@ WAIT_FIRST = 0.1
 WAIT_MAX = 7.0
 
 
+@attrs.frozen
+class NodeHandle:
+    """What the node component hands the others: the serving certificate manager (the
+    :10250 listener follows it) and the shutdown manager (admission reads it)."""
+
+    serving: CertificateManager | None = None
+    shutdown: ShutdownManager | None = None
+    reporter: NodeStatusReporter | None = None
+    """the status reporter, whose ``node`` is the Node as the API last gave it (None
+    until registered; admission reads its labels, taints and allocatable)"""
+
+
+@attrs.frozen
+class NodeParts:
+    """What ``run_node`` needs besides the clients: where metrics go, the API client's
+    rotating transport (client certificate rotation), the pod side of a shutdown, and
+    the node's pressure conditions."""
+
+    registry: CollectorRegistry
+    transport: RotatingTransport | None = None
+    active_pods: Callable[[], Sequence[ShutdownPod]] = list
+    terminator: PodTerminator | None = None
+    pressure: NodePressure | None = None
+    """the eviction manager's pressure conditions, reported in node status"""
+
+
 async def run_node(
+    options: Options,
+    node: NodeIdentity,
+    api: ApiClient | None,
+    runtime: RuntimeClient,
+    images: ImageClient,
+    machine: MachineInfo,
+    pleg_health: Callable[[], tuple[bool, str]],
+    recorder: EventRecorder,
+    wall_clock: Callable[[], float],
+    parts: NodeParts,
+    *,
+    task_status: trio.TaskStatus[NodeHandle] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Watch for the machine's shutdown; with an API server, also heartbeat, register (or
+    wait for) the Node, report its status and keep its certificates fresh; forever."""
+    shutdown = _shutdown_manager(options, node.name, recorder, wall_clock, parts)
+    async with trio.open_nursery() as nursery:
+        if shutdown is not None:
+            await nursery.start(shutdown.run)
+        if api is None:
+            task_status.started(NodeHandle(shutdown=shutdown))
+            return
+        await _run_cluster_node(
+            options, node, api, runtime, images, machine, pleg_health, recorder, wall_clock,
+            parts, shutdown, nursery, task_status,
+        )  # fmt: skip
+
+
+async def _run_cluster_node(
     options: Options,
     node: NodeIdentity,
     api: ApiClient,
@@ -47,14 +117,23 @@ async def run_node(
     pleg_health: Callable[[], tuple[bool, str]],
     recorder: EventRecorder,
     wall_clock: Callable[[], float],
-    *,
-    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    parts: NodeParts,
+    shutdown: ShutdownManager | None,
+    nursery: trio.Nursery,
+    task_status: trio.TaskStatus[NodeHandle],
 ) -> None:
-    """Heartbeat, register (or wait for) the Node, then report its status; forever."""
     cfg = options.config
     # the heartbeat's own client: no rate limit, a deadline of one update period
     heartbeat = api.with_limits(-1, 0, timeout=httpx.Timeout(cfg.node_status_update_frequency))
-    gatherer = FactGatherer(options, runtime, images, pleg_health, machine=machine, node=node)
+    gatherer = FactGatherer(
+        options, runtime, images, pleg_health, machine=machine, node=node,
+        shutdown_status=shutdown.shutdown_status if shutdown is not None else lambda: None,
+        pressure=parts.pressure,
+    )  # fmt: skip
+    addresses = _ReportedAddresses()
+    serving = serving_manager(options, api, addresses.get, parts.registry, wall_clock)
+    if serving is not None:
+        addresses.changed = serving.template_changed
     lease = LeaseController(
         ApiLeases(heartbeat),
         node.name,
@@ -70,17 +149,102 @@ async def run_node(
         report_frequency=cfg.node_status_report_frequency,
         recorder=recorder,
         wall_clock=wall_clock,
+        on_reported=addresses.update,
     )
-    async with trio.open_nursery() as nursery:
-        await nursery.start(lease.run)
-        task_status.started()
-        if cfg.register_node:
-            found = await _register(options, api, gatherer, wall_clock)
-        else:
-            found = await _wait_for_node(api, node.name)
-        node.uid = str((found.get("metadata") or {}).get("uid") or "") or None
-        reporter.seed(found)
-        await nursery.start(reporter.run)
+    if shutdown is not None:
+        shutdown.node_status_changed = reporter.poke
+    await nursery.start(lease.run)
+    await _start_client_rotation(options, api, parts, wall_clock, nursery)
+    if serving is not None:
+        await nursery.start(serving.run)
+    task_status.started(NodeHandle(serving=serving, shutdown=shutdown, reporter=reporter))
+    if cfg.register_node:
+        found = await _register(options, api, gatherer, wall_clock)
+    else:
+        found = await _wait_for_node(api, node.name)
+    node.uid = str((found.get("metadata") or {}).get("uid") or "") or None
+    reporter.seed(found)
+    addresses.update(found)
+    await nursery.start(reporter.run)
+
+
+async def _start_client_rotation(
+    options: Options,
+    api: ApiClient,
+    parts: NodeParts,
+    wall_clock: Callable[[], float],
+    nursery: trio.Nursery,
+) -> None:
+    """``rotateCertificates``: the client certificate manager, and the API client's new
+    connections following it."""
+    manager = client_manager(options, api.connection, parts.registry, wall_clock, ApiClient.open)
+    if manager is None:
+        return
+    if parts.transport is not None:
+        await nursery.start(parts.transport.run)
+        rotation = ClientRotation(api.connection, parts.transport)
+        nursery.start_soon(rotation.follow, manager.subscribe())
+    await nursery.start(manager.run)
+
+
+def _shutdown_manager(
+    options: Options,
+    node_name: str,
+    recorder: EventRecorder,
+    wall_clock: Callable[[], float],
+    parts: NodeParts,
+) -> ShutdownManager | None:
+    """Graceful node shutdown, when a grace period is configured."""
+    cfg = options.config
+    groups = periods(
+        [
+            PriorityPeriod(p.priority, p.shutdown_grace_period_seconds)
+            for p in cfg.shutdown_grace_period_by_pod_priority
+        ],
+        cfg.shutdown_grace_period,
+        cfg.shutdown_grace_period_critical_pods,
+        by_priority_gate=options.features.enabled(SHUTDOWN_BY_POD_PRIORITY),
+    )
+    if not groups or parts.terminator is None:
+        return None
+    record = None
+    if options.features.enabled(SHUTDOWN_BY_POD_PRIORITY):  # upstream's enableMetrics
+        record = ShutdownRecord(options.root_dir, parts.registry, wall_clock)
+        record.load()
+    return ShutdownManager(
+        groups,
+        active_pods=parts.active_pods,
+        terminator=parts.terminator,
+        connect=LogindBus.open,
+        record_event=lambda reason, message: recorder.record(
+            node_ref(node_name), NORMAL, reason, message
+        ),
+        now_rfc3339=lambda: rfc3339(wall_clock()),
+        record=record,
+    )
+
+
+@attrs.define
+class _ReportedAddresses:
+    """The node's addresses as last reported (the serving certificate's SANs); tells
+    ``changed`` when they change."""
+
+    addresses: tuple[NodeAddress, ...] = ()
+    changed: Callable[[], None] = lambda: None
+
+    def get(self) -> tuple[NodeAddress, ...]:
+        return self.addresses
+
+    def update(self, node: dict[str, Any]) -> None:
+        raw = ((node.get("status") or {}).get("addresses")) or []
+        found = tuple(
+            NodeAddress(type=str(a.get("type", "")), address=str(a.get("address", "")))
+            for a in raw
+            if isinstance(a, dict)
+        )
+        if found != self.addresses:
+            self.addresses = found
+            self.changed()
 
 
 async def _register(
@@ -103,6 +267,8 @@ async def _register(
             taints=taints,
             provider_id=cfg.provider_id,
             status=first,
+            external_cloud_provider=options.cloud_provider == "external",
+            node_ip=options.node_ip,
         ),
         labels,
     )

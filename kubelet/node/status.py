@@ -82,6 +82,10 @@ class NodeFacts:
     memory_pressure: bool = False
     disk_pressure: bool = False
     pid_pressure: bool = False
+    external_cloud_provider: bool = False
+    """--cloud-provider=external: the cloud-controller-manager owns the addresses"""
+    node_ip_given: bool = True
+    """--node-ip was given (else the addresses come from the hostname)"""
 
 
 def capacity(facts: NodeFacts) -> dict[str, Quantity]:
@@ -129,6 +133,19 @@ def addresses(facts: NodeFacts) -> tuple[NodeAddress, ...]:
     out = [NodeAddress(type="InternalIP", address=ip) for ip in facts.node_ips]
     out.append(NodeAddress(type="Hostname", address=facts.hostname or facts.machine.hostname))
     return tuple(out)
+
+
+def reported_addresses(
+    previous: Sequence[NodeAddress], facts: NodeFacts
+) -> tuple[NodeAddress, ...]:
+    """Ours; with an external cloud provider, those already set (by the provider) stay, and
+    without ``--node-ip`` none are set: the provider will (upstream's NodeAddress setter)."""
+    if facts.external_cloud_provider:
+        if previous:
+            return tuple(previous)
+        if not facts.node_ip_given:
+            return ()
+    return addresses(facts)
 
 
 def node_info(facts: NodeFacts) -> NodeSystemInfo:
@@ -230,7 +247,7 @@ def node_status(previous: NodeStatus | None, facts: NodeFacts, now: str) -> Node
         capacity=cap,
         allocatable=allocatable(facts, cap),
         conditions=conditions(prev.conditions, facts, cap, now),
-        addresses=addresses(facts),
+        addresses=reported_addresses(prev.addresses, facts),
         daemon_endpoints=NodeDaemonEndpoints(
             kubelet_endpoint=DaemonEndpoint(port=facts.kubelet_port)
         ),

@@ -56,6 +56,7 @@ class NodeStatusReporter:
         report_frequency: float = 300.0,
         recorder: EventRecorder | None = None,
         wall_clock: Callable[[], float],
+        on_reported: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
         self._client = client
         self.node_name = node_name
@@ -69,6 +70,13 @@ class NodeStatusReporter:
         self.last_report: float | None = None
         self.reported_ready = False
         self.patches = 0
+        self._on_reported = on_reported
+        """Called with the node as the API answered each status PATCH."""
+        self._wake = trio.Event()
+
+    def poke(self) -> None:
+        """Report now (the node is shutting down), not at the next period."""
+        self._wake.set()
 
     def seed(self, node: dict[str, Any]) -> None:
         """Start from the node registration returned."""
@@ -81,7 +89,9 @@ class NodeStatusReporter:
                 await self.update()
             except Exception as exc:  # never stop reporting
                 log.warning("error updating node status, will retry: %s", exc)
-            await trio.sleep(self.update_frequency if self.reported_ready else FAST_PERIOD)
+            with trio.move_on_after(self.update_frequency if self.reported_ready else FAST_PERIOD):
+                await self._wake.wait()
+            self._wake = trio.Event()
 
     async def update(self) -> None:
         """One report cycle with upstream's retries."""
@@ -111,6 +121,8 @@ class NodeStatusReporter:
         )
         self.patches += 1
         self.last_report = trio.current_time()
+        if self._on_reported is not None:
+            self._on_reported(self.node)
         self._record_transitions(old.status, status)
         if is_ready(status):
             self.reported_ready = True

@@ -2,8 +2,12 @@
 
 One pure function over the pod, the pods already admitted and the node's facts. The
 handlers run in upstream's order (``NewMainKubelet``: eviction, sysctls, resource
-allocation, the general predicates, AppArmor, node shutdown — the ones not built yet are
-marked where they go); the first refusal wins. A refused pod is never started: the
+allocation, the predicates, AppArmor, node shutdown — the ones not built yet are
+marked where they go); the first refusal wins. ``HANDLERS`` is that list: a new handler
+is one function of (pod, others, facts) put in its place. The predicates are
+``fit.py``'s: the pod's OS, the supplemental groups policy, then the general filter
+(resources including the pod count, node affinity and selector, node name, host ports,
+NoExecute taints). A refused pod is never started: the
 caller records a Warning event with the reason and reports the pod ``Failed`` with
 reason and message "Pod was rejected: <message>", as upstream's ``rejectPod`` does.
 
@@ -20,31 +24,32 @@ import attrs
 
 from kubelet.api.pod import Pod
 from kubelet.decisions import sysctls as sysctl_admission
+from kubelet.decisions.qos import is_critical_pod, pod_qos
 from kubelet.decisions.security import APPARMOR_REASON, apparmor_admission_error
 from kubelet.decisions.sysctls import SysctlAllowlist
+from kubelet.eviction import admission as eviction_admission
+
+from . import fit
+from .fit import NodeInfo
+from .rejection import Rejection, rejection_message
 
 __all__ = [
+    "HANDLERS",
     "OUT_OF_PODS",
     "RUNTIME_CLASS_UNAVAILABLE",
     "SUPPLEMENTAL_GROUPS_POLICY_NOT_SUPPORTED",
     "AdmissionFacts",
+    "Handler",
+    "NodeInfo",
     "Rejection",
     "admit",
     "rejection_message",
 ]
 
-OUT_OF_PODS = "OutOfpods"
+OUT_OF_PODS = "OutOfpods"  # reported by fit.py's resource check (allocatable pods)
 SUPPLEMENTAL_GROUPS_POLICY_NOT_SUPPORTED = "SupplementalGroupsPolicyNotSupported"
 RUNTIME_CLASS_UNAVAILABLE = "RuntimeClassUnavailable"
 TERMINAL_PHASES = ("Succeeded", "Failed")
-
-
-@attrs.frozen
-class Rejection:
-    """Why a pod was refused: a one-word reason and a message (upstream's words)."""
-
-    reason: str
-    message: str
 
 
 @attrs.frozen
@@ -52,6 +57,16 @@ class AdmissionFacts:
     """What admission knows of the node; gathered by the caller, no I/O here."""
 
     max_pods: int = 110
+    """the pod count when ``node`` does not say (its allocatable ``pods`` wins)"""
+    node: NodeInfo | None = None
+    """the Node as the predicates read it (name, labels, taints, allocatable); None:
+    only the pod count is checked"""
+    pod_level_resources: bool = True
+    """the PodLevelResources gate: pod-level requests count when set"""
+    dra_extended_resource: bool = True
+    """the DRAExtendedResource gate"""
+    taint_comparison_operators: bool = False
+    """the TaintTolerationComparisonOperators gate"""
     sysctls: SysctlAllowlist = attrs.field(factory=SysctlAllowlist.for_node)
     apparmor_error: str | None = None
     """why the host cannot enforce AppArmor (None: it can)"""
@@ -59,9 +74,20 @@ class AdmissionFacts:
     """whether the runtime supports ``supplementalGroupsPolicy: Strict``"""
     runtime_classes: bool = True
     """whether RuntimeClasses can be looked up (False: no API server, standalone)"""
+    node_shutdown: tuple[str, str] | None = None
+    """(reason, message) while the node shuts down: new pods are refused"""
+    pressure: tuple[str, ...] = ()
+    """the node's pressure conditions (the eviction manager's MemoryPressure, ...)"""
 
 
 Handler = Callable[[Pod, Sequence[Pod], AdmissionFacts], Rejection | None]
+
+
+def _eviction(pod: Pod, others: Sequence[Pod], facts: AdmissionFacts) -> Rejection | None:
+    refusal = eviction_admission.admit(
+        pod, facts.pressure, is_critical=is_critical_pod, qos=pod_qos
+    )
+    return None if refusal is None else Rejection(refusal.reason, refusal.message)
 
 
 def _sysctls(pod: Pod, others: Sequence[Pod], facts: AdmissionFacts) -> Rejection | None:
@@ -69,9 +95,7 @@ def _sysctls(pod: Pod, others: Sequence[Pod], facts: AdmissionFacts) -> Rejectio
     return None if message is None else Rejection(sysctl_admission.FORBIDDEN_REASON, message)
 
 
-def _supplemental_groups_policy(
-    pod: Pod, others: Sequence[Pod], facts: AdmissionFacts
-) -> Rejection | None:
+def _supplemental_groups_policy(pod: Pod, facts: AdmissionFacts) -> Rejection | None:
     sc = pod.spec.security_context
     if sc is None or sc.supplemental_groups_policy != "Strict":
         return None
@@ -83,16 +107,29 @@ def _supplemental_groups_policy(
     )
 
 
-def _pods_fit(pod: Pod, others: Sequence[Pod], facts: AdmissionFacts) -> Rejection | None:
-    """The pod-count part of upstream's resource fit (cpu and memory join it later)."""
-    used = len(others)
-    if used + 1 > facts.max_pods:
-        return Rejection(
-            OUT_OF_PODS,
-            f"Node didn't have enough resource: pods, requested: 1, used: {used}, "
-            f"capacity: {facts.max_pods}",
-        )
-    return None
+def _pod_count(others: Sequence[Pod], max_pods: int) -> Rejection | None:
+    if len(others) + 1 <= max_pods:
+        return None
+    short = fit.InsufficientResource("pods", 1, len(others), max_pods)
+    return Rejection(short.reason, short.message)
+
+
+def _predicates(pod: Pod, others: Sequence[Pod], facts: AdmissionFacts) -> Rejection | None:
+    """Upstream's predicate handler: the OS checks, the supplemental groups policy, then
+    the general filter (resources, affinity, node name, ports, taints). Without a node
+    (tests of other parts) only the pod count is checked after the first two."""
+    node = facts.node or NodeInfo(name=pod.spec.node_name)
+    first = fit.os_rejection(pod, node) or _supplemental_groups_policy(pod, facts)
+    if first is not None or facts.node is None:
+        return first or _pod_count(others, facts.max_pods)
+    return fit.filter_rejection(
+        pod,
+        others,
+        node,
+        pod_level_resources=facts.pod_level_resources,
+        dra_extended_resource=facts.dra_extended_resource,
+        comparison_operators=facts.taint_comparison_operators,
+    )
 
 
 def _apparmor(pod: Pod, others: Sequence[Pod], facts: AdmissionFacts) -> Rejection | None:
@@ -113,16 +150,18 @@ def _runtime_class(pod: Pod, others: Sequence[Pod], facts: AdmissionFacts) -> Re
     )
 
 
+def _node_shutdown(pod: Pod, others: Sequence[Pod], facts: AdmissionFacts) -> Rejection | None:
+    return None if facts.node_shutdown is None else Rejection(*facts.node_shutdown)
+
+
 HANDLERS: tuple[Handler, ...] = (
-    # eviction (memory/disk pressure) goes first, once the eviction manager exists
+    _eviction,
     _sysctls,
     # resource allocation (CPU, memory, devices managers) goes here
-    # the general predicates, in upstream's order:
-    _supplemental_groups_policy,
-    _pods_fit,
+    _predicates,
     _apparmor,
     _runtime_class,
-    # node shutdown goes last
+    _node_shutdown,  # last, as upstream
 )
 
 
@@ -136,8 +175,3 @@ def admit(pod: Pod, others: Sequence[Pod], facts: AdmissionFacts) -> Rejection |
         if rejection is not None:
             return rejection
     return None
-
-
-def rejection_message(rejection: Rejection) -> str:
-    """The pod status message of a rejected pod."""
-    return f"Pod was rejected: {rejection.message}"

@@ -48,7 +48,7 @@ from kubelet.cgroups.requests import (
     whole,
 )
 
-from .admission import Rejection
+from .rejection import Rejection
 
 __all__ = [
     "NODE_AFFINITY",
@@ -62,9 +62,11 @@ __all__ = [
     "NodeInfo",
     "PredicateFailure",
     "Resources",
+    "filter_rejection",
     "general_filter",
     "host_ports",
     "node_affinity_matches",
+    "os_rejection",
     "predicate_admit",
     "remove_missing_extended_resources",
     "tolerates",
@@ -511,18 +513,9 @@ def only_affinity(failures: Sequence[Failure]) -> bool:
     )
 
 
-def predicate_admit(
-    pod: Pod,
-    others: Sequence[Pod],
-    node: NodeInfo,
-    *,
-    pod_level_resources: bool = True,
-    dra_extended_resource: bool = True,
-    comparison_operators: bool = False,
-) -> Rejection | None:
-    """The predicate handler: None when the pod fits, else upstream's reason and message.
-    A quantity that does not parse (a manifest the API server would have refused) is an
-    ``UnexpectedAdmissionError`` naming it, not a crash."""
+def os_rejection(pod: Pod, node: NodeInfo) -> Rejection | None:
+    """The first two checks of upstream's predicate handler: the pod's
+    ``kubernetes.io/os`` label, then ``spec.os.name``, against the node's OS."""
     if pod.metadata.labels.get(OS_LABEL, node.os) != node.os:
         return Rejection(
             POD_OS_SELECTOR_MISMATCH,
@@ -532,6 +525,21 @@ def predicate_admit(
         return Rejection(
             POD_OS_NOT_SUPPORTED, "Failed to admit pod as the OS field doesn't match node OS"
         )
+    return None
+
+
+def filter_rejection(
+    pod: Pod,
+    others: Sequence[Pod],
+    node: NodeInfo,
+    *,
+    pod_level_resources: bool = True,
+    dra_extended_resource: bool = True,
+    comparison_operators: bool = False,
+) -> Rejection | None:
+    """The general filter's first failure (after the OS checks, in upstream's order).
+    A quantity that does not parse (a manifest the API server would have refused) is an
+    ``UnexpectedAdmissionError`` naming it, not a crash."""
     if node.labels and node.labels.get(OS_LABEL) != node.os:
         # Upstream sets the label right in its copy of the node (the status loop puts it
         # right on the API object within seconds); an unlabelled node stays unlabelled.
@@ -555,3 +563,25 @@ def predicate_admit(
         return None
     first = failures[0]
     return Rejection(first.reason, first.message)
+
+
+def predicate_admit(
+    pod: Pod,
+    others: Sequence[Pod],
+    node: NodeInfo,
+    *,
+    pod_level_resources: bool = True,
+    dra_extended_resource: bool = True,
+    comparison_operators: bool = False,
+) -> Rejection | None:
+    """The predicate handler: None when the pod fits, else upstream's reason and message
+    (the OS checks, then the general filter; admission.py puts the supplemental groups
+    policy check between them, as upstream)."""
+    return os_rejection(pod, node) or filter_rejection(
+        pod,
+        others,
+        node,
+        pod_level_resources=pod_level_resources,
+        dra_extended_resource=dra_extended_resource,
+        comparison_operators=comparison_operators,
+    )

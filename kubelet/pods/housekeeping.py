@@ -3,19 +3,22 @@
 The syncLoop decides (every 2 s, once every source has been seen) which runtime pods no
 source wants; ``RuntimeHousekeeper`` is how it reads and cleans: the pods the runtime
 holds, stand-ins to tear the orphans down, pod directories nobody owns, mirror pods
-whose static pod is gone (deleted in its own nursery, so the loop never waits on the
-API), expired back-off entries.
+whose static pod is gone and pod cgroups of pods nobody knows (both done in its own
+nursery, so the loop never waits on the API or on killing and removing a cgroup),
+expired back-off entries.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 
 import trio
 
 from kubelet.api.pod import Pod
+from kubelet.cgroups.run import PodCgroups
 from kubelet.decisions.backoff import Backoff
 from kubelet.pleg.view import RuntimeView, pod_from_runtime
 from kubelet.volumes.manager import VolumeManager
@@ -40,20 +43,40 @@ class RuntimeHousekeeper:
         backoffs: Iterable[Backoff],
         mirrors: MirrorClient | None,
         volumes: VolumeManager | None,
+        cgroups: PodCgroups | None = None,
     ) -> None:
         self._view = view
         self._backoffs = tuple(backoffs)
         self._mirrors = mirrors
         self._volumes = volumes
+        self._cgroups = cgroups
         self._deleting: set[str] = set()
-        self._send, self._deletions = trio.open_memory_channel[Pod](math.inf)
+        self._sweeping = False
+        self._send, self._jobs = trio.open_memory_channel[Callable[[], Awaitable[None]]](math.inf)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """The mirror deletions' nursery: one task per orphaned mirror pod."""
+        """The clean-ups' nursery: one task per orphaned mirror pod, one per cgroup sweep."""
         async with trio.open_nursery() as nursery:
             task_status.started()
-            async for mirror in self._deletions:
-                nursery.start_soon(self._delete_mirror, mirror)
+            async for job in self._jobs:
+                nursery.start_soon(job)
+
+    def orphan_pod_cgroups(self, known: Callable[[str], bool]) -> None:
+        """Upstream's cleanupOrphanedPodCgroups, one sweep at a time, off the loop."""
+        if self._cgroups is None or not self._cgroups.enabled or self._sweeping:
+            return
+        self._sweeping = True
+        self._send.send_nowait(functools.partial(self._sweep_cgroups, self._cgroups, known))
+
+    async def _sweep_cgroups(self, cgroups: PodCgroups, known: Callable[[str], bool]) -> None:
+        volumes = self._volumes
+        on_disk = volumes.pod_uids_on_disk() if volumes is not None else set()
+        try:
+            await cgroups.sweep(known, on_disk.__contains__)
+        except Exception as exc:  # the next housekeeping pass tries again
+            log.warning("housekeeping: orphaned pod cgroups not swept: %s", exc)
+        finally:
+            self._sweeping = False
 
     def orphan_pod_dirs(self, in_use: set[str]) -> None:
         if self._volumes is None:
@@ -67,7 +90,7 @@ class RuntimeHousekeeper:
             return
         self._deleting.add(mirror.uid)
         log.info("deleting orphaned mirror pod %s", mirror.key)
-        self._send.send_nowait(mirror)
+        self._send.send_nowait(functools.partial(self._delete_mirror, mirror))
 
     async def _delete_mirror(self, mirror: Pod) -> None:
         assert self._mirrors is not None

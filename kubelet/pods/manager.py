@@ -12,6 +12,11 @@ class PodManager:
         self._by_uid: dict[str, Pod] = {}
         self._mirrors: dict[str, Pod] = {}
         """full name → the API's mirror pod of our static pod of that name"""
+        self._rejected: set[str] = set()
+        """pods admission refused: never run, so never active"""
+
+    def set_rejected(self, uid: str) -> None:
+        self._rejected.add(uid)
 
     def set_mirror(self, mirror: Pod) -> None:
         self._mirrors[mirror.full_name] = mirror
@@ -31,6 +36,7 @@ class PodManager:
         self._by_uid[pod.uid] = pod
 
     def remove(self, uid: str) -> Pod | None:
+        self._rejected.discard(uid)
         return self._by_uid.pop(uid, None)
 
     def get(self, uid: str) -> Pod | None:
@@ -41,6 +47,17 @@ class PodManager:
 
     def pods(self) -> list[Pod]:
         return list(self._by_uid.values())
+
+    def active(self) -> list[Pod]:
+        """The pods that may run: admitted, not finished (as far as their status says)
+        and not being deleted. The QoS cgroups are sized from them (upstream's active pods)."""
+        return [
+            p
+            for p in self._by_uid.values()
+            if p.uid not in self._rejected
+            and p.status.phase not in ("Succeeded", "Failed")
+            and p.metadata.deletion_timestamp is None
+        ]
 
     def uids(self) -> set[str]:
         return set(self._by_uid)

@@ -21,8 +21,10 @@ from kubelet.config import Options
 from kubelet.decisions.security import apparmor_host_error
 from kubelet.decisions.sysctls import SysctlAllowlist, kernel_version
 from kubelet.events.recorder import WARNING, EventRecorder, pod_ref
+from kubelet.eviction.run import NodePressure
 from kubelet.metrics import KubeletMetrics
 from kubelet.node.identity import NodeIdentity
+from kubelet.node.shutdown.handoff import KillRequest
 from kubelet.pleg import PlegHandle
 from kubelet.prober.manager import ProberManager
 from kubelet.runtime.podruntime import PodRuntime
@@ -31,7 +33,10 @@ from kubelet.sources.podconfig import PodConfig
 from kubelet.status.manager import StatusManager
 
 from .admission import AdmissionFacts, Rejection
+from .evict import PodEvictor, PodGcView
+from .fit import NodeInfo
 from .housekeeping import RuntimeHousekeeper
+from .killer import PodKiller
 from .manager import PodManager
 from .mirror import MirrorClient
 from .syncer import ClusterLink, KubeletPodSyncer
@@ -48,23 +53,47 @@ class PodLifecycle:
     syncer: KubeletPodSyncer
     syncloop: SyncLoop
 
+    @property
+    def evictor(self) -> PodEvictor:
+        """The eviction manager's hold on the pods (active pods, the kill path)."""
+        return PodEvictor(self.workers, self.syncer, self.syncloop.rejected)
+
+    @property
+    def gc_view(self) -> PodGcView:
+        """The garbage collectors' question: may a pod's dead containers go."""
+        return PodGcView(self.pods, self.workers, self.syncer)
+
 
 def node_admission(
-    options: Options, runtime_info: RuntimeInfo, *, runtime_classes: bool
+    options: Options,
+    runtime_info: RuntimeInfo,
+    node_info: Callable[[], NodeInfo],
+    *,
+    runtime_classes: bool,
+    shutdown: Callable[[], tuple[bool, str, str]] | None = None,
+    pressure: NodePressure | None = None,
 ) -> Callable[[], AdmissionFacts]:
     """Admission's view of this node: read once at start-up, except the runtime's
-    features, which CRI Status may change."""
+    features, which CRI Status may change, and the Node (``nodeinfo.node_info_source``)."""
     cfg = options.config
     sysctls = SysctlAllowlist.for_node(cfg.allowed_unsafe_sysctls, kernel_version())
     apparmor_error = apparmor_host_error()
+    gates = options.features
 
     def facts() -> AdmissionFacts:
+        admitted, reason, message = shutdown() if shutdown is not None else (True, "", "")
         return AdmissionFacts(
             max_pods=cfg.max_pods,
+            node=node_info(),
+            pod_level_resources=gates.enabled("PodLevelResources"),
+            dra_extended_resource=gates.enabled("DRAExtendedResource"),
+            taint_comparison_operators=gates.enabled("TaintTolerationComparisonOperators"),
             sysctls=sysctls,
             apparmor_error=apparmor_error,
             supplemental_groups_policy=runtime_info.features.supplemental_groups_policy,
             runtime_classes=runtime_classes,
+            node_shutdown=None if admitted else (reason, message),
+            pressure=pressure.conditions if pressure is not None else (),
         )
 
     return facts
@@ -96,13 +125,18 @@ async def run_pod_lifecycle(
     metrics: KubeletMetrics,
     runtime_name: str,
     wall_clock: Callable[[], float],
+    node_info: Callable[[], NodeInfo],
+    pressure: NodePressure | None = None,
     *,
+    kill_requests: trio.MemoryReceiveChannel[KillRequest] | None = None,
+    shutdown_admission: Callable[[], tuple[bool, str, str]] | None = None,
     task_status: trio.TaskStatus[PodLifecycle] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run the syncLoop and the pod workers until cancelled (pods keep running).
 
     ``desired`` is the pods the sources want (the status manager reads their mirror pods
-    too); ``config`` gives the updates and tells when every source has been seen."""
+    too); ``config`` gives the updates and tells when every source has been seen;
+    ``node_info`` is the Node as admission reads it."""
     mirrors = MirrorClient(api, node.name, node.owner_uid) if api is not None else None
     link = ClusterLink(status, mirrors) if status is not None and mirrors is not None else None
     syncer = KubeletPodSyncer(
@@ -118,7 +152,9 @@ async def run_pod_lifecycle(
     )
     results_send, results = trio.open_memory_channel[WorkerResult](math.inf)
     workers = PodWorkers(syncer, results=results_send)
-    housekeeper = RuntimeHousekeeper(pleg.view, pod_runtime.backoffs, mirrors, pod_runtime.volumes)
+    housekeeper = RuntimeHousekeeper(
+        pleg.view, pod_runtime.backoffs, mirrors, pod_runtime.volumes, pod_runtime.cgroups
+    )
     syncloop = SyncLoop(
         updates=config.updates,
         pleg_events=pleg.events,
@@ -128,7 +164,12 @@ async def run_pod_lifecycle(
         sources_ready=config.sources_ready,
         sync_frequency=options.config.sync_frequency,
         admission_facts=node_admission(
-            options, pod_runtime.isolation.runtime_info, runtime_classes=api is not None
+            options,
+            pod_runtime.isolation.runtime_info,
+            node_info,
+            runtime_classes=api is not None,
+            shutdown=shutdown_admission,
+            pressure=pressure,
         ),
         on_reject=Rejecter(recorder, syncer),
         probe_updates=(
@@ -142,4 +183,6 @@ async def run_pod_lifecycle(
         await nursery.start(workers.run)
         await nursery.start(housekeeper.run)
         await nursery.start(syncloop.run)
+        if kill_requests is not None:  # graceful node shutdown: pods the node stops
+            await nursery.start(PodKiller(desired, workers, syncer).run, kill_requests)
         task_status.started(PodLifecycle(desired, workers, syncer, syncloop))

@@ -20,12 +20,17 @@ from kubelet.api.errors import ApiError
 from kubelet.api.pod import Pod, PodStatus
 from kubelet.cri.types import RuntimePodStatus
 from kubelet.decisions.qos import is_restartable_init_container, pod_qos
+from kubelet.events.recorder import NORMAL, pod_ref
+from kubelet.eviction.decide import Eviction, evicted_status
+from kubelet.goformat import rfc3339
 from kubelet.metrics import KubeletMetrics
 from kubelet.pleg.cache import PodCache
 from kubelet.prober.manager import ProberManager
 from kubelet.runtime.podruntime import PodRuntime
 from kubelet.runtime.teardown import all_gone, still_running
+from kubelet.status.deadline import DEADLINE_EXCEEDED, DEADLINE_EXCEEDED_MESSAGE, deadline_left
 from kubelet.status.generate import generate_pod_status
+from kubelet.status.killed import Kill, killed_status
 from kubelet.status.manager import StatusManager
 from kubelet.status.phase import is_terminal_phase
 from kubelet.status.terminal import terminated_status
@@ -99,6 +104,12 @@ class KubeletPodSyncer:
         self.synced_at: dict[str, float] = {}
         """When each pod's last sync ended: its next one needs a runtime view at least as
         new (the PLEG's cache serves when it is; see ``PodCache.newer_than``)."""
+        self.kills: dict[str, Kill] = {}
+        """Pods the kubelet stops for the node (``killer``): their status says why."""
+        self.evicted: dict[str, Eviction] = {}
+        """Pods the eviction manager evicted: every status generated for them is evicted."""
+        self.deadline_failures: dict[str, tuple[str, str]] = {}
+        """Pods the kubelet fails itself (an active deadline): (reason, message)."""
 
     async def sync_pod(self, pod: Pod) -> SyncResult:
         started = trio.current_time()
@@ -117,11 +128,40 @@ class KubeletPodSyncer:
         runs again (upstream starts such a pod's worker terminated)."""
         if is_terminal_phase(pod.status.phase):
             return True
+        if pod.uid in self.evicted:
+            return True
         last = self.statuses.get(pod.uid)
         return last is not None and is_terminal_phase(last.phase)
 
+    def evict(self, pod: Pod, eviction: Eviction) -> None:
+        """The eviction manager evicts ``pod``: from now on its status is Failed, reason
+        Evicted (upstream's status function on the kill); the worker then terminates it."""
+        self.evicted[pod.uid] = eviction
+
+    def _deadline_left(self, pod: Pod) -> float | None:
+        """Seconds before ``pod`` exhausts ``activeDeadlineSeconds`` (None: no deadline),
+        counted from the start time the kubelet reported, else the API's."""
+        last = self.statuses.get(pod.uid)
+        start = last.start_time if last is not None else None
+        return deadline_left(pod, start or pod.status.start_time, self.wall_clock())
+
+    def _past_deadline(self, pod: Pod) -> bool:
+        """The pod ran out of its active deadline: from now on it is failed and killed
+        (upstream's active deadline handler, event DeadlineExceeded)."""
+        if pod.uid in self.deadline_failures:
+            return True
+        left = self._deadline_left(pod)
+        if left is None or left > 0:
+            return False
+        log.info("pod %s: %s", pod.key, DEADLINE_EXCEEDED_MESSAGE)
+        self.pod_runtime.recorder.record(
+            pod_ref(pod), NORMAL, DEADLINE_EXCEEDED, DEADLINE_EXCEEDED_MESSAGE
+        )
+        self.deadline_failures[pod.uid] = (DEADLINE_EXCEEDED, DEADLINE_EXCEEDED_MESSAGE)
+        return True
+
     async def _sync_pod(self, pod: Pod) -> SyncResult:
-        if self.finished(pod):
+        if self.finished(pod) or self._past_deadline(pod):
             return await self._sync_finished(pod)
         status = await self.cache.newer_than(pod.uid, self.synced_at.get(pod.uid))
         liveness_failed: frozenset[str] = frozenset()
@@ -156,7 +196,12 @@ class KubeletPodSyncer:
             except ApiError as exc:
                 log.warning("mirror pod of %s not updated: %s", pod.key, exc)
         error = "; ".join(outcome.errors) or None
-        return SyncResult(requeue_after=outcome.requeue_after, error=error)
+        left = self._deadline_left(pod)  # the pod's deadline timer, re-armed every sync
+        return SyncResult(
+            requeue_after=outcome.requeue_after,
+            error=error,
+            deadline_in=None if left is None else max(left, 0.0),
+        )
 
     def reject(self, pod: Pod, rejection: Rejection) -> None:
         """Admission refused ``pod``: it is reported Failed and never started (upstream's
@@ -166,6 +211,7 @@ class KubeletPodSyncer:
             reason=rejection.reason,
             message=rejection_message(rejection),
             qos_class=pod_qos(pod),
+            observed_generation=pod.metadata.generation or None,
         )
         self.statuses[pod.uid] = self.rejections[pod.uid] = status
         if self.cluster is not None:
@@ -198,6 +244,7 @@ class KubeletPodSyncer:
         *,
         terminal: bool = False,
         finished: bool = False,
+        kill: Kill | None = None,
     ) -> PodStatus:
         previous = self.statuses.get(pod.uid)
         if previous is None and self.cluster is not None and pod.is_static:
@@ -218,15 +265,33 @@ class KubeletPodSyncer:
             started=started,
             ready=ready,
             pod_is_terminal=terminal,
+            evicted=self.deadline_failures.get(pod.uid),
             now_ns=int(self.wall_clock() * 1e9),
         )
         if finished:
             generated = terminated_status(pod, generated)
+        if kill is not None:
+            generated = killed_status(generated, kill)
+        eviction = self.evicted.get(pod.uid)
+        if eviction is not None:
+            generated = evicted_status(generated, eviction, rfc3339(self.wall_clock()))
         self.statuses[pod.uid] = generated
         self._observe_start(pod, generated)
         if self.cluster is not None:
             self.cluster.status.set(pod, generated)
         return generated
+
+    async def _kill_for_node(self, pod: Pod, grace: int | None, kill: Kill) -> None:
+        """Stop a pod the node needs stopped (shutdown): it stays desired, never runs
+        again (its status is terminal) and keeps its containers until it is deleted."""
+        if self.prober is not None:
+            self.prober.remove_pod(pod.uid)
+        status = await self.cache.refresh(pod.uid)
+        if still_running(status):
+            log.info("stopping pod %s: %s", pod.key, kill.message)
+            await self.pod_runtime.kill(pod, status, grace)
+            status = await self.cache.refresh(pod.uid)
+        self._report(pod, status, terminal=True, finished=True, kill=kill)
 
     def _observe_start(self, pod: Pod, status: PodStatus) -> None:
         """kubelet_pod_start_duration_seconds: first seen → every container running."""
@@ -246,11 +311,16 @@ class KubeletPodSyncer:
             raise
 
     async def _terminate_pod(self, pod: Pod, grace: int | None) -> None:
+        kill = self.kills.get(pod.uid)
+        if kill is not None:
+            await self._kill_for_node(pod, grace, kill)
+            return
         if self.prober is not None:
             self.prober.stop_liveness_and_startup(pod.uid)
         # the PLEG's view when it is new enough (only the worker starts containers, so
         # it holds every container to stop); whether all went is read afresh below
         status = await self.cache.newer_than(pod.uid, self.synced_at.get(pod.uid))
+        evicted = pod.uid in self.evicted
         reports = (
             self.cluster is not None
             and pod.metadata.deletion_timestamp is not None
@@ -258,7 +328,7 @@ class KubeletPodSyncer:
         )
         if not all_gone(status):
             log.info("tearing down pod %s", pod.key)
-            if reports:
+            if reports or evicted:
                 # the last status says how each container ended: read between stop and removal
                 await self.pod_runtime.kill(pod, status, grace)
                 status = await self.cache.refresh(pod.uid)
@@ -272,6 +342,9 @@ class KubeletPodSyncer:
                     f"{len(after.sandboxes)} sandboxes still on the runtime"
                 )
             log.info("pod %s torn down", pod.key)
+        final = None
+        if evicted:
+            final = self._report(pod, status, terminal=True, finished=True)
         if reports and self.cluster is not None:
             final = self._report(pod, status, terminal=True, finished=True)
             self.cluster.status.finished(pod, final)
@@ -284,8 +357,13 @@ class KubeletPodSyncer:
         self.synced_at.pop(pod.uid, None)
         self.waiting.pop(pod.uid, None)
         self.statuses.pop(pod.uid, None)
+        self.deadline_failures.pop(pod.uid, None)
         rejected = self.rejections.pop(pod.uid, None)
         if rejected is not None and pod.uid in self.pods:  # stopped, still rejected
             self.statuses[pod.uid] = self.rejections[pod.uid] = rejected
+        if evicted and pod.uid in self.pods and final is not None:  # stopped, still evicted
+            self.statuses[pod.uid] = final
+        elif evicted:
+            self.evicted.pop(pod.uid, None)
         self.first_seen.pop(pod.uid, None)
         self.started_pods.discard(pod.uid)

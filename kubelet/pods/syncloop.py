@@ -23,6 +23,7 @@ from kubelet.api.pod import Pod
 from kubelet.pleg.generator import EventType, PodLifecycleEvent
 from kubelet.prober.results import ResultUpdate
 from kubelet.sources.podconfig import PodOperation, PodUpdate
+from kubelet.status.generate import needs_readiness_reconcile
 from kubelet.status.phase import is_terminal_phase
 
 from .admission import AdmissionFacts, Rejection, admit
@@ -71,6 +72,10 @@ class Housekeeper(Protocol):
     def orphan_mirror(self, mirror: Pod) -> None:
         """A mirror pod whose static pod is gone: delete it (without blocking the loop)."""
 
+    def orphan_pod_cgroups(self, known: Callable[[str], bool]) -> None:
+        """Remove the pod cgroups of pods nobody knows (without blocking the loop);
+        ``known`` is asked about each UID just before its cgroup goes."""
+
 
 class SyncLoop:
     """The one place that decides what each pod worker does next.
@@ -116,14 +121,17 @@ class SyncLoop:
         self.rejected: dict[str, str] = {}
 
     def on_result(self, uid: str, result: SyncResult) -> None:
-        """Pod workers report here; decides when the pod is synced next."""
+        """Pod workers report here; decides when the pod is synced next (at the latest
+        when its active deadline runs out: the pod's deadline timer)."""
         if result.error is not None:
-            self.queue.enqueue(uid, SYNC_ERROR_BACKOFF)
+            delay = SYNC_ERROR_BACKOFF
         elif result.requeue_after is not None:
-            self.queue.enqueue(uid, result.requeue_after)
+            delay = result.requeue_after
         else:
-            jitter = 1.0 + self._rng.random() * RESYNC_JITTER
-            self.queue.enqueue(uid, self._sync_frequency * jitter)
+            delay = self._sync_frequency * (1.0 + self._rng.random() * RESYNC_JITTER)
+        if result.deadline_in is not None:
+            delay = min(delay, result.deadline_in)
+        self.queue.enqueue(uid, delay)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         inbox_send, inbox = trio.open_memory_channel[Message](0)
@@ -173,7 +181,10 @@ class SyncLoop:
 
     async def _handle_update(self, update: PodUpdate) -> None:
         op = update.op
-        for pod in update.pods:
+        pods = update.pods
+        if op is PodOperation.ADD:  # admitted oldest first, as upstream's HandlePodAdditions
+            pods = tuple(sorted(pods, key=lambda p: p.metadata.creation_timestamp or ""))
+        for pod in pods:
             if pod.is_mirror:
                 self._handle_mirror(op, pod)
             elif op is PodOperation.ADD:
@@ -193,7 +204,17 @@ class SyncLoop:
                 self.rejected.pop(pod.uid, None)
                 self.workers.terminate(pod, None, remove=True)
             elif op is PodOperation.RECONCILE:
-                self.pods.upsert(pod)
+                self._reconcile(pod)
+
+    def _reconcile(self, pod: Pod) -> None:
+        """Only the API's status changed: keep it (others' conditions live there), and
+        sync when a readiness gate's condition no longer matches Ready (upstream's
+        ``HandlePodReconcile``)."""
+        self.pods.upsert(pod)
+        self.workers.refresh(pod)
+        known = self.workers.is_known(pod.uid) and pod.uid not in self.rejected
+        if known and needs_readiness_reconcile(pod):
+            self.workers.sync(pod)
 
     def _handle_mirror(self, op: PodOperation, mirror: Pod) -> None:
         """Mirror pods are never run: remember them, and let the static pod react."""
@@ -210,6 +231,7 @@ class SyncLoop:
         rejection = self._admission_failure(pod)
         if rejection is not None:
             self.rejected[pod.uid] = f"{rejection.reason}: {rejection.message}"
+            self.pods.set_rejected(pod.uid)
             log.warning("pod %s rejected: %s: %s", pod.key, rejection.reason, rejection.message)
             if self._on_reject is not None:
                 self._on_reject(pod, rejection)
@@ -255,7 +277,8 @@ class SyncLoop:
         return not wanted and not self.workers.is_known(pod.uid)
 
     async def housekeeping(self) -> None:
-        """Tear down runtime pods nobody wants, once every source has been seen."""
+        """Tear down runtime pods nobody wants, once every source has been seen; then the
+        pod directories and pod cgroups of pods nobody knows."""
         self.housekeeper.tidy()
         if not self._sources_ready():
             return
@@ -276,3 +299,6 @@ class SyncLoop:
                 self.housekeeper.orphan_mirror(mirror)
         in_use = self.pods.uids() | set(self.workers.workers) | {p.uid for p in running}
         self.housekeeper.orphan_pod_dirs(in_use)
+        self.housekeeper.orphan_pod_cgroups(
+            lambda uid: uid in in_use or uid in self.pods or self.workers.is_known(uid)
+        )

@@ -48,6 +48,8 @@ class SyncResult:
     requeue_after: float | None = None
     error: str | None = None
     finished: bool = False
+    deadline_in: float | None = None
+    """Seconds until the pod's active deadline runs out: it is synced then at the latest."""
 
 
 @attrs.frozen
@@ -147,6 +149,13 @@ class PodWorkers:
                 worker.remove_when_terminated = False
             return
         self._poke(worker)
+
+    def refresh(self, pod: Pod) -> None:
+        """The API's status of ``pod`` changed (a RECONCILE): the next step reads it (the
+        conditions others own), without a sync of its own."""
+        worker = self.workers.get(pod.uid)
+        if worker is not None:
+            worker.pod = pod
 
     def terminate(self, pod: Pod, grace: int | None = None, *, remove: bool = False) -> None:
         """Stop ``pod`` (with at most ``grace`` seconds); ``remove`` forgets it afterwards."""

@@ -46,6 +46,7 @@ from .credentials import (
     repository_of,
 )
 from .credentials.node import NodeCredentials
+from .credentials.plugins import PluginKeyring
 from .credentials.pullrecords import PullRecords
 
 log = logging.getLogger(__name__)
@@ -118,6 +119,7 @@ class ImageManager:
         secrets: SecretSource | None = None,
         records: PullRecords | None = None,
         node: NodeCredentials | None = None,
+        plugins: PluginKeyring | None = None,
     ) -> None:
         self._images = images
         self._recorder = recorder
@@ -125,6 +127,7 @@ class ImageManager:
         self._secrets = secrets
         self._records = records
         self._node = node
+        self._plugins = plugins
         self._records_lock = trio.Lock()
         limit = 1 if serialize else (max_parallel or math.inf)
         self._limiter = trio.CapacityLimiter(limit)
@@ -253,8 +256,9 @@ class ImageManager:
 
     async def _credentials(self, pod: Pod, image: str) -> list[PullCredential]:
         """The credentials for ``image``: the pod's secrets' (best match first), then the
-        node's docker config file's. Secrets that cannot be fetched are left out with a log
-        line and one FailedToRetrieveImagePullSecret event, as upstream's
+        node's docker config file's, then the credential provider plugins'. Secrets that
+        cannot be fetched are left out with a log line and one
+        FailedToRetrieveImagePullSecret event, as upstream's
         getPullSecretsForPod does; a fetched secret that is not a docker config fails the
         pull (ErrImagePull), as upstream's keyring does."""
         names = pull_secret_names(pod.spec.image_pull_secrets)
@@ -299,6 +303,8 @@ class ImageManager:
             raise self._fail(pod_ref(pod), ERR_IMAGE_PULL, str(exc), AFTER_PULL_FAILURE) from None
         if self._node is not None:
             found += self._node.keyring().lookup(repository)
+        if self._plugins is not None:  # --image-credential-provider-config
+            found += await self._plugins.lookup(repository)
         return found
 
     async def _records_ready(self) -> None:

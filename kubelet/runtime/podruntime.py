@@ -17,7 +17,9 @@ from collections.abc import Callable, Collection, Mapping
 import attrs
 import trio
 
-from kubelet.api.pod import Container, Pod, format_pod
+from kubelet.api.pod import Container, EphemeralContainer, Pod, format_pod
+from kubelet.cgroups.fs import CgroupError
+from kubelet.cgroups.run import FAILED_CREATE_POD_CONTAINER, PodCgroups
 from kubelet.cri import CriError, RuntimeClient, api
 from kubelet.cri.termination import create_message_file, message_mount
 from kubelet.cri.types import ContainerInfo, ContainerRunState, RuntimePodStatus
@@ -29,6 +31,7 @@ from kubelet.decisions.criconfig import (
     pod_cgroup_parent,
     pod_log_directory,
     sandbox_config,
+    target_namespaces,
 )
 from kubelet.decisions.grace import KillReason
 from kubelet.decisions.qos import is_restartable_init_container
@@ -152,7 +155,9 @@ class PodRuntime:
         isolation: PodIsolation | None = None,
         seccomp_default: bool = False,
         metrics: KubeletMetrics | None = None,
+        cgroups: PodCgroups | None = None,
     ) -> None:
+        self.cgroups = cgroups
         self.isolation = isolation or PodIsolation()
         self.seccomp_default = seccomp_default
         self.service_env = service_env
@@ -194,6 +199,8 @@ class PodRuntime:
         startup_succeeded: Collection[str] | None = None,
     ) -> SyncOutcome:
         progress = _Progress()
+        if not await self._ensure_cgroup(pod, progress):
+            return progress.freeze()
         volumes = await self._prepare_volumes(pod, progress)
         if volumes is None:
             return progress.freeze()
@@ -220,6 +227,21 @@ class PodRuntime:
         where = _Target(sandbox_id, plan.config, pod_ip, volumes)
         await self._start_containers(pod, status, actions, where, plan.error, progress)
         return progress.freeze()
+
+    async def _ensure_cgroup(self, pod: Pod, progress: _Progress) -> bool:
+        """Every sync, first (upstream's SyncPod): the pod's cgroup, created with its
+        limits when missing, so the sandbox and containers start inside it. False: it
+        could not be made; the sync fails and is retried."""
+        if self.cgroups is None:
+            return True
+        try:
+            await self.cgroups.ensure(pod)
+        except CgroupError as exc:
+            message = f"unable to ensure pod container exists: {exc}"
+            self.recorder.record(pod_ref(pod), WARNING, FAILED_CREATE_POD_CONTAINER, message)
+            progress.errors.append(message)
+            return False
+        return True
 
     async def _prepare_volumes(self, pod: Pod, progress: _Progress) -> PodVolumes | None:
         """Every sync, before the sandbox (upstream waits for the volumes first):
@@ -315,8 +337,16 @@ class PodRuntime:
         error: str | None,
         progress: _Progress,
     ) -> None:
-        """The next init container (a failing one stops here; a sidecar does not), then
-        the regular containers; ``error``: none can be configured (each reports it)."""
+        """Ephemeral containers (first, so that a failing init container does not keep a
+        debugger out), the next init container (a failing one stops here; a sidecar does
+        not), then the regular containers; ``error``: none can be configured (each
+        reports it)."""
+        for index in actions.ephemeral_containers_to_start:
+            ephemeral = pod.spec.ephemeral_containers[index]
+            if error is not None:
+                self._config_error(pod, ephemeral, progress, error)
+                continue
+            await self._start(pod, ephemeral, status, where, progress)
         for index in actions.init_containers_to_start:
             container = pod.spec.init_containers[index]
             if error is not None:
@@ -334,6 +364,8 @@ class PodRuntime:
             await self._start(pod, container, status, where, progress)
 
     def _cgroup_parent(self, pod: Pod) -> str:
+        if self.cgroups is not None:
+            return self.cgroups.parent(pod)
         return pod_cgroup_parent(pod, self.cgroup_root)
 
     def _sandbox_failed(self, pod: Pod, progress: _Progress, message: str) -> None:
@@ -384,8 +416,16 @@ class PodRuntime:
             progress.retry_in(exc.retry_after)
             return False
         restart_count = next_restart_count(status, container.name) or 0
+        namespaces = where.config.linux.security_context.namespace_options
+        if isinstance(container, EphemeralContainer) and container.target_container_name:
+            target = status.current(container.target_container_name)
+            if target is None or target.state is not ContainerRunState.RUNNING:
+                message = f"unable to find target container {container.target_container_name}"
+                self._config_error(pod, container, progress, message)
+                return False
+            namespaces = target_namespaces(namespaces, target.id)
         config = await self._container_config(
-            pod, container, restart_count, image_ref, where, progress
+            pod, container, restart_count, image_ref, where, progress, namespaces
         )
         if config is None:
             return False
@@ -428,9 +468,11 @@ class PodRuntime:
         image_ref: str,
         where: _Target,
         progress: _Progress,
+        namespaces: api.NamespaceOption,
     ) -> api.ContainerConfig | None:
         """Environment, user check, mounts, security context: the CRI config, or None
-        (CreateContainerConfigError, reported) when one of them fails."""
+        (CreateContainerConfigError, reported) when one of them fails. ``namespaces``:
+        the sandbox's, or an ephemeral container's with its target's PID namespace."""
         try:
             env = await resolve_env(
                 pod,
@@ -473,7 +515,7 @@ class PodRuntime:
                 ],
                 seccomp_profile_root=self._seccomp_root(),
                 seccomp_default=self.seccomp_default,
-                namespaces=where.config.linux.security_context.namespace_options,
+                namespaces=namespaces,
             )
         except MountConfigError as exc:
             self._config_error(pod, container, progress, str(exc))
@@ -500,6 +542,8 @@ class PodRuntime:
             return None
         self.recorder.record(ref, NORMAL, "Created", f"Created container: {container.name}")
         kind = "init_container" if container in pod.spec.init_containers else "container"
+        if isinstance(container, EphemeralContainer):
+            kind = "ephemeral_container"
         try:
             await self.runtime.start_container(cid)
             if self.metrics is not None:
@@ -637,8 +681,12 @@ class PodRuntime:
         directory under --root-dir (volumes, termination-message files, etc-hosts)."""
         await self._remove_log_directory(pod)
         self.isolation.release(pod.uid)
-        if self.volumes is not None:
-            self.volumes.cleanup(pod.uid)
+        volumes_gone = self.volumes.cleanup(pod.uid) if self.volumes is not None else True
+        if self.cgroups is not None and volumes_gone:  # else housekeeping's sweep, later
+            try:
+                await self.cgroups.remove(pod.uid)
+            except CgroupError as exc:  # the sweep tries again
+                log.warning("pod %s: pod cgroup not removed: %s", pod.key, exc)
 
     async def _remove_log_directory(self, pod: Pod) -> None:
         """The pod's log directory goes with the pod (upstream's container GC does this)."""

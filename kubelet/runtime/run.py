@@ -16,6 +16,7 @@ import trio
 
 from kubelet.api.client import ApiClient
 from kubelet.api.pod import Pod
+from kubelet.cgroups.run import PodCgroups
 from kubelet.config import Options
 from kubelet.cri import ImageClient, RuntimeClient
 from kubelet.decisions.backoff import IMAGE_PULL_INITIAL, IMAGE_PULL_MAX, Backoff, crash_loop_limits
@@ -31,6 +32,7 @@ from kubelet.volumes.tokens import ApiTokenSource
 
 from .credentials.apisecrets import ApiPullSecrets
 from .credentials.node import NodeCredentials
+from .credentials.plugins import PluginKeyring, PluginMetrics, load_provider_config
 from .credentials.pullrecords import FEATURE_GATE as ENSURE_SECRET_PULLED_IMAGES
 from .credentials.pullrecords import pull_records
 from .images import ImageManager
@@ -57,12 +59,14 @@ async def run_runtime(
     cpus: int,
     service_env: Callable[[Pod], Mapping[str, str]] | None,
     wall_clock: Callable[[], float],
+    cgroups: PodCgroups | None = None,
     *,
     task_status: trio.TaskStatus[PodRuntime] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Build the pod driver, start what it needs running, hand it back; run until cancelled.
 
-    ``memory_capacity`` (bytes) and ``cpus`` are the node's (OOM scores, allocatable)."""
+    ``memory_capacity`` (bytes) and ``cpus`` are the node's (OOM scores, allocatable);
+    ``cgroups`` gives each pod its cgroup (None: the sandbox gets the parent's name only)."""
     cfg = options.config
     allocatable = {"cpu": str(cpus), "memory": str(memory_capacity)}
     setup_data_dirs(options.root_dir, cfg.pod_logs_dir)
@@ -76,7 +80,7 @@ async def run_runtime(
     limits = crash_loop_limits(
         options.features, cfg.crash_loop_back_off.max_container_restart_period
     )
-    image_manager = _image_manager(options, images, api, recorder, wall_clock)
+    image_manager = _image_manager(options, images, api, recorder, metrics, wall_clock)
     pods = PodRuntime(
         runtime,
         image_manager,
@@ -101,6 +105,7 @@ async def run_runtime(
         isolation=isolation,
         seccomp_default=cfg.seccomp_default,
         metrics=metrics,
+        cgroups=cgroups,
     )
     async with trio.open_nursery() as nursery:
         await nursery.start(isolation.runtime_info.run, runtime)
@@ -123,9 +128,11 @@ def _image_manager(
     images: ImageClient,
     api: ApiClient | None,
     recorder: EventRecorder,
+    metrics: KubeletMetrics,
     wall_clock: Callable[[], float],
 ) -> ImageManager:
-    """Pulls with their back-off, the pod's and the node's credentials, pull records."""
+    """Pulls with their back-off, the pod's and the node's credentials, the credential
+    provider plugins', pull records."""
     cfg = options.config
     return ImageManager(
         images,
@@ -141,6 +148,25 @@ def _image_manager(
             enabled=options.features.enabled(ENSURE_SECRET_PULLED_IMAGES),
         ),
         node=NodeCredentials(options.root_dir, trio.current_time),
+        plugins=_credential_plugins(options, metrics),
+    )
+
+
+def _credential_plugins(options: Options, metrics: KubeletMetrics) -> PluginKeyring | None:
+    """``--image-credential-provider-config`` / ``-bin-dir``: checked now, as upstream does
+    at start-up (ConfigError names the file, field or flag)."""
+    config, bin_dir = (
+        options.image_credential_provider_config,
+        options.image_credential_provider_bin_dir,
+    )
+    if not config and not bin_dir:
+        return None
+    providers = load_provider_config(config, bin_dir)
+    return PluginKeyring(
+        providers,
+        bin_dir,
+        clock=trio.current_time,
+        metrics=PluginMetrics(metrics.registry),
     )
 
 

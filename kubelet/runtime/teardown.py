@@ -35,7 +35,7 @@ DEFAULT_ORPHAN_GRACE = 30
 
 
 def _spec_of(pod: Pod, name: str) -> Container | None:
-    for c in (*pod.spec.init_containers, *pod.spec.containers):
+    for c in (*pod.spec.init_containers, *pod.spec.containers, *pod.spec.ephemeral_containers):
         if c.name == name:
             return c
     return None

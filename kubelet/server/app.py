@@ -1,15 +1,18 @@
 """The kubelet's HTTP endpoints as ASGI apps: the main (TLS) and read-only servers, /healthz.
 
 Routes, as upstream's server.go: ``/healthz`` (checks ping, log, syncloop), ``/pods``,
-``/stats/summary``, ``/metrics``, ``/metrics/probes``, ``/metrics/resource``, ``/spec/``;
+``/stats/summary``, ``/metrics``, ``/metrics/probes``, ``/metrics/resource``,
+``/metrics/cadvisor``, ``/spec/``;
 with ``enableDebuggingHandlers`` also ``/containerLogs/{ns}/{pod}/{container}``,
-``/configz`` and ``/runningpods/``. With debugging handlers off (and always on the
+``/configz``, ``/runningpods/`` and the streams ``/exec``, ``/attach``, ``/portForward``
+and ``/run`` (``streams.py``). With debugging handlers off (and always on the
 read-only server) the debug paths answer 405 "Debug endpoints are disabled.". The main
 server authenticates and authorizes every request first (``auth.KubeletAuth``).
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -38,11 +41,14 @@ from .asgi import (
 )
 from .auth import KubeletAuth
 from .backend import KubeletBackend
+from .cadvisor import cadvisor_metrics
 from .hoststats import Host
 from .logs import container_logs
 from .machine import machine_info
 from .resource import resource_metrics
 from .stats import SummaryProvider
+from .streaming import DEFAULT_IDLE_TIMEOUT
+from .streams import StreamRoutes
 
 log = get_logger(__name__)
 
@@ -52,7 +58,8 @@ DEBUG_PATHS = (
 )  # fmt: skip
 """Paths of the debugging handlers (405 when they are disabled)."""
 
-NOT_IMPLEMENTED = ("/run/", "/exec/", "/attach/", "/portForward/", "/logs/", "/debug/pprof/")
+NOT_IMPLEMENTED = ("/logs/", "/debug/pprof/")
+STREAM_PATHS = ("/run/", "/exec/", "/attach/", "/portForward/")
 GET_ONLY = ("/pods", "/runningpods/", "/containerLogs/")
 METHODS = frozenset({"OPTIONS", "GET", "HEAD", "POST", "PUT", "DELETE", "TRACE", "CONNECT"})
 LONG_RUNNING = frozenset({"exec", "attach", "portforward", "debug"})
@@ -87,6 +94,8 @@ class KubeletApp:
     metrics: KubeletMetrics | None = None
     root_dir: str = "/var/lib/kubelet"
     host: Host = attrs.field(factory=Host)
+    idle_timeout: float = DEFAULT_IDLE_TIMEOUT
+    """``streamingConnectionIdleTimeout`` for exec, attach and port-forward streams."""
 
     @property
     def server_type(self) -> str:
@@ -103,7 +112,8 @@ class KubeletApp:
             self.metrics.http_inflight_requests.labels(*labels_).inc()
         try:
             response = await self._authorized(request)
-            await send_response(response, receive, send)
+            if response is not None:  # None: the connection carried a stream
+                await send_response(response, receive, send)
         finally:
             if self.metrics is not None:
                 self.metrics.http_inflight_requests.labels(*labels_).dec()
@@ -117,7 +127,7 @@ class KubeletApp:
             latency=f"{time.monotonic() - started:.6f}s",
             userAgent=request.headers.get("user-agent", ""),
             srcIP=scope.get("client", ("", 0))[0] if scope.get("client") else "",
-            resp=getattr(response, "status", 0),
+            resp=getattr(response, "status", 101),
         )
 
     def _metric_labels(self, request: Request) -> tuple[str, str, str, str]:
@@ -125,7 +135,7 @@ class KubeletApp:
         bucket = _bucket(request.path)
         return method, bucket, self.server_type, str(bucket in LONG_RUNNING).lower()
 
-    async def _authorized(self, request: Request) -> Response | StreamResponse:
+    async def _authorized(self, request: Request) -> Response | StreamResponse | None:
         if self.auth is not None:
             _, denial = await self.auth.check(
                 request.method,
@@ -137,7 +147,7 @@ class KubeletApp:
                 return text(denial.status, denial.body)
         return await self.route(request)
 
-    async def route(self, request: Request) -> Response | StreamResponse:
+    async def route(self, request: Request) -> Response | StreamResponse | None:
         path = request.path
         if path == "/healthz":
             return healthz.healthz(self.checks, request)
@@ -177,11 +187,24 @@ class KubeletApp:
                 log.error("resource metrics: cannot read stats", exc_info=exc)
                 summary = None
             return Response(200, resource_metrics(summary), CONTENT_TYPE_LATEST)
+        elif path == "/metrics/cadvisor":
+            return await self._cadvisor()
         else:
             return http_error(404, NOT_FOUND)
         return Response(200, generate_latest(registry), CONTENT_TYPE_LATEST)
 
-    async def _debug(self, request: Request) -> Response | StreamResponse:
+    async def _cadvisor(self) -> Response:
+        try:
+            summary: dict[str, Any] | None = await self.stats.summary()
+        except CriError as exc:
+            log.error("cadvisor metrics: cannot read stats", exc_info=exc)
+            summary = None
+        cores = os.cpu_count() or 0
+        memory = self.host.memory_capacity() or 0
+        body = cadvisor_metrics(summary, cores, memory, self.root_dir)
+        return Response(200, body, CONTENT_TYPE_LATEST)
+
+    async def _debug(self, request: Request) -> Response | StreamResponse | None:
         path = request.path
         if not self.debugging:
             if path == "/configz":
@@ -196,6 +219,9 @@ class KubeletApp:
             if len(parts) != 3:
                 return http_error(404, NOT_FOUND)
             return await container_logs(self.backend, request, *parts)
+        if any(path.startswith(p) for p in STREAM_PATHS):
+            routes = StreamRoutes(self.backend, self.idle_timeout)
+            return await routes.handle(request, request.scope or {"headers": []})
         if any(path.startswith(p) for p in NOT_IMPLEMENTED):
             return http_error(501, f"{path.split('/')[1]} is not implemented by this kubelet")
         return http_error(404, NOT_FOUND)

@@ -42,6 +42,8 @@ class Request:
     query: Mapping[str, list[str]]
     headers: Mapping[str, str]
     peer_certificate: bytes | None = None
+    scope: Scope | None = attrs.field(default=None, eq=False, repr=False)
+    """The ASGI scope it came from (exec/attach/port-forward take its connection over)."""
 
     def param(self, name: str) -> str | None:
         """The first value of query parameter ``name`` (None when absent)."""
@@ -60,6 +62,7 @@ class Request:
             query=query,
             headers=headers,
             peer_certificate=peer_certificate.get(),
+            scope=scope,
         )
 
 

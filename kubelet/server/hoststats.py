@@ -1,4 +1,8 @@
-"""Node figures from ``/proc``, ``statvfs`` and cgroup v1 files, as plain numbers.
+"""Node figures from ``/proc``, ``statvfs`` and cgroup files, as plain numbers.
+
+The cgroup figures (v1 or v2, detected at the root's ``cgroup.controllers``) are
+``kubelet.stats.cgroupfs``'s, the readers the memory notifier uses; this module only
+finds the cgroups (the node, ``kubepods``, a pod's) and shapes the samples.
 
 Every reader takes the root it reads under (``/`` in production, a directory of fixture
 files in tests) and returns None when the file is missing or unreadable, so the summary
@@ -8,10 +12,21 @@ simply omits what this node cannot tell.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import attrs
+
+from kubelet.cgroups.names import (
+    NODE_ALLOCATABLE,
+    POD_PREFIX,
+    CgroupName,
+    QosCgroups,
+    new_name,
+    to_cgroupfs,
+    to_systemd,
+)
+from kubelet.stats.cgroupfs import CgroupMemory, Cgroups
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
@@ -81,6 +96,20 @@ class Host:
     """Readers for one machine; ``root`` prefixes every path read."""
 
     root: Path = Path("/")
+    statvfs: Callable[[str], FsSample | None] | None = None
+    """replaces ``filesystem`` (tests script a filesystem's size)"""
+    _cgroups: Cgroups | None = attrs.field(default=None, init=False, repr=False)
+
+    @property
+    def cgroups(self) -> Cgroups:
+        """The cgroup readers, the layout detected at first use."""
+        if self._cgroups is None:
+            self._cgroups = Cgroups(self.root)
+        return self._cgroups
+
+    def filesystem(self, path: str) -> FsSample | None:
+        """``statvfs`` of the filesystem holding ``path``."""
+        return (self.statvfs or filesystem)(path)
 
     def _p(self, path: str) -> Path:
         return self.root / path.lstrip("/")
@@ -112,40 +141,19 @@ class Host:
         return None
 
     def cgroup_cpu(self, cgroup: str) -> CpuSample | None:
-        """cpuacct.usage (ns) of a cgroup v1 path such as ``/`` or ``/kubepods``."""
-        for mount in ("cpuacct", "cpu,cpuacct", "cpuacct,cpu", "cpu"):
-            value = _int_file(self._p(f"/sys/fs/cgroup/{mount}/{cgroup.strip('/')}/cpuacct.usage"))
-            if value is not None:
-                return CpuSample(value)
-        return None
+        """Cumulative CPU time (ns) of a cgroup such as ``/`` or ``/kubepods``."""
+        usage = self.cgroups.cpu_usage_ns(cgroup)
+        return CpuSample(usage) if usage is not None else None
 
     def cgroup_memory(self, cgroup: str) -> MemorySample | None:
-        """Usage and working set (usage − inactive file) of a cgroup v1 path."""
-        base = self._p(f"/sys/fs/cgroup/memory/{cgroup.strip('/')}")
-        usage = _int_file(base / "memory.usage_in_bytes")
-        if usage is None:
-            return None
-        stat = _key_values(_read(base / "memory.stat") or "")
-        inactive = stat.get("total_inactive_file", stat.get("inactive_file", 0))
-        limit = _int_file(base / "memory.limit_in_bytes")
-        return MemorySample(
-            usage=usage,
-            working_set=max(usage - inactive, 0),
-            rss=stat.get("total_rss", stat.get("rss")),
-            page_faults=stat.get("total_pgfault", stat.get("pgfault")),
-            major_page_faults=stat.get("total_pgmajfault", stat.get("pgmajfault")),
-            limit=limit if limit is not None and limit < (1 << 62) else None,
-        )
+        """Usage and working set (usage − inactive file) of a cgroup."""
+        memory = self.cgroups.memory(cgroup)
+        return _sample(memory) if memory is not None else None
 
     def proc_memory(self) -> MemorySample | None:
         """Machine memory from /proc/meminfo when the root memory cgroup is unreadable."""
-        info = self.meminfo()
-        total, free = info.get("MemTotal"), info.get("MemFree")
-        if total is None or free is None:
-            return None
-        usage = total - free
-        inactive = info.get("Inactive(file)", 0)
-        return MemorySample(usage=usage, working_set=max(usage - inactive, 0))
+        memory = self.cgroups.meminfo_memory()
+        return _sample(memory) if memory is not None else None
 
     def interfaces(self, pid: str = "self") -> list[InterfaceSample]:
         """Every interface but loopback, from /proc/<pid>/net/dev."""
@@ -181,17 +189,49 @@ class Host:
         except (IndexError, ValueError):
             return None
 
-    def cgroup_exists(self, cgroup: str) -> bool:
-        return self._p(f"/sys/fs/cgroup/memory/{cgroup.strip('/')}").is_dir()
+    def cgroup_pids(self, cgroup: str) -> int | None:
+        """Tasks in a cgroup (``pids.current``)."""
+        return self.cgroups.pids(cgroup)
 
-    def find_pod_cgroup(self, uid: str, roots: tuple[str, ...] = ("kubepods",)) -> str | None:
-        """The cgroupfs path of pod ``uid`` (``/kubepods[/<qos>]/pod<uid>``) if it exists."""
-        for root in roots:
-            for qos in ("", "burstable/", "besteffort/"):
-                path = f"/{root}/{qos}pod{uid}"
-                if self.cgroup_exists(path):
-                    return path
+    def cgroup_exists(self, cgroup: str) -> bool:
+        return self.cgroups.exists(cgroup)
+
+    def _existing(self, name: CgroupName) -> str | None:
+        """The cgroup ``name`` as it is spelled on this node: cgroupfs
+        (``/kubepods/burstable/pod<uid>``) or systemd (``/kubepods.slice/...``)."""
+        for spell in (to_cgroupfs, to_systemd):
+            path = spell(name)
+            if self.cgroup_exists(path):
+                return path
         return None
+
+    def pods_cgroup(self, root: CgroupName = (NODE_ALLOCATABLE,)) -> str | None:
+        """The node-allocatable cgroup holding every pod, if it exists."""
+        return self._existing(root)
+
+    def find_pod_cgroup(self, uid: str, root: CgroupName = (NODE_ALLOCATABLE,)) -> str | None:
+        """The path of pod ``uid``'s cgroup under the QoS parents (``kubelet.cgroups.names``'s
+        layout: ``/kubepods[/burstable|/besteffort]/pod<uid>``) if it exists."""
+        for parent in QosCgroups.under(root).roots():
+            try:
+                name = new_name(parent, POD_PREFIX + uid)
+            except ValueError:  # not a UID a pod cgroup can have
+                return None
+            path = self._existing(name)
+            if path is not None:
+                return path
+        return None
+
+
+def _sample(memory: CgroupMemory) -> MemorySample:
+    return MemorySample(
+        usage=memory.usage,
+        working_set=memory.working_set,
+        rss=memory.rss,
+        page_faults=memory.page_faults,
+        major_page_faults=memory.major_page_faults,
+        limit=memory.limit,
+    )
 
 
 def filesystem(path: str) -> FsSample | None:

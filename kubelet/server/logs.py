@@ -35,10 +35,7 @@ class NoLogs(Exception):
 
 def _spec_names(pod: Pod) -> set[str]:
     names = {c.name for c in pod.spec.containers} | {c.name for c in pod.spec.init_containers}
-    for eph in pod.spec.ephemeral_containers:
-        if isinstance(eph, dict) and "name" in eph:
-            names.add(str(eph["name"]))
-    return names
+    return names | {c.name for c in pod.spec.ephemeral_containers}
 
 
 def _restarts(pod: Pod, instance: ContainerInfo) -> bool:

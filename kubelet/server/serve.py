@@ -23,6 +23,8 @@ import trio
 
 from kubelet.config import Options
 from kubelet.metrics import KubeletMetrics
+from kubelet.node.certificates.manager import CertificateManager
+from kubelet.node.certificates.serving import ServingCertificate
 
 from . import healthz
 from .accept import AcceptLoop
@@ -63,7 +65,8 @@ def tls_context(
     """Serving TLS; client certificates requested (not required) when a CA is configured."""
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.minimum_version = TLS_VERSIONS.get(min_version, ssl.TLSVersion.TLSv1_2)
-    context.load_cert_chain(cert_file, key_file)
+    if cert_file:
+        context.load_cert_chain(cert_file, key_file)
     context.set_alpn_protocols(["h2", "http/1.1"])
     if client_ca_file:
         context.load_verify_locations(client_ca_file)
@@ -131,8 +134,10 @@ async def serve(
     ephemeral_ports: bool = False,
     *,
     host: Host | None = None,
+    stats: SummaryProvider | None = None,
     limits: Limits | None = None,
     descriptors: Descriptors | None = None,
+    serving: CertificateManager | None = None,
     task_status: trio.TaskStatus[Addresses] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run the kubelet's servers until cancelled.
@@ -155,7 +160,7 @@ async def serve(
             healthz.sync_loop_check(backend.sync_loop_last_iteration, config.sync_frequency),
         ),
     ]
-    apps = _Apps(backend, options, checks, reviews, metrics, host)
+    apps = _Apps(backend, options, checks, reviews, metrics, host, stats)
     listeners = _Listeners(ephemeral_ports)
     async with trio.open_nursery() as nursery:
         await nursery.start(log_check.run)
@@ -170,7 +175,10 @@ async def serve(
         addresses: dict[str, str] = {}
         if config.enable_server:
             main_app = apps.build(auth_required=True)
-            context = _main_tls(options)
+            context = _main_tls(options, serving)
+            if serving is not None:  # serverTLSBootstrap: new handshakes, new certificate
+                follower = ServingCertificate(context, serving.current())
+                nursery.start_soon(follower.follow, serving.subscribe())
             sock = listeners.listen(config.address, config.port)
             addresses["main"] = serve_on(main_app, sock, context, "main")
             log.info("Starting to listen on %s (TLS)", addresses["main"])
@@ -207,9 +215,14 @@ class _Listeners:
         return sock
 
 
-def _main_tls(options: Options) -> ssl.SSLContext:
-    """The main port's TLS: the configured (or a self-signed) serving certificate."""
+def _main_tls(options: Options, serving: CertificateManager | None) -> ssl.SSLContext:
+    """The main port's TLS: the configured (or a self-signed) serving certificate, or
+    none yet when the serving certificate manager provides it."""
     config = options.config
+    if serving is not None:
+        return tls_context(
+            "", "", config.authentication.x509.client_ca_file, config.tls_min_version
+        )
     cert = serving_cert(
         config.tls_cert_file, config.tls_private_key_file, options.cert_dir, options.node_name
     )
@@ -232,6 +245,7 @@ class _Apps:
         reviews: ReviewClient | None,
         metrics: KubeletMetrics | None,
         host: Host,
+        stats: SummaryProvider | None = None,
     ) -> None:
         self._backend = backend
         self._options = options
@@ -240,7 +254,7 @@ class _Apps:
         self._metrics = metrics
         self._host = host
         config = options.config
-        self._stats = SummaryProvider(
+        self._stats = stats or SummaryProvider(
             backend.runtime,
             backend.images,
             node_name=options.node_name,
@@ -271,4 +285,5 @@ class _Apps:
             metrics=self._metrics,
             root_dir=options.root_dir,
             host=self._host,
+            idle_timeout=config.streaming_connection_idle_timeout,
         )

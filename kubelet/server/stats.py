@@ -16,16 +16,26 @@ from __future__ import annotations
 import contextlib
 import glob
 import logging
+import os
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import trio
+
 from kubelet.cri import CriError, ImageClient, RuntimeClient, Unimplemented, api, labels
 from kubelet.goformat import rfc3339
+from kubelet.stats.volumes import PodVolume, VolumeUsageCache
 
-from .hoststats import CpuSample, FsSample, Host, MemorySample, files_usage, filesystem
+from .hoststats import CpuSample, FsSample, Host, MemorySample, files_usage
 
 log = logging.getLogger(__name__)
+
+LOCAL_EPHEMERAL_PLUGINS = (
+    "kubernetes.io~empty-dir",
+    "kubernetes.io~configmap",
+    "kubernetes.io~git-repo",
+)
 
 Json = dict[str, Any]
 
@@ -115,6 +125,7 @@ class SummaryProvider:
         self.host = host or Host()
         self.wall_clock = wall_clock
         self.rates = RateCache()
+        self.volumes = VolumeUsageCache(root_dir, trio.current_time)
         self._sandbox_stats_supported = True
 
     async def summary(self, only_cpu_and_memory: bool = False) -> Json:
@@ -148,18 +159,19 @@ class SummaryProvider:
             node["systemContainers"] = [pods_cgroup]
         if not only_cpu_and_memory:
             node["network"] = self._node_network(when)
-            node["fs"] = fs_json(when, filesystem(self.root_dir))
-            node["runtime"] = await self._runtime_fs(when)
+            node["fs"] = fs_json(when, self.host.filesystem(self.root_dir))
+            node["runtime"] = await self.runtime_fs(when)
             node["rlimit"] = _prune(
                 {"time": when, "maxpid": self.host.max_pid(), "curproc": self.host.process_count()}
             )
         return _prune(node)
 
     def _system_container_pods(self, when: str, now_ns: int, capacity: int | None) -> Json | None:
-        if not self.host.cgroup_exists("/kubepods"):
+        cgroup = self.host.pods_cgroup()
+        if cgroup is None:
             return None
-        cpu = self.host.cgroup_cpu("/kubepods")
-        memory = self.host.cgroup_memory("/kubepods")
+        cpu = self.host.cgroup_cpu(cgroup)
+        memory = self.host.cgroup_memory(cgroup)
         boot = self.host.boot_time() or 0
         return _prune(
             {
@@ -192,7 +204,9 @@ class SummaryProvider:
         main = next((r for r in rows if r["name"] == default), rows[0])
         return {"time": when, **main, "interfaces": rows}
 
-    async def _runtime_fs(self, when: str) -> Json | None:
+    async def runtime_fs(self, when: str) -> Json | None:
+        """``imageFs`` and ``containerFs`` as the runtime reports them (ImageFsInfo), sized
+        by the filesystem holding each mountpoint."""
         if self.images is None:
             return None
         try:
@@ -202,13 +216,15 @@ class SummaryProvider:
             return None
         if not info.image_filesystems:
             return None
-        usage = info.image_filesystems[0]
-        fs = filesystem(usage.fs_id.mountpoint) if usage.fs_id.mountpoint else None
-        return {
-            "imageFs": fs_json(
-                when, fs, _value(usage, "used_bytes") or 0, _value(usage, "inodes_used")
-            )
-        }
+        out: Json = {"imageFs": self._fs_usage(when, info.image_filesystems[0])}
+        containers = info.container_filesystems or info.image_filesystems
+        out["containerFs"] = self._fs_usage(when, containers[0])
+        return out
+
+    def _fs_usage(self, when: str, usage: api.FilesystemUsage) -> Json:
+        mount = usage.fs_id.mountpoint
+        fs = self.host.filesystem(mount) if mount else None
+        return fs_json(when, fs, _value(usage, "used_bytes") or 0, _value(usage, "inodes_used"))
 
     # -- pods -----------------------------------------------------------------------------
 
@@ -253,7 +269,7 @@ class SummaryProvider:
         sandbox_stats = await self._sandbox_stats([s.id for s in sandboxes])
         container_stats = await self._container_stats()
         capacity = self.host.memory_capacity()
-        fs = None if only_cpu_and_memory else filesystem(self.pod_logs_dir)
+        fs = None if only_cpu_and_memory else self.host.filesystem(self.pod_logs_dir)
         image_fs = None if only_cpu_and_memory else await self._image_fs()
         by_sandbox: dict[str, dict[str, api.Container]] = {}
         for c in sorted(containers, key=lambda c: c.created_at):
@@ -265,9 +281,12 @@ class SummaryProvider:
                 for c in by_sandbox.get(sandbox.id, {}).values()
             ]
             stats = sandbox_stats.get(sandbox.id) if sandbox_stats is not None else None
-            out.append(
-                self._pod_json(sandbox, stats, pod_containers, capacity, only_cpu_and_memory)
-            )
+            pod = self._pod_json(sandbox, stats, pod_containers, capacity, only_cpu_and_memory)
+            if not only_cpu_and_memory:
+                await self._add_volumes(pod)
+            out.append(pod)
+        if not only_cpu_and_memory:
+            self.volumes.keep({s.labels[labels.POD_UID] for s in sandboxes})
         self.rates.keep(
             ["node", "pods"]
             + [f"pod/{s.labels[labels.POD_UID]}" for s in sandboxes]
@@ -276,6 +295,41 @@ class SummaryProvider:
         # newest sandbox per pod uid wins (a pod restarted its sandbox)
         newest: dict[str, Json] = {p["podRef"]["uid"]: p for p in out}
         return list(newest.values())
+
+    async def _add_volumes(self, pod: Json) -> None:
+        """The pod's ``volume`` list, and its local ephemeral volumes in ``ephemeral-storage``."""
+        when = rfc3339(self.wall_clock())
+        volumes = await self.volumes.pod_volumes(pod["podRef"]["uid"])
+        if not volumes:
+            return
+        rows = [self._volume_json(when, v) for v in volumes]
+        pod["volume"] = rows
+        local = [r for v, r in zip(volumes, rows, strict=True) if self._local_ephemeral(v)]
+        if local:
+            base = dict(pod.get("ephemeral-storage") or local[0])
+            base["usedBytes"] = sum(r["usedBytes"] for r in local) + (
+                pod.get("ephemeral-storage") or {}
+            ).get("usedBytes", 0)
+            base["inodesUsed"] = sum(r["inodesUsed"] for r in local) + (
+                pod.get("ephemeral-storage") or {}
+            ).get("inodesUsed", 0)
+            pod["ephemeral-storage"] = base
+
+    def _volume_json(self, when: str, volume: PodVolume) -> Json:
+        row = fs_json(when, self.host.filesystem(volume.path), volume.usage.bytes,
+                      volume.usage.inodes)  # fmt: skip
+        row["name"] = volume.name
+        return row
+
+    def _local_ephemeral(self, volume: PodVolume) -> bool:
+        """emptyDir on disk, configMap, gitRepo: upstream's ``IsLocalEphemeralVolume``
+        (a memory-backed emptyDir is a tmpfs: another device than ``--root-dir``)."""
+        if volume.plugin not in LOCAL_EPHEMERAL_PLUGINS:
+            return False
+        try:
+            return os.stat(volume.path).st_dev == os.stat(self.root_dir).st_dev
+        except OSError:
+            return False
 
     async def _image_fs(self) -> FsSample | None:
         if self.images is None:
@@ -290,7 +344,7 @@ class SummaryProvider:
             mount = info.image_filesystems[0].fs_id.mountpoint
         else:
             return None
-        return filesystem(mount) if mount else None
+        return self.host.filesystem(mount) if mount else None
 
     def _container_json(
         self,
@@ -379,7 +433,14 @@ class SummaryProvider:
             pod.update({k: v for k, v in _sum_containers(containers).items() if k not in pod})
         if not only_cpu_and_memory:
             pod["ephemeral-storage"] = _ephemeral(containers)
+            pod["process_stats"] = self._process_stats(uid)
         return _prune(pod)
+
+    def _process_stats(self, uid: str) -> Json | None:
+        """The pod's task count from its cgroup (pid.available ranks pods by it)."""
+        cgroup = self.host.find_pod_cgroup(uid)
+        count = self.host.cgroup_pids(cgroup) if cgroup is not None else None
+        return {"process_count": count} if count is not None else None
 
     def _pod_cgroup(self, uid: str, capacity: int | None) -> Json:
         cgroup = self.host.find_pod_cgroup(uid)

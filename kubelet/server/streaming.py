@@ -60,7 +60,7 @@ from .wire import BROKEN
 
 log = get_logger(__name__)
 
-CHUNK = 64 << 10
+CHUNK = 256 << 10
 """Bytes read at once from either side; also what one direction holds at most."""
 CONNECT_TIMEOUT = 30.0
 """Dialing the runtime and reading its response head (ours; upstream has no bound)."""
@@ -253,9 +253,7 @@ async def dial(url: StreamingURL, ssl_context: ssl.SSLContext | None) -> trio.ab
         raise ProxyError(f"error dialing backend: {exc}") from None
     if url.scheme != "https":
         return tcp
-    tls = trio.SSLStream(
-        tcp, ssl_context or default_ssl_context(), server_hostname=url.host
-    )
+    tls = trio.SSLStream(tcp, ssl_context or default_ssl_context(), server_hostname=url.host)
     try:
         await tls.do_handshake()
     except BROKEN as exc:

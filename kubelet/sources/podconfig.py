@@ -306,13 +306,18 @@ def pods_differ_semantically(existing: Pod, ref: Pod) -> bool:
 def check_and_update(existing: Pod, ref: Pod) -> tuple[Pod, PodOperation | None]:
     """The stored pod after ``ref`` arrives, and what kind of change it was.
 
-    UPDATE/DELETE copy spec, labels, deletion fields, generation, status and annotations
-    from ``ref`` but keep the stored pod's local annotations (``config.seen`` above all);
-    a status-only change is a RECONCILE; no change returns ``existing`` and None.
+    UPDATE/DELETE copy spec, labels, deletion fields, generation, resourceVersion, status
+    and annotations from ``ref`` but keep the stored pod's local annotations
+    (``config.seen`` above all); a status-only change is a RECONCILE (with the new
+    resourceVersion); no change returns ``existing`` and None.
     """
     if not pods_differ_semantically(existing, ref):
         if existing.status != ref.status:
-            return attrs.evolve(existing, status=ref.status), PodOperation.RECONCILE
+            # the version goes with the status: the status manager tells its own writes
+            # from others' by it
+            version = ref.metadata.resource_version
+            meta = attrs.evolve(existing.metadata, resource_version=version)
+            return attrs.evolve(existing, metadata=meta, status=ref.status), PodOperation.RECONCILE
         return existing, None
     annotations = dict(ref.metadata.annotations)
     annotations[labels.CONFIG_SEEN] = existing.metadata.annotations.get(labels.CONFIG_SEEN, "")
@@ -325,6 +330,7 @@ def check_and_update(existing: Pod, ref: Pod) -> tuple[Pod, PodOperation | None]
         deletion_timestamp=ref.metadata.deletion_timestamp,
         deletion_grace_period_seconds=ref.metadata.deletion_grace_period_seconds,
         generation=ref.metadata.generation,
+        resource_version=ref.metadata.resource_version,
         annotations=annotations,
     )
     updated = attrs.evolve(existing, metadata=meta, spec=ref.spec, status=ref.status)

@@ -182,6 +182,9 @@ def _spec(spec: PodSpec) -> Iterator[FieldError]:
             yield from _container(
                 f"spec.{field}[{i}]", ctr, names, volumes, spec, init=field == "initContainers"
             )
+    if spec.ephemeral_containers:
+        # only the ephemeralcontainers subresource adds them, never a created pod
+        yield FieldError("spec.ephemeralContainers", "Forbidden", detail="cannot be set on create")
     if spec.restart_policy not in RESTART_POLICIES:
         yield _unsupported("spec.restartPolicy", spec.restart_policy, RESTART_POLICIES)
     if spec.dns_policy not in DNS_POLICIES:

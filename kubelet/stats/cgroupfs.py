@@ -5,8 +5,13 @@ The figures are cAdvisor's, which the kubelet's summary and eviction read upstre
 - working set = usage − inactive file pages (``total_inactive_file`` in v1's
   hierarchical ``memory.stat``, ``inactive_file`` in v2), never below 0; usage is
   ``memory.usage_in_bytes`` (v1) or ``memory.current`` (v2);
-- the v2 root cgroup has no ``memory.current``: the machine's figures come from
-  /proc/meminfo (MemTotal − MemFree, ``Inactive(file)``), as runc does;
+- the v2 root cgroup has no ``memory.current``: as runc does, its usage is ``anon`` +
+  ``file`` of the root's ``memory.stat`` (what v1's root ``usage_in_bytes`` counts), and
+  when that file is missing the machine's figures come from /proc/meminfo
+  (MemTotal − MemFree, ``Inactive(file)``);
+- v1 takes the hierarchical ``total_*`` keys of ``memory.stat``, the local ones when a
+  kernel offers no ``total_*``; v2's ``memory.stat`` is hierarchical already (``anon`` is
+  the rss, ``pgfault``/``pgmajfault`` the page faults);
 - CPU is ``cpuacct.usage`` (v1, ns) or ``usage_usec`` of ``cpu.stat`` (v2);
 - the node's PID limit is min(kernel.pid_max, kernel.threads-max) and its task count
   the total in /proc/loadavg (pidlimit_linux.go).
@@ -132,24 +137,32 @@ class Cgroups:
         if usage is None:
             return None
         stat = _key_values(_read(path / "memory.stat"))
-        inactive = stat.get("total_inactive_file", 0)
+
+        def total(key: str) -> int | None:
+            return stat.get("total_" + key, stat.get(key))
+
+        inactive = total("inactive_file") or 0
         limit = _int(path / "memory.limit_in_bytes")
         return CgroupMemory(
             usage=usage,
             working_set=max(usage - inactive, 0),
             inactive_file=inactive,
-            rss=stat.get("total_rss"),
-            page_faults=stat.get("total_pgfault"),
-            major_page_faults=stat.get("total_pgmajfault"),
+            rss=total("rss"),
+            page_faults=total("pgfault"),
+            major_page_faults=total("pgmajfault"),
             limit=limit if limit is not None and limit < _UNLIMITED else None,
         )
 
     def _memory_v2(self, cgroup: str) -> CgroupMemory | None:
         path = self._v2(cgroup)
         usage = _int(path / "memory.current")
-        if usage is None:
-            return self._meminfo() if cgroup.strip("/") == "" else None
         stat = _key_values(_read(path / "memory.stat"))
+        if usage is None:
+            if cgroup.strip("/") != "":
+                return None
+            if "anon" not in stat or "file" not in stat:
+                return self.meminfo_memory()
+            usage = stat["anon"] + stat["file"]
         inactive = stat.get("inactive_file", 0)
         limit_text = (_read(path / "memory.max") or "max").strip()
         return CgroupMemory(
@@ -162,7 +175,8 @@ class Cgroups:
             limit=int(limit_text) if limit_text.isdigit() else None,
         )
 
-    def _meminfo(self) -> CgroupMemory | None:
+    def meminfo_memory(self) -> CgroupMemory | None:
+        """The machine's memory from /proc/meminfo (no root memory cgroup to read)."""
         info = {k: v * 1024 for k, v in _key_values(_read(self.root / "proc/meminfo")).items()}
         total, free = info.get("MemTotal"), info.get("MemFree")
         if total is None or free is None:
@@ -179,8 +193,11 @@ class Cgroups:
             stat = _key_values(_read(self._v2(cgroup) / "cpu.stat"))
             usec = stat.get("usage_usec")
             return usec * 1000 if usec is not None else None
-        path = self._v1(("cpuacct", "cpu,cpuacct", "cpuacct,cpu", "cpu"), cgroup)
-        return _int(path / "cpuacct.usage") if path is not None else None
+        for mount in ("cpuacct", "cpu,cpuacct", "cpuacct,cpu", "cpu"):
+            usage = _int(self.base / mount / cgroup.strip("/") / "cpuacct.usage")
+            if usage is not None:
+                return usage
+        return None
 
     def pids(self, cgroup: str) -> int | None:
         """Tasks in ``cgroup`` (``pids.current``); the root has none, see ``rlimit``."""

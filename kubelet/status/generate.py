@@ -21,6 +21,7 @@ from kubelet.status.phase import (
     FAILED,
     SUCCEEDED,
     convert_container_statuses,
+    ephemeral_container_statuses,
     format_time,
     get_phase,
     has_any_regular_container_started,
@@ -61,10 +62,6 @@ def containers_ready(
 ) -> PodCondition:
     if statuses is None:
         return _condition(CONTAINERS_READY, False, UNKNOWN_CONTAINER_STATUSES)
-    if phase == SUCCEEDED:
-        return _condition(CONTAINERS_READY, False, POD_COMPLETED)
-    if phase == FAILED:
-        return _condition(CONTAINERS_READY, False, POD_FAILED)
     by_name = {s.name: s for s in (*init, *statuses)}
     unknown: list[str] = []
     unready: list[str] = []
@@ -75,6 +72,10 @@ def containers_ready(
             unknown.append(container.name)
         elif not status.ready:
             unready.append(container.name)
+    if phase == SUCCEEDED and not unknown:
+        return _condition(CONTAINERS_READY, False, POD_COMPLETED)
+    if phase == FAILED:
+        return _condition(CONTAINERS_READY, False, POD_FAILED)
     if not unknown and not unready:
         return _condition(CONTAINERS_READY, True)
     parts = []
@@ -110,30 +111,30 @@ def pod_ready(pod: Pod, ready: PodCondition, conditions: Sequence[PodCondition])
 def initialized(
     pod: Pod, init: Sequence[ContainerStatus] | None, regular: Sequence[ContainerStatus], phase: str
 ) -> PodCondition:
-    if not pod.spec.init_containers:
-        return _condition(INITIALIZED, True)
-    if init is None:
+    """Upstream's order: unknown statuses, a Succeeded pod (PodCompleted, with or without
+    init containers), a regular container that started, then the incomplete ones."""
+    if init is None and pod.spec.init_containers:
         return _condition(INITIALIZED, False, UNKNOWN_CONTAINER_STATUSES)
-    if phase == SUCCEEDED:
+    by_name = {s.name: s for s in init or ()}
+    unknown: list[str] = []
+    incomplete: list[str] = []
+    for container in pod.spec.init_containers:
+        status = by_name.get(container.name)
+        if status is None:
+            unknown.append(container.name)
+        elif not (status.started if is_restartable_init_container(container) else status.ready):
+            incomplete.append(container.name)
+    if phase == SUCCEEDED and not unknown:
         return _condition(INITIALIZED, True, POD_COMPLETED)
     if has_any_regular_container_started(pod.spec, regular):
         return _condition(INITIALIZED, True)
-    by_name = {s.name: s for s in init}
-    incomplete = []
-    for container in pod.spec.init_containers:
-        status = by_name.get(container.name)
-        done = status is not None and (
-            status.started if is_restartable_init_container(container) else status.ready
-        )
-        if not done:
-            incomplete.append(container.name)
+    parts = []
+    if unknown:
+        parts.append(f"containers with unknown status: {_go_list(unknown)}")
     if incomplete:
-        return _condition(
-            INITIALIZED,
-            False,
-            CONTAINERS_NOT_INITIALIZED,
-            f"containers with incomplete status: {_go_list(incomplete)}",
-        )
+        parts.append(f"containers with incomplete status: {_go_list(incomplete)}")
+    if parts:
+        return _condition(INITIALIZED, False, CONTAINERS_NOT_INITIALIZED, ", ".join(parts))
     return _condition(INITIALIZED, True)
 
 
@@ -160,6 +161,38 @@ def _pod_ips(
     return [p.ip for p in old.pod_ips]
 
 
+def foreign_conditions(conditions: Sequence[PodCondition]) -> list[PodCondition]:
+    """The conditions someone else owns (readiness gates, DisruptionTarget, ...)."""
+    return [c for c in conditions if c.type not in OWNED]
+
+
+def needs_readiness_reconcile(pod: Pod) -> bool:
+    """The API's Ready condition disagrees with the pod's readiness gates as they stand
+    now (upstream's ``NeedToReconcilePodReadiness``): a gate condition changed, sync."""
+    if not pod.spec.readiness_gates:
+        return False
+    status = pod.status
+    current = next((c for c in status.conditions if c.type == READY), None)
+    if current is None:
+        return False
+    init = status.init_container_statuses
+    cready = containers_ready(pod, status.container_statuses, init, status.phase)
+    wanted = pod_ready(pod, cready, status.conditions)
+    return (current.status, current.message) != (wanted.status, wanted.message)
+
+
+def _phase_reason(
+    pod: Pod, phase: str, old: PodStatus, evicted: tuple[str, str] | None
+) -> tuple[str, str, str]:
+    """(phase, reason, message): a pod that must go is Failed with why; otherwise the
+    reason and message stay only while the phase does (upstream's generateAPIPodStatus)."""
+    if evicted is not None:
+        return FAILED, evicted[0], evicted[1]
+    if phase != old.phase:
+        return phase, "", ""
+    return phase, old.reason or pod.status.reason, old.message or pod.status.message
+
+
 def generate_pod_status(
     pod: Pod,
     runtime: RuntimePodStatus,
@@ -171,9 +204,14 @@ def generate_pod_status(
     started: Collection[str] = (),
     ready: Collection[str] = (),
     pod_is_terminal: bool = False,
+    evicted: tuple[str, str] | None = None,
     now_ns: int,
 ) -> PodStatus:
-    """The full status for ``pod`` now (``previous``: what was last reported, if anything)."""
+    """The full status for ``pod`` now (``previous``: what was last reported, if anything;
+    ``evicted``: (reason, message) of a pod the kubelet is failing, as an active deadline).
+
+    Conditions others own come from the API's copy of the pod (``pod.status``), never
+    from what the kubelet reported before: a readiness gate set since counts at once."""
     old = previous or pod.status
     init, regular = convert_container_statuses(
         pod,
@@ -184,12 +222,20 @@ def generate_pod_status(
         started=started,
         ready=ready,
     )
+    ephemeral = ephemeral_container_statuses(
+        pod,
+        runtime,
+        old.ephemeral_container_statuses,
+        runtime_name=runtime_name,
+        waiting_reasons=waiting_reasons,
+    )
     phase = resolve_phase(
         get_phase(pod, (*init, *regular), pod_is_terminal=pod_is_terminal),
         previous_phase=old.phase if previous is not None else "",
         api_phase=pod.status.phase,
     )
-    foreign = [c for c in old.conditions if c.type not in OWNED]
+    phase, reason, message = _phase_reason(pod, phase, old, evicted)
+    foreign = foreign_conditions(pod.status.conditions)
     needs_sandbox, _, _ = sandbox_changed(pod, runtime)
     cready = containers_ready(pod, regular, init, phase)
     owned = [
@@ -199,15 +245,18 @@ def generate_pod_status(
         cready,
         _condition(SCHEDULED, True),
     ]
+    generation = pod.metadata.generation or None  # omitted when 0, as upstream (omitempty)
+    owned = [attrs.evolve(c, observed_generation=generation) for c in owned]
     now = format_time(now_ns)
     conditions = (*foreign, *_keep_transition_times(owned, old.conditions, now))
     pod_ips = _pod_ips(pod, runtime, host_ips, old)
     start_time = old.start_time or now
     return PodStatus(
+        observed_generation=generation,
         phase=phase,
         conditions=conditions,
-        message=old.message,
-        reason=old.reason,
+        message=message,
+        reason=reason,
         host_ip=host_ips[0] if host_ips else old.host_ip,
         host_ips=tuple(PodIP(ip=ip) for ip in host_ips) or old.host_ips,
         pod_ip=pod_ips[0] if pod_ips else "",
@@ -215,6 +264,6 @@ def generate_pod_status(
         start_time=start_time,
         init_container_statuses=init,
         container_statuses=regular,
+        ephemeral_container_statuses=ephemeral,
         qos_class=pod_qos(pod),
-        observed_generation=pod.metadata.generation,
     )

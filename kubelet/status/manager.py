@@ -4,9 +4,12 @@ Pod workers hand it the status they computed (``set``); one task PATCHes
 ``pods/<name>/status`` with a strategic merge patch carrying the pod's uid (the server's
 precondition: a recreated pod of the same name is never patched). Static pods report
 through their mirror pod. Failed PATCHes are retried on the next pass (every 10 s, or at
-once on a new status); conditions the kubelet does not own are preserved because the
-patch only names what changed. A terminal phase is never left: once the API shows
-Succeeded or Failed, or the kubelet reported it, no later status moves the pod back.
+once on a new status). Conditions the kubelet does not own (readiness gates set by
+controllers) are never written: the status sent carries the API's own
+copy of them (upstream's ``mergePodStatus``), so the patch never names them, except
+DisruptionTarget, which the kubelet shares and sends with a terminal phase. A
+terminal phase is never left: once the API shows Succeeded or Failed, or the kubelet
+reported it, no later status moves the pod back.
 
 When a pod being deleted has been torn down on the node, ``finished`` deletes its API
 object with grace period 0 and a uid precondition.
@@ -24,10 +27,15 @@ from kubelet.api import from_wire, to_wire
 from kubelet.api.client import PODS, ApiClient, PatchType
 from kubelet.api.errors import ApiError, Conflict, NotFound
 from kubelet.api.patch import pod_status_patch
-from kubelet.api.pod import Pod, PodStatus
-from kubelet.status.phase import resolve_phase
+from kubelet.api.pod import Pod, PodCondition, PodStatus
+from kubelet.status.generate import OWNED, foreign_conditions
+from kubelet.status.phase import is_terminal_phase, resolve_phase
 
 log = logging.getLogger(__name__)
+
+SHARED = ("DisruptionTarget",)
+"""conditions the kubelet sets only when it stops a pod itself (upstream's
+``PodConditionSharedByKubelet``)"""
 
 RESYNC = 10.0
 CONCURRENCY = 16
@@ -38,6 +46,8 @@ class _Entry:
     pod: Pod
     status: PodStatus
     sent: PodStatus | None = None
+    sent_version: str = ""
+    """The resourceVersion the API answered the last PATCH with."""
     target_uid: str = ""
     delete_after: bool = False
     dirty: bool = True
@@ -56,9 +66,11 @@ class StatusManager:
         client: ApiClient,
         *,
         mirror_for: Callable[[Pod], Pod | None],
+        api_copy: Callable[[str], Pod | None] | None = None,
     ) -> None:
         self._client = client
         self._mirror_for = mirror_for
+        self._api_copy = api_copy
         self._entries: dict[str, _Entry] = {}
         self._wake = trio.Event()
         self._limiter = trio.CapacityLimiter(CONCURRENCY)
@@ -98,9 +110,11 @@ class StatusManager:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
         while True:
-            with trio.move_on_after(RESYNC):
+            with trio.move_on_after(RESYNC) as timer:
                 await self._wake.wait()
             self._wake = trio.Event()
+            if timer.cancelled_caught:
+                self._reconcile()
             dirty = [u for u, e in self._entries.items() if e.dirty]
             async with trio.open_nursery() as nursery:
                 for uid in dirty:
@@ -113,9 +127,34 @@ class StatusManager:
             if entry is not None and entry.dirty:
                 await self._sync(uid, entry)
 
+    def _target(self, pod: Pod) -> Pod | None:
+        """The API's newest copy of ``pod`` we know of: its mirror pod for a static pod,
+        else the watch's copy (the pod itself when there is none)."""
+        if pod.is_static:
+            return self._mirror_for(pod)
+        found = self._api_copy(pod.uid) if self._api_copy is not None else None
+        return found if found is not None and found.uid == pod.uid else pod
+
+    def _reconcile(self) -> None:
+        """Upstream's ``needsReconcile``: a status someone else changed in the API in a
+        part the kubelet owns (a Ready condition replaced by hand, a container status
+        overwritten) is sent again, diffed against the API's copy this time."""
+        for entry in self._entries.values():
+            if entry.dirty or entry.sent is None:
+                continue
+            target = self._target(entry.pod)
+            if target is None or target.uid != entry.target_uid:
+                continue
+            version = target.metadata.resource_version
+            if version == entry.sent_version or _older(version, entry.sent_version):
+                continue  # our own write, or a watch that has not caught up with it
+            if _kubelet_view(target.status) != _kubelet_view(entry.sent):
+                log.info("status of pod %s changed in the API; reconciling", entry.pod.key)
+                entry.sent, entry.dirty = None, True
+
     async def _sync(self, uid: str, entry: _Entry) -> None:
         pod = entry.pod
-        target = self._mirror_for(pod) if pod.is_static else pod
+        target = self._target(pod)
         if target is None:
             return  # no mirror pod yet: try again once it exists
         api_status = target.status
@@ -124,15 +163,16 @@ class StatusManager:
             pod, entry.status, sent.phase if sent is not None else "", api_status.phase
         )
         base = sent if sent is not None else api_status
-        patch = pod_status_patch(target.uid, to_wire(base), to_wire(entry.status))
+        patch = pod_status_patch(target.uid, to_wire(base), to_wire(_merged(entry.status, base)))
         path = PODS.path(target.metadata.namespace, target.metadata.name, "status")
         try:
             if patch is not None:
                 answer = await self._client.patch(path, patch, PatchType.STRATEGIC)
                 self.patches += 1
-                entry.sent = from_wire(Pod, answer).status
+                answered = from_wire(Pod, answer)
+                entry.sent, entry.sent_version = answered.status, answered.metadata.resource_version
             else:
-                entry.sent = entry.status
+                entry.sent = entry.status  # the version we last wrote stays the reference
             entry.target_uid = target.uid
             entry.dirty = False
             if entry.delete_after and not pod.is_static:
@@ -164,6 +204,40 @@ class StatusManager:
         self._entries.pop(pod.uid, None)
 
 
+def _merged(status: PodStatus, api: PodStatus) -> PodStatus:
+    """``status`` with the conditions others own taken from the API's status (first,
+    as upstream orders them), and the kubelet's own after them. A condition the kubelet
+    shares (DisruptionTarget: eviction, node shutdown) is sent once, with the move to a
+    terminal phase, replacing the API's."""
+    shared: tuple[PodCondition, ...] = ()
+    if is_terminal_phase(status.phase) and not is_terminal_phase(api.phase):
+        shared = tuple(c for c in status.conditions if c.type in SHARED)
+    replaced = {c.type for c in shared}
+    theirs = [c for c in foreign_conditions(api.conditions) if c.type not in replaced]
+    ours = [c for c in status.conditions if c.type in OWNED]
+    conditions = (*theirs, *shared, *ours)
+    if conditions == status.conditions:
+        return status
+    return attrs.evolve(status, conditions=conditions)
+
+
+def _older(version: str, than: str) -> bool:
+    """``version`` is an older resourceVersion than ``than`` (they are etcd revisions;
+    anything else is never called older)."""
+    return version.isdigit() and than.isdigit() and int(version) < int(than)
+
+
+def _kubelet_view(status: PodStatus) -> dict[str, object]:
+    """What of a status the kubelet owns, to compare (upstream's
+    ``isPodStatusByKubeletEqual``): others' conditions left out, the kubelet's own
+    compared by status, reason and message only."""
+    wire = dict(to_wire(status))
+    wire["conditions"] = sorted(
+        (c.type, c.status, c.reason, c.message) for c in status.conditions if c.type in OWNED
+    )
+    return wire
+
+
 def _keep_terminal(pod: Pod, status: PodStatus, *earlier: str) -> PodStatus:
     """A pod that was reported (or is, in the API) Succeeded or Failed stays so: the
     status manager never sends a terminal phase back to Pending or Running."""
@@ -184,11 +258,13 @@ def _keep_terminal(pod: Pod, status: PodStatus, *earlier: str) -> PodStatus:
 async def run_status_manager(
     client: ApiClient,
     mirror_for: Callable[[Pod], Pod | None],
+    api_copy: Callable[[str], Pod | None] | None = None,
     *,
     task_status: trio.TaskStatus[StatusManager] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """The status manager's task; ``mirror_for`` finds a static pod's mirror pod."""
-    manager = StatusManager(client, mirror_for=mirror_for)
+    """The status manager's task; ``mirror_for`` finds a static pod's mirror pod,
+    ``api_copy`` the API's newest copy of a pod by uid (as the API source delivered it)."""
+    manager = StatusManager(client, mirror_for=mirror_for, api_copy=api_copy)
     async with trio.open_nursery() as nursery:
         await nursery.start(manager.run)
         task_status.started(manager)

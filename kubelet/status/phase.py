@@ -21,9 +21,13 @@ from kubelet.api.pod import (
     ContainerStateTerminated,
     ContainerStateWaiting,
     ContainerStatus,
+    ContainerUser,
+    LinuxContainerUser,
     Pod,
     PodSpec,
     PodStatus,
+    ResourceRequirements,
+    VolumeMountStatus,
 )
 from kubelet.cri.types import ContainerInfo, ContainerRunState, RuntimePodStatus
 from kubelet.decisions.actions import restart_policy, should_container_be_restarted
@@ -43,6 +47,7 @@ __all__ = [
     "apply_probe_results",
     "container_id",
     "convert_container_statuses",
+    "ephemeral_container_statuses",
     "format_time",
     "get_phase",
     "has_any_regular_container_started",
@@ -247,6 +252,55 @@ def _raw_id(api_id: str) -> str:
     return api_id.split("://", 1)[-1]
 
 
+def volume_mount_statuses(container: Container) -> tuple[VolumeMountStatus, ...]:
+    """``volumeMounts`` of a container status: the spec's mounts (the runtime does not
+    know volume names); a read-only one says whether it is recursively read-only
+    (never here: the kubelet mounts read-only volumes non-recursively)."""
+    return tuple(
+        VolumeMountStatus(
+            name=m.name,
+            mount_path=m.mount_path,
+            read_only=True if m.read_only else None,
+            recursive_read_only="Disabled" if m.read_only else None,
+        )
+        for m in container.volume_mounts
+    )
+
+
+def _user(info: ContainerInfo) -> ContainerUser | None:
+    if info.user is None:
+        return None
+    return ContainerUser(
+        linux=LinuxContainerUser(
+            uid=info.user.uid,
+            gid=info.user.gid,
+            supplemental_groups=info.user.supplemental_groups,
+        )
+    )
+
+
+def _with_runtime_fields(
+    status: ContainerStatus,
+    info: ContainerInfo,
+    container: Container,
+    old: ContainerStatus | None,
+) -> ContainerStatus:
+    """What upstream adds to a container the runtime knows: the resources (the spec's,
+    as allocated; ``resources: {}`` without any), the requests as ``allocatedResources``,
+    the process's user, and the volume mounts (kept from before: they never change)."""
+    resources = container.resources or ResourceRequirements()
+    mounts = old.volume_mounts if old is not None else volume_mount_statuses(container)
+    return attrs.evolve(
+        status,
+        resources=ResourceRequirements(
+            limits=dict(resources.limits), requests=dict(resources.requests)
+        ),
+        allocated_resources=dict(resources.requests),
+        user=_user(info),
+        volume_mounts=mounts,
+    )
+
+
 def _convert_one(
     info: ContainerInfo, old: ContainerStatus | None, runtime_name: str
 ) -> ContainerStatus:
@@ -315,11 +369,14 @@ def api_container_statuses(
     statuses = _starting_statuses(containers, old_by_name, default_reason)
     _mark_vanished(pod, runtime, containers, old_by_name, statuses, default_reason)
     seen: dict[str, int] = {}
+    specs = {c.name: c for c in containers}
     newest_first = sorted(runtime.containers, key=lambda c: c.created_at, reverse=True)
     for info in newest_first:
         if info.name not in statuses or seen.get(info.name, 0) >= 2:
             continue
-        converted = _convert_one(info, old_by_name.get(info.name), runtime_name)
+        old = old_by_name.get(info.name)
+        converted = _convert_one(info, old, runtime_name)
+        converted = _with_runtime_fields(converted, info, specs[info.name], old)
         if seen.get(info.name, 0) == 0:
             statuses[info.name] = converted
         else:
@@ -344,6 +401,7 @@ def _starting_statuses(
             name=container.name,
             image=container.image,
             state=ContainerState(waiting=ContainerStateWaiting(reason=default_reason)),
+            volume_mounts=volume_mount_statuses(container),
         )
         old = old_by_name.get(container.name)
         if old is not None:
@@ -495,4 +553,25 @@ def convert_container_statuses(
     return (
         apply_probe_results(pod, init, is_init=True, started=started, ready=ready),
         apply_probe_results(pod, regular, is_init=False, started=started, ready=ready),
+    )
+
+
+def ephemeral_container_statuses(
+    pod: Pod,
+    runtime: RuntimePodStatus,
+    previous: Sequence[ContainerStatus],
+    *,
+    runtime_name: str = "containerd",
+    waiting_reasons: Mapping[str, tuple[str, str]] | None = None,
+) -> tuple[ContainerStatus, ...]:
+    """``ephemeralContainerStatuses``: built as the regular ones (sorted by name); no
+    probe ever looks at them, so ``started`` stays unset and ``ready`` false."""
+    return api_container_statuses(
+        pod,
+        runtime,
+        previous,
+        pod.spec.ephemeral_containers,
+        is_init=False,
+        runtime_name=runtime_name,
+        waiting_reasons=waiting_reasons,
     )

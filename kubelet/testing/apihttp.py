@@ -12,6 +12,7 @@ import json
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any
+from urllib.parse import parse_qs
 
 import attrs
 import trio
@@ -20,6 +21,7 @@ from .apiauth import ApiAuth
 from .apidiscovery import discovery, version_info
 from .apierrors import StatusError
 from .apifaults import ApiFaultPlan, RequestInfo
+from .apiproxy import PROXIED, STREAMED, KubeletProxy
 from .apiregistry import Registry
 from .apiresources import ResourceType
 from .apiroutes import Route, parse_route, verb_of
@@ -27,7 +29,7 @@ from .apistore import ApiStore, Obj, meta
 from .apiwatch import WatchHandle, WatchParams, encode, run_watch
 from .certs import client_identity, expired
 from .csrapi import prepare_csr
-from .httpserver import AbortConnection, Request, Response, Send
+from .httpserver import AbortConnection, Request, Response, Send, Upgraded
 from .selectors import Matcher, field_selector, label_selector
 
 __all__ = ["ApiHandler", "ApiRequest", "ApiSettings"]
@@ -39,6 +41,7 @@ _SUBRESOURCE_VERBS = {
     "status": frozenset({"get", "update", "patch"}),
     "token": frozenset({"create"}),
     "approval": frozenset({"get", "update", "patch"}),
+    "ephemeralcontainers": frozenset({"get", "update", "patch"}),
 }
 
 
@@ -127,6 +130,7 @@ class ApiHandler:
         watches: set[WatchHandle],
         now: Callable[[], float],
         address: Callable[[], str],
+        proxy: KubeletProxy | None = None,
     ) -> None:
         self.store = store
         self.registry = registry
@@ -137,6 +141,7 @@ class ApiHandler:
         self.watches = watches
         self.now = now
         self.address = address
+        self.proxy = proxy
 
     async def __call__(self, request: Request) -> Response:
         record = ApiRequest(
@@ -187,6 +192,8 @@ class ApiHandler:
                 raise effect.error
             if route.rt is None:
                 return self._non_resource(route, request)
+            if route.rt.plural == "pods" and route.subresource in PROXIED:
+                return await self._proxied(route, request)
             return self._resource(route, verb, request, record, effect.expire_watch)
         except StatusError as err:
             return error_response(err)
@@ -194,6 +201,51 @@ class ApiHandler:
             # A bug in the fake: answer 500 so the test sees it, and log the traceback.
             log.exception("FakeApiServer failed on %s %s", request.method, request.path)
             return error_response(StatusError(500, f"Internal error occurred: {exc!r}"))
+
+    async def _proxied(self, route: Route, request: Request) -> Response:
+        """``pods/{name}/log`` (exec, attach and port-forward need an upgrade)."""
+        if self.proxy is None:
+            raise StatusError(404, "the server could not find the requested resource")
+        if route.subresource != "log":
+            raise StatusError(400, "Upgrade request required")
+        if request.method != "GET":
+            raise StatusError.method_not_allowed(request.method, request.path)
+        query = parse_qs(request.query_string, keep_blank_values=True)
+        url = self.proxy.location(route.namespace, route.name, route.subresource, query)
+        return await self.proxy.log(url)
+
+    def upgrade_hook(self, request: Request) -> Upgraded | None:
+        """``pods/{name}/exec|attach|portforward`` upgrades, proxied to the kubelet."""
+        route = parse_route(request.path)
+        if route.rt is None or route.rt.plural != "pods" or route.subresource not in STREAMED:
+            return None
+        proxy = self.proxy
+        if proxy is None:
+            return None
+        record = ApiRequest(
+            request.method, request.path, dict(request.query), request.content_type,
+            trio.current_time(), request.body,
+        )  # fmt: skip
+        record.verb = verb_of(request.method, route, request.query)
+        record.resource = f"pods/{route.subresource}"
+        record.namespace, record.name = route.namespace, route.name
+        self.log.append(record)
+
+        async def upgraded(stream: trio.abc.Stream, buffered: bytes) -> Response | None:
+            try:
+                record.user = self._identify(request)
+                query = parse_qs(request.query_string, keep_blank_values=True)
+                url = proxy.location(route.namespace, route.name, route.subresource, query)
+                answer = await proxy.upgrade(request, url, stream, buffered)
+            except StatusError as err:
+                answer = error_response(err)
+            response = answer if isinstance(answer, Response) else None
+            record.status = answer.status if isinstance(answer, Response) else answer
+            record.outcome = "ok" if record.status < 400 else "error"
+            record.finished = trio.current_time()
+            return response
+
+        return upgraded
 
     def _identify(self, request: Request) -> str:
         auth = request.headers.get("authorization", "")

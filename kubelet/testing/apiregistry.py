@@ -255,6 +255,8 @@ class Registry:
                 result["status"] = new["status"]
             else:
                 result.pop("status", None)
+        elif subresource == "ephemeralcontainers":
+            result = _with_ephemeral_containers(old, new)
         elif subresource == "approval":
             # certificatesigningrequests/approval: only the conditions change
             result = clone(old)
@@ -479,3 +481,37 @@ def _qos_class(spec: Mapping[str, Any]) -> str:
     if guaranteed and matching and len(requests) == len(limits):
         return "Guaranteed"
     return "Burstable"
+
+
+def _with_ephemeral_containers(old: Obj, new: Obj) -> Obj:
+    """pods/ephemeralcontainers: only ``spec.ephemeralContainers`` changes, existing
+    ones may be neither removed nor changed, names are unique in the pod; the spec
+    changed, so the generation moves (as for any spec change)."""
+    name = str(meta(old).get("name", ""))
+    old_spec = old.get("spec") or {}
+    before = {c.get("name"): c for c in old_spec.get("ephemeralContainers") or []}
+    wanted = list((new.get("spec") or {}).get("ephemeralContainers") or [])
+    after = {c.get("name"): c for c in wanted}
+    field = "spec.ephemeralContainers"
+    for cname, container in before.items():
+        if after.get(cname) != container:
+            raise StatusError.invalid(
+                "Pod", name, field, "Forbidden: existing ephemeral containers may not be "
+                f"removed or changed ({cname})"
+            )
+    taken = {
+        c.get("name")
+        for key in ("containers", "initContainers")
+        for c in old_spec.get(key) or []
+    }
+    for cname in after:
+        if cname in taken or not cname:
+            raise StatusError.invalid(
+                "Pod", name, f"{field}[{cname}].name", f'Duplicate value: "{cname}"'
+            )
+    result = clone(old)
+    result.setdefault("spec", {})["ephemeralContainers"] = wanted
+    if wanted != list(before.values()):
+        m = meta(result)
+        m["generation"] = int(m.get("generation", 0) or 0) + 1
+    return result

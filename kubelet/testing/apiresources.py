@@ -162,7 +162,9 @@ RESOURCES: tuple[ResourceType, ...] = (
         "pods",
         "Pod",
         True,
-        subresources=frozenset({"status"}),
+        subresources=frozenset(
+            {"status", "ephemeralcontainers", "exec", "attach", "portforward", "log"}
+        ),
         field_labels=_pod_fields(),
         schema=POD,
         short_names=("po",),

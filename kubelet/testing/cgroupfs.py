@@ -14,7 +14,7 @@ from __future__ import annotations
 import errno
 import os
 import shutil
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from kubelet.cgroups.fs import CONTROLLERS, PROCS, SUBTREE_CONTROL, CgroupError, CgroupFs
@@ -25,6 +25,7 @@ __all__ = [
     "FakeProcesses",
     "TreeCgroupFs",
     "add_process",
+    "tree_cgroups",
     "v1_tree",
     "v2_tree",
 ]
@@ -156,3 +157,15 @@ class FakeProcesses:
             pids = procs.read_text().split()
             if str(pid) in pids:
                 procs.write_text("".join(p + "\n" for p in pids if p != str(pid)))
+
+
+def tree_cgroups(root: Path, version: int = 1) -> Callable[[], CgroupFs]:
+    """``Host.cgroup_fs`` for a kubelet run in-process: a v1 (hybrid) or v2 tree at
+    ``root``, laid out on first use and reused by a restarted kubelet."""
+
+    def open_tree() -> CgroupFs:
+        if root.exists():
+            return TreeCgroupFs(from_tree(root))
+        return TreeCgroupFs(v1_tree(root) if version == 1 else v2_tree(root))
+
+    return open_tree

@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import datetime
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
@@ -22,8 +22,21 @@ from .apiresources import by_kind
 from .apistore import Obj, clone, meta
 
 if TYPE_CHECKING:
+    from .apiregistry import Registry
+    from .apistore import ApiStore
     from .certs import TestCA
-    from .fakeapiserver import FakeApiServer
+
+
+class FakeApi(Protocol):
+    """What the controller uses of FakeApiServer (which runs one in process mode)."""
+
+    store: ApiStore
+    registry: Registry
+
+    def get(self, kind: str, namespace: str | None, name: str | None = None) -> Obj | None: ...
+
+    def now(self) -> float: ...
+
 
 __all__ = ["CsrController", "approve_all"]
 
@@ -39,12 +52,13 @@ Policy = Callable[[Mapping[str, Any]], str | None]
 def approve_all(_: Mapping[str, Any]) -> str | None:
     return "Approved"
 
+
 class CsrController:
     """Approves (by ``policy``) and signs CSRs in ``api``'s store until cancelled."""
 
     def __init__(
         self,
-        api: FakeApiServer,
+        api: FakeApi,
         ca: TestCA,
         *,
         policy: Policy = approve_all,

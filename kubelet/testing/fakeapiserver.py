@@ -25,8 +25,9 @@ which writes the chosen port to PORT once listening and exits 0 on SIGTERM/SIGIN
 
 What it models
 --------------
-Resources: core/v1 pods (+status), nodes (+status), namespaces, events, configmaps,
-secrets, services, serviceaccounts (+token, a TokenRequest answered with a fake JWT);
+Resources: core/v1 pods (+status, +ephemeralcontainers), nodes (+status), namespaces,
+events, configmaps, secrets, services, serviceaccounts (+token, a TokenRequest answered
+with a fake JWT);
 coordination.k8s.io/v1 leases; certificates.k8s.io/v1 certificatesigningrequests
 (+approval, +status; ``csrapi.CsrController`` approves and signs them, and client
 certificates are checked against the fake's clock); authentication.k8s.io/v1 tokenreviews and
@@ -96,11 +97,13 @@ from .apiauth import ApiAuth
 from .apierrors import StatusError
 from .apifaults import ApiFaultPlan
 from .apihttp import ApiHandler, ApiRequest, ApiSettings
+from .apiproxy import KubeletProxy
 from .apiregistry import Registry
 from .apiresources import ResourceType, by_kind
 from .apistore import ApiStore, Obj, meta
 from .apiwatch import WatchHandle
 from .certs import CertPair, TestCA
+from .csrsigner import CsrController
 from .httpserver import HttpServer
 from .patching import STRATEGIC_MERGE_PATCH
 from .selectors import field_selector, label_selector
@@ -135,6 +138,10 @@ class FakeApiServer:
         self.store = ApiStore(lambda: rfc3339(self.now()), history=history)
         self.registry = Registry(self.store, self.auth, self.now)
         self._watches: set[WatchHandle] = set()
+        self.kubelets = KubeletProxy(self.store, lambda: self.ca)
+        """Reaching the nodes' kubelets for pods/exec, attach, portforward and log
+        (``kubelets.hosts`` resolves node host names; ``kubelets.client_ca_file()`` is the
+        CA to give a kubelet as ``--client-ca-file``)."""
         self._handler = ApiHandler(
             store=self.store,
             registry=self.registry,
@@ -145,6 +152,7 @@ class FakeApiServer:
             watches=self._watches,
             now=self.now,
             address=lambda: f"{self.host}:{self._port}",
+            proxy=self.kubelets,
         )
         self.host: str | None = None
         self.uds: Path | None = None
@@ -308,7 +316,10 @@ class FakeApiServer:
     ) -> None:
         try:
             with scope:
-                await HttpServer(self._handler, ssl_context=self._ssl).serve(listeners)
+                server = HttpServer(
+                    self._handler, ssl_context=self._ssl, upgrade=self._handler.upgrade_hook
+                )
+                await server.serve(listeners)
         finally:
             for listener in listeners:
                 listener.socket.close()
@@ -626,6 +637,11 @@ async def _serve_forever(args: argparse.Namespace) -> None:
     )
     for path in args.load:
         api.load(_read_docs(Path(path)))
+    for entry in args.host:
+        name, _, address = entry.partition("=")
+        api.kubelets.hosts[name] = address
+    if args.kubelet_client_ca_dir:
+        api.kubelets.client_ca_file(args.kubelet_client_ca_dir)
     host, port = _split_listen(args.listen) if args.listen else (None, 0)
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with api.serve(host, port, uds=args.uds, tls_dir=args.tls_dir):
@@ -633,11 +649,18 @@ async def _serve_forever(args: argparse.Namespace) -> None:
                 api.kubeconfig(
                     args.kubeconfig, user=args.user, groups=args.group or ["system:nodes"]
                 )
-            if args.port_file:
-                _write_port_file(Path(args.port_file), api.port if host else 0)
-            log.info("fakeapiserver serving on %s", api.url if host else api.uds)
-            async for _ in signals:
-                break
+            for token in args.bootstrap_token:
+                token_id = token.split(".", 1)[0]
+                api.auth.add_token(token, f"system:bootstrap:{token_id}", ["system:bootstrappers"])
+            async with trio.open_nursery() as nursery:
+                if args.csr_signer and api.ca is not None:
+                    await nursery.start(CsrController(api, api.ca).run)
+                if args.port_file:
+                    _write_port_file(Path(args.port_file), api.port if host else 0)
+                log.info("fakeapiserver serving on %s", api.url if host else api.uds)
+                async for _ in signals:
+                    break
+                nursery.cancel_scope.cancel()
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -656,6 +679,24 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--bookmark-interval", type=float, default=60.0)
     parser.add_argument("--watch-timeout", type=float, default=None)
     parser.add_argument("--require-auth", action="store_true")
+    parser.add_argument(
+        "--bootstrap-token",
+        action="append",
+        default=[],
+        help="accept this bootstrap token (<id>.<secret>) as system:bootstrap:<id>",
+    )
+    parser.add_argument(
+        "--csr-signer",
+        action="store_true",
+        help="approve and sign kubelet CSRs with the TLS CA (needs --tls-dir)",
+    )
+    parser.add_argument(
+        "--host", action="append", default=[], help="NAME=ADDRESS: resolve a node host name"
+    )
+    parser.add_argument(
+        "--kubelet-client-ca-dir",
+        help="write the CA of the kubelet client certificate (ca.crt) here",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     trio.run(_serve_forever, args)

@@ -101,6 +101,7 @@ from kubelet.cri.endpoint import socket_path
 from kubelet.cri.imageref import normalize, split_reference
 from kubelet.cri.logformat import STDOUT, format_line
 
+from .fakestreaming import FakeStreamingServer
 from .faults import FaultPlan
 
 log = logging.getLogger(__name__)
@@ -108,6 +109,9 @@ log = logging.getLogger(__name__)
 PAUSE_IMAGE = "registry.k8s.io/pause:3.9"
 BUSYBOX_IMAGE = "docker.io/library/busybox:latest"
 DEFAULT_IMAGES = (PAUSE_IMAGE, BUSYBOX_IMAGE)
+
+IMAGE_FS_MOUNT = "/var/lib/fakeruntime"
+"""the mountpoint ImageFsInfo names (tests script its size through the stats host)"""
 
 RUNTIME_NAME = "fakeruntime"
 RUNTIME_VERSION = "0.1.0"
@@ -188,6 +192,10 @@ class FakeContainer:
     message: str = ""
     resources: api.LinuxContainerResources | None = None
     exit_timer: asyncio.TimerHandle | None = None
+    working_set: int | None = None
+    """memory working set its stats report while running (None: none reported)"""
+    rootfs_used: int | None = None
+    """bytes of its writable layer its stats report (None: none reported)"""
 
 
 @attrs.define
@@ -353,6 +361,8 @@ class FakeRuntime:
         self._execs: list[_Matcher] = []
         self._server: _FakeServer | None = None
         self._transports: set[asyncio.BaseTransport] = set()
+        self.streaming = FakeStreamingServer()
+        """Serves the URLs of Exec, Attach and PortForward while ``serve`` runs."""
         for ref in images:
             self.add_image(ref)
 
@@ -372,12 +382,13 @@ class FakeRuntime:
     @contextlib.asynccontextmanager
     async def serve(self, where: str | os.PathLike[str]) -> AsyncIterator[FakeRuntime]:
         """Serve on a socket path (or ``unix://`` endpoint) for the duration of the block."""
-        await self.start(where)
-        try:
-            yield self
-        finally:
-            with trio.CancelScope(shield=True), trio.move_on_after(5):
-                await self.stop()
+        async with self.streaming.serve():
+            await self.start(where)
+            try:
+                yield self
+            finally:
+                with trio.CancelScope(shield=True), trio.move_on_after(5):
+                    await self.stop()
 
     async def start(self, where: str | os.PathLike[str] | None = None) -> None:
         """Start listening (again). Needs a running trio-asyncio loop."""
@@ -905,7 +916,20 @@ class FakeRuntime:
         )
         if c.resources is not None:
             status.resources.linux.CopyFrom(c.resources)
+        status.user.linux.CopyFrom(self._process_user(c))
         return api.ContainerStatusResponse(status=status)
+
+    def _process_user(self, c: FakeContainer) -> api.LinuxContainerUser:
+        """Who the process runs as, as containerd reports it: runAsUser or the image's
+        user (root by default), runAsGroup or 0, and its groups, the gid first."""
+        sc = c.config.linux.security_context
+        uid = sc.run_as_user.value if sc.HasField("run_as_user") else 0
+        if not sc.HasField("run_as_user"):
+            image = next((i for i in self.images.values() if i.id == c.image_ref), None)
+            uid = image.uid.value if image is not None and image.HasField("uid") else 0
+        gid = sc.run_as_group.value if sc.HasField("run_as_group") else 0
+        groups = list(dict.fromkeys([gid, *sc.supplemental_groups]))
+        return api.LinuxContainerUser(uid=uid, gid=gid, supplemental_groups=groups)
 
     def _rpc_UpdateContainerResources(
         self, req: api.UpdateContainerResourcesRequest
@@ -956,26 +980,47 @@ class FakeRuntime:
             stdout=result.stdout, stderr=result.stderr, exit_code=result.exit_code
         )
 
-    def _streaming_url(self, kind: str, ident: str) -> str:
-        return f"http://127.0.0.1:0/{kind}/{ident}"
+    def _streaming_url(self, kind: str, request: Any) -> str:
+        """A one-time URL of the streaming server (a dead one when it is not serving)."""
+        if self.streaming.address is None:
+            return f"http://127.0.0.1:0/{kind}/unserved"
+        return self.streaming.register(kind, request)
 
     def _rpc_Exec(self, req: api.ExecRequest) -> api.ExecResponse:
         c = self._container(req.container_id)
         if not (req.stdin or req.stdout or req.stderr):
             raise GRPCError(Status.INVALID_ARGUMENT, "one of stdin, stdout, or stderr must be set")
-        return api.ExecResponse(url=self._streaming_url("exec", c.id))
+        self._check_running(c)
+        fixed = api.ExecRequest()
+        fixed.CopyFrom(req)
+        fixed.container_id = c.id
+        return api.ExecResponse(url=self._streaming_url("exec", fixed))
 
     def _rpc_Attach(self, req: api.AttachRequest) -> api.AttachResponse:
         c = self._container(req.container_id)
-        return api.AttachResponse(url=self._streaming_url("attach", c.id))
+        self._check_running(c)
+        fixed = api.AttachRequest()
+        fixed.CopyFrom(req)
+        fixed.container_id = c.id
+        return api.AttachResponse(url=self._streaming_url("attach", fixed))
 
     def _rpc_PortForward(self, req: api.PortForwardRequest) -> api.PortForwardResponse:
         sb = self._sandbox(req.pod_sandbox_id)
-        return api.PortForwardResponse(url=self._streaming_url("portforward", sb.id))
+        fixed = api.PortForwardRequest(pod_sandbox_id=sb.id, port=list(req.port))
+        return api.PortForwardResponse(url=self._streaming_url("portforward", fixed))
+
+    @staticmethod
+    def _check_running(c: FakeContainer) -> None:
+        """containerd: exec and attach need a running container."""
+        if c.state != RUNNING:
+            raise GRPCError(
+                Status.UNKNOWN,
+                f"container {c.id} is not running: {api.ContainerState.Name(c.state)} state",
+            )
 
     def _container_stats(self, c: FakeContainer) -> api.ContainerStats:
         now = self.now_ns()
-        return api.ContainerStats(
+        stats = api.ContainerStats(
             attributes=api.ContainerAttributes(
                 id=c.id,
                 metadata=c.config.metadata,
@@ -985,6 +1030,19 @@ class FakeRuntime:
             cpu=api.CpuUsage(timestamp=now),
             memory=api.MemoryUsage(timestamp=now),
         )
+        if c.working_set is not None and c.state == RUNNING:
+            stats.memory.working_set_bytes.value = c.working_set
+            stats.memory.usage_bytes.value = c.working_set
+        if c.rootfs_used is not None:
+            stats.writable_layer.CopyFrom(
+                api.FilesystemUsage(
+                    timestamp=now,
+                    fs_id=api.FilesystemIdentifier(mountpoint=IMAGE_FS_MOUNT),
+                    used_bytes=api.UInt64Value(value=c.rootfs_used),
+                    inodes_used=api.UInt64Value(value=1),
+                )
+            )
+        return stats
 
     def _rpc_ContainerStats(self, req: api.ContainerStatsRequest) -> api.ContainerStatsResponse:
         return api.ContainerStatsResponse(
@@ -1096,7 +1154,7 @@ class FakeRuntime:
         used = sum(i.size for i in self.images.values())
         usage = api.FilesystemUsage(
             timestamp=self.now_ns(),
-            fs_id=api.FilesystemIdentifier(mountpoint="/var/lib/fakeruntime"),
+            fs_id=api.FilesystemIdentifier(mountpoint=IMAGE_FS_MOUNT),
             used_bytes=api.UInt64Value(value=used),
             inodes_used=api.UInt64Value(value=len(self.images)),
         )

@@ -10,11 +10,14 @@ clients can be tested on a fake clock:
   call it once wired).
 * WebSocket with the channel protocols of ``wschannels`` (v5, v4, v1 and base64 variants)
   for exec and attach; ``v4.channel.k8s.io`` for port-forward, to a TCP address chosen by
-  ``port_target`` (``127.0.0.1:<port>`` by default). A subprotocol it does not know is a
-  ``403 Forbidden`` with no body, as containerd 1.6 answers; an unknown or used token a
-  ``404 page not found``. SPDY is not spoken: such a request gets ``400`` saying so.
+  ``port_target`` (``127.0.0.1:<port>`` by default), and SPDY/3.1 ``portforward.k8s.io``
+  for port-forward (``fakespdy``: what kubectl falls back to). A subprotocol it does not
+  know is a ``403 Forbidden`` with no body, as containerd 1.6 answers; an unknown or used
+  token a ``404 page not found``. SPDY for exec and attach is not spoken: ``400``.
 * What a command does is ``exec_handler(io) -> exit code`` (``default_exec`` knows
-  ``cat``, ``echo``, ``true``, ``false``, ``sh -c "exit N"``, ``sleep N``, ``stty size``);
+  ``cat``, ``echo``, ``true``, ``false``, ``sh -c "exit N"``, ``sleep N``, ``stty size``,
+  ``test -d|-e|-f``, and ``tar cf -`` / ``tar -xmf - -C DIR`` on ``files``, the container's
+  in-memory files, as ``kubectl cp`` runs them);
   attach runs ``attach_handler`` (by default the container's process is ``cat``).
 * ``sessions`` records every stream (kind, protocol, command, resizes, exit code, how it
   ended); ``active`` counts those running, so tests can see that nothing is left.
@@ -25,9 +28,12 @@ Run it inside a nursery: ``async with FakeStreamingServer().serve() as server: .
 from __future__ import annotations
 
 import contextlib
+import functools
+import io as io_module
 import json
 import secrets
 import struct
+import tarfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
@@ -48,6 +54,7 @@ from wsproto.utilities import RemoteProtocolError
 
 from kubelet.cri import api
 
+from . import fakespdy as spdy
 from . import wschannels as ch
 
 TOKEN_TTL = 60.0
@@ -85,6 +92,8 @@ class StreamIO:
     _write: Callable[[int, bytes], Awaitable[None]]
     size: tuple[int, int] | None = None
     resized: trio.Event = attrs.field(factory=trio.Event)
+    files: dict[str, bytes] = attrs.field(factory=dict)
+    """The container's files, absolute path → content (what ``tar`` and ``test`` see)."""
 
     async def read(self) -> bytes:
         """The next stdin chunk; b"" at end of input (v5 close signal or the client gone)."""
@@ -119,6 +128,10 @@ async def default_exec(io: StreamIO) -> int:
     if name == "sleep" and len(cmd) == 2:
         await trio.sleep(float(cmd[1]))
         return 0
+    if name == "tar":
+        return await fake_tar(io, cmd[1:])
+    if name == "test" and len(cmd) == 3 and cmd[1] in ("-d", "-e", "-f"):
+        return 0 if _exists(io.files, cmd[2], cmd[1]) else 1
     if cmd[:2] == ["sh", "-c"] and len(cmd) == 3 and cmd[2].startswith("exit "):
         return int(cmd[2].split()[1])
     if cmd == ["stty", "size"]:
@@ -130,6 +143,65 @@ async def default_exec(io: StreamIO) -> int:
         return 0
     await io.stderr(f"sh: {name}: not found\n".encode())
     return 127
+
+
+def _exists(files: dict[str, bytes], path: str, test: str) -> bool:
+    path = "/" + path.strip("/")
+    is_dir = path == "/" or any(f.startswith(path + "/") for f in files)
+    return {"-d": is_dir, "-f": path in files, "-e": is_dir or path in files}[test]
+
+
+async def fake_tar(io: StreamIO, args: list[str]) -> int:
+    """``tar cf - PATH`` and ``tar -xmf - [-C DIR]``, as ``kubectl cp`` runs them."""
+    flags = args[0].lstrip("-") if args else ""
+    rest = args[1:]
+    if "f" not in flags or not rest or rest[0] != "-":
+        await io.stderr(b"tar: only archives on stdin/stdout are faked\n")
+        return 2
+    if "c" in flags:
+        return await _tar_create(io, rest[1:])
+    if "x" in flags:
+        directory = rest[2] if len(rest) >= 3 and rest[1] == "-C" else "/"
+        return await _tar_extract(io, directory)
+    await io.stderr(b"tar: need c or x\n")
+    return 2
+
+
+async def _tar_create(io: StreamIO, paths: list[str]) -> int:
+    buffer = io_module.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.GNU_FORMAT) as archive:
+        for path in paths:
+            root = "/" + path.strip("/")
+            chosen = sorted(
+                f for f in io.files if f == root or f.startswith(root.rstrip("/") + "/")
+            )
+            if not chosen:
+                await io.stderr(f"tar: {path}: No such file or directory\n".encode())
+                return 2
+            for name in chosen:
+                info = tarfile.TarInfo(name.lstrip("/"))
+                info.size = len(io.files[name])
+                info.mode = 0o644
+                archive.addfile(info, io_module.BytesIO(io.files[name]))
+    await io.stdout(buffer.getvalue())
+    return 0
+
+
+async def _tar_extract(io: StreamIO, directory: str) -> int:
+    data = b""
+    while chunk := await io.read():
+        data += chunk
+    try:
+        with tarfile.open(fileobj=io_module.BytesIO(data), mode="r:") as archive:
+            for member in archive.getmembers():
+                extracted = archive.extractfile(member) if member.isfile() else None
+                if extracted is not None:
+                    path = "/" + "/".join(p for p in (directory.strip("/"), member.name) if p)
+                    io.files[path] = extracted.read()
+    except tarfile.TarError as exc:
+        await io.stderr(f"tar: {exc}\n".encode())
+        return 2
+    return 0
 
 
 async def default_attach(io: StreamIO) -> int:
@@ -164,6 +236,8 @@ class FakeStreamingServer:
         self.requests: list[tuple[str, str, list[tuple[bytes, bytes]]]] = []
         """(method, target, headers) of every request received, for assertions."""
         self.address: tuple[str, int] | None = None
+        self.files: dict[str, dict[str, bytes]] = {}
+        """Per container id, the files its fake commands see (``StreamIO.files``)."""
         self._pending: dict[str, _Pending] = {}
 
     # -- the CRI side --------------------------------------------------------------------
@@ -235,9 +309,15 @@ class FakeStreamingServer:
             await _plain(stream, 404, b"404 page not found\n")
             return
         upgrade = dict(headers).get(b"upgrade", b"").lower()
+        if upgrade == b"spdy/3.1" and parts[0] == "portforward":
+            await self._spdy_port_forward(stream, conn, headers, request)
+            return
         if upgrade != b"websocket":
             shown = upgrade.decode("latin-1") or "none"
-            message = f"fake streaming server speaks WebSocket only (Upgrade: {shown})\n"
+            message = (
+                "fake streaming server speaks WebSocket, and SPDY for port-forward only "
+                f"(Upgrade: {shown})\n"
+            )
             await _plain(stream, 400, message.encode())
             return
         ws = WSConnection(ConnectionType.SERVER)
@@ -250,8 +330,8 @@ class FakeStreamingServer:
         if hello is None:
             await _plain(stream, 400, b"bad WebSocket handshake\n")
             return
-        allowed = ch.PORTFORWARD_PROTOCOLS if parts[0] == "portforward" else (
-            ch.REMOTECOMMAND_PROTOCOLS
+        allowed = (
+            ch.PORTFORWARD_PROTOCOLS if parts[0] == "portforward" else (ch.REMOTECOMMAND_PROTOCOLS)
         )
         protocol = _negotiate(hello.subprotocols, allowed)
         if protocol is None:
@@ -278,7 +358,8 @@ class FakeStreamingServer:
         self.sessions.append(session)
         self.active += 1
         stdin_send, stdin_receive = trio.open_memory_channel[bytes](0)
-        io = StreamIO(cmd, request.tty, session, stdin_receive, link.write)
+        files = self.files.setdefault(request.container_id, {})
+        io = StreamIO(cmd, request.tty, session, stdin_receive, link.write, files=files)
         try:
             first = ch.STDOUT if request.stdout else ch.STDERR if request.stderr else ch.ERROR
             await link.write(first, b"")
@@ -362,6 +443,47 @@ class FakeStreamingServer:
         finally:
             for conn in conns.values():
                 await trio.aclose_forcefully(conn)
+            self.active -= 1
+
+    async def _spdy_port_forward(
+        self,
+        stream: trio.abc.Stream,
+        conn: h11.Connection,
+        headers: list[tuple[bytes, bytes]],
+        request: Any,
+    ) -> None:
+        """kubectl's SPDY port-forward (``fakespdy``), with the handshake's protocol check."""
+        assert isinstance(request, api.PortForwardRequest)
+        offered = [
+            p.strip().decode("latin-1")
+            for k, v in headers
+            if k.lower() == b"x-stream-protocol-version"
+            for p in v.split(b",")
+        ]
+        if offered and spdy.PROTOCOL not in offered:
+            message = (
+                f"unable to upgrade: unable to negotiate protocol: client supports {offered}, "
+                f"server accepts [{spdy.PROTOCOL}]"
+            )
+            await _plain(stream, 403, message.encode())
+            return
+        while conn.next_event() not in (h11.PAUSED, h11.NEED_DATA):
+            pass  # the request's end: what follows is SPDY
+        leftover = bytes(conn.trailing_data[0])
+        await stream.send_all(
+            b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\n"
+            b"Upgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: portforward.k8s.io\r\n\r\n"
+        )
+        session = Session("portforward", request.pod_sandbox_id, "portforward.k8s.io (SPDY)")
+        self.sessions.append(session)
+        self.active += 1
+        ports: list[int] = []
+        try:
+            target = functools.partial(self.port_target, request.pod_sandbox_id)
+            await spdy.serve_port_forward(stream, leftover, target, ports)
+            session.ended = "client closed"
+        finally:
+            session.ports = tuple(ports)
             self.active -= 1
 
     async def _port_to_client(self, link: _Link, channel: int, conn: trio.SocketStream) -> None:
@@ -449,4 +571,3 @@ class _Link:
                         async with self._lock:
                             await self.stream.send_all(self.ws.send(event.response()))
                     return
-

@@ -51,6 +51,8 @@ class Request:
     headers: Mapping[str, str]
     body: bytes
     peer_cert: Mapping[str, Any] | None = None
+    raw_headers: tuple[tuple[str, str], ...] = ()
+    """Every header as received, in order (``headers`` keeps the last of each name)."""
 
     @property
     def content_type(self) -> str:
@@ -67,14 +69,25 @@ class Response:
 
 
 Handler = Callable[[Request], Awaitable[Response]]
+Upgraded = Callable[[trio.abc.Stream, bytes], Awaitable[Response | None]]
+"""Serves an upgrade on the raw connection (and the bytes read past the request);
+returns a Response to send instead when it did not use the connection."""
+UpgradeHook = Callable[[Request], Upgraded | None]
 
 
 class HttpServer:
     """Serves ``handler`` on listeners until cancelled; one task per connection."""
 
-    def __init__(self, handler: Handler, *, ssl_context: ssl.SSLContext | None = None) -> None:
+    def __init__(
+        self,
+        handler: Handler,
+        *,
+        ssl_context: ssl.SSLContext | None = None,
+        upgrade: UpgradeHook | None = None,
+    ) -> None:
         self._handler = handler
         self._ssl = ssl_context
+        self._upgrade = upgrade
 
     async def serve(self, listeners: Sequence[trio.SocketListener]) -> None:
         """Accept on every listener until cancelled; cancellation closes everything."""
@@ -101,6 +114,12 @@ class HttpServer:
             while True:
                 request = await self._read_request(conn, stream, peer_cert)
                 if request is None:
+                    return
+                upgraded = self._upgrade(request) if self._upgrade is not None else None
+                if upgraded is not None and "upgrade" in request.headers:
+                    response = await upgraded(stream, bytes(conn.trailing_data[0]))
+                    if response is not None:
+                        await self._send_response(conn, stream, response)
                     return
                 if not await self._respond(conn, stream, request):
                     return
@@ -252,4 +271,8 @@ def _request(head: h11.Request, body: bytes, peer_cert: Mapping[str, Any] | None
         headers=headers,
         body=body,
         peer_cert=peer_cert,
+        raw_headers=tuple(
+            (name.decode("latin-1").lower(), value.decode("latin-1"))
+            for name, value in head.headers
+        ),
     )

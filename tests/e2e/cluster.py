@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -46,7 +47,15 @@ class Processes:
 async def cluster(
     cri: tuple[RuntimeClient, ImageClient], short_tmp: Path
 ) -> AsyncIterator[tuple[str, str, Processes]]:
-    runtime, _ = cri
+    async with open_cluster(cri[0], short_tmp) as found:
+        yield found
+
+
+@contextlib.asynccontextmanager
+async def open_cluster(
+    runtime: RuntimeClient, short_tmp: Path, extra: Sequence[str] = (), root_dir: Path | None = None
+) -> AsyncIterator[tuple[str, str, Processes]]:
+    """FakeApiServer and a kubelet joined to it (``extra``: more kubelet flags)."""
     procs = Processes()
     port_file = short_tmp / "port"
     procs.start(
@@ -92,9 +101,10 @@ async def cluster(
             "--healthz-port=0",
             "--read-only-port=0",
             "--root-dir",
-            str(short_tmp / "root"),
+            str(root_dir or short_tmp / "root"),
             "--container-runtime-endpoint",
             CONTAINERD_ENDPOINT,
+            *extra,
         ],
         short_tmp / "kubelet.log",
     )

@@ -17,7 +17,9 @@ from kubelet.config import Options, resolve
 from kubelet.node.machine import MachineInfo
 from kubelet.sources.offloop import inline
 from kubelet.testing import FakeRuntime
+from kubelet.testing.cgroupfs import tree_cgroups
 from kubelet.testing.fakeapiserver import FakeApiServer
+from kubelet.testing.nodestats import ScriptedNode
 
 from .kubelet_harness import EPOCH, NODE
 
@@ -45,6 +47,8 @@ class Cluster:
     scope: trio.CancelScope | None = None
     components: Components | None = None
     """What the running kubelet handed back (``agent.run``'s task status)."""
+    node: ScriptedNode | None = None
+    """The node's usage figures (ample until a test scripts them)."""
 
     def pod(self, name: str, namespace: str = "default") -> dict[str, Any] | None:
         return self.api.get("pods", namespace, name)
@@ -101,6 +105,8 @@ def cluster_kubelet(
     if manifests is not None:
         args += ["--pod-manifest-path", str(manifests), "--file-check-frequency", "1s"]
     options = resolve([*args, *extra])
+    if c.node is None:
+        c.node = ScriptedNode(c.tmp / "host")
     options = attrs.evolve(
         options, config=attrs.evolve(options.config, pod_logs_dir=str(c.tmp / "logs"))
     )
@@ -112,6 +118,11 @@ def cluster_kubelet(
         node_ips=("10.0.0.5",),
         source_io=inline,  # no worker thread: it would look idle to autojump_clock
         ephemeral_ports=True,
+        cgroup_fs=tree_cgroups(c.tmp / "cgroup"),
+        cgroup_io=inline,
+        stats=c.node.host,
+        notifier_cgroups=c.tmp / "host",  # no memory cgroup there: no kernel notifier
+        kmsg=None,
     )
 
 

@@ -17,7 +17,9 @@ from kubelet.config import resolve
 from kubelet.cri import api
 from kubelet.sources.offloop import inline
 from kubelet.testing import FakeRuntime
+from kubelet.testing.cgroupfs import tree_cgroups
 from kubelet.testing.fakeruntime import FakeContainer, FakeSandbox
+from kubelet.testing.nodestats import ScriptedNode
 
 EPOCH = 1_800_000_000.0
 """FakeRuntime's wall clock at trio time 0; the kubelet's too."""
@@ -36,6 +38,8 @@ class Harness:
     extra: tuple[str, ...] = ()
     components: Components | None = None
     """What the running kubelet handed back (``agent.run``'s task status)."""
+    node: ScriptedNode | None = None
+    """The node's usage figures (ample until a test scripts them)."""
 
     def write(self, name: str, text: str) -> Path:
         path = self.manifests / name
@@ -99,10 +103,17 @@ async def start_kubelet(h: Harness) -> None:
         options,
         config=attrs.evolve(options.config, pod_logs_dir=str(h.manifests.parent / "logs")),
     )
+    if h.node is None:
+        h.node = ScriptedNode(h.manifests.parent / "host")
     host = Host(
         wall_clock=lambda: EPOCH + trio.current_time(),
         watch_files=False,
         source_io=inline,  # no worker thread: it would look idle to autojump_clock
+        cgroup_fs=tree_cgroups(h.manifests.parent / "cgroup"),
+        cgroup_io=inline,
+        stats=h.node.host,
+        notifier_cgroups=h.node.root,  # no memory cgroup there: no kernel notifier
+        kmsg=None,
     )
 
     async def run_it(task_status: trio.TaskStatus[Components] = trio.TASK_STATUS_IGNORED) -> None:

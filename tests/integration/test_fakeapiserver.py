@@ -392,7 +392,8 @@ async def test_status_subresource_changes_only_status(client: httpx.AsyncClient)
     assert status.json()["status"] == {"phase": "Running"}
     # subresources take only their own verbs
     assert (await client.delete(f"{PODS}/web/status")).status_code == 405
-    assert (await client.get(f"{PODS}/web/exec")).status_code == 404
+    assert (await client.get(f"{PODS}/web/nosuch")).status_code == 404
+    assert (await client.get(f"{PODS}/web/exec")).status_code == 400  # no upgrade
     token = "/api/v1/namespaces/default/serviceaccounts/default/token"
     assert (await client.get(token)).status_code == 405
 

@@ -327,7 +327,7 @@ async def test_url_many_small_maps_refused_off_the_loop(caplog: pytest.LogCaptur
         nursery.cancel_scope.cancel()
     assert took < 5.0 and watch.longest < LOOP_BLOCK_LIMIT, (took, watch.longest)
     assert rec.sets == []
-    [message] = [r.getMessage() for r in caplog.records]
+    [message] = [r.getMessage() for r in caplog.records if r.name == "kubelet.sources.url"]
     assert "(line 1): the manifest has more than 100000 nodes" in message
 
 
@@ -393,7 +393,11 @@ async def test_trickling_server_hits_the_whole_request_deadline(
         await trio.sleep(30)
         assert rec.last == ["web-node1"]
         nursery.cancel_scope.cancel()
-    messages = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO]
+    messages = [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "kubelet.sources.url" and r.levelno >= logging.INFO
+    ]
     assert messages == [
         f"reading pods from {url} failed: {url}: no complete answer within 10 s (the deadline "
         "for the whole request)",
@@ -414,7 +418,11 @@ async def test_endless_body_hits_the_size_bound_and_logs_once(
         await trio.sleep(50)  # polls at 0, 20 and 40 s
         nursery.cancel_scope.cancel()
     assert server.requests == 3 and source.log.failures == 3 and rec.sets == []
-    messages = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO]
+    messages = [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "kubelet.sources.url" and r.levelno >= logging.INFO
+    ]
     assert messages == [
         f"reading pods from {url} failed: {url}: manifest is more than the 10485760 byte "
         "(10 MiB) limit"

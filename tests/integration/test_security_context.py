@@ -18,7 +18,9 @@ import trio
 
 from kubelet.api.pod import PodStatus
 from kubelet.cri import api
+from kubelet.sources.offloop import inline
 from kubelet.testing import FakeRuntime
+from kubelet.testing.cgroupfs import tree_cgroups
 
 from .cluster_harness import Cluster, running_cluster
 from .kubelet_harness import EPOCH, NODE, Harness, running_kubelet
@@ -297,7 +299,8 @@ async def test_runonce_rejects_too(fake: FakeRuntime, short_tmp: Path) -> None:
             str(short_tmp / "root"),
         ]
     )
-    code = await run_once(options, Host(watch_files=False))
+    host = Host(watch_files=False, cgroup_fs=tree_cgroups(short_tmp / "cgroup"), cgroup_io=inline)
+    code = await run_once(options, host)
     assert code == 1
     assert fake.calls_of("RunPodSandbox") == []
 

@@ -14,7 +14,7 @@ import trio
 from kubelet.api import from_wire
 from kubelet.api.client import ApiClient
 from kubelet.api.kubeconfig import load_kubeconfig
-from kubelet.api.pod import Pod, PodStatus
+from kubelet.api.pod import Pod, PodCondition, PodStatus
 from kubelet.status.manager import StatusManager
 from kubelet.testing.fakeapiserver import FakeApiServer
 
@@ -86,3 +86,41 @@ async def test_a_terminal_phase_is_never_patched_back(
     assert done_obj["status"].get("message") == "and again"
     assert set(sent_phases(server, "failed")) <= {"Failed"}
     assert sent_phases(server, "done") == ["Succeeded"]
+
+
+async def test_conditions_others_own_are_never_written(
+    api: tuple[FakeApiServer, ApiClient], autojump_clock: trio.abc.Clock
+) -> None:
+    """A controller's condition in the status handed over (a stale copy) is not sent:
+    the API's own value stays, and the kubelet's conditions still go out."""
+    server, client = api
+    manager = StatusManager(client, mirror_for=lambda pod: None)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(manager.run)
+        pod = make_pod(server, "gated", "Running")
+        server.update_status(
+            "pods",
+            "default",
+            "gated",
+            lambda s: s.update(conditions=[{"type": "example.com/lb", "status": "False"}]),
+        )
+        pod = from_wire(Pod, server.get("pods", "default", "gated"))
+        stale = PodStatus(
+            phase="Running",
+            conditions=(
+                PodCondition(type="example.com/lb", status="True"),
+                PodCondition(type="Ready", status="False", reason="ReadinessGatesNotReady"),
+            ),
+        )
+        manager.set(pod, stale)
+        await trio.sleep(1)
+        nursery.cancel_scope.cancel()
+    obj = server.get("pods", "default", "gated")
+    assert obj is not None
+    conditions = {c["type"]: c for c in obj["status"]["conditions"]}
+    assert conditions["example.com/lb"]["status"] == "False"
+    assert conditions["Ready"]["reason"] == "ReadinessGatesNotReady"
+    for request in server.requests_of("patch", "pods/status", name="gated"):
+        body: dict[str, Any] = json.loads(request.body)
+        sent = body.get("status", {}).get("conditions", [])
+        assert all(c.get("type") != "example.com/lb" for c in sent)

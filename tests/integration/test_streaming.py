@@ -337,7 +337,7 @@ async def test_malformed_upgrade_requests(autojump_clock: trio.testing.MockClock
             b"Upgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: v4.channel.k8s.io\r\n\r\n",
         )
         assert spdy.startswith(b"HTTP/1.1 400 ")
-        assert spdy.endswith(b"speaks WebSocket only (Upgrade: spdy/3.1)\n")
+        assert spdy.endswith(b"for port-forward only (Upgrade: spdy/3.1)\n")
         assert fake.active == 0
 
 

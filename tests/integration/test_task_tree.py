@@ -8,9 +8,11 @@ compared with the block under "The task tree" in README.md.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
+import attrs
 import trio
 import trio.lowlevel
 
@@ -85,6 +87,10 @@ async def test_the_readme_task_tree_is_the_live_one(
                 str(short_tmp / "debug.sock"),
             ],
         )
+        kmsg = short_tmp / "kmsg"  # a FIFO we also hold open: the OOM watcher waits on it
+        os.mkfifo(kmsg)
+        writer = os.open(kmsg, os.O_RDWR | os.O_NONBLOCK)
+        host = attrs.evolve(host, kmsg=str(kmsg))
         await nursery.start(agent.run, options, host)
         await trio.sleep(30)  # registered, a status report and a relist or two later
         live = live_tree(agent_task())
@@ -92,3 +98,4 @@ async def test_the_readme_task_tree_is_the_live_one(
         assert sorted(live - documented) == [], "tasks the README does not show"
         assert sorted(documented - live) == [], "tasks the README shows that do not run"
         nursery.cancel_scope.cancel()
+        os.close(writer)

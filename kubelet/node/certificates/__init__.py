@@ -17,9 +17,10 @@ bootstrap), ``manager`` (rotation), ``metrics`` (upstream's metric names),
 ``transport`` (new client certificates for new API connections while old requests
 finish), ``serving`` (the listener's SSLContext follows the serving manager).
 
-What is left (wiring, next round): running ``bootstrap.load_client_cert`` before the API
-client is built, the managers and followers in the node nursery, config/support.py, and
-the flags — see the report of issue 18.
+Wiring: ``kubelet.agent`` runs ``bootstrap.load_client_cert`` before it opens the API
+client (with a ``RotatingTransport`` under ``rotateCertificates``); ``managers`` builds the
+two managers from the configuration, which run in ``run_node``'s nursery; ``serve``
+follows the serving manager.
 """
 
 from .bootstrap import BootstrapError, load_client_cert

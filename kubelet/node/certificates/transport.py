@@ -170,7 +170,12 @@ class ClientRotation:
     transport: RotatingTransport
 
     def apply(self, pair: CertKeyPair) -> None:
-        self.connection.reload_client_certificate()
+        # the pair's own files (kubelet-client-current.pem): a kubeconfig that embeds its
+        # first certificate (kubeadm init's) still moves to the rotated ones
+        if self.connection.ssl_context is not None and pair.cert_file:
+            self.connection.ssl_context.load_cert_chain(pair.cert_file, pair.key_file or None)
+        else:
+            self.connection.reload_client_certificate()
         self.transport.rotate()
         log.info(
             "certificate rotation detected, new connections to the API server use the new "

@@ -13,10 +13,10 @@ conditions, config checks; pure), ``logind`` (the D-Bus side, with jeepney under
 ``manager`` (the loop: lock, signal, terminate by groups, release; reconnects; says
 once when logind is absent and runs without it).
 
-Left for the wiring round: the config fields (``shutdownGracePeriodByPodPriority`` is
-not modelled in KubeletConfiguration yet), the node nursery task, the pod terminator
-(pod workers), admission and the node Ready condition reading the manager, and
-upstream's graceful-shutdown state file and metrics.
+Wiring: ``run_node`` runs the manager when a grace period is configured; ``handoff``
+sends the pods to stop to the pod lifecycle (``kubelet.pods.killer``), whose admission
+reads ``admit``; the node status reads ``shutdown_status``. ``record`` keeps
+upstream's state file and gauges of the last shutdown.
 """
 
 from .logind import LogindBus, LogindError, LogindUnavailable

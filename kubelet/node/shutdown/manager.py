@@ -46,6 +46,7 @@ from .plan import (
     pod_grace,
     requested_delay,
 )
+from .record import ShutdownRecord
 
 __all__ = [
     "NODE_SHUTDOWN_EVENT",
@@ -114,6 +115,7 @@ class ShutdownManager:
         now_rfc3339: Callable[[], str] = lambda: "",
         dropin_dir: str = LOGIND_DROPIN_DIR,
         reconnect_period: float = RECONNECT_PERIOD,
+        record: ShutdownRecord | None = None,
     ) -> None:
         self.periods = tuple(sorted(periods, key=lambda p: p.priority))
         self.active_pods = active_pods
@@ -126,6 +128,7 @@ class ShutdownManager:
         self.reconnect_period = reconnect_period
         self.shutting_down = False
         self.shutdowns_processed = 0
+        self.record = record
         self._lock: int | None = None
         self._release_with: Callable[[int], None] = lambda lock: None
 
@@ -234,6 +237,8 @@ class ShutdownManager:
     async def _process(self, bus: Inhibitor) -> None:
         """Terminate the active pods group by group, then let the shutdown go on."""
         log.info("Shutdown manager processing shutdown event")
+        if self.record is not None:
+            self.record.started()
         try:
             pods = self.active_pods()
             groups = group_pods(self.periods, [(p, p.priority) for p in pods])
@@ -249,6 +254,8 @@ class ShutdownManager:
                              group.seconds, group.priority)  # fmt: skip
         finally:
             self._release()
+            if self.record is not None:
+                self.record.ended()
             self.shutdowns_processed += 1
             log.info("Shutdown manager completed processing shutdown event, node will "
                      "shutdown shortly")  # fmt: skip

@@ -337,6 +337,7 @@ async def test_run_updates_qos_every_minute_and_retries_kubepods(
     blocker.mkdir()  # the write fails, as a limit below current usage would (EBUSY)
     active: list[tuple[Pod, str]] = []
     events: list[Event] = []
+    events += await tree.manager.start(CAPACITY)  # start-up, then the minute loop
     async with trio.open_nursery() as nursery:
         await nursery.start(tree.manager.run, CAPACITY, lambda: active, events.append)
         assert events[0][:2] == ("Warning", FAILED_NODE_ALLOCATABLE)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 import types
 from pathlib import Path
@@ -32,13 +33,35 @@ def fake_agent(monkeypatch: pytest.MonkeyPatch) -> list[Options]:
 
 def test_version(capsys: pytest.CaptureFixture[str], fake_agent: list[Options]) -> None:
     assert main(["--version"]) == 0
-    assert capsys.readouterr().out == version_line() + "\n"
+    out = capsys.readouterr().out
+    assert out == "Kubernetes v1.36.0\n"
+    # what kubeadm's preflight (KubeletVersionCheck) matches the output against
+    assert re.fullmatch(r"\s*Kubernetes v((0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)"
+                        r"([-0-9a-zA-Z_\.+]*)?)\s*", out)  # fmt: skip
     assert fake_agent == []
+
+
+def test_version_raw_prints_the_version_struct(
+    capsys: pytest.CaptureFixture[str], fake_agent: list[Options]
+) -> None:
+    assert main(["--version=raw"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith('version.Info{Major:"1", Minor:"36", ')
+    assert 'GitVersion:"v1.36.0"' in out and out.endswith('"}\n')
+    assert fake_agent == []
+
+
+def test_version_bad_value(capsys: pytest.CaptureFixture[str], fake_agent: list[Options]) -> None:
+    assert main(["--version=maybe"]) == 1
+    assert 'kubelet: --version: invalid value "maybe"' in capsys.readouterr().err
+    assert main(["--version=false", "--version=raw"]) == 0
+    assert capsys.readouterr().out.startswith("version.Info{")
 
 
 def test_version_wins_over_a_bad_config(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--version", "--config=/nonexistent/kubelet.yaml"]) == 0
-    assert version_line() in capsys.readouterr().out
+    assert "Kubernetes v1.36.0" in capsys.readouterr().out
+    assert version_line().startswith("Kubernetes v1.36.0")
 
 
 def test_help_exits_zero(capsys: pytest.CaptureFixture[str], fake_agent: list[Options]) -> None:

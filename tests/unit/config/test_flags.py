@@ -238,7 +238,8 @@ def test_problem_from_file_names_file_even_with_other_flags(tmp_path: Path) -> N
 
 
 def test_version_flag() -> None:
-    assert parse_flags(["--version"]).version
+    assert parse_flags(["--version"]).version == "true"
+    assert parse_flags(["--version=raw"]).version == "raw"
     assert not parse_flags(["--version=false"]).version
     assert not parse_flags([]).version
 

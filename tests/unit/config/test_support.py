@@ -126,9 +126,8 @@ def test_help_promises_nothing_that_is_not_done() -> None:
         support = SETTINGS[support_key(spec)]
         if support.status == NOT_IMPLEMENTED:
             assert "Not implemented yet" in helps[spec.dest], spec.name
-    assert "Not implemented" in helps["bootstrap_kubeconfig"]
-    assert "obtain a client certificate when" not in helps["bootstrap_kubeconfig"].split(". ")[-1]
-    assert "Not implemented yet" in helps["eviction_hard"] or "Partly" in helps["eviction_hard"]
+    assert "Not implemented" not in helps["bootstrap_kubeconfig"]
+    assert "Not implemented yet" not in helps["eviction_hard"]  # eviction is implemented
     assert "Not implemented" not in helps["pod_manifest_path"]
 
 
@@ -138,20 +137,19 @@ def run(*argv: str) -> Options:
 
 def test_no_warning_for_honoured_settings(tmp_path: Path) -> None:
     path = tmp_path / "kubelet.yaml"
-    path.write_text(
+    honoured = (
         HEADER + "cgroupDriver: cgroupfs\npodPidsLimit: -1\nimageGCHighThresholdPercent: 100\n"
-        "failSwapOn: false\noomScoreAdj: -999\nstaticPodPath: /etc/kubelet.d\n"
+        "oomScoreAdj: -999\nstaticPodPath: /etc/kubelet.d\n"
         "cpuManagerPolicy: none\ncpuCFSQuota: true\n"
     )
-    (warning,) = run(f"--config={path}").warnings
-    listed = warning.split("; upstream defaults not provided: ")[0]
-    assert "accepted but not implemented" not in listed
-    for name in ("cgroupDriver", "podPidsLimit", "failSwapOn", "cpuManagerPolicy", "staticPod"):
-        assert name not in listed
-    # the defaults the file did not touch are still named; those it set are not
-    assert "hard eviction (evictionHard)" in warning
-    assert "image garbage collection" not in warning
-    assert "failSwapOn" not in warning
+    path.write_text(honoured)
+    # nothing listed; the one default still missing, untouched by the file, is named
+    # (QoS cgroups, eviction and image GC are implemented)
+    assert run(f"--config={path}").warnings == (
+        "upstream defaults not provided: refusing to start with swap on (failSwapOn)",
+    )
+    path.write_text(honoured + "failSwapOn: false\n")
+    assert run(f"--config={path}").warnings == ()
 
 
 def test_kubeadm_config_gives_one_warning_naming_each_setting(tmp_path: Path) -> None:
@@ -162,8 +160,8 @@ def test_kubeadm_config_gives_one_warning_naming_each_setting(tmp_path: Path) ->
     listed, _, defaults = warning.partition("; upstream defaults not provided: ")
     assert listed.startswith("settings accepted but not implemented yet: ")
     assert "cgroupDriver=systemd (--cgroup-driver)" in listed
-    assert f"rotateCertificates=true ({path})" in listed
-    assert f"evictionHard ({path})" in listed
+    assert "rotateCertificates" not in listed  # implemented now
+    assert "evictionHard" not in listed  # implemented
     assert "featureGates.MemoryQoS=true (--feature-gates)" in listed
     for honoured in (
         "clusterDNS",
@@ -177,8 +175,8 @@ def test_kubeadm_config_gives_one_warning_naming_each_setting(tmp_path: Path) ->
     ):
         assert honoured not in listed, honoured
     assert listed.count("cgroupDriver") == 1
-    assert "image garbage collection (imageGCHighThresholdPercent)" in defaults
-    assert "QoS cgroup limits (cgroupsPerQOS)" in defaults
+    assert "image garbage collection" not in defaults  # implemented
+    assert "cgroupsPerQOS" not in defaults and "enforceNodeAllocatable" not in defaults
     assert "hard eviction" not in defaults  # set by the file: listed above instead
     assert options.details and all(": " in line for line in options.details)
     assert any(line.startswith("cgroupDriver: not implemented: ") for line in options.details)
@@ -216,26 +214,39 @@ def test_node_ip_pairs_must_be_of_different_families() -> None:
         run("--node-ip=node-a")
 
 
-def test_bootstrap_kubeconfig_without_a_kubeconfig_is_refused(
+def test_bootstrap_kubeconfig_needs_a_kubeconfig_path_only(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["--bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf"]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("kubelet: --bootstrap-kubeconfig: no --kubeconfig was given")
-    assert "(TLS bootstrap) is not implemented" in err
+    assert err.startswith("kubelet: --bootstrap-kubeconfig: --kubeconfig must be given too")
     absent = tmp_path / "kubelet.conf"
-    with pytest.raises(ConfigError, match=f"the --kubeconfig file {absent} does not exist"):
-        run(f"--kubeconfig={absent}", "--bootstrap-kubeconfig=/b.conf")
-    absent.write_text("")
     options = run(f"--kubeconfig={absent}", "--bootstrap-kubeconfig=/b.conf")
-    assert "--bootstrap-kubeconfig=/b.conf (--bootstrap-kubeconfig)" in options.warnings[0]
+    assert options.bootstrap_kubeconfig == "/b.conf"
+    assert not any("bootstrap" in w for w in options.warnings)
+
+
+def test_cloud_provider_external_or_none() -> None:
+    assert run("--cloud-provider=external").cloud_provider == "external"
+    assert run("--cloud-provider=").cloud_provider == ""
+    with pytest.raises(ConfigError) as exc:
+        run("--cloud-provider=aws")
+    assert str(exc.value) == (
+        "--cloud-provider: cloud provider 'aws' was specified, but built-in cloud providers "
+        "are disabled. Please set --cloud-provider=external and migrate to an external cloud "
+        "provider"
+    )
 
 
 def test_implemented_gates_are_not_listed() -> None:
     for name, support in GATE_SUPPORT.items():
         if support.status == IMPLEMENTED:
             value = not GATES[name].default
-            options = run(f"--feature-gates={name}={'true' if value else 'false'}")
+            gates = f"{name}={'true' if value else 'false'}"
+            if name == "GracefulNodeShutdown":  # its dependants go with it
+                gates += ",GracefulNodeShutdownBasedOnPodPriority=false"
+                gates += ",WindowsGracefulNodeShutdown=false"
+            options = run(f"--feature-gates={gates}")
             assert all(name not in w.split("GA feature gate")[-1] for w in options.warnings[-1:])
 
 

@@ -565,3 +565,29 @@ def test_should_not_restart_deleted_pod_or_restart_missing() -> None:
     assert not should_container_be_restarted(
         pod.spec.containers[0], deleted, attrs.evolve(status, containers=())
     )
+
+
+# -- ephemeral containers (upstream TestComputePodActionsWithEphemeralContainers) ----------
+
+
+def with_ephemeral(pod: Pod, *names: str) -> Pod:
+    from kubelet.api.pod import EphemeralContainer
+
+    ephemeral = tuple(EphemeralContainer(name=n, image="busybox") for n in names)
+    return attrs.evolve(pod, spec=attrs.evolve(pod.spec, ephemeral_containers=ephemeral))
+
+
+def test_ephemeral_containers_start_once() -> None:
+    pod, status = make_base_pod_and_status()
+    pod = with_ephemeral(pod, "debug", "debug2")
+    assert compute_pod_actions(pod, status) == actions(ephemeral_containers_to_start=(0, 1))
+    ran = ContainerInfo(id="dbg", name="debug", state=EXITED, exit_code=1)
+    status = attrs.evolve(status, containers=(*status.containers, ran))
+    assert compute_pod_actions(pod, status) == actions(ephemeral_containers_to_start=(1,))
+
+
+def test_ephemeral_containers_wait_for_a_sandbox() -> None:
+    pod, status = make_base_pod_and_status()
+    pod = with_ephemeral(pod, "debug")
+    got = compute_pod_actions(pod, sandbox(status, state=SandboxState.NOTREADY))
+    assert got.create_sandbox and got.ephemeral_containers_to_start == ()

@@ -2,18 +2,26 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 import pytest
 
+from kubelet.api.node import Taint
 from kubelet.api.pod import (
     Container,
+    ContainerPort,
     Pod,
     PodSecurityContext,
     PodStatus,
+    Quantity,
+    ResourceRequirements,
     SecurityContext,
+    Toleration,
 )
 from kubelet.decisions.sysctls import SysctlAllowlist
 from kubelet.pods.admission import AdmissionFacts, Rejection, admit, rejection_message
+from kubelet.pods.fit import NodeInfo
 from kubelet.testing.builders import make_pod
 
 NO_APPARMOR = "AppArmor is not enabled on the host"
@@ -145,3 +153,146 @@ def test_rejection_message() -> None:
     assert rejection_message(Rejection("SysctlForbidden", "forbidden sysctl: x")) == (
         "Pod was rejected: forbidden sysctl: x"
     )
+
+
+# -- the predicates against a node ----------------------------------------------------------
+
+NODE = NodeInfo(
+    name="node1",
+    labels={"kubernetes.io/os": "linux", "kubernetes.io/hostname": "node1", "zone": "a"},
+    taints=(Taint(key="dedicated", value="db", effect="NoExecute"),),
+    allocatable={"cpu": "2", "memory": "1Gi", "pods": "3", "ephemeral-storage": "10Gi"},
+)
+NODE_FACTS = attrs.evolve(FACTS, node=NODE, supplemental_groups_policy=True, apparmor_error=None)
+TOLERATES = (Toleration(key="dedicated", operator="Exists", effect="NoExecute"),)
+
+
+def sized(uid: str, cpu: str = "", memory: str = "", **spec: Any) -> Pod:
+    requests = {k: Quantity(v) for k, v in (("cpu", cpu), ("memory", memory)) if v}
+    container = Container(name="c", resources=ResourceRequirements(requests=requests))
+    built = make_pod(container, name=uid, uid=uid)
+    fields = {"node_name": "node1", "tolerations": TOLERATES, **spec}
+    return attrs.evolve(built, spec=attrs.evolve(built.spec, **fields))
+
+
+@pytest.mark.parametrize(
+    ("the_pod", "reason", "message"),
+    [
+        (sized("p", "500m", "256Mi"), None, None),
+        (
+            sized("p", "1600m"),
+            "OutOfcpu",
+            "Node didn't have enough resource: cpu, requested: 1600, used: 500, capacity: 2000",
+        ),
+        (
+            sized("p", memory="900Mi"),
+            "OutOfmemory",
+            "Node didn't have enough resource: memory, requested: 943718400, used: 134217728, "
+            "capacity: 1073741824",
+        ),
+        (
+            sized("p", node_selector={"zone": "b"}),
+            "NodeAffinity",
+            "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector",
+        ),
+        (
+            sized("p", node_name="node2"),
+            "NodeName",
+            "Predicate NodeName failed: node(s) didn't match the requested node name",
+        ),
+        (
+            sized("p", tolerations=()),
+            "TaintToleration",
+            "Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate",
+        ),
+        (
+            sized("p", os={"name": "windows"}),
+            "PodOSNotSupported",
+            "Failed to admit pod as the OS field doesn't match node OS",
+        ),
+    ],
+)
+def test_predicates_against_the_node(the_pod: Pod, reason: str | None, message: str | None) -> None:
+    admitted = [sized("other", "500m", "128Mi")]
+    expected = None if reason is None else Rejection(reason, message or "")
+    assert admit(the_pod, admitted, NODE_FACTS) == expected
+
+
+def test_the_node_allocatable_pods_is_the_pod_count() -> None:
+    admitted = [sized(f"o{i}") for i in range(3)]
+    assert admit(sized("p"), admitted, NODE_FACTS) == Rejection(
+        "OutOfpods", "Node didn't have enough resource: pods, requested: 1, used: 3, capacity: 3"
+    )
+
+
+def test_host_port_conflict_is_node_ports() -> None:
+    port = ContainerPort(container_port=80, host_port=8080, protocol="TCP")
+    web = sized("web")
+    web = attrs.evolve(
+        web,
+        spec=attrs.evolve(
+            web.spec, containers=(attrs.evolve(web.spec.containers[0], ports=(port,)),)
+        ),
+    )
+    other = attrs.evolve(web, metadata=attrs.evolve(web.metadata, uid="other", name="other"))
+    rejection = admit(web, [other], NODE_FACTS)
+    assert rejection is not None and rejection.reason == "NodePorts"
+
+
+def test_os_then_supplemental_groups_then_resources() -> None:
+    """Upstream's predicate handler: pod OS, supplementalGroupsPolicy, the general filter."""
+    strict = PodSecurityContext(supplemental_groups_policy="Strict")
+    facts = attrs.evolve(NODE_FACTS, supplemental_groups_policy=False)
+    everything = sized("p", "3", os={"name": "windows"}, security_context=strict)
+    assert admit(everything, [], facts).reason == "PodOSNotSupported"  # type: ignore[union-attr]
+    no_os = attrs.evolve(everything, spec=attrs.evolve(everything.spec, os=None))
+    assert admit(no_os, [], facts).reason == "SupplementalGroupsPolicyNotSupported"  # type: ignore[union-attr]
+    assert admit(no_os, [], NODE_FACTS).reason == "OutOfcpu"  # type: ignore[union-attr]
+    # sysctls come before the predicates
+    labelled = attrs.evolve(
+        no_os,
+        metadata=attrs.evolve(no_os.metadata, labels={"kubernetes.io/os": "windows"}),
+        spec=attrs.evolve(
+            no_os.spec,
+            security_context=attrs.evolve(
+                strict, sysctls=({"name": "kernel.panic", "value": "1"},)
+            ),
+        ),
+    )
+    assert admit(labelled, [], facts).reason == "SysctlForbidden"  # type: ignore[union-attr]
+    unsysctled = attrs.evolve(labelled, spec=attrs.evolve(labelled.spec, security_context=strict))
+    assert admit(unsysctled, [], facts).reason == "PodOSSelectorNodeLabelDoesNotMatch"  # type: ignore[union-attr]
+
+
+def test_overhead_and_sidecars_count_as_upstream() -> None:
+    """Requests: max(sum of regular containers + sidecars, any init container + the
+    sidecars before it) + overhead."""
+    sidecar = Container(
+        name="side",
+        restart_policy="Always",
+        resources=ResourceRequirements(requests={"cpu": Quantity("500m")}),
+    )
+    init = Container(name="init", resources=ResourceRequirements(requests={"cpu": Quantity("1")}))
+    p = sized("p", "600m", overhead={"cpu": Quantity("250m")})
+    p = attrs.evolve(p, spec=attrs.evolve(p.spec, init_containers=(sidecar, init)))
+    # max(600m + 500m, 500m + 1) + 250m = 1750m; with 500m used, 2 cpus leave 1500m
+    assert admit(p, [sized("o", "500m")], NODE_FACTS) == Rejection(
+        "OutOfcpu",
+        "Node didn't have enough resource: cpu, requested: 1750, used: 500, capacity: 2000",
+    )
+def test_node_pressure_is_checked_first() -> None:
+    """Upstream's eviction admit handler comes before every other one."""
+    everything = pod(sysctls=("kernel.panic",), policy="Strict")
+    facts = attrs.evolve(FACTS, pressure=("DiskPressure",))
+    assert admit(everything, [], facts) == Rejection(
+        "Evicted", "The node had condition: [DiskPressure]. "
+    )
+    memory = attrs.evolve(FACTS, pressure=("MemoryPressure",))
+    assert admit(pod(), [], memory) == Rejection(  # BestEffort
+        "Evicted", "The node had condition: [MemoryPressure]. "
+    )
+    static = attrs.evolve(
+        pod(),
+        metadata=attrs.evolve(pod().metadata, annotations={"kubernetes.io/config.source": "file"}),
+    )
+    assert admit(static, [], facts) is None  # critical pods are always admitted

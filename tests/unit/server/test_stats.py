@@ -12,6 +12,7 @@ import attrs
 from cryptography import x509
 
 from kubelet.cri import CriError, ImageClient, RuntimeClient, Unimplemented, api
+from kubelet.server.cadvisor import cadvisor_metrics
 from kubelet.server.certs import serving_cert
 from kubelet.server.hoststats import Host
 from kubelet.server.stats import RateCache, SummaryProvider, rfc3339
@@ -43,6 +44,7 @@ def fixture_host(root: Path) -> Host:
         f"sys/fs/cgroup/memory/{pod}/memory.usage_in_bytes": "2048\n",
         f"sys/fs/cgroup/memory/{pod}/memory.stat": "total_inactive_file 48\n",
         f"sys/fs/cgroup/memory/{pod}/memory.limit_in_bytes": "4096\n",
+        f"sys/fs/cgroup/pids/{pod}/pids.current": "3\n",
     }
     for name, text in files.items():
         path = root / name
@@ -220,6 +222,7 @@ async def test_summary_with_sandbox_stats(tmp_path: Path) -> None:
     assert "usageNanoCores" not in app["cpu"]  # one sample: no rate yet
     assert app["rootfs"]["usedBytes"] == 4096 and app["logs"]["usedBytes"] == 10
     assert pod["ephemeral-storage"]["usedBytes"] == 4106
+    assert pod["process_stats"] == {"process_count": 3}
 
 
 async def test_summary_without_sandbox_stats_uses_the_pod_cgroup(tmp_path: Path) -> None:
@@ -256,3 +259,43 @@ def test_self_signed_serving_cert(tmp_path: Path) -> None:
     assert serving_cert("", "", str(tmp_path / "pki"), "node1") == cert
     assert Path(cert.cert_file).read_bytes() == before
     assert serving_cert("/a.crt", "/a.key", "/nowhere", "node1").cert_file == "/a.crt"
+
+
+async def test_summary_reports_pod_volumes_and_counts_local_ones(tmp_path: Path) -> None:
+    stats = provider(tmp_path, ScriptedRuntime())
+    volumes = tmp_path / "pods" / UID / "volumes"
+    cache = volumes / "kubernetes.io~empty-dir" / "cache"
+    cache.mkdir(parents=True)
+    (cache / "data").write_bytes(b"x" * 100_000)
+    (volumes / "kubernetes.io~secret" / "token").mkdir(parents=True)
+    [pod] = (await stats.summary())["pods"]
+    rows = {v["name"]: v for v in pod["volume"]}
+    assert set(rows) == {"cache", "token"}
+    used = rows["cache"]["usedBytes"]
+    assert used >= 100_000 and rows["cache"]["inodesUsed"] == 2
+    assert rows["cache"]["capacityBytes"] > 0 and "availableBytes" in rows["cache"]
+    # the emptyDir counts as local ephemeral storage, the secret does not
+    assert pod["ephemeral-storage"]["usedBytes"] == 4106 + used
+    # measured at most once a period: a new file shows only after it
+    (cache / "more").write_bytes(b"y" * 100_000)
+    [again] = (await stats.summary())["pods"]
+    assert {v["name"]: v for v in again["volume"]}["cache"]["usedBytes"] == used
+
+
+async def test_cadvisor_series_from_the_summary(tmp_path: Path) -> None:
+    summary = await provider(tmp_path, ScriptedRuntime()).summary()
+    text = cadvisor_metrics(summary, 2, 8 << 30, str(tmp_path)).decode()
+    assert "machine_cpu_cores 2.0" in text
+    assert "machine_memory_bytes 8.589934592e+09" in text
+    assert "container_scrape_error 0.0" in text
+    app = f'id="/kubepods/pod{UID}/app",image="",name="app",namespace="default",pod="web"'
+    assert f'container_cpu_usage_seconds_total{{container="app",cpu="total",{app}}} 4e-08' in text
+    app = f'container="app",{app}'
+    assert f"container_memory_working_set_bytes{{{app}}} 1000.0" in text
+    assert f"container_memory_usage_bytes{{{app}}} 1100.0" in text
+    assert 'container_fs_usage_bytes{container="app",device="rootfs"' in text
+    assert 'container_memory_working_set_bytes{container="",id="/",' in text  # the node
+    assert "container_start_time_seconds{" in text
+    assert 'container_network_receive_bytes_total{container=""' not in text  # no interfaces
+    failed = cadvisor_metrics(None, 2, 1, "/").decode()
+    assert "container_scrape_error 1.0" in failed

@@ -377,3 +377,27 @@ async def test_podconfig_readiness_follows_sets() -> None:
         assert await config.updates.receive() == PodUpdate(ADD, "file", ())
         assert config.sources_ready() and config.seen_all_sources({"file"})
         nursery.cancel_scope.cancel()
+
+
+def test_an_added_ephemeral_container_is_an_update(storage: PodStorage) -> None:
+    """``kubectl debug`` only changes ``spec.ephemeralContainers`` (and the generation):
+    the syncLoop must hear of it as an UPDATE, so the worker starts the container."""
+    pod = make_pod("dbg")
+    storage.merge("api", SET, [pod])
+    debug = from_wire(
+        Pod,
+        {
+            "metadata": {"name": "dbg", "namespace": "new", "uid": "dbg-uid", "generation": 2},
+            "spec": {
+                "containers": [{"name": "c", "image": "img"}],
+                "ephemeralContainers": [
+                    {"name": "debugger", "image": "busybox", "targetContainerName": "c"}
+                ],
+            },
+        },
+    )
+    [update] = storage.merge("api", SET, [debug])
+    assert update.op is UPDATE
+    (stored,) = update.pods
+    assert [c.target_container_name for c in stored.spec.ephemeral_containers] == ["c"]
+    assert stored.metadata.generation == 2

@@ -136,6 +136,10 @@ def test_valid_pod_passes() -> None:
         ),
         (with_({}, {"restartPolicy": "Always"}), "may not be set for non-init containers"),
         (
+            with_({"ephemeralContainers": [{"name": "dbg", "image": "busybox"}]}),
+            "spec.ephemeralContainers: Forbidden: cannot be set on create",
+        ),
+        (
             {**BASE, "metadata": {"name": "web", "namespace": "Kube_System"}},
             'metadata.namespace: Invalid value: "Kube_System"',
         ),

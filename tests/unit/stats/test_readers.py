@@ -219,3 +219,20 @@ def test_summary_json_tolerates_junk() -> None:
     summary = from_json({"node": {"memory": {"availableBytes": "many"}}, "pods": [None, {}]})
     assert observe_signals(summary) == {}
     assert [p.uid for p in summary.pods] == [""]
+
+
+def test_v2_root_memory_from_the_root_memory_stat_as_runc(v2: Path) -> None:
+    write(
+        v2,
+        "sys/fs/cgroup/memory.stat",
+        "anon 300\nfile 700\ninactive_file 400\npgfault 8\npgmajfault 1\n",
+    )
+    assert Cgroups(v2).memory("/") == CgroupMemory(
+        usage=1000,
+        working_set=600,
+        inactive_file=400,
+        rss=300,
+        page_faults=8,
+        major_page_faults=1,
+        limit=None,
+    )

@@ -146,11 +146,15 @@ def test_readiness_gates() -> None:
 
 
 def test_transition_times_and_foreign_conditions_kept() -> None:
+    """Conditions others own come from the API's copy of the pod (upstream reads
+    ``pod.Status.Conditions``), never from what the kubelet itself reported before."""
     rt = RuntimePodStatus(uid="u1", sandboxes=(SANDBOX,), containers=(running("app"),))
     first = generate_pod_status(pod(APP), rt, now_ns=NS)
     foreign = PodCondition(type="example.com/lb", status="True")
-    previous = attrs.evolve(first, conditions=(foreign, *first.conditions))
-    later = generate_pod_status(pod(APP), rt, previous=previous, now_ns=NS + 60 * 10**9)
+    stale = PodCondition(type="example.com/lb", status="False")
+    previous = attrs.evolve(first, conditions=(stale, *first.conditions))
+    in_api = attrs.evolve(pod(APP), status=attrs.evolve(first, conditions=(foreign,)))
+    later = generate_pod_status(in_api, rt, previous=previous, now_ns=NS + 60 * 10**9)
     assert later.conditions[0] == foreign
     assert conds(later)["Ready"].last_transition_time == conds(first)["Ready"].last_transition_time
     assert later.start_time == first.start_time

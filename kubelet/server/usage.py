@@ -1,0 +1,58 @@
+"""The summary provider as the eviction manager and the image collector read it.
+
+``NodeUsage`` turns ``/stats/summary`` into the typed figures of ``kubelet.stats.summary``
+(the eviction manager's ``SummarySource``), gives the image filesystem alone (the image
+collector's thresholds), and tells how the runtime's filesystems are laid out: whether
+images live on a filesystem of their own (another device than ``--root-dir``), and
+whether the writable layers are apart from them (ImageFsInfo's container filesystem).
+"""
+
+from __future__ import annotations
+
+import os
+
+import attrs
+
+from kubelet.cri import CriError
+from kubelet.goformat import rfc3339
+from kubelet.stats.summary import FsUsage, Summary, from_json
+
+from .stats import SummaryProvider
+
+
+def _device(path: str) -> int | None:
+    try:
+        return os.stat(path).st_dev
+    except OSError:
+        return None
+
+
+@attrs.frozen
+class NodeUsage:
+    provider: SummaryProvider
+
+    async def summary(self) -> Summary:
+        return from_json(await self.provider.summary())
+
+    async def image_fs(self) -> FsUsage | None:
+        runtime = await self.provider.runtime_fs(rfc3339(self.provider.wall_clock()))
+        return from_json({"node": {"runtime": runtime or {}}}).node.image_fs
+
+    async def disk_layout(self) -> tuple[bool, bool]:
+        """(dedicated image filesystem, writable layers split from images); raises
+        ``CriError`` while the runtime does not answer (the manager asks again)."""
+        images = self.provider.images
+        if images is None:
+            return False, False
+        info = await images.image_fs_info()
+        if not info.image_filesystems:
+            raise CriError("ImageFsInfo", "the runtime reports no image filesystem")
+        image_mount = info.image_filesystems[0].fs_id.mountpoint
+        root = _device(self.provider.root_dir)
+        image = _device(image_mount) if image_mount else None
+        dedicated = image is not None and root is not None and image != root
+        container_mount = (
+            info.container_filesystems[0].fs_id.mountpoint if info.container_filesystems else ""
+        )
+        split = bool(container_mount) and container_mount != image_mount
+        return dedicated, split

@@ -1,0 +1,218 @@
+"""Resource management end to end on fake time: the cgroup tree (a temporary directory laid
+out as a cgroup v1 hybrid host), FakeRuntime and, for admission, FakeApiServer.
+
+The kubepods and QoS cgroups exist once the kubelet has started; a pod's cgroup is made
+before its sandbox (and the sandbox names it as its parent) and removed after its
+teardown; pod cgroups nobody knows are swept once the sources are ready; a pod that does
+not fit is Failed with upstream's reason, oldest pods admitted first.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from kubelet.testing import FakeRuntime
+from kubelet.testing.cgroupfs import TreeCgroupFs, v1_tree
+from kubelet.testing.fakeapiserver import FakeApiServer
+
+from .cluster_harness import MACHINE, Cluster, running_cluster, start_cluster_kubelet
+from .kubelet_harness import EPOCH, KUBELET_IMAGES, NODE, Harness, running_kubelet
+
+
+@pytest.fixture
+def fake_images() -> tuple[str, ...]:
+    return KUBELET_IMAGES
+
+
+def manifest(name: str, requests: str = "", limits: str = "") -> str:
+    resources = ""
+    if requests or limits:
+        resources = "    resources:\n"
+        if requests:
+            resources += f"      requests: {requests}\n"
+        if limits:
+            resources += f"      limits: {limits}\n"
+    return (
+        f"apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: default\n"
+        f"spec:\n  containers:\n  - name: app\n    image: busybox:1.35\n{resources}"
+    )
+
+
+def cgroup(tree: Path, hierarchy: str, path: str) -> Path:
+    return tree / hierarchy / path.strip("/")
+
+
+def sandbox_of(h: Harness, pod: str) -> Any:
+    (sandbox,) = h.sandboxes(pod)
+    return sandbox
+
+
+def everywhere(tree: Path, path: str) -> list[Path]:
+    """The directories of cgroup ``path`` in every hierarchy of the tree."""
+    return [
+        cgroup(tree, hierarchy, path)
+        for hierarchy in ("cpu,cpuacct", "memory", "pids", "cpuset", "systemd", "unified")
+    ]
+
+
+async def test_the_qos_tree_exists_once_the_kubelet_runs(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    async with running_kubelet(fake, short_tmp, "--pod-max-pids=100"):
+        tree = short_tmp / "cgroup"
+        assert cgroup(tree, "cpu", "kubepods/besteffort").joinpath("cpu.shares").read_text() == "2"
+        assert cgroup(tree, "memory", "kubepods/burstable").is_dir()
+        assert cgroup(tree, "pids", "kubepods").joinpath("pids.max").read_text().isdigit()
+
+
+async def test_pod_cgroup_before_the_sandbox_and_gone_after_teardown(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    """The first RunPodSandbox fails: the pod cgroup is there already (made first);
+    the retried sandbox names it as parent; deleting the manifest removes it."""
+    fake.faults.fail("RunPodSandbox", message="no sandbox today", times=1)
+    async with running_kubelet(fake, short_tmp, "--pod-max-pids=100") as h:
+        tree = short_tmp / "cgroup"
+        h.write("web.yaml", manifest("web", "{cpu: 250m, memory: 64Mi}"))
+        await h.wait_for(lambda: fake.calls_of("RunPodSandbox"))
+        pods = h.components.pods.pods() if h.components else []
+        (web,) = pods
+        path = f"/kubepods/burstable/pod{web.uid}"
+        assert not h.sandboxes("web")
+        assert all(d.is_dir() for d in everywhere(tree, path))
+        await h.wait_for(lambda: h.sandboxes("web"))
+        assert sandbox_of(h, "web").config.linux.cgroup_parent == path
+        assert cgroup(tree, "cpu", path).joinpath("cpu.shares").read_text() == "256"
+        assert cgroup(tree, "pids", path).joinpath("pids.max").read_text() == "100"
+        assert not cgroup(tree, "memory", path).joinpath("memory.limit_in_bytes").exists()
+        # the QoS cgroup follows the Burstable pods' requests
+        burstable = cgroup(tree, "cpu", "/kubepods/burstable").joinpath("cpu.shares")
+        assert burstable.read_text() == "256"
+
+        (h.manifests / "web.yaml").unlink()
+        await h.wait_for(lambda: not h.sandboxes("web"))
+        await h.wait_for(lambda: not any(d.exists() for d in everywhere(tree, path)))
+
+
+async def test_guaranteed_pod_values(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    async with running_kubelet(fake, short_tmp) as h:
+        tree = short_tmp / "cgroup"
+        both = "{cpu: 500m, memory: 128Mi}"
+        h.write("db.yaml", manifest("db", both, both))
+        await h.wait_for(lambda: h.sandboxes("db"))
+        uid = sandbox_of(h, "db").config.metadata.uid
+        path = f"/kubepods/pod{uid}"
+        assert sandbox_of(h, "db").config.linux.cgroup_parent == path
+        cpu = cgroup(tree, "cpu", path)
+        assert cpu.joinpath("cpu.shares").read_text() == "512"
+        assert cpu.joinpath("cpu.cfs_quota_us").read_text() == "50000"
+        assert cpu.joinpath("cpu.cfs_period_us").read_text() == "100000"
+        memory = cgroup(tree, "memory", path).joinpath("memory.limit_in_bytes")
+        assert memory.read_text() == str(128 * 1024 * 1024)
+
+
+async def test_without_cgroups_per_qos_no_cgroup_is_made(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    async with running_kubelet(
+        fake, short_tmp, "--cgroups-per-qos=false", "--enforce-node-allocatable=none"
+    ) as h:
+        h.write("web.yaml", manifest("web", "{cpu: 250m}"))
+        await h.wait_for(lambda: h.sandboxes("web"))
+        assert sandbox_of(h, "web").config.linux.cgroup_parent == ""
+        assert not (short_tmp / "cgroup").exists()
+
+
+async def test_orphaned_pod_cgroups_are_swept_once_sources_are_ready(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    """Left by an earlier kubelet: the pod cgroups of pods nobody knows go (in every
+    hierarchy); the cgroup of a pod the manifests want stays. (An orphan whose volumes
+    are still mounted is only brought down to 2 cpu shares: tests/unit/cgroups.)"""
+    tree = short_tmp / "cgroup"
+    fs = TreeCgroupFs(v1_tree(tree))
+    fs.create("/kubepods/besteffort/podgone-1")
+    fs.create("/kubepods/pod2e4c0a4e-0000-4000-8000-000000000001")
+    async with running_kubelet(fake, short_tmp) as h:
+        h.write("web.yaml", manifest("web", "{cpu: 250m}"))
+        await h.wait_for(lambda: h.sandboxes("web"))
+        uid = sandbox_of(h, "web").config.metadata.uid
+        await h.wait_for(
+            lambda: not cgroup(tree, "memory", "/kubepods/besteffort/podgone-1").exists()
+        )
+        assert not any(d.exists() for d in everywhere(tree, "/kubepods/besteffort/podgone-1"))
+        guaranteed = "/kubepods/pod2e4c0a4e-0000-4000-8000-000000000001"
+        await h.wait_for(lambda: not any(d.exists() for d in everywhere(tree, guaranteed)))
+        await trio.sleep(10)  # several housekeeping passes
+        assert all(d.is_dir() for d in everywhere(tree, f"/kubepods/burstable/pod{uid}"))
+
+
+# -- admission -------------------------------------------------------------------------------
+
+
+def events(c: Cluster, reason: str) -> list[dict[str, Any]]:
+    return [e for e in c.api.list("events", "default") if e.get("reason") == reason]
+
+
+async def test_a_pod_that_does_not_fit_is_failed_with_out_of_cpu(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    async with running_cluster(fake, short_tmp) as c:
+        await c.wait_for(lambda: c.api.get("nodes", None, NODE) is not None)
+        big = {"containers": [{"name": "app", "image": "busybox:1.35", "resources": {
+            "requests": {"cpu": "3"}}}]}  # fmt: skip
+        c.create_pod("big", **big)
+        await c.wait_for(lambda: c.phase("big") == "Failed")
+        status = (c.pod("big") or {})["status"]
+        capacity = MACHINE.num_cores * 1000
+        message = (
+            f"Node didn't have enough resource: cpu, requested: 3000, used: 0, capacity: {capacity}"
+        )
+        assert status["reason"] == "OutOfcpu"
+        assert status["message"] == f"Pod was rejected: {message}"
+        await c.wait_for(lambda: events(c, "OutOfcpu"))
+        assert events(c, "OutOfcpu")[0]["message"] == message
+        assert not fake.sandboxes
+
+
+async def test_pods_are_admitted_oldest_first(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    """Two pods that cannot both fit, listed newest first: the older one runs."""
+    api = FakeApiServer(epoch=EPOCH)
+    async with api.serve(), trio.open_nursery() as nursery:
+        c = Cluster(api, fake, short_tmp, nursery)
+        for name, created in (("a-new", "2027-01-15T08:00:05Z"), ("b-old", "2027-01-15T08:00:00Z")):
+            api.create(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {
+                        "name": name,
+                        "namespace": "default",
+                        "uid": f"uid-{name}",
+                        "creationTimestamp": created,
+                    },
+                    "spec": {
+                        "nodeName": NODE,
+                        "containers": [
+                            {
+                                "name": "app",
+                                "image": "busybox:1.35",
+                                "resources": {"requests": {"cpu": "1500m"}},
+                            }
+                        ],
+                    },
+                }
+            )
+        await start_cluster_kubelet(c)
+        await c.wait_for(lambda: c.phase("a-new") == "Failed")
+        assert (c.pod("a-new") or {})["status"]["reason"] == "OutOfcpu"
+        await c.wait_for(lambda: c.phase("b-old") == "Running")
+        nursery.cancel_scope.cancel()

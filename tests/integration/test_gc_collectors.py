@@ -1,0 +1,135 @@
+"""The garbage collectors through the real CRI clients against FakeRuntime: what goes and
+what never does (running containers, the newest dead instance, ready sandboxes, images in
+use, pinned and sandbox images)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import attrs
+import trio
+
+from kubelet.cri import ImageClient, RuntimeClient
+from kubelet.gc.collector import ContainerCollector, GarbageCollectors, ImageCollector
+from kubelet.gc.images import ImageGCPolicy
+from kubelet.stats.summary import FsUsage
+from kubelet.testing import FakeRuntime
+
+from .helpers import container_config, sandbox_config
+
+GiB = 1 << 30
+
+
+@attrs.define
+class Pods:
+    gone: set[str] = attrs.field(factory=set)
+    terminated: set[str] = attrs.field(factory=set)
+
+    def content_removable(self, uid: str) -> bool:
+        return uid in self.gone
+
+    def runtime_removable(self, uid: str) -> bool:
+        return uid in self.gone or uid in self.terminated
+
+
+async def _attempts(runtime: RuntimeClient, pod: str, count: int, *, last_running: bool) -> str:
+    """A pod whose container ``app`` ran ``count`` times (the last one maybe still running)."""
+    cfg = sandbox_config(pod, f"uid-{pod}")
+    sandbox = await runtime.run_pod_sandbox(cfg)
+    for attempt in range(count):
+        config = container_config("app", pod=pod, uid=f"uid-{pod}", attempt=attempt)
+        cid = await runtime.create_container(sandbox, config, cfg)
+        await runtime.start_container(cid)
+        if attempt < count - 1 or not last_running:
+            await runtime.stop_container(cid, 0)
+        await trio.sleep(1)
+    return sandbox
+
+
+def _collector(runtime: RuntimeClient, pods: Pods, tmp: Path) -> ContainerCollector:
+    return ContainerCollector(
+        runtime, pods, lambda: True, str(tmp), lambda: 2e9 + trio.current_time()
+    )
+
+
+async def test_container_gc_keeps_running_and_newest_dead_instances(
+    fake: FakeRuntime,
+    clients: tuple[RuntimeClient, ImageClient],
+    tmp_path: Path,
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    runtime, _ = clients
+    pods = Pods(gone={"uid-deleted", "uid-elsewhere"}, terminated={"uid-done"})
+    await _attempts(runtime, "web", 4, last_running=True)
+    await _attempts(runtime, "done", 3, last_running=False)
+    deleted = await _attempts(runtime, "deleted", 2, last_running=False)
+    await runtime.stop_pod_sandbox(deleted)
+    (tmp_path / "default_deleted_uid-deleted").mkdir()
+    (tmp_path / "default_web_uid-web").mkdir()
+    # a pod this kubelet never saw on its runtime (another kubelet's, a shared logs dir)
+    (tmp_path / "default_elsewhere_uid-elsewhere").mkdir()
+    before = {c.id: c for c in fake.containers.values()}
+
+    plan = await _collector(runtime, pods, tmp_path).collect()
+
+    left = {c.id: c for c in fake.containers.values()}
+    by_pod: dict[str, list[int]] = {}
+    for c in left.values():
+        by_pod.setdefault(c.config.labels["io.kubernetes.pod.name"], []).append(
+            c.config.metadata.attempt
+        )
+    # web: running attempt 3 and the newest dead one (2); done: its newest dead one (2)
+    assert sorted(by_pod["web"]) == [2, 3]
+    assert sorted(by_pod["done"]) == [2]
+    assert "deleted" not in by_pod  # a removed pod loses every container
+    assert len(plan.containers) == len(before) - len(left) == 6
+    assert deleted in plan.remove_sandboxes and deleted not in fake.sandboxes
+    assert plan.remove_log_dirs == ("default_deleted_uid-deleted",)
+    assert not (tmp_path / "default_deleted_uid-deleted").exists()
+    assert (tmp_path / "default_web_uid-web").exists()
+    assert (tmp_path / "default_elsewhere_uid-elsewhere").exists()
+
+    # eviction's reclaim: a terminated pod's dead containers go too; running ones never
+    await GarbageCollectors(
+        _collector(runtime, pods, tmp_path),
+        None,  # type: ignore[arg-type]
+    ).delete_unused_containers()
+    names = [c.config.labels["io.kubernetes.pod.name"] for c in fake.containers.values()]
+    assert sorted(names) == ["web", "web"]
+
+
+async def test_eviction_reclaim_removes_unused_images_but_never_protected_ones(
+    fake: FakeRuntime,
+    clients: tuple[RuntimeClient, ImageClient],
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    runtime, images = clients
+    for name in ("unused:1", "pinned:1", "young:1"):
+        fake.add_image(name, size=GiB)
+    fake.images["docker.io/library/pinned:1"].pinned = True
+    await _attempts(runtime, "web", 1, last_running=True)  # uses busybox
+
+    async def image_fs() -> FsUsage | None:
+        return FsUsage(capacity=100 * GiB, available=50 * GiB)
+
+    collector = ImageCollector(
+        runtime,
+        images,
+        image_fs,
+        lambda: 2e9 + trio.current_time(),
+        ImageGCPolicy(min_age=120),
+        protected=("registry.k8s.io/pause:3.9",),
+    )
+    await collector.detect()
+    await trio.sleep(121)
+    fake.add_image("young:2", size=GiB)  # detected now: younger than the minimum age
+    await collector.delete_unused()
+    names = {tag for i in fake.images.values() for tag in i.repo_tags}
+    assert "docker.io/library/unused:1" not in names
+    assert "docker.io/library/young:1" not in names
+    assert {
+        "docker.io/library/young:2",
+        "docker.io/library/pinned:1",
+        "registry.k8s.io/pause:3.9",
+        "docker.io/library/busybox:latest",
+    } <= names

@@ -1,0 +1,189 @@
+"""The cgroup component: start-up refusals, the pod handle (parent, ensure, remove by UID),
+the orphan sweep -- on temporary v1 and v2 trees, fake time."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+import trio
+
+from kubelet.api.meta import ObjectMeta
+from kubelet.api.pod import Container, Pod, PodSpec, Quantity, ResourceRequirements
+from kubelet.cgroups.fs import UNIFIED, CgroupFs
+from kubelet.cgroups.manager import CgroupSettings, Event
+from kubelet.cgroups.run import PodCgroups, capacity_of, run_cgroups
+from kubelet.errors import ConfigError
+from kubelet.testing.cgroupfs import TreeCgroupFs, v1_tree, v2_tree
+
+T = TypeVar("T")
+CAPACITY = capacity_of(2, 4 * 1024**3, {"2Mi": 0})
+
+
+async def inline(fn: Callable[[], T]) -> T:
+    return fn()
+
+
+def pod(uid: str, cpu: str = "", limit: str = "") -> Pod:
+    requests = {"cpu": Quantity(cpu)} if cpu else {}
+    limits = {"cpu": Quantity(limit), "memory": Quantity("64Mi")} if limit else {}
+    if limit:
+        requests = {"cpu": Quantity(limit), "memory": Quantity("64Mi")}
+    container = Container(
+        name="c", resources=ResourceRequirements(requests=requests, limits=limits)
+    )
+    return Pod(
+        metadata=ObjectMeta(name=uid, namespace="ns", uid=uid),
+        spec=PodSpec(containers=(container,)),
+    )
+
+
+def qos_of(p: Pod) -> str:
+    resources = p.spec.containers[0].resources
+    if resources is None or not resources.requests:
+        return "BestEffort"
+    return "Guaranteed" if resources.limits else "Burstable"
+
+
+@pytest.fixture(params=[1, 2], ids=["v1", "v2"])
+def tree(request: pytest.FixtureRequest, tmp_path: Path) -> TreeCgroupFs:
+    root = tmp_path / "cgroup"
+    return TreeCgroupFs(v1_tree(root) if request.param == 1 else v2_tree(root))
+
+
+async def start(
+    nursery: trio.Nursery,
+    fs: CgroupFs,
+    settings: CgroupSettings | None = None,
+    active: list[Pod] | None = None,
+    events: list[Event] | None = None,
+) -> PodCgroups:
+    pods = active if active is not None else []
+    record = (events if events is not None else []).append
+    handle: PodCgroups = await nursery.start(
+        run_cgroups, settings or CgroupSettings(), lambda: fs, CAPACITY, lambda: pods, qos_of,
+        record, inline,
+    )  # fmt: skip
+    return handle
+
+
+async def refused(
+    fs: CgroupFs, settings: CgroupSettings, events: list[Event] | None = None
+) -> ConfigError:
+    """The ConfigError that stops start-up (raised out of the nursery)."""
+    caught: list[ConfigError] = []
+    try:
+        async with trio.open_nursery() as nursery:
+            await start(nursery, fs, settings, events=events)
+    except* ConfigError as group:
+        caught += [e for e in group.exceptions if isinstance(e, ConfigError)]
+    assert len(caught) == 1
+    return caught[0]
+
+
+def shares_file(fs: CgroupFs, literal: str) -> Path:
+    paths = fs.paths(literal)
+    if fs.layout.version == 1:
+        return Path(paths["cpu"]) / "cpu.shares"
+    return Path(paths[UNIFIED]) / "cpu.weight"
+
+
+async def test_pod_cgroup_parent_ensure_and_remove_by_uid(
+    tree: TreeCgroupFs, autojump_clock: trio.abc.Clock
+) -> None:
+    web, db = pod("web", cpu="250m"), pod("db", limit="500m")
+    active = [web, db]
+    async with trio.open_nursery() as nursery:
+        cgroups = await start(nursery, tree, active=active)
+        assert cgroups.parent(web) == "/kubepods/burstable/podweb"
+        assert cgroups.parent(db) == "/kubepods/poddb"
+        assert await cgroups.ensure(web) is True
+        assert await cgroups.ensure(web) is False  # there already: left as it is
+        assert await cgroups.ensure(db) is True
+        assert all(Path(d).is_dir() for d in tree.dirs("/kubepods/burstable/podweb"))
+        if tree.layout.version == 1:
+            assert shares_file(tree, "/kubepods/burstable").read_text() == "256"
+        # removal needs only the UID (a pod known from the runtime has no spec), and the
+        # QoS shares follow the pods left
+        active.remove(web)
+        assert await cgroups.remove("web") is True
+        if tree.layout.version == 1:
+            assert shares_file(tree, "/kubepods/burstable").read_text() == "2"
+        assert not any(Path(d).exists() for d in tree.dirs("/kubepods/burstable/podweb"))
+        assert await cgroups.remove("web") is False
+        assert await cgroups.remove("db") is True
+        nursery.cancel_scope.cancel()
+
+
+async def test_sweep_removes_unknown_pods_and_reduces_those_with_volumes(
+    tree: TreeCgroupFs, autojump_clock: trio.abc.Clock
+) -> None:
+    for literal in ("/kubepods/besteffort/podgone", "/kubepods/burstable/podmounted"):
+        tree.create(literal)
+    async with trio.open_nursery() as nursery:
+        cgroups = await start(nursery, tree)
+        await cgroups.ensure(pod("kept", cpu="100m"))
+        removed = await cgroups.sweep(lambda uid: uid == "kept", lambda uid: uid == "mounted")
+        assert removed == ["gone"]
+        assert not any(Path(d).exists() for d in tree.dirs("/kubepods/besteffort/podgone"))
+        assert shares_file(tree, "/kubepods/burstable/podmounted").read_text() in ("2", "1")
+        assert all(Path(d).is_dir() for d in tree.dirs("/kubepods/burstable/podkept"))
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_missing_cgroup_root_stops_start_up(
+    tree: TreeCgroupFs, autojump_clock: trio.abc.Clock
+) -> None:
+    error = await refused(tree, CgroupSettings(cgroup_root="/nowhere"))
+    (problem,) = error.problems
+    assert problem.field == "cgroupRoot"
+    assert 'cgroup-root ["nowhere"] doesn\'t exist' in problem.message
+
+
+async def test_the_systemd_driver_is_refused_where_systemd_does_not_run(
+    tree: TreeCgroupFs, autojump_clock: trio.abc.Clock
+) -> None:
+    """This host (a container without systemd as PID 1) has no /run/systemd/system."""
+    assert not Path("/run/systemd/system").exists()
+    error = await refused(tree, CgroupSettings(driver="systemd"))
+    (problem,) = error.problems
+    assert problem.field == "cgroupDriver"
+    assert problem.message == "systemd not running on this host, cannot use systemd cgroups manager"
+
+
+async def test_a_reserved_cgroup_that_cannot_be_limited_stops_start_up(
+    tree: TreeCgroupFs, autojump_clock: trio.abc.Clock
+) -> None:
+    settings = CgroupSettings(
+        enforce=frozenset({"pods", "system-reserved"}), system_reserved_cgroup="/system.slice"
+    )
+    events: list[Event] = []
+    error = await refused(tree, settings, events)
+    (problem,) = error.problems
+    assert problem.message.startswith(
+        'Failed to enforce System Reserved Cgroup Limits on "/system.slice": '
+    )
+    assert [e[1] for e in events] == ["FailedNodeAllocatableEnforcement"]
+
+
+async def test_without_cgroups_per_qos_nothing_is_touched(
+    tmp_path: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    opened: list[bool] = []
+
+    def never() -> CgroupFs:
+        opened.append(True)
+        raise AssertionError("the host's cgroups are not read")
+
+    settings = CgroupSettings(cgroups_per_qos=False, enforce=frozenset())
+    async with trio.open_nursery() as nursery:
+        cgroups: PodCgroups = await nursery.start(
+            run_cgroups, settings, never, CAPACITY, list, qos_of, print, inline
+        )
+        assert cgroups.parent(pod("web")) == ""
+        assert await cgroups.ensure(pod("web")) is False
+        assert await cgroups.sweep(lambda uid: False, lambda uid: False) == []
+        nursery.cancel_scope.cancel()
+    assert opened == []
