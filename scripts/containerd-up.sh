@@ -28,7 +28,8 @@ CNI_BIN_DIR=/usr/lib/cni   # Debian's containernetworking-plugins; not /opt/cni/
 POD_CIDR=${POD_CIDR:-10.88.0.0/16}
 PAUSE_IMAGE=registry.k8s.io/pause:3.9
 BUSYBOX_IMAGE=docker.io/library/busybox:latest
-PKGS=(containerd runc containernetworking-plugins busybox-static gcc libc6-dev iproute2)
+# dbus-daemon: the graceful-shutdown tests run a private bus with a fake logind
+PKGS=(containerd runc containernetworking-plugins busybox-static gcc libc6-dev iproute2 dbus-daemon)
 MARK='# written by scripts/containerd-up.sh'
 
 usage() { sed -n '2,16s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
