@@ -131,6 +131,9 @@ class ApiStore:
         self._history_size = history
         self._watchers: set[Watcher] = set()
         self._uids = 0
+        self.uid_seed = "fakeapiserver"
+        """what UIDs are derived from: a process-mode server (``main``) makes it unique,
+        so that two servers in a row never hand out the same UIDs to pods on one runtime"""
         self.rv = 1
         self.compacted = 1
 
@@ -358,9 +361,9 @@ class ApiStore:
         return (namespace or "") if rt.namespaced else ""
 
     def _new_uid(self) -> str:
-        """Deterministic UUIDs: the same test gets the same uids every run."""
+        """Deterministic UUIDs: the same in-process test gets the same uids every run."""
         self._uids += 1
-        return str(uuid.uuid5(_UID_NAMESPACE, f"fakeapiserver-{self._uids}"))
+        return str(uuid.uuid5(_UID_NAMESPACE, f"{self.uid_seed}-{self._uids}"))
 
 
 def _typed(rt: ResourceType, obj: Obj) -> Obj:

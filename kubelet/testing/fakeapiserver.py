@@ -83,6 +83,7 @@ import signal
 import socket
 import ssl
 import time
+import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -635,6 +636,8 @@ async def _serve_forever(args: argparse.Namespace) -> None:
         watch_timeout=args.watch_timeout,
         require_auth=args.require_auth,
     )
+    # a leftover pod of an earlier server on the same runtime must not share a UID
+    api.store.uid_seed = f"fakeapiserver-{uuid.uuid4().hex}"
     for path in args.load:
         api.load(_read_docs(Path(path)))
     for entry in args.host:

@@ -113,3 +113,6 @@ async def open_cluster(
     finally:
         procs.stop_all()
         await cleanup(runtime, kubelet_only=True)
+        # a CRI call the kubelet sent just before it died may still complete: once more
+        await trio.sleep(1)
+        await cleanup(runtime, kubelet_only=True)
