@@ -31,12 +31,14 @@ def pod(name: str, node: str, container: dict[str, Any], **spec: Any) -> dict[st
     }
 
 
-async def create(api: httpx.AsyncClient, body: dict[str, Any], node: str) -> None:
+async def create(api: httpx.AsyncClient, body: dict[str, Any], node: str) -> str:
+    """Create the pod once the node is registered; its UID."""
     with trio.fail_after(20):
         while (await api.get(f"/api/v1/nodes/{node}")).status_code != 200:
             await trio.sleep(0.1)
     r = await api.post("/api/v1/namespaces/default/pods", json=body)
     assert r.status_code == 201, r.text
+    return str(r.json()["metadata"]["uid"])
 
 
 async def status(api: httpx.AsyncClient, name: str) -> dict[str, Any]:
@@ -107,12 +109,12 @@ async def test_failing_liveness_exec_probe_restarts_with_backoff(
         },
     }
     async with httpx.AsyncClient(base_url=url, timeout=10) as api:
-        await create(api, pod("live", node, container, terminationGracePeriodSeconds=2), node)
+        uid = await create(api, pod("live", node, container, terminationGracePeriodSeconds=2), node)
         await wait_status(api, "live", lambda s: restarts(s) >= 1, 30)
         created: dict[int, float] = {}
 
         async def four_instances() -> bool:
-            for c in await runtime.list_containers(labels={labels.POD_NAME: "live"}):
+            for c in await runtime.list_containers(labels={labels.POD_UID: uid}):
                 created.setdefault(c.metadata.attempt, c.created_at / 1e9)
             return len(created) >= 4
 
