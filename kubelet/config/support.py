@@ -14,7 +14,8 @@ The warning rule (README, "Settings the kubelet accepts but does not act on"):
   reclaims is named once, whether or not the user touched the setting, so that someone
   relying on upstream's defaults learns they are not there;
 - feature gates count as settings: a gate set away from its default whose effect we do
-  not implement is listed like any other.
+  not implement is listed like any other, and the gates upstream turns on by default whose
+  effect we lack are named among the missing defaults while left at that default.
 Performance-only differences (wire format, refresh timing) are not listed by default.
 """
 
@@ -24,6 +25,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import attrs
+
+from .gatedata import GATES
 
 IMPLEMENTED = "implemented"
 PARTIAL = "partial"
@@ -368,7 +371,22 @@ def not_acted_on(
         gate = GATE_SUPPORT.get(name)
         if gate is not None and gate.status != IMPLEMENTED and not gate.honoured(value):
             inert.append(Inert(f"featureGates.{name}", value, gate_sources.get(name, ""), gate))
+    defaults.extend(_gate_defaults_lacked(gates))
     return inert, defaults
+
+
+def _gate_defaults_lacked(gates: Mapping[str, bool]) -> list[str]:
+    """One item naming the gates left at an upstream default whose effect we lack (on by
+    default upstream: ``ExtendWebSocketsToKubelet``, ``KubeletPSI``, ...)."""
+    lacked = [
+        name
+        for name, gate in GATE_SUPPORT.items()
+        if name not in gates
+        and name in GATES
+        and gate.status != IMPLEMENTED
+        and not gate.honoured(GATES[name].default)
+    ]
+    return [f"the effect of feature gates on by default: {', '.join(lacked)}"] if lacked else []
 
 
 def warning_text(inert: Iterable[Inert], defaults: Iterable[str]) -> str:

@@ -143,13 +143,23 @@ def test_no_warning_for_honoured_settings(tmp_path: Path) -> None:
         "cpuManagerPolicy: none\ncpuCFSQuota: true\n"
     )
     path.write_text(honoured)
-    # nothing listed; the one default still missing, untouched by the file, is named
-    # (QoS cgroups, eviction and image GC are implemented)
+    # nothing listed; the defaults still missing, untouched by the file, are named: the
+    # swap check and the gates upstream turns on whose effect we lack (QoS cgroups,
+    # eviction and image GC are implemented)
+    gates = (
+        "the effect of feature gates on by default: ContainerCheckpoint, "
+        "ExtendWebSocketsToKubelet, KubeletPSI, KubeletPodResourcesDynamicResources, "
+        "KubeletPodResourcesGet, NodeDeclaredFeatures, ReloadKubeletClientCAFile, "
+        "ReloadKubeletServerCertificateFile"
+    )
     assert run(f"--config={path}").warnings == (
-        "upstream defaults not provided: refusing to start with swap on (failSwapOn)",
+        f"upstream defaults not provided: refusing to start with swap on (failSwapOn), {gates}",
     )
     path.write_text(honoured + "failSwapOn: false\n")
-    assert run(f"--config={path}").warnings == ()
+    assert run(f"--config={path}").warnings == (f"upstream defaults not provided: {gates}",)
+    # a gate turned off (upstream's behaviour without it is what we do) leaves the list
+    off = run(f"--config={path}", "--feature-gates=KubeletPSI=false").warnings
+    assert off[-1] == f"upstream defaults not provided: {gates.replace(' KubeletPSI,', '')}"
 
 
 def test_kubeadm_config_gives_one_warning_naming_each_setting(tmp_path: Path) -> None:
