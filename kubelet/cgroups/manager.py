@@ -138,8 +138,8 @@ class CgroupSettings:
     def from_config(
         cls, config: KubeletConfiguration, *, pod_level_resources: bool = True
     ) -> CgroupSettings:
-        """The fields the configuration models today; ``cpuCFSQuota``, its period and
-        ``qosReserved`` keep upstream's defaults until they are modelled."""
+        """The cgroup fields of the configuration (``qosReserved`` is the caller's: it
+        depends on a gate)."""
         return cls(
             driver=config.cgroup_driver,
             cgroup_root=config.cgroup_root or "/",
@@ -150,6 +150,8 @@ class CgroupSettings:
             system_reserved_cgroup=config.system_reserved_cgroup,
             kube_reserved_cgroup=config.kube_reserved_cgroup,
             pod_pids_limit=config.pod_pids_limit,
+            cpu_cfs_quota=config.cpu_cfs_quota,
+            cpu_cfs_quota_period=round(config.cpu_cfs_quota_period * 1_000_000),
             pod_level_resources=pod_level_resources,
         )
 

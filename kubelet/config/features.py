@@ -24,6 +24,7 @@ KUBELET_FINE_GRAINED_AUTHZ = "KubeletFineGrainedAuthz"
 GRACEFUL_NODE_SHUTDOWN = "GracefulNodeShutdown"
 ROTATE_KUBELET_SERVER_CERTIFICATE = "RotateKubeletServerCertificate"
 SHUTDOWN_BY_POD_PRIORITY = "GracefulNodeShutdownBasedOnPodPriority"
+CUSTOM_CPU_CFS_QUOTA_PERIOD = "CustomCPUCFSQuotaPeriod"
 
 
 @attrs.frozen

@@ -340,6 +340,18 @@ FLAGS: tuple[FlagSpec, ...] = (
     ),
     _bool("fail-swap-on", "failSwapOn", "Refuse to start when swap is enabled on the node."),
     _bool(
+        "cpu-cfs-quota",
+        "cpuCFSQuota",
+        "Enforce container and pod CPU limits with CFS quota; false leaves them unlimited.",
+    ),
+    _cfg(
+        "cpu-cfs-quota-period",
+        "cpuCFSQuotaPeriod",
+        "The CFS period of CPU limits; other than 100ms needs the CustomCPUCFSQuotaPeriod "
+        "feature gate (then 1ms to 1s).",
+        fv.duration,
+    ),
+    _bool(
         "local-storage-capacity-isolation",
         "localStorageCapacityIsolation",
         "Account and limit pods' local ephemeral storage.",

@@ -211,6 +211,10 @@ class KubeletConfiguration:
     kube_reserved_cgroup: str = ""
     fail_swap_on: bool = True
     local_storage_capacity_isolation: bool = True
+    cpu_cfs_quota: bool = attrs.field(default=True, metadata=meta(wire="cpuCFSQuota"))
+    cpu_cfs_quota_period: float = attrs.field(
+        default=0.1, metadata=meta(wire="cpuCFSQuotaPeriod", duration=True)
+    )
 
     # Eviction
     eviction_hard: Mapping[str, str] = attrs.field(factory=_eviction_default)

@@ -20,6 +20,7 @@ from kubelet.api.sysctl import pattern_error
 
 from .duration import format_duration, parse_duration
 from .features import (
+    CUSTOM_CPU_CFS_QUOTA_PERIOD,
     DEFAULT_GATES,
     GRACEFUL_NODE_SHUTDOWN,
     KUBELET_CRASH_LOOP_BACK_OFF_MAX,
@@ -145,6 +146,21 @@ def _gated(c: KubeletConfiguration, gates: FeatureGates) -> Iterator[Issue]:
             "serverTLSBootstrap",
             f"requires the feature gate {ROTATE_KUBELET_SERVER_CERTIFICATE}",
         )
+    yield from _cfs_period(c, gates)
+
+
+def _cfs_period(c: KubeletConfiguration, gates: FeatureGates) -> Iterator[Issue]:
+    """Upstream: a period other than 100ms needs the gate; with it, 1ms to 1s."""
+    period = c.cpu_cfs_quota_period
+    shown = format_duration(period)
+    if not gates.enabled(CUSTOM_CPU_CFS_QUOTA_PERIOD):
+        if round(period * 1e9) != 100_000_000:
+            yield (
+                "cpuCFSQuotaPeriod",
+                f"{shown} requires feature gate {CUSTOM_CPU_CFS_QUOTA_PERIOD}",
+            )
+    elif not 1_000_000 <= round(period * 1e9) <= 1_000_000_000:
+        yield "cpuCFSQuotaPeriod", f"{shown} must be between 1ms and 1sec, inclusive"
 
 
 def _tls(c: KubeletConfiguration) -> Iterator[Issue]:

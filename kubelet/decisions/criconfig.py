@@ -38,6 +38,7 @@ from kubelet.env.expand import expand_env
 from kubelet.env.hosts import pod_hostname
 
 from .hash import hash_container
+from .limits import ContainerLimits
 from .qos import BEST_EFFORT, BURSTABLE, container_oom_score_adj, pod_qos
 from .security import (
     DEFAULT_MASKED_PATHS,
@@ -81,6 +82,7 @@ MIN_SHARES = 2
 MAX_SHARES = 262144
 SHARES_PER_CPU = 1024
 CPU_PERIOD = 100_000  # 100 ms, in microseconds
+DEFAULT_LIMITS = ContainerLimits()
 MIN_QUOTA = 1000  # 1 ms
 
 _PROTOCOLS = {"TCP": api.TCP, "UDP": api.UDP, "SCTP": api.SCTP}
@@ -299,13 +301,18 @@ def milli_cpu_to_quota(milli_cpu: int, period: int = CPU_PERIOD) -> int:
 
 
 def linux_container_resources(
-    pod: Pod, container: Container, *, memory_capacity: int, cpu_cfs_quota: bool = True
+    pod: Pod,
+    container: Container,
+    *,
+    memory_capacity: int,
+    limits: ContainerLimits = DEFAULT_LIMITS,
 ) -> api.LinuxContainerResources:
-    """CPU shares from the request (the limit when no request), CFS quota from the limit,
-    the memory limit, and the OOM score adjustment. Hugepages are not set."""
+    """CPU shares from the request (the limit when no request), CFS quota from the limit
+    over the node's period (neither with ``cpuCFSQuota: false``), the memory limit, and
+    the OOM score adjustment. Hugepages are not set."""
     requests = container.resources.requests if container.resources else {}
-    limits = container.resources.limits if container.resources else {}
-    cpu_limit = to_millicores(limits.get("cpu"))
+    declared = container.resources.limits if container.resources else {}
+    cpu_limit = to_millicores(declared.get("cpu"))
     if "cpu" in requests:
         shares = milli_cpu_to_shares(to_millicores(requests["cpu"]))
     else:
@@ -314,16 +321,18 @@ def linux_container_resources(
         cpu_shares=shares,
         oom_score_adj=container_oom_score_adj(pod, container, memory_capacity),
     )
-    memory_limit = to_bytes(limits.get("memory"))
+    memory_limit = to_bytes(declared.get("memory"))
     if memory_limit:
         out.memory_limit_in_bytes = memory_limit
-    if cpu_cfs_quota:
-        out.cpu_period = CPU_PERIOD
-        out.cpu_quota = milli_cpu_to_quota(cpu_limit)
+    if limits.cpu_cfs_quota:
+        out.cpu_period = limits.cpu_period
+        out.cpu_quota = milli_cpu_to_quota(cpu_limit, limits.cpu_period)
     return out
 
 
-def overhead_resources(pod: Pod, *, cpu_cfs_quota: bool = True) -> api.LinuxContainerResources:
+def overhead_resources(
+    pod: Pod, *, limits: ContainerLimits = DEFAULT_LIMITS
+) -> api.LinuxContainerResources:
     """The pod's ``overhead`` (set from its RuntimeClass) as resources, requests equal to
     limits, for the sandbox config's ``overhead`` as upstream sends it."""
     cpu = to_millicores(pod.spec.overhead.get("cpu"))
@@ -331,9 +340,9 @@ def overhead_resources(pod: Pod, *, cpu_cfs_quota: bool = True) -> api.LinuxCont
     memory = to_bytes(pod.spec.overhead.get("memory"))
     if memory:
         out.memory_limit_in_bytes = memory
-    if cpu_cfs_quota:
-        out.cpu_period = CPU_PERIOD
-        out.cpu_quota = milli_cpu_to_quota(cpu)
+    if limits.cpu_cfs_quota:
+        out.cpu_period = limits.cpu_period
+        out.cpu_quota = milli_cpu_to_quota(cpu, limits.cpu_period)
     return out
 
 
@@ -365,6 +374,7 @@ def sandbox_config(
     cgroup_parent: str | None = None,
     dns: api.DNSConfig | None = None,
     userns: api.UserNamespace | None = None,
+    limits: ContainerLimits | None = None,
 ) -> api.PodSandboxConfig:
     """``RunPodSandbox`` config. ``cgroup_parent`` defaults to ``pod_cgroup_parent(pod)``;
     ``userns`` is the pod's user namespace as resolved for its runtime handler.
@@ -392,7 +402,7 @@ def sandbox_config(
     for name, value in pod_sysctls(pod):
         linux.sysctls[sysctl.normalize(name)] = value
     if spec.overhead:
-        linux.overhead.CopyFrom(overhead_resources(pod))
+        linux.overhead.CopyFrom(overhead_resources(pod, limits=limits or DEFAULT_LIMITS))
     return config
 
 
@@ -405,7 +415,7 @@ def container_config(
     memory_capacity: int,
     env: Sequence[tuple[str, str]] | None = None,
     mounts: Sequence[api.Mount] = (),
-    cpu_cfs_quota: bool = True,
+    limits: ContainerLimits = DEFAULT_LIMITS,
     seccomp_profile_root: str = DEFAULT_SECCOMP_ROOT,
     seccomp_default: bool = False,
     namespaces: api.NamespaceOption | None = None,
@@ -438,7 +448,7 @@ def container_config(
     )
     config.linux.resources.CopyFrom(
         linux_container_resources(
-            pod, container, memory_capacity=memory_capacity, cpu_cfs_quota=cpu_cfs_quota
+            pod, container, memory_capacity=memory_capacity, limits=limits
         )
     )
     config.linux.security_context.CopyFrom(

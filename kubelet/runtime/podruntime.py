@@ -34,6 +34,7 @@ from kubelet.decisions.criconfig import (
     target_namespaces,
 )
 from kubelet.decisions.grace import KillReason
+from kubelet.decisions.limits import ContainerLimits
 from kubelet.decisions.qos import is_restartable_init_container
 from kubelet.decisions.security import (
     SecurityContextError,
@@ -156,8 +157,10 @@ class PodRuntime:
         seccomp_default: bool = False,
         metrics: KubeletMetrics | None = None,
         cgroups: PodCgroups | None = None,
+        limits: ContainerLimits | None = None,
     ) -> None:
         self.cgroups = cgroups
+        self.limits = limits or ContainerLimits()
         self.isolation = isolation or PodIsolation()
         self.seccomp_default = seccomp_default
         self.service_env = service_env
@@ -297,6 +300,7 @@ class PodRuntime:
                 cgroup_parent=self._cgroup_parent(pod),
                 dns=dns_config,
                 userns=isolation.userns,
+                limits=self.limits,
             )
         except SecurityContextError as exc:
             error = exc.message
@@ -516,6 +520,7 @@ class PodRuntime:
                 seccomp_profile_root=self._seccomp_root(),
                 seccomp_default=self.seccomp_default,
                 namespaces=namespaces,
+                limits=self.limits,
             )
         except MountConfigError as exc:
             self._config_error(pod, container, progress, str(exc))

@@ -20,6 +20,7 @@ from kubelet.cgroups.run import PodCgroups
 from kubelet.config import Options
 from kubelet.cri import ImageClient, RuntimeClient
 from kubelet.decisions.backoff import IMAGE_PULL_INITIAL, IMAGE_PULL_MAX, Backoff, crash_loop_limits
+from kubelet.decisions.limits import container_limits
 from kubelet.env.dns import DnsSettings
 from kubelet.env.lookup import ApiEnvLookup
 from kubelet.events.recorder import EventRecorder
@@ -106,6 +107,7 @@ async def run_runtime(
         seccomp_default=cfg.seccomp_default,
         metrics=metrics,
         cgroups=cgroups,
+        limits=container_limits(cfg),
     )
     async with trio.open_nursery() as nursery:
         await nursery.start(isolation.runtime_info.run, runtime)

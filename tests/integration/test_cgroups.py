@@ -216,3 +216,37 @@ async def test_pods_are_admitted_oldest_first(
         assert (c.pod("a-new") or {})["status"]["reason"] == "OutOfcpu"
         await c.wait_for(lambda: c.phase("b-old") == "Running")
         nursery.cancel_scope.cancel()
+
+
+# -- cpuCFSQuota, cpuCFSQuotaPeriod ------------------------------------------------------------
+
+
+async def test_cpu_cfs_quota_false_sets_no_quota(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    """Neither the container (no quota, no period in the CRI) nor the pod cgroup (-1)."""
+    async with running_kubelet(fake, short_tmp, "--cpu-cfs-quota=false") as h:
+        both = "{cpu: 500m, memory: 128Mi}"
+        h.write("db.yaml", manifest("db", both, both))
+        await h.wait_for(lambda: h.containers("db"))
+        resources = h.containers("db")[0].config.linux.resources
+        assert (resources.cpu_shares, resources.cpu_quota, resources.cpu_period) == (512, 0, 0)
+        uid = sandbox_of(h, "db").config.metadata.uid
+        cpu = cgroup(short_tmp / "cgroup", "cpu", f"/kubepods/pod{uid}")
+        assert cpu.joinpath("cpu.cfs_quota_us").read_text() == "-1"
+
+
+async def test_a_custom_cfs_period_reaches_containers_and_pod_cgroups(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    gate = "--feature-gates=CustomCPUCFSQuotaPeriod=true"
+    async with running_kubelet(fake, short_tmp, gate, "--cpu-cfs-quota-period=50ms") as h:
+        both = "{cpu: 500m, memory: 128Mi}"
+        h.write("db.yaml", manifest("db", both, both))
+        await h.wait_for(lambda: h.containers("db"))
+        resources = h.containers("db")[0].config.linux.resources
+        assert (resources.cpu_quota, resources.cpu_period) == (25_000, 50_000)
+        uid = sandbox_of(h, "db").config.metadata.uid
+        cpu = cgroup(short_tmp / "cgroup", "cpu", f"/kubepods/pod{uid}")
+        assert cpu.joinpath("cpu.cfs_period_us").read_text() == "50000"
+        assert cpu.joinpath("cpu.cfs_quota_us").read_text() == "25000"

@@ -78,3 +78,18 @@ def test_crash_loop_limits_follow_the_gates() -> None:
     assert crash_loop_limits(reduced, 120.0) == (1.0, 120.0)
     off = resolve_gates({"KubeletCrashLoopBackOffMax": False}).gates
     assert crash_loop_limits(off, 30.0) == (10.0, 300.0)
+
+
+def test_a_custom_cfs_period_needs_its_gate_and_a_range() -> None:
+    """Upstream: 100ms unless CustomCPUCFSQuotaPeriod is on; with it, 1ms to 1s."""
+    short = attrs.evolve(BASE, cpu_cfs_quota_period=0.05)
+    assert validate(short) == [
+        ("cpuCFSQuotaPeriod", "50ms requires feature gate CustomCPUCFSQuotaPeriod")
+    ]
+    on = resolve_gates({"CustomCPUCFSQuotaPeriod": True}).gates
+    assert validate(short, on) == []
+    assert validate(attrs.evolve(BASE, cpu_cfs_quota_period=2.0), on) == [
+        ("cpuCFSQuotaPeriod", "2s must be between 1ms and 1sec, inclusive")
+    ]
+    assert validate(attrs.evolve(BASE, cpu_cfs_quota_period=0.0005), on) != []
+    assert validate(BASE) == []

@@ -26,6 +26,8 @@ from kubelet.api.pod import (
     ResourceRequirements,
     SecurityContext,
 )
+from kubelet.api.pod import Quantity
+from kubelet.config import KubeletConfiguration
 from kubelet.cri import api
 from kubelet.cri.convert import container_info_from_cri, sandbox_info_from_cri
 from kubelet.cri.types import ContainerInfo, ContainerRunState, RuntimePodStatus, SandboxState
@@ -36,6 +38,7 @@ from kubelet.decisions.criconfig import (
     container_labels,
     container_log_path,
     linux_container_resources,
+    overhead_resources,
     milli_cpu_to_quota,
     milli_cpu_to_shares,
     namespace_options,
@@ -46,6 +49,7 @@ from kubelet.decisions.criconfig import (
     sandbox_labels,
 )
 from kubelet.decisions.hash import hash_container
+from kubelet.decisions.limits import ContainerLimits, container_limits
 from kubelet.env.expand import expand_env
 from kubelet.env.hosts import pod_hostname
 from kubelet.testing import builders
@@ -246,8 +250,40 @@ def test_resources_besteffort() -> None:
     c = Container(name="c")
     r = linux_container_resources(make_pod(c), c, memory_capacity=8 * GiB)
     assert (r.cpu_shares, r.cpu_quota, r.cpu_period, r.oom_score_adj) == (2, 0, 100000, 1000)
-    r = linux_container_resources(make_pod(c), c, memory_capacity=8 * GiB, cpu_cfs_quota=False)
+    off = ContainerLimits(cpu_cfs_quota=False)
+    r = linux_container_resources(make_pod(c), c, memory_capacity=8 * GiB, limits=off)
     assert (r.cpu_quota, r.cpu_period) == (0, 0)
+
+
+def test_cpu_cfs_quota_false_sends_no_quota_even_with_a_limit() -> None:
+    """Upstream leaves CpuQuota and CpuPeriod at 0: the runtime sets no CFS limit."""
+    c = Container(name="c", resources=res({"cpu": "1"}, {"cpu": "1"}))
+    off = ContainerLimits(cpu_cfs_quota=False)
+    r = linux_container_resources(make_pod(c), c, memory_capacity=8 * GiB, limits=off)
+    assert (r.cpu_shares, r.cpu_quota, r.cpu_period) == (1024, 0, 0)
+
+
+def test_the_cfs_period_scales_the_quota() -> None:
+    c = Container(name="c", resources=res(limits={"cpu": "500m"}))
+    limits = ContainerLimits(cpu_period=50_000)
+    r = linux_container_resources(make_pod(c), c, memory_capacity=8 * GiB, limits=limits)
+    assert (r.cpu_quota, r.cpu_period) == (25_000, 50_000)
+    tiny = Container(name="t", resources=res(limits={"cpu": "1m"}))
+    r = linux_container_resources(make_pod(tiny), tiny, memory_capacity=8 * GiB, limits=limits)
+    assert r.cpu_quota == 1000  # never below 1 ms
+
+
+def test_container_limits_from_the_configuration() -> None:
+    config = KubeletConfiguration(cpu_cfs_quota=False, cpu_cfs_quota_period=0.05)
+    assert container_limits(config) == ContainerLimits(cpu_cfs_quota=False, cpu_period=50_000)
+    assert container_limits(KubeletConfiguration()) == ContainerLimits()
+
+
+def test_overhead_follows_the_node_limits() -> None:
+    pod = make_pod(Container(name="c"), overhead={"cpu": Quantity("250m")})
+    assert overhead_resources(pod).cpu_quota == 25_000
+    off = overhead_resources(pod, limits=ContainerLimits(cpu_cfs_quota=False))
+    assert (off.cpu_quota, off.cpu_period) == (0, 0)
 
 
 def test_resources_guaranteed() -> None:
