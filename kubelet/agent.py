@@ -357,7 +357,9 @@ async def start_cgroups(
         recorder.record(node_ref(node_name), *event)
 
     settings = CgroupSettings.from_config(
-        options.config, pod_level_resources=options.features.enabled("PodLevelResources")
+        options.config,
+        pod_level_resources=options.features.enabled("PodLevelResources"),
+        qos_reserved=options.features.enabled("QOSReserved"),
     )
     capacity = capacity_of(machine.num_cores, machine.memory_bytes, machine.hugepages)
     handle: PodCgroups = await root.start(

@@ -51,6 +51,7 @@ from .values import (
     CPU_PERIOD,
     PIDS,
     ResourceConfig,
+    node_allocatable,
     node_allocatable_config,
     qos_configs,
     reserved_config,
@@ -136,10 +137,15 @@ class CgroupSettings:
 
     @classmethod
     def from_config(
-        cls, config: KubeletConfiguration, *, pod_level_resources: bool = True
+        cls,
+        config: KubeletConfiguration,
+        *,
+        pod_level_resources: bool = True,
+        qos_reserved: bool = False,
     ) -> CgroupSettings:
-        """The cgroup fields of the configuration (``qosReserved`` is the caller's: it
-        depends on a gate)."""
+        """The cgroup fields of the configuration; ``qos_reserved``: the QOSReserved gate,
+        without which upstream parses ``qosReserved`` but does not apply it."""
+        memory = config.qos_reserved.get("memory")
         return cls(
             driver=config.cgroup_driver,
             cgroup_root=config.cgroup_root or "/",
@@ -152,6 +158,7 @@ class CgroupSettings:
             pod_pids_limit=config.pod_pids_limit,
             cpu_cfs_quota=config.cpu_cfs_quota,
             cpu_cfs_quota_period=round(config.cpu_cfs_quota_period * 1_000_000),
+            qos_reserved_memory=int(memory.rstrip("%")) if qos_reserved and memory else None,
             pod_level_resources=pod_level_resources,
         )
 
@@ -203,6 +210,9 @@ class CgroupManager:
         self._hugetlb = fs.layout.has("hugetlb")
         self.hugepage_sizes = tuple(hugepage_sizes) if self._hugetlb else ()
         self._kubepods_enforced = False
+        self.allocatable_memory: int | None = None
+        """capacity minus the reservations (bytes), known once ``start`` ran: what
+        ``qosReserved`` limits the QoS cgroups from"""
         self._requests: dict[int, tuple[weakref.ref[Pod], Mapping[str, Fraction]]] = {}
 
     def _requests_of(self, pod: Pod) -> Mapping[str, Fraction]:
@@ -328,6 +338,8 @@ class CgroupManager:
     def _update_qos(
         self, active: Iterable[tuple[Pod, str]], allocatable_memory: int | None
     ) -> None:
+        if allocatable_memory is None:
+            allocatable_memory = self.allocatable_memory
         configs = qos_configs(
             active,
             hugepage_sizes=self.hugepage_sizes,
@@ -469,6 +481,11 @@ class CgroupManager:
         reserved cgroup cannot be limited."""
         if not self.settings.cgroups_per_qos:
             return []
+        allocatable = node_allocatable(
+            internal_capacity, self.settings.system_reserved, self.settings.kube_reserved
+        )
+        if "memory" in allocatable:
+            self.allocatable_memory = int(allocatable["memory"])
         await self.offload(self._setup, internal_capacity)
         event = await self.offload(self._enforce_kubepods, internal_capacity)
         self._kubepods_enforced = event[1] == NODE_ALLOCATABLE_ENFORCED

@@ -339,6 +339,15 @@ FLAGS: tuple[FlagSpec, ...] = (
         metavar="RESOURCE=QTY,...",
     ),
     _bool("fail-swap-on", "failSwapOn", "Refuse to start when swap is enabled on the node."),
+    _cfg(
+        "qos-reserved",
+        "qosReserved",
+        "With the QOSReserved feature gate: the percentage of the memory requests of "
+        "higher QoS classes kept from lower ones, e.g. memory=50%.",
+        fv.key_value_map,
+        combine="update",
+        metavar="memory=PERCENT",
+    ),
     _bool(
         "cpu-cfs-quota",
         "cpuCFSQuota",

@@ -215,6 +215,7 @@ class KubeletConfiguration:
     cpu_cfs_quota_period: float = attrs.field(
         default=0.1, metadata=meta(wire="cpuCFSQuotaPeriod", duration=True)
     )
+    qos_reserved: Mapping[str, str] = attrs.field(factory=dict, metadata=meta(wire="qosReserved"))
 
     # Eviction
     eviction_hard: Mapping[str, str] = attrs.field(factory=_eviction_default)

@@ -77,7 +77,7 @@ def missing(note: str, honoured: Honoured = _never, missing_default: str = "") -
     return Support(NOT_IMPLEMENTED, note, honoured, missing_default)
 
 
-_QOS = "qosReserved memory limits on the QoS cgroups are not implemented"
+_QOS = "with the QOSReserved gate: memory limits on the burstable and besteffort cgroups"
 _NO_STREAMING = (
     "WebSocket v5 exec/attach and the WebSocket port-forward tunnel are passed to the runtime "
     "as they came, not translated to SPDY (the node does not declare the feature, so "
@@ -235,7 +235,7 @@ SETTINGS: Mapping[str, Support] = {
     "topologyManagerPolicy": missing("the topology manager is not implemented", _is("none")),
     "topologyManagerScope": missing("the topology manager is not implemented"),
     "topologyManagerPolicyOptions": missing("the topology manager is not implemented", _falsy),
-    "qosReserved": missing(_QOS, _falsy),
+    "qosReserved": ok(_QOS),
     "hairpinMode": ok("no effect with a CRI runtime, as upstream"),
     "podCIDR": missing("the pod CIDR is not passed to the runtime", _falsy),
     "cpuCFSQuota": ok("false: no CFS quota on containers (none sent) nor pod cgroups (-1)"),
@@ -307,7 +307,7 @@ GATE_SUPPORT: Mapping[str, Support] = {
     "PLEGOnDemandRelist": missing("the PLEG relists every second only", _is(False)),
     "PodAndContainerStatsFromCRI": missing("stats come from the CRI already", _always),
     "PodLevelResourceManagers": missing("resource managers are not implemented", _is(False)),
-    "QOSReserved": missing(_QOS, _is(False)),
+    "QOSReserved": ok("qosReserved"),
     "ReloadKubeletClientCAFile": missing("the client CA file is read at start-up", _is(False)),
     "ReloadKubeletServerCertificateFile": missing(
         "the serving certificate is read at start-up", _is(False)

@@ -352,6 +352,7 @@ def _node_allocatable(c: KubeletConfiguration) -> Iterator[Issue]:
     for name in ("system-reserved", "kube-reserved"):
         if name in chosen and f"{name}-compressible" in chosen:
             yield where, f"{name!r} and '{name}-compressible' cannot be used together"
+    yield from _qos_reserved(c)
     for name, reserved in (
         ("systemReserved", c.system_reserved),
         ("kubeReserved", c.kube_reserved),
@@ -359,6 +360,21 @@ def _node_allocatable(c: KubeletConfiguration) -> Iterator[Issue]:
         for resource, amount in reserved.items():
             if not is_quantity(amount):
                 yield f"{name}[{resource}]", f"invalid quantity {amount!r}"
+
+
+def _qos_reserved(c: KubeletConfiguration) -> Iterator[Issue]:
+    """Upstream's ParseQOSReserved (whether or not the QOSReserved gate is on): memory
+    only, as a whole percentage from 0 to 100."""
+    for resource, value in c.qos_reserved.items():
+        where = f"qosReserved[{resource}]"
+        if resource != "memory":
+            yield where, f'cannot reserve "{resource}" resource'
+        elif not value.endswith("%"):
+            yield where, f"percentage expected, got '{value}'"
+        elif not re.fullmatch(r"[+-]?\d+", value[:-1]):
+            yield where, f"invalid number in percentage '{value}'"
+        elif not 0 <= int(value[:-1]) <= 100:
+            yield where, "percentage must be between 0 and 100"
 
 
 def _eviction(c: KubeletConfiguration) -> Iterator[Issue]:

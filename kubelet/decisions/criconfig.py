@@ -447,9 +447,7 @@ def container_config(
         tty=bool(container.tty),
     )
     config.linux.resources.CopyFrom(
-        linux_container_resources(
-            pod, container, memory_capacity=memory_capacity, limits=limits
-        )
+        linux_container_resources(pod, container, memory_capacity=memory_capacity, limits=limits)
     )
     config.linux.security_context.CopyFrom(
         container_security_context(

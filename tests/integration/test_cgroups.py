@@ -250,3 +250,32 @@ async def test_a_custom_cfs_period_reaches_containers_and_pod_cgroups(
         cpu = cgroup(short_tmp / "cgroup", "cpu", f"/kubepods/pod{uid}")
         assert cpu.joinpath("cpu.cfs_period_us").read_text() == "50000"
         assert cpu.joinpath("cpu.cfs_quota_us").read_text() == "25000"
+
+
+# -- qosReserved -------------------------------------------------------------------------------
+
+
+async def test_qos_reserved_limits_the_lower_classes_as_pods_come_and_go(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    """QOSReserved on, memory=50%: burstable = allocatable − 50% of the Guaranteed
+    requests, besteffort = that − 50% of the Burstable requests; a pod leaving gives
+    its share back."""
+    gate = "--feature-gates=QOSReserved=true"
+    async with running_kubelet(fake, short_tmp, gate, "--qos-reserved=memory=50%") as h:
+        tree = short_tmp / "cgroup"
+
+        def limit(path: str) -> int:
+            return int(cgroup(tree, "memory", path).joinpath("memory.limit_in_bytes").read_text())
+
+        allocatable = limit("/kubepods")  # no reservations: allocatable is capacity
+        both = "{cpu: 100m, memory: 128Mi}"
+        h.write("db.yaml", manifest("db", both, both))
+        h.write("web.yaml", manifest("web", "{memory: 64Mi}"))
+        await h.wait_for(lambda: len(h.sandboxes()) == 2)
+        mi = 1024 * 1024
+        await h.wait_for(lambda: limit("/kubepods/besteffort") == allocatable - 96 * mi)
+        assert limit("/kubepods/burstable") == allocatable - 64 * mi
+        (h.manifests / "db.yaml").unlink()
+        await h.wait_for(lambda: limit("/kubepods/burstable") == allocatable)
+        assert limit("/kubepods/besteffort") == allocatable - 32 * mi

@@ -26,7 +26,6 @@ from kubelet.api.pod import (
     ResourceRequirements,
     SecurityContext,
 )
-from kubelet.api.pod import Quantity
 from kubelet.config import KubeletConfiguration
 from kubelet.cri import api
 from kubelet.cri.convert import container_info_from_cri, sandbox_info_from_cri
@@ -38,11 +37,11 @@ from kubelet.decisions.criconfig import (
     container_labels,
     container_log_path,
     linux_container_resources,
-    overhead_resources,
     milli_cpu_to_quota,
     milli_cpu_to_shares,
     namespace_options,
     next_restart_count,
+    overhead_resources,
     pod_cgroup_parent,
     pod_log_directory,
     sandbox_config,
