@@ -123,6 +123,8 @@ class Host:
     """the root under which the memory threshold notifiers arm (sys/fs/cgroup)"""
     kmsg: str | None = "/dev/kmsg"
     """the kernel log the OOM watcher reads (None: no watcher)"""
+    proc: Path = Path("/proc")
+    """where processes are read (``systemCgroups``, ``kubeletCgroups``; /proc/swaps)"""
 
 
 @attrs.frozen
@@ -363,8 +365,8 @@ async def start_cgroups(
     )
     capacity = capacity_of(machine.num_cores, machine.memory_bytes, machine.hugepages)
     handle: PodCgroups = await root.start(
-        run_cgroups, settings, host.cgroup_fs, capacity, desired.active, pod_qos, record,
-        host.cgroup_io,
+        functools.partial(run_cgroups, proc=host.proc), settings, host.cgroup_fs, capacity,
+        desired.active, pod_qos, record, host.cgroup_io,
     )  # fmt: skip
     return handle
 

@@ -204,6 +204,12 @@ class CgroupFs:
                 raise _fail("failed to read the cgroup directory", path, err) from err
         return out
 
+    def attach(self, literal: str, pid: int) -> None:
+        """Move process ``pid`` into ``literal`` in every hierarchy (libcontainer's
+        ``Apply``): the kernel takes it out of wherever it was."""
+        for directory in self.dirs(literal):
+            self.write(directory, PROCS, str(pid))
+
     def procs(self, literal: str) -> set[int]:
         """Every process in ``literal`` or below it, in any hierarchy."""
         pids: set[int] = set()

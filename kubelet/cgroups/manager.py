@@ -134,6 +134,8 @@ class CgroupSettings:
     qos_reserved_memory: int | None = None
     """``qosReserved.memory`` percent, only with the QOSReserved gate"""
     pod_level_resources: bool = True
+    kubelet_cgroups: str = ""
+    system_cgroups: str = ""
 
     @classmethod
     def from_config(
@@ -160,6 +162,8 @@ class CgroupSettings:
             cpu_cfs_quota_period=round(config.cpu_cfs_quota_period * 1_000_000),
             qos_reserved_memory=int(memory.rstrip("%")) if qos_reserved and memory else None,
             pod_level_resources=pod_level_resources,
+            kubelet_cgroups=config.kubelet_cgroups,
+            system_cgroups=config.system_cgroups,
         )
 
 

@@ -17,6 +17,7 @@ import logging
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from fractions import Fraction
+from pathlib import Path
 from typing import Any, TypeVar
 
 import trio
@@ -38,6 +39,7 @@ from .manager import (
     read_pid_max,
 )
 from .names import CgroupName
+from .system import SystemCgroups
 
 __all__ = ["FAILED_CREATE_POD_CONTAINER", "PodCgroups", "host_cgroup_fs", "run_cgroups"]
 
@@ -155,12 +157,15 @@ async def run_cgroups(
     record: Callable[[Event], None],
     io: RunSync[Any],
     *,
+    proc: Path = Path("/proc"),
     task_status: trio.TaskStatus[PodCgroups] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Set the tree up, hand back ``PodCgroups``, keep the QoS cgroups current.
 
     A configuration the manager cannot honour stops start-up (``ConfigError``), after
-    recording the events upstream records (``FailedNodeAllocatableEnforcement``)."""
+    recording the events upstream records (``FailedNodeAllocatableEnforcement``). With
+    ``kubeletCgroups``/``systemCgroups``, their minute task runs beside (``proc``: where
+    /proc is read)."""
 
     async def offload(fn: Callable[..., Any], *args: Any) -> Any:
         return await io(functools.partial(fn, *args))
@@ -171,9 +176,11 @@ async def run_cgroups(
         if name.startswith("hugepages-")
     ]
     internal: dict[str, Fraction] = internal_capacity(capacity, read_pid_max())
+    system = settings.kubelet_cgroups or settings.system_cgroups
+    host_fs = fs() if settings.cgroups_per_qos or system else CgroupFs(_NO_LAYOUT)
     try:
         manager = CgroupManager(
-            fs() if settings.cgroups_per_qos else CgroupFs(_NO_LAYOUT),
+            host_fs if settings.cgroups_per_qos else CgroupFs(_NO_LAYOUT),
             settings,
             hugepage_sizes=sorted(sizes),
             offload=offload,
@@ -191,4 +198,9 @@ async def run_cgroups(
     handle = PodCgroups(manager, active, qos_of)
     async with trio.open_nursery() as nursery:
         await nursery.start(manager.run, internal, handle.active, record)
+        if system:
+            moves = SystemCgroups(
+                host_fs, settings.kubelet_cgroups, settings.system_cgroups, proc=proc
+            )
+            nursery.start_soon(moves.run, offload)
         task_status.started(handle)

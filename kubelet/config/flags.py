@@ -340,6 +340,20 @@ FLAGS: tuple[FlagSpec, ...] = (
     ),
     _bool("fail-swap-on", "failSwapOn", "Refuse to start when swap is enabled on the node."),
     _cfg(
+        "kubelet-cgroups",
+        "kubeletCgroups",
+        "Absolute cgroupfs name of a cgroup to move the kubelet's process into (checked "
+        "every minute).",
+        metavar="CGROUP",
+    ),
+    _cfg(
+        "system-cgroups",
+        "systemCgroups",
+        "Absolute cgroupfs name of a cgroup to move every non-kernel process of the root "
+        "cgroup into (every minute); needs --cgroup-root.",
+        metavar="CGROUP",
+    ),
+    _cfg(
         "qos-reserved",
         "qosReserved",
         "With the QOSReserved feature gate: the percentage of the memory requests of "

@@ -215,6 +215,8 @@ class KubeletConfiguration:
     cpu_cfs_quota_period: float = attrs.field(
         default=0.1, metadata=meta(wire="cpuCFSQuotaPeriod", duration=True)
     )
+    kubelet_cgroups: str = ""
+    system_cgroups: str = ""
     qos_reserved: Mapping[str, str] = attrs.field(factory=dict, metadata=meta(wire="qosReserved"))
 
     # Eviction

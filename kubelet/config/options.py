@@ -30,7 +30,7 @@ from .flags import (
 from .kubeletconfig import KubeletConfiguration, effective_defaults, legacy_flag_defaults
 from .loader import LoadedConfig, load_config_file
 from .support import SETTINGS, detail_lines, not_acted_on, warning_text
-from .validation import validate
+from .validation import system_cgroups_issues, validate
 
 
 @attrs.frozen
@@ -104,6 +104,7 @@ def build_options(flags: ParsedFlags, *, hostname: Callable[[], str] | None = No
     default = legacy_flag_defaults(KubeletConfiguration())
     config = loaded.config if loaded is not None else default
     config, set_by_flag = _apply_flags(config, flags)
+    _raise(system_cgroups_issues(config), set_by_flag, config_file)
     config = effective_defaults(config)
     resolved = _feature_gates(config, flags, config_file)
     _check(config, resolved.gates, set_by_flag, config_file)
@@ -255,9 +256,15 @@ def _check(
     set_by_flag: Mapping[str, str],
     config_file: str,
 ) -> None:
+    _raise(validate(config, gates), set_by_flag, config_file)
+
+
+def _raise(
+    issues: list[tuple[str, str]], set_by_flag: Mapping[str, str], config_file: str
+) -> None:
     problems = [
         Problem(_source(path, set_by_flag, config_file), path, message)
-        for path, message in validate(config, gates)
+        for path, message in issues
     ]
     if problems:
         raise ConfigError(*problems)

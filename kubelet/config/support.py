@@ -221,8 +221,8 @@ SETTINGS: Mapping[str, Support] = {
         "volume usage is measured once a minute (the default); other periods are not acted on",
         _is("1m", "1m0s", "60s"),
     ),
-    "kubeletCgroups": missing("the kubelet is not moved into a cgroup", _falsy),
-    "systemCgroups": missing("system processes are not moved into a cgroup", _falsy),
+    "kubeletCgroups": ok("the kubelet's process moved into it, checked every minute"),
+    "systemCgroups": ok("the root cgroup's non-kernel processes moved into it every minute"),
     "cpuManagerPolicy": missing("the CPU manager is not implemented", _is("none")),
     "singleProcessOOMKill": missing(
         "memory.oom.group is not set for containers (one process is OOM-killed, not the group)",

@@ -362,6 +362,22 @@ def _node_allocatable(c: KubeletConfiguration) -> Iterator[Issue]:
                 yield f"{name}[{resource}]", f"invalid quantity {amount!r}"
 
 
+def system_cgroups_issues(c: KubeletConfiguration) -> list[Issue]:
+    """Upstream checks ``systemCgroups`` against ``cgroupRoot`` as written, before the
+    root defaults to "/" (the caller runs this before ``effective_defaults``)."""
+    if c.system_cgroups and not c.cgroup_root:
+        return [
+            (
+                "systemCgroups",
+                "systemCgroups (--system-cgroups) was specified and cgroupRoot "
+                "(--cgroup-root) was not specified",
+            )
+        ]
+    if c.system_cgroups.strip() == "/":
+        return [("systemCgroups", 'system container cannot be root ("/")')]
+    return []
+
+
 def _qos_reserved(c: KubeletConfiguration) -> Iterator[Issue]:
     """Upstream's ParseQOSReserved (whether or not the QOSReserved gate is on): memory
     only, as a whole percentage from 0 to 100."""

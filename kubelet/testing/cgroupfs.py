@@ -102,6 +102,21 @@ class TreeCgroupFs(CgroupFs):
             (where / "cpuset.cpus").write_text("")
             (where / "cpuset.mems").write_text("")
 
+    def attach(self, literal: str, pid: int) -> None:
+        """As the kernel: out of every other cgroup of each hierarchy, into this one."""
+        for directory in self.dirs(literal):
+            mount = next(
+                m for m in self._mount_dirs() if directory == m or directory.startswith(m + "/")
+            )
+            for procs in Path(mount).rglob(PROCS):
+                pids = procs.read_text().split()
+                if str(pid) in pids:
+                    procs.write_text("".join(p + "\n" for p in pids if p != str(pid)))
+            add_process(directory, pid)
+
+    def _mount_dirs(self) -> list[str]:
+        return sorted(set(self.paths("/").values()), key=len, reverse=True)
+
     def _enabled(self, directory: Path) -> set[str]:
         control = directory / SUBTREE_CONTROL
         return set(control.read_text().split()) if control.exists() else set()

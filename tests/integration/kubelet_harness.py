@@ -18,6 +18,7 @@ from kubelet.cri import api
 from kubelet.sources.offloop import inline
 from kubelet.testing import FakeRuntime
 from kubelet.testing.cgroupfs import tree_cgroups
+from kubelet.testing.fakeproc import fake_proc
 from kubelet.testing.fakeruntime import FakeContainer, FakeSandbox
 from kubelet.testing.nodestats import ScriptedNode
 
@@ -40,6 +41,8 @@ class Harness:
     """What the running kubelet handed back (``agent.run``'s task status)."""
     node: ScriptedNode | None = None
     """The node's usage figures (ample until a test scripts them)."""
+    proc: Path | None = None
+    """A fake /proc (``kubelet.testing.fakeproc``); None: a fresh one with no swap."""
 
     def write(self, name: str, text: str) -> Path:
         path = self.manifests / name
@@ -114,6 +117,7 @@ async def start_kubelet(h: Harness) -> None:
         stats=h.node.host,
         notifier_cgroups=h.node.root,  # no memory cgroup there: no kernel notifier
         kmsg=None,
+        proc=h.proc or fake_proc(h.manifests.parent / "proc"),
     )
 
     async def run_it(task_status: trio.TaskStatus[Components] = trio.TASK_STATUS_IGNORED) -> None:

@@ -9,6 +9,7 @@ not fit is Failed with upstream's reason, oldest pods admitted first.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -16,11 +17,19 @@ import pytest
 import trio
 
 from kubelet.testing import FakeRuntime
-from kubelet.testing.cgroupfs import TreeCgroupFs, v1_tree
+from kubelet.testing.cgroupfs import TreeCgroupFs, add_process, v1_tree
 from kubelet.testing.fakeapiserver import FakeApiServer
+from kubelet.testing.fakeproc import add_proc, fake_proc
 
 from .cluster_harness import MACHINE, Cluster, running_cluster, start_cluster_kubelet
-from .kubelet_harness import EPOCH, KUBELET_IMAGES, NODE, Harness, running_kubelet
+from .kubelet_harness import (
+    EPOCH,
+    KUBELET_IMAGES,
+    NODE,
+    Harness,
+    running_kubelet,
+    start_kubelet,
+)
 
 
 @pytest.fixture
@@ -279,3 +288,38 @@ async def test_qos_reserved_limits_the_lower_classes_as_pods_come_and_go(
         (h.manifests / "db.yaml").unlink()
         await h.wait_for(lambda: limit("/kubepods/burstable") == allocatable)
         assert limit("/kubepods/besteffort") == allocatable - 32 * mi
+
+
+# -- kubeletCgroups, systemCgroups -------------------------------------------------------------
+
+
+async def test_kubelet_and_system_cgroups_take_their_processes(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    """The kubelet's own process into kubeletCgroups; the root cgroup's user processes
+    (not PID 1, not kernel threads) into systemCgroups, again a minute later."""
+    proc = fake_proc(short_tmp / "proc")
+    add_proc(proc, os.getpid(), "4:cpu:/\n5:memory:/\n")
+    tree = short_tmp / "cgroup"
+    fs = TreeCgroupFs(v1_tree(tree))
+    for pid, kernel in ((2, True), (700, False)):
+        add_proc(proc, pid, "0::/\n", kernel=kernel)
+        add_process(tree / "devices", pid)
+    h_args = ("--kubelet-cgroups=/kubelet", "--system-cgroups=/system", "--cgroup-root=/")
+    manifests = short_tmp / "manifests"
+    manifests.mkdir()
+    async with trio.open_nursery() as nursery:
+        h = Harness(fake, manifests, nursery, extra=h_args, proc=proc)
+        await start_kubelet(h)
+
+        def members(hierarchy: str, path: str) -> set[str]:
+            return set(cgroup(tree, hierarchy, path).joinpath("cgroup.procs").read_text().split())
+
+        await h.wait_for(lambda: members("devices", "/system") == {"700"})
+        assert members("memory", "/kubelet") == {str(os.getpid())}
+        assert members("devices", "/") == {"1", "2"}
+        add_proc(proc, 701, "0::/\n")
+        fs.attach("/", 701)  # a process started in the root meanwhile
+        await trio.sleep(61)
+        assert members("devices", "/system") == {"700", "701"}
+        nursery.cancel_scope.cancel()

@@ -1,0 +1,34 @@
+"""A /proc tree in a temporary directory, for what the kubelet reads of processes and of
+the machine: ``/proc/<pid>/{cgroup,exe,ns/pid}`` and ``/proc/swaps``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = ["SWAPS_HEADER", "add_proc", "fake_proc"]
+
+SWAPS_HEADER = "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n"
+"""What ``/proc/swaps`` holds with no swap on."""
+
+
+def fake_proc(root: Path, *, swaps: str = SWAPS_HEADER) -> Path:
+    """An empty /proc with PID 1 (in the host PID namespace) and ``swaps``."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "swaps").write_text(swaps)
+    add_proc(root, 1, "0::/\n")
+    return root
+
+
+def add_proc(
+    root: Path, pid: int, cgroup: str, *, kernel: bool = False, namespace: str = "pid:[4026531836]"
+) -> None:
+    """Process ``pid``: its ``cgroup`` file, an ``exe`` link unless it is a kernel thread,
+    and its PID namespace link (``namespace``; PID 1's is the host's)."""
+    where = root / str(pid)
+    (where / "ns").mkdir(parents=True, exist_ok=True)
+    (where / "cgroup").write_text(cgroup)
+    for link in (where / "exe", where / "ns" / "pid"):
+        link.unlink(missing_ok=True)
+    if not kernel:
+        (where / "exe").symlink_to("/usr/bin/true")
+    (where / "ns" / "pid").symlink_to(namespace)
