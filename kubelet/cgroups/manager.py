@@ -136,6 +136,8 @@ class CgroupSettings:
     pod_level_resources: bool = True
     kubelet_cgroups: str = ""
     system_cgroups: str = ""
+    fail_swap_on: bool = True
+    swap_behavior: str = ""
 
     @classmethod
     def from_config(
@@ -164,6 +166,8 @@ class CgroupSettings:
             pod_level_resources=pod_level_resources,
             kubelet_cgroups=config.kubelet_cgroups,
             system_cgroups=config.system_cgroups,
+            fail_swap_on=config.fail_swap_on,
+            swap_behavior=config.memory_swap.swap_behavior,
         )
 
 

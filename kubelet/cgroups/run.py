@@ -39,6 +39,7 @@ from .manager import (
     read_pid_max,
 )
 from .names import CgroupName
+from .swap import LIMITED_SWAP, NodeSwap, startup_swap
 from .system import SystemCgroups
 
 __all__ = ["FAILED_CREATE_POD_CONTAINER", "PodCgroups", "host_cgroup_fs", "run_cgroups"]
@@ -67,8 +68,16 @@ class PodCgroups:
     """The pod side of the manager, as the pod driver and housekeeping call it: the QoS
     class of a pod and the active pods are looked up here, so callers pass only the pod."""
 
-    def __init__(self, manager: CgroupManager, active: ActivePods, qos_of: QosOf) -> None:
+    def __init__(
+        self,
+        manager: CgroupManager,
+        active: ActivePods,
+        qos_of: QosOf,
+        swap: NodeSwap | None = None,
+    ) -> None:
         self.manager = manager
+        self.swap = swap or NodeSwap()
+        """the node's swap facts, for the containers' swap settings"""
         self._active = active
         self._qos_of = qos_of
 
@@ -165,7 +174,8 @@ async def run_cgroups(
     A configuration the manager cannot honour stops start-up (``ConfigError``), after
     recording the events upstream records (``FailedNodeAllocatableEnforcement``). With
     ``kubeletCgroups``/``systemCgroups``, their minute task runs beside (``proc``: where
-    /proc is read)."""
+    /proc is read). Swap is checked first (``failSwapOn``), as upstream's container
+    manager does."""
 
     async def offload(fn: Callable[..., Any], *args: Any) -> Any:
         return await io(functools.partial(fn, *args))
@@ -177,7 +187,16 @@ async def run_cgroups(
     ]
     internal: dict[str, Fraction] = internal_capacity(capacity, read_pid_max())
     system = settings.kubelet_cgroups or settings.system_cgroups
-    host_fs = fs() if settings.cgroups_per_qos or system else CgroupFs(_NO_LAYOUT)
+    limited = settings.swap_behavior == LIMITED_SWAP
+    opened = settings.cgroups_per_qos or system or limited
+    host_fs = fs() if opened else CgroupFs(_NO_LAYOUT)
+    swap = startup_swap(
+        host_fs if opened else None,
+        proc,
+        fail_swap_on=settings.fail_swap_on,
+        behavior=settings.swap_behavior,
+        memory_capacity=int(internal.get("memory", 0)),
+    )
     try:
         manager = CgroupManager(
             host_fs if settings.cgroups_per_qos else CgroupFs(_NO_LAYOUT),
@@ -195,7 +214,7 @@ async def run_cgroups(
         raise ConfigError.single("", field, str(err)) from err
     for event in events:
         record(event)
-    handle = PodCgroups(manager, active, qos_of)
+    handle = PodCgroups(manager, active, qos_of, swap)
     async with trio.open_nursery() as nursery:
         await nursery.start(manager.run, internal, handle.active, record)
         if system:

@@ -138,6 +138,14 @@ class ShutdownGracePeriodByPodPriority:
 
 
 @attrs.frozen
+class MemorySwapConfiguration:
+    """How containers may use the node's swap: "" or NoSwap (none), LimitedSwap (cgroup
+    v2: Burstable containers in proportion to their memory request)."""
+
+    swap_behavior: str = ""
+
+
+@attrs.frozen
 class KubeletConfiguration:
     """The kubelet's node configuration, as read from ``--config`` and overridden by flags."""
 
@@ -217,6 +225,7 @@ class KubeletConfiguration:
     )
     kubelet_cgroups: str = ""
     system_cgroups: str = ""
+    memory_swap: MemorySwapConfiguration = attrs.field(factory=MemorySwapConfiguration)
     qos_reserved: Mapping[str, str] = attrs.field(factory=dict, metadata=meta(wire="qosReserved"))
 
     # Eviction

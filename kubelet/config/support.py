@@ -144,9 +144,7 @@ SETTINGS: Mapping[str, Support] = {
     "kubeReserved": ok("subtracted from allocatable; enforced on kubeReservedCgroup"),
     "systemReservedCgroup": ok("limited when enforceNodeAllocatable has system-reserved"),
     "kubeReservedCgroup": ok("limited when enforceNodeAllocatable has kube-reserved"),
-    "failSwapOn": missing(
-        "swap is not checked at start-up", _is(False), "refusing to start with swap on (failSwapOn)"
-    ),
+    "failSwapOn": ok("start-up stops when /proc/swaps lists a device"),
     "localStorageCapacityIsolation": ok(
         "pods over an emptyDir sizeLimit or an ephemeral-storage limit are evicted"
     ),
@@ -250,7 +248,8 @@ SETTINGS: Mapping[str, Support] = {
     "makeIPTablesUtilChains": missing("no iptables chains are made", _is(False)),
     "iptablesMasqueradeBit": missing("no iptables chains are made"),
     "iptablesDropBit": missing("no iptables chains are made"),
-    "memorySwap": missing("swap is not configured for containers", _falsy),
+    "memorySwap": ok(),
+    "memorySwap.swapBehavior": ok("NoSwap / LimitedSwap (cgroup v2) on containers, as upstream"),
     "configMapAndSecretChangeDetectionStrategy": missing(
         "ConfigMaps and Secrets are read again at each pod sync, whatever the strategy"
     ),

@@ -95,6 +95,7 @@ def validate(config: KubeletConfiguration, gates: FeatureGates = DEFAULT_GATES) 
     issues += _images(c)
     issues += _logs(c)
     issues += _node_allocatable(c)
+    issues += _swap(c)
     issues += _eviction(c)
     issues += _shutdown(c)
     issues += _addresses(c)
@@ -376,6 +377,15 @@ def system_cgroups_issues(c: KubeletConfiguration) -> list[Issue]:
     if c.system_cgroups.strip() == "/":
         return [("systemCgroups", 'system container cannot be root ("/")')]
     return []
+
+
+def _swap(c: KubeletConfiguration) -> Iterator[Issue]:
+    behavior = c.memory_swap.swap_behavior
+    if behavior not in ("", "NoSwap", "LimitedSwap"):
+        yield (
+            "memorySwap.swapBehavior",
+            f'"{behavior}" must be one of: "", "LimitedSwap" or "NoSwap"',
+        )
 
 
 def _qos_reserved(c: KubeletConfiguration) -> Iterator[Issue]:

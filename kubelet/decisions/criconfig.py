@@ -38,7 +38,7 @@ from kubelet.env.expand import expand_env
 from kubelet.env.hosts import pod_hostname
 
 from .hash import hash_container
-from .limits import ContainerLimits
+from .limits import ContainerLimits, configure_swap
 from .qos import BEST_EFFORT, BURSTABLE, container_oom_score_adj, pod_qos
 from .security import (
     DEFAULT_MASKED_PATHS,
@@ -327,6 +327,7 @@ def linux_container_resources(
     if limits.cpu_cfs_quota:
         out.cpu_period = limits.cpu_period
         out.cpu_quota = milli_cpu_to_quota(cpu_limit, limits.cpu_period)
+    configure_swap(out, pod, container, limits.swap)
     return out
 
 

@@ -1,15 +1,38 @@
 """Node settings that shape every container's CRI resources, as upstream's runtime manager
-holds them: whether CPU limits become CFS quota (``cpuCFSQuota``) and over which period
-(``cpuCFSQuotaPeriod``, µs in the CRI)."""
+holds them: whether CPU limits become CFS quota (``cpuCFSQuota``), over which period
+(``cpuCFSQuotaPeriod``, µs in the CRI), and the container's swap (``memorySwap``).
+
+Swap, as upstream 1.36 (``configureContainerSwapResources``), only where the swap
+controller is there:
+
+- NoSwap (the default, and every case LimitedSwap does not cover): on v1
+  ``memory_swap_limit_in_bytes`` = the memory limit (no swap beyond it); on v2
+  ``memory.swap.max`` 0 through ``unified``;
+- LimitedSwap (v2 only): a Burstable pod's container that asks for memory with a request
+  below its limit, in a pod that is not critical, gets ``memory.swap.max`` =
+  request / node memory × node swap (KEP 2400); a request above the node's memory falls
+  back to NoSwap.
+"""
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import attrs
 
+from kubelet.api.pod import Container, Pod
+from kubelet.api.quantity import to_bytes
+from kubelet.cgroups.swap import LIMITED_SWAP, NodeSwap
 from kubelet.config.kubeletconfig import KubeletConfiguration
+from kubelet.cri import api
+
+from .qos import BURSTABLE, is_critical_pod, pod_qos
+
+__all__ = ["CPU_PERIOD", "SWAP_MAX", "ContainerLimits", "configure_swap", "container_limits"]
 
 CPU_PERIOD = 100_000
 """The kernel's default CFS period, 100 ms in microseconds."""
+SWAP_MAX = "memory.swap.max"
 
 
 @attrs.frozen
@@ -20,11 +43,41 @@ class ContainerLimits:
     """False: no quota and no period are sent (the runtime leaves the container unlimited)."""
     cpu_period: int = CPU_PERIOD
     """µs; only other than 100000 with the CustomCPUCFSQuotaPeriod gate."""
+    swap: NodeSwap = attrs.field(factory=NodeSwap)
 
 
-def container_limits(config: KubeletConfiguration) -> ContainerLimits:
-    """The limits of ``config`` (validated: a period other than 100ms has its gate)."""
+def container_limits(config: KubeletConfiguration, swap: NodeSwap | None = None) -> ContainerLimits:
+    """The limits of ``config`` (validated: a period other than 100ms has its gate) and
+    the node's swap facts (None: no swap controller, nothing is set)."""
     return ContainerLimits(
         cpu_cfs_quota=config.cpu_cfs_quota,
         cpu_period=round(config.cpu_cfs_quota_period * 1_000_000),
+        swap=swap or NodeSwap(),
     )
+
+
+def _limited_swap(pod: Pod, container: Container, swap: NodeSwap) -> int | None:
+    """The container's swap bytes under LimitedSwap, or None where it gets NoSwap."""
+    if swap.behavior != LIMITED_SWAP or not swap.cgroup_v2 or is_critical_pod(pod):
+        return None
+    resources = container.resources
+    request = to_bytes(resources.requests.get("memory")) if resources else 0
+    limit = to_bytes(resources.limits.get("memory")) if resources else 0
+    if pod_qos(pod) != BURSTABLE or (request == 0 and limit == 0) or request == limit:
+        return None
+    if swap.memory_capacity <= 0 or request > swap.memory_capacity:
+        return None
+    return int(Fraction(request, swap.memory_capacity) * swap.swap_capacity)
+
+
+def configure_swap(
+    out: api.LinuxContainerResources, pod: Pod, container: Container, swap: NodeSwap
+) -> None:
+    """Set the container's swap on ``out`` (its memory limit already set)."""
+    if not swap.controller:
+        return
+    if not swap.cgroup_v2:
+        out.memory_swap_limit_in_bytes = out.memory_limit_in_bytes
+        return
+    limited = _limited_swap(pod, container, swap)
+    out.unified[SWAP_MAX] = str(limited if limited is not None else 0)

@@ -107,7 +107,7 @@ async def run_runtime(
         seccomp_default=cfg.seccomp_default,
         metrics=metrics,
         cgroups=cgroups,
-        limits=container_limits(cfg),
+        limits=container_limits(cfg, cgroups.swap if cgroups is not None else None),
     )
     async with trio.open_nursery() as nursery:
         await nursery.start(isolation.runtime_info.run, runtime)

@@ -104,6 +104,7 @@ async def open_cluster(
             str(root_dir or short_tmp / "root"),
             "--container-runtime-endpoint",
             CONTAINERD_ENDPOINT,
+            "--fail-swap-on=false",  # as upstream's node e2e: a CI machine may swap
             *extra,
         ],
         short_tmp / "kubelet.log",

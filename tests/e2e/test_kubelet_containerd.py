@@ -91,6 +91,7 @@ class KubeletProcess:
                 CONTAINERD_ENDPOINT,
                 "--file-check-frequency",
                 "2s",
+                "--fail-swap-on=false",  # as upstream's node e2e: a CI machine may swap
                 *extra,
             ],
             stdout=subprocess.DEVNULL,

@@ -19,6 +19,7 @@ from kubelet.sources.offloop import inline
 from kubelet.testing import FakeRuntime
 from kubelet.testing.cgroupfs import tree_cgroups
 from kubelet.testing.fakeapiserver import FakeApiServer
+from kubelet.testing.fakeproc import fake_proc
 from kubelet.testing.nodestats import ScriptedNode
 
 from .kubelet_harness import EPOCH, NODE
@@ -123,6 +124,7 @@ def cluster_kubelet(
         stats=c.node.host,
         notifier_cgroups=c.tmp / "host",  # no memory cgroup there: no kernel notifier
         kmsg=None,
+        proc=fake_proc(c.tmp / "proc"),  # no swap, whatever the machine has
     )
 
 

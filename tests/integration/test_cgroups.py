@@ -323,3 +323,45 @@ async def test_kubelet_and_system_cgroups_take_their_processes(
         await trio.sleep(61)
         assert members("devices", "/system") == {"700", "701"}
         nursery.cancel_scope.cancel()
+
+
+# -- failSwapOn, memorySwap --------------------------------------------------------------------
+
+SWAP_ON = "Filename\tType\tSize\tUsed\tPriority\n/swapfile file 4194304 0 -2\n"
+
+
+async def test_swap_on_stops_start_up_unless_fail_swap_on_is_false(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    proc = fake_proc(short_tmp / "proc", swaps=SWAP_ON)
+    manifests = short_tmp / "manifests"
+    manifests.mkdir()
+    with pytest.raises(BaseException) as caught:
+        async with trio.open_nursery() as nursery:
+            await start_kubelet(Harness(fake, manifests, nursery, proc=proc))
+    assert "running with swap on is not supported, please disable swap or set --fail-swap-on" in (
+        repr(caught.value)
+    )
+    assert not fake.sandboxes
+
+
+async def test_no_swap_caps_containers_at_their_memory_limit_on_v1(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    """failSwapOn: false with swap on; the memory hierarchy has memory.memsw.*: every
+    container's memory+swap limit is its memory limit (NoSwap, upstream's v1 spelling)."""
+    proc = fake_proc(short_tmp / "proc", swaps=SWAP_ON)
+    tree = short_tmp / "cgroup"
+    TreeCgroupFs(v1_tree(tree))
+    (tree / "memory" / "memory.memsw.limit_in_bytes").write_text("9223372036854771712\n")
+    manifests = short_tmp / "manifests"
+    manifests.mkdir()
+    async with trio.open_nursery() as nursery:
+        h = Harness(fake, manifests, nursery, extra=("--fail-swap-on=false",), proc=proc)
+        await start_kubelet(h)
+        h.write("web.yaml", manifest("web", "{memory: 64Mi}", "{memory: 128Mi}"))
+        await h.wait_for(lambda: h.containers("web"))
+        resources = h.containers("web")[0].config.linux.resources
+        assert resources.memory_swap_limit_in_bytes == resources.memory_limit_in_bytes
+        assert resources.memory_limit_in_bytes == 128 * 1024 * 1024
+        nursery.cancel_scope.cancel()

@@ -144,17 +144,15 @@ def test_no_warning_for_honoured_settings(tmp_path: Path) -> None:
     )
     path.write_text(honoured)
     # nothing listed; the defaults still missing, untouched by the file, are named: the
-    # swap check and the gates upstream turns on whose effect we lack (QoS cgroups,
-    # eviction and image GC are implemented)
+    # gates upstream turns on whose effect we lack (QoS cgroups, eviction, image GC and
+    # the swap check are implemented)
     gates = (
         "the effect of feature gates on by default: ContainerCheckpoint, "
         "ExtendWebSocketsToKubelet, KubeletPSI, KubeletPodResourcesDynamicResources, "
         "KubeletPodResourcesGet, NodeDeclaredFeatures, ReloadKubeletClientCAFile, "
         "ReloadKubeletServerCertificateFile"
     )
-    assert run(f"--config={path}").warnings == (
-        f"upstream defaults not provided: refusing to start with swap on (failSwapOn), {gates}",
-    )
+    assert run(f"--config={path}").warnings == (f"upstream defaults not provided: {gates}",)
     path.write_text(honoured + "failSwapOn: false\n")
     assert run(f"--config={path}").warnings == (f"upstream defaults not provided: {gates}",)
     # a gate turned off (upstream's behaviour without it is what we do) leaves the list

@@ -1,0 +1,73 @@
+"""Containers' swap settings as upstream 1.36 derives them (NoSwap, LimitedSwap)."""
+
+from __future__ import annotations
+
+from kubelet.api.pod import Container, Quantity, ResourceRequirements
+from kubelet.cgroups.swap import NodeSwap
+from kubelet.cri import api
+from kubelet.decisions.criconfig import linux_container_resources
+from kubelet.decisions.limits import ContainerLimits
+from kubelet.testing import builders
+
+GI = 1024**3
+MI = 1024**2
+
+
+def container(requests: dict[str, str], limits: dict[str, str] | None = None) -> Container:
+    return Container(
+        name="c",
+        image="busybox",
+        resources=ResourceRequirements(
+            requests={k: Quantity(v) for k, v in requests.items()},
+            limits={k: Quantity(v) for k, v in (limits or {}).items()},
+        ),
+    )
+
+
+def resources(c: Container, swap: NodeSwap, **pod: object) -> api.LinuxContainerResources:
+    return linux_container_resources(
+        builders.make_pod(c, **pod), c, memory_capacity=8 * GI, limits=ContainerLimits(swap=swap)
+    )
+
+
+V1 = NodeSwap(controller=True, memory_capacity=8 * GI, swap_capacity=4 * GI)
+V2 = NodeSwap(controller=True, cgroup_v2=True, memory_capacity=8 * GI, swap_capacity=4 * GI)
+LIMITED = NodeSwap(
+    behavior="LimitedSwap", controller=True, cgroup_v2=True, memory_capacity=8 * GI,
+    swap_capacity=4 * GI,
+)  # fmt: skip
+
+
+def test_without_the_swap_controller_nothing_is_set() -> None:
+    r = resources(container({"memory": "1Gi"}, {"memory": "2Gi"}), NodeSwap())
+    assert r.memory_swap_limit_in_bytes == 0
+    assert dict(r.unified) == {}
+
+
+def test_no_swap_on_v1_caps_memory_and_swap_at_the_memory_limit() -> None:
+    r = resources(container({"memory": "1Gi"}, {"memory": "2Gi"}), V1)
+    assert r.memory_swap_limit_in_bytes == 2 * GI
+    assert dict(r.unified) == {}
+
+
+def test_no_swap_on_v2_sets_swap_max_zero() -> None:
+    r = resources(container({"memory": "1Gi"}, {"memory": "2Gi"}), V2)
+    assert dict(r.unified) == {"memory.swap.max": "0"}
+
+
+def test_limited_swap_is_the_request_share_of_the_swap() -> None:
+    r = resources(container({"memory": "1Gi"}, {"memory": "2Gi"}), LIMITED)
+    assert dict(r.unified) == {"memory.swap.max": str(512 * MI)}
+    r = resources(container({"memory": "1Gi", "cpu": "100m"}), LIMITED)  # no limit: burstable
+    assert dict(r.unified) == {"memory.swap.max": str(512 * MI)}
+
+
+def test_limited_swap_falls_back_to_no_swap() -> None:
+    equal = container({"memory": "1Gi", "cpu": "1"}, {"memory": "1Gi", "cpu": "1"})
+    cpu_only = container({"cpu": "100m"})
+    huge = container({"memory": "9Gi"})
+    for c in (equal, cpu_only, huge):
+        r = resources(c, LIMITED)
+        assert dict(r.unified) == {"memory.swap.max": "0"}, c
+    critical = resources(container({"memory": "1Gi"}), LIMITED, priority=2_000_000_000)
+    assert dict(critical.unified) == {"memory.swap.max": "0"}
