@@ -240,6 +240,13 @@ FLAGS: tuple[FlagSpec, ...] = (
     ),
     _cfg("max-pods", "maxPods", "Most pods this kubelet runs.", fv.int32, metavar="N"),
     _cfg(
+        "pods-per-core",
+        "podsPerCore",
+        "Most pods per core: the node takes min(this × cores, --max-pods); 0 for no limit.",
+        fv.int32,
+        metavar="N",
+    ),
+    _cfg(
         "max-open-files",
         "maxOpenFiles",
         "The open-files limit (soft and hard) the kubelet sets for itself at start.",

@@ -162,6 +162,7 @@ class KubeletConfiguration:
     sync_frequency: float = attrs.field(default=60.0, metadata=meta(duration=True, zero_unset=True))
     run_once: bool = False
     max_pods: int = attrs.field(default=110, metadata=meta(zero_unset=True))
+    pods_per_core: int = 0
     pod_pids_limit: int = -1
 
     # Container runtime

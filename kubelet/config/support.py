@@ -240,7 +240,7 @@ SETTINGS: Mapping[str, Support] = {
     "cpuCFSQuotaPeriod": ok("the period of containers and pod cgroups; needs its gate"),
     "maxOpenFiles": ok("RLIMIT_NOFILE set at start; a refusal is logged, as upstream"),
     "contentType": missing("the API server is always spoken to in JSON"),
-    "podsPerCore": missing("pods per core are not limited", _is(0)),
+    "podsPerCore": ok("pods capacity min(podsPerCore × cores, maxPods), as admission counts"),
     "enableControllerAttachDetach": partial(
         "the node is always annotated as controller-managed", _is(True)
     ),

@@ -212,6 +212,7 @@ def _ranges(c: KubeletConfiguration) -> Iterator[Issue]:
         yield "nodeStatusMaxImages", f"must be -1 or greater, got {c.node_status_max_images}"
     for name, value in (
         ("maxPods", c.max_pods),
+        ("podsPerCore", c.pods_per_core),
         ("registryPullQPS", c.registry_pull_qps),
         ("registryBurst", c.registry_burst),
         ("eventRecordQPS", c.event_record_qps),

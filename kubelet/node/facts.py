@@ -20,6 +20,7 @@ from kubelet.version import KUBERNETES_VERSION
 
 from .identity import NodeIdentity
 from .machine import MachineInfo, filesystem_stats
+from .maxpods import max_pods
 from .status import Image, NodeFacts
 
 
@@ -116,7 +117,7 @@ class FactGatherer:
             machine=self.machine,
             node_ips=self.node_ips,
             hostname=self.hostname,
-            max_pods=cfg.max_pods,
+            max_pods=max_pods(cfg, self.machine.num_cores),
             ephemeral_storage_bytes=fs.capacity_bytes,
             reserved=reserved,
             eviction_memory_bytes=eviction_bytes(

@@ -21,6 +21,7 @@ from kubelet.config import Options
 from kubelet.node.facts import eviction_bytes, summed_reservations
 from kubelet.node.identity import NodeIdentity
 from kubelet.node.machine import MachineInfo, filesystem_stats
+from kubelet.node.maxpods import max_pods
 from kubelet.node.registration import default_labels
 from kubelet.node.status import NodeFacts, allocatable, capacity
 
@@ -45,7 +46,7 @@ def local_node(options: Options, identity: NodeIdentity, machine: MachineInfo) -
         disk = None
     facts = NodeFacts(
         machine=machine,
-        max_pods=cfg.max_pods,
+        max_pods=max_pods(cfg, machine.num_cores),
         ephemeral_storage_bytes=disk,
         reserved=summed_reservations(cfg.system_reserved, cfg.kube_reserved),
         eviction_memory_bytes=eviction_bytes(

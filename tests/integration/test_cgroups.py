@@ -365,3 +365,33 @@ async def test_no_swap_caps_containers_at_their_memory_limit_on_v1(
         assert resources.memory_swap_limit_in_bytes == resources.memory_limit_in_bytes
         assert resources.memory_limit_in_bytes == 128 * 1024 * 1024
         nursery.cancel_scope.cancel()
+
+
+# -- podsPerCore -------------------------------------------------------------------------------
+
+
+async def test_pods_per_core_caps_capacity_and_admission(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    """2 cores × podsPerCore 1: the Node's pods capacity is 2 and a third pod is
+    rejected OutOfpods at once."""
+    api = FakeApiServer(epoch=EPOCH)
+    async with api.serve(), trio.open_nursery() as nursery:
+        c = Cluster(api, fake, short_tmp, nursery)
+        await start_cluster_kubelet(c, extra=("--pods-per-core=1",))
+
+        def pods_capacity() -> str:
+            node = c.api.get("nodes", None, NODE) or {}
+            return str(node.get("status", {}).get("capacity", {}).get("pods", ""))
+
+        await c.wait_for(lambda: pods_capacity() == str(MACHINE.num_cores))
+        node = c.api.get("nodes", None, NODE) or {}
+        assert node["status"]["allocatable"]["pods"] == str(MACHINE.num_cores)
+        for name in ("one", "two", "three"):
+            c.create_pod(name)
+            await c.wait_for(lambda n=name: c.phase(n) in ("Running", "Pending", "Failed"))
+            await trio.sleep(1)
+        await c.wait_for(lambda: c.phase("three") == "Failed")
+        assert (c.pod("three") or {})["status"]["reason"] == "OutOfpods"
+        assert c.phase("one") != "Failed" and c.phase("two") != "Failed"
+        nursery.cancel_scope.cancel()
