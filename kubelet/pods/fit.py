@@ -62,6 +62,7 @@ __all__ = [
     "NodeInfo",
     "PredicateFailure",
     "Resources",
+    "filter_failures",
     "filter_rejection",
     "general_filter",
     "host_ports",
@@ -528,6 +529,32 @@ def os_rejection(pod: Pod, node: NodeInfo) -> Rejection | None:
     return None
 
 
+def filter_failures(
+    pod: Pod,
+    others: Sequence[Pod],
+    node: NodeInfo,
+    *,
+    pod_level_resources: bool = True,
+    dra_extended_resource: bool = True,
+    comparison_operators: bool = False,
+) -> list[Failure]:
+    """Every failure of the general filter as the kubelet runs it (critical pod
+    preemption reads them all); ``ValueError`` for a quantity that does not parse."""
+    if node.labels and node.labels.get(OS_LABEL) != node.os:
+        # Upstream sets the label right in its copy of the node (the status loop puts it
+        # right on the API object within seconds); an unlabelled node stays unlabelled.
+        node = attrs.evolve(node, labels={**node.labels, OS_LABEL: node.os})
+    trimmed = remove_missing_extended_resources(pod, node.allocatable)
+    return general_filter(
+        trimmed,
+        others,
+        node,
+        pod_level_resources=pod_level_resources,
+        dra_extended_resource=dra_extended_resource,
+        comparison_operators=comparison_operators,
+    )
+
+
 def filter_rejection(
     pod: Pod,
     others: Sequence[Pod],
@@ -540,14 +567,9 @@ def filter_rejection(
     """The general filter's first failure (after the OS checks, in upstream's order).
     A quantity that does not parse (a manifest the API server would have refused) is an
     ``UnexpectedAdmissionError`` naming it, not a crash."""
-    if node.labels and node.labels.get(OS_LABEL) != node.os:
-        # Upstream sets the label right in its copy of the node (the status loop puts it
-        # right on the API object within seconds); an unlabelled node stays unlabelled.
-        node = attrs.evolve(node, labels={**node.labels, OS_LABEL: node.os})
     try:
-        trimmed = remove_missing_extended_resources(pod, node.allocatable)
-        failures = general_filter(
-            trimmed,
+        failures = filter_failures(
+            pod,
             others,
             node,
             pod_level_resources=pod_level_resources,

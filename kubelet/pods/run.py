@@ -39,6 +39,7 @@ from .housekeeping import RuntimeHousekeeper
 from .killer import PodKiller
 from .manager import PodManager
 from .mirror import MirrorClient
+from .preemption import Preemptor
 from .syncer import ClusterLink, KubeletPodSyncer
 from .syncloop import SyncLoop
 from .workers import PodWorkers, WorkerResult
@@ -178,6 +179,7 @@ async def run_pod_lifecycle(
             prober.startup_results.updates,
         ),
         results=results,
+        preemptor=Preemptor(recorder, workers, syncer, wall_clock),
     )
     async with trio.open_nursery() as nursery:
         await nursery.start(workers.run)

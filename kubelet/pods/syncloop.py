@@ -26,8 +26,10 @@ from kubelet.sources.podconfig import PodOperation, PodUpdate
 from kubelet.status.generate import needs_readiness_reconcile
 from kubelet.status.phase import is_terminal_phase
 
+from . import fit
 from .admission import AdmissionFacts, Rejection, admit
 from .manager import PodManager
+from .preemption import Preemptor
 from .workers import PodWorkers, SyncResult, WorkerResult
 from .workqueue import WorkQueue
 
@@ -102,7 +104,9 @@ class SyncLoop:
         rng: random.Random | None = None,
         probe_updates: Sequence[trio.MemoryReceiveChannel[ResultUpdate]] = (),
         results: trio.MemoryReceiveChannel[WorkerResult] | None = None,
+        preemptor: Preemptor | None = None,
     ) -> None:
+        self._preemptor = preemptor
         self._probe_updates = tuple(probe_updates)
         self._results = results
         self._updates = updates
@@ -229,6 +233,8 @@ class SyncLoop:
     async def _add(self, pod: Pod) -> None:
         self.pods.upsert(pod)
         rejection = self._admission_failure(pod)
+        if rejection is not None and self._preemptor is not None:
+            rejection = await self._preempt(pod, rejection)
         if rejection is not None:
             self.rejected[pod.uid] = f"{rejection.reason}: {rejection.message}"
             self.pods.set_rejected(pod.uid)
@@ -244,12 +250,42 @@ class SyncLoop:
         and does not count: it never runs again."""
         if self.workers.is_known(pod.uid) or is_terminal_phase(pod.status.phase):
             return None
-        others = [
+        return admit(pod, self._others(pod), self._admission_facts())
+
+    def _others(self, pod: Pod) -> list[Pod]:
+        return [
             w.pod
             for uid, w in self.workers.workers.items()
             if uid not in self.rejected and uid != pod.uid and self.workers.is_active(uid)
         ]
-        return admit(pod, others, self._admission_facts())
+
+    async def _preempt(self, pod: Pod, rejection: Rejection) -> Rejection | None:
+        """Upstream's critical pod admission handler: a critical pod refused by the
+        predicates only for resources stops the pods ``preemption`` chooses, then is
+        admitted (the later handlers still run)."""
+        assert self._preemptor is not None
+        facts = self._admission_facts()
+        others = self._others(pod)
+        if facts.node is None:
+            return rejection
+        try:
+            failures = fit.filter_failures(
+                pod,
+                others,
+                facts.node,
+                pod_level_resources=facts.pod_level_resources,
+                dra_extended_resource=facts.dra_extended_resource,
+                comparison_operators=facts.taint_comparison_operators,
+            )
+        except ValueError:
+            return rejection
+        if rejection.reason not in {failure.reason for failure in failures}:
+            return rejection  # refused before the predicates' resource check
+        plan = self._preemptor.plan(pod, others, failures)
+        if plan is None or isinstance(plan, Rejection):
+            return plan or rejection
+        await self._preemptor.preempt(pod, plan)
+        return self._admission_failure(pod)
 
     # -- PLEG ------------------------------------------------------------------------------
 

@@ -395,3 +395,57 @@ async def test_pods_per_core_caps_capacity_and_admission(
         assert (c.pod("three") or {})["status"]["reason"] == "OutOfpods"
         assert c.phase("one") != "Failed" and c.phase("two") != "Failed"
         nursery.cancel_scope.cancel()
+
+
+# -- critical pod preemption -------------------------------------------------------------------
+
+
+def cpu_pod(cpu: str, **spec: Any) -> dict[str, Any]:
+    container = {"name": "app", "image": "busybox:1.35", "resources": {"requests": {"cpu": cpu}}}
+    return {"containers": [container], **spec}
+
+
+CRITICAL = {"priority": 2_000_000_000, "priorityClassName": "system-cluster-critical"}
+
+
+async def test_a_critical_pod_preempts_a_pod_to_fit(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    """2 cores, a 1500m pod running: a critical 1000m pod stops it (Failed, Preempting,
+    with upstream's event and DisruptionTarget condition) and runs."""
+    async with running_cluster(fake, short_tmp) as c:
+        await c.wait_for(lambda: c.api.get("nodes", None, NODE) is not None)
+        c.create_pod("filler", **cpu_pod("1500m"))
+        await c.wait_for(lambda: c.phase("filler") == "Running")
+        c.create_pod("critical", **cpu_pod("1", **CRITICAL))
+        await c.wait_for(lambda: c.phase("filler") == "Failed")
+        status = (c.pod("filler") or {})["status"]
+        assert status["reason"] == "Preempting"
+        assert status["message"] == "Preempted in order to admit critical pod"
+        (condition,) = [x for x in status["conditions"] if x["type"] == "DisruptionTarget"]
+        assert condition["reason"] == "TerminationByKubelet"
+        assert condition["message"] == "Pod was preempted by Kubelet to accommodate a critical pod."
+        await c.wait_for(lambda: c.phase("critical") == "Running")
+        await c.wait_for(lambda: events(c, "Preempting"))
+        assert events(c, "Preempting")[0]["message"] == "Preempted in order to admit critical pod"
+        assert events(c, "Preempting")[0]["involvedObject"]["name"] == "filler"
+
+
+async def test_critical_pods_are_never_preempted_and_other_reasons_stand(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    async with running_cluster(fake, short_tmp) as c:
+        await c.wait_for(lambda: c.api.get("nodes", None, NODE) is not None)
+        c.create_pod("dns", **cpu_pod("1500m", **CRITICAL))
+        await c.wait_for(lambda: c.phase("dns") == "Running")
+        c.create_pod("critical", **cpu_pod("1", **CRITICAL))
+        await c.wait_for(lambda: c.phase("critical") == "Failed")
+        status = (c.pod("critical") or {})["status"]
+        assert status["reason"] == "UnexpectedAdmissionError"
+        assert "no set of running pods found to reclaim resources: [(res: cpu, q: 500), ]" in (
+            status["message"]
+        )
+        c.create_pod("elsewhere", **cpu_pod("1", nodeSelector={"disk": "ssd"}, **CRITICAL))
+        await c.wait_for(lambda: c.phase("elsewhere") == "Failed")
+        assert (c.pod("elsewhere") or {})["status"]["reason"] == "NodeAffinity"
+        assert c.phase("dns") == "Running"
