@@ -261,10 +261,9 @@ async def _start_node(
         run_node, options, node, api, runtime, images, machine, pleg_health, recorder,
         host.wall_clock, parts,
     )  # fmt: skip
-    reporter = handle.reporter
     return handle, node_info_source(
         local_node(options, node, machine),
-        (lambda: reporter.node) if reporter is not None else None,
+        handle.api_node if handle.reporter is not None else None,
     )
 
 

@@ -45,6 +45,7 @@ from .shutdown.plan import PriorityPeriod, periods
 from .shutdown.record import ShutdownRecord
 from .status import node_status
 from .statusloop import NodeStatusReporter
+from .watch import NodeWatch, newest
 
 log = logging.getLogger("kubelet.agent")
 
@@ -60,8 +61,17 @@ class NodeHandle:
     serving: CertificateManager | None = None
     shutdown: ShutdownManager | None = None
     reporter: NodeStatusReporter | None = None
-    """the status reporter, whose ``node`` is the Node as the API last gave it (None
-    until registered; admission reads its labels, taints and allocatable)"""
+    """the status reporter, whose ``node`` is the Node as the kubelet last wrote it"""
+    watch: NodeWatch | None = None
+    """the Node as the API server last sent it (its watch)"""
+
+    def api_node(self) -> dict[str, Any] | None:
+        """The Node as admission reads it (labels, taints, allocatable): the newer of
+        the watch's and the status reporter's copies; None standalone or unregistered."""
+        return newest(
+            self.watch.node if self.watch is not None else None,
+            self.reporter.node if self.reporter is not None else None,
+        )
 
 
 @attrs.frozen
@@ -154,10 +164,13 @@ async def _run_cluster_node(
     if shutdown is not None:
         shutdown.node_status_changed = reporter.poke
     await nursery.start(lease.run)
+    watch = NodeWatch(api, node.name)
+    await nursery.start(watch.run)
     await _start_client_rotation(options, api, parts, wall_clock, nursery)
     if serving is not None:
         await nursery.start(serving.run)
-    task_status.started(NodeHandle(serving=serving, shutdown=shutdown, reporter=reporter))
+    handle = NodeHandle(serving=serving, shutdown=shutdown, reporter=reporter, watch=watch)
+    task_status.started(handle)
     if cfg.register_node:
         found = await _register(options, api, gatherer, wall_clock)
     else:

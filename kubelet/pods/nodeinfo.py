@@ -5,9 +5,9 @@ from the API server, or, before registration and on a standalone kubelet, the no
 would register (``initialNode``): its labels (hostname, OS, arch, ``--node-labels``),
 ``--register-with-taints`` and allocatable (capacity minus ``systemReserved``,
 ``kubeReserved``, the hard eviction thresholds and hugepages, as node status computes
-it). The API's copy is the one the node status loop last read or wrote, so labels and
-taints someone else set are seen at the next status report (every 10 s at most while
-the status changes, else within the 5-minute report period).
+it). The API's copy is the newer of the one the Node watch last received (so labels
+and taints someone else sets count as soon as the API server sends them, as upstream's
+Node informer) and the one the node status loop last wrote.
 """
 
 from __future__ import annotations

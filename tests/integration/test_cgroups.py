@@ -449,3 +449,32 @@ async def test_critical_pods_are_never_preempted_and_other_reasons_stand(
         await c.wait_for(lambda: c.phase("elsewhere") == "Failed")
         assert (c.pod("elsewhere") or {})["status"]["reason"] == "NodeAffinity"
         assert c.phase("dns") == "Running"
+
+
+# -- the Node watch ----------------------------------------------------------------------------
+
+
+async def test_a_taint_set_by_someone_else_rejects_the_next_pod_at_once(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    """Node status is read once a minute here: only the watch of the Node can tell
+    admission about the taint within the second."""
+    api = FakeApiServer(epoch=EPOCH)
+    async with api.serve(), trio.open_nursery() as nursery:
+        c = Cluster(api, fake, short_tmp, nursery)
+        await start_cluster_kubelet(c, extra=("--node-status-update-frequency=1m",))
+        await c.wait_for(lambda: c.api.get("nodes", None, NODE) is not None)
+        await trio.sleep(5)
+        c.api.patch(
+            "nodes", None, NODE, {"spec": {"taints": [{"key": "maint", "effect": "NoExecute"}]}}
+        )
+        tainted = trio.current_time()
+        c.create_pod("late")
+        failed = await c.wait_for(lambda: c.phase("late") == "Failed")
+        assert failed - tainted < 1.0
+        assert (c.pod("late") or {})["status"]["reason"] == "TaintToleration"
+        c.api.patch("nodes", None, NODE, {"spec": {"taints": None}})
+        await trio.sleep(0.5)
+        c.create_pod("after")
+        await c.wait_for(lambda: c.phase("after") == "Running")
+        nursery.cancel_scope.cancel()
