@@ -96,7 +96,16 @@ class SystemCgroups:
         return self.proc.joinpath(*parts).read_text()
 
     def _in_host_pid_namespace(self, pid: int) -> bool:
-        return os.readlink(self.proc / "1/ns/pid") == os.readlink(self.proc / f"{pid}/ns/pid")
+        """Upstream's ``isProcessRunningInHost``; its errors name what was unreadable."""
+        try:
+            init = os.readlink(self.proc / "1/ns/pid")
+        except OSError as err:
+            raise CgroupError(f"failed to find pid namespace of init process: {err}") from err
+        try:
+            own = os.readlink(self.proc / f"{pid}/ns/pid")
+        except OSError as err:
+            raise CgroupError(f'failed to find pid namespace of process "{pid}": {err}') from err
+        return init == own
 
     def _is_kernel(self, pid: int) -> bool:
         try:
@@ -108,23 +117,29 @@ class SystemCgroups:
     def ensure_kubelet(self) -> None:
         """The kubelet's process into ``kubeletCgroups`` unless it is there already."""
         pid = self.own_pid()
+        if not self._in_host_pid_namespace(pid):  # in a container: left alone, as upstream
+            log.debug("PID %d is not running in the host namespace", pid)
+            return
         try:
-            if not self._in_host_pid_namespace(pid):
-                log.debug("PID %d is not running in the host namespace", pid)
-                return
             text = self._read(str(pid), "cgroup")
         except OSError as err:
-            raise CgroupError(f"failed to find container of PID {pid}: {err}") from err
-        current = cgroup_of(parse_proc_cgroup(text), self.fs.layout.version)
-        name = "/" + self.kubelet_cgroups.strip("/")
-        if current == name:
-            return
-        self.fs.create(name)
+            text = ""
+            log.debug("cannot read /proc/%d/cgroup: %s", pid, err)
+        errors = []
         try:
-            self.fs.attach(name, pid)
-        except CgroupError as err:
-            message = f'failed to move PID {pid} (in "{current}") to "{name}": {err}'
-            raise CgroupError(message) from err
+            current = cgroup_of(parse_proc_cgroup(text), self.fs.layout.version)
+        except CgroupError as err:  # as upstream: reported, and the move goes ahead
+            errors.append(f"failed to find container of PID {pid}: {err}")
+            current = ""
+        name = "/" + self.kubelet_cgroups.strip("/")
+        if current != name:
+            try:
+                self.fs.create(name)
+                self.fs.attach(name, pid)
+            except CgroupError as err:
+                errors.append(f'failed to move PID {pid} (in "{current}") to "{name}": {err}')
+        if errors:
+            raise CgroupError("; ".join(errors))
 
     def _root_members(self) -> list[int]:
         paths = self.fs.paths("/")

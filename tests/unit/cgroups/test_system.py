@@ -124,3 +124,23 @@ async def test_the_minute_task_runs_at_once_then_every_minute(
         await trio.sleep(30)
         assert procs(tree, "devices", "system") == [500]
         nursery.cancel_scope.cancel()
+
+
+def test_the_kubelet_moves_even_when_its_cpu_and_memory_cgroups_differ(tmp_path: Path) -> None:
+    """Upstream reports getContainer's error and moves the process all the same."""
+    proc = fake_proc(tmp_path / "proc")
+    add_proc(proc, KUBELET_PID, "4:memory:/process_api/1\n1:cpu:/\n")
+    moves = system(tmp_path / "cg", proc, kubelet_cgroups="/kubelet")
+    (failure,) = moves.ensure()
+    assert "cpu and memory cgroup hierarchy not unified" in failure
+    assert procs(tmp_path / "cg", "memory", "kubelet") == [KUBELET_PID]
+
+
+def test_an_unreadable_pid_namespace_leaves_the_kubelet_where_it_is(tmp_path: Path) -> None:
+    proc = fake_proc(tmp_path / "proc")
+    add_proc(proc, KUBELET_PID, HYBRID)
+    (proc / "1" / "ns" / "pid").unlink()
+    moves = system(tmp_path / "cg", proc, kubelet_cgroups="/kubelet")
+    (failure,) = moves.ensure()
+    assert failure.startswith("/kubelet: failed to find pid namespace of init process: ")
+    assert not (tmp_path / "cg" / "memory" / "kubelet").exists()
