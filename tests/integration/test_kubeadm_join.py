@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import ssl
+import tempfile
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -29,6 +30,7 @@ from kubelet.testing import FakeRuntime
 from kubelet.testing.certs import NO_CHECK_TIME
 from kubelet.testing.csrsigner import CsrController
 from kubelet.testing.fakeapiserver import FakeApiServer
+from kubelet.testing.fakeproc import fake_proc
 
 from .cluster_harness import MACHINE
 from .kubelet_harness import EPOCH, KUBELET_IMAGES, NODE
@@ -98,7 +100,8 @@ def join_options(api: FakeApiServer, fake: FakeRuntime, tmp: Path, *extra: str) 
 
 
 def host(api: FakeApiServer) -> Host:
-    """No connection: the kubelet has to obtain one (TLS bootstrap)."""
+    """No connection: the kubelet has to obtain one (TLS bootstrap). /proc/swaps is a
+    fake one without swap, whatever the machine has."""
     return Host(
         wall_clock=api.now,
         watch_files=False,
@@ -106,6 +109,7 @@ def host(api: FakeApiServer) -> Host:
         node_ips=("10.0.0.5",),
         source_io=inline,
         ephemeral_ports=True,
+        proc=fake_proc(Path(tempfile.mkdtemp(prefix="proc-"))),
     )
 
 

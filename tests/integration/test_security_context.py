@@ -21,6 +21,7 @@ from kubelet.cri import api
 from kubelet.sources.offloop import inline
 from kubelet.testing import FakeRuntime
 from kubelet.testing.cgroupfs import tree_cgroups
+from kubelet.testing.fakeproc import fake_proc
 
 from .cluster_harness import Cluster, running_cluster
 from .kubelet_harness import EPOCH, NODE, Harness, running_kubelet
@@ -299,7 +300,12 @@ async def test_runonce_rejects_too(fake: FakeRuntime, short_tmp: Path) -> None:
             str(short_tmp / "root"),
         ]
     )
-    host = Host(watch_files=False, cgroup_fs=tree_cgroups(short_tmp / "cgroup"), cgroup_io=inline)
+    host = Host(
+        watch_files=False,
+        cgroup_fs=tree_cgroups(short_tmp / "cgroup"),
+        cgroup_io=inline,
+        proc=fake_proc(short_tmp / "proc"),
+    )
     code = await run_once(options, host)
     assert code == 1
     assert fake.calls_of("RunPodSandbox") == []
