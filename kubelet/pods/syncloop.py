@@ -20,6 +20,7 @@ import attrs
 import trio
 
 from kubelet.api.pod import Pod
+from kubelet.decisions.qos import is_critical_pod
 from kubelet.pleg.generator import EventType, PodLifecycleEvent
 from kubelet.prober.results import ResultUpdate
 from kubelet.sources.podconfig import PodOperation, PodUpdate
@@ -233,7 +234,7 @@ class SyncLoop:
     async def _add(self, pod: Pod) -> None:
         self.pods.upsert(pod)
         rejection = self._admission_failure(pod)
-        if rejection is not None and self._preemptor is not None:
+        if rejection is not None and self._preemptor is not None and is_critical_pod(pod):
             rejection = await self._preempt(pod, rejection)
         if rejection is not None:
             self.rejected[pod.uid] = f"{rejection.reason}: {rejection.message}"
