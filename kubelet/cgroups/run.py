@@ -39,7 +39,7 @@ from .manager import (
     read_pid_max,
 )
 from .names import CgroupName
-from .swap import LIMITED_SWAP, NodeSwap, startup_swap
+from .swap import NodeSwap, startup_swap
 from .system import SystemCgroups
 
 __all__ = ["FAILED_CREATE_POD_CONTAINER", "PodCgroups", "host_cgroup_fs", "run_cgroups"]
@@ -149,6 +149,19 @@ class PodCgroups:
         return removed
 
 
+def _open(fs: Callable[[], CgroupFs], settings: CgroupSettings) -> CgroupFs | None:
+    """The host's hierarchies. Without ``cgroupsPerQOS`` they are read all the same (the
+    containers' swap settings, ``kubeletCgroups``, ``systemCgroups`` need them), and when
+    they cannot be, only what needs them is left out (None)."""
+    if settings.cgroups_per_qos or settings.kubelet_cgroups or settings.system_cgroups:
+        return fs()
+    try:
+        return fs()
+    except ConfigError as err:
+        log.info("no cgroup hierarchies: %s", err)
+        return None
+
+
 def capacity_of(num_cores: int, memory_bytes: int, hugepages: Mapping[str, int]) -> dict[str, str]:
     """The machine's capacity as quantities: cpu, memory, ``hugepages-<size>``."""
     out = {"cpu": str(num_cores), "memory": str(memory_bytes)}
@@ -187,11 +200,9 @@ async def run_cgroups(
     ]
     internal: dict[str, Fraction] = internal_capacity(capacity, read_pid_max())
     system = settings.kubelet_cgroups or settings.system_cgroups
-    limited = settings.swap_behavior == LIMITED_SWAP
-    opened = settings.cgroups_per_qos or system or limited
-    host_fs = fs() if opened else CgroupFs(_NO_LAYOUT)
+    host_fs = _open(fs, settings)
     swap = startup_swap(
-        host_fs if opened else None,
+        host_fs,
         proc,
         fail_swap_on=settings.fail_swap_on,
         behavior=settings.swap_behavior,
@@ -199,7 +210,7 @@ async def run_cgroups(
     )
     try:
         manager = CgroupManager(
-            host_fs if settings.cgroups_per_qos else CgroupFs(_NO_LAYOUT),
+            host_fs if settings.cgroups_per_qos and host_fs else CgroupFs(_NO_LAYOUT),
             settings,
             hugepage_sizes=sorted(sizes),
             offload=offload,
@@ -219,7 +230,10 @@ async def run_cgroups(
         await nursery.start(manager.run, internal, handle.active, record)
         if system:
             moves = SystemCgroups(
-                host_fs, settings.kubelet_cgroups, settings.system_cgroups, proc=proc
+                host_fs or CgroupFs(_NO_LAYOUT),
+                settings.kubelet_cgroups,
+                settings.system_cgroups,
+                proc=proc,
             )
             nursery.start_soon(moves.run, offload)
         task_status.started(handle)

@@ -135,7 +135,7 @@ async def test_without_cgroups_per_qos_no_cgroup_is_made(
         h.write("web.yaml", manifest("web", "{cpu: 250m}"))
         await h.wait_for(lambda: h.sandboxes("web"))
         assert sandbox_of(h, "web").config.linux.cgroup_parent == ""
-        assert not (short_tmp / "cgroup").exists()
+        assert not any((short_tmp / "cgroup").glob("*/kubepods"))  # (the tree is the fake's)
 
 
 async def test_orphaned_pod_cgroups_are_swept_once_sources_are_ready(
@@ -345,11 +345,13 @@ async def test_swap_on_stops_start_up_unless_fail_swap_on_is_false(
     assert not fake.sandboxes
 
 
+@pytest.mark.parametrize("per_qos", [True, False], ids=["cgroupsPerQOS", "no-cgroupsPerQOS"])
 async def test_no_swap_caps_containers_at_their_memory_limit_on_v1(
-    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock, per_qos: bool
 ) -> None:
     """failSwapOn: false with swap on; the memory hierarchy has memory.memsw.*: every
-    container's memory+swap limit is its memory limit (NoSwap, upstream's v1 spelling)."""
+    container's memory+swap limit is its memory limit (NoSwap, upstream's v1 spelling),
+    with or without the QoS hierarchy."""
     proc = fake_proc(short_tmp / "proc", swaps=SWAP_ON)
     tree = short_tmp / "cgroup"
     TreeCgroupFs(v1_tree(tree))
@@ -357,7 +359,10 @@ async def test_no_swap_caps_containers_at_their_memory_limit_on_v1(
     manifests = short_tmp / "manifests"
     manifests.mkdir()
     async with trio.open_nursery() as nursery:
-        h = Harness(fake, manifests, nursery, extra=("--fail-swap-on=false",), proc=proc)
+        extra = ["--fail-swap-on=false"]
+        if not per_qos:
+            extra += ["--cgroups-per-qos=false", "--enforce-node-allocatable=none"]
+        h = Harness(fake, manifests, nursery, extra=tuple(extra), proc=proc)
         await start_kubelet(h)
         h.write("web.yaml", manifest("web", "{memory: 64Mi}", "{memory: 128Mi}"))
         await h.wait_for(lambda: h.containers("web"))
