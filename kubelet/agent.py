@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import os
 import signal
 import sys
 import time
@@ -91,6 +92,7 @@ from kubelet.stats.cgroupfs import Cgroups
 from kubelet.status.manager import run_status_manager
 from kubelet.version import version_line
 from kubelet.volumes.dirs import DataDirError, setup_data_dirs
+from kubelet.volumes.tmpfs import noswap_supported
 
 log = logging.getLogger("kubelet")
 
@@ -357,6 +359,8 @@ async def start_cgroups(
     def record(event: tuple[str, str, str]) -> None:
         recorder.record(node_ref(node_name), *event)
 
+    probe = os.path.join(options.root_dir, "plugins", "kubernetes.io~empty-dir")
+    noswap = functools.partial(noswap_supported, probe)  # tmpfs can keep volumes off swap
     settings = CgroupSettings.from_config(
         options.config,
         pod_level_resources=options.features.enabled("PodLevelResources"),
@@ -364,7 +368,8 @@ async def start_cgroups(
     )
     capacity = capacity_of(machine.num_cores, machine.memory_bytes, machine.hugepages)
     handle: PodCgroups = await root.start(
-        functools.partial(run_cgroups, proc=host.proc), settings, host.cgroup_fs, capacity,
+        functools.partial(run_cgroups, proc=host.proc, noswap=noswap), settings,
+        host.cgroup_fs, capacity,
         desired.active, pod_qos, record, host.cgroup_io,
     )  # fmt: skip
     return handle

@@ -39,7 +39,7 @@ from .manager import (
     read_pid_max,
 )
 from .names import CgroupName
-from .swap import NodeSwap, startup_swap
+from .swap import NodeSwap, startup_swap, volumes_may_swap
 from .system import SystemCgroups
 
 __all__ = ["FAILED_CREATE_POD_CONTAINER", "PodCgroups", "host_cgroup_fs", "run_cgroups"]
@@ -180,6 +180,7 @@ async def run_cgroups(
     io: RunSync[Any],
     *,
     proc: Path = Path("/proc"),
+    noswap: Callable[[], bool] = lambda: True,
     task_status: trio.TaskStatus[PodCgroups] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Set the tree up, hand back ``PodCgroups``, keep the QoS cgroups current.
@@ -188,7 +189,8 @@ async def run_cgroups(
     recording the events upstream records (``FailedNodeAllocatableEnforcement``). With
     ``kubeletCgroups``/``systemCgroups``, their minute task runs beside (``proc``: where
     /proc is read). Swap is checked first (``failSwapOn``), as upstream's container
-    manager does."""
+    manager does; with swap on, ``noswap`` says whether tmpfs can keep memory-backed
+    volumes off it (else a Node event says they may not be)."""
 
     async def offload(fn: Callable[..., Any], *args: Any) -> Any:
         return await io(functools.partial(fn, *args))
@@ -223,7 +225,8 @@ async def run_cgroups(
     except CgroupError as err:
         field = "cgroupDriver" if settings.driver == names.SYSTEMD else "cgroupRoot"
         raise ConfigError.single("", field, str(err)) from err
-    for event in events:
+    warning = volumes_may_swap(swap, await offload(noswap)) if swap.on else None
+    for event in [*events, *([warning] if warning is not None else [])]:
         record(event)
     handle = PodCgroups(manager, active, qos_of, swap)
     async with trio.open_nursery() as nursery:

@@ -27,6 +27,7 @@ __all__ = [
     "LIMITED_SWAP",
     "LIMITED_SWAP_ON_V1",
     "NO_SWAP",
+    "POSSIBLE_MEMORY_BACKED_VOLUMES_ON_DISK",
     "SWAP_ON_REFUSED",
     "NodeSwap",
     "check_swap",
@@ -35,6 +36,7 @@ __all__ = [
     "startup_swap",
     "swap_capacity",
     "swap_on",
+    "volumes_may_swap",
 ]
 
 log = logging.getLogger(__name__)
@@ -47,6 +49,13 @@ SWAP_ON_REFUSED = (
 )
 LIMITED_SWAP_ON_V1 = (
     "swap feature is enabled and LimitedSwap but it is only supported with cgroupv2"
+)
+
+
+POSSIBLE_MEMORY_BACKED_VOLUMES_ON_DISK = "PossibleMemoryBackedVolumesOnDisk"
+TMPFS_SWAPS = (
+    "The tmpfs noswap option is not supported. Memory-backed volumes (e.g. secrets, "
+    "emptyDirs, etc.) might be swapped to disk and should no longer be considered secure."
 )
 
 
@@ -89,6 +98,8 @@ class NodeSwap:
 
     behavior: str = ""
     """``memorySwap.swapBehavior``: "" (NoSwap), NoSwap or LimitedSwap"""
+    on: bool = False
+    """/proc/swaps lists a device"""
     controller: bool = False
     """the swap controller is there (else no swap setting is sent at all)"""
     cgroup_v2: bool = False
@@ -113,6 +124,7 @@ def node_swap(
     """The facts, read once at start-up (upstream caches them for the process's life)."""
     return NodeSwap(
         behavior=behavior,
+        on=swap_on(proc_swaps or ""),
         controller=_controller(fs, proc),
         cgroup_v2=fs.layout.version == 2,
         memory_capacity=memory_capacity,
@@ -141,7 +153,15 @@ def startup_swap(
     if not fail_swap_on and not behavior:
         log.info('"NoSwap is set due to memorySwapBehavior not specified"')
     if fs is None:
-        return NodeSwap(behavior=behavior)
+        return NodeSwap(behavior=behavior, on=swap_on(text or ""))
     if behavior == LIMITED_SWAP and fs.layout.version == 1:
         raise ConfigError.single("", "memorySwap.swapBehavior", LIMITED_SWAP_ON_V1)
     return node_swap(fs, proc, behavior, memory_capacity, text)
+
+
+def volumes_may_swap(swap: NodeSwap, noswap_supported: bool) -> tuple[str, str, str] | None:
+    """Upstream's Node event when swap is on (and allowed) but tmpfs cannot refuse it:
+    memory-backed volumes (Secrets, emptyDir medium Memory) may end up on disk."""
+    if swap.on and not noswap_supported:
+        return ("Warning", POSSIBLE_MEMORY_BACKED_VOLUMES_ON_DISK, TMPFS_SWAPS)
+    return None

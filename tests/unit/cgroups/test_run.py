@@ -3,6 +3,8 @@ the orphan sweep -- on temporary v1 and v2 trees, fake time."""
 
 from __future__ import annotations
 
+import functools
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -17,6 +19,7 @@ from kubelet.cgroups.manager import CgroupSettings, Event
 from kubelet.cgroups.run import PodCgroups, capacity_of, run_cgroups
 from kubelet.errors import ConfigError
 from kubelet.testing.cgroupfs import TreeCgroupFs, v1_tree, v2_tree
+from kubelet.testing.fakeproc import fake_proc
 
 T = TypeVar("T")
 CAPACITY = capacity_of(2, 4 * 1024**3, {"2Mi": 0})
@@ -63,10 +66,15 @@ async def start(
     pods = active if active is not None else []
     record = (events if events is not None else []).append
     handle: PodCgroups = await nursery.start(
-        run_cgroups, settings or CgroupSettings(), lambda: fs, CAPACITY, lambda: pods, qos_of,
-        record, inline,
+        functools.partial(run_cgroups, proc=no_swap()), settings or CgroupSettings(),
+        lambda: fs, CAPACITY, lambda: pods, qos_of, record, inline,
     )  # fmt: skip
     return handle
+
+
+def no_swap() -> Path:
+    """A /proc whose swaps lists no device, whatever this machine has."""
+    return fake_proc(Path(tempfile.mkdtemp(prefix="proc-")))
 
 
 async def refused(
@@ -171,19 +179,23 @@ async def test_a_reserved_cgroup_that_cannot_be_limited_stops_start_up(
 async def test_without_cgroups_per_qos_nothing_is_touched(
     tmp_path: Path, autojump_clock: trio.abc.Clock
 ) -> None:
-    opened: list[bool] = []
+    """The hierarchies are read (the containers' swap settings need them), nothing is
+    made in them; and when they cannot be read, start-up goes on all the same."""
+    layout = v1_tree(tmp_path / "cg")
+    before = sorted(p.name for p in (tmp_path / "cg" / "memory").iterdir())
 
-    def never() -> CgroupFs:
-        opened.append(True)
-        raise AssertionError("the host's cgroups are not read")
+    def unreadable() -> CgroupFs:
+        raise ConfigError.single("", "cgroupsPerQOS", "cannot read the cgroup mounts: gone")
 
     settings = CgroupSettings(cgroups_per_qos=False, enforce=frozenset())
-    async with trio.open_nursery() as nursery:
-        cgroups: PodCgroups = await nursery.start(
-            run_cgroups, settings, never, CAPACITY, list, qos_of, print, inline
-        )
-        assert cgroups.parent(pod("web")) == ""
-        assert await cgroups.ensure(pod("web")) is False
-        assert await cgroups.sweep(lambda uid: False, lambda uid: False) == []
-        nursery.cancel_scope.cancel()
-    assert opened == []
+    for fs in (lambda: TreeCgroupFs(layout), unreadable):
+        async with trio.open_nursery() as nursery:
+            cgroups: PodCgroups = await nursery.start(
+                functools.partial(run_cgroups, proc=no_swap()), settings, fs, CAPACITY, list,
+                qos_of, print, inline,
+            )  # fmt: skip
+            assert cgroups.parent(pod("web")) == ""
+            assert await cgroups.ensure(pod("web")) is False
+            assert await cgroups.sweep(lambda uid: False, lambda uid: False) == []
+            nursery.cancel_scope.cancel()
+    assert sorted(p.name for p in (tmp_path / "cg" / "memory").iterdir()) == before

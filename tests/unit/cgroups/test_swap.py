@@ -13,6 +13,7 @@ from kubelet.cgroups.swap import (
     startup_swap,
     swap_capacity,
     swap_on,
+    volumes_may_swap,
 )
 from kubelet.errors import ConfigError
 from kubelet.testing.cgroupfs import TreeCgroupFs, v1_tree, v2_tree
@@ -55,7 +56,9 @@ def test_start_up_stops_with_swap_on(tmp_path: Path) -> None:
         startup_swap(fs, proc, fail_swap_on=True, behavior="", memory_capacity=8 * GI)
     assert caught.value.problems[0].field == "failSwapOn"
     swap = startup_swap(fs, proc, fail_swap_on=False, behavior="", memory_capacity=8 * GI)
-    assert swap == NodeSwap(controller=False, memory_capacity=8 * GI, swap_capacity=16760828 * 1024)
+    assert swap == NodeSwap(
+        on=True, controller=False, memory_capacity=8 * GI, swap_capacity=16760828 * 1024
+    )
 
 
 def test_limited_swap_is_refused_on_cgroup_v1(tmp_path: Path) -> None:
@@ -82,3 +85,16 @@ def test_the_swap_controller_is_found_per_hierarchy(tmp_path: Path) -> None:
     (v2 / "kubelet.slice" / "memory.swap.max").write_text("max\n")
     found = startup_swap(fs2, proc, fail_swap_on=False, behavior="LimitedSwap", memory_capacity=GI)
     assert (found.controller, found.cgroup_v2, found.behavior) == (True, True, "LimitedSwap")
+
+
+def test_memory_backed_volumes_may_swap_without_tmpfs_noswap() -> None:
+    """Upstream's Node event when swap is on and tmpfs cannot refuse it."""
+    on = NodeSwap(on=True)
+    assert volumes_may_swap(on, noswap_supported=True) is None
+    assert volumes_may_swap(NodeSwap(), noswap_supported=False) is None
+    assert volumes_may_swap(on, noswap_supported=False) == (
+        "Warning",
+        "PossibleMemoryBackedVolumesOnDisk",
+        "The tmpfs noswap option is not supported. Memory-backed volumes (e.g. secrets, "
+        "emptyDirs, etc.) might be swapped to disk and should no longer be considered secure.",
+    )
