@@ -380,6 +380,7 @@ FLAGS: tuple[FlagSpec, ...] = (
         "The CFS period of CPU limits; other than 100ms needs the CustomCPUCFSQuotaPeriod "
         "feature gate (then 1ms to 1s).",
         fv.duration,
+        metavar="DURATION",
     ),
     _bool(
         "local-storage-capacity-isolation",
