@@ -81,14 +81,19 @@ async def test_exec_with_stdin_and_exit_codes(fake: FakeRuntime, short_tmp: Path
 
 async def test_exec_errors_name_the_pod_and_container(fake: FakeRuntime, short_tmp: Path) -> None:
     async with kubectl_node(fake, short_tmp) as node:
-        await node.running_pod("web", {"restartPolicy": "Never"})
+        # a second container keeps the pod Running once "app" has exited (kubectl itself
+        # refuses to exec into a Succeeded pod, before the kubelet is asked)
+        app = {"name": "app", "image": "busybox:1.35"}
+        side = {"name": "side", "image": "busybox:1.35"}
+        node.cluster.create_pod("web", containers=[app, side], restartPolicy="Never")
+        await node.cluster.wait_for(lambda: node.cluster.phase("web") == "Running", timeout=30)
         done = await node.kubectl("exec", "nosuch", "--", "true")
         assert done.returncode == 1
         assert b'pods "nosuch" not found' in done.stderr
         done = await node.kubectl("exec", "web", "-c", "other", "--", "true")
         assert done.returncode == 1
         assert b"container other is not valid for pod web" in done.stderr
-        container = fake.running()[0]
+        container = next(c for c in fake.running() if c.config.metadata.name == "app")
         fake.exit_container(container.id, 0)  # not restarted: restartPolicy Never
         done = await node.kubectl("exec", "web", "--", "true")
         assert done.returncode == 1
