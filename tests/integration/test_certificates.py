@@ -8,6 +8,7 @@ approves and signs requests like kube-controller-manager.
 from __future__ import annotations
 
 import base64
+import datetime
 import logging
 import ssl
 from collections.abc import AsyncIterator, Callable
@@ -26,9 +27,11 @@ from kubelet.api.client import PODS, ApiClient, WatchEvent
 from kubelet.api.errors import ApiError
 from kubelet.api.kubeconfig import load_kubeconfig
 from kubelet.api.node import NodeAddress
+from kubelet.config import build_options, parse_flags
 from kubelet.node.certificates import csr as csrmod
 from kubelet.node.certificates.bootstrap import TMP_KEY_FILE, clients_for, load_client_cert
 from kubelet.node.certificates.manager import CertificateManager
+from kubelet.node.certificates.managers import client_manager
 from kubelet.node.certificates.metrics import client_metrics, server_metrics
 from kubelet.node.certificates.serving import ServingCertificate
 from kubelet.node.certificates.store import CLIENT_PREFIX, SERVER_PREFIX, FileStore
@@ -255,6 +258,81 @@ async def test_client_certificate_rotated_twice_without_losing_watch_events(
                 == 0
             )
             nursery.cancel_scope.cancel()
+
+
+def embedded_kubeconfig(api: FakeApiServer, path: Path, chain: bytes, key: bytes) -> Path:
+    """A kubeconfig as kubeadm init writes its first one: certificate and key inline."""
+    assert api.ca is not None
+    user = {
+        "client-certificate-data": base64.b64encode(chain).decode(),
+        "client-key-data": base64.b64encode(key).decode(),
+    }
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": "kubernetes",
+                "cluster": {"server": api.url, "certificate-authority": str(api.ca.cert_path)},
+            }
+        ],
+        "users": [{"name": "node", "user": user}],
+        "contexts": [{"name": "node", "context": {"cluster": "kubernetes", "user": "node"}}],
+        "current-context": "node",
+    }
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+async def test_an_embedded_client_certificate_is_stored_and_replaced_at_once(
+    tmp_path: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    """Upstream (buildClientCertificateManager, getCurrentCertificateOrBootstrap): with
+    no valid pair in --cert-dir, the one --kubeconfig embeds becomes the current pair,
+    is written to kubelet-client-current.pem and is rotated out immediately; a restart
+    that finds that stored pair still valid waits for 70-90 % of its lifetime."""
+    async with tls_api(tmp_path) as api, trio.open_nursery() as nursery:
+        assert api.ca is not None
+        await nursery.start(CsrController(api, api.ca, policy=lambda _: None).run)  # pending
+        key = csrmod.generate_key()
+        start = datetime.datetime.fromtimestamp(api.now(), datetime.UTC)
+        chain = api.ca.sign_csr(
+            csrmod.make_csr(key, csrmod.client_template(NODE)),
+            start - datetime.timedelta(minutes=5),
+            start + datetime.timedelta(hours=1),
+        )
+        kubeconfig = embedded_kubeconfig(api, tmp_path / "kubelet.conf", chain, csrmod.key_pem(key))
+        cert_dir = tmp_path / "pki"
+        flags = [f"--kubeconfig={kubeconfig}", f"--cert-dir={cert_dir}"]
+        options = build_options(
+            parse_flags([*flags, f"--hostname-override={NODE}", "--rotate-certificates"])
+        )
+        connection = load_kubeconfig(kubeconfig)
+        registry = CollectorRegistry()
+        manager = client_manager(options, connection, registry, api.now, ApiClient.open)
+        assert manager is not None
+        leaf = x509.load_pem_x509_certificate(chain)
+        current = manager.current()
+        assert current is not None and current.serial == leaf.serial_number
+        stored = x509.load_pem_x509_certificate(
+            (cert_dir / "kubelet-client-current.pem").read_bytes()
+        )
+        assert stored.serial_number == leaf.serial_number
+        ttl = registry.get_sample_value("kubelet_certificate_manager_client_ttl_seconds")
+        assert ttl is not None and 3500 < ttl <= 3600
+        await nursery.start(manager.run)
+        await trio.sleep(1)
+        [(_, obj)] = csrs(api).items()  # asked for its own certificate at once
+        assert obj["spec"]["signerName"] == csrmod.CLIENT_SIGNER
+        nursery.cancel_scope.cancel()
+    again = client_manager(options, connection, CollectorRegistry(), api.now, ApiClient.open)
+    assert again is not None
+    first = again.current()
+    assert first is not None and first.serial == leaf.serial_number
+    not_before, not_after = first.not_before, first.not_after
+    deadline = again.next_deadline()
+    total = not_after - not_before
+    assert not_before + 0.7 * total <= deadline <= not_before + 0.9 * total
 
 
 def serving_manager(
