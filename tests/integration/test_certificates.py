@@ -33,11 +33,16 @@ from kubelet.node.certificates.bootstrap import TMP_KEY_FILE, clients_for, load_
 from kubelet.node.certificates.manager import CertificateManager
 from kubelet.node.certificates.managers import client_manager
 from kubelet.node.certificates.metrics import client_metrics, server_metrics
+from kubelet.node.certificates.request import (
+    RequestFailed,
+    request_certificate,
+    wait_for_certificate,
+)
 from kubelet.node.certificates.serving import ServingCertificate
 from kubelet.node.certificates.store import CLIENT_PREFIX, SERVER_PREFIX, FileStore
 from kubelet.node.certificates.transport import ClientRotation, RotatingTransport, transport_for
 from kubelet.testing.certs import NO_CHECK_TIME
-from kubelet.testing.csrsigner import CsrController
+from kubelet.testing.csrsigner import CsrController, csrapproving_and_serving
 from kubelet.testing.fakeapiserver import FakeApiServer
 
 NODE = "node-1"
@@ -217,7 +222,8 @@ async def test_client_certificate_rotated_twice_without_losing_watch_events(
         )
         connect(manager.expiry)
         first = manager.current()
-        assert first is not None and first.not_after - first.not_before == 3600
+        # one hour, backdated 5 minutes on top (upstream signs short certificates so)
+        assert first is not None and first.not_after - first.not_before == 3600 + 300
         connection = load_kubeconfig(kubeconfig)
         transport = RotatingTransport(transport_for(connection))
         rotation = ClientRotation(connection, transport)
@@ -388,7 +394,7 @@ async def test_serving_certificate_rotated_and_seen_by_a_tls_client(
         node_client(api, tmp_path) as client,
     ):
         assert api.ca is not None
-        controller = CsrController(api, api.ca, lifetime=3600)
+        controller = CsrController(api, api.ca, lifetime=3600, policy=csrapproving_and_serving)
         await nursery.start(controller.run)
         registry = CollectorRegistry()
         manager = serving_manager(
@@ -465,7 +471,9 @@ async def test_a_new_node_address_rotates_the_serving_certificate_at_once(
         node_client(api, tmp_path) as client,
     ):
         assert api.ca is not None
-        await nursery.start(CsrController(api, api.ca, lifetime=86400).run)
+        await nursery.start(
+            CsrController(api, api.ca, lifetime=86400, policy=csrapproving_and_serving).run
+        )
         manager = serving_manager(
             api, client, tmp_path / "pki", lambda: list(addresses), CollectorRegistry()
         )
@@ -576,3 +584,64 @@ async def test_the_fake_csr_api(tmp_path: Path, autojump_clock: trio.abc.Clock) 
         cert = x509.load_pem_x509_certificate(base64.b64decode(issued["status"]["certificate"]))
         assert cert.subject.rfc4514_string() == "CN=system:node:node-1,O=system:nodes"
         assert controller.issued == [name]
+
+
+def condition(obj: dict[str, Any], kind: str) -> tuple[str, str] | None:
+    for c in (obj.get("status") or {}).get("conditions") or []:
+        if c["type"] == kind:
+            return c["reason"], c["message"]
+    return None
+
+
+async def test_the_fake_control_plane_decides_as_kube_controller_manager(
+    tmp_path: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    """csrapproving approves the bootstrap request (nodeclient) and the node's renewal
+    (selfnodeclient) with upstream's messages, leaves serving requests to someone else;
+    csrsigning fails a request its rule refuses, so the kubelet's wait ends in an error."""
+    async with tls_api(tmp_path) as api, trio.open_nursery() as nursery:
+        assert api.ca is not None
+        controller = CsrController(api, api.ca)
+        await nursery.start(controller.run)
+        kubeconfig, _, _ = await bootstrap(api, tmp_path)
+        [(_, first)] = csrs(api).items()
+        assert first["spec"]["groups"] == ["system:bootstrappers", "system:authenticated"]
+        assert condition(first, "Approved") == (
+            "AutoApproved",
+            "Auto approving kubelet client certificate after SubjectAccessReview.",
+        )
+        key = csrmod.generate_key()
+        async with ApiClient.open(load_kubeconfig(kubeconfig)) as client:
+            template = csrmod.client_template(NODE)
+            name, uid = await request_certificate(
+                client, csrmod.make_csr(key, template), "", csrmod.CLIENT_SIGNER,
+                csrmod.client_usages(key), key, now=api.now(),
+            )  # fmt: skip
+            await wait_for_certificate(client, name, uid)
+            assert condition(csrs(api)[name], "Approved") == (
+                "AutoApproved",
+                "Auto approving self kubelet client certificate after SubjectAccessReview.",
+            )
+            addresses = [NodeAddress(type="InternalIP", address="10.0.0.5")]
+            serving = csrmod.serving_template(NODE, addresses)
+            assert serving is not None
+            name, _ = await request_certificate(
+                client, csrmod.make_csr(key, serving), "", csrmod.SERVING_SIGNER,
+                csrmod.serving_usages(key), key, now=api.now(),
+            )  # fmt: skip
+            await trio.sleep(60)
+            assert csrs(api)[name]["status"] == {}  # pending: nobody approves serving
+            # an administrator approves a serving request without any SAN: refused
+            name, uid = await request_certificate(
+                client, csrmod.make_csr(key, template), "", csrmod.SERVING_SIGNER,
+                csrmod.serving_usages(key), key, now=api.now(),
+            )  # fmt: skip
+            controller.decide(name, "Approved", "ByHand", "looks fine to me")
+            with pytest.raises(RequestFailed) as failed:
+                await wait_for_certificate(client, name, uid)
+        assert "DNS or IP subjectAltName is required" in str(failed.value)
+        assert condition(csrs(api)[name], "Failed") == (
+            "SignerValidationFailure",
+            "DNS or IP subjectAltName is required",
+        )
+        nursery.cancel_scope.cancel()

@@ -28,7 +28,7 @@ from kubelet.errors import FatalError
 from kubelet.sources.offloop import inline
 from kubelet.testing import FakeRuntime
 from kubelet.testing.certs import NO_CHECK_TIME
-from kubelet.testing.csrsigner import CsrController
+from kubelet.testing.csrsigner import CsrController, csrapproving_and_serving
 from kubelet.testing.fakeapiserver import FakeApiServer
 
 from .cluster_harness import MACHINE
@@ -158,7 +158,7 @@ async def test_join_with_a_bootstrap_kubeconfig_then_both_certificates_rotate(
     client of :10250 sees each new one."""
     async with tls_api(short_tmp) as api, trio.open_nursery() as nursery:
         assert api.ca is not None
-        controller = CsrController(api, api.ca, lifetime=600)
+        controller = CsrController(api, api.ca, lifetime=600, policy=csrapproving_and_serving)
         await nursery.start(controller.run)
         options = join_options(
             api, fake, short_tmp, "--rotate-certificates", "--rotate-server-certificates"
@@ -208,6 +208,15 @@ async def test_join_with_a_bootstrap_kubeconfig_then_both_certificates_rotate(
         assert users == ["system:bootstrap:abcdef"] + [f"system:node:{NODE}"] * (len(users) - 1)
         node_requests = [r for r in api.requests if r.user == f"system:node:{NODE}"]
         assert node_requests and not [r for r in api.requests if r.status == 401]
+        # the bootstrap token did nothing kubeadm's RBAC refuses (the fake enforces it)
+        boot_requests = [r for r in api.requests if r.user == "system:bootstrap:abcdef"]
+        assert boot_requests and not [r for r in api.requests if r.status == 403]
+        assert {(r.verb, r.resource) for r in boot_requests} <= {
+            ("get", ""),  # /healthz
+            ("create", "certificatesigningrequests"),
+            ("list", "certificatesigningrequests"),
+            ("watch", "certificatesigningrequests"),
+        }
         assert node_ready(api)
         assert len(csrs(api, SERVING_SIGNER)) >= 3
         assert await serving_serial(port, api.ca.cert_path) != first_serial
