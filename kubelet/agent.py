@@ -53,6 +53,7 @@ from kubelet.cri.runtime import wait_until_answering
 from kubelet.debug.console import claim_socket_path, serve_console
 from kubelet.decisions.qos import pod_qos
 from kubelet.env.services import ServiceStore, run_services
+from kubelet.errors import FATAL_EXIT_CODE, FatalError
 from kubelet.events.recorder import NORMAL, EventRecorder, node_ref, run_event_recorder
 from kubelet.events.sink import ApiEvents
 from kubelet.eviction.manager import EvictionManager
@@ -465,7 +466,8 @@ async def main(options: Options, connection: ClusterConnection | None = None) ->
 
 
 def start(options: Options) -> int:
-    """``kubelet`` command: serve until SIGTERM/SIGINT (exit 0), pods left running.
+    """``kubelet`` command: serve until SIGTERM/SIGINT (exit 0), pods left running; exit
+    255 on a fatal condition (five minutes without a valid client certificate).
 
     With ``--kubeconfig`` the kubelet joins that cluster; a bad kubeconfig stops it here,
     with a message naming the file and field.
@@ -491,6 +493,8 @@ def start(options: Options) -> int:
     except* ConfigError as group:  # a setting found unusable only at start-up (a socket path)
         for error in _leaves(group):
             _print_problems(error)
+    except* FatalError:  # logged where it was raised
+        code = FATAL_EXIT_CODE
     return code
 
 

@@ -1,4 +1,5 @@
-"""The one error start-up configuration raises, naming where each bad value came from."""
+"""The errors that stop the kubelet: a configuration it cannot start with (naming where
+each bad value came from), and a fatal condition it exits on."""
 
 from __future__ import annotations
 
@@ -32,3 +33,14 @@ class ConfigError(Exception):
     def single(cls, source: str, field: str, message: str) -> ConfigError:
         """A configuration error with one problem."""
         return cls(Problem(source, field, message))
+
+
+FATAL_EXIT_CODE = 255
+"""What upstream's klog.Fatal exits with."""
+
+
+class FatalError(Exception):
+    """The kubelet cannot go on and exits with ``FATAL_EXIT_CODE`` (upstream's
+    ``klog.Fatal``), so that its supervisor restarts it from the beginning. Raised from a
+    component's task, it cancels the whole tree (pods keep running, as on SIGTERM); the
+    message has been logged at FATAL level already."""

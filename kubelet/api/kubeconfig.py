@@ -125,6 +125,10 @@ class ClusterConnection:
     client_cert_files: tuple[str, str] | None = None
     """(certificate, key) files when the certificate came from files, so a rotated
     certificate (kubelet-client-current.pem) can be loaded again."""
+    client_cert_data: tuple[bytes, bytes] | None = attrs.field(default=None, repr=False)
+    """(certificate, key) PEM when both are embedded (``client-certificate-data``,
+    ``client-key-data``): the client certificate manager's first pair, as upstream's
+    CertData/KeyData."""
 
     def authorization(self) -> str | None:
         """The Authorization header value for the next request, if any."""
@@ -396,6 +400,7 @@ class _Builder:
             namespace=namespace,
             source=self.source,
             client_cert_files=cert_files,
+            client_cert_data=_inline_pair(cert, key) if context is not None else None,
         )
 
     @staticmethod
@@ -479,6 +484,13 @@ class _Builder:
         except ssl.SSLError as exc:
             self.problem(key_field, f"cannot use the client certificate: {exc.reason or exc}")
         return None
+
+
+def _inline_pair(cert: _Pem | None, key: _Pem | None) -> tuple[bytes, bytes] | None:
+    """Certificate and key when both are embedded in the kubeconfig (not files)."""
+    if cert is None or key is None or cert.path or key.path:
+        return None
+    return cert.data, key.data
 
 
 def _load_cert_chain_from_data(context: ssl.SSLContext, cert: bytes, key: bytes) -> None:

@@ -9,9 +9,9 @@
   shorter.
 - ``local_storage_evictions``: pods over an emptyDir ``sizeLimit``, their pod-wide
   ephemeral-storage limit, or a container's limit; each is evicted with 1 s.
-- ``evicted_status``: phase Failed, reason ``Evicted``, the message, and the
-  ``DisruptionTarget`` condition (reason ``TerminationByKubelet``) for threshold
-  evictions.
+- ``eviction_conditions``: the ``DisruptionTarget`` condition (reason
+  ``TerminationByKubelet``) of threshold evictions; the pod ends Failed, reason
+  ``Evicted`` (``REASON``), with the eviction's message.
 """
 
 from __future__ import annotations
@@ -21,13 +21,12 @@ from collections.abc import Callable, Mapping, Sequence
 
 import attrs
 
-from kubelet.api.pod import Pod, PodCondition, PodStatus
+from kubelet.api.pod import Pod, PodCondition
 from kubelet.api.quantity import parse_quantity
 from kubelet.stats.summary import PodUsage
 
 from .messages import (
     DISRUPTION_TARGET,
-    REASON,
     TERMINATION_BY_KUBELET,
     Message,
     container_storage_limit_message,
@@ -44,7 +43,7 @@ __all__ = [
     "Eviction",
     "Reclaim",
     "choose_eviction",
-    "evicted_status",
+    "eviction_conditions",
     "local_storage_evictions",
     "node_reclaim",
     "resource_to_reclaim",
@@ -229,25 +228,18 @@ def local_storage_evictions(
     return out
 
 
-def evicted_status(status: PodStatus, eviction: Eviction, now: str) -> PodStatus:
-    """``status`` as an evicted pod reports it (``now``: RFC 3339, for a new condition)."""
-    conditions = status.conditions
-    if eviction.disruption_condition:
-        old = next((c for c in conditions if c.type == DISRUPTION_TARGET), None)
-        unchanged = old is not None and old.status == "True"
-        condition = PodCondition(
-            type=DISRUPTION_TARGET,
-            status="True",
-            observed_generation=eviction.pod.metadata.generation,
-            last_transition_time=old.last_transition_time if old and unchanged else now,
-            reason=TERMINATION_BY_KUBELET,
-            message=eviction.message.text,
-        )
-        conditions = (*(c for c in conditions if c.type != DISRUPTION_TARGET), condition)
-    return attrs.evolve(
-        status,
-        phase="Failed",
-        reason=REASON,
+def eviction_conditions(eviction: Eviction, now: str) -> tuple[PodCondition, ...]:
+    """The conditions an evicted pod gains (``now``: RFC 3339): ``DisruptionTarget``
+    for a threshold eviction, none for a local storage limit. Its status is Failed with
+    reason ``Evicted`` and the eviction's message (the pod syncer's kill)."""
+    if not eviction.disruption_condition:
+        return ()
+    condition = PodCondition(
+        type=DISRUPTION_TARGET,
+        status="True",
+        observed_generation=eviction.pod.metadata.generation,
+        last_transition_time=now,
+        reason=TERMINATION_BY_KUBELET,
         message=eviction.message.text,
-        conditions=conditions,
     )
+    return (condition,)

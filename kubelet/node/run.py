@@ -31,6 +31,7 @@ from kubelet.events.recorder import NORMAL, EventRecorder, node_ref
 from kubelet.eviction.run import NodePressure
 from kubelet.goformat import rfc3339
 
+from .certificates.expiry import ClientCertificateWatch
 from .certificates.manager import CertificateManager
 from .certificates.managers import client_manager, serving_manager
 from .certificates.transport import ClientRotation, RotatingTransport
@@ -188,8 +189,8 @@ async def _start_client_rotation(
     wall_clock: Callable[[], float],
     nursery: trio.Nursery,
 ) -> None:
-    """``rotateCertificates``: the client certificate manager, and the API client's new
-    connections following it."""
+    """``rotateCertificates``: the client certificate manager, the API client's new
+    connections following it, and the exit when no valid certificate is left."""
     manager = client_manager(options, api.connection, parts.registry, wall_clock, ApiClient.open)
     if manager is None:
         return
@@ -198,6 +199,7 @@ async def _start_client_rotation(
         rotation = ClientRotation(api.connection, parts.transport)
         nursery.start_soon(rotation.follow, manager.subscribe())
     await nursery.start(manager.run)
+    await nursery.start(ClientCertificateWatch(manager, wall_clock).run)
 
 
 def _shutdown_manager(

@@ -3,11 +3,10 @@
 Upstream's ``killPodNow``: an evicted pod goes through its pod worker like any
 termination (containers in teardown order with the grace period override, then the
 sandbox), and the worker's status function makes its final status Failed, reason
-``Evicted``. Here the syncer is told first (``syncer.evict``: every status it generates
-for the pod from then on is the evicted one), then the worker terminates the pod; the
-call returns once the pod is terminated or the grace period and a margin have passed.
-A terminated evicted pod's worker is dropped, so the pod's later deletion runs its
-teardown again (which finds nothing left) and reports it finished.
+``Evicted``. Here it is the kubelet's one kill (``killer.kill_pod``) with a ``Kill``
+that reclaims: the worker stops the pod and removes its containers and files, every
+status of it is the evicted one; the call returns once the pod is terminated or the
+grace period and a margin have passed.
 """
 
 from __future__ import annotations
@@ -19,8 +18,12 @@ import attrs
 import trio
 
 from kubelet.api.pod import Pod
-from kubelet.eviction.decide import Eviction
+from kubelet.eviction.decide import Eviction, eviction_conditions
+from kubelet.eviction.messages import REASON
+from kubelet.goformat import rfc3339
+from kubelet.status.killed import Kill
 
+from .killer import kill_pod
 from .manager import PodManager
 from .syncer import KubeletPodSyncer
 from .workers import PodPhase, PodWorkers
@@ -46,19 +49,19 @@ class PodEvictor:
             w.pod
             for uid, w in self.workers.workers.items()
             if uid not in self.rejected
-            and uid not in self.syncer.evicted
+            and not self.syncer.evicted(uid)
             and self.workers.is_active(uid)
         ]
 
     async def evict(self, eviction: Eviction) -> None:
         pod = eviction.pod
-        self.syncer.evict(pod, eviction)
-        self.workers.terminate(pod, eviction.grace_period_override)
-        with trio.move_on_after(eviction.grace_period_override + KILL_MARGIN) as scope:
-            await self.workers.wait_terminated(pod.uid)
+        grace = eviction.grace_period_override
+        now = rfc3339(self.syncer.wall_clock())
+        kill = Kill(REASON, eviction.message.text, grace, eviction_conditions(eviction, now), True)
+        with trio.move_on_after(grace + KILL_MARGIN) as scope:
+            await kill_pod(self.workers, self.syncer, pod, kill)
         if scope.cancelled_caught:
             raise TimeoutError(f"pod {pod.key} did not stop in time")
-        self.workers.forget(pod.uid)
 
     def cleaned_up(self, pod: Pod) -> bool:
         phase = self.workers.phase(pod.uid)
@@ -87,7 +90,7 @@ class PodGcView:
         pod = self.pods.get(uid)
         if pod is None:
             return self._stopped(uid)
-        if uid in self.syncer.evicted or pod.status.reason == "Evicted":
+        if self.syncer.evicted(uid) or pod.status.reason == REASON:
             return self._stopped(uid)
         return pod.metadata.deletion_timestamp is not None and self._stopped(uid)
 

@@ -21,8 +21,6 @@ from kubelet.api.pod import Pod, PodStatus
 from kubelet.cri.types import RuntimePodStatus
 from kubelet.decisions.qos import is_restartable_init_container, pod_qos
 from kubelet.events.recorder import NORMAL, pod_ref
-from kubelet.eviction.decide import Eviction, evicted_status
-from kubelet.goformat import rfc3339
 from kubelet.metrics import KubeletMetrics
 from kubelet.pleg.cache import PodCache
 from kubelet.prober.manager import ProberManager
@@ -30,7 +28,7 @@ from kubelet.runtime.podruntime import PodRuntime
 from kubelet.runtime.teardown import all_gone, still_running
 from kubelet.status.deadline import DEADLINE_EXCEEDED, DEADLINE_EXCEEDED_MESSAGE, deadline_left
 from kubelet.status.generate import generate_pod_status
-from kubelet.status.killed import Kill, killed_status
+from kubelet.status.killed import Kill
 from kubelet.status.manager import StatusManager
 from kubelet.status.phase import is_terminal_phase
 from kubelet.status.terminal import terminated_status
@@ -105,11 +103,8 @@ class KubeletPodSyncer:
         """When each pod's last sync ended: its next one needs a runtime view at least as
         new (the PLEG's cache serves when it is; see ``PodCache.newer_than``)."""
         self.kills: dict[str, Kill] = {}
-        """Pods the kubelet stops for the node (``killer``): their status says why."""
-        self.evicted: dict[str, Eviction] = {}
-        """Pods the eviction manager evicted: every status generated for them is evicted."""
-        self.deadline_failures: dict[str, tuple[str, str]] = {}
-        """Pods the kubelet fails itself (an active deadline): (reason, message)."""
+        """Pods the kubelet stops itself (node shutdown, eviction, an active deadline):
+        they are finished, and every status generated for them says why."""
 
     async def sync_pod(self, pod: Pod) -> SyncResult:
         started = trio.current_time()
@@ -128,15 +123,20 @@ class KubeletPodSyncer:
         runs again (upstream starts such a pod's worker terminated)."""
         if is_terminal_phase(pod.status.phase):
             return True
-        if pod.uid in self.evicted:
+        if pod.uid in self.kills:
             return True
         last = self.statuses.get(pod.uid)
         return last is not None and is_terminal_phase(last.phase)
 
-    def evict(self, pod: Pod, eviction: Eviction) -> None:
-        """The eviction manager evicts ``pod``: from now on its status is Failed, reason
-        Evicted (upstream's status function on the kill); the worker then terminates it."""
-        self.evicted[pod.uid] = eviction
+    def kill(self, pod: Pod, kill: Kill) -> None:
+        """The kubelet stops ``pod`` itself (``killer.kill_pod``): from now on it is
+        finished and its status says why; its worker then terminates it."""
+        self.kills[pod.uid] = kill
+
+    def evicted(self, uid: str) -> bool:
+        """The pod was evicted (its kill reclaims what it holds)."""
+        kill = self.kills.get(uid)
+        return kill is not None and kill.reclaim
 
     def _deadline_left(self, pod: Pod) -> float | None:
         """Seconds before ``pod`` exhausts ``activeDeadlineSeconds`` (None: no deadline),
@@ -147,9 +147,7 @@ class KubeletPodSyncer:
 
     def _past_deadline(self, pod: Pod) -> bool:
         """The pod ran out of its active deadline: from now on it is failed and killed
-        (upstream's active deadline handler, event DeadlineExceeded)."""
-        if pod.uid in self.deadline_failures:
-            return True
+        (upstream's active deadline handler, event DeadlineExceeded) with its own grace."""
         left = self._deadline_left(pod)
         if left is None or left > 0:
             return False
@@ -157,12 +155,14 @@ class KubeletPodSyncer:
         self.pod_runtime.recorder.record(
             pod_ref(pod), NORMAL, DEADLINE_EXCEEDED, DEADLINE_EXCEEDED_MESSAGE
         )
-        self.deadline_failures[pod.uid] = (DEADLINE_EXCEEDED, DEADLINE_EXCEEDED_MESSAGE)
+        self.kill(pod, Kill(DEADLINE_EXCEEDED, DEADLINE_EXCEEDED_MESSAGE))
         return True
 
     async def _sync_pod(self, pod: Pod) -> SyncResult:
         if self.finished(pod) or self._past_deadline(pod):
-            return await self._sync_finished(pod)
+            await self._stop_finished(pod)
+            await self._ensure_mirror(pod)
+            return SyncResult(finished=True)
         status = await self.cache.newer_than(pod.uid, self.synced_at.get(pod.uid))
         liveness_failed: frozenset[str] = frozenset()
         startup_failed: frozenset[str] = frozenset()
@@ -190,11 +190,7 @@ class KubeletPodSyncer:
             if self.prober is not None:
                 self.prober.update_pod_status(pod.uid, status)
         self._report(pod, status)
-        if self.cluster is not None and pod.is_static:
-            try:
-                await self.cluster.mirrors.ensure(pod, self.pods.mirror_for(pod))
-            except ApiError as exc:
-                log.warning("mirror pod of %s not updated: %s", pod.key, exc)
+        await self._ensure_mirror(pod)
         error = "; ".join(outcome.errors) or None
         left = self._deadline_left(pod)  # the pod's deadline timer, re-armed every sync
         return SyncResult(
@@ -217,25 +213,32 @@ class KubeletPodSyncer:
         if self.cluster is not None:
             self.cluster.status.set(pod, status)
 
-    async def _sync_finished(self, pod: Pod) -> SyncResult:
-        """A finished pod: nothing is created or started; what still runs of it is
-        stopped (containers in termination order, then the sandbox) and its terminal
-        status is reported. Its exited containers stay, for their logs, until it goes."""
-        if self.prober is not None:
-            self.prober.remove_pod(pod.uid)
-        status = await self.cache.refresh(pod.uid)
-        if still_running(status):
-            log.info("pod %s has finished: stopping what still runs of it", pod.key)
-            await self.pod_runtime.kill(pod, status)
-            status = await self.cache.refresh(pod.uid)
-        self.waiting.pop(pod.uid, None)
-        self._report(pod, status, terminal=True, finished=True)
+    async def _ensure_mirror(self, pod: Pod) -> None:
         if self.cluster is not None and pod.is_static:
             try:
                 await self.cluster.mirrors.ensure(pod, self.pods.mirror_for(pod))
             except ApiError as exc:
                 log.warning("mirror pod of %s not updated: %s", pod.key, exc)
-        return SyncResult(finished=True)
+
+    async def _stop_finished(self, pod: Pod, grace: int | None = None) -> None:
+        """A finished pod (by itself, or killed by the kubelet): nothing is created or
+        started; what still runs of it is stopped (containers in termination order,
+        then the sandbox; ``grace``: at most, else the kill's, else the pod's own) and
+        its terminal status is reported. Its exited containers stay, for their logs,
+        until it goes."""
+        if self.prober is not None:
+            self.prober.remove_pod(pod.uid)
+        kill = self.kills.get(pod.uid)
+        if grace is None and kill is not None:
+            grace = kill.grace
+        status = await self.cache.refresh(pod.uid)
+        if still_running(status):
+            why = kill.message if kill is not None else "it has finished"
+            log.info("stopping pod %s: %s", pod.key, why)
+            await self.pod_runtime.kill(pod, status, grace)
+            status = await self.cache.refresh(pod.uid)
+        self.waiting.pop(pod.uid, None)
+        self._report(pod, status, terminal=True, finished=True)
 
     def _report(
         self,
@@ -244,7 +247,6 @@ class KubeletPodSyncer:
         *,
         terminal: bool = False,
         finished: bool = False,
-        kill: Kill | None = None,
     ) -> PodStatus:
         previous = self.statuses.get(pod.uid)
         if previous is None and self.cluster is not None and pod.is_static:
@@ -265,33 +267,16 @@ class KubeletPodSyncer:
             started=started,
             ready=ready,
             pod_is_terminal=terminal,
-            evicted=self.deadline_failures.get(pod.uid),
+            kill=self.kills.get(pod.uid),
             now_ns=int(self.wall_clock() * 1e9),
         )
         if finished:
             generated = terminated_status(pod, generated)
-        if kill is not None:
-            generated = killed_status(generated, kill)
-        eviction = self.evicted.get(pod.uid)
-        if eviction is not None:
-            generated = evicted_status(generated, eviction, rfc3339(self.wall_clock()))
         self.statuses[pod.uid] = generated
         self._observe_start(pod, generated)
         if self.cluster is not None:
             self.cluster.status.set(pod, generated)
         return generated
-
-    async def _kill_for_node(self, pod: Pod, grace: int | None, kill: Kill) -> None:
-        """Stop a pod the node needs stopped (shutdown): it stays desired, never runs
-        again (its status is terminal) and keeps its containers until it is deleted."""
-        if self.prober is not None:
-            self.prober.remove_pod(pod.uid)
-        status = await self.cache.refresh(pod.uid)
-        if still_running(status):
-            log.info("stopping pod %s: %s", pod.key, kill.message)
-            await self.pod_runtime.kill(pod, status, grace)
-            status = await self.cache.refresh(pod.uid)
-        self._report(pod, status, terminal=True, finished=True, kill=kill)
 
     def _observe_start(self, pod: Pod, status: PodStatus) -> None:
         """kubelet_pod_start_duration_seconds: first seen → every container running."""
@@ -312,15 +297,18 @@ class KubeletPodSyncer:
 
     async def _terminate_pod(self, pod: Pod, grace: int | None) -> None:
         kill = self.kills.get(pod.uid)
-        if kill is not None:
-            await self._kill_for_node(pod, grace, kill)
+        leaving = pod.metadata.deletion_timestamp is not None or pod.uid not in self.pods
+        if kill is not None and not kill.reclaim and not leaving:
+            # the kill's own termination: the pod stays desired, never runs again (its
+            # status is terminal) and keeps its containers until it is deleted
+            await self._stop_finished(pod, grace)
             return
         if self.prober is not None:
             self.prober.stop_liveness_and_startup(pod.uid)
         # the PLEG's view when it is new enough (only the worker starts containers, so
         # it holds every container to stop); whether all went is read afresh below
         status = await self.cache.newer_than(pod.uid, self.synced_at.get(pod.uid))
-        evicted = pod.uid in self.evicted
+        evicted = kill is not None and kill.reclaim
         reports = (
             self.cluster is not None
             and pod.metadata.deletion_timestamp is not None
@@ -357,13 +345,12 @@ class KubeletPodSyncer:
         self.synced_at.pop(pod.uid, None)
         self.waiting.pop(pod.uid, None)
         self.statuses.pop(pod.uid, None)
-        self.deadline_failures.pop(pod.uid, None)
         rejected = self.rejections.pop(pod.uid, None)
         if rejected is not None and pod.uid in self.pods:  # stopped, still rejected
             self.statuses[pod.uid] = self.rejections[pod.uid] = rejected
         if evicted and pod.uid in self.pods and final is not None:  # stopped, still evicted
             self.statuses[pod.uid] = final
-        elif evicted:
-            self.evicted.pop(pod.uid, None)
+        else:
+            self.kills.pop(pod.uid, None)
         self.first_seen.pop(pod.uid, None)
         self.started_pods.discard(pod.uid)

@@ -17,6 +17,7 @@ from kubelet.api.pod import ContainerStatus, Pod, PodCondition, PodIP, PodStatus
 from kubelet.cri.types import RuntimePodStatus
 from kubelet.decisions.actions import sandbox_changed
 from kubelet.decisions.qos import is_restartable_init_container, pod_qos
+from kubelet.status.killed import Kill, with_kill_conditions
 from kubelet.status.phase import (
     FAILED,
     SUCCEEDED,
@@ -181,13 +182,12 @@ def needs_readiness_reconcile(pod: Pod) -> bool:
     return (current.status, current.message) != (wanted.status, wanted.message)
 
 
-def _phase_reason(
-    pod: Pod, phase: str, old: PodStatus, evicted: tuple[str, str] | None
-) -> tuple[str, str, str]:
-    """(phase, reason, message): a pod that must go is Failed with why; otherwise the
-    reason and message stay only while the phase does (upstream's generateAPIPodStatus)."""
-    if evicted is not None:
-        return FAILED, evicted[0], evicted[1]
+def _phase_reason(pod: Pod, phase: str, old: PodStatus, kill: Kill | None) -> tuple[str, str, str]:
+    """(phase, reason, message): a pod the kubelet stops itself is Failed with why;
+    otherwise the reason and message stay only while the phase does (upstream's
+    generateAPIPodStatus)."""
+    if kill is not None:
+        return FAILED, kill.reason, kill.message
     if phase != old.phase:
         return phase, "", ""
     return phase, old.reason or pod.status.reason, old.message or pod.status.message
@@ -204,11 +204,11 @@ def generate_pod_status(
     started: Collection[str] = (),
     ready: Collection[str] = (),
     pod_is_terminal: bool = False,
-    evicted: tuple[str, str] | None = None,
+    kill: Kill | None = None,
     now_ns: int,
 ) -> PodStatus:
     """The full status for ``pod`` now (``previous``: what was last reported, if anything;
-    ``evicted``: (reason, message) of a pod the kubelet is failing, as an active deadline).
+    ``kill``: why the kubelet stops the pod itself -- shutdown, eviction, a deadline).
 
     Conditions others own come from the API's copy of the pod (``pod.status``), never
     from what the kubelet reported before: a readiness gate set since counts at once."""
@@ -234,8 +234,11 @@ def generate_pod_status(
         previous_phase=old.phase if previous is not None else "",
         api_phase=pod.status.phase,
     )
-    phase, reason, message = _phase_reason(pod, phase, old, evicted)
+    phase, reason, message = _phase_reason(pod, phase, old, kill)
+    now = format_time(now_ns)
     foreign = foreign_conditions(pod.status.conditions)
+    if kill is not None:
+        foreign = with_kill_conditions(foreign, kill, now)
     needs_sandbox, _, _ = sandbox_changed(pod, runtime)
     cready = containers_ready(pod, regular, init, phase)
     owned = [
@@ -247,7 +250,6 @@ def generate_pod_status(
     ]
     generation = pod.metadata.generation or None  # omitted when 0, as upstream (omitempty)
     owned = [attrs.evolve(c, observed_generation=generation) for c in owned]
-    now = format_time(now_ns)
     conditions = (*foreign, *_keep_transition_times(owned, old.conditions, now))
     pod_ips = _pod_ips(pod, runtime, host_ips, old)
     start_time = old.start_time or now

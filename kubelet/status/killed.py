@@ -1,35 +1,57 @@
-"""The status of a pod the kubelet itself stopped (graceful node shutdown), pure.
+"""Why the kubelet stops a pod itself, and what that does to the pod's status, pure.
 
-Upstream's killPodFunc takes a status function: the pod ends Failed with the killer's
-reason and message, and its conditions gain the killer's (a ``DisruptionTarget``), an
-existing condition of the same type being replaced.
+Three parts of the kubelet end a pod on their own: graceful node shutdown, eviction and
+``activeDeadlineSeconds``. Upstream has one way for them (``killPodNow`` with a status
+function; the deadline as a sync handler's verdict); here they share one request, a
+``Kill``: the reason and message the pod's status will carry, the grace period it gets
+and the conditions (``DisruptionTarget``) it gains. Every status generated for the pod
+from then on is Failed with that reason and message -- before the kubelet-owned
+conditions are worked out, so Ready and ContainersReady say PodFailed, as upstream's
+status manager makes them for a terminal phase -- and carries the kill's conditions,
+replacing one of the same type (its transition time kept while its status stays).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import attrs
 
-from kubelet.api.pod import PodCondition, PodStatus
+from kubelet.api.pod import PodCondition
 
-__all__ = ["Kill", "killed_status"]
+__all__ = ["Kill", "with_kill_conditions"]
 
 
 @attrs.frozen
 class Kill:
-    """Why the kubelet stopped a pod, as its status will say."""
+    """The kubelet stops a pod for the node: how, and what its status will say."""
 
     reason: str
     message: str
+    grace: int | None = None
+    """Seconds the pod gets to stop (None: its own terminationGracePeriodSeconds)."""
     conditions: tuple[PodCondition, ...] = ()
+    reclaim: bool = False
+    """An eviction: the node wants back what the pod holds, so its containers and files
+    go as soon as it has stopped, and it counts as evicted (garbage collection, the
+    eviction manager's active pods). Otherwise the stopped containers stay, for their
+    logs, until the pod is deleted."""
 
 
-def killed_status(status: PodStatus, kill: Kill) -> PodStatus:
-    """``status`` (of the stopped pod) as the kill reports it."""
+def with_kill_conditions(
+    conditions: Sequence[PodCondition], kill: Kill, now: str
+) -> list[PodCondition]:
+    """``conditions`` with the kill's in place of those of the same type; a condition
+    whose status does not change keeps its transition time (upstream's status manager),
+    a new one takes the kill's, else ``now`` (RFC 3339)."""
+    before = {c.type: c for c in conditions}
     replaced = {c.type for c in kill.conditions}
-    conditions = (
-        *(c for c in status.conditions if c.type not in replaced),
-        *kill.conditions,
-    )
-    return attrs.evolve(
-        status, phase="Failed", reason=kill.reason, message=kill.message, conditions=conditions
-    )
+    out = [c for c in conditions if c.type not in replaced]
+    for condition in kill.conditions:
+        old = before.get(condition.type)
+        if old is not None and old.status == condition.status and old.last_transition_time:
+            when = old.last_transition_time
+        else:
+            when = condition.last_transition_time or now
+        out.append(attrs.evolve(condition, last_transition_time=when))
+    return out

@@ -27,6 +27,7 @@ from .apiresources import ResourceType
 from .apiroutes import Route, parse_route, verb_of
 from .apistore import ApiStore, Obj, meta
 from .apiwatch import WatchHandle, WatchParams, encode, run_watch
+from .bootstraprbac import bootstrap_refusal
 from .certs import client_identity, expired
 from .csrapi import prepare_csr
 from .httpserver import AbortConnection, Request, Response, Send, Upgraded
@@ -37,6 +38,8 @@ __all__ = ["ApiHandler", "ApiRequest", "ApiSettings"]
 log = logging.getLogger(__name__)
 
 ANONYMOUS = "system:anonymous"
+AUTHENTICATED = "system:authenticated"
+UNAUTHENTICATED = "system:unauthenticated"
 _SUBRESOURCE_VERBS = {
     "status": frozenset({"get", "update", "patch"}),
     "token": frozenset({"create"}),
@@ -66,6 +69,7 @@ class ApiRequest:
     namespace: str = ""
     name: str = ""
     user: str = ""
+    groups: tuple[str, ...] = ()
     status: int | None = None
     finished: float | None = None
     outcome: str = "pending"
@@ -187,7 +191,10 @@ class ApiHandler:
         if effect.reset:
             raise AbortConnection
         try:
-            record.user = self._identify(request)
+            record.user, record.groups = self._identify(request)
+            refusal = bootstrap_refusal(record.user, record.groups, verb, route, request.path)
+            if refusal is not None:
+                raise refusal
             if effect.error is not None:
                 raise effect.error
             if route.rt is None:
@@ -233,7 +240,7 @@ class ApiHandler:
 
         async def upgraded(stream: trio.abc.Stream, buffered: bytes) -> Response | None:
             try:
-                record.user = self._identify(request)
+                record.user, record.groups = self._identify(request)
                 query = parse_qs(request.query_string, keep_blank_values=True)
                 url = proxy.location(route.namespace, route.name, route.subresource, query)
                 answer = await proxy.upgrade(request, url, stream, buffered)
@@ -247,12 +254,13 @@ class ApiHandler:
 
         return upgraded
 
-    def _identify(self, request: Request) -> str:
+    def _identify(self, request: Request) -> tuple[str, tuple[str, ...]]:
+        """(user, groups) of the request; authenticated users are in system:authenticated."""
         auth = request.headers.get("authorization", "")
         if auth.lower().startswith("bearer "):
             info = self.auth.authenticate(auth[7:].strip(), self.now())
             if info is not None:
-                return info.user
+                return info.user, (*info.groups, AUTHENTICATED)
             if self.settings.require_auth:
                 raise StatusError(401, "Unauthorized")
         identity = client_identity(request.peer_cert)
@@ -261,10 +269,10 @@ class ApiHandler:
                 # kube-apiserver verifies a client certificate on every request, with its
                 # own clock: an expired one is refused even on an old connection
                 raise StatusError(401, "Unauthorized")
-            return identity[0]
+            return identity[0], (*identity[1], AUTHENTICATED)
         if self.settings.require_auth:
             raise StatusError(401, "Unauthorized")
-        return ANONYMOUS
+        return ANONYMOUS, (UNAUTHENTICATED,)
 
     # -- non-resource paths -----------------------------------------------------------
 
@@ -303,7 +311,7 @@ class ApiHandler:
             return self._watch(rt, route, query, record, expire)
         body = self._json_body(request) if verb not in ("patch",) else None
         if verb == "create":
-            return self._create(rt, route, body, bool(query.get("dryRun")), record.user)
+            return self._create(rt, route, body, bool(query.get("dryRun")), record)
         if verb == "update":
             code, obj = self.registry.update(
                 rt, route.namespace, route.name, body, subresource=route.subresource
@@ -336,7 +344,7 @@ class ApiHandler:
             ) from exc
 
     def _create(
-        self, rt: ResourceType, route: Route, body: Any, dry_run: bool, user: str = ""
+        self, rt: ResourceType, route: Route, body: Any, dry_run: bool, record: ApiRequest
     ) -> Response:
         if rt.kind in ("TokenReview", "SubjectAccessReview"):
             return json_response(201, self.registry.review(rt, body))
@@ -347,7 +355,7 @@ class ApiHandler:
         if route.name or route.subresource:
             raise StatusError.method_not_allowed("POST", f"{rt.plural}/{route.name}")
         if rt.kind == "CertificateSigningRequest":
-            body = prepare_csr(body, user)
+            body = prepare_csr(body, record.user, record.groups)
         return json_response(201, self.registry.create(rt, route.namespace, body, dry_run=dry_run))
 
     def _delete_options(self, body: Any, query: Mapping[str, str]) -> dict[str, Any]:

@@ -2,14 +2,15 @@
 
 ``prepare_csr``: ``spec.request`` must be a PEM ``CERTIFICATE REQUEST``,
 ``spec.signerName`` and ``spec.usages`` are required, and the requester's identity is
-recorded in ``spec.username``; a client cannot set ``status``. The approval subresource
-changes only ``status.conditions`` (``apiregistry``). The controller manager's side
-(approval and signing) is ``csrsigner``.
+recorded in ``spec.username`` and ``spec.groups``; a client cannot set ``status``. The
+approval subresource changes only ``status.conditions`` (``apiregistry``). The
+controller manager's side (approval and signing) is ``csrsigner``.
 """
 
 from __future__ import annotations
 
 import base64
+from collections.abc import Sequence
 from typing import Any
 
 from cryptography import x509
@@ -23,8 +24,9 @@ MIN_EXPIRATION = 600
 """The shortest ``spec.expirationSeconds`` the API server accepts."""
 
 
-def prepare_csr(body: Any, user: str) -> Any:
-    """Validate a CSR being created and record who asked; StatusError 422 if it is bad."""
+def prepare_csr(body: Any, user: str, groups: Sequence[str] = ()) -> Any:
+    """Validate a CSR being created and record who asked (the approver's review reads
+    ``spec.username`` and ``spec.groups``); StatusError 422 if it is bad."""
     if not isinstance(body, dict):
         return body
     obj = clone(body)
@@ -60,5 +62,6 @@ def prepare_csr(body: Any, user: str) -> Any:
             "CertificateSigningRequest", name, field, message, "certificates.k8s.io"
         )
     spec["username"] = user
+    spec["groups"] = list(groups)
     obj["status"] = {}
     return obj

@@ -1,10 +1,18 @@
 """kube-controller-manager's csrapproving and csrsigning, for tests against FakeApiServer.
 
 ``CsrController`` watches the store, decides each new request with ``policy``
-("Approved", "Denied", "Failed" or None to leave it pending), and signs approved requests
-of the kubelet signers with a ``TestCA``: the CSR's subject and SANs, valid from 5
-minutes before the fake's now for ``spec.expirationSeconds`` (at least 600, as upstream),
-else ``lifetime``.
+("Approved", "Denied", "Failed" or None to leave it pending) and signs approved requests
+of the kubelet signers with a ``TestCA``, under upstream's rules (``csrrules``): a
+request the signer's rule refuses is marked Failed (``SignerValidationFailure``) instead;
+the certificate carries the CSR's subject and SANs and lives ``lifetime`` (the
+``--cluster-signing-duration``) or ``spec.expirationSeconds`` if shorter.
+
+The default policy is kube-controller-manager's csrapproving with kubeadm's RBAC
+(``csrrules.csrapproving``): kubelet client requests of bootstrap tokens and of the node
+itself are approved, anything else (serving requests included) stays pending, as in a
+real cluster. ``csrapproving_and_serving`` also approves every kubelet-serving request,
+as an administrator (``kubectl certificate approve``) or a serving-CSR approver would;
+``approve_all`` approves everything (the signer still refuses what upstream refuses).
 """
 
 from __future__ import annotations
@@ -20,6 +28,8 @@ from kubelet.goformat import rfc3339
 
 from .apiresources import by_kind
 from .apistore import Obj, clone, meta
+from .csrrules import KUBEADM_GRANTS, SERVING_SIGNER, approval_message, csrapproving, signer_error
+from .csrrules import validity as signed_validity
 
 if TYPE_CHECKING:
     from .apiregistry import Registry
@@ -38,19 +48,24 @@ class FakeApi(Protocol):
     def now(self) -> float: ...
 
 
-__all__ = ["CsrController", "approve_all"]
+__all__ = ["CsrController", "approve_all", "csrapproving", "csrapproving_and_serving"]
 
 KUBELET_SIGNERS = {
     "kubernetes.io/kube-apiserver-client-kubelet": False,
     "kubernetes.io/kubelet-serving": True,
 }
-BACKDATE = datetime.timedelta(minutes=5)
-
 Policy = Callable[[Mapping[str, Any]], str | None]
 
 
 def approve_all(_: Mapping[str, Any]) -> str | None:
     return "Approved"
+
+
+def csrapproving_and_serving(csr: Mapping[str, Any]) -> str | None:
+    """csrapproving, and every kubelet-serving request approved (by an administrator)."""
+    if (csr.get("spec") or {}).get("signerName") == SERVING_SIGNER:
+        return "Approved"
+    return csrapproving(csr)
 
 
 class CsrController:
@@ -61,7 +76,7 @@ class CsrController:
         api: FakeApi,
         ca: TestCA,
         *,
-        policy: Policy = approve_all,
+        policy: Policy = csrapproving,
         lifetime: float = 3600.0,
     ) -> None:
         self.api = api
@@ -93,7 +108,8 @@ class CsrController:
         if not types:
             verdict = self.policy(current)
             if verdict is not None:
-                self.decide(name, verdict)
+                message = approval_message(current, KUBEADM_GRANTS) or ""
+                self.decide(name, verdict, message=message if verdict == "Approved" else "")
             return
         if (
             "Approved" in types
@@ -125,14 +141,19 @@ class CsrController:
         signer = str(spec.get("signerName", ""))
         if signer not in KUBELET_SIGNERS:
             return
+        refused = signer_error(spec)
+        if refused is not None:
+            self.decide(name, "Failed", "SignerValidationFailure", refused)
+            return
         seconds = spec.get("expirationSeconds")
-        lifetime = float(seconds) if isinstance(seconds, int) else self.lifetime
-        start = datetime.datetime.fromtimestamp(self.api.now(), datetime.UTC) - BACKDATE
+        now = datetime.datetime.fromtimestamp(self.api.now(), datetime.UTC)
+        not_before, not_after = signed_validity(
+            now,
+            datetime.timedelta(seconds=self.lifetime),
+            seconds if isinstance(seconds, int) else None,
+        )
         pem = base64.b64decode(str(spec.get("request", "")))
-        issued = self.ca.sign_csr(
-            pem, start, start + datetime.timedelta(seconds=lifetime),
-            server=KUBELET_SIGNERS[signer],
-        )  # fmt: skip
+        issued = self.ca.sign_csr(pem, not_before, not_after, server=KUBELET_SIGNERS[signer])
         rt = by_kind("CertificateSigningRequest")
         status = dict(obj.get("status") or {})
         status["certificate"] = base64.b64encode(issued).decode("ascii")

@@ -104,7 +104,7 @@ from .apiresources import ResourceType, by_kind
 from .apistore import ApiStore, Obj, meta
 from .apiwatch import WatchHandle
 from .certs import CertPair, TestCA
-from .csrsigner import CsrController
+from .csrsigner import CsrController, csrapproving_and_serving
 from .httpserver import HttpServer
 from .patching import STRATEGIC_MERGE_PATCH
 from .selectors import field_selector, label_selector
@@ -657,7 +657,9 @@ async def _serve_forever(args: argparse.Namespace) -> None:
                 api.auth.add_token(token, f"system:bootstrap:{token_id}", ["system:bootstrappers"])
             async with trio.open_nursery() as nursery:
                 if args.csr_signer and api.ca is not None:
-                    await nursery.start(CsrController(api, api.ca).run)
+                    await nursery.start(
+                        CsrController(api, api.ca, policy=csrapproving_and_serving).run
+                    )
                 if args.port_file:
                     _write_port_file(Path(args.port_file), api.port if host else 0)
                 log.info("fakeapiserver serving on %s", api.url if host else api.uds)
@@ -691,7 +693,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--csr-signer",
         action="store_true",
-        help="approve and sign kubelet CSRs with the TLS CA (needs --tls-dir)",
+        help="approve kubelet CSRs (client ones as kube-controller-manager, serving ones"
+        " as an admin) and sign them with the TLS CA, as upstream (needs --tls-dir)",
     )
     parser.add_argument(
         "--host", action="append", default=[], help="NAME=ADDRESS: resolve a node host name"

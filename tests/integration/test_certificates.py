@@ -8,6 +8,7 @@ approves and signs requests like kube-controller-manager.
 from __future__ import annotations
 
 import base64
+import datetime
 import logging
 import ssl
 from collections.abc import AsyncIterator, Callable
@@ -26,15 +27,22 @@ from kubelet.api.client import PODS, ApiClient, WatchEvent
 from kubelet.api.errors import ApiError
 from kubelet.api.kubeconfig import load_kubeconfig
 from kubelet.api.node import NodeAddress
+from kubelet.config import build_options, parse_flags
 from kubelet.node.certificates import csr as csrmod
 from kubelet.node.certificates.bootstrap import TMP_KEY_FILE, clients_for, load_client_cert
 from kubelet.node.certificates.manager import CertificateManager
+from kubelet.node.certificates.managers import client_manager
 from kubelet.node.certificates.metrics import client_metrics, server_metrics
+from kubelet.node.certificates.request import (
+    RequestFailed,
+    request_certificate,
+    wait_for_certificate,
+)
 from kubelet.node.certificates.serving import ServingCertificate
 from kubelet.node.certificates.store import CLIENT_PREFIX, SERVER_PREFIX, FileStore
 from kubelet.node.certificates.transport import ClientRotation, RotatingTransport, transport_for
 from kubelet.testing.certs import NO_CHECK_TIME
-from kubelet.testing.csrsigner import CsrController
+from kubelet.testing.csrsigner import CsrController, csrapproving_and_serving
 from kubelet.testing.fakeapiserver import FakeApiServer
 
 NODE = "node-1"
@@ -214,7 +222,8 @@ async def test_client_certificate_rotated_twice_without_losing_watch_events(
         )
         connect(manager.expiry)
         first = manager.current()
-        assert first is not None and first.not_after - first.not_before == 3600
+        # one hour, backdated 5 minutes on top (upstream signs short certificates so)
+        assert first is not None and first.not_after - first.not_before == 3600 + 300
         connection = load_kubeconfig(kubeconfig)
         transport = RotatingTransport(transport_for(connection))
         rotation = ClientRotation(connection, transport)
@@ -255,6 +264,81 @@ async def test_client_certificate_rotated_twice_without_losing_watch_events(
                 == 0
             )
             nursery.cancel_scope.cancel()
+
+
+def embedded_kubeconfig(api: FakeApiServer, path: Path, chain: bytes, key: bytes) -> Path:
+    """A kubeconfig as kubeadm init writes its first one: certificate and key inline."""
+    assert api.ca is not None
+    user = {
+        "client-certificate-data": base64.b64encode(chain).decode(),
+        "client-key-data": base64.b64encode(key).decode(),
+    }
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": "kubernetes",
+                "cluster": {"server": api.url, "certificate-authority": str(api.ca.cert_path)},
+            }
+        ],
+        "users": [{"name": "node", "user": user}],
+        "contexts": [{"name": "node", "context": {"cluster": "kubernetes", "user": "node"}}],
+        "current-context": "node",
+    }
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+async def test_an_embedded_client_certificate_is_stored_and_replaced_at_once(
+    tmp_path: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    """Upstream (buildClientCertificateManager, getCurrentCertificateOrBootstrap): with
+    no valid pair in --cert-dir, the one --kubeconfig embeds becomes the current pair,
+    is written to kubelet-client-current.pem and is rotated out immediately; a restart
+    that finds that stored pair still valid waits for 70-90 % of its lifetime."""
+    async with tls_api(tmp_path) as api, trio.open_nursery() as nursery:
+        assert api.ca is not None
+        await nursery.start(CsrController(api, api.ca, policy=lambda _: None).run)  # pending
+        key = csrmod.generate_key()
+        start = datetime.datetime.fromtimestamp(api.now(), datetime.UTC)
+        chain = api.ca.sign_csr(
+            csrmod.make_csr(key, csrmod.client_template(NODE)),
+            start - datetime.timedelta(minutes=5),
+            start + datetime.timedelta(hours=1),
+        )
+        kubeconfig = embedded_kubeconfig(api, tmp_path / "kubelet.conf", chain, csrmod.key_pem(key))
+        cert_dir = tmp_path / "pki"
+        flags = [f"--kubeconfig={kubeconfig}", f"--cert-dir={cert_dir}"]
+        options = build_options(
+            parse_flags([*flags, f"--hostname-override={NODE}", "--rotate-certificates"])
+        )
+        connection = load_kubeconfig(kubeconfig)
+        registry = CollectorRegistry()
+        manager = client_manager(options, connection, registry, api.now, ApiClient.open)
+        assert manager is not None
+        leaf = x509.load_pem_x509_certificate(chain)
+        current = manager.current()
+        assert current is not None and current.serial == leaf.serial_number
+        stored = x509.load_pem_x509_certificate(
+            (cert_dir / "kubelet-client-current.pem").read_bytes()
+        )
+        assert stored.serial_number == leaf.serial_number
+        ttl = registry.get_sample_value("kubelet_certificate_manager_client_ttl_seconds")
+        assert ttl is not None and 3500 < ttl <= 3600
+        await nursery.start(manager.run)
+        await trio.sleep(1)
+        [(_, obj)] = csrs(api).items()  # asked for its own certificate at once
+        assert obj["spec"]["signerName"] == csrmod.CLIENT_SIGNER
+        nursery.cancel_scope.cancel()
+    again = client_manager(options, connection, CollectorRegistry(), api.now, ApiClient.open)
+    assert again is not None
+    first = again.current()
+    assert first is not None and first.serial == leaf.serial_number
+    not_before, not_after = first.not_before, first.not_after
+    deadline = again.next_deadline()
+    total = not_after - not_before
+    assert not_before + 0.7 * total <= deadline <= not_before + 0.9 * total
 
 
 def serving_manager(
@@ -310,7 +394,7 @@ async def test_serving_certificate_rotated_and_seen_by_a_tls_client(
         node_client(api, tmp_path) as client,
     ):
         assert api.ca is not None
-        controller = CsrController(api, api.ca, lifetime=3600)
+        controller = CsrController(api, api.ca, lifetime=3600, policy=csrapproving_and_serving)
         await nursery.start(controller.run)
         registry = CollectorRegistry()
         manager = serving_manager(
@@ -361,8 +445,11 @@ async def test_serving_certificate_rotated_and_seen_by_a_tls_client(
             await trio.sleep(60)
         second = manager.current()
         assert second is not None and second.serial != first.serial
-        # issued at 70-90 % of the first one's life (both backdated 5 minutes by the signer)
-        assert 0.7 * 3600 <= second.not_before - first.not_before + 300 <= 0.9 * 3600 + 60
+        # issued at 70-90 % of the first one's life: one hour and the 5-minute backdate
+        # (upstream's signer backdates a short certificate on top of its lifetime)
+        total = first.not_after - first.not_before
+        assert total == 3600 + 300
+        assert 0.7 * total <= second.not_before - first.not_before + 300 <= 0.9 * total + 60
         assert await peer_serial(port, client_context) == second.serial
         held_der = held.getpeercert(binary_form=True)
         assert (
@@ -387,7 +474,9 @@ async def test_a_new_node_address_rotates_the_serving_certificate_at_once(
         node_client(api, tmp_path) as client,
     ):
         assert api.ca is not None
-        await nursery.start(CsrController(api, api.ca, lifetime=86400).run)
+        await nursery.start(
+            CsrController(api, api.ca, lifetime=86400, policy=csrapproving_and_serving).run
+        )
         manager = serving_manager(
             api, client, tmp_path / "pki", lambda: list(addresses), CollectorRegistry()
         )
@@ -498,3 +587,64 @@ async def test_the_fake_csr_api(tmp_path: Path, autojump_clock: trio.abc.Clock) 
         cert = x509.load_pem_x509_certificate(base64.b64decode(issued["status"]["certificate"]))
         assert cert.subject.rfc4514_string() == "CN=system:node:node-1,O=system:nodes"
         assert controller.issued == [name]
+
+
+def condition(obj: dict[str, Any], kind: str) -> tuple[str, str] | None:
+    for c in (obj.get("status") or {}).get("conditions") or []:
+        if c["type"] == kind:
+            return c["reason"], c["message"]
+    return None
+
+
+async def test_the_fake_control_plane_decides_as_kube_controller_manager(
+    tmp_path: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    """csrapproving approves the bootstrap request (nodeclient) and the node's renewal
+    (selfnodeclient) with upstream's messages, leaves serving requests to someone else;
+    csrsigning fails a request its rule refuses, so the kubelet's wait ends in an error."""
+    async with tls_api(tmp_path) as api, trio.open_nursery() as nursery:
+        assert api.ca is not None
+        controller = CsrController(api, api.ca)
+        await nursery.start(controller.run)
+        kubeconfig, _, _ = await bootstrap(api, tmp_path)
+        [(_, first)] = csrs(api).items()
+        assert first["spec"]["groups"] == ["system:bootstrappers", "system:authenticated"]
+        assert condition(first, "Approved") == (
+            "AutoApproved",
+            "Auto approving kubelet client certificate after SubjectAccessReview.",
+        )
+        key = csrmod.generate_key()
+        async with ApiClient.open(load_kubeconfig(kubeconfig)) as client:
+            template = csrmod.client_template(NODE)
+            name, uid = await request_certificate(
+                client, csrmod.make_csr(key, template), "", csrmod.CLIENT_SIGNER,
+                csrmod.client_usages(key), key, now=api.now(),
+            )  # fmt: skip
+            await wait_for_certificate(client, name, uid)
+            assert condition(csrs(api)[name], "Approved") == (
+                "AutoApproved",
+                "Auto approving self kubelet client certificate after SubjectAccessReview.",
+            )
+            addresses = [NodeAddress(type="InternalIP", address="10.0.0.5")]
+            serving = csrmod.serving_template(NODE, addresses)
+            assert serving is not None
+            name, _ = await request_certificate(
+                client, csrmod.make_csr(key, serving), "", csrmod.SERVING_SIGNER,
+                csrmod.serving_usages(key), key, now=api.now(),
+            )  # fmt: skip
+            await trio.sleep(60)
+            assert csrs(api)[name]["status"] == {}  # pending: nobody approves serving
+            # an administrator approves a serving request without any SAN: refused
+            name, uid = await request_certificate(
+                client, csrmod.make_csr(key, template), "", csrmod.SERVING_SIGNER,
+                csrmod.serving_usages(key), key, now=api.now(),
+            )  # fmt: skip
+            controller.decide(name, "Approved", "ByHand", "looks fine to me")
+            with pytest.raises(RequestFailed) as failed:
+                await wait_for_certificate(client, name, uid)
+        assert "DNS or IP subjectAltName is required" in str(failed.value)
+        assert condition(csrs(api)[name], "Failed") == (
+            "SignerValidationFailure",
+            "DNS or IP subjectAltName is required",
+        )
+        nursery.cancel_scope.cancel()

@@ -25,10 +25,11 @@ from cryptography import x509
 from kubelet import agent
 from kubelet.agent import Components, Host
 from kubelet.config import Options, resolve
+from kubelet.errors import FatalError
 from kubelet.sources.offloop import inline
 from kubelet.testing import FakeRuntime
 from kubelet.testing.certs import NO_CHECK_TIME
-from kubelet.testing.csrsigner import CsrController
+from kubelet.testing.csrsigner import CsrController, csrapproving_and_serving
 from kubelet.testing.fakeapiserver import FakeApiServer
 from kubelet.testing.fakeproc import fake_proc
 
@@ -161,7 +162,7 @@ async def test_join_with_a_bootstrap_kubeconfig_then_both_certificates_rotate(
     client of :10250 sees each new one."""
     async with tls_api(short_tmp) as api, trio.open_nursery() as nursery:
         assert api.ca is not None
-        controller = CsrController(api, api.ca, lifetime=600)
+        controller = CsrController(api, api.ca, lifetime=600, policy=csrapproving_and_serving)
         await nursery.start(controller.run)
         options = join_options(
             api, fake, short_tmp, "--rotate-certificates", "--rotate-server-certificates"
@@ -211,6 +212,15 @@ async def test_join_with_a_bootstrap_kubeconfig_then_both_certificates_rotate(
         assert users == ["system:bootstrap:abcdef"] + [f"system:node:{NODE}"] * (len(users) - 1)
         node_requests = [r for r in api.requests if r.user == f"system:node:{NODE}"]
         assert node_requests and not [r for r in api.requests if r.status == 401]
+        # the bootstrap token did nothing kubeadm's RBAC refuses (the fake enforces it)
+        boot_requests = [r for r in api.requests if r.user == "system:bootstrap:abcdef"]
+        assert boot_requests and not [r for r in api.requests if r.status == 403]
+        assert {(r.verb, r.resource) for r in boot_requests} <= {
+            ("get", ""),  # /healthz
+            ("create", "certificatesigningrequests"),
+            ("list", "certificatesigningrequests"),
+            ("watch", "certificatesigningrequests"),
+        }
         assert node_ready(api)
         assert len(csrs(api, SERVING_SIGNER)) >= 3
         assert await serving_serial(port, api.ca.cert_path) != first_serial
@@ -263,6 +273,13 @@ async def test_a_restart_mid_way_resumes_and_a_denied_request_is_asked_again(
         nursery.cancel_scope.cancel()
 
 
+def leaves(group: BaseExceptionGroup[FatalError]) -> list[FatalError]:
+    out: list[FatalError] = []
+    for exc in group.exceptions:
+        out += leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc]
+    return out
+
+
 async def start_kubelet_soon(nursery: trio.Nursery, options: Options, h: Host) -> trio.CancelScope:
     """Start a kubelet that may block in TLS bootstrap (never reports started)."""
     scope = trio.CancelScope()
@@ -273,3 +290,49 @@ async def start_kubelet_soon(nursery: trio.Nursery, options: Options, h: Host) -
 
     nursery.start_soon(run_it)
     return scope
+
+
+async def test_no_valid_client_certificate_for_five_minutes_exits_the_kubelet(
+    fake: FakeRuntime,
+    short_tmp: Path,
+    autojump_clock: trio.abc.Clock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Joined with a 10-minute certificate, then every renewal denied and the bootstrap
+    token gone (they expire): once the certificate has expired the manager's requests get
+    401, the server counts as responsive, and five minutes later the kubelet exits as
+    upstream's does (klog.Fatal, so systemd starts it again and bootstrap runs)."""
+    async with tls_api(short_tmp) as api, trio.open_nursery() as nursery:
+        assert api.ca is not None
+        verdicts = iter(["Approved"])  # the bootstrap request; every renewal denied
+        controller = CsrController(
+            api, api.ca, lifetime=600, policy=lambda _: next(verdicts, "Denied")
+        )
+        await nursery.start(controller.run)
+        options = join_options(api, fake, short_tmp, "--rotate-certificates")
+        failed: list[BaseException] = []
+
+        async def kubelet(task_status: trio.TaskStatus[None]) -> None:
+            try:
+                await agent.run(options, host(api), task_status=task_status)
+            except* FatalError as group:
+                failed.extend(leaves(group))
+
+        with caplog.at_level(logging.INFO):
+            await nursery.start(kubelet)
+            await wait_for(lambda: node_ready(api))
+            del api.auth.tokens[TOKEN]
+            pem = (short_tmp / "pki" / "kubelet-client-current.pem").read_bytes()
+            expiry = x509.load_pem_x509_certificate(pem).not_valid_after_utc.timestamp()
+            await wait_for(lambda: bool(failed), timeout=1200)
+        exited = api.now()
+        assert expiry + 290 < exited <= expiry + 311
+        message = (
+            "It has been 5m0s since a valid client cert was found and the server is "
+            "responsive, exiting."
+        )
+        assert [str(e) for e in failed] == [message]
+        fatal = [r.getMessage() for r in caplog.records if r.levelno == logging.CRITICAL]
+        assert fatal == [message]
+        assert not (short_tmp / "pki" / "kubelet-client.key.tmp").exists()
+        nursery.cancel_scope.cancel()

@@ -137,6 +137,40 @@ async def test_shutdown_stops_pods_by_priority_then_releases_the_lock(
             nursery.cancel_scope.cancel()
 
 
+async def test_a_pod_stopped_for_shutdown_is_deleted_when_the_api_deletes_it(
+    fake: FakeRuntime,
+    short_tmp: Path,
+    system_bus: str,
+    patient_clock: trio.testing.MockClock,
+) -> None:
+    """The kill leaves the pod stopped with its containers; a later deletion (the
+    shutdown was cancelled, a controller deletes the Failed pod) tears it down and
+    finishes its API object, as for an evicted pod."""
+    logind = FakeLogind(system_bus, short_tmp / "logind.conf.d", inhibit_delay_max=120)
+    config = short_tmp / "kubelet.yaml"
+    config.write_text(CONFIG)
+    api = FakeApiServer(epoch=EPOCH)
+    with trio.fail_after(600):
+        async with api.serve(), trio.open_nursery() as nursery:
+            await nursery.start(logind.serve)
+            c = Cluster(api, fake, short_tmp, nursery)
+            await start_cluster_kubelet(c, extra=[f"--config={config}"])
+            c.create_pod("web", priority=0)
+            await c.wait_for(lambda: c.phase("web") == "Running")
+            [lock] = logind.held()
+            await logind.prepare_for_shutdown(True)
+            with trio.fail_after(120):
+                await lock.released.wait()
+            await c.wait_for(lambda: c.phase("web") == "Failed")
+            assert fake.containers  # stopped, kept for their logs
+            await logind.prepare_for_shutdown(False)
+            c.api.delete("pods", "default", "web", grace=30)
+            deleted = trio.current_time()
+            await c.wait_for(lambda: c.pod("web") is None and not fake.sandboxes, timeout=60)
+            assert trio.current_time() - deleted < 5
+            nursery.cancel_scope.cancel()
+
+
 async def test_without_logind_the_kubelet_says_so_once_and_runs(
     fake: FakeRuntime,
     short_tmp: Path,

@@ -2,10 +2,12 @@
 
 As client-go's util/certificate manager:
 
-* the current pair comes from the store (or, for the client certificate, the pair the
-  kubeconfig embeds, stored first); with none, an expired one, or one that does not
-  satisfy the template, rotation is due at once; otherwise at a jittered 70-90 % of its
-  lifetime (``deadline.rotation_deadline``);
+* the current pair comes from the store when it holds an unexpired one: rotation is due
+  at a jittered 70-90 % of its lifetime (``deadline.rotation_deadline``), or at once if it
+  does not satisfy the template. Otherwise the client certificate's manager takes the
+  pair the kubeconfig embeds (``initial``), stores it and rotates it at once, as
+  upstream does with kubeadm's first, shared credentials; with neither, rotation is due
+  at once too;
 * a rotation makes a new P-256 key and CSR (``generateName: csr-``), creates it with
   the API client ``client_for`` gives for the current pair (the bootstrap credentials
   while there is none), waits up to 15 minutes for it to be issued, stores the pair and

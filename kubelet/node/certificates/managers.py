@@ -3,7 +3,10 @@
 Upstream (cmd/kubelet/app/server.go, pkg/kubelet/certificate/kubelet.go):
 
 * with ``rotateCertificates`` the client certificate manager keeps
-  ``<cert-dir>/kubelet-client-current.pem`` fresh. It asks with a client from
+  ``<cert-dir>/kubelet-client-current.pem`` fresh. A certificate the kubeconfig embeds
+  (kubeadm init's first ``kubelet.conf``) is stored there when the directory has no
+  valid one, and replaced at once ("rotated out immediately", upstream says); one found
+  in the directory is renewed at 70-90 % of its lifetime. It asks with a client from
   ``--kubeconfig`` (which presents the current certificate), or from
   ``--bootstrap-kubeconfig`` while there is none; the API client's new connections
   present each new certificate (``transport.ClientRotation``);
@@ -69,6 +72,7 @@ def client_manager(
         client_for=clients_for(options.kubeconfig, options.bootstrap_kubeconfig, open_api),
         now=now,
         metrics=metrics,
+        initial=connection.client_cert_data,
     )
     connect(manager.expiry)
     return manager

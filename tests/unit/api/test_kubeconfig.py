@@ -179,6 +179,9 @@ def test_kubeadm_style_with_embedded_certificates(pki: dict[str, Issued]) -> Non
     subjects = [dict(x[0] for x in c["subject"]) for c in ctx.get_ca_certs()]
     assert subjects == [{"commonName": "kubernetes"}]
     assert conn.client_cert_files is None  # loaded from data via a temporary directory
+    # the client certificate manager's first pair; never in a repr (logs)
+    assert conn.client_cert_data == (pki["client"].cert, pki["client"].key)
+    assert "PRIVATE" not in repr(conn)
 
 
 def test_relative_paths_resolve_against_the_kubeconfig_directory(
@@ -206,6 +209,7 @@ def test_relative_paths_resolve_against_the_kubeconfig_directory(
     conn = load_kubeconfig(path)
     client = str(pki_dir / "client.pem")
     assert conn.client_cert_files == (client, client)
+    assert conn.client_cert_data is None  # files: the store finds them itself
     assert conn.authorization() == "Bearer file-token"
     assert conn.token is not None and conn.token.path == str(tmp_path / "token")
     conn.reload_client_certificate()  # a rotated certificate loads again

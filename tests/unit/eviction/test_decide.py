@@ -10,13 +10,13 @@ from __future__ import annotations
 import attrs
 import pytest
 
-from kubelet.api.pod import PodCondition, PodStatus, Toleration
+from kubelet.api.pod import PodCondition, Toleration
 from kubelet.decisions.qos import is_critical_pod, pod_qos
 from kubelet.eviction.admission import admit
 from kubelet.eviction.decide import (
     Reclaim,
     choose_eviction,
-    evicted_status,
+    eviction_conditions,
     local_storage_evictions,
     node_reclaim,
 )
@@ -99,20 +99,14 @@ def test_memory_pressure_message_names_threshold_available_and_container() -> No
         "starved_resource": "memory",
     }
     assert eviction.grace_period_override == 1  # hard threshold
-    status = evicted_status(PodStatus(phase="Running"), eviction, "2025-01-01T00:00:00Z")
-    assert status == PodStatus(
-        phase="Failed",
-        reason="Evicted",
-        message=text,
-        conditions=(
-            PodCondition(
-                type="DisruptionTarget",
-                status="True",
-                observed_generation=3,
-                last_transition_time="2025-01-01T00:00:00Z",
-                reason="TerminationByKubelet",
-                message=text,
-            ),
+    assert eviction_conditions(eviction, "2025-01-01T00:00:00Z") == (
+        PodCondition(
+            type="DisruptionTarget",
+            status="True",
+            observed_generation=3,
+            last_transition_time="2025-01-01T00:00:00Z",
+            reason="TerminationByKubelet",
+            message=text,
         ),
     )
 
@@ -295,6 +289,7 @@ def test_local_storage_limits() -> None:
         ),
     ]
     assert not any(e.disruption_condition for e in evictions)
+    assert all(eviction_conditions(e, "2025-01-01T00:00:00Z") == () for e in evictions)
     # with a dedicated imagefs the writable layer does not count against the container limit
     again = local_storage_evictions(
         [container_limit], stats_of(usages), dedicated_image_fs=True, is_critical=is_critical_pod

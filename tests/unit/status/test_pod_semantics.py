@@ -18,6 +18,7 @@ from kubelet.api.pod import (
 from kubelet.cri.types import RuntimePodStatus
 from kubelet.status.deadline import DEADLINE_EXCEEDED, DEADLINE_EXCEEDED_MESSAGE, deadline_left
 from kubelet.status.generate import generate_pod_status, needs_readiness_reconcile
+from kubelet.status.killed import Kill
 
 from .test_generate import APP, NS, SANDBOX, conds, exited, pod, running
 
@@ -76,7 +77,7 @@ def test_evicted_pod_is_failed_with_the_reason() -> None:
     status = generate_pod_status(
         pod(APP),
         rt,
-        evicted=(DEADLINE_EXCEEDED, DEADLINE_EXCEEDED_MESSAGE),
+        kill=Kill(DEADLINE_EXCEEDED, DEADLINE_EXCEEDED_MESSAGE),
         pod_is_terminal=True,
         now_ns=NS,
     )
