@@ -33,6 +33,7 @@ from kubelet.goformat import rfc3339
 from kubelet.status.killed import Kill
 
 from . import fit
+from .killer import kill_pod
 from .rejection import Rejection
 from .syncer import KubeletPodSyncer
 from .workers import PodWorkers
@@ -217,11 +218,10 @@ class Preemptor:
                 message=CONDITION_MESSAGE,
                 last_transition_time=rfc3339(self.wall_clock()),
             )
-            self.syncer.kills[victim.uid] = Kill(PREEMPTING, PREEMPTION_MESSAGE, (condition,))
-            self.workers.terminate(victim, None)
+            kill = Kill(PREEMPTING, PREEMPTION_MESSAGE, conditions=(condition,))
             own = victim.spec.termination_grace_period_seconds
             grace = 30 if own is None else own
             with trio.move_on_after(grace * 1.5 + KILL_MARGIN) as scope:
-                await self.workers.wait_terminated(victim.uid)
+                await kill_pod(self.workers, self.syncer, victim, kill)
             if scope.cancelled_caught:
                 log.warning("Failed to evict pod %s: it did not stop in time", victim.key)
