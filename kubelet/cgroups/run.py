@@ -7,7 +7,8 @@ cannot limit -- creates ``kubepods`` (node allocatable), ``burstable`` and
 ``besteffort``, and runs the manager's minute loop (QoS shares, a failed allocatable
 update retried) in its nursery. It hands back ``PodCgroups``, which is what the pod
 driver (a pod's cgroup before its sandbox, removed after its teardown) and housekeeping
-(the orphan sweep) use.
+(the orphan sweep) use. With the systemd driver the connection to systemd
+(``SystemdBus.serve``) runs in the same nursery.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from .manager import (
     read_pid_max,
 )
 from .names import CgroupName
+from .systemd import HOST_SYSTEMD, SystemdAccess, SystemdBus, SystemdUnavailable
 
 __all__ = ["FAILED_CREATE_POD_CONTAINER", "PodCgroups", "host_cgroup_fs", "run_cgroups"]
 
@@ -155,6 +157,7 @@ async def run_cgroups(
     record: Callable[[Event], None],
     io: RunSync[Any],
     *,
+    systemd: SystemdAccess = HOST_SYSTEMD,
     task_status: trio.TaskStatus[PodCgroups] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Set the tree up, hand back ``PodCgroups``, keep the QoS cgroups current.
@@ -172,23 +175,67 @@ async def run_cgroups(
     ]
     internal: dict[str, Fraction] = internal_capacity(capacity, read_pid_max())
     try:
-        manager = CgroupManager(
-            fs() if settings.cgroups_per_qos else CgroupFs(_NO_LAYOUT),
-            settings,
-            hugepage_sizes=sorted(sizes),
-            offload=offload,
+        await _serve(
+            settings, fs, sizes, internal, active, qos_of, record, offload, systemd, task_status
         )
-        events = await manager.start(internal)
-    except ReservedCgroupError as err:
-        for event in err.events:
-            record(event)
-        raise ConfigError.single("", "enforceNodeAllocatable", str(err)) from err
-    except CgroupError as err:
-        field = "cgroupDriver" if settings.driver == names.SYSTEMD else "cgroupRoot"
-        raise ConfigError.single("", field, str(err)) from err
-    for event in events:
-        record(event)
-    handle = PodCgroups(manager, active, qos_of)
+    except BaseExceptionGroup as group:
+        # a refusal at start-up reaches the caller as it was raised, not in a group
+        single = _collapse(group)
+        if isinstance(single, ConfigError):
+            raise single from None
+        raise
+
+
+def _collapse(error: BaseException) -> BaseException:
+    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        error = error.exceptions[0]
+    return error
+
+
+async def _serve(
+    settings: CgroupSettings,
+    fs: Callable[[], CgroupFs],
+    sizes: list[int],
+    internal: dict[str, Fraction],
+    active: ActivePods,
+    qos_of: QosOf,
+    record: Callable[[Event], None],
+    offload: Callable[..., Awaitable[Any]],
+    systemd: SystemdAccess,
+    task_status: trio.TaskStatus[PodCgroups],
+) -> None:
     async with trio.open_nursery() as nursery:
+        slices = None
+        if settings.driver == names.SYSTEMD and settings.cgroups_per_qos:
+            slices = await _open_systemd(nursery, systemd)
+        try:
+            manager = CgroupManager(
+                fs() if settings.cgroups_per_qos else CgroupFs(_NO_LAYOUT),
+                settings,
+                hugepage_sizes=sorted(sizes),
+                offload=offload,
+                slices=slices,
+            )
+            events = await manager.start(internal)
+        except ReservedCgroupError as err:
+            for event in err.events:
+                record(event)
+            raise ConfigError.single("", "enforceNodeAllocatable", str(err)) from err
+        except CgroupError as err:
+            field = "cgroupDriver" if settings.driver == names.SYSTEMD else "cgroupRoot"
+            raise ConfigError.single("", field, str(err)) from err
+        for event in events:
+            record(event)
+        handle = PodCgroups(manager, active, qos_of)
         await nursery.start(manager.run, internal, handle.active, record)
         task_status.started(handle)
+
+
+async def _open_systemd(nursery: trio.Nursery, access: SystemdAccess) -> SystemdBus:
+    """systemd's manager on the system bus, kept connected in ``nursery``; where systemd
+    cannot be used, start-up stops naming ``cgroupDriver`` (upstream refuses it too)."""
+    try:
+        bus: SystemdBus = await nursery.start(SystemdBus(access).serve)
+    except SystemdUnavailable as err:
+        raise ConfigError.single("", "cgroupDriver", str(err)) from err
+    return bus
