@@ -13,6 +13,7 @@ import trio.lowlevel
 
 from kubelet import agent
 from kubelet.agent import Components, Host
+from kubelet.cgroups.systemd import SystemdAccess
 from kubelet.config import resolve
 from kubelet.cri import api
 from kubelet.sources.offloop import inline
@@ -40,6 +41,8 @@ class Harness:
     """What the running kubelet handed back (``agent.run``'s task status)."""
     node: ScriptedNode | None = None
     """The node's usage figures (ample until a test scripts them)."""
+    systemd: SystemdAccess | None = None
+    """Where the systemd cgroup driver finds systemd (a private bus); None: the host's."""
 
     def write(self, name: str, text: str) -> Path:
         path = self.manifests / name
@@ -115,6 +118,8 @@ async def start_kubelet(h: Harness) -> None:
         notifier_cgroups=h.node.root,  # no memory cgroup there: no kernel notifier
         kmsg=None,
     )
+    if h.systemd is not None:
+        host = attrs.evolve(host, systemd=h.systemd)
 
     async def run_it(task_status: trio.TaskStatus[Components] = trio.TASK_STATUS_IGNORED) -> None:
         with trio.CancelScope() as scope:
@@ -125,12 +130,15 @@ async def start_kubelet(h: Harness) -> None:
 
 
 @contextlib.asynccontextmanager
-async def running_kubelet(fake: FakeRuntime, tmp: Path, *extra: str) -> AsyncIterator[Harness]:
+async def running_kubelet(
+    fake: FakeRuntime, tmp: Path, *extra: str, systemd: SystemdAccess | None = None
+) -> AsyncIterator[Harness]:
     manifests = tmp / "manifests"
     manifests.mkdir(exist_ok=True)
     async with trio.open_nursery() as nursery:
         h = Harness(fake, manifests, nursery)
         h.extra = extra
+        h.systemd = systemd
         await start_kubelet(h)
         yield h
         nursery.cancel_scope.cancel()
