@@ -8,7 +8,8 @@ layout -- ``kubepods.slice/kubepods-burstable.slice/...`` -- under the hierarchi
 manages itself, its properties written into the files the kernel would show, then
 ``JobRemoved(id, job, unit, "done")``), ``SetUnitProperties``, ``StopUnit`` (the slice's
 directories removed where empty), ``GetUnit`` and ``ListUnits``. ``fail(member, error)``
-answers the next calls of ``member`` with a D-Bus error; cancelling ``serve`` is systemd
+answers the next calls of ``member`` with a D-Bus error, ``results[unit]`` makes its
+jobs end otherwise ("failed"; "" never); cancelling ``serve`` is systemd
 going away (the bus then answers ``ServiceUnknown``) and serving again is it coming back.
 """
 
@@ -95,6 +96,8 @@ class FakeSystemd:
         self.calls: list[str] = []
         self.subscribed = 0
         self._faults: dict[str, list[str]] = {}
+        self.results: dict[str, str] = {}
+        """unit → the result its jobs end with ("done" when absent; "" for never)"""
         self._jobs = 0
         self._fs: CgroupFs | None = None
 
@@ -158,7 +161,11 @@ class FakeSystemd:
         self._jobs += 1
         job = f"/org/freedesktop/systemd1/job/{self._jobs}"
         await conn.send(new_method_return(message, "o", (job,)))
-        await conn.send(new_signal(_EMITTER, "JobRemoved", "uoss", (self._jobs, job, unit, "done")))
+        result = self.results.get(unit, "done")
+        if result:
+            await conn.send(
+                new_signal(_EMITTER, "JobRemoved", "uoss", (self._jobs, job, unit, result))
+            )
 
     async def _do_Subscribe(self, conn: DBusConnection, message: Any) -> None:
         self.subscribed += 1
