@@ -106,8 +106,8 @@ class SystemdBus:
         self._conn: DBusConnection | None = None
         self._replies: dict[int, _Waiter] = {}
         self._jobs: dict[str, _Waiter] = {}
-        self._finished: dict[str, str] = {}
-        """job → result, for a JobRemoved read before the call's reply"""
+        self._finished: dict[str, tuple[str, str]] = {}
+        """job → (unit, result), for a JobRemoved read before the call's reply"""
         self._units: dict[str, int] = {}
         """units with a job in flight (only their JobRemoved are kept)"""
         self.calls = 0
@@ -210,7 +210,7 @@ class SystemdBus:
                     continue
                 found = self._jobs.pop(job, None)
                 if found is None:
-                    self._finished[job] = result
+                    self._finished[job] = (unit, result)
                 else:
                     found.value = result
                     found.done.set()
@@ -256,9 +256,9 @@ class SystemdBus:
             if reply.error is not None:
                 raise _failure(member, unit, reply)
             job = reply.value[0]
-            result = self._finished.pop(job, None)
-            if result is not None:
-                return str(result)
+            early = self._finished.pop(job, None)
+            if early is not None:
+                return str(early[1])
             waiter = self._jobs.setdefault(job, _Waiter())
             with trio.move_on_after(JOB_TIMEOUT):
                 await waiter.done.wait()
@@ -273,8 +273,10 @@ class SystemdBus:
             left = self._units[unit] - 1
             if left:
                 self._units[unit] = left
-            else:
+            else:  # nobody waits for this unit's jobs: forget those seen early
                 del self._units[unit]
+                for job in [j for j, (u, _) in self._finished.items() if u == unit]:
+                    del self._finished[job]
 
     async def start_slice(self, unit: str, properties: Sequence[Property]) -> bool:
         """Start the transient slice ``unit`` with ``properties``; False when it existed
