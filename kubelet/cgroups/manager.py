@@ -490,7 +490,7 @@ class CgroupManager:
     async def _unit_update(self, name: CgroupName, config: ResourceConfig) -> None:
         assert self.slices is not None
         properties = resource_properties(config, self.fs.layout.version)
-        if properties:
+        if properties and name:  # the root (a reserved cgroup "/") is no unit of ours
             await self.slices.set_properties(slice_of(name)[0], properties)
 
     async def apply(
