@@ -23,7 +23,7 @@ D-Bus error and fail the same way.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -76,7 +76,7 @@ class SystemdAccess:
 
     bus: str = "SYSTEM"
     """"SYSTEM" ($DBUS_SYSTEM_BUS_ADDRESS, else /run/dbus/system_bus_socket) or an address"""
-    running: Any = Path("/run/systemd/system").is_dir
+    running: Callable[[], bool] = Path("/run/systemd/system").is_dir
     """upstream's test for systemd as PID 1: the directory systemd makes at boot"""
 
 
