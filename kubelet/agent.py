@@ -44,9 +44,11 @@ import trio_asyncio
 from kubelet import process
 from kubelet.api.client import ApiClient
 from kubelet.api.kubeconfig import ClusterConnection, load_kubeconfig
+from kubelet.cgroups.driver import driver_from_runtime
 from kubelet.cgroups.fs import CgroupFs
 from kubelet.cgroups.manager import CgroupSettings
 from kubelet.cgroups.run import PodCgroups, capacity_of, host_cgroup_fs, run_cgroups
+from kubelet.cgroups.systemd import SystemdAccess
 from kubelet.config import ConfigError, Options
 from kubelet.cri import ImageClient, RuntimeClient, connect
 from kubelet.cri.runtime import wait_until_answering
@@ -120,6 +122,8 @@ class Host:
     """the cgroup hierarchies (tests: a tree in a temporary directory)"""
     cgroup_io: RunSync = in_thread
     """where cgroup writes run (tests on a fake clock: inline)"""
+    systemd: SystemdAccess = attrs.field(factory=SystemdAccess)
+    """the systemd cgroup driver's bus and systemd check (tests: a private bus)"""
     stats: StatsHost = attrs.field(factory=StatsHost)
     """where node usage is read (/proc, cgroups, statvfs; tests script them)"""
     notifier_cgroups: Path = Path("/")
@@ -194,7 +198,9 @@ async def run(
         pleg = await root.start(run_pleg, runtime, metrics.observe_relist)
         prober = await root.start(run_prober, runtime, recorder, node.host_ip, clock)
         services = await root.start(run_services, api) if api else None
-        cgroups = await start_cgroups(root, options, host, machine, desired, recorder, node.name)
+        cgroups = await start_cgroups(
+            root, options, host, machine, desired, recorder, node.name, runtime
+        )
         pod_runtime = await root.start(
             run_runtime, options, runtime, images, api, recorder, metrics, prober.http, node.name,
             node.ips, machine.memory_bytes, machine.num_cores, services and services.env_for, clock,
@@ -322,7 +328,9 @@ async def run_once(options: Options, host: Host = Host()) -> int:
         recorder = EventRecorder(node.name, wall_clock=clock)  # no API: events are logged
         prober = await root.start(run_prober, runtime, recorder, node.host_ip, clock)
         desired = PodManager()
-        cgroups = await start_cgroups(root, options, host, machine, desired, recorder, node.name)
+        cgroups = await start_cgroups(
+            root, options, host, machine, desired, recorder, node.name, runtime
+        )
         pod_runtime = await root.start(
             run_runtime, options, runtime, images, None, recorder, metrics, prober.http,
             node.name, node.ips, machine.memory_bytes, machine.num_cores, None, clock, cgroups,
@@ -353,6 +361,7 @@ async def start_cgroups(
     desired: PodManager,
     recorder: EventRecorder,
     node_name: str,
+    runtime: RuntimeClient,
 ) -> PodCgroups:
     """The cgroup component, started in ``root``: the QoS tree sized from the machine,
     the active pods of ``desired``, its events recorded on the Node."""
@@ -367,11 +376,12 @@ async def start_cgroups(
         pod_level_resources=options.features.enabled("PodLevelResources"),
         qos_reserved=options.features.enabled("QOSReserved"),
     )
+    driver = await driver_from_runtime(runtime.runtime_config, settings.driver)
+    settings = attrs.evolve(settings, driver=driver)
     capacity = capacity_of(machine.num_cores, machine.memory_bytes, machine.hugepages)
     handle: PodCgroups = await root.start(
-        functools.partial(run_cgroups, proc=host.proc, noswap=noswap), settings,
-        host.cgroup_fs, capacity,
-        desired.active, pod_qos, record, host.cgroup_io,
+        functools.partial(run_cgroups, proc=host.proc, noswap=noswap, systemd=host.systemd),
+        settings, host.cgroup_fs, capacity, desired.active, pod_qos, record, host.cgroup_io,
     )  # fmt: skip
     return handle
 

@@ -19,6 +19,9 @@ Here, as modules with one job each:
 
 ``run`` is the component's entry (``run_cgroups``): the tree set up at start, the
 minute loop, and ``PodCgroups``, which the pod driver (a pod's cgroup before its
-sandbox, removed after its teardown) and housekeeping (the orphan sweep) call. The
-systemd driver is refused (slices need systemd's D-Bus API).
+sandbox, removed after its teardown) and housekeeping (the orphan sweep) call.
+
+The systemd driver: ``slices`` (unit names and properties, pure), ``systemd`` (systemd's
+D-Bus API: StartTransientUnit, SetUnitProperties, StopUnit, JobRemoved) and ``driver``
+(the runtime's cgroup driver, from CRI RuntimeConfig, wins over the configured one).
 """

@@ -18,9 +18,12 @@ What upstream's container manager does with cgroups, over ``CgroupFs``:
   ``reduce_cpu_limits`` is what upstream does instead of removing an orphan whose
   volumes are still mounted.
 
-The systemd driver is named correctly (names.py) but not driven: upstream creates
-slices through systemd's D-Bus API, which is not implemented. Construction refuses it
-with upstream's message where systemd is not running, and with ours where it is.
+With the systemd driver (``slices`` given: systemd's D-Bus API), every cgroup is a
+slice unit (slices.py): created with ``StartTransientUnit`` and its resource properties,
+updated with ``SetUnitProperties``, removed with ``StopUnit`` -- and then, as
+libcontainer's systemd manager does, the same values are written through ``fs`` too (the
+hierarchies systemd does not manage, hugetlb, are made there). Construction without
+``slices`` refuses the driver with upstream's message.
 """
 
 from __future__ import annotations
@@ -31,10 +34,10 @@ import logging
 import os
 import signal
 import weakref
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 import trio
@@ -47,6 +50,7 @@ from . import names
 from .fs import UNIFIED, CgroupError, CgroupFs
 from .names import BEST_EFFORT, BURSTABLE, GUARANTEED, CgroupName, QosCgroups
 from .requests import pod_requests
+from .slices import Property, resource_properties, slice_of, start_properties
 from .values import (
     CPU_PERIOD,
     PIDS,
@@ -86,7 +90,6 @@ REMOVE_FIRST_DELAY = 0.010
 
 _V1_REQUIRED = ("cpu", "cpuacct", "cpuset", "memory", "systemd", "pids")
 _V2_SUPPORTED = ("cpu", "cpuset", "memory", "hugetlb", "pids")
-_SYSTEMD_RUNNING = Path("/run/systemd/system")
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +100,14 @@ that the autojump clock never moves while a worker thread is busy)."""
 Event = tuple[str, str, str]
 """(type, reason, message) of a Node event for the caller to record."""
 Kill = Callable[[int, int], None]
+
+
+class Slices(Protocol):
+    """systemd's manager, as the systemd driver uses it (systemd.SystemdBus)."""
+
+    async def start_slice(self, unit: str, properties: Sequence[Property]) -> bool: ...
+    async def set_properties(self, unit: str, properties: Sequence[Property]) -> None: ...
+    async def stop_unit(self, unit: str) -> None: ...
 
 
 def _go_quote(name: CgroupName) -> str:
@@ -196,18 +207,14 @@ class CgroupManager:
         *,
         hugepage_sizes: Sequence[int] = (),
         kill: Kill = os.kill,
-        systemd_running: Callable[[], bool] = _SYSTEMD_RUNNING.is_dir,
+        slices: Slices | None = None,
         offload: Offload = trio.to_thread.run_sync,
     ) -> None:
-        if settings.driver == names.SYSTEMD:
-            if not systemd_running():
-                raise CgroupError(
-                    "systemd not running on this host, cannot use systemd cgroups manager"
-                )
+        if settings.driver == names.SYSTEMD and slices is None and settings.cgroups_per_qos:
             raise CgroupError(
-                "cgroupDriver: systemd: creating slices through systemd's D-Bus API is not "
-                "implemented; use cgroupDriver: cgroupfs (and the runtime's cgroupfs driver)"
+                "systemd not running on this host, cannot use systemd cgroups manager"
             )
+        self.slices = slices if settings.driver == names.SYSTEMD else None
         self.fs = fs
         self.settings = settings
         self.kill = kill
@@ -343,12 +350,12 @@ class CgroupManager:
             return int(self.fs.read(paths[UNIFIED], "memory.current"))
         return int(self.fs.read(paths["memory"], "memory.usage_in_bytes"))
 
-    def _update_qos(
+    def _qos_configs(
         self, active: Iterable[tuple[Pod, str]], allocatable_memory: int | None
-    ) -> None:
+    ) -> dict[str, ResourceConfig]:
         if allocatable_memory is None:
             allocatable_memory = self.allocatable_memory
-        configs = qos_configs(
+        return qos_configs(
             active,
             hugepage_sizes=self.hugepage_sizes,
             qos_reserved_memory=self.settings.qos_reserved_memory,
@@ -356,11 +363,19 @@ class CgroupManager:
             pod_level_resources=self.settings.pod_level_resources,
             requests_of=self._requests_of,
         )
-        targets = {
+
+    def _qos_targets(self) -> dict[str, CgroupName]:
+        return {
             GUARANTEED: self.qos.guaranteed,
             BURSTABLE: self.qos.burstable,
             BEST_EFFORT: self.qos.besteffort,
         }
+
+    def _update_qos(
+        self, active: Iterable[tuple[Pod, str]], allocatable_memory: int | None
+    ) -> None:
+        configs = self._qos_configs(active, allocatable_memory)
+        targets = self._qos_targets()
         failed: list[str] = []
         for qos_class, config in configs.items():
             try:
@@ -381,22 +396,22 @@ class CgroupManager:
 
     def _setup(self, internal_capacity: Mapping[str, Fraction]) -> None:
         """Upstream's setupNode for cgroups: root check, ``kubepods``, the QoS cgroups."""
-        settings = self.settings
-        root = names.parse_cgroupfs(settings.cgroup_root)
-        if self.missing(root):
-            raise CgroupError(f"invalid configuration: cgroup-root {_go_quote(root)} doesn't exist")
+        self._check_root()
         if not self.exists(self.root):
             self._create(self.root, self.kubepods_config(internal_capacity))
         unbounded = {size: 1 << 62 for size in self.hugepage_sizes}
         self._ensure(self.qos.burstable, ResourceConfig(hugepage_limits=unbounded))
         self._ensure(self.qos.besteffort, ResourceConfig(cpu_shares=2, hugepage_limits=unbounded))
 
-    def _enforce_reserved(self) -> list[Event]:
-        """``system-reserved``/``kube-reserved`` (and their ``-compressible`` forms): the
-        named cgroups, which must exist, limited to the reservation. A failure stops the
-        kubelet, as upstream's does."""
+    def _check_root(self) -> None:
+        root = names.parse_cgroupfs(self.settings.cgroup_root)
+        if self.missing(root):
+            raise CgroupError(f"invalid configuration: cgroup-root {_go_quote(root)} doesn't exist")
+
+    def _reserved_targets(self) -> Iterator[tuple[str, str, str, ResourceConfig]]:
+        """(key, what, cgroup, values) of each reserved cgroup ``enforceNodeAllocatable``
+        lists, in upstream's order."""
         settings = self.settings
-        events: list[Event] = []
         for key, cgroup, reserved in (
             ("system-reserved", settings.system_reserved_cgroup, settings.system_reserved),
             ("kube-reserved", settings.kube_reserved_cgroup, settings.kube_reserved),
@@ -406,29 +421,30 @@ class CgroupManager:
                 if key + ("-compressible" if compressible else "") not in settings.enforce:
                     continue
                 what = f"{label} Reserved{' Compressible' if compressible else ''}"
-                name = names.parse(cgroup, self.driver)
-                try:
-                    missing = self.missing(name)
-                    if missing:
-                        raise CgroupError(
-                            f"cgroup {_go_quote(name)} has some missing paths: "
-                            + ", ".join(missing)
-                        )
-                    self._set(name, reserved_config(reserved, compressible_only=compressible))
-                except CgroupError as err:
-                    message = (
-                        f"Failed to enforce {what} Cgroup Limits on {json.dumps(cgroup)}: {err}"
+                yield key, what, cgroup, reserved_config(reserved, compressible_only=compressible)
+
+    def _enforce_reserved(self) -> list[Event]:
+        """``system-reserved``/``kube-reserved`` (and their ``-compressible`` forms): the
+        named cgroups, which must exist, limited to the reservation. A failure stops the
+        kubelet, as upstream's does."""
+        events: list[Event] = []
+        for key, what, cgroup, config in self._reserved_targets():
+            name = names.parse(cgroup, self.driver)
+            try:
+                missing = self.missing(name)
+                if missing:
+                    raise CgroupError(
+                        f"cgroup {_go_quote(name)} has some missing paths: " + ", ".join(missing)
                     )
-                    events.append(("Warning", FAILED_NODE_ALLOCATABLE, message))
-                    raise ReservedCgroupError(message, events) from err
-                kind = key.replace("-", " ")
-                events.append(
-                    (
-                        "Normal",
-                        NODE_ALLOCATABLE_ENFORCED,
-                        f"Updated limits on {kind} cgroup {cgroup}",
-                    )
-                )
+                self._set(name, config)
+            except CgroupError as err:
+                message = f"Failed to enforce {what} Cgroup Limits on {json.dumps(cgroup)}: {err}"
+                events.append(("Warning", FAILED_NODE_ALLOCATABLE, message))
+                raise ReservedCgroupError(message, events) from err
+            kind = key.replace("-", " ")
+            events.append(
+                ("Normal", NODE_ALLOCATABLE_ENFORCED, f"Updated limits on {kind} cgroup {cgroup}")
+            )
         return events
 
     def kubepods_config(self, internal_capacity: Mapping[str, Fraction]) -> ResourceConfig:
@@ -443,12 +459,12 @@ class CgroupManager:
         try:
             self._set(self.root, self.kubepods_config(internal_capacity))
         except CgroupError as err:
-            return (
-                "Warning",
-                FAILED_NODE_ALLOCATABLE,
-                f"Failed to update Node Allocatable Limits {_go_quote(self.root)}: {err}",
-            )
+            return self._kubepods_failed(err)
         return ("Normal", NODE_ALLOCATABLE_ENFORCED, "Updated Node Allocatable limit across pods")
+
+    def _kubepods_failed(self, err: CgroupError) -> Event:
+        message = f"Failed to update Node Allocatable Limits {_go_quote(self.root)}: {err}"
+        return ("Warning", FAILED_NODE_ALLOCATABLE, message)
 
     def _kill_round(self, pids: Iterable[int], killed: set[int]) -> list[str]:
         errors = []
@@ -481,6 +497,75 @@ class CgroupManager:
             + "; ".join(errors)
         )
 
+    # -- the systemd driver: the unit first, then the same values through fs ----------------
+
+    async def _unit_create(self, name: CgroupName, config: ResourceConfig) -> None:
+        assert self.slices is not None
+        unit, parent = slice_of(name)
+        version = self.fs.layout.version
+        properties = [
+            *start_properties(unit, parent, version),
+            *resource_properties(config, version),
+        ]
+        await self.slices.start_slice(unit, properties)
+
+    async def _unit_update(self, name: CgroupName, config: ResourceConfig) -> None:
+        assert self.slices is not None
+        properties = resource_properties(config, self.fs.layout.version)
+        if properties and name:  # the root (a reserved cgroup "/") is no unit of ours
+            await self.slices.set_properties(slice_of(name)[0], properties)
+
+    async def apply(
+        self, name: CgroupName, config: ResourceConfig, *, create: bool = False
+    ) -> None:
+        """Create or update ``name``: its slice first (systemd driver), then the files."""
+        if self.slices is not None:
+            await (self._unit_create if create else self._unit_update)(name, config)
+        await self.offload(self._create if create else self._set, name, config)
+
+    async def _setup_slices(self, internal_capacity: Mapping[str, Fraction]) -> None:
+        """``_setup`` for the systemd driver: kubepods.slice and the QoS slices."""
+        await self.offload(self._check_root)
+        unbounded = {size: 1 << 62 for size in self.hugepage_sizes}
+        for name, config, update in (
+            (self.root, self.kubepods_config(internal_capacity), False),
+            (self.qos.burstable, ResourceConfig(hugepage_limits=unbounded), True),
+            (self.qos.besteffort, ResourceConfig(cpu_shares=2, hugepage_limits=unbounded), True),
+        ):
+            if not await self.offload(self.exists, name):
+                await self.apply(name, config, create=True)
+            elif update:
+                await self.apply(name, config)
+
+    async def _enforce_kubepods_now(self, internal_capacity: Mapping[str, Fraction]) -> Event:
+        if self.slices is not None:
+            try:
+                await self._unit_update(self.root, self.kubepods_config(internal_capacity))
+            except CgroupError as err:
+                return self._kubepods_failed(err)
+        event: Event = await self.offload(self._enforce_kubepods, internal_capacity)
+        return event
+
+    async def _reserved_units(self) -> None:
+        """systemd driver: the reserved slices' properties, before their files."""
+        for _key, what, cgroup, config in self._reserved_targets():
+            name = names.parse(cgroup, self.driver)
+            if await self.offload(self.missing, name):
+                continue  # the file pass names what is missing
+            try:
+                await self._unit_update(name, config)
+            except CgroupError as err:
+                message = f"Failed to enforce {what} Cgroup Limits on {json.dumps(cgroup)}: {err}"
+                event = ("Warning", FAILED_NODE_ALLOCATABLE, message)
+                raise ReservedCgroupError(message, [event]) from err
+
+    async def _qos_units(
+        self, active: Sequence[tuple[Pod, str]], allocatable_memory: int | None
+    ) -> None:
+        configs = self._qos_configs(active, allocatable_memory)
+        for qos_class, name in self._qos_targets().items():
+            await self._unit_update(name, configs[qos_class])
+
     # -- asynchronous operations ------------------------------------------------------------
 
     async def start(self, internal_capacity: Mapping[str, Fraction]) -> list[Event]:
@@ -494,9 +579,14 @@ class CgroupManager:
         )
         if "memory" in allocatable:
             self.allocatable_memory = int(allocatable["memory"])
-        await self.offload(self._setup, internal_capacity)
-        event = await self.offload(self._enforce_kubepods, internal_capacity)
+        if self.slices is None:
+            await self.offload(self._setup, internal_capacity)
+        else:
+            await self._setup_slices(internal_capacity)
+        event = await self._enforce_kubepods_now(internal_capacity)
         self._kubepods_enforced = event[1] == NODE_ALLOCATABLE_ENFORCED
+        if self.slices is not None:
+            await self._reserved_units()
         return [event, *await self.offload(self._enforce_reserved)]
 
     async def run(
@@ -521,7 +611,7 @@ class CgroupManager:
             except CgroupError as err:
                 log.info("Failed to reserve QoS requests: %s", err)  # again next round
             if not self._kubepods_enforced and trio.current_time() >= next_enforce:
-                event = await self.offload(self._enforce_kubepods, internal_capacity)
+                event = await self._enforce_kubepods_now(internal_capacity)
                 record(event)
                 self._kubepods_enforced = event[1] == NODE_ALLOCATABLE_ENFORCED
                 next_enforce = trio.current_time() + ENFORCE_RETRY_INTERVAL
@@ -529,8 +619,11 @@ class CgroupManager:
     async def update_qos(
         self, active: Sequence[tuple[Pod, str]], allocatable_memory: int | None = None
     ) -> None:
-        if self.settings.cgroups_per_qos:
-            await self.offload(self._update_qos, active, allocatable_memory)
+        if not self.settings.cgroups_per_qos:
+            return
+        if self.slices is not None:
+            await self._qos_units(active, allocatable_memory)
+        await self.offload(self._update_qos, active, allocatable_memory)
 
     async def ensure_pod(
         self,
@@ -554,6 +647,16 @@ class CgroupManager:
             pids_limit=self.settings.pod_pids_limit,
         )
 
+        if self.slices is not None:
+            if await self.offload(self.exists, name):
+                return False
+            try:
+                await self.update_qos(active, allocatable_memory)
+            except CgroupError as err:  # as upstream: logged, the pod cgroup matters more
+                log.info("Failed to update QoS cgroups while syncing pod: %s", err)
+            await self.apply(name, config, create=True)
+            return True
+
         def work() -> bool:
             if self.exists(name):
                 return False
@@ -571,6 +674,8 @@ class CgroupManager:
         """After the pod's teardown: kill what is left in it, remove it (idempotent)."""
         literal = self.literal(name)
         await self.offload(self._kill_all, name)
+        if self.slices is not None:
+            await self.slices.stop_unit(slice_of(name)[0])
         delay = REMOVE_FIRST_DELAY
         left: list[str] = []
         for attempt in range(REMOVE_ATTEMPTS):
@@ -586,7 +691,7 @@ class CgroupManager:
         )
 
     async def reduce_cpu_limits(self, name: CgroupName) -> None:
-        await self.offload(self._set, name, ResourceConfig(cpu_shares=2))
+        await self.apply(name, ResourceConfig(cpu_shares=2))
 
     async def pod_cgroups(self) -> dict[str, CgroupName]:
         """UID → pod cgroup for every pod cgroup on the host (housekeeping's orphan scan)."""

@@ -7,7 +7,8 @@ cannot limit -- creates ``kubepods`` (node allocatable), ``burstable`` and
 ``besteffort``, and runs the manager's minute loop (QoS shares, a failed allocatable
 update retried) in its nursery. It hands back ``PodCgroups``, which is what the pod
 driver (a pod's cgroup before its sandbox, removed after its teardown) and housekeeping
-(the orphan sweep) use.
+(the orphan sweep) use. With the systemd driver the connection to systemd
+(``SystemdBus.serve``) runs in the same nursery.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, TypeVar
 
+import attrs
 import trio
 
 from kubelet.api.pod import Pod
@@ -41,6 +43,7 @@ from .manager import (
 from .names import CgroupName
 from .swap import NodeSwap, startup_swap, volumes_may_swap
 from .system import SystemCgroups
+from .systemd import HOST_SYSTEMD, SystemdAccess, SystemdBus, SystemdUnavailable
 
 __all__ = ["FAILED_CREATE_POD_CONTAINER", "PodCgroups", "host_cgroup_fs", "run_cgroups"]
 
@@ -181,6 +184,7 @@ async def run_cgroups(
     *,
     proc: Path = Path("/proc"),
     noswap: Callable[[], bool] = lambda: True,
+    systemd: SystemdAccess = HOST_SYSTEMD,
     task_status: trio.TaskStatus[PodCgroups] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Set the tree up, hand back ``PodCgroups``, keep the QoS cgroups current.
@@ -201,7 +205,6 @@ async def run_cgroups(
         if name.startswith("hugepages-")
     ]
     internal: dict[str, Fraction] = internal_capacity(capacity, read_pid_max())
-    system = settings.kubelet_cgroups or settings.system_cgroups
     host_fs = _open(fs, settings)
     swap = startup_swap(
         host_fs,
@@ -211,32 +214,89 @@ async def run_cgroups(
         memory_capacity=int(internal.get("memory", 0)),
     )
     try:
-        manager = CgroupManager(
-            host_fs if settings.cgroups_per_qos and host_fs else CgroupFs(_NO_LAYOUT),
-            settings,
-            hugepage_sizes=sorted(sizes),
-            offload=offload,
-        )
-        events = await manager.start(internal)
-    except ReservedCgroupError as err:
-        for event in err.events:
-            record(event)
-        raise ConfigError.single("", "enforceNodeAllocatable", str(err)) from err
-    except CgroupError as err:
-        field = "cgroupDriver" if settings.driver == names.SYSTEMD else "cgroupRoot"
-        raise ConfigError.single("", field, str(err)) from err
-    warning = volumes_may_swap(swap, await offload(noswap)) if swap.on else None
-    for event in [*events, *([warning] if warning is not None else [])]:
-        record(event)
-    handle = PodCgroups(manager, active, qos_of, swap)
+        await _serve(
+            _Start(settings, host_fs, swap, sorted(sizes), internal, proc),
+            active, qos_of, record, offload, noswap, systemd, task_status,
+        )  # fmt: skip
+    except BaseExceptionGroup as group:
+        # a refusal at start-up reaches the caller as it was raised, not in a group
+        single = _collapse(group)
+        if isinstance(single, ConfigError):
+            raise single from None
+        raise
+
+
+def _collapse(error: BaseException) -> BaseException:
+    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        error = error.exceptions[0]
+    return error
+
+
+@attrs.frozen
+class _Start:
+    """What start-up read before the manager is made."""
+
+    settings: CgroupSettings
+    host_fs: CgroupFs | None
+    swap: NodeSwap
+    hugepage_sizes: list[int]
+    internal: dict[str, Fraction]
+    proc: Path
+
+
+async def _serve(
+    start: _Start,
+    active: ActivePods,
+    qos_of: QosOf,
+    record: Callable[[Event], None],
+    offload: Callable[..., Awaitable[Any]],
+    noswap: Callable[[], bool],
+    systemd: SystemdAccess,
+    task_status: trio.TaskStatus[PodCgroups],
+) -> None:
+    settings, host_fs = start.settings, start.host_fs
     async with trio.open_nursery() as nursery:
-        await nursery.start(manager.run, internal, handle.active, record)
-        if system:
+        slices = None
+        if settings.driver == names.SYSTEMD and settings.cgroups_per_qos:
+            slices = await _open_systemd(nursery, systemd)
+        try:
+            manager = CgroupManager(
+                host_fs if settings.cgroups_per_qos and host_fs else CgroupFs(_NO_LAYOUT),
+                settings,
+                hugepage_sizes=start.hugepage_sizes,
+                offload=offload,
+                slices=slices,
+            )
+            events = await manager.start(start.internal)
+        except ReservedCgroupError as err:
+            for event in err.events:
+                record(event)
+            raise ConfigError.single("", "enforceNodeAllocatable", str(err)) from err
+        except CgroupError as err:
+            field = "cgroupDriver" if settings.driver == names.SYSTEMD else "cgroupRoot"
+            raise ConfigError.single("", field, str(err)) from err
+        swap = start.swap
+        warning = volumes_may_swap(swap, await offload(noswap)) if swap.on else None
+        for event in [*events, *([warning] if warning is not None else [])]:
+            record(event)
+        handle = PodCgroups(manager, active, qos_of, swap)
+        await nursery.start(manager.run, start.internal, handle.active, record)
+        if settings.kubelet_cgroups or settings.system_cgroups:
             moves = SystemCgroups(
                 host_fs or CgroupFs(_NO_LAYOUT),
                 settings.kubelet_cgroups,
                 settings.system_cgroups,
-                proc=proc,
+                proc=start.proc,
             )
             nursery.start_soon(moves.run, offload)
         task_status.started(handle)
+
+
+async def _open_systemd(nursery: trio.Nursery, access: SystemdAccess) -> SystemdBus:
+    """systemd's manager on the system bus, kept connected in ``nursery``; where systemd
+    cannot be used, start-up stops naming ``cgroupDriver`` (upstream refuses it too)."""
+    try:
+        bus: SystemdBus = await nursery.start(SystemdBus(access).serve)
+    except SystemdUnavailable as err:
+        raise ConfigError.single("", "cgroupDriver", str(err)) from err
+    return bus

@@ -290,7 +290,8 @@ FLAGS: tuple[FlagSpec, ...] = (
     _cfg(
         "cgroup-driver",
         "cgroupDriver",
-        "How to manage cgroups: 'cgroupfs' or 'systemd'; must match the runtime's.",
+        "How to manage cgroups: 'cgroupfs' or 'systemd' (slices over D-Bus); a runtime "
+        "that reports its driver (CRI RuntimeConfig) overrides it.",
         metavar="DRIVER",
     ),
     _cfg(

@@ -129,10 +129,9 @@ SETTINGS: Mapping[str, Support] = {
     "imageGCLowThresholdPercent": ok(),
     "imageMinimumGCAge": ok(),
     "imageMaximumGCAge": ok(),
-    "cgroupDriver": missing(
-        "cgroupfs is implemented; systemd stops start-up (slices through systemd's D-Bus "
-        "API are not implemented)",
-        _is("cgroupfs"),
+    "cgroupDriver": ok(
+        "cgroupfs and systemd (slices through systemd's D-Bus API; refused where systemd is "
+        "not running); a runtime that reports its driver (CRI RuntimeConfig) wins"
     ),
     "cgroupRoot": ok("the parent of kubepods; start-up stops when it does not exist"),
     "cgroupsPerQOS": ok("kubepods, the QoS cgroups and one cgroup per pod, with their limits"),

@@ -110,6 +110,10 @@ class RuntimeServiceBase(abc.ABC):
     async def Status(self, stream: 'grpclib.server.Stream[cri_api_pb2.StatusRequest, cri_api_pb2.StatusResponse]') -> None:
         pass
 
+    @abc.abstractmethod
+    async def RuntimeConfig(self, stream: 'grpclib.server.Stream[cri_api_pb2.RuntimeConfigRequest, cri_api_pb2.RuntimeConfigResponse]') -> None:
+        pass
+
     def __mapping__(self) -> typing.Dict[str, grpclib.const.Handler]:
         return {
             '/runtime.v1.RuntimeService/Version': grpclib.const.Handler(
@@ -255,6 +259,12 @@ class RuntimeServiceBase(abc.ABC):
                 grpclib.const.Cardinality.UNARY_UNARY,
                 cri_api_pb2.StatusRequest,
                 cri_api_pb2.StatusResponse,
+            ),
+            '/runtime.v1.RuntimeService/RuntimeConfig': grpclib.const.Handler(
+                self.RuntimeConfig,
+                grpclib.const.Cardinality.UNARY_UNARY,
+                cri_api_pb2.RuntimeConfigRequest,
+                cri_api_pb2.RuntimeConfigResponse,
             ),
         }
 
@@ -405,6 +415,12 @@ class RuntimeServiceStub:
             '/runtime.v1.RuntimeService/Status',
             cri_api_pb2.StatusRequest,
             cri_api_pb2.StatusResponse,
+        )
+        self.RuntimeConfig = grpclib.client.UnaryUnaryMethod(
+            channel,
+            '/runtime.v1.RuntimeService/RuntimeConfig',
+            cri_api_pb2.RuntimeConfigRequest,
+            cri_api_pb2.RuntimeConfigResponse,
         )
 
 

@@ -111,6 +111,11 @@ class ContainerState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     CONTAINER_RUNNING: _ClassVar[ContainerState]
     CONTAINER_EXITED: _ClassVar[ContainerState]
     CONTAINER_UNKNOWN: _ClassVar[ContainerState]
+
+class CgroupDriver(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SYSTEMD: _ClassVar[CgroupDriver]
+    CGROUPFS: _ClassVar[CgroupDriver]
 TCP: Protocol
 UDP: Protocol
 SCTP: Protocol
@@ -195,6 +200,8 @@ CONTAINER_CREATED: ContainerState
 CONTAINER_RUNNING: ContainerState
 CONTAINER_EXITED: ContainerState
 CONTAINER_UNKNOWN: ContainerState
+SYSTEMD: CgroupDriver
+CGROUPFS: CgroupDriver
 
 class VersionRequest(_message.Message):
     __slots__ = ("version",)
@@ -1499,6 +1506,22 @@ class UpdateRuntimeConfigRequest(_message.Message):
 class UpdateRuntimeConfigResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
+
+class LinuxRuntimeConfiguration(_message.Message):
+    __slots__ = ("cgroup_driver",)
+    CGROUP_DRIVER_FIELD_NUMBER: _ClassVar[int]
+    cgroup_driver: CgroupDriver
+    def __init__(self, cgroup_driver: _Optional[_Union[CgroupDriver, str]] = ...) -> None: ...
+
+class RuntimeConfigRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class RuntimeConfigResponse(_message.Message):
+    __slots__ = ("linux",)
+    LINUX_FIELD_NUMBER: _ClassVar[int]
+    linux: LinuxRuntimeConfiguration
+    def __init__(self, linux: _Optional[_Union[LinuxRuntimeConfiguration, _Mapping]] = ...) -> None: ...
 
 class RuntimeCondition(_message.Message):
     __slots__ = ("type", "status", "reason", "message")

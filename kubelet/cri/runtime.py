@@ -44,6 +44,13 @@ class RuntimeClient(ServiceClient):
             "UpdateRuntimeConfig", api.UpdateRuntimeConfigRequest(runtime_config=config)
         )
 
+    async def runtime_config(self) -> api.RuntimeConfigResponse:
+        """Runtime-wide settings (the cgroup driver); ``Unimplemented`` from older runtimes."""
+        resp: api.RuntimeConfigResponse = await self._unary(
+            "RuntimeConfig", api.RuntimeConfigRequest()
+        )
+        return resp
+
     # -- sandboxes ---------------------------------------------------------------------
 
     async def run_pod_sandbox(self, config: api.PodSandboxConfig, runtime_handler: str = "") -> str:

@@ -349,6 +349,9 @@ class FakeRuntime:
             "NetworkReady": (True, "", ""),
         }
         self.pod_cidr = ""
+        self.cgroup_driver: int | None = api.CGROUPFS
+        """What RuntimeConfig reports (``api.SYSTEMD``/``api.CGROUPFS``); None: the RPC is
+        Unimplemented, as on containerd before 2.0."""
         self.handlers: dict[str, api.RuntimeHandlerFeatures] = {"": api.RuntimeHandlerFeatures()}
         self.features = api.RuntimeFeatures()
         self.path: Path | None = None
@@ -669,6 +672,12 @@ class FakeRuntime:
     ) -> api.UpdateRuntimeConfigResponse:
         self.pod_cidr = req.runtime_config.network_config.pod_cidr
         return api.UpdateRuntimeConfigResponse()
+
+    def _rpc_RuntimeConfig(self, req: api.RuntimeConfigRequest) -> api.RuntimeConfigResponse:
+        if self.cgroup_driver is None:
+            raise GRPCError(Status.UNIMPLEMENTED, "unknown method RuntimeConfig")
+        linux = api.LinuxRuntimeConfiguration(cgroup_driver=self.cgroup_driver)  # type: ignore[arg-type]
+        return api.RuntimeConfigResponse(linux=linux)
 
     def _rpc_RunPodSandbox(self, req: api.RunPodSandboxRequest) -> api.RunPodSandboxResponse:
         meta = req.config.metadata

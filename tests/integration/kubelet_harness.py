@@ -13,6 +13,7 @@ import trio.lowlevel
 
 from kubelet import agent
 from kubelet.agent import Components, Host
+from kubelet.cgroups.systemd import SystemdAccess
 from kubelet.config import resolve
 from kubelet.cri import api
 from kubelet.sources.offloop import inline
@@ -43,6 +44,8 @@ class Harness:
     """The node's usage figures (ample until a test scripts them)."""
     proc: Path | None = None
     """A fake /proc (``kubelet.testing.fakeproc``); None: a fresh one with no swap."""
+    systemd: SystemdAccess | None = None
+    """Where the systemd cgroup driver finds systemd (a private bus); None: the host's."""
 
     def write(self, name: str, text: str) -> Path:
         path = self.manifests / name
@@ -119,6 +122,8 @@ async def start_kubelet(h: Harness) -> None:
         kmsg=None,
         proc=h.proc or fake_proc(h.manifests.parent / "proc"),
     )
+    if h.systemd is not None:
+        host = attrs.evolve(host, systemd=h.systemd)
 
     async def run_it(task_status: trio.TaskStatus[Components] = trio.TASK_STATUS_IGNORED) -> None:
         with trio.CancelScope() as scope:
@@ -129,12 +134,15 @@ async def start_kubelet(h: Harness) -> None:
 
 
 @contextlib.asynccontextmanager
-async def running_kubelet(fake: FakeRuntime, tmp: Path, *extra: str) -> AsyncIterator[Harness]:
+async def running_kubelet(
+    fake: FakeRuntime, tmp: Path, *extra: str, systemd: SystemdAccess | None = None
+) -> AsyncIterator[Harness]:
     manifests = tmp / "manifests"
     manifests.mkdir(exist_ok=True)
     async with trio.open_nursery() as nursery:
         h = Harness(fake, manifests, nursery)
         h.extra = extra
+        h.systemd = systemd
         await start_kubelet(h)
         yield h
         nursery.cancel_scope.cancel()

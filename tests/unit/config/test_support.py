@@ -163,11 +163,12 @@ def test_no_warning_for_honoured_settings(tmp_path: Path) -> None:
 def test_kubeadm_config_gives_one_warning_naming_each_setting(tmp_path: Path) -> None:
     path = tmp_path / "config.yaml"
     path.write_text(KUBEADM)
-    options = run(f"--config={path}", "--cgroup-driver=systemd", "--feature-gates=MemoryQoS=true")
+    options = run(f"--config={path}", "--registry-qps=10", "--feature-gates=MemoryQoS=true")
     (warning,) = options.warnings
     listed, _, defaults = warning.partition("; upstream defaults not provided: ")
     assert listed.startswith("settings accepted but not implemented yet: ")
-    assert "cgroupDriver=systemd (--cgroup-driver)" in listed
+    assert "registryPullQPS=10 (--registry-qps)" in listed
+    assert "cgroupDriver" not in listed  # implemented now
     assert "rotateCertificates" not in listed  # implemented now
     assert "evictionHard" not in listed  # implemented
     assert "featureGates.MemoryQoS=true (--feature-gates)" in listed
@@ -182,26 +183,26 @@ def test_kubeadm_config_gives_one_warning_naming_each_setting(tmp_path: Path) ->
         "memorySwap",
     ):
         assert honoured not in listed, honoured
-    assert listed.count("cgroupDriver") == 1
+    assert listed.count("registryPullQPS") == 1
     assert "image garbage collection" not in defaults  # implemented
     assert "cgroupsPerQOS" not in defaults and "enforceNodeAllocatable" not in defaults
     assert "hard eviction" not in defaults  # set by the file: listed above instead
     assert options.details and all(": " in line for line in options.details)
-    assert any(line.startswith("cgroupDriver: not implemented: ") for line in options.details)
+    assert any(line.startswith("registryPullQPS: not implemented: ") for line in options.details)
 
 
 def test_warnings_are_logged_once_with_details_at_v1(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    options = run("--cgroup-driver=systemd", "--feature-gates=KubeletFineGrainedAuthz=true")
+    options = run("--registry-qps=10", "--feature-gates=KubeletFineGrainedAuthz=true")
     with caplog.at_level(1):
         log_settings_warnings(options)
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert warnings[0].startswith("Setting GA feature gate KubeletFineGrainedAuthz=true.")
-    assert warnings[1].count("cgroupDriver=systemd") == 1
+    assert warnings[1].count("registryPullQPS=10") == 1
     assert len(warnings) == 2
     verbose = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO - 1]
-    assert any(line.startswith("cgroupDriver: not implemented") for line in verbose)
+    assert any(line.startswith("registryPullQPS: not implemented") for line in verbose)
 
 
 def test_node_ip_pairs_must_be_of_different_families() -> None:

@@ -179,6 +179,7 @@ def test_rpc_set_is_what_the_kubelet_needs() -> None:
         "Version",
         "Status",
         "UpdateRuntimeConfig",
+        "RuntimeConfig",
         "RunPodSandbox",
         "StopPodSandbox",
         "RemovePodSandbox",
