@@ -102,7 +102,7 @@ def kubelet_process(
             "--read-only-port=0",
             "--root-dir",
             str(tmp / "root"),
-            "--container-runtime-endpoint",
+            "--fail-swap-on=false", "--container-runtime-endpoint",
             f"unix://{sock}",
         ],
         stdout=subprocess.DEVNULL,

@@ -116,7 +116,8 @@ async def one_round(tmp: Path) -> float:
         kubelet = start([sys.executable, "-m", "kubelet", "--kubeconfig", str(kubeconfig),
                          "--config", str(config), "--hostname-override", node,
                          "--enable-server=false", "--healthz-port=0", "--read-only-port=0",
-                         "--root-dir", str(tmp / "root"), "--container-runtime-endpoint",
+                         "--root-dir", str(tmp / "root"), "--fail-swap-on=false",
+                         "--container-runtime-endpoint",
                          ENDPOINT], tmp / "kubelet.log")  # fmt: skip
         async with (
             httpx.AsyncClient(base_url=url, timeout=10) as client,

@@ -125,7 +125,7 @@ class Target:
             "--pod-manifest-path", str(self.manifests),
             "--hostname-override", "hostile",
             "--root-dir", str(self.root / "root"),
-            "--container-runtime-endpoint", self.endpoint,
+            "--fail-swap-on=false", "--container-runtime-endpoint", self.endpoint,
             "--address", "127.0.0.1",
             "--port", str(self.main),
             "--anonymous-auth=false",

@@ -176,7 +176,7 @@ class KubeletProcess:
             "--read-only-port=0",
             "--root-dir",
             str(self.root / "root"),
-            "--container-runtime-endpoint",
+            "--fail-swap-on=false", "--container-runtime-endpoint",
             self.endpoint,
             "--file-check-frequency",
             "20s",

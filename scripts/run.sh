@@ -12,4 +12,11 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 bash scripts/setup-env.sh
 bash scripts/containerd-up.sh
-exec .venv/bin/kubelet --pod-manifest-path "$ROOT/examples/manifests" --file-check-frequency 5s "$@"
+swap=()
+if [ "$(wc -l < /proc/swaps 2>/dev/null || echo 1)" -gt 1 ]; then
+  # upstream's kubelet (and ours) refuses to start with swap on unless told otherwise
+  echo "run.sh: swap is on here; starting the kubelet with --fail-swap-on=false" >&2
+  swap=(--fail-swap-on=false)
+fi
+exec .venv/bin/kubelet --pod-manifest-path "$ROOT/examples/manifests" --file-check-frequency 5s \
+  "${swap[@]}" "$@"

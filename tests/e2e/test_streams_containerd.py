@@ -111,6 +111,7 @@ async def stream_node(
             "--authorization-mode", "AlwaysAllow",
             "--root-dir", str(short_tmp / "root"),
             "--container-runtime-endpoint", CONTAINERD_ENDPOINT,
+            "--fail-swap-on=false",  # as upstream's node e2e: a CI machine may swap
         ],
         short_tmp / "kubelet.log",
     )  # fmt: skip

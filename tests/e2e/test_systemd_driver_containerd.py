@@ -41,6 +41,7 @@ async def test_cgroup_driver_systemd_is_refused_without_systemd(
             "--enable-server=false", "--healthz-port=0", "--read-only-port=0",
             "--root-dir", str(tmp_path / "root"),
             "--container-runtime-endpoint", CONTAINERD_ENDPOINT,
+            "--fail-swap-on=false",  # a CI machine may swap; the driver is what is tried
         ],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
