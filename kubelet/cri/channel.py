@@ -26,12 +26,14 @@ import trio
 import trio_asyncio
 from grpclib.client import Channel
 
-from . import trace
+from . import framerepr, trace
 from .codec import MAX_MESSAGE_BYTES, LimitedProtoCodec
 from .endpoint import socket_path
 from .errors import CriError, to_cri_error
 
 Resp = TypeVar("Resp")
+
+framerepr.install()
 
 MAX_CONCURRENT_CALLS = 100
 """Calls in flight on one connection at most (the default HTTP/2 stream limit of gRPC
