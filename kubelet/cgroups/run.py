@@ -99,7 +99,12 @@ class PodCgroups:
     async def ensure(self, pod: Pod) -> bool:
         """The pod's cgroup, created with its values when missing (True then); a
         ``CgroupError`` is the caller's to report (FailedCreatePodContainer)."""
-        return await self.manager.ensure_pod(pod, self._qos_of(pod), self.active())
+        qos_class, manager = self._qos_of(pod), self.manager
+        if manager.settings.cgroups_per_qos and manager.exists(manager.pod_cgroup(pod, qos_class)):
+            # Every sync of a running pod lands here: a few stats of the cgroup filesystem
+            # (in memory, never blocking) cost less than the hop to a worker thread.
+            return False
+        return await manager.ensure_pod(pod, qos_class, self.active())
 
     def _find(self, uid: str) -> CgroupName | None:
         """The pod cgroup of ``uid`` under whichever QoS parent holds it (a pod known only

@@ -16,6 +16,7 @@ relies on:
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import math
 import time
 from collections.abc import Awaitable, Callable
@@ -25,17 +26,29 @@ import trio
 import trio_asyncio
 from grpclib.client import Channel
 
-from . import trace
+from . import framerepr, trace
 from .codec import MAX_MESSAGE_BYTES, LimitedProtoCodec
 from .endpoint import socket_path
 from .errors import CriError, to_cri_error
 
 Resp = TypeVar("Resp")
 
+framerepr.install()
+
 MAX_CONCURRENT_CALLS = 100
 """Calls in flight on one connection at most (the default HTTP/2 stream limit of gRPC
 servers). More would only queue at the runtime, and h2's bookkeeping per new stream grows
 with the number of open ones."""
+
+
+PRIORITY_CALLS = 32
+"""Calls in flight at most from tasks marked with :data:`PRIORITY`, apart from the rest."""
+
+PRIORITY: contextvars.ContextVar[bool] = contextvars.ContextVar("cri_priority", default=False)
+"""Set by the PLEG's relist task: its calls do not queue behind the pod workers'. During
+a ramp hundreds of pod workers wait for the shared limit of calls in flight; the relist
+waiting behind them all made its duration the length of the ramp (upstream's gRPC client
+has no such queue). Trio tasks inherit the value from the task that starts them."""
 
 
 def _wire_timeout(timeout: float | None) -> float | None:
@@ -72,6 +85,7 @@ class CriChannel:
         self.path = socket_path(endpoint)
         self._codec = LimitedProtoCodec(max_message_bytes)
         self._in_flight = trio.CapacityLimiter(max_concurrent_calls)
+        self._priority = trio.CapacityLimiter(PRIORITY_CALLS)
         self._channel: Channel | None = None
         self._closed = False
         self.observer = observer
@@ -114,9 +128,10 @@ class CriChannel:
         started = trio.current_time()
         traced = time.monotonic() if trace.TRACE is not None else None
         error: BaseException | None = None
+        limiter = self._priority if PRIORITY.get() else self._in_flight
         try:
             with deadline:
-                async with self._in_flight:
+                async with limiter:
                     response: Resp = await trio_asyncio.aio_as_trio(invoke)(_wire_timeout(timeout))
                 return response
         except trio.Cancelled as exc:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from fractions import Fraction
 
+from kubelet.api.memo import PerObject
 from kubelet.api.pod import Container, Pod
 from kubelet.api.quantity import parse_quantity, to_bytes
 
@@ -95,9 +96,13 @@ def compute_pod_qos(pod: Pod) -> str:
     return GUARANTEED if guaranteed else BURSTABLE
 
 
+_computed_qos: PerObject[Pod, str] = PerObject(compute_pod_qos)
+"""Admission and the QoS cgroups ask for every active pod's class at each pod start."""
+
+
 def pod_qos(pod: Pod) -> str:
     """The class recorded in the pod status, else the computed one (``GetPodQOS``)."""
-    return pod.status.qos_class or compute_pod_qos(pod)
+    return pod.status.qos_class or _computed_qos(pod)
 
 
 def is_critical_pod(pod: Pod) -> bool:

@@ -21,7 +21,7 @@ from typing import Protocol
 import attrs
 import trio
 
-from kubelet.cri import trace
+from kubelet.cri import channel, trace
 from kubelet.cri.types import ContainerRunState
 
 from .cache import PodCache
@@ -162,6 +162,7 @@ class Pleg:
         self._reinspect.add(uid)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        channel.PRIORITY.set(True)  # the relist's calls pass the pod workers' queue
         started = False
         while True:
             await self.relist()

@@ -34,6 +34,7 @@ from typing import Any
 
 import attrs
 
+from kubelet.api.memo import PerObject
 from kubelet.api.node import Taint
 from kubelet.api.pod import Container, Pod, Toleration
 from kubelet.api.quantity import parse_quantity
@@ -152,6 +153,34 @@ class Resources:
             pods=self.pods + other.pods,
             scalar=scalar,
         )
+
+
+def _total(parts: Iterable[Resources]) -> Resources:
+    """The sum of ``parts`` (``plus`` folded, without the objects in between)."""
+    cpu = memory = storage = pods = 0
+    scalar: dict[str, int] = {}
+    for part in parts:
+        cpu += part.milli_cpu
+        memory += part.memory
+        storage += part.ephemeral_storage
+        pods += part.pods
+        for name, value in part.scalar.items():
+            scalar[name] = scalar.get(name, 0) + value
+    return Resources(
+        milli_cpu=cpu, memory=memory, ephemeral_storage=storage, pods=pods, scalar=scalar
+    )
+
+
+def _requests_counter(pod_level_resources: bool) -> PerObject[Pod, Resources]:
+    def of(pod: Pod) -> Resources:
+        return Resources.of(pod_requests(pod, pod_level_resources=pod_level_resources))
+
+    return PerObject(of)
+
+
+_REQUESTS = {flag: _requests_counter(flag) for flag in (False, True)}
+"""A pod's requests as admission counts them, by the ``PodLevelResources`` gate: every
+admission sums all active pods', so each pod's is computed once (pods are immutable)."""
 
 
 # -- failures -------------------------------------------------------------------------------
@@ -478,12 +507,9 @@ def general_filter(
         name: parse_quantity(value).amount for name, value in node.allocatable.items()
     }
     allocatable = Resources.of(allocatable_amounts)
-    requested = Resources()
-    for other in others:
-        requested = requested.plus(
-            Resources.of(pod_requests(other, pod_level_resources=pod_level_resources))
-        )
-    request = Resources.of(pod_requests(pod, pod_level_resources=pod_level_resources))
+    requests_of = _REQUESTS[pod_level_resources]
+    requested = _total(requests_of(other) for other in others)
+    request = requests_of(pod)
     failures: list[Failure] = list(
         fits_request(
             request,

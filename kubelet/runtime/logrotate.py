@@ -132,7 +132,21 @@ class ContainerLogManager:
         self._paths = {cid: path for cid, path in self._paths.items() if cid in running}
         async with trio.open_nursery() as nursery:
             for c in containers:
-                nursery.start_soon(self._process, c.id)
+                if self._may_need_work(c.id):
+                    nursery.start_soon(self._process, c.id)
+
+    def _may_need_work(self, container_id: str) -> bool:
+        """False for a container whose log is known and below the limit: one ``stat`` on
+        the loop instead of a task per running container every round."""
+        path = self._paths.get(container_id)
+        if path is None:
+            return True
+        if not path:
+            return False
+        try:
+            return os.stat(path).st_size >= self.max_size
+        except OSError:  # gone (reopened by the task) or unreadable (logged by it)
+            return True
 
     async def _process(self, container_id: str) -> None:
         async with self._limiter:

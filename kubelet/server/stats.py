@@ -18,7 +18,7 @@ import glob
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import trio
@@ -96,6 +96,24 @@ class RateCache:
 
 def _cpu_json(when: str, ts_ns: int, usage: int, nano_cores: int | None) -> Json:
     return _prune({"time": when, "usageCoreNanoSeconds": usage, "usageNanoCores": nano_cores})
+
+
+def pod_log_dirs(root: str) -> dict[str, list[str]]:
+    """The pod log directories under ``root`` (``<namespace>_<name>_<uid>``) by UID, as
+    the glob ``root/*_<uid>`` finds them: one listing per summary, not one per container
+    (that made a pass over N pods cost O(N²))."""
+    found: dict[str, list[str]] = {}
+    try:
+        entries = os.listdir(root)
+    except OSError:
+        return found
+    for entry in entries:
+        if entry.startswith("."):  # what the glob's * leaves out
+            continue
+        _, sep, uid = entry.rpartition("_")
+        if sep:
+            found.setdefault(uid, []).append(os.path.join(root, entry))
+    return found
 
 
 def _value(message: Any, field: str) -> int | None:
@@ -275,9 +293,12 @@ class SummaryProvider:
         for c in sorted(containers, key=lambda c: c.created_at):
             by_sandbox.setdefault(c.pod_sandbox_id, {})[c.metadata.name] = c  # newest wins
         out: list[Json] = []
+        log_dirs = None if only_cpu_and_memory else pod_log_dirs(self.pod_logs_dir)
         for sandbox in sorted(sandboxes, key=lambda s: s.created_at):
             pod_containers = [
-                self._container_json(c, container_stats.get(c.id), capacity, fs, image_fs)
+                self._container_json(
+                    c, container_stats.get(c.id), capacity, fs, image_fs, log_dirs
+                )
                 for c in by_sandbox.get(sandbox.id, {}).values()
             ]
             stats = sandbox_stats.get(sandbox.id) if sandbox_stats is not None else None
@@ -353,6 +374,7 @@ class SummaryProvider:
         capacity: int | None,
         logs_fs: FsSample | None,
         image_fs: FsSample | None,
+        log_dirs: Mapping[str, list[str]] | None = None,
     ) -> Json:
         out: Json = {"name": c.metadata.name, "startTime": rfc3339(c.created_at / 1e9)}
         if stats is not None:
@@ -367,14 +389,27 @@ class SummaryProvider:
                         _value(layer, "used_bytes") or 0,
                         _value(layer, "inodes_used"),
                     )
-                out["logs"] = self._logs_fs(c, when, logs_fs)
+                out["logs"] = self._logs_fs(c, when, logs_fs, log_dirs)
         return _prune(out)
 
-    def _logs_fs(self, c: api.Container, when: str, fs: FsSample | None) -> Json:
+    def _logs_fs(
+        self,
+        c: api.Container,
+        when: str,
+        fs: FsSample | None,
+        log_dirs: Mapping[str, list[str]] | None = None,
+    ) -> Json:
         uid = c.labels.get(labels.POD_UID, "")
-        name = c.metadata.name
-        pattern = f"{self.pod_logs_dir}/*_{uid}/{glob.escape(name)}/*"
-        used, inodes = files_usage(glob.glob(pattern))
+        name = glob.escape(c.metadata.name)
+        if log_dirs is None:
+            files = glob.glob(f"{self.pod_logs_dir}/*_{uid}/{name}/*")
+        else:
+            files = [
+                file
+                for pod_dir in log_dirs.get(uid, ())
+                for file in glob.glob(os.path.join(glob.escape(pod_dir), name, "*"))
+            ]
+        used, inodes = files_usage(files)
         return fs_json(when, fs, used, inodes)
 
     def _cpu_memory(
@@ -427,23 +462,29 @@ class SummaryProvider:
             )
             if not only_cpu_and_memory and stats.linux.HasField("network"):
                 pod["network"] = _network_json(stats.linux.network)
+        cgroup: list[str | None] = []  # looked up at most once per pod and pass
+
+        def pod_cgroup() -> str | None:
+            if not cgroup:
+                cgroup.append(self.host.find_pod_cgroup(uid))
+            return cgroup[0]
+
         if "cpu" not in pod or "memory" not in pod:
-            pod.update({k: v for k, v in self._pod_cgroup(uid, capacity).items() if k not in pod})
+            found = self._pod_cgroup(uid, capacity, pod_cgroup())
+            pod.update({k: v for k, v in found.items() if k not in pod})
         if "cpu" not in pod or "memory" not in pod:
             pod.update({k: v for k, v in _sum_containers(containers).items() if k not in pod})
         if not only_cpu_and_memory:
             pod["ephemeral-storage"] = _ephemeral(containers)
-            pod["process_stats"] = self._process_stats(uid)
+            pod["process_stats"] = self._process_stats(pod_cgroup())
         return _prune(pod)
 
-    def _process_stats(self, uid: str) -> Json | None:
+    def _process_stats(self, cgroup: str | None) -> Json | None:
         """The pod's task count from its cgroup (pid.available ranks pods by it)."""
-        cgroup = self.host.find_pod_cgroup(uid)
         count = self.host.cgroup_pids(cgroup) if cgroup is not None else None
         return {"process_count": count} if count is not None else None
 
-    def _pod_cgroup(self, uid: str, capacity: int | None) -> Json:
-        cgroup = self.host.find_pod_cgroup(uid)
+    def _pod_cgroup(self, uid: str, capacity: int | None, cgroup: str | None) -> Json:
         if cgroup is None:
             return {}
         now = self.wall_clock()

@@ -173,6 +173,12 @@ class FakeSandbox:
     created_at: int
     ip: str
     state: api.PodSandboxState = SANDBOX_READY
+    labels: dict[str, str] = attrs.field(init=False)
+    """``config.labels`` as a dict: list filters read it for every sandbox (a protobuf map
+    is slow to read, and the kubelet lists by pod UID at every sync)."""
+
+    def __attrs_post_init__(self) -> None:
+        self.labels = dict(self.config.labels)
 
 
 @attrs.define
@@ -196,6 +202,15 @@ class FakeContainer:
     """memory working set its stats report while running (None: none reported)"""
     rootfs_used: int | None = None
     """bytes of its writable layer its stats report (None: none reported)"""
+    labels: dict[str, str] = attrs.field(init=False)
+    """``config.labels`` as a dict, for the list filters (see ``FakeSandbox.labels``)."""
+
+    def __attrs_post_init__(self) -> None:
+        self.labels = dict(self.config.labels)
+
+
+def _selected(labels: dict[str, str], selector: dict[str, str]) -> bool:
+    return all(labels.get(k) == v for k, v in selector.items())
 
 
 @attrs.define
@@ -763,12 +778,13 @@ class FakeRuntime:
     def _rpc_ListPodSandbox(self, req: api.ListPodSandboxRequest) -> api.ListPodSandboxResponse:
         f = req.filter
         items = []
+        selector = dict(f.label_selector)
         for sb in self.sandboxes.values():
             if f.id and not sb.id.startswith(f.id):
                 continue
             if f.HasField("state") and sb.state != f.state.state:
                 continue
-            if any(sb.config.labels.get(k) != v for k, v in f.label_selector.items()):
+            if not _selected(sb.labels, selector):
                 continue
             items.append(
                 api.PodSandbox(
@@ -879,6 +895,7 @@ class FakeRuntime:
     def _rpc_ListContainers(self, req: api.ListContainersRequest) -> api.ListContainersResponse:
         f = req.filter
         out = []
+        selector = dict(f.label_selector)
         for c in self.containers.values():
             if f.id and not c.id.startswith(f.id):
                 continue
@@ -886,7 +903,7 @@ class FakeRuntime:
                 continue
             if f.pod_sandbox_id and not c.sandbox_id.startswith(f.pod_sandbox_id):
                 continue
-            if any(c.config.labels.get(k) != v for k, v in f.label_selector.items()):
+            if not _selected(c.labels, selector):
                 continue
             out.append(
                 api.Container(

@@ -364,3 +364,38 @@ async def test_at_most_100_calls_in_flight(
     arrivals = sorted(round(c.time - start) for c in fake.calls_of("Version"))
     assert arrivals.count(0) == 100
     assert arrivals.count(1) == 50
+
+
+async def test_priority_calls_do_not_queue_behind_the_shared_limit(
+    fake: FakeRuntime, autojump_clock: trio.abc.Clock
+) -> None:
+    """The PLEG's relist (``PRIORITY``) passes calls waiting for the shared slots."""
+    from kubelet.cri.channel import PRIORITY
+
+    fake.faults.hang("ContainerStatus")
+    async with CriChannel(fake.endpoint, max_concurrent_calls=2) as channel:
+        runtime = RuntimeClient(channel)
+        answered: list[str] = []
+
+        async def plain(rpc: str) -> None:
+            if rpc == "ContainerStatus":
+                await runtime.container_status("c1")
+            else:
+                await runtime.version()
+            answered.append(rpc)
+
+        async def relist() -> None:
+            PRIORITY.set(True)
+            await runtime.list_pod_sandbox()
+            answered.append("relist")
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(plain, "ContainerStatus")  # both shared slots hang
+            nursery.start_soon(plain, "ContainerStatus")
+            await trio.sleep(1)
+            nursery.start_soon(plain, "Version")  # waits for a shared slot
+            await trio.sleep(1)
+            nursery.start_soon(relist)
+            await trio.sleep(1)
+            assert answered == ["relist"]
+            nursery.cancel_scope.cancel()

@@ -299,3 +299,24 @@ async def test_cadvisor_series_from_the_summary(tmp_path: Path) -> None:
     assert 'container_network_receive_bytes_total{container=""' not in text  # no interfaces
     failed = cadvisor_metrics(None, 2, 1, "/").decode()
     assert "container_scrape_error 1.0" in failed
+
+
+def test_pod_log_dirs_finds_what_the_glob_of_each_uid_finds(tmp_path: Path) -> None:
+    """One listing of the pod logs directory stands in for a glob per container."""
+    import glob
+
+    from kubelet.server.stats import pod_log_dirs
+
+    names = [
+        f"default_web_{UID}",
+        f"other_web_{UID}",  # a second directory for one UID: both count
+        f".hidden_{UID}",  # the glob's * skips hidden names
+        "default_db_1234",
+        "no-underscore",
+    ]
+    for name in names:
+        (tmp_path / name).mkdir()
+    found = pod_log_dirs(str(tmp_path))
+    for uid in (UID, "1234", "missing"):
+        assert sorted(found.get(uid, [])) == sorted(glob.glob(f"{tmp_path}/*_{uid}"))
+    assert pod_log_dirs(str(tmp_path / "absent")) == {}
