@@ -231,6 +231,13 @@ class StreamRoutes:
             raise _NoPod
         return pod
 
+    async def _container(self, pod: Pod, target: Target) -> str:
+        """The running container ``target`` names; a mirror pod's UID names its static
+        pod (upstream's ``findContainer``). Port-forward does not translate: upstream
+        compares the UID with the static pod's first (404 ``pod not found``)."""
+        uid = self.backend.translate_pod_uid(target.uid) if target.uid else ""
+        return await running_container(self.backend.runtime, pod, uid, target.container)
+
     async def _url(self, request: Request, upgrade: UpgradeRequest, target: Target) -> str:
         runtime = self.backend.runtime
         if target.root == "portForward":
@@ -241,7 +248,7 @@ class StreamRoutes:
             return await runtime.port_forward(await ready_sandbox(runtime, pod), ports)
         options = stream_options(request)
         pod = self._pod(target)
-        cid = await running_container(runtime, pod, target.uid, target.container)
+        cid = await self._container(pod, target)
         if target.root == "exec":
             return await runtime.exec(
                 api.ExecRequest(
@@ -260,7 +267,7 @@ class StreamRoutes:
         """``/run``: ExecSync without a timeout; stdout then stderr, or the exit as a 500."""
         pod = self._pod(target)
         cmd = (request.param("cmd") or "").split(" ")
-        cid = await running_container(self.backend.runtime, pod, target.uid, target.container)
+        cid = await self._container(pod, target)
         result = await while_connected(
             request.receive, partial(self.backend.runtime.exec_sync, cid, cmd, 0)
         )
