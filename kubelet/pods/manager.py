@@ -32,6 +32,15 @@ class PodManager:
     def mirrors(self) -> list[Pod]:
         return list(self._mirrors.values())
 
+    def translate_uid(self, uid: str) -> str:
+        """The static pod's UID for its mirror pod's ``uid``; any other UID unchanged
+        (upstream's ``TranslatePodUID``: requests may name a static pod by its mirror)."""
+        for mirror in self._mirrors.values():
+            if mirror.uid == uid:
+                static = [p for p in self.by_full_name(mirror.full_name) if not p.is_mirror]
+                return static[0].uid if static else uid
+        return uid
+
     def upsert(self, pod: Pod) -> None:
         self._by_uid[pod.uid] = pod
 

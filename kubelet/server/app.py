@@ -104,7 +104,7 @@ class KubeletApp:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return  # no lifespan or websocket handling
-        request = Request.from_scope(scope)
+        request = Request.from_scope(scope, receive)
         started = time.monotonic()
         labels_ = self._metric_labels(request)
         if self.metrics is not None:

@@ -44,6 +44,8 @@ class Request:
     peer_certificate: bytes | None = None
     scope: Scope | None = attrs.field(default=None, eq=False, repr=False)
     """The ASGI scope it came from (exec/attach/port-forward take its connection over)."""
+    receive: Receive | None = attrs.field(default=None, eq=False, repr=False)
+    """The ASGI ``receive`` of the exchange (``/run`` watches it for the client leaving)."""
 
     def param(self, name: str) -> str | None:
         """The first value of query parameter ``name`` (None when absent)."""
@@ -51,7 +53,7 @@ class Request:
         return values[0] if values else None
 
     @classmethod
-    def from_scope(cls, scope: Scope) -> Request:
+    def from_scope(cls, scope: Scope, receive: Receive | None = None) -> Request:
         headers: dict[str, str] = {}
         for key, value in scope.get("headers", []):
             headers[key.decode("latin-1").lower()] = value.decode("latin-1")
@@ -63,6 +65,7 @@ class Request:
             headers=headers,
             peer_certificate=peer_certificate.get(),
             scope=scope,
+            receive=receive,
         )
 
 

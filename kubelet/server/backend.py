@@ -50,6 +50,11 @@ class KubeletBackend(Protocol):
         """A desired pod by namespace and name (upstream ``GetPodByName``)."""
         ...
 
+    def translate_pod_uid(self, uid: str) -> str:
+        """A mirror pod's UID as its static pod's, other UIDs unchanged (upstream's
+        ``TranslatePodUID``): exec, attach and run by ``{uid}``."""
+        ...
+
     def sync_loop_last_iteration(self) -> float | None:
         """Trio-clock time the syncLoop last began an iteration; None before the first."""
         ...
@@ -116,6 +121,9 @@ class RunningKubelet:
             if pod.metadata.namespace == namespace and pod.metadata.name == name:
                 return pod
         return None
+
+    def translate_pod_uid(self, uid: str) -> str:
+        return self._lifecycle.pods.translate_uid(uid)
 
     def sync_loop_last_iteration(self) -> float | None:
         return self._lifecycle.syncloop.last_iteration

@@ -413,6 +413,33 @@ async def relay(
     return RelayResult(state.moved["to_runtime"], state.moved["to_client"], state.reason)
 
 
+def with_decrypted(stream: trio.abc.Stream, data: bytes | bytearray, limit: int) -> bytes:
+    """``data`` and what more a TLS ``stream`` can decrypt at once, up to ``limit`` bytes.
+
+    ``trio.SSLStream.receive_some`` returns one TLS record (16 KiB at most) per call, while
+    its read from the socket (64 KiB) often holds several: relaying record by record cost
+    twice the CPU per MiB of the other direction. The records already received are read
+    from the stream's ``SSLObject`` here, without waiting and without a checkpoint (trio's
+    own rule for touching it; anything it wants to send goes out with the next operation).
+    Any other stream, or a trio whose internals moved, gets ``data`` back as it was.
+    """
+    ssl_object = getattr(stream, "_ssl_object", None)
+    if not isinstance(stream, trio.SSLStream) or not isinstance(ssl_object, ssl.SSLObject):
+        return bytes(data)
+    parts = [bytes(data)]
+    room = limit - len(data)
+    while room > 0:
+        try:
+            more = ssl_object.read(room)
+        except ssl.SSLError:  # nothing complete buffered, or a fault the next receive reports
+            break
+        if not more:  # the peer's close_notify: the next receive_some sees it too
+            break
+        parts.append(more)
+        room -= len(more)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
 class _Relay:
     def __init__(self, idle_timeout: float) -> None:
         self.idle = idle_timeout if idle_timeout > 0 else math.inf
@@ -435,6 +462,8 @@ class _Relay:
     ) -> None:
         try:
             while data := await source.receive_some(chunk):
+                if len(data) < chunk:
+                    data = with_decrypted(source, data, chunk)
                 self.scope.deadline = trio.current_time() + self.idle
                 await sink.send_all(data)
                 self.moved[direction] += len(data)

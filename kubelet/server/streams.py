@@ -6,7 +6,8 @@ WebSocket port-forward; ``cmd`` split on spaces for ``/run``), the pod from the 
 node should run, the container from what the runtime runs. Then the CRI call
 (``Exec``/``Attach``/``PortForward``) gives a one-time streaming URL, and the client's
 upgrade is proxied to it (``streaming.proxy_upgrade``); ``/run`` calls ``ExecSync`` and
-answers the output.
+answers the output, and cancels the call when its client goes away (as Go cancels the
+request's context).
 
 Answers, as upstream: 400 with the options' fault (``you must specify at least 1 of stdin,
 stdout, stderr``, ``query parameter "port" is required``...), 404 ``pod does not exist``,
@@ -26,15 +27,24 @@ and kubectl falls back to SPDY).
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable, Callable
+from functools import partial
+from typing import TypeVar
 
 import attrs
+import trio
 
 from kubelet.api.pod import Pod
 from kubelet.cri import CriError, RuntimeClient, api, labels
+from kubelet.logs import get_logger
 
-from .asgi import Request, Response, Scope, http_error
+from .asgi import Receive, Request, Response, Scope, http_error
 from .backend import KubeletBackend
 from .streaming import TAKEOVER, UpgradeRequest, is_upgrade_request, proxy_upgrade
+
+log = get_logger(__name__)
+
+_T = TypeVar("_T")
 
 STREAM_ROOTS = ("exec", "attach", "portForward", "run")
 
@@ -221,6 +231,13 @@ class StreamRoutes:
             raise _NoPod
         return pod
 
+    async def _container(self, pod: Pod, target: Target) -> str:
+        """The running container ``target`` names; a mirror pod's UID names its static
+        pod (upstream's ``findContainer``). Port-forward does not translate: upstream
+        compares the UID with the static pod's first (404 ``pod not found``)."""
+        uid = self.backend.translate_pod_uid(target.uid) if target.uid else ""
+        return await running_container(self.backend.runtime, pod, uid, target.container)
+
     async def _url(self, request: Request, upgrade: UpgradeRequest, target: Target) -> str:
         runtime = self.backend.runtime
         if target.root == "portForward":
@@ -231,7 +248,7 @@ class StreamRoutes:
             return await runtime.port_forward(await ready_sandbox(runtime, pod), ports)
         options = stream_options(request)
         pod = self._pod(target)
-        cid = await running_container(runtime, pod, target.uid, target.container)
+        cid = await self._container(pod, target)
         if target.root == "exec":
             return await runtime.exec(
                 api.ExecRequest(
@@ -250,8 +267,13 @@ class StreamRoutes:
         """``/run``: ExecSync without a timeout; stdout then stderr, or the exit as a 500."""
         pod = self._pod(target)
         cmd = (request.param("cmd") or "").split(" ")
-        cid = await running_container(self.backend.runtime, pod, target.uid, target.container)
-        result = await self.backend.runtime.exec_sync(cid, cmd, 0)
+        cid = await self._container(pod, target)
+        result = await while_connected(
+            request.receive, partial(self.backend.runtime.exec_sync, cid, cmd, 0)
+        )
+        if result is None:
+            log.v(3).info("client left; ExecSync cancelled", pod=target.pod, cmd=cmd)
+            return Response(500, b"rpc error: code = Canceled desc = context canceled")
         if result.exit_code != 0:
             message = (
                 f"command '{' '.join(cmd)}' exited with {result.exit_code}: "
@@ -259,6 +281,32 @@ class StreamRoutes:
             )
             return Response(500, message.encode())
         return Response(200, result.stdout + result.stderr, "application/json")
+
+
+async def while_connected(receive: Receive | None, call: Callable[[], Awaitable[_T]]) -> _T | None:
+    """``call()``'s result, or None when the client went away first and it was cancelled.
+
+    Upstream's handler runs the call in the request's context, which Go cancels when the
+    client disconnects (the runtime's ExecSync ends with it); the ASGI ``http.disconnect``
+    is that signal here. Without ``receive`` the call simply runs to its end.
+    """
+    if receive is None:
+        return await call()
+    done: list[_T] = []
+
+    async def work(scope: trio.CancelScope) -> None:
+        done.append(await call())
+        scope.cancel()
+
+    async def watch(scope: trio.CancelScope) -> None:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        scope.cancel()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(work, nursery.cancel_scope)
+        nursery.start_soon(watch, nursery.cancel_scope)
+    return done[0] if done else None
 
 
 class _NoPod(Exception):

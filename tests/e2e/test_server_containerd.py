@@ -54,6 +54,9 @@ class Backend:
                 return p
         return None
 
+    def translate_pod_uid(self, uid: str) -> str:
+        return uid
+
     def sync_loop_last_iteration(self) -> float | None:
         return None
 

@@ -83,7 +83,7 @@ class Node:
 
 @contextlib.asynccontextmanager
 async def kubectl_node(
-    fake: FakeRuntime, tmp: Path, *, extra: Sequence[str] = ()
+    fake: FakeRuntime, tmp: Path, *, extra: Sequence[str] = (), manifests: Path | None = None
 ) -> AsyncIterator[Node]:
     """A node whose kubelet serves :10250 on a free port, and a kubeconfig for kubectl."""
     api = FakeApiServer()
@@ -97,7 +97,7 @@ async def kubectl_node(
     )  # fmt: skip
     async with api.serve(), trio.open_nursery() as nursery:
         c = Cluster(api, fake, tmp, nursery)
-        options, host = cluster_kubelet(c, extra=extra)
+        options, host = cluster_kubelet(c, manifests, extra=extra)
         host = attrs.evolve(host, ephemeral_ports=False)
         kubeconfig = api.kubeconfig(tmp / "kubectl.conf", user="admin", groups=["system:masters"])
 

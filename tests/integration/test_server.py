@@ -163,6 +163,9 @@ class FakeBackend:
                 return pod
         return None
 
+    def translate_pod_uid(self, uid: str) -> str:
+        return uid
+
     def sync_loop_last_iteration(self) -> float | None:
         return self.last_iteration
 

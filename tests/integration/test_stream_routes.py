@@ -23,7 +23,7 @@ from kubelet.testing import wschannels as ch
 from kubelet.testing.fakeruntime import ExecResult
 from kubelet.testing.wschannels import ChannelClient, HandshakeRefused
 
-from .kubelet_harness import KUBELET_IMAGES
+from .kubelet_harness import KUBELET_IMAGES, NODE
 from .streams_harness import Node, kubectl_node
 from .test_kubectl_streams import eventually, stream_tasks
 
@@ -208,3 +208,41 @@ async def test_many_idle_streams_leave_healthz_fast(fake: FakeRuntime, short_tmp
         for stream in streams:
             await trio.aclose_forcefully(stream.stream)
         await eventually(lambda: fake.streaming.active == 0 and not stream_tasks(), timeout=30)
+
+
+async def test_a_static_pod_is_reached_by_its_mirror_pods_uid(
+    fake: FakeRuntime, short_tmp: Path
+) -> None:
+    """exec, attach and run translate a mirror pod's UID to its static pod's (upstream's
+    ``TranslatePodUID`` in ``findContainer``); port-forward compares the UID with the static
+    pod's before any translation, so a mirror UID gets upstream's 404 ``pod not found``."""
+    manifests = short_tmp / "manifests"
+    manifests.mkdir()
+    (manifests / "web.yaml").write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\nspec:\n  containers:\n"
+        "  - name: app\n    image: busybox:1.35\n"
+    )
+    fake.script_exec(ExecResult(stdout=b"static\n"), cmd=["hostname"])
+    async with kubectl_node(fake, short_tmp, manifests=manifests) as node:
+        name = f"web-{NODE}"
+        await node.cluster.wait_for(lambda: node.cluster.phase(name) == "Running", timeout=30)
+        mirror_uid = (node.cluster.pod(name) or {})["metadata"]["uid"]
+        static_uid = fake.running()[0].config.labels["io.kubernetes.pod.uid"]
+        assert mirror_uid != static_uid
+        async with client_for(node) as client:
+            response = await client.post(f"/run/default/{name}/{mirror_uid}/app?cmd=hostname")
+            assert (response.status_code, response.text) == (200, "static\n")
+            response = await client.get(f"/portForward/default/{name}/{mirror_uid}")
+            assert (response.status_code, response.text) == (404, "pod not found")
+        path = f"/exec/default/{name}/{mirror_uid}/app?command=echo&command=hi&output=1"
+        client = await open_ws(node, path, [ch.V4])
+        await client.run()
+        assert (client.text(ch.STDOUT), client.status()) == ("hi\n", ch.success_status())
+        client = await open_ws(node, f"/attach/default/{name}/{mirror_uid}/app?output=1", [ch.V4])
+        await eventually(lambda: len(fake.streaming.sessions) == 2)
+        await trio.aclose_forcefully(client.stream)
+        sessions = fake.streaming.sessions
+        assert [(s.kind, s.target) for s in sessions] == [
+            ("exec", fake.running()[0].id), ("attach", fake.running()[0].id),
+        ]  # fmt: skip
+        await eventually(lambda: not stream_tasks())
