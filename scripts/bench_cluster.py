@@ -102,7 +102,12 @@ def kubelet_process(
             "--read-only-port=0",
             "--root-dir",
             str(tmp / "root"),
-            "--fail-swap-on=false", "--container-runtime-endpoint",
+            "--fail-swap-on=false",
+            # FakeRuntime's pods have no processes: the host's kubepods tree stays with the
+            # real runtime's kubelet (this one's orphan sweep would stop its pods)
+            "--cgroups-per-qos=false",
+            "--enforce-node-allocatable=",
+            "--container-runtime-endpoint",
             f"unix://{sock}",
         ],
         stdout=subprocess.DEVNULL,

@@ -130,6 +130,9 @@ class KubeletProcess:
     traced: bool = True
     """Ask the kubelet for its timing trace (``KUBELET_TRACE_FILE``; a tree without it
     ignores the variable and the trace figures print as "-")."""
+    host_cgroups: bool = True
+    """False for FakeRuntime, whose pods have no processes: the host's kubepods tree is
+    left to the kubelet of the real runtime (this one's orphan sweep would stop its pods)."""
     proc: trio.Process | None = None
     startup: float = 0.0
 
@@ -176,11 +179,14 @@ class KubeletProcess:
             "--read-only-port=0",
             "--root-dir",
             str(self.root / "root"),
-            "--fail-swap-on=false", "--container-runtime-endpoint",
+            "--fail-swap-on=false",
+            "--container-runtime-endpoint",
             self.endpoint,
             "--file-check-frequency",
             "20s",
         ]
+        if not self.host_cgroups:
+            argv += ["--cgroups-per-qos=false", "--enforce-node-allocatable="]
         if self.config is not None:
             path = self.root / "config.yaml"
             path.write_text(self.config)
@@ -403,7 +409,7 @@ async def bench_fake_once(n: int, steady: float, tmp: Path) -> FakeResult:
         f"podLogsDir: {logs}\n"
         f"maxPods: {max(110, n)}\n"  # upstream's default of 110 would reject the rest
     )
-    kubelet = KubeletProcess(tmp, endpoint, config=config, traced=False)
+    kubelet = KubeletProcess(tmp, endpoint, config=config, traced=False, host_cgroups=False)
     async with (
         fake_process(endpoint) as fake,
         trio_asyncio.open_loop(),
