@@ -29,7 +29,7 @@ from pathlib import Path
 
 import attrs
 
-__all__ = ["CgroupMemory", "Cgroups", "Layout", "Rlimit", "detect_layout"]
+__all__ = ["CgroupMemory", "CgroupSwap", "Cgroups", "Layout", "Rlimit", "detect_layout"]
 
 
 class Layout(enum.Enum):
@@ -45,6 +45,17 @@ class CgroupMemory:
     rss: int | None = None
     page_faults: int | None = None
     major_page_faults: int | None = None
+    limit: int | None = None
+    """None: unlimited"""
+
+
+@attrs.frozen
+class CgroupSwap:
+    """Swap in use by a cgroup and its swap limit (cAdvisor's ``Memory.Swap`` and
+    ``Spec.Memory.SwapLimit``: on v1 the limit is ``memory.memsw.limit_in_bytes``,
+    memory and swap together, as cAdvisor reports it)."""
+
+    usage: int
     limit: int | None = None
     """None: unlimited"""
 
@@ -186,6 +197,51 @@ class Cgroups:
         return CgroupMemory(
             usage=usage, working_set=max(usage - inactive, 0), inactive_file=inactive
         )
+
+    def swap(self, cgroup: str) -> CgroupSwap | None:
+        """Swap of ``cgroup``: ``memory.swap.current``/``memory.swap.max`` (v2), or
+        ``memory.memsw.usage_in_bytes`` − ``memory.usage_in_bytes`` (v1, only with swap
+        accounting on); None when the kernel does not account swap there."""
+        if self.layout is Layout.V2:
+            path = self._v2(cgroup)
+            usage = _int(path / "memory.swap.current")
+            if usage is None:
+                return None
+            limit_text = (_read(path / "memory.swap.max") or "max").strip()
+            return CgroupSwap(usage, int(limit_text) if limit_text.isdigit() else None)
+        v1 = self._v1(("memory",), cgroup)
+        if v1 is None:
+            return None
+        both, memory = _int(v1 / "memory.memsw.usage_in_bytes"), _int(v1 / "memory.usage_in_bytes")
+        if both is None or memory is None:
+            return None
+        limit = _int(v1 / "memory.memsw.limit_in_bytes")
+        return CgroupSwap(
+            max(both - memory, 0), limit if limit is not None and limit < _UNLIMITED else None
+        )
+
+    def meminfo_swap(self) -> CgroupSwap | None:
+        """The machine's swap from /proc/meminfo: SwapTotal − SwapFree in use, SwapTotal
+        the limit (0 on a node without swap)."""
+        info = _key_values(_read(self.root / "proc/meminfo"))
+        total, free = info.get("SwapTotal"), info.get("SwapFree")
+        if total is None or free is None:
+            return None
+        return CgroupSwap(usage=max(total - free, 0) * 1024, limit=total * 1024)
+
+    def process_cgroup(self, pid: str = "self") -> str | None:
+        """The cgroup a process accounts its CPU and memory in (/proc/<pid>/cgroup): the
+        unified path on v2; on v1 the ``cpu`` and ``memory`` paths, which must agree (as
+        upstream's kubelet requires of its own cgroup)."""
+        paths: dict[str, str] = {}
+        for line in (_read(self.root / f"proc/{pid}/cgroup") or "").splitlines():
+            _, controllers, path = [*line.split(":", 2), "", ""][:3]
+            for controller in controllers.split(","):
+                paths[controller] = path
+        if self.layout is Layout.V2:
+            return paths.get("")
+        cpu, memory = paths.get("cpu"), paths.get("memory")
+        return cpu if cpu is not None and cpu == memory else None
 
     def cpu_usage_ns(self, cgroup: str) -> int | None:
         """Cumulative CPU time of ``cgroup`` in nanoseconds."""
