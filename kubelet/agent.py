@@ -283,6 +283,7 @@ async def _start_node_protection(
     stats = SummaryProvider(
         runtime, images, node_name=node_name, root_dir=options.root_dir,
         pod_logs_dir=options.config.pod_logs_dir, host=host.stats, wall_clock=host.wall_clock,
+        volume_stats_period=options.config.volume_stats_agg_period,
     )  # fmt: skip
     usage = NodeUsage(stats)
     collectors = await root.start(

@@ -421,6 +421,14 @@ FLAGS: tuple[FlagSpec, ...] = (
         metavar="PERCENT",
     ),
     _cfg(
+        "volume-stats-agg-period",
+        "volumeStatsAggPeriod",
+        "How long a measurement of each pod volume's disk usage is reused; a negative value "
+        "(or 0 on the command line) turns the measuring off.",
+        fv.duration,
+        metavar="DURATION",
+    ),
+    _cfg(
         "minimum-image-ttl-duration",
         "imageMinimumGCAge",
         "Least age of an unused image before it may be garbage collected.",

@@ -25,7 +25,7 @@ import trio
 
 from kubelet.cri import CriError, ImageClient, RuntimeClient, Unimplemented, api, labels
 from kubelet.goformat import rfc3339
-from kubelet.stats.volumes import PodVolume, VolumeUsageCache
+from kubelet.stats.volumes import AGG_PERIOD, PodVolume, VolumeUsageCache
 
 from .hoststats import CpuSample, FsSample, Host, MemorySample, files_usage
 from .syscontainers import SystemCgroups, swap_json, system_containers, zero_swap
@@ -118,6 +118,7 @@ class SummaryProvider:
         host: Host | None = None,
         wall_clock: Callable[[], float] = time.time,
         system_cgroups: SystemCgroups | None = None,
+        volume_stats_period: float = AGG_PERIOD,
     ) -> None:
         self.runtime = runtime
         self.images = images
@@ -130,7 +131,7 @@ class SummaryProvider:
         self.started_at = wall_clock()
         """the ``kubelet`` system container's start: when the summary provider was made"""
         self.rates = RateCache()
-        self.volumes = VolumeUsageCache(root_dir, trio.current_time)
+        self.volumes = VolumeUsageCache(root_dir, trio.current_time, volume_stats_period)
         self._sandbox_stats_supported = True
 
     async def summary(self, only_cpu_and_memory: bool = False) -> Json:

@@ -5,7 +5,8 @@ A pod's volumes live in ``<root-dir>/pods/<uid>/volumes/<plugin>/<name>``. Each 
 (``fs.directory_usage``: allocated bytes and inodes, bounded, never leaving its
 filesystem) in a worker thread; the figures are reused until they are a period old, so
 neither a summary request nor the eviction manager's 10 s pass walks a big volume more
-than once a minute. The volume's filesystem (statvfs) gives capacity and available, as
+than once a period. A period of 0 or less turns the measuring off: pods then report no
+``volume`` figures and their ephemeral storage counts containers only, as upstream. The volume's filesystem (statvfs) gives capacity and available, as
 upstream's ``MetricsDu`` does.
 """
 
@@ -57,7 +58,10 @@ class VolumeUsageCache:
     _measured: dict[str, tuple[float, list[PodVolume]]] = attrs.field(factory=dict)
 
     async def pod_volumes(self, uid: str) -> list[PodVolume]:
-        """The volumes of pod ``uid`` with their usage (at most a period old)."""
+        """The volumes of pod ``uid`` with their usage (at most a period old); none at all
+        when the period is 0 or negative (measuring off, as upstream's analyzer)."""
+        if self.period <= 0:
+            return []
         now = self.clock()
         cached = self._measured.get(uid)
         if cached is not None and now - cached[0] < self.period:

@@ -261,3 +261,15 @@ def test_help_documents_every_flag_with_its_default(capsys: pytest.CaptureFixtur
 def test_flag_names_are_unique() -> None:
     names = [spec.name for spec in FLAGS]
     assert len(names) == len(set(names))
+
+
+def test_volume_stats_agg_period(tmp_path: Path) -> None:
+    """A zero in the file means the default (1m), as upstream's defaulting; a negative
+    period, or 0 given on the command line, turns volume measuring off."""
+    assert run().config.volume_stats_agg_period == 60.0
+    zero = config_file(tmp_path, "volumeStatsAggPeriod: 0s\n")
+    assert run(f"--config={zero}").config.volume_stats_agg_period == 60.0
+    off = config_file(tmp_path, "volumeStatsAggPeriod: -1s\n")
+    assert run(f"--config={off}").config.volume_stats_agg_period == -1.0
+    assert run("--volume-stats-agg-period=0").config.volume_stats_agg_period == 0.0
+    assert run("--volume-stats-agg-period=2m").config.volume_stats_agg_period == 120.0

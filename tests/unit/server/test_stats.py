@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import attrs
+import trio
 from cryptography import x509
 
 from kubelet.cri import CriError, ImageClient, RuntimeClient, Unimplemented, api
@@ -299,3 +300,33 @@ async def test_cadvisor_series_from_the_summary(tmp_path: Path) -> None:
     assert 'container_network_receive_bytes_total{container=""' not in text  # no interfaces
     failed = cadvisor_metrics(None, 2, 1, "/").decode()
     assert "container_scrape_error 1.0" in failed
+
+
+async def test_volume_stats_period_is_honoured_and_can_turn_measuring_off(
+    tmp_path: Path, autojump_clock: Any
+) -> None:
+    base = provider(tmp_path, ScriptedRuntime())
+    cache = tmp_path / "pods" / UID / "volumes" / "kubernetes.io~empty-dir" / "cache"
+    cache.mkdir(parents=True)
+    (cache / "data").write_bytes(b"x" * 100_000)
+
+    def with_period(period: float) -> SummaryProvider:
+        return SummaryProvider(
+            base.runtime, base.images, node_name="node1", root_dir=str(tmp_path),
+            pod_logs_dir=base.pod_logs_dir, host=base.host, wall_clock=lambda: NOW,
+            volume_stats_period=period,
+        )  # fmt: skip
+
+    off = with_period(-1)
+    [pod] = (await off.summary())["pods"]
+    assert "volume" not in pod and pod["ephemeral-storage"]["usedBytes"] == 4106  # containers only
+    stats = with_period(5)
+    [pod] = (await stats.summary())["pods"]
+    used = pod["volume"][0]["usedBytes"]
+    (cache / "more").write_bytes(b"y" * 100_000)
+    await trio.sleep(4)
+    [pod] = (await stats.summary())["pods"]
+    assert pod["volume"][0]["usedBytes"] == used  # within the period: the cached figure
+    await trio.sleep(1)
+    [pod] = (await stats.summary())["pods"]
+    assert pod["volume"][0]["usedBytes"] >= used + 100_000  # measured again after 5 s
