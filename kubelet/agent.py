@@ -57,6 +57,7 @@ from kubelet.events.sink import ApiEvents
 from kubelet.eviction.manager import EvictionManager
 from kubelet.eviction.run import NodePressure, eviction_settings, run_eviction
 from kubelet.gc.collector import GarbageCollectors
+from kubelet.gc.logs import LEGACY_CONTAINER_LOGS_DIR
 from kubelet.gc.run import image_gc_policy, run_gc
 from kubelet.metrics import KubeletMetrics, PodGauges
 from kubelet.node.certificates import BootstrapError, load_client_cert
@@ -123,6 +124,8 @@ class Host:
     """the root under which the memory threshold notifiers arm (sys/fs/cgroup)"""
     kmsg: str | None = "/dev/kmsg"
     """the kernel log the OOM watcher reads (None: no watcher)"""
+    containers_log_dir: str = LEGACY_CONTAINER_LOGS_DIR
+    """the log symlinks container GC sweeps (tests: a temporary directory)"""
 
 
 @attrs.frozen
@@ -287,7 +290,8 @@ async def _start_node_protection(
     )  # fmt: skip
     usage = NodeUsage(stats)
     collectors = await root.start(
-        run_gc, options, node_name, runtime, images, lifecycle.gc_view, config.sources_ready,
+        functools.partial(run_gc, containers_log_dir=host.containers_log_dir),
+        options, node_name, runtime, images, lifecycle.gc_view, config.sources_ready,
         usage.image_fs, recorder, host.wall_clock,
     )  # fmt: skip
     eviction = await root.start(

@@ -31,6 +31,7 @@ from .collector import (
     NotEnoughFreed,
     PodStates,
 )
+from .logs import LEGACY_CONTAINER_LOGS_DIR
 
 __all__ = ["image_gc_policy", "run_gc"]
 
@@ -133,14 +134,16 @@ async def run_gc(
     recorder: EventRecorder,
     wall_clock: Callable[[], float],
     *,
+    containers_log_dir: str = LEGACY_CONTAINER_LOGS_DIR,
     task_status: trio.TaskStatus[GarbageCollectors] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Collect dead containers and unused images periodically; until cancelled."""
     node = node_ref(node_name)
     policy = image_gc_policy(options)
     containers = ContainerCollector(
-        runtime, pods, sources_ready, options.config.pod_logs_dir, wall_clock
-    )
+        runtime, pods, sources_ready, options.config.pod_logs_dir, wall_clock,
+        containers_log_dir=containers_log_dir,
+    )  # fmt: skip
     image_collector = ImageCollector(
         runtime,
         images,

@@ -1,4 +1,4 @@
-"""Pod volume usage, measured off the hot path and kept for a minute (upstream's
+"""Pod volume usage, measured off the hot path and kept for a period (upstream's
 ``volumeStatsAggPeriod``).
 
 A pod's volumes live in ``<root-dir>/pods/<uid>/volumes/<plugin>/<name>``. Each is walked
@@ -6,8 +6,9 @@ A pod's volumes live in ``<root-dir>/pods/<uid>/volumes/<plugin>/<name>``. Each 
 filesystem) in a worker thread; the figures are reused until they are a period old, so
 neither a summary request nor the eviction manager's 10 s pass walks a big volume more
 than once a period. A period of 0 or less turns the measuring off: pods then report no
-``volume`` figures and their ephemeral storage counts containers only, as upstream. The volume's filesystem (statvfs) gives capacity and available, as
-upstream's ``MetricsDu`` does.
+``volume`` figures and their ephemeral storage counts containers only, as upstream.
+The volume's filesystem (statvfs) gives capacity and available, as upstream's
+``MetricsDu`` does.
 """
 
 from __future__ import annotations

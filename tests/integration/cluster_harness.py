@@ -123,6 +123,7 @@ def cluster_kubelet(
         stats=c.node.host,
         notifier_cgroups=c.tmp / "host",  # no memory cgroup there: no kernel notifier
         kmsg=None,
+        containers_log_dir=str(c.tmp / "containers"),
     )
 
 

@@ -114,6 +114,7 @@ async def start_kubelet(h: Harness) -> None:
         stats=h.node.host,
         notifier_cgroups=h.node.root,  # no memory cgroup there: no kernel notifier
         kmsg=None,
+        containers_log_dir=str(h.manifests.parent / "containers"),
     )
 
     async def run_it(task_status: trio.TaskStatus[Components] = trio.TASK_STATUS_IGNORED) -> None:

@@ -97,7 +97,7 @@ def join_options(api: FakeApiServer, fake: FakeRuntime, tmp: Path, *extra: str) 
     )
 
 
-def host(api: FakeApiServer) -> Host:
+def host(api: FakeApiServer, tmp: Path) -> Host:
     """No connection: the kubelet has to obtain one (TLS bootstrap)."""
     return Host(
         wall_clock=api.now,
@@ -106,6 +106,7 @@ def host(api: FakeApiServer) -> Host:
         node_ips=("10.0.0.5",),
         source_io=inline,
         ephemeral_ports=True,
+        containers_log_dir=str(tmp / "containers"),
     )
 
 
@@ -162,7 +163,7 @@ async def test_join_with_a_bootstrap_kubeconfig_then_both_certificates_rotate(
         options = join_options(
             api, fake, short_tmp, "--rotate-certificates", "--rotate-server-certificates"
         )
-        components: Components = await nursery.start(agent.run, options, host(api))
+        components: Components = await nursery.start(agent.run, options, host(api, short_tmp))
         await wait_for(lambda: node_ready(api))
         pki = short_tmp / "pki"
         assert (pki / "kubelet-client-current.pem").is_symlink()
@@ -236,7 +237,7 @@ async def test_a_restart_mid_way_resumes_and_a_denied_request_is_asked_again(
         )
         await nursery.start(controller.run)
         options = join_options(api, fake, short_tmp)
-        scope = await start_kubelet_soon(nursery, options, host(api))
+        scope = await start_kubelet_soon(nursery, options, host(api, short_tmp))
         await wait_for(lambda: len(csrs(api, CLIENT_SIGNER)) == 1)
         await trio.sleep(60)
         scope.cancel()  # stopped while its request is pending
@@ -245,7 +246,7 @@ async def test_a_restart_mid_way_resumes_and_a_denied_request_is_asked_again(
         assert not (short_tmp / "kubelet.conf").exists()
         controller.decide(pending["metadata"]["name"], "Denied", "Untrusted", "not this one")
         with caplog.at_level(logging.INFO, "kubelet.node.certificates"):
-            await start_kubelet_soon(nursery, options, host(api))
+            await start_kubelet_soon(nursery, options, host(api, short_tmp))
             await wait_for(lambda: node_ready(api))
         # the restart found its pending request (now denied): reported, asked again
         assert (
