@@ -15,6 +15,7 @@ from cryptography import x509
 from kubelet.cri import CriError, ImageClient, RuntimeClient, Unimplemented, api
 from kubelet.server.cadvisor import cadvisor_metrics
 from kubelet.server.certs import serving_cert
+from kubelet.server.cgroupfigures import cgroup_figures
 from kubelet.server.hoststats import Host
 from kubelet.server.stats import RateCache, SummaryProvider, rfc3339
 
@@ -330,3 +331,43 @@ async def test_volume_stats_period_is_honoured_and_can_turn_measuring_off(
     await trio.sleep(1)
     [pod] = (await stats.summary())["pods"]
     assert pod["volume"][0]["usedBytes"] >= used + 100_000  # measured again after 5 s
+
+
+async def test_cadvisor_throttling_and_block_io_series(tmp_path: Path) -> None:
+    stats = provider(tmp_path, ScriptedRuntime())
+    pod = f"kubepods/besteffort/pod{UID}"
+    files = {
+        f"sys/fs/cgroup/memory/{pod}/c1/memory.usage_in_bytes": "1\n",  # the cgroup exists
+        f"sys/fs/cgroup/cpu,cpuacct/{pod}/c1/cpu.stat":
+            "nr_periods 10\nnr_throttled 4\nthrottled_time 2500000000\n",
+        f"sys/fs/cgroup/cpu,cpuacct/{pod}/c1/cpu.cfs_quota_us": "50000\n",
+        f"sys/fs/cgroup/cpu,cpuacct/{pod}/cpu.stat": "nr_periods 0\nnr_throttled 0\n",
+        f"sys/fs/cgroup/cpu,cpuacct/{pod}/cpu.cfs_quota_us": "-1\n",
+        f"sys/fs/cgroup/blkio/{pod}/c1/blkio.throttle.io_service_bytes_recursive":
+            "8:0 Read 4096\n8:0 Write 8192\nTotal 12288\n",
+        f"sys/fs/cgroup/blkio/{pod}/c1/blkio.throttle.io_serviced_recursive":
+            "8:0 Read 1\n8:0 Write 2\nTotal 3\n",
+        "sys/dev/block/8:0/uevent": "DEVNAME=sda\n",
+    }  # fmt: skip
+    for name, text in files.items():
+        path = stats.host.root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    figures = await cgroup_figures(stats.runtime, stats.host)
+    text = cadvisor_metrics(await stats.summary(), 2, 1, str(tmp_path), figures).decode()
+    app = f'id="/kubepods/pod{UID}/app",image="",name="app",namespace="default",pod="web"'
+    assert f'container_cpu_cfs_periods_total{{container="app",{app}}} 10.0' in text
+    assert f'container_cpu_cfs_throttled_periods_total{{container="app",{app}}} 4.0' in text
+    assert f'container_cpu_cfs_throttled_seconds_total{{container="app",{app}}} 2.5' in text
+    assert 'container_cpu_cfs_periods_total{container=""' not in text  # no quota: no series
+    on_sda = f'container="app",device="/dev/sda",{app}'
+    assert f"container_fs_reads_bytes_total{{{on_sda}}} 4096.0" in text
+    assert f"container_fs_writes_bytes_total{{{on_sda}}} 8192.0" in text
+    assert f"container_fs_reads_total{{{on_sda}}} 1.0" in text
+    assert f"container_fs_writes_total{{{on_sda}}} 2.0" in text
+    blkio = (
+        f'container_blkio_device_usage_total{{container="app",device="/dev/sda",'
+        f'id="/kubepods/pod{UID}/app",image="",major="8",minor="0",name="app",'
+        f'namespace="default",operation="Write",pod="web"}} 8192.0'
+    )
+    assert blkio in text
