@@ -99,6 +99,9 @@ SETTINGS: Mapping[str, Support] = {
     "--debug-console-socket": ok("not an upstream flag"),
     "--cert-dir": ok("client and serving certificates (kubelet-{client,server}-*.pem)"),
     "--version": ok(),
+    "--minimum-container-ttl-duration": ok("deprecated, as upstream: container GC's min age"),
+    "--maximum-dead-containers-per-container": ok("deprecated, as upstream"),
+    "--maximum-dead-containers": ok("deprecated, as upstream"),
     # --- KubeletConfiguration fields we model ------------------------------------------------
     "staticPodPath": ok(),
     "staticPodURL": ok(),
