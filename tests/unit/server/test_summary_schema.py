@@ -15,6 +15,7 @@ from typing import Any, cast
 import attrs
 
 from kubelet.cri import ImageClient, RuntimeClient, api
+from kubelet.server.resource import resource_metrics
 from kubelet.server.stats import SummaryProvider, rfc3339
 from kubelet.server.syscontainers import SystemCgroups
 
@@ -314,3 +315,16 @@ def test_the_checker_catches_what_upstream_would_not_decode() -> None:
         "s.node.cpu.time: required",
         "s.node.cpu.usageNanoCores: not an unsigned integer: -1",
     ]
+
+
+async def test_resource_metrics_carry_the_swap_figures(tmp_path: Path) -> None:
+    summary = await rich_provider(tmp_path).summary(only_cpu_and_memory=True)
+    pod = summary["pods"][0]
+    pod["containers"][0]["swap"] = {"time": pod["swap"]["time"], "swapUsageBytes": 60,
+                                    "swapAvailableBytes": 40}  # fmt: skip
+    text = resource_metrics(summary).decode()
+    assert f"node_swap_usage_bytes {400 * 1024:.1f}" in text
+    assert 'pod_swap_usage_bytes{namespace="default",pod="web"} 52.0' in text
+    assert 'container_swap_usage_bytes{container="app",namespace="default",pod="web"} 60.0' in text
+    assert 'container_swap_limit_bytes{container="app",namespace="default",pod="web"} 100.0' in text
+    assert "# HELP node_swap_usage_bytes [ALPHA] Current swap usage of the node in bytes. " in text
