@@ -45,6 +45,7 @@ from kubelet.api.client import ApiClient
 from kubelet.api.kubeconfig import ClusterConnection, load_kubeconfig
 from kubelet.cgroups.fs import CgroupFs
 from kubelet.cgroups.manager import CgroupSettings
+from kubelet.cgroups.names import node_allocatable_root
 from kubelet.cgroups.run import PodCgroups, capacity_of, host_cgroup_fs, run_cgroups
 from kubelet.config import ConfigError, Options
 from kubelet.cri import ImageClient, RuntimeClient, connect
@@ -287,6 +288,9 @@ async def _start_node_protection(
         runtime, images, node_name=node_name, root_dir=options.root_dir,
         pod_logs_dir=options.config.pod_logs_dir, host=host.stats, wall_clock=host.wall_clock,
         volume_stats_period=options.config.volume_stats_agg_period,
+        pods_root=node_allocatable_root(
+            options.config.cgroup_root or "/", options.config.cgroups_per_qos
+        ),
     )  # fmt: skip
     usage = NodeUsage(stats)
     collectors = await root.start(

@@ -203,7 +203,9 @@ class KubeletApp:
         cores = os.cpu_count() or 0
         memory = self.host.memory_capacity() or 0
         try:
-            figures = await cgroup_figures(self.stats.runtime, self.stats.host)
+            figures = await cgroup_figures(
+                self.stats.runtime, self.stats.host, self.stats.pods_root
+            )
         except CriError as exc:
             log.error("cadvisor metrics: cannot list containers", exc_info=exc)
             figures = {}

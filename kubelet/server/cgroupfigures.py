@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import attrs
 
+from kubelet.cgroups.names import NODE_ALLOCATABLE, CgroupName
 from kubelet.cri import RuntimeClient, api, labels
 from kubelet.stats.cgroupfs import CfsStats, DeviceIo
 
@@ -46,7 +47,9 @@ def _container_cgroup(host: Host, pod_cgroup: str, container_id: str) -> str | N
     return None
 
 
-async def cgroup_figures(runtime: RuntimeClient, host: Host) -> Figures:
+async def cgroup_figures(
+    runtime: RuntimeClient, host: Host, pods_root: CgroupName = (NODE_ALLOCATABLE,)
+) -> Figures:
     """Figures of the node, of every pod with a cgroup and of its running containers (the
     newest instance per name, as the summary)."""
     out: Figures = {("", ""): _read(host, "/")}
@@ -59,7 +62,7 @@ async def cgroup_figures(runtime: RuntimeClient, host: Host) -> Figures:
     pods: dict[str, str | None] = {}
     for (uid, name), c in newest.items():
         if uid not in pods:
-            pods[uid] = host.find_pod_cgroup(uid)
+            pods[uid] = host.find_pod_cgroup(uid, pods_root)
             if pods[uid] is not None:
                 out[(uid, "")] = _read(host, pods[uid] or "")
         pod_cgroup = pods[uid]

@@ -23,6 +23,7 @@ from typing import Any
 
 import trio
 
+from kubelet.cgroups.names import NODE_ALLOCATABLE, CgroupName
 from kubelet.cri import CriError, ImageClient, RuntimeClient, Unimplemented, api, labels
 from kubelet.goformat import rfc3339
 from kubelet.stats.volumes import AGG_PERIOD, PodVolume, VolumeUsageCache
@@ -119,6 +120,7 @@ class SummaryProvider:
         wall_clock: Callable[[], float] = time.time,
         system_cgroups: SystemCgroups | None = None,
         volume_stats_period: float = AGG_PERIOD,
+        pods_root: CgroupName = (NODE_ALLOCATABLE,),
     ) -> None:
         self.runtime = runtime
         self.images = images
@@ -128,6 +130,8 @@ class SummaryProvider:
         self.host = host or Host()
         self.wall_clock = wall_clock
         self.system_cgroups = system_cgroups or SystemCgroups()
+        self.pods_root = pods_root
+        """the parent of the pod cgroups: ``cgroupRoot`` + ``kubepods`` (cgroupsPerQOS)"""
         self.started_at = wall_clock()
         """the ``kubelet`` system container's start: when the summary provider was made"""
         self.rates = RateCache()
@@ -163,6 +167,7 @@ class SummaryProvider:
         node["swap"] = self._node_swap(when)
         node["systemContainers"] = system_containers(
             self.host, self.system_cgroups, when=when, kubelet_start=self.started_at,
+            pods_root=self.pods_root,
             cpu=self._cgroup_cpu, memory=lambda w, m: memory_json(w, m, capacity),
         ) or None  # fmt: skip
         if not only_cpu_and_memory:
@@ -447,18 +452,18 @@ class SummaryProvider:
 
     def _pod_swap(self, uid: str) -> Json | None:
         """The pod cgroup's swap (upstream reads it through cAdvisor before the CRI)."""
-        cgroup = self.host.find_pod_cgroup(uid)
+        cgroup = self.host.find_pod_cgroup(uid, self.pods_root)
         swap = self.host.cgroups.swap(cgroup) if cgroup is not None else None
         return swap_json(rfc3339(self.wall_clock()), swap) if swap is not None else None
 
     def _process_stats(self, uid: str) -> Json | None:
         """The pod's task count from its cgroup (pid.available ranks pods by it)."""
-        cgroup = self.host.find_pod_cgroup(uid)
+        cgroup = self.host.find_pod_cgroup(uid, self.pods_root)
         count = self.host.cgroup_pids(cgroup) if cgroup is not None else None
         return {"process_count": count} if count is not None else None
 
     def _pod_cgroup(self, uid: str, capacity: int | None) -> Json:
-        cgroup = self.host.find_pod_cgroup(uid)
+        cgroup = self.host.find_pod_cgroup(uid, self.pods_root)
         if cgroup is None:
             return {}
         now = self.wall_clock()

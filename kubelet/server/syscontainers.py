@@ -15,6 +15,7 @@ from typing import Any
 
 import attrs
 
+from kubelet.cgroups.names import CgroupName
 from kubelet.goformat import rfc3339
 from kubelet.stats.cgroupfs import CgroupSwap
 
@@ -56,6 +57,7 @@ def system_containers(
     *,
     when: str,
     kubelet_start: float,
+    pods_root: CgroupName,
     cpu: Callable[[str, str], Json | None],
     memory: MemoryJson,
 ) -> list[Json]:
@@ -66,7 +68,7 @@ def system_containers(
         ("kubelet", names.kubelet or host.cgroups.process_cgroup(), kubelet_start),
         ("runtime", names.runtime, boot),
         ("misc", names.misc, boot),
-        ("pods", host.pods_cgroup(), boot),
+        ("pods", host.pods_cgroup(pods_root), boot),
     ]
     out: list[Json] = []
     for name, cgroup, start in wanted:

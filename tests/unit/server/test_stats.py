@@ -371,3 +371,27 @@ async def test_cadvisor_throttling_and_block_io_series(tmp_path: Path) -> None:
         f'namespace="default",operation="Write",pod="web"}} 8192.0'
     )
     assert blkio in text
+
+
+async def test_pod_cgroups_are_found_under_a_configured_cgroup_root(tmp_path: Path) -> None:
+    """``cgroupRoot: /custom``: pods live in /custom/kubepods/..., the summary looks there."""
+    base = provider(tmp_path, ScriptedRuntime(sandbox_stats=False))
+    pod = f"custom/kubepods/besteffort/pod{UID}"
+    for name, text in {
+        f"sys/fs/cgroup/memory/{pod}/memory.usage_in_bytes": "5000\n",
+        f"sys/fs/cgroup/pids/{pod}/pids.current": "9\n",
+        "sys/fs/cgroup/memory/custom/kubepods/memory.usage_in_bytes": "6000\n",
+    }.items():
+        (base.host.root / name).parent.mkdir(parents=True, exist_ok=True)
+        (base.host.root / name).write_text(text)
+    stats = SummaryProvider(
+        base.runtime, base.images, node_name="node1", root_dir=str(tmp_path),
+        pod_logs_dir=base.pod_logs_dir, host=base.host, wall_clock=lambda: NOW,
+        pods_root=("custom", "kubepods"),
+    )  # fmt: skip
+    summary = await stats.summary()
+    [pod_stats] = summary["pods"]
+    assert pod_stats["memory"]["usageBytes"] == 5000
+    assert pod_stats["process_stats"] == {"process_count": 9}
+    [pods] = [c for c in summary["node"]["systemContainers"] if c["name"] == "pods"]
+    assert pods["memory"]["usageBytes"] == 6000
