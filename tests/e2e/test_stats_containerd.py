@@ -1,6 +1,7 @@
 """The summary's new figures and /metrics/cadvisor's cgroup series, from a ``kubelet``
 process and a real container on containerd: a CPU-limited container that reads and
-writes with direct I/O and then spins, so it is throttled (and its blkio cgroup counts whatever this host accounts)."""
+writes with direct I/O and then spins, so it is throttled (its blkio cgroup counts what
+this host accounts)."""
 
 from __future__ import annotations
 
