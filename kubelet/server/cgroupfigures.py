@@ -16,7 +16,7 @@ from kubelet.stats.cgroupfs import CfsStats, DeviceIo
 
 from .hoststats import Host
 
-__all__ = ["CgroupFigures", "Figures", "cgroup_figures"]
+__all__ = ["CgroupFigures", "Figures", "cgroup_figures", "container_cgroup"]
 
 
 @attrs.frozen
@@ -37,7 +37,8 @@ def _read(host: Host, cgroup: str) -> CgroupFigures:
     return CgroupFigures(cfs=cgroups.cfs(cgroup), io=named)
 
 
-def _container_cgroup(host: Host, pod_cgroup: str, container_id: str) -> str | None:
+def container_cgroup(host: Host, pod_cgroup: str, container_id: str) -> str | None:
+    """The cgroup containerd made for a container of the pod, if it exists."""
     for path in (
         f"{pod_cgroup}/{container_id}",
         f"{pod_cgroup}/cri-containerd-{container_id}.scope",
@@ -66,7 +67,7 @@ async def cgroup_figures(
             if pods[uid] is not None:
                 out[(uid, "")] = _read(host, pods[uid] or "")
         pod_cgroup = pods[uid]
-        cgroup = _container_cgroup(host, pod_cgroup, c.id) if pod_cgroup else None
+        cgroup = container_cgroup(host, pod_cgroup, c.id) if pod_cgroup else None
         if cgroup is not None:
             out[(uid, name)] = _read(host, cgroup)
     return out

@@ -28,6 +28,7 @@ from kubelet.cri import CriError, ImageClient, RuntimeClient, Unimplemented, api
 from kubelet.goformat import rfc3339
 from kubelet.stats.volumes import AGG_PERIOD, PodVolume, VolumeUsageCache
 
+from .cgroupfigures import container_cgroup
 from .hoststats import CpuSample, FsSample, Host, MemorySample, files_usage
 from .syscontainers import SystemCgroups, swap_json, system_containers, zero_swap
 
@@ -167,7 +168,7 @@ class SummaryProvider:
         node["swap"] = self._node_swap(when)
         node["systemContainers"] = system_containers(
             self.host, self.system_cgroups, when=when, kubelet_start=self.started_at,
-            pods_root=self.pods_root,
+            pods_root=self.pods_root, with_swap=not only_cpu_and_memory,
             cpu=self._cgroup_cpu, memory=lambda w, m: memory_json(w, m, capacity),
         ) or None  # fmt: skip
         if not only_cpu_and_memory:
@@ -369,7 +370,8 @@ class SummaryProvider:
         if stats is not None:
             out.update(self._cpu_memory(f"container/{c.id}", stats.cpu, stats.memory, capacity))
             full = logs_fs is not None or image_fs is not None
-            out["swap"] = _container_swap(stats, rfc3339(self.wall_clock()), full)
+            when = rfc3339(self.wall_clock())
+            out["swap"] = self._cgroup_swap(c, when) or _container_swap(stats, when, full)
             if full:
                 when = rfc3339(self.wall_clock())
                 if stats.HasField("writable_layer"):
@@ -449,6 +451,13 @@ class SummaryProvider:
             pod["ephemeral-storage"] = _ephemeral(containers)
             pod["process_stats"] = self._process_stats(uid)
         return _prune(pod)
+
+    def _cgroup_swap(self, c: api.Container, when: str) -> Json | None:
+        """The container cgroup's swap: upstream reads it through cAdvisor before the CRI."""
+        pod = self.host.find_pod_cgroup(c.labels.get(labels.POD_UID, ""), self.pods_root)
+        cgroup = container_cgroup(self.host, pod, c.id) if pod is not None else None
+        swap = self.host.cgroups.swap(cgroup) if cgroup is not None else None
+        return swap_json(when, swap) if swap is not None else None
 
     def _pod_swap(self, uid: str) -> Json | None:
         """The pod cgroup's swap (upstream reads it through cAdvisor before the CRI)."""

@@ -58,11 +58,13 @@ def system_containers(
     when: str,
     kubelet_start: float,
     pods_root: CgroupName,
+    with_swap: bool = True,
     cpu: Callable[[str, str], Json | None],
     memory: MemoryJson,
 ) -> list[Json]:
     """The ``systemContainers`` list; ``cpu(name, cgroup)`` shapes a cgroup's CPU (with
-    its rate, kept under the system container's name)."""
+    its rate, kept under the system container's name). Swap only in the full summary
+    (upstream's CPU-and-memory one carries CPU and memory alone)."""
     boot = host.boot_time() or 0
     wanted = [
         ("kubelet", names.kubelet or host.cgroups.process_cgroup(), kubelet_start),
@@ -78,7 +80,7 @@ def system_containers(
         sample = host.cgroup_memory(cgroup)
         if sample is not None:
             row["memory"] = memory(when, sample)
-        swap = host.cgroups.swap(cgroup)
+        swap = host.cgroups.swap(cgroup) if with_swap else None
         if swap is not None:
             row["swap"] = swap_json(when, swap)
         out.append({k: v for k, v in row.items() if v is not None})

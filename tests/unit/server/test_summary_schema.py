@@ -328,3 +328,21 @@ async def test_resource_metrics_carry_the_swap_figures(tmp_path: Path) -> None:
     assert 'container_swap_usage_bytes{container="app",namespace="default",pod="web"} 60.0' in text
     assert 'container_swap_limit_bytes{container="app",namespace="default",pod="web"} 100.0' in text
     assert "# HELP node_swap_usage_bytes [ALPHA] Current swap usage of the node in bytes. " in text
+
+
+async def test_container_swap_from_its_cgroup_before_the_runtime(tmp_path: Path) -> None:
+    stats = rich_provider(tmp_path)
+    c1 = stats.host.root / f"sys/fs/cgroup/memory/kubepods/besteffort/pod{UID}/c1"
+    c1.mkdir(parents=True)
+    for name, text in (("memory.usage_in_bytes", "100\n"), ("memory.memsw.usage_in_bytes", "130\n"),
+                       ("memory.memsw.limit_in_bytes", "1000\n")):  # fmt: skip
+        (c1 / name).write_text(text)
+    summary = await stats.summary()
+    [app] = summary["pods"][0]["containers"]
+    assert (app["swap"]["swapUsageBytes"], app["swap"]["swapAvailableBytes"]) == (30, 970)
+    only = await stats.summary(only_cpu_and_memory=True)
+
+    def kubelet(s: dict[str, Any]) -> dict[str, Any]:
+        return next(c for c in s["node"]["systemContainers"] if c["name"] == "kubelet")
+
+    assert "swap" in kubelet(summary) and "swap" not in kubelet(only)  # CPU and memory only
