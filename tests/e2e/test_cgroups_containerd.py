@@ -101,7 +101,9 @@ async def test_guaranteed_burstable_besteffort_cgroups_and_their_removal(
     # (this machine refuses it: Permission denied, and the log says so, as upstream)
     assert kubelet.proc is not None
     score = Path(f"/proc/{kubelet.proc.pid}/oom_score_adj").read_text().strip()
-    assert score == "-999" or "failed to set the kubelet's oom_score_adj to -999" in (kubelet.log())
+    assert score == "-999" or "failed to set the kubelet's oom_score_adj to -999" in (
+        kubelet.log()
+    )
 
     # the QoS level
     assert value("cpu", "kubepods", "cpu.shares") == str((os.cpu_count() or 1) * 1024)
