@@ -24,6 +24,13 @@ CONTAINERD_ENDPOINT = os.environ.get(
 
 
 CONFIG_HEADER = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+LEGACY_FLAG_DEFAULTS = (
+    "readOnlyPort: 10255\n"
+    "authentication: {anonymous: {enabled: true}, webhook: {enabled: false}}\n"
+    "authorization: {mode: AlwaysAllow}\n"
+)
+"""What a kubelet without ``--config`` defaults to (the flags' old defaults): a config
+file made only for the podLogsDir must not change the rest."""
 
 
 def own_pod_logs(args: list[str], where: Path) -> list[str]:
@@ -40,7 +47,7 @@ def own_pod_logs(args: list[str], where: Path) -> list[str]:
             config.write_text(text + line)
         return args
     config = where / "pod-logs-config.yaml"
-    config.write_text(CONFIG_HEADER + line)
+    config.write_text(CONFIG_HEADER + line + LEGACY_FLAG_DEFAULTS)
     return [*args, "--config", str(config)]
 
 

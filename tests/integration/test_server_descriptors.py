@@ -91,6 +91,9 @@ async def kubelet(fake: FakeRuntime, short_tmp: Path) -> AsyncIterator[Kubelet]:
         "--healthz-port", str(healthz),
         "--file-check-frequency", "20s",
         "--config", str(config),
+        # no pod cgroups: a kubelet process as root on FakeRuntime would otherwise sweep the
+        # host's /kubepods and kill the processes of pods it does not know (e2e tests')
+        "--cgroups-per-qos=false", "--enforce-node-allocatable=none",
     ]  # fmt: skip
     with log.open("wb") as err:
         proc = await trio.lowlevel.open_process(
