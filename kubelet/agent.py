@@ -47,6 +47,7 @@ from kubelet.api.kubeconfig import ClusterConnection, load_kubeconfig
 from kubelet.cgroups.driver import driver_from_runtime
 from kubelet.cgroups.fs import CgroupFs
 from kubelet.cgroups.manager import CgroupSettings
+from kubelet.cgroups.names import node_allocatable_root
 from kubelet.cgroups.run import PodCgroups, capacity_of, host_cgroup_fs, run_cgroups
 from kubelet.cgroups.systemd import SystemdAccess
 from kubelet.config import ConfigError, Options
@@ -61,6 +62,7 @@ from kubelet.events.sink import ApiEvents
 from kubelet.eviction.manager import EvictionManager
 from kubelet.eviction.run import NodePressure, eviction_settings, run_eviction
 from kubelet.gc.collector import GarbageCollectors
+from kubelet.gc.logs import LEGACY_CONTAINER_LOGS_DIR
 from kubelet.gc.run import image_gc_policy, run_gc
 from kubelet.metrics import KubeletMetrics, PodGauges
 from kubelet.node.certificates import BootstrapError, load_client_cert
@@ -132,6 +134,8 @@ class Host:
     """the kernel log the OOM watcher reads (None: no watcher)"""
     proc: Path = Path("/proc")
     """where processes are read (``systemCgroups``, ``kubeletCgroups``; /proc/swaps)"""
+    containers_log_dir: str = LEGACY_CONTAINER_LOGS_DIR
+    """the log symlinks container GC sweeps (tests: a temporary directory)"""
 
 
 @attrs.frozen
@@ -293,10 +297,15 @@ async def _start_node_protection(
     stats = SummaryProvider(
         runtime, images, node_name=node_name, root_dir=options.root_dir,
         pod_logs_dir=options.config.pod_logs_dir, host=host.stats, wall_clock=host.wall_clock,
+        volume_stats_period=options.config.volume_stats_agg_period,
+        pods_root=node_allocatable_root(
+            options.config.cgroup_root or "/", options.config.cgroups_per_qos
+        ),
     )  # fmt: skip
     usage = NodeUsage(stats)
     collectors = await root.start(
-        run_gc, options, node_name, runtime, images, lifecycle.gc_view, config.sources_ready,
+        functools.partial(run_gc, containers_log_dir=host.containers_log_dir),
+        options, node_name, runtime, images, lifecycle.gc_view, config.sources_ready,
         usage.image_fs, recorder, host.wall_clock,
     )  # fmt: skip
     eviction = await root.start(

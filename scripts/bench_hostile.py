@@ -120,11 +120,21 @@ class Target:
         self.manifests.mkdir(parents=True, exist_ok=True)
         for i in range(5):
             (self.manifests / f"steady-{i}.yaml").write_text(manifest(f"steady-{i}"))
+        # FakeRuntime's pods have no processes or logs of a real runtime: this kubelet keeps
+        # off the host's kubepods tree and /var/log/pods (its orphan sweeps would take them)
+        config = self.root / "config.yaml"
+        config.write_text(
+            "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+            f"podLogsDir: {self.root / 'pod-logs'}\n"
+            # the flags' defaults, which a config file's v1beta1 defaults would replace
+            "authentication: {webhook: {enabled: false}}\nauthorization: {mode: AlwaysAllow}\n"
+        )
         argv = [
-            sys.executable, "-m", "kubelet",
+            sys.executable, "-m", "kubelet", "--config", str(config),
             "--pod-manifest-path", str(self.manifests),
             "--hostname-override", "hostile",
             "--root-dir", str(self.root / "root"),
+            "--cgroups-per-qos=false", "--enforce-node-allocatable=",
             "--fail-swap-on=false", "--container-runtime-endpoint", self.endpoint,
             "--address", "127.0.0.1",
             "--port", str(self.main),

@@ -26,6 +26,9 @@ DEFAULT_ROOT_DIR = "/var/lib/kubelet"
 DEFAULT_CERT_DIR = "/var/lib/kubelet/pki"
 _BOOL_METAVAR = "true|false"
 _LEGACY = "; without --config the flag default is {0}"
+GC_FLAG_DEPRECATION = (
+    "Use --eviction-hard or --eviction-soft instead. Will be removed in a future version."
+)
 
 
 def _identity(text: str) -> str:
@@ -50,6 +53,8 @@ class FlagSpec:
     short: str | None = None
     default: str | None = None
     """Shown as the default in --help; derived from KubeletConfiguration() when None."""
+    deprecated: str = ""
+    """pflag's deprecation message: the flag works, and using it prints a warning"""
 
     @property
     def dest(self) -> str:
@@ -146,6 +151,39 @@ FLAGS: tuple[FlagSpec, ...] = (
         "--socket PATH` attaches to it. Not an upstream flag; off unless given.",
         metavar="PATH",
         default="off",
+    ),
+    *(
+        FlagSpec(
+            name,
+            help,
+            parse=parse,
+            metavar=metavar,
+            default=default,
+            deprecated=GC_FLAG_DEPRECATION,
+        )
+        for name, help, parse, metavar, default in (
+            (
+                "minimum-container-ttl-duration",
+                "Minimum age of a finished container before container GC may remove it.",
+                fv.duration,
+                "DURATION",
+                "0s",
+            ),
+            (
+                "maximum-dead-containers-per-container",
+                "Old instances of each container to keep (negative: no limit).",
+                fv.int32,
+                "N",
+                "1",
+            ),
+            (
+                "maximum-dead-containers",
+                "Old container instances to keep on the node (negative: no limit).",
+                fv.int32,
+                "N",
+                "-1",
+            ),
+        )
     ),
     FlagSpec(
         "cert-dir",
@@ -465,6 +503,14 @@ FLAGS: tuple[FlagSpec, ...] = (
         metavar="PERCENT",
     ),
     _cfg(
+        "volume-stats-agg-period",
+        "volumeStatsAggPeriod",
+        "How long a measurement of each pod volume's disk usage is reused; a negative value "
+        "(or 0 on the command line) turns the measuring off.",
+        fv.duration,
+        metavar="DURATION",
+    ),
+    _cfg(
         "minimum-image-ttl-duration",
         "imageMinimumGCAge",
         "Least age of an unused image before it may be garbage collected.",
@@ -707,6 +753,15 @@ def parse_flags(argv: Sequence[str]) -> ParsedFlags:
     return ParsedFlags(given=given)
 
 
+def deprecation_warnings(flags: ParsedFlags) -> list[str]:
+    """pflag's line for each deprecated flag given (upstream prints it and goes on)."""
+    return [
+        f"Flag --{spec.name} has been deprecated, {spec.deprecated}"
+        for spec in FLAGS
+        if spec.deprecated and flags.raw(spec.name)
+    ]
+
+
 def parse_value(spec: FlagSpec, values: Sequence[str]) -> Any:
     """The combined value of every use of a flag; ``ConfigError`` names the flag."""
     parsed = []
@@ -765,7 +820,9 @@ def build_parser() -> argparse.ArgumentParser:
             dest=spec.dest,
             action="append",
             metavar=_BOOL_METAVAR if spec.boolean else spec.metavar,
-            help=f"{spec.help}{support_note(spec)} (default: {default})".replace("%", "%%"),
+            help=argparse.SUPPRESS  # pflag hides a deprecated flag from --help
+            if spec.deprecated
+            else f"{spec.help}{support_note(spec)} (default: {default})".replace("%", "%%"),
         )
     return parser
 

@@ -205,6 +205,9 @@ class KubeletConfiguration:
     image_minimum_gc_age: float = attrs.field(
         default=120.0, metadata=meta(wire="imageMinimumGCAge", duration=True, zero_unset=True)
     )
+    volume_stats_agg_period: float = attrs.field(
+        default=60.0, metadata=meta(duration=True, zero_unset=True)
+    )
     image_maximum_gc_age: float = attrs.field(
         default=0.0, metadata=meta(wire="imageMaximumGCAge", duration=True)
     )

@@ -24,6 +24,7 @@ from .flags import (
     DEFAULT_ROOT_DIR,
     FLAGS,
     ParsedFlags,
+    deprecation_warnings,
     parse_flags,
     parse_value,
 )
@@ -58,6 +59,10 @@ class Options:
     image_credential_provider_config: str = ""
     image_credential_provider_bin_dir: str = ""
     debug_console_socket: str = ""
+    minimum_container_ttl_duration: float = 0.0
+    maximum_dead_containers_per_container: int = 1
+    maximum_dead_containers: int = -1
+    """container GC's policy (deprecated flags; upstream's defaults)"""
     ignored_fields: tuple[str, ...] = ()
     """Config file keys upstream knows that this kubelet does not model."""
     features: FeatureGates = DEFAULT_GATES
@@ -136,9 +141,18 @@ def build_options(flags: ParsedFlags, *, hostname: Callable[[], str] | None = No
             flag_only.get("image_credential_provider_bin_dir", "")
         ),
         debug_console_socket=str(flag_only.get("debug_console_socket", "")),
+        minimum_container_ttl_duration=flag_only.get("minimum_container_ttl_duration", 0.0),
+        maximum_dead_containers_per_container=flag_only.get(
+            "maximum_dead_containers_per_container", 1
+        ),
+        maximum_dead_containers=flag_only.get("maximum_dead_containers", -1),
         ignored_fields=loaded.ignored if loaded is not None else (),
         features=resolved.gates,
-        warnings=(*resolved.warnings, *([warning] if warning else [])),
+        warnings=(
+            *deprecation_warnings(flags),
+            *resolved.warnings,
+            *([warning] if warning else []),
+        ),
         details=tuple(detail_lines(inert)),
     )
 

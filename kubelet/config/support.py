@@ -99,6 +99,9 @@ SETTINGS: Mapping[str, Support] = {
     "--debug-console-socket": ok("not an upstream flag"),
     "--cert-dir": ok("client and serving certificates (kubelet-{client,server}-*.pem)"),
     "--version": ok(),
+    "--minimum-container-ttl-duration": ok("deprecated, as upstream: container GC's min age"),
+    "--maximum-dead-containers-per-container": ok("deprecated, as upstream"),
+    "--maximum-dead-containers": ok("deprecated, as upstream"),
     # --- KubeletConfiguration fields we model ------------------------------------------------
     "staticPodPath": ok(),
     "staticPodURL": ok(),
@@ -214,10 +217,7 @@ SETTINGS: Mapping[str, Support] = {
     "preloadedImagesVerificationAllowlist": ok(),
     "enableContentionProfiling": missing("no profiling handlers", _is(False)),
     "streamingConnectionIdleTimeout": ok("closes exec/attach/port-forward streams idle that long"),
-    "volumeStatsAggPeriod": missing(
-        "volume usage is measured once a minute (the default); other periods are not acted on",
-        _is("1m", "1m0s", "60s"),
-    ),
+    "volumeStatsAggPeriod": ok("a negative period (0 on the command line) turns it off"),
     "kubeletCgroups": ok("the kubelet's process moved into it, checked every minute"),
     "systemCgroups": ok("the root cgroup's non-kernel processes moved into it every minute"),
     "cpuManagerPolicy": missing("the CPU manager is not implemented", _is("none")),

@@ -172,11 +172,17 @@ def _tls(c: KubeletConfiguration) -> Iterator[Issue]:
         )
 
 
+_NEGATIVE_MEANS_OFF = frozenset(["volumeStatsAggPeriod"])
+"""Durations where upstream documents a negative value as "off"."""
+
+
 def _durations(obj: Any, path: str) -> Iterator[Issue]:
-    """No duration anywhere may be negative."""
+    """No duration anywhere may be negative (but those where negative means off)."""
     for field in attrs.fields(type(obj)):
         value = getattr(obj, field.name)
         where = f"{path}{key(field)}"
+        if where in _NEGATIVE_MEANS_OFF:
+            continue
         if is_duration(field) and value is not None and value < 0:
             yield where, f"must not be negative, got {format_duration(value)}"
         elif attrs.has(type(value)):

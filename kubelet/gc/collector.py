@@ -27,6 +27,7 @@ from kubelet.stats.summary import FsUsage
 
 from . import containers as cplan
 from . import images as iplan
+from .logs import LEGACY_CONTAINER_LOGS_DIR, container_id_of_symlink, dangling
 
 log = logging.getLogger(__name__)
 
@@ -90,18 +91,16 @@ class ContainerCollector:
     pod_logs_dir: str
     wall_clock: Callable[[], float]
     policy: cplan.GCPolicy = attrs.field(factory=cplan.GCPolicy)
-    seen: set[str] = attrs.field(factory=set)
-    """pod UIDs this kubelet has found on its runtime"""
+    containers_log_dir: str = LEGACY_CONTAINER_LOGS_DIR
 
     async def collect(self, evict_non_deleted: bool = False) -> cplan.GCPlan:
         """One collection; GcError lists what failed (the rest was still removed)."""
         found = [c for c in map(_container_info, await self.runtime.list_containers()) if c]
         boxes = [s for s in map(_sandbox_info, await self.runtime.list_pod_sandbox()) if s]
-        self.seen |= {c.pod_uid for c in found} | {s.pod_uid for s in boxes}
         plan = cplan.plan(
             found,
             boxes,
-            self._own_log_dirs(),
+            _log_dirs(self.pod_logs_dir),
             policy=self.policy,
             now=self.wall_clock(),
             all_sources_ready=self.sources_ready(),
@@ -114,16 +113,25 @@ class ContainerCollector:
             raise GcError("; ".join(errors))
         return plan
 
-    def _own_log_dirs(self) -> list[str]:
-        """Log directories of pods this kubelet saw on its runtime. Upstream takes every
-        directory of a pod it does not know; here one of a pod never seen is left alone,
-        so a kubelet never deletes the logs of pods another runtime holds (a shared
-        ``--pod-logs-dir``). ``seen`` keeps only UIDs that still have a directory."""
-        dirs = _log_dirs(self.pod_logs_dir)
-        uids = {cplan.pod_uid_of_logs_dir(d) for d in dirs}
-        on_runtime = self.seen
-        self.seen = {u for u in on_runtime if u in uids}
-        return [d for d in dirs if cplan.pod_uid_of_logs_dir(d) in on_runtime]
+    async def _remove_dead_symlinks(self) -> None:
+        """Symlinks in the legacy container logs directory whose target is gone, but not
+        while the runtime reports their container in a state other than exited (upstream's
+        guard against log rotation's brief gap); a container it no longer knows is gone."""
+        for path in dangling(self.containers_log_dir):
+            cid = container_id_of_symlink(path)
+            if cid is not None:
+                try:
+                    status = (await self.runtime.container_status(cid)).status
+                except CriError as exc:
+                    log.debug("container GC: status of %s for %s: %s", cid, path, exc)
+                else:
+                    if status.state != api.CONTAINER_EXITED:
+                        continue
+            try:
+                os.remove(path)
+                log.info("container GC: removed dead container log symlink %s", path)
+            except OSError as exc:
+                log.error("container GC: failed to remove log symlink %s: %s", path, exc)
 
     async def _apply(self, plan: cplan.GCPlan) -> list[str]:
         errors: list[str] = []
@@ -149,6 +157,7 @@ class ContainerCollector:
             path = Path(self.pod_logs_dir) / name
             await trio.to_thread.run_sync(shutil.rmtree, path, True)
             log.info("container GC: removed pod log directory %s", path)
+        await self._remove_dead_symlinks()
         return errors
 
 

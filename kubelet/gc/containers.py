@@ -14,7 +14,9 @@ Upstream (kuberuntime_gc.go) runs every minute:
 2. Sandboxes that are not ready and hold no container (after step 1) go, except the
    newest of a pod that still exists; a removed pod loses them all.
 3. Pod log directories (``<pod logs dir>/<namespace>_<name>_<uid>``) of pods whose
-   content may be removed go, once all sources are ready.
+   content may be removed go, once all sources are ready: every such directory, also
+   of a pod the kubelet never ran (a pod it does not know may go). The collector then
+   removes the dead symlinks of ``/var/log/containers`` (``logs.py``).
 
 Running containers and ready sandboxes are never touched. ``plan`` is pure; the
 collector applies it through the runtime.

@@ -18,10 +18,12 @@ import attrs
 import trio
 
 from kubelet.config import Options
+from kubelet.config.duration import format_duration
 from kubelet.cri import CriError, ImageClient, RuntimeClient
 from kubelet.errors import ConfigError, Problem
 from kubelet.events.recorder import EventRecorder, ObjectRef, node_ref
 
+from . import containers as cplan
 from . import images as iplan
 from .collector import (
     ContainerCollector,
@@ -31,8 +33,9 @@ from .collector import (
     NotEnoughFreed,
     PodStates,
 )
+from .logs import LEGACY_CONTAINER_LOGS_DIR
 
-__all__ = ["image_gc_policy", "run_gc"]
+__all__ = ["container_gc_policy", "image_gc_policy", "run_gc"]
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +61,24 @@ def image_gc_policy(options: Options) -> iplan.ImageGCPolicy:
         )
         raise ConfigError(Problem(options.config_file, field, str(exc))) from None
     return policy
+
+
+def container_gc_policy(options: Options) -> cplan.GCPolicy:
+    """The deprecated container GC flags, checked as upstream's ``NewContainerGC``."""
+    min_age = options.minimum_container_ttl_duration
+    if min_age < 0:
+        raise ConfigError(
+            Problem(
+                "--minimum-container-ttl-duration",
+                "",
+                f"invalid minimum garbage collection age: {format_duration(min_age)}",
+            )
+        )
+    return cplan.GCPolicy(
+        min_age=min_age,
+        max_per_pod_container=options.maximum_dead_containers_per_container,
+        max_containers=options.maximum_dead_containers,
+    )
 
 
 async def sandbox_images(runtime: RuntimeClient, configured: str) -> tuple[str, ...]:
@@ -133,14 +154,17 @@ async def run_gc(
     recorder: EventRecorder,
     wall_clock: Callable[[], float],
     *,
+    containers_log_dir: str = LEGACY_CONTAINER_LOGS_DIR,
     task_status: trio.TaskStatus[GarbageCollectors] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Collect dead containers and unused images periodically; until cancelled."""
     node = node_ref(node_name)
     policy = image_gc_policy(options)
+    container_policy = container_gc_policy(options)
     containers = ContainerCollector(
-        runtime, pods, sources_ready, options.config.pod_logs_dir, wall_clock
-    )
+        runtime, pods, sources_ready, options.config.pod_logs_dir, wall_clock,
+        policy=container_policy, containers_log_dir=containers_log_dir,
+    )  # fmt: skip
     image_collector = ImageCollector(
         runtime,
         images,

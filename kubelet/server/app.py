@@ -42,6 +42,7 @@ from .asgi import (
 from .auth import KubeletAuth
 from .backend import KubeletBackend
 from .cadvisor import cadvisor_metrics
+from .cgroupfigures import cgroup_figures
 from .hoststats import Host
 from .logs import container_logs
 from .machine import machine_info
@@ -201,7 +202,14 @@ class KubeletApp:
             summary = None
         cores = os.cpu_count() or 0
         memory = self.host.memory_capacity() or 0
-        body = cadvisor_metrics(summary, cores, memory, self.root_dir)
+        try:
+            figures = await cgroup_figures(
+                self.stats.runtime, self.stats.host, self.stats.pods_root
+            )
+        except CriError as exc:
+            log.error("cadvisor metrics: cannot list containers", exc_info=exc)
+            figures = {}
+        body = cadvisor_metrics(summary, cores, memory, self.root_dir, figures)
         return Response(200, body, CONTENT_TYPE_LATEST)
 
     async def _debug(self, request: Request) -> Response | StreamResponse | None:

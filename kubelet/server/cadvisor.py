@@ -13,10 +13,19 @@ as ``/stats/summary``, with cAdvisor's names, help texts and labels:
 - per pod (``container=""``, ``id`` the pod cgroup): CPU and memory, and
   ``container_network_{receive,transmit}_{bytes,errors}_total`` per ``interface``;
 - the node (``id="/"``): CPU, memory, filesystem of ``--root-dir``;
-- ``machine_cpu_cores``, ``machine_memory_bytes``, ``container_scrape_error``.
+- ``machine_cpu_cores``, ``machine_memory_bytes``, ``container_scrape_error``;
+- from the cgroups themselves (``cgroupfigures``), for the node, pods and containers, as
+  the kubelet's cAdvisor includes them (its ``CpuUsageMetrics`` and ``DiskIOMetrics``):
+  ``container_cpu_cfs_periods_total``, ``container_cpu_cfs_throttled_periods_total``,
+  ``container_cpu_cfs_throttled_seconds_total`` (only for a cgroup with a CPU quota),
+  ``container_fs_reads_bytes_total``, ``container_fs_writes_bytes_total``,
+  ``container_fs_reads_total``, ``container_fs_writes_total`` (``device``: ``/dev/<name>``)
+  and ``container_blkio_device_usage_total`` (``device``, ``major``, ``minor``,
+  ``operation``).
 
-Series cAdvisor has and the CRI does not report (block I/O, CPU throttling, memory
-cache and swap, per-CPU usage) are absent, not zero.
+Series cAdvisor has that need what is not read here (memory cache and swap, per-CPU
+usage, the CFQ-only I/O times and merges, the root's /proc/diskstats figures) are absent,
+not zero.
 """
 
 from __future__ import annotations
@@ -29,12 +38,16 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from .cgroupfigures import CgroupFigures, Figures
+
 __all__ = ["cadvisor_metrics"]
 
 Json = Mapping[str, Any]
 LABELS = ["container", "id", "image", "name", "namespace", "pod"]
 FS_LABELS = ["container", "device", "id", "image", "name", "namespace", "pod"]
 NET_LABELS = ["container", "id", "image", "interface", "name", "namespace", "pod"]
+BLKIO_LABELS = ["container", "device", "id", "image", "major", "minor", "name", "namespace",
+                "operation", "pod"]  # fmt: skip
 
 
 def _ts(stamp: Any) -> float | None:
@@ -91,10 +104,34 @@ class _Families:
             for what in ("bytes", "errors")
         }
 
+        self.cfs = {
+            key: CounterMetricFamily(name, text, labels=LABELS) for key, name, text in (
+                ("periods", "container_cpu_cfs_periods",
+                 "Number of elapsed enforcement period intervals."),
+                ("throttled_periods", "container_cpu_cfs_throttled_periods",
+                 "Number of throttled period intervals."),
+                ("throttled", "container_cpu_cfs_throttled_seconds",
+                 "Total time duration the container has been throttled."),
+            )
+        }  # fmt: skip
+        self.io = {
+            key: CounterMetricFamily(name, text, labels=FS_LABELS) for key, name, text in (
+                (("bytes", "Read"), "container_fs_reads_bytes", "Cumulative count of bytes read"),
+                (("ios", "Read"), "container_fs_reads", "Cumulative count of reads completed"),
+                (("bytes", "Write"), "container_fs_writes_bytes",
+                 "Cumulative count of bytes written"),
+                (("ios", "Write"), "container_fs_writes", "Cumulative count of writes completed"),
+            )
+        }  # fmt: skip
+        self.blkio = CounterMetricFamily(
+            "container_blkio_device_usage", "Blkio Device bytes usage", labels=BLKIO_LABELS
+        )
+
     def all(self) -> list[Any]:
         return [
-            self.cpu, self.working_set, self.usage, self.rss, self.fs_usage, self.fs_limit,
-            self.fs_inodes, self.fs_inodes_free, self.start, *self.network.values(),
+            self.cpu, *self.cfs.values(), self.working_set, self.usage, self.rss, self.fs_usage,
+            self.fs_limit, self.fs_inodes, self.fs_inodes_free, *self.io.values(), self.blkio,
+            self.start, *self.network.values(),
         ]  # fmt: skip
 
 
@@ -149,12 +186,37 @@ def _network(f: _Families, labels: list[str], network: Json | None) -> None:
                 family.add_metric(row, value, timestamp=when)
 
 
+def _cgroup(f: _Families, labels: list[str], figures: CgroupFigures | None) -> None:
+    """CFS series (only under a CPU limit, as cAdvisor) and block I/O per device."""
+    if figures is None:
+        return
+    cfs = figures.cfs
+    if cfs is not None and cfs.quota:
+        f.cfs["periods"].add_metric(labels, cfs.periods)
+        f.cfs["throttled_periods"].add_metric(labels, cfs.throttled_periods)
+        f.cfs["throttled"].add_metric(labels, cfs.throttled_ns / 1e9)
+    for device, io in figures.io:
+        with_device = [labels[0], device, *labels[1:]]
+        for kind, rows in (("bytes", io.bytes), ("ios", io.ios)):
+            for op, value in rows:
+                family = f.io.get((kind, op))
+                if family is not None:
+                    family.add_metric(with_device, value)
+        for op, value in io.bytes:
+            row = [labels[0], device, labels[1], labels[2], str(io.major), str(io.minor),
+                   labels[3], labels[4], op, labels[5]]  # fmt: skip
+            f.blkio.add_metric(row, value)
+
+
 class _Collector(Collector):
-    def __init__(self, summary: Json | None, cores: int, memory: int, root_dir: str) -> None:
+    def __init__(
+        self, summary: Json | None, cores: int, memory: int, root_dir: str, figures: Figures
+    ) -> None:
         self.summary = summary
         self.cores = cores
         self.memory = memory
         self.root_dir = root_dir
+        self.figures = figures
 
     def collect(self) -> Iterator[Any]:
         cores = GaugeMetricFamily("machine_cpu_cores", "Number of logical CPU cores.")
@@ -175,6 +237,7 @@ class _Collector(Collector):
         node = self.summary.get("node") or {}
         root = ["", "/", "", "", "", ""]
         _cpu_memory(f, root, node)
+        _cgroup(f, root, self.figures.get(("", "")))
         _fs(f, root, self.root_dir, node.get("fs"))
         for pod in self.summary.get("pods") or ():
             self._pod(f, pod)
@@ -186,19 +249,24 @@ class _Collector(Collector):
         pod_id = f"/kubepods/pod{uid}"
         labels = ["", pod_id, "", "", namespace, name]
         _cpu_memory(f, labels, pod)
+        _cgroup(f, labels, self.figures.get((uid, "")))
         _network(f, labels, pod.get("network"))
         for c in pod.get("containers") or ():
             cname = c.get("name", "")
             c_labels = [cname, f"{pod_id}/{cname}", "", cname, namespace, name]
             _cpu_memory(f, c_labels, c)
+            _cgroup(f, c_labels, self.figures.get((uid, cname)))
             _fs(f, c_labels, "rootfs", c.get("rootfs"))
             start = _ts(c.get("startTime"))
             if start is not None:
                 f.start.add_metric(c_labels, start)
 
 
-def cadvisor_metrics(summary: Json | None, cores: int, memory: int, root_dir: str) -> bytes:
-    """The exposition text (``summary`` None: the scrape failed, only machine figures)."""
+def cadvisor_metrics(
+    summary: Json | None, cores: int, memory: int, root_dir: str, figures: Figures | None = None
+) -> bytes:
+    """The exposition text (``summary`` None: the scrape failed, only machine figures);
+    ``figures``: the cgroups' CFS and block I/O figures (``cgroupfigures``)."""
     registry = CollectorRegistry()
-    registry.register(_Collector(summary, cores, memory, root_dir))
+    registry.register(_Collector(summary, cores, memory, root_dir, figures or {}))
     return generate_latest(registry)

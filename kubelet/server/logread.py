@@ -17,11 +17,12 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Awaitable, Callable
-from typing import IO
+from typing import IO, TypeVar
 
 import trio
 
 from kubelet.cri.logformat import STDERR, STDOUT, parse_rfc3339nano
+from kubelet.sources.offloop import RunSync
 
 from .logopts import LogOptions
 
@@ -29,6 +30,7 @@ log = logging.getLogger(__name__)
 
 BLOCK = 4096
 CHUNK = 64 * 1024
+T = TypeVar("T")
 POLL = 0.1
 RUNNING_CHECK_PERIOD = 1.0
 
@@ -131,6 +133,11 @@ class _Output:
         return out
 
 
+async def _in_thread(fn: Callable[[], T]) -> T:
+    """A worker thread, waited for even when cancelled: the file it reads is closed after."""
+    return await trio.to_thread.run_sync(fn)
+
+
 async def read_logs(
     path: str,
     options: LogOptions,
@@ -138,15 +145,17 @@ async def read_logs(
     is_running: IsRunning,
     *,
     now: float,
+    run_sync: RunSync = _in_thread,
 ) -> None:
-    """Write the log at ``path`` as ``options`` ask; returns when done (or cancelled)."""
+    """Write the log at ``path`` as ``options`` ask; returns when done (or cancelled).
+    File reads go through ``run_sync`` (a worker thread; tests on a fake clock: inline)."""
     out = _Output(options, options.since_ns(now))
     if options.tail_lines == 0 and not options.follow:
         return
-    fh = await trio.to_thread.run_sync(open, path, "rb")
-    pump = _Pump(path, fh, out, write, is_running)
+    fh = await run_sync(lambda: open(path, "rb"))  # noqa: SIM115 - closed below
+    pump = _Pump(path, fh, out, write, is_running, run_sync)
     try:
-        fh.seek(await trio.to_thread.run_sync(tail_start, fh, options.tail_lines))
+        fh.seek(await run_sync(lambda: tail_start(fh, options.tail_lines)))
         await pump.run(options.follow)
     finally:
         pump.fh.close()
@@ -156,8 +165,15 @@ class _Pump:
     """Moves lines from the file (and its successors after rotation) to the client."""
 
     def __init__(
-        self, path: str, fh: IO[bytes], out: _Output, write: Write, is_running: IsRunning
+        self,
+        path: str,
+        fh: IO[bytes],
+        out: _Output,
+        write: Write,
+        is_running: IsRunning,
+        run_sync: RunSync,
     ) -> None:
+        self.run_sync = run_sync
         self.path = path
         self.fh = fh
         self.out = out
@@ -168,7 +184,7 @@ class _Pump:
         buf = b""
         running = True
         while True:
-            chunk = await trio.to_thread.run_sync(self.fh.read, CHUNK)
+            chunk = await self.run_sync(lambda: self.fh.read(CHUNK))
             if chunk:
                 *lines, buf = (buf + chunk).split(b"\n")
                 for raw in lines:

@@ -1,6 +1,6 @@
 """``/metrics/resource``: CPU and memory of node, pods and containers (what metrics-server reads).
 
-Derived from the same figures as ``/stats/summary`` (CPU and memory only), with upstream's
+Derived from the same figures as ``/stats/summary`` (CPU, memory and swap), with upstream's
 metric names; each sample carries the time it was measured.
 """
 
@@ -49,7 +49,14 @@ class _SummaryCollector(Collector):
         if "memory" in node and "workingSetBytes" in node["memory"]:
             mem = node["memory"]
             node_mem.add_metric([], mem["workingSetBytes"], timestamp=_ts(mem["time"]))
-        yield from (node_cpu, node_mem)
+        node_swap = GaugeMetricFamily(
+            "node_swap_usage_bytes",
+            "[ALPHA] Current swap usage of the node in bytes. Reported only on non-windows systems",
+        )
+        swap = node.get("swap") or {}
+        if "swapUsageBytes" in swap:
+            node_swap.add_metric([], swap["swapUsageBytes"], timestamp=_ts(swap["time"]))
+        yield from (node_cpu, node_mem, node_swap)
         yield from self._pods()
         yield error
 
@@ -82,8 +89,12 @@ class _SummaryCollector(Collector):
             "[STABLE] Current working set of the pod in bytes",
             labels=pod_labels,
         )
+        c_swap, c_swap_limit, p_swap = _swap_families(c_labels, pod_labels)
         for pod in self.summary["pods"]:
             ref = [pod["podRef"]["namespace"], pod["podRef"]["name"]]
+            swap = pod.get("swap") or {}
+            if "swapUsageBytes" in swap:
+                p_swap.add_metric(ref, swap["swapUsageBytes"], timestamp=_ts(swap["time"]))
             if "cpu" in pod and "usageCoreNanoSeconds" in pod["cpu"]:
                 cpu = pod["cpu"]
                 p_cpu.add_metric(ref, cpu["usageCoreNanoSeconds"] / 1e9, timestamp=_ts(cpu["time"]))
@@ -101,7 +112,48 @@ class _SummaryCollector(Collector):
                 if "memory" in c and "workingSetBytes" in c["memory"]:
                     mem = c["memory"]
                     c_mem.add_metric(labels, mem["workingSetBytes"], timestamp=_ts(mem["time"]))
-        yield from (c_cpu, c_mem, c_start, p_cpu, p_mem)
+                _container_swap(c_swap, c_swap_limit, labels, c.get("swap") or {})
+        yield from (c_cpu, c_mem, c_swap, c_swap_limit, c_start, p_cpu, p_mem, p_swap)
+
+
+_SWAP_HELP = "[ALPHA] Current {}. Reported only on non-windows systems"
+
+
+def _swap_families(
+    c_labels: list[str], pod_labels: list[str]
+) -> tuple[GaugeMetricFamily, GaugeMetricFamily, GaugeMetricFamily]:
+    """container_swap_usage_bytes, container_swap_limit_bytes, pod_swap_usage_bytes."""
+    return (
+        GaugeMetricFamily(
+            "container_swap_usage_bytes",
+            _SWAP_HELP.format("amount of the container swap usage in bytes"),
+            labels=c_labels,
+        ),
+        GaugeMetricFamily(
+            "container_swap_limit_bytes",
+            _SWAP_HELP.format("amount of the container swap limit in bytes"),
+            labels=c_labels,
+        ),
+        GaugeMetricFamily(
+            "pod_swap_usage_bytes",
+            _SWAP_HELP.format("amount of the pod swap usage in bytes"),
+            labels=pod_labels,
+        ),
+    )
+
+
+def _container_swap(
+    usage: GaugeMetricFamily, limit: GaugeMetricFamily, labels: list[str], swap: Json
+) -> None:
+    """Usage, and the limit as available + usage (upstream's sum)."""
+    if not swap:
+        return
+    when = _ts(swap["time"])
+    if "swapUsageBytes" in swap:
+        usage.add_metric(labels, swap["swapUsageBytes"], timestamp=when)
+    if "swapAvailableBytes" in swap:
+        total = swap["swapAvailableBytes"] + swap.get("swapUsageBytes", 0)
+        limit.add_metric(labels, total, timestamp=when)
 
 
 def resource_metrics(summary: Json | None) -> bytes:

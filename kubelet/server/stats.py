@@ -23,11 +23,14 @@ from typing import Any
 
 import trio
 
+from kubelet.cgroups.names import NODE_ALLOCATABLE, CgroupName
 from kubelet.cri import CriError, ImageClient, RuntimeClient, Unimplemented, api, labels
 from kubelet.goformat import rfc3339
-from kubelet.stats.volumes import PodVolume, VolumeUsageCache
+from kubelet.stats.volumes import AGG_PERIOD, PodVolume, VolumeUsageCache
 
+from .cgroupfigures import container_cgroup
 from .hoststats import CpuSample, FsSample, Host, MemorySample, files_usage
+from .syscontainers import SystemCgroups, swap_json, system_containers, zero_swap
 
 log = logging.getLogger(__name__)
 
@@ -134,6 +137,9 @@ class SummaryProvider:
         pod_logs_dir: str,
         host: Host | None = None,
         wall_clock: Callable[[], float] = time.time,
+        system_cgroups: SystemCgroups | None = None,
+        volume_stats_period: float = AGG_PERIOD,
+        pods_root: CgroupName = (NODE_ALLOCATABLE,),
     ) -> None:
         self.runtime = runtime
         self.images = images
@@ -142,8 +148,13 @@ class SummaryProvider:
         self.pod_logs_dir = pod_logs_dir
         self.host = host or Host()
         self.wall_clock = wall_clock
+        self.system_cgroups = system_cgroups or SystemCgroups()
+        self.pods_root = pods_root
+        """the parent of the pod cgroups: ``cgroupRoot`` + ``kubepods`` (cgroupsPerQOS)"""
+        self.started_at = wall_clock()
+        """the ``kubelet`` system container's start: when the summary provider was made"""
         self.rates = RateCache()
-        self.volumes = VolumeUsageCache(root_dir, trio.current_time)
+        self.volumes = VolumeUsageCache(root_dir, trio.current_time, volume_stats_period)
         self._sandbox_stats_supported = True
 
     async def summary(self, only_cpu_and_memory: bool = False) -> Json:
@@ -172,37 +183,35 @@ class SummaryProvider:
             "cpu": self._node_cpu(when, now_ns),
             "memory": memory_json(when, memory, capacity) if memory else None,
         }
-        pods_cgroup = self._system_container_pods(when, now_ns, capacity)
-        if pods_cgroup is not None:
-            node["systemContainers"] = [pods_cgroup]
+        node["swap"] = self._node_swap(when)
+        node["systemContainers"] = system_containers(
+            self.host, self.system_cgroups, when=when, kubelet_start=self.started_at,
+            pods_root=self.pods_root, with_swap=not only_cpu_and_memory,
+            cpu=self._cgroup_cpu, memory=lambda w, m: memory_json(w, m, capacity),
+        ) or None  # fmt: skip
         if not only_cpu_and_memory:
             node["network"] = self._node_network(when)
             node["fs"] = fs_json(when, self.host.filesystem(self.root_dir))
             node["runtime"] = await self.runtime_fs(when)
+            rlimit = self.host.cgroups.rlimit()
             node["rlimit"] = _prune(
-                {"time": when, "maxpid": self.host.max_pid(), "curproc": self.host.process_count()}
+                {"time": when, "maxpid": rlimit.max_pid, "curproc": rlimit.num_processes}
             )
         return _prune(node)
 
-    def _system_container_pods(self, when: str, now_ns: int, capacity: int | None) -> Json | None:
-        cgroup = self.host.pods_cgroup()
-        if cgroup is None:
+    def _cgroup_cpu(self, key: str, cgroup: str) -> Json | None:
+        now = self.wall_clock()
+        sample = self.host.cgroup_cpu(cgroup)
+        if sample is None:
             return None
-        cpu = self.host.cgroup_cpu(cgroup)
-        memory = self.host.cgroup_memory(cgroup)
-        boot = self.host.boot_time() or 0
-        return _prune(
-            {
-                "name": "pods",
-                "startTime": rfc3339(boot),
-                "cpu": _cpu_json(
-                    when, now_ns, cpu.usage_ns, self.rates.rate("pods", now_ns, cpu.usage_ns)
-                )
-                if cpu
-                else None,
-                "memory": memory_json(when, memory, capacity) if memory else None,
-            }
-        )
+        now_ns = int(now * 1e9)
+        rate = self.rates.rate(key, now_ns, sample.usage_ns)
+        return _cpu_json(rfc3339(now), now_ns, sample.usage_ns, rate)
+
+    def _node_swap(self, when: str) -> Json | None:
+        """The machine's swap (/proc/meminfo), as upstream's root-cgroup figure."""
+        swap = self.host.cgroups.meminfo_swap()
+        return swap_json(when, swap) if swap is not None else None
 
     def _node_network(self, when: str) -> Json | None:
         interfaces = self.host.interfaces()
@@ -240,9 +249,12 @@ class SummaryProvider:
         return out
 
     def _fs_usage(self, when: str, usage: api.FilesystemUsage) -> Json:
+        """One ImageFsInfo filesystem: used figures and time from the runtime, size from
+        statvfs of its mountpoint (omitted when that is not on this node, as upstream)."""
         mount = usage.fs_id.mountpoint
         fs = self.host.filesystem(mount) if mount else None
-        return fs_json(when, fs, _value(usage, "used_bytes") or 0, _value(usage, "inodes_used"))
+        stamp = rfc3339(usage.timestamp / 1e9) if usage.timestamp else when
+        return fs_json(stamp, fs, _value(usage, "used_bytes") or 0, _value(usage, "inodes_used"))
 
     # -- pods -----------------------------------------------------------------------------
 
@@ -309,7 +321,7 @@ class SummaryProvider:
         if not only_cpu_and_memory:
             self.volumes.keep({s.labels[labels.POD_UID] for s in sandboxes})
         self.rates.keep(
-            ["node", "pods"]
+            ["node", "kubelet", "runtime", "misc", "pods"]
             + [f"pod/{s.labels[labels.POD_UID]}" for s in sandboxes]
             + [f"container/{c.id}" for c in containers]
         )
@@ -379,7 +391,10 @@ class SummaryProvider:
         out: Json = {"name": c.metadata.name, "startTime": rfc3339(c.created_at / 1e9)}
         if stats is not None:
             out.update(self._cpu_memory(f"container/{c.id}", stats.cpu, stats.memory, capacity))
-            if logs_fs is not None or image_fs is not None:
+            full = logs_fs is not None or image_fs is not None
+            when = rfc3339(self.wall_clock())
+            out["swap"] = self._cgroup_swap(c, when) or _container_swap(stats, when, full)
+            if full:
                 when = rfc3339(self.wall_clock())
                 if stats.HasField("writable_layer"):
                     layer = stats.writable_layer
@@ -466,7 +481,7 @@ class SummaryProvider:
 
         def pod_cgroup() -> str | None:
             if not cgroup:
-                cgroup.append(self.host.find_pod_cgroup(uid))
+                cgroup.append(self.host.find_pod_cgroup(uid, self.pods_root))
             return cgroup[0]
 
         if "cpu" not in pod or "memory" not in pod:
@@ -474,10 +489,23 @@ class SummaryProvider:
             pod.update({k: v for k, v in found.items() if k not in pod})
         if "cpu" not in pod or "memory" not in pod:
             pod.update({k: v for k, v in _sum_containers(containers).items() if k not in pod})
+        pod["swap"] = self._pod_swap(pod_cgroup()) or _sum_swap(containers)
         if not only_cpu_and_memory:
             pod["ephemeral-storage"] = _ephemeral(containers)
             pod["process_stats"] = self._process_stats(pod_cgroup())
         return _prune(pod)
+
+    def _cgroup_swap(self, c: api.Container, when: str) -> Json | None:
+        """The container cgroup's swap: upstream reads it through cAdvisor before the CRI."""
+        pod = self.host.find_pod_cgroup(c.labels.get(labels.POD_UID, ""), self.pods_root)
+        cgroup = container_cgroup(self.host, pod, c.id) if pod is not None else None
+        swap = self.host.cgroups.swap(cgroup) if cgroup is not None else None
+        return swap_json(when, swap) if swap is not None else None
+
+    def _pod_swap(self, cgroup: str | None) -> Json | None:
+        """The pod cgroup's swap (upstream reads it through cAdvisor before the CRI)."""
+        swap = self.host.cgroups.swap(cgroup) if cgroup is not None else None
+        return swap_json(rfc3339(self.wall_clock()), swap) if swap is not None else None
 
     def _process_stats(self, cgroup: str | None) -> Json | None:
         """The pod's task count from its cgroup (pid.available ranks pods by it)."""
@@ -521,6 +549,34 @@ def _network_json(net: api.NetworkUsage) -> Json:
             "interfaces": [row(i) for i in net.interfaces] or None,
         }
     )
+
+
+def _container_swap(stats: api.ContainerStats, when: str, full: bool) -> Json | None:
+    """A container's ``swap`` from the runtime; zeros when it gives none (upstream's
+    full summary does so; its CPU-and-memory summary leaves it out)."""
+    if not stats.HasField("swap"):
+        return zero_swap(when) if full else None
+    swap = stats.swap
+    stamp = rfc3339(swap.timestamp / 1e9) if swap.timestamp else when
+    return _prune(
+        {
+            "time": stamp,
+            "swapUsageBytes": _value(swap, "swap_usage_bytes"),
+            "swapAvailableBytes": _value(swap, "swap_available_bytes"),
+        }
+    )
+
+
+def _sum_swap(containers: list[Json]) -> Json | None:
+    """Pod swap as the sum of its containers' (no pod cgroup to read)."""
+    rows = [c["swap"] for c in containers if "swap" in c]
+    if not rows:
+        return None
+    return {
+        "time": max(r["time"] for r in rows),
+        "swapUsageBytes": sum(r.get("swapUsageBytes", 0) for r in rows),
+        "swapAvailableBytes": sum(r.get("swapAvailableBytes", 0) for r in rows),
+    }
 
 
 def _sum_containers(containers: list[Json]) -> Json:

@@ -29,7 +29,16 @@ from pathlib import Path
 
 import attrs
 
-__all__ = ["CgroupMemory", "Cgroups", "Layout", "Rlimit", "detect_layout"]
+__all__ = [
+    "CfsStats",
+    "CgroupMemory",
+    "CgroupSwap",
+    "Cgroups",
+    "DeviceIo",
+    "Layout",
+    "Rlimit",
+    "detect_layout",
+]
 
 
 class Layout(enum.Enum):
@@ -47,6 +56,69 @@ class CgroupMemory:
     major_page_faults: int | None = None
     limit: int | None = None
     """None: unlimited"""
+
+
+@attrs.frozen
+class CgroupSwap:
+    """Swap in use by a cgroup and its swap limit (cAdvisor's ``Memory.Swap`` and
+    ``Spec.Memory.SwapLimit``: on v1 the limit is ``memory.memsw.limit_in_bytes``,
+    memory and swap together, as cAdvisor reports it)."""
+
+    usage: int
+    limit: int | None = None
+    """None: unlimited"""
+
+
+@attrs.frozen
+class CfsStats:
+    """CPU bandwidth control of a cgroup (``cpu.stat``): periods, throttled periods and
+    time; ``quota`` says whether a CPU limit is set (cAdvisor reports these only then)."""
+
+    periods: int
+    throttled_periods: int
+    throttled_ns: int
+    quota: bool
+
+
+@attrs.frozen
+class DeviceIo:
+    """Block I/O of a cgroup on one device, by operation (cAdvisor's ``IoServiceBytes``
+    and ``IoServiced``: ``Read``, ``Write``, and on v1 also ``Sync``, ``Async``,
+    ``Discard``, ``Total``)."""
+
+    major: int
+    minor: int
+    bytes: tuple[tuple[str, int], ...]
+    ios: tuple[tuple[str, int], ...]
+
+
+_V1_BLKIO = (
+    "blkio.io_{}_recursive",
+    "blkio.bfq.io_{}_recursive",
+    "blkio.throttle.io_{}_recursive",
+)
+_V2_IO = {
+    "rbytes": ("bytes", "Read"),
+    "wbytes": ("bytes", "Write"),
+    "dbytes": ("bytes", "Discard"),
+    "rios": ("ios", "Read"),
+    "wios": ("ios", "Write"),
+    "dios": ("ios", "Discard"),
+}
+
+
+def _v1_blkio_lines(text: str | None) -> dict[tuple[int, int], list[tuple[str, int]]]:
+    out: dict[tuple[int, int], list[tuple[str, int]]] = {}
+    for line in (text or "").splitlines():
+        parts = line.split()
+        if len(parts) != 3 or ":" not in parts[0]:
+            continue  # the closing "Total N" line
+        major, _, minor = parts[0].partition(":")
+        try:
+            out.setdefault((int(major), int(minor)), []).append((parts[1], int(parts[2])))
+        except ValueError:
+            continue
+    return out
 
 
 @attrs.frozen
@@ -186,6 +258,113 @@ class Cgroups:
         return CgroupMemory(
             usage=usage, working_set=max(usage - inactive, 0), inactive_file=inactive
         )
+
+    def swap(self, cgroup: str) -> CgroupSwap | None:
+        """Swap of ``cgroup``: ``memory.swap.current``/``memory.swap.max`` (v2), or
+        ``memory.memsw.usage_in_bytes`` − ``memory.usage_in_bytes`` (v1, only with swap
+        accounting on); None when the kernel does not account swap there."""
+        if self.layout is Layout.V2:
+            path = self._v2(cgroup)
+            usage = _int(path / "memory.swap.current")
+            if usage is None:
+                return None
+            limit_text = (_read(path / "memory.swap.max") or "max").strip()
+            return CgroupSwap(usage, int(limit_text) if limit_text.isdigit() else None)
+        v1 = self._v1(("memory",), cgroup)
+        if v1 is None:
+            return None
+        both, memory = _int(v1 / "memory.memsw.usage_in_bytes"), _int(v1 / "memory.usage_in_bytes")
+        if both is None or memory is None:
+            return None
+        limit = _int(v1 / "memory.memsw.limit_in_bytes")
+        return CgroupSwap(
+            max(both - memory, 0), limit if limit is not None and limit < _UNLIMITED else None
+        )
+
+    def meminfo_swap(self) -> CgroupSwap | None:
+        """The machine's swap from /proc/meminfo: SwapTotal − SwapFree in use, SwapTotal
+        the limit (0 on a node without swap)."""
+        info = _key_values(_read(self.root / "proc/meminfo"))
+        total, free = info.get("SwapTotal"), info.get("SwapFree")
+        if total is None or free is None:
+            return None
+        return CgroupSwap(usage=max(total - free, 0) * 1024, limit=total * 1024)
+
+    def process_cgroup(self, pid: str = "self") -> str | None:
+        """The cgroup a process accounts its CPU and memory in (/proc/<pid>/cgroup): the
+        unified path on v2; on v1 the ``cpu`` and ``memory`` paths, which must agree (as
+        upstream's kubelet requires of its own cgroup)."""
+        paths: dict[str, str] = {}
+        for line in (_read(self.root / f"proc/{pid}/cgroup") or "").splitlines():
+            _, controllers, path = [*line.split(":", 2), "", ""][:3]
+            for controller in controllers.split(","):
+                paths[controller] = path
+        if self.layout is Layout.V2:
+            return paths.get("")
+        cpu, memory = paths.get("cpu"), paths.get("memory")
+        return cpu if cpu is not None and cpu == memory else None
+
+    def cfs(self, cgroup: str) -> CfsStats | None:
+        """``nr_periods``, ``nr_throttled``, ``throttled_time`` (v1, ns) or ``throttled_usec``
+        (v2) of ``cpu.stat``; the quota from ``cpu.cfs_quota_us`` (-1: none) or ``cpu.max``."""
+        if self.layout is Layout.V2:
+            path = self._v2(cgroup)
+            stat = _key_values(_read(path / "cpu.stat"))
+            throttled = stat.get("throttled_usec", 0) * 1000
+            quota = (_read(path / "cpu.max") or "max").split()[:1] != ["max"]
+        else:
+            found = self._v1(("cpu", "cpu,cpuacct", "cpuacct,cpu"), cgroup)
+            if found is None:
+                return None
+            path = found
+            stat = _key_values(_read(path / "cpu.stat"))
+            throttled = stat.get("throttled_time", 0)
+            quota = (_int(path / "cpu.cfs_quota_us") or -1) > 0
+        if "nr_periods" not in stat:
+            return None
+        return CfsStats(stat["nr_periods"], stat.get("nr_throttled", 0), throttled, quota)
+
+    def block_io(self, cgroup: str) -> tuple[DeviceIo, ...] | None:
+        """Bytes and operations per device: ``io.stat`` (v2), or the first of the CFQ, BFQ
+        and throttle ``*_recursive`` files that has device lines (v1, as runc reads them)."""
+        if self.layout is Layout.V2:
+            text = _read(self._v2(cgroup) / "io.stat")
+            if text is None:
+                return None
+            devices: list[DeviceIo] = []
+            for line in text.splitlines():
+                head, *fields = line.split()
+                major, _, minor = head.partition(":")
+                kinds: dict[str, list[tuple[str, int]]] = {"bytes": [], "ios": []}
+                for field in fields:
+                    name, _, value = field.partition("=")
+                    if name in _V2_IO and value.isdigit():
+                        kind, op = _V2_IO[name]
+                        kinds[kind].append((op, int(value)))
+                if major.isdigit() and minor.isdigit():
+                    devices.append(DeviceIo(int(major), int(minor), tuple(kinds["bytes"]),
+                                            tuple(kinds["ios"])))  # fmt: skip
+            return tuple(devices)
+        path = self._v1(("blkio",), cgroup)
+        if path is None:
+            return None
+        for pattern in _V1_BLKIO:
+            served = _v1_blkio_lines(_read(path / pattern.format("service_bytes")))
+            if served:
+                counted = _v1_blkio_lines(_read(path / pattern.format("serviced")))
+                return tuple(
+                    DeviceIo(major, minor, tuple(ops), tuple(counted.get((major, minor), ())))
+                    for (major, minor), ops in sorted(served.items())
+                )
+        return ()
+
+    def device_name(self, major: int, minor: int) -> str:
+        """``/dev/<name>`` of a block device (its ``uevent``); "" when unknown, as cAdvisor."""
+        text = _read(self.root / f"sys/dev/block/{major}:{minor}/uevent") or ""
+        for line in text.splitlines():
+            if line.startswith("DEVNAME="):
+                return "/dev/" + line.removeprefix("DEVNAME=")
+        return ""
 
     def cpu_usage_ns(self, cgroup: str) -> int | None:
         """Cumulative CPU time of ``cgroup`` in nanoseconds."""

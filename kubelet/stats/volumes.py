@@ -1,12 +1,14 @@
-"""Pod volume usage, measured off the hot path and kept for a minute (upstream's
+"""Pod volume usage, measured off the hot path and kept for a period (upstream's
 ``volumeStatsAggPeriod``).
 
 A pod's volumes live in ``<root-dir>/pods/<uid>/volumes/<plugin>/<name>``. Each is walked
 (``fs.directory_usage``: allocated bytes and inodes, bounded, never leaving its
 filesystem) in a worker thread; the figures are reused until they are a period old, so
 neither a summary request nor the eviction manager's 10 s pass walks a big volume more
-than once a minute. The volume's filesystem (statvfs) gives capacity and available, as
-upstream's ``MetricsDu`` does.
+than once a period. A period of 0 or less turns the measuring off: pods then report no
+``volume`` figures and their ephemeral storage counts containers only, as upstream.
+The volume's filesystem (statvfs) gives capacity and available, as upstream's
+``MetricsDu`` does.
 """
 
 from __future__ import annotations
@@ -57,7 +59,10 @@ class VolumeUsageCache:
     _measured: dict[str, tuple[float, list[PodVolume]]] = attrs.field(factory=dict)
 
     async def pod_volumes(self, uid: str) -> list[PodVolume]:
-        """The volumes of pod ``uid`` with their usage (at most a period old)."""
+        """The volumes of pod ``uid`` with their usage (at most a period old); none at all
+        when the period is 0 or negative (measuring off, as upstream's analyzer)."""
+        if self.period <= 0:
+            return []
         now = self.clock()
         cached = self._measured.get(uid)
         if cached is not None and now - cached[0] < self.period:

@@ -23,11 +23,40 @@ CONTAINERD_ENDPOINT = os.environ.get(
 )
 
 
+CONFIG_HEADER = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+LEGACY_FLAG_DEFAULTS = (
+    "readOnlyPort: 10255\n"
+    "authentication: {anonymous: {enabled: true}, webhook: {enabled: false}}\n"
+    "authorization: {mode: AlwaysAllow}\n"
+)
+"""What a kubelet without ``--config`` defaults to (the flags' old defaults): a config
+file made only for the podLogsDir must not change the rest."""
+
+
+def own_pod_logs(args: list[str], where: Path) -> list[str]:
+    """A kubelet's arguments with a podLogsDir of its own under ``where``: its container
+    GC removes the log directory of every pod it does not know there, as upstream's does,
+    so no two test kubelets may share one. An existing ``--config`` file gets the line."""
+    if args[1:3] != ["-m", "kubelet"] or "--runonce" in args:
+        return args
+    line = f"podLogsDir: {where / 'pod-logs'}\n"
+    if "--config" in args:
+        config = Path(args[args.index("--config") + 1])
+        text = config.read_text()
+        if "podLogsDir:" not in text:
+            config.write_text(text + line)
+        return args
+    config = where / "pod-logs-config.yaml"
+    config.write_text(CONFIG_HEADER + line + LEGACY_FLAG_DEFAULTS)
+    return [*args, "--config", str(config)]
+
+
 class Processes:
     def __init__(self) -> None:
         self.procs: list[subprocess.Popen[bytes]] = []
 
     def start(self, args: list[str], log: Path) -> subprocess.Popen[bytes]:
+        args = own_pod_logs(args, log.parent)
         proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=log.open("wb"))
         self.procs.append(proc)
         return proc

@@ -24,6 +24,7 @@ import trio
 from kubelet.cri import ImageClient, RuntimeClient, api, labels
 from kubelet.cri.__main__ import cleanup
 
+from .cluster import own_pod_logs
 from .conftest import CONTAINERD_ENDPOINT
 
 pytestmark = pytest.mark.containerd
@@ -74,26 +75,29 @@ class KubeletProcess:
         self.starts += 1
         self.log_file = self.root / f"kubelet-{self.starts}.log"
         self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "kubelet",
-                "--pod-manifest-path",
-                str(self.manifests),
-                "--hostname-override",
-                self.node,
-                "--enable-server=false",
-                "--healthz-port=0",
-                "--read-only-port=0",
-                "--root-dir",
-                str(self.root / "root"),
-                "--container-runtime-endpoint",
-                CONTAINERD_ENDPOINT,
-                "--file-check-frequency",
-                "2s",
-                "--fail-swap-on=false",  # as upstream's node e2e: a CI machine may swap
-                *extra,
-            ],
+            own_pod_logs(
+                [
+                    sys.executable,
+                    "-m",
+                    "kubelet",
+                    "--pod-manifest-path",
+                    str(self.manifests),
+                    "--hostname-override",
+                    self.node,
+                    "--enable-server=false",
+                    "--healthz-port=0",
+                    "--read-only-port=0",
+                    "--root-dir",
+                    str(self.root / "root"),
+                    "--container-runtime-endpoint",
+                    CONTAINERD_ENDPOINT,
+                    "--file-check-frequency",
+                    "2s",
+                    "--fail-swap-on=false",  # as upstream's node e2e: a CI machine may swap
+                    *extra,
+                ],
+                self.root,
+            ),
             stdout=subprocess.DEVNULL,
             stderr=self.log_file.open("wb"),
         )

@@ -51,6 +51,39 @@ def loop_filesystem(where: Path, size_mib: int) -> Any:
         subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
+CGROUPS = Path("/sys/fs/cgroup")
+
+
+@contextlib.contextmanager
+def own_cgroup_root(name: str) -> Any:
+    """A cgroup root of this test's kubelet (``cgroupRoot: /<name>``) in every cgroup v1
+    hierarchy. Any other kubelet on the machine (a benchmark's or a test's on FakeRuntime,
+    root ``/``) removes the pod cgroups under ``/kubepods`` it does not know, killing what
+    runs there, as upstream's orphan clean-up does; under a root of its own the filler pod
+    is out of their reach (that interference made this test take 51 s, or time out)."""
+    made = []
+    for hierarchy in sorted(CGROUPS.iterdir()):
+        if hierarchy.name == "unified" or not hierarchy.is_dir():
+            continue
+        path = hierarchy / name
+        path.mkdir()
+        made.append(path)
+        if hierarchy.name == "cpuset":
+            for knob in ("cpuset.cpus", "cpuset.mems"):
+                (path / knob).write_text((hierarchy / knob).read_text())
+    try:
+        yield f"/{name}"
+    finally:
+        for top in made:
+            for below in sorted(
+                (p for p in top.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)
+            ):
+                with contextlib.suppress(OSError):
+                    below.rmdir()
+            with contextlib.suppress(OSError):
+                top.rmdir()
+
+
 def _free(path: Path) -> int:
     st = os.statvfs(path)
     return st.f_bavail * st.f_frsize
@@ -110,10 +143,16 @@ async def test_a_pod_filling_an_emptydir_past_nodefs_is_evicted_and_its_space_re
     cri: tuple[RuntimeClient, ImageClient], short_tmp: Path
 ) -> None:
     runtime, _ = cri
-    with loop_filesystem(short_tmp, 96) as root:
+    with (
+        loop_filesystem(short_tmp, 96) as root,
+        own_cgroup_root(f"e2e-{uuid.uuid4().hex[:8]}") as cgroup_root,
+    ):
         free = _free(root)
         threshold = (free - 20 * MiB) // MiB
-        extra = _config(short_tmp, f"evictionHard: {{nodefs.available: {threshold}Mi}}\n")
+        extra = _config(
+            short_tmp,
+            f"evictionHard: {{nodefs.available: {threshold}Mi}}\ncgroupRoot: {cgroup_root}\n",
+        )
         cluster = open_cluster(runtime, short_tmp, extra, root_dir=root)
         async with cluster as (url, node, _), httpx.AsyncClient(base_url=url, timeout=10) as client:
             await _wait_node(client, node)

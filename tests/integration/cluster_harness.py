@@ -125,6 +125,7 @@ def cluster_kubelet(
         notifier_cgroups=c.tmp / "host",  # no memory cgroup there: no kernel notifier
         kmsg=None,
         proc=fake_proc(c.tmp / "proc"),  # no swap, whatever the machine has
+        containers_log_dir=str(c.tmp / "containers"),
     )
 
 

@@ -121,6 +121,7 @@ async def start_kubelet(h: Harness) -> None:
         notifier_cgroups=h.node.root,  # no memory cgroup there: no kernel notifier
         kmsg=None,
         proc=h.proc or fake_proc(h.manifests.parent / "proc"),
+        containers_log_dir=str(h.manifests.parent / "containers"),
     )
     if h.systemd is not None:
         host = attrs.evolve(host, systemd=h.systemd)

@@ -48,8 +48,9 @@ async def _attempts(runtime: RuntimeClient, pod: str, count: int, *, last_runnin
 
 def _collector(runtime: RuntimeClient, pods: Pods, tmp: Path) -> ContainerCollector:
     return ContainerCollector(
-        runtime, pods, lambda: True, str(tmp), lambda: 2e9 + trio.current_time()
-    )
+        runtime, pods, lambda: True, str(tmp), lambda: 2e9 + trio.current_time(),
+        containers_log_dir=str(tmp / "containers"),
+    )  # fmt: skip
 
 
 async def test_container_gc_keeps_running_and_newest_dead_instances(
@@ -66,7 +67,7 @@ async def test_container_gc_keeps_running_and_newest_dead_instances(
     await runtime.stop_pod_sandbox(deleted)
     (tmp_path / "default_deleted_uid-deleted").mkdir()
     (tmp_path / "default_web_uid-web").mkdir()
-    # a pod this kubelet never saw on its runtime (another kubelet's, a shared logs dir)
+    # a pod this kubelet never ran and does not know: upstream removes its logs too
     (tmp_path / "default_elsewhere_uid-elsewhere").mkdir()
     before = {c.id: c for c in fake.containers.values()}
 
@@ -84,10 +85,13 @@ async def test_container_gc_keeps_running_and_newest_dead_instances(
     assert "deleted" not in by_pod  # a removed pod loses every container
     assert len(plan.containers) == len(before) - len(left) == 6
     assert deleted in plan.remove_sandboxes and deleted not in fake.sandboxes
-    assert plan.remove_log_dirs == ("default_deleted_uid-deleted",)
+    assert sorted(plan.remove_log_dirs) == [
+        "default_deleted_uid-deleted",
+        "default_elsewhere_uid-elsewhere",
+    ]
     assert not (tmp_path / "default_deleted_uid-deleted").exists()
+    assert not (tmp_path / "default_elsewhere_uid-elsewhere").exists()
     assert (tmp_path / "default_web_uid-web").exists()
-    assert (tmp_path / "default_elsewhere_uid-elsewhere").exists()
 
     # eviction's reclaim: a terminated pod's dead containers go too; running ones never
     await GarbageCollectors(
@@ -133,3 +137,33 @@ async def test_eviction_reclaim_removes_unused_images_but_never_protected_ones(
         "registry.k8s.io/pause:3.9",
         "docker.io/library/busybox:latest",
     } <= names
+
+
+async def test_container_gc_removes_dead_log_symlinks_but_not_of_a_live_container(
+    fake: FakeRuntime,
+    clients: tuple[RuntimeClient, ImageClient],
+    tmp_path: Path,
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    """/var/log/containers as upstream: a symlink whose target is gone goes, unless the
+    runtime still has its container in a state other than exited (log rotation's gap);
+    a live target, or a container the runtime no longer knows, decide the rest."""
+    runtime, _ = clients
+    running = await _attempts(runtime, "web", 1, last_running=True)
+    [live] = [c.id for c in fake.containers.values() if c.sandbox_id == running]
+    exited = await _attempts(runtime, "done", 1, last_running=False)
+    [dead] = [c.id for c in fake.containers.values() if c.sandbox_id == exited]
+    links = tmp_path / "containers"
+    links.mkdir()
+    target = tmp_path / "0.log"
+    target.write_text("x")
+    cases = {
+        "rotating": f"web_default_app-{live}.log",  # target missing, container running: kept
+        "exited": f"done_default_app-{dead}.log",  # target missing, container exited: goes
+        "unknown": f"old_default_app-{'f' * 64}.log",  # runtime does not know it: goes
+        "alive": f"ok_default_app-{'e' * 64}.log",  # target exists: kept
+    }
+    for name, link in cases.items():
+        (links / link).symlink_to(target if name == "alive" else tmp_path / "gone.log")
+    await _collector(runtime, Pods(), tmp_path).collect()
+    assert sorted(p.name for p in links.iterdir()) == sorted([cases["rotating"], cases["alive"]])

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import ssl
-import tempfile
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -100,7 +99,7 @@ def join_options(api: FakeApiServer, fake: FakeRuntime, tmp: Path, *extra: str) 
     )
 
 
-def host(api: FakeApiServer) -> Host:
+def host(api: FakeApiServer, tmp: Path) -> Host:
     """No connection: the kubelet has to obtain one (TLS bootstrap). /proc/swaps is a
     fake one without swap, whatever the machine has."""
     return Host(
@@ -110,7 +109,8 @@ def host(api: FakeApiServer) -> Host:
         node_ips=("10.0.0.5",),
         source_io=inline,
         ephemeral_ports=True,
-        proc=fake_proc(Path(tempfile.mkdtemp(prefix="proc-"))),
+        proc=fake_proc(tmp / "proc"),
+        containers_log_dir=str(tmp / "containers"),
     )
 
 
@@ -167,7 +167,7 @@ async def test_join_with_a_bootstrap_kubeconfig_then_both_certificates_rotate(
         options = join_options(
             api, fake, short_tmp, "--rotate-certificates", "--rotate-server-certificates"
         )
-        components: Components = await nursery.start(agent.run, options, host(api))
+        components: Components = await nursery.start(agent.run, options, host(api, short_tmp))
         await wait_for(lambda: node_ready(api))
         pki = short_tmp / "pki"
         assert (pki / "kubelet-client-current.pem").is_symlink()
@@ -250,7 +250,7 @@ async def test_a_restart_mid_way_resumes_and_a_denied_request_is_asked_again(
         )
         await nursery.start(controller.run)
         options = join_options(api, fake, short_tmp)
-        scope = await start_kubelet_soon(nursery, options, host(api))
+        scope = await start_kubelet_soon(nursery, options, host(api, short_tmp))
         await wait_for(lambda: len(csrs(api, CLIENT_SIGNER)) == 1)
         await trio.sleep(60)
         scope.cancel()  # stopped while its request is pending
@@ -259,7 +259,7 @@ async def test_a_restart_mid_way_resumes_and_a_denied_request_is_asked_again(
         assert not (short_tmp / "kubelet.conf").exists()
         controller.decide(pending["metadata"]["name"], "Denied", "Untrusted", "not this one")
         with caplog.at_level(logging.INFO, "kubelet.node.certificates"):
-            await start_kubelet_soon(nursery, options, host(api))
+            await start_kubelet_soon(nursery, options, host(api, short_tmp))
             await wait_for(lambda: node_ready(api))
         # the restart found its pending request (now denied): reported, asked again
         assert (
@@ -314,7 +314,7 @@ async def test_no_valid_client_certificate_for_five_minutes_exits_the_kubelet(
 
         async def kubelet(task_status: trio.TaskStatus[None]) -> None:
             try:
-                await agent.run(options, host(api), task_status=task_status)
+                await agent.run(options, host(api, short_tmp), task_status=task_status)
             except* FatalError as group:
                 failed.extend(leaves(group))
 

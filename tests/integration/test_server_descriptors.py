@@ -72,6 +72,12 @@ async def kubelet(fake: FakeRuntime, short_tmp: Path) -> AsyncIterator[Kubelet]:
     manifests.mkdir()
     log = short_tmp / "kubelet.log"
     read_only, healthz = free_port(), free_port()
+    # its own podLogsDir: container GC removes the log directories of pods it does not know
+    config = short_tmp / "kubelet.yaml"
+    config.write_text(
+        "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+        f"podLogsDir: {short_tmp / 'pod-logs'}\n"
+    )
     argv = [
         sys.executable, "-m", "kubelet",
         "--pod-manifest-path", str(manifests),
@@ -84,6 +90,10 @@ async def kubelet(fake: FakeRuntime, short_tmp: Path) -> AsyncIterator[Kubelet]:
         "--healthz-bind-address", "127.0.0.1",
         "--healthz-port", str(healthz),
         "--file-check-frequency", "20s",
+        "--config", str(config),
+        # no pod cgroups: a kubelet process as root on FakeRuntime would otherwise sweep the
+        # host's /kubepods and kill the processes of pods it does not know (e2e tests')
+        "--cgroups-per-qos=false", "--enforce-node-allocatable=none",
     ]  # fmt: skip
     with log.open("wb") as err:
         proc = await trio.lowlevel.open_process(

@@ -249,9 +249,11 @@ def test_help_documents_every_flag_with_its_default(capsys: pytest.CaptureFixtur
         build_parser().parse_args(["--help"])
     assert exc.value.code == 0
     text = " ".join(capsys.readouterr().out.split())  # help text wraps lines
-    for spec in FLAGS:
+    shown = [spec for spec in FLAGS if not spec.deprecated]  # pflag hides deprecated ones
+    for spec in shown:
         assert f"--{spec.name}" in text
-    assert text.count("(default: ") == len(FLAGS)
+    assert "--maximum-dead-containers" not in text
+    assert text.count("(default: ") == len(shown)
     assert "--register-node[=true|false]" in text
     assert "(default: 20s)" in text  # --file-check-frequency
     assert "(default: 110)" in text  # --max-pods
@@ -261,3 +263,35 @@ def test_help_documents_every_flag_with_its_default(capsys: pytest.CaptureFixtur
 def test_flag_names_are_unique() -> None:
     names = [spec.name for spec in FLAGS]
     assert len(names) == len(set(names))
+
+
+def test_volume_stats_agg_period(tmp_path: Path) -> None:
+    """A zero in the file means the default (1m), as upstream's defaulting; a negative
+    period, or 0 given on the command line, turns volume measuring off."""
+    assert run().config.volume_stats_agg_period == 60.0
+    zero = config_file(tmp_path, "volumeStatsAggPeriod: 0s\n")
+    assert run(f"--config={zero}").config.volume_stats_agg_period == 60.0
+    off = config_file(tmp_path, "volumeStatsAggPeriod: -1s\n")
+    assert run(f"--config={off}").config.volume_stats_agg_period == -1.0
+    assert run("--volume-stats-agg-period=0").config.volume_stats_agg_period == 0.0
+    assert run("--volume-stats-agg-period=2m").config.volume_stats_agg_period == 120.0
+
+
+def test_deprecated_container_gc_flags_act_and_warn() -> None:
+    """Upstream's three deprecated container GC flags: accepted with pflag's warning."""
+    options = run(
+        "--minimum-container-ttl-duration=1m",
+        "--maximum-dead-containers-per-container=3",
+        "--maximum-dead-containers=100",
+    )
+    assert options.minimum_container_ttl_duration == 60.0
+    assert options.maximum_dead_containers_per_container == 3
+    assert options.maximum_dead_containers == 100
+    note = "Use --eviction-hard or --eviction-soft instead. Will be removed in a future version."
+    for name in ("minimum-container-ttl-duration", "maximum-dead-containers-per-container",
+                 "maximum-dead-containers"):  # fmt: skip
+        assert f"Flag --{name} has been deprecated, {note}" in options.warnings
+    plain = run()
+    assert (plain.minimum_container_ttl_duration, plain.maximum_dead_containers_per_container,
+            plain.maximum_dead_containers) == (0.0, 1, -1)  # fmt: skip
+    assert not any("deprecated" in w for w in plain.warnings)

@@ -198,17 +198,17 @@ def test_unknown_nested_field_is_an_error(tmp_path: Path) -> None:
 def test_upstream_fields_we_do_not_implement_are_named_in_one_warning(tmp_path: Path) -> None:
     text = HEADER + (
         "hairpinMode: hairpin-veth\n"  # no effect with a CRI runtime, upstream's too
-        "volumeStatsAggPeriod: 2m\n"
+        "topologyManagerPolicy: best-effort\n"
         "cpuManagerPolicy: static\n"
         "streamingConnectionIdleTimeout: 0s\n"  # zero: upstream default, not worth a warning
         "logging:\n  options:\n    json: {splitStream: true}\n"
     )
     path = write(tmp_path, text)
     options = resolve(["--config", str(path)], hostname=lambda: "n")
-    expected = ("hairpinMode", "volumeStatsAggPeriod", "cpuManagerPolicy", "logging.options")
+    expected = ("hairpinMode", "topologyManagerPolicy", "cpuManagerPolicy", "logging.options")
     assert options.ignored_fields == expected
     (warning,) = options.warnings
-    assert f"volumeStatsAggPeriod=2m ({path})" in warning
+    assert f"topologyManagerPolicy=best-effort ({path})" in warning
     assert f"cpuManagerPolicy=static ({path})" in warning
     assert f"logging.options ({path})" in warning
     assert "hairpinMode" not in warning and "streamingConnectionIdleTimeout" not in warning

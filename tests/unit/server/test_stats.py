@@ -9,11 +9,13 @@ from pathlib import Path
 from typing import Any, cast
 
 import attrs
+import trio
 from cryptography import x509
 
 from kubelet.cri import CriError, ImageClient, RuntimeClient, Unimplemented, api
 from kubelet.server.cadvisor import cadvisor_metrics
 from kubelet.server.certs import serving_cert
+from kubelet.server.cgroupfigures import cgroup_figures
 from kubelet.server.hoststats import Host
 from kubelet.server.stats import RateCache, SummaryProvider, rfc3339
 
@@ -320,3 +322,95 @@ def test_pod_log_dirs_finds_what_the_glob_of_each_uid_finds(tmp_path: Path) -> N
     for uid in (UID, "1234", "missing"):
         assert sorted(found.get(uid, [])) == sorted(glob.glob(f"{tmp_path}/*_{uid}"))
     assert pod_log_dirs(str(tmp_path / "absent")) == {}
+async def test_volume_stats_period_is_honoured_and_can_turn_measuring_off(
+    tmp_path: Path, autojump_clock: Any
+) -> None:
+    base = provider(tmp_path, ScriptedRuntime())
+    cache = tmp_path / "pods" / UID / "volumes" / "kubernetes.io~empty-dir" / "cache"
+    cache.mkdir(parents=True)
+    (cache / "data").write_bytes(b"x" * 100_000)
+
+    def with_period(period: float) -> SummaryProvider:
+        return SummaryProvider(
+            base.runtime, base.images, node_name="node1", root_dir=str(tmp_path),
+            pod_logs_dir=base.pod_logs_dir, host=base.host, wall_clock=lambda: NOW,
+            volume_stats_period=period,
+        )  # fmt: skip
+
+    off = with_period(-1)
+    [pod] = (await off.summary())["pods"]
+    assert "volume" not in pod and pod["ephemeral-storage"]["usedBytes"] == 4106  # containers only
+    stats = with_period(5)
+    [pod] = (await stats.summary())["pods"]
+    used = pod["volume"][0]["usedBytes"]
+    (cache / "more").write_bytes(b"y" * 100_000)
+    await trio.sleep(4)
+    [pod] = (await stats.summary())["pods"]
+    assert pod["volume"][0]["usedBytes"] == used  # within the period: the cached figure
+    await trio.sleep(1)
+    [pod] = (await stats.summary())["pods"]
+    assert pod["volume"][0]["usedBytes"] >= used + 100_000  # measured again after 5 s
+
+
+async def test_cadvisor_throttling_and_block_io_series(tmp_path: Path) -> None:
+    stats = provider(tmp_path, ScriptedRuntime())
+    pod = f"kubepods/besteffort/pod{UID}"
+    files = {
+        f"sys/fs/cgroup/memory/{pod}/c1/memory.usage_in_bytes": "1\n",  # the cgroup exists
+        f"sys/fs/cgroup/cpu,cpuacct/{pod}/c1/cpu.stat":
+            "nr_periods 10\nnr_throttled 4\nthrottled_time 2500000000\n",
+        f"sys/fs/cgroup/cpu,cpuacct/{pod}/c1/cpu.cfs_quota_us": "50000\n",
+        f"sys/fs/cgroup/cpu,cpuacct/{pod}/cpu.stat": "nr_periods 0\nnr_throttled 0\n",
+        f"sys/fs/cgroup/cpu,cpuacct/{pod}/cpu.cfs_quota_us": "-1\n",
+        f"sys/fs/cgroup/blkio/{pod}/c1/blkio.throttle.io_service_bytes_recursive":
+            "8:0 Read 4096\n8:0 Write 8192\nTotal 12288\n",
+        f"sys/fs/cgroup/blkio/{pod}/c1/blkio.throttle.io_serviced_recursive":
+            "8:0 Read 1\n8:0 Write 2\nTotal 3\n",
+        "sys/dev/block/8:0/uevent": "DEVNAME=sda\n",
+    }  # fmt: skip
+    for name, text in files.items():
+        path = stats.host.root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    figures = await cgroup_figures(stats.runtime, stats.host)
+    text = cadvisor_metrics(await stats.summary(), 2, 1, str(tmp_path), figures).decode()
+    app = f'id="/kubepods/pod{UID}/app",image="",name="app",namespace="default",pod="web"'
+    assert f'container_cpu_cfs_periods_total{{container="app",{app}}} 10.0' in text
+    assert f'container_cpu_cfs_throttled_periods_total{{container="app",{app}}} 4.0' in text
+    assert f'container_cpu_cfs_throttled_seconds_total{{container="app",{app}}} 2.5' in text
+    assert 'container_cpu_cfs_periods_total{container=""' not in text  # no quota: no series
+    on_sda = f'container="app",device="/dev/sda",{app}'
+    assert f"container_fs_reads_bytes_total{{{on_sda}}} 4096.0" in text
+    assert f"container_fs_writes_bytes_total{{{on_sda}}} 8192.0" in text
+    assert f"container_fs_reads_total{{{on_sda}}} 1.0" in text
+    assert f"container_fs_writes_total{{{on_sda}}} 2.0" in text
+    blkio = (
+        f'container_blkio_device_usage_total{{container="app",device="/dev/sda",'
+        f'id="/kubepods/pod{UID}/app",image="",major="8",minor="0",name="app",'
+        f'namespace="default",operation="Write",pod="web"}} 8192.0'
+    )
+    assert blkio in text
+
+
+async def test_pod_cgroups_are_found_under_a_configured_cgroup_root(tmp_path: Path) -> None:
+    """``cgroupRoot: /custom``: pods live in /custom/kubepods/..., the summary looks there."""
+    base = provider(tmp_path, ScriptedRuntime(sandbox_stats=False))
+    pod = f"custom/kubepods/besteffort/pod{UID}"
+    for name, text in {
+        f"sys/fs/cgroup/memory/{pod}/memory.usage_in_bytes": "5000\n",
+        f"sys/fs/cgroup/pids/{pod}/pids.current": "9\n",
+        "sys/fs/cgroup/memory/custom/kubepods/memory.usage_in_bytes": "6000\n",
+    }.items():
+        (base.host.root / name).parent.mkdir(parents=True, exist_ok=True)
+        (base.host.root / name).write_text(text)
+    stats = SummaryProvider(
+        base.runtime, base.images, node_name="node1", root_dir=str(tmp_path),
+        pod_logs_dir=base.pod_logs_dir, host=base.host, wall_clock=lambda: NOW,
+        pods_root=("custom", "kubepods"),
+    )  # fmt: skip
+    summary = await stats.summary()
+    [pod_stats] = summary["pods"]
+    assert pod_stats["memory"]["usageBytes"] == 5000
+    assert pod_stats["process_stats"] == {"process_count": 9}
+    [pods] = [c for c in summary["node"]["systemContainers"] if c["name"] == "pods"]
+    assert pods["memory"]["usageBytes"] == 6000
