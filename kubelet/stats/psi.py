@@ -13,7 +13,7 @@ from typing import Any
 
 import attrs
 
-__all__ = ["RESOURCES", "Pressure", "PsiData", "parse_pressure", "psi_json"]
+__all__ = ["RESOURCES", "Pressure", "PsiData", "add_psi", "parse_pressure", "psi_json"]
 
 RESOURCES = ("cpu", "memory", "io")
 """the resources the kernel reports pressure for, as the files are named"""
@@ -69,3 +69,13 @@ def _data_json(data: PsiData) -> dict[str, Any]:
 def psi_json(pressure: Pressure) -> dict[str, Any]:
     """The summary's ``psi`` object (stats/v1alpha1 PSIStats)."""
     return {"full": _data_json(pressure.full), "some": _data_json(pressure.some)}
+
+
+def add_psi(row: dict[str, Any], pressure: dict[str, Pressure], when: str, io: bool) -> None:
+    """Put a cgroup's PSI into a summary row: ``cpu.psi`` and ``memory.psi`` where the row
+    has those figures, and (``io``) an ``io`` object carrying only ``psi``, as upstream."""
+    for resource in ("cpu", "memory"):
+        if resource in pressure and row.get(resource):
+            row[resource]["psi"] = psi_json(pressure[resource])
+    if io and "io" in pressure:
+        row["io"] = {"time": when, "psi": psi_json(pressure["io"])}
