@@ -298,6 +298,7 @@ async def _start_node_protection(
         runtime, images, node_name=node_name, root_dir=options.root_dir,
         pod_logs_dir=options.config.pod_logs_dir, host=host.stats, wall_clock=host.wall_clock,
         volume_stats_period=options.config.volume_stats_agg_period,
+        psi=options.features.enabled("KubeletPSI"),
         pods_root=node_allocatable_root(
             options.config.cgroup_root or "/", options.config.cgroups_per_qos
         ),

@@ -296,7 +296,7 @@ GATE_SUPPORT: Mapping[str, Support] = {
     "ExtendWebSocketsToKubelet": missing(_NO_STREAMING, _is(False)),
     "KubeletEnsureSecretPulledImages": ok("images pulled with credentials are checked"),
     "KubeletInUserNamespace": missing("not supported", _is(False)),
-    "KubeletPSI": missing("PSI is not reported", _is(False)),
+    "KubeletPSI": ok("PSI of cgroup v2 in /stats/summary and /metrics/cadvisor"),
     "KubeletPodResourcesDynamicResources": missing("no pod-resources API", _is(False)),
     "KubeletPodResourcesGet": missing("no pod-resources API", _is(False)),
     "LocalStorageCapacityIsolationFSQuotaMonitoring": missing("no quota monitoring", _is(False)),
@@ -375,7 +375,7 @@ def not_acted_on(
 
 def _gate_defaults_lacked(gates: Mapping[str, bool]) -> list[str]:
     """One item naming the gates left at an upstream default whose effect we lack (on by
-    default upstream: ``ExtendWebSocketsToKubelet``, ``KubeletPSI``, ...)."""
+    default upstream: ``ExtendWebSocketsToKubelet``, ...)."""
     lacked = [
         name
         for name, gate in GATE_SUPPORT.items()

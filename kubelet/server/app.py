@@ -204,7 +204,7 @@ class KubeletApp:
         memory = self.host.memory_capacity() or 0
         try:
             figures = await cgroup_figures(
-                self.stats.runtime, self.stats.host, self.stats.pods_root
+                self.stats.runtime, self.stats.host, self.stats.pods_root, self.stats.psi
             )
         except CriError as exc:
             log.error("cadvisor metrics: cannot list containers", exc_info=exc)

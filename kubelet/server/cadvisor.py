@@ -21,7 +21,9 @@ as ``/stats/summary``, with cAdvisor's names, help texts and labels:
   ``container_fs_reads_bytes_total``, ``container_fs_writes_bytes_total``,
   ``container_fs_reads_total``, ``container_fs_writes_total`` (``device``: ``/dev/<name>``)
   and ``container_blkio_device_usage_total`` (``device``, ``major``, ``minor``,
-  ``operation``).
+  ``operation``); with KubeletPSI on cgroup v2 (its ``PressureMetrics``)
+  ``container_pressure_{cpu,memory,io}_{stalled,waiting}_seconds_total`` (``full`` and
+  ``some`` totals of the ``*.pressure`` files; /proc/pressure for the node).
 
 Series cAdvisor has that need what is not read here (memory cache and swap, per-CPU
 usage, the CFQ-only I/O times and merges, the root's /proc/diskstats figures) are absent,
@@ -126,15 +128,32 @@ class _Families:
         self.blkio = CounterMetricFamily(
             "container_blkio_device_usage", "Blkio Device bytes usage", labels=BLKIO_LABELS
         )
+        self.pressure = {
+            (resource, kind): CounterMetricFamily(
+                f"container_pressure_{resource}_{_PSI_NAME[kind]}_seconds",
+                _PSI_HELP[kind].format(_PSI_RESOURCE[resource]),
+                labels=LABELS,
+            )
+            for resource in ("cpu", "memory", "io")
+            for kind in ("full", "some")
+        }
 
     def all(self) -> list[Any]:
         return [
             self.cpu, *self.cfs.values(), self.working_set, self.usage, self.rss, self.fs_usage,
             self.fs_limit, self.fs_inodes, self.fs_inodes_free, *self.io.values(), self.blkio,
             self.start, *self.network.values(),
+            *(family for family in self.pressure.values() if family.samples),
         ]  # fmt: skip
 
 
+_PSI_NAME = {"full": "stalled", "some": "waiting"}
+_PSI_RESOURCE = {"cpu": "CPU", "memory": "memory", "io": "IO"}
+_PSI_HELP = {
+    "full": "Total time duration no tasks in the container could make progress due to {} "
+    "congestion.",
+    "some": "Total time duration tasks in the container have waited due to {} congestion.",
+}
 _NET_HELP = {
     ("receive", "bytes"): "Cumulative count of bytes received",
     ("receive", "errors"): "Cumulative count of errors encountered while receiving",
@@ -187,7 +206,8 @@ def _network(f: _Families, labels: list[str], network: Json | None) -> None:
 
 
 def _cgroup(f: _Families, labels: list[str], figures: CgroupFigures | None) -> None:
-    """CFS series (only under a CPU limit, as cAdvisor) and block I/O per device."""
+    """CFS series (only under a CPU limit, as cAdvisor), block I/O per device and PSI
+    (microseconds in the files, seconds here)."""
     if figures is None:
         return
     cfs = figures.cfs
@@ -206,6 +226,9 @@ def _cgroup(f: _Families, labels: list[str], figures: CgroupFigures | None) -> N
             row = [labels[0], device, labels[1], labels[2], str(io.major), str(io.minor),
                    labels[3], labels[4], op, labels[5]]  # fmt: skip
             f.blkio.add_metric(row, value)
+    for resource, pressure in figures.pressure.items():
+        for kind, data in (("full", pressure.full), ("some", pressure.some)):
+            f.pressure[(resource, kind)].add_metric(labels, data.total / 1e6)
 
 
 class _Collector(Collector):

@@ -1,5 +1,6 @@
 """Per-cgroup figures of ``/metrics/cadvisor`` that the CRI does not carry: CPU throttling
-(CFS) and block I/O, read from the node's, each pod's and each running container's cgroup.
+(CFS), block I/O and pressure (PSI, with KubeletPSI on cgroup v2), read from the node's,
+each pod's and each running container's cgroup.
 
 A container's cgroup is the one containerd makes under its pod's: ``<pod cgroup>/<id>``
 (cgroupfs) or ``<pod slice>/cri-containerd-<id>.scope`` (systemd). A cgroup that is not
@@ -13,6 +14,7 @@ import attrs
 from kubelet.cgroups.names import NODE_ALLOCATABLE, CgroupName
 from kubelet.cri import RuntimeClient, api, labels
 from kubelet.stats.cgroupfs import CfsStats, DeviceIo
+from kubelet.stats.psi import Pressure
 
 from .hoststats import Host
 
@@ -24,17 +26,20 @@ class CgroupFigures:
     cfs: CfsStats | None = None
     io: tuple[tuple[str, DeviceIo], ...] = ()
     """(device name, figures) per device; the name is "" when the device is unknown"""
+    pressure: dict[str, Pressure] = attrs.field(factory=dict)
+    """PSI by resource (``cpu``, ``memory``, ``io``)"""
 
 
 Figures = dict[tuple[str, str], CgroupFigures]
 """(pod UID, container name) → figures; ("", "") the node, (uid, "") a pod"""
 
 
-def _read(host: Host, cgroup: str) -> CgroupFigures:
+def _read(host: Host, cgroup: str, psi: bool) -> CgroupFigures:
     cgroups = host.cgroups
     devices = cgroups.block_io(cgroup) or ()
     named = tuple((cgroups.device_name(d.major, d.minor), d) for d in devices)
-    return CgroupFigures(cfs=cgroups.cfs(cgroup), io=named)
+    pressure = cgroups.pressure(cgroup) if psi else {}
+    return CgroupFigures(cfs=cgroups.cfs(cgroup), io=named, pressure=pressure)
 
 
 def container_cgroup(host: Host, pod_cgroup: str, container_id: str) -> str | None:
@@ -49,11 +54,14 @@ def container_cgroup(host: Host, pod_cgroup: str, container_id: str) -> str | No
 
 
 async def cgroup_figures(
-    runtime: RuntimeClient, host: Host, pods_root: CgroupName = (NODE_ALLOCATABLE,)
+    runtime: RuntimeClient,
+    host: Host,
+    pods_root: CgroupName = (NODE_ALLOCATABLE,),
+    psi: bool = True,
 ) -> Figures:
     """Figures of the node, of every pod with a cgroup and of its running containers (the
     newest instance per name, as the summary)."""
-    out: Figures = {("", ""): _read(host, "/")}
+    out: Figures = {("", ""): _read(host, "/", psi)}
     newest: dict[tuple[str, str], api.Container] = {}
     for c in sorted(await runtime.list_containers(state=api.CONTAINER_RUNNING),
                     key=lambda c: c.created_at):  # fmt: skip
@@ -65,9 +73,9 @@ async def cgroup_figures(
         if uid not in pods:
             pods[uid] = host.find_pod_cgroup(uid, pods_root)
             if pods[uid] is not None:
-                out[(uid, "")] = _read(host, pods[uid] or "")
+                out[(uid, "")] = _read(host, pods[uid] or "", psi)
         pod_cgroup = pods[uid]
         cgroup = container_cgroup(host, pod_cgroup, c.id) if pod_cgroup else None
         if cgroup is not None:
-            out[(uid, name)] = _read(host, cgroup)
+            out[(uid, name)] = _read(host, cgroup, psi)
     return out

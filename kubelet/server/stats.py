@@ -26,6 +26,7 @@ import trio
 from kubelet.cgroups.names import NODE_ALLOCATABLE, CgroupName
 from kubelet.cri import CriError, ImageClient, RuntimeClient, Unimplemented, api, labels
 from kubelet.goformat import rfc3339
+from kubelet.stats.psi import add_psi
 from kubelet.stats.volumes import AGG_PERIOD, PodVolume, VolumeUsageCache
 
 from .cgroupfigures import container_cgroup
@@ -140,6 +141,7 @@ class SummaryProvider:
         system_cgroups: SystemCgroups | None = None,
         volume_stats_period: float = AGG_PERIOD,
         pods_root: CgroupName = (NODE_ALLOCATABLE,),
+        psi: bool = True,
     ) -> None:
         self.runtime = runtime
         self.images = images
@@ -151,6 +153,8 @@ class SummaryProvider:
         self.system_cgroups = system_cgroups or SystemCgroups()
         self.pods_root = pods_root
         """the parent of the pod cgroups: ``cgroupRoot`` + ``kubepods`` (cgroupsPerQOS)"""
+        self.psi = psi
+        """KubeletPSI: pressure (cgroup v2 only) in ``cpu``, ``memory`` and ``io``"""
         self.started_at = wall_clock()
         """the ``kubelet`` system container's start: when the summary provider was made"""
         self.rates = RateCache()
@@ -184,9 +188,10 @@ class SummaryProvider:
             "memory": memory_json(when, memory, capacity) if memory else None,
         }
         node["swap"] = self._node_swap(when)
+        self._add_psi(node, "/", not only_cpu_and_memory)
         node["systemContainers"] = system_containers(
             self.host, self.system_cgroups, when=when, kubelet_start=self.started_at,
-            pods_root=self.pods_root, with_swap=not only_cpu_and_memory,
+            pods_root=self.pods_root, with_swap=not only_cpu_and_memory, psi=self.psi,
             cpu=self._cgroup_cpu, memory=lambda w, m: memory_json(w, m, capacity),
         ) or None  # fmt: skip
         if not only_cpu_and_memory:
@@ -393,7 +398,9 @@ class SummaryProvider:
             out.update(self._cpu_memory(f"container/{c.id}", stats.cpu, stats.memory, capacity))
             full = logs_fs is not None or image_fs is not None
             when = rfc3339(self.wall_clock())
-            out["swap"] = self._cgroup_swap(c, when) or _container_swap(stats, when, full)
+            cgroup = self._container_cgroup(c)
+            out["swap"] = self._cgroup_swap(cgroup, when) or _container_swap(stats, when, full)
+            self._add_psi(out, cgroup, full)
             if full:
                 when = rfc3339(self.wall_clock())
                 if stats.HasField("writable_layer"):
@@ -490,15 +497,24 @@ class SummaryProvider:
         if "cpu" not in pod or "memory" not in pod:
             pod.update({k: v for k, v in _sum_containers(containers).items() if k not in pod})
         pod["swap"] = self._pod_swap(pod_cgroup()) or _sum_swap(containers)
+        self._add_psi(pod, pod_cgroup(), not only_cpu_and_memory)
         if not only_cpu_and_memory:
             pod["ephemeral-storage"] = _ephemeral(containers)
             pod["process_stats"] = self._process_stats(pod_cgroup())
         return _prune(pod)
 
-    def _cgroup_swap(self, c: api.Container, when: str) -> Json | None:
-        """The container cgroup's swap: upstream reads it through cAdvisor before the CRI."""
+    def _container_cgroup(self, c: api.Container) -> str | None:
         pod = self.host.find_pod_cgroup(c.labels.get(labels.POD_UID, ""), self.pods_root)
-        cgroup = container_cgroup(self.host, pod, c.id) if pod is not None else None
+        return container_cgroup(self.host, pod, c.id) if pod is not None else None
+
+    def _add_psi(self, row: Json, cgroup: str | None, io: bool) -> None:
+        """The cgroup's pressure into ``row`` (KubeletPSI; upstream reads it from cAdvisor,
+        which has it on cgroup v2 only)."""
+        if self.psi and cgroup is not None:
+            add_psi(row, self.host.cgroups.pressure(cgroup), rfc3339(self.wall_clock()), io)
+
+    def _cgroup_swap(self, cgroup: str | None, when: str) -> Json | None:
+        """The container cgroup's swap: upstream reads it through cAdvisor before the CRI."""
         swap = self.host.cgroups.swap(cgroup) if cgroup is not None else None
         return swap_json(when, swap) if swap is not None else None
 

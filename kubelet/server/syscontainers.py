@@ -18,6 +18,7 @@ import attrs
 from kubelet.cgroups.names import CgroupName
 from kubelet.goformat import rfc3339
 from kubelet.stats.cgroupfs import CgroupSwap
+from kubelet.stats.psi import add_psi
 
 from .hoststats import Host, MemorySample
 
@@ -59,12 +60,13 @@ def system_containers(
     kubelet_start: float,
     pods_root: CgroupName,
     with_swap: bool = True,
+    psi: bool = False,
     cpu: Callable[[str, str], Json | None],
     memory: MemoryJson,
 ) -> list[Json]:
     """The ``systemContainers`` list; ``cpu(name, cgroup)`` shapes a cgroup's CPU (with
     its rate, kept under the system container's name). Swap only in the full summary
-    (upstream's CPU-and-memory one carries CPU and memory alone)."""
+    (upstream's CPU-and-memory one carries CPU and memory alone); ``psi``: KubeletPSI."""
     boot = host.boot_time() or 0
     wanted = [
         ("kubelet", names.kubelet or host.cgroups.process_cgroup(), kubelet_start),
@@ -83,5 +85,7 @@ def system_containers(
         swap = host.cgroups.swap(cgroup) if with_swap else None
         if swap is not None:
             row["swap"] = swap_json(when, swap)
+        if psi:
+            add_psi(row, host.cgroups.pressure(cgroup), when, io=with_swap)
         out.append({k: v for k, v in row.items() if v is not None})
     return out

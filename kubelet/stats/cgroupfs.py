@@ -13,6 +13,8 @@ The figures are cAdvisor's, which the kubelet's summary and eviction read upstre
   kernel offers no ``total_*``; v2's ``memory.stat`` is hierarchical already (``anon`` is
   the rss, ``pgfault``/``pgmajfault`` the page faults);
 - CPU is ``cpuacct.usage`` (v1, ns) or ``usage_usec`` of ``cpu.stat`` (v2);
+- PSI is the ``cpu``/``memory``/``io.pressure`` files (v2 only), /proc/pressure for the
+  machine (see psi.py);
 - the node's PID limit is min(kernel.pid_max, kernel.threads-max) and its task count
   the total in /proc/loadavg (pidlimit_linux.go).
 
@@ -28,6 +30,8 @@ import enum
 from pathlib import Path
 
 import attrs
+
+from .psi import RESOURCES, Pressure, parse_pressure
 
 __all__ = [
     "CfsStats",
@@ -357,6 +361,19 @@ class Cgroups:
                     for (major, minor), ops in sorted(served.items())
                 )
         return ()
+
+    def pressure(self, cgroup: str) -> dict[str, Pressure]:
+        """PSI per resource (``cpu``, ``memory``, ``io``) of ``cgroup``: its ``*.pressure``
+        files, the machine's /proc/pressure for ``/``. Nothing on v1 (upstream reads PSI
+        only from cgroup v2) nor for a file the kernel does not offer."""
+        if self.layout is not Layout.V2:
+            return {}
+        if cgroup.strip("/") == "":
+            files = {r: self.root / "proc/pressure" / r for r in RESOURCES}
+        else:
+            files = {r: self._v2(cgroup) / f"{r}.pressure" for r in RESOURCES}
+        found = {r: parse_pressure(_read(path)) for r, path in files.items()}
+        return {r: p for r, p in found.items() if p is not None}
 
     def device_name(self, major: int, minor: int) -> str:
         """``/dev/<name>`` of a block device (its ``uevent``); "" when unknown, as cAdvisor."""

@@ -148,7 +148,7 @@ def test_no_warning_for_honoured_settings(tmp_path: Path) -> None:
     # the swap check are implemented)
     gates = (
         "the effect of feature gates on by default: ContainerCheckpoint, "
-        "ExtendWebSocketsToKubelet, KubeletPSI, KubeletPodResourcesDynamicResources, "
+        "ExtendWebSocketsToKubelet, KubeletPodResourcesDynamicResources, "
         "KubeletPodResourcesGet, NodeDeclaredFeatures, ReloadKubeletClientCAFile, "
         "ReloadKubeletServerCertificateFile"
     )
@@ -156,8 +156,9 @@ def test_no_warning_for_honoured_settings(tmp_path: Path) -> None:
     path.write_text(honoured + "failSwapOn: false\n")
     assert run(f"--config={path}").warnings == (f"upstream defaults not provided: {gates}",)
     # a gate turned off (upstream's behaviour without it is what we do) leaves the list
-    off = run(f"--config={path}", "--feature-gates=KubeletPSI=false").warnings
-    assert off[-1] == f"upstream defaults not provided: {gates.replace(' KubeletPSI,', '')}"
+    off = run(f"--config={path}", "--feature-gates=ReloadKubeletClientCAFile=false").warnings
+    left = gates.replace(" ReloadKubeletClientCAFile,", "")
+    assert off[-1] == f"upstream defaults not provided: {left}"
 
 
 def test_kubeadm_config_gives_one_warning_naming_each_setting(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from kubelet.server.resource import resource_metrics
 from kubelet.server.stats import SummaryProvider, rfc3339
 from kubelet.server.syscontainers import SystemCgroups
 
+from .test_psi import v2_provider
 from .test_stats import NOW, UID, ScriptedRuntime, provider
 
 TIME, UINT, STR, FLOAT, BOOL = "time", "uint", "str", "float", "bool"
@@ -68,8 +69,6 @@ SUMMARY = obj(("node", "pods"), node=NODE, pods=[POD])
 """Restated from staging/src/k8s.io/kubelet/pkg/apis/stats/v1alpha1/types.go (v1.36)."""
 
 NOT_FILLED = {
-    "psi": "KubeletPSI: cgroup v2 pressure files are not read (named in the start-up warning)",
-    "io": "only carries PSI (KubeletPSI)",
     "accelerators": "upstream no longer fills it (accelerator metrics were removed from the "
     "kubelet in 1.25; the CRI stats provider never did)",
     "userDefinedMetrics": "not supported by the CRI, as upstream's CRI stats provider says",
@@ -241,8 +240,10 @@ async def test_every_upstream_field_is_filled_or_named(tmp_path: Path) -> None:
     await stats.summary()
     summary = await stats.summary()  # rates need a second sample
     assert check(summary, SUMMARY, "summary") == []
+    psi = await v2_provider(tmp_path / "v2").summary()  # PSI (io, psi): cgroup v2 only
+    assert check(psi, SUMMARY, "summary") == []
     wanted = {p for p in leaves(SUMMARY) if _named(p) is None}
-    missing = sorted(wanted - present(summary))
+    missing = sorted(wanted - present(summary) - present(psi))
     assert missing == [], "\n".join(missing)
     names = [c["name"] for c in summary["node"]["systemContainers"]]
     assert sorted(names) == ["kubelet", "pods"]  # runtime and misc: only when configured
