@@ -135,7 +135,8 @@ class Host:
     proc: Path = Path("/proc")
     """where processes are read (``systemCgroups``, ``kubeletCgroups``; /proc/swaps)"""
     containers_log_dir: str = LEGACY_CONTAINER_LOGS_DIR
-    """the log symlinks container GC sweeps (tests: a temporary directory)"""
+    """the legacy log symlinks: made at container start, swept by container GC (tests: a
+    temporary directory)"""
 
 
 @attrs.frozen
@@ -206,7 +207,8 @@ async def run(
             root, options, host, machine, desired, recorder, node.name, runtime
         )
         pod_runtime = await root.start(
-            run_runtime, options, runtime, images, api, recorder, metrics, prober.http, node.name,
+            functools.partial(run_runtime, containers_log_dir=host.containers_log_dir),
+            options, runtime, images, api, recorder, metrics, prober.http, node.name,
             node.ips, machine.memory_bytes, machine.num_cores, services and services.env_for, clock,
             cgroups,
         )  # fmt: skip
@@ -342,7 +344,8 @@ async def run_once(options: Options, host: Host = Host()) -> int:
             root, options, host, machine, desired, recorder, node.name, runtime
         )
         pod_runtime = await root.start(
-            run_runtime, options, runtime, images, None, recorder, metrics, prober.http,
+            functools.partial(run_runtime, containers_log_dir=host.containers_log_dir),
+            options, runtime, images, None, recorder, metrics, prober.http,
             node.name, node.ips, machine.memory_bytes, machine.num_cores, None, clock, cgroups,
         )  # fmt: skip
         view = RuntimeView(runtime)

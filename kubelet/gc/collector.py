@@ -27,7 +27,12 @@ from kubelet.stats.summary import FsUsage
 
 from . import containers as cplan
 from . import images as iplan
-from .logs import LEGACY_CONTAINER_LOGS_DIR, container_id_of_symlink, dangling
+from .logs import (
+    LEGACY_CONTAINER_LOGS_DIR,
+    container_id_of_symlink,
+    dangling,
+    legacy_log_symlink,
+)
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +73,19 @@ def _container_info(c: api.Container) -> cplan.ContainerInfo | None:
     )
 
 
+def _remove_link(cid: str, link: str | None) -> list[str]:
+    """A removed container's legacy log symlink goes with it, as upstream's."""
+    if link is None:
+        return []
+    try:
+        os.remove(link)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        return [f"failed to remove container {cid} log legacy symbolic link {link}: {exc}"]
+    return []
+
+
 def _sandbox_info(s: api.PodSandbox) -> cplan.SandboxInfo | None:
     uid = s.labels.get(labels.POD_UID) or s.metadata.uid
     if not uid:
@@ -95,7 +113,9 @@ class ContainerCollector:
 
     async def collect(self, evict_non_deleted: bool = False) -> cplan.GCPlan:
         """One collection; GcError lists what failed (the rest was still removed)."""
-        found = [c for c in map(_container_info, await self.runtime.list_containers()) if c]
+        listed = await self.runtime.list_containers()
+        found = [c for c in map(_container_info, listed) if c]
+        links = {c.id: self._link_of(c) for c in listed}
         boxes = [s for s in map(_sandbox_info, await self.runtime.list_pod_sandbox()) if s]
         plan = cplan.plan(
             found,
@@ -108,7 +128,7 @@ class ContainerCollector:
             runtime_removable=self.pods.runtime_removable,
             evict_non_deleted=evict_non_deleted,
         )
-        errors = await self._apply(plan)
+        errors = await self._apply(plan, links)
         if errors:
             raise GcError("; ".join(errors))
         return plan
@@ -133,7 +153,17 @@ class ContainerCollector:
             except OSError as exc:
                 log.error("container GC: failed to remove log symlink %s: %s", path, exc)
 
-    async def _apply(self, plan: cplan.GCPlan) -> list[str]:
+    def _link_of(self, c: api.Container) -> str:
+        """The container's legacy log symlink, named from its labels."""
+        return legacy_log_symlink(
+            self.containers_log_dir,
+            c.id,
+            c.labels.get(labels.CONTAINER_NAME, c.metadata.name),
+            c.labels.get(labels.POD_NAME, ""),
+            c.labels.get(labels.POD_NAMESPACE, ""),
+        )
+
+    async def _apply(self, plan: cplan.GCPlan, links: dict[str, str]) -> list[str]:
         errors: list[str] = []
         for cid in plan.stop_then_remove:
             try:
@@ -146,6 +176,8 @@ class ContainerCollector:
                 log.info("container GC: removed container %s", cid)
             except CriError as exc:
                 errors.append(f"failed to remove container {cid}: {exc}")
+                continue
+            errors.extend(_remove_link(cid, links.get(cid)))
         for sid in plan.remove_sandboxes:
             try:
                 await self.runtime.stop_pod_sandbox(sid)

@@ -12,12 +12,29 @@ from __future__ import annotations
 import glob
 import os
 
-__all__ = ["LEGACY_CONTAINER_LOGS_DIR", "container_id_of_symlink", "dangling"]
+__all__ = [
+    "LEGACY_CONTAINER_LOGS_DIR",
+    "container_id_of_symlink",
+    "dangling",
+    "legacy_log_symlink",
+]
 
 LEGACY_CONTAINER_LOGS_DIR = "/var/log/containers"
 _SUFFIX = ".log"
+_MAX_NAME = 255
+"""ext4's limit on a file name: the name is cut to leave room for ``.log``"""
 _MIN_ID = 6
 """a runtime finds a container by an ID prefix this long, as upstream requires"""
+
+
+def legacy_log_symlink(
+    directory: str, container_id: str, container_name: str, pod_name: str, namespace: str
+) -> str:
+    """``<directory>/<pod>_<namespace>_<container>-<id>.log``, the part before ``.log``
+    cut to 251 characters so the name fits a file name (upstream's rule, kept so log
+    shippers' globs and parsers see the names they expect)."""
+    stem = f"{pod_name}_{namespace}_{container_name}-{container_id}"
+    return os.path.join(directory, stem[: _MAX_NAME - len(_SUFFIX)] + _SUFFIX)
 
 
 def container_id_of_symlink(path: str) -> str | None:

@@ -72,6 +72,7 @@ from .hooks import (
 )
 from .images import ImageError, ImageManager
 from .isolation import Isolation, IsolationError, PodIsolation
+from .legacylogs import link_container_log
 from .teardown import PodTeardown, still_running
 
 log = logging.getLogger(__name__)
@@ -158,6 +159,7 @@ class PodRuntime:
         metrics: KubeletMetrics | None = None,
         cgroups: PodCgroups | None = None,
         limits: ContainerLimits | None = None,
+        containers_log_dir: str = "",
     ) -> None:
         self.cgroups = cgroups
         self.limits = limits or ContainerLimits()
@@ -173,7 +175,9 @@ class PodRuntime:
         self.root_dir = root_dir
         self.http = http
         self.metrics = metrics
-        self.teardown = PodTeardown(runtime, self.recorder, http)
+        self.teardown = PodTeardown(runtime, self.recorder, http, containers_log_dir)
+        self.containers_log_dir = containers_log_dir
+        """where each started container's log is linked ("": nowhere; tests)"""
         self.runtime = runtime
         self.images = images
         self.crash_backoff = crash_backoff
@@ -561,6 +565,14 @@ class PodRuntime:
             progress.errors.append(f"StartContainer {container.name}: {exc.message}")
             return None
         self.recorder.record(ref, NORMAL, "Started", f"Started container {container.name}")
+        link_container_log(
+            self.containers_log_dir,
+            cid,
+            container.name,
+            pod.metadata.name,
+            pod.metadata.namespace,
+            os.path.join(where.config.log_directory, config.log_path),
+        )
         return cid
 
     async def _post_start(
@@ -661,7 +673,7 @@ class PodRuntime:
         """Keep the newest dead instance of a container (its logs, its restart count)."""
         dead = [c for c in status.containers_named(name) if c.state is ContainerRunState.EXITED]
         for old in dead[1:]:
-            await self.teardown.remove_container(old.id)
+            await self.teardown.remove_container(old, status)
 
     # -- teardown (``teardown.PodTeardown``) ------------------------------------------------
 

@@ -62,15 +62,17 @@ async def run_runtime(
     wall_clock: Callable[[], float],
     cgroups: PodCgroups | None = None,
     *,
+    containers_log_dir: str = "",
     task_status: trio.TaskStatus[PodRuntime] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Build the pod driver, start what it needs running, hand it back; run until cancelled.
 
     ``memory_capacity`` (bytes) and ``cpus`` are the node's (OOM scores, allocatable);
-    ``cgroups`` gives each pod its cgroup (None: the sandbox gets the parent's name only)."""
+    ``cgroups`` gives each pod its cgroup (None: the sandbox gets the parent's name only);
+    started containers' logs are linked into ``containers_log_dir`` ("": nowhere)."""
     cfg = options.config
     allocatable = {"cpu": str(cpus), "memory": str(memory_capacity)}
-    setup_data_dirs(options.root_dir, cfg.pod_logs_dir)
+    setup_data_dirs(options.root_dir, cfg.pod_logs_dir, containers_log_dir)
     volumes = VolumeManager(
         options.root_dir,
         lookup=ApiEnvLookup(api) if api is not None else None,
@@ -108,6 +110,7 @@ async def run_runtime(
         metrics=metrics,
         cgroups=cgroups,
         limits=container_limits(cfg, cgroups.swap if cgroups is not None else None),
+        containers_log_dir=containers_log_dir,
     )
     async with trio.open_nursery() as nursery:
         await nursery.start(isolation.runtime_info.run, runtime)

@@ -28,6 +28,7 @@ from kubelet.events.recorder import NORMAL, WARNING, EventRecorder, pod_ref
 from kubelet.handlers.http import HttpGetter
 
 from .hooks import EVENT_FAILED_PRE_STOP_HOOK, run_pre_stop
+from .legacylogs import unlink_container_log
 
 log = logging.getLogger(__name__)
 
@@ -56,11 +57,17 @@ class PodTeardown:
     """Stops and removes what a pod has on the runtime; one instance serves every pod."""
 
     def __init__(
-        self, runtime: RuntimeClient, recorder: EventRecorder, http: HttpGetter | None = None
+        self,
+        runtime: RuntimeClient,
+        recorder: EventRecorder,
+        http: HttpGetter | None = None,
+        containers_log_dir: str = "",
     ) -> None:
         self.runtime = runtime
         self.recorder = recorder
         self.http = http
+        self.containers_log_dir = containers_log_dir
+        """the legacy log symlinks' directory ("": none are kept)"""
 
     async def kill(
         self, pod: Pod, status: RuntimePodStatus, grace_override: int | None = None
@@ -108,7 +115,7 @@ class PodTeardown:
         """Remove a killed pod's containers, then its sandboxes."""
         async with trio.open_nursery() as nursery:
             for info in status.containers:
-                nursery.start_soon(self.remove_container, info.id)
+                nursery.start_soon(self.remove_container, info, status)
         async with trio.open_nursery() as nursery:
             for sandbox in status.sandboxes:
                 nursery.start_soon(self._remove_sandbox, sandbox.id)
@@ -178,8 +185,18 @@ class PodTeardown:
             f"stopping sandbox {sandbox_id[:13]}", self.runtime.stop_pod_sandbox(sandbox_id)
         )
 
-    async def remove_container(self, cid: str) -> None:
-        await _idempotent(f"removing container {cid[:13]}", self.runtime.remove_container(cid))
+    async def remove_container(self, info: ContainerInfo, status: RuntimePodStatus) -> None:
+        """RemoveContainer, then the container's legacy log symlink (as upstream)."""
+        cid = info.id
+        if await _idempotent(f"removing container {cid[:13]}", self.runtime.remove_container(cid)):
+            unlink_container_log(
+                self.containers_log_dir,
+                cid,
+                info.labels,
+                container_name=info.name,
+                pod_name=status.name,
+                namespace=status.namespace,
+            )
 
     async def _remove_sandbox(self, sandbox_id: str) -> None:
         await _idempotent(

@@ -109,8 +109,10 @@ def data_dirs(root_dir: str, pod_logs_dir: str) -> list[tuple[str, int]]:
     ]
 
 
-def setup_data_dirs(root_dir: str, pod_logs_dir: str) -> None:
-    """Create (or tighten) the kubelet's directories; raises DataDirError naming one."""
+def setup_data_dirs(root_dir: str, pod_logs_dir: str, containers_log_dir: str = "") -> None:
+    """Create (or tighten) the kubelet's directories; raises DataDirError naming one.
+    ``containers_log_dir`` (the legacy log symlinks') is only made when missing, 0755, as
+    upstream makes it at start."""
     if os.path.normpath(root_dir) != root_dir:
         raise DataDirError(
             f"rootDirectory not in canonical form: expected {os.path.normpath(root_dir)}, "
@@ -121,6 +123,11 @@ def setup_data_dirs(root_dir: str, pod_logs_dir: str) -> None:
             ensure_dir(path, mode)
         except OSError as exc:
             raise DataDirError(f"error creating directory {path}: {exc}") from exc
+    if containers_log_dir:
+        try:
+            os.makedirs(containers_log_dir, 0o755, exist_ok=True)
+        except OSError as exc:
+            raise DataDirError(f"Failed to create directory {containers_log_dir}: {exc}") from exc
 
 
 def pod_data_dirs(root_dir: str, uid: str) -> list[str]:

@@ -167,3 +167,25 @@ async def test_container_gc_removes_dead_log_symlinks_but_not_of_a_live_containe
         (links / link).symlink_to(target if name == "alive" else tmp_path / "gone.log")
     await _collector(runtime, Pods(), tmp_path).collect()
     assert sorted(p.name for p in links.iterdir()) == sorted([cases["rotating"], cases["alive"]])
+
+
+async def test_container_gc_removes_the_log_symlink_of_each_container_it_removes(
+    fake: FakeRuntime,
+    clients: tuple[RuntimeClient, ImageClient],
+    tmp_path: Path,
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    """As upstream's removeContainer: the link goes with the container even while its
+    target (the pod's log file) is still there."""
+    runtime, _ = clients
+    await _attempts(runtime, "web", 4, last_running=True)
+    links = tmp_path / "containers"
+    links.mkdir()
+    target = tmp_path / "0.log"
+    target.write_text("x")
+    for cid in fake.containers:
+        (links / f"web__app-{cid}.log").symlink_to(target)  # no namespace label here
+    await _collector(runtime, Pods(), tmp_path).collect()
+    left = sorted(f"web__app-{cid}.log" for cid in fake.containers)
+    assert len(left) == 2  # the running one and the newest dead one
+    assert sorted(p.name for p in links.iterdir()) == left

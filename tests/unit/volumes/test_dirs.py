@@ -149,3 +149,10 @@ def test_log_and_container_directories(tmp_path: Path) -> None:
     assert mode(message) == 0o666  # any container user writes its termination message
     assert mode(message.parent) == 0o750
     assert mode(message.parent.parent) == 0o750  # containers/ as well
+
+
+def test_the_containers_log_directory_is_made_when_asked(tmp_path: Path) -> None:
+    links = tmp_path / "var" / "log" / "containers"
+    setup_data_dirs(str(tmp_path / "kubelet"), str(tmp_path / "logs"), str(links))
+    assert links.is_dir()
+    setup_data_dirs(str(tmp_path / "kubelet"), str(tmp_path / "logs"), str(links))  # again: fine
