@@ -1,6 +1,7 @@
 """Per-cgroup figures of ``/metrics/cadvisor`` that the CRI does not carry: CPU throttling
-(CFS), block I/O and pressure (PSI, with KubeletPSI on cgroup v2), read from the node's,
-each pod's and each running container's cgroup.
+(CFS), block I/O, memory details (cache, swap, mapped files, failcnt, peak) and pressure
+(PSI, with KubeletPSI on cgroup v2), read from the node's, each pod's and each running
+container's cgroup.
 
 A container's cgroup is the one containerd makes under its pod's: ``<pod cgroup>/<id>``
 (cgroupfs) or ``<pod slice>/cri-containerd-<id>.scope`` (systemd). A cgroup that is not
@@ -13,7 +14,7 @@ import attrs
 
 from kubelet.cgroups.names import NODE_ALLOCATABLE, CgroupName
 from kubelet.cri import RuntimeClient, api, labels
-from kubelet.stats.cgroupfs import CfsStats, DeviceIo
+from kubelet.stats.cgroupfs import CfsStats, CgroupMemoryDetail, DeviceIo
 from kubelet.stats.psi import Pressure
 
 from .hoststats import Host
@@ -28,6 +29,7 @@ class CgroupFigures:
     """(device name, figures) per device; the name is "" when the device is unknown"""
     pressure: dict[str, Pressure] = attrs.field(factory=dict)
     """PSI by resource (``cpu``, ``memory``, ``io``)"""
+    memory: CgroupMemoryDetail | None = None
 
 
 Figures = dict[tuple[str, str], CgroupFigures]
@@ -39,7 +41,10 @@ def _read(host: Host, cgroup: str, psi: bool) -> CgroupFigures:
     devices = cgroups.block_io(cgroup) or ()
     named = tuple((cgroups.device_name(d.major, d.minor), d) for d in devices)
     pressure = cgroups.pressure(cgroup) if psi else {}
-    return CgroupFigures(cfs=cgroups.cfs(cgroup), io=named, pressure=pressure)
+    return CgroupFigures(
+        cfs=cgroups.cfs(cgroup), io=named, pressure=pressure,
+        memory=cgroups.memory_detail(cgroup),
+    )  # fmt: skip
 
 
 def container_cgroup(host: Host, pod_cgroup: str, container_id: str) -> str | None:
