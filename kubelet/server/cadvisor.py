@@ -25,7 +25,8 @@ as ``/stats/summary``, with cAdvisor's names, help texts and labels:
   ``container_pressure_{cpu,memory,io}_{stalled,waiting}_seconds_total`` (``full`` and
   ``some`` totals of the ``*.pressure`` files; /proc/pressure for the node).
 
-Also from the cgroups: ``container_memory_cache``, ``container_memory_swap``,
+Also from the cgroups: ``container_cpu_user_seconds_total``,
+``container_cpu_system_seconds_total``, ``container_memory_cache``, ``container_memory_swap``,
 ``container_memory_mapped_file``, ``container_memory_failcnt`` (a gauge here: the client
 library would rename a counter to ``…_total``) and ``container_memory_max_usage_bytes``.
 
@@ -79,6 +80,14 @@ class _Families:
             labels=LABELS,
         )
         self.rss = GaugeMetricFamily("container_memory_rss", "Size of RSS in bytes.", labels=LABELS)
+        self.cpu_user = CounterMetricFamily(
+            "container_cpu_user_seconds", "Cumulative user cpu time consumed in seconds.",
+            labels=LABELS,
+        )
+        self.cpu_system = CounterMetricFamily(
+            "container_cpu_system_seconds", "Cumulative system cpu time consumed in seconds.",
+            labels=LABELS,
+        )
         self.memory_detail = {
             key: GaugeMetricFamily(name, text, labels=LABELS) for key, name, text in (
                 ("cache", "container_memory_cache", "Number of bytes of page cache memory."),
@@ -155,8 +164,8 @@ class _Families:
 
     def all(self) -> list[Any]:
         return [
-            self.cpu, *self.cfs.values(), self.working_set, self.usage, self.rss,
-            *self.memory_detail.values(), self.fs_usage,
+            self.cpu, self.cpu_user, self.cpu_system, *self.cfs.values(), self.working_set,
+            self.usage, self.rss, *self.memory_detail.values(), self.fs_usage,
             self.fs_limit, self.fs_inodes, self.fs_inodes_free, *self.io.values(), self.blkio,
             self.start, *self.network.values(),
             *(family for family in self.pressure.values() if family.samples),
@@ -242,6 +251,10 @@ def _cgroup(f: _Families, labels: list[str], figures: CgroupFigures | None) -> N
             row = [labels[0], device, labels[1], labels[2], str(io.major), str(io.minor),
                    labels[3], labels[4], op, labels[5]]  # fmt: skip
             f.blkio.add_metric(row, value)
+    if figures.cpu_user_system_ns is not None:
+        user, system = figures.cpu_user_system_ns
+        f.cpu_user.add_metric(labels, user / 1e9)
+        f.cpu_system.add_metric(labels, system / 1e9)
     memory = figures.memory
     if memory is not None:
         for key, gauge in f.memory_detail.items():

@@ -1,7 +1,7 @@
 """Per-cgroup figures of ``/metrics/cadvisor`` that the CRI does not carry: CPU throttling
-(CFS), block I/O, memory details (cache, swap, mapped files, failcnt, peak) and pressure
-(PSI, with KubeletPSI on cgroup v2), read from the node's, each pod's and each running
-container's cgroup.
+(CFS), user/system CPU time, block I/O, memory details (cache, swap, mapped files,
+failcnt, peak) and pressure (PSI, with KubeletPSI on cgroup v2), read from the node's,
+each pod's and each running container's cgroup.
 
 A container's cgroup is the one containerd makes under its pod's: ``<pod cgroup>/<id>``
 (cgroupfs) or ``<pod slice>/cri-containerd-<id>.scope`` (systemd). A cgroup that is not
@@ -30,6 +30,7 @@ class CgroupFigures:
     pressure: dict[str, Pressure] = attrs.field(factory=dict)
     """PSI by resource (``cpu``, ``memory``, ``io``)"""
     memory: CgroupMemoryDetail | None = None
+    cpu_user_system_ns: tuple[int, int] | None = None
 
 
 Figures = dict[tuple[str, str], CgroupFigures]
@@ -44,6 +45,7 @@ def _read(host: Host, cgroup: str, psi: bool) -> CgroupFigures:
     return CgroupFigures(
         cfs=cgroups.cfs(cgroup), io=named, pressure=pressure,
         memory=cgroups.memory_detail(cgroup),
+        cpu_user_system_ns=cgroups.cpu_user_system_ns(cgroup),
     )  # fmt: skip
 
 

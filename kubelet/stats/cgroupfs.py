@@ -146,6 +146,7 @@ class Rlimit:
 
 
 _UNLIMITED = 1 << 62
+_USER_HZ = 100
 
 
 def _read(path: Path) -> str | None:
@@ -440,6 +441,22 @@ class Cgroups:
             usage = _int(self.base / mount / cgroup.strip("/") / "cpuacct.usage")
             if usage is not None:
                 return usage
+        return None
+
+    def cpu_user_system_ns(self, cgroup: str) -> tuple[int, int] | None:
+        """User and system CPU time of ``cgroup`` in nanoseconds: ``user_usec``/``system_usec``
+        of ``cpu.stat`` (v2) or ``user``/``system`` of ``cpuacct.stat`` (v1, in USER_HZ
+        ticks, 100 a second as runc counts them)."""
+        if self.layout is Layout.V2:
+            stat = _key_values(_read(self._v2(cgroup) / "cpu.stat"))
+            if "user_usec" not in stat or "system_usec" not in stat:
+                return None
+            return stat["user_usec"] * 1000, stat["system_usec"] * 1000
+        for mount in ("cpuacct", "cpu,cpuacct", "cpuacct,cpu", "cpu"):
+            stat = _key_values(_read(self.base / mount / cgroup.strip("/") / "cpuacct.stat"))
+            if "user" in stat and "system" in stat:
+                tick = 1_000_000_000 // _USER_HZ
+                return stat["user"] * tick, stat["system"] * tick
         return None
 
     def pids(self, cgroup: str) -> int | None:
