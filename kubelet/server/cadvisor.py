@@ -63,6 +63,34 @@ def _ts(stamp: Any) -> float | None:
     return dt.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
 
+def _cpu_split_families() -> tuple[CounterMetricFamily, CounterMetricFamily]:
+    return (
+        CounterMetricFamily(
+            "container_cpu_user_seconds", "Cumulative user cpu time consumed in seconds.",
+            labels=LABELS,
+        ),
+        CounterMetricFamily(
+            "container_cpu_system_seconds", "Cumulative system cpu time consumed in seconds.",
+            labels=LABELS,
+        ),
+    )
+
+
+def _memory_detail_families() -> dict[str, GaugeMetricFamily]:
+    """Keyed by the field of ``CgroupMemoryDetail``."""
+    return {
+        key: GaugeMetricFamily(name, text, labels=LABELS) for key, name, text in (
+            ("cache", "container_memory_cache", "Number of bytes of page cache memory."),
+            ("swap", "container_memory_swap", "Container swap usage in bytes."),
+            ("mapped_file", "container_memory_mapped_file",
+             "Size of memory mapped files in bytes."),
+            ("failcnt", "container_memory_failcnt", "Number of memory usage hits limits"),
+            ("max_usage", "container_memory_max_usage_bytes",
+             "Maximum memory usage recorded in bytes"),
+        )
+    }  # fmt: skip
+
+
 class _Families:
     def __init__(self) -> None:
         self.cpu = CounterMetricFamily(
@@ -80,25 +108,8 @@ class _Families:
             labels=LABELS,
         )
         self.rss = GaugeMetricFamily("container_memory_rss", "Size of RSS in bytes.", labels=LABELS)
-        self.cpu_user = CounterMetricFamily(
-            "container_cpu_user_seconds", "Cumulative user cpu time consumed in seconds.",
-            labels=LABELS,
-        )
-        self.cpu_system = CounterMetricFamily(
-            "container_cpu_system_seconds", "Cumulative system cpu time consumed in seconds.",
-            labels=LABELS,
-        )
-        self.memory_detail = {
-            key: GaugeMetricFamily(name, text, labels=LABELS) for key, name, text in (
-                ("cache", "container_memory_cache", "Number of bytes of page cache memory."),
-                ("swap", "container_memory_swap", "Container swap usage in bytes."),
-                ("mapped_file", "container_memory_mapped_file",
-                 "Size of memory mapped files in bytes."),
-                ("failcnt", "container_memory_failcnt", "Number of memory usage hits limits"),
-                ("max_usage", "container_memory_max_usage_bytes",
-                 "Maximum memory usage recorded in bytes"),
-            )
-        }  # fmt: skip
+        self.cpu_user, self.cpu_system = _cpu_split_families()
+        self.memory_detail = _memory_detail_families()
         self.fs_usage = GaugeMetricFamily(
             "container_fs_usage_bytes",
             "Number of bytes that are consumed by the container on this filesystem.",
