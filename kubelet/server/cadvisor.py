@@ -25,7 +25,12 @@ as ``/stats/summary``, with cAdvisor's names, help texts and labels:
   ``container_pressure_{cpu,memory,io}_{stalled,waiting}_seconds_total`` (``full`` and
   ``some`` totals of the ``*.pressure`` files; /proc/pressure for the node).
 
-Series cAdvisor has that need what is not read here (memory cache and swap, per-CPU
+Also from the cgroups: ``container_cpu_user_seconds_total``,
+``container_cpu_system_seconds_total``, ``container_memory_cache``, ``container_memory_swap``,
+``container_memory_mapped_file``, ``container_memory_failcnt`` (a gauge here: the client
+library would rename a counter to ``…_total``) and ``container_memory_max_usage_bytes``.
+
+Series cAdvisor has that need what is not read here (per-CPU
 usage, the CFQ-only I/O times and merges, the root's /proc/diskstats figures) are absent,
 not zero.
 """
@@ -58,6 +63,34 @@ def _ts(stamp: Any) -> float | None:
     return dt.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
 
+def _cpu_split_families() -> tuple[CounterMetricFamily, CounterMetricFamily]:
+    return (
+        CounterMetricFamily(
+            "container_cpu_user_seconds", "Cumulative user cpu time consumed in seconds.",
+            labels=LABELS,
+        ),
+        CounterMetricFamily(
+            "container_cpu_system_seconds", "Cumulative system cpu time consumed in seconds.",
+            labels=LABELS,
+        ),
+    )
+
+
+def _memory_detail_families() -> dict[str, GaugeMetricFamily]:
+    """Keyed by the field of ``CgroupMemoryDetail``."""
+    return {
+        key: GaugeMetricFamily(name, text, labels=LABELS) for key, name, text in (
+            ("cache", "container_memory_cache", "Number of bytes of page cache memory."),
+            ("swap", "container_memory_swap", "Container swap usage in bytes."),
+            ("mapped_file", "container_memory_mapped_file",
+             "Size of memory mapped files in bytes."),
+            ("failcnt", "container_memory_failcnt", "Number of memory usage hits limits"),
+            ("max_usage", "container_memory_max_usage_bytes",
+             "Maximum memory usage recorded in bytes"),
+        )
+    }  # fmt: skip
+
+
 class _Families:
     def __init__(self) -> None:
         self.cpu = CounterMetricFamily(
@@ -75,6 +108,8 @@ class _Families:
             labels=LABELS,
         )
         self.rss = GaugeMetricFamily("container_memory_rss", "Size of RSS in bytes.", labels=LABELS)
+        self.cpu_user, self.cpu_system = _cpu_split_families()
+        self.memory_detail = _memory_detail_families()
         self.fs_usage = GaugeMetricFamily(
             "container_fs_usage_bytes",
             "Number of bytes that are consumed by the container on this filesystem.",
@@ -140,7 +175,8 @@ class _Families:
 
     def all(self) -> list[Any]:
         return [
-            self.cpu, *self.cfs.values(), self.working_set, self.usage, self.rss, self.fs_usage,
+            self.cpu, self.cpu_user, self.cpu_system, *self.cfs.values(), self.working_set,
+            self.usage, self.rss, *self.memory_detail.values(), self.fs_usage,
             self.fs_limit, self.fs_inodes, self.fs_inodes_free, *self.io.values(), self.blkio,
             self.start, *self.network.values(),
             *(family for family in self.pressure.values() if family.samples),
@@ -206,8 +242,8 @@ def _network(f: _Families, labels: list[str], network: Json | None) -> None:
 
 
 def _cgroup(f: _Families, labels: list[str], figures: CgroupFigures | None) -> None:
-    """CFS series (only under a CPU limit, as cAdvisor), block I/O per device and PSI
-    (microseconds in the files, seconds here)."""
+    """CFS series (only under a CPU limit, as cAdvisor), block I/O per device, the memory
+    details and PSI (microseconds in the files, seconds here)."""
     if figures is None:
         return
     cfs = figures.cfs
@@ -226,6 +262,16 @@ def _cgroup(f: _Families, labels: list[str], figures: CgroupFigures | None) -> N
             row = [labels[0], device, labels[1], labels[2], str(io.major), str(io.minor),
                    labels[3], labels[4], op, labels[5]]  # fmt: skip
             f.blkio.add_metric(row, value)
+    if figures.cpu_user_system_ns is not None:
+        user, system = figures.cpu_user_system_ns
+        f.cpu_user.add_metric(labels, user / 1e9)
+        f.cpu_system.add_metric(labels, system / 1e9)
+    memory = figures.memory
+    if memory is not None:
+        for key, gauge in f.memory_detail.items():
+            value = getattr(memory, key)
+            if value is not None:
+                gauge.add_metric(labels, value)
     for resource, pressure in figures.pressure.items():
         for kind, data in (("full", pressure.full), ("some", pressure.some)):
             f.pressure[(resource, kind)].add_metric(labels, data.total / 1e6)

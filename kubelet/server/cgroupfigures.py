@@ -1,5 +1,6 @@
 """Per-cgroup figures of ``/metrics/cadvisor`` that the CRI does not carry: CPU throttling
-(CFS), block I/O and pressure (PSI, with KubeletPSI on cgroup v2), read from the node's,
+(CFS), user/system CPU time, block I/O, memory details (cache, swap, mapped files,
+failcnt, peak) and pressure (PSI, with KubeletPSI on cgroup v2), read from the node's,
 each pod's and each running container's cgroup.
 
 A container's cgroup is the one containerd makes under its pod's: ``<pod cgroup>/<id>``
@@ -13,7 +14,7 @@ import attrs
 
 from kubelet.cgroups.names import NODE_ALLOCATABLE, CgroupName
 from kubelet.cri import RuntimeClient, api, labels
-from kubelet.stats.cgroupfs import CfsStats, DeviceIo
+from kubelet.stats.cgroupfs import CfsStats, CgroupMemoryDetail, DeviceIo
 from kubelet.stats.psi import Pressure
 
 from .hoststats import Host
@@ -28,6 +29,8 @@ class CgroupFigures:
     """(device name, figures) per device; the name is "" when the device is unknown"""
     pressure: dict[str, Pressure] = attrs.field(factory=dict)
     """PSI by resource (``cpu``, ``memory``, ``io``)"""
+    memory: CgroupMemoryDetail | None = None
+    cpu_user_system_ns: tuple[int, int] | None = None
 
 
 Figures = dict[tuple[str, str], CgroupFigures]
@@ -39,7 +42,11 @@ def _read(host: Host, cgroup: str, psi: bool) -> CgroupFigures:
     devices = cgroups.block_io(cgroup) or ()
     named = tuple((cgroups.device_name(d.major, d.minor), d) for d in devices)
     pressure = cgroups.pressure(cgroup) if psi else {}
-    return CgroupFigures(cfs=cgroups.cfs(cgroup), io=named, pressure=pressure)
+    return CgroupFigures(
+        cfs=cgroups.cfs(cgroup), io=named, pressure=pressure,
+        memory=cgroups.memory_detail(cgroup),
+        cpu_user_system_ns=cgroups.cpu_user_system_ns(cgroup),
+    )  # fmt: skip
 
 
 def container_cgroup(host: Host, pod_cgroup: str, container_id: str) -> str | None:

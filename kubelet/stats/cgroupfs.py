@@ -36,6 +36,7 @@ from .psi import RESOURCES, Pressure, parse_pressure
 __all__ = [
     "CfsStats",
     "CgroupMemory",
+    "CgroupMemoryDetail",
     "CgroupSwap",
     "Cgroups",
     "DeviceIo",
@@ -60,6 +61,19 @@ class CgroupMemory:
     major_page_faults: int | None = None
     limit: int | None = None
     """None: unlimited"""
+
+
+@attrs.frozen
+class CgroupMemoryDetail:
+    """The rest of cAdvisor's memory figures of a cgroup (``/metrics/cadvisor``): page
+    cache, swap, mapped files, limit hits and peak usage; None where the kernel has no
+    file for it."""
+
+    cache: int | None = None
+    swap: int | None = None
+    mapped_file: int | None = None
+    failcnt: int | None = None
+    max_usage: int | None = None
 
 
 @attrs.frozen
@@ -132,6 +146,7 @@ class Rlimit:
 
 
 _UNLIMITED = 1 << 62
+_USER_HZ = 100
 
 
 def _read(path: Path) -> str | None:
@@ -249,6 +264,39 @@ class Cgroups:
             page_faults=stat.get("pgfault"),
             major_page_faults=stat.get("pgmajfault"),
             limit=int(limit_text) if limit_text.isdigit() else None,
+        )
+
+    def memory_detail(self, cgroup: str) -> CgroupMemoryDetail | None:
+        """v1: ``total_cache``/``total_swap``/``total_mapped_file`` of ``memory.stat``,
+        ``memory.failcnt``, ``memory.max_usage_in_bytes``; v2: ``file``/``file_mapped`` of
+        ``memory.stat``, ``memory.swap.current``, ``memory.peak`` (newer kernels), and a
+        failcnt of 0 (v2 has none; cAdvisor reports 0)."""
+        if self.layout is Layout.V2:
+            path = self._v2(cgroup)
+            if not (path / "memory.stat").exists():
+                return None
+            stat = _key_values(_read(path / "memory.stat"))
+            return CgroupMemoryDetail(
+                cache=stat.get("file"),
+                swap=_int(path / "memory.swap.current"),
+                mapped_file=stat.get("file_mapped"),
+                failcnt=0,
+                max_usage=_int(path / "memory.peak"),
+            )
+        found = self._v1(("memory",), cgroup)
+        if found is None:
+            return None
+        stat = _key_values(_read(found / "memory.stat"))
+
+        def total(key: str) -> int | None:
+            return stat.get("total_" + key, stat.get(key))
+
+        return CgroupMemoryDetail(
+            cache=total("cache"),
+            swap=total("swap"),
+            mapped_file=total("mapped_file"),
+            failcnt=_int(found / "memory.failcnt"),
+            max_usage=_int(found / "memory.max_usage_in_bytes"),
         )
 
     def meminfo_memory(self) -> CgroupMemory | None:
@@ -393,6 +441,22 @@ class Cgroups:
             usage = _int(self.base / mount / cgroup.strip("/") / "cpuacct.usage")
             if usage is not None:
                 return usage
+        return None
+
+    def cpu_user_system_ns(self, cgroup: str) -> tuple[int, int] | None:
+        """User and system CPU time of ``cgroup`` in nanoseconds: ``user_usec``/``system_usec``
+        of ``cpu.stat`` (v2) or ``user``/``system`` of ``cpuacct.stat`` (v1, in USER_HZ
+        ticks, 100 a second as runc counts them)."""
+        if self.layout is Layout.V2:
+            stat = _key_values(_read(self._v2(cgroup) / "cpu.stat"))
+            if "user_usec" not in stat or "system_usec" not in stat:
+                return None
+            return stat["user_usec"] * 1000, stat["system_usec"] * 1000
+        for mount in ("cpuacct", "cpu,cpuacct", "cpuacct,cpu", "cpu"):
+            stat = _key_values(_read(self.base / mount / cgroup.strip("/") / "cpuacct.stat"))
+            if "user" in stat and "system" in stat:
+                tick = 1_000_000_000 // _USER_HZ
+                return stat["user"] * tick, stat["system"] * tick
         return None
 
     def pids(self, cgroup: str) -> int | None:
