@@ -7,7 +7,6 @@ it is covered on temporary trees only.)"""
 from __future__ import annotations
 
 import contextlib
-import signal
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -15,12 +14,12 @@ from pathlib import Path
 import pytest
 
 from kubelet.cri import ImageClient, RuntimeClient, labels
-from kubelet.cri.__main__ import cleanup
 
 from .test_cgroups_containerd import (
     CGROUP,
     HIERARCHIES,
     CgroupKubelet,
+    cgroup_kubelet,
     remove_tree,
     resources,
     value,
@@ -37,21 +36,13 @@ QOS = ("kubepods/burstable", "kubepods/besteffort")
 async def settings_kubelet(
     cri: tuple[RuntimeClient, ImageClient], short_tmp: Path
 ) -> AsyncIterator[CgroupKubelet]:
-    runtime, _ = cri
-    process = CgroupKubelet(runtime, short_tmp, f"e2e-{uuid.uuid4().hex[:6]}")
-    process.manifests.mkdir()
+    node = f"e2e-{uuid.uuid4().hex[:6]}"
     try:
-        yield process
+        async with cgroup_kubelet(cri[0], short_tmp, node) as process:
+            yield process
     finally:
-        if process.proc is not None and process.proc.poll() is None:
-            process.stop(signal.SIGKILL)
-        await cleanup(runtime, kubelet_only=True)
-        for uid in process.uids:
-            for qos in ("", "burstable/", "besteffort/"):
-                for hierarchy in (*HIERARCHIES, "unified"):
-                    remove_tree(CGROUP / hierarchy / f"kubepods/{qos}pod{uid}")
         for hierarchy in (*HIERARCHIES, "unified", "devices", "blkio", "freezer"):
-            remove_tree(CGROUP / hierarchy / process.node)
+            remove_tree(CGROUP / hierarchy / node)
         for path in QOS:  # qosReserved's limits would outlive this kubelet
             with contextlib.suppress(OSError):
                 (CGROUP / "memory" / path / "memory.limit_in_bytes").write_text("-1")

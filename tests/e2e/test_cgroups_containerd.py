@@ -59,12 +59,13 @@ class CgroupKubelet(KubeletProcess):
     """the pods whose cgroups the fixture removes if the test did not"""
 
 
-@pytest.fixture
-async def kubelet(
-    cri: tuple[RuntimeClient, ImageClient], short_tmp: Path
+@contextlib.asynccontextmanager
+async def cgroup_kubelet(
+    runtime: RuntimeClient, tmp: Path, node: str
 ) -> AsyncIterator[CgroupKubelet]:
-    runtime, _ = cri
-    process = CgroupKubelet(runtime, short_tmp, f"e2e-{uuid.uuid4().hex[:6]}")
+    """A kubelet on containerd for ``node``; afterwards it is killed, its pods go, and so
+    do the pod cgroups the test did not see removed."""
+    process = CgroupKubelet(runtime, tmp, node)
     process.manifests.mkdir()
     try:
         yield process
@@ -76,6 +77,14 @@ async def kubelet(
             for qos in ("", "burstable/", "besteffort/"):
                 for hierarchy in (*HIERARCHIES, "unified"):
                     remove_tree(CGROUP / hierarchy / f"kubepods/{qos}pod{uid}")
+
+
+@pytest.fixture
+async def kubelet(
+    cri: tuple[RuntimeClient, ImageClient], short_tmp: Path
+) -> AsyncIterator[CgroupKubelet]:
+    async with cgroup_kubelet(cri[0], short_tmp, f"e2e-{uuid.uuid4().hex[:6]}") as process:
+        yield process
 
 
 async def uid_of(kubelet: CgroupKubelet, name: str) -> str:
@@ -101,9 +110,7 @@ async def test_guaranteed_burstable_besteffort_cgroups_and_their_removal(
     # (this machine refuses it: Permission denied, and the log says so, as upstream)
     assert kubelet.proc is not None
     score = Path(f"/proc/{kubelet.proc.pid}/oom_score_adj").read_text().strip()
-    assert score == "-999" or "failed to set the kubelet's oom_score_adj to -999" in (
-        kubelet.log()
-    )
+    assert score == "-999" or "failed to set the kubelet's oom_score_adj to -999" in (kubelet.log())
 
     # the QoS level
     assert value("cpu", "kubepods", "cpu.shares") == str((os.cpu_count() or 1) * 1024)
