@@ -7,38 +7,19 @@ the host's; its pod's name is unique, and the e2e lock keeps other kubelets away
 from __future__ import annotations
 
 import os
-import signal
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-from kubelet.cri import ImageClient, RuntimeClient
-from kubelet.cri.__main__ import cleanup
 from kubelet.gc.logs import LEGACY_CONTAINER_LOGS_DIR
 
-from .test_kubelet_containerd import LOOP, KubeletProcess, manifest
+from .test_kubelet_containerd import LOOP, KubeletProcess, kubelet, manifest  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.containerd
 
 
-@pytest.fixture
-async def kubelet(
-    cri: tuple[RuntimeClient, ImageClient], short_tmp: Path
-) -> AsyncIterator[KubeletProcess]:
-    runtime, _ = cri
-    process = KubeletProcess(runtime, short_tmp, f"e2e-{uuid.uuid4().hex[:6]}")
-    process.manifests.mkdir()
-    try:
-        yield process
-    finally:
-        if process.proc is not None and process.proc.poll() is None:
-            process.stop(signal.SIGKILL)
-        await cleanup(runtime, kubelet_only=True)
-
-
-async def test_legacy_log_link_points_at_the_container_log(kubelet: KubeletProcess) -> None:
+async def test_legacy_log_link_points_at_the_container_log(kubelet: KubeletProcess) -> None:  # noqa: F811
     kubelet.start()
     word = f"hello-{uuid.uuid4().hex}"
     path = kubelet.write("talk.yaml", manifest("talk", f"echo {word}; {LOOP}"))
