@@ -25,6 +25,12 @@ as ``/stats/summary``, with cAdvisor's names, help texts and labels:
   ``container_pressure_{cpu,memory,io}_{stalled,waiting}_seconds_total`` (``full`` and
   ``some`` totals of the ``*.pressure`` files; /proc/pressure for the node).
 
+The limits each of these cgroups was given, as cAdvisor emits them whatever metric set is
+chosen: ``container_spec_cpu_period``, ``container_spec_cpu_shares`` (v2: from
+``cpu.weight``), ``container_spec_cpu_quota`` (only under a quota),
+``container_spec_memory_limit_bytes``, ``container_spec_memory_reservation_limit_bytes``
+and ``container_spec_memory_swap_limit_bytes`` (0 when unlimited; see ``cgroupspec``).
+
 Also from the cgroups: ``container_cpu_user_seconds_total``,
 ``container_cpu_system_seconds_total``, ``container_memory_cache``, ``container_memory_swap``,
 ``container_memory_mapped_file``, ``container_memory_failcnt`` (a gauge here: the client
@@ -44,6 +50,8 @@ from typing import Any
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
+
+from kubelet.stats.cgroupspec import CgroupSpec, spec_memory_value
 
 from .cgroupfigures import CgroupFigures, Figures
 
@@ -74,6 +82,40 @@ def _cpu_split_families() -> tuple[CounterMetricFamily, CounterMetricFamily]:
             labels=LABELS,
         ),
     )
+
+
+def _spec_families() -> dict[str, GaugeMetricFamily]:
+    """cAdvisor's ``container_spec_*`` gauges, keyed by what they show (``cgroupspec``)."""
+    return {
+        key: GaugeMetricFamily(name, text, labels=LABELS) for key, name, text in (
+            ("cpu_period", "container_spec_cpu_period", "CPU period of the container."),
+            ("cpu_quota", "container_spec_cpu_quota", "CPU quota of the container."),
+            ("cpu_shares", "container_spec_cpu_shares", "CPU share of the container."),
+            ("memory_limit", "container_spec_memory_limit_bytes",
+             "Memory limit for the container."),
+            ("memory_swap_limit", "container_spec_memory_swap_limit_bytes",
+             "Memory swap limit for the container."),
+            ("memory_reservation", "container_spec_memory_reservation_limit_bytes",
+             "Memory reservation limit for the container."),
+        )
+    }  # fmt: skip
+
+
+def _spec(f: dict[str, GaugeMetricFamily], labels: list[str], spec: CgroupSpec | None) -> None:
+    """As cAdvisor: period and shares for any cgroup with CPU, the quota only when one is
+    set; the three memory figures where memory is accounted, 0 for unlimited."""
+    if spec is None:
+        return
+    if spec.cpu is not None:
+        f["cpu_period"].add_metric(labels, spec.cpu.period)
+        if spec.cpu.quota:
+            f["cpu_quota"].add_metric(labels, spec.cpu.quota)
+        f["cpu_shares"].add_metric(labels, spec.cpu.shares)
+    if spec.memory is not None:
+        for key, value in (("memory_limit", spec.memory.limit),
+                           ("memory_swap_limit", spec.memory.swap_limit),
+                           ("memory_reservation", spec.memory.reservation)):  # fmt: skip
+            f[key].add_metric(labels, spec_memory_value(value))
 
 
 def _memory_detail_families() -> dict[str, GaugeMetricFamily]:
@@ -110,6 +152,7 @@ class _Families:
         self.rss = GaugeMetricFamily("container_memory_rss", "Size of RSS in bytes.", labels=LABELS)
         self.cpu_user, self.cpu_system = _cpu_split_families()
         self.memory_detail = _memory_detail_families()
+        self.spec = _spec_families()
         self.fs_usage = GaugeMetricFamily(
             "container_fs_usage_bytes",
             "Number of bytes that are consumed by the container on this filesystem.",
@@ -178,7 +221,8 @@ class _Families:
             self.cpu, self.cpu_user, self.cpu_system, *self.cfs.values(), self.working_set,
             self.usage, self.rss, *self.memory_detail.values(), self.fs_usage,
             self.fs_limit, self.fs_inodes, self.fs_inodes_free, *self.io.values(), self.blkio,
-            self.start, *self.network.values(),
+            self.start, *(family for family in self.spec.values() if family.samples),
+            *self.network.values(),
             *(family for family in self.pressure.values() if family.samples),
         ]  # fmt: skip
 
@@ -275,6 +319,7 @@ def _cgroup(f: _Families, labels: list[str], figures: CgroupFigures | None) -> N
     for resource, pressure in figures.pressure.items():
         for kind, data in (("full", pressure.full), ("some", pressure.some)):
             f.pressure[(resource, kind)].add_metric(labels, data.total / 1e6)
+    _spec(f.spec, labels, figures.spec)
 
 
 class _Collector(Collector):
