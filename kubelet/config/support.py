@@ -203,7 +203,10 @@ SETTINGS: Mapping[str, Support] = {
     "clusterDomain": ok(),
     "clusterDNS": ok(),
     "resolvConf": ok(),
-    "oomScoreAdj": ok("written to /proc/self/oom_score_adj at start-up"),
+    "oomScoreAdj": ok(
+        "written to /proc/self/oom_score_adj at start-up, then again every 5 minutes (every "
+        "minute with kubeletCgroups) while the kubelet runs in the host's PID namespace"
+    ),
     "featureGates": ok("checked against upstream's gates; see the gate table"),
     "logging": ok(),
     "logging.format": ok(),
