@@ -36,14 +36,18 @@ Also from the cgroups: ``container_cpu_user_seconds_total``,
 ``container_memory_mapped_file``, ``container_memory_failcnt`` (a gauge here: the client
 library would rename a counter to ``…_total``) and ``container_memory_max_usage_bytes``.
 
+``cadvisorextra`` adds last seen, CFS bursts, the load figures (always 0, as the
+kubelet's cAdvisor) and the rest of the memory figures.
+
 Series cAdvisor has that need what is not read here (per-CPU
-usage, the CFQ-only I/O times and merges, the root's /proc/diskstats figures) are absent,
-not zero.
+usage, the CFQ-only I/O times and merges, the root's /proc/diskstats figures, process
+and OOM-event counts, network packets) are absent, not zero.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -53,6 +57,7 @@ from prometheus_client.registry import Collector
 
 from kubelet.stats.cgroupspec import CgroupSpec, spec_memory_value
 
+from .cadvisorextra import ExtraFamilies
 from .cgroupfigures import CgroupFigures, Figures
 
 __all__ = ["cadvisor_metrics"]
@@ -134,7 +139,8 @@ def _memory_detail_families() -> dict[str, GaugeMetricFamily]:
 
 
 class _Families:
-    def __init__(self) -> None:
+    def __init__(self, now: float = 0.0) -> None:
+        self.extra = ExtraFamilies(LABELS, now)
         self.cpu = CounterMetricFamily(
             "container_cpu_usage_seconds",
             "Cumulative cpu time consumed in seconds.",
@@ -224,6 +230,7 @@ class _Families:
             self.start, *(family for family in self.spec.values() if family.samples),
             *self.network.values(),
             *(family for family in self.pressure.values() if family.samples),
+            *self.extra.all(),
         ]  # fmt: skip
 
 
@@ -288,6 +295,7 @@ def _network(f: _Families, labels: list[str], network: Json | None) -> None:
 def _cgroup(f: _Families, labels: list[str], figures: CgroupFigures | None) -> None:
     """CFS series (only under a CPU limit, as cAdvisor), block I/O per device, the memory
     details and PSI (microseconds in the files, seconds here)."""
+    f.extra.add(labels, figures)
     if figures is None:
         return
     cfs = figures.cfs
@@ -324,8 +332,10 @@ def _cgroup(f: _Families, labels: list[str], figures: CgroupFigures | None) -> N
 
 class _Collector(Collector):
     def __init__(
-        self, summary: Json | None, cores: int, memory: int, root_dir: str, figures: Figures
+        self, summary: Json | None, cores: int, memory: int, root_dir: str, figures: Figures,
+        now: float,
     ) -> None:
+        self.now = now
         self.summary = summary
         self.cores = cores
         self.memory = memory
@@ -347,7 +357,7 @@ class _Collector(Collector):
         yield from (cores, memory, error)
         if self.summary is None:
             return
-        f = _Families()
+        f = _Families(self.now)
         node = self.summary.get("node") or {}
         root = ["", "/", "", "", "", ""]
         _cpu_memory(f, root, node)
@@ -377,10 +387,17 @@ class _Collector(Collector):
 
 
 def cadvisor_metrics(
-    summary: Json | None, cores: int, memory: int, root_dir: str, figures: Figures | None = None
+    summary: Json | None,
+    cores: int,
+    memory: int,
+    root_dir: str,
+    figures: Figures | None = None,
+    now: float | None = None,
 ) -> bytes:
     """The exposition text (``summary`` None: the scrape failed, only machine figures);
-    ``figures``: the cgroups' CFS and block I/O figures (``cgroupfigures``)."""
+    ``figures``: the cgroups' CFS and block I/O figures (``cgroupfigures``); ``now``: the
+    wall clock (``container_last_seen``)."""
     registry = CollectorRegistry()
-    registry.register(_Collector(summary, cores, memory, root_dir, figures or {}))
+    when = time.time() if now is None else now
+    registry.register(_Collector(summary, cores, memory, root_dir, figures or {}, when))
     return generate_latest(registry)
