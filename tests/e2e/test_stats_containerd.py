@@ -133,6 +133,11 @@ async def test_summary_and_cadvisor_series_of_a_throttled_container(
     }  # fmt: skip
     assert emitted == reads, (emitted, reads)
     _spec_series_match_the_cgroup(mine, container.id)
+    for series in ("container_last_seen", "container_cpu_cfs_burst_periods_total",
+                   "container_cpu_load_average_10s", "container_tasks_state",
+                   "container_memory_kernel_usage", "container_memory_total_active_file_bytes",
+                   "container_memory_failures_total"):  # fmt: skip
+        assert any(line.startswith(series + "{") for line in mine), (series, mine)
     node = summary["node"]
     assert "swapUsageBytes" in node["swap"]
     assert node["rlimit"]["maxpid"] > 0
