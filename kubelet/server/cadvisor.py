@@ -89,6 +89,19 @@ def _cpu_split_families() -> tuple[CounterMetricFamily, CounterMetricFamily]:
     )
 
 
+def _cfs_families() -> dict[str, CounterMetricFamily]:
+    return {
+        key: CounterMetricFamily(name, text, labels=LABELS) for key, name, text in (
+            ("periods", "container_cpu_cfs_periods",
+             "Number of elapsed enforcement period intervals."),
+            ("throttled_periods", "container_cpu_cfs_throttled_periods",
+             "Number of throttled period intervals."),
+            ("throttled", "container_cpu_cfs_throttled_seconds",
+             "Total time duration the container has been throttled."),
+        )
+    }  # fmt: skip
+
+
 def _spec_families() -> dict[str, GaugeMetricFamily]:
     """cAdvisor's ``container_spec_*`` gauges, keyed by what they show (``cgroupspec``)."""
     return {
@@ -190,16 +203,7 @@ class _Families:
             for what in ("bytes", "errors")
         }
 
-        self.cfs = {
-            key: CounterMetricFamily(name, text, labels=LABELS) for key, name, text in (
-                ("periods", "container_cpu_cfs_periods",
-                 "Number of elapsed enforcement period intervals."),
-                ("throttled_periods", "container_cpu_cfs_throttled_periods",
-                 "Number of throttled period intervals."),
-                ("throttled", "container_cpu_cfs_throttled_seconds",
-                 "Total time duration the container has been throttled."),
-            )
-        }  # fmt: skip
+        self.cfs = _cfs_families()
         self.io = {
             key: CounterMetricFamily(name, text, labels=FS_LABELS) for key, name, text in (
                 (("bytes", "Read"), "container_fs_reads_bytes", "Cumulative count of bytes read"),
