@@ -17,7 +17,11 @@ v0.56's, the version 1.36 vendors):
   ``container_memory_failures_total`` (``failure_type`` pgfault/pgmajfault, ``scope``
   container/hierarchy: both scopes from the ``pgfault``/``pgmajfault`` keys of
   ``memory.stat``, which are local on v1 — cAdvisor's own reading)
-  (``MemoryUsageMetrics``), for every cgroup whose ``memory.stat`` was read.
+  (``MemoryUsageMetrics``), for every cgroup whose ``memory.stat`` was read;
+- ``container_processes``, ``container_file_descriptors``, ``container_sockets``,
+  ``container_threads`` and ``container_threads_max`` (``ProcessMetrics``, see
+  ``kubelet.stats.processes``). cAdvisor's ``container_ulimits_soft`` needs the
+  container's root PID, which the cgroup does not give: absent.
 """
 
 from __future__ import annotations
@@ -70,6 +74,20 @@ class ExtraFamilies:
             "container_memory_total_inactive_file_bytes",
             "Current total inactive file in bytes.", labels=labels,
         )  # fmt: skip
+        self.processes = {
+            key: GaugeMetricFamily(name, text, labels=labels) for key, name, text in (
+                ("processes", "container_processes",
+                 "Number of processes running inside the container."),
+                ("fds", "container_file_descriptors",
+                 "Number of open file descriptors for the container."),
+                ("sockets", "container_sockets", "Number of open sockets for the container."),
+                ("threads_max", "container_threads_max",
+                 "Maximum number of threads allowed inside the container, infinity if value "
+                 "is zero"),
+                ("threads", "container_threads",
+                 "Number of threads running inside the container"),
+            )
+        }  # fmt: skip
         self.failures = CounterMetricFamily(
             "container_memory_failures",
             "Cumulative count of memory allocation failures.",
@@ -85,6 +103,9 @@ class ExtraFamilies:
         if cfs is not None and cfs.quota:
             self.bursts.add_metric(labels, cfs.bursts)
             self.burst_seconds.add_metric(labels, cfs.burst_ns / 1e9)
+        if figures.processes is not None:
+            for key, family in self.processes.items():
+                family.add_metric(labels, getattr(figures.processes, key))
         self.load.add_metric(labels, 0)
         self.load_d.add_metric(labels, 0)
         for state in _TASK_STATES:
@@ -104,5 +125,6 @@ class ExtraFamilies:
         families = (
             self.last_seen, self.bursts, self.burst_seconds, self.load, self.load_d,
             self.tasks, self.kernel, self.active_file, self.inactive_file, self.failures,
+            *self.processes.values(),
         )  # fmt: skip
         return [family for family in families if family.samples]

@@ -12,7 +12,7 @@ from kubelet.server.stats import SummaryProvider
 
 from .test_cadvisor_memory import APP, write
 from .test_psi import POD, v2_provider
-from .test_stats import ScriptedRuntime, provider
+from .test_stats import UID, ScriptedRuntime, provider
 
 NOW = 1_800_000_123.75
 
@@ -82,3 +82,45 @@ async def test_v2_extra_series(tmp_path: Path) -> None:
     assert f"container_memory_total_inactive_file_bytes{{{APP}}} 6.0" in text
     assert f"{failures('pgfault', 'container')} 7.0" in text
     assert f"{failures('pgmajfault', 'container')} 1.0" in text
+
+
+def _process(root: Path, pid: int, links: tuple[str, ...]) -> None:
+    fd = root / "proc" / str(pid) / "fd"
+    fd.mkdir(parents=True)
+    for number, target in enumerate(links):
+        (fd / str(number)).symlink_to(target)
+
+
+async def test_process_series_count_the_cgroups_own_processes(tmp_path: Path) -> None:
+    stats = provider(tmp_path, ScriptedRuntime())
+    root = stats.host.root
+    write(root, {
+        f"sys/fs/cgroup/memory/{POD}/c1/memory.usage_in_bytes": "1\n",
+        f"sys/fs/cgroup/cpu,cpuacct/{POD}/c1/cgroup.procs": "100\n101\n102\n",
+        f"sys/fs/cgroup/cpu,cpuacct/{POD}/cgroup.procs": "",  # all in the container's
+        f"sys/fs/cgroup/pids/{POD}/c1/pids.current": "5\n",
+        f"sys/fs/cgroup/pids/{POD}/c1/pids.max": "max\n",
+    })  # fmt: skip
+    _process(root, 100, ("/dev/null", "socket:[123]", "socket:[124]"))
+    _process(root, 101, ("pipe:[5]",))  # 102 has gone meanwhile: skipped
+    text = await _text(stats)
+    assert f"container_processes{{{APP}}} 3.0" in text
+    assert f"container_file_descriptors{{{APP}}} 4.0" in text
+    assert f"container_sockets{{{APP}}} 2.0" in text
+    assert f"container_threads{{{APP}}} 5.0" in text
+    assert f"container_threads_max{{{APP}}} 0.0" in text  # max: no limit
+    pod = f'container="",id="/kubepods/pod{UID}",image="",name="",namespace="default",pod="web"'
+    assert f"container_processes{{{pod}}} 0.0" in text  # its processes are the container's
+
+
+async def test_v2_process_series(tmp_path: Path) -> None:
+    stats = v2_provider(tmp_path)
+    c1 = f"sys/fs/cgroup/{POD}/c1"
+    write(stats.host.root, {
+        f"{c1}/cgroup.procs": "200\n", f"{c1}/pids.current": "1\n", f"{c1}/pids.max": "64\n",
+    })  # fmt: skip
+    _process(stats.host.root, 200, ("socket:[9]",))
+    text = await _text(stats)
+    assert f"container_processes{{{APP}}} 1.0" in text
+    assert f"container_sockets{{{APP}}} 1.0" in text
+    assert f"container_threads_max{{{APP}}} 64.0" in text
