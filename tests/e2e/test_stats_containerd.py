@@ -138,6 +138,8 @@ async def test_summary_and_cadvisor_series_of_a_throttled_container(
                    "container_memory_kernel_usage", "container_memory_total_active_file_bytes",
                    "container_memory_failures_total"):  # fmt: skip
         assert any(line.startswith(series + "{") for line in mine), (series, mine)
+    [processes] = [line for line in mine if line.startswith("container_processes{")]
+    assert float(processes.rsplit(" ", 1)[1]) >= 1  # the shell spinning in the container
     node = summary["node"]
     assert "swapUsageBytes" in node["swap"]
     assert node["rlimit"]["maxpid"] > 0
