@@ -239,6 +239,6 @@ class SystemCgroups:
                 try:
                     await offload(self.ensure_oom_score)
                 except CgroupError as err:
-                    log.info("Failed to ensure process in container with oom score: %s", err)
+                    log.error("Failed to ensure process in container with oom score: %s", err)
             minute += 1
             await trio.sleep(ENSURE_INTERVAL)
