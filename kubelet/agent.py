@@ -89,6 +89,7 @@ from kubelet.server.hoststats import Host as StatsHost
 from kubelet.server.reviews import ApiReviews
 from kubelet.server.serve import Addresses, serve
 from kubelet.server.stats import SummaryProvider
+from kubelet.server.syscontainers import SystemCgroups
 from kubelet.server.usage import NodeUsage
 from kubelet.sources.offloop import RunSync, in_thread
 from kubelet.sources.podconfig import PodConfig
@@ -301,6 +302,11 @@ async def _start_node_protection(
         pod_logs_dir=options.config.pod_logs_dir, host=host.stats, wall_clock=host.wall_clock,
         volume_stats_period=options.config.volume_stats_agg_period,
         psi=options.features.enabled("KubeletPSI"),
+        system_cgroups=SystemCgroups(
+            kubelet=options.config.kubelet_cgroups or None,
+            runtime=options.runtime_cgroups or None,
+            misc=options.config.system_cgroups or None,
+        ),
         pods_root=node_allocatable_root(
             options.config.cgroup_root or "/", options.config.cgroups_per_qos
         ),

@@ -149,6 +149,8 @@ class CgroupSettings:
     system_cgroups: str = ""
     fail_swap_on: bool = True
     swap_behavior: str = ""
+    oom_score_adj: int | None = None
+    """the kubelet's own ``oomScoreAdj``, re-applied by ``SystemCgroups.run`` (None: not)"""
 
     @classmethod
     def from_config(
@@ -179,6 +181,7 @@ class CgroupSettings:
             system_cgroups=config.system_cgroups,
             fail_swap_on=config.fail_swap_on,
             swap_behavior=config.memory_swap.swap_behavior,
+            oom_score_adj=config.oom_score_adj,
         )
 
 

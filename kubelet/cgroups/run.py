@@ -195,11 +195,12 @@ async def run_cgroups(
     """Set the tree up, hand back ``PodCgroups``, keep the QoS cgroups current.
 
     A configuration the manager cannot honour stops start-up (``ConfigError``), after
-    recording the events upstream records (``FailedNodeAllocatableEnforcement``). With
-    ``kubeletCgroups``/``systemCgroups``, their minute task runs beside (``proc``: where
-    /proc is read). Swap is checked first (``failSwapOn``), as upstream's container
-    manager does; with swap on, ``noswap`` says whether tmpfs can keep memory-backed
-    volumes off it (else a Node event says they may not be)."""
+    recording the events upstream records (``FailedNodeAllocatableEnforcement``).
+    ``SystemCgroups.run`` runs beside: the moves of ``kubeletCgroups``/``systemCgroups``
+    and the kubelet's ``oom_score_adj`` (``proc``: where /proc is read). Swap is checked
+    first (``failSwapOn``), as upstream's container manager does; with swap on, ``noswap``
+    says whether tmpfs can keep memory-backed volumes off it (else a Node event says they
+    may not be)."""
 
     async def offload(fn: Callable[..., Any], *args: Any) -> Any:
         return await io(functools.partial(fn, *args))
@@ -286,13 +287,14 @@ async def _serve(
             record(event)
         handle = PodCgroups(manager, active, qos_of, swap)
         await nursery.start(manager.run, start.internal, handle.active, record)
-        if settings.kubelet_cgroups or settings.system_cgroups:
-            moves = SystemCgroups(
-                host_fs or CgroupFs(_NO_LAYOUT),
-                settings.kubelet_cgroups,
-                settings.system_cgroups,
-                proc=start.proc,
-            )
+        moves = SystemCgroups(
+            host_fs or CgroupFs(_NO_LAYOUT),
+            settings.kubelet_cgroups,
+            settings.system_cgroups,
+            proc=start.proc,
+            oom_score_adj=settings.oom_score_adj,
+        )
+        if moves.wanted:
             nursery.start_soon(moves.run, offload)
         task_status.started(handle)
 

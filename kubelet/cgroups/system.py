@@ -12,6 +12,12 @@ Every minute (and once at start), as upstream's ``ensureStateFunc``s:
   processes fork meanwhile (upstream's ``ensureSystemCgroups``). The root's members are
   read from the ``devices`` hierarchy on v1 (upstream's ``GetPids``), the v2 tree else.
 
+The kubelet's own ``oom_score_adj`` (``oomScoreAdj``, set once at start-up by
+``process.prepare``) is written again as upstream's container manager does, and only
+while the kubelet runs in the host's PID namespace: with ``kubeletCgroups``, in the same
+minute step as the move; without, on its own at start and every five minutes (upstream's
+periodic task). A failure is logged and tried again next time.
+
 Both names are cgroupfs paths whatever the driver, as upstream's ``newSystemCgroups``.
 The decisions (which cgroup a process is in, which PIDs to move) are pure; the moves go
 through ``CgroupFs.attach``.
@@ -43,6 +49,8 @@ log = logging.getLogger(__name__)
 MOVE_PASSES = 11
 """Upstream's ``for i := 0; i <= 10; i++``."""
 ENSURE_INTERVAL = 60.0
+OOM_SCORE_EVERY = 5
+"""Minutes between re-applications of the OOM score without ``kubeletCgroups``."""
 
 
 def parse_proc_cgroup(text: str) -> dict[str, str]:
@@ -87,10 +95,25 @@ class SystemCgroups:
     system_cgroups: str = ""
     proc: Path = Path("/proc")
     own_pid: Callable[[], int] = os.getpid
+    oom_score_adj: int | None = None
+    """the kubelet's ``oomScoreAdj`` to keep applied; None: left alone"""
 
     @property
     def wanted(self) -> bool:
-        return bool(self.kubelet_cgroups or self.system_cgroups)
+        return bool(self.kubelet_cgroups or self.system_cgroups or self.oom_score_adj is not None)
+
+    def _apply_oom_score(self, pid: int, value: int) -> None:
+        """``/proc/<pid>/oom_score_adj``, written without creating it (a process that is
+        gone has none), as upstream's OOM adjuster."""
+        path = self.proc / str(pid) / "oom_score_adj"
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
+            try:
+                os.write(fd, str(value).encode())
+            finally:
+                os.close(fd)
+        except OSError as err:
+            raise CgroupError(f"failed to apply oom score {value} to PID {pid}: {err}") from err
 
     def _read(self, *parts: str) -> str:
         return self.proc.joinpath(*parts).read_text()
@@ -115,7 +138,8 @@ class SystemCgroups:
         return False
 
     def ensure_kubelet(self) -> None:
-        """The kubelet's process into ``kubeletCgroups`` unless it is there already."""
+        """The kubelet's process into ``kubeletCgroups`` unless it is there already, and its
+        OOM score applied."""
         pid = self.own_pid()
         if not self._in_host_pid_namespace(pid):  # in a container: left alone, as upstream
             log.debug("PID %d is not running in the host namespace", pid)
@@ -138,6 +162,11 @@ class SystemCgroups:
                 self.fs.attach(name, pid)
             except CgroupError as err:
                 errors.append(f'failed to move PID {pid} (in "{current}") to "{name}": {err}')
+        if self.oom_score_adj is not None:
+            try:
+                self._apply_oom_score(pid, self.oom_score_adj)
+            except CgroupError as err:
+                errors.append(str(err))
         if errors:
             raise CgroupError("; ".join(errors))
 
@@ -188,10 +217,28 @@ class SystemCgroups:
                 failures.append(f"{cgroup}: {err}")
         return failures
 
+    def ensure_oom_score(self) -> None:
+        """Without ``kubeletCgroups``: the kubelet's OOM score alone, when it runs in the
+        host's PID namespace (upstream's ``ensureProcessInContainerWithOOMScore`` with no
+        cgroup)."""
+        pid = self.own_pid()
+        if self.oom_score_adj is None or not self._in_host_pid_namespace(pid):
+            return
+        self._apply_oom_score(pid, self.oom_score_adj)
+
     async def run(self, offload: Callable[..., Awaitable[Any]]) -> None:
-        """At once, then every minute; a failure is logged and tried again next time."""
+        """At once, then every minute (the OOM score on its own: every fifth minute); a
+        failure is logged and tried again next time."""
+        minute = 0
         while True:
-            failures: list[str] = await offload(self.ensure)
-            for failure in failures:
-                log.info("Failed to ensure state: %s", failure)
+            if self.kubelet_cgroups or self.system_cgroups:
+                failures: list[str] = await offload(self.ensure)
+                for failure in failures:
+                    log.info("Failed to ensure state: %s", failure)
+            if not self.kubelet_cgroups and minute % OOM_SCORE_EVERY == 0:
+                try:
+                    await offload(self.ensure_oom_score)
+                except CgroupError as err:
+                    log.error("Failed to ensure process in container with oom score: %s", err)
+            minute += 1
             await trio.sleep(ENSURE_INTERVAL)

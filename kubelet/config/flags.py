@@ -146,6 +146,14 @@ FLAGS: tuple[FlagSpec, ...] = (
         default=DEFAULT_ROOT_DIR,
     ),
     FlagSpec(
+        "runtime-cgroups",
+        "Absolute cgroupfs name of the cgroup the container runtime runs in, reported as the "
+        "'runtime' system container of /stats/summary; the runtime is not moved into it "
+        "(as upstream with a remote runtime).",
+        metavar="CGROUP",
+        default="none",
+    ),
+    FlagSpec(
         "debug-console-socket",
         "Serve the trio debug console on this unix socket (mode 0600); `kubelet debug "
         "--socket PATH` attaches to it. Not an upstream flag; off unless given.",

@@ -59,6 +59,8 @@ class Options:
     image_credential_provider_config: str = ""
     image_credential_provider_bin_dir: str = ""
     debug_console_socket: str = ""
+    runtime_cgroups: str = ""
+    """``--runtime-cgroups``: the runtime's cgroup, the summary's ``runtime`` system container"""
     minimum_container_ttl_duration: float = 0.0
     maximum_dead_containers_per_container: int = 1
     maximum_dead_containers: int = -1
@@ -141,6 +143,7 @@ def build_options(flags: ParsedFlags, *, hostname: Callable[[], str] | None = No
             flag_only.get("image_credential_provider_bin_dir", "")
         ),
         debug_console_socket=str(flag_only.get("debug_console_socket", "")),
+        runtime_cgroups=str(flag_only.get("runtime_cgroups", "")),
         minimum_container_ttl_duration=flag_only.get("minimum_container_ttl_duration", 0.0),
         maximum_dead_containers_per_container=flag_only.get(
             "maximum_dead_containers_per_container", 1

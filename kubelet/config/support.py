@@ -97,6 +97,10 @@ SETTINGS: Mapping[str, Support] = {
     "--node-labels": ok(),
     "--root-dir": ok(),
     "--debug-console-socket": ok("not an upstream flag"),
+    "--runtime-cgroups": ok(
+        "the summary's `runtime` system container; the runtime is not moved, as upstream "
+        "with a remote runtime"
+    ),
     "--cert-dir": ok("client and serving certificates (kubelet-{client,server}-*.pem)"),
     "--version": ok(),
     "--minimum-container-ttl-duration": ok("deprecated, as upstream: container GC's min age"),
@@ -199,7 +203,10 @@ SETTINGS: Mapping[str, Support] = {
     "clusterDomain": ok(),
     "clusterDNS": ok(),
     "resolvConf": ok(),
-    "oomScoreAdj": ok("written to /proc/self/oom_score_adj at start-up"),
+    "oomScoreAdj": ok(
+        "written to /proc/self/oom_score_adj at start-up, then again every 5 minutes (every "
+        "minute with kubeletCgroups) while the kubelet runs in the host's PID namespace"
+    ),
     "featureGates": ok("checked against upstream's gates; see the gate table"),
     "logging": ok(),
     "logging.format": ok(),
@@ -218,8 +225,14 @@ SETTINGS: Mapping[str, Support] = {
     "enableContentionProfiling": missing("no profiling handlers", _is(False)),
     "streamingConnectionIdleTimeout": ok("closes exec/attach/port-forward streams idle that long"),
     "volumeStatsAggPeriod": ok("a negative period (0 on the command line) turns it off"),
-    "kubeletCgroups": ok("the kubelet's process moved into it, checked every minute"),
-    "systemCgroups": ok("the root cgroup's non-kernel processes moved into it every minute"),
+    "kubeletCgroups": ok(
+        "the kubelet's process moved into it and its oom_score_adj re-applied every minute; "
+        "the summary's `kubelet` system container"
+    ),
+    "systemCgroups": ok(
+        "the root cgroup's non-kernel processes moved into it every minute; the summary's "
+        "`misc` system container"
+    ),
     "cpuManagerPolicy": missing("the CPU manager is not implemented", _is("none")),
     "singleProcessOOMKill": missing(
         "memory.oom.group is not set for containers (one process is OOM-killed, not the group)",

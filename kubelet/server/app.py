@@ -209,7 +209,9 @@ class KubeletApp:
         except CriError as exc:
             log.error("cadvisor metrics: cannot list containers", exc_info=exc)
             figures = {}
-        body = cadvisor_metrics(summary, cores, memory, self.root_dir, figures)
+        body = cadvisor_metrics(
+            summary, cores, memory, self.root_dir, figures, self.stats.wall_clock()
+        )
         return Response(200, body, CONTENT_TYPE_LATEST)
 
     async def _debug(self, request: Request) -> Response | StreamResponse | None:

@@ -25,19 +25,29 @@ as ``/stats/summary``, with cAdvisor's names, help texts and labels:
   ``container_pressure_{cpu,memory,io}_{stalled,waiting}_seconds_total`` (``full`` and
   ``some`` totals of the ``*.pressure`` files; /proc/pressure for the node).
 
+The limits each of these cgroups was given, as cAdvisor emits them whatever metric set is
+chosen: ``container_spec_cpu_period``, ``container_spec_cpu_shares`` (v2: from
+``cpu.weight``), ``container_spec_cpu_quota`` (only under a quota),
+``container_spec_memory_limit_bytes``, ``container_spec_memory_reservation_limit_bytes``
+and ``container_spec_memory_swap_limit_bytes`` (0 when unlimited; see ``cgroupspec``).
+
 Also from the cgroups: ``container_cpu_user_seconds_total``,
 ``container_cpu_system_seconds_total``, ``container_memory_cache``, ``container_memory_swap``,
 ``container_memory_mapped_file``, ``container_memory_failcnt`` (a gauge here: the client
 library would rename a counter to ``…_total``) and ``container_memory_max_usage_bytes``.
 
+``cadvisorextra`` adds last seen, CFS bursts, the load figures (always 0, as the
+kubelet's cAdvisor) and the rest of the memory figures.
+
 Series cAdvisor has that need what is not read here (per-CPU
-usage, the CFQ-only I/O times and merges, the root's /proc/diskstats figures) are absent,
-not zero.
+usage, the CFQ-only I/O times and merges, the root's /proc/diskstats figures, process
+and OOM-event counts, network packets) are absent, not zero.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -45,6 +55,9 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from kubelet.stats.cgroupspec import CgroupSpec, spec_memory_value
+
+from .cadvisorextra import ExtraFamilies
 from .cgroupfigures import CgroupFigures, Figures
 
 __all__ = ["cadvisor_metrics"]
@@ -76,6 +89,53 @@ def _cpu_split_families() -> tuple[CounterMetricFamily, CounterMetricFamily]:
     )
 
 
+def _cfs_families() -> dict[str, CounterMetricFamily]:
+    return {
+        key: CounterMetricFamily(name, text, labels=LABELS) for key, name, text in (
+            ("periods", "container_cpu_cfs_periods",
+             "Number of elapsed enforcement period intervals."),
+            ("throttled_periods", "container_cpu_cfs_throttled_periods",
+             "Number of throttled period intervals."),
+            ("throttled", "container_cpu_cfs_throttled_seconds",
+             "Total time duration the container has been throttled."),
+        )
+    }  # fmt: skip
+
+
+def _spec_families() -> dict[str, GaugeMetricFamily]:
+    """cAdvisor's ``container_spec_*`` gauges, keyed by what they show (``cgroupspec``)."""
+    return {
+        key: GaugeMetricFamily(name, text, labels=LABELS) for key, name, text in (
+            ("cpu_period", "container_spec_cpu_period", "CPU period of the container."),
+            ("cpu_quota", "container_spec_cpu_quota", "CPU quota of the container."),
+            ("cpu_shares", "container_spec_cpu_shares", "CPU share of the container."),
+            ("memory_limit", "container_spec_memory_limit_bytes",
+             "Memory limit for the container."),
+            ("memory_swap_limit", "container_spec_memory_swap_limit_bytes",
+             "Memory swap limit for the container."),
+            ("memory_reservation", "container_spec_memory_reservation_limit_bytes",
+             "Memory reservation limit for the container."),
+        )
+    }  # fmt: skip
+
+
+def _spec(f: dict[str, GaugeMetricFamily], labels: list[str], spec: CgroupSpec | None) -> None:
+    """As cAdvisor: period and shares for any cgroup with CPU, the quota only when one is
+    set; the three memory figures where memory is accounted, 0 for unlimited."""
+    if spec is None:
+        return
+    if spec.cpu is not None:
+        f["cpu_period"].add_metric(labels, spec.cpu.period)
+        if spec.cpu.quota:
+            f["cpu_quota"].add_metric(labels, spec.cpu.quota)
+        f["cpu_shares"].add_metric(labels, spec.cpu.shares)
+    if spec.memory is not None:
+        for key, value in (("memory_limit", spec.memory.limit),
+                           ("memory_swap_limit", spec.memory.swap_limit),
+                           ("memory_reservation", spec.memory.reservation)):  # fmt: skip
+            f[key].add_metric(labels, spec_memory_value(value))
+
+
 def _memory_detail_families() -> dict[str, GaugeMetricFamily]:
     """Keyed by the field of ``CgroupMemoryDetail``."""
     return {
@@ -92,7 +152,8 @@ def _memory_detail_families() -> dict[str, GaugeMetricFamily]:
 
 
 class _Families:
-    def __init__(self) -> None:
+    def __init__(self, now: float = 0.0) -> None:
+        self.extra = ExtraFamilies(LABELS, now)
         self.cpu = CounterMetricFamily(
             "container_cpu_usage_seconds",
             "Cumulative cpu time consumed in seconds.",
@@ -110,6 +171,7 @@ class _Families:
         self.rss = GaugeMetricFamily("container_memory_rss", "Size of RSS in bytes.", labels=LABELS)
         self.cpu_user, self.cpu_system = _cpu_split_families()
         self.memory_detail = _memory_detail_families()
+        self.spec = _spec_families()
         self.fs_usage = GaugeMetricFamily(
             "container_fs_usage_bytes",
             "Number of bytes that are consumed by the container on this filesystem.",
@@ -141,16 +203,7 @@ class _Families:
             for what in ("bytes", "errors")
         }
 
-        self.cfs = {
-            key: CounterMetricFamily(name, text, labels=LABELS) for key, name, text in (
-                ("periods", "container_cpu_cfs_periods",
-                 "Number of elapsed enforcement period intervals."),
-                ("throttled_periods", "container_cpu_cfs_throttled_periods",
-                 "Number of throttled period intervals."),
-                ("throttled", "container_cpu_cfs_throttled_seconds",
-                 "Total time duration the container has been throttled."),
-            )
-        }  # fmt: skip
+        self.cfs = _cfs_families()
         self.io = {
             key: CounterMetricFamily(name, text, labels=FS_LABELS) for key, name, text in (
                 (("bytes", "Read"), "container_fs_reads_bytes", "Cumulative count of bytes read"),
@@ -178,8 +231,10 @@ class _Families:
             self.cpu, self.cpu_user, self.cpu_system, *self.cfs.values(), self.working_set,
             self.usage, self.rss, *self.memory_detail.values(), self.fs_usage,
             self.fs_limit, self.fs_inodes, self.fs_inodes_free, *self.io.values(), self.blkio,
-            self.start, *self.network.values(),
+            self.start, *(family for family in self.spec.values() if family.samples),
+            *self.network.values(),
             *(family for family in self.pressure.values() if family.samples),
+            *self.extra.all(),
         ]  # fmt: skip
 
 
@@ -244,6 +299,7 @@ def _network(f: _Families, labels: list[str], network: Json | None) -> None:
 def _cgroup(f: _Families, labels: list[str], figures: CgroupFigures | None) -> None:
     """CFS series (only under a CPU limit, as cAdvisor), block I/O per device, the memory
     details and PSI (microseconds in the files, seconds here)."""
+    f.extra.add(labels, figures)
     if figures is None:
         return
     cfs = figures.cfs
@@ -275,12 +331,15 @@ def _cgroup(f: _Families, labels: list[str], figures: CgroupFigures | None) -> N
     for resource, pressure in figures.pressure.items():
         for kind, data in (("full", pressure.full), ("some", pressure.some)):
             f.pressure[(resource, kind)].add_metric(labels, data.total / 1e6)
+    _spec(f.spec, labels, figures.spec)
 
 
 class _Collector(Collector):
     def __init__(
-        self, summary: Json | None, cores: int, memory: int, root_dir: str, figures: Figures
+        self, summary: Json | None, cores: int, memory: int, root_dir: str, figures: Figures,
+        now: float,
     ) -> None:
+        self.now = now
         self.summary = summary
         self.cores = cores
         self.memory = memory
@@ -302,7 +361,7 @@ class _Collector(Collector):
         yield from (cores, memory, error)
         if self.summary is None:
             return
-        f = _Families()
+        f = _Families(self.now)
         node = self.summary.get("node") or {}
         root = ["", "/", "", "", "", ""]
         _cpu_memory(f, root, node)
@@ -332,10 +391,17 @@ class _Collector(Collector):
 
 
 def cadvisor_metrics(
-    summary: Json | None, cores: int, memory: int, root_dir: str, figures: Figures | None = None
+    summary: Json | None,
+    cores: int,
+    memory: int,
+    root_dir: str,
+    figures: Figures | None = None,
+    now: float | None = None,
 ) -> bytes:
     """The exposition text (``summary`` None: the scrape failed, only machine figures);
-    ``figures``: the cgroups' CFS and block I/O figures (``cgroupfigures``)."""
+    ``figures``: the cgroups' CFS and block I/O figures (``cgroupfigures``); ``now``: the
+    wall clock (``container_last_seen``)."""
     registry = CollectorRegistry()
-    registry.register(_Collector(summary, cores, memory, root_dir, figures or {}))
+    when = time.time() if now is None else now
+    registry.register(_Collector(summary, cores, memory, root_dir, figures or {}, when))
     return generate_latest(registry)

@@ -1,6 +1,8 @@
 """Per-cgroup figures of ``/metrics/cadvisor`` that the CRI does not carry: CPU throttling
 (CFS), user/system CPU time, block I/O, memory details (cache, swap, mapped files,
-failcnt, peak) and pressure (PSI, with KubeletPSI on cgroup v2), read from the node's,
+failcnt, peak), pressure (PSI, with KubeletPSI on cgroup v2), the limits the cgroup
+was given (cAdvisor's ``container_spec_*``, ``cgroupspec``) and its processes, descriptors
+and threads (``processes``), read from the node's,
 each pod's and each running container's cgroup.
 
 A container's cgroup is the one containerd makes under its pod's: ``<pod cgroup>/<id>``
@@ -15,6 +17,8 @@ import attrs
 from kubelet.cgroups.names import NODE_ALLOCATABLE, CgroupName
 from kubelet.cri import RuntimeClient, api, labels
 from kubelet.stats.cgroupfs import CfsStats, CgroupMemoryDetail, DeviceIo
+from kubelet.stats.cgroupspec import CgroupSpec, cgroup_spec
+from kubelet.stats.processes import ProcessStats, process_stats
 from kubelet.stats.psi import Pressure
 
 from .hoststats import Host
@@ -31,6 +35,8 @@ class CgroupFigures:
     """PSI by resource (``cpu``, ``memory``, ``io``)"""
     memory: CgroupMemoryDetail | None = None
     cpu_user_system_ns: tuple[int, int] | None = None
+    spec: CgroupSpec | None = None
+    processes: ProcessStats | None = None
 
 
 Figures = dict[tuple[str, str], CgroupFigures]
@@ -46,6 +52,8 @@ def _read(host: Host, cgroup: str, psi: bool) -> CgroupFigures:
         cfs=cgroups.cfs(cgroup), io=named, pressure=pressure,
         memory=cgroups.memory_detail(cgroup),
         cpu_user_system_ns=cgroups.cpu_user_system_ns(cgroup),
+        spec=cgroup_spec(cgroups, cgroup),
+        processes=process_stats(cgroups, cgroup),
     )  # fmt: skip
 
 

@@ -74,6 +74,12 @@ class CgroupMemoryDetail:
     mapped_file: int | None = None
     failcnt: int | None = None
     max_usage: int | None = None
+    kernel: int | None = None
+    """v1 ``memory.kmem.usage_in_bytes``; v2 has none (runc reports 0)"""
+    active_file: int | None = None
+    inactive_file: int | None = None
+    page_faults: tuple[int | None, int | None] = (None, None)
+    """(``pgfault``, ``pgmajfault``) as cAdvisor reads them: v1's local keys, not ``total_*``"""
 
 
 @attrs.frozen
@@ -96,6 +102,10 @@ class CfsStats:
     throttled_periods: int
     throttled_ns: int
     quota: bool
+    bursts: int = 0
+    """``nr_bursts`` (kernels from 5.14; 0 before, as runc)"""
+    burst_ns: int = 0
+    """``burst_time`` (v1, ns) or ``burst_usec`` (v2)"""
 
 
 @attrs.frozen
@@ -282,6 +292,9 @@ class Cgroups:
                 mapped_file=stat.get("file_mapped"),
                 failcnt=0,
                 max_usage=_int(path / "memory.peak"),
+                active_file=stat.get("active_file"),
+                inactive_file=stat.get("inactive_file"),
+                page_faults=(stat.get("pgfault"), stat.get("pgmajfault")),
             )
         found = self._v1(("memory",), cgroup)
         if found is None:
@@ -297,6 +310,10 @@ class Cgroups:
             mapped_file=total("mapped_file"),
             failcnt=_int(found / "memory.failcnt"),
             max_usage=_int(found / "memory.max_usage_in_bytes"),
+            kernel=_int(found / "memory.kmem.usage_in_bytes"),
+            active_file=stat.get("total_active_file"),
+            inactive_file=stat.get("total_inactive_file"),
+            page_faults=(stat.get("pgfault"), stat.get("pgmajfault")),
         )
 
     def meminfo_memory(self) -> CgroupMemory | None:
@@ -363,6 +380,7 @@ class Cgroups:
             path = self._v2(cgroup)
             stat = _key_values(_read(path / "cpu.stat"))
             throttled = stat.get("throttled_usec", 0) * 1000
+            burst = stat.get("burst_usec", 0) * 1000
             quota = (_read(path / "cpu.max") or "max").split()[:1] != ["max"]
         else:
             found = self._v1(("cpu", "cpu,cpuacct", "cpuacct,cpu"), cgroup)
@@ -371,10 +389,14 @@ class Cgroups:
             path = found
             stat = _key_values(_read(path / "cpu.stat"))
             throttled = stat.get("throttled_time", 0)
+            burst = stat.get("burst_time", 0)
             quota = (_int(path / "cpu.cfs_quota_us") or -1) > 0
         if "nr_periods" not in stat:
             return None
-        return CfsStats(stat["nr_periods"], stat.get("nr_throttled", 0), throttled, quota)
+        return CfsStats(
+            stat["nr_periods"], stat.get("nr_throttled", 0), throttled, quota,
+            bursts=stat.get("nr_bursts", 0), burst_ns=burst,
+        )  # fmt: skip
 
     def block_io(self, cgroup: str) -> tuple[DeviceIo, ...] | None:
         """Bytes and operations per device: ``io.stat`` (v2), or the first of the CFQ, BFQ

@@ -1,5 +1,5 @@
 """A /proc tree in a temporary directory, for what the kubelet reads of processes and of
-the machine: ``/proc/<pid>/{cgroup,exe,ns/pid}`` and ``/proc/swaps``."""
+the machine: ``/proc/<pid>/{cgroup,exe,ns/pid,oom_score_adj}`` and ``/proc/swaps``."""
 
 from __future__ import annotations
 
@@ -23,10 +23,12 @@ def add_proc(
     root: Path, pid: int, cgroup: str, *, kernel: bool = False, namespace: str = "pid:[4026531836]"
 ) -> None:
     """Process ``pid``: its ``cgroup`` file, an ``exe`` link unless it is a kernel thread,
-    and its PID namespace link (``namespace``; PID 1's is the host's)."""
+    its PID namespace link (``namespace``; PID 1's is the host's) and its
+    ``oom_score_adj`` (0, as a new process inherits it from most shells)."""
     where = root / str(pid)
     (where / "ns").mkdir(parents=True, exist_ok=True)
     (where / "cgroup").write_text(cgroup)
+    (where / "oom_score_adj").write_text("0\n")
     for link in (where / "exe", where / "ns" / "pid"):
         link.unlink(missing_ok=True)
     if not kernel:

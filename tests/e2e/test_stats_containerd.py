@@ -45,6 +45,36 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def _spec_series_match_the_cgroup(mine: list[str], container_id: str) -> None:
+    """cAdvisor's container_spec_* series: what containerd wrote for 100m / 64Mi (shares
+    102, quota 10000 of 100000, limit 64Mi), as the container's own cgroup files say."""
+    [cpu] = Path("/sys/fs/cgroup/cpu").glob(f"e2e-*/kubepods/**/{container_id}")
+    [memory] = Path("/sys/fs/cgroup/memory").glob(f"e2e-*/kubepods/**/{container_id}")
+
+    def read(path: Path) -> float:
+        value = int(path.read_text()) if path.exists() else 0
+        return 0.0 if value > 1 << 62 else float(value)  # unlimited reads 0, as cAdvisor
+
+    expected = {
+        "container_spec_cpu_shares": read(cpu / "cpu.shares"),
+        "container_spec_cpu_quota": read(cpu / "cpu.cfs_quota_us"),
+        "container_spec_cpu_period": read(cpu / "cpu.cfs_period_us"),
+        "container_spec_memory_limit_bytes": read(memory / "memory.limit_in_bytes"),
+        "container_spec_memory_reservation_limit_bytes": read(
+            memory / "memory.soft_limit_in_bytes"
+        ),
+        "container_spec_memory_swap_limit_bytes": read(memory / "memory.memsw.limit_in_bytes"),
+    }
+    assert expected["container_spec_cpu_shares"] == 102
+    assert expected["container_spec_cpu_quota"] == 10000
+    assert expected["container_spec_memory_limit_bytes"] == 64 << 20
+    emitted = {
+        line.split("{", 1)[0]: float(line.rsplit(" ", 1)[1])
+        for line in mine if line.startswith("container_spec_")
+    }  # fmt: skip
+    assert emitted == expected, (emitted, expected)
+
+
 @pytest.fixture
 async def kubelet(
     cri: tuple[RuntimeClient, ImageClient], short_tmp: Path
@@ -67,6 +97,7 @@ async def test_summary_and_cadvisor_series_of_a_throttled_container(
 ) -> None:
     port = free_port()
     kubelet.start(f"--read-only-port={port}", "--address=127.0.0.1",
+                  "--runtime-cgroups=/",  # containerd runs in the root cgroup here
                   "--config", str(kubelet.root / "stats.yaml"))  # fmt: skip
     kubelet.write("spin.yaml", manifest("spin", SCRIPT, extra=LIMITS))
     await kubelet.wait_for(lambda: kubelet.running("spin"), what="spin running")
@@ -101,10 +132,18 @@ async def test_summary_and_cadvisor_series_of_a_throttled_container(
         for line in mine if line.startswith("container_fs_reads_bytes_total{")
     }  # fmt: skip
     assert emitted == reads, (emitted, reads)
+    _spec_series_match_the_cgroup(mine, container.id)
+    for series in ("container_last_seen", "container_cpu_cfs_burst_periods_total",
+                   "container_cpu_load_average_10s", "container_tasks_state",
+                   "container_memory_kernel_usage", "container_memory_total_active_file_bytes",
+                   "container_memory_failures_total"):  # fmt: skip
+        assert any(line.startswith(series + "{") for line in mine), (series, mine)
+    [processes] = [line for line in mine if line.startswith("container_processes{")]
+    assert float(processes.rsplit(" ", 1)[1]) >= 1  # the shell spinning in the container
     node = summary["node"]
     assert "swapUsageBytes" in node["swap"]
     assert node["rlimit"]["maxpid"] > 0
-    assert any(c["name"] == "pods" for c in node["systemContainers"])
+    assert {"pods", "runtime"} <= {c["name"] for c in node["systemContainers"]}
     [pod] = [p for p in summary["pods"] if p["podRef"]["name"] == kubelet.pod_name("spin")]
     assert "swapUsageBytes" in pod["swap"]
     assert "swapUsageBytes" in pod["containers"][0]["swap"]

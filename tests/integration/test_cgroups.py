@@ -317,11 +317,34 @@ async def test_kubelet_and_system_cgroups_take_their_processes(
 
         await h.wait_for(lambda: members("devices", "/system") == {"700"})
         assert members("memory", "/kubelet") == {str(os.getpid())}
+        oom_score = proc / str(os.getpid()) / "oom_score_adj"
+        assert oom_score.read_text() == "-999"  # applied with the move
+        oom_score.write_text("0\n")
         assert members("devices", "/") == {"1", "2"}
         add_proc(proc, 701, "0::/\n")
         fs.attach("/", 701)  # a process started in the root meanwhile
         await trio.sleep(61)
         assert members("devices", "/system") == {"700", "701"}
+        assert oom_score.read_text() == "-999"  # and again a minute later
+        nursery.cancel_scope.cancel()
+
+
+async def test_the_kubelets_oom_score_is_kept_without_kubelet_cgroups(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    """``--oom-score-adj`` applied by the container manager at start and every 5 minutes."""
+    proc = fake_proc(short_tmp / "proc")
+    add_proc(proc, os.getpid(), "4:cpu:/\n5:memory:/\n")
+    oom_score = proc / str(os.getpid()) / "oom_score_adj"
+    manifests = short_tmp / "manifests"
+    manifests.mkdir()
+    async with trio.open_nursery() as nursery:
+        h = Harness(fake, manifests, nursery, extra=("--oom-score-adj=-500",), proc=proc)
+        await start_kubelet(h)
+        await h.wait_for(lambda: oom_score.read_text() == "-500")
+        oom_score.write_text("0\n")
+        await trio.sleep(5 * 60 + 1)
+        assert oom_score.read_text() == "-500"
         nursery.cancel_scope.cancel()
 
 

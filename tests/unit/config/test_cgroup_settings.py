@@ -29,3 +29,11 @@ def test_kubelet_cgroups_from_the_command_line() -> None:
     options = resolve([*BASE, "--kubelet-cgroups=/kubelet.slice"])
     assert options.config.kubelet_cgroups == "/kubelet.slice"
     assert not any("kubeletCgroups" in warning for warning in options.warnings)
+
+
+def test_runtime_cgroups_is_accepted_and_honoured() -> None:
+    """Upstream's flag-only ``--runtime-cgroups`` (no config field): the summary's
+    ``runtime`` system container."""
+    options = resolve([*BASE, "--runtime-cgroups=/system.slice/containerd.service"])
+    assert options.runtime_cgroups == "/system.slice/containerd.service"
+    assert not any("runtime-cgroups" in warning for warning in options.warnings)
