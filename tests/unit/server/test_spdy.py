@@ -1,4 +1,4 @@
-"""The fake's SPDY/3 pieces: the header dictionary and header blocks."""
+"""SPDY/3.1 framing: the header dictionary, header blocks, frames both ways."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import hashlib
 import struct
 import zlib
 
-from kubelet.testing.fakespdy import DICTIONARY, encode_headers, parse_headers
+from kubelet.server.spdy import DICTIONARY, encode_headers, parse_headers
 
 
 def test_the_dictionary_is_the_spdy3_one() -> None:
