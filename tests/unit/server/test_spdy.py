@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import struct
 import zlib
 
-from kubelet.server.spdy import DICTIONARY, encode_headers, parse_headers
+import trio.testing
+
+from kubelet.server.spdy import (
+    DICTIONARY,
+    GOAWAY,
+    PING,
+    SYN_REPLY,
+    SYN_STREAM,
+    SpdyConnection,
+    encode_headers,
+    parse_headers,
+)
 
 
 def test_the_dictionary_is_the_spdy3_one() -> None:
@@ -28,3 +40,27 @@ def test_header_blocks_round_trip_through_the_shared_zlib_streams() -> None:
         block = deflate.compress(encode_headers(headers)) + deflate.flush(zlib.Z_SYNC_FLUSH)
         assert parse_headers(inflate.decompress(block)) == headers
     assert encode_headers({"a": "bc"}) == struct.pack(">I", 1) + b"\0\0\0\x01a\0\0\0\x02bc"
+
+
+async def test_frames_round_trip_between_two_ends() -> None:
+    left, right = trio.testing.memory_stream_pair()
+    client, server = SpdyConnection(left), SpdyConnection(right)
+    await client.syn_stream(1, {"streamType": "error"})
+    await client.syn_stream(3, {"streamtype": "stdin"})
+    await client.data(3, b"x" * 70_000, fin=True)  # split in frames of 32 KiB
+    await client.ping(1)
+    await client.goaway()
+    await left.send_eof()
+    frames = [frame async for frame in server.frames()]
+    assert [(f.control, f.kind) for f in frames[:2]] == [(True, SYN_STREAM), (True, SYN_STREAM)]
+    assert server.syn_headers(frames[0]) == {"streamtype": "error"}
+    assert server.syn_headers(frames[1]) == {"streamtype": "stdin"}
+    data = [f for f in frames if not f.control]
+    assert [len(f.payload) for f in data] == [32768, 32768, 4464]
+    assert [f.fin for f in data] == [False, False, True]
+    assert all(f.stream_id() == 3 for f in data)
+    assert [(f.kind, f.word(0)) for f in frames[-2:]] == [(PING, 1), (GOAWAY, 0)]
+    await server.reply(1)
+    async with contextlib.aclosing(client.frames()) as replies:
+        reply = await anext(replies)
+    assert (reply.kind, reply.stream_id(), client.reply_headers(reply)) == (SYN_REPLY, 1, {})
