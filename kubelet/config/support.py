@@ -78,11 +78,7 @@ def missing(note: str, honoured: Honoured = _never, missing_default: str = "") -
 
 
 _QOS = "with the QOSReserved gate: memory limits on the burstable and besteffort cgroups"
-_NO_STREAMING = (
-    "WebSocket v5 exec/attach and the WebSocket port-forward tunnel are passed to the runtime "
-    "as they came, not translated to SPDY (the node does not declare the feature, so "
-    "kube-apiserver translates them)"
-)
+_WS_TO_SPDY = "WebSocket v5 exec/attach translated to SPDY for the runtime (wstranslate)"
 
 SETTINGS: Mapping[str, Support] = {
     # --- flags that set no KubeletConfiguration field --------------------------------------
@@ -306,7 +302,7 @@ GATE_SUPPORT: Mapping[str, Support] = {
     "ContainerStopSignals": missing("lifecycle stopSignal is not implemented", _is(False)),
     "CustomCPUCFSQuotaPeriod": ok("cpuCFSQuotaPeriod"),
     "EventedPLEG": missing("the PLEG relists; runtime events are not used", _is(False)),
-    "ExtendWebSocketsToKubelet": missing(_NO_STREAMING, _is(False)),
+    "ExtendWebSocketsToKubelet": ok(_WS_TO_SPDY),
     "KubeletEnsureSecretPulledImages": ok("images pulled with credentials are checked"),
     "KubeletInUserNamespace": missing("not supported", _is(False)),
     "KubeletPSI": ok("PSI of cgroup v2 in /stats/summary and /metrics/cadvisor"),
@@ -388,7 +384,7 @@ def not_acted_on(
 
 def _gate_defaults_lacked(gates: Mapping[str, bool]) -> list[str]:
     """One item naming the gates left at an upstream default whose effect we lack (on by
-    default upstream: ``ExtendWebSocketsToKubelet``, ...)."""
+    default upstream: ``ContainerCheckpoint``, ...)."""
     lacked = [
         name
         for name, gate in GATE_SUPPORT.items()

@@ -12,7 +12,8 @@ one direction ends, then both are closed; ``>= 400`` is echoed to the client (10
 it) and the connection closed; anything else is a ``500 invalid upgrade response: status
 code N``. Errors before the upgrade (dial, write, a response that is not HTTP) are a
 ``500`` with the error's text (the kubelet's ``responder``). The kubelet never parses
-SPDY or WebSocket frames on this path.
+SPDY or WebSocket frames on this path (a WebSocket v5 exec or attach takes another one:
+``wstranslate``).
 
 What we do differently, and why:
 

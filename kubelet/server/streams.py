@@ -17,11 +17,10 @@ error as the runtime's streaming ``WriteError`` maps it (NotFound 404, ResourceE
 429, else 500), and ``Upgrade request required`` (500) for a request that is not an
 upgrade.
 
-A WebSocket ``v5.channel.k8s.io`` request, and kubectl's WebSocket port-forward tunnel,
-go to the runtime as they came: upstream's ``ExtendWebSocketsToKubelet`` translation
-to SPDY is not done here (this node does not declare that feature, so kube-apiserver
-translates before the kubelet; a runtime without v5, containerd 1.6, refuses it with 403
-and kubectl falls back to SPDY).
+With ``ExtendWebSocketsToKubelet`` on (the default), an exec or attach WebSocket that
+offers ``v5.channel.k8s.io`` is answered here and translated to SPDY for the runtime
+(``wstranslate``), as upstream's kubelet does; with it off it goes to the runtime as it came
+(containerd 1.6 refuses v5 with 403 and kubectl falls back to SPDY).
 """
 
 from __future__ import annotations
@@ -41,6 +40,7 @@ from kubelet.logs import get_logger
 from .asgi import Receive, Request, Response, Scope, http_error
 from .backend import KubeletBackend
 from .streaming import TAKEOVER, UpgradeRequest, is_upgrade_request, proxy_upgrade
+from .wstranslate import is_v5_request, translate_remote_command
 
 log = get_logger(__name__)
 
@@ -196,6 +196,8 @@ class StreamRoutes:
 
     backend: KubeletBackend
     idle_timeout: float
+    extend_websockets: bool = False
+    """The ``ExtendWebSocketsToKubelet`` gate."""
 
     async def handle(self, request: Request, scope: Scope) -> Response | None:
         """The response, or None when the connection was taken over for a stream."""
@@ -220,10 +222,13 @@ class StreamRoutes:
             return Response(500, str(exc).encode())
         except CriError as exc:
             return cri_error_response(exc)
-        extensions = scope.get("extensions") or {}
-        return await proxy_upgrade(
-            upgrade, extensions.get(TAKEOVER), url, idle_timeout=self.idle_timeout
-        )
+        takeover = (scope.get("extensions") or {}).get(TAKEOVER)
+        if self.extend_websockets and target.root != "portForward" and is_v5_request(upgrade):
+            options = stream_options(request)
+            return await translate_remote_command(
+                upgrade, takeover, url, options, idle_timeout=self.idle_timeout
+            )
+        return await proxy_upgrade(upgrade, takeover, url, idle_timeout=self.idle_timeout)
 
     def _pod(self, target: Target) -> Pod:
         pod = self.backend.pod_by_name(target.namespace, target.pod)

@@ -1,144 +1,51 @@
-"""Port-forward over SPDY/3.1 for the fake streaming server: what ``kubectl port-forward`` needs.
+"""SPDY/3.1 for the fake streaming server: port-forward, exec and attach (the server side).
 
 kubectl 1.37 offers a WebSocket tunnel first and, refused, upgrades with SPDY
 (``Upgrade: SPDY/3.1``, ``X-Stream-Protocol-Version: portforward.k8s.io``), as it does
 against containerd 1.6. Facts (the SPDY/3 draft; moby/spdystream; cri-streaming's
 ``portforward/httpstream.go``):
 
-* frames: a control frame is ``0x80 0x03``, a 16-bit type, 8-bit flags and a 24-bit length;
-  a data frame a 31-bit stream id, flags (FIN = 1) and a 24-bit length. Header blocks are
-  zlib streams (one per direction for the whole connection, with the SPDY/3 dictionary,
-  sync-flushed): a 32-bit count, then 32-bit-length-prefixed lower-case names and values;
+* the framing is ``kubelet.server.spdy``'s (the kubelet's own SPDY client uses it too);
 * per forwarded connection kubectl opens two streams with headers ``streamtype`` (``error``
   or ``data``), ``port`` and ``requestid``; each is answered with a SYN_REPLY; what comes on
   the data stream goes to the pod's port and back; a failure is text on the error stream;
 * PINGs are echoed; no flow control (spdystream has none); RST_STREAM ends a stream.
 
-This is a test double: it trusts its peer (kubectl through the kubelet) and handles only
-what port-forward uses.
+Exec and attach (``serve_remote_command``, cri-streaming's ``remotecommand/httpstream.go``):
+the client opens one stream per ``streamtype`` (``error``, ``stdin``, ``stdout``, ``stderr``,
+``resize``), each answered with a SYN_REPLY; once all it asked for are there the command
+runs: stdin's data is its input and stdin's FIN its end, each resize line (JSON
+``{"Width":…,"Height":…}``) a terminal size; its output goes out on stdout and stderr; at
+the end the error stream gets the status (v4: a ``metav1.Status``; older: the message), every
+stream a FIN, and the connection a GOAWAY before it closes.
+
+This is a test double: it trusts its peer (kubectl or the kubelet's translator) and handles
+only what port-forward, exec and attach use.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import struct
-import zlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 
 import attrs
 import trio
 
+from kubelet.server.spdy import (
+    FLAG_FIN,
+    GOAWAY,
+    PING,
+    RST_STREAM,
+    SYN_STREAM,
+    Frame,
+    SpdyConnection,
+)
+
 BROKEN = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
 PROTOCOL = "portforward.k8s.io"
-UPGRADE = "SPDY/3.1"
-
-SYN_STREAM, SYN_REPLY, RST_STREAM, PING, GOAWAY = 1, 2, 3, 6, 7
-FLAG_FIN = 0x01
 CHUNK = 32 << 10
-
-_WORDS = (
-    b"options head post put delete trace accept accept-charset accept-encoding "
-    b"accept-language accept-ranges age allow authorization cache-control connection "
-    b"content-base content-encoding content-language content-length content-location "
-    b"content-md5 content-range content-type date etag expect expires from host "
-    b"if-match if-modified-since if-none-match if-range if-unmodified-since "
-    b"last-modified location max-forwards pragma proxy-authenticate "
-    b"proxy-authorization range referer retry-after server te trailer "
-    b"transfer-encoding upgrade user-agent vary via warning www-authenticate method get "
-    b"status 200_OK version HTTP/1.1 url public set-cookie keep-alive origin"
-).split()
-DICTIONARY = b"".join(
-    struct.pack(">I", len(word)) + word.replace(b"_", b" ") for word in _WORDS
-) + (
-    b"100101201202205206300302303304305306307402405406407408409410411412413414415416417"
-    b"502504505203 Non-Authoritative Information204 No Content301 Moved Permanently"
-    b"400 Bad Request401 Unauthorized403 Forbidden404 Not Found500 Internal Server Error"
-    b"501 Not Implemented503 Service UnavailableJan Feb Mar Apr May Jun Jul Aug Sept Oct "
-    b"Nov Dec 00:00:00 Mon, Tue, Wed, Thu, Fri, Sat, Sun, GMTchunked,text/html,image/png,"
-    b"image/jpg,image/gif,application/xml,application/xhtml+xml,text/plain,text/javascript,"
-    b"publicprivatemax-age=gzip,deflate,sdchcharset=utf-8charset=iso-8859-1,utf-,*,enq=0."
-)
-"""The SPDY/3 header compression dictionary (1423 bytes)."""
-
-
-@attrs.frozen
-class Frame:
-    control: bool
-    kind: int
-    """Control frame type; for a data frame, its stream id."""
-    flags: int
-    payload: bytes
-
-
-def parse_headers(block: bytes) -> dict[str, str]:
-    """A decompressed header block: names and values (NUL-joined values kept as they are)."""
-    (count,) = struct.unpack_from(">I", block)
-    at, out = 4, {}
-    for _ in range(count):
-        (n,) = struct.unpack_from(">I", block, at)
-        name = block[at + 4 : at + 4 + n].decode()
-        at += 4 + n
-        (m,) = struct.unpack_from(">I", block, at)
-        out[name] = block[at + 4 : at + 4 + m].decode()
-        at += 4 + m
-    return out
-
-
-def encode_headers(headers: dict[str, str]) -> bytes:
-    out = struct.pack(">I", len(headers))
-    for name, value in headers.items():
-        out += struct.pack(">I", len(name)) + name.encode()
-        out += struct.pack(">I", len(value)) + value.encode()
-    return out
-
-
-class SpdyConnection:
-    """Frames in and out of one upgraded connection (the server side)."""
-
-    def __init__(self, stream: trio.abc.Stream, leftover: bytes) -> None:
-        self.stream = stream
-        self._buffer = bytearray(leftover)
-        self._inflate = zlib.decompressobj(zdict=DICTIONARY)
-        self._deflate = zlib.compressobj(zdict=DICTIONARY)
-        self._lock = trio.Lock()
-
-    async def frames(self) -> AsyncIterator[Frame]:
-        while True:
-            while len(self._buffer) >= 8:
-                head = bytes(self._buffer[:8])
-                length = int.from_bytes(head[5:8], "big")
-                if len(self._buffer) < 8 + length:
-                    break
-                payload = bytes(self._buffer[8 : 8 + length])
-                del self._buffer[: 8 + length]
-                if head[0] & 0x80:
-                    yield Frame(True, int.from_bytes(head[2:4], "big"), head[4], payload)
-                else:
-                    yield Frame(False, int.from_bytes(head[:4], "big"), head[4], payload)
-            data = await self.stream.receive_some(1 << 16)
-            if not data:
-                return
-            self._buffer += data
-
-    def headers(self, block: bytes) -> dict[str, str]:
-        return parse_headers(self._inflate.decompress(block))
-
-    async def _send(self, data: bytes) -> None:
-        async with self._lock:
-            await self.stream.send_all(data)
-
-    async def control(self, kind: int, payload: bytes, flags: int = 0) -> None:
-        head = struct.pack(">HHI", 0x8003, kind, (flags << 24) | len(payload))
-        await self._send(head + payload)
-
-    async def reply(self, stream_id: int) -> None:
-        block = self._deflate.compress(encode_headers({}))
-        block += self._deflate.flush(zlib.Z_SYNC_FLUSH)
-        await self.control(SYN_REPLY, struct.pack(">I", stream_id) + block)
-
-    async def data(self, stream_id: int, data: bytes, fin: bool = False) -> None:
-        flags = FLAG_FIN if fin else 0
-        await self._send(struct.pack(">II", stream_id, (flags << 24) | len(data)) + data)
 
 
 @attrs.define
@@ -241,3 +148,101 @@ async def _forward(
             await spdy.data(forward.error, b"", fin=True)
     finally:
         await trio.aclose_forcefully(conn)
+
+
+Write = Callable[[str, bytes], Awaitable[None]]
+"""Output of a command: (stream type, data)."""
+Command = Callable[[Write, trio.MemoryReceiveChannel[bytes]], Awaitable[bytes]]
+"""Runs a command with its output and stdin; returns what goes on the error stream."""
+
+
+async def serve_remote_command(
+    stream: trio.abc.Stream,
+    leftover: bytes,
+    kinds: Sequence[str],
+    command: Command,
+    on_resize: Callable[[int, int], None],
+) -> str:
+    """Serve one exec or attach on an upgraded connection; how it ended (``exited``,
+    ``client gone``)."""
+    spdy = SpdyConnection(stream, leftover)
+    ids: dict[str, int] = {}
+    result: list[bytes] = []
+    async with contextlib.aclosing(spdy.frames()) as frames:
+        if not await _accept_streams(spdy, frames, ids, kinds):
+            return "client gone"
+        stdin_send, stdin_receive = trio.open_memory_channel[bytes](0)
+
+        async def write(kind: str, data: bytes) -> None:
+            if kind in ids and data:
+                await spdy.data(ids[kind], data)
+
+        async def run(scope: trio.CancelScope) -> None:
+            result.append(await command(write, stdin_receive))
+            scope.cancel()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(run, nursery.cancel_scope)
+            await _client_frames(spdy, frames, ids, stdin_send, on_resize)
+            nursery.cancel_scope.cancel()  # the client went: the command is stopped
+        stdin_send.close()
+    if not result:
+        return "client gone"
+    with contextlib.suppress(*BROKEN):
+        if result[0]:
+            await spdy.data(ids["error"], result[0])
+        for kind in ("error", "stdout", "stderr"):
+            if kind in ids:
+                await spdy.data(ids[kind], b"", fin=True)
+        await spdy.goaway()
+    return "exited"
+
+
+async def _accept_streams(
+    spdy: SpdyConnection,
+    frames: AsyncGenerator[Frame],
+    ids: dict[str, int],
+    kinds: Sequence[str],
+) -> bool:
+    """Reply to the client's SYN_STREAMs until every stream type in ``kinds`` is open."""
+    if not kinds:
+        return True
+    async for frame in frames:
+        if frame.control and frame.kind == SYN_STREAM:
+            stream_id = frame.stream_id()
+            headers = spdy.syn_headers(frame)
+            await spdy.reply(stream_id)
+            ids[headers.get("streamtype", "")] = stream_id
+            if set(kinds) <= ids.keys():
+                return True
+        elif frame.control and frame.kind == PING:
+            await spdy.control(PING, frame.payload)
+    return False
+
+
+async def _client_frames(
+    spdy: SpdyConnection,
+    frames: AsyncGenerator[Frame],
+    ids: dict[str, int],
+    stdin: trio.MemorySendChannel[bytes],
+    on_resize: Callable[[int, int], None],
+) -> None:
+    """stdin and resizes to the command until the client goes away."""
+    resizes = b""
+    async for frame in frames:
+        if frame.control and frame.kind == PING:
+            await spdy.control(PING, frame.payload)
+        elif frame.control and frame.kind == GOAWAY:
+            return
+        elif not frame.control and frame.kind == ids.get("stdin"):
+            if frame.payload:
+                with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                    await stdin.send(frame.payload)
+            if frame.fin:
+                await stdin.aclose()
+        elif not frame.control and frame.kind == ids.get("resize"):
+            resizes += frame.payload
+            while b"\n" in resizes:
+                line, _, resizes = resizes.partition(b"\n")
+                size = json.loads(line)
+                on_resize(int(size["Width"]), int(size["Height"]))

@@ -13,7 +13,10 @@ clients can be tested on a fake clock:
   ``port_target`` (``127.0.0.1:<port>`` by default), and SPDY/3.1 ``portforward.k8s.io``
   for port-forward (``fakespdy``: what kubectl falls back to). A subprotocol it does not
   know is a ``403 Forbidden`` with no body, as containerd 1.6 answers; an unknown or used
-  token a ``404 page not found``. SPDY for exec and attach is not spoken: ``400``.
+  token a ``404 page not found``. Exec and attach over SPDY/3.1 too (``fakespdy``, the
+  remotecommand protocols v4 and older, as containerd 1.6: what the kubelet's translator
+  of WebSocket v5 and kubectl's SPDY fallback speak); the session's protocol is then
+  ``"v4.channel.k8s.io (SPDY)"``.
 * What a command does is ``exec_handler(io) -> exit code`` (``default_exec`` knows
   ``cat``, ``echo``, ``true``, ``false``, ``sh -c "exit N"``, ``sleep N``, ``stty size``,
   ``test -d|-e|-f``, and ``tar cf -`` / ``tar -xmf - -C DIR`` on ``files``, the container's
@@ -57,6 +60,8 @@ from kubelet.cri import api
 from . import fakespdy as spdy
 from . import wschannels as ch
 
+SPDY_REMOTECOMMAND = (ch.V4, "v3.channel.k8s.io", "v2.channel.k8s.io", ch.V1)
+"""What containerd 1.6 negotiates for exec and attach over SPDY."""
 TOKEN_TTL = 60.0
 """A URL is valid this long after the CRI call (containerd's request cache)."""
 CLOSE_WAIT = 1.0
@@ -312,12 +317,12 @@ class FakeStreamingServer:
         if upgrade == b"spdy/3.1" and parts[0] == "portforward":
             await self._spdy_port_forward(stream, conn, headers, request)
             return
+        if upgrade == b"spdy/3.1":
+            await self._spdy_remote_command(stream, conn, headers, parts[0], request)
+            return
         if upgrade != b"websocket":
             shown = upgrade.decode("latin-1") or "none"
-            message = (
-                "fake streaming server speaks WebSocket, and SPDY for port-forward only "
-                f"(Upgrade: {shown})\n"
-            )
+            message = f"fake streaming server speaks WebSocket and SPDY (Upgrade: {shown})\n"
             await _plain(stream, 400, message.encode())
             return
         ws = WSConnection(ConnectionType.SERVER)
@@ -454,12 +459,7 @@ class FakeStreamingServer:
     ) -> None:
         """kubectl's SPDY port-forward (``fakespdy``), with the handshake's protocol check."""
         assert isinstance(request, api.PortForwardRequest)
-        offered = [
-            p.strip().decode("latin-1")
-            for k, v in headers
-            if k.lower() == b"x-stream-protocol-version"
-            for p in v.split(b",")
-        ]
+        offered = _offered(headers)
         if offered and spdy.PROTOCOL not in offered:
             message = (
                 f"unable to upgrade: unable to negotiate protocol: client supports {offered}, "
@@ -467,9 +467,7 @@ class FakeStreamingServer:
             )
             await _plain(stream, 403, message.encode())
             return
-        while conn.next_event() not in (h11.PAUSED, h11.NEED_DATA):
-            pass  # the request's end: what follows is SPDY
-        leftover = bytes(conn.trailing_data[0])
+        leftover = _request_end(conn)
         await stream.send_all(
             b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\n"
             b"Upgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: portforward.k8s.io\r\n\r\n"
@@ -486,10 +484,98 @@ class FakeStreamingServer:
             session.ports = tuple(ports)
             self.active -= 1
 
+    async def _spdy_remote_command(
+        self,
+        stream: trio.abc.Stream,
+        conn: h11.Connection,
+        headers: list[tuple[bytes, bytes]],
+        kind: str,
+        request: Any,
+    ) -> None:
+        """Exec or attach over SPDY (``fakespdy.serve_remote_command``), protocols as
+        containerd 1.6 negotiates them (v4 and older; the client's first it knows)."""
+        offered = _offered(headers)
+        protocol = next((p for p in offered if p in SPDY_REMOTECOMMAND), None)
+        if offered and protocol is None:
+            message = (
+                f"unable to upgrade: unable to negotiate protocol: client supports {offered}, "
+                f"server accepts {list(SPDY_REMOTECOMMAND)}"
+            )
+            await _plain(stream, 403, message.encode())
+            return
+        protocol = protocol or ch.V1
+        leftover = _request_end(conn)
+        await stream.send_all(
+            b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\n"
+            b"Upgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: %s\r\n\r\n" % protocol.encode()
+        )
+        cmd = tuple(request.cmd) if kind == "exec" else ()
+        handler = self.exec_handler if kind == "exec" else self.attach_handler
+        session = Session(kind, request.container_id, f"{protocol} (SPDY)", cmd, request.tty)
+        self.sessions.append(session)
+        kinds = ["error"] + [
+            name
+            for name, wanted in (
+                ("stdin", request.stdin),
+                ("stdout", request.stdout),
+                ("stderr", request.stderr and not request.tty),
+                ("resize", request.tty and protocol in (ch.V4, "v3.channel.k8s.io")),
+            )
+            if wanted
+        ]
+        files = self.files.setdefault(request.container_id, {})
+        holder: list[StreamIO] = []
+
+        async def command(write: spdy.Write, stdin: trio.MemoryReceiveChannel[bytes]) -> bytes:
+            names = {ch.STDOUT: "stdout", ch.STDERR: "stderr"}
+
+            async def out(channel: int, data: bytes) -> None:
+                await write(names.get(channel, ""), data)
+
+            io = StreamIO(cmd, request.tty, session, stdin, out, files=files)
+            holder.append(io)
+            code = await handler(io)
+            session.exit_code = code
+            if protocol == ch.V4:
+                return json.dumps(ch.exit_status(code, cmd)).encode()
+            return ch.exit_status(code, cmd)["message"].encode() if code else b""
+
+        def resize(width: int, height: int) -> None:
+            for io in holder:
+                io.size = (width, height)
+                session.resizes.append(io.size)
+                io.resized.set()
+                io.resized = trio.Event()
+
+        self.active += 1
+        try:
+            session.ended = await spdy.serve_remote_command(
+                stream, leftover, kinds, command, resize
+            )
+        finally:
+            self.active -= 1
+
     async def _port_to_client(self, link: _Link, channel: int, conn: trio.SocketStream) -> None:
         with contextlib.suppress(*BROKEN):
             while data := await conn.receive_some(65536):
                 await link.write(channel, data)
+
+
+def _offered(headers: list[tuple[bytes, bytes]]) -> list[str]:
+    """The SPDY client's ``X-Stream-Protocol-Version`` values, in order."""
+    return [
+        p.strip().decode("latin-1")
+        for k, v in headers
+        if k.lower() == b"x-stream-protocol-version"
+        for p in v.split(b",")
+    ]
+
+
+def _request_end(conn: h11.Connection) -> bytes:
+    """What followed the upgrade request (the first SPDY bytes)."""
+    while conn.next_event() not in (h11.PAUSED, h11.NEED_DATA):
+        pass
+    return bytes(conn.trailing_data[0])
 
 
 def _negotiate(offered: Sequence[str], allowed: Sequence[str]) -> str | None:

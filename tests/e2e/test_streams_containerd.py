@@ -3,10 +3,9 @@
 Processes: FakeApiServer (proxying ``pods/{name}/exec|attach|portforward`` to the node's
 kubelet as kube-apiserver does), the ``kubelet`` (its :10250 server on a free loopback port,
 x509 client certificates only), containerd 1.6 with its streaming server. kubectl 1.37
-offers WebSocket v5 first; containerd 1.6 does not know v5 and refuses it (403), the
-refusal crosses our kubelet unchanged and kubectl falls back to SPDY, which the kubelet
-proxies byte for byte. Port-forward goes the same way (WebSocket tunnel refused with 400,
-then SPDY) to a busybox httpd.
+offers WebSocket v5 first; containerd 1.6 does not know v5 (it answers 403), so the
+kubelet answers the WebSocket itself and speaks SPDY to containerd
+(``ExtendWebSocketsToKubelet``). Port-forward goes to a busybox httpd.
 """
 
 from __future__ import annotations
@@ -265,3 +264,53 @@ def _client_context(pair: CertPair) -> Any:
     context.load_cert_chain(pair.cert, pair.key)
     context.set_alpn_protocols(["http/1.1"])
     return context
+
+
+async def _v5_client(node: StreamNode, path: str) -> ch.ChannelClient:
+    context = _client_context(node.client_pair())
+    stream = await trio.open_ssl_over_tcp_stream(
+        "127.0.0.1", node.kubelet_port, ssl_context=context, https_compatible=True
+    )
+    return await ch.ChannelClient.connect(stream, path, [ch.V5])
+
+
+async def test_websocket_v5_is_translated_to_spdy_for_containerd(stream_node: StreamNode) -> None:
+    """containerd 1.6 refuses v5 (403); the kubelet answers it and speaks SPDY instead."""
+    node = stream_node
+    await _running_pod(node)
+    client = await _v5_client(node, "/exec/default/web/httpd?command=cat&input=1&output=1")
+    assert client.protocol == ch.V5
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(client.run)
+        await client.send(ch.STDIN, b"through ")
+        await client.send(ch.STDIN, b"spdy\n")
+        await client.close_channel(ch.STDIN)  # v5 half-close: cat sees its end of input
+        with trio.fail_after(20):
+            await client.closed.wait()
+    assert client.text(ch.STDOUT) == "through spdy\n"
+    assert client.status() == {"metadata": {}, "status": "Success"}
+    path = "/exec/default/web/httpd?command=sh&command=-c&command=echo+out%3B+exit+5&output=1"
+    client = await _v5_client(node, path + "&error=1")
+    with trio.fail_after(20):
+        await client.run()
+    assert client.text(ch.STDOUT) == "out\n"
+    status = client.status()
+    assert status is not None and ch.status_exit_code(status) == 5
+    assert status["message"].endswith("command terminated with exit code 5")
+
+
+async def test_websocket_v5_tty_resize_on_containerd(stream_node: StreamNode) -> None:
+    node = stream_node
+    await _running_pod(node)
+    script = "read+line%3B+stty+size"
+    path = f"/exec/default/web/httpd?command=sh&command=-c&command={script}&input=1&output=1&tty=1"
+    client = await _v5_client(node, path)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(client.run)
+        await client.resize(100, 40)
+        await trio.sleep(0.5)  # the runtime applies the size before the command reads on
+        await client.send(ch.STDIN, b"go\n")
+        with trio.fail_after(20):
+            await client.closed.wait()
+    assert b"40 100" in client.received.get(ch.STDOUT, b""), client.received
+    assert client.status() == {"metadata": {}, "status": "Success"}

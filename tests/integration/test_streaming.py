@@ -330,14 +330,14 @@ async def test_malformed_upgrade_requests(autojump_clock: trio.testing.MockClock
         )
         assert keyless.startswith(b"HTTP/1.1 400 ")
         assert keyless.endswith(b"Missing header, 'Sec-WebSocket-Key'\n")
-        # SPDY goes through untouched: this fake runtime refuses it in words
+        # SPDY goes through untouched: this fake runtime refuses an unknown version in words
         spdy = await raw_exchange(
             kubelet,
             b"POST /exec/x HTTP/1.1\r\nHost: k\r\nContent-Length: 0\r\nConnection: Upgrade\r\n"
-            b"Upgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: v4.channel.k8s.io\r\n\r\n",
+            b"Upgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: v9.channel.k8s.io\r\n\r\n",
         )
-        assert spdy.startswith(b"HTTP/1.1 400 ")
-        assert spdy.endswith(b"for port-forward only (Upgrade: spdy/3.1)\n")
+        assert spdy.startswith(b"HTTP/1.1 403 ")
+        assert b"unable to negotiate protocol: client supports ['v9.channel.k8s.io']" in spdy
         assert fake.active == 0
 
 

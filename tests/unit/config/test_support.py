@@ -148,7 +148,7 @@ def test_no_warning_for_honoured_settings(tmp_path: Path) -> None:
     # the swap check are implemented)
     gates = (
         "the effect of feature gates on by default: ContainerCheckpoint, "
-        "ExtendWebSocketsToKubelet, KubeletPodResourcesDynamicResources, "
+        "KubeletPodResourcesDynamicResources, "
         "KubeletPodResourcesGet, NodeDeclaredFeatures, ReloadKubeletClientCAFile, "
         "ReloadKubeletServerCertificateFile"
     )

@@ -1,0 +1,96 @@
+"""The translator's decisions: which requests it takes, handshake answers, statuses."""
+
+from __future__ import annotations
+
+import json
+
+from kubelet.server.streaming import UpgradeRequest
+from kubelet.server.wstranslate import (
+    exit_code_status,
+    go_json,
+    handshake_refusal,
+    internal_error,
+    is_v5_request,
+    status_from_error_stream,
+)
+
+WS = ((b"connection", b"Upgrade"), (b"upgrade", b"websocket"))
+
+
+def request(*headers: tuple[bytes, bytes], method: str = "GET") -> UpgradeRequest:
+    return UpgradeRequest(method, (*WS, *headers))
+
+
+def test_only_websocket_requests_offering_v5_are_translated() -> None:
+    assert is_v5_request(request((b"sec-websocket-protocol", b"v5.channel.k8s.io")))
+    assert is_v5_request(
+        request((b"sec-websocket-protocol", b"v4.channel.k8s.io, v5.channel.k8s.io"))
+    )
+    assert not is_v5_request(request((b"sec-websocket-protocol", b"v4.channel.k8s.io")))
+    assert not is_v5_request(request())
+    # only the first header counts, as Go's Header.Get
+    assert not is_v5_request(
+        request(
+            (b"sec-websocket-protocol", b"v4.channel.k8s.io"),
+            (b"sec-websocket-protocol", b"v5.channel.k8s.io"),
+        )
+    )
+    spdy = UpgradeRequest(
+        "POST", ((b"connection", b"Upgrade"), (b"upgrade", b"SPDY/3.1"),
+                 (b"sec-websocket-protocol", b"v5.channel.k8s.io")),
+    )  # fmt: skip
+    assert not is_v5_request(spdy)
+
+
+def test_handshake_answers_are_x_net_websockets() -> None:
+    key = (b"sec-websocket-key", b"dGhlIHNhbXBsZSBub25jZQ==")
+    version = (b"sec-websocket-version", b"13")
+    assert handshake_refusal(request(key, version)) is None
+    refused = handshake_refusal(request(key, version, method="POST"))
+    assert refused is not None and (refused.status, refused.body) == (405, b"bad method")
+    refused = handshake_refusal(request(version))
+    assert refused is not None and refused.body == b"mismatch challenge/response"
+    refused = handshake_refusal(request(key, (b"sec-websocket-version", b"8")))
+    assert refused is not None and refused.status == 400
+    assert refused.headers == (("Sec-WebSocket-Version", "13"),)
+
+
+def test_the_error_stream_becomes_upstreams_status() -> None:
+    v4 = "v4.channel.k8s.io"
+    success = {"metadata": {}, "status": "Success"}
+    assert status_from_error_stream(v4, b"") == success
+    assert status_from_error_stream(v4, json.dumps(success).encode()) == success
+    runtime = {
+        "metadata": {}, "status": "Failure", "reason": "NonZeroExitCode",
+        "message": "command terminated with non-zero exit code: error executing command "
+        "[sh -c exit 3], exit code 3",
+        "details": {"causes": [{"reason": "ExitCode", "message": "3"}]},
+    }  # fmt: skip
+    assert status_from_error_stream(v4, json.dumps(runtime).encode()) == exit_code_status(3)
+    assert exit_code_status(3)["message"] == (
+        "command terminated with non-zero exit code: command terminated with exit code 3"
+    )
+    other = {"metadata": {}, "status": "Failure", "message": "no such container"}
+    assert status_from_error_stream(v4, json.dumps(other).encode()) == internal_error(
+        "no such container"
+    )
+    bad_code = {**runtime, "details": {"causes": [{"reason": "ExitCode", "message": "300"}]}}
+    assert status_from_error_stream(v4, json.dumps(bad_code).encode()) == internal_error(
+        'error stream protocol error: invalid exit code value "300"'
+    )
+    no_details = {k: v for k, v in runtime.items() if k != "details"}
+    assert status_from_error_stream(v4, json.dumps(no_details).encode())["details"] == {
+        "causes": [{"message": "error stream protocol error: details must be set"}]
+    }
+    assert status_from_error_stream("v2.channel.k8s.io", b"boom") == internal_error(
+        "error executing remote command: boom"
+    )
+    assert internal_error("x") == {
+        "metadata": {}, "status": "Failure", "message": "Internal error occurred: x",
+        "reason": "InternalError", "details": {"causes": [{"message": "x"}]}, "code": 500,
+    }  # fmt: skip
+
+
+def test_statuses_are_written_as_go_marshals_them() -> None:
+    assert go_json({"metadata": {}, "status": "Success"}) == b'{"metadata":{},"status":"Success"}'
+    assert go_json({"message": "<a & b> é"}) == '{"message":"\\u003ca \\u0026 b\\u003e é"}'.encode()
