@@ -38,6 +38,8 @@ class RuntimeView:
         self.runtime = runtime
         self._listing: tuple[float, list[api.PodSandbox], list[api.Container]] | None = None
         """When the last relist began (trio clock), and what it listed."""
+        self._listed: frozenset[str] | None = None
+        """The pod uids the last relist listed (None: no relist finished yet)."""
 
     async def relist(self) -> PodStates:
         """uid → container/sandbox id → state, from two list calls."""
@@ -55,7 +57,13 @@ class RuntimeView:
             uid = c.labels.get(labels.POD_UID)
             if uid:
                 out.setdefault(uid, {})[c.id] = _PLEG_STATES.get(c.state, PlegState.UNKNOWN)
+        self._listed = frozenset(out)
         return out
+
+    def unlisted(self, uid: str) -> bool:
+        """The last relist listed no sandbox and no container of ``uid`` (False before the
+        first relist)."""
+        return self._listed is not None and uid not in self._listed
 
     async def pod_status(self, uid: str) -> RuntimePodStatus:
         """Sandboxes and containers of one pod, with full statuses, newest first.

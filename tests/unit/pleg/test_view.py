@@ -79,3 +79,16 @@ async def test_pod_status_lists_sandboxes_and_containers_at_once(
     assert [(c.id, c.state, c.sandbox_id) for c in status.containers] == [
         ("c1", ContainerRunState.RUNNING, "s1")
     ]
+
+
+async def test_unlisted_says_what_the_last_relist_did_not_list(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    runtime = OverlapRuntime()
+    runtime.asked_sandboxes.set()
+    runtime.asked_containers.set()
+    view = RuntimeView(cast(RuntimeClient, runtime))
+    assert not view.unlisted(UID) and not view.unlisted("other")  # no relist yet: unknown
+    await view.relist()
+    assert not view.unlisted(UID)
+    assert view.unlisted("other")
