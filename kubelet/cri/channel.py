@@ -51,17 +51,6 @@ waiting behind them all made its duration the length of the ramp (upstream's gRP
 has no such queue). Trio tasks inherit the value from the task that starts them."""
 
 
-WAITING_RPCS = frozenset({"StopContainer"})
-"""Calls that mostly wait for a container (its grace period, its process to exit), not
-for the runtime's work: they take no shared slot. A teardown of hundreds of pods queued
-its StopContainer calls 100 at a time, each holding its slot for the container's whole
-stop, so the last pods were asked to stop seconds after the first (5-10 s for 200 pods
-on containerd); upstream's client asks them all at once."""
-
-WAITING_CALLS = 5000
-"""Such calls in flight at most, apart from the rest (far above any node's pods)."""
-
-
 def _wire_timeout(timeout: float | None) -> float | None:
     """The deadline announced to the runtime: a little beyond ours.
 
@@ -97,7 +86,6 @@ class CriChannel:
         self._codec = LimitedProtoCodec(max_message_bytes)
         self._in_flight = trio.CapacityLimiter(max_concurrent_calls)
         self._priority = trio.CapacityLimiter(PRIORITY_CALLS)
-        self._waiting = trio.CapacityLimiter(WAITING_CALLS)
         self._channel: Channel | None = None
         self._closed = False
         self.observer = observer
@@ -140,7 +128,7 @@ class CriChannel:
         started = trio.current_time()
         traced = time.monotonic() if trace.TRACE is not None else None
         error: BaseException | None = None
-        limiter = self._limiter(rpc)
+        limiter = self._priority if PRIORITY.get() else self._in_flight
         slot = traced
         try:
             with deadline:
@@ -171,11 +159,6 @@ class CriChannel:
                     slot=slot,
                     prio=PRIORITY.get(),
                 )
-
-    def _limiter(self, rpc: str) -> trio.CapacityLimiter:
-        if PRIORITY.get():
-            return self._priority
-        return self._waiting if rpc in WAITING_RPCS else self._in_flight
 
     def close(self) -> None:
         """Drop the connection. Idempotent; later calls raise."""

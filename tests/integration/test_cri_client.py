@@ -6,7 +6,6 @@ Every timing here is exact: the server runs on the same trio-asyncio loop, so
 
 from __future__ import annotations
 
-import contextlib
 import socket
 from pathlib import Path
 
@@ -399,36 +398,4 @@ async def test_priority_calls_do_not_queue_behind_the_shared_limit(
             nursery.start_soon(relist)
             await trio.sleep(1)
             assert answered == ["relist"]
-            nursery.cancel_scope.cancel()
-
-
-async def test_stop_container_does_not_queue_behind_the_shared_limit(
-    fake: FakeRuntime, autojump_clock: trio.abc.Clock
-) -> None:
-    """StopContainer waits for the container, not the runtime: with every shared slot
-    taken (and calls waiting for one), a teardown's stops still go out at once."""
-    fake.faults.hang("ContainerStatus")
-    fake.faults.delay("StopContainer", 1)
-    async with CriChannel(fake.endpoint, max_concurrent_calls=2) as channel:
-        runtime = RuntimeClient(channel)
-        answered: list[str] = []
-
-        async def status() -> None:
-            await runtime.container_status("c1")
-
-        async def stop(cid: str) -> None:
-            with contextlib.suppress(CriError):  # the fake knows no such container
-                await runtime.stop_container(cid, 5)
-            answered.append(cid)
-
-        async with trio.open_nursery() as nursery:
-            for _ in range(3):  # two shared slots hang, one call waits for a slot
-                nursery.start_soon(status)
-            await trio.sleep(1)
-            start = trio.current_time()
-            for i in range(10):
-                nursery.start_soon(stop, f"c{i}")
-            await trio.sleep(1.5)
-            assert len(answered) == 10
-            assert [round(c.time - start, 1) for c in fake.calls_of("StopContainer")] == [0.0] * 10
             nursery.cancel_scope.cancel()
