@@ -275,6 +275,29 @@ async def test_teardown_stops_containers_from_the_pleg_view(
         assert "PodSandboxStatus" not in teardown[: teardown.index("RemovePodSandbox")]
 
 
+async def test_a_new_pods_first_call_is_run_pod_sandbox(
+    fake: FakeRuntime,
+    short_tmp: Path,
+    autojump_clock: trio.abc.Clock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A pod the PLEG has never listed starts from an empty view, as upstream's first
+    sync: its worker's first CRI call is RunPodSandbox, no status read before it."""
+    monkeypatch.setattr(trace, "TRACE", trace.Trace(str(short_tmp / "trace.jsonl")))
+    async with running_kubelet(fake, short_tmp) as h:
+        await trio.sleep(3)  # the PLEG has relisted
+        h.write("web.yaml", WEB)
+        await h.wait_for(lambda: h.running("web", "app"))
+        assert trace.TRACE is not None
+        trace.TRACE.flush()
+        lines = (short_tmp / "trace.jsonl").read_text().splitlines()
+        calls = [json.loads(line) for line in lines]
+        mine = [c["rpc"] for c in calls if c["k"] == "call" and c["pod"].startswith("web-")]
+        before_start = mine[: mine.index("StartContainer")]
+        assert before_start[:2] == ["RunPodSandbox", "PodSandboxStatus"]
+        assert not {"ListPodSandbox", "ListContainers", "ContainerStatus"} & set(before_start)
+
+
 def _uids(fake: FakeRuntime) -> set[str]:
     return {s.config.metadata.uid for s in fake.sandboxes.values()}
 
