@@ -246,7 +246,9 @@ async def test_a_periodic_sync_reads_the_pleg_cache(
 
 
 async def test_teardown_stops_containers_from_the_pleg_view(
-    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock,
+    fake: FakeRuntime,
+    short_tmp: Path,
+    autojump_clock: trio.abc.Clock,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Removing a manifest of a steady pod: StopContainer is the first call of the
