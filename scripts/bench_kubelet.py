@@ -601,6 +601,10 @@ async def containerd_kubelet(
                 if name.endswith(f"-{kubelet.node}"):
                     report = await cleanup(runtime, kubelet_only=True, labels={POD_NAME: name})
                     print(f"  cleanup left-over {name}: {report}")
+            if keep := os.environ.get("BENCH_KEEP"):  # the trace and log, to read afterwards
+                for f in (kubelet.trace_file, kubelet.log_file):
+                    with contextlib.suppress(OSError):
+                        shutil.copy(f, Path(keep) / f"{kubelet.node}-{f.name}")
             shutil.rmtree(tmp, ignore_errors=True)
 
 

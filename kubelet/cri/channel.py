@@ -129,9 +129,12 @@ class CriChannel:
         traced = time.monotonic() if trace.TRACE is not None else None
         error: BaseException | None = None
         limiter = self._priority if PRIORITY.get() else self._in_flight
+        slot = traced
         try:
             with deadline:
                 async with limiter:
+                    if traced is not None:
+                        slot = time.monotonic()  # the trace tells the wait for a slot apart
                     response: Resp = await trio_asyncio.aio_as_trio(invoke)(_wire_timeout(timeout))
                 return response
         except trio.Cancelled as exc:
@@ -148,7 +151,13 @@ class CriChannel:
                 self.observer(rpc, trio.current_time() - started, error)
             if traced is not None and trace.TRACE is not None:
                 trace.TRACE.record(
-                    "call", rpc=rpc, t0=traced, t1=time.monotonic(), pod=trace.POD.get()
+                    "call",
+                    rpc=rpc,
+                    t0=traced,
+                    t1=time.monotonic(),
+                    pod=trace.POD.get(),
+                    slot=slot,
+                    prio=PRIORITY.get(),
                 )
 
     def close(self) -> None:

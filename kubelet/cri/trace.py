@@ -5,8 +5,12 @@ start or teardown spends its time: in the runtime (the CRI calls) or in the kube
 (from the manifest's inotify event to the first call, and between calls). Each line is
 one JSON object with ``time.monotonic()`` seconds:
 
-    {"k": "call", "rpc": "RunPodSandbox", "t0": ..., "t1": ..., "pod": "default/web-node"}
+    {"k": "call", "rpc": "RunPodSandbox", "t0": ..., "t1": ..., "pod": "default/web-node",
+     "slot": ..., "prio": false}
     {"k": "inotify", "t": ..., "name": "web.yaml", "mask": 128}
+
+``slot`` is when the call got one of the channel's call slots (``t0`` to ``slot``: waiting
+for one; ``prio``: from the PLEG's lane of its own, ``kubelet.cri.channel.PRIORITY``).
 
 ``pod`` is the pod whose worker made the call ("" for the PLEG, probes and the rest): the
 pod workers set :data:`POD` in their task, and Trio hands a task's context to the tasks

@@ -28,9 +28,15 @@ class PodCache:
     """uid → the newest ``RuntimePodStatus``, refreshed through one fetcher."""
 
     def __init__(
-        self, fetch: StatusFetcher, *, clock: Callable[[], float] = trio.current_time
+        self,
+        fetch: StatusFetcher,
+        *,
+        clock: Callable[[], float] = trio.current_time,
+        unlisted: Callable[[str], bool] | None = None,
     ) -> None:
         self._fetch = fetch
+        self._unlisted = unlisted
+        """True when the PLEG's last relist listed nothing of a uid (``RuntimeView``)."""
         self._clock = clock
         self._entries: dict[str, RuntimePodStatus] = {}
         self._order = itertools.count()
@@ -53,7 +59,15 @@ class PodCache:
 
     async def newer_than(self, uid: str, since: float | None) -> RuntimePodStatus:
         """``uid``'s view as of ``since`` (the clock's time) or later: the cached entry when
-        the last relist vouches for it, else a read now. ``since`` None always reads."""
+        the last relist vouches for it, else a read now.
+
+        ``since`` None (the pod has no sync or teardown behind it in this process, or its
+        last teardown found it gone) reads, unless the last relist listed nothing of the
+        pod: then it has nothing on the runtime, as only its own worker creates anything
+        for it (upstream's first sync also starts from the cache's empty status, no call).
+        """
+        if since is None and self._first_sync_of_nothing(uid):
+            return RuntimePodStatus(uid=uid, timestamp=self._clock())
         entry = self._entries.get(uid)
         if (
             entry is not None
@@ -65,6 +79,15 @@ class PodCache:
         ):
             return entry
         return await self.refresh(uid)
+
+    def _first_sync_of_nothing(self, uid: str) -> bool:
+        unlisted = self._unlisted
+        return (
+            unlisted is not None
+            and uid not in self._reading
+            and uid not in self._entries
+            and unlisted(uid)
+        )
 
     async def refresh(self, uid: str) -> RuntimePodStatus:
         """Read ``uid`` from the runtime now and remember it; the newest view is returned

@@ -37,7 +37,7 @@ async def run_pleg(
 ) -> None:
     """Relist every second; ``on_relist(start, duration)`` after each (metrics)."""
     view = RuntimeView(runtime)
-    cache = PodCache(view.pod_status)
+    cache = PodCache(view.pod_status, unlisted=view.unlisted)
     send, receive = trio.open_memory_channel[PodLifecycleEvent](EVENT_CHANNEL_CAPACITY)
     pleg = Pleg(view, cache, send, on_relist=on_relist)
     async with trio.open_nursery() as nursery:

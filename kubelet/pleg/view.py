@@ -38,6 +38,8 @@ class RuntimeView:
         self.runtime = runtime
         self._listing: tuple[float, list[api.PodSandbox], list[api.Container]] | None = None
         """When the last relist began (trio clock), and what it listed."""
+        self._listed: frozenset[str] | None = None
+        """The pod uids the last relist listed (None: no relist finished yet)."""
 
     async def relist(self) -> PodStates:
         """uid → container/sandbox id → state, from two list calls."""
@@ -55,13 +57,22 @@ class RuntimeView:
             uid = c.labels.get(labels.POD_UID)
             if uid:
                 out.setdefault(uid, {})[c.id] = _PLEG_STATES.get(c.state, PlegState.UNKNOWN)
+        self._listed = frozenset(out)
         return out
 
+    def unlisted(self, uid: str) -> bool:
+        """The last relist listed no sandbox and no container of ``uid`` (False before the
+        first relist)."""
+        return self._listed is not None and uid not in self._listed
+
     async def pod_status(self, uid: str) -> RuntimePodStatus:
-        """Sandboxes and containers of one pod, with full statuses, newest first."""
+        """Sandboxes and containers of one pod, with full statuses, newest first.
+
+        The two lists run at once, and each item's status as soon as its list is in: a
+        pod worker reads this before its pod's first CRI action and before its kill."""
         selector = {labels.POD_UID: uid}
-        sandboxes = await self.runtime.list_pod_sandbox(labels=selector)
-        containers = await self.runtime.list_containers(labels=selector)
+        sandboxes: list[api.PodSandbox] = []
+        containers: list[api.Container] = []
         sandbox_infos: list[SandboxInfo] = []
         container_infos: list[ContainerInfo] = []
         limiter = trio.CapacityLimiter(STATUS_CONCURRENCY)
@@ -85,11 +96,19 @@ class RuntimeView:
                 info = with_termination_message(info, resp.status)
             container_infos.append(info)
 
-        async with trio.open_nursery() as nursery:
+        async def list_sandboxes(nursery: trio.Nursery) -> None:
+            sandboxes.extend(await self.runtime.list_pod_sandbox(labels=selector))
             for s in sandboxes:
                 nursery.start_soon(sandbox_status, s)
+
+        async def list_containers(nursery: trio.Nursery) -> None:
+            containers.extend(await self.runtime.list_containers(labels=selector))
             for c in containers:
                 nursery.start_soon(container_status, c)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(list_sandboxes, nursery)
+            nursery.start_soon(list_containers, nursery)
         sandbox_infos.sort(key=lambda s: (s.created_at, s.attempt), reverse=True)
         container_infos.sort(key=lambda c: (c.created_at, c.attempt), reverse=True)
         name = namespace = ""

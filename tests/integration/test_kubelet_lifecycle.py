@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import socket
 from pathlib import Path
@@ -10,7 +11,7 @@ import pytest
 import trio
 from grpclib.const import Status
 
-from kubelet.cri import api, connect
+from kubelet.cri import api, connect, trace
 from kubelet.testing import ContainerBehaviour, FakeRuntime
 
 from .helpers import container_config, sandbox_config
@@ -245,20 +246,58 @@ async def test_a_periodic_sync_reads_the_pleg_cache(
 
 
 async def test_teardown_stops_containers_from_the_pleg_view(
-    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+    fake: FakeRuntime,
+    short_tmp: Path,
+    autojump_clock: trio.abc.Clock,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Removing a manifest of a steady pod: StopContainer is the first call of the
-    teardown (the PLEG's view says what runs); only the check that all went reads."""
+    teardown (the PLEG's view says what runs); only the check that all went reads.
+    The pod worker's own calls, told apart by the timing trace (the PLEG may refresh the
+    pod meanwhile, with calls of its own)."""
+    monkeypatch.setattr(trace, "TRACE", trace.Trace(str(short_tmp / "trace.jsonl")))
     async with running_kubelet(fake, short_tmp) as h:
         h.write("web.yaml", WEB)
         await h.wait_for(lambda: h.running("web", "app"))
         await trio.sleep(5)
-        before = len(fake.calls)
+        assert trace.TRACE is not None
+        trace.TRACE.flush()
+        before = len((short_tmp / "trace.jsonl").read_text().splitlines())
         (h.manifests / "web.yaml").unlink()
         await h.wait_for(lambda: not h.sandboxes("web"))
-        teardown = [c.rpc for c in fake.calls[before:] if not c.rpc.startswith("List")]
+        trace.TRACE.flush()
+        lines = (short_tmp / "trace.jsonl").read_text().splitlines()[before:]
+        calls = [json.loads(line) for line in lines]
+        teardown = [
+            c["rpc"]
+            for c in calls
+            if c["k"] == "call" and c["pod"].startswith("web-") and not c["rpc"].startswith("List")
+        ]
         assert teardown[0] == "StopContainer"
         assert "PodSandboxStatus" not in teardown[: teardown.index("RemovePodSandbox")]
+
+
+async def test_a_new_pods_first_call_is_run_pod_sandbox(
+    fake: FakeRuntime,
+    short_tmp: Path,
+    autojump_clock: trio.abc.Clock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A pod the PLEG has never listed starts from an empty view, as upstream's first
+    sync: its worker's first CRI call is RunPodSandbox, no status read before it."""
+    monkeypatch.setattr(trace, "TRACE", trace.Trace(str(short_tmp / "trace.jsonl")))
+    async with running_kubelet(fake, short_tmp) as h:
+        await trio.sleep(3)  # the PLEG has relisted
+        h.write("web.yaml", WEB)
+        await h.wait_for(lambda: h.running("web", "app"))
+        assert trace.TRACE is not None
+        trace.TRACE.flush()
+        lines = (short_tmp / "trace.jsonl").read_text().splitlines()
+        calls = [json.loads(line) for line in lines]
+        mine = [c["rpc"] for c in calls if c["k"] == "call" and c["pod"].startswith("web-")]
+        before_start = mine[: mine.index("StartContainer")]
+        assert before_start[:2] == ["RunPodSandbox", "PodSandboxStatus"]
+        assert not {"ListPodSandbox", "ListContainers", "ContainerStatus"} & set(before_start)
 
 
 def _uids(fake: FakeRuntime) -> set[str]:

@@ -79,3 +79,37 @@ async def test_a_read_in_flight_does_not_bring_a_deleted_pod_back(
     assert cache.get("u1") is None and cache.uids() == set()
     # nothing is kept for it once no read is in flight; a new read stores again
     assert (await cache.refresh("u1")).name == "running" and cache.get("u1") is not None
+
+
+async def test_a_pod_the_last_relist_did_not_list_starts_from_an_empty_view() -> None:
+    """A pod's first sync (``since`` None) of a pod the relist listed nothing of reads
+    nothing from the runtime, as upstream's first sync; a listed one, or any later sync
+    that the relist does not vouch for, still reads."""
+    fetched: list[str] = []
+
+    async def fetch(uid: str) -> RuntimePodStatus:
+        fetched.append(uid)
+        return RuntimePodStatus(uid=uid, name="read")
+
+    listed = {"old"}
+    cache = PodCache(fetch, unlisted=lambda uid: uid not in listed)
+    new = await cache.newer_than("new", None)
+    assert (new.uid, new.name, new.sandboxes, new.containers) == ("new", "", (), ())
+    assert fetched == [] and cache.get("new") is None  # nothing cached from a guess
+    assert (await cache.newer_than("old", None)).name == "read"
+    assert (await cache.newer_than("new", 5.0)).name == "read"  # after a sync: a read
+    assert fetched == ["old", "new"]
+    cache.delete("new")
+    assert (await cache.newer_than("new", None)).name == ""  # torn down, all gone
+
+
+async def test_without_a_relist_behind_it_the_first_sync_reads() -> None:
+    fetched: list[str] = []
+
+    async def fetch(uid: str) -> RuntimePodStatus:
+        fetched.append(uid)
+        return RuntimePodStatus(uid=uid)
+
+    await PodCache(fetch).newer_than("u1", None)
+    await PodCache(fetch, unlisted=lambda uid: False).newer_than("u1", None)
+    assert fetched == ["u1", "u1"]

@@ -1,0 +1,94 @@
+"""RuntimeView.pod_status: a pod's status read does not wait for one list before the other."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import trio
+
+from kubelet.cri import RuntimeClient, api, labels
+from kubelet.cri.types import ContainerRunState, SandboxState
+from kubelet.pleg.view import RuntimeView
+
+UID = "u1"
+
+
+class OverlapRuntime:
+    """Each list answers only once the other list has been asked for: read one after the
+    other, the status read never finishes."""
+
+    def __init__(self) -> None:
+        self.asked_sandboxes = trio.Event()
+        self.asked_containers = trio.Event()
+        self.calls: list[str] = []
+
+    async def list_pod_sandbox(self, labels: dict[str, str] | None = None) -> list[Any]:
+        self.calls.append("ListPodSandbox")
+        self.asked_sandboxes.set()
+        await self.asked_containers.wait()
+        return [_sandbox()]
+
+    async def list_containers(self, labels: dict[str, str] | None = None) -> list[Any]:
+        self.calls.append("ListContainers")
+        self.asked_containers.set()
+        await self.asked_sandboxes.wait()
+        return [_container()]
+
+    async def pod_sandbox_status(self, sandbox_id: str) -> api.PodSandboxStatusResponse:
+        self.calls.append("PodSandboxStatus")
+        status = api.PodSandboxStatus(id=sandbox_id, state=api.SANDBOX_READY, created_at=1)
+        status.metadata.name = "web"
+        status.network.ip = "10.0.0.7"
+        status.labels[labels.POD_UID] = UID
+        return api.PodSandboxStatusResponse(status=status)
+
+    async def container_status(self, container_id: str) -> api.ContainerStatusResponse:
+        self.calls.append("ContainerStatus")
+        status = api.ContainerStatus(id=container_id, state=api.CONTAINER_RUNNING, created_at=2)
+        status.metadata.name = "main"
+        status.labels[labels.POD_UID] = UID
+        return api.ContainerStatusResponse(status=status)
+
+
+def _sandbox() -> api.PodSandbox:
+    s = api.PodSandbox(id="s1", state=api.SANDBOX_READY, created_at=1)
+    s.labels[labels.POD_UID] = UID
+    s.labels[labels.POD_NAME] = "web"
+    s.labels[labels.POD_NAMESPACE] = "default"
+    return s
+
+
+def _container() -> api.Container:
+    c = api.Container(id="c1", pod_sandbox_id="s1", state=api.CONTAINER_RUNNING, created_at=2)
+    c.labels[labels.POD_UID] = UID
+    return c
+
+
+async def test_pod_status_lists_sandboxes_and_containers_at_once(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    runtime = OverlapRuntime()
+    view = RuntimeView(cast(RuntimeClient, runtime))
+    with trio.fail_after(5):
+        status = await view.pod_status(UID)
+    assert sorted(runtime.calls[:2]) == ["ListContainers", "ListPodSandbox"]
+    assert (status.name, status.namespace) == ("web", "default")
+    assert [(s.id, s.state, s.ip) for s in status.sandboxes] == [
+        ("s1", SandboxState.READY, "10.0.0.7")
+    ]
+    assert [(c.id, c.state, c.sandbox_id) for c in status.containers] == [
+        ("c1", ContainerRunState.RUNNING, "s1")
+    ]
+
+
+async def test_unlisted_says_what_the_last_relist_did_not_list(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    runtime = OverlapRuntime()
+    runtime.asked_sandboxes.set()
+    runtime.asked_containers.set()
+    view = RuntimeView(cast(RuntimeClient, runtime))
+    assert not view.unlisted(UID) and not view.unlisted("other")  # no relist yet: unknown
+    await view.relist()
+    assert not view.unlisted(UID)
+    assert view.unlisted("other")
