@@ -306,10 +306,8 @@ GATE_SUPPORT: Mapping[str, Support] = {
     "PodAndContainerStatsFromCRI": missing("stats come from the CRI already", _always),
     "PodLevelResourceManagers": missing("resource managers are not implemented", _is(False)),
     "QOSReserved": ok("qosReserved"),
-    "ReloadKubeletClientCAFile": missing("the client CA file is read at start-up", _is(False)),
-    "ReloadKubeletServerCertificateFile": missing(
-        "the serving certificate is read at start-up", _is(False)
-    ),
+    "ReloadKubeletClientCAFile": ok("clientCAFile is read again when it changes"),
+    "ReloadKubeletServerCertificateFile": ok("tlsCertFile/tlsPrivateKeyFile read again on change"),
     "RuntimeClassInImageCriApi": missing("images are pulled without a runtime handler", _is(False)),
     "SELinuxMount": missing("SELinux mount options are not used", _is(False)),
     "UserNamespacesHostNetworkSupport": missing("not supported", _is(False)),
