@@ -284,7 +284,7 @@ GATE_SUPPORT: Mapping[str, Support] = {
     "ChangeContainerStatusOnKubeletRestart": missing(
         "a kubelet restart never changes container status", _is(False)
     ),
-    "ContainerCheckpoint": missing("there is no checkpoint endpoint", _is(False)),
+    "ContainerCheckpoint": ok("POST /checkpoint/{namespace}/{pod}/{container}"),
     "CRIListStreaming": missing("the CRI list calls are not streamed", _is(False)),
     "CSIVolumeHealth": missing("CSI is not implemented", _is(False)),
     "ClusterTrustBundleProjection": missing(

@@ -45,6 +45,7 @@ log = logging.getLogger(__name__)
 
 RELOAD_SERVING_CERT = "ReloadKubeletServerCertificateFile"
 RELOAD_CLIENT_CA = "ReloadKubeletClientCAFile"
+CONTAINER_CHECKPOINT = "ContainerCheckpoint"
 
 
 @attrs.frozen
@@ -308,4 +309,5 @@ class _Apps:
             root_dir=options.root_dir,
             host=self._host,
             idle_timeout=config.streaming_connection_idle_timeout,
+            checkpointing=auth_required and options.features.enabled(CONTAINER_CHECKPOINT),
         )

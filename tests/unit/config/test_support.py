@@ -147,7 +147,7 @@ def test_no_warning_for_honoured_settings(tmp_path: Path) -> None:
     # gates upstream turns on whose effect we lack (QoS cgroups, eviction, image GC and
     # the swap check are implemented)
     gates = (
-        "the effect of feature gates on by default: ContainerCheckpoint, "
+        "the effect of feature gates on by default: "
         "ExtendWebSocketsToKubelet, KubeletPodResourcesDynamicResources, "
         "KubeletPodResourcesGet, NodeDeclaredFeatures"
     )
