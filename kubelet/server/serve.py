@@ -37,6 +37,7 @@ from .fdlimits import Descriptors
 from .hoststats import Host
 from .limits import Limits
 from .memtrim import MemoryTrim
+from .podresources.service import Lister, serve_pod_resources
 from .stats import SummaryProvider
 from .tlsreload import ServingTLS, read_bytes, watch_files
 from .wire import ASGIApp
@@ -145,6 +146,12 @@ async def serve(
     listeners = _Listeners(ephemeral_ports)
     async with trio.open_nursery() as nursery:
         await nursery.start(log_check.run)
+        lister = Lister(
+            backend.desired_pods,
+            backend.pod_by_name,
+            get_enabled=options.features.enabled("KubeletPodResourcesGet"),
+        )
+        await nursery.start(serve_pod_resources, options.root_dir, lister)
         nursery.start_soon(memory.run)
 
         def serve_on(
