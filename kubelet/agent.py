@@ -240,13 +240,13 @@ async def run(
         )  # fmt: skip
         registries = metrics.registry, prober.metrics.registry
         backend = RunningKubelet(runtime, images, *registries, lifecycle)
-        addresses = None
-        if cfg.enable_server or cfg.healthz_port or cfg.read_only_port:
-            reviews = ApiReviews(api) if api is not None else None
-            addresses = await root.start(
-                functools.partial(serve, serving=node_handle.serving, host=host.stats, stats=stats),
-                backend, options, reviews, metrics, host.ephemeral_ports,
-            )  # fmt: skip
+        reviews = ApiReviews(api) if api is not None else None  # serve runs with ports off too:
+        addresses = await root.start(  # the pod-resources socket is always served
+            functools.partial(serve, serving=node_handle.serving, host=host.stats, stats=stats),
+            backend, options, reviews, metrics, host.ephemeral_ports,
+        )  # fmt: skip
+        if not (cfg.enable_server or cfg.healthz_port or cfg.read_only_port):
+            addresses = None
         parts = Components(
             node, runtime, images, metrics, recorder, pleg, prober, pod_runtime, config,
             lifecycle, services, addresses, cgroups, pressure, collectors, eviction,

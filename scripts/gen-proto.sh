@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerate the CRI Python stubs from proto/cri_api.proto.
 #
-#   scripts/gen-proto.sh [OUT_DIR]     (default: kubelet/cri)
+#   scripts/gen-proto.sh [OUT_DIR [PR_OUT_DIR]]  (default: kubelet/cri, kubelet/server/podresources)
 #
 # Needs the dev extra (grpcio-tools, grpclib's protoc plugin). The stubs are committed;
 # tests/unit/test_proto_stubs.py regenerates them into a temporary directory and fails if
@@ -19,3 +19,13 @@ mkdir -p "$OUT"
   "$ROOT/proto/cri_api.proto"
 # grpclib's plugin writes a top-level import; the stubs live inside a package.
 sed -i 's/^import cri_api_pb2$/from . import cri_api_pb2/' "$OUT/cri_api_grpc.py"
+# The pod-resources API (package v1), served by kubelet/server/podresources/.
+if [ -n "${2:-}" ]; then PR_OUT="$2"
+elif [ -n "${1:-}" ]; then PR_OUT="$OUT/podresources"
+else PR_OUT="$ROOT/kubelet/server/podresources"; fi
+mkdir -p "$PR_OUT"
+"$PY" -m grpc_tools.protoc -I "$ROOT/proto" \
+  --python_out="$PR_OUT" --pyi_out="$PR_OUT" \
+  --plugin=protoc-gen-grpclib_python="$PLUGIN" --grpclib_python_out="$PR_OUT" \
+  "$ROOT/proto/podresources_api.proto"
+sed -i 's/^import podresources_api_pb2$/from . import podresources_api_pb2/' "$PR_OUT/podresources_api_grpc.py"

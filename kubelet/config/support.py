@@ -293,7 +293,7 @@ GATE_SUPPORT: Mapping[str, Support] = {
     "ChangeContainerStatusOnKubeletRestart": missing(
         "a kubelet restart never changes container status", _is(False)
     ),
-    "ContainerCheckpoint": missing("there is no checkpoint endpoint", _is(False)),
+    "ContainerCheckpoint": ok("POST /checkpoint/{namespace}/{pod}/{container}"),
     "CRIListStreaming": missing("the CRI list calls are not streamed", _is(False)),
     "CSIVolumeHealth": missing("CSI is not implemented", _is(False)),
     "ClusterTrustBundleProjection": missing(
@@ -306,8 +306,8 @@ GATE_SUPPORT: Mapping[str, Support] = {
     "KubeletEnsureSecretPulledImages": ok("images pulled with credentials are checked"),
     "KubeletInUserNamespace": missing("not supported", _is(False)),
     "KubeletPSI": ok("PSI of cgroup v2 in /stats/summary and /metrics/cadvisor"),
-    "KubeletPodResourcesDynamicResources": missing("no pod-resources API", _is(False)),
-    "KubeletPodResourcesGet": missing("no pod-resources API", _is(False)),
+    "KubeletPodResourcesDynamicResources": ok("pod-resources dynamic_resources (no DRA: empty)"),
+    "KubeletPodResourcesGet": ok("pod-resources Get"),
     "LocalStorageCapacityIsolationFSQuotaMonitoring": missing("no quota monitoring", _is(False)),
     "MemoryQoS": missing("MemoryQoS is not implemented", _is(False)),
     "NodeDeclaredFeatures": missing("status.declaredFeatures is not reported", _is(False)),
@@ -315,10 +315,8 @@ GATE_SUPPORT: Mapping[str, Support] = {
     "PodAndContainerStatsFromCRI": missing("stats come from the CRI already", _always),
     "PodLevelResourceManagers": missing("resource managers are not implemented", _is(False)),
     "QOSReserved": ok("qosReserved"),
-    "ReloadKubeletClientCAFile": missing("the client CA file is read at start-up", _is(False)),
-    "ReloadKubeletServerCertificateFile": missing(
-        "the serving certificate is read at start-up", _is(False)
-    ),
+    "ReloadKubeletClientCAFile": ok("clientCAFile is read again when it changes"),
+    "ReloadKubeletServerCertificateFile": ok("tlsCertFile/tlsPrivateKeyFile read again on change"),
     "RuntimeClassInImageCriApi": missing("images are pulled without a runtime handler", _is(False)),
     "SELinuxMount": missing("SELinux mount options are not used", _is(False)),
     "UserNamespacesHostNetworkSupport": missing("not supported", _is(False)),

@@ -114,6 +114,10 @@ class RuntimeServiceBase(abc.ABC):
     async def RuntimeConfig(self, stream: 'grpclib.server.Stream[cri_api_pb2.RuntimeConfigRequest, cri_api_pb2.RuntimeConfigResponse]') -> None:
         pass
 
+    @abc.abstractmethod
+    async def CheckpointContainer(self, stream: 'grpclib.server.Stream[cri_api_pb2.CheckpointContainerRequest, cri_api_pb2.CheckpointContainerResponse]') -> None:
+        pass
+
     def __mapping__(self) -> typing.Dict[str, grpclib.const.Handler]:
         return {
             '/runtime.v1.RuntimeService/Version': grpclib.const.Handler(
@@ -265,6 +269,12 @@ class RuntimeServiceBase(abc.ABC):
                 grpclib.const.Cardinality.UNARY_UNARY,
                 cri_api_pb2.RuntimeConfigRequest,
                 cri_api_pb2.RuntimeConfigResponse,
+            ),
+            '/runtime.v1.RuntimeService/CheckpointContainer': grpclib.const.Handler(
+                self.CheckpointContainer,
+                grpclib.const.Cardinality.UNARY_UNARY,
+                cri_api_pb2.CheckpointContainerRequest,
+                cri_api_pb2.CheckpointContainerResponse,
             ),
         }
 
@@ -421,6 +431,12 @@ class RuntimeServiceStub:
             '/runtime.v1.RuntimeService/RuntimeConfig',
             cri_api_pb2.RuntimeConfigRequest,
             cri_api_pb2.RuntimeConfigResponse,
+        )
+        self.CheckpointContainer = grpclib.client.UnaryUnaryMethod(
+            channel,
+            '/runtime.v1.RuntimeService/CheckpointContainer',
+            cri_api_pb2.CheckpointContainerRequest,
+            cri_api_pb2.CheckpointContainerResponse,
         )
 
 

@@ -1834,3 +1834,17 @@ class ReopenContainerLogRequest(_message.Message):
 class ReopenContainerLogResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
+
+class CheckpointContainerRequest(_message.Message):
+    __slots__ = ("container_id", "location", "timeout")
+    CONTAINER_ID_FIELD_NUMBER: _ClassVar[int]
+    LOCATION_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_FIELD_NUMBER: _ClassVar[int]
+    container_id: str
+    location: str
+    timeout: int
+    def __init__(self, container_id: _Optional[str] = ..., location: _Optional[str] = ..., timeout: _Optional[int] = ...) -> None: ...
+
+class CheckpointContainerResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...

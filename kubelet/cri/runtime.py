@@ -179,6 +179,21 @@ class RuntimeClient(ServiceClient):
         resp: api.ExecSyncResponse = await self._unary("ExecSync", req, limit)
         return resp
 
+    async def checkpoint_container(
+        self, container_id: str, location: str, timeout: int = 0
+    ) -> None:
+        """Have the runtime write a checkpoint archive of the container to ``location``.
+
+        As upstream, the call may take ``timeout`` seconds when that is longer than the
+        CRI request timeout, else the request timeout; a negative one is refused.
+        """
+        if timeout < 0:
+            raise ValueError("CheckpointContainer requires the timeout value to be > 0")
+        req = api.CheckpointContainerRequest(
+            container_id=container_id, location=location, timeout=timeout
+        )
+        await self._unary("CheckpointContainer", req, max(float(timeout), self.request_timeout))
+
     async def exec(self, request: api.ExecRequest) -> str:
         """Prepare a streaming exec; returns the runtime's streaming URL."""
         resp: api.ExecResponse = await self._unary("Exec", request)

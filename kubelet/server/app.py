@@ -43,6 +43,8 @@ from .auth import KubeletAuth
 from .backend import KubeletBackend
 from .cadvisor import cadvisor_metrics
 from .cgroupfigures import cgroup_figures
+from .checkpoint import PREFIX as CHECKPOINT_PREFIX
+from .checkpoint import checkpoint
 from .hoststats import Host
 from .logs import container_logs
 from .machine import machine_info
@@ -99,6 +101,8 @@ class KubeletApp:
     """``streamingConnectionIdleTimeout`` for exec, attach and port-forward streams."""
     extend_websockets: bool = False
     """The ``ExtendWebSocketsToKubelet`` gate (streams.py)."""
+    checkpointing: bool = False
+    """``POST /checkpoint/…`` is served (ContainerCheckpoint; the main port only)."""
 
     @property
     def server_type(self) -> str:
@@ -173,6 +177,8 @@ class KubeletApp:
             return await self._metrics(path)
         if path in ("/spec", "/spec/"):
             return json_response(machine_info(self.host, self.root_dir))
+        if path.startswith(CHECKPOINT_PREFIX) and self.checkpointing:
+            return await checkpoint(self.backend, request, self.root_dir)
         if any(path.startswith(p) for p in DEBUG_PATHS) or path == "/configz":
             return await self._debug(request)
         return http_error(404, NOT_FOUND)

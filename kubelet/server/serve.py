@@ -24,7 +24,7 @@ import trio
 from kubelet.config import Options
 from kubelet.metrics import KubeletMetrics
 from kubelet.node.certificates.manager import CertificateManager
-from kubelet.node.certificates.serving import ServingCertificate
+from kubelet.node.certificates.store import CertKeyPair
 
 from . import healthz
 from .accept import AcceptLoop
@@ -37,17 +37,16 @@ from .fdlimits import Descriptors
 from .hoststats import Host
 from .limits import Limits
 from .memtrim import MemoryTrim
+from .podresources.service import Lister, serve_pod_resources
 from .stats import SummaryProvider
+from .tlsreload import ServingTLS, read_bytes, watch_files
 from .wire import ASGIApp
 
 log = logging.getLogger(__name__)
 
-TLS_VERSIONS = {
-    "VersionTLS10": ssl.TLSVersion.TLSv1,
-    "VersionTLS11": ssl.TLSVersion.TLSv1_1,
-    "VersionTLS12": ssl.TLSVersion.TLSv1_2,
-    "VersionTLS13": ssl.TLSVersion.TLSv1_3,
-}
+RELOAD_SERVING_CERT = "ReloadKubeletServerCertificateFile"
+RELOAD_CLIENT_CA = "ReloadKubeletClientCAFile"
+CONTAINER_CHECKPOINT = "ContainerCheckpoint"
 
 
 @attrs.frozen
@@ -57,23 +56,6 @@ class Addresses:
     main: str = ""
     healthz: str = ""
     read_only: str = ""
-
-
-def tls_context(
-    cert_file: str, key_file: str, client_ca_file: str, min_version: str
-) -> ssl.SSLContext:
-    """Serving TLS; client certificates requested (not required) when a CA is configured."""
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.minimum_version = TLS_VERSIONS.get(min_version, ssl.TLSVersion.TLSv1_2)
-    if cert_file:
-        context.load_cert_chain(cert_file, key_file)
-    context.set_alpn_protocols(["h2", "http/1.1"])
-    if client_ca_file:
-        context.load_verify_locations(client_ca_file)
-        context.verify_mode = ssl.CERT_OPTIONAL
-    else:
-        context.verify_mode = ssl.CERT_NONE
-    return context
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -164,6 +146,12 @@ async def serve(
     listeners = _Listeners(ephemeral_ports)
     async with trio.open_nursery() as nursery:
         await nursery.start(log_check.run)
+        lister = Lister(
+            backend.desired_pods,
+            backend.pod_by_name,
+            get_enabled=options.features.enabled("KubeletPodResourcesGet"),
+        )
+        await nursery.start(serve_pod_resources, options.root_dir, lister)
         nursery.start_soon(memory.run)
 
         def serve_on(
@@ -175,10 +163,7 @@ async def serve(
         addresses: dict[str, str] = {}
         if config.enable_server:
             main_app = apps.build(auth_required=True)
-            context = _main_tls(options, serving)
-            if serving is not None:  # serverTLSBootstrap: new handshakes, new certificate
-                follower = ServingCertificate(context, serving.current())
-                nursery.start_soon(follower.follow, serving.subscribe())
+            context = await _main_tls(options, serving, nursery)
             sock = listeners.listen(config.address, config.port)
             addresses["main"] = serve_on(main_app, sock, context, "main")
             log.info("Starting to listen on %s (TLS)", addresses["main"])
@@ -215,23 +200,68 @@ class _Listeners:
         return sock
 
 
-def _main_tls(options: Options, serving: CertificateManager | None) -> ssl.SSLContext:
-    """The main port's TLS: the configured (or a self-signed) serving certificate, or
-    none yet when the serving certificate manager provides it."""
+async def _main_tls(
+    options: Options, serving: CertificateManager | None, nursery: trio.Nursery
+) -> ssl.SSLContext:
+    """The main port's TLS, with its watchers in ``nursery``: the configured (or a
+    self-signed) serving certificate, or the serving certificate manager's pairs; the
+    client CA bundle. Raises when what is configured does not load, as upstream stops."""
     config = options.config
-    if serving is not None:
-        return tls_context(
-            "", "", config.authentication.x509.client_ca_file, config.tls_min_version
-        )
+    ca_file = config.authentication.x509.client_ca_file
+    tls = ServingTLS(config.tls_min_version, ca_file)
+    if ca_file:
+        try:
+            ca = await trio.to_thread.run_sync(read_bytes, [ca_file])
+            tls.set_client_ca(ca[0])
+        except (OSError, ssl.SSLError) as exc:
+            raise OSError(f"unable to load client CA file {ca_file}: {exc}") from exc
+        if options.features.enabled(RELOAD_CLIENT_CA):
+            await nursery.start(
+                watch_files,
+                f"client-ca-bundle::{ca_file}",
+                [ca_file],
+                lambda c: tls.set_client_ca(c[0]),
+                ca,
+            )
+    if serving is not None:  # serverTLSBootstrap: new handshakes, new certificate
+        updates = serving.subscribe()
+        current = serving.current()
+        if current is not None:
+            _serve_pair(tls, current)
+        nursery.start_soon(_follow, tls, updates)
+        return tls.front
     cert = serving_cert(
         config.tls_cert_file, config.tls_private_key_file, options.cert_dir, options.node_name
     )
-    return tls_context(
-        cert.cert_file,
-        cert.key_file,
-        config.authentication.x509.client_ca_file,
-        config.tls_min_version,
-    )
+    tls.set_pair(cert.cert_file, cert.key_file)
+    files = [config.tls_cert_file, config.tls_private_key_file]
+    if all(files) and options.features.enabled(RELOAD_SERVING_CERT):
+        loaded = await trio.to_thread.run_sync(read_bytes, files)
+        await nursery.start(
+            watch_files,
+            "kubelet-server-cert-files::{}::{}".format(*files),
+            files,
+            lambda _: tls.set_pair(*files),
+            loaded,
+        )
+    return tls.front
+
+
+async def _follow(tls: ServingTLS, updates: trio.MemoryReceiveChannel[CertKeyPair]) -> None:
+    """Serve each pair the serving certificate manager obtains, from the next handshake."""
+    async for pair in updates:
+        _serve_pair(tls, pair)
+
+
+def _serve_pair(tls: ServingTLS, pair: CertKeyPair) -> None:
+    try:
+        tls.set_pair(pair.cert_file, pair.key_file)
+    except (OSError, ssl.SSLError) as exc:
+        log.error(
+            "serving certificate %s not loaded, keeping the one before: %s", pair.cert_file, exc
+        )
+        return
+    log.info("serving certificate loaded (serial %x)", pair.serial)
 
 
 class _Apps:
@@ -287,4 +317,5 @@ class _Apps:
             host=self._host,
             idle_timeout=config.streaming_connection_idle_timeout,
             extend_websockets=options.features.enabled("ExtendWebSocketsToKubelet"),
+            checkpointing=auth_required and options.features.enabled(CONTAINER_CHECKPOINT),
         )

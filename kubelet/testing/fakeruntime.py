@@ -49,6 +49,9 @@ What it models
   be tested.
 * ExecSync: scripted with ``script_exec`` (exit code, stdout, stderr, latency, hang);
   a script slower than the request's timeout answers DEADLINE_EXCEEDED like containerd.
+* CheckpointContainer: a running container's archive is a tar at the request's
+  location holding ``config.dump`` (the container's id, name and image, as JSON), as
+  CRI-O writes one; a container that is not running fails as CRI-O does.
 * Logs: on start, a CRI-format log file at ``log_directory/log_path`` with the
   behaviour's lines (see ``kubelet.cri.logformat``).
 * Filters on ListContainers / ListPodSandbox / the stats lists: id (or unique id
@@ -101,6 +104,7 @@ from kubelet.cri.endpoint import socket_path
 from kubelet.cri.imageref import normalize, split_reference
 from kubelet.cri.logformat import STDOUT, format_line
 
+from .fakecheckpoint import write_checkpoint
 from .fakestreaming import FakeStreamingServer
 from .faults import FaultPlan
 
@@ -976,6 +980,17 @@ class FakeRuntime:
             Path(c.log_path).parent.mkdir(parents=True, exist_ok=True)
             Path(c.log_path).touch()
         return api.ReopenContainerLogResponse()
+
+    def _rpc_CheckpointContainer(
+        self, req: api.CheckpointContainerRequest
+    ) -> api.CheckpointContainerResponse:
+        c = self._container(req.container_id)
+        if c.state != RUNNING:
+            raise GRPCError(Status.UNKNOWN, f"container {c.id} is not running")
+        write_checkpoint(
+            req.location, {"id": c.id, "name": c.config.metadata.name, "image": c.image_ref}
+        )
+        return api.CheckpointContainerResponse()
 
     async def _rpc_ExecSync(self, req: api.ExecSyncRequest) -> api.ExecSyncResponse:
         c = self._container(req.container_id)

@@ -434,3 +434,32 @@ async def test_pod_sees_its_env_dns_hosts_and_shared_empty_dir(kubelet: KubeletP
             )
         ).stdout.decode()
     )
+
+
+async def test_pod_resources_api_lists_the_static_pod(kubelet: KubeletProcess) -> None:
+    """A real grpclib client on the kubelet process's pod-resources socket."""
+    import trio_asyncio
+    from grpclib.client import Channel
+
+    from kubelet.server.podresources import podresources_api_pb2 as pb
+    from kubelet.server.podresources.podresources_api_grpc import PodResourcesListerStub
+
+    kubelet.start()
+    kubelet.write("pr.yaml", manifest("pr", LOOP))
+    await kubelet.wait_for(lambda: kubelet.running("pr"), what="pr running")
+    path = kubelet.root / "root" / "pod-resources" / "kubelet.sock"
+
+    async def listed() -> pb.ListPodResourcesResponse:
+        channel = Channel(path=str(path))
+        try:
+            stub = PodResourcesListerStub(channel)
+            response: pb.ListPodResourcesResponse = await stub.List(
+                pb.ListPodResourcesRequest(), timeout=10
+            )
+            return response
+        finally:
+            channel.close()
+
+    response = await trio_asyncio.aio_as_trio(listed)()
+    names = {(p.namespace, p.name): [c.name for c in p.containers] for p in response.pod_resources}
+    assert names == {("default", f"pr-{kubelet.node}"): ["main"]}

@@ -206,3 +206,16 @@ async def test_stats_summary(server: Server, pod: PodHandle) -> None:
     )
     running = (await server.client.get(f"{server.base}/runningpods/")).json()
     assert pod.uid in {p["metadata"]["uid"] for p in running["items"]}
+
+
+async def test_checkpoint_on_containerd_without_the_call(server: Server, pod: PodHandle) -> None:
+    """containerd 1.6 has no CRI CheckpointContainer: upstream's 500 with its gRPC error."""
+    cid = await pod.start_container("app", f"{POLITE}; sleep 30 & wait")
+    server.want(pod, "app")
+    r = await server.client.post(f"{server.base}/checkpoint/{NAMESPACE}/{pod.name}/app")
+    assert r.status_code == 500
+    assert r.text == (
+        f"checkpointing of {NAMESPACE}/{pod.name}/app failed (rpc error: code = Unimplemented "
+        "desc = method CheckpointContainer not implemented)"
+    )
+    await server.backend.runtime.stop_container(cid, 5)

@@ -147,17 +147,14 @@ def test_no_warning_for_honoured_settings(tmp_path: Path) -> None:
     # gates upstream turns on whose effect we lack (QoS cgroups, eviction, image GC and
     # the swap check are implemented)
     gates = (
-        "the effect of feature gates on by default: ContainerCheckpoint, "
-        "KubeletPodResourcesDynamicResources, "
-        "KubeletPodResourcesGet, NodeDeclaredFeatures, ReloadKubeletClientCAFile, "
-        "ReloadKubeletServerCertificateFile"
+        "the effect of feature gates on by default: NodeDeclaredFeatures"
     )
     assert run(f"--config={path}").warnings == (f"upstream defaults not provided: {gates}",)
     path.write_text(honoured + "failSwapOn: false\n")
     assert run(f"--config={path}").warnings == (f"upstream defaults not provided: {gates}",)
     # a gate turned off (upstream's behaviour without it is what we do) leaves the list
-    off = run(f"--config={path}", "--feature-gates=ReloadKubeletClientCAFile=false").warnings
-    left = gates.replace(" ReloadKubeletClientCAFile,", "")
+    off = run(f"--config={path}", "--feature-gates=ExtendWebSocketsToKubelet=false").warnings
+    left = gates.replace(" ExtendWebSocketsToKubelet,", "")
     assert off[-1] == f"upstream defaults not provided: {left}"
 
 

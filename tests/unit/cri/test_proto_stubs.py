@@ -20,3 +20,8 @@ def test_committed_stubs_are_fresh(tmp_path: Path) -> None:
         if (tmp_path / name).read_bytes() != (ROOT / "kubelet" / "cri" / name).read_bytes()
     ]
     assert not stale, f"stale CRI stubs {stale}: run scripts/gen-proto.sh and commit the result"
+    fresh = tmp_path / "podresources"
+    here = ROOT / "kubelet" / "server" / "podresources"
+    names = ("podresources_api_pb2.py", "podresources_api_pb2.pyi", "podresources_api_grpc.py")
+    stale = [n for n in names if (fresh / n).read_bytes() != (here / n).read_bytes()]
+    assert not stale, f"stale pod-resources stubs {stale}: run scripts/gen-proto.sh"

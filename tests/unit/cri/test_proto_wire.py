@@ -180,6 +180,7 @@ def test_rpc_set_is_what_the_kubelet_needs() -> None:
         "Status",
         "UpdateRuntimeConfig",
         "RuntimeConfig",
+        "CheckpointContainer",
         "RunPodSandbox",
         "StopPodSandbox",
         "RemovePodSandbox",

@@ -1,0 +1,5 @@
+"""The pod-resources gRPC API (``v1.PodResourcesLister``) on a unix socket."""
+
+from .service import SOCKET_NAME, TokenBucket, serve_pod_resources
+
+__all__ = ["SOCKET_NAME", "TokenBucket", "serve_pod_resources"]

@@ -1,0 +1,159 @@
+"""``v1.PodResourcesLister`` on ``<root-dir>/pod-resources/kubelet.sock``, as upstream 1.36.
+
+List (GA), GetAllocatableResources (GA) and Get (``KubeletPodResourcesGet``, GA) answer
+what this kubelet knows: the active pods (not Succeeded or Failed), each with its regular
+containers and, first, its sidecars (restartable init containers), as upstream. This
+kubelet has no device plugins, no CPU or memory manager beyond the ``none`` policies and
+no DRA, so devices, ``cpu_ids``, memory and ``dynamic_resources`` are empty -- what
+upstream answers with those policies and without DRA drivers. Upstream's rate limit
+applies to the whole server: 100 calls a second, bursts of 10; beyond it a call fails
+``ResourceExhausted`` / ``rejected by rate limit``. ``Get`` for a pod the kubelet does not
+run fails ``Unknown`` / ``pod <name> in namespace <ns> not found``; with the gate off,
+``PodResources API Get method disabled``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import trio
+import trio_asyncio
+from grpclib.const import Status
+from grpclib.exceptions import GRPCError
+from grpclib.server import Server
+
+from kubelet.api.pod import Pod
+from kubelet.decisions.qos import is_restartable_init_container
+from kubelet.volumes.dirs import POD_RESOURCES_DIR
+
+from . import podresources_api_pb2 as pb
+from .podresources_api_grpc import PodResourcesListerBase
+
+log = logging.getLogger(__name__)
+
+SOCKET_NAME = "kubelet.sock"
+QPS = 100.0
+BURST = 10
+RATE_LIMITED = "rejected by rate limit"
+
+
+class TokenBucket:
+    """``golang.org/x/time/rate``'s limiter as upstream uses it: ``qps`` tokens a second,
+    at most ``burst`` saved up; each call takes one or is refused."""
+
+    def __init__(
+        self, qps: float = QPS, burst: int = BURST, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.qps, self.burst, self._clock = qps, burst, clock
+        self._tokens = float(burst)
+        self._last = clock()
+
+    def allow(self) -> bool:
+        now = self._clock()
+        self._tokens = min(float(self.burst), self._tokens + (now - self._last) * self.qps)
+        self._last = now
+        if self._tokens >= 1.0:
+            self._tokens -= 1.0
+            return True
+        return False
+
+
+def _active(pods: Sequence[Pod]) -> list[Pod]:
+    return [p for p in pods if p.status.phase not in ("Succeeded", "Failed")]
+
+
+def pod_resources(pod: Pod) -> pb.PodResources:
+    """A pod as the API reports it: sidecars, then regular containers, nothing assigned."""
+    sidecars = [c for c in pod.spec.init_containers if is_restartable_init_container(c)]
+    containers = [*sidecars, *pod.spec.containers]
+    return pb.PodResources(
+        name=pod.metadata.name,
+        namespace=pod.metadata.namespace,
+        containers=[pb.ContainerResources(name=c.name) for c in containers],
+    )
+
+
+class Lister(PodResourcesListerBase):
+    """The service; ``pods`` and ``pod_by_name`` are the kubelet's pod manager."""
+
+    def __init__(
+        self,
+        pods: Callable[[], Sequence[Pod]],
+        pod_by_name: Callable[[str, str], Pod | None],
+        *,
+        get_enabled: bool = True,
+        limiter: TokenBucket | None = None,
+    ) -> None:
+        self._pods, self._pod_by_name = pods, pod_by_name
+        self._get_enabled = get_enabled
+        self._limiter = limiter or TokenBucket()
+
+    def _admit(self) -> None:
+        if not self._limiter.allow():
+            raise GRPCError(Status.RESOURCE_EXHAUSTED, RATE_LIMITED)
+
+    async def List(self, stream: Any) -> None:
+        await stream.recv_message()
+        self._admit()
+        items = [pod_resources(p) for p in _active(self._pods())]
+        await stream.send_message(pb.ListPodResourcesResponse(pod_resources=items))
+
+    async def GetAllocatableResources(self, stream: Any) -> None:
+        await stream.recv_message()
+        self._admit()
+        await stream.send_message(pb.AllocatableResourcesResponse())
+
+    async def Get(self, stream: Any) -> None:
+        request = await stream.recv_message()
+        self._admit()
+        if not self._get_enabled:
+            raise GRPCError(Status.UNKNOWN, "PodResources API Get method disabled")
+        pod = self._pod_by_name(request.pod_namespace, request.pod_name)
+        if pod is None:
+            message = f"pod {request.pod_name} in namespace {request.pod_namespace} not found"
+            raise GRPCError(Status.UNKNOWN, message)
+        await stream.send_message(pb.GetPodResourcesResponse(pod_resources=pod_resources(pod)))
+
+
+def socket_path(root_dir: str) -> str:
+    return os.path.join(root_dir, POD_RESOURCES_DIR, SOCKET_NAME)
+
+
+async def serve_pod_resources(
+    root_dir: str,
+    lister: Lister,
+    *,
+    task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve until cancelled; reports the socket path ("" when it cannot listen).
+
+    A stale socket is replaced, as upstream's listener does. Upstream exits when it
+    cannot listen; here the error is logged and the rest of the kubelet runs on.
+    """
+    path = socket_path(root_dir)
+    server = Server([lister])
+    try:
+        Path(path).parent.mkdir(mode=0o750, parents=True, exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        await trio_asyncio.aio_as_trio(server.start)(path=path)
+    except (OSError, RuntimeError) as exc:
+        log.error("Failed to create listener for podResources endpoint %s: %s", path, exc)
+        task_status.started("")
+        return
+    log.info("Starting to serve the podresources API endpoint=unix://%s", path)
+    task_status.started(path)
+    try:
+        await trio.sleep_forever()
+    finally:
+        with trio.CancelScope(shield=True), trio.move_on_after(5):
+            server.close()
+            await trio_asyncio.aio_as_trio(server.wait_closed)()
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)

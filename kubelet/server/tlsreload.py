@@ -1,0 +1,192 @@
+"""The main port's TLS, rebuilt when its files change on disk (as upstream 1.36).
+
+``ReloadKubeletServerCertificateFile`` (beta, on): when ``tlsCertFile`` and
+``tlsPrivateKeyFile`` are both set (not the self-signed pair, not the rotated serving
+certificate), a changed pair is used for new handshakes; open connections keep theirs.
+``ReloadKubeletClientCAFile`` (beta, on): a changed ``clientCAFile`` is what new
+handshakes verify client certificates against.
+
+Python's ``ssl`` cannot change a context's trusted CAs or swap its key and certificate
+as one step, so every change builds a whole new ``SSLContext``; the listener's fixed
+front context hands each handshake the newest one from its SNI callback (OpenSSL calls
+it for every ClientHello, with or without a server name). A pair or bundle that does
+not load (a key that does not match, a half-written file, an empty file) is logged and
+the previous context stays in use; it is tried again at the next change, with backoff,
+and at the one-minute resync, as upstream's dynamic certificate controllers do.
+"""
+
+from __future__ import annotations
+
+import logging
+import ssl
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import attrs
+import inotify_simple
+import trio
+
+log = logging.getLogger(__name__)
+
+RESYNC = 60.0
+"""Upstream's ``FileRefreshDuration``: the files are read again every minute."""
+SETTLE = 0.1
+"""Seconds without a file event before reading, so a cert and key written one after the
+other are read as one change (a pair read in between is refused and retried anyway)."""
+RETRY = (1.0, RESYNC)
+"""First and longest delay before a refused pair or bundle is read again."""
+
+TLS_VERSIONS = {
+    "VersionTLS10": ssl.TLSVersion.TLSv1,
+    "VersionTLS11": ssl.TLSVersion.TLSv1_1,
+    "VersionTLS12": ssl.TLSVersion.TLSv1_2,
+    "VersionTLS13": ssl.TLSVersion.TLSv1_3,
+}
+
+_NO_CERT = "TLS handshake refused: no serving certificate available for the kubelet"
+
+
+@attrs.frozen
+class _Pair:
+    cert_file: str
+    key_file: str
+
+
+class ServingTLS:
+    """The front ``SSLContext`` of the main port and the context it currently hands out."""
+
+    def __init__(self, min_version: str, client_ca_file: str) -> None:
+        self.min_version = TLS_VERSIONS.get(min_version, ssl.TLSVersion.TLSv1_2)
+        self.client_ca_file = client_ca_file
+        self._pair: _Pair | None = None
+        self._ca_pem: str | None = None
+        self._active: ssl.SSLContext | None = None
+        self.front = self._blank()
+        self.front.sni_callback = self._choose
+
+    @property
+    def active(self) -> ssl.SSLContext | None:
+        """The context new handshakes get (None: no serving certificate yet)."""
+        return self._active
+
+    def _blank(self) -> ssl.SSLContext:
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.minimum_version = self.min_version
+        context.set_alpn_protocols(["h2", "http/1.1"])
+        # The verify mode stays the front context's for the whole handshake.
+        context.verify_mode = ssl.CERT_OPTIONAL if self.client_ca_file else ssl.CERT_NONE
+        return context
+
+    def _choose(self, sock: ssl.SSLObject, name: str | None, ctx: ssl.SSLContext) -> int | None:
+        active = self._active
+        if active is None:
+            log.info(_NO_CERT)
+            return ssl.ALERT_DESCRIPTION_HANDSHAKE_FAILURE
+        sock.context = active
+        return None
+
+    def _build(self, pair: _Pair | None, ca_pem: str | None) -> ssl.SSLContext | None:
+        if pair is None:
+            return None
+        context = self._blank()
+        context.load_cert_chain(pair.cert_file, pair.key_file)
+        if self.client_ca_file:
+            if not ca_pem:
+                raise ssl.SSLError("no client CA bundle loaded")
+            context.load_verify_locations(cadata=ca_pem)
+        return context
+
+    def set_pair(self, cert_file: str, key_file: str) -> None:
+        """Serve ``cert_file``/``key_file`` from the next handshake; raises (and changes
+        nothing) when they do not load as a matching pair."""
+        pair = _Pair(cert_file, key_file)
+        self._active = self._build(pair, self._ca_pem)
+        self._pair = pair
+
+    def set_client_ca(self, pem: bytes) -> None:
+        """Verify client certificates against ``pem`` from the next handshake; raises (and
+        changes nothing) when it holds no usable certificate."""
+        text = pem.decode("ascii", errors="replace")
+        if "-----BEGIN CERTIFICATE-----" not in text:
+            raise ssl.SSLError("data does not contain any valid RSA or ECDSA certificates")
+        probe = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        probe.load_verify_locations(cadata=text)
+        active = self._build(self._pair, text)
+        self._ca_pem = text
+        self._active = active
+
+
+def read_bytes(paths: Sequence[str]) -> tuple[bytes, ...]:
+    """The files' contents (in a worker thread: a slow disk never holds the event loop)."""
+    return tuple(Path(p).read_bytes() for p in paths)
+
+
+async def watch_files(
+    name: str,
+    paths: Sequence[str],
+    apply: Callable[[tuple[bytes, ...]], None],
+    loaded: tuple[bytes, ...],
+    *,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Call ``apply`` with the files' contents whenever they differ from what was applied.
+
+    Read again on every inotify event of their directories (settled for ``SETTLE``), every
+    ``RESYNC`` and, after a failure, with backoff. A failure keeps what was applied.
+    """
+    current = loaded
+    retry = RETRY[0]
+    failing = ""
+    with inotify_simple.INotify(nonblocking=True) as inotify:
+        for directory in sorted({str(Path(p).parent) for p in paths}):
+            try:
+                inotify.add_watch(directory, _MASK)
+            except OSError as exc:
+                log.warning("Failed to watch %s, reading it every minute: %s", directory, exc)
+        task_status.started()
+        wait = RESYNC
+        while True:
+            with trio.move_on_after(wait):
+                await trio.lowlevel.wait_readable(inotify.fileno())
+                await _settle(inotify)
+            try:
+                contents = await trio.to_thread.run_sync(read_bytes, paths)
+                if contents != current:
+                    if any(not c for c in contents):
+                        raise ValueError(f"missing content for {name!r}")
+                    apply(contents)
+                    current = contents
+                    log.info('"Loaded a new %s" name=%r', _WHAT.get(len(paths), "file"), name)
+                failing, retry, wait = "", RETRY[0], RESYNC
+            except (OSError, ValueError, ssl.SSLError) as exc:
+                if str(exc) != failing:
+                    log.error(
+                        "%s failed with : %s (still serving what was loaded before)", name, exc
+                    )
+                failing = str(exc)
+                wait, retry = retry, min(retry * 2, RETRY[1])
+
+
+_WHAT = {1: "CA Bundle and Verifier", 2: "cert/key pair"}
+
+_MASK = (
+    inotify_simple.flags.CLOSE_WRITE
+    | inotify_simple.flags.MODIFY
+    | inotify_simple.flags.MOVED_TO
+    | inotify_simple.flags.MOVED_FROM
+    | inotify_simple.flags.CREATE
+    | inotify_simple.flags.DELETE
+    | inotify_simple.flags.ATTRIB
+)
+
+
+async def _settle(inotify: inotify_simple.INotify) -> None:
+    """Drain events until ``SETTLE`` passes without one (at most a second)."""
+    with trio.move_on_after(1.0):
+        while True:
+            inotify.read(timeout=0)
+            with trio.move_on_after(SETTLE) as quiet:
+                await trio.lowlevel.wait_readable(inotify.fileno())
+            if quiet.cancelled_caught:
+                return
+    inotify.read(timeout=0)

@@ -1,0 +1,134 @@
+"""The pod-resources API through a real grpclib client on the kubelet's unix socket."""
+
+from __future__ import annotations
+
+import os
+import stat
+from typing import Any
+
+import pytest
+import trio
+import trio_asyncio
+from grpclib.client import Channel
+from grpclib.const import Status
+from grpclib.exceptions import GRPCError
+
+from kubelet.api.meta import ObjectMeta
+from kubelet.api.pod import Container, Pod, PodSpec, PodStatus
+from kubelet.config import Options
+from kubelet.config.features import FeatureGates
+from kubelet.server import Addresses, serve
+from kubelet.server.podresources import podresources_api_pb2 as pb
+from kubelet.server.podresources.podresources_api_grpc import PodResourcesListerStub
+
+from . import test_server
+from .test_server import NODE, Env, config
+
+env = test_server.env
+pki = test_server.pki
+
+pytestmark = pytest.mark.trio
+
+
+def _pod(name: str, phase: str = "Running") -> Pod:
+    return Pod(
+        metadata=ObjectMeta(name=name, namespace="default", uid=f"uid-{name}"),
+        spec=PodSpec(
+            init_containers=(
+                Container(name="init", image="busybox"),
+                Container(name="proxy", image="busybox", restart_policy="Always"),
+            ),
+            containers=(Container(name="app", image="busybox"),),
+        ),
+        status=PodStatus(phase=phase),
+    )
+
+
+async def _start(env: Env, gates: dict[str, bool] | None = None) -> str:
+    options = Options(
+        config=config(),
+        node_name=NODE,
+        root_dir=str(env.tmp),
+        cert_dir=str(env.tmp / "pki"),
+        features=FeatureGates(gates or {}),
+    )
+    _: Addresses = await env.nursery.start(
+        lambda task_status: serve(
+            env.backend, options, reviews=env.reviews, ephemeral_ports=True, task_status=task_status
+        )
+    )
+    return str(env.tmp / "pod-resources" / "kubelet.sock")
+
+
+async def _call(path: str, rpc: str, request: Any) -> Any:
+    async def go() -> Any:
+        channel = Channel(path=path)
+        try:
+            return await getattr(PodResourcesListerStub(channel), rpc)(request, timeout=10)
+        finally:
+            channel.close()
+
+    return await trio_asyncio.aio_as_trio(go)()
+
+
+async def test_list_get_and_allocatable(env: Env) -> None:
+    env.backend.pods.extend([_pod("web"), _pod("done", phase="Succeeded")])
+    path = await _start(env)
+    assert stat.S_ISSOCK(os.stat(path).st_mode)
+    listed = await _call(path, "List", pb.ListPodResourcesRequest())
+    assert [p.name for p in listed.pod_resources] == ["web"]  # active pods only
+    (web,) = listed.pod_resources
+    assert (web.namespace, [c.name for c in web.containers]) == ("default", ["proxy", "app"])
+    for c in web.containers:
+        assert (list(c.devices), list(c.cpu_ids), list(c.memory), list(c.dynamic_resources)) == (
+            [],
+            [],
+            [],
+            [],
+        )
+    got = await _call(
+        path, "Get", pb.GetPodResourcesRequest(pod_name="web", pod_namespace="default")
+    )
+    assert got.pod_resources == web
+    allocatable = await _call(path, "GetAllocatableResources", pb.AllocatableResourcesRequest())
+    assert allocatable == pb.AllocatableResourcesResponse()
+    with pytest.raises(GRPCError) as failed:
+        await _call(path, "Get", pb.GetPodResourcesRequest(pod_name="x", pod_namespace="ns"))
+    assert (failed.value.status, failed.value.message) == (
+        Status.UNKNOWN,
+        "pod x in namespace ns not found",
+    )
+
+
+async def test_get_with_the_gate_off(env: Env) -> None:
+    env.backend.pods.append(_pod("web"))
+    path = await _start(env, {"KubeletPodResourcesGet": False})
+    with pytest.raises(GRPCError) as failed:
+        await _call(path, "Get", pb.GetPodResourcesRequest(pod_name="web", pod_namespace="default"))
+    assert failed.value.message == "PodResources API Get method disabled"
+
+
+async def test_rate_limit(env: Env) -> None:
+    path = await _start(env)
+
+    async def many() -> list[Status | None]:
+        channel = Channel(path=path)
+        stub = PodResourcesListerStub(channel)
+        out: list[Status | None] = []
+        try:
+            for _ in range(200):
+                try:
+                    await stub.List(pb.ListPodResourcesRequest(), timeout=10)
+                    out.append(None)
+                except GRPCError as exc:
+                    out.append(exc.status)
+                    assert exc.message == "rejected by rate limit"
+        finally:
+            channel.close()
+        return out
+
+    results = await trio_asyncio.aio_as_trio(many)()
+    assert results[0] is None
+    assert Status.RESOURCE_EXHAUSTED in results
+    await trio.sleep(0.2)  # tokens come back at 100 a second
+    assert await _call(path, "List", pb.ListPodResourcesRequest()) is not None
