@@ -19,7 +19,7 @@ import contextlib
 import contextvars
 import math
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 
 import trio
@@ -49,6 +49,18 @@ PRIORITY: contextvars.ContextVar[bool] = contextvars.ContextVar("cri_priority", 
 a ramp hundreds of pod workers wait for the shared limit of calls in flight; the relist
 waiting behind them all made its duration the length of the ramp (upstream's gRPC client
 has no such queue). Trio tasks inherit the value from the task that starts them."""
+
+
+@contextlib.contextmanager
+def priority_lane() -> Iterator[None]:
+    """Calls made inside use :data:`PRIORITY`'s slots: the node's own health checks (the
+    runtime's Status for the Ready condition) must not wait behind hundreds of pod
+    workers' calls — in a 200-pod teardown one waited 5.9 s for a shared slot."""
+    token = PRIORITY.set(True)
+    try:
+        yield
+    finally:
+        PRIORITY.reset(token)
 
 
 def _wire_timeout(timeout: float | None) -> float | None:

@@ -14,6 +14,7 @@ from fractions import Fraction
 from kubelet.api.quantity import format_quantity, parse_quantity
 from kubelet.config import Options
 from kubelet.cri import CriError, ImageClient, RuntimeClient
+from kubelet.cri.channel import priority_lane
 from kubelet.eviction.run import NodePressure
 from kubelet.eviction.thresholds import DISK_PRESSURE, MEMORY_PRESSURE, PID_PRESSURE
 from kubelet.version import KUBERNETES_VERSION
@@ -91,9 +92,10 @@ class FactGatherer:
         network_errors: list[str] = []
         runtime_name = runtime_version = ""
         try:
-            version = await self.runtime.version()
+            with priority_lane():  # the Ready condition must not queue behind pod workers
+                version = await self.runtime.version()
+                status = await self.runtime.status()
             runtime_name, runtime_version = version.runtime_name, version.runtime_version
-            status = await self.runtime.status()
             conditions = {c.type: (c.status, c.reason, c.message) for c in status.status.conditions}
             runtime_errors, network_errors = runtime_problems(conditions)
         except CriError:
@@ -106,7 +108,9 @@ class FactGatherer:
             network_errors.append(shutting_down)
         images: list[Image] = []
         try:
-            for image in await self.images.list_images():
+            with priority_lane():
+                listed = await self.images.list_images()
+            for image in listed:
                 names = (*image.repo_digests, *image.repo_tags)
                 images.append(Image(names=tuple(names), size_bytes=image.size))
         except CriError:

@@ -399,3 +399,42 @@ async def test_priority_calls_do_not_queue_behind_the_shared_limit(
             await trio.sleep(1)
             assert answered == ["relist"]
             nursery.cancel_scope.cancel()
+
+
+async def test_node_status_runtime_calls_pass_the_shared_limit(
+    fake: FakeRuntime, autojump_clock: trio.abc.Clock, tmp_path: Path
+) -> None:
+    """The node's status reads the runtime's Version, Status and images in the priority
+    lane: with every shared slot held by hung pod-worker calls it is still gathered."""
+    from kubelet.config import resolve
+    from kubelet.cri import ImageClient
+    from kubelet.node.facts import FactGatherer
+    from kubelet.node.identity import NodeIdentity
+    from kubelet.node.machine import MachineInfo
+
+    machine = MachineInfo(
+        num_cores=2, memory_bytes=1 << 33, hugepages={}, machine_id="m", system_uuid="u",
+        boot_id="b", kernel_version="6.1.0", os_image="Debian", operating_system="linux",
+        architecture="amd64", hostname="node-1",
+    )  # fmt: skip
+    options = resolve(["--root-dir", str(tmp_path), "--container-runtime-endpoint", fake.endpoint])
+    fake.faults.hang("ContainerStatus")
+    async with CriChannel(fake.endpoint, max_concurrent_calls=2) as channel:
+        runtime = RuntimeClient(channel)
+        gatherer = FactGatherer(
+            options,
+            runtime,
+            ImageClient(channel),
+            lambda: (True, ""),
+            machine=machine,
+            node=NodeIdentity("node-1", "node-1", ("10.0.0.5",)),
+        )
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(runtime.container_status, "c1")  # both shared slots hang
+            nursery.start_soon(runtime.container_status, "c1")
+            await trio.sleep(1)
+            with trio.fail_after(5):
+                facts = await gatherer.gather()
+            nursery.cancel_scope.cancel()
+    assert facts.runtime_errors == ()
+    assert facts.runtime_name
