@@ -33,7 +33,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 
 import attrs
@@ -476,14 +476,28 @@ async def open_client(
         yield client
 
 
+CONTAINERS_LOG_DIR_ENV = "KUBELET_CONTAINERS_LOG_DIR"
+"""Where the legacy log links go instead of /var/log/containers: for kubelets on
+FakeRuntime (benchmarks, tests) that share a host with a kubelet on the real runtime,
+whose container GC would otherwise query the runtime about their links. Upstream has no
+such setting; a production node leaves it unset."""
+
+
+def process_host(environ: Mapping[str, str], connection: ClusterConnection | None = None) -> Host:
+    """The real host, but for :data:`CONTAINERS_LOG_DIR_ENV`."""
+    links = environ.get(CONTAINERS_LOG_DIR_ENV) or LEGACY_CONTAINER_LOGS_DIR
+    return Host(connection=connection, containers_log_dir=links)
+
+
 async def main(options: Options, connection: ClusterConnection | None = None) -> int:
     """Process entry point: signals, the trio-asyncio loop, the kubelet."""
+    host = process_host(os.environ, connection)
     if options.run_once:
         async with trio_asyncio.open_loop():
-            return await run_once(options)
+            return await run_once(options, host)
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with trio_asyncio.open_loop(), trio.open_nursery() as root:
-            root.start_soon(run, options, Host(connection=connection))
+            root.start_soon(run, options, host)
             async for signum in signals:
                 log.info(
                     "received %s: stopping the kubelet (pods keep running)",
