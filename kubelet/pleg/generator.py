@@ -22,7 +22,7 @@ import attrs
 import trio
 
 from kubelet.cri import channel, trace
-from kubelet.cri.types import ContainerRunState, RuntimePodStatus, SandboxState
+from kubelet.cri.types import ContainerRunState
 
 from .cache import PodCache
 
@@ -67,16 +67,6 @@ def pleg_state(state: ContainerRunState) -> PlegState:
     if state is ContainerRunState.EXITED:
         return PlegState.EXITED
     return PlegState.UNKNOWN
-
-
-def cached_states(status: RuntimePodStatus) -> dict[str, PlegState]:
-    """A cached view's sandboxes and containers as a relist lists them."""
-    out = {
-        s.id: PlegState.RUNNING if s.state is SandboxState.READY else PlegState.EXITED
-        for s in status.sandboxes
-    }
-    out.update((c.id, pleg_state(c.state)) for c in status.containers)
-    return out
 
 
 def events_for(uid: str, cid: str, old: PlegState, new: PlegState) -> list[PodLifecycleEvent]:
@@ -193,17 +183,7 @@ class Pleg:
             return
         changed = diff_relists(self._states, current)
         to_fetch = set(changed) | self._reinspect
-        # a pod whose worker read it after acting already shows what the listing shows:
-        # its events go out, without reading it again
-        shown = {
-            uid
-            for uid in changed.keys() - self._reinspect
-            if uid in current
-            and (entry := self._cache.get(uid)) is not None
-            and cached_states(entry) == current[uid]
-        }
-        results = await self._refresh(to_fetch - shown)
-        results.update(dict.fromkeys(shown, True))
+        results = await self._refresh(to_fetch)
         for uid in to_fetch:
             if not results.get(uid, False):
                 # keep the old view of this pod so its events are found again next time

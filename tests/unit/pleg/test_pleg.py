@@ -195,40 +195,6 @@ async def test_a_relist_vouches_for_the_cache_after_it_began(
     assert runtime.fetched == []
 
 
-async def test_a_pod_already_shown_by_the_cache_is_not_read_again() -> None:
-    """A worker read its pod right after starting it: the relist that then lists the new
-    sandbox and container sends their events without reading the pod a second time; a
-    pod the cache shows otherwise is read."""
-    from kubelet.cri.types import ContainerInfo, ContainerRunState, SandboxInfo, SandboxState
-
-    fetched: list[str] = []
-    shown = {
-        "p": RuntimePodStatus(
-            uid="p",
-            sandboxes=(SandboxInfo(id="s", state=SandboxState.READY),),
-            containers=(ContainerInfo(id="c", name="c", state=ContainerRunState.RUNNING),),
-        )
-    }
-
-    async def status(uid: str) -> RuntimePodStatus:
-        fetched.append(uid)
-        return shown.get(uid, RuntimePodStatus(uid=uid))
-
-    runtime = ScriptedRuntime()
-    cache = PodCache(status)
-    send, recv = trio.open_memory_channel[PodLifecycleEvent](100)
-    pleg = Pleg(runtime, cache, send)
-    await cache.refresh("p")  # the worker's read after its action
-    runtime.pods = {"p": {"s": R, "c": R}, "q": {"s2": R}}
-    await pleg.relist()
-    assert drain(recv) == {("p", Started, "s"), ("p", Started, "c"), ("q", Started, "s2")}
-    assert fetched == ["p", "q"]
-    runtime.pods = {"p": {"s": R, "c": E}, "q": {"s2": R}}
-    await pleg.relist()  # the cache still shows c running: read
-    assert drain(recv) == {("p", Died, "c")}
-    assert fetched == ["p", "q", "p"]
-
-
 async def test_a_pod_not_acted_on_needs_any_relist(autojump_clock: trio.abc.Clock) -> None:
     """A first sync (``since`` None) takes the cached view once a relist has run, and a
     pod the relist did not find is empty without a CRI read (upstream's cache miss)."""
