@@ -53,23 +53,17 @@ class PodCache:
 
     async def newer_than(self, uid: str, since: float | None) -> RuntimePodStatus:
         """``uid``'s view as of ``since`` (the clock's time) or later: the cached entry when
-        the last relist vouches for it, else a read now.
-
-        ``since`` None is a pod this kubelet has not acted on (its first sync, or the first
-        after a teardown that found it gone): any relist vouches, and a pod the relist did
-        not find has nothing on the runtime, an empty view without a CRI read (upstream's
-        ``GetNewerThan`` with a zero time, whose cache miss is an empty status)."""
+        the last relist vouches for it, else a read now. ``since`` None always reads."""
+        entry = self._entries.get(uid)
         if (
-            self._fresh_at is not None
-            and (since is None or self._fresh_at >= since)
+            entry is not None
+            and since is not None
+            and self._fresh_at is not None
+            and self._fresh_at >= since
             and uid not in self._stale
             and uid not in self._reading
         ):
-            entry = self._entries.get(uid)
-            if entry is not None:
-                return entry
-            if since is None:
-                return RuntimePodStatus(uid=uid, timestamp=self._clock())
+            return entry
         return await self.refresh(uid)
 
     async def refresh(self, uid: str) -> RuntimePodStatus:
