@@ -99,8 +99,11 @@ class PodCgroups:
     async def ensure(self, pod: Pod) -> bool:
         """The pod's cgroup, created with its values when missing (True then); a
         ``CgroupError`` is the caller's to report (FailedCreatePodContainer)."""
-        qos_class, manager = self._qos_of(pod), self.manager
-        if manager.settings.cgroups_per_qos and manager.exists(manager.pod_cgroup(pod, qos_class)):
+        manager = self.manager
+        if not manager.settings.cgroups_per_qos:
+            return False  # no pod cgroups: nor the active pods' classes to size them
+        qos_class = self._qos_of(pod)
+        if manager.exists(manager.pod_cgroup(pod, qos_class)):
             # Every sync of a running pod lands here: a few stats of the cgroup filesystem
             # (in memory, never blocking) cost less than the hop to a worker thread.
             return False

@@ -432,11 +432,16 @@ def _port_conflict(wanted: tuple[str, str, int], used: Mapping[str, set[tuple[st
 
 
 def ports_fit(pod: Pod, others: Iterable[Pod]) -> bool:
+    """A pod without host ports fits without looking at the others (the scheduler's
+    NodePorts plugin skips it too): admission runs for every pod of a ramp."""
+    wanted = host_ports(pod)
+    if not wanted:
+        return True
     used: dict[str, set[tuple[str, int]]] = {}
     for other in others:
         for ip, protocol, port in host_ports(other):
             used.setdefault(ip, set()).add((protocol, port))
-    return not any(_port_conflict(wanted, used) for wanted in host_ports(pod))
+    return not any(_port_conflict(one, used) for one in wanted)
 
 
 def _decimal(text: str) -> int | None:

@@ -297,3 +297,26 @@ async def test_process_mode(aio_loop: None, short_tmp: Path) -> None:
         os.kill(proc.pid, signal.SIGTERM)
         assert proc.wait(timeout=10) == 0
     assert not sock.exists()
+
+
+async def test_sandbox_ips_are_the_lowest_free_and_lists_filter_by_label(
+    clients: Clients,
+) -> None:
+    """The pool hands out its lowest free address (".1" skipped), a released one first;
+    a label selector keeps the items that carry every pair of it."""
+    runtime, _ = clients
+
+    async def ip_of(sandbox: str) -> str:
+        return (await runtime.pod_sandbox_status(sandbox)).status.network.ip
+
+    a = await runtime.run_pod_sandbox(sandbox_config("a", "uid-a"))
+    b = await runtime.run_pod_sandbox(sandbox_config("b", "uid-b"))
+    assert [await ip_of(a), await ip_of(b)] == ["10.88.0.2", "10.88.0.3"]
+    await runtime.stop_pod_sandbox(a)
+    c = await runtime.run_pod_sandbox(sandbox_config("c", "uid-c"))
+    d = await runtime.run_pod_sandbox(sandbox_config("d", "uid-d"))
+    assert [await ip_of(c), await ip_of(d)] == ["10.88.0.2", "10.88.0.4"]
+    by_uid = await runtime.list_pod_sandbox(labels={"io.kubernetes.pod.uid": "uid-b"})
+    assert [s.id for s in by_uid] == [b]
+    both = {"io.kubernetes.pod.uid": "uid-b", "io.kubernetes.pod.name": "c"}
+    assert await runtime.list_pod_sandbox(labels=both) == []

@@ -199,3 +199,22 @@ async def test_without_cgroups_per_qos_nothing_is_touched(
             assert await cgroups.sweep(lambda uid: False, lambda uid: False) == []
             nursery.cancel_scope.cancel()
     assert sorted(p.name for p in (tmp_path / "cg" / "memory").iterdir()) == before
+
+
+async def test_without_pod_cgroups_ensure_does_not_list_the_active_pods(
+    tree: TreeCgroupFs,
+) -> None:
+    """Each pod start asks for its cgroup: without cgroupsPerQOS there is none, and the
+    active pods' classes (what the QoS cgroups are sized from) are not gathered."""
+
+    def active() -> list[Pod]:
+        raise AssertionError("the active pods were listed")
+
+    settings = CgroupSettings(cgroups_per_qos=False, enforce=frozenset())
+    async with trio.open_nursery() as nursery:
+        cgroups: PodCgroups = await nursery.start(
+            functools.partial(run_cgroups, proc=no_swap()), settings, lambda: tree, CAPACITY,
+            active, qos_of, print, inline,
+        )  # fmt: skip
+        assert await cgroups.ensure(pod("web")) is False
+        nursery.cancel_scope.cancel()

@@ -3,6 +3,7 @@ scheduler plugin tests (noderesources fit, nodeaffinity, nodeports, tainttolerat
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -835,6 +836,16 @@ def test_sidecar_host_ports_count_and_plain_init_ones_do_not() -> None:
     assert ports_fit(
         pod(container(ports=(ContainerPort(container_port=80),))), [regular]
     )  # no hostPort
+
+
+def test_a_pod_without_host_ports_does_not_look_at_the_others() -> None:
+    """Admitting each pod of a ramp must not walk every other pod's ports."""
+
+    def others() -> Iterator[Pod]:
+        raise AssertionError("the others' ports were read")
+        yield  # pragma: no cover
+
+    assert ports_fit(pod(container()), others())
 
 
 # -- taints and tolerations -----------------------------------------------------------------
