@@ -112,6 +112,8 @@ def kubelet_process(
         ],
         stdout=subprocess.DEVNULL,
         stderr=(tmp / "kubelet.log").open("wb"),
+        # and its log links stay out of /var/log/containers (the real runtime's kubelet's GC)
+        env={**os.environ, "KUBELET_CONTAINERS_LOG_DIR": str(tmp / "containers")},
     )
 
 

@@ -152,8 +152,9 @@ class Target:
 
         with self.log_file.open("wb") as log:
             self.proc = await trio.lowlevel.open_process(
-                argv, stdout=subprocess.DEVNULL, stderr=log, preexec_fn=limit
-            )
+                argv, stdout=subprocess.DEVNULL, stderr=log, preexec_fn=limit,
+                env={**os.environ, "KUBELET_CONTAINERS_LOG_DIR": str(self.root / "containers")},
+            )  # fmt: skip
         with trio.fail_after(30):
             while " started: node hostile" not in self.log_file.read_text(errors="replace"):
                 if not self.alive():

@@ -195,6 +195,8 @@ class KubeletProcess:
         env = dict(os.environ)
         if self.traced:
             env["KUBELET_TRACE_FILE"] = str(self.trace_file)
+        if not self.host_cgroups:  # FakeRuntime: its log links stay out of /var/log/containers
+            env["KUBELET_CONTAINERS_LOG_DIR"] = str(self.root / "containers")
         with self.log_file.open("wb") as log:
             self.proc = await trio.lowlevel.open_process(
                 argv, stdout=subprocess.DEVNULL, stderr=log, env=env

@@ -97,7 +97,11 @@ async def kubelet(fake: FakeRuntime, short_tmp: Path) -> AsyncIterator[Kubelet]:
     ]  # fmt: skip
     with log.open("wb") as err:
         proc = await trio.lowlevel.open_process(
-            argv, stdout=subprocess.DEVNULL, stderr=err, preexec_fn=lower_limit
+            argv,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            preexec_fn=lower_limit,
+            env={**os.environ, "KUBELET_CONTAINERS_LOG_DIR": str(short_tmp / "containers")},
         )
     try:
         with trio.fail_after(30):
