@@ -97,6 +97,8 @@ class KubeletApp:
     host: Host = attrs.field(factory=Host)
     idle_timeout: float = DEFAULT_IDLE_TIMEOUT
     """``streamingConnectionIdleTimeout`` for exec, attach and port-forward streams."""
+    extend_websockets: bool = False
+    """The ``ExtendWebSocketsToKubelet`` gate (streams.py)."""
 
     @property
     def server_type(self) -> str:
@@ -228,7 +230,7 @@ class KubeletApp:
                 return http_error(404, NOT_FOUND)
             return await container_logs(self.backend, request, *parts)
         if any(path.startswith(p) for p in STREAM_PATHS):
-            routes = StreamRoutes(self.backend, self.idle_timeout)
+            routes = StreamRoutes(self.backend, self.idle_timeout, self.extend_websockets)
             return await routes.handle(request, request.scope or {"headers": []})
         if any(path.startswith(p) for p in NOT_IMPLEMENTED):
             return http_error(501, f"{path.split('/')[1]} is not implemented by this kubelet")

@@ -286,4 +286,5 @@ class _Apps:
             root_dir=options.root_dir,
             host=self._host,
             idle_timeout=config.streaming_connection_idle_timeout,
+            extend_websockets=options.features.enabled("ExtendWebSocketsToKubelet"),
         )

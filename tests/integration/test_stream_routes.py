@@ -178,6 +178,25 @@ async def test_port_forward_over_websocket(fake: FakeRuntime, short_tmp: Path) -
         nursery.cancel_scope.cancel()
 
 
+async def test_a_tunnel_without_a_kubernetes_spdy_protocol(
+    fake: FakeRuntime, short_tmp: Path
+) -> None:
+    """ExtendWebSocketsToKubelet: a ``SPDY/3.1+`` subprotocol is a tunnel (no ``port``
+    asked for), but only ``….k8s.io`` ones are tunnelled; gate off, it needs a port."""
+    odd = ["SPDY/3.1+portforward.example.com"]
+    async with web_node(fake, short_tmp) as node:
+        with pytest.raises(HandshakeRefused) as refused:
+            await open_ws(node, "/portForward/default/web", odd)
+        assert (refused.value.status, refused.value.body.decode()) == (
+            400, "unable to upgrade: no tunneling spdy protocols provided\n",
+        )  # fmt: skip
+    async with web_node(fake, short_tmp, "--feature-gates=ExtendWebSocketsToKubelet=false") as node:
+        with pytest.raises(HandshakeRefused) as refused:
+            await open_ws(node, "/portForward/default/web", odd)
+        assert refused.value.status == 400
+        assert refused.value.body.decode() == 'query parameter "port" is required'
+
+
 async def test_idle_streams_are_closed_after_the_idle_timeout(
     fake: FakeRuntime, short_tmp: Path
 ) -> None:
