@@ -161,6 +161,9 @@ async def test_a_text_message_ends_the_stream() -> None:
     await tunnel.send_all(SPDY_101)
     with pytest.raises(trio.BrokenResourceError, match="invalid message type received"):
         await tunnel.receive_some()
+    rest = (await _read_until(client, b"\r\n\r\n")).partition(b"\r\n\r\n")[2]
+    [(opcode, (code, _))] = _frames(rest or await client.receive_some())  # type: ignore[misc]
+    assert (opcode, code) == (Opcode.CLOSE, CloseReason.UNSUPPORTED_DATA)
 
 
 async def test_a_refusal_reaches_the_client_as_it_came() -> None:
