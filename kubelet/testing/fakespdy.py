@@ -136,6 +136,12 @@ class SpdyConnection:
         block += self._deflate.flush(zlib.Z_SYNC_FLUSH)
         await self.control(SYN_REPLY, struct.pack(">I", stream_id) + block)
 
+    async def syn_stream(self, stream_id: int, headers: dict[str, str]) -> None:
+        """Open a stream (what a client does): no associated stream, priority 0."""
+        block = self._deflate.compress(encode_headers(headers))
+        block += self._deflate.flush(zlib.Z_SYNC_FLUSH)
+        await self.control(SYN_STREAM, struct.pack(">IIH", stream_id, 0, 0) + block)
+
     async def data(self, stream_id: int, data: bytes, fin: bool = False) -> None:
         flags = FLAG_FIN if fin else 0
         await self._send(struct.pack(">II", stream_id, (flags << 24) | len(data)) + data)
