@@ -79,9 +79,9 @@ def missing(note: str, honoured: Honoured = _never, missing_default: str = "") -
 
 _QOS = "with the QOSReserved gate: memory limits on the burstable and besteffort cgroups"
 _NO_STREAMING = (
-    "WebSocket v5 exec/attach and the WebSocket port-forward tunnel are passed to the runtime "
-    "as they came, not translated to SPDY (the node does not declare the feature, so "
-    "kube-apiserver translates them)"
+    "the WebSocket port-forward tunnel is unwrapped to SPDY (kubelet/server/pftunnel.py); "
+    "WebSocket v5 exec/attach go to the runtime as they came, not translated to SPDY (the "
+    "node does not declare the feature, so kube-apiserver translates them)"
 )
 
 SETTINGS: Mapping[str, Support] = {
@@ -293,7 +293,7 @@ GATE_SUPPORT: Mapping[str, Support] = {
     "ContainerStopSignals": missing("lifecycle stopSignal is not implemented", _is(False)),
     "CustomCPUCFSQuotaPeriod": ok("cpuCFSQuotaPeriod"),
     "EventedPLEG": missing("the PLEG relists; runtime events are not used", _is(False)),
-    "ExtendWebSocketsToKubelet": missing(_NO_STREAMING, _is(False)),
+    "ExtendWebSocketsToKubelet": partial(_NO_STREAMING, _is(False)),
     "KubeletEnsureSecretPulledImages": ok("images pulled with credentials are checked"),
     "KubeletInUserNamespace": missing("not supported", _is(False)),
     "KubeletPSI": ok("PSI of cgroup v2 in /stats/summary and /metrics/cadvisor"),
@@ -301,7 +301,11 @@ GATE_SUPPORT: Mapping[str, Support] = {
     "KubeletPodResourcesGet": missing("no pod-resources API", _is(False)),
     "LocalStorageCapacityIsolationFSQuotaMonitoring": missing("no quota monitoring", _is(False)),
     "MemoryQoS": missing("MemoryQoS is not implemented", _is(False)),
-    "NodeDeclaredFeatures": missing("status.declaredFeatures is not reported", _is(False)),
+    "NodeDeclaredFeatures": partial(
+        "status.declaredFeatures lists only what this kubelet implements (kubelet/node/"
+        "declared.py); pods are not checked against it at admission",
+        _is(False),
+    ),
     "PLEGOnDemandRelist": missing("the PLEG relists every second only", _is(False)),
     "PodAndContainerStatsFromCRI": missing("stats come from the CRI already", _always),
     "PodLevelResourceManagers": missing("resource managers are not implemented", _is(False)),

