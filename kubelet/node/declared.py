@@ -15,17 +15,26 @@ the gate is on and its support entry says it is implemented (the port-forward tu
 and the v5 exec/attach translation both); in-place resize and restart rules are not
 implemented, so those are never declared (a scheduler then keeps pods that need them
 away, which is the point of the feature).
+
+At admission, as upstream's kubelet, a pod that needs a feature the node does not declare
+is refused: ``PodFeatureUnsupported``, ``Pod requires node features that are not
+available: RestartAllContainersOnContainerExits`` (a restart rule with the
+``RestartAllContainers`` action, which this kubelet would otherwise ignore).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+from kubelet.api.pod import Pod
 from kubelet.config.features import FeatureGates
 from kubelet.config.support import GATE_SUPPORT, IMPLEMENTED, Support
 
 GATE = "NodeDeclaredFeatures"
 EXTEND_WEBSOCKETS = "ExtendWebSocketsToKubelet"
+RESTART_ALL = "RestartAllContainersOnContainerExits"
+UNSUPPORTED = "PodFeatureUnsupported"
+"""The admission reason for a pod that needs a feature the node does not declare."""
 
 NOT_DECLARED: Mapping[str, str] = {
     "GuaranteedQoSPodCPUResize": "in-place pod resize is not implemented",
@@ -46,3 +55,26 @@ def declared_features(
     if features.enabled(EXTEND_WEBSOCKETS) and websockets and websockets.status == IMPLEMENTED:
         found.append(EXTEND_WEBSOCKETS)
     return tuple(sorted(found))
+
+
+def required_features(pod: Pod) -> tuple[str, ...]:
+    """The declared features ``pod`` needs to run (upstream's ``InferForScheduling``): a
+    container or init container rule with the ``RestartAllContainers`` action needs
+    ``RestartAllContainersOnContainerExits``; nothing else in 1.36 is needed to start."""
+    containers = (*pod.spec.init_containers, *pod.spec.containers)
+    for container in containers:
+        for rule in container.restart_policy_rules:
+            if isinstance(rule, Mapping) and rule.get("action") == "RestartAllContainers":
+                return (RESTART_ALL,)
+    return ()
+
+
+def unsatisfied(pod: Pod, declared: tuple[str, ...] | None) -> str | None:
+    """The admission message for a pod needing undeclared features; None when it may run
+    (or when the gate is off: ``declared`` None)."""
+    if declared is None:
+        return None
+    missing = sorted(set(required_features(pod)) - set(declared))
+    if not missing:
+        return None
+    return f"Pod requires node features that are not available: {', '.join(missing)}"
