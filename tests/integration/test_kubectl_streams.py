@@ -288,10 +288,12 @@ async def test_port_forward_tunnel_unwrapped_by_the_kubelet_of_a_declaring_node(
 
 
 async def test_port_forward_tunnel_unwrapped_by_the_apiserver_otherwise(
-    fake: FakeRuntime, short_tmp: Path
+    fake: FakeRuntime, short_tmp: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """This node does not declare the feature yet (WebSocket v5 is not translated): the
-    apiserver unwraps the tunnel, as kube-apiserver 1.36 does, and the kubelet gets SPDY."""
+    """A node that does not declare the feature (this one, until WebSocket v5 is translated
+    too): the apiserver unwraps the tunnel, as kube-apiserver 1.36 does; the kubelet gets
+    SPDY."""
+    monkeypatch.setattr(facts, "declared_features", lambda gates: ())
     forwarded = await _forward_and_fetch(fake, short_tmp)
     assert forwarded.declared == []
     assert (forwarded.requests, forwarded.unwrapped_by_apiserver) == ([("GET", 101)], 1)
