@@ -89,6 +89,7 @@ class NodeStatus:
     config: Mapping[str, Any] | None = None
     runtime_handlers: tuple[Any, ...] = ()
     features: Mapping[str, Any] | None = None
+    declared_features: tuple[str, ...] = ()
 
 
 @attrs.frozen(kw_only=True)

@@ -197,6 +197,9 @@ class Container:
     env: tuple[EnvVar, ...] = ()
     resources: ResourceRequirements | None = None
     restart_policy: str | None = None
+    restart_policy_rules: tuple[Any, ...] = ()
+    """Kept as raw JSON: not acted on (a rule that restarts all containers makes the pod
+    need a node feature this kubelet does not declare, node/declared.py)."""
     volume_mounts: tuple[VolumeMount, ...] = ()
     volume_devices: tuple[Any, ...] = ()
     liveness_probe: Probe | None = None

@@ -78,7 +78,10 @@ def missing(note: str, honoured: Honoured = _never, missing_default: str = "") -
 
 
 _QOS = "with the QOSReserved gate: memory limits on the burstable and besteffort cgroups"
-_WS_TO_SPDY = "WebSocket v5 exec/attach translated to SPDY for the runtime (wstranslate)"
+_WS_TO_SPDY = (
+    "WebSocket v5 exec/attach translated to SPDY for the runtime (wstranslate); kubectl's "
+    "WebSocket port-forward tunnel unwrapped to SPDY (pftunnel)"
+)
 
 SETTINGS: Mapping[str, Support] = {
     # --- flags that set no KubeletConfiguration field --------------------------------------
@@ -310,7 +313,10 @@ GATE_SUPPORT: Mapping[str, Support] = {
     "KubeletPodResourcesGet": ok("pod-resources Get"),
     "LocalStorageCapacityIsolationFSQuotaMonitoring": missing("no quota monitoring", _is(False)),
     "MemoryQoS": missing("MemoryQoS is not implemented", _is(False)),
-    "NodeDeclaredFeatures": missing("status.declaredFeatures is not reported", _is(False)),
+    "NodeDeclaredFeatures": ok(
+        "status.declaredFeatures lists what this kubelet implements (kubelet/node/declared.py);"
+        " a pod needing another is refused at admission (PodFeatureUnsupported)"
+    ),
     "PLEGOnDemandRelist": missing("the PLEG relists every second only", _is(False)),
     "PodAndContainerStatsFromCRI": missing("stats come from the CRI already", _always),
     "PodLevelResourceManagers": missing("resource managers are not implemented", _is(False)),

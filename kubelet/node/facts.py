@@ -19,6 +19,7 @@ from kubelet.eviction.run import NodePressure
 from kubelet.eviction.thresholds import DISK_PRESSURE, MEMORY_PRESSURE, PID_PRESSURE
 from kubelet.version import KUBERNETES_VERSION
 
+from .declared import declared_features
 from .identity import NodeIdentity
 from .machine import MachineInfo, filesystem_stats
 from .maxpods import max_pods
@@ -134,6 +135,7 @@ class FactGatherer:
             runtime_version=runtime_version,
             kubelet_version=KUBERNETES_VERSION,
             kubelet_port=cfg.port,
+            declared_features=declared_features(self.options.features),
             images=tuple(images),
             max_images=cfg.node_status_max_images,
             runtime_errors=tuple(runtime_errors),

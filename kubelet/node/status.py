@@ -74,6 +74,8 @@ class NodeFacts:
     runtime_version: str = ""
     kubelet_version: str = ""
     kubelet_port: int = 10250
+    declared_features: tuple[str, ...] = ()
+    """``status.declaredFeatures`` (declared.py)"""
     images: tuple[Image, ...] = ()
     max_images: int = 50
     runtime_errors: tuple[str, ...] = ()
@@ -253,6 +255,7 @@ def node_status(previous: NodeStatus | None, facts: NodeFacts, now: str) -> Node
         ),
         node_info=node_info(facts),
         images=node_images(facts.images, facts.max_images),
+        declared_features=facts.declared_features,
     )
 
 

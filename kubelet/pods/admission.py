@@ -2,7 +2,7 @@
 
 One pure function over the pod, the pods already admitted and the node's facts. The
 handlers run in upstream's order (``NewMainKubelet``: eviction, sysctls, resource
-allocation, the predicates, AppArmor, node shutdown — the ones not built yet are
+allocation, the predicates, AppArmor, declared features, node shutdown — the ones not built yet are
 marked where they go); the first refusal wins. ``HANDLERS`` is that list: a new handler
 is one function of (pod, others, facts) put in its place. The predicates are
 ``fit.py``'s: the pod's OS, the supplemental groups policy, then the general filter
@@ -28,6 +28,7 @@ from kubelet.decisions.qos import is_critical_pod, pod_qos
 from kubelet.decisions.security import APPARMOR_REASON, apparmor_admission_error
 from kubelet.decisions.sysctls import SysctlAllowlist
 from kubelet.eviction import admission as eviction_admission
+from kubelet.node import declared
 
 from . import fit
 from .fit import NodeInfo
@@ -76,6 +77,8 @@ class AdmissionFacts:
     """whether RuntimeClasses can be looked up (False: no API server, standalone)"""
     node_shutdown: tuple[str, str] | None = None
     """(reason, message) while the node shuts down: new pods are refused"""
+    declared_features: tuple[str, ...] | None = None
+    """``status.declaredFeatures`` (None: the NodeDeclaredFeatures gate is off)"""
     pressure: tuple[str, ...] = ()
     """the node's pressure conditions (the eviction manager's MemoryPressure, ...)"""
 
@@ -150,6 +153,11 @@ def _runtime_class(pod: Pod, others: Sequence[Pod], facts: AdmissionFacts) -> Re
     )
 
 
+def _declared_features(pod: Pod, others: Sequence[Pod], facts: AdmissionFacts) -> Rejection | None:
+    message = declared.unsatisfied(pod, facts.declared_features)
+    return None if message is None else Rejection(declared.UNSUPPORTED, message)
+
+
 def _node_shutdown(pod: Pod, others: Sequence[Pod], facts: AdmissionFacts) -> Rejection | None:
     return None if facts.node_shutdown is None else Rejection(*facts.node_shutdown)
 
@@ -161,6 +169,7 @@ HANDLERS: tuple[Handler, ...] = (
     _predicates,
     _apparmor,
     _runtime_class,
+    _declared_features,
     _node_shutdown,  # last, as upstream
 )
 

@@ -23,6 +23,8 @@ from kubelet.decisions.sysctls import SysctlAllowlist, kernel_version
 from kubelet.events.recorder import WARNING, EventRecorder, pod_ref
 from kubelet.eviction.run import NodePressure
 from kubelet.metrics import KubeletMetrics
+from kubelet.node.declared import GATE as DECLARED_GATE
+from kubelet.node.declared import declared_features
 from kubelet.node.identity import NodeIdentity
 from kubelet.node.shutdown.handoff import KillRequest
 from kubelet.pleg import PlegHandle
@@ -80,6 +82,7 @@ def node_admission(
     sysctls = SysctlAllowlist.for_node(cfg.allowed_unsafe_sysctls, kernel_version())
     apparmor_error = apparmor_host_error()
     gates = options.features
+    declared = declared_features(gates) if gates.enabled(DECLARED_GATE) else None
 
     def facts() -> AdmissionFacts:
         admitted, reason, message = shutdown() if shutdown is not None else (True, "", "")
@@ -95,6 +98,7 @@ def node_admission(
             runtime_classes=runtime_classes,
             node_shutdown=None if admitted else (reason, message),
             pressure=pressure.conditions if pressure is not None else (),
+            declared_features=declared,
         )
 
     return facts

@@ -19,8 +19,10 @@ upgrade.
 
 With ``ExtendWebSocketsToKubelet`` on (the default), an exec or attach WebSocket that
 offers ``v5.channel.k8s.io`` is answered here and translated to SPDY for the runtime
-(``wstranslate``), as upstream's kubelet does; with it off it goes to the runtime as it came
-(containerd 1.6 refuses v5 with 403 and kubectl falls back to SPDY).
+(``wstranslate``), and kubectl's WebSocket port-forward tunnel (``SPDY/3.1+portforward.k8s.io``)
+is unwrapped to SPDY for the runtime (``pftunnel``; no ``port`` needed then, as upstream), as
+upstream's kubelet does; with it off both go to the runtime as they came (containerd 1.6
+refuses them with 403 and kubectl falls back to SPDY).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from kubelet.logs import get_logger
 
 from .asgi import Receive, Request, Response, Scope, http_error
 from .backend import KubeletBackend
+from .pftunnel import is_tunnel_request, proxy_tunnel
 from .streaming import TAKEOVER, UpgradeRequest, is_upgrade_request, proxy_upgrade
 from .wstranslate import is_v5_request, translate_remote_command
 
@@ -208,10 +211,13 @@ class StreamRoutes:
         if request.method not in allowed:
             return Response(405, b"405: Method Not Allowed")
         upgrade = UpgradeRequest.from_scope(scope)
+        tunnel = (
+            self.extend_websockets and target.root == "portForward" and is_tunnel_request(upgrade)
+        )
         try:
             if target.root == "run":
                 return await self._run(request, target)
-            url = await self._url(request, upgrade, target)
+            url = await self._url(request, upgrade, target, tunnel)
         except OptionsError as exc:
             return Response(400, str(exc).encode())
         except _NoPod:
@@ -223,6 +229,8 @@ class StreamRoutes:
         except CriError as exc:
             return cri_error_response(exc)
         takeover = (scope.get("extensions") or {}).get(TAKEOVER)
+        if tunnel:
+            return await proxy_tunnel(upgrade, takeover, url, idle_timeout=self.idle_timeout)
         if self.extend_websockets and target.root != "portForward" and is_v5_request(upgrade):
             options = stream_options(request)
             return await translate_remote_command(
@@ -243,10 +251,12 @@ class StreamRoutes:
         uid = self.backend.translate_pod_uid(target.uid) if target.uid else ""
         return await running_container(self.backend.runtime, pod, uid, target.container)
 
-    async def _url(self, request: Request, upgrade: UpgradeRequest, target: Target) -> str:
+    async def _url(
+        self, request: Request, upgrade: UpgradeRequest, target: Target, tunnel: bool = False
+    ) -> str:
         runtime = self.backend.runtime
         if target.root == "portForward":
-            ports = port_forward_ports(request, upgrade)
+            ports = [] if tunnel else port_forward_ports(request, upgrade)
             pod = self._pod(target)
             if target.uid and target.uid != pod.uid:
                 raise _OtherUid

@@ -243,7 +243,8 @@ class ApiHandler:
                 record.user, record.groups = self._identify(request)
                 query = parse_qs(request.query_string, keep_blank_values=True)
                 url = proxy.location(route.namespace, route.name, route.subresource, query)
-                answer = await proxy.upgrade(request, url, stream, buffered)
+                pod = (route.namespace, route.name) if route.subresource == "portforward" else None
+                answer = await proxy.upgrade(request, url, stream, buffered, pod)
             except StatusError as err:
                 answer = error_response(err)
             response = answer if isinstance(answer, Response) else None

@@ -20,9 +20,14 @@ As kube-apiserver (pkg/registry/core/pod/strategy.go ``ExecLocation``/``AttachLo
   streaming``), the client's ``Authorization`` header dropped as the apiserver's
   authentication filter does.
 
-What it does not model: the apiserver's WebSocket translation
-(``TranslateStreamCloseWebsocketRequests``, ``PortForwardWebsockets``): a WebSocket
-request goes to the kubelet as it came, as on an apiserver with those gates off.
+kubectl's WebSocket port-forward tunnel (``SPDY/3.1+portforward.k8s.io``) goes to the
+kubelet as it came when the Node declares ``ExtendWebSocketsToKubelet`` in
+``status.declaredFeatures``; otherwise the apiserver unwraps it itself (its
+``PortForwardWebsockets`` tunneling handler, the kubelet's own ``pftunnel``) and the
+kubelet gets SPDY; ``tunnels_unwrapped`` counts those. What it does not model: the
+apiserver's WebSocket v5 → SPDY translation for exec and attach
+(``TranslateStreamCloseWebsocketRequests``): a v5 request goes to the kubelet as it came,
+whatever the node declares.
 ``hosts`` maps node host names to addresses (the fake's own ``/etc/hosts``).
 """
 
@@ -39,7 +44,8 @@ from urllib.parse import urlencode
 import httpx
 import trio
 
-from kubelet.server.streaming import UpgradeRequest, proxy_upgrade
+from kubelet.server.pftunnel import is_tunnel_request, proxy_tunnel
+from kubelet.server.streaming import DEFAULT_IDLE_TIMEOUT, UpgradeRequest, proxy_upgrade
 
 from .apierrors import StatusError
 from .apiresources import by_kind
@@ -62,6 +68,7 @@ class KubeletProxy:
         self._ca = ca
         self.hosts: dict[str, str] = {}
         self.address_types: Sequence[str] = PREFERRED_ADDRESS_TYPES
+        self.tunnels_unwrapped = 0
         self._client: CertPair | None = None
         self._own_ca: TestCA | None = None
 
@@ -156,11 +163,25 @@ class KubeletProxy:
 
     # -- proxying ----------------------------------------------------------------------------
 
+    def _declares(self, pod: tuple[str, str], feature: str = "ExtendWebSocketsToKubelet") -> bool:
+        """Whether the node of ``pod`` declares ``feature`` (apiserver's NodeFeatures check)."""
+        found = self.store.get(by_kind("Pod"), *pod) or {}
+        node_name = (found.get("spec") or {}).get("nodeName") or ""
+        node = self.store.get(by_kind("Node"), "", node_name) if node_name else None
+        declared = ((node or {}).get("status") or {}).get("declaredFeatures") or []
+        return feature in declared
+
     async def upgrade(
-        self, request: Request, url: str, stream: trio.abc.Stream, buffered: bytes
+        self,
+        request: Request,
+        url: str,
+        stream: trio.abc.Stream,
+        buffered: bytes,
+        pod: tuple[str, str] | None = None,
     ) -> Response | int:
         """Proxy an upgrade: a Response when it failed before the connection was used, else
-        the status the kubelet answered (101, or its refusal passed on)."""
+        the status the kubelet answered (101, or its refusal passed on). ``pod`` (namespace,
+        name) of a ``pods/portforward`` request: its node decides who unwraps a tunnel."""
         headers = tuple(
             (k.encode("latin-1"), v.encode("latin-1"))
             for k, v in request.raw_headers
@@ -173,7 +194,14 @@ class KubeletProxy:
         async def takeover() -> tuple[trio.abc.Stream, bytes]:
             return watched, buffered
 
-        answer = await proxy_upgrade(upgrade, takeover, url, ssl_context=self.ssl_context())
+        if pod is not None and is_tunnel_request(upgrade) and not self._declares(pod):
+            self.tunnels_unwrapped += 1
+            answer = await proxy_tunnel(
+                upgrade, takeover, url,
+                idle_timeout=DEFAULT_IDLE_TIMEOUT, ssl_context=self.ssl_context(),
+            )  # fmt: skip
+        else:
+            answer = await proxy_upgrade(upgrade, takeover, url, ssl_context=self.ssl_context())
         if answer is None:
             return watched.status
         return Response(answer.status, answer.body, "text/plain; charset=utf-8")

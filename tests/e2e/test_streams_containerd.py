@@ -5,7 +5,8 @@ kubelet as kube-apiserver does), the ``kubelet`` (its :10250 server on a free lo
 x509 client certificates only), containerd 1.6 with its streaming server. kubectl 1.37
 offers WebSocket v5 first; containerd 1.6 does not know v5 (it answers 403), so the
 kubelet answers the WebSocket itself and speaks SPDY to containerd
-(``ExtendWebSocketsToKubelet``). Port-forward goes to a busybox httpd.
+(``ExtendWebSocketsToKubelet``). Port-forward's WebSocket tunnel is unwrapped by the
+kubelet under the same gate and reaches containerd as SPDY, to a busybox httpd.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from kubelet.cri import ImageClient, RuntimeClient
 from kubelet.cri.__main__ import cleanup
 from kubelet.testing import wschannels as ch
 from kubelet.testing.certs import CertPair
+from kubelet.testing.spdytunnel import TUNNEL_PROTOCOL, forward_once, tunnel_spdy
 
 from .cluster import CONTAINERD_ENDPOINT, Processes
 
@@ -253,6 +255,30 @@ async def test_direct_websocket_client_on_containerd(stream_node: StreamNode) ->
         url = f"https://127.0.0.1:{node.kubelet_port}/run/default/web/httpd?cmd=echo%20run-ok"
         answer = await http.post(url)
         assert (answer.status_code, answer.text) == (200, "run-ok\n")
+
+
+async def test_port_forward_tunnel_to_busybox_httpd_on_containerd(
+    stream_node: StreamNode,
+) -> None:
+    """kubectl's WebSocket tunnel (``SPDY/3.1+portforward.k8s.io``) on the kubelet's own
+    endpoint: the kubelet asks containerd 1.6 for SPDY (it refuses the tunnel itself with
+    403), and busybox httpd answers through it, twice on one tunnel."""
+    node = stream_node
+    await _running_pod(node)
+    stream = await trio.open_ssl_over_tcp_stream(
+        "127.0.0.1", node.kubelet_port, ssl_context=_client_context(node.client_pair()),
+        https_compatible=True,
+    )  # fmt: skip
+    client = await ch.ChannelClient.connect(stream, "/portForward/default/web", [TUNNEL_PROTOCOL])
+    assert client.protocol == TUNNEL_PROTOCOL
+    spdy = tunnel_spdy(client)
+    request = b"GET / HTTP/1.0\r\nHost: web\r\n\r\n"
+    with trio.fail_after(20):
+        for request_id in range(2):
+            answer = await forward_once(spdy, 8080, request, request_id)
+            assert answer.startswith(b"HTTP/1.1 200 OK"), answer[:200]
+            assert answer.endswith(b"\r\n\r\nhello-from-busybox\n")
+    await trio.aclose_forcefully(stream)
 
 
 def _client_context(pair: CertPair) -> Any:

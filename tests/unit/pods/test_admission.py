@@ -7,6 +7,7 @@ from typing import Any
 import attrs
 import pytest
 
+from kubelet.api.converter import from_wire, to_wire
 from kubelet.api.node import Taint
 from kubelet.api.pod import (
     Container,
@@ -296,3 +297,26 @@ def test_node_pressure_is_checked_first() -> None:
         metadata=attrs.evolve(pod().metadata, annotations={"kubernetes.io/config.source": "file"}),
     )
     assert admit(static, [], facts) is None  # critical pods are always admitted
+
+
+def test_a_pod_needing_an_undeclared_feature_is_refused() -> None:
+    """Upstream's declared-features admission: a ``RestartAllContainers`` rule needs
+    RestartAllContainersOnContainerExits, which this node does not declare."""
+    rule = {"action": "RestartAllContainers", "exitCodes": {"operator": "In", "values": [42]}}
+    restarting = make_pod(
+        Container(name="c", restart_policy="Never", restart_policy_rules=(rule,)), uid="r"
+    )
+    wire = from_wire(Pod, to_wire(restarting))
+    assert wire.spec.containers[0].restart_policy_rules == (rule,)
+    declaring = attrs.evolve(FACTS, declared_features=())
+    rejection = admit(restarting, [], declaring)
+    assert rejection == Rejection(
+        "PodFeatureUnsupported",
+        "Pod requires node features that are not available: RestartAllContainersOnContainerExits",
+    )
+    as_init = make_pod(Container(name="c"), init=restarting.spec.containers, uid="i")
+    assert admit(as_init, [], declaring) == rejection
+    assert admit(restarting, [], FACTS) is None  # NodeDeclaredFeatures off
+    done = ("RestartAllContainersOnContainerExits",)
+    assert admit(restarting, [], attrs.evolve(FACTS, declared_features=done)) is None
+    assert admit(pod("plain"), [], declaring) is None

@@ -1,0 +1,80 @@
+"""``status.declaredFeatures`` (KEP-5328, gate ``NodeDeclaredFeatures``, beta and on in 1.36).
+
+Upstream's kubelet asks the shared registry (component-helpers ``nodedeclaredfeatures``)
+which features its gates and configuration give it, once at start-up, and reports the
+sorted names; kube-apiserver and the scheduler read them (kube-apiserver passes a
+WebSocket exec/attach/port-forward through to a node that declares
+``ExtendWebSocketsToKubelet``, and translates it itself otherwise).
+
+With its defaults a 1.36 kubelet declares ``ExtendWebSocketsToKubelet`` (its gate),
+``GuaranteedQoSPodCPUResize`` (``cpuManagerPolicy: none``, or ``static`` with
+``InPlacePodVerticalScalingExclusiveCPUs``), ``InPlacePodLevelResourcesVerticalScaling``
+and ``RestartAllContainersOnContainerExits`` (their gates). This kubelet declares a
+feature only when it does what the name promises: ``ExtendWebSocketsToKubelet`` when
+the gate is on and its support entry says it is implemented (the port-forward tunnel
+and the v5 exec/attach translation both); in-place resize and restart rules are not
+implemented, so those are never declared (a scheduler then keeps pods that need them
+away, which is the point of the feature).
+
+At admission, as upstream's kubelet, a pod that needs a feature the node does not declare
+is refused: ``PodFeatureUnsupported``, ``Pod requires node features that are not
+available: RestartAllContainersOnContainerExits`` (a restart rule with the
+``RestartAllContainers`` action, which this kubelet would otherwise ignore).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from kubelet.api.pod import Pod
+from kubelet.config.features import FeatureGates
+from kubelet.config.support import GATE_SUPPORT, IMPLEMENTED, Support
+
+GATE = "NodeDeclaredFeatures"
+EXTEND_WEBSOCKETS = "ExtendWebSocketsToKubelet"
+RESTART_ALL = "RestartAllContainersOnContainerExits"
+UNSUPPORTED = "PodFeatureUnsupported"
+"""The admission reason for a pod that needs a feature the node does not declare."""
+
+NOT_DECLARED: Mapping[str, str] = {
+    "GuaranteedQoSPodCPUResize": "in-place pod resize is not implemented",
+    "InPlacePodLevelResourcesVerticalScaling": "in-place pod resize is not implemented",
+    "RestartAllContainersOnContainerExits": "container restartPolicyRules are not implemented",
+}
+"""What upstream's 1.36 kubelet declares by default and this one does not, and why."""
+
+
+def declared_features(
+    features: FeatureGates, support: Mapping[str, Support] = GATE_SUPPORT
+) -> tuple[str, ...]:
+    """The sorted feature names this kubelet declares (none with the gate off)."""
+    if not features.enabled(GATE):
+        return ()
+    found: list[str] = []
+    websockets = support.get(EXTEND_WEBSOCKETS)
+    if features.enabled(EXTEND_WEBSOCKETS) and websockets and websockets.status == IMPLEMENTED:
+        found.append(EXTEND_WEBSOCKETS)
+    return tuple(sorted(found))
+
+
+def required_features(pod: Pod) -> tuple[str, ...]:
+    """The declared features ``pod`` needs to run (upstream's ``InferForScheduling``): a
+    container or init container rule with the ``RestartAllContainers`` action needs
+    ``RestartAllContainersOnContainerExits``; nothing else in 1.36 is needed to start."""
+    containers = (*pod.spec.init_containers, *pod.spec.containers)
+    for container in containers:
+        for rule in container.restart_policy_rules:
+            if isinstance(rule, Mapping) and rule.get("action") == "RestartAllContainers":
+                return (RESTART_ALL,)
+    return ()
+
+
+def unsatisfied(pod: Pod, declared: tuple[str, ...] | None) -> str | None:
+    """The admission message for a pod needing undeclared features; None when it may run
+    (or when the gate is off: ``declared`` None)."""
+    if declared is None:
+        return None
+    missing = sorted(set(required_features(pod)) - set(declared))
+    if not missing:
+        return None
+    return f"Pod requires node features that are not available: {', '.join(missing)}"

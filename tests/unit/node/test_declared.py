@@ -1,0 +1,46 @@
+"""status.declaredFeatures: only what this kubelet does (KEP-5328, upstream's registry)."""
+
+from __future__ import annotations
+
+import attrs
+
+from kubelet.api.converter import from_wire, to_wire
+from kubelet.api.node import NodeStatus
+from kubelet.config.features import FeatureGates
+from kubelet.config.support import GATE_SUPPORT, ok
+from kubelet.node.declared import EXTEND_WEBSOCKETS, NOT_DECLARED, declared_features
+from kubelet.node.status import node_status
+
+from .test_status import FACTS
+
+DONE = {**GATE_SUPPORT, EXTEND_WEBSOCKETS: ok("both halves")}
+
+
+def test_extend_websockets_is_declared_only_once_both_halves_are_done() -> None:
+    assert declared_features(FeatureGates()) == ()  # the v5 half is not implemented here
+    assert declared_features(FeatureGates(), DONE) == (EXTEND_WEBSOCKETS,)
+    off = FeatureGates({EXTEND_WEBSOCKETS: False})
+    assert declared_features(off, DONE) == ()
+
+
+def test_nothing_is_declared_with_the_gate_off() -> None:
+    assert declared_features(FeatureGates({"NodeDeclaredFeatures": False}), DONE) == ()
+
+
+def test_what_upstream_declares_and_this_kubelet_does_not() -> None:
+    gates = FeatureGates(
+        {
+            "InPlacePodLevelResourcesVerticalScaling": True,
+            "InPlacePodVerticalScalingExclusiveCPUs": True,
+        }
+    )
+    assert not set(declared_features(gates, DONE)) & set(NOT_DECLARED)
+
+
+def test_the_node_status_carries_them_as_declared_features() -> None:
+    facts = attrs.evolve(FACTS, declared_features=(EXTEND_WEBSOCKETS,))
+    status = node_status(None, facts, "2026-01-01T00:00:00Z")
+    wire = to_wire(status)
+    assert wire["declaredFeatures"] == [EXTEND_WEBSOCKETS]
+    assert from_wire(NodeStatus, wire).declared_features == (EXTEND_WEBSOCKETS,)
+    assert "declaredFeatures" not in to_wire(node_status(None, FACTS, "2026-01-01T00:00:00Z"))
