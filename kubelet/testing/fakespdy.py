@@ -132,11 +132,11 @@ async def _forward(
             await spdy.data(forward.error, message.encode(), fin=True)
             await spdy.data(forward.data, b"", fin=True)
         return
+    with contextlib.suppress(*BROKEN):
+        while forward.pending:  # drained before the frame loop may send on ``conn`` itself
+            await conn.send_all(forward.pending.pop(0))
     forward.conn = conn
     with contextlib.suppress(*BROKEN):
-        for chunk in forward.pending:
-            await conn.send_all(chunk)
-        forward.pending.clear()
         if forward.client_done:
             await conn.send_eof()
     try:

@@ -7,7 +7,7 @@ import attrs
 from kubelet.api.converter import from_wire, to_wire
 from kubelet.api.node import NodeStatus
 from kubelet.config.features import FeatureGates
-from kubelet.config.support import GATE_SUPPORT, ok
+from kubelet.config.support import GATE_SUPPORT, _is, ok, partial
 from kubelet.node.declared import EXTEND_WEBSOCKETS, NOT_DECLARED, declared_features
 from kubelet.node.status import node_status
 
@@ -17,7 +17,9 @@ DONE = {**GATE_SUPPORT, EXTEND_WEBSOCKETS: ok("both halves")}
 
 
 def test_extend_websockets_is_declared_only_once_both_halves_are_done() -> None:
-    assert declared_features(FeatureGates()) == ()  # the v5 half is not implemented here
+    assert declared_features(FeatureGates()) == (EXTEND_WEBSOCKETS,)  # both halves are here
+    half = {**GATE_SUPPORT, EXTEND_WEBSOCKETS: partial("the tunnel only", _is(False))}
+    assert declared_features(FeatureGates(), half) == ()
     assert declared_features(FeatureGates(), DONE) == (EXTEND_WEBSOCKETS,)
     off = FeatureGates({EXTEND_WEBSOCKETS: False})
     assert declared_features(off, DONE) == ()
