@@ -219,6 +219,15 @@ class PodRuntime:
             startup_succeeded=startup_succeeded,
         )
         await self._kill_what_must_go(pod, status, actions, progress)
+        if not (
+            actions.create_sandbox
+            or actions.ephemeral_containers_to_start
+            or actions.init_containers_to_start
+            or actions.containers_to_start
+        ):
+            # a running pod's periodic sync: nothing is created, so no sandbox config (its
+            # DNS, security context and cgroup parent: a quarter of a steady sync's CPU)
+            return progress.freeze()
         plan = await self._sandbox_plan(pod, actions)
         if actions.create_sandbox and plan.error is not None:
             self._sandbox_failed(pod, progress, plan.error)

@@ -6,12 +6,14 @@ import json
 import math
 import socket
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
 from grpclib.const import Status
 
 from kubelet.cri import api, connect, trace
+from kubelet.decisions import criconfig
 from kubelet.testing import ContainerBehaviour, FakeRuntime
 
 from .helpers import container_config, sandbox_config
@@ -243,6 +245,44 @@ async def test_a_periodic_sync_reads_the_pleg_cache(
         await h.wait_for(
             lambda: h.running("web", "app") and h.running("web", "app")[0].id != app.id, timeout=5
         )
+
+
+async def test_a_periodic_sync_of_a_running_pod_builds_no_sandbox_config(
+    fake: FakeRuntime,
+    short_tmp: Path,
+    autojump_clock: trio.abc.Clock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The minute's resync of a pod that runs as it should creates nothing, so it does
+    not derive the sandbox config (DNS, security context, cgroup parent) either; a pod
+    whose container exits gets one again to start it."""
+    built: list[str] = []
+    real = criconfig.sandbox_config
+
+    def counting(pod: Any, *args: Any, **kwargs: Any) -> Any:
+        built.append(pod.metadata.name)
+        return real(pod, *args, **kwargs)
+
+    monkeypatch.setattr("kubelet.runtime.podruntime.sandbox_config", counting)
+    async with running_kubelet(fake, short_tmp) as h:
+        h.write("web.yaml", WEB)
+        await h.wait_for(lambda: h.running("web", "app"))
+        await trio.sleep(5)
+        assert built  # the start made one
+        assert h.components is not None
+        worker = h.components.lifecycle.workers.workers[
+            next(iter(h.components.lifecycle.pods.uids()))
+        ]
+        syncs, before = worker.syncs, len(built)
+        await trio.sleep(100)  # one resync at 60-90 s
+        assert worker.syncs == syncs + 1
+        assert len(built) == before
+        [app] = h.running("web", "app")
+        fake.exit_container(app.id, 1)
+        await h.wait_for(
+            lambda: h.running("web", "app") and h.running("web", "app")[0].id != app.id, timeout=5
+        )
+        assert len(built) > before
 
 
 async def test_teardown_stops_containers_from_the_pleg_view(
