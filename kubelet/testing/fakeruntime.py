@@ -18,6 +18,12 @@ As a process (for running the ``kubelet`` binary against it)::
 
     python -m kubelet.testing.fakeruntime --listen unix:///tmp/fake.sock
 
+It then writes reports on stdout, one JSON line each (``event``, ``running``: the RUNNING
+containers, ``calls``: calls by RPC): on SIGUSR1, at exit, and with ``--report-running
+N`` when a start makes N containers RUNNING (so a benchmark needs no CRI polling). With
+``--no-streaming`` it serves CRI alone on a plain asyncio loop, cheaper per call than
+trio-asyncio; Exec, Attach and PortForward then answer URLs that nothing serves.
+
 What it models
 --------------
 * Sandboxes: READY after RunPodSandbox, NOTREADY after StopPodSandbox (which also kills
@@ -67,7 +73,8 @@ restart would. ``exit_container(id, code)`` and ``oom_kill(id)`` end a container
 
 Call log
 --------
-``fake.calls`` records every call in arrival order: RPC name, key arguments (ids,
+``fake.call_counts`` counts calls by RPC. ``fake.calls`` records every call in arrival
+order (unless ``record_calls=False``, as in the process mode): RPC name, key arguments (ids,
 names, timeouts, images), the Trio clock time it arrived and finished, and its
 outcome ("ok", a gRPC status name, or "cancelled"). ``fake.rpcs()`` lists the names.
 Same test, same result, every run: there is no randomness, ids are counters, time is
