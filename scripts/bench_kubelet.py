@@ -5,12 +5,15 @@
                                               [--no-fake] [--no-containerd]
                                               [--node N [--node-steady S]]
 
-A. FakeRuntime (a separate process on a temp unix socket): for each N, a fresh kubelet
-   and fake (config: podLogsDir in a temp dir, maxPods ≥ N); N busybox manifests are
-   written at once (atomic renames) and the fake is polled through our CRI client every
-   50 ms until N containers are RUNNING. Reports wall time, pods/s, the kubelet's and the
-   fake's CPU seconds over that interval and peak RSS; for the first size, steady-state
-   CPU (% of one core) over ``--steady`` seconds and RSS; SIGTERM → exit.
+A. FakeRuntime (a separate process on a temp unix socket, CRI alone on plain asyncio):
+   for each N, a fresh kubelet and fake (config: podLogsDir in a temp dir, maxPods ≥ N);
+   N busybox manifests are written at once (atomic renames) and the fake reports on its
+   stdout when a start makes N containers RUNNING (``--report-running``: no polling, so
+   the bench and the fake stay off the kubelet's core; checked by one CRI list after).
+   Reports wall time, pods/s, the kubelet's, the fake's and this process's CPU seconds
+   over that interval, the CRI calls per pod by RPC (the fake's counts) and peak RSS; for
+   the first size, steady-state CPU (% of one core) over ``--steady`` seconds and RSS;
+   SIGTERM → exit.
 B. containerd: one pod manifest → RUNNING (median of 3 trials, CRI polled every 10 ms),
    a batch written at once (p50/p90/p99, all running), steady-state CPU and RSS with the
    batch, manifests removed → every container stopped / every sandbox removed. Compared
@@ -46,7 +49,8 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections import Counter
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -355,6 +359,10 @@ class FakeResult:
     peak_rss: float
     fake_cpu: float = 0.0
     """FakeRuntime's CPU seconds over the ramp: it is one Python process too."""
+    bench_cpu: float = 0.0
+    """This process's CPU seconds over the ramp (writing the manifests, waiting)."""
+    calls: dict[str, int] = attrs.Factory(dict)
+    """CRI calls the fake served over the ramp, by RPC (its own count)."""
     steady_cpu: float | None = None
     steady_secs: float = 0.0
     steady_rss: float | None = None
@@ -365,22 +373,50 @@ class FakeResult:
         return self.n / self.wall
 
 
+def own_cpu() -> float:
+    """This process's CPU seconds (user + system)."""
+    t = os.times()
+    return t.user + t.system
+
+
+@attrs.define
+class FakeReports:
+    """The fake's JSON report lines on its stdout (``kubelet.testing.fakeruntime``: on
+    SIGUSR1, and when ``--report-running N`` containers run): the RUNNING count and the
+    calls by RPC, read without a CRI call."""
+
+    stream: trio.abc.ReceiveStream
+    buffer: bytes = b""
+
+    async def next(self, event: str) -> dict[str, Any]:
+        while b"\n" not in self.buffer:
+            chunk = await self.stream.receive_some()
+            if not chunk:
+                raise SystemExit("fakeruntime closed its stdout")
+            self.buffer += chunk
+        line, _, self.buffer = self.buffer.partition(b"\n")
+        report: dict[str, Any] = json.loads(line)
+        if report["event"] != event:
+            raise SystemExit(f"fakeruntime reported {report}, not {event!r}")
+        return report
+
+
 @contextlib.asynccontextmanager
-async def fake_process(endpoint: str) -> AsyncIterator[trio.Process]:
-    """``python -m kubelet.testing.fakeruntime`` with pause and busybox; stopped by PID."""
+async def fake_process(endpoint: str, n: int) -> AsyncIterator[tuple[trio.Process, FakeReports]]:
+    """``python -m kubelet.testing.fakeruntime`` with pause and busybox, reporting when N
+    containers run; stopped by PID. CRI alone on plain asyncio: the pods never exec."""
     path = Path(endpoint.removeprefix("unix://"))
     argv = [sys.executable, "-m", "kubelet.testing.fakeruntime", "--listen", endpoint]
-    argv += ["--image", PAUSE, "--image", BUSYBOX]
-    proc = await trio.lowlevel.open_process(
-        argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
+    argv += ["--image", PAUSE, "--image", BUSYBOX, "--no-streaming", "--report-running", str(n)]
+    proc = await trio.lowlevel.open_process(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert proc.stdout is not None
     try:
         with trio.fail_after(15):
             while not await trio.Path(path).is_socket():
                 if proc.poll() is not None:
                     raise SystemExit(f"fakeruntime exited with {proc.returncode} before listening")
                 await trio.sleep(0.02)
-        yield proc
+        yield proc, FakeReports(proc.stdout)
     finally:
         with trio.CancelScope(shield=True):
             if proc.poll() is None:
@@ -413,30 +449,37 @@ async def bench_fake_once(n: int, steady: float, tmp: Path) -> FakeResult:
     )
     kubelet = KubeletProcess(tmp, endpoint, config=config, traced=False, host_cgroups=False)
     async with (
-        fake_process(endpoint) as fake,
+        fake_process(endpoint, n) as (fake, reports),
         trio_asyncio.open_loop(),
         connect(endpoint) as (runtime, _),
     ):
         await kubelet.start()
         try:
             texts = [(f"p{i:04d}.yaml", manifest(f"p{i:04d}", SLEEP)) for i in range(n)]
+            os.kill(fake.pid, signal.SIGUSR1)
+            with trio.fail_after(5):
+                before = await reports.next("usr1")
             cpu0, t0, fake0 = kubelet.cpu(), time.monotonic(), cpu_seconds(fake.pid)
+            bench0 = own_cpu()
             for name, text in texts:
                 write_atomic(kubelet.manifests, name, text)
-            timeout, got = 60 + n * 0.5, 0
-            with trio.move_on_after(timeout):
-                while True:
-                    got = await count_running(runtime)
-                    if got >= n:
-                        break
-                    await trio.sleep(0.05)
+            timeout, after = 60 + n * 0.5, None
+            with trio.move_on_after(timeout):  # the fake tells when its Nth container starts
+                after = await reports.next("running")
             wall, cpu = time.monotonic() - t0, kubelet.cpu() - cpu0
-            fake_cpu = cpu_seconds(fake.pid) - fake0
-            if got < n:
+            fake_cpu, bench_cpu = cpu_seconds(fake.pid) - fake0, own_cpu() - bench0
+            got = await count_running(runtime)  # a CRI cross-check of the report, untimed
+            if after is None or got < n:
                 raise SystemExit(
                     f"N={n}: only {got} running after {timeout:.0f} s\n{kubelet.tail()}"
                 )
             result = FakeResult(n, kubelet.startup, wall, cpu, kubelet.memory()[1], fake_cpu)
+            result.bench_cpu = bench_cpu
+            result.calls = {
+                rpc: k - before["calls"].get(rpc, 0)
+                for rpc, k in after["calls"].items()
+                if k > before["calls"].get(rpc, 0)
+            }
             if steady > 0:
                 await trio.sleep(max(3, n / 25))  # the last syncs and PLEG relists settle
                 result.steady_cpu = await steady_cpu(kubelet, steady)
@@ -460,9 +503,12 @@ async def bench_fake(sizes: list[int], steady: float) -> list[FakeResult]:
             r = await bench_fake_once(n, steady if i == 0 else 0, tmp)
             print(
                 f"  all running in {r.wall:.2f} s ({r.rate:.0f} pods/s), kubelet CPU "
-                f"{r.cpu:.2f} s, FakeRuntime CPU {r.fake_cpu:.2f} s, peak RSS {r.peak_rss:.0f} MiB",
+                f"{r.cpu:.2f} s, FakeRuntime CPU {r.fake_cpu:.2f} s, bench CPU "
+                f"{r.bench_cpu:.2f} s, peak RSS {r.peak_rss:.0f} MiB",
                 flush=True,
             )
+            calls = ", ".join(f"{rpc} {k / n:.2f}" for rpc, k in sorted_calls(r.calls))
+            print(f"  CRI calls per pod {sum(r.calls.values()) / n:.2f}: {calls}", flush=True)
             results.append(r)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -487,12 +533,30 @@ def print_fake(results: list[FakeResult]) -> None:
         row("pods/s", ".0f", "rate"),
         row("kubelet CPU during that (s)", ".2f", "cpu"),
         row("FakeRuntime CPU during that (s)", ".2f", "fake_cpu"),
+        ["  per pod (ms)", *(f"{1000 * r.fake_cpu / r.n:.2f}" for r in results)],
+        row("bench CPU during that (s)", ".2f", "bench_cpu"),
+        ["CRI calls per pod (the fake's count)", *(per_pod(r, None) for r in results)],
+        *(
+            [f"  {rpc}", *(per_pod(r, rpc) for r in results)]
+            for rpc, _ in sorted_calls(sum((Counter(r.calls) for r in results), Counter()))
+        ),
         row("kubelet peak RSS, VmHWM (MiB)", ".0f", "peak_rss"),
         row(f"steady CPU{over} (% of a core)", ".2f", "steady_cpu"),
         row("steady RSS, VmRSS (MiB)", ".0f", "steady_rss"),
         row("SIGTERM → exit (s)", ".2f", "exit_secs"),
     ]
     print_table(header, rows)
+
+
+def sorted_calls(calls: Mapping[str, int]) -> list[tuple[str, int]]:
+    """Most called first, then by name."""
+    return sorted(calls.items(), key=lambda x: (-x[1], x[0]))
+
+
+def per_pod(r: FakeResult, rpc: str | None) -> str:
+    """CRI calls per pod over the ramp: one RPC's, or (None) all."""
+    k = sum(r.calls.values()) if rpc is None else r.calls.get(rpc, 0)
+    return f"{k / r.n:.2f}"
 
 
 def print_table(header: list[str], rows: list[list[str]]) -> None:

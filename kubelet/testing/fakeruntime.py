@@ -18,6 +18,12 @@ As a process (for running the ``kubelet`` binary against it)::
 
     python -m kubelet.testing.fakeruntime --listen unix:///tmp/fake.sock
 
+It then writes reports on stdout, one JSON line each (``event``, ``running``: the RUNNING
+containers, ``calls``: calls by RPC): on SIGUSR1, at exit, and with ``--report-running
+N`` when a start makes N containers RUNNING (so a benchmark needs no CRI polling). With
+``--no-streaming`` it serves CRI alone on a plain asyncio loop, cheaper per call than
+trio-asyncio; Exec, Attach and PortForward then answer URLs that nothing serves.
+
 What it models
 --------------
 * Sandboxes: READY after RunPodSandbox, NOTREADY after StopPodSandbox (which also kills
@@ -67,7 +73,8 @@ restart would. ``exit_container(id, code)`` and ``oom_kill(id)`` end a container
 
 Call log
 --------
-``fake.calls`` records every call in arrival order: RPC name, key arguments (ids,
+``fake.call_counts`` counts calls by RPC. ``fake.calls`` records every call in arrival
+order (unless ``record_calls=False``, as in the process mode): RPC name, key arguments (ids,
 names, timeouts, images), the Trio clock time it arrived and finished, and its
 outcome ("ok", a gRPC status name, or "cancelled"). ``fake.rpcs()`` lists the names.
 Same test, same result, every run: there is no randomness, ids are counters, time is
@@ -79,15 +86,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import collections
 import contextlib
 import hashlib
 import ipaddress
+import json
 import logging
 import math
 import os
+import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from pathlib import Path
+from signal import SIGINT, SIGTERM, SIGUSR1
 from typing import Any
 
 import attrs
@@ -214,9 +225,48 @@ class FakeContainer:
 
 
 def _selected(labels: dict[str, str], selector: dict[str, str]) -> bool:
-    """Every pair of ``selector`` is in ``labels`` (a set comparison done in C: a list
-    by pod UID looks at every item, a thousand in the ramp benchmark)."""
+    """Every pair of ``selector`` is in ``labels`` (a set comparison done in C)."""
     return selector.items() <= labels.items()
+
+
+POD_UID_LABEL = "io.kubernetes.pod.uid"
+
+
+class _Index:
+    """The ids of a table's items by one key, in the table's order: the kubelet lists one
+    pod's sandboxes and containers by its UID label at every sync, and a scan of every
+    item made each call O(pods) (a thousand in the ramp benchmark)."""
+
+    def __init__(self) -> None:
+        self.ids: dict[str | None, dict[str, None]] = {}
+        self.size = 0
+
+    def add(self, key: str | None, ident: str) -> None:
+        self.ids.setdefault(key, {})[ident] = None
+        self.size += 1
+
+    def discard(self, key: str | None, ident: str) -> None:
+        bucket = self.ids.get(key)
+        if bucket is not None and ident in bucket:
+            del bucket[ident]
+            self.size -= 1
+            if not bucket:
+                del self.ids[key]
+
+    def clear(self) -> None:
+        self.ids.clear()
+        self.size = 0
+
+    def select(
+        self, table: Mapping[str, Any], key: str | None, keyof: Callable[[Any], Any]
+    ) -> list[Any]:
+        """The items of ``table`` whose key is ``key``, in its order. Rebuilt first if the
+        table was changed behind the index's back (its size differs)."""
+        if self.size != len(table):
+            self.clear()
+            for ident, item in table.items():
+                self.add(keyof(item), ident)
+        return [table[i] for i in self.ids.get(key, ())]
 
 
 @attrs.define
@@ -354,9 +404,23 @@ class FakeRuntime:
         sandbox_image: str = PAUSE_IMAGE,
         ip_pool: str = "10.88.0.0/16",
         epoch: float | None = None,
+        clock: Callable[[], float] = trio.current_time,
+        record_calls: bool = True,
     ) -> None:
         self.faults = FaultPlan()
         self.calls: list[CallRecord] = []
+        self.record_calls = record_calls
+        """Append each call to ``calls`` (process mode turns it off: nobody can read it
+        there, and recording costs every call its arguments' extraction)."""
+        self.call_counts: collections.Counter[str] = collections.Counter()
+        """Calls by RPC name, always counted (process mode reports them)."""
+        self.on_running: Callable[[int], None] | None = None
+        """Called with the number of RUNNING containers each time a start raises it."""
+        self._running_count = 0
+        self._clock = clock
+        """Seconds, for timestamps and the call log: the Trio clock in-process (so
+        ``autojump_clock`` stays exact); the process mode on plain asyncio passes
+        ``time.monotonic``."""
         self.sandboxes: dict[str, FakeSandbox] = {}
         self.containers: dict[str, FakeContainer] = {}
         self.images: dict[str, api.Image] = {}
@@ -384,6 +448,11 @@ class FakeRuntime:
         """Every pool address below this one is in use (or skipped): where a search for
         the lowest free one starts."""
         self._names: dict[str, str] = {}
+        self._name_of: dict[str, str] = {}
+        """``_names`` reversed: the name each sandbox or container id reserves."""
+        self._sandboxes_by_uid = _Index()
+        self._containers_by_uid = _Index()
+        self._containers_by_sandbox = _Index()
         self._behaviours: list[_Matcher] = []
         self._execs: list[_Matcher] = []
         self._server: _FakeServer | None = None
@@ -426,15 +495,19 @@ class FakeRuntime:
             raise ValueError("FakeRuntime.start needs a socket path the first time")
         if self._server is not None:
             return
-        if self._epoch is None:
-            self._epoch = time.time() - trio.current_time()
-        with contextlib.suppress(FileNotFoundError):
-            self.path.unlink()
-        server = _FakeServer(
-            [_Service(self, "RuntimeService"), _Service(self, "ImageService")], self._transports
-        )
+        server = self._new_server()
         await trio_asyncio.aio_as_trio(server.start)(path=str(self.path))
         self._server = server
+
+    def _new_server(self) -> _FakeServer:
+        if self._epoch is None:
+            self._epoch = time.time() - self._clock()
+        assert self.path is not None
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+        return _FakeServer(
+            [_Service(self, "RuntimeService"), _Service(self, "ImageService")], self._transports
+        )
 
     async def stop(self) -> None:
         """Stop gracefully: refuse new connections, cancel calls in flight."""
@@ -466,7 +539,12 @@ class FakeRuntime:
                 c.exit_timer.cancel()
         self.containers.clear()
         self.sandboxes.clear()
+        self._running_count = 0
         self._names.clear()
+        self._name_of.clear()
+        self._sandboxes_by_uid.clear()
+        self._containers_by_uid.clear()
+        self._containers_by_sandbox.clear()
         self._ips_in_use.clear()
         self._ip_floor = 0
 
@@ -567,7 +645,7 @@ class FakeRuntime:
 
     def now_ns(self) -> int:
         epoch = self._epoch if self._epoch is not None else 0.0
-        return int((epoch + trio.current_time()) * 1e9)
+        return int((epoch + self._clock()) * 1e9)
 
     def _next_id(self) -> str:
         """64 hex digits like containerd's ids; distinct prefixes, same every run."""
@@ -575,9 +653,27 @@ class FakeRuntime:
         return hashlib.sha256(f"fakeruntime-{self._ids}".encode()).hexdigest()
 
     async def _dispatch(self, rpc: str, request: Any) -> Any:
-        record = CallRecord(rpc, _key_args(request), trio.current_time())
+        self.call_counts[rpc] += 1
+        if not self.record_calls:
+            return await self._call(rpc, request)
+        record = CallRecord(rpc, _key_args(request), self._clock())
         self.calls.append(record)
         try:
+            result = await self._call(rpc, request)
+        except asyncio.CancelledError:
+            record.outcome = "cancelled"
+            raise
+        except GRPCError as exc:
+            record.outcome = exc.status.name
+            raise
+        finally:
+            record.finished = self._clock()
+        record.outcome = "ok"
+        return result
+
+    async def _call(self, rpc: str, request: Any) -> Any:
+        """The call's injected faults, then its handler."""
+        if self.faults.rules:
             effect = self.faults.take(rpc)
             if effect.delay:
                 await asyncio.sleep(effect.delay)
@@ -588,18 +684,9 @@ class FakeRuntime:
                 await asyncio.Event().wait()
             if effect.error is not None:
                 raise GRPCError(effect.error, effect.message)
-            result = getattr(self, f"_rpc_{rpc}")(request)
-            if asyncio.iscoroutine(result):
-                result = await result
-        except asyncio.CancelledError:
-            record.outcome = "cancelled"
-            raise
-        except GRPCError as exc:
-            record.outcome = exc.status.name
-            raise
-        finally:
-            record.finished = trio.current_time()
-        record.outcome = "ok"
+        result = getattr(self, f"_rpc_{rpc}")(request)
+        if asyncio.iscoroutine(result):
+            result = await result
         return result
 
     # -- helpers -----------------------------------------------------------------------
@@ -656,6 +743,22 @@ class FakeRuntime:
             Status.UNKNOWN, "failed to setup network for sandbox: no IP addresses available"
         )
 
+    def _reserve(self, name: str, ident: str) -> None:
+        self._names[name] = ident
+        self._name_of[ident] = name
+
+    def _release_name(self, ident: str) -> None:
+        name = self._name_of.pop(ident, None)
+        if name is not None and self._names.get(name) == ident:
+            del self._names[name]
+
+    def _sandbox_containers(self, sandbox_id: str) -> list[FakeContainer]:
+        """The sandbox's containers, in creation order."""
+        found: list[FakeContainer] = self._containers_by_sandbox.select(
+            self.containers, sandbox_id, lambda x: x.sandbox_id
+        )
+        return found
+
     def _release_ip(self, ip: str) -> None:
         if ip in self._ips_in_use:
             self._ips_in_use.discard(ip)
@@ -667,6 +770,8 @@ class FakeRuntime:
         if c.exit_timer is not None:
             c.exit_timer.cancel()
             c.exit_timer = None
+        if c.state == RUNNING:
+            self._running_count -= 1
         c.state = EXITED
         c.exit_code = exit_code
         c.finished_at = self.now_ns()
@@ -676,9 +781,9 @@ class FakeRuntime:
     def _write_log(self, c: FakeContainer, lines: Iterable[str]) -> None:
         if not c.log_path:
             return
-        path = Path(c.log_path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("ab") as fh:
+        if parent := os.path.dirname(c.log_path):  # os.path: pathlib's objects cost more
+            os.makedirs(parent, exist_ok=True)
+        with open(c.log_path, "ab") as fh:
             for line in lines:
                 fh.write(format_line(self.now_ns(), STDOUT, line.encode()))
 
@@ -746,14 +851,16 @@ class FakeRuntime:
             )
         host_network = req.config.linux.security_context.namespace_options.network == api.NODE
         ip = "" if host_network else self._allocate_ip()
-        self._names[name] = sid
-        self.sandboxes[sid] = FakeSandbox(sid, req.config, req.runtime_handler, self.now_ns(), ip)
+        self._reserve(name, sid)
+        sb = FakeSandbox(sid, req.config, req.runtime_handler, self.now_ns(), ip)
+        self.sandboxes[sid] = sb
+        self._sandboxes_by_uid.add(sb.labels.get(POD_UID_LABEL), sid)
         return api.RunPodSandboxResponse(pod_sandbox_id=sid)
 
     def _rpc_StopPodSandbox(self, req: api.StopPodSandboxRequest) -> api.StopPodSandboxResponse:
         sb = self._sandbox(req.pod_sandbox_id)
-        for c in self.containers.values():
-            if c.sandbox_id == sb.id and c.state == RUNNING:
+        for c in self._sandbox_containers(sb.id):
+            if c.state == RUNNING:
                 self._finish(c, 137)
         sb.state = SANDBOX_NOTREADY
         self._release_ip(sb.ip)
@@ -766,11 +873,12 @@ class FakeRuntime:
             sb = self._sandbox(req.pod_sandbox_id)
         except GRPCError:
             return api.RemovePodSandboxResponse()  # already gone: success, like containerd
-        for cid in [c.id for c in self.containers.values() if c.sandbox_id == sb.id]:
-            self._remove_container(self.containers[cid])
+        for c in self._sandbox_containers(sb.id):
+            self._remove_container(c)
         self._release_ip(sb.ip)
-        self._names = {k: v for k, v in self._names.items() if v != sb.id}
+        self._release_name(sb.id)
         del self.sandboxes[sb.id]
+        self._sandboxes_by_uid.discard(sb.labels.get(POD_UID_LABEL), sb.id)
         return api.RemovePodSandboxResponse()
 
     def _sandbox_status(self, sb: FakeSandbox) -> api.PodSandboxStatus:
@@ -804,7 +912,13 @@ class FakeRuntime:
         items = []
         selector = dict(f.label_selector)
         want_id, state = f.id, f.state.state if f.HasField("state") else None
-        for sb in self.sandboxes.values():
+        if POD_UID_LABEL in selector:
+            candidates: Iterable[FakeSandbox] = self._sandboxes_by_uid.select(
+                self.sandboxes, selector[POD_UID_LABEL], lambda x: x.labels.get(POD_UID_LABEL)
+            )
+        else:
+            candidates = self.sandboxes.values()
+        for sb in candidates:
             if want_id and not sb.id.startswith(want_id):
                 continue
             if state is not None and sb.state != state:
@@ -843,7 +957,7 @@ class FakeRuntime:
                 f'"{self._names[name]}"',
             )
         cid = self._next_id()
-        self._names[name] = cid
+        self._reserve(name, cid)
         log_path = ""
         if sb.config.log_directory and req.config.log_path:
             log_path = str(Path(sb.config.log_directory) / req.config.log_path)
@@ -857,6 +971,8 @@ class FakeRuntime:
         if req.config.linux.HasField("resources"):
             probe.resources = req.config.linux.resources
         self.containers[cid] = probe
+        self._containers_by_uid.add(probe.labels.get(POD_UID_LABEL), cid)
+        self._containers_by_sandbox.add(sb.id, cid)
         return api.CreateContainerResponse(container_id=cid)
 
     def _rpc_StartContainer(self, req: api.StartContainerRequest) -> api.StartContainerResponse:
@@ -877,6 +993,7 @@ class FakeRuntime:
                 Status.UNKNOWN, f"failed to start containerd task {c.id!r}: {b.start_error}"
             )
         c.state = RUNNING
+        self._running_count += 1
         c.started_at = self.now_ns()
         self._write_log(c, b.log_lines)
         if b.exit_after is not None:
@@ -884,6 +1001,8 @@ class FakeRuntime:
             code = 137 if b.oom else b.exit_code
             reason = "OOMKilled" if b.oom else ""
             c.exit_timer = loop.call_later(b.exit_after, self._finish, c, code, reason)
+        if self.on_running is not None:
+            self.on_running(self._running_count)
         return api.StartContainerResponse()
 
     async def _rpc_StopContainer(self, req: api.StopContainerRequest) -> api.StopContainerResponse:
@@ -906,8 +1025,10 @@ class FakeRuntime:
     def _remove_container(self, c: FakeContainer) -> None:
         if c.state == RUNNING:
             self._finish(c, 137)
-        self._names = {k: v for k, v in self._names.items() if v != c.id}
+        self._release_name(c.id)
         del self.containers[c.id]
+        self._containers_by_uid.discard(c.labels.get(POD_UID_LABEL), c.id)
+        self._containers_by_sandbox.discard(c.sandbox_id, c.id)
 
     def _rpc_RemoveContainer(self, req: api.RemoveContainerRequest) -> api.RemoveContainerResponse:
         try:
@@ -923,7 +1044,13 @@ class FakeRuntime:
         selector = dict(f.label_selector)
         want_id, want_sandbox = f.id, f.pod_sandbox_id
         state = f.state.state if f.HasField("state") else None
-        for c in self.containers.values():
+        if POD_UID_LABEL in selector:
+            candidates: Iterable[FakeContainer] = self._containers_by_uid.select(
+                self.containers, selector[POD_UID_LABEL], lambda x: x.labels.get(POD_UID_LABEL)
+            )
+        else:
+            candidates = self.containers.values()
+        for c in candidates:
             if want_id and not c.id.startswith(want_id):
                 continue
             if state is not None and c.state != state:
@@ -1138,11 +1265,7 @@ class FakeRuntime:
             linux=api.LinuxPodSandboxStats(
                 cpu=api.CpuUsage(timestamp=now),
                 memory=api.MemoryUsage(timestamp=now),
-                containers=[
-                    self._container_stats(c)
-                    for c in self.containers.values()
-                    if c.sandbox_id == sb.id
-                ],
+                containers=[self._container_stats(c) for c in self._sandbox_containers(sb.id)],
             ),
         )
 
@@ -1228,20 +1351,71 @@ class FakeRuntime:
 # -- process mode ------------------------------------------------------------------------
 
 
-async def _serve_forever(endpoint: str, images: list[str], pullable: list[str]) -> None:
+def _report(fake: FakeRuntime, event: str) -> None:
+    """One JSON line on stdout: the event, the RUNNING containers and the calls by RPC so
+    far. A benchmark reads these instead of asking over CRI (its own calls would count,
+    and cost both processes CPU)."""
+    line = {"event": event, "running": fake._running_count, "calls": dict(fake.call_counts)}
+    sys.stdout.write(json.dumps(line) + "\n")
+    sys.stdout.flush()
+
+
+def _process_fake(args: argparse.Namespace, clock: Callable[[], float]) -> FakeRuntime:
+    fake = FakeRuntime(
+        images=args.image or DEFAULT_IMAGES, pullable=args.pullable, clock=clock, record_calls=False
+    )
+    target = args.report_running
+    if target is not None:
+
+        def on_running(count: int) -> None:
+            if count == target:
+                _report(fake, "running")
+
+        fake.on_running = on_running
+    return fake
+
+
+async def _serve_forever(args: argparse.Namespace) -> None:
     async with trio_asyncio.open_loop():
-        fake = FakeRuntime(images=images or DEFAULT_IMAGES, pullable=pullable)
-        with trio.open_signal_receiver(2, 15) as signals:  # SIGINT, SIGTERM
-            async with fake.serve(endpoint):
+        fake = _process_fake(args, trio.current_time)
+        with trio.open_signal_receiver(SIGINT, SIGTERM, SIGUSR1) as signals:
+            async with fake.serve(args.listen):
                 log.info("fakeruntime serving on %s", fake.endpoint)
-                async for _ in signals:
-                    break
+                async for signum in signals:
+                    if signum != SIGUSR1:
+                        break
+                    _report(fake, "usr1")
+        _report(fake, "exit")
+
+
+async def _serve_plain(args: argparse.Namespace) -> None:
+    """CRI alone on a plain asyncio loop: no trio scheduler under every asyncio callback."""
+    fake = _process_fake(args, time.monotonic)
+    fake.path = Path(socket_path(args.listen) if "://" in args.listen else args.listen)
+    loop = asyncio.get_running_loop()
+    done = asyncio.Event()
+    loop.add_signal_handler(SIGINT, done.set)
+    loop.add_signal_handler(SIGTERM, done.set)
+    loop.add_signal_handler(SIGUSR1, _report, fake, "usr1")
+    server = fake._new_server()
+    await server.start(path=str(fake.path))
+    fake._server = server
+    log.info("fakeruntime serving on %s (no streaming server)", fake.endpoint)
+    await done.wait()
+    fake._server = None
+    server.close()
+    await server.wait_closed()
+    fake._abort_connections()
+    fake._remove_socket()
+    _report(fake, "exit")
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="python -m kubelet.testing.fakeruntime",
-        description="Serve an in-memory CRI runtime on a unix socket until SIGTERM/SIGINT.",
+        description="Serve an in-memory CRI runtime on a unix socket until SIGTERM/SIGINT. "
+        "Reports on stdout as JSON lines (the RUNNING containers and the calls by RPC): "
+        "on SIGUSR1, at exit, and with --report-running.",
     )
     parser.add_argument("--listen", required=True, help="endpoint, e.g. unix:///tmp/fake.sock")
     parser.add_argument(
@@ -1250,9 +1424,26 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--pullable", action="append", default=[], help="an image PullImage may fetch (repeatable)"
     )
+    parser.add_argument(
+        "--report-running",
+        type=int,
+        metavar="N",
+        help="report when a start makes N containers RUNNING",
+    )
+    parser.add_argument(
+        "--no-streaming",
+        action="store_true",
+        help="serve CRI alone on a plain asyncio loop, cheaper per call (Exec, Attach and "
+        "PortForward answer URLs that nothing serves)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    trio.run(_serve_forever, args.listen, args.image, args.pullable)
+    if args.no_streaming:
+        # trio_asyncio's policy (imported with kubelet.cri) would hand asyncio.run its loop
+        with asyncio.Runner(loop_factory=asyncio.SelectorEventLoop) as runner:
+            runner.run(_serve_plain(args))
+    else:
+        trio.run(_serve_forever, args)
 
 
 if __name__ == "__main__":

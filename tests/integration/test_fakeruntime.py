@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import signal
@@ -320,3 +321,79 @@ async def test_sandbox_ips_are_the_lowest_free_and_lists_filter_by_label(
     assert [s.id for s in by_uid] == [b]
     both = {"io.kubernetes.pod.uid": "uid-b", "io.kubernetes.pod.name": "c"}
     assert await runtime.list_pod_sandbox(labels=both) == []
+
+
+async def test_lists_by_pod_uid_follow_creation_and_removal(
+    fake: FakeRuntime, clients: Clients
+) -> None:
+    """Lists by the pod-UID label (an index, not a scan) see exactly that pod's items in
+    creation order, through removals, re-creations, a wipe, and a table changed
+    directly; the teardown RPCs free the names for reuse; calls are counted by RPC."""
+    runtime, _ = clients
+    uid = {"io.kubernetes.pod.uid": "uid-web"}
+    web, app = await start_pod(runtime)
+    other, _ = await start_pod(runtime, name="db")
+    cfg = sandbox_config("web", "uid-web")
+    side = await runtime.create_container(
+        web, container_config("side", pod="web", uid="uid-web"), cfg
+    )
+    assert [c.id for c in await runtime.list_containers(labels=uid)] == [app, side]
+    assert [s.id for s in await runtime.list_pod_sandbox(labels=uid)] == [web]
+    await runtime.remove_container(app)
+    assert [c.id for c in await runtime.list_containers(labels=uid)] == [side]
+    again = await runtime.create_container(
+        web, container_config("app", pod="web", uid="uid-web"), cfg
+    )  # its name was released
+    assert [c.id for c in await runtime.list_containers(labels=uid)] == [side, again]
+    await runtime.stop_pod_sandbox(web)
+    assert [c.state for c in await runtime.list_containers(labels=uid)] == [
+        api.CONTAINER_CREATED,
+        api.CONTAINER_CREATED,
+    ]
+    await runtime.remove_pod_sandbox(web)
+    assert await runtime.list_containers(labels=uid) == []
+    assert await runtime.list_pod_sandbox(labels=uid) == []
+    assert [s.id for s in await runtime.list_pod_sandbox()] == [other]
+    web2, app2 = await start_pod(runtime)  # same names: released with the sandbox
+    assert [c.id for c in await runtime.list_containers(labels=uid)] == [app2]
+    del fake.containers[app2]  # behind the index's back
+    assert await runtime.list_containers(labels=uid) == []
+    fake.wipe()
+    assert await runtime.list_pod_sandbox(labels=uid) == []
+    assert fake.call_counts["CreateContainer"] == 5
+    assert fake.call_counts["ListContainers"] == 7
+    assert web2 not in fake.sandboxes
+
+
+async def test_process_mode_reports_on_plain_asyncio(aio_loop: None, short_tmp: Path) -> None:
+    """`--no-streaming` serves CRI on a plain asyncio loop; the process reports its
+    RUNNING count and calls by RPC on stdout: on SIGUSR1, when `--report-running N`
+    containers run, and at exit."""
+    sock = short_tmp / "plain.sock"
+    argv = [sys.executable, "-m", "kubelet.testing.fakeruntime", "--listen", f"unix://{sock}"]
+    proc = subprocess.Popen(
+        [*argv, "--no-streaming", "--report-running", "2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert proc.stdout is not None
+    try:
+        with trio.fail_after(20):
+            while not sock.exists():
+                await trio.sleep(0.05)
+        async with connect(f"unix://{sock}") as (runtime, _):
+            assert (await runtime.version()).runtime_name == "fakeruntime"
+            os.kill(proc.pid, signal.SIGUSR1)
+            first = json.loads(await trio.to_thread.run_sync(proc.stdout.readline))
+            assert first == {"event": "usr1", "running": 0, "calls": {"Version": 1}}
+            await start_pod(runtime, name="a")
+            await start_pod(runtime, name="b")
+            second = json.loads(await trio.to_thread.run_sync(proc.stdout.readline))
+            assert (second["event"], second["running"]) == ("running", 2)
+            assert second["calls"]["StartContainer"] == 2
+    finally:
+        os.kill(proc.pid, signal.SIGTERM)
+        assert proc.wait(timeout=10) == 0
+    last = json.loads(proc.stdout.readline())
+    assert (last["event"], last["running"]) == ("exit", 2)
+    assert not sock.exists()
