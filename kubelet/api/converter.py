@@ -193,10 +193,13 @@ def _unstructure_attrs(conv: cattrs.Converter, cls: type) -> Any:
     pointer_like = {wire_name(f) for f in fields if f.default is None}
 
     def unstructure(obj: Any) -> dict[str, Any]:
+        # _is_empty inlined: most fields of an object are empty, and this runs for every
+        # object a pod is made of (a static pod's UID hashes its whole wire form)
         return {
             k: v
             for k, v in inner(obj).items()
-            if v is not None and (k in pointer_like or not _is_empty(v))
+            if v is not None
+            and (k in pointer_like or v or not isinstance(v, str | list | tuple | dict))
         }
 
     return unstructure
@@ -213,7 +216,7 @@ def _is_mapping(tp: Any) -> bool:
 
 def _unstructure_seq(conv: cattrs.Converter) -> Any:
     def unstructure(value: Any) -> list[Any]:
-        return [conv.unstructure(v) for v in value]
+        return [conv.unstructure(v) for v in value] if value else []
 
     return unstructure
 

@@ -19,10 +19,11 @@ lines an ``err`` field instead.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import logging
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from .fields import UID_VERBOSITY, ObjectRef, record_fields, record_verbosity
@@ -40,8 +41,12 @@ def severity(levelno: int) -> str:
 
 
 def quote(text: str) -> str:
-    """A double-quoted string with Go-like escapes (newlines stay on one line)."""
-    return json.dumps(text, ensure_ascii=False)
+    """A double-quoted string with Go-like escapes (newlines stay on one line): what
+    ``json.dumps(text, ensure_ascii=False)`` gives, without building an encoder a line."""
+    return _encode_string(text)
+
+
+_encode_string: Callable[[str], str] = json.encoder.encode_basestring
 
 
 def format_value(value: Any) -> str:
@@ -71,9 +76,29 @@ def header(record: logging.LogRecord) -> str:
     """``I1121 10:00:00.000000    1234 file.py:42] ``."""
     when = dt.datetime.fromtimestamp(record.created)
     return (
-        f"{severity(record.levelno)}{when:%m%d %H:%M:%S}.{when.microsecond:06d} "
-        f"{record.process or os.getpid():7d} {os.path.basename(record.pathname)}:{record.lineno}] "
+        f"{severity(record.levelno)}{_second(when)}.{when.microsecond:06d} "
+        f"{record.process or os.getpid():7d} {_basename(record.pathname)}:{record.lineno}] "
     )
+
+
+_last_second: tuple[dt.datetime, str] = (dt.datetime.min, "")
+
+
+def _second(when: dt.datetime) -> str:
+    """``mmdd hh:mm:ss`` of ``when``, formatted once a second (strftime is most of a
+    line's header, and lines come in bursts)."""
+    global _last_second
+    whole = when.replace(microsecond=0)
+    last, text = _last_second
+    if whole != last:
+        text = f"{whole:%m%d %H:%M:%S}"
+        _last_second = (whole, text)
+    return text
+
+
+@functools.lru_cache(maxsize=1024)
+def _basename(path: str) -> str:
+    return os.path.basename(path)
 
 
 def _error_of(record: logging.LogRecord) -> BaseException | None:

@@ -72,6 +72,9 @@ class VerbosityFilter(logging.Filter):
         super().__init__()
         self.verbosity = verbosity
         self.vmodule = tuple(vmodule)
+        self._limits: dict[str, int] = {}
+        """``limit_for`` by path, for the ``verbosity`` and ``vmodule`` in ``_limits_of``."""
+        self._limits_of: tuple[int, tuple[VModuleItem, ...]] = (verbosity, self.vmodule)
 
     def limit_for(self, pathname: str) -> int:
         """The ``-v`` that applies to records from ``pathname``."""
@@ -84,7 +87,17 @@ class VerbosityFilter(logging.Filter):
         return self.verbosity
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return record_verbosity(record.levelno) <= self.limit_for(record.pathname)
+        needed = record_verbosity(record.levelno)
+        if needed <= 0 <= self.verbosity and not self.vmodule:
+            return True  # INFO and above at any -v: no file to look up
+        of = self._limits_of
+        if of[0] != self.verbosity or of[1] is not self.vmodule or len(self._limits) > 4096:
+            self._limits = {}
+            self._limits_of = (self.verbosity, self.vmodule)
+        limit = self._limits.get(record.pathname)
+        if limit is None:
+            limit = self._limits[record.pathname] = self.limit_for(record.pathname)
+        return needed <= limit
 
 
 def root_level(verbosity: int, vmodule: Sequence[VModuleItem] = ()) -> int:

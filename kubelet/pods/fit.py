@@ -27,10 +27,11 @@ order; here they come in the order the pod names them.
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from fractions import Fraction
-from typing import Any
+from typing import Any, overload
 
 import attrs
 
@@ -59,9 +60,11 @@ __all__ = [
     "POD_OS_SELECTOR_MISMATCH",
     "TAINT_TOLERATION",
     "UNEXPECTED_ADMISSION_ERROR",
+    "ActivePods",
     "InsufficientResource",
     "NodeInfo",
     "PredicateFailure",
+    "RequestSum",
     "Resources",
     "filter_failures",
     "filter_rejection",
@@ -181,6 +184,131 @@ def _requests_counter(pod_level_resources: bool) -> PerObject[Pod, Resources]:
 _REQUESTS = {flag: _requests_counter(flag) for flag in (False, True)}
 """A pod's requests as admission counts them, by the ``PodLevelResources`` gate: every
 admission sums all active pods', so each pod's is computed once (pods are immutable)."""
+
+
+@attrs.define
+class _Sum:
+    """One gate setting's running sum; ``holders`` counts the parts naming each scalar
+    resource, so a name leaves the sum when its last part does (as ``_total``'s would)."""
+
+    milli_cpu: int = 0
+    memory: int = 0
+    ephemeral_storage: int = 0
+    pods: int = 0
+    scalar: dict[str, int] = attrs.field(factory=dict)
+    holders: dict[str, int] = attrs.field(factory=dict)
+    broken: set[str] = attrs.field(factory=set)
+    """UIDs whose requests do not parse: the sum is unknown while any is in."""
+
+    def add(self, part: Resources, sign: int) -> None:
+        self.milli_cpu += sign * part.milli_cpu
+        self.memory += sign * part.memory
+        self.ephemeral_storage += sign * part.ephemeral_storage
+        self.pods += sign * part.pods
+        for name, value in part.scalar.items():
+            held = self.holders.get(name, 0) + sign
+            if held:
+                self.holders[name] = held
+                self.scalar[name] = self.scalar.get(name, 0) + sign * value
+            else:
+                del self.holders[name]
+                del self.scalar[name]
+
+    def resources(self) -> Resources:
+        return Resources(
+            milli_cpu=self.milli_cpu,
+            memory=self.memory,
+            ephemeral_storage=self.ephemeral_storage,
+            pods=self.pods,
+            scalar=dict(self.scalar),
+        )
+
+
+class RequestSum:
+    """The requests of a changing set of pods (by UID), summed as pods come, change and
+    go: admission needs the sum of all admitted active pods' at every pod start, and
+    walking them all made a ramp of N pods O(N²). Equal to ``_total`` over the members'
+    requests; a gate setting's sum starts the first time it is asked for."""
+
+    def __init__(self) -> None:
+        self._pods: dict[str, Pod] = {}
+        self._sums: dict[bool, _Sum] = {}
+
+    def __len__(self) -> int:
+        return len(self._pods)
+
+    def __contains__(self, uid: object) -> bool:
+        return uid in self._pods
+
+    def put(self, uid: str, pod: Pod) -> None:
+        """``uid`` counts with ``pod``'s requests (in place of its previous pod's)."""
+        old = self._pods.get(uid)
+        if old is pod:
+            return
+        for flag, total in self._sums.items():
+            if old is not None:
+                self._account(total, flag, uid, old, -1)
+            self._account(total, flag, uid, pod, +1)
+        self._pods[uid] = pod
+
+    def discard(self, uid: str) -> None:
+        old = self._pods.pop(uid, None)
+        if old is not None:
+            for flag, total in self._sums.items():
+                self._account(total, flag, uid, old, -1)
+
+    def total(self, pod_level_resources: bool) -> Resources | None:
+        """The members' summed requests, or None when a member's do not parse (the caller
+        then sums them itself, meeting the error where it always did)."""
+        total = self._sums.get(pod_level_resources)
+        if total is None:
+            total = self._sums[pod_level_resources] = _Sum()
+            for uid, pod in self._pods.items():
+                self._account(total, pod_level_resources, uid, pod, +1)
+        return None if total.broken else total.resources()
+
+    @staticmethod
+    def _account(total: _Sum, flag: bool, uid: str, pod: Pod, sign: int) -> None:
+        try:
+            part = _REQUESTS[flag](pod)
+        except ValueError:
+            if sign > 0:
+                total.broken.add(uid)
+            else:
+                total.broken.discard(uid)
+            return
+        total.add(part, sign)
+
+
+class ActivePods(Sequence[Pod]):
+    """The pods admitted before and still active, as admission reads them: their count
+    and summed requests from a ``RequestSum``; the pods themselves (``listed``, in the
+    pod workers' order) only when a check walks them (host ports, preemption)."""
+
+    def __init__(self, requests: RequestSum, listed: Callable[[], list[Pod]]) -> None:
+        self.requests = requests
+        self._listed = listed
+        self._pods: list[Pod] | None = None
+
+    def _all(self) -> list[Pod]:
+        if self._pods is None:
+            self._pods = self._listed()
+        return self._pods
+
+    def __len__(self) -> int:
+        return len(self.requests)
+
+    @overload
+    def __getitem__(self, index: int) -> Pod: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Pod]: ...
+
+    def __getitem__(self, index: int | slice) -> Pod | Sequence[Pod]:
+        return self._all()[index]
+
+    def __iter__(self) -> Iterator[Pod]:
+        return iter(self._all())
 
 
 # -- failures -------------------------------------------------------------------------------
@@ -497,6 +625,14 @@ def _is_static(pod: Pod) -> bool:
     return source is not None and source != "api"
 
 
+@functools.lru_cache(maxsize=8)
+def _allocatable(items: tuple[tuple[str, str], ...]) -> Resources:
+    """The node's allocatable, parsed once per distinct value (every admission reads it;
+    a value that does not parse raises each time: errors are not cached)."""
+    amounts: ResourceList = {name: parse_quantity(value).amount for name, value in items}
+    return Resources.of(amounts)
+
+
 def general_filter(
     pod: Pod,
     others: Sequence[Pod],
@@ -508,12 +644,13 @@ def general_filter(
 ) -> list[Failure]:
     """Every failure, in upstream's order (the kubelet reports the first). ``others``:
     the pods already admitted and active."""
-    allocatable_amounts: ResourceList = {
-        name: parse_quantity(value).amount for name, value in node.allocatable.items()
-    }
-    allocatable = Resources.of(allocatable_amounts)
+    allocatable = _allocatable(tuple(node.allocatable.items()))
     requests_of = _REQUESTS[pod_level_resources]
-    requested = _total(requests_of(other) for other in others)
+    requested = None
+    if isinstance(others, ActivePods):
+        requested = others.requests.total(pod_level_resources)
+    if requested is None:
+        requested = _total(requests_of(other) for other in others)
     request = requests_of(pod)
     failures: list[Failure] = list(
         fits_request(

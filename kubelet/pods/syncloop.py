@@ -124,6 +124,11 @@ class SyncLoop:
         self.last_iteration: float | None = None
         self.iterations = 0
         self.rejected: dict[str, str] = {}
+        self._active = fit.RequestSum()
+        """The pods admission counts (active, not rejected), kept as workers change."""
+        workers.on_change = self._update_active
+        for uid in workers.workers:
+            self._update_active(uid)
 
     def on_result(self, uid: str, result: SyncResult) -> None:
         """Pod workers report here; decides when the pod is synced next (at the latest
@@ -207,6 +212,7 @@ class SyncLoop:
                 self.pods.remove(pod.uid)
                 self.queue.forget(pod.uid)
                 self.rejected.pop(pod.uid, None)
+                self._update_active(pod.uid)
                 self.workers.terminate(pod, None, remove=True)
             elif op is PodOperation.RECONCILE:
                 self._reconcile(pod)
@@ -238,6 +244,7 @@ class SyncLoop:
             rejection = await self._preempt(pod, rejection)
         if rejection is not None:
             self.rejected[pod.uid] = f"{rejection.reason}: {rejection.message}"
+            self._update_active(pod.uid)
             self.pods.set_rejected(pod.uid)
             log.warning("pod %s rejected: %s: %s", pod.key, rejection.reason, rejection.message)
             if self._on_reject is not None:
@@ -253,12 +260,25 @@ class SyncLoop:
             return None
         return admit(pod, self._others(pod), self._admission_facts())
 
-    def _others(self, pod: Pod) -> list[Pod]:
+    def _others(self, pod: Pod) -> Sequence[Pod]:
+        if pod.uid in self._active:  # never for a pod not yet admitted: the slow way
+            return self._listed_others(pod)
+        return fit.ActivePods(self._active, lambda: self._listed_others(pod))
+
+    def _listed_others(self, pod: Pod) -> list[Pod]:
         return [
             w.pod
             for uid, w in self.workers.workers.items()
             if uid not in self.rejected and uid != pod.uid and self.workers.is_active(uid)
         ]
+
+    def _update_active(self, uid: str) -> None:
+        """Whether ``uid`` counts for admission now, with its current pod."""
+        worker = self.workers.workers.get(uid)
+        if worker is not None and uid not in self.rejected and self.workers.is_active(uid):
+            self._active.put(uid, worker.pod)
+        else:
+            self._active.discard(uid)
 
     async def _preempt(self, pod: Pod, rejection: Rejection) -> Rejection | None:
         """Upstream's critical pod admission handler: a critical pod refused by the

@@ -122,6 +122,9 @@ class PodWorkers:
         self._on_terminated = on_terminated
         self._nursery: trio.Nursery | None = None
         self.workers: dict[str, PodWorker] = {}
+        self.on_change: Callable[[str], None] | None = None
+        """Called with a pod's UID after anything ``is_active`` reads of it may have
+        changed (admission keeps its running sum of active pods' requests by it)."""
         self._static_by_name: dict[str, dict[str, PodWorker]] = {}
         """full name → uid → worker, static pods only (edited manifests share a name)."""
 
@@ -141,6 +144,7 @@ class PodWorkers:
             self._start(PodWorker(pod.uid, pod))
             return
         worker.pod = pod
+        self._changed(pod.uid)
         if worker.terminate_requested:
             if worker.remove_when_terminated:
                 # the same UID came back (e.g. a static manifest restored): run it again
@@ -156,6 +160,7 @@ class PodWorkers:
         worker = self.workers.get(pod.uid)
         if worker is not None:
             worker.pod = pod
+            self._changed(pod.uid)
 
     def terminate(self, pod: Pod, grace: int | None = None, *, remove: bool = False) -> None:
         """Stop ``pod`` (with at most ``grace`` seconds); ``remove`` forgets it afterwards."""
@@ -183,6 +188,7 @@ class PodWorkers:
                 worker.scope.cancel()  # a sync in flight gives way to termination
         elif shrunk and worker.scope is not None and worker.phase is PodPhase.TERMINATING:
             worker.scope.cancel()  # restart termination with the shorter grace
+        self._changed(pod.uid)
         self._poke(worker)
 
     def requeue(self, uid: str) -> None:
@@ -199,6 +205,10 @@ class PodWorkers:
             self._poke(worker)
 
     # -- queries -------------------------------------------------------------------------
+
+    def _changed(self, uid: str) -> None:
+        if self.on_change is not None:
+            self.on_change(uid)
 
     def phase(self, uid: str) -> PodPhase | None:
         worker = self.workers.get(uid)
@@ -229,6 +239,7 @@ class PodWorkers:
         if self._nursery is None:
             raise RuntimeError("PodWorkers.run has not started")
         self.workers[worker.uid] = worker
+        self._changed(worker.uid)
         if worker.static:
             self._static_by_name.setdefault(worker.pod.full_name, {})[worker.uid] = worker
         worker.pending = True
@@ -286,6 +297,7 @@ class PodWorkers:
             worker.done.set()
             if self.workers.get(worker.uid) is worker and worker.remove_when_terminated:
                 del self.workers[worker.uid]
+                self._changed(worker.uid)
                 same_name = self._static_by_name.get(worker.pod.full_name, {})
                 same_name.pop(worker.uid, None)
                 if not same_name:
@@ -298,6 +310,7 @@ class PodWorkers:
         worker.grace = None
         worker.terminated = trio.Event()
         worker.pending = True
+        self._changed(worker.uid)
 
     async def _sync(self, worker: PodWorker) -> None:
         result: SyncResult | None = None
@@ -320,6 +333,7 @@ class PodWorkers:
         worker.last_result = result
         worker.last_error = result.error
         worker.finished = result.finished
+        self._changed(worker.uid)
         self._report(worker.uid, result)
 
     def _report(self, uid: str, result: SyncResult) -> None:
@@ -347,6 +361,7 @@ class PodWorkers:
             worker.wake.set()  # grace shrank: terminate again with the new grace
             return
         worker.phase = PodPhase.TERMINATED
+        self._changed(worker.uid)
         worker.last_error = None
         worker.terminated.set()
         if self._on_terminated is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import io
 import json
 import logging
@@ -159,3 +160,40 @@ def test_json_format(capture: tuple[io.StringIO, list[logging.Handler]]) -> None
     assert first["caller"].startswith("test_klog.py:")
     assert first["ts"] > 1e12  # milliseconds
     assert "v" not in second and second["err"] == "RuntimeError: boom"
+
+
+def test_header_formats_each_second_as_strftime_would() -> None:
+    # The header's "mmdd hh:mm:ss" is formatted once a second: across second boundaries,
+    # microsecond carries and going back in time it must still be what strftime says.
+    from kubelet.logs.klog import header
+
+    base = 1_700_000_000.0
+    stamps = [base + i * 0.37 for i in range(20)] + [base + 5.9999996, base + 5.0, base + 86400]
+    for created in stamps:
+        record = logging.LogRecord("k", logging.INFO, "/x/kubelet/pods/a.py", 7, "m", (), None)
+        record.created = created
+        when = datetime.datetime.fromtimestamp(created)
+        want = f"I{when:%m%d %H:%M:%S}.{when.microsecond:06d} {record.process:7d} a.py:7] "
+        assert header(record) == want
+
+
+def test_quote_is_json_without_ascii_escapes() -> None:
+    for text in ["", "plain", 'q"b\\s', "tab\tnl\n\x00\x1f", "é ü 中 \u2028 😀", "</script>"]:
+        assert quote(text) == json.dumps(text, ensure_ascii=False)
+
+
+def test_verbosity_change_after_setup_is_honoured(
+    capture: tuple[io.StringIO, list[logging.Handler]],
+) -> None:
+    # The filter remembers each file's limit; raising -v on the live filter must count.
+    from kubelet.logs.setup import VerbosityFilter
+
+    buf, handlers = capture
+    setup_logging(LoggingConfiguration(verbosity=0), buf)
+    logging.getLogger().setLevel(1)
+    log = get_logger("kubelet.t")
+    log.v(2).info("hidden")
+    (flt,) = [f for h in handlers for f in h.filters if isinstance(f, VerbosityFilter)]
+    flt.verbosity = 2
+    log.v(2).info("shown")
+    assert [line.rsplit("] ", 1)[1] for line in lines(buf)] == ['"shown"']

@@ -571,3 +571,18 @@ def test_long_values_are_shortened_in_errors() -> None:
     assert err.reason.startswith('invalid pod: metadata.name: Invalid value: "aaaa')
     assert err.reason.endswith("must be no more than 253 characters")
     assert "characters omitted)…" in err.reason
+
+
+def test_the_thread_clock_is_read_only_when_the_limit_could_have_passed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from kubelet.sources import limits
+
+    with pytest.raises(ManifestError):  # a budget already spent refuses, by the thread clock
+        Budget(PATH, seconds=-1.0).check("step")
+    monkeypatch.setattr(limits.time, "monotonic", lambda: 100.0)  # no wall time passes
+    budget = Budget(PATH, seconds=0.0)
+    deadline = time.thread_time() + 0.02
+    while time.thread_time() < deadline:  # CPU spent, but the wall clock says none was
+        pass
+    budget.check("step")  # ... and one whose wall time has not run out does not ask
