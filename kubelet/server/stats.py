@@ -433,8 +433,8 @@ class SummaryProvider:
         log_dirs: Mapping[str, list[str]] | None = None,
     ) -> Json:
         uid = c.labels.get(labels.POD_UID, "")
-        name = glob.escape(c.metadata.name)
         if log_dirs is None:
+            name = glob.escape(c.metadata.name)
             files = glob.glob(f"{self.pod_logs_dir}/*_{uid}/{name}/*")
         else:  # what the glob of each pod directory finds, listed without glob's machinery
             files = [

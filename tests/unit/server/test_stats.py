@@ -432,3 +432,10 @@ async def test_container_logs_count_what_the_glob_of_its_directory_finds(
     [pod] = (await stats.summary())["pods"]
     [app] = pod["containers"]
     assert app["logs"]["usedBytes"] == 10 + 5 + 7 and app["logs"]["inodesUsed"] == 3
+
+
+def test_rfc3339_keeps_whole_seconds_through_its_cache() -> None:
+    assert rfc3339(NOW) == rfc3339(NOW + 0.999) == "2027-01-15T08:00:00Z"
+    assert rfc3339(NOW + 1) == "2027-01-15T08:00:01Z"
+    assert rfc3339(59.999) == "1970-01-01T00:00:59Z"
+    assert rfc3339(-0.5) == rfc3339(0) == "1970-01-01T00:00:00Z"  # truncated, as before
