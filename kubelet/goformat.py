@@ -7,6 +7,7 @@ written as Go writes them; these helpers are the one place that knows how.
 from __future__ import annotations
 
 import datetime
+import functools
 
 __all__ = ["go_duration", "go_quote", "parse_rfc3339", "rfc3339"]
 
@@ -48,7 +49,14 @@ def go_duration(seconds: float) -> str:
 
 def rfc3339(seconds: float) -> str:
     """A time as the API writes ``metav1.Time``: RFC 3339, whole seconds, UTC."""
-    moment = datetime.datetime.fromtimestamp(int(seconds), datetime.UTC)
+    return _rfc3339(int(seconds))
+
+
+@functools.lru_cache(maxsize=4096)
+def _rfc3339(seconds: int) -> str:
+    """Cached: the summary alone formats a few "now"s and each container's start, five
+    times per pod and pass (2 µs each; a cache hit is 0.05 µs)."""
+    moment = datetime.datetime.fromtimestamp(seconds, datetime.UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

@@ -24,6 +24,7 @@ the garbage collectors and the event recorder.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
@@ -228,12 +229,16 @@ class EvictionManager:
             n = notifier.CgroupThresholdNotifier(path)
             self._notifiers.append((t, n))
             nursery.start_soon(self._watch_notifier, t, n)
+            nursery.start_soon(n.keep_armed, functools.partial(self._arm_failed, t))
 
     async def _watch_notifier(self, t: Threshold, n: notifier.CgroupThresholdNotifier) -> None:
         while True:
             await n.wait()
             log.info("eviction manager: %s crossed", notifier.description(t))
             self.kick()
+
+    def _arm_failed(self, t: Threshold, exc: Exception) -> None:
+        log.info("eviction manager: failed to update %s: %s", notifier.description(t), exc)
 
     def _arm_notifiers(self, summary: Summary) -> None:
         now = trio.current_time()
@@ -250,9 +255,9 @@ class EvictionManager:
             try:
                 if memory is None:
                     raise ValueError("no memory figures in the summary")
-                n.arm(notifier.memcg_threshold(t, memory))
-            except (OSError, ValueError) as exc:
-                log.info("eviction manager: failed to update %s: %s", notifier.description(t), exc)
+                n.update(notifier.memcg_threshold(t, memory))
+            except ValueError as exc:
+                self._arm_failed(t, exc)
 
     # -- one pass ----------------------------------------------------------------------
 

@@ -84,9 +84,10 @@ async def cgroup_figures(
         if uid:
             newest[(uid, c.metadata.name)] = c
     pods: dict[str, str | None] = {}
+    finder = host.pod_cgroups(pods_root)
     for (uid, name), c in newest.items():
         if uid not in pods:
-            pods[uid] = host.find_pod_cgroup(uid, pods_root)
+            pods[uid] = finder.find(uid)
             if pods[uid] is not None:
                 out[(uid, "")] = _read(host, pods[uid] or "", psi)
         pod_cgroup = pods[uid]

@@ -212,15 +212,66 @@ class Host:
     def find_pod_cgroup(self, uid: str, root: CgroupName = (NODE_ALLOCATABLE,)) -> str | None:
         """The path of pod ``uid``'s cgroup under the QoS parents (``kubelet.cgroups.names``'s
         layout: ``/kubepods[/burstable|/besteffort]/pod<uid>``) if it exists."""
-        for parent in QosCgroups.under(root).roots():
-            try:
-                name = new_name(parent, POD_PREFIX + uid)
-            except ValueError:  # not a UID a pod cgroup can have
-                return None
+        for name in _pod_names(uid, root):
             path = self._existing(name)
             if path is not None:
                 return path
         return None
+
+    def pod_cgroups(self, root: CgroupName = (NODE_ALLOCATABLE,)) -> PodCgroupFinder:
+        """``find_pod_cgroup`` for one pass over many pods (a summary, a metrics scrape)."""
+        return PodCgroupFinder(self.cgroups, root)
+
+
+def _pod_names(uid: str, root: CgroupName) -> list[CgroupName]:
+    """Where pod ``uid``'s cgroup can be, in upstream's scan order; none for a UID that
+    no pod cgroup can have."""
+    try:
+        return [new_name(parent, POD_PREFIX + uid) for parent in QosCgroups.under(root).roots()]
+    except ValueError:
+        return []
+
+
+@attrs.define
+class PodCgroupFinder:
+    """Pod cgroups found as ``Host.find_pod_cgroup`` finds them, from one listing of each
+    QoS parent (in either driver's spelling) taken at its first use: a summary over N pods
+    made up to 12 stats per pod (6 spellings, again for each container), most of them for
+    cgroups that are not there (every pod without cgroups per QoS). Meant for one pass: a
+    pod cgroup made after the listing is found by the next pass."""
+
+    cgroups: Cgroups
+    root: CgroupName
+    _places: list[tuple[str, str, bool]] = attrs.field(init=False)
+    """(parent cgroup, prefix of the pod's child name, systemd spelling) in scan order"""
+    _children: dict[str, frozenset[str]] = attrs.field(factory=dict, init=False)
+    _found: dict[str, str | None] = attrs.field(factory=dict, init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self._places = []
+        for parent in QosCgroups.under(self.root).roots():
+            slice_prefix = "".join(part.replace("-", "_") + "-" for part in parent)
+            self._places.append((to_cgroupfs(parent), POD_PREFIX, False))
+            self._places.append((to_systemd(parent), slice_prefix + POD_PREFIX, True))
+
+    def find(self, uid: str) -> str | None:
+        if uid not in self._found:
+            self._found[uid] = self._find(uid)
+        return self._found[uid]
+
+    def _find(self, uid: str) -> str | None:
+        if "/" in uid or "_" in uid:  # not a UID a pod cgroup can have (``new_name``)
+            return None
+        for parent, prefix, systemd in self._places:
+            child = prefix + uid.replace("-", "_") + ".slice" if systemd else prefix + uid
+            if child in self._listing(parent):
+                return parent.rstrip("/") + "/" + child
+        return None
+
+    def _listing(self, parent: str) -> frozenset[str]:
+        if parent not in self._children:
+            self._children[parent] = self.cgroups.children(parent)
+        return self._children[parent]
 
 
 def _sample(memory: CgroupMemory) -> MemorySample:

@@ -30,7 +30,7 @@ from kubelet.stats.psi import add_psi
 from kubelet.stats.volumes import AGG_PERIOD, PodVolume, VolumeUsageCache
 
 from .cgroupfigures import container_cgroup
-from .hoststats import CpuSample, FsSample, Host, MemorySample, files_usage
+from .hoststats import CpuSample, FsSample, Host, MemorySample, PodCgroupFinder, files_usage
 from .syscontainers import SystemCgroups, swap_json, system_containers, zero_swap
 
 log = logging.getLogger(__name__)
@@ -118,6 +118,13 @@ def pod_log_dirs(root: str) -> dict[str, list[str]]:
         if sep:
             found.setdefault(uid, []).append(os.path.join(root, entry))
     return found
+
+
+def _listdir(path: str) -> list[str]:
+    try:
+        return os.listdir(path)
+    except OSError:
+        return []
 
 
 def _value(message: Any, field: str) -> int | None:
@@ -311,15 +318,18 @@ class SummaryProvider:
             by_sandbox.setdefault(c.pod_sandbox_id, {})[c.metadata.name] = c  # newest wins
         out: list[Json] = []
         log_dirs = None if only_cpu_and_memory else pod_log_dirs(self.pod_logs_dir)
+        cgroups = self.host.pod_cgroups(self.pods_root)
         for sandbox in sorted(sandboxes, key=lambda s: s.created_at):
             pod_containers = [
                 self._container_json(
-                    c, container_stats.get(c.id), capacity, fs, image_fs, log_dirs
+                    c, container_stats.get(c.id), capacity, fs, image_fs, cgroups, log_dirs
                 )
                 for c in by_sandbox.get(sandbox.id, {}).values()
             ]
             stats = sandbox_stats.get(sandbox.id) if sandbox_stats is not None else None
-            pod = self._pod_json(sandbox, stats, pod_containers, capacity, only_cpu_and_memory)
+            pod = self._pod_json(
+                sandbox, stats, pod_containers, capacity, only_cpu_and_memory, cgroups
+            )
             if not only_cpu_and_memory:
                 await self._add_volumes(pod)
             out.append(pod)
@@ -391,6 +401,7 @@ class SummaryProvider:
         capacity: int | None,
         logs_fs: FsSample | None,
         image_fs: FsSample | None,
+        cgroups: PodCgroupFinder,
         log_dirs: Mapping[str, list[str]] | None = None,
     ) -> Json:
         out: Json = {"name": c.metadata.name, "startTime": rfc3339(c.created_at / 1e9)}
@@ -398,7 +409,7 @@ class SummaryProvider:
             out.update(self._cpu_memory(f"container/{c.id}", stats.cpu, stats.memory, capacity))
             full = logs_fs is not None or image_fs is not None
             when = rfc3339(self.wall_clock())
-            cgroup = self._container_cgroup(c)
+            cgroup = self._container_cgroup(c, cgroups)
             out["swap"] = self._cgroup_swap(cgroup, when) or _container_swap(stats, when, full)
             self._add_psi(out, cgroup, full)
             if full:
@@ -422,14 +433,15 @@ class SummaryProvider:
         log_dirs: Mapping[str, list[str]] | None = None,
     ) -> Json:
         uid = c.labels.get(labels.POD_UID, "")
-        name = glob.escape(c.metadata.name)
         if log_dirs is None:
+            name = glob.escape(c.metadata.name)
             files = glob.glob(f"{self.pod_logs_dir}/*_{uid}/{name}/*")
-        else:
+        else:  # what the glob of each pod directory finds, listed without glob's machinery
             files = [
-                file
+                os.path.join(pod_dir, c.metadata.name, entry)
                 for pod_dir in log_dirs.get(uid, ())
-                for file in glob.glob(os.path.join(glob.escape(pod_dir), name, "*"))
+                for entry in _listdir(os.path.join(pod_dir, c.metadata.name))
+                if not entry.startswith(".")
             ]
         used, inodes = files_usage(files)
         return fs_json(when, fs, used, inodes)
@@ -467,6 +479,7 @@ class SummaryProvider:
         containers: list[Json],
         capacity: int | None,
         only_cpu_and_memory: bool,
+        cgroups: PodCgroupFinder,
     ) -> Json:
         uid = sandbox.labels.get(labels.POD_UID, sandbox.metadata.uid)
         pod: Json = {
@@ -484,27 +497,21 @@ class SummaryProvider:
             )
             if not only_cpu_and_memory and stats.linux.HasField("network"):
                 pod["network"] = _network_json(stats.linux.network)
-        cgroup: list[str | None] = []  # looked up at most once per pod and pass
-
-        def pod_cgroup() -> str | None:
-            if not cgroup:
-                cgroup.append(self.host.find_pod_cgroup(uid, self.pods_root))
-            return cgroup[0]
-
+        cgroup = cgroups.find(uid)
         if "cpu" not in pod or "memory" not in pod:
-            found = self._pod_cgroup(uid, capacity, pod_cgroup())
+            found = self._pod_cgroup(uid, capacity, cgroup)
             pod.update({k: v for k, v in found.items() if k not in pod})
         if "cpu" not in pod or "memory" not in pod:
             pod.update({k: v for k, v in _sum_containers(containers).items() if k not in pod})
-        pod["swap"] = self._pod_swap(pod_cgroup()) or _sum_swap(containers)
-        self._add_psi(pod, pod_cgroup(), not only_cpu_and_memory)
+        pod["swap"] = self._pod_swap(cgroup) or _sum_swap(containers)
+        self._add_psi(pod, cgroup, not only_cpu_and_memory)
         if not only_cpu_and_memory:
             pod["ephemeral-storage"] = _ephemeral(containers)
-            pod["process_stats"] = self._process_stats(pod_cgroup())
+            pod["process_stats"] = self._process_stats(cgroup)
         return _prune(pod)
 
-    def _container_cgroup(self, c: api.Container) -> str | None:
-        pod = self.host.find_pod_cgroup(c.labels.get(labels.POD_UID, ""), self.pods_root)
+    def _container_cgroup(self, c: api.Container, cgroups: PodCgroupFinder) -> str | None:
+        pod = cgroups.find(c.labels.get(labels.POD_UID, ""))
         return container_cgroup(self.host, pod, c.id) if pod is not None else None
 
     def _add_psi(self, row: Json, cgroup: str | None, io: bool) -> None:

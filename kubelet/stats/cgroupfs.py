@@ -27,6 +27,7 @@ it cannot read; nothing raises for a missing file.
 from __future__ import annotations
 
 import enum
+import os
 from pathlib import Path
 
 import attrs
@@ -159,14 +160,26 @@ _UNLIMITED = 1 << 62
 _USER_HZ = 100
 
 
-def _read(path: Path) -> str | None:
+def _read(path: str | Path) -> str | None:
+    """The file's text, None when it cannot be read. Plain ``os`` calls: a summary pass
+    reads a few files per pod, and ``Path.read_text`` costs six times as much (13 µs
+    against 2 µs for a cgroup file here)."""
     try:
-        return path.read_text()
-    except (OSError, UnicodeDecodeError):
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
         return None
+    try:
+        chunks = []
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+        return b"".join(chunks).decode()
+    except (OSError, UnicodeDecodeError):  # a directory, a file gone meanwhile
+        return None
+    finally:
+        os.close(fd)
 
 
-def _int(path: Path) -> int | None:
+def _int(path: str | Path) -> int | None:
     text = _read(path)
     if text is None:
         return None
@@ -188,6 +201,16 @@ def _key_values(text: str | None) -> dict[str, int]:
     return out
 
 
+def _join(base: str, *parts: str) -> str:
+    """``base``/``parts`` with the cgroup path's slashes trimmed (``/`` adds nothing)."""
+    path = base
+    for part in parts:
+        part = part.strip("/")
+        if part:
+            path = f"{path}/{part}"
+    return path
+
+
 def detect_layout(root: Path = Path("/")) -> Layout:
     """v2 when ``sys/fs/cgroup`` itself is the unified hierarchy, else v1."""
     base = root / "sys/fs/cgroup"
@@ -200,29 +223,44 @@ class Cgroups:
 
     root: Path = Path("/")
     layout: Layout | None = None
+    _base: str = attrs.field(init=False, eq=False, repr=False)
+    """``base`` as text: the readers join strings (pathlib's joins cost more than the
+    reads they lead to)."""
 
     def __attrs_post_init__(self) -> None:
         if self.layout is None:
             self.layout = detect_layout(self.root)
+        self._base = str(self.base)
 
     @property
     def base(self) -> Path:
         return self.root / "sys/fs/cgroup"
 
-    def _v1(self, controllers: tuple[str, ...], cgroup: str) -> Path | None:
+    def _v1(self, controllers: tuple[str, ...], cgroup: str) -> str | None:
         for name in controllers:
-            path = self.base / name / cgroup.strip("/")
-            if path.is_dir():
+            path = _join(self._base, name, cgroup)
+            if os.path.isdir(path):
                 return path
         return None
 
-    def _v2(self, cgroup: str) -> Path:
-        return self.base / cgroup.strip("/")
+    def _v2(self, cgroup: str) -> str:
+        return _join(self._base, cgroup)
 
     def exists(self, cgroup: str) -> bool:
         if self.layout is Layout.V2:
-            return self._v2(cgroup).is_dir()
+            return os.path.isdir(self._v2(cgroup))
         return self._v1(("memory",), cgroup) is not None
+
+    def children(self, cgroup: str) -> frozenset[str]:
+        """The names of ``cgroup``'s child cgroups, those ``exists`` finds (nothing when
+        ``cgroup`` is not there): one directory listing instead of a stat per child."""
+        v2 = self.layout is Layout.V2
+        path = self._v2(cgroup) if v2 else _join(self._base, "memory", cgroup)
+        try:
+            with os.scandir(path) as entries:
+                return frozenset(e.name for e in entries if e.is_dir())
+        except OSError:
+            return frozenset()
 
     def memory(self, cgroup: str) -> CgroupMemory | None:
         """Usage and working set of ``cgroup`` (``/`` is the whole machine)."""
@@ -234,16 +272,16 @@ class Cgroups:
         path = self._v1(("memory",), cgroup)
         if path is None:
             return None
-        usage = _int(path / "memory.usage_in_bytes")
+        usage = _int(f"{path}/memory.usage_in_bytes")
         if usage is None:
             return None
-        stat = _key_values(_read(path / "memory.stat"))
+        stat = _key_values(_read(f"{path}/memory.stat"))
 
         def total(key: str) -> int | None:
             return stat.get("total_" + key, stat.get(key))
 
         inactive = total("inactive_file") or 0
-        limit = _int(path / "memory.limit_in_bytes")
+        limit = _int(f"{path}/memory.limit_in_bytes")
         return CgroupMemory(
             usage=usage,
             working_set=max(usage - inactive, 0),
@@ -256,8 +294,8 @@ class Cgroups:
 
     def _memory_v2(self, cgroup: str) -> CgroupMemory | None:
         path = self._v2(cgroup)
-        usage = _int(path / "memory.current")
-        stat = _key_values(_read(path / "memory.stat"))
+        usage = _int(f"{path}/memory.current")
+        stat = _key_values(_read(f"{path}/memory.stat"))
         if usage is None:
             if cgroup.strip("/") != "":
                 return None
@@ -265,7 +303,7 @@ class Cgroups:
                 return self.meminfo_memory()
             usage = stat["anon"] + stat["file"]
         inactive = stat.get("inactive_file", 0)
-        limit_text = (_read(path / "memory.max") or "max").strip()
+        limit_text = (_read(f"{path}/memory.max") or "max").strip()
         return CgroupMemory(
             usage=usage,
             working_set=max(usage - inactive, 0),
@@ -283,15 +321,15 @@ class Cgroups:
         failcnt of 0 (v2 has none; cAdvisor reports 0)."""
         if self.layout is Layout.V2:
             path = self._v2(cgroup)
-            if not (path / "memory.stat").exists():
+            if not os.path.exists(f"{path}/memory.stat"):
                 return None
-            stat = _key_values(_read(path / "memory.stat"))
+            stat = _key_values(_read(f"{path}/memory.stat"))
             return CgroupMemoryDetail(
                 cache=stat.get("file"),
-                swap=_int(path / "memory.swap.current"),
+                swap=_int(f"{path}/memory.swap.current"),
                 mapped_file=stat.get("file_mapped"),
                 failcnt=0,
-                max_usage=_int(path / "memory.peak"),
+                max_usage=_int(f"{path}/memory.peak"),
                 active_file=stat.get("active_file"),
                 inactive_file=stat.get("inactive_file"),
                 page_faults=(stat.get("pgfault"), stat.get("pgmajfault")),
@@ -299,7 +337,7 @@ class Cgroups:
         found = self._v1(("memory",), cgroup)
         if found is None:
             return None
-        stat = _key_values(_read(found / "memory.stat"))
+        stat = _key_values(_read(f"{found}/memory.stat"))
 
         def total(key: str) -> int | None:
             return stat.get("total_" + key, stat.get(key))
@@ -308,9 +346,9 @@ class Cgroups:
             cache=total("cache"),
             swap=total("swap"),
             mapped_file=total("mapped_file"),
-            failcnt=_int(found / "memory.failcnt"),
-            max_usage=_int(found / "memory.max_usage_in_bytes"),
-            kernel=_int(found / "memory.kmem.usage_in_bytes"),
+            failcnt=_int(f"{found}/memory.failcnt"),
+            max_usage=_int(f"{found}/memory.max_usage_in_bytes"),
+            kernel=_int(f"{found}/memory.kmem.usage_in_bytes"),
             active_file=stat.get("total_active_file"),
             inactive_file=stat.get("total_inactive_file"),
             page_faults=(stat.get("pgfault"), stat.get("pgmajfault")),
@@ -334,18 +372,19 @@ class Cgroups:
         accounting on); None when the kernel does not account swap there."""
         if self.layout is Layout.V2:
             path = self._v2(cgroup)
-            usage = _int(path / "memory.swap.current")
+            usage = _int(f"{path}/memory.swap.current")
             if usage is None:
                 return None
-            limit_text = (_read(path / "memory.swap.max") or "max").strip()
+            limit_text = (_read(f"{path}/memory.swap.max") or "max").strip()
             return CgroupSwap(usage, int(limit_text) if limit_text.isdigit() else None)
         v1 = self._v1(("memory",), cgroup)
         if v1 is None:
             return None
-        both, memory = _int(v1 / "memory.memsw.usage_in_bytes"), _int(v1 / "memory.usage_in_bytes")
+        both = _int(f"{v1}/memory.memsw.usage_in_bytes")
+        memory = _int(f"{v1}/memory.usage_in_bytes")
         if both is None or memory is None:
             return None
-        limit = _int(v1 / "memory.memsw.limit_in_bytes")
+        limit = _int(f"{v1}/memory.memsw.limit_in_bytes")
         return CgroupSwap(
             max(both - memory, 0), limit if limit is not None and limit < _UNLIMITED else None
         )
@@ -378,19 +417,19 @@ class Cgroups:
         (v2) of ``cpu.stat``; the quota from ``cpu.cfs_quota_us`` (-1: none) or ``cpu.max``."""
         if self.layout is Layout.V2:
             path = self._v2(cgroup)
-            stat = _key_values(_read(path / "cpu.stat"))
+            stat = _key_values(_read(f"{path}/cpu.stat"))
             throttled = stat.get("throttled_usec", 0) * 1000
             burst = stat.get("burst_usec", 0) * 1000
-            quota = (_read(path / "cpu.max") or "max").split()[:1] != ["max"]
+            quota = (_read(f"{path}/cpu.max") or "max").split()[:1] != ["max"]
         else:
             found = self._v1(("cpu", "cpu,cpuacct", "cpuacct,cpu"), cgroup)
             if found is None:
                 return None
             path = found
-            stat = _key_values(_read(path / "cpu.stat"))
+            stat = _key_values(_read(f"{path}/cpu.stat"))
             throttled = stat.get("throttled_time", 0)
             burst = stat.get("burst_time", 0)
-            quota = (_int(path / "cpu.cfs_quota_us") or -1) > 0
+            quota = (_int(f"{path}/cpu.cfs_quota_us") or -1) > 0
         if "nr_periods" not in stat:
             return None
         return CfsStats(
@@ -402,7 +441,7 @@ class Cgroups:
         """Bytes and operations per device: ``io.stat`` (v2), or the first of the CFQ, BFQ
         and throttle ``*_recursive`` files that has device lines (v1, as runc reads them)."""
         if self.layout is Layout.V2:
-            text = _read(self._v2(cgroup) / "io.stat")
+            text = _read(self._v2(cgroup) + "/io.stat")
             if text is None:
                 return None
             devices: list[DeviceIo] = []
@@ -423,9 +462,9 @@ class Cgroups:
         if path is None:
             return None
         for pattern in _V1_BLKIO:
-            served = _v1_blkio_lines(_read(path / pattern.format("service_bytes")))
+            served = _v1_blkio_lines(_read(f"{path}/" + pattern.format("service_bytes")))
             if served:
-                counted = _v1_blkio_lines(_read(path / pattern.format("serviced")))
+                counted = _v1_blkio_lines(_read(f"{path}/" + pattern.format("serviced")))
                 return tuple(
                     DeviceIo(major, minor, tuple(ops), tuple(counted.get((major, minor), ())))
                     for (major, minor), ops in sorted(served.items())
@@ -438,10 +477,11 @@ class Cgroups:
         only from cgroup v2) nor for a file the kernel does not offer."""
         if self.layout is not Layout.V2:
             return {}
+        files: dict[str, str | Path]
         if cgroup.strip("/") == "":
             files = {r: self.root / "proc/pressure" / r for r in RESOURCES}
         else:
-            files = {r: self._v2(cgroup) / f"{r}.pressure" for r in RESOURCES}
+            files = {r: f"{self._v2(cgroup)}/{r}.pressure" for r in RESOURCES}
         found = {r: parse_pressure(_read(path)) for r, path in files.items()}
         return {r: p for r, p in found.items() if p is not None}
 
@@ -456,11 +496,11 @@ class Cgroups:
     def cpu_usage_ns(self, cgroup: str) -> int | None:
         """Cumulative CPU time of ``cgroup`` in nanoseconds."""
         if self.layout is Layout.V2:
-            stat = _key_values(_read(self._v2(cgroup) / "cpu.stat"))
+            stat = _key_values(_read(self._v2(cgroup) + "/cpu.stat"))
             usec = stat.get("usage_usec")
             return usec * 1000 if usec is not None else None
         for mount in ("cpuacct", "cpu,cpuacct", "cpuacct,cpu", "cpu"):
-            usage = _int(self.base / mount / cgroup.strip("/") / "cpuacct.usage")
+            usage = _int(_join(self._base, mount, cgroup) + "/cpuacct.usage")
             if usage is not None:
                 return usage
         return None
@@ -470,12 +510,12 @@ class Cgroups:
         of ``cpu.stat`` (v2) or ``user``/``system`` of ``cpuacct.stat`` (v1, in USER_HZ
         ticks, 100 a second as runc counts them)."""
         if self.layout is Layout.V2:
-            stat = _key_values(_read(self._v2(cgroup) / "cpu.stat"))
+            stat = _key_values(_read(self._v2(cgroup) + "/cpu.stat"))
             if "user_usec" not in stat or "system_usec" not in stat:
                 return None
             return stat["user_usec"] * 1000, stat["system_usec"] * 1000
         for mount in ("cpuacct", "cpu,cpuacct", "cpuacct,cpu", "cpu"):
-            stat = _key_values(_read(self.base / mount / cgroup.strip("/") / "cpuacct.stat"))
+            stat = _key_values(_read(_join(self._base, mount, cgroup) + "/cpuacct.stat"))
             if "user" in stat and "system" in stat:
                 tick = 1_000_000_000 // _USER_HZ
                 return stat["user"] * tick, stat["system"] * tick
@@ -484,9 +524,9 @@ class Cgroups:
     def pids(self, cgroup: str) -> int | None:
         """Tasks in ``cgroup`` (``pids.current``); the root has none, see ``rlimit``."""
         if self.layout is Layout.V2:
-            return _int(self._v2(cgroup) / "pids.current")
+            return _int(self._v2(cgroup) + "/pids.current")
         path = self._v1(("pids",), cgroup)
-        return _int(path / "pids.current") if path is not None else None
+        return _int(f"{path}/pids.current") if path is not None else None
 
     def rlimit(self) -> Rlimit:
         """The node's task limit and count (pid.available is their difference)."""
@@ -511,5 +551,6 @@ class Cgroups:
         """The directory holding ``cgroup``'s memory files (for the threshold notifier)."""
         if self.layout is Layout.V2:
             path = self._v2(cgroup)
-            return path if path.is_dir() else None
-        return self._v1(("memory",), cgroup)
+            return Path(path) if os.path.isdir(path) else None
+        found = self._v1(("memory",), cgroup)
+        return Path(found) if found is not None else None

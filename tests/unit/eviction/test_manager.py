@@ -4,6 +4,7 @@ with what message, the conditions over time, node-level reclaim first, the notif
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -271,6 +272,12 @@ async def test_notifier_runs_a_pass_at_once(tmp_path: Path, autojump_clock: trio
     async with trio.open_nursery() as nursery:
         await nursery.start(m.run)
         await trio.sleep(12.6)
+        # armed in a worker thread, which the clock does not wait for: yield (the clock
+        # stands still while a task is runnable) until the thread has registered
+        deadline = time.monotonic() + 5
+        while not (tmp_path / "cgroup.event_control").read_text():
+            assert time.monotonic() < deadline
+            await trio.lowlevel.checkpoint()
         event_fd, _, armed = (
             int(x) for x in (tmp_path / "cgroup.event_control").read_text().split()
         )

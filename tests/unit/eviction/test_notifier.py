@@ -57,7 +57,7 @@ async def test_arm_registers_and_wait_returns_on_signal(
     memcg: Path, autojump_clock: trio.abc.Clock
 ) -> None:
     notifier = CgroupThresholdNotifier(memcg)
-    notifier.arm(12345)
+    await notifier.arm(12345)
     event_fd, _, value = registered(memcg)
     assert value == 12345
     crossings = 0
@@ -76,7 +76,7 @@ async def test_arm_registers_and_wait_returns_on_signal(
         await trio.sleep(0.1)
         assert crossings == 1
         (memcg / "cgroup.event_control").write_text("")  # the kernel keeps no file content
-        notifier.arm(999)  # re-armed while the waiter waits: it keeps waiting on the new fd
+        await notifier.arm(999)  # re-armed while the waiter waits: it keeps waiting on the new fd
         new_fd, _, value = registered(memcg)
         assert value == 999
         await trio.sleep(1)
@@ -99,7 +99,7 @@ async def test_wait_before_arm_waits_for_it(memcg: Path, autojump_clock: trio.ab
     async with trio.open_nursery() as nursery:
         nursery.start_soon(waiter)
         await trio.sleep(30)
-        notifier.arm(1)
+        await notifier.arm(1)
         event_fd, _, _ = registered(memcg)
         os.eventfd_write(event_fd, 1)
         with trio.fail_after(1):
@@ -107,9 +107,30 @@ async def test_wait_before_arm_waits_for_it(memcg: Path, autojump_clock: trio.ab
     notifier.close()
 
 
-def test_arm_failure_leaks_nothing(tmp_path: Path) -> None:
+async def test_arm_failure_leaks_nothing(tmp_path: Path) -> None:
     notifier = CgroupThresholdNotifier(tmp_path / "missing")
     before = len(os.listdir("/proc/self/fd"))
     with pytest.raises(OSError):
-        notifier.arm(1)
+        await notifier.arm(1)
     assert len(os.listdir("/proc/self/fd")) == before
+
+
+async def test_keep_armed_registers_the_newest_update_and_reports_failures(memcg: Path) -> None:
+    notifier = CgroupThresholdNotifier(memcg)
+    failures: list[OSError] = []
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(notifier.keep_armed, failures.append)
+        notifier.update(1)
+        notifier.update(2)  # before the armer ran: only the newest is registered
+        with trio.fail_after(5):
+            while not (memcg / "cgroup.event_control").read_text():
+                await trio.sleep(0.001)
+        assert registered(memcg)[2] == 2
+        (memcg / "cgroup.event_control").unlink()  # the kernel refuses: reported, not raised
+        notifier.update(3)
+        with trio.fail_after(5):
+            while not failures:
+                await trio.sleep(0.001)
+        nursery.cancel_scope.cancel()
+    notifier.close()
+    assert isinstance(failures[0], FileNotFoundError)

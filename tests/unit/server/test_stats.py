@@ -414,3 +414,28 @@ async def test_pod_cgroups_are_found_under_a_configured_cgroup_root(tmp_path: Pa
     assert pod_stats["process_stats"] == {"process_count": 9}
     [pods] = [c for c in summary["node"]["systemContainers"] if c["name"] == "pods"]
     assert pods["memory"]["usageBytes"] == 6000
+
+
+async def test_container_logs_count_what_the_glob_of_its_directory_finds(
+    tmp_path: Path,
+) -> None:
+    """Each file and directory of the container's log directory but hidden ones, in every
+    log directory of its pod."""
+    stats = provider(tmp_path, ScriptedRuntime())
+    logs = tmp_path / "logs"
+    (logs / f"default_web_{UID}" / "app" / "1.log.20260101-000000").write_text("y" * 5)
+    (logs / f"default_web_{UID}" / "app" / ".0.log.tmp").write_text("z" * 1000)
+    (logs / f"default_web_{UID}" / "other" / "0.log").parent.mkdir()
+    (logs / f"default_web_{UID}" / "other" / "0.log").write_text("z" * 1000)
+    (logs / f"old_web_{UID}" / "app").mkdir(parents=True)
+    (logs / f"old_web_{UID}" / "app" / "0.log").write_text("w" * 7)
+    [pod] = (await stats.summary())["pods"]
+    [app] = pod["containers"]
+    assert app["logs"]["usedBytes"] == 10 + 5 + 7 and app["logs"]["inodesUsed"] == 3
+
+
+def test_rfc3339_keeps_whole_seconds_through_its_cache() -> None:
+    assert rfc3339(NOW) == rfc3339(NOW + 0.999) == "2027-01-15T08:00:00Z"
+    assert rfc3339(NOW + 1) == "2027-01-15T08:00:01Z"
+    assert rfc3339(59.999) == "1970-01-01T00:00:59Z"
+    assert rfc3339(-0.5) == rfc3339(0) == "1970-01-01T00:00:00Z"  # truncated, as before

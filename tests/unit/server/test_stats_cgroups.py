@@ -13,6 +13,7 @@ from kubelet.eviction.observations import observe_signals
 from kubelet.eviction.thresholds import Signal
 from kubelet.server.hoststats import Host
 from kubelet.server.stats import SummaryProvider
+from kubelet.stats.cgroupfs import Cgroups
 from kubelet.stats.summary import from_json
 
 from .test_stats import NOW, UID, ScriptedImages, ScriptedRuntime, fixture_host
@@ -169,3 +170,58 @@ def test_v1_local_memory_stat_keys_when_no_hierarchical_ones(tmp_path: Path) -> 
         9,
         1,
     )
+
+
+@pytest.mark.parametrize("version", [1, 2])
+@pytest.mark.parametrize("root", [(), ("kubepods",), ("a-b", "kubepods")])
+def test_the_pass_finder_finds_what_find_pod_cgroup_finds(
+    tmp_path: Path, version: int, root: tuple[str, ...]
+) -> None:
+    """Pod cgroups in every QoS parent and both spellings, a pod in two places (the scan
+    order decides), a file named like a pod, a missing pod and a UID no cgroup can have."""
+    host = v2_host(tmp_path) if version == 2 else fixture_host(tmp_path)
+    base = tmp_path / CG / ("" if version == 2 else "memory")
+    uids = [f"0b6c1f0e-0000-0000-0000-00000000000{i}" for i in range(8)]
+    finder = host.pod_cgroups(root)
+    places = [name for uid in uids[:6] for name in _spellings(uid, root)]
+    for i in range(6):
+        (base / places[i * 6 + i].lstrip("/")).mkdir(parents=True)  # each in one place
+    (base / places[5 * 6 + 1].lstrip("/")).mkdir(parents=True)  # the last one in two
+    file = base / _spellings(uids[6], root)[0].lstrip("/")
+    file.parent.mkdir(parents=True, exist_ok=True)
+    file.write_text("")  # not a cgroup
+    for uid in [*uids, "has_underscore", "a/b", ""]:
+        assert finder.find(uid) == host.find_pod_cgroup(uid, root), uid
+    assert [finder.find(uid) for uid in uids[:6]] == [
+        places[0], places[7], places[14], places[21], places[28], places[31]
+    ]  # fmt: skip
+
+
+def _spellings(uid: str, root: tuple[str, ...]) -> list[str]:
+    """The six places of a pod cgroup in scan order: (cgroupfs, systemd) per QoS parent."""
+    from kubelet.cgroups.names import POD_PREFIX, QosCgroups, to_cgroupfs, to_systemd
+
+    return [
+        spell((*parent, POD_PREFIX + uid))
+        for parent in QosCgroups.under(root).roots()
+        for spell in (to_cgroupfs, to_systemd)
+    ]
+
+
+def test_the_pass_finder_lists_each_parent_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    host = v2_host(tmp_path)
+    listed: list[str] = []
+    children = Cgroups.children
+
+    def counting(self: Cgroups, cgroup: str) -> frozenset[str]:
+        listed.append(cgroup)
+        return children(self, cgroup)
+
+    monkeypatch.setattr(Cgroups, "children", counting)
+    finder = host.pod_cgroups()
+    for i in range(50):
+        assert finder.find(f"0b6c1f0e-0000-0000-0000-{i:012d}") is None
+    assert finder.find(UID) == "/" + BURSTABLE_POD
+    assert len(listed) == len(set(listed)) == 6

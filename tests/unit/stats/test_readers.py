@@ -119,6 +119,22 @@ def test_missing_files_give_none(tmp_path: Path) -> None:
     assert cg.rlimit() == Rlimit(None, None)
 
 
+def test_unreadable_files_give_none(v1: Path) -> None:
+    """A directory where a file should be, bytes that are not text, a long file."""
+    cg = Cgroups(v1)
+    pod = v1 / "sys/fs/cgroup/pids/kubepods/podabc"
+    (pod / "pids.current").unlink()
+    (pod / "pids.current").mkdir()
+    assert cg.pids("/kubepods/podabc") is None
+    write(v1, "sys/fs/cgroup/cpu,cpuacct/kubepods/cpuacct.usage", "")
+    (v1 / "sys/fs/cgroup/cpu,cpuacct/kubepods/cpuacct.usage").write_bytes(b"\xff\xfe1\n")
+    assert cg.cpu_usage_ns("/kubepods") is None
+    long = "".join(f"key{i} {i}\n" for i in range(20_000)) + "total_inactive_file 600\n"
+    write(v1, "sys/fs/cgroup/memory/kubepods/podabc/memory.stat", long)  # > one read
+    memory = cg.memory("/kubepods/podabc/")
+    assert memory is not None and memory.inactive_file == 600
+
+
 def test_filesystem_statvfs(tmp_path: Path) -> None:
     fs = filesystem(tmp_path, now=5.0)
     st = os.statvfs(tmp_path)
