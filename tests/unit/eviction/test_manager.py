@@ -284,7 +284,12 @@ async def test_notifier_runs_a_pass_at_once(tmp_path: Path, autojump_clock: trio
         # capacity 6Gi (3Gi available + 3Gi working set) - 1Gi + 100Mi inactive file
         assert armed == 5 * Gi + 100 * Mi
         os.eventfd_write(event_fd, 1)  # the kernel: usage crossed the armed value
-        await trio.sleep(1)
+        # the thread hands the registration back to the notifier's task only now and
+        # then: again, hold the clock still (a sleep could jump past it) until the pass ran
+        deadline = time.monotonic() + 5
+        while not node.killed:
+            assert time.monotonic() < deadline
+            await trio.lowlevel.checkpoint()
         nursery.cancel_scope.cancel()
     ((when, eviction),) = node.killed
     assert 12.6 <= when < 12.7  # not at the 20 s pass
