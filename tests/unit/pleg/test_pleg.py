@@ -177,13 +177,14 @@ async def test_a_relist_vouches_for_the_cache_after_it_began(
     await pleg.relist()
     runtime.pods = {"a": {"c": R}, "b": {"c": E}}  # b changed, and cannot be read
     runtime.failing = {"b"}
-    step_ended = trio.current_time()
+    step_ended = cache.mark()
     await trio.sleep(0.5)
     await pleg.relist()
     runtime.fetched.clear()
     assert await cache.newer_than("a", step_ended) is cache.get("a")
     assert runtime.fetched == []
-    await cache.newer_than("a", trio.current_time() + 0.1)  # after the relist began: read
+    await trio.sleep(0.1)
+    await cache.newer_than("a", cache.mark())  # after the relist began: read
     await cache.newer_than("a", None)  # a first sync: read
     with pytest.raises(RuntimeError):
         await cache.newer_than("b", step_ended)  # its entry is not vouched for: read
