@@ -8,6 +8,12 @@ as containers (READY = running, NOTREADY = exited).
 Unlike upstream, the status of changed pods is fetched concurrently (bounded), so a
 slow pod does not hold up every other pod's events, and a pod whose status fetch fails
 is retried on the next relist without blocking the others (vector PLEG-07).
+
+Two changed pods need no read: one the listing no longer shows (its entry goes, as
+upstream's), and one whose cached view already shows exactly the listed states (its
+worker read it right after acting): a read would give that same view, as a sandbox or
+container that keeps its state keeps its status (the rule ``PodCache.mark_fresh`` rests
+on).
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ import attrs
 import trio
 
 from kubelet.cri import channel, trace
-from kubelet.cri.types import ContainerRunState
+from kubelet.cri.types import ContainerRunState, RuntimePodStatus, SandboxState
 
 from .cache import PodCache
 
@@ -67,6 +73,16 @@ def pleg_state(state: ContainerRunState) -> PlegState:
     if state is ContainerRunState.EXITED:
         return PlegState.EXITED
     return PlegState.UNKNOWN
+
+
+def cached_states(status: RuntimePodStatus) -> dict[str, PlegState]:
+    """A cached view's sandboxes and containers as a relist lists them."""
+    out = {
+        s.id: PlegState.RUNNING if s.state is SandboxState.READY else PlegState.EXITED
+        for s in status.sandboxes
+    }
+    out.update((c.id, pleg_state(c.state)) for c in status.containers)
+    return out
 
 
 def events_for(uid: str, cid: str, old: PlegState, new: PlegState) -> list[PodLifecycleEvent]:
@@ -183,7 +199,8 @@ class Pleg:
             return
         changed = diff_relists(self._states, current)
         to_fetch = set(changed) | self._reinspect
-        results = await self._refresh(to_fetch)
+        results = dict.fromkeys(self._unread(to_fetch, current), True)
+        results.update(await self._refresh(to_fetch - results.keys()))
         for uid in to_fetch:
             if not results.get(uid, False):
                 # keep the old view of this pod so its events are found again next time
@@ -210,6 +227,21 @@ class Pleg:
             trace.TRACE.record(
                 "relist", t=time.monotonic(), d=self.last_relist_duration, pods=len(current)
             )
+
+    def _unread(self, uids: set[str], current: PodStates) -> set[str]:
+        """The pods among ``uids`` whose status the listing already gives: gone from it
+        (nothing to read; the entry is deleted), or shown by their cached view (a
+        re-inspection asked for reads anyway)."""
+        out = set()
+        for uid in uids:
+            listed = current.get(uid)
+            if listed is None:
+                out.add(uid)
+            elif uid not in self._reinspect:
+                entry = self._cache.get(uid)
+                if entry is not None and cached_states(entry) == listed:
+                    out.add(uid)
+        return out
 
     async def _refresh(self, uids: set[str]) -> dict[str, bool]:
         results: dict[str, bool] = {}

@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 import trio
 
-from kubelet.cri.types import RuntimePodStatus
+from kubelet.cri.types import (
+    ContainerInfo,
+    ContainerRunState,
+    RuntimePodStatus,
+    SandboxInfo,
+    SandboxState,
+)
 from kubelet.pleg.cache import PodCache
 from kubelet.pleg.generator import (
     EventType,
@@ -195,3 +201,76 @@ async def test_a_relist_vouches_for_the_cache_after_it_began(
     runtime.fetched.clear()
     assert await cache.newer_than("a", step_ended) is cache.get("a")
     assert runtime.fetched == []
+
+
+def _shown(uid: str, sandbox: str, containers: dict[str, ContainerRunState]) -> RuntimePodStatus:
+    return RuntimePodStatus(
+        uid=uid,
+        sandboxes=(SandboxInfo(id=sandbox, state=SandboxState.READY),),
+        containers=tuple(
+            ContainerInfo(id=cid, name=cid, state=state) for cid, state in containers.items()
+        ),
+    )
+
+
+async def test_a_pod_its_cache_entry_already_shows_is_not_read_again() -> None:
+    """A worker read its pod right after starting it: the relist that then lists the new
+    sandbox and container sends their events without reading the pod again; a pod whose
+    entry shows other states (c has exited since, or is missing) is read."""
+    views = {"p": _shown("p", "s", {"c": ContainerRunState.RUNNING})}
+    fetched: list[str] = []
+
+    async def status(uid: str) -> RuntimePodStatus:
+        fetched.append(uid)
+        return views.get(uid, RuntimePodStatus(uid=uid))
+
+    runtime = ScriptedRuntime()
+    cache = PodCache(status)
+    send, recv = trio.open_memory_channel[PodLifecycleEvent](100)
+    pleg = Pleg(runtime, cache, send)
+    await cache.refresh("p")  # the worker's read after its action
+    runtime.pods = {"p": {"s": R, "c": R}, "q": {"s2": R}}
+    await pleg.relist()
+    assert drain(recv) == {("p", Started, "s"), ("p", Started, "c"), ("q", Started, "s2")}
+    assert fetched == ["p", "q"]  # the worker's read, then only q
+    runtime.pods = {"p": {"s": R, "c": E}, "q": {"s2": R}}
+    await pleg.relist()  # the entry still shows c running: read
+    assert drain(recv) == {("p", Died, "c")}
+    assert fetched == ["p", "q", "p"]
+    runtime.pods = {"p": {"s": R, "c": E, "d": U}, "q": {"s2": R}}
+    await pleg.relist()  # d created meanwhile, not in the entry: read
+    assert fetched == ["p", "q", "p", "p"]
+
+
+async def test_a_reinspection_reads_a_pod_its_entry_shows() -> None:
+    views = {"p": _shown("p", "s", {})}
+    fetched: list[str] = []
+
+    async def status(uid: str) -> RuntimePodStatus:
+        fetched.append(uid)
+        return views[uid]
+
+    runtime = ScriptedRuntime()
+    cache = PodCache(status)
+    send, recv = trio.open_memory_channel[PodLifecycleEvent](100)
+    pleg = Pleg(runtime, cache, send)
+    await cache.refresh("p")
+    runtime.pods = {"p": {"s": R}}
+    pleg.request_reinspect("p")
+    await pleg.relist()
+    assert fetched == ["p", "p"]
+    assert drain(recv) == {("p", Started, "s")}
+
+
+async def test_a_pod_gone_from_the_listing_is_not_read() -> None:
+    """Upstream's relist deletes the entry of a pod it no longer lists, without reading
+    it (nothing of it is left to read); its events still go out."""
+    pleg, runtime, recv, cache = make()
+    runtime.pods = {"p": {"s": R, "c": E}}
+    await pleg.relist()
+    drain(recv)
+    runtime.fetched.clear()
+    runtime.pods = {}
+    await pleg.relist()
+    assert drain(recv) == {("p", Died, "s"), ("p", Removed, "s"), ("p", Removed, "c")}
+    assert runtime.fetched == [] and cache.get("p") is None
