@@ -16,8 +16,9 @@ quicker, later one (a worker's, right after it acted). Readers get immutable
 from __future__ import annotations
 
 import collections
+import contextlib
 import itertools
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 
 import attrs
 import trio
@@ -58,6 +59,7 @@ class PodCache:
         while reads were in flight, the delete's): a read that began earlier (the PLEG's,
         say, overtaken by a worker's read after its action) never replaces the entry."""
         self._reading: collections.Counter[str] = collections.Counter()
+        self._in_hand: collections.Counter[str] = collections.Counter()
         self._fresh_at: float | None = None
         """When the last relist that found every entry current began (``mark_fresh``)."""
         self._stale: frozenset[str] = frozenset()
@@ -69,6 +71,22 @@ class PodCache:
         status (an exit, a restart or a new sandbox is a state change, and refreshed)."""
         self._fresh_at = began
         self._stale = frozenset(stale)
+
+    @contextlib.contextmanager
+    def in_hand(self, uid: str) -> Iterator[None]:
+        """``uid``'s worker is at work on it (a sync or a teardown, which reads the pod
+        after acting on it): a relist meanwhile leaves the pod to it (``Pleg``)."""
+        self._in_hand[uid] += 1
+        try:
+            yield
+        finally:
+            self._in_hand[uid] -= 1
+            if not self._in_hand[uid]:
+                del self._in_hand[uid]
+
+    def held(self, uid: str) -> bool:
+        """Whether ``uid``'s worker is at work on it (``in_hand``)."""
+        return uid in self._in_hand
 
     def mark(self) -> ViewMark:
         """Now, for a later ``newer_than``: a pod worker takes it after its last action."""

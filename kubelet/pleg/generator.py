@@ -13,7 +13,11 @@ Two changed pods need no read: one the listing no longer shows (its entry goes, 
 upstream's), and one whose cached view already shows exactly the listed states (its
 worker read it right after acting): a read would give that same view, as a sandbox or
 container that keeps its state keeps its status (the rule ``PodCache.mark_fresh`` rests
-on).
+on). A changed pod whose worker is at work on it (``PodCache.in_hand``: it reads the
+pod once it has acted) is left to a later relist, as a pod whose read failed: its
+changes are found again then, most often shown by that read. Its worker gets a PodSync
+at once instead of the events, so that, as with them, its next step follows this one
+(on the view it reads after acting).
 """
 
 from __future__ import annotations
@@ -199,12 +203,17 @@ class Pleg:
             return
         changed = diff_relists(self._states, current)
         to_fetch = set(changed) | self._reinspect
-        results = dict.fromkeys(self._unread(to_fetch, current), True)
-        results.update(await self._refresh(to_fetch - results.keys()))
+        unread = self._unread(to_fetch, current)
+        later = {u for u in to_fetch - unread - self._reinspect if self._cache.held(u)}
+        results = dict.fromkeys(unread, True)
+        results.update(await self._refresh(to_fetch - unread - later))
         for uid in to_fetch:
-            if not results.get(uid, False):
+            if uid in later or not results.get(uid, False):
                 # keep the old view of this pod so its events are found again next time
-                self._reinspect.add(uid)
+                if uid in later:
+                    self._send(PodLifecycleEvent(uid, EventType.POD_SYNC))
+                else:
+                    self._reinspect.add(uid)
                 if uid in self._states:
                     current = {**current, uid: self._states[uid]}
                 else:
@@ -218,7 +227,7 @@ class Pleg:
                 self._send(PodLifecycleEvent(uid, EventType.POD_SYNC))
             self._reinspect.discard(uid)
         self._states = {uid: dict(states) for uid, states in current.items()}
-        self._cache.mark_fresh(start, self._reinspect)
+        self._cache.mark_fresh(start, self._reinspect | later)
         self.last_relist = self._clock()
         self.last_relist_duration = self.last_relist - start
         if self.on_relist is not None:

@@ -113,7 +113,8 @@ class KubeletPodSyncer:
         started = trio.current_time()
         first = pod.uid not in self.statuses
         try:
-            return await self._sync_pod(pod)
+            with self.cache.in_hand(pod.uid):
+                return await self._sync_pod(pod)
         except BaseException:
             self.acted_at[pod.uid] = self.cache.mark()  # what it did: read afresh next
             raise
@@ -301,7 +302,8 @@ class KubeletPodSyncer:
 
     async def terminate_pod(self, pod: Pod, grace: int | None) -> None:
         try:
-            await self._terminate_pod(pod, grace)
+            with self.cache.in_hand(pod.uid):
+                await self._terminate_pod(pod, grace)
         except BaseException:
             self.acted_at[pod.uid] = self.cache.mark()  # what it did: read afresh next
             raise

@@ -274,3 +274,54 @@ async def test_a_pod_gone_from_the_listing_is_not_read() -> None:
     await pleg.relist()
     assert drain(recv) == {("p", Died, "s"), ("p", Removed, "s"), ("p", Removed, "c")}
     assert runtime.fetched == [] and cache.get("p") is None
+
+
+async def test_a_pod_its_worker_has_in_hand_is_left_to_a_later_relist(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    """Listed while its worker is at work on it (it reads the pod once it has acted),
+    a changed pod is neither read nor vouched for, and its worker gets a PodSync instead
+    of its events (to sync again after its step); the next relist finds its changes
+    again, shown by the worker's read, and sends its events."""
+    views = {"p": _shown("p", "s", {"c": ContainerRunState.RUNNING})}
+    fetched: list[str] = []
+
+    async def status(uid: str) -> RuntimePodStatus:
+        fetched.append(uid)
+        return views.get(uid, RuntimePodStatus(uid=uid))
+
+    runtime = ScriptedRuntime()
+    cache = PodCache(status)
+    send, recv = trio.open_memory_channel[PodLifecycleEvent](100)
+    pleg = Pleg(runtime, cache, send)
+    with cache.in_hand("p"):
+        acted = cache.mark()
+        runtime.pods = {"p": {"s": R}, "q": {"s2": R}}
+        await pleg.relist()  # p's sandbox is there, its container not yet
+        assert drain(recv) == {("q", Started, "s2"), ("p", EventType.POD_SYNC, "")}
+        assert fetched == ["q"]
+        await cache.refresh("p")  # the worker's read after acting
+        await trio.sleep(1)
+        runtime.pods = {"p": {"s": R, "c": R}, "q": {"s2": R}}
+        await pleg.relist()  # still in hand, and shown by the read: events
+        assert drain(recv) == {("p", Started, "s"), ("p", Started, "c")}
+    runtime.pods = {"p": {"s": R, "c": E}, "q": {"s2": R}}
+    with cache.in_hand("p"):
+        await trio.sleep(1)
+        await pleg.relist()  # c exited: not read while in hand, not vouched for
+        assert drain(recv) == {("p", EventType.POD_SYNC, "")}
+        assert fetched == ["q", "p"]
+        stale = cache.get("p")
+        assert await cache.newer_than("p", acted) is stale  # its worker's own read
+        fetched.clear()
+        later = cache.mark()  # the worker acted again (say)
+        views["p"] = _shown("p", "s", {"c": ContainerRunState.EXITED})
+        await trio.sleep(1)
+        assert (await cache.newer_than("p", later)).containers[0].state is E_STATE
+        assert fetched == ["p"]
+    await pleg.relist()  # out of hand: found again, shown by the read above
+    assert drain(recv) == {("p", Died, "c")}
+    assert fetched == ["p"]
+
+
+E_STATE = ContainerRunState.EXITED

@@ -114,3 +114,27 @@ async def test_a_step_that_changed_nothing_needs_no_newer_view(
         await syncer.sync_pod(POD)
         await trio.sleep(10)
     assert fetched == ["u", "u"]
+
+
+async def test_the_pod_is_in_hand_during_each_step(autojump_clock: trio.abc.Clock) -> None:
+    """The PLEG leaves a pod to its worker while a sync or teardown is at work on it."""
+    syncer, stub, _, views = make()
+    held: list[bool] = []
+    sync, terminate = stub.sync, stub.terminate
+
+    async def sync_holding(pod: Pod, status: RuntimePodStatus, **kw: Any) -> SyncOutcome:
+        held.append(syncer.cache.held(pod.uid))
+        return await sync(pod, status, **kw)
+
+    async def terminate_holding(pod: Pod, status: RuntimePodStatus, grace: int | None) -> None:
+        held.append(syncer.cache.held(pod.uid))
+        views["u"] = RuntimePodStatus(uid="u")
+        await terminate(pod, status, grace)
+
+    stub.sync = sync_holding  # type: ignore[method-assign]
+    stub.terminate = terminate_holding  # type: ignore[method-assign]
+    views["u"] = RUNNING
+    await syncer.sync_pod(POD)
+    assert not syncer.cache.held("u")
+    await syncer.terminate_pod(POD, None)
+    assert held == [True, True] and not syncer.cache.held("u")
