@@ -59,7 +59,8 @@ class PodCache:
         while reads were in flight, the delete's): a read that began earlier (the PLEG's,
         say, overtaken by a worker's read after its action) never replaces the entry."""
         self._reading: collections.Counter[str] = collections.Counter()
-        self._in_hand: collections.Counter[str] = collections.Counter()
+        self._in_hand: dict[str, tuple[int, int]] = {}
+        """uid → (how many steps hold it, which hold this is in the cache's order)."""
         self._fresh_at: float | None = None
         """When the last relist that found every entry current began (``mark_fresh``)."""
         self._stale: frozenset[str] = frozenset()
@@ -76,17 +77,22 @@ class PodCache:
     def in_hand(self, uid: str) -> Iterator[None]:
         """``uid``'s worker is at work on it (a sync or a teardown, which reads the pod
         after acting on it): a relist meanwhile leaves the pod to it (``Pleg``)."""
-        self._in_hand[uid] += 1
+        count, hold = self._in_hand.get(uid, (0, 0))
+        self._in_hand[uid] = (count + 1, hold if count else next(self._order))
         try:
             yield
         finally:
-            self._in_hand[uid] -= 1
-            if not self._in_hand[uid]:
+            count, hold = self._in_hand[uid]
+            if count > 1:
+                self._in_hand[uid] = (count - 1, hold)
+            else:
                 del self._in_hand[uid]
 
-    def held(self, uid: str) -> bool:
-        """Whether ``uid``'s worker is at work on it (``in_hand``)."""
-        return uid in self._in_hand
+    def held(self, uid: str) -> int | None:
+        """Which hold ``uid``'s worker has on it (``in_hand``; one number per uninterrupted
+        hold), or None."""
+        held = self._in_hand.get(uid)
+        return None if held is None else held[1]
 
     def mark(self) -> ViewMark:
         """Now, for a later ``newer_than``: a pod worker takes it after its last action."""

@@ -16,8 +16,8 @@ container that keeps its state keeps its status (the rule ``PodCache.mark_fresh`
 on). A changed pod whose worker is at work on it (``PodCache.in_hand``: it reads the
 pod once it has acted) is left to a later relist, as a pod whose read failed: its
 changes are found again then, most often shown by that read. Its worker gets a PodSync
-at once instead of the events, so that, as with them, its next step follows this one
-(on the view it reads after acting).
+at once instead of the events (one per step), so that, as with them, its next step
+follows this one (on the view it reads after acting).
 """
 
 from __future__ import annotations
@@ -158,6 +158,8 @@ class Pleg:
         self._clock = clock
         self._states: dict[str, dict[str, PlegState]] = {}
         self._reinspect: set[str] = set()
+        self._synced_holds: dict[str, int] = {}
+        """The worker's hold on each pod left to it for which a PodSync went out."""
         self.last_relist: float | None = None
         self.last_relist_duration: float = 0.0
         self.relist_interval: float = 0.0
@@ -204,20 +206,22 @@ class Pleg:
         changed = diff_relists(self._states, current)
         to_fetch = set(changed) | self._reinspect
         unread = self._unread(to_fetch, current)
-        later = {u for u in to_fetch - unread - self._reinspect if self._cache.held(u)}
+        holds = {u: self._cache.held(u) for u in to_fetch - unread - self._reinspect}
+        later = {u for u, hold in holds.items() if hold is not None}
         results = dict.fromkeys(unread, True)
         results.update(await self._refresh(to_fetch - unread - later))
+        kept = dict(current)  # the listing, with the old view of pods not taken in
         for uid in to_fetch:
             if uid in later or not results.get(uid, False):
                 # keep the old view of this pod so its events are found again next time
                 if uid in later:
-                    self._send(PodLifecycleEvent(uid, EventType.POD_SYNC))
+                    self._sync_after_step(uid, holds[uid])
                 else:
                     self._reinspect.add(uid)
                 if uid in self._states:
-                    current = {**current, uid: self._states[uid]}
+                    kept[uid] = self._states[uid]
                 else:
-                    current = {k: v for k, v in current.items() if k != uid}
+                    kept.pop(uid, None)
                 continue
             if uid not in current:
                 self._cache.delete(uid)
@@ -226,7 +230,8 @@ class Pleg:
             if uid in self._reinspect and uid not in changed:
                 self._send(PodLifecycleEvent(uid, EventType.POD_SYNC))
             self._reinspect.discard(uid)
-        self._states = {uid: dict(states) for uid, states in current.items()}
+        self._states = {uid: dict(states) for uid, states in kept.items()}
+        self._synced_holds = {u: h for u, h in self._synced_holds.items() if u in later}
         self._cache.mark_fresh(start, self._reinspect | later)
         self.last_relist = self._clock()
         self.last_relist_duration = self.last_relist - start
@@ -234,7 +239,7 @@ class Pleg:
             self.on_relist(start, self.last_relist_duration)
         if trace.TRACE is not None:
             trace.TRACE.record(
-                "relist", t=time.monotonic(), d=self.last_relist_duration, pods=len(current)
+                "relist", t=time.monotonic(), d=self.last_relist_duration, pods=len(kept)
             )
 
     def _unread(self, uids: set[str], current: PodStates) -> set[str]:
@@ -269,6 +274,13 @@ class Pleg:
             for uid in uids:
                 nursery.start_soon(fetch, uid)
         return results
+
+    def _sync_after_step(self, uid: str, hold: int | None) -> None:
+        """A PodSync for a pod left to its worker, once per hold: requests coalesce
+        while the worker is at work, and the step after reads its own view."""
+        if hold is not None and self._synced_holds.get(uid) != hold:
+            self._synced_holds[uid] = hold
+            self._send(PodLifecycleEvent(uid, EventType.POD_SYNC))
 
     def _send(self, event: PodLifecycleEvent) -> None:
         if event.type is EventType.CONTAINER_CHANGED:

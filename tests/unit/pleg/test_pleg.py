@@ -325,3 +325,25 @@ async def test_a_pod_its_worker_has_in_hand_is_left_to_a_later_relist(
 
 
 E_STATE = ContainerRunState.EXITED
+
+
+async def test_one_pod_sync_per_step_for_a_pod_left_to_its_worker() -> None:
+    """Relists during one long step send one PodSync (requests coalesce while the worker
+    is busy); a later step that the relists find again gets its own."""
+    pleg, runtime, recv, cache = make()
+    runtime.pods = {"p": {"s": R}}
+    with cache.in_hand("p"):
+        with cache.in_hand("p"):  # nested: still the same hold
+            await pleg.relist()
+        await pleg.relist()
+        assert recv.statistics().current_buffer_used == 1
+        assert drain(recv) == {("p", EventType.POD_SYNC, "")}
+        assert runtime.fetched == []
+        await pleg.relist()
+        assert drain(recv) == set()
+    with cache.in_hand("p"):
+        await pleg.relist()
+        assert drain(recv) == {("p", EventType.POD_SYNC, "")}
+    await pleg.relist()
+    assert drain(recv) == {("p", Started, "s")}
+    assert runtime.fetched == ["p"]

@@ -123,11 +123,11 @@ async def test_the_pod_is_in_hand_during_each_step(autojump_clock: trio.abc.Cloc
     sync, terminate = stub.sync, stub.terminate
 
     async def sync_holding(pod: Pod, status: RuntimePodStatus, **kw: Any) -> SyncOutcome:
-        held.append(syncer.cache.held(pod.uid))
+        held.append(syncer.cache.held(pod.uid) is not None)
         return await sync(pod, status, **kw)
 
     async def terminate_holding(pod: Pod, status: RuntimePodStatus, grace: int | None) -> None:
-        held.append(syncer.cache.held(pod.uid))
+        held.append(syncer.cache.held(pod.uid) is not None)
         views["u"] = RuntimePodStatus(uid="u")
         await terminate(pod, status, grace)
 
@@ -135,6 +135,6 @@ async def test_the_pod_is_in_hand_during_each_step(autojump_clock: trio.abc.Cloc
     stub.terminate = terminate_holding  # type: ignore[method-assign]
     views["u"] = RUNNING
     await syncer.sync_pod(POD)
-    assert not syncer.cache.held("u")
+    assert syncer.cache.held("u") is None
     await syncer.terminate_pod(POD, None)
-    assert held == [True, True] and not syncer.cache.held("u")
+    assert held == [True, True] and syncer.cache.held("u") is None
