@@ -2,10 +2,12 @@
 
 Entries are refreshed through one fetcher (a CRI status read). The PLEG refreshes pods
 that changed, and after each relist marks the cache current as of the relist's start
-(:meth:`PodCache.mark_fresh`). A pod worker never acts on a view older than the end of
-its previous step: :meth:`PodCache.newer_than` gives the cached entry when the last
-relist began after that (upstream's ``GetNewerThan``; a periodic sync then costs no CRI
-call), and reads the runtime otherwise. A read that began before another never replaces
+(:meth:`PodCache.mark_fresh`). A pod worker never acts on a view older than its own
+last action (a :class:`ViewMark` it takes right after acting): :meth:`PodCache.newer_than`
+gives the cached entry when the read behind it began after that mark, or the last relist
+began after it (upstream's ``GetNewerThan``: an entry modified after the time asked, or
+the cache's global timestamp after it; a periodic sync then costs no CRI call), and reads
+the runtime otherwise. A read that began before another never replaces
 it, so the cache never goes back in time when a slow read (the PLEG's) finishes after a
 quicker, later one (a worker's, right after it acted). Readers get immutable
 ``RuntimePodStatus`` objects.
@@ -14,14 +16,26 @@ quicker, later one (a worker's, right after it acted). Readers get immutable
 from __future__ import annotations
 
 import collections
+import contextlib
 import itertools
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 
+import attrs
 import trio
 
 from kubelet.cri.types import RuntimePodStatus
 
 StatusFetcher = Callable[[str], Awaitable[RuntimePodStatus]]
+
+
+@attrs.frozen
+class ViewMark:
+    """A moment in the cache's order of events (``PodCache.mark``): ``at`` on the clock,
+    and ``seq`` in the order reads begin, which tells a read begun just after the mark
+    from one begun just before it at the same clock time (a fake clock's instant)."""
+
+    at: float
+    seq: int
 
 
 class PodCache:
@@ -45,6 +59,8 @@ class PodCache:
         while reads were in flight, the delete's): a read that began earlier (the PLEG's,
         say, overtaken by a worker's read after its action) never replaces the entry."""
         self._reading: collections.Counter[str] = collections.Counter()
+        self._in_hand: dict[str, tuple[int, int]] = {}
+        """uid → (how many steps hold it, which hold this is in the cache's order)."""
         self._fresh_at: float | None = None
         """When the last relist that found every entry current began (``mark_fresh``)."""
         self._stale: frozenset[str] = frozenset()
@@ -57,9 +73,35 @@ class PodCache:
         self._fresh_at = began
         self._stale = frozenset(stale)
 
-    async def newer_than(self, uid: str, since: float | None) -> RuntimePodStatus:
-        """``uid``'s view as of ``since`` (the clock's time) or later: the cached entry when
-        the last relist vouches for it, else a read now.
+    @contextlib.contextmanager
+    def in_hand(self, uid: str) -> Iterator[None]:
+        """``uid``'s worker is at work on it (a sync or a teardown, which reads the pod
+        after acting on it): a relist meanwhile leaves the pod to it (``Pleg``)."""
+        count, hold = self._in_hand.get(uid, (0, 0))
+        self._in_hand[uid] = (count + 1, hold if count else next(self._order))
+        try:
+            yield
+        finally:
+            count, hold = self._in_hand[uid]
+            if count > 1:
+                self._in_hand[uid] = (count - 1, hold)
+            else:
+                del self._in_hand[uid]
+
+    def held(self, uid: str) -> int | None:
+        """Which hold ``uid``'s worker has on it (``in_hand``; one number per uninterrupted
+        hold), or None."""
+        held = self._in_hand.get(uid)
+        return None if held is None else held[1]
+
+    def mark(self) -> ViewMark:
+        """Now, for a later ``newer_than``: a pod worker takes it after its last action."""
+        return ViewMark(self._clock(), next(self._order))
+
+    async def newer_than(self, uid: str, since: ViewMark | None) -> RuntimePodStatus:
+        """``uid``'s view as of ``since`` or later: the cached entry when the read behind it
+        began after ``since`` (a worker's own read after acting, or the PLEG's since), or
+        when the last relist vouches for it; else a read now.
 
         ``since`` None (the pod has no sync or teardown behind it in this process, or its
         last teardown found it gone) reads, unless the last relist listed nothing of the
@@ -69,15 +111,16 @@ class PodCache:
         if since is None and self._first_sync_of_nothing(uid):
             return RuntimePodStatus(uid=uid, timestamp=self._clock())
         entry = self._entries.get(uid)
-        if (
-            entry is not None
-            and since is not None
-            and self._fresh_at is not None
-            and self._fresh_at >= since
-            and uid not in self._stale
-            and uid not in self._reading
-        ):
-            return entry
+        if entry is not None and since is not None:
+            if self._asked_at[uid] > since.seq:
+                return entry
+            if (
+                self._fresh_at is not None
+                and self._fresh_at >= since.at
+                and uid not in self._stale
+                and uid not in self._reading
+            ):
+                return entry
         return await self.refresh(uid)
 
     def _first_sync_of_nothing(self, uid: str) -> bool:

@@ -8,6 +8,16 @@ as containers (READY = running, NOTREADY = exited).
 Unlike upstream, the status of changed pods is fetched concurrently (bounded), so a
 slow pod does not hold up every other pod's events, and a pod whose status fetch fails
 is retried on the next relist without blocking the others (vector PLEG-07).
+
+Two changed pods need no read: one the listing no longer shows (its entry goes, as
+upstream's), and one whose cached view already shows exactly the listed states (its
+worker read it right after acting): a read would give that same view, as a sandbox or
+container that keeps its state keeps its status (the rule ``PodCache.mark_fresh`` rests
+on). A changed pod whose worker is at work on it (``PodCache.in_hand``: it reads the
+pod once it has acted) is left to a later relist, as a pod whose read failed: its
+changes are found again then, most often shown by that read. Its worker gets a PodSync
+at once instead of the events (one per step), so that, as with them, its next step
+follows this one (on the view it reads after acting).
 """
 
 from __future__ import annotations
@@ -22,7 +32,7 @@ import attrs
 import trio
 
 from kubelet.cri import channel, trace
-from kubelet.cri.types import ContainerRunState
+from kubelet.cri.types import ContainerRunState, RuntimePodStatus, SandboxState
 
 from .cache import PodCache
 
@@ -67,6 +77,16 @@ def pleg_state(state: ContainerRunState) -> PlegState:
     if state is ContainerRunState.EXITED:
         return PlegState.EXITED
     return PlegState.UNKNOWN
+
+
+def cached_states(status: RuntimePodStatus) -> dict[str, PlegState]:
+    """A cached view's sandboxes and containers as a relist lists them."""
+    out = {
+        s.id: PlegState.RUNNING if s.state is SandboxState.READY else PlegState.EXITED
+        for s in status.sandboxes
+    }
+    out.update((c.id, pleg_state(c.state)) for c in status.containers)
+    return out
 
 
 def events_for(uid: str, cid: str, old: PlegState, new: PlegState) -> list[PodLifecycleEvent]:
@@ -138,6 +158,8 @@ class Pleg:
         self._clock = clock
         self._states: dict[str, dict[str, PlegState]] = {}
         self._reinspect: set[str] = set()
+        self._synced_holds: dict[str, int] = {}
+        """The worker's hold on each pod left to it for which a PodSync went out."""
         self.last_relist: float | None = None
         self.last_relist_duration: float = 0.0
         self.relist_interval: float = 0.0
@@ -183,15 +205,23 @@ class Pleg:
             return
         changed = diff_relists(self._states, current)
         to_fetch = set(changed) | self._reinspect
-        results = await self._refresh(to_fetch)
+        unread = self._unread(to_fetch, current)
+        holds = {u: self._cache.held(u) for u in to_fetch - unread - self._reinspect}
+        later = {u for u, hold in holds.items() if hold is not None}
+        results = dict.fromkeys(unread, True)
+        results.update(await self._refresh(to_fetch - unread - later))
+        kept = dict(current)  # the listing, with the old view of pods not taken in
         for uid in to_fetch:
-            if not results.get(uid, False):
+            if uid in later or not results.get(uid, False):
                 # keep the old view of this pod so its events are found again next time
-                self._reinspect.add(uid)
-                if uid in self._states:
-                    current = {**current, uid: self._states[uid]}
+                if uid in later:
+                    self._sync_after_step(uid, holds[uid])
                 else:
-                    current = {k: v for k, v in current.items() if k != uid}
+                    self._reinspect.add(uid)
+                if uid in self._states:
+                    kept[uid] = self._states[uid]
+                else:
+                    kept.pop(uid, None)
                 continue
             if uid not in current:
                 self._cache.delete(uid)
@@ -200,16 +230,32 @@ class Pleg:
             if uid in self._reinspect and uid not in changed:
                 self._send(PodLifecycleEvent(uid, EventType.POD_SYNC))
             self._reinspect.discard(uid)
-        self._states = {uid: dict(states) for uid, states in current.items()}
-        self._cache.mark_fresh(start, self._reinspect)
+        self._states = {uid: dict(states) for uid, states in kept.items()}
+        self._synced_holds = {u: h for u, h in self._synced_holds.items() if u in later}
+        self._cache.mark_fresh(start, self._reinspect | later)
         self.last_relist = self._clock()
         self.last_relist_duration = self.last_relist - start
         if self.on_relist is not None:
             self.on_relist(start, self.last_relist_duration)
         if trace.TRACE is not None:
             trace.TRACE.record(
-                "relist", t=time.monotonic(), d=self.last_relist_duration, pods=len(current)
+                "relist", t=time.monotonic(), d=self.last_relist_duration, pods=len(kept)
             )
+
+    def _unread(self, uids: set[str], current: PodStates) -> set[str]:
+        """The pods among ``uids`` whose status the listing already gives: gone from it
+        (nothing to read; the entry is deleted), or shown by their cached view (a
+        re-inspection asked for reads anyway)."""
+        out = set()
+        for uid in uids:
+            listed = current.get(uid)
+            if listed is None:
+                out.add(uid)
+            elif uid not in self._reinspect:
+                entry = self._cache.get(uid)
+                if entry is not None and cached_states(entry) == listed:
+                    out.add(uid)
+        return out
 
     async def _refresh(self, uids: set[str]) -> dict[str, bool]:
         results: dict[str, bool] = {}
@@ -228,6 +274,13 @@ class Pleg:
             for uid in uids:
                 nursery.start_soon(fetch, uid)
         return results
+
+    def _sync_after_step(self, uid: str, hold: int | None) -> None:
+        """A PodSync for a pod left to its worker, once per hold: requests coalesce
+        while the worker is at work, and the step after reads its own view."""
+        if hold is not None and self._synced_holds.get(uid) != hold:
+            self._synced_holds[uid] = hold
+            self._send(PodLifecycleEvent(uid, EventType.POD_SYNC))
 
     def _send(self, event: PodLifecycleEvent) -> None:
         if event.type is EventType.CONTAINER_CHANGED:

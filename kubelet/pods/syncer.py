@@ -1,7 +1,7 @@
 """The kubelet's PodSyncer: one pod worker step = fresh runtime view + CRI actions + status.
 
-The view is refreshed before every step, so a worker never acts on a view older than
-its own last action; when the step changed something it is read again, so the status
+A worker never acts on a view older than its own last action (the PLEG's cache serves
+when it is new enough); when the step changed something it is read again, so the status
 reported reflects what was just done (a started pod is reported Running by the same
 step that started it, not by the next one). In cluster mode the status goes to the
 status manager, static pods get their mirror pod, and a deleted pod's API object is
@@ -22,7 +22,7 @@ from kubelet.cri.types import RuntimePodStatus
 from kubelet.decisions.qos import is_restartable_init_container, pod_qos
 from kubelet.events.recorder import NORMAL, pod_ref
 from kubelet.metrics import KubeletMetrics
-from kubelet.pleg.cache import PodCache
+from kubelet.pleg.cache import PodCache, ViewMark
 from kubelet.prober.manager import ProberManager
 from kubelet.runtime.podruntime import PodRuntime
 from kubelet.runtime.teardown import all_gone, still_running
@@ -99,9 +99,12 @@ class KubeletPodSyncer:
         """The status last generated per pod (what /pods and the status manager show)."""
         self.rejections: dict[str, PodStatus] = {}
         """Pods admission refused: their Failed status outlives a teardown while desired."""
-        self.synced_at: dict[str, float] = {}
-        """When each pod's last sync ended: its next one needs a runtime view at least as
-        new (the PLEG's cache serves when it is; see ``PodCache.newer_than``)."""
+        self.acted_at: dict[str, ViewMark] = {}
+        """Each pod's last action on the runtime (the mark taken before the read that
+        follows it; a step that failed half-way: its end): its next step needs a runtime
+        view at least as new, which its own read after acting already is, else the PLEG's
+        cache when it is (``PodCache.newer_than``). A step that changed nothing leaves
+        it, as only the worker acts on its pod and the PLEG reads what else changed."""
         self.kills: dict[str, Kill] = {}
         """Pods the kubelet stops itself (node shutdown, eviction, an active deadline):
         they are finished, and every status generated for them says why."""
@@ -110,9 +113,12 @@ class KubeletPodSyncer:
         started = trio.current_time()
         first = pod.uid not in self.statuses
         try:
-            return await self._sync_pod(pod)
+            with self.cache.in_hand(pod.uid):
+                return await self._sync_pod(pod)
+        except BaseException:
+            self.acted_at[pod.uid] = self.cache.mark()  # what it did: read afresh next
+            raise
         finally:
-            self.synced_at[pod.uid] = trio.current_time()
             if self.metrics is not None:
                 operation = "create" if first else "sync"
                 self.metrics.observe_pod_worker(operation, trio.current_time() - started)
@@ -163,7 +169,7 @@ class KubeletPodSyncer:
             await self._stop_finished(pod)
             await self._ensure_mirror(pod)
             return SyncResult(finished=True)
-        status = await self.cache.newer_than(pod.uid, self.synced_at.get(pod.uid))
+        status = await self.cache.newer_than(pod.uid, self.acted_at.get(pod.uid))
         liveness_failed: frozenset[str] = frozenset()
         startup_failed: frozenset[str] = frozenset()
         startup_succeeded: frozenset[str] | None = None
@@ -186,7 +192,7 @@ class KubeletPodSyncer:
         for name, (reason, message) in outcome.waiting.items():
             log.info("pod %s container %s waiting: %s: %s", pod.key, name, reason, message)
         if outcome.acted:
-            status = await self.cache.refresh(pod.uid)
+            status = await self._read_after_acting(pod.uid)
             if self.prober is not None:
                 self.prober.update_pod_status(pod.uid, status)
         self._report(pod, status)
@@ -198,6 +204,12 @@ class KubeletPodSyncer:
             error=error,
             deadline_in=None if left is None else max(left, 0.0),
         )
+
+    async def _read_after_acting(self, uid: str) -> RuntimePodStatus:
+        """The pod's view once the worker has acted on it: read now, and every later
+        step may take any view at least this new."""
+        self.acted_at[uid] = self.cache.mark()
+        return await self.cache.refresh(uid)
 
     def reject(self, pod: Pod, rejection: Rejection) -> None:
         """Admission refused ``pod``: it is reported Failed and never started (upstream's
@@ -231,12 +243,12 @@ class KubeletPodSyncer:
         kill = self.kills.get(pod.uid)
         if grace is None and kill is not None:
             grace = kill.grace
-        status = await self.cache.refresh(pod.uid)
+        status = await self.cache.newer_than(pod.uid, self.acted_at.get(pod.uid))
         if still_running(status):
             why = kill.message if kill is not None else "it has finished"
             log.info("stopping pod %s: %s", pod.key, why)
             await self.pod_runtime.kill(pod, status, grace)
-            status = await self.cache.refresh(pod.uid)
+            status = await self._read_after_acting(pod.uid)
         self.waiting.pop(pod.uid, None)
         self._report(pod, status, terminal=True, finished=True)
 
@@ -290,9 +302,10 @@ class KubeletPodSyncer:
 
     async def terminate_pod(self, pod: Pod, grace: int | None) -> None:
         try:
-            await self._terminate_pod(pod, grace)
+            with self.cache.in_hand(pod.uid):
+                await self._terminate_pod(pod, grace)
         except BaseException:
-            self.synced_at[pod.uid] = trio.current_time()  # what it did: read afresh next
+            self.acted_at[pod.uid] = self.cache.mark()  # what it did: read afresh next
             raise
 
     async def _terminate_pod(self, pod: Pod, grace: int | None) -> None:
@@ -307,7 +320,7 @@ class KubeletPodSyncer:
             self.prober.stop_liveness_and_startup(pod.uid)
         # the PLEG's view when it is new enough (only the worker starts containers, so
         # it holds every container to stop); whether all went is read afresh below
-        status = await self.cache.newer_than(pod.uid, self.synced_at.get(pod.uid))
+        status = await self.cache.newer_than(pod.uid, self.acted_at.get(pod.uid))
         evicted = kill is not None and kill.reclaim
         reports = (
             self.cluster is not None
@@ -319,11 +332,11 @@ class KubeletPodSyncer:
             if reports or evicted:
                 # the last status says how each container ended: read between stop and removal
                 await self.pod_runtime.kill(pod, status, grace)
-                status = await self.cache.refresh(pod.uid)
+                status = await self._read_after_acting(pod.uid)
                 await self.pod_runtime.remove(status)
             else:
                 await self.pod_runtime.terminate(pod, status, grace)
-            after = await self.cache.refresh(pod.uid)
+            after = await self._read_after_acting(pod.uid)
             if not all_gone(after):
                 raise TeardownIncomplete(
                     f"pod {pod.key}: {len(after.containers)} containers and "
@@ -342,7 +355,7 @@ class KubeletPodSyncer:
         if self.prober is not None:
             self.prober.remove_pod(pod.uid)
         self.cache.delete(pod.uid)
-        self.synced_at.pop(pod.uid, None)
+        self.acted_at.pop(pod.uid, None)
         self.waiting.pop(pod.uid, None)
         self.statuses.pop(pod.uid, None)
         rejected = self.rejections.pop(pod.uid, None)

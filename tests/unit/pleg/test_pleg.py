@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 import trio
 
-from kubelet.cri.types import RuntimePodStatus
+from kubelet.cri.types import (
+    ContainerInfo,
+    ContainerRunState,
+    RuntimePodStatus,
+    SandboxInfo,
+    SandboxState,
+)
 from kubelet.pleg.cache import PodCache
 from kubelet.pleg.generator import (
     EventType,
@@ -177,13 +183,14 @@ async def test_a_relist_vouches_for_the_cache_after_it_began(
     await pleg.relist()
     runtime.pods = {"a": {"c": R}, "b": {"c": E}}  # b changed, and cannot be read
     runtime.failing = {"b"}
-    step_ended = trio.current_time()
+    step_ended = cache.mark()
     await trio.sleep(0.5)
     await pleg.relist()
     runtime.fetched.clear()
     assert await cache.newer_than("a", step_ended) is cache.get("a")
     assert runtime.fetched == []
-    await cache.newer_than("a", trio.current_time() + 0.1)  # after the relist began: read
+    await trio.sleep(0.1)
+    await cache.newer_than("a", cache.mark())  # after the relist began: read
     await cache.newer_than("a", None)  # a first sync: read
     with pytest.raises(RuntimeError):
         await cache.newer_than("b", step_ended)  # its entry is not vouched for: read
@@ -194,3 +201,149 @@ async def test_a_relist_vouches_for_the_cache_after_it_began(
     runtime.fetched.clear()
     assert await cache.newer_than("a", step_ended) is cache.get("a")
     assert runtime.fetched == []
+
+
+def _shown(uid: str, sandbox: str, containers: dict[str, ContainerRunState]) -> RuntimePodStatus:
+    return RuntimePodStatus(
+        uid=uid,
+        sandboxes=(SandboxInfo(id=sandbox, state=SandboxState.READY),),
+        containers=tuple(
+            ContainerInfo(id=cid, name=cid, state=state) for cid, state in containers.items()
+        ),
+    )
+
+
+async def test_a_pod_its_cache_entry_already_shows_is_not_read_again() -> None:
+    """A worker read its pod right after starting it: the relist that then lists the new
+    sandbox and container sends their events without reading the pod again; a pod whose
+    entry shows other states (c has exited since, or is missing) is read."""
+    views = {"p": _shown("p", "s", {"c": ContainerRunState.RUNNING})}
+    fetched: list[str] = []
+
+    async def status(uid: str) -> RuntimePodStatus:
+        fetched.append(uid)
+        return views.get(uid, RuntimePodStatus(uid=uid))
+
+    runtime = ScriptedRuntime()
+    cache = PodCache(status)
+    send, recv = trio.open_memory_channel[PodLifecycleEvent](100)
+    pleg = Pleg(runtime, cache, send)
+    await cache.refresh("p")  # the worker's read after its action
+    runtime.pods = {"p": {"s": R, "c": R}, "q": {"s2": R}}
+    await pleg.relist()
+    assert drain(recv) == {("p", Started, "s"), ("p", Started, "c"), ("q", Started, "s2")}
+    assert fetched == ["p", "q"]  # the worker's read, then only q
+    runtime.pods = {"p": {"s": R, "c": E}, "q": {"s2": R}}
+    await pleg.relist()  # the entry still shows c running: read
+    assert drain(recv) == {("p", Died, "c")}
+    assert fetched == ["p", "q", "p"]
+    runtime.pods = {"p": {"s": R, "c": E, "d": U}, "q": {"s2": R}}
+    await pleg.relist()  # d created meanwhile, not in the entry: read
+    assert fetched == ["p", "q", "p", "p"]
+
+
+async def test_a_reinspection_reads_a_pod_its_entry_shows() -> None:
+    views = {"p": _shown("p", "s", {})}
+    fetched: list[str] = []
+
+    async def status(uid: str) -> RuntimePodStatus:
+        fetched.append(uid)
+        return views[uid]
+
+    runtime = ScriptedRuntime()
+    cache = PodCache(status)
+    send, recv = trio.open_memory_channel[PodLifecycleEvent](100)
+    pleg = Pleg(runtime, cache, send)
+    await cache.refresh("p")
+    runtime.pods = {"p": {"s": R}}
+    pleg.request_reinspect("p")
+    await pleg.relist()
+    assert fetched == ["p", "p"]
+    assert drain(recv) == {("p", Started, "s")}
+
+
+async def test_a_pod_gone_from_the_listing_is_not_read() -> None:
+    """Upstream's relist deletes the entry of a pod it no longer lists, without reading
+    it (nothing of it is left to read); its events still go out."""
+    pleg, runtime, recv, cache = make()
+    runtime.pods = {"p": {"s": R, "c": E}}
+    await pleg.relist()
+    drain(recv)
+    runtime.fetched.clear()
+    runtime.pods = {}
+    await pleg.relist()
+    assert drain(recv) == {("p", Died, "s"), ("p", Removed, "s"), ("p", Removed, "c")}
+    assert runtime.fetched == [] and cache.get("p") is None
+
+
+async def test_a_pod_its_worker_has_in_hand_is_left_to_a_later_relist(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    """Listed while its worker is at work on it (it reads the pod once it has acted),
+    a changed pod is neither read nor vouched for, and its worker gets a PodSync instead
+    of its events (to sync again after its step); the next relist finds its changes
+    again, shown by the worker's read, and sends its events."""
+    views = {"p": _shown("p", "s", {"c": ContainerRunState.RUNNING})}
+    fetched: list[str] = []
+
+    async def status(uid: str) -> RuntimePodStatus:
+        fetched.append(uid)
+        return views.get(uid, RuntimePodStatus(uid=uid))
+
+    runtime = ScriptedRuntime()
+    cache = PodCache(status)
+    send, recv = trio.open_memory_channel[PodLifecycleEvent](100)
+    pleg = Pleg(runtime, cache, send)
+    with cache.in_hand("p"):
+        acted = cache.mark()
+        runtime.pods = {"p": {"s": R}, "q": {"s2": R}}
+        await pleg.relist()  # p's sandbox is there, its container not yet
+        assert drain(recv) == {("q", Started, "s2"), ("p", EventType.POD_SYNC, "")}
+        assert fetched == ["q"]
+        await cache.refresh("p")  # the worker's read after acting
+        await trio.sleep(1)
+        runtime.pods = {"p": {"s": R, "c": R}, "q": {"s2": R}}
+        await pleg.relist()  # still in hand, and shown by the read: events
+        assert drain(recv) == {("p", Started, "s"), ("p", Started, "c")}
+    runtime.pods = {"p": {"s": R, "c": E}, "q": {"s2": R}}
+    with cache.in_hand("p"):
+        await trio.sleep(1)
+        await pleg.relist()  # c exited: not read while in hand, not vouched for
+        assert drain(recv) == {("p", EventType.POD_SYNC, "")}
+        assert fetched == ["q", "p"]
+        stale = cache.get("p")
+        assert await cache.newer_than("p", acted) is stale  # its worker's own read
+        fetched.clear()
+        later = cache.mark()  # the worker acted again (say)
+        views["p"] = _shown("p", "s", {"c": ContainerRunState.EXITED})
+        await trio.sleep(1)
+        assert (await cache.newer_than("p", later)).containers[0].state is E_STATE
+        assert fetched == ["p"]
+    await pleg.relist()  # out of hand: found again, shown by the read above
+    assert drain(recv) == {("p", Died, "c")}
+    assert fetched == ["p"]
+
+
+E_STATE = ContainerRunState.EXITED
+
+
+async def test_one_pod_sync_per_step_for_a_pod_left_to_its_worker() -> None:
+    """Relists during one long step send one PodSync (requests coalesce while the worker
+    is busy); a later step that the relists find again gets its own."""
+    pleg, runtime, recv, cache = make()
+    runtime.pods = {"p": {"s": R}}
+    with cache.in_hand("p"):
+        with cache.in_hand("p"):  # nested: still the same hold
+            await pleg.relist()
+        await pleg.relist()
+        assert recv.statistics().current_buffer_used == 1
+        assert drain(recv) == {("p", EventType.POD_SYNC, "")}
+        assert runtime.fetched == []
+        await pleg.relist()
+        assert drain(recv) == set()
+    with cache.in_hand("p"):
+        await pleg.relist()
+        assert drain(recv) == {("p", EventType.POD_SYNC, "")}
+    await pleg.relist()
+    assert drain(recv) == {("p", Started, "s")}
+    assert runtime.fetched == ["p"]

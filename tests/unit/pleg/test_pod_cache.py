@@ -97,7 +97,7 @@ async def test_a_pod_the_last_relist_did_not_list_starts_from_an_empty_view() ->
     assert (new.uid, new.name, new.sandboxes, new.containers) == ("new", "", (), ())
     assert fetched == [] and cache.get("new") is None  # nothing cached from a guess
     assert (await cache.newer_than("old", None)).name == "read"
-    assert (await cache.newer_than("new", 5.0)).name == "read"  # after a sync: a read
+    assert (await cache.newer_than("new", cache.mark())).name == "read"  # after a sync: a read
     assert fetched == ["old", "new"]
     cache.delete("new")
     assert (await cache.newer_than("new", None)).name == ""  # torn down, all gone
@@ -113,3 +113,49 @@ async def test_without_a_relist_behind_it_the_first_sync_reads() -> None:
     await PodCache(fetch).newer_than("u1", None)
     await PodCache(fetch, unlisted=lambda uid: False).newer_than("u1", None)
     assert fetched == ["u1", "u1"]
+
+
+async def test_a_read_begun_after_the_mark_serves_without_a_relist(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    """A worker's read right after its action is as new as its next step needs, with no
+    relist since (upstream: an entry modified after the time asked); a read that began
+    before the mark, even at the same clock instant, is not."""
+    fetched: list[str] = []
+
+    async def fetch(uid: str) -> RuntimePodStatus:
+        fetched.append(uid)
+        return RuntimePodStatus(uid=uid, name=f"read {len(fetched)}")
+
+    cache = PodCache(fetch)
+    await cache.refresh("u1")  # before the action (same instant: a fake clock)
+    acted = cache.mark()
+    assert (await cache.newer_than("u1", acted)).name == "read 2"  # older: read
+    assert (await cache.newer_than("u1", acted)).name == "read 2"  # begun after: served
+    assert fetched == ["u1", "u1"]
+    later = cache.mark()
+    await trio.sleep(1)
+    assert (await cache.newer_than("u1", later)).name == "read 3"
+    cache.delete("u1")
+    assert (await cache.newer_than("u1", later)).name == "read 4"  # no entry: read
+
+
+async def test_a_read_in_flight_does_not_hide_an_entry_begun_after_the_mark(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    """The PLEG reading the pod meanwhile does not make the worker read it again."""
+    fetched: list[str] = []
+
+    async def fetch(uid: str) -> RuntimePodStatus:
+        fetched.append(uid)
+        await trio.sleep(1)
+        return RuntimePodStatus(uid=uid, name=f"read {len(fetched)}")
+
+    cache = PodCache(fetch)
+    acted = cache.mark()
+    await cache.refresh("u1")
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(cache.refresh, "u1")  # the PLEG's, in flight
+        await trio.sleep(0.5)
+        assert (await cache.newer_than("u1", acted)).name == "read 1"
+        assert fetched == ["u1", "u1"]
