@@ -26,7 +26,7 @@ import trio
 import trio_asyncio
 from grpclib.client import Channel
 
-from . import framerepr, trace
+from . import aioloop, framerepr, trace
 from .codec import MAX_MESSAGE_BYTES, LimitedProtoCodec
 from .endpoint import socket_path
 from .errors import CriError, to_cri_error
@@ -34,6 +34,7 @@ from .errors import CriError, to_cri_error
 Resp = TypeVar("Resp")
 
 framerepr.install()
+aioloop.install()
 
 MAX_CONCURRENT_CALLS = 100
 """Calls in flight on one connection at most (the default HTTP/2 stream limit of gRPC
