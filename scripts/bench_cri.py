@@ -9,6 +9,11 @@ integration tests), (ii) the real containerd (skipped, with a note, when unreach
 and (iii) the trio-asyncio bridge: Version from plain asyncio grpclib vs from our trio
 client, both against one FakeRuntime served by a separate process.
 
+Then the client's own cost under load, what a pod ramp pays: ``--n-throughput`` Version
+calls with 100 in flight (the channel's limit) against the FakeRuntime process, as the
+client process's CPU seconds per call (``time.process_time``), from our trio client and
+from plain asyncio grpclib. ``--throughput-only`` runs just that.
+
 The plain-asyncio client runs in a child process of this script that never imports
 trio_asyncio (importing it patches asyncio process-wide), on an explicit
 ``asyncio.SelectorEventLoop``.
@@ -43,6 +48,7 @@ if TYPE_CHECKING:
 CONTAINERD_ENDPOINT = "unix:///run/containerd/containerd.sock"
 BUSYBOX = "docker.io/library/busybox:latest"
 REQUEST_TIMEOUT = 120.0  # what our client sends as grpc-timeout; the asyncio twin does too
+IN_FLIGHT = 100  # calls in flight in the throughput figure: the channel's limit
 
 Row = tuple[str, str, list[int]]
 
@@ -151,6 +157,51 @@ def asyncio_child(endpoint: str, n: int) -> None:
     if "trio_asyncio" in sys.modules:
         raise SystemExit("asyncio child imported trio_asyncio: the baseline is not plain asyncio")
     json.dump({"samples": samples}, sys.stdout)
+
+
+async def _asyncio_in_flight(call: Callable[[], Awaitable[Any]], n: int) -> dict[str, float]:
+    """``n`` calls, :data:`IN_FLIGHT` at a time, after a warm-up: CPU seconds and wall."""
+
+    async def worker(k: int) -> None:
+        for _ in range(k):
+            await call()
+
+    await asyncio.gather(*(worker(warmup(n) // 10 + 1) for _ in range(IN_FLIGHT)))
+    cpu, wall = time.process_time(), time.perf_counter()
+    await asyncio.gather(*(worker(n // IN_FLIGHT) for _ in range(IN_FLIGHT)))
+    calls = n // IN_FLIGHT * IN_FLIGHT
+    seconds = time.perf_counter() - wall
+    return {"cpu": (time.process_time() - cpu) / calls, "rate": calls / seconds}
+
+
+def asyncio_throughput_child(endpoint: str, n: int) -> None:
+    """The plain asyncio twin of :func:`bench_trio_throughput`; JSON to stdout."""
+    from grpclib.client import Channel, UnaryUnaryMethod
+
+    pb2 = _load_pb2()
+
+    async def run() -> dict[str, float]:
+        channel = Channel(path=endpoint.removeprefix("unix://"))
+        try:
+            version = UnaryUnaryMethod(
+                channel,
+                "/runtime.v1.RuntimeService/Version",
+                pb2.VersionRequest,
+                pb2.VersionResponse,
+            )
+            req = pb2.VersionRequest(version="0.1.0")
+            return await _asyncio_in_flight(lambda: version(req, timeout=REQUEST_TIMEOUT), n)
+        finally:
+            channel.close()
+
+    loop = asyncio.SelectorEventLoop()
+    try:
+        result = loop.run_until_complete(run())
+    finally:
+        loop.close()
+    if "trio_asyncio" in sys.modules:
+        raise SystemExit("asyncio child imported trio_asyncio: the baseline is not plain asyncio")
+    json.dump(result, sys.stdout)
 
 
 def warmup(n: int) -> int:
@@ -276,17 +327,52 @@ async def bench_trio_version(endpoint: str, n: int) -> list[int]:
         return await timed(n, runtime.version)
 
 
-async def trio_main(args: argparse.Namespace, tmp: Path, fake_endpoint: str) -> list[Row]:
+async def bench_trio_throughput(endpoint: str, n: int) -> dict[str, float]:
+    """``n`` Version calls from our client, :data:`IN_FLIGHT` at a time: CPU and wall."""
+    import trio
+
+    from kubelet.cri import connect
+
+    async with connect(endpoint) as (runtime, _):
+
+        async def in_flight(k: int) -> None:
+            async def worker() -> None:
+                for _ in range(k):
+                    await runtime.version()
+
+            async with trio.open_nursery() as nursery:
+                for _ in range(IN_FLIGHT):
+                    nursery.start_soon(worker)
+
+        await in_flight(warmup(n) // 10 + 1)
+        cpu, wall = time.process_time(), time.perf_counter()
+        await in_flight(n // IN_FLIGHT)
+        calls = n // IN_FLIGHT * IN_FLIGHT
+        return {
+            "cpu": (time.process_time() - cpu) / calls,
+            "rate": calls / (time.perf_counter() - wall),
+        }
+
+
+async def trio_main(
+    args: argparse.Namespace, tmp: Path, fake_endpoint: str
+) -> tuple[list[Row], dict[str, float]]:
     import trio_asyncio
 
     rows: list[Row] = []
     async with trio_asyncio.open_loop():
-        rows += await bench_in_process(args.n_fake, tmp)
-        rows += await bench_containerd(args.containerd_endpoint, args.n_containerd, tmp)
-        rows.append(
-            ("fake process, trio", "Version", await bench_trio_version(fake_endpoint, args.n_fake))
-        )
-    return rows
+        if not args.throughput_only:
+            rows += await bench_in_process(args.n_fake, tmp)
+            rows += await bench_containerd(args.containerd_endpoint, args.n_containerd, tmp)
+            rows.append(
+                (
+                    "fake process, trio",
+                    "Version",
+                    await bench_trio_version(fake_endpoint, args.n_fake),
+                )
+            )
+        throughput = await bench_trio_throughput(fake_endpoint, args.n_throughput)
+    return rows, throughput
 
 
 # -- orchestration ---------------------------------------------------------------------------
@@ -322,6 +408,22 @@ def stop_process(proc: subprocess.Popen[bytes]) -> None:
             proc.wait()
 
 
+def run_asyncio_throughput_child(endpoint: str, n: int) -> dict[str, float]:
+    out = subprocess.run(
+        [
+            sys.executable,
+            os.path.abspath(__file__),
+            "--asyncio-throughput-child",
+            endpoint,
+            f"--n-throughput={n}",
+        ],
+        check=True,
+        stdout=subprocess.PIPE,
+    )
+    result: dict[str, float] = json.loads(out.stdout)
+    return result
+
+
 def run_asyncio_child(endpoint: str, n: int) -> list[int]:
     out = subprocess.run(
         [sys.executable, os.path.abspath(__file__), "--asyncio-child", endpoint, f"--n-fake={n}"],
@@ -342,13 +444,24 @@ def main() -> None:
         default=CONTAINERD_ENDPOINT,
         help=f"containerd's CRI endpoint (default {CONTAINERD_ENDPOINT})",
     )
+    parser.add_argument(
+        "--n-throughput", type=int, help="calls in the throughput figure (20000; quick 4000)"
+    )
+    parser.add_argument(
+        "--throughput-only", action="store_true", help="only the CPU per call under load"
+    )
     parser.add_argument("--asyncio-child", metavar="ENDPOINT", help=argparse.SUPPRESS)
+    parser.add_argument("--asyncio-throughput-child", metavar="ENDPOINT", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.asyncio_child:
         asyncio_child(args.asyncio_child, args.n_fake)
         return
+    if args.asyncio_throughput_child:
+        asyncio_throughput_child(args.asyncio_throughput_child, args.n_throughput)
+        return
     args.n_fake = args.n_fake or (200 if args.quick else 2000)
     args.n_containerd = args.n_containerd or (100 if args.quick else 500)
+    args.n_throughput = args.n_throughput or (4000 if args.quick else 20000)
 
     import trio
 
@@ -358,21 +471,31 @@ def main() -> None:
     try:
         proc = start_fake_process(fake_endpoint)
         try:
-            baseline = run_asyncio_child(fake_endpoint, args.n_fake)
-            rows = trio.run(trio_main, args, tmp, fake_endpoint)
+            baseline = [] if args.throughput_only else run_asyncio_child(fake_endpoint, args.n_fake)
+            rows, ours = trio.run(trio_main, args, tmp, fake_endpoint)
+            plain_load = run_asyncio_throughput_child(fake_endpoint, args.n_throughput)
         finally:
             stop_process(proc)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    rows.insert(-1, ("fake process, asyncio", "Version", baseline))
-    print()
-    print_rows(rows)
-    bridged = statistics.median(rows[-1][2])
-    plain = statistics.median(baseline)
+    if not args.throughput_only:
+        rows.insert(-1, ("fake process, asyncio", "Version", baseline))
+        print()
+        print_rows(rows)
+        bridged = statistics.median(rows[-1][2])
+        plain = statistics.median(baseline)
+        print(
+            f"\ntrio-asyncio bridge overhead (Version, median): {(bridged - plain) / 1e6:+.3f} "
+            f"ms per call ({bridged / plain:.2f}x plain asyncio)"
+        )
     print(
-        f"\ntrio-asyncio bridge overhead (Version, median): {(bridged - plain) / 1e6:+.3f} ms "
-        f"per call ({bridged / plain:.2f}x plain asyncio)"
+        f"\nclient CPU per call, {args.n_throughput} Version calls with {IN_FLIGHT} in flight "
+        "(FakeRuntime process):"
     )
+    for name, result in (("our trio client", ours), ("plain asyncio grpclib", plain_load)):
+        print(
+            f"  {name:22} {result['cpu'] * 1e6:6.1f} us CPU per call ({result['rate']:.0f} calls/s)"
+        )
 
 
 if __name__ == "__main__":

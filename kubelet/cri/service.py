@@ -28,10 +28,5 @@ class ServiceClient:
         """Call ``rpc`` with the request timeout unless another ``timeout`` is given."""
         if self._stub is None:
             self._stub = self._stub_type(self.channel.channel())
-        method = getattr(self._stub, rpc)
         limit: float | None = self.request_timeout if timeout is _DEFAULT else timeout
-
-        async def invoke(grpc_timeout: float | None) -> Any:
-            return await method(request, timeout=grpc_timeout)
-
-        return await self.channel.call(rpc, invoke, limit)
+        return await self.channel.call(rpc, getattr(self._stub, rpc), request, limit)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import socket
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -438,3 +439,83 @@ async def test_node_status_runtime_calls_pass_the_shared_limit(
             nursery.cancel_scope.cancel()
     assert facts.runtime_errors == ()
     assert facts.runtime_name
+
+
+async def test_grpc_timeout_tells_the_runtime_our_deadline(
+    aio_loop: None, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    """The runtime learns the deadline from ``grpc-timeout``: ``ceil(ours) + 1`` s as
+    grpclib encodes it (milliseconds rounded down; whole seconds rounded down above
+    10 s), never shorter than ours; none for calls without one."""
+    import trio_asyncio
+    from grpclib.const import Cardinality, Handler
+    from grpclib.server import Server, Stream
+
+    seen: list[float | None] = []
+
+    async def version(stream: Stream[api.VersionRequest, api.VersionResponse]) -> None:
+        await stream.recv_message()
+        seen.append(None if stream.deadline is None else stream.deadline.time_remaining())
+        await stream.send_message(api.VersionResponse(runtime_name="recorder"))
+
+    class Recorder:
+        def __mapping__(self) -> dict[str, Handler]:
+            return {
+                "/runtime.v1.RuntimeService/Version": Handler(
+                    version, Cardinality.UNARY_UNARY, api.VersionRequest, api.VersionResponse
+                )
+            }
+
+    server = Server([Recorder()])
+    await trio_asyncio.aio_as_trio(server.start)(path=str(short_tmp / "rec.sock"))
+    try:
+        async with connect(f"unix://{short_tmp}/rec.sock") as (runtime, _):
+            for timeout in (2.5, 15.9, 120.0, None):
+                runtime.request_timeout = timeout  # type: ignore[assignment]
+                assert (await runtime.version()).runtime_name == "recorder"
+    finally:
+        server.close()
+        await trio_asyncio.aio_as_trio(server.wait_closed)()
+    assert seen[:3] == pytest.approx([3.999, 16.0, 120.0], abs=0.01)
+    assert seen[3] is None
+
+
+async def test_calls_arm_no_grpclib_timer(
+    fake: FakeRuntime, clients: Clients, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Trio deadline is the only timer of a call: grpclib's own (an asyncio timer
+    per call that trio-asyncio keeps until it would have fired, 2 min later) is not
+    armed. (The in-process FakeRuntime's server side still arms one.)"""
+    import grpclib.client
+    from grpclib.utils import DeadlineWrapper
+
+    armed = 0
+
+    class Counting(DeadlineWrapper):
+        def start(self, deadline: Any) -> Any:
+            nonlocal armed
+            armed += 1
+            return super().start(deadline)
+
+    monkeypatch.setattr(grpclib.client, "DeadlineWrapper", Counting)
+    runtime, _ = clients
+    for _ in range(5):
+        await runtime.version()
+    assert armed == 0
+
+
+async def test_a_call_cancelled_before_it_starts(
+    fake: FakeRuntime, autojump_clock: trio.abc.Clock
+) -> None:
+    """Cancelled before its asyncio task ever ran: the call raises Cancelled at once,
+    never reaches the runtime, and gives its slot back."""
+    async with CriChannel(fake.endpoint, max_concurrent_calls=1) as channel:
+        runtime = RuntimeClient(channel)
+        await runtime.version()
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            await runtime.list_containers()
+        assert scope.cancelled_caught
+        with trio.fail_after(1):
+            await runtime.version()
+    assert fake.rpcs().count("ListContainers") == 0
