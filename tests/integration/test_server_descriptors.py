@@ -142,6 +142,10 @@ async def test_idle_flood_leaves_the_kubelet_its_descriptors(
                 await trio.sleep(0.05)
         open_fds = len(os.listdir(f"/proc/{kubelet.proc.pid}/fd"))
         assert open_fds < LIMIT - 64, open_fds  # the reserve was never touched
+        # the flood reached the bound once, and said so once; when it is closed the
+        # backlog's dead connections may be accepted fast enough to reach it again
+        flooded = kubelet.text()
+        assert flooded.count("connection limit reached") == 1, flooded[-3000:]
     finally:
         for stream in flood:
             await trio.aclose_forcefully(stream)
@@ -155,5 +159,4 @@ async def test_idle_flood_leaves_the_kubelet_its_descriptors(
                     await trio.sleep(0.1)
         assert [p["metadata"]["name"] for p in r.json()["items"]] == ["late-fdtest"]
     log = kubelet.text()
-    assert log.count("connection limit reached") == 1, log[-3000:]
     assert "Too many open files" not in log and "accept returned" not in log
