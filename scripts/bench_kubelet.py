@@ -641,6 +641,7 @@ async def containerd_kubelet(
     runtime: RuntimeClient, endpoint: str, config: str | None = None
 ) -> AsyncIterator[KubeletProcess]:
     """A kubelet on containerd; on exit its pods are deleted, it is stopped, leftovers go."""
+    from kubelet.cri import CriError
     from kubelet.cri.__main__ import cleanup
 
     tmp = Path(tempfile.mkdtemp(prefix="kbk-", dir="/tmp"))
@@ -650,23 +651,30 @@ async def containerd_kubelet(
         yield kubelet
     finally:
         with trio.CancelScope(shield=True):
-            ours = {
-                s.labels[POD_NAME]
-                for s in await runtime.list_pod_sandbox()
-                if s.labels.get(POD_NAME, "").endswith(f"-{kubelet.node}")
-            }
-            if ours and kubelet.proc is not None and kubelet.proc.poll() is None:
-                for path in kubelet.manifests.glob("*.yaml"):
-                    path.unlink()
-                await wait_gone(runtime, ours, time.monotonic(), 600, every=0.25)
-            if kubelet.proc is not None:
-                await kubelet.stop()
+            # the kubelet is stopped whatever happens: one left running on a restarted
+            # containerd sweeps the next run's pods as orphans
+            try:
+                ours = {
+                    s.labels[POD_NAME]
+                    for s in await runtime.list_pod_sandbox()
+                    if s.labels.get(POD_NAME, "").endswith(f"-{kubelet.node}")
+                }
+                if ours and kubelet.proc is not None and kubelet.proc.poll() is None:
+                    for path in kubelet.manifests.glob("*.yaml"):
+                        path.unlink()
+                    await wait_gone(runtime, ours, time.monotonic(), 600, every=0.25)
+            except CriError as exc:
+                print(f"  runtime unreachable, its pods not removed: {exc}")
+            finally:
+                if kubelet.proc is not None:
+                    await kubelet.stop()
             # safety net, limited to this kubelet's pods (other kubelets may share containerd)
-            for s in await runtime.list_pod_sandbox():
-                name = s.labels.get(POD_NAME, "")
-                if name.endswith(f"-{kubelet.node}"):
-                    report = await cleanup(runtime, kubelet_only=True, labels={POD_NAME: name})
-                    print(f"  cleanup left-over {name}: {report}")
+            with contextlib.suppress(CriError):
+                for s in await runtime.list_pod_sandbox():
+                    name = s.labels.get(POD_NAME, "")
+                    if name.endswith(f"-{kubelet.node}"):
+                        report = await cleanup(runtime, kubelet_only=True, labels={POD_NAME: name})
+                        print(f"  cleanup left-over {name}: {report}")
             if keep := os.environ.get("BENCH_KEEP"):  # the trace and log, to read afterwards
                 for f in (kubelet.trace_file, kubelet.log_file):
                     with contextlib.suppress(OSError):
