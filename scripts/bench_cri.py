@@ -36,11 +36,11 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from importlib import metadata
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from kubelet.cri import RuntimeClient, api
@@ -51,6 +51,7 @@ REQUEST_TIMEOUT = 120.0  # what our client sends as grpc-timeout; the asyncio tw
 IN_FLIGHT = 100  # calls in flight in the throughput figure: the channel's limit
 
 Row = tuple[str, str, list[int]]
+T = TypeVar("T")
 
 
 # -- statistics and printing ---------------------------------------------------------------
@@ -122,6 +123,18 @@ def _load_pb2() -> ModuleType:
     return module
 
 
+def _on_plain_asyncio(run: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """``run()`` on a plain asyncio loop (the baseline the bridge is measured against)."""
+    loop = asyncio.SelectorEventLoop()
+    try:
+        result = loop.run_until_complete(run())
+    finally:
+        loop.close()
+    if "trio_asyncio" in sys.modules:
+        raise SystemExit("asyncio child imported trio_asyncio: the baseline is not plain asyncio")
+    return result
+
+
 def asyncio_child(endpoint: str, n: int) -> None:
     """Time ``n`` Version calls with grpclib on a real asyncio loop; JSON samples to stdout."""
     from grpclib.client import Channel, UnaryUnaryMethod
@@ -149,14 +162,7 @@ def asyncio_child(endpoint: str, n: int) -> None:
         finally:
             channel.close()
 
-    loop = asyncio.SelectorEventLoop()
-    try:
-        samples = loop.run_until_complete(run())
-    finally:
-        loop.close()
-    if "trio_asyncio" in sys.modules:
-        raise SystemExit("asyncio child imported trio_asyncio: the baseline is not plain asyncio")
-    json.dump({"samples": samples}, sys.stdout)
+    json.dump({"samples": _on_plain_asyncio(run)}, sys.stdout)
 
 
 async def _asyncio_in_flight(call: Callable[[], Awaitable[Any]], n: int) -> dict[str, float]:
@@ -194,14 +200,7 @@ def asyncio_throughput_child(endpoint: str, n: int) -> None:
         finally:
             channel.close()
 
-    loop = asyncio.SelectorEventLoop()
-    try:
-        result = loop.run_until_complete(run())
-    finally:
-        loop.close()
-    if "trio_asyncio" in sys.modules:
-        raise SystemExit("asyncio child imported trio_asyncio: the baseline is not plain asyncio")
-    json.dump(result, sys.stdout)
+    json.dump(_on_plain_asyncio(run), sys.stdout)
 
 
 def warmup(n: int) -> int:
