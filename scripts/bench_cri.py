@@ -123,6 +123,22 @@ def _load_pb2() -> ModuleType:
     return module
 
 
+def _plain_version_call(endpoint: str) -> tuple[Any, Callable[[], Awaitable[Any]]]:
+    """A plain grpclib channel to ``endpoint`` and a Version call on it (asyncio side)."""
+    from grpclib.client import Channel, UnaryUnaryMethod
+
+    pb2 = _load_pb2()
+    channel = Channel(path=endpoint.removeprefix("unix://"))
+    version = UnaryUnaryMethod(
+        channel,
+        "/runtime.v1.RuntimeService/Version",
+        pb2.VersionRequest,
+        pb2.VersionResponse,
+    )
+    req = pb2.VersionRequest(version="0.1.0")
+    return channel, lambda: version(req, timeout=REQUEST_TIMEOUT)
+
+
 def _on_plain_asyncio(run: Callable[[], Coroutine[Any, Any, T]]) -> T:
     """``run()`` on a plain asyncio loop (the baseline the bridge is measured against)."""
     loop = asyncio.SelectorEventLoop()
@@ -137,26 +153,16 @@ def _on_plain_asyncio(run: Callable[[], Coroutine[Any, Any, T]]) -> T:
 
 def asyncio_child(endpoint: str, n: int) -> None:
     """Time ``n`` Version calls with grpclib on a real asyncio loop; JSON samples to stdout."""
-    from grpclib.client import Channel, UnaryUnaryMethod
-
-    pb2 = _load_pb2()
 
     async def run() -> list[int]:
-        channel = Channel(path=endpoint.removeprefix("unix://"))
+        channel, version = _plain_version_call(endpoint)
         try:
-            version = UnaryUnaryMethod(
-                channel,
-                "/runtime.v1.RuntimeService/Version",
-                pb2.VersionRequest,
-                pb2.VersionResponse,
-            )
-            req = pb2.VersionRequest(version="0.1.0")
             for _ in range(warmup(n)):
-                await version(req, timeout=REQUEST_TIMEOUT)
+                await version()
             samples = []
             for _ in range(n):
                 t0 = time.perf_counter_ns()
-                await version(req, timeout=REQUEST_TIMEOUT)
+                await version()
                 samples.append(time.perf_counter_ns() - t0)
             return samples
         finally:
@@ -182,21 +188,11 @@ async def _asyncio_in_flight(call: Callable[[], Awaitable[Any]], n: int) -> dict
 
 def asyncio_throughput_child(endpoint: str, n: int) -> None:
     """The plain asyncio twin of :func:`bench_trio_throughput`; JSON to stdout."""
-    from grpclib.client import Channel, UnaryUnaryMethod
-
-    pb2 = _load_pb2()
 
     async def run() -> dict[str, float]:
-        channel = Channel(path=endpoint.removeprefix("unix://"))
+        channel, version = _plain_version_call(endpoint)
         try:
-            version = UnaryUnaryMethod(
-                channel,
-                "/runtime.v1.RuntimeService/Version",
-                pb2.VersionRequest,
-                pb2.VersionResponse,
-            )
-            req = pb2.VersionRequest(version="0.1.0")
-            return await _asyncio_in_flight(lambda: version(req, timeout=REQUEST_TIMEOUT), n)
+            return await _asyncio_in_flight(version, n)
         finally:
             channel.close()
 
