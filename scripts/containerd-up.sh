@@ -169,7 +169,11 @@ else
   mkdir -p "$(dirname "$LOG")"
   # setsid detaches containerd from our session; the inner shell records its own PID and
   # then execs containerd, so the PID file holds containerd's PID exactly.
-  setsid bash -c 'echo $$ >"$1"; exec containerd --config "$2" --log-level info' _ \
+  # Descriptors above 2 are closed first: started under `flock` (the e2e lock), containerd
+  # would otherwise inherit the lock's descriptor and hold the lock for its whole life.
+  setsid bash -c 'echo $$ >"$1"
+    for fd in /proc/$$/fd/*; do fd=${fd##*/}; if [ "$fd" -gt 2 ]; then eval "exec $fd>&-"; fi; done
+    exec containerd --config "$2" --log-level info' _ \
     "$PIDFILE" "$CONF" </dev/null >>"$LOG" 2>&1 &
   for _ in $(seq 50); do [ -s "$PIDFILE" ] && break; sleep 0.1; done
   pid=$(cat "$PIDFILE" 2>/dev/null) || die "containerd did not record its PID"
