@@ -36,6 +36,8 @@ class ScriptedRuntime(RuntimeLister):
         self.pods: PodStates = {}
         self.failing: set[str] = set()
         self.fetched: list[str] = []
+        self.views: dict[str, RuntimePodStatus] = {}
+        """What a status read gives per pod (an empty status for any other)."""
 
     async def relist(self) -> PodStates:
         return self.pods
@@ -44,7 +46,7 @@ class ScriptedRuntime(RuntimeLister):
         self.fetched.append(uid)
         if uid in self.failing:
             raise RuntimeError("inspect failed")
-        return RuntimePodStatus(uid=uid)
+        return self.views.get(uid, RuntimePodStatus(uid=uid))
 
 
 def make(
@@ -218,16 +220,9 @@ async def test_a_pod_its_cache_entry_already_shows_is_not_read_again() -> None:
     sandbox and container sends their events without reading the pod again; a pod whose
     entry shows other states (c has exited since, or is missing) is read."""
     views = {"p": _shown("p", "s", {"c": ContainerRunState.RUNNING})}
-    fetched: list[str] = []
-
-    async def status(uid: str) -> RuntimePodStatus:
-        fetched.append(uid)
-        return views.get(uid, RuntimePodStatus(uid=uid))
-
-    runtime = ScriptedRuntime()
-    cache = PodCache(status)
-    send, recv = trio.open_memory_channel[PodLifecycleEvent](100)
-    pleg = Pleg(runtime, cache, send)
+    pleg, runtime, recv, cache = make()
+    runtime.views = views
+    fetched = runtime.fetched
     await cache.refresh("p")  # the worker's read after its action
     runtime.pods = {"p": {"s": R, "c": R}, "q": {"s2": R}}
     await pleg.relist()
@@ -244,16 +239,9 @@ async def test_a_pod_its_cache_entry_already_shows_is_not_read_again() -> None:
 
 async def test_a_reinspection_reads_a_pod_its_entry_shows() -> None:
     views = {"p": _shown("p", "s", {})}
-    fetched: list[str] = []
-
-    async def status(uid: str) -> RuntimePodStatus:
-        fetched.append(uid)
-        return views[uid]
-
-    runtime = ScriptedRuntime()
-    cache = PodCache(status)
-    send, recv = trio.open_memory_channel[PodLifecycleEvent](100)
-    pleg = Pleg(runtime, cache, send)
+    pleg, runtime, recv, cache = make()
+    runtime.views = views
+    fetched = runtime.fetched
     await cache.refresh("p")
     runtime.pods = {"p": {"s": R}}
     pleg.request_reinspect("p")
@@ -284,16 +272,9 @@ async def test_a_pod_its_worker_has_in_hand_is_left_to_a_later_relist(
     of its events (to sync again after its step); the next relist finds its changes
     again, shown by the worker's read, and sends its events."""
     views = {"p": _shown("p", "s", {"c": ContainerRunState.RUNNING})}
-    fetched: list[str] = []
-
-    async def status(uid: str) -> RuntimePodStatus:
-        fetched.append(uid)
-        return views.get(uid, RuntimePodStatus(uid=uid))
-
-    runtime = ScriptedRuntime()
-    cache = PodCache(status)
-    send, recv = trio.open_memory_channel[PodLifecycleEvent](100)
-    pleg = Pleg(runtime, cache, send)
+    pleg, runtime, recv, cache = make()
+    runtime.views = views
+    fetched = runtime.fetched
     with cache.in_hand("p"):
         acted = cache.mark()
         runtime.pods = {"p": {"s": R}, "q": {"s2": R}}
