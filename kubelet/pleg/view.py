@@ -50,12 +50,9 @@ class RuntimeView:
         async def list_sandboxes() -> None:
             sandboxes.extend(await self.runtime.list_pod_sandbox())
 
-        try:
-            async with trio.open_nursery() as nursery:  # both at once: half the wait
-                nursery.start_soon(list_sandboxes)
-                containers.extend(await self.runtime.list_containers())
-        except BaseExceptionGroup as group:
-            raise _first_error(group) from None  # the runtime's own error, as one call's
+        async with trio.open_nursery() as nursery:  # both at once: half the wait
+            nursery.start_soon(list_sandboxes)
+            containers.extend(await self.runtime.list_containers())
         self._listing = (began, sandboxes, containers)
         out: dict[str, dict[str, PlegState]] = {}
         for s in sandboxes:
@@ -162,15 +159,6 @@ class RuntimeView:
                     c.labels.get(labels.POD_NAME, ""),
                 )
         return out
-
-
-def _first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    """The first error of a nursery's group (both calls fail alike when the runtime is
-    down): the relist reports it as it did when the calls ran one after the other."""
-    error: BaseException = group
-    while isinstance(error, BaseExceptionGroup):
-        error = error.exceptions[0]
-    return error
 
 
 def with_termination_message(info: ContainerInfo, status: api.ContainerStatus) -> ContainerInfo:
