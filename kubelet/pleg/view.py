@@ -42,17 +42,10 @@ class RuntimeView:
         """The pod uids the last relist listed (None: no relist finished yet)."""
 
     async def relist(self) -> PodStates:
-        """uid → container/sandbox id → state, from two list calls made at once."""
+        """uid → container/sandbox id → state, from two list calls."""
         began = trio.current_time()
-        sandboxes: list[api.PodSandbox] = []
-        containers: list[api.Container] = []
-
-        async def list_sandboxes() -> None:
-            sandboxes.extend(await self.runtime.list_pod_sandbox())
-
-        async with trio.open_nursery() as nursery:  # both at once: half the wait
-            nursery.start_soon(list_sandboxes)
-            containers.extend(await self.runtime.list_containers())
+        sandboxes = await self.runtime.list_pod_sandbox()
+        containers = await self.runtime.list_containers()
         self._listing = (began, sandboxes, containers)
         out: dict[str, dict[str, PlegState]] = {}
         for s in sandboxes:

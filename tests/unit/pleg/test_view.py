@@ -8,7 +8,6 @@ import trio
 
 from kubelet.cri import RuntimeClient, api, labels
 from kubelet.cri.types import ContainerRunState, SandboxState
-from kubelet.pleg.generator import PlegState
 from kubelet.pleg.view import RuntimeView
 
 UID = "u1"
@@ -93,14 +92,3 @@ async def test_unlisted_says_what_the_last_relist_did_not_list(
     await view.relist()
     assert not view.unlisted(UID)
     assert view.unlisted("other")
-
-
-async def test_relist_lists_sandboxes_and_containers_at_once(
-    autojump_clock: trio.abc.Clock,
-) -> None:
-    runtime = OverlapRuntime()  # one list after the other would never finish
-    view = RuntimeView(cast(RuntimeClient, runtime))
-    with trio.fail_after(5):
-        states = await view.relist()
-    assert sorted(runtime.calls) == ["ListContainers", "ListPodSandbox"]
-    assert states == {UID: {"s1": PlegState.RUNNING, "c1": PlegState.RUNNING}}
