@@ -209,7 +209,8 @@ class Pleg:
         holds = {u: self._cache.held(u) for u in to_fetch - unread - self._reinspect}
         later = {u for u, hold in holds.items() if hold is not None}
         results = dict.fromkeys(unread, True)
-        results.update(await self._refresh(to_fetch - unread - later))
+        if read := to_fetch - unread - later:  # none: no nursery, no yield to the loop
+            results.update(await self._refresh(read))
         kept = dict(current)  # the listing, with the old view of pods not taken in
         for uid in to_fetch:
             if uid in later or not results.get(uid, False):

@@ -15,7 +15,7 @@ import attrs
 
 from kubelet.cri import CriError
 from kubelet.goformat import rfc3339
-from kubelet.stats.summary import FsUsage, Summary, from_json
+from kubelet.stats.summary import FsUsage, Summary, from_json, from_json_paced
 
 from .stats import SummaryProvider
 
@@ -32,7 +32,7 @@ class NodeUsage:
     provider: SummaryProvider
 
     async def summary(self) -> Summary:
-        return from_json(await self.provider.summary())
+        return await from_json_paced(await self.provider.summary(), self.provider.pacer())
 
     async def image_fs(self) -> FsUsage | None:
         runtime = await self.provider.runtime_fs(rfc3339(self.provider.wall_clock()))

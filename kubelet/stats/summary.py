@@ -15,6 +15,8 @@ from typing import Any
 
 import attrs
 
+from .pace import Pacer
+
 __all__ = [
     "ContainerUsage",
     "FsUsage",
@@ -24,6 +26,7 @@ __all__ = [
     "Summary",
     "VolumeUsage",
     "from_json",
+    "from_json_paced",
 ]
 
 SYSTEM_CONTAINER_PODS = "pods"
@@ -172,6 +175,24 @@ def _pod(obj: Json) -> PodUsage:
 
 def from_json(summary: Json) -> Summary:
     """A ``/stats/summary`` document (stats/v1alpha1 field names) as typed figures."""
+    return Summary(node=_node(summary), pods=tuple(_pod(p) for p in _pod_rows(summary)))
+
+
+async def from_json_paced(summary: Json, pacer: Pacer) -> Summary:
+    """``from_json``, giving the loop back between pods as ``pacer`` says (500 pods take
+    some 7 ms, after the 100 ms and more of the summary itself)."""
+    pods = []
+    for p in _pod_rows(summary):
+        await pacer.tick()
+        pods.append(_pod(p))
+    return Summary(node=_node(summary), pods=tuple(pods))
+
+
+def _pod_rows(summary: Json) -> list[Json]:
+    return [p for p in summary.get("pods") or () if isinstance(p, Mapping)]
+
+
+def _node(summary: Json) -> NodeUsage:
     node = summary.get("node") or {}
     pods_memory = None
     for sc in node.get("systemContainers") or ():
@@ -179,16 +200,13 @@ def from_json(summary: Json) -> Summary:
             pods_memory = _memory(sc.get("memory"))
     runtime = node.get("runtime") or {}
     rlimit = node.get("rlimit") or {}
-    return Summary(
-        node=NodeUsage(
-            memory=_memory(node.get("memory")),
-            pods_memory=pods_memory,
-            fs=_fs(node.get("fs")),
-            image_fs=_fs(runtime.get("imageFs")),
-            container_fs=_fs(runtime.get("containerFs")),
-            rlimit_time=_time(rlimit.get("time")),
-            max_pid=_int(rlimit, "maxpid"),
-            num_processes=_int(rlimit, "curproc"),
-        ),
-        pods=tuple(_pod(p) for p in summary.get("pods") or () if isinstance(p, Mapping)),
+    return NodeUsage(
+        memory=_memory(node.get("memory")),
+        pods_memory=pods_memory,
+        fs=_fs(node.get("fs")),
+        image_fs=_fs(runtime.get("imageFs")),
+        container_fs=_fs(runtime.get("containerFs")),
+        rlimit_time=_time(rlimit.get("time")),
+        max_pid=_int(rlimit, "maxpid"),
+        num_processes=_int(rlimit, "curproc"),
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import trio
+import trio.testing
 
 from kubelet.cri.types import (
     ContainerInfo,
@@ -328,3 +329,18 @@ async def test_one_pod_sync_per_step_for_a_pod_left_to_its_worker() -> None:
     await pleg.relist()
     assert drain(recv) == {("p", Started, "s")}
     assert runtime.fetched == ["p"]
+
+
+async def test_a_relist_with_nothing_to_read_does_not_give_the_loop_away() -> None:
+    """A steady relist (no pod to read) runs from its listing to its end in one go: a
+    yield there let a long pass of another task (the summary's) into its measured time."""
+    pleg, runtime, recv, _ = make()
+    runtime.pods = {"p": {"s": R, "c": R}}
+    await pleg.relist()
+    drain(recv)
+    with trio.testing.assert_no_checkpoints():
+        await pleg.relist()  # the scripted listing itself never yields
+    runtime.pods = {"p": {"s": R, "c": E}}
+    with trio.testing.assert_checkpoints():
+        await pleg.relist()  # p to read: the reads are made in a nursery
+    assert drain(recv) == {("p", Died, "c")}

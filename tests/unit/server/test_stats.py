@@ -18,6 +18,7 @@ from kubelet.server.certs import serving_cert
 from kubelet.server.cgroupfigures import cgroup_figures
 from kubelet.server.hoststats import Host
 from kubelet.server.stats import RateCache, SummaryProvider, rfc3339
+from kubelet.stats.pace import Pacer
 
 UID = "0b6c1f0e-1111-2222-3333-444455556666"
 NOW = 1_800_000_000.0
@@ -439,3 +440,18 @@ def test_rfc3339_keeps_whole_seconds_through_its_cache() -> None:
     assert rfc3339(NOW + 1) == "2027-01-15T08:00:01Z"
     assert rfc3339(59.999) == "1970-01-01T00:00:59Z"
     assert rfc3339(-0.5) == rfc3339(0) == "1970-01-01T00:00:00Z"  # truncated, as before
+
+
+async def test_the_pass_over_the_pods_gives_the_loop_back_between_pods(tmp_path: Path) -> None:
+    stats = provider(tmp_path, ScriptedRuntime())
+    pacers: list[Pacer] = []
+
+    def pacer() -> Pacer:
+        pacers.append(Pacer(0.0))  # a slice used up at every pod
+        return pacers[-1]
+
+    stats.pacer = pacer
+    summary = await stats.summary()
+    assert [p.yields for p in pacers] == [1]  # one pod: one yield before it
+    [pod] = summary["pods"]
+    assert pod["cpu"]["usageNanoCores"] == 7 and pod["containers"][0]["name"] == "app"
