@@ -419,9 +419,9 @@ _MASK128 = (1 << 128) - 1
 
 def fnv1a_128(data: bytes) -> int:
     """FNV-1a, 128 bits (upstream's hash for static pod UIDs)."""
-    h = _FNV128_OFFSET
+    h, prime, mask = _FNV128_OFFSET, _FNV128_PRIME, _MASK128  # locals: a fifth off per byte
     for byte in data:
-        h = ((h ^ byte) * _FNV128_PRIME) & _MASK128
+        h = (h ^ byte) * prime & mask
     return h
 
 
