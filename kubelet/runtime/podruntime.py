@@ -641,7 +641,8 @@ class PodRuntime:
                 pod,
                 pod_ips=ips,
                 host_network=bool(pod.spec.host_network),
-                node_hosts=self.dns.node_hosts(),
+                # the node's /etc/hosts only serves hostNetwork pods: not read for the rest
+                node_hosts=self.dns.node_hosts() if pod.spec.host_network else "",
                 cluster_domain=self.dns.cluster_domain,
             )
             path = hosts_file_path(pod_dir(self.root_dir, pod.uid))
