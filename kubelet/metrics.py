@@ -150,6 +150,9 @@ class KubeletMetrics:
         self.registry = CollectorRegistry()
         self._wall_clock = wall_clock
         self._last_relist_start: float | None = None
+        self._operation_series: dict[str, tuple[str, Any, Any]] = {}
+        """Per CRI RPC: its operation type, count and duration series (5 calls a pod
+        start; a series lives as long as its metric, so nothing here goes stale)."""
         reg = self.registry
         if process:
             ProcessCollector(registry=reg)
@@ -280,10 +283,18 @@ class KubeletMetrics:
         self, rpc: str, seconds: float, error: BaseException | None
     ) -> None:
         """Every CRI call (the ``CriChannel`` observer): count, duration, errors."""
-        op = operation_type(rpc)
-        self.runtime_operations.labels(operation_type=op).inc()
-        self.runtime_operations_duration.labels(operation_type=op).observe(seconds)
-        if error is not None:
+        series = self._operation_series.get(rpc)
+        if series is None:
+            op = operation_type(rpc)
+            series = self._operation_series[rpc] = (
+                op,
+                self.runtime_operations.labels(operation_type=op),
+                self.runtime_operations_duration.labels(operation_type=op),
+            )
+        op, count, duration = series
+        count.inc()
+        duration.observe(seconds)
+        if error is not None:  # its series only once there is an error, as upstream
             self.runtime_operations_errors.labels(operation_type=op).inc()
 
     def observe_relist(self, started: float, seconds: float) -> None:

@@ -10,7 +10,9 @@ that one task drains to the API. Like upstream's correlator, repeats are folded:
 * a token bucket per object (burst 25, one token per 5 minutes) drops the rest, so a
   crash-looping pod cannot flood the API.
 
-Without an API (standalone mode) events only go to the log.
+Every event is also logged, at ``-v=3`` whatever its type (upstream's recorder logs
+them with ``StartStructuredLogging(3)``): at the default verbosity a pod start costs no
+log lines for its events. Without an API (standalone mode) they only go to that log.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import trio
 
 from kubelet.api.pod import Container, Pod
 from kubelet.goformat import rfc3339
+from kubelet.logs.fields import verbosity_level
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +38,8 @@ SIMILAR_WINDOW = 600.0
 MAX_SIMILAR = 10
 SPAM_BURST = 25
 SPAM_REFILL = 300.0  # one token per five minutes
+LOG_LEVEL = verbosity_level(3)
+"""Events are logged at ``-v=3``, as upstream's recorder logs them."""
 
 
 @attrs.frozen
@@ -143,9 +148,14 @@ class EventRecorder:
 
         ``annotations`` go on the Event object (upstream's ``AnnotatedEventf``: an
         eviction names the offending containers there)."""
-        level = logging.WARNING if event_type == WARNING else logging.INFO
         log.log(
-            level, "event %s %s/%s: %s: %s", event_type, ref.namespace, ref.name, reason, message
+            LOG_LEVEL,
+            "event %s %s/%s: %s: %s",
+            event_type,
+            ref.namespace,
+            ref.name,
+            reason,
+            message,
         )
         if self._sink is None:
             return

@@ -164,6 +164,9 @@ class Pleg:
         self.last_relist_duration: float = 0.0
         self.relist_interval: float = 0.0
         self.discarded_events = 0
+        """Events dropped on a full channel, ever (upstream's ``pleg_discard_events``)."""
+        self._discarded: list[PodLifecycleEvent] = []
+        """Those of the relist under way: logged once at its end."""
         self.on_relist = on_relist
         """Called with (start, duration) after each successful relist (metrics)."""
 
@@ -231,6 +234,7 @@ class Pleg:
             if uid in self._reinspect and uid not in changed:
                 self._send(PodLifecycleEvent(uid, EventType.POD_SYNC))
             self._reinspect.discard(uid)
+        self._report_discards()
         self._states = {uid: dict(states) for uid, states in kept.items()}
         self._synced_holds = {u: h for u, h in self._synced_holds.items() if u in later}
         self._cache.mark_fresh(start, self._reinspect | later)
@@ -290,4 +294,14 @@ class Pleg:
             self._events.send_nowait(event)
         except trio.WouldBlock:
             self.discarded_events += 1
-            log.error("PLEG event channel is full, discarding %s", event)
+            self._discarded.append(event)
+
+    def _report_discards(self) -> None:
+        """One error line for the events a relist dropped, not one each: a relist finds
+        every change since the last one at once, and with no consumer running until it
+        ends, more than the channel holds (a ramp starting 500 pods a second) are
+        dropped in a burst -- thousands of error lines that cost the ramp CPU."""
+        if self._discarded:
+            first, count = self._discarded[0], len(self._discarded)
+            self._discarded = []
+            log.error("PLEG event channel is full, discarded %d events (first %s)", count, first)

@@ -337,7 +337,8 @@ class PodRuntime:
                 if self.metrics is not None:
                     self.metrics.pod_started(error=not created_id)
             created = await self.runtime.pod_sandbox_status(created_id)
-            log.info("pod %s: sandbox %s created (attempt %d)", pod.key, created_id[:13], attempt)
+            # -v=4, as upstream's "Created PodSandbox for pod" (the lines of a pod start)
+            log.debug("pod %s: sandbox %s created (attempt %d)", pod.key, created_id[:13], attempt)
             return created_id, created.status.network.ip
         except CriError as exc:
             self._sandbox_failed(pod, progress, exc.message)
@@ -450,7 +451,7 @@ class PodRuntime:
         cid = await self._create_and_start(pod, container, where, config, progress)
         if cid is None or not await self._post_start(pod, container, cid, where, progress):
             return False
-        log.info(
+        log.debug(  # -v=4, as upstream's container start lines
             "pod %s: started container %s (%s, restart %d)",
             pod.key,
             container.name,
@@ -640,7 +641,8 @@ class PodRuntime:
                 pod,
                 pod_ips=ips,
                 host_network=bool(pod.spec.host_network),
-                node_hosts=self.dns.node_hosts(),
+                # the node's /etc/hosts only serves hostNetwork pods: not read for the rest
+                node_hosts=self.dns.node_hosts() if pod.spec.host_network else "",
                 cluster_domain=self.dns.cluster_domain,
             )
             path = hosts_file_path(pod_dir(self.root_dir, pod.uid))

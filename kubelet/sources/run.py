@@ -23,6 +23,7 @@ from .apiserver import ApiSource
 from .file import FileSource
 from .offloop import RunSync, in_thread
 from .podconfig import PodConfig, PodOperation
+from .static import warm_up
 from .url import URLSource
 
 
@@ -63,7 +64,9 @@ async def open_sources(
     *,
     task_status: trio.TaskStatus[PodConfig] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Merge and run every source until cancelled."""
+    """Merge and run every source until cancelled (pod decoding warmed up first, so that
+    the first pod does not pay for it)."""
+    await run_sync(warm_up)
     config = PodConfig()
     sources: list[Any] = list(static_sources(options, watch_files=watch_files, run_sync=run_sync))
     if api is not None:

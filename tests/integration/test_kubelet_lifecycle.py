@@ -14,6 +14,7 @@ from grpclib.const import Status
 
 from kubelet.cri import api, connect, trace
 from kubelet.decisions import criconfig
+from kubelet.env.dns import DnsSettings
 from kubelet.testing import ContainerBehaviour, FakeRuntime
 
 from .helpers import container_config, sandbox_config
@@ -526,6 +527,34 @@ async def test_sandbox_dns_and_managed_etc_hosts(
         text = Path(hosts.host_path).read_text()
         assert text.startswith("# Kubernetes-managed hosts file.")
         assert f"{sandbox.ip}\tweb.svc.default.svc.cluster.local\tweb" in text
+
+
+async def test_node_etc_hosts_is_read_for_host_network_pods_only(
+    fake: FakeRuntime,
+    short_tmp: Path,
+    autojump_clock: trio.abc.Clock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The node's /etc/hosts goes into a hostNetwork pod's managed hosts file; for any
+    other pod it is not read at all (once per container start, for nothing)."""
+    reads: list[str] = []
+
+    def node_hosts(self: DnsSettings) -> str:
+        reads.append(self.hosts_file)
+        return "192.0.2.1\tnode-alias\n"
+
+    monkeypatch.setattr(DnsSettings, "node_hosts", node_hosts)
+    host = WEB.replace("spec:\n", "spec:\n  hostNetwork: true\n").replace("web", "host")
+    async with running_kubelet(fake, short_tmp) as h:
+        h.write("web.yaml", WEB)
+        await h.wait_for(lambda: h.running("web", "app"))
+        assert reads == []
+        h.write("host.yaml", host)
+        await h.wait_for(lambda: h.running("host", "app"))
+        (container,) = h.running("host", "app")
+        hosts = next(m for m in container.config.mounts if m.container_path == "/etc/hosts")
+        assert "192.0.2.1\tnode-alias" in Path(hosts.host_path).read_text()
+        assert reads
 
 
 async def test_orphaned_pod_directories_are_swept(

@@ -7,7 +7,6 @@ pod status the kubelet reports, and the events.
 
 from __future__ import annotations
 
-import logging
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +17,7 @@ import trio
 
 from kubelet.api.pod import PodStatus
 from kubelet.cri import api
+from kubelet.events.recorder import LOG_LEVEL as EVENT_LOG_LEVEL
 from kubelet.sources.offloop import inline
 from kubelet.testing import FakeRuntime
 from kubelet.testing.cgroupfs import tree_cgroups
@@ -96,7 +96,7 @@ async def test_run_as_non_root_with_a_root_image_is_never_created(
     autojump_clock: trio.abc.Clock,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.INFO)
+    caplog.set_level(EVENT_LOG_LEVEL)
     async with running_kubelet(fake, short_tmp) as h:
         h.write(
             "root.yaml",
@@ -322,7 +322,7 @@ async def test_host_users_false_refused_when_the_runtime_lacks_user_namespaces(
     autojump_clock: trio.abc.Clock,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.INFO)
+    caplog.set_level(EVENT_LOG_LEVEL)
     async with running_kubelet(fake, short_tmp) as h:
         h.write("u.yaml", manifest("u", spec=NO_HOST_USERS))
         await trio.sleep(30)

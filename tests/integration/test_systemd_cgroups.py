@@ -26,6 +26,7 @@ import trio.testing
 from kubelet.cgroups.systemd import SystemdAccess
 from kubelet.cri import api
 from kubelet.errors import ConfigError
+from kubelet.events.recorder import LOG_LEVEL as EVENT_LOG_LEVEL
 from kubelet.testing import FakeRuntime
 from kubelet.testing.cgroupfs import TreeCgroupFs, v1_tree, v2_tree
 from kubelet.testing.fakelogind import private_bus
@@ -227,7 +228,7 @@ async def test_systemd_errors_and_absence_are_reported_and_retried(
     tree = short_tmp / "cgroup"
     v1_tree(tree)
     systemd = FakeSystemd(bus, tree)
-    with caplog.at_level(logging.INFO):
+    with caplog.at_level(EVENT_LOG_LEVEL):
         async with trio.open_nursery() as nursery:
             serving = trio.CancelScope()
 

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+import pytest
 import trio
 
 from kubelet.api.meta import ObjectMeta
 from kubelet.api.pod import Container, Pod, PodSpec
-from kubelet.events.recorder import NORMAL, WARNING, EventRecorder, node_ref, pod_ref
+from kubelet.events.recorder import (
+    LOG_LEVEL,
+    NORMAL,
+    WARNING,
+    EventRecorder,
+    node_ref,
+    pod_ref,
+)
 
 EPOCH = 1_800_000_000.0
 POD = Pod(
@@ -97,3 +106,16 @@ async def test_standalone_recorder_only_logs() -> None:
     rec = EventRecorder("node1")
     rec.record(node_ref("node1"), NORMAL, "Starting", "Starting kubelet.")
     assert rec.written == []
+
+
+def test_events_are_logged_at_v3(caplog: pytest.LogCaptureFixture) -> None:
+    """Upstream logs events at -v=3, Warning ones too: none at the default verbosity."""
+    rec = EventRecorder("node1")
+    with caplog.at_level(logging.INFO):
+        rec.record(pod_ref(POD), WARNING, "MissingClusterDNS", "no cluster DNS")
+    assert caplog.records == []
+    with caplog.at_level(LOG_LEVEL):
+        rec.record(pod_ref(POD), WARNING, "MissingClusterDNS", "no cluster DNS")
+    assert [(r.levelno, r.getMessage()) for r in caplog.records] == [
+        (LOG_LEVEL, "event Warning default/web: MissingClusterDNS: no cluster DNS")
+    ]

@@ -58,6 +58,20 @@ def test_runtime_operations() -> None:
     assert value(durations, "kubelet_runtime_operations_duration_seconds_bucket", le="0.005") == 1
 
 
+def test_runtime_operation_errors_series_appears_with_the_first_error() -> None:
+    m = KubeletMetrics("node1", process=False)
+    for _ in range(3):
+        m.observe_runtime_operation("StartContainer", 0.002, None)
+    got = scrape(m)
+    ops = got["kubelet_runtime_operations"]
+    assert value(ops, "kubelet_runtime_operations_total", operation_type="start_container") == 3
+    assert not [s for s in got["kubelet_runtime_operations_errors"] if s.labels]
+    m.observe_runtime_operation("StartContainer", 0.002, RuntimeError("x"))
+    errors = scrape(m)["kubelet_runtime_operations_errors"]
+    total = "kubelet_runtime_operations_errors_total"
+    assert value(errors, total, operation_type="start_container") == 1
+
+
 def test_node_name_and_help_text() -> None:
     m = KubeletMetrics("node1", process=False)
     text = generate_latest(m.registry).decode()

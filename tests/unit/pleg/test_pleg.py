@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 import trio
 import trio.testing
@@ -87,15 +89,25 @@ async def test_PLEG_01_02_03_relisting() -> None:
     }
 
 
-async def test_PLEG_04_event_channel_full_drops_and_counts() -> None:
-    pleg, runtime, recv, _ = make(capacity=4)
+async def test_PLEG_04_event_channel_full_drops_and_counts(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    pleg, runtime, recv, _ = make(capacity=3)
     runtime.pods = {"1234": {"c1": E, "c2": R}, "4567": {"c1": E}}
     await pleg.relist()
     drain(recv)
     runtime.pods = {"1234": {"c2": E, "c3": R}, "4567": {"c4": R}}
-    await pleg.relist()
-    assert len(drain(recv)) == 4
-    assert pleg.discarded_events == 1
+    with caplog.at_level(logging.ERROR):
+        await pleg.relist()
+    assert len(drain(recv)) == 3
+    assert pleg.discarded_events == 2
+    # one line for the relist's discards, not one per event
+    [line] = [r.getMessage() for r in caplog.records]
+    assert line.startswith("PLEG event channel is full, discarded 2 events (first ")
+    caplog.clear()
+    runtime.pods = {"1234": {"c2": E, "c3": R}}
+    await pleg.relist()  # 4567 gone: its events fit
+    assert pleg.discarded_events == 2 and caplog.records == []
 
 
 async def test_PLEG_05_missing_containers() -> None:

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from kubelet.api import from_wire, to_wire
+from kubelet.api.converter import _make_converter
 from kubelet.api.pod import Pod
 from kubelet.cri import labels
 from kubelet.sources.limits import Budget
@@ -24,6 +25,7 @@ from kubelet.sources.static import (
     load_manifest,
     load_pod,
     static_pod_uid,
+    warm_up,
 )
 from kubelet.sources.validation import static_pod_priority_warning, validate_pod
 from kubelet.testing.hostile import many_maps_json, many_maps_manifest
@@ -586,3 +588,31 @@ def test_the_thread_clock_is_read_only_when_the_limit_could_have_passed(
     while time.thread_time() < deadline:  # CPU spent, but the wall clock says none was
         pass
     budget.check("step")  # ... and one whose wall time has not run out does not ask
+
+
+def test_warm_up_builds_every_hook_a_pod_needs() -> None:
+    """After ``warm_up`` decoding a rich pod (and hashing its wire form) generates no
+    converter code: the first pod a user starts does not pay for it."""
+    conv = _make_converter()
+    warm_up(conv)
+    structure, unstructure = conv._structure_func.dispatch, conv._unstructure_func.dispatch
+    before = structure.cache_info().misses, unstructure.cache_info().misses
+    probe = {"httpGet": {"path": "/", "port": 80}, "periodSeconds": 5}
+    raw = manifest(
+        volumes=[{"name": "v", "emptyDir": {}}, {"name": "h", "hostPath": {"path": "/x"}}],
+        securityContext={"runAsUser": 1000, "sysctls": [{"name": "a", "value": "1"}]},
+        initContainers=[{"name": "i", "image": "busybox:1.36", "command": ["true"]}],
+        tolerations=[{"key": "k", "operator": "Exists"}],
+    )
+    raw["spec"]["containers"][0] |= {
+        "env": [{"name": "A", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],
+        "resources": {"limits": {"cpu": "1"}, "requests": {"memory": "1Mi"}},
+        "livenessProbe": probe,
+        "readinessProbe": probe,
+        "lifecycle": {"preStop": {"exec": {"command": ["true"]}}},
+        "ports": [{"containerPort": 80}],
+        "volumeMounts": [{"name": "v", "mountPath": "/v"}],
+    }
+    pod = conv.structure(raw, Pod)
+    conv.unstructure(pod)
+    assert (structure.cache_info().misses, unstructure.cache_info().misses) == before
