@@ -107,3 +107,31 @@ async def test_cancelling_an_asyncio_task_from_trio(
     with trio.move_on_after(1):
         await trio_asyncio.aio_as_trio(hang)()
     assert cleaned == [pytest.approx(trio.current_time())]
+
+
+async def test_callbacks_are_checked_in_debug_mode_only(
+    loop: asyncio.AbstractEventLoop, autojump_clock: trio.abc.Clock
+) -> None:
+    """As asyncio's own loop: a coroutine function handed to call_soon/call_later/call_at
+    is refused in debug mode; outside it the (costly) check is not made at all."""
+
+    async def coroutine_function() -> None: ...
+
+    loop.set_debug(True)
+    with pytest.raises(TypeError, match="coroutines cannot be used with call_soon"):
+        loop.call_soon(coroutine_function)
+    with pytest.raises(TypeError, match="call_later"):
+        loop.call_later(1.0, coroutine_function)
+    with pytest.raises(TypeError, match="call_at"):
+        loop.call_at(loop.time() + 1.0, coroutine_function)
+    loop.set_debug(False)
+    checked: list[str] = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(loop, "_check_callback", lambda callback, method: checked.append(method))
+        ran: list[str] = []
+        loop.call_soon(ran.append, "soon")
+        loop.call_later(0.5, ran.append, "later")
+        loop.call_at(loop.time() + 1.0, ran.append, "at")
+        await trio.sleep(2)
+    assert ran == ["soon", "later", "at"]
+    assert checked == []
