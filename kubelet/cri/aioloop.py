@@ -7,8 +7,9 @@ task's first step, its wake-up when the answer arrives, its done callback, grpcl
 deadline timer), so in a pod ramp that machinery was a large part of the kubelet's CPU.
 asyncio's own loop runs every callback that is ready when an iteration starts, then
 polls; :func:`install` makes trio-asyncio's loop do the same, with one Trio checkpoint
-per batch (so the asyncio side still cannot starve Trio tasks) and the cancel scope only
-when there is nothing to run and it has to wait.
+per batch that leaves more to run (so the asyncio side still cannot starve Trio tasks; a
+batch that empties the queue goes straight on to wait, itself a checkpoint) and the
+cancel scope only when there is nothing to run and it has to wait.
 
 trio-asyncio also checks every callback it is handed (``call_soon``, ``call_later``,
 ``call_at``) for being a coroutine function, which asyncio's own loop does only in debug
@@ -77,7 +78,9 @@ async def _main_loop_one(self: Any, no_wait: bool = False) -> None:
             _run_callback(timer)
     for _ in range(queued):  # only those queued now: new ones wait for the next batch
         await _run_one(self, receiver.receive_nowait())
-    await trio.lowlevel.checkpoint()
+    if receiver.statistics().current_buffer_used or (timers and timers[0]._when <= self.time()):
+        await trio.lowlevel.checkpoint()  # more to run at once: Trio tasks go first
+    # else the next step waits on the queue, which yields to Trio anyway: no extra step
 
 
 def _call_soon(self: Any, callback: Any, *args: Any, **context: Any) -> asyncio.Handle:

@@ -135,3 +135,34 @@ async def test_callbacks_are_checked_in_debug_mode_only(
         await trio.sleep(2)
     assert ran == ["soon", "later", "at"]
     assert checked == []
+
+
+class _LoopSteps(trio.abc.Instrument):
+    """Counts the steps of the loop's own task (the one running ``_main_loop``)."""
+
+    def __init__(self) -> None:
+        self.steps = 0
+
+    def after_task_step(self, task: trio.lowlevel.Task) -> None:
+        if task.name.endswith("._main_loop"):
+            self.steps += 1
+
+
+async def test_a_batch_that_empties_the_queue_takes_no_extra_step(
+    loop: asyncio.AbstractEventLoop,
+) -> None:
+    """Two callbacks queued at once: the loop wakes with the first, runs the second as a
+    batch and, the queue empty, waits again in the same step (a checkpoint only when
+    more is queued: the busy case above)."""
+    ran: list[str] = []
+    await trio.testing.wait_all_tasks_blocked()
+    steps = _LoopSteps()
+    trio.lowlevel.add_instrument(steps)
+    try:
+        loop.call_soon(ran.append, "a")
+        loop.call_soon(ran.append, "b")
+        await trio.testing.wait_all_tasks_blocked()
+    finally:
+        trio.lowlevel.remove_instrument(steps)
+    assert ran == ["a", "b"]
+    assert steps.steps == 1
