@@ -8,6 +8,7 @@ are considered pods; anything else on the runtime is not ours and is left alone.
 from __future__ import annotations
 
 import logging
+import math
 
 import attrs
 import trio
@@ -36,8 +37,8 @@ class RuntimeView:
 
     def __init__(self, runtime: RuntimeClient) -> None:
         self.runtime = runtime
-        self._listing: tuple[float, list[api.PodSandbox], list[api.Container]] | None = None
-        """When the last relist began (trio clock), and what it listed."""
+        self._listed_at = -math.inf
+        """When the last relist that finished began (trio clock)."""
         self._listed: frozenset[str] | None = None
         """The pod uids the last relist listed (None: no relist finished yet)."""
 
@@ -46,7 +47,6 @@ class RuntimeView:
         began = trio.current_time()
         sandboxes = await self.runtime.list_pod_sandbox()
         containers = await self.runtime.list_containers()
-        self._listing = (began, sandboxes, containers)
         out: dict[str, dict[str, PlegState]] = {}
         for s in sandboxes:
             uid = s.labels.get(labels.POD_UID)
@@ -57,8 +57,16 @@ class RuntimeView:
             uid = c.labels.get(labels.POD_UID)
             if uid:
                 out.setdefault(uid, {})[c.id] = _PLEG_STATES.get(c.state, PlegState.UNKNOWN)
-        self._listed = frozenset(out)
+        self._listed, self._listed_at = frozenset(out), began
         return out
+
+    def listed_uids(self, max_age: float) -> frozenset[str] | None:
+        """The pod uids of the last relist, when it began at most ``max_age`` seconds ago
+        (else None): housekeeping's steady-state look at the runtime, with no CRI call
+        and nothing built."""
+        if trio.current_time() - self._listed_at > max_age:
+            return None
+        return self._listed
 
     def unlisted(self, uid: str) -> bool:
         """The last relist listed no sandbox and no container of ``uid`` (False before the
@@ -124,18 +132,10 @@ class RuntimeView:
             timestamp=trio.current_time(),
         )
 
-    async def pod_identities(self, max_age: float | None = None) -> dict[str, tuple[str, str]]:
-        """uid → (namespace, name) of every pod the runtime holds.
-
-        With ``max_age``, the last relist's listing serves when it began at most that many
-        seconds ago (housekeeping's steady-state look, which then costs no CRI call).
-        """
-        listing = self._listing
-        if max_age is not None and listing and trio.current_time() - listing[0] <= max_age:
-            sandboxes, containers = listing[1], listing[2]
-        else:
-            sandboxes = await self.runtime.list_pod_sandbox()
-            containers = await self.runtime.list_containers()
+    async def pod_identities(self) -> dict[str, tuple[str, str]]:
+        """uid → (namespace, name) of every pod the runtime holds, listed now."""
+        sandboxes = await self.runtime.list_pod_sandbox()
+        containers = await self.runtime.list_containers()
         out: dict[str, tuple[str, str]] = {}
         for s in sandboxes:
             uid = s.labels.get(labels.POD_UID)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import logging
 import math
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Collection, Iterable
 
 import trio
 
@@ -103,11 +103,13 @@ class RuntimeHousekeeper:
         for backoff in self._backoffs:
             backoff.gc()
 
-    async def runtime_pods(self, *, fresh: bool = True) -> Iterable[OrphanPod]:
-        max_age = None if fresh else LISTING_REUSE
+    def listed_uids(self) -> Collection[str] | None:
+        return self._view.listed_uids(LISTING_REUSE)
+
+    async def runtime_pods(self) -> Iterable[OrphanPod]:
         return [
             OrphanPod(uid, name, namespace)
-            for uid, (namespace, name) in (await self._view.pod_identities(max_age)).items()
+            for uid, (namespace, name) in (await self._view.pod_identities()).items()
         ]
 
     def orphan_as_pod(self, orphan: OrphanPod) -> Pod:

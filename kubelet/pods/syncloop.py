@@ -1,19 +1,20 @@
 """The syncLoop: the one consumer of config updates, PLEG events and timers.
 
 It never does slow work itself. It turns what it hears into requests to the pod workers
-(sync, terminate) and keeps the work queue: the loop wakes at its 1 s tick or at the
-earliest pod whose work is due (a back-off expiring, the periodic resync), whichever
-comes first, so a back-off ends on time rather than on the next tick. Every 2 s it does
-housekeeping: pods the runtime still holds but no source wants are torn down — only
-once every source has been seen, so a restarted kubelet never kills a pod just because
-the API server (or a manifest directory) has not answered yet.
+(sync, terminate) and keeps the work queue: the loop wakes at the earliest pod whose work
+is due (a back-off expiring, the periodic resync) or for housekeeping, whichever comes
+first, so a back-off ends on time. (Upstream also ticks every second to look for due
+pods; the queue's own due time already wakes the loop for each, so a tick would find
+nothing.) Every 2 s it does housekeeping: pods the runtime still holds but no source
+wants are torn down — only once every source has been seen, so a restarted kubelet never
+kills a pod just because the API server (or a manifest directory) has not answered yet.
 """
 
 from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any, Protocol
 
 import attrs
@@ -36,7 +37,6 @@ from .workqueue import WorkQueue
 
 log = logging.getLogger(__name__)
 
-SYNC_TICK = 1.0
 HOUSEKEEPING_PERIOD = 2.0
 SYNC_ERROR_BACKOFF = 10.0
 RESYNC_JITTER = 0.5
@@ -60,8 +60,12 @@ class Housekeeper(Protocol):
     """What housekeeping needs from the runtime (``housekeeping.RuntimeHousekeeper``
     over the CRI; fakes in tests). The clean-ups default to doing nothing."""
 
-    async def runtime_pods(self, *, fresh: bool = True) -> Iterable[OrphanPod]:
-        """The pods the runtime holds; ``fresh`` False allows the PLEG's last listing."""
+    def listed_uids(self) -> Collection[str] | None:
+        """The uids of the pods in the PLEG's last listing, when it is recent enough to
+        stand for the runtime (None: not recent, list afresh)."""
+
+    async def runtime_pods(self) -> Iterable[OrphanPod]:
+        """The pods the runtime holds, listed now."""
 
     def orphan_as_pod(self, orphan: OrphanPod) -> Pod: ...
 
@@ -159,7 +163,7 @@ class SyncLoop:
                 now = trio.current_time()
                 self.last_iteration = now
                 self.iterations += 1
-                wake_at = min(now + SYNC_TICK, self.queue.next_due(), next_housekeeping)
+                wake_at = min(self.queue.next_due(), next_housekeeping)
                 with trio.move_on_at(wake_at):
                     await self._handle(await inbox.receive())
                 for uid in self.queue.pop_due():
@@ -327,34 +331,40 @@ class SyncLoop:
 
     # -- housekeeping ----------------------------------------------------------------------
 
-    def _orphaned(self, pod: OrphanPod) -> bool:
+    def _orphaned(self, uid: str) -> bool:
         """On the runtime, but no source wants it and no worker has it. (A rejected pod
         found running, admitted by an earlier run, counts: it goes.)"""
-        wanted = pod.uid in self.pods and pod.uid not in self.rejected
-        return not wanted and not self.workers.is_known(pod.uid)
+        wanted = uid in self.pods and uid not in self.rejected
+        return not wanted and not self.workers.is_known(uid)
 
     async def housekeeping(self) -> None:
         """Tear down runtime pods nobody wants, once every source has been seen; then the
-        pod directories and pod cgroups of pods nobody knows."""
+        pod directories and pod cgroups of pods nobody knows.
+
+        At rest the PLEG's last listing answers (its uids, nothing built); an orphan in
+        it, or no recent listing, and the runtime is listed now: an orphan is acted on
+        only when a fresh listing shows it."""
         self.housekeeper.tidy()
         if not self._sources_ready():
             return
-        try:
-            running = list(await self.housekeeper.runtime_pods(fresh=False))
-            if any(self._orphaned(p) for p in running):  # acted on only when seen now
+        listed = self.housekeeper.listed_uids()
+        running: list[OrphanPod] = []
+        if listed is None or any(self._orphaned(uid) for uid in listed):
+            try:
                 running = list(await self.housekeeper.runtime_pods())
-        except Exception as exc:
-            log.warning("housekeeping: cannot list runtime pods: %s", exc)
-            return
+            except Exception as exc:
+                log.warning("housekeeping: cannot list runtime pods: %s", exc)
+                return
+            listed = {p.uid for p in running}
         for orphan in running:
-            if not self._orphaned(orphan):
+            if not self._orphaned(orphan.uid):
                 continue
             log.info("removing orphaned pod %s/%s (%s)", orphan.namespace, orphan.name, orphan.uid)
             self.workers.terminate(self.housekeeper.orphan_as_pod(orphan), None, remove=True)
         for mirror in self.pods.mirrors():
             if not self.pods.by_full_name(mirror.full_name):
                 self.housekeeper.orphan_mirror(mirror)
-        in_use = self.pods.uids() | set(self.workers.workers) | {p.uid for p in running}
+        in_use = self.pods.uids() | set(self.workers.workers) | set(listed)
         self.housekeeper.orphan_pod_dirs(in_use)
         self.housekeeper.orphan_pod_cgroups(
             lambda uid: uid in in_use or uid in self.pods or self.workers.is_known(uid)

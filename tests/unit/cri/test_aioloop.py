@@ -107,3 +107,62 @@ async def test_cancelling_an_asyncio_task_from_trio(
     with trio.move_on_after(1):
         await trio_asyncio.aio_as_trio(hang)()
     assert cleaned == [pytest.approx(trio.current_time())]
+
+
+async def test_callbacks_are_checked_in_debug_mode_only(
+    loop: asyncio.AbstractEventLoop, autojump_clock: trio.abc.Clock
+) -> None:
+    """As asyncio's own loop: a coroutine function handed to call_soon/call_later/call_at
+    is refused in debug mode; outside it the (costly) check is not made at all."""
+
+    async def coroutine_function() -> None: ...
+
+    loop.set_debug(True)
+    with pytest.raises(TypeError, match="coroutines cannot be used with call_soon"):
+        loop.call_soon(coroutine_function)
+    with pytest.raises(TypeError, match="call_later"):
+        loop.call_later(1.0, coroutine_function)
+    with pytest.raises(TypeError, match="call_at"):
+        loop.call_at(loop.time() + 1.0, coroutine_function)
+    loop.set_debug(False)
+    checked: list[str] = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(loop, "_check_callback", lambda callback, method: checked.append(method))
+        ran: list[str] = []
+        loop.call_soon(ran.append, "soon")
+        loop.call_later(0.5, ran.append, "later")
+        loop.call_at(loop.time() + 1.0, ran.append, "at")
+        await trio.sleep(2)
+    assert ran == ["soon", "later", "at"]
+    assert checked == []
+
+
+class _LoopSteps(trio.abc.Instrument):
+    """Counts the steps of the loop's own task (the one running ``_main_loop``)."""
+
+    def __init__(self) -> None:
+        self.steps = 0
+
+    def after_task_step(self, task: trio.lowlevel.Task) -> None:
+        if task.name.endswith("._main_loop"):
+            self.steps += 1
+
+
+async def test_a_batch_that_empties_the_queue_takes_no_extra_step(
+    loop: asyncio.AbstractEventLoop,
+) -> None:
+    """Two callbacks queued at once: the loop wakes with the first, runs the second as a
+    batch and, the queue empty, waits again in the same step (a checkpoint only when
+    more is queued: the busy case above)."""
+    ran: list[str] = []
+    await trio.testing.wait_all_tasks_blocked()
+    steps = _LoopSteps()
+    trio.lowlevel.add_instrument(steps)
+    try:
+        loop.call_soon(ran.append, "a")
+        loop.call_soon(ran.append, "b")
+        await trio.testing.wait_all_tasks_blocked()
+    finally:
+        trio.lowlevel.remove_instrument(steps)
+    assert ran == ["a", "b"]
+    assert steps.steps == 1

@@ -92,3 +92,21 @@ async def test_unlisted_says_what_the_last_relist_did_not_list(
     await view.relist()
     assert not view.unlisted(UID)
     assert view.unlisted("other")
+
+
+async def test_listed_uids_are_the_last_relists_while_it_is_recent(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    """Housekeeping's look: the uids of the last relist, counted from when it began;
+    None before any relist and once it is older than asked."""
+    runtime = OverlapRuntime()
+    runtime.asked_sandboxes.set()
+    runtime.asked_containers.set()
+    view = RuntimeView(cast(RuntimeClient, runtime))
+    assert view.listed_uids(2.0) is None
+    await view.relist()
+    await trio.sleep(2.0)
+    assert view.listed_uids(2.0) == {UID}
+    assert runtime.calls == ["ListPodSandbox", "ListContainers"]  # nothing listed for it
+    await trio.sleep(0.1)
+    assert view.listed_uids(2.0) is None

@@ -1,17 +1,20 @@
-"""When the syncLoop syncs a pod next: the periodic resync, a back-off, an error, and at
-the latest the pod's active deadline (its timer)."""
+"""When the syncLoop syncs a pod next (the periodic resync, a back-off, an error, and at
+the latest the pod's active deadline), when it wakes, and what housekeeping reads."""
 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
 import pytest
 import trio
 
+from kubelet.api.pod import Pod
 from kubelet.pleg.generator import PodLifecycleEvent
+from kubelet.pleg.view import pod_from_runtime
 from kubelet.pods.manager import PodManager
-from kubelet.pods.syncloop import SYNC_ERROR_BACKOFF, SyncLoop
-from kubelet.pods.workers import PodWorkers, SyncResult
+from kubelet.pods.syncloop import SYNC_ERROR_BACKOFF, OrphanPod, SyncLoop
+from kubelet.pods.workers import PodWorkers, SyncResult, WorkerResult
 from kubelet.sources.podconfig import PodUpdate
 
 
@@ -62,3 +65,116 @@ async def test_next_sync(
     loop.on_result("uid", result)
     due = loop.queue.due_at("uid")
     assert due is not None and low <= due - now <= high
+
+
+class _CountingHousekeeper:
+    """Housekeeping over a scripted runtime: the PLEG's last listing (``listed``, None
+    when not recent) and what a fresh listing would show (``fresh``)."""
+
+    def __init__(self, listed: set[str] | None, fresh: list[OrphanPod]) -> None:
+        self.listed = listed
+        self.fresh = fresh
+        self.passes = 0
+        self.listings = 0
+        self.in_use: list[set[str]] = []
+
+    def tidy(self) -> None:
+        self.passes += 1
+
+    def listed_uids(self) -> set[str] | None:
+        return self.listed
+
+    async def runtime_pods(self) -> list[OrphanPod]:
+        self.listings += 1
+        return self.fresh
+
+    def orphan_as_pod(self, orphan: OrphanPod) -> Pod:
+        return pod_from_runtime(orphan.uid, orphan.namespace, orphan.name)
+
+    def orphan_pod_dirs(self, in_use: set[str]) -> None:
+        self.in_use.append(in_use)
+
+    def orphan_mirror(self, mirror: Pod) -> None:
+        raise AssertionError("no mirror pods here")
+
+    def orphan_pod_cgroups(self, known: Callable[[str], bool]) -> None:
+        pass
+
+
+class _RecordingWorkers(PodWorkers):
+    def __init__(self) -> None:
+        super().__init__(_Syncer())
+        self.terminated: list[str] = []
+
+    def terminate(self, pod: Pod, grace: int | None = None, *, remove: bool = False) -> None:
+        self.terminated.append(pod.uid)
+
+
+def housekeeping_loop(
+    keeper: _CountingHousekeeper,
+    wanted: set[str],
+    results: trio.MemoryReceiveChannel[WorkerResult] | None = None,
+) -> SyncLoop:
+    _, updates = trio.open_memory_channel[PodUpdate](0)
+    _, events = trio.open_memory_channel[PodLifecycleEvent](0)
+    pods = PodManager()
+    for uid in wanted:
+        pods.upsert(pod_from_runtime(uid, "default", uid))
+    return SyncLoop(
+        updates=updates,
+        pleg_events=events,
+        pods=pods,
+        workers=_RecordingWorkers(),
+        housekeeper=keeper,
+        sources_ready=lambda: True,
+        results=results,
+    )
+
+
+async def test_the_loop_wakes_only_when_work_is_due(autojump_clock: trio.abc.Clock) -> None:
+    """Nothing queued: the loop wakes for housekeeping alone (every 2 s), not every
+    second; a pod's result queues it, and the loop wakes at its due time, between two
+    housekeeping passes."""
+    keeper = _CountingHousekeeper({"a"}, [])
+    send, results = trio.open_memory_channel[WorkerResult](1)
+    loop = housekeeping_loop(keeper, {"a"}, results)
+    requeued: list[float] = []
+    loop.workers.requeue = lambda uid: requeued.append(trio.current_time())  # type: ignore[method-assign]
+    async with trio.open_nursery() as nursery:
+        start = trio.current_time()
+        await nursery.start(loop.run)
+        await trio.sleep(20.5)
+        assert keeper.passes == 10
+        assert loop.iterations == 11  # the first, then one per housekeeping pass
+        await send.send(WorkerResult("a", SyncResult(requeue_after=0.7)))
+        await trio.sleep(2)
+        assert requeued == [pytest.approx(start + 21.2)]
+        assert loop.iterations == 14  # the result, the due pod, one housekeeping pass
+        nursery.cancel_scope.cancel()
+
+
+async def test_housekeeping_at_rest_takes_the_pleg_listing_as_it_is() -> None:
+    keeper = _CountingHousekeeper({"a", "b"}, [OrphanPod("zz", "x", "default")])
+    loop = housekeeping_loop(keeper, {"a", "b", "c"})
+    await loop.housekeeping()
+    assert keeper.listings == 0 and loop.workers.terminated == []  # type: ignore[attr-defined]
+    assert keeper.in_use == [{"a", "b", "c"}]
+
+
+async def test_housekeeping_acts_on_an_orphan_only_when_a_fresh_listing_shows_it() -> None:
+    """An orphan in the PLEG's listing makes housekeeping list the runtime now; only the
+    orphans of that listing go (here "gone" was removed meanwhile, "ghost" stays)."""
+    ghost = OrphanPod("ghost", "ghost", "default")
+    keeper = _CountingHousekeeper({"a", "gone", "ghost"}, [OrphanPod("a", "a", "default"), ghost])
+    loop = housekeeping_loop(keeper, {"a"})
+    await loop.housekeeping()
+    assert keeper.listings == 1
+    assert loop.workers.terminated == ["ghost"]  # type: ignore[attr-defined]
+    assert keeper.in_use == [{"a", "ghost"}]
+
+
+async def test_housekeeping_lists_the_runtime_when_the_pleg_listing_is_old() -> None:
+    keeper = _CountingHousekeeper(None, [OrphanPod("a", "a", "default")])
+    loop = housekeeping_loop(keeper, {"a"})
+    await loop.housekeeping()
+    assert keeper.listings == 1 and loop.workers.terminated == []  # type: ignore[attr-defined]

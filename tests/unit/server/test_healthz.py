@@ -83,7 +83,10 @@ class _Syncer(PodSyncer):
 class _StuckHousekeeper(Housekeeper):
     """Housekeeping that never returns: the syncLoop stalls inside it."""
 
-    async def runtime_pods(self, *, fresh: bool = True) -> Iterable[OrphanPod]:
+    def listed_uids(self) -> None:
+        return None
+
+    async def runtime_pods(self) -> Iterable[OrphanPod]:
         await trio.sleep_forever()
         return []
 
