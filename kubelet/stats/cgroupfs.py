@@ -160,7 +160,7 @@ _UNLIMITED = 1 << 62
 _USER_HZ = 100
 
 
-def _read(path: str | Path) -> str | None:
+def read_text(path: str | Path) -> str | None:
     """The file's text, None when it cannot be read. Plain ``os`` calls: a summary pass
     reads a few files per pod, and ``Path.read_text`` costs six times as much (13 µs
     against 2 µs for a cgroup file here)."""
@@ -177,6 +177,9 @@ def _read(path: str | Path) -> str | None:
         return None
     finally:
         os.close(fd)
+
+
+_read = read_text
 
 
 def _int(path: str | Path) -> int | None:
@@ -527,6 +530,16 @@ class Cgroups:
             return _int(self._v2(cgroup) + "/pids.current")
         path = self._v1(("pids",), cgroup)
         return _int(f"{path}/pids.current") if path is not None else None
+
+    def first_pid(self, cgroup: str) -> int | None:
+        """The first process listed in ``cgroup.procs`` (None: no cgroup, or empty)."""
+        if self.layout is Layout.V2:
+            path: str | None = self._v2(cgroup)
+        else:
+            path = self._v1(("memory", "pids", "cpu"), cgroup)
+        text = _read(f"{path}/cgroup.procs") if path is not None else None
+        first = (text or "").partition("\n")[0].strip()
+        return int(first) if first.isdigit() else None
 
     def rlimit(self) -> Rlimit:
         """The node's task limit and count (pid.available is their difference)."""
