@@ -184,11 +184,14 @@ class SummaryProvider:
         self.pacer: Callable[[], Pacer] = Pacer
         """Makes the pacer of each pass over the pods (tests give one that always yields)."""
 
-    async def summary(self, only_cpu_and_memory: bool = False, network: bool = True) -> Json:
-        """The summary; ``network`` False leaves out the pods' network figures (the
-        eviction manager reads none: 500 sandboxes' /proc/<pid>/net/dev every 10 s)."""
+    async def summary(self, only_cpu_and_memory: bool = False, lean: bool = False) -> Json:
+        """The summary; ``lean`` leaves out the pods' and containers' network, swap and
+        pressure, which the eviction manager reads none of (at 500 pods: the sandboxes'
+        /proc/<pid>/net/dev, and some ten cgroup files and stats per pod, every 10 s).
+        The figures it keeps are those of the full summary, CPU included: its rates
+        advance as upstream's eviction pass advances them."""
         node = await self.node_stats(only_cpu_and_memory)
-        pods = await self.pod_stats(only_cpu_and_memory, network)
+        pods = await self.pod_stats(only_cpu_and_memory, lean)
         return {"node": node, "pods": pods}
 
     # -- node -----------------------------------------------------------------------------
@@ -319,9 +322,7 @@ class SummaryProvider:
             return {}
         return {s.attributes.id: s for s in stats}
 
-    async def pod_stats(
-        self, only_cpu_and_memory: bool = False, network: bool = True
-    ) -> list[Json]:
+    async def pod_stats(self, only_cpu_and_memory: bool = False, lean: bool = False) -> list[Json]:
         sandboxes = [
             s
             for s in await self.runtime.list_pod_sandbox(state=api.SANDBOX_READY)
@@ -344,13 +345,13 @@ class SummaryProvider:
             await pacer.tick()  # 500 pods take 100 ms and more: the loop runs between them
             pod_containers = [
                 self._container_json(
-                    c, container_stats.get(c.id), capacity, fs, image_fs, cgroups, log_dirs
+                    c, container_stats.get(c.id), capacity, fs, image_fs, cgroups, log_dirs, lean
                 )
                 for c in by_sandbox.get(sandbox.id, {}).values()
             ]
             stats = sandbox_stats.get(sandbox.id) if sandbox_stats is not None else None
             pod = self._pod_json(
-                sandbox, stats, pod_containers, capacity, only_cpu_and_memory, cgroups, network
+                sandbox, stats, pod_containers, capacity, only_cpu_and_memory, cgroups, lean
             )
             if not only_cpu_and_memory:
                 await self._add_volumes(pod)
@@ -425,15 +426,17 @@ class SummaryProvider:
         image_fs: FsSample | None,
         cgroups: PodCgroupFinder,
         log_dirs: Mapping[str, list[str]] | None = None,
+        lean: bool = False,
     ) -> Json:
         out: Json = {"name": c.metadata.name, "startTime": rfc3339(c.created_at / 1e9)}
         if stats is not None:
             out.update(self._cpu_memory(f"container/{c.id}", stats.cpu, stats.memory, capacity))
             full = logs_fs is not None or image_fs is not None
             when = rfc3339(self.wall_clock())
-            cgroup = self._container_cgroup(c, cgroups)
-            out["swap"] = self._cgroup_swap(cgroup, when) or _container_swap(stats, when, full)
-            self._add_psi(out, cgroup, full)
+            if not lean:  # the container's cgroup gives only swap and pressure
+                cgroup = self._container_cgroup(c, cgroups)
+                out["swap"] = self._cgroup_swap(cgroup, when) or _container_swap(stats, when, full)
+                self._add_psi(out, cgroup, full)
             if full:
                 when = rfc3339(self.wall_clock())
                 if stats.HasField("writable_layer"):
@@ -502,7 +505,7 @@ class SummaryProvider:
         capacity: int | None,
         only_cpu_and_memory: bool,
         cgroups: PodCgroupFinder,
-        network: bool = True,
+        lean: bool = False,
     ) -> Json:
         uid = sandbox.labels.get(labels.POD_UID, sandbox.metadata.uid)
         pod: Json = {
@@ -521,15 +524,16 @@ class SummaryProvider:
             if not only_cpu_and_memory and stats.linux.HasField("network"):
                 pod["network"] = _network_json(stats.linux.network)
         cgroup = cgroups.find(uid)
-        if network and not only_cpu_and_memory and "network" not in pod:
+        if not lean and not only_cpu_and_memory and "network" not in pod:
             pod["network"] = self._pod_network(sandbox.id, cgroup)
         if "cpu" not in pod or "memory" not in pod:
             found = self._pod_cgroup(uid, capacity, cgroup)
             pod.update({k: v for k, v in found.items() if k not in pod})
         if "cpu" not in pod or "memory" not in pod:
             pod.update({k: v for k, v in _sum_containers(containers).items() if k not in pod})
-        pod["swap"] = self._pod_swap(cgroup) or _sum_swap(containers)
-        self._add_psi(pod, cgroup, not only_cpu_and_memory)
+        if not lean:
+            pod["swap"] = self._pod_swap(cgroup) or _sum_swap(containers)
+            self._add_psi(pod, cgroup, not only_cpu_and_memory)
         if not only_cpu_and_memory:
             pod["ephemeral-storage"] = _ephemeral(containers)
             pod["process_stats"] = self._process_stats(cgroup)

@@ -32,7 +32,7 @@ class NodeUsage:
     provider: SummaryProvider
 
     async def summary(self) -> Summary:
-        figures = await self.provider.summary(network=False)  # eviction reads none
+        figures = await self.provider.summary(lean=True)  # no network, swap nor PSI
         return await from_json_paced(figures, self.provider.pacer())
 
     async def image_fs(self) -> FsUsage | None:

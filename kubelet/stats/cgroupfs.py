@@ -204,6 +204,21 @@ def _key_values(text: str | None) -> dict[str, int]:
     return out
 
 
+def _field(text: str, key: str) -> int | None:
+    """The integer after ``key`` at the start of a line of ``text`` (as ``_key_values``
+    reads it): a few of memory.stat's forty lines, which is read for each pod every
+    summary pass, without parsing the others."""
+    at = 0 if text.startswith(key + " ") else text.find("\n" + key + " ") + 1
+    if at == 0 and not text.startswith(key + " "):
+        return None
+    end = text.find("\n", at)
+    fields = text[at + len(key) + 1 : end if end >= 0 else None].split()
+    try:
+        return int(fields[0]) if fields else None
+    except ValueError:
+        return None
+
+
 def _join(base: str, *parts: str) -> str:
     """``base``/``parts`` with the cgroup path's slashes trimmed (``/`` adds nothing)."""
     path = base
@@ -272,16 +287,15 @@ class Cgroups:
         return self._memory_v1(cgroup)
 
     def _memory_v1(self, cgroup: str) -> CgroupMemory | None:
-        path = self._v1(("memory",), cgroup)
-        if path is None:
-            return None
+        path = _join(self._base, "memory", cgroup)  # no cgroup: no usage (no isdir first)
         usage = _int(f"{path}/memory.usage_in_bytes")
         if usage is None:
             return None
-        stat = _key_values(_read(f"{path}/memory.stat"))
+        stat = _read(f"{path}/memory.stat") or ""
 
         def total(key: str) -> int | None:
-            return stat.get("total_" + key, stat.get(key))
+            found = _field(stat, "total_" + key)
+            return found if found is not None else _field(stat, key)
 
         inactive = total("inactive_file") or 0
         limit = _int(f"{path}/memory.limit_in_bytes")
@@ -528,8 +542,7 @@ class Cgroups:
         """Tasks in ``cgroup`` (``pids.current``); the root has none, see ``rlimit``."""
         if self.layout is Layout.V2:
             return _int(self._v2(cgroup) + "/pids.current")
-        path = self._v1(("pids",), cgroup)
-        return _int(f"{path}/pids.current") if path is not None else None
+        return _int(_join(self._base, "pids", cgroup) + "/pids.current")  # None: no cgroup
 
     def first_pid(self, cgroup: str) -> int | None:
         """The first process listed in ``cgroup.procs`` (None: no cgroup, or empty)."""

@@ -18,7 +18,9 @@ from kubelet.server.certs import serving_cert
 from kubelet.server.cgroupfigures import cgroup_figures
 from kubelet.server.hoststats import Host
 from kubelet.server.stats import RateCache, SummaryProvider, rfc3339
+from kubelet.server.usage import NodeUsage
 from kubelet.stats.pace import Pacer
+from kubelet.stats.summary import from_json
 
 UID = "0b6c1f0e-1111-2222-3333-444455556666"
 NOW = 1_800_000_000.0
@@ -500,7 +502,7 @@ async def test_without_the_gate_pods_come_from_their_cgroup_and_network_namespac
     net1 = {"name": "net1", "rxBytes": 30, "rxErrors": 0, "txBytes": 40, "txErrors": 0}
     assert pod["network"] == {"time": rfc3339(NOW), **eth0, "interfaces": [eth0, net1]}
     assert pod["containers"][0]["cpu"]["usageCoreNanoSeconds"] == 40  # ListContainerStats
-    [lean] = (await stats.summary(network=False))["pods"]  # the eviction manager's
+    [lean] = (await stats.summary(lean=True))["pods"]  # the eviction manager's
     assert "network" not in lean and lean["memory"] == pod["memory"]
     (sandbox / "cgroup.procs").write_text("")  # the sandbox's process is gone
     [pod] = (await stats.summary())["pods"]
@@ -508,3 +510,20 @@ async def test_without_the_gate_pods_come_from_their_cgroup_and_network_namespac
     with_gate = provider(tmp_path / "gate", CountingRuntime(), sandbox_stats=True)
     [pod] = (await with_gate.summary())["pods"]
     assert pod["network"]["rxBytes"] == 5 and pod["cpu"]["usageNanoCores"] == 7
+
+
+async def test_the_eviction_managers_lean_summary_keeps_every_figure_it_reads(
+    tmp_path: Path,
+) -> None:
+    """``lean`` (NodeUsage.summary) leaves out swap, pressure and network, read for each
+    pod and container every 10 s; the typed figures are those of the full summary."""
+    stats = provider(tmp_path, ScriptedRuntime(sandbox_stats=False), sandbox_stats=False)
+    pod = tmp_path / f"host/sys/fs/cgroup/memory/kubepods/besteffort/pod{UID}"
+    (pod / "memory.memsw.usage_in_bytes").write_text("3048\n")
+    full = await stats.summary()
+    lean = await stats.summary(lean=True)
+    assert full["pods"][0]["swap"]["swapUsageBytes"] == 1000
+    assert "swap" in full["pods"][0]["containers"][0]
+    assert "swap" not in lean["pods"][0] and "swap" not in lean["pods"][0]["containers"][0]
+    assert from_json(lean) == from_json(full)
+    assert (await NodeUsage(stats).summary()) == from_json(full)
