@@ -302,6 +302,7 @@ async def _start_node_protection(
         pod_logs_dir=options.config.pod_logs_dir, host=host.stats, wall_clock=host.wall_clock,
         volume_stats_period=options.config.volume_stats_agg_period,
         psi=options.features.enabled("KubeletPSI"),
+        sandbox_stats=options.features.enabled("PodAndContainerStatsFromCRI"),
         system_cgroups=SystemCgroups(
             kubelet=options.config.kubelet_cgroups or None,
             runtime=options.runtime_cgroups or None,

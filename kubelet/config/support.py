@@ -318,7 +318,10 @@ GATE_SUPPORT: Mapping[str, Support] = {
         " a pod needing another is refused at admission (PodFeatureUnsupported)"
     ),
     "PLEGOnDemandRelist": missing("the PLEG relists every second only", _is(False)),
-    "PodAndContainerStatsFromCRI": missing("stats come from the CRI already", _always),
+    "PodAndContainerStatsFromCRI": ok(
+        "on: pod CPU, memory and network from ListPodSandboxStats; off: from the pod cgroup"
+        " and the sandbox's network namespace"
+    ),
     "PodLevelResourceManagers": missing("resource managers are not implemented", _is(False)),
     "QOSReserved": ok("qosReserved"),
     "ReloadKubeletClientCAFile": ok("clientCAFile is read again when it changes"),

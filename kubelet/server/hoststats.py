@@ -26,7 +26,7 @@ from kubelet.cgroups.names import (
     to_cgroupfs,
     to_systemd,
 )
-from kubelet.stats.cgroupfs import CgroupMemory, Cgroups
+from kubelet.stats.cgroupfs import CgroupMemory, Cgroups, read_text
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
@@ -65,10 +65,9 @@ class FsSample:
 
 
 def _read(path: Path) -> str | None:
-    try:
-        return path.read_text()
-    except (OSError, UnicodeDecodeError):
-        return None
+    """The file's text (None when unreadable), with plain ``os`` calls as the cgroup
+    readers: a summary pass reads /proc/<pid>/net/dev of every pod's sandbox."""
+    return read_text(path)
 
 
 def _int_file(path: Path) -> int | None:

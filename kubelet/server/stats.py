@@ -1,11 +1,16 @@
 """``/stats/summary``: the stats/v1alpha1 ``Summary`` from the CRI, /proc and cgroup v1.
 
 Node figures come from the root cgroup (falling back to /proc), ``statvfs`` of the root
-directory, /proc/net/dev and the runtime's ``ImageFsInfo``. Pods and containers come from
-the runtime: ``ListPodSandboxStats`` and ``ListContainerStats``; a runtime that does not
-implement the sandbox call (UNIMPLEMENTED) gets its pod CPU and memory from the pod's
-cgroup (``/kubepods/.../pod<uid>``), else the sum of its containers. Only ready sandboxes
-and running containers (the newest per name) are reported, as upstream.
+directory, /proc/net/dev and the runtime's ``ImageFsInfo``. Containers come from the
+runtime's ``ListContainerStats``. Pods, as upstream's CRI stats provider without the
+``PodAndContainerStatsFromCRI`` gate (its default): CPU and memory from the pod's cgroup
+(``/kubepods/.../pod<uid>``), else the sum of its containers; the network from
+/proc/<pid>/net/dev of the sandbox's first process (cAdvisor's reading of the sandbox
+container). With the gate, the runtime's ``ListPodSandboxStats`` gives them, the cgroup
+standing in when it does not implement it (UNIMPLEMENTED). That call is costly: containerd
+1.6 takes 12-18 s of its own CPU for it at 500 pods, and answers the PLEG's lists several
+times slower meanwhile. Only ready sandboxes and running containers (the newest per name)
+are reported, as upstream.
 
 ``usageNanoCores`` needs two samples: the runtime's figure is used when it gives one,
 otherwise the rate since the previous scrape (so the first scrape omits it).
@@ -43,6 +48,11 @@ LOCAL_EPHEMERAL_PLUGINS = (
 )
 
 Json = dict[str, Any]
+
+DEFAULT_INTERFACE = "eth0"
+"""The pod interface whose figures stand at the top of its ``network`` (upstream's)."""
+IGNORED_DEVICES = ("lo", "veth", "docker", "nerdctl")
+"""Devices cAdvisor leaves out of a container's network figures (name prefixes)."""
 
 
 def _prune(obj: Json) -> Json:
@@ -150,6 +160,7 @@ class SummaryProvider:
         volume_stats_period: float = AGG_PERIOD,
         pods_root: CgroupName = (NODE_ALLOCATABLE,),
         psi: bool = True,
+        sandbox_stats: bool = False,
     ) -> None:
         self.runtime = runtime
         self.images = images
@@ -167,13 +178,20 @@ class SummaryProvider:
         """the ``kubelet`` system container's start: when the summary provider was made"""
         self.rates = RateCache()
         self.volumes = VolumeUsageCache(root_dir, trio.current_time, volume_stats_period)
-        self._sandbox_stats_supported = True
+        self._sandbox_stats_supported = sandbox_stats
+        """PodAndContainerStatsFromCRI: pod figures from ListPodSandboxStats (until the
+        runtime says UNIMPLEMENTED)"""
         self.pacer: Callable[[], Pacer] = Pacer
         """Makes the pacer of each pass over the pods (tests give one that always yields)."""
 
-    async def summary(self, only_cpu_and_memory: bool = False) -> Json:
+    async def summary(self, only_cpu_and_memory: bool = False, lean: bool = False) -> Json:
+        """The summary; ``lean`` leaves out the pods' and containers' network, swap and
+        pressure, which the eviction manager reads none of (at 500 pods: the sandboxes'
+        /proc/<pid>/net/dev, and some ten cgroup files and stats per pod, every 10 s).
+        The figures it keeps are those of the full summary, CPU included: its rates
+        advance as upstream's eviction pass advances them."""
         node = await self.node_stats(only_cpu_and_memory)
-        pods = await self.pod_stats(only_cpu_and_memory)
+        pods = await self.pod_stats(only_cpu_and_memory, lean)
         return {"node": node, "pods": pods}
 
     # -- node -----------------------------------------------------------------------------
@@ -304,7 +322,7 @@ class SummaryProvider:
             return {}
         return {s.attributes.id: s for s in stats}
 
-    async def pod_stats(self, only_cpu_and_memory: bool = False) -> list[Json]:
+    async def pod_stats(self, only_cpu_and_memory: bool = False, lean: bool = False) -> list[Json]:
         sandboxes = [
             s
             for s in await self.runtime.list_pod_sandbox(state=api.SANDBOX_READY)
@@ -327,13 +345,13 @@ class SummaryProvider:
             await pacer.tick()  # 500 pods take 100 ms and more: the loop runs between them
             pod_containers = [
                 self._container_json(
-                    c, container_stats.get(c.id), capacity, fs, image_fs, cgroups, log_dirs
+                    c, container_stats.get(c.id), capacity, fs, image_fs, cgroups, log_dirs, lean
                 )
                 for c in by_sandbox.get(sandbox.id, {}).values()
             ]
             stats = sandbox_stats.get(sandbox.id) if sandbox_stats is not None else None
             pod = self._pod_json(
-                sandbox, stats, pod_containers, capacity, only_cpu_and_memory, cgroups
+                sandbox, stats, pod_containers, capacity, only_cpu_and_memory, cgroups, lean
             )
             if not only_cpu_and_memory:
                 await self._add_volumes(pod)
@@ -408,15 +426,17 @@ class SummaryProvider:
         image_fs: FsSample | None,
         cgroups: PodCgroupFinder,
         log_dirs: Mapping[str, list[str]] | None = None,
+        lean: bool = False,
     ) -> Json:
         out: Json = {"name": c.metadata.name, "startTime": rfc3339(c.created_at / 1e9)}
         if stats is not None:
             out.update(self._cpu_memory(f"container/{c.id}", stats.cpu, stats.memory, capacity))
             full = logs_fs is not None or image_fs is not None
             when = rfc3339(self.wall_clock())
-            cgroup = self._container_cgroup(c, cgroups)
-            out["swap"] = self._cgroup_swap(cgroup, when) or _container_swap(stats, when, full)
-            self._add_psi(out, cgroup, full)
+            if not lean:  # the container's cgroup gives only swap and pressure
+                cgroup = self._container_cgroup(c, cgroups)
+                out["swap"] = self._cgroup_swap(cgroup, when) or _container_swap(stats, when, full)
+                self._add_psi(out, cgroup, full)
             if full:
                 when = rfc3339(self.wall_clock())
                 if stats.HasField("writable_layer"):
@@ -485,6 +505,7 @@ class SummaryProvider:
         capacity: int | None,
         only_cpu_and_memory: bool,
         cgroups: PodCgroupFinder,
+        lean: bool = False,
     ) -> Json:
         uid = sandbox.labels.get(labels.POD_UID, sandbox.metadata.uid)
         pod: Json = {
@@ -503,13 +524,16 @@ class SummaryProvider:
             if not only_cpu_and_memory and stats.linux.HasField("network"):
                 pod["network"] = _network_json(stats.linux.network)
         cgroup = cgroups.find(uid)
+        if not lean and not only_cpu_and_memory and "network" not in pod:
+            pod["network"] = self._pod_network(sandbox.id, cgroup)
         if "cpu" not in pod or "memory" not in pod:
             found = self._pod_cgroup(uid, capacity, cgroup)
             pod.update({k: v for k, v in found.items() if k not in pod})
         if "cpu" not in pod or "memory" not in pod:
             pod.update({k: v for k, v in _sum_containers(containers).items() if k not in pod})
-        pod["swap"] = self._pod_swap(cgroup) or _sum_swap(containers)
-        self._add_psi(pod, cgroup, not only_cpu_and_memory)
+        if not lean:
+            pod["swap"] = self._pod_swap(cgroup) or _sum_swap(containers)
+            self._add_psi(pod, cgroup, not only_cpu_and_memory)
         if not only_cpu_and_memory:
             pod["ephemeral-storage"] = _ephemeral(containers)
             pod["process_stats"] = self._process_stats(cgroup)
@@ -539,6 +563,30 @@ class SummaryProvider:
         """The pod's task count from its cgroup (pid.available ranks pods by it)."""
         count = self.host.cgroup_pids(cgroup) if cgroup is not None else None
         return {"process_count": count} if count is not None else None
+
+    def _pod_network(self, sandbox_id: str, cgroup: str | None) -> Json | None:
+        """The interfaces of the sandbox's network namespace as cAdvisor reads them for
+        the sandbox container: /proc/<pid>/net/dev of the first process of its cgroup,
+        without loopback and host-side devices; ``eth0`` is the default interface."""
+        sandbox = container_cgroup(self.host, cgroup, sandbox_id) if cgroup else None
+        pid = self.host.cgroups.first_pid(sandbox) if sandbox is not None else None
+        if pid is None:
+            return None
+        rows = [
+            {
+                "name": i.name,
+                "rxBytes": i.rx_bytes,
+                "rxErrors": i.rx_errors,
+                "txBytes": i.tx_bytes,
+                "txErrors": i.tx_errors,
+            }
+            for i in self.host.interfaces(str(pid))
+            if not i.name.startswith(IGNORED_DEVICES)
+        ]
+        if not rows:
+            return None
+        default = next((r for r in rows if r["name"] == DEFAULT_INTERFACE), {})
+        return {"time": rfc3339(self.wall_clock()), **default, "interfaces": rows}
 
     def _pod_cgroup(self, uid: str, capacity: int | None, cgroup: str | None) -> Json:
         if cgroup is None:

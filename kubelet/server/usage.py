@@ -32,7 +32,8 @@ class NodeUsage:
     provider: SummaryProvider
 
     async def summary(self) -> Summary:
-        return await from_json_paced(await self.provider.summary(), self.provider.pacer())
+        figures = await self.provider.summary(lean=True)  # no network, swap nor PSI
+        return await from_json_paced(figures, self.provider.pacer())
 
     async def image_fs(self) -> FsUsage | None:
         runtime = await self.provider.runtime_fs(rfc3339(self.provider.wall_clock()))

@@ -18,7 +18,9 @@ from kubelet.server.certs import serving_cert
 from kubelet.server.cgroupfigures import cgroup_figures
 from kubelet.server.hoststats import Host
 from kubelet.server.stats import RateCache, SummaryProvider, rfc3339
+from kubelet.server.usage import NodeUsage
 from kubelet.stats.pace import Pacer
+from kubelet.stats.summary import from_json
 
 UID = "0b6c1f0e-1111-2222-3333-444455556666"
 NOW = 1_800_000_000.0
@@ -188,7 +190,9 @@ class ScriptedImages:
         return api.ImageFsInfoResponse(image_filesystems=[usage], container_filesystems=[usage])
 
 
-def provider(tmp_path: Path, runtime: ScriptedRuntime) -> SummaryProvider:
+def provider(
+    tmp_path: Path, runtime: ScriptedRuntime, sandbox_stats: bool = True
+) -> SummaryProvider:
     logs = tmp_path / "logs"
     (logs / f"default_web_{UID}" / "app").mkdir(parents=True)
     (logs / f"default_web_{UID}" / "app" / "0.log").write_text("x" * 10)
@@ -200,6 +204,7 @@ def provider(tmp_path: Path, runtime: ScriptedRuntime) -> SummaryProvider:
         pod_logs_dir=str(logs),
         host=fixture_host(tmp_path / "host"),
         wall_clock=lambda: NOW,
+        sandbox_stats=sandbox_stats,
     )
 
 
@@ -323,6 +328,8 @@ def test_pod_log_dirs_finds_what_the_glob_of_each_uid_finds(tmp_path: Path) -> N
     for uid in (UID, "1234", "missing"):
         assert sorted(found.get(uid, [])) == sorted(glob.glob(f"{tmp_path}/*_{uid}"))
     assert pod_log_dirs(str(tmp_path / "absent")) == {}
+
+
 async def test_volume_stats_period_is_honoured_and_can_turn_measuring_off(
     tmp_path: Path, autojump_clock: Any
 ) -> None:
@@ -455,3 +462,68 @@ async def test_the_pass_over_the_pods_gives_the_loop_back_between_pods(tmp_path:
     assert [p.yields for p in pacers] == [1]  # one pod: one yield before it
     [pod] = summary["pods"]
     assert pod["cpu"]["usageNanoCores"] == 7 and pod["containers"][0]["name"] == "app"
+
+
+class CountingRuntime(ScriptedRuntime):
+    def __init__(self) -> None:
+        super().__init__()
+        self.sandbox_stats_calls = 0
+
+    async def list_pod_sandbox_stats(self, **kw: Any) -> list[api.PodSandboxStats]:
+        self.sandbox_stats_calls += 1
+        return await super().list_pod_sandbox_stats(**kw)
+
+
+async def test_without_the_gate_pods_come_from_their_cgroup_and_network_namespace(
+    tmp_path: Path,
+) -> None:
+    """PodAndContainerStatsFromCRI off (upstream's default): no ListPodSandboxStats (at
+    500 pods containerd spends 12-18 s of CPU on it); the pod cgroup gives CPU and memory,
+    /proc/<pid>/net/dev of the sandbox's first process the network, as cAdvisor reads it."""
+    runtime = CountingRuntime()
+    stats = provider(tmp_path, runtime, sandbox_stats=False)
+    host = tmp_path / "host"
+    sandbox = host / f"sys/fs/cgroup/memory/kubepods/besteffort/pod{UID}/s1"
+    sandbox.mkdir(parents=True)
+    (sandbox / "cgroup.procs").write_text("4242\n4243\n")
+    (host / "proc/4242/net").mkdir(parents=True)
+    (host / "proc/4242/net/dev").write_text(
+        "Inter-| Receive\n face |bytes packets\n"
+        "    lo: 5 1 0 0 0 0 0 0 5 1 0 0 0 0 0 0\n"
+        "  eth0: 700 7 1 0 0 0 0 0 800 8 2 0 0 0 0 0\n"
+        "  veth1: 9 9 9 0 0 0 0 0 9 9 9 0 0 0 0 0\n"
+        "  net1: 30 3 0 0 0 0 0 0 40 4 0 0 0 0 0 0\n"
+    )
+    [pod] = (await stats.summary())["pods"]
+    assert runtime.sandbox_stats_calls == 0
+    assert pod["cpu"]["usageCoreNanoSeconds"] == 7000  # the pod cgroup's cpuacct.usage
+    assert pod["memory"]["workingSetBytes"] == 2000
+    eth0 = {"name": "eth0", "rxBytes": 700, "rxErrors": 1, "txBytes": 800, "txErrors": 2}
+    net1 = {"name": "net1", "rxBytes": 30, "rxErrors": 0, "txBytes": 40, "txErrors": 0}
+    assert pod["network"] == {"time": rfc3339(NOW), **eth0, "interfaces": [eth0, net1]}
+    assert pod["containers"][0]["cpu"]["usageCoreNanoSeconds"] == 40  # ListContainerStats
+    [lean] = (await stats.summary(lean=True))["pods"]  # the eviction manager's
+    assert "network" not in lean and lean["memory"] == pod["memory"]
+    (sandbox / "cgroup.procs").write_text("")  # the sandbox's process is gone
+    [pod] = (await stats.summary())["pods"]
+    assert "network" not in pod
+    with_gate = provider(tmp_path / "gate", CountingRuntime(), sandbox_stats=True)
+    [pod] = (await with_gate.summary())["pods"]
+    assert pod["network"]["rxBytes"] == 5 and pod["cpu"]["usageNanoCores"] == 7
+
+
+async def test_the_eviction_managers_lean_summary_keeps_every_figure_it_reads(
+    tmp_path: Path,
+) -> None:
+    """``lean`` (NodeUsage.summary) leaves out swap, pressure and network, read for each
+    pod and container every 10 s; the typed figures are those of the full summary."""
+    stats = provider(tmp_path, ScriptedRuntime(sandbox_stats=False), sandbox_stats=False)
+    pod = tmp_path / f"host/sys/fs/cgroup/memory/kubepods/besteffort/pod{UID}"
+    (pod / "memory.memsw.usage_in_bytes").write_text("3048\n")
+    full = await stats.summary()
+    lean = await stats.summary(lean=True)
+    assert full["pods"][0]["swap"]["swapUsageBytes"] == 1000
+    assert "swap" in full["pods"][0]["containers"][0]
+    assert "swap" not in lean["pods"][0] and "swap" not in lean["pods"][0]["containers"][0]
+    assert from_json(lean) == from_json(full)
+    assert (await NodeUsage(stats).summary()) == from_json(full)

@@ -220,6 +220,7 @@ def rich_provider(tmp_path: Path) -> SummaryProvider:
         pod_logs_dir=base.pod_logs_dir,
         host=host,
         wall_clock=lambda: NOW + next(clock),
+        sandbox_stats=True,  # PodAndContainerStatsFromCRI: every pod field from the runtime
     )
 
 

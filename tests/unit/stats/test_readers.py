@@ -252,3 +252,27 @@ def test_v2_root_memory_from_the_root_memory_stat_as_runc(v2: Path) -> None:
         major_page_faults=1,
         limit=None,
     )
+
+
+def test_v1_memory_takes_memory_stats_total_figures_else_the_cgroups_own(tmp_path: Path) -> None:
+    """memory.stat is read for the few keys it needs (not parsed whole): ``total_*`` of a
+    hierarchy first, the cgroup's own line otherwise, a key only at a line's start."""
+    base = tmp_path / "sys/fs/cgroup/memory/kubepods/pod1"
+    base.mkdir(parents=True)
+    (base / "memory.usage_in_bytes").write_text("1000\n")
+    (base / "memory.limit_in_bytes").write_text("4096\n")
+    (base / "memory.stat").write_text(
+        "inactive_file 999\nrss 7\npgfault 3\ntotal_inactive_file 100\ntotal_rss 70\n"
+        "total_pgmajfault 2"  # no newline at the end
+    )
+    memory = Cgroups(tmp_path, Layout.V1).memory("/kubepods/pod1")
+    assert memory is not None
+    assert (memory.working_set, memory.rss, memory.page_faults, memory.major_page_faults) == (
+        900,
+        70,
+        3,
+        2,
+    )
+    assert memory.limit == 4096
+    assert Cgroups(tmp_path, Layout.V1).memory("/kubepods/absent") is None
+    assert Cgroups(tmp_path, Layout.V1).pids("/kubepods/absent") is None
