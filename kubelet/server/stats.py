@@ -36,7 +36,15 @@ from kubelet.stats.psi import add_psi
 from kubelet.stats.volumes import AGG_PERIOD, PodVolume, VolumeUsageCache
 
 from .cgroupfigures import container_cgroup
-from .hoststats import CpuSample, FsSample, Host, MemorySample, PodCgroupFinder, files_usage
+from .hoststats import (
+    CpuSample,
+    FsSample,
+    Host,
+    InterfaceSample,
+    MemorySample,
+    PodCgroupFinder,
+    files_usage,
+)
 from .syscontainers import SystemCgroups, swap_json, system_containers, zero_swap
 
 log = logging.getLogger(__name__)
@@ -251,16 +259,7 @@ class SummaryProvider:
         if not interfaces:
             return None
         default = self.host.default_interface() or interfaces[0].name
-        rows = [
-            {
-                "name": i.name,
-                "rxBytes": i.rx_bytes,
-                "rxErrors": i.rx_errors,
-                "txBytes": i.tx_bytes,
-                "txErrors": i.tx_errors,
-            }
-            for i in interfaces
-        ]
+        rows = [_interface_json(i) for i in interfaces]
         main = next((r for r in rows if r["name"] == default), rows[0])
         return {"time": when, **main, "interfaces": rows}
 
@@ -573,13 +572,7 @@ class SummaryProvider:
         if pid is None:
             return None
         rows = [
-            {
-                "name": i.name,
-                "rxBytes": i.rx_bytes,
-                "rxErrors": i.rx_errors,
-                "txBytes": i.tx_bytes,
-                "txErrors": i.tx_errors,
-            }
+            _interface_json(i)
             for i in self.host.interfaces(str(pid))
             if not i.name.startswith(IGNORED_DEVICES)
         ]
@@ -687,3 +680,14 @@ def _ephemeral(containers: list[Json]) -> Json | None:
     base["usedBytes"] = sum(p.get("usedBytes", 0) for p in parts)
     base["inodesUsed"] = sum(p.get("inodesUsed", 0) for p in parts)
     return base
+
+
+def _interface_json(i: InterfaceSample) -> Json:
+    """One interface's counters as stats/v1alpha1 names them (node and pod network)."""
+    return {
+        "name": i.name,
+        "rxBytes": i.rx_bytes,
+        "rxErrors": i.rx_errors,
+        "txBytes": i.tx_bytes,
+        "txErrors": i.tx_errors,
+    }
