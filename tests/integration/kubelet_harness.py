@@ -27,6 +27,18 @@ EPOCH = 1_800_000_000.0
 """FakeRuntime's wall clock at trio time 0; the kubelet's too."""
 NODE = "node1"
 KUBELET_IMAGES = ("registry.k8s.io/pause:3.9", "busybox:1.35")
+
+WEB = """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+spec:
+  containers:
+  - name: app
+    image: busybox:1.35
+"""
+"""The one-container static pod the kubelet tests start (its image is in KUBELET_IMAGES)."""
 """What a node needs to run the examples: tests of the whole kubelet give the runtime them
 (the ``fake_images`` fixture)."""
 

@@ -18,18 +18,7 @@ from kubelet.env.dns import DnsSettings
 from kubelet.testing import ContainerBehaviour, FakeRuntime
 
 from .helpers import container_config, sandbox_config
-from .kubelet_harness import KUBELET_IMAGES, NODE, running_kubelet, start_kubelet
-
-WEB = """\
-apiVersion: v1
-kind: Pod
-metadata:
-  name: web
-spec:
-  containers:
-  - name: app
-    image: busybox:1.35
-"""
+from .kubelet_harness import KUBELET_IMAGES, NODE, WEB, running_kubelet, start_kubelet
 
 
 @pytest.fixture

@@ -12,18 +12,7 @@ import trio
 
 from kubelet.testing import FakeRuntime
 
-from .kubelet_harness import KUBELET_IMAGES, running_kubelet
-
-WEB = """\
-apiVersion: v1
-kind: Pod
-metadata:
-  name: web
-spec:
-  containers:
-  - name: app
-    image: busybox:1.35
-"""
+from .kubelet_harness import KUBELET_IMAGES, WEB, running_kubelet
 
 
 @pytest.fixture
