@@ -64,14 +64,8 @@ class FsSample:
     inodes_free: int
 
 
-def _read(path: Path) -> str | None:
-    """The file's text (None when unreadable), with plain ``os`` calls as the cgroup
-    readers: a summary pass reads /proc/<pid>/net/dev of every pod's sandbox."""
-    return read_text(path)
-
-
 def _int_file(path: Path) -> int | None:
-    text = _read(path)
+    text = read_text(path)
     try:
         return int(text.strip()) if text is not None else None
     except ValueError:
@@ -115,7 +109,7 @@ class Host:
 
     def boot_time(self) -> int | None:
         """Seconds since the epoch at boot (``btime`` in /proc/stat)."""
-        text = _read(self._p("/proc/stat"))
+        text = read_text(self._p("/proc/stat"))
         for line in (text or "").splitlines():
             if line.startswith("btime "):
                 return int(line.split()[1])
@@ -123,7 +117,7 @@ class Host:
 
     def meminfo(self) -> dict[str, int]:
         """/proc/meminfo in bytes."""
-        text = _read(self._p("/proc/meminfo")) or ""
+        text = read_text(self._p("/proc/meminfo")) or ""
         return {k: v * 1024 for k, v in _key_values(text).items()}
 
     def memory_capacity(self) -> int | None:
@@ -131,7 +125,7 @@ class Host:
 
     def proc_cpu_ns(self) -> int | None:
         """Busy CPU time of the whole machine from /proc/stat (no cgroup at hand)."""
-        text = _read(self._p("/proc/stat"))
+        text = read_text(self._p("/proc/stat"))
         for line in (text or "").splitlines():
             if line.startswith("cpu "):
                 fields = [int(x) for x in line.split()[1:]]
@@ -156,7 +150,7 @@ class Host:
 
     def interfaces(self, pid: str = "self") -> list[InterfaceSample]:
         """Every interface but loopback, from /proc/<pid>/net/dev."""
-        text = _read(self._p(f"/proc/{pid}/net/dev")) or ""
+        text = read_text(self._p(f"/proc/{pid}/net/dev")) or ""
         out: list[InterfaceSample] = []
         for line in text.splitlines()[2:]:
             name, _, rest = line.partition(":")
@@ -170,7 +164,7 @@ class Host:
 
     def default_interface(self) -> str | None:
         """The interface of the default route (/proc/net/route)."""
-        text = _read(self._p("/proc/net/route")) or ""
+        text = read_text(self._p("/proc/net/route")) or ""
         for line in text.splitlines()[1:]:
             fields = line.split()
             if len(fields) > 1 and fields[1] == "00000000":
@@ -182,7 +176,7 @@ class Host:
 
     def process_count(self) -> int | None:
         """Processes (threads) on the machine: the total in /proc/loadavg."""
-        text = _read(self._p("/proc/loadavg"))
+        text = read_text(self._p("/proc/loadavg"))
         try:
             return int(text.split()[3].split("/")[1]) if text else None
         except (IndexError, ValueError):

@@ -179,11 +179,8 @@ def read_text(path: str | Path) -> str | None:
         os.close(fd)
 
 
-_read = read_text
-
-
 def _int(path: str | Path) -> int | None:
-    text = _read(path)
+    text = read_text(path)
     if text is None:
         return None
     try:
@@ -291,7 +288,7 @@ class Cgroups:
         usage = _int(f"{path}/memory.usage_in_bytes")
         if usage is None:
             return None
-        stat = _read(f"{path}/memory.stat") or ""
+        stat = read_text(f"{path}/memory.stat") or ""
 
         def total(key: str) -> int | None:
             found = _field(stat, "total_" + key)
@@ -312,7 +309,7 @@ class Cgroups:
     def _memory_v2(self, cgroup: str) -> CgroupMemory | None:
         path = self._v2(cgroup)
         usage = _int(f"{path}/memory.current")
-        stat = _key_values(_read(f"{path}/memory.stat"))
+        stat = _key_values(read_text(f"{path}/memory.stat"))
         if usage is None:
             if cgroup.strip("/") != "":
                 return None
@@ -320,7 +317,7 @@ class Cgroups:
                 return self.meminfo_memory()
             usage = stat["anon"] + stat["file"]
         inactive = stat.get("inactive_file", 0)
-        limit_text = (_read(f"{path}/memory.max") or "max").strip()
+        limit_text = (read_text(f"{path}/memory.max") or "max").strip()
         return CgroupMemory(
             usage=usage,
             working_set=max(usage - inactive, 0),
@@ -340,7 +337,7 @@ class Cgroups:
             path = self._v2(cgroup)
             if not os.path.exists(f"{path}/memory.stat"):
                 return None
-            stat = _key_values(_read(f"{path}/memory.stat"))
+            stat = _key_values(read_text(f"{path}/memory.stat"))
             return CgroupMemoryDetail(
                 cache=stat.get("file"),
                 swap=_int(f"{path}/memory.swap.current"),
@@ -354,7 +351,7 @@ class Cgroups:
         found = self._v1(("memory",), cgroup)
         if found is None:
             return None
-        stat = _key_values(_read(f"{found}/memory.stat"))
+        stat = _key_values(read_text(f"{found}/memory.stat"))
 
         def total(key: str) -> int | None:
             return stat.get("total_" + key, stat.get(key))
@@ -373,7 +370,7 @@ class Cgroups:
 
     def meminfo_memory(self) -> CgroupMemory | None:
         """The machine's memory from /proc/meminfo (no root memory cgroup to read)."""
-        info = {k: v * 1024 for k, v in _key_values(_read(self.root / "proc/meminfo")).items()}
+        info = {k: v * 1024 for k, v in _key_values(read_text(self.root / "proc/meminfo")).items()}
         total, free = info.get("MemTotal"), info.get("MemFree")
         if total is None or free is None:
             return None
@@ -392,7 +389,7 @@ class Cgroups:
             usage = _int(f"{path}/memory.swap.current")
             if usage is None:
                 return None
-            limit_text = (_read(f"{path}/memory.swap.max") or "max").strip()
+            limit_text = (read_text(f"{path}/memory.swap.max") or "max").strip()
             return CgroupSwap(usage, int(limit_text) if limit_text.isdigit() else None)
         v1 = self._v1(("memory",), cgroup)
         if v1 is None:
@@ -409,7 +406,7 @@ class Cgroups:
     def meminfo_swap(self) -> CgroupSwap | None:
         """The machine's swap from /proc/meminfo: SwapTotal − SwapFree in use, SwapTotal
         the limit (0 on a node without swap)."""
-        info = _key_values(_read(self.root / "proc/meminfo"))
+        info = _key_values(read_text(self.root / "proc/meminfo"))
         total, free = info.get("SwapTotal"), info.get("SwapFree")
         if total is None or free is None:
             return None
@@ -420,7 +417,7 @@ class Cgroups:
         unified path on v2; on v1 the ``cpu`` and ``memory`` paths, which must agree (as
         upstream's kubelet requires of its own cgroup)."""
         paths: dict[str, str] = {}
-        for line in (_read(self.root / f"proc/{pid}/cgroup") or "").splitlines():
+        for line in (read_text(self.root / f"proc/{pid}/cgroup") or "").splitlines():
             _, controllers, path = [*line.split(":", 2), "", ""][:3]
             for controller in controllers.split(","):
                 paths[controller] = path
@@ -434,16 +431,16 @@ class Cgroups:
         (v2) of ``cpu.stat``; the quota from ``cpu.cfs_quota_us`` (-1: none) or ``cpu.max``."""
         if self.layout is Layout.V2:
             path = self._v2(cgroup)
-            stat = _key_values(_read(f"{path}/cpu.stat"))
+            stat = _key_values(read_text(f"{path}/cpu.stat"))
             throttled = stat.get("throttled_usec", 0) * 1000
             burst = stat.get("burst_usec", 0) * 1000
-            quota = (_read(f"{path}/cpu.max") or "max").split()[:1] != ["max"]
+            quota = (read_text(f"{path}/cpu.max") or "max").split()[:1] != ["max"]
         else:
             found = self._v1(("cpu", "cpu,cpuacct", "cpuacct,cpu"), cgroup)
             if found is None:
                 return None
             path = found
-            stat = _key_values(_read(f"{path}/cpu.stat"))
+            stat = _key_values(read_text(f"{path}/cpu.stat"))
             throttled = stat.get("throttled_time", 0)
             burst = stat.get("burst_time", 0)
             quota = (_int(f"{path}/cpu.cfs_quota_us") or -1) > 0
@@ -458,7 +455,7 @@ class Cgroups:
         """Bytes and operations per device: ``io.stat`` (v2), or the first of the CFQ, BFQ
         and throttle ``*_recursive`` files that has device lines (v1, as runc reads them)."""
         if self.layout is Layout.V2:
-            text = _read(self._v2(cgroup) + "/io.stat")
+            text = read_text(self._v2(cgroup) + "/io.stat")
             if text is None:
                 return None
             devices: list[DeviceIo] = []
@@ -479,9 +476,9 @@ class Cgroups:
         if path is None:
             return None
         for pattern in _V1_BLKIO:
-            served = _v1_blkio_lines(_read(f"{path}/" + pattern.format("service_bytes")))
+            served = _v1_blkio_lines(read_text(f"{path}/" + pattern.format("service_bytes")))
             if served:
-                counted = _v1_blkio_lines(_read(f"{path}/" + pattern.format("serviced")))
+                counted = _v1_blkio_lines(read_text(f"{path}/" + pattern.format("serviced")))
                 return tuple(
                     DeviceIo(major, minor, tuple(ops), tuple(counted.get((major, minor), ())))
                     for (major, minor), ops in sorted(served.items())
@@ -499,12 +496,12 @@ class Cgroups:
             files = {r: self.root / "proc/pressure" / r for r in RESOURCES}
         else:
             files = {r: f"{self._v2(cgroup)}/{r}.pressure" for r in RESOURCES}
-        found = {r: parse_pressure(_read(path)) for r, path in files.items()}
+        found = {r: parse_pressure(read_text(path)) for r, path in files.items()}
         return {r: p for r, p in found.items() if p is not None}
 
     def device_name(self, major: int, minor: int) -> str:
         """``/dev/<name>`` of a block device (its ``uevent``); "" when unknown, as cAdvisor."""
-        text = _read(self.root / f"sys/dev/block/{major}:{minor}/uevent") or ""
+        text = read_text(self.root / f"sys/dev/block/{major}:{minor}/uevent") or ""
         for line in text.splitlines():
             if line.startswith("DEVNAME="):
                 return "/dev/" + line.removeprefix("DEVNAME=")
@@ -513,7 +510,7 @@ class Cgroups:
     def cpu_usage_ns(self, cgroup: str) -> int | None:
         """Cumulative CPU time of ``cgroup`` in nanoseconds."""
         if self.layout is Layout.V2:
-            stat = _key_values(_read(self._v2(cgroup) + "/cpu.stat"))
+            stat = _key_values(read_text(self._v2(cgroup) + "/cpu.stat"))
             usec = stat.get("usage_usec")
             return usec * 1000 if usec is not None else None
         for mount in ("cpuacct", "cpu,cpuacct", "cpuacct,cpu", "cpu"):
@@ -527,12 +524,12 @@ class Cgroups:
         of ``cpu.stat`` (v2) or ``user``/``system`` of ``cpuacct.stat`` (v1, in USER_HZ
         ticks, 100 a second as runc counts them)."""
         if self.layout is Layout.V2:
-            stat = _key_values(_read(self._v2(cgroup) + "/cpu.stat"))
+            stat = _key_values(read_text(self._v2(cgroup) + "/cpu.stat"))
             if "user_usec" not in stat or "system_usec" not in stat:
                 return None
             return stat["user_usec"] * 1000, stat["system_usec"] * 1000
         for mount in ("cpuacct", "cpu,cpuacct", "cpuacct,cpu", "cpu"):
-            stat = _key_values(_read(_join(self._base, mount, cgroup) + "/cpuacct.stat"))
+            stat = _key_values(read_text(_join(self._base, mount, cgroup) + "/cpuacct.stat"))
             if "user" in stat and "system" in stat:
                 tick = 1_000_000_000 // _USER_HZ
                 return stat["user"] * tick, stat["system"] * tick
@@ -550,7 +547,7 @@ class Cgroups:
             path: str | None = self._v2(cgroup)
         else:
             path = self._v1(("memory", "pids", "cpu"), cgroup)
-        text = _read(f"{path}/cgroup.procs") if path is not None else None
+        text = read_text(f"{path}/cgroup.procs") if path is not None else None
         first = (text or "").partition("\n")[0].strip()
         return int(first) if first.isdigit() else None
 
@@ -565,7 +562,7 @@ class Cgroups:
             if v is not None
         ]
         count: int | None = None
-        loadavg = _read(self.root / "proc/loadavg")
+        loadavg = read_text(self.root / "proc/loadavg")
         if loadavg is not None:
             try:
                 count = int(loadavg.split()[3].split("/")[1])
