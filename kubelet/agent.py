@@ -202,6 +202,7 @@ async def run(
         sink = ApiEvents(api.with_limits(cfg.event_record_qps, cfg.event_burst)) if api else None
         recorder = await root.start(run_event_recorder, node.name, sink, clock)
         pleg = await root.start(run_pleg, runtime, metrics.observe_relist)
+        metrics.watch_pleg_discards(pleg.discarded)
         prober = await root.start(run_prober, runtime, recorder, node.host_ip, clock)
         services = await root.start(run_services, api) if api else None
         cgroups = await start_cgroups(
@@ -233,10 +234,17 @@ async def run(
             options, node, desired, config, pleg, prober, pod_runtime, api, status, recorder,
             metrics, runtime_name, clock, node_info, pressure,
         )  # fmt: skip
-        metrics.registry.register(PodGauges(pleg.cache.statuses, desired.pods))
+        metrics.registry.register(
+            PodGauges(
+                pleg.cache.statuses,
+                desired.pods,
+                lifecycle.evictor.active_pods,
+                lambda: len(desired.mirrors()),
+            )
+        )
         stats, collectors, eviction = await _start_node_protection(
             root, options, host, node.name, runtime, images, lifecycle, config, recorder,
-            pressure, desired,
+            pressure, desired, metrics,
         )  # fmt: skip
         registries = metrics.registry, prober.metrics.registry
         backend = RunningKubelet(runtime, images, *registries, lifecycle)
@@ -295,6 +303,7 @@ async def _start_node_protection(
     recorder: EventRecorder,
     pressure: NodePressure,
     desired: PodManager,
+    metrics: KubeletMetrics,
 ) -> tuple[SummaryProvider, GarbageCollectors, EvictionManager]:
     """Stats (the summary), garbage collection and eviction, which reads both."""
     stats = SummaryProvider(
@@ -314,12 +323,18 @@ async def _start_node_protection(
     )  # fmt: skip
     usage = NodeUsage(stats)
     collectors = await root.start(
-        functools.partial(run_gc, containers_log_dir=host.containers_log_dir),
+        functools.partial(
+            run_gc,
+            containers_log_dir=host.containers_log_dir,
+            on_image_removed=metrics.images_collected,
+        ),
         options, node_name, runtime, images, lifecycle.gc_view, config.sources_ready,
         usage.image_fs, recorder, host.wall_clock,
     )  # fmt: skip
     eviction = await root.start(
-        functools.partial(run_eviction, cgroups=Cgroups(host.notifier_cgroups), kmsg=host.kmsg),
+        functools.partial(
+            run_eviction, cgroups=Cgroups(host.notifier_cgroups), kmsg=host.kmsg, metrics=metrics
+        ),
         options, node_name, usage, lifecycle.evictor, collectors, recorder, pressure,
         usage.disk_layout, _pod_names(desired),
     )  # fmt: skip

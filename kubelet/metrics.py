@@ -20,12 +20,17 @@ from prometheus_client import (
     Gauge,
     Histogram,
     ProcessCollector,
+    disable_created_metrics,
+    generate_latest,
 )
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from kubelet.api.pod import Pod
 from kubelet.cri.types import ContainerRunState, RuntimePodStatus, SandboxState
+
+# No ``…_created`` series beside each counter and histogram: upstream has none.
+disable_created_metrics()  # type: ignore[no-untyped-call]
 
 DEF_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 """Prometheus' default buckets (Go ``prometheus.DefBuckets``)."""
@@ -59,9 +64,75 @@ def operation_type(rpc: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", rpc).lower()
 
 
+POD_STATUS_SYNC_BUCKETS = (0.010, 0.050, 0.100, 0.500, 1, 5, 10, 20, 30, 45, 60)
+CONTAINERS_PER_POD_BUCKETS = (1, 2, 4, 8, 16)
+"""ExponentialBuckets(1, 2, 5)."""
+
+
 def _alpha(text: str) -> str:
     """component-base prefixes the help of every ALPHA metric with its stability level."""
     return f"[ALPHA] {text}"
+
+
+def _static(pod: Pod) -> str:
+    """The ``static`` label of upstream's pod counts: "true", or empty for an API pod."""
+    return "true" if pod.is_static else ""
+
+
+class BareCounter(Collector):
+    """A counter exposed under its own name, as upstream's ``kubelet_evictions`` or
+    ``kubelet_pleg_discard_events``: the client library would add ``_total`` to a
+    ``Counter``. Collected as an untyped family; ``exposition`` writes its TYPE line as
+    ``counter``. ``provider`` reads the count from its owner at scrape time instead."""
+
+    def __init__(
+        self,
+        name: str,
+        documentation: str,
+        labelnames: tuple[str, ...] = (),
+        provider: Callable[[], float] | None = None,
+    ) -> None:
+        self.name = name
+        self.documentation = documentation
+        self.labelnames = labelnames
+        self.provider = provider
+        self.values: dict[tuple[str, ...], float] = {} if labelnames else {(): 0.0}
+
+    def inc(self, *labels: str, amount: float = 1.0) -> None:
+        if len(labels) != len(self.labelnames):
+            raise ValueError(f"{self.name} takes labels {self.labelnames}, got {labels}")
+        self.values[labels] = self.values.get(labels, 0.0) + amount
+
+    def collect(self) -> Iterator[Metric]:
+        family = Metric(self.name, self.documentation, "unknown")
+        if self.provider is not None:
+            family.add_sample(self.name, {}, float(self.provider()))
+        else:
+            for labels, count in sorted(self.values.items()):
+                named = dict(zip(self.labelnames, labels, strict=True))
+                family.add_sample(self.name, named, count)
+        yield family
+
+
+BARE_COUNTERS = ("kubelet_pleg_discard_events", "kubelet_evictions", "kubelet_preemptions")
+"""The counters upstream names without ``_total`` (see ``BareCounter``)."""
+
+_BARE_TYPE_LINE = re.compile(rb"^# TYPE (\S+) untyped$", re.MULTILINE)
+
+
+def exposition(registry: CollectorRegistry, bare: Iterable[str] = BARE_COUNTERS) -> bytes:
+    """The text format of ``registry`` (what ``/metrics`` serves), the families named in
+    ``bare`` typed ``counter``."""
+    names = {n.encode() for n in bare}
+    text = generate_latest(registry)
+    if not names:
+        return text
+
+    def retype(match: re.Match[bytes]) -> bytes:
+        name = match.group(1)
+        return b"# TYPE " + name + (b" counter" if name in names else b" untyped")
+
+    return _BARE_TYPE_LINE.sub(retype, text)
 
 
 RuntimePodsProvider = Callable[[], Iterable[RuntimePodStatus]]
@@ -77,13 +148,20 @@ class PodGauges(Collector):
         self,
         runtime_pods: RuntimePodsProvider | None = None,
         desired_pods: DesiredPodsProvider | None = None,
+        active_pods: DesiredPodsProvider | None = None,
+        mirror_pods: Callable[[], int] | None = None,
     ) -> None:
         self.runtime_pods = runtime_pods
         self.desired_pods = desired_pods
+        self.active_pods = active_pods
+        """the pods admission counts (upstream's ``GetActivePods``)"""
+        self.mirror_pods = mirror_pods
+        """how many mirror pods the desired pods have in the API"""
 
     def collect(self) -> Iterator[Any]:
         yield from self._runtime_families()
         yield from self._desired_families()
+        yield from self._active_families()
 
     def _runtime_families(self) -> Iterator[GaugeMetricFamily]:
         provider = self.runtime_pods
@@ -114,9 +192,11 @@ class PodGauges(Collector):
         provider = self.desired_pods
         if provider is None:
             return
-        counts = {"true": 0, "false": 0}
+        counts = {"": 0, "true": 0}
+        ephemeral = 0
         for pod in provider():
-            counts["true" if pod.is_static else "false"] += 1
+            counts[_static(pod)] += 1
+            ephemeral += len(pod.spec.ephemeral_containers)
         family = GaugeMetricFamily(
             "kubelet_desired_pods",
             _alpha(
@@ -128,6 +208,40 @@ class PodGauges(Collector):
         for static, count in counts.items():
             family.add_metric([static], count)
         yield family
+        managed = GaugeMetricFamily(
+            "kubelet_managed_ephemeral_containers",
+            _alpha("Current number of ephemeral containers in pods managed by this kubelet."),
+        )
+        managed.add_metric([], ephemeral)
+        yield managed
+
+    def _active_families(self) -> Iterator[GaugeMetricFamily]:
+        if self.active_pods is not None:
+            counts = {"": 0, "true": 0}
+            for pod in self.active_pods():
+                counts[_static(pod)] += 1
+            family = GaugeMetricFamily(
+                "kubelet_active_pods",
+                _alpha(
+                    "The number of pods the kubelet considers active and which are being "
+                    "considered when admitting new pods. static is true if the pod is not "
+                    "from the apiserver."
+                ),
+                labels=["static"],
+            )
+            for static, count in counts.items():
+                family.add_metric([static], count)
+            yield family
+        if self.mirror_pods is not None:
+            mirrors = GaugeMetricFamily(
+                "kubelet_mirror_pods",
+                _alpha(
+                    "The number of mirror pods the kubelet will try to create (one per "
+                    "admitted static pod)"
+                ),
+            )
+            mirrors.add_metric([], self.mirror_pods())
+            yield mirrors
 
 
 class KubeletMetrics:
@@ -168,6 +282,7 @@ class KubeletMetrics:
         self._pleg_metrics(reg)
         self._runtime_metrics(reg)
         self._http_metrics(reg)
+        self._node_protection_metrics(reg)
         if runtime_pods is not None or desired_pods is not None:
             reg.register(PodGauges(runtime_pods, desired_pods))
 
@@ -182,6 +297,18 @@ class KubeletMetrics:
                 "starting to run"
             ),
             buckets=POD_START_BUCKETS,
+            registry=reg,
+        )
+        self.pod_worker_start_duration = Histogram(
+            "kubelet_pod_worker_start_duration_seconds",
+            _alpha("Duration in seconds from kubelet seeing a pod to starting a worker."),
+            buckets=DEF_BUCKETS,
+            registry=reg,
+        )
+        self.containers_per_pod = Histogram(
+            "kubelet_containers_per_pod_count",
+            _alpha("The number of containers per pod."),
+            buckets=CONTAINERS_PER_POD_BUCKETS,
             registry=reg,
         )
         self.pod_worker_duration = Histogram(
@@ -214,6 +341,10 @@ class KubeletMetrics:
             _alpha("Timestamp in seconds when PLEG was last seen active."),
             registry=reg,
         )
+        self.pleg_discard_events = BareCounter(
+            "kubelet_pleg_discard_events", _alpha("The number of discard events in PLEG.")
+        )
+        reg.register(self.pleg_discard_events)
 
     def _runtime_metrics(self, reg: CollectorRegistry) -> None:
         """CRI operations, pods and containers started."""
@@ -236,6 +367,24 @@ class KubeletMetrics:
             buckets=RUNTIME_OPERATION_BUCKETS,
             registry=reg,
         )
+        self.run_podsandbox_duration = Histogram(
+            "kubelet_run_podsandbox_duration_seconds",
+            _alpha(
+                "Duration in seconds of the run_podsandbox operations. Broken down by "
+                "RuntimeClass.Handler."
+            ),
+            ["runtime_handler"],
+            buckets=DEF_BUCKETS,
+            registry=reg,
+        )
+        self.run_podsandbox_errors = Counter(
+            "kubelet_run_podsandbox_errors_total",
+            _alpha(
+                "Cumulative number of the run_podsandbox operation errors by RuntimeClass.Handler."
+            ),
+            ["runtime_handler"],
+            registry=reg,
+        )
         self.started_pods = Counter(
             "kubelet_started_pods_total", _alpha("Cumulative number of pods started"), registry=reg
         )
@@ -254,6 +403,39 @@ class KubeletMetrics:
             "kubelet_started_containers_errors_total",
             _alpha("Cumulative number of errors when starting containers"),
             ["container_type", "code"],
+            registry=reg,
+        )
+
+    def _node_protection_metrics(self, reg: CollectorRegistry) -> None:
+        """Evictions, critical pod preemptions and image garbage collection."""
+        self.evictions = BareCounter(
+            "kubelet_evictions",
+            _alpha("Cumulative number of pod evictions by eviction signal"),
+            ("eviction_signal",),
+        )
+        reg.register(self.evictions)
+        self.eviction_stats_age = Histogram(
+            "kubelet_eviction_stats_age_seconds",
+            _alpha(
+                "Time between when stats are collected, and when pod is evicted based on "
+                "those stats by eviction signal"
+            ),
+            ["eviction_signal"],
+            buckets=DEF_BUCKETS,
+            registry=reg,
+        )
+        self.preemptions = BareCounter(
+            "kubelet_preemptions",
+            _alpha("Cumulative number of pod preemptions by preemption resource"),
+            ("preemption_signal",),
+        )
+        reg.register(self.preemptions)
+        self.image_garbage_collected = Counter(
+            "kubelet_image_garbage_collected_total",
+            _alpha(
+                "Total number of images garbage collected by the kubelet, whether through "
+                "disk usage or image age."
+            ),
             registry=reg,
         )
 
@@ -304,6 +486,44 @@ class KubeletMetrics:
         self._last_relist_start = started
         self.pleg_relist_duration.observe(seconds)
         self.pleg_last_seen.set(self._wall_clock())
+
+    def watch_pleg_discards(self, discarded: Callable[[], int]) -> None:
+        """``kubelet_pleg_discard_events`` reads the PLEG's own count when scraped."""
+        self.pleg_discard_events.provider = discarded
+
+    def pod_evicted(self, signal: str) -> None:
+        """The eviction manager stopped a pod for ``signal`` (a threshold's signal, or a
+        ``*.limit`` pseudo-signal of local storage)."""
+        self.evictions.inc(signal)
+
+    def observe_eviction_stats_age(self, signal: str, measured_at: float) -> None:
+        """A met threshold an eviction acts on: how old (wall clock) its figure is."""
+        age = max(self._wall_clock() - measured_at, 0.0)
+        self.eviction_stats_age.labels(eviction_signal=signal).observe(age)
+
+    def pod_preempted(self, resource: str) -> None:
+        """A pod stopped to admit a critical pod; ``resource`` the first one short (or "")."""
+        self.preemptions.inc(resource)
+
+    def images_collected(self, count: int = 1) -> None:
+        """Image garbage collection removed ``count`` images."""
+        self.image_garbage_collected.inc(count)
+
+    def observe_run_podsandbox(
+        self, runtime_handler: str, seconds: float, error: bool = False
+    ) -> None:
+        """One RunPodSandbox (``runtime_handler``: the RuntimeClass handler, "" for the
+        default)."""
+        self.run_podsandbox_duration.labels(runtime_handler=runtime_handler).observe(seconds)
+        if error:
+            self.run_podsandbox_errors.labels(runtime_handler=runtime_handler).inc()
+
+    def observe_worker_start(self, seconds: float | None, containers: int) -> None:
+        """A pod's first sync begins: ``seconds`` since the kubelet first saw it (None:
+        not known) and its number of containers."""
+        if seconds is not None:
+            self.pod_worker_start_duration.observe(max(seconds, 0.0))
+        self.containers_per_pod.observe(containers)
 
     def observe_pod_worker(self, operation: str, seconds: float) -> None:
         """One pod sync: ``operation`` is ``create`` (first sync), ``update`` or ``sync``."""

@@ -7,6 +7,7 @@ that nothing a manifest says is lost.
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Mapping
 from typing import Any, NewType
 
@@ -488,6 +489,18 @@ class Pod:
     def config_source(self) -> str | None:
         """The source the pod came from (``kubernetes.io/config.source``), None if unset."""
         return self.metadata.annotations.get(CONFIG_SOURCE)
+
+    @property
+    def first_seen(self) -> float | None:
+        """When the kubelet first saw the pod (``kubernetes.io/config.seen``), in seconds
+        since the epoch; None if unset or unreadable (upstream's ``firstSeenTime``)."""
+        seen = self.metadata.annotations.get(CONFIG_SEEN)
+        if not seen:
+            return None
+        try:
+            return datetime.datetime.fromisoformat(seen).timestamp()
+        except ValueError:
+            return None
 
     @property
     def is_static(self) -> bool:

@@ -211,6 +211,8 @@ class ImageCollector:
     records: dict[str, iplan.ImageRecord] = attrs.field(factory=dict)
     removed: list[str] = attrs.field(factory=list)
     """image IDs removed, in order (bounded; tests and the debug console)"""
+    on_removed: Callable[[], None] | None = None
+    """called once per image removed (``kubelet_image_garbage_collected_total``)"""
 
     async def detect(self) -> tuple[list[iplan.ImageInfo], set[str], set[str]]:
         """List images and containers; update the records; (images, in use, protected)."""
@@ -298,6 +300,8 @@ class ImageCollector:
                 errors.append(f"failed to remove image {image_id}: {exc}")
                 continue
             log.info("image GC: removed image %s", image_id)
+            if self.on_removed is not None:
+                self.on_removed()
             self.records.pop(image_id, None)
             self.removed.append(image_id)
             del self.removed[:-100]

@@ -183,7 +183,7 @@ async def run_pod_lifecycle(
             prober.startup_results.updates,
         ),
         results=results,
-        preemptor=Preemptor(recorder, workers, syncer, wall_clock),
+        preemptor=Preemptor(recorder, workers, syncer, wall_clock, metrics.pod_preempted),
     )
     async with trio.open_nursery() as nursery:
         await nursery.start(workers.run)

@@ -309,7 +309,8 @@ class SyncLoop:
         plan = self._preemptor.plan(pod, others, failures)
         if plan is None or isinstance(plan, Rejection):
             return plan or rejection
-        await self._preemptor.preempt(pod, plan)
+        short = [f.resource for f in failures if isinstance(f, fit.InsufficientResource)]
+        await self._preemptor.preempt(pod, plan, short[0] if short else "")
         return self._admission_failure(pod)
 
     # -- PLEG ------------------------------------------------------------------------------

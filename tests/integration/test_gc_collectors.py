@@ -116,6 +116,7 @@ async def test_eviction_reclaim_removes_unused_images_but_never_protected_ones(
     async def image_fs() -> FsUsage | None:
         return FsUsage(capacity=100 * GiB, available=50 * GiB)
 
+    counted: list[int] = []
     collector = ImageCollector(
         runtime,
         images,
@@ -123,6 +124,7 @@ async def test_eviction_reclaim_removes_unused_images_but_never_protected_ones(
         lambda: 2e9 + trio.current_time(),
         ImageGCPolicy(min_age=120),
         protected=("registry.k8s.io/pause:3.9",),
+        on_removed=lambda: counted.append(1),
     )
     await collector.detect()
     await trio.sleep(121)
@@ -137,6 +139,7 @@ async def test_eviction_reclaim_removes_unused_images_but_never_protected_ones(
         "registry.k8s.io/pause:3.9",
         "docker.io/library/busybox:latest",
     } <= names
+    assert len(counted) == 2  # kubelet_image_garbage_collected_total: one per image removed
 
 
 async def test_container_gc_removes_dead_log_symlinks_but_not_of_a_live_container(
