@@ -190,7 +190,7 @@ async def run(
     cfg, clock = options.config, host.wall_clock
     eviction_settings(options)  # a bad threshold stops start-up before any pod is touched
     image_gc_policy(options)
-    metrics = KubeletMetrics(node.name)
+    metrics = KubeletMetrics(node.name, wall_clock=clock)
     desired = PodManager()
     terminator, kill_requests = kill_channel()
     pressure = NodePressure()
@@ -215,7 +215,14 @@ async def run(
             cgroups,
         )  # fmt: skip
         status = (
-            await root.start(run_status_manager, api, desired.mirror_for, desired.get)
+            await root.start(
+                functools.partial(
+                    run_status_manager, on_written=metrics.pod_startup.status_updated
+                ),
+                api,
+                desired.mirror_for,
+                desired.get,
+            )
             if api
             else None
         )
@@ -224,7 +231,10 @@ async def run(
             NodeParts(metrics.registry, rotating, lambda: active_pods(desired.pods()),
                       terminator, pressure),
         )  # fmt: skip
-        config = await root.start(open_sources, options, api, host.watch_files, host.source_io)
+        config = await root.start(
+            functools.partial(open_sources, watch=metrics.pod_startup),
+            options, api, host.watch_files, host.source_io,
+        )  # fmt: skip
         lifecycle = await root.start(
             functools.partial(
                 run_pod_lifecycle,
@@ -326,7 +336,7 @@ async def _start_node_protection(
         functools.partial(
             run_gc,
             containers_log_dir=host.containers_log_dir,
-            on_image_removed=metrics.images_collected,
+            on_image_removed=metrics.image_collected,
         ),
         options, node_name, runtime, images, lifecycle.gc_view, config.sources_ready,
         usage.image_fs, recorder, host.wall_clock,

@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 import attrs
 import trio
@@ -100,6 +101,14 @@ def aggregate_message(messages: list[str]) -> str:
     return distinct[0] if len(distinct) == 1 else "[" + ", ".join(distinct) + "]"
 
 
+class PullObserver(Protocol):
+    """Hears of the pulls made for a pod (the pod startup SLI leaves their span out)."""
+
+    def pull_started(self, uid: str) -> None: ...
+
+    def pull_finished(self, uid: str) -> None: ...
+
+
 class ImageManager:
     """Makes sure a container's image is on the node, the way its pull policy says.
 
@@ -120,8 +129,10 @@ class ImageManager:
         records: PullRecords | None = None,
         node: NodeCredentials | None = None,
         plugins: PluginKeyring | None = None,
+        pulls: PullObserver | None = None,
     ) -> None:
         self._images = images
+        self._pull_observer = pulls
         self._recorder = recorder
         self._backoff = backoff
         self._secrets = secrets
@@ -222,6 +233,8 @@ class ImageManager:
                 )
                 raise self._fail(ref, ERR_IMAGE_PULL, message, AFTER_PULL_FAILURE) from None
         started = trio.current_time()
+        if self._pull_observer is not None:
+            self._pull_observer.pull_started(pod.uid)
         try:
             image_ref, used = await self._pull(image, credentials, sandbox_config)
         except CriError as exc:
@@ -244,6 +257,8 @@ class ImageManager:
         if self._records is not None:
             self._records.record_pulled(container.image, image_ref, used)
         self._backoff.reset(key)
+        if self._pull_observer is not None:
+            self._pull_observer.pull_finished(pod.uid)
         took = trio.current_time() - started
         self._event(
             ref, NORMAL, "Pulled", f'Successfully pulled image "{container.image}" in {took:.3f}s'

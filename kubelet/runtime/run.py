@@ -154,6 +154,7 @@ def _image_manager(
         ),
         node=NodeCredentials(options.root_dir, trio.current_time),
         plugins=_credential_plugins(options, metrics),
+        pulls=metrics.pod_startup,
     )
 
 

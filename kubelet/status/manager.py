@@ -67,8 +67,11 @@ class StatusManager:
         *,
         mirror_for: Callable[[Pod], Pod | None],
         api_copy: Callable[[str], Pod | None] | None = None,
+        on_written: Callable[[Pod], None] | None = None,
     ) -> None:
         self._client = client
+        self._on_written = on_written
+        """called with the pod the API answered after each status write (the startup SLI)"""
         self._mirror_for = mirror_for
         self._api_copy = api_copy
         self._entries: dict[str, _Entry] = {}
@@ -171,6 +174,8 @@ class StatusManager:
                 self.patches += 1
                 answered = from_wire(Pod, answer)
                 entry.sent, entry.sent_version = answered.status, answered.metadata.resource_version
+                if self._on_written is not None:
+                    self._on_written(answered)
             else:
                 entry.sent = entry.status  # the version we last wrote stays the reference
             entry.target_uid = target.uid
@@ -260,11 +265,15 @@ async def run_status_manager(
     mirror_for: Callable[[Pod], Pod | None],
     api_copy: Callable[[str], Pod | None] | None = None,
     *,
+    on_written: Callable[[Pod], None] | None = None,
     task_status: trio.TaskStatus[StatusManager] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """The status manager's task; ``mirror_for`` finds a static pod's mirror pod,
-    ``api_copy`` the API's newest copy of a pod by uid (as the API source delivered it)."""
-    manager = StatusManager(client, mirror_for=mirror_for, api_copy=api_copy)
+    ``api_copy`` the API's newest copy of a pod by uid (as the API source delivered it),
+    ``on_written`` hears of each status written (the pod as the API answered)."""
+    manager = StatusManager(
+        client, mirror_for=mirror_for, api_copy=api_copy, on_written=on_written
+    )
     async with trio.open_nursery() as nursery:
         await nursery.start(manager.run)
         task_status.started(manager)

@@ -222,10 +222,10 @@ def test_an_unlabelled_bare_counter_starts_at_zero() -> None:
 def test_no_created_series() -> None:
     m = KubeletMetrics("node1", process=False)
     m.pod_started()
-    m.images_collected()
+    m.image_collected("space")
     text = exposition(m.registry).decode()
     assert "kubelet_started_pods_total 1.0" in text
-    assert "kubelet_image_garbage_collected_total 1.0" in text
+    assert 'kubelet_image_garbage_collected_total{reason="space"} 1.0' in text
     assert "_created" not in text
 
 
