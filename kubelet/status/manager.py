@@ -271,9 +271,7 @@ async def run_status_manager(
     """The status manager's task; ``mirror_for`` finds a static pod's mirror pod,
     ``api_copy`` the API's newest copy of a pod by uid (as the API source delivered it),
     ``on_written`` hears of each status written (the pod as the API answered)."""
-    manager = StatusManager(
-        client, mirror_for=mirror_for, api_copy=api_copy, on_written=on_written
-    )
+    manager = StatusManager(client, mirror_for=mirror_for, api_copy=api_copy, on_written=on_written)
     async with trio.open_nursery() as nursery:
         await nursery.start(manager.run)
         task_status.started(manager)
