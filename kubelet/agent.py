@@ -217,7 +217,9 @@ async def run(
         status = (
             await root.start(
                 functools.partial(
-                    run_status_manager, on_written=metrics.pod_startup.status_updated
+                    run_status_manager,
+                    on_written=metrics.pod_startup.status_updated,
+                    on_synced=metrics.pod_status_sync_duration.observe,
                 ),
                 api,
                 desired.mirror_for,

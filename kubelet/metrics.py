@@ -330,6 +330,16 @@ class KubeletMetrics:
             "when all its containers are reported as started and observed via watch",
             registry=reg,
         )
+        self.pod_status_sync_duration = Histogram(
+            "kubelet_pod_status_sync_duration_seconds",
+            _alpha(
+                "Duration in seconds to sync a pod status update. Measures time from "
+                "detection of a change to pod status until the API is successfully updated "
+                "for that pod, even if multiple intevening changes to pod status occur."
+            ),
+            buckets=POD_STATUS_SYNC_BUCKETS,
+            registry=reg,
+        )
         self.pod_worker_start_duration = Histogram(
             "kubelet_pod_worker_start_duration_seconds",
             _alpha("Duration in seconds from kubelet seeing a pod to starting a worker."),
