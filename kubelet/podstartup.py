@@ -7,12 +7,14 @@ manager calls ``status_updated`` with the pod the API answered after a status wr
 
 A pod is tracked only if it had no ``status.startTime`` when first seen (scheduled after
 this kubelet started). The first time the watch shows it with every container running,
-after the kubelet wrote such a status, ``kubelet_pod_start_total_duration_seconds`` gets
-``now − creationTimestamp`` and, unless the pod is stateful (a volume other than secret,
-configMap, downwardAPI, emptyDir, projected, gitRepo, image, ephemeral or an ephemeral
-CSI volume), ``kubelet_pod_start_sli_duration_seconds`` gets that time less the span of
-its image pulls and (non-restartable) init containers; the first such pod that is not
-hostNetwork also sets ``kubelet_first_network_pod_start_sli_duration_seconds``. One
+after the kubelet wrote such a status (or just before the write's answer came back: the
+watch event and the PATCH's answer race; upstream then waits for the pod's next event),
+``kubelet_pod_start_total_duration_seconds`` gets ``now − creationTimestamp`` and,
+unless the pod is stateful (a volume other than secret, configMap, downwardAPI, emptyDir,
+projected, gitRepo, image, ephemeral or an ephemeral CSI volume),
+``kubelet_pod_start_sli_duration_seconds`` gets that time less the span of its image
+pulls and (non-restartable) init containers; the first such pod that is not hostNetwork
+also sets ``kubelet_first_network_pod_start_sli_duration_seconds``. One
 "Observed pod startup duration" line is logged. The init containers' span is read from
 the statuses the kubelet wrote (their start and finish, to the second), where upstream
 notes the start when it starts one.
@@ -54,6 +56,8 @@ class _Startup:
     last_init_finished: float | None = None
     running_written: float | None = None
     """when a status with every container running was first written to the API"""
+    seen_running: tuple[Pod, float] | None = None
+    """the watch's running pod and when, if it came before the write's answer"""
     recorded: bool = False
 
 
@@ -125,12 +129,17 @@ class PodStartupTracker:
             if not pod.status.start_time:  # scheduled after this kubelet started
                 self._pods[pod.uid] = _Startup()
             return
-        if state.running_written is None or state.recorded or not has_started(pod):
+        if state.recorded or not has_started(pod):
             return
+        if state.running_written is None:  # the watch event overtook the PATCH's answer
+            state.seen_running = (pod, self._wall_clock())
+            return
+        self._record(pod, state, self._wall_clock())
+
+    def _record(self, pod: Pod, state: _Startup, now: float) -> None:
         created = _epoch(pod.metadata.creation_timestamp)
         if created is None:
             return
-        now = self._wall_clock()
         total = now - created
         sli = excluded_sli(created, now, state)
         stateful = is_stateful(pod)
@@ -174,6 +183,9 @@ class PodStartupTracker:
         self._note_init_containers(pod, state)
         if has_started(pod):
             state.running_written = self._wall_clock()
+            if state.seen_running is not None:
+                seen, when = state.seen_running
+                self._record(seen, state, when)
 
     def _note_init_containers(self, pod: Pod, state: _Startup) -> None:
         sidecars = {c.name for c in pod.spec.init_containers if c.restart_policy == "Always"}

@@ -90,9 +90,9 @@ def test_creation_to_running_on_watch_less_the_pulls(
     clock.now = T0 + 4
     tracker.pull_finished("u1")
     clock.now = T0 + 5
-    tracker.observed_on_watch(api_pod(running=True, start_time=T0))  # not written yet
-    assert seen == []
+    tracker.observed_on_watch(api_pod(start_time=T0))  # written: not running yet
     tracker.status_updated(api_pod(running=True, start_time=T0))
+    assert seen == []  # written running: the watch has not shown it yet
     clock.now = T0 + 6
     tracker.observed_on_watch(api_pod(running=True, start_time=T0))
     # total 6 s; the pulls 1-4 s left out: 1 s before, 2 s after
@@ -179,3 +179,19 @@ def test_what_started_and_stateful_mean() -> None:
     assert not is_stateful(api_pod(volumes=[ephemeral_csi]))
     assert is_stateful(api_pod(volumes=[{"name": "h", "hostPath": {"path": "/x"}}]))
     assert is_stateful(api_pod(volumes=[{"name": "c", "csi": {"driver": "d"}}]))
+
+
+def test_a_watch_event_ahead_of_the_write_answer_still_counts(
+    tracker: PodStartupTracker, clock: Clock, seen: list[tuple[float, float | None, bool]]
+) -> None:
+    """The watch shows the running pod before the PATCH's answer is handled: recorded when
+    the answer comes, with the watch's time."""
+    tracker.observed_on_watch(api_pod())
+    clock.now = T0 + 4
+    tracker.observed_on_watch(api_pod(running=True, start_time=T0))
+    assert seen == []
+    clock.now = T0 + 5
+    tracker.status_updated(api_pod(running=True, start_time=T0))
+    assert seen == [(4.0, 4.0, True)]
+    tracker.observed_on_watch(api_pod(running=True, start_time=T0))
+    assert len(seen) == 1
