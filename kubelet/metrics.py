@@ -65,6 +65,28 @@ def operation_type(rpc: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", rpc).lower()
 
 
+IMAGE_PULL_BUCKETS = (
+    1, 5, 10, 20, 30, 60, 120, 180, 240, 300, 360, 480, 600, 900, 1200, 1800, 2700, 3600,
+)  # fmt: skip
+_MB, _GB = 1024 * 1024, 1024 * 1024 * 1024
+IMAGE_SIZE_LABELS = (
+    (0, "0-10MB"), (10 * _MB, "10MB-100MB"), (100 * _MB, "100MB-500MB"),
+    (500 * _MB, "500MB-1GB"), (_GB, "1GB-5GB"), (5 * _GB, "5GB-10GB"),
+    (10 * _GB, "10GB-20GB"), (20 * _GB, "20GB-30GB"), (30 * _GB, "30GB-40GB"),
+    (40 * _GB, "40GB-60GB"), (60 * _GB, "60GB-100GB"), (100 * _GB, "GT100GB"),
+)  # fmt: skip
+"""``kubelet_image_pull_duration_seconds``' ``image_size_in_bytes``: the label of the
+largest lower bound the image reaches."""
+
+
+def image_size_label(size: int) -> str:
+    """The ``image_size_in_bytes`` bucket of an image of ``size`` bytes."""
+    for bound, label in reversed(IMAGE_SIZE_LABELS):
+        if size >= bound:
+            return label
+    return IMAGE_SIZE_LABELS[0][1]
+
+
 POD_STATUS_SYNC_BUCKETS = (0.010, 0.050, 0.100, 0.500, 1, 5, 10, 20, 30, 45, 60)
 CONTAINERS_PER_POD_BUCKETS = (1, 2, 4, 8, 16)
 """ExponentialBuckets(1, 2, 5)."""
@@ -471,6 +493,13 @@ class KubeletMetrics:
             ("preemption_signal",),
         )
         reg.register(self.preemptions)
+        self.image_pull_duration = Histogram(
+            "kubelet_image_pull_duration_seconds",
+            _alpha("Duration in seconds to pull an image."),
+            ["image_size_in_bytes"],
+            buckets=IMAGE_PULL_BUCKETS,
+            registry=reg,
+        )
         self.image_garbage_collected = Counter(
             "kubelet_image_garbage_collected_total",
             _alpha(
@@ -546,6 +575,10 @@ class KubeletMetrics:
     def pod_preempted(self, resource: str) -> None:
         """A pod stopped to admit a critical pod; ``resource`` the first one short (or "")."""
         self.preemptions.inc(resource)
+
+    def observe_image_pull(self, seconds: float, size: int) -> None:
+        """A pull made for a container: its time, the wait for a turn included."""
+        self.image_pull_duration.labels(image_size_in_bytes=image_size_label(size)).observe(seconds)
 
     def image_collected(self, reason: str) -> None:
         """Image garbage collection removed an image; ``reason``: "age" or "space"."""

@@ -104,7 +104,8 @@ async def test_pod_startup_sli_leaves_the_pull_out(
     fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
 ) -> None:
     """An API pod whose image takes 20 s to pull: kubelet_pod_start_total_duration_seconds
-    counts them, kubelet_pod_start_sli_duration_seconds does not."""
+    counts them, kubelet_pod_start_sli_duration_seconds does not; the Pulled event and
+    kubelet_image_pull_duration_seconds say how long and how big, as upstream's."""
     fake.pullable.add("docker.io/library/nginx:1.27")
     fake.faults.delay("PullImage", 20)
     async with running_cluster(fake, short_tmp) as c:
@@ -114,6 +115,14 @@ async def test_pod_startup_sli_leaves_the_pull_out(
         await trio.sleep(2)  # the watch delivers the running status
         assert c.components is not None
         text = exposition(c.components.metrics.registry).decode()
+        pulled = [e for e in c.api.list("events", "default") if e.get("reason") == "Pulled"]
+        size = fake.images["docker.io/library/nginx:1.27"].size
+    assert [e["message"] for e in pulled] == [
+        f'Successfully pulled image "nginx:1.27" in 20s (20s including waiting). '
+        f"Image size: {size} bytes."
+    ]
+    bucket = 'kubelet_image_pull_duration_seconds_bucket{image_size_in_bytes="0-10MB",le="30.0"}'
+    assert f"{bucket} 1.0" in text.splitlines()
     values = {
         line.split(" ")[0]: float(line.split(" ")[1])
         for line in text.splitlines()

@@ -15,11 +15,13 @@ from kubelet.cri.types import (
     SandboxInfo,
     SandboxState,
 )
+from kubelet.goformat import go_duration_ms
 from kubelet.metrics import (
     RUNTIME_OPERATION_BUCKETS,
     KubeletMetrics,
     PodGauges,
     exposition,
+    image_size_label,
     operation_type,
 )
 
@@ -273,3 +275,17 @@ def test_active_and_mirror_pods_and_ephemeral_containers() -> None:
     assert value(got["kubelet_mirror_pods"], "kubelet_mirror_pods") == 1
     managed = got["kubelet_managed_ephemeral_containers"]
     assert value(managed, "kubelet_managed_ephemeral_containers") == 1
+
+
+def test_image_size_labels() -> None:
+    assert image_size_label(0) == "0-10MB"
+    assert image_size_label(10 * 1024 * 1024 - 1) == "0-10MB"
+    assert image_size_label(10 * 1024 * 1024) == "10MB-100MB"
+    assert image_size_label(3 * 1024**3) == "1GB-5GB"
+    assert image_size_label(500 * 1024**3) == "GT100GB"
+
+
+def test_go_durations_to_the_millisecond() -> None:
+    assert [go_duration_ms(x) for x in (0, 0.0004, 0.567, 1, 1.2345, 61.5, 3723.4, 60)] == [
+        "0s", "0s", "567ms", "1s", "1.234s", "1m1.5s", "1h2m3.4s", "1m0s",
+    ]  # fmt: skip
