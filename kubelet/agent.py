@@ -208,6 +208,7 @@ async def run(
         cgroups = await start_cgroups(
             root, options, host, machine, desired, recorder, node.name, runtime
         )
+        metrics.cgroup_version.set(cgroups.manager.fs.layout.version)
         pod_runtime = await root.start(
             functools.partial(run_runtime, containers_log_dir=host.containers_log_dir),
             options, runtime, images, api, recorder, metrics, prober.http, node.name,

@@ -493,6 +493,9 @@ class KubeletMetrics:
             ("preemption_signal",),
         )
         reg.register(self.preemptions)
+        self.cgroup_version = Gauge(
+            "kubelet_cgroup_version", _alpha("cgroup version on the hosts."), registry=reg
+        )
         self.image_pull_duration = Histogram(
             "kubelet_image_pull_duration_seconds",
             _alpha("Duration in seconds to pull an image."),

@@ -468,6 +468,7 @@ async def test_metrics_upstream_adds_with_a_pod(
         'kubelet_active_pods{static="true"} 1.0',
         "kubelet_mirror_pods 0.0",
         "kubelet_managed_ephemeral_containers 0.0",
+        "kubelet_cgroup_version 1.0",  # the harness's tree is v1
     ):
         assert line in lines, line
     assert "_created" not in text
