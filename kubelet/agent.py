@@ -74,6 +74,7 @@ from kubelet.node.shutdown.handoff import active_pods, kill_channel
 from kubelet.pleg import PlegHandle, run_pleg
 from kubelet.pleg.cache import PodCache
 from kubelet.pleg.view import RuntimeView
+from kubelet.pods.census import working_pods
 from kubelet.pods.fit import NodeInfo
 from kubelet.pods.manager import PodManager
 from kubelet.pods.nodeinfo import local_node, node_info_source
@@ -253,6 +254,7 @@ async def run(
                 desired.pods,
                 lifecycle.evictor.active_pods,
                 lambda: len(desired.mirrors()),
+                lambda: working_pods(lifecycle.workers.workers.values(), desired.__contains__),
             )
         )
         stats, collectors, eviction = await _start_node_protection(

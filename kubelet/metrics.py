@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from prometheus_client import (
@@ -173,6 +173,7 @@ class PodGauges(Collector):
         desired_pods: DesiredPodsProvider | None = None,
         active_pods: DesiredPodsProvider | None = None,
         mirror_pods: Callable[[], int] | None = None,
+        working_pods: Callable[[], Mapping[tuple[str, str, str], int]] | None = None,
     ) -> None:
         self.runtime_pods = runtime_pods
         self.desired_pods = desired_pods
@@ -180,6 +181,8 @@ class PodGauges(Collector):
         """the pods admission counts (upstream's ``GetActivePods``)"""
         self.mirror_pods = mirror_pods
         """how many mirror pods the desired pods have in the API"""
+        self.working_pods = working_pods
+        """(lifecycle, config, static) → how many pod workers (``pods.census``)"""
 
     def collect(self) -> Iterator[Any]:
         yield from self._runtime_families()
@@ -255,6 +258,21 @@ class PodGauges(Collector):
             for static, count in counts.items():
                 family.add_metric([static], count)
             yield family
+        if self.working_pods is not None:
+            working = GaugeMetricFamily(
+                "kubelet_working_pods",
+                _alpha(
+                    "Number of pods the kubelet is actually running, broken down by lifecycle "
+                    "phase, whether the pod is desired, orphaned, or runtime only (also "
+                    "orphaned), and whether the pod is static. An orphaned pod has been "
+                    "removed from local configuration or force deleted in the API and "
+                    "consumes resources that are not otherwise visible."
+                ),
+                labels=["lifecycle", "config", "static"],
+            )
+            for labels, count in self.working_pods().items():
+                working.add_metric(list(labels), count)
+            yield working
         if self.mirror_pods is not None:
             mirrors = GaugeMetricFamily(
                 "kubelet_mirror_pods",
@@ -487,6 +505,26 @@ class KubeletMetrics:
             buckets=DEF_BUCKETS,
             registry=reg,
         )
+        self.orphaned_runtime_pods = Counter(
+            "kubelet_orphaned_runtime_pods_total",
+            _alpha(
+                "Number of pods that have been detected in the container runtime without "
+                "being already known to the pod worker. This typically indicates the kubelet "
+                "was restarted while a pod was force deleted in the API or in the local "
+                "configuration, which is unusual."
+            ),
+            registry=reg,
+        )
+        self.restarted_pods = Counter(
+            "kubelet_restarted_pods_total",
+            _alpha(
+                "Number of pods that have been restarted because they were deleted and "
+                "recreated with the same UID while the kubelet was watching them (common for "
+                "static pods, extremely uncommon for API pods)"
+            ),
+            ["static"],
+            registry=reg,
+        )
         self.preemptions = BareCounter(
             "kubelet_preemptions",
             _alpha("Cumulative number of pod preemptions by preemption resource"),
@@ -574,6 +612,14 @@ class KubeletMetrics:
         """A met threshold an eviction acts on: how old (wall clock) its figure is."""
         age = max(self._wall_clock() - measured_at, 0.0)
         self.eviction_stats_age.labels(eviction_signal=signal).observe(age)
+
+    def orphaned_runtime_pod(self) -> None:
+        """Housekeeping found a runtime pod no pod worker knew, and stops it."""
+        self.orphaned_runtime_pods.inc()
+
+    def pod_restarted(self, pod: Pod) -> None:
+        """``pod``'s UID came back while its worker was terminating it: it runs again."""
+        self.restarted_pods.labels(static=_static(pod)).inc()
 
     def pod_preempted(self, resource: str) -> None:
         """A pod stopped to admit a critical pod; ``resource`` the first one short (or "")."""

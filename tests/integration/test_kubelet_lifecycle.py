@@ -189,6 +189,9 @@ async def test_orphans_removed_only_after_all_sources_ready(
         removed = await h.wait_for(lambda: "ghost-uid" not in _uids(fake), timeout=20)
         assert removed >= 2.0  # the first housekeeping, after the file source was seen
         assert fake.calls_of("RemovePodSandbox")[0].args["pod_sandbox_id"] != foreign_id
+        assert h.components is not None
+        text = exposition(h.components.metrics.registry).decode().splitlines()
+        assert "kubelet_orphaned_runtime_pods_total 1.0" in text
     assert foreign_id in fake.sandboxes
 
 
@@ -469,6 +472,9 @@ async def test_metrics_upstream_adds_with_a_pod(
         "kubelet_mirror_pods 0.0",
         "kubelet_managed_ephemeral_containers 0.0",
         "kubelet_cgroup_version 1.0",  # the harness's tree is v1
+        'kubelet_working_pods{config="desired",lifecycle="sync",static="true"} 1.0',
+        'kubelet_working_pods{config="runtime_only",lifecycle="sync",static="unknown"} 0.0',
+        "kubelet_orphaned_runtime_pods_total 0.0",
     ):
         assert line in lines, line
     assert "_created" not in text
