@@ -96,7 +96,7 @@ from kubelet.sources.offloop import RunSync, in_thread
 from kubelet.sources.podconfig import PodConfig
 from kubelet.sources.run import open_sources, read_static_pods
 from kubelet.stats.cgroupfs import Cgroups
-from kubelet.status.manager import run_status_manager
+from kubelet.status.manager import StatusManager, run_status_manager
 from kubelet.version import version_line
 from kubelet.volumes.dirs import DataDirError, setup_data_dirs
 from kubelet.volumes.tmpfs import noswap_supported
@@ -203,33 +203,18 @@ async def run(
         sink = ApiEvents(api.with_limits(cfg.event_record_qps, cfg.event_burst)) if api else None
         recorder = await root.start(run_event_recorder, node.name, sink, clock)
         pleg = await root.start(run_pleg, runtime, metrics.observe_relist)
-        metrics.watch_pleg_discards(pleg.discarded)
         prober = await root.start(run_prober, runtime, recorder, node.host_ip, clock)
         services = await root.start(run_services, api) if api else None
         cgroups = await start_cgroups(
             root, options, host, machine, desired, recorder, node.name, runtime
         )
-        metrics.cgroup_version.set(cgroups.manager.fs.layout.version)
         pod_runtime = await root.start(
             functools.partial(run_runtime, containers_log_dir=host.containers_log_dir),
             options, runtime, images, api, recorder, metrics, prober.http, node.name,
             node.ips, machine.memory_bytes, machine.num_cores, services and services.env_for, clock,
             cgroups,
         )  # fmt: skip
-        status = (
-            await root.start(
-                functools.partial(
-                    run_status_manager,
-                    on_written=metrics.pod_startup.status_updated,
-                    on_synced=metrics.pod_status_sync_duration.observe,
-                ),
-                api,
-                desired.mirror_for,
-                desired.get,
-            )
-            if api
-            else None
-        )
+        status = await _start_status(root, api, desired, metrics) if api else None
         node_handle, node_info = await _start_node(
             root, options, host, node, api, runtime, images, machine, pleg.healthy, recorder,
             NodeParts(metrics.registry, rotating, lambda: active_pods(desired.pods()),
@@ -248,15 +233,7 @@ async def run(
             options, node, desired, config, pleg, prober, pod_runtime, api, status, recorder,
             metrics, runtime_name, clock, node_info, pressure,
         )  # fmt: skip
-        metrics.registry.register(
-            PodGauges(
-                pleg.cache.statuses,
-                desired.pods,
-                lifecycle.evictor.active_pods,
-                lambda: len(desired.mirrors()),
-                lambda: working_pods(lifecycle.workers.workers.values(), desired.__contains__),
-            )
-        )
+        _register_state_metrics(metrics, pleg, desired, lifecycle, cgroups)
         stats, collectors, eviction = await _start_node_protection(
             root, options, host, node.name, runtime, images, lifecycle, config, recorder,
             pressure, desired, metrics,
@@ -279,6 +256,45 @@ async def run(
         recorder.record(node_ref(node.name), NORMAL, "Starting", "Starting kubelet.")
         log.info("kubelet %s started: node %s", version_line(), node.name)
         task_status.started(parts)
+
+
+async def _start_status(
+    root: trio.Nursery, api: ApiClient, desired: PodManager, metrics: KubeletMetrics
+) -> StatusManager:
+    """The status manager, which tells the startup SLI and the sync duration of its writes."""
+    manager: StatusManager = await root.start(
+        functools.partial(
+            run_status_manager,
+            on_written=metrics.pod_startup.status_updated,
+            on_synced=metrics.pod_status_sync_duration.observe,
+        ),
+        api,
+        desired.mirror_for,
+        desired.get,
+    )
+    return manager
+
+
+def _register_state_metrics(
+    metrics: KubeletMetrics,
+    pleg: PlegHandle,
+    desired: PodManager,
+    lifecycle: PodLifecycle,
+    cgroups: PodCgroups,
+) -> None:
+    """What is read of the components when scraped: the pod counts (runtime, desired,
+    active, mirror, working), the PLEG's discarded events; and the cgroup version."""
+    metrics.watch_pleg_discards(pleg.discarded)
+    metrics.cgroup_version.set(cgroups.manager.fs.layout.version)
+    metrics.registry.register(
+        PodGauges(
+            pleg.cache.statuses,
+            desired.pods,
+            lifecycle.evictor.active_pods,
+            lambda: len(desired.mirrors()),
+            lambda: working_pods(lifecycle.workers.workers.values(), desired.__contains__),
+        )
+    )
 
 
 async def _start_node(
