@@ -77,6 +77,21 @@ def _rfc3339(seconds: int) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def parse_time(text: str | None) -> float | None:
+    """An RFC 3339 time, with or without a fraction (``config.seen``'s microseconds, the
+    API's whole seconds), to seconds since the epoch (UTC when no zone is given); None
+    when unset or not a time."""
+    if not text:
+        return None
+    try:
+        moment = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
+    return moment.timestamp()
+
+
 def parse_rfc3339(text: str) -> float | None:
     """``rfc3339``'s form back to seconds since the epoch; None when it is not that form."""
     try:

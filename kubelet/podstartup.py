@@ -28,6 +28,7 @@ from collections.abc import Callable
 import attrs
 
 from kubelet.api.pod import Pod
+from kubelet.goformat import parse_time
 from kubelet.logs import get_logger, kobj
 
 log = get_logger(__name__)
@@ -59,15 +60,6 @@ class _Startup:
     seen_running: tuple[Pod, float] | None = None
     """the watch's running pod and when, if it came before the write's answer"""
     recorded: bool = False
-
-
-def _epoch(stamp: str | None) -> float | None:
-    if not stamp:
-        return None
-    try:
-        return datetime.datetime.fromisoformat(stamp).timestamp()
-    except ValueError:
-        return None
 
 
 def has_started(pod: Pod) -> bool:
@@ -137,7 +129,7 @@ class PodStartupTracker:
         self._record(pod, state, self._wall_clock())
 
     def _record(self, pod: Pod, state: _Startup, now: float) -> None:
-        created = _epoch(pod.metadata.creation_timestamp)
+        created = parse_time(pod.metadata.creation_timestamp)
         if created is None:
             return
         total = now - created
@@ -194,12 +186,13 @@ class PodStartupTracker:
                 continue
             done = status.state.terminated
             running = status.state.running
-            started = _epoch(done.started_at if done else running.started_at if running else None)
+            began = done.started_at if done else running.started_at if running else None
+            started = parse_time(began)
             if started is not None and (
                 state.first_init_started is None or started < state.first_init_started
             ):
                 state.first_init_started = started
-            finished = _epoch(done.finished_at) if done else None
+            finished = parse_time(done.finished_at) if done else None
             if finished is not None and (
                 state.last_init_finished is None or finished > state.last_init_finished
             ):

@@ -7,11 +7,12 @@ that nothing a manifest says is lost.
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Mapping
 from typing import Any, NewType
 
 import attrs
+
+from kubelet.goformat import parse_time
 
 from .meta import ObjectMeta
 
@@ -494,13 +495,7 @@ class Pod:
     def first_seen(self) -> float | None:
         """When the kubelet first saw the pod (``kubernetes.io/config.seen``), in seconds
         since the epoch; None if unset or unreadable (upstream's ``firstSeenTime``)."""
-        seen = self.metadata.annotations.get(CONFIG_SEEN)
-        if not seen:
-            return None
-        try:
-            return datetime.datetime.fromisoformat(seen).timestamp()
-        except ValueError:
-            return None
+        return parse_time(self.metadata.annotations.get(CONFIG_SEEN))
 
     @property
     def is_static(self) -> bool:
