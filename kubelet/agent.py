@@ -71,6 +71,7 @@ from kubelet.node.identity import NodeIdentity
 from kubelet.node.machine import MachineInfo, read_machine_info
 from kubelet.node.run import NodeHandle, NodeParts, run_node
 from kubelet.node.shutdown.handoff import active_pods, kill_channel
+from kubelet.node.startup import boot_time
 from kubelet.pleg import PlegHandle, run_pleg
 from kubelet.pleg.cache import PodCache
 from kubelet.pleg.view import RuntimeView
@@ -218,7 +219,7 @@ async def run(
         node_handle, node_info = await _start_node(
             root, options, host, node, api, runtime, images, machine, pleg.healthy, recorder,
             NodeParts(metrics.registry, rotating, lambda: active_pods(desired.pods()),
-                      terminator, pressure),
+                      terminator, pressure, clock(), boot_time(clock)),
         )  # fmt: skip
         config = await root.start(
             functools.partial(open_sources, watch=metrics.pod_startup),

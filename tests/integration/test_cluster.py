@@ -48,6 +48,21 @@ async def test_node_registers_and_turns_ready_within_2s(
             "PIDPressure",
             "Ready",
         ]
+        await trio.sleep(11)  # a status report after the registration
+        assert c.components is not None
+        startup = {
+            line.split(" ")[0]: float(line.split(" ")[1])
+            for line in exposition(c.components.metrics.registry).decode().splitlines()
+            if line.startswith("kubelet_node_startup_")
+        }
+    assert startup["kubelet_node_startup_registration_duration_seconds"] < 2
+    # boot -> Ready: the machine's uptime and the kubelet's few seconds
+    assert startup["kubelet_node_startup_duration_seconds"] > 10
+    steps = ("pre_kubelet", "pre_registration", "registration", "post_registration")
+    parts = [f"kubelet_node_startup_{step}_duration_seconds" for step in steps]
+    assert sum(startup[p] for p in parts) == pytest.approx(
+        startup["kubelet_node_startup_duration_seconds"]
+    )
 
 
 async def test_lease_renewed_every_10s_and_after_an_outage(
