@@ -71,9 +71,11 @@ from kubelet.node.identity import NodeIdentity
 from kubelet.node.machine import MachineInfo, read_machine_info
 from kubelet.node.run import NodeHandle, NodeParts, run_node
 from kubelet.node.shutdown.handoff import active_pods, kill_channel
+from kubelet.node.startup import boot_time
 from kubelet.pleg import PlegHandle, run_pleg
 from kubelet.pleg.cache import PodCache
 from kubelet.pleg.view import RuntimeView
+from kubelet.pods.census import working_pods
 from kubelet.pods.fit import NodeInfo
 from kubelet.pods.manager import PodManager
 from kubelet.pods.nodeinfo import local_node, node_info_source
@@ -95,7 +97,7 @@ from kubelet.sources.offloop import RunSync, in_thread
 from kubelet.sources.podconfig import PodConfig
 from kubelet.sources.run import open_sources, read_static_pods
 from kubelet.stats.cgroupfs import Cgroups
-from kubelet.status.manager import run_status_manager
+from kubelet.status.manager import StatusManager, run_status_manager
 from kubelet.version import version_line
 from kubelet.volumes.dirs import DataDirError, setup_data_dirs
 from kubelet.volumes.tmpfs import noswap_supported
@@ -190,7 +192,7 @@ async def run(
     cfg, clock = options.config, host.wall_clock
     eviction_settings(options)  # a bad threshold stops start-up before any pod is touched
     image_gc_policy(options)
-    metrics = KubeletMetrics(node.name)
+    metrics = KubeletMetrics(node.name, wall_clock=clock)
     desired = PodManager()
     terminator, kill_requests = kill_channel()
     pressure = NodePressure()
@@ -213,17 +215,16 @@ async def run(
             node.ips, machine.memory_bytes, machine.num_cores, services and services.env_for, clock,
             cgroups,
         )  # fmt: skip
-        status = (
-            await root.start(run_status_manager, api, desired.mirror_for, desired.get)
-            if api
-            else None
-        )
+        status = await _start_status(root, api, desired, metrics) if api else None
         node_handle, node_info = await _start_node(
             root, options, host, node, api, runtime, images, machine, pleg.healthy, recorder,
             NodeParts(metrics.registry, rotating, lambda: active_pods(desired.pods()),
-                      terminator, pressure),
+                      terminator, pressure, clock(), boot_time(clock)),
         )  # fmt: skip
-        config = await root.start(open_sources, options, api, host.watch_files, host.source_io)
+        config = await root.start(
+            functools.partial(open_sources, watch=metrics.pod_startup),
+            options, api, host.watch_files, host.source_io,
+        )  # fmt: skip
         lifecycle = await root.start(
             functools.partial(
                 run_pod_lifecycle,
@@ -233,10 +234,10 @@ async def run(
             options, node, desired, config, pleg, prober, pod_runtime, api, status, recorder,
             metrics, runtime_name, clock, node_info, pressure,
         )  # fmt: skip
-        metrics.registry.register(PodGauges(pleg.cache.statuses, desired.pods))
+        _register_state_metrics(metrics, pleg, desired, lifecycle, cgroups)
         stats, collectors, eviction = await _start_node_protection(
             root, options, host, node.name, runtime, images, lifecycle, config, recorder,
-            pressure, desired,
+            pressure, desired, metrics,
         )  # fmt: skip
         registries = metrics.registry, prober.metrics.registry
         backend = RunningKubelet(runtime, images, *registries, lifecycle)
@@ -256,6 +257,45 @@ async def run(
         recorder.record(node_ref(node.name), NORMAL, "Starting", "Starting kubelet.")
         log.info("kubelet %s started: node %s", version_line(), node.name)
         task_status.started(parts)
+
+
+async def _start_status(
+    root: trio.Nursery, api: ApiClient, desired: PodManager, metrics: KubeletMetrics
+) -> StatusManager:
+    """The status manager, which tells the startup SLI and the sync duration of its writes."""
+    manager: StatusManager = await root.start(
+        functools.partial(
+            run_status_manager,
+            on_written=metrics.pod_startup.status_updated,
+            on_synced=metrics.pod_status_sync_duration.observe,
+        ),
+        api,
+        desired.mirror_for,
+        desired.get,
+    )
+    return manager
+
+
+def _register_state_metrics(
+    metrics: KubeletMetrics,
+    pleg: PlegHandle,
+    desired: PodManager,
+    lifecycle: PodLifecycle,
+    cgroups: PodCgroups,
+) -> None:
+    """What is read of the components when scraped: the pod counts (runtime, desired,
+    active, mirror, working), the PLEG's discarded events; and the cgroup version."""
+    metrics.watch_pleg_discards(pleg.discarded)
+    metrics.cgroup_version.set(cgroups.manager.fs.layout.version)
+    metrics.registry.register(
+        PodGauges(
+            pleg.cache.statuses,
+            desired.pods,
+            lifecycle.evictor.active_pods,
+            lambda: len(desired.mirrors()),
+            lambda: working_pods(lifecycle.workers.workers.values(), desired.__contains__),
+        )
+    )
 
 
 async def _start_node(
@@ -295,6 +335,7 @@ async def _start_node_protection(
     recorder: EventRecorder,
     pressure: NodePressure,
     desired: PodManager,
+    metrics: KubeletMetrics,
 ) -> tuple[SummaryProvider, GarbageCollectors, EvictionManager]:
     """Stats (the summary), garbage collection and eviction, which reads both."""
     stats = SummaryProvider(
@@ -314,12 +355,18 @@ async def _start_node_protection(
     )  # fmt: skip
     usage = NodeUsage(stats)
     collectors = await root.start(
-        functools.partial(run_gc, containers_log_dir=host.containers_log_dir),
+        functools.partial(
+            run_gc,
+            containers_log_dir=host.containers_log_dir,
+            on_image_removed=metrics.image_collected,
+        ),
         options, node_name, runtime, images, lifecycle.gc_view, config.sources_ready,
         usage.image_fs, recorder, host.wall_clock,
     )  # fmt: skip
     eviction = await root.start(
-        functools.partial(run_eviction, cgroups=Cgroups(host.notifier_cgroups), kmsg=host.kmsg),
+        functools.partial(
+            run_eviction, cgroups=Cgroups(host.notifier_cgroups), kmsg=host.kmsg, metrics=metrics
+        ),
         options, node_name, usage, lifecycle.evictor, collectors, recorder, pressure,
         usage.disk_layout, _pod_names(desired),
     )  # fmt: skip

@@ -47,6 +47,23 @@ def go_duration(seconds: float) -> str:
     return f"{text}{minutes}m{secs}s"
 
 
+def go_duration_ms(seconds: float) -> str:
+    """A duration truncated to the millisecond as Go prints it (``567ms``, ``1.234s``,
+    ``2m3.4s``, ``0s``): upstream's ``d.Truncate(time.Millisecond)`` in a message."""
+    total_ms = max(int(seconds * 1000), 0)
+    if total_ms == 0:
+        return "0s"
+    if total_ms < 1000:
+        return f"{total_ms}ms"
+    whole, ms = divmod(total_ms, 1000)
+    minutes, secs = divmod(whole, 60)
+    hours, minutes = divmod(minutes, 60)
+    text = f"{secs}" + (f".{ms:03d}".rstrip("0") if ms else "") + "s"
+    if hours:
+        return f"{hours}h{minutes}m{text}"
+    return f"{minutes}m{text}" if minutes else text
+
+
 def rfc3339(seconds: float) -> str:
     """A time as the API writes ``metav1.Time``: RFC 3339, whole seconds, UTC."""
     return _rfc3339(int(seconds))
@@ -58,6 +75,21 @@ def _rfc3339(seconds: int) -> str:
     times per pod and pass (2 µs each; a cache hit is 0.05 µs)."""
     moment = datetime.datetime.fromtimestamp(seconds, datetime.UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(text: str | None) -> float | None:
+    """An RFC 3339 time, with or without a fraction (``config.seen``'s microseconds, the
+    API's whole seconds), to seconds since the epoch (UTC when no zone is given); None
+    when unset or not a time."""
+    if not text:
+        return None
+    try:
+        moment = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
+    return moment.timestamp()
 
 
 def parse_rfc3339(text: str) -> float | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from prometheus_client import (
@@ -20,12 +20,18 @@ from prometheus_client import (
     Gauge,
     Histogram,
     ProcessCollector,
+    disable_created_metrics,
+    generate_latest,
 )
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from kubelet.api.pod import Pod
 from kubelet.cri.types import ContainerRunState, RuntimePodStatus, SandboxState
+from kubelet.podstartup import PodStartupTracker
+
+# No ``…_created`` series beside each counter and histogram: upstream has none.
+disable_created_metrics()  # type: ignore[no-untyped-call]
 
 DEF_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 """Prometheus' default buckets (Go ``prometheus.DefBuckets``)."""
@@ -59,9 +65,97 @@ def operation_type(rpc: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", rpc).lower()
 
 
+IMAGE_PULL_BUCKETS = (
+    1, 5, 10, 20, 30, 60, 120, 180, 240, 300, 360, 480, 600, 900, 1200, 1800, 2700, 3600,
+)  # fmt: skip
+_MB, _GB = 1024 * 1024, 1024 * 1024 * 1024
+IMAGE_SIZE_LABELS = (
+    (0, "0-10MB"), (10 * _MB, "10MB-100MB"), (100 * _MB, "100MB-500MB"),
+    (500 * _MB, "500MB-1GB"), (_GB, "1GB-5GB"), (5 * _GB, "5GB-10GB"),
+    (10 * _GB, "10GB-20GB"), (20 * _GB, "20GB-30GB"), (30 * _GB, "30GB-40GB"),
+    (40 * _GB, "40GB-60GB"), (60 * _GB, "60GB-100GB"), (100 * _GB, "GT100GB"),
+)  # fmt: skip
+"""``kubelet_image_pull_duration_seconds``' ``image_size_in_bytes``: the label of the
+largest lower bound the image reaches."""
+
+
+def image_size_label(size: int) -> str:
+    """The ``image_size_in_bytes`` bucket of an image of ``size`` bytes."""
+    for bound, label in reversed(IMAGE_SIZE_LABELS):
+        if size >= bound:
+            return label
+    return IMAGE_SIZE_LABELS[0][1]
+
+
+POD_STATUS_SYNC_BUCKETS = (0.010, 0.050, 0.100, 0.500, 1, 5, 10, 20, 30, 45, 60)
+CONTAINERS_PER_POD_BUCKETS = (1, 2, 4, 8, 16)
+"""ExponentialBuckets(1, 2, 5)."""
+
+
 def _alpha(text: str) -> str:
     """component-base prefixes the help of every ALPHA metric with its stability level."""
     return f"[ALPHA] {text}"
+
+
+def _static(pod: Pod) -> str:
+    """The ``static`` label of upstream's pod counts: "true", or empty for an API pod."""
+    return "true" if pod.is_static else ""
+
+
+class BareCounter(Collector):
+    """A counter exposed under its own name, as upstream's ``kubelet_evictions`` or
+    ``kubelet_pleg_discard_events``: the client library would add ``_total`` to a
+    ``Counter``. Collected as an untyped family; ``exposition`` writes its TYPE line as
+    ``counter``. ``provider`` reads the count from its owner at scrape time instead."""
+
+    def __init__(
+        self,
+        name: str,
+        documentation: str,
+        labelnames: tuple[str, ...] = (),
+        provider: Callable[[], float] | None = None,
+    ) -> None:
+        self.name = name
+        self.documentation = documentation
+        self.labelnames = labelnames
+        self.provider = provider
+        self.values: dict[tuple[str, ...], float] = {} if labelnames else {(): 0.0}
+
+    def inc(self, *labels: str, amount: float = 1.0) -> None:
+        if len(labels) != len(self.labelnames):
+            raise ValueError(f"{self.name} takes labels {self.labelnames}, got {labels}")
+        self.values[labels] = self.values.get(labels, 0.0) + amount
+
+    def collect(self) -> Iterator[Metric]:
+        family = Metric(self.name, self.documentation, "unknown")
+        if self.provider is not None:
+            family.add_sample(self.name, {}, float(self.provider()))
+        else:
+            for labels, count in sorted(self.values.items()):
+                named = dict(zip(self.labelnames, labels, strict=True))
+                family.add_sample(self.name, named, count)
+        yield family
+
+
+BARE_COUNTERS = ("kubelet_pleg_discard_events", "kubelet_evictions", "kubelet_preemptions")
+"""The counters upstream names without ``_total`` (see ``BareCounter``)."""
+
+_BARE_TYPE_LINE = re.compile(rb"^# TYPE (\S+) untyped$", re.MULTILINE)
+
+
+def exposition(registry: CollectorRegistry, bare: Iterable[str] = BARE_COUNTERS) -> bytes:
+    """The text format of ``registry`` (what ``/metrics`` serves), the families named in
+    ``bare`` typed ``counter``."""
+    names = {n.encode() for n in bare}
+    text = generate_latest(registry)
+    if not names:
+        return text
+
+    def retype(match: re.Match[bytes]) -> bytes:
+        name = match.group(1)
+        return b"# TYPE " + name + (b" counter" if name in names else b" untyped")
+
+    return _BARE_TYPE_LINE.sub(retype, text)
 
 
 RuntimePodsProvider = Callable[[], Iterable[RuntimePodStatus]]
@@ -77,13 +171,23 @@ class PodGauges(Collector):
         self,
         runtime_pods: RuntimePodsProvider | None = None,
         desired_pods: DesiredPodsProvider | None = None,
+        active_pods: DesiredPodsProvider | None = None,
+        mirror_pods: Callable[[], int] | None = None,
+        working_pods: Callable[[], Mapping[tuple[str, str, str], int]] | None = None,
     ) -> None:
         self.runtime_pods = runtime_pods
         self.desired_pods = desired_pods
+        self.active_pods = active_pods
+        """the pods admission counts (upstream's ``GetActivePods``)"""
+        self.mirror_pods = mirror_pods
+        """how many mirror pods the desired pods have in the API"""
+        self.working_pods = working_pods
+        """(lifecycle, config, static) → how many pod workers (``pods.census``)"""
 
     def collect(self) -> Iterator[Any]:
         yield from self._runtime_families()
         yield from self._desired_families()
+        yield from self._active_families()
 
     def _runtime_families(self) -> Iterator[GaugeMetricFamily]:
         provider = self.runtime_pods
@@ -114,9 +218,11 @@ class PodGauges(Collector):
         provider = self.desired_pods
         if provider is None:
             return
-        counts = {"true": 0, "false": 0}
+        counts = {"": 0, "true": 0}
+        ephemeral = 0
         for pod in provider():
-            counts["true" if pod.is_static else "false"] += 1
+            counts[_static(pod)] += 1
+            ephemeral += len(pod.spec.ephemeral_containers)
         family = GaugeMetricFamily(
             "kubelet_desired_pods",
             _alpha(
@@ -128,6 +234,55 @@ class PodGauges(Collector):
         for static, count in counts.items():
             family.add_metric([static], count)
         yield family
+        managed = GaugeMetricFamily(
+            "kubelet_managed_ephemeral_containers",
+            _alpha("Current number of ephemeral containers in pods managed by this kubelet."),
+        )
+        managed.add_metric([], ephemeral)
+        yield managed
+
+    def _active_families(self) -> Iterator[GaugeMetricFamily]:
+        if self.active_pods is not None:
+            counts = {"": 0, "true": 0}
+            for pod in self.active_pods():
+                counts[_static(pod)] += 1
+            family = GaugeMetricFamily(
+                "kubelet_active_pods",
+                _alpha(
+                    "The number of pods the kubelet considers active and which are being "
+                    "considered when admitting new pods. static is true if the pod is not "
+                    "from the apiserver."
+                ),
+                labels=["static"],
+            )
+            for static, count in counts.items():
+                family.add_metric([static], count)
+            yield family
+        if self.working_pods is not None:
+            working = GaugeMetricFamily(
+                "kubelet_working_pods",
+                _alpha(
+                    "Number of pods the kubelet is actually running, broken down by lifecycle "
+                    "phase, whether the pod is desired, orphaned, or runtime only (also "
+                    "orphaned), and whether the pod is static. An orphaned pod has been "
+                    "removed from local configuration or force deleted in the API and "
+                    "consumes resources that are not otherwise visible."
+                ),
+                labels=["lifecycle", "config", "static"],
+            )
+            for labels, count in self.working_pods().items():
+                working.add_metric(list(labels), count)
+            yield working
+        if self.mirror_pods is not None:
+            mirrors = GaugeMetricFamily(
+                "kubelet_mirror_pods",
+                _alpha(
+                    "The number of mirror pods the kubelet will try to create (one per "
+                    "admitted static pod)"
+                ),
+            )
+            mirrors.add_metric([], self.mirror_pods())
+            yield mirrors
 
 
 class KubeletMetrics:
@@ -168,6 +323,10 @@ class KubeletMetrics:
         self._pleg_metrics(reg)
         self._runtime_metrics(reg)
         self._http_metrics(reg)
+        self._node_protection_metrics(reg)
+        self.pod_startup = PodStartupTracker(self._observe_startup, wall_clock)
+        """The pod startup SLI's tracker (the API source, image pulls and the status
+        manager feed it)."""
         if runtime_pods is not None or desired_pods is not None:
             reg.register(PodGauges(runtime_pods, desired_pods))
 
@@ -182,6 +341,55 @@ class KubeletMetrics:
                 "starting to run"
             ),
             buckets=POD_START_BUCKETS,
+            registry=reg,
+        )
+        self.pod_start_sli_duration = Histogram(
+            "kubelet_pod_start_sli_duration_seconds",
+            _alpha(
+                "Duration in seconds to start a pod, excluding time to pull images and run "
+                "init containers, measured from pod creation timestamp to when all its "
+                "containers are reported as started and observed via watch"
+            ),
+            buckets=POD_START_BUCKETS,
+            registry=reg,
+        )
+        self.pod_start_total_duration = Histogram(
+            "kubelet_pod_start_total_duration_seconds",
+            _alpha(
+                "Duration in seconds to start a pod since creation, including time to pull "
+                "images and run init containers, measured from pod creation timestamp to "
+                "when all its containers are reported as started and observed via watch"
+            ),
+            buckets=POD_START_BUCKETS,
+            registry=reg,
+        )
+        self.first_network_pod_start_sli_duration = Gauge(
+            "kubelet_first_network_pod_start_sli_duration_seconds",
+            "[INTERNAL] Duration in seconds to start the first network pod, excluding time to "
+            "pull images and run init containers, measured from pod creation timestamp to "
+            "when all its containers are reported as started and observed via watch",
+            registry=reg,
+        )
+        self.pod_status_sync_duration = Histogram(
+            "kubelet_pod_status_sync_duration_seconds",
+            _alpha(
+                "Duration in seconds to sync a pod status update. Measures time from "
+                "detection of a change to pod status until the API is successfully updated "
+                "for that pod, even if multiple intevening changes to pod status occur."
+            ),
+            buckets=POD_STATUS_SYNC_BUCKETS,
+            registry=reg,
+        )
+        self.pod_worker_start_duration = Histogram(
+            "kubelet_pod_worker_start_duration_seconds",
+            _alpha("Duration in seconds from kubelet seeing a pod to starting a worker."),
+            buckets=DEF_BUCKETS,
+            registry=reg,
+        )
+        self.containers_per_pod = Histogram(
+            "kubelet_containers_per_pod_count",
+            _alpha("The number of containers per pod."),
+            buckets=CONTAINERS_PER_POD_BUCKETS,
             registry=reg,
         )
         self.pod_worker_duration = Histogram(
@@ -214,6 +422,10 @@ class KubeletMetrics:
             _alpha("Timestamp in seconds when PLEG was last seen active."),
             registry=reg,
         )
+        self.pleg_discard_events = BareCounter(
+            "kubelet_pleg_discard_events", _alpha("The number of discard events in PLEG.")
+        )
+        reg.register(self.pleg_discard_events)
 
     def _runtime_metrics(self, reg: CollectorRegistry) -> None:
         """CRI operations, pods and containers started."""
@@ -236,6 +448,24 @@ class KubeletMetrics:
             buckets=RUNTIME_OPERATION_BUCKETS,
             registry=reg,
         )
+        self.run_podsandbox_duration = Histogram(
+            "kubelet_run_podsandbox_duration_seconds",
+            _alpha(
+                "Duration in seconds of the run_podsandbox operations. Broken down by "
+                "RuntimeClass.Handler."
+            ),
+            ["runtime_handler"],
+            buckets=DEF_BUCKETS,
+            registry=reg,
+        )
+        self.run_podsandbox_errors = Counter(
+            "kubelet_run_podsandbox_errors_total",
+            _alpha(
+                "Cumulative number of the run_podsandbox operation errors by RuntimeClass.Handler."
+            ),
+            ["runtime_handler"],
+            registry=reg,
+        )
         self.started_pods = Counter(
             "kubelet_started_pods_total", _alpha("Cumulative number of pods started"), registry=reg
         )
@@ -254,6 +484,70 @@ class KubeletMetrics:
             "kubelet_started_containers_errors_total",
             _alpha("Cumulative number of errors when starting containers"),
             ["container_type", "code"],
+            registry=reg,
+        )
+
+    def _node_protection_metrics(self, reg: CollectorRegistry) -> None:
+        """Evictions, critical pod preemptions and image garbage collection."""
+        self.evictions = BareCounter(
+            "kubelet_evictions",
+            _alpha("Cumulative number of pod evictions by eviction signal"),
+            ("eviction_signal",),
+        )
+        reg.register(self.evictions)
+        self.eviction_stats_age = Histogram(
+            "kubelet_eviction_stats_age_seconds",
+            _alpha(
+                "Time between when stats are collected, and when pod is evicted based on "
+                "those stats by eviction signal"
+            ),
+            ["eviction_signal"],
+            buckets=DEF_BUCKETS,
+            registry=reg,
+        )
+        self.orphaned_runtime_pods = Counter(
+            "kubelet_orphaned_runtime_pods_total",
+            _alpha(
+                "Number of pods that have been detected in the container runtime without "
+                "being already known to the pod worker. This typically indicates the kubelet "
+                "was restarted while a pod was force deleted in the API or in the local "
+                "configuration, which is unusual."
+            ),
+            registry=reg,
+        )
+        self.restarted_pods = Counter(
+            "kubelet_restarted_pods_total",
+            _alpha(
+                "Number of pods that have been restarted because they were deleted and "
+                "recreated with the same UID while the kubelet was watching them (common for "
+                "static pods, extremely uncommon for API pods)"
+            ),
+            ["static"],
+            registry=reg,
+        )
+        self.preemptions = BareCounter(
+            "kubelet_preemptions",
+            _alpha("Cumulative number of pod preemptions by preemption resource"),
+            ("preemption_signal",),
+        )
+        reg.register(self.preemptions)
+        self.cgroup_version = Gauge(
+            "kubelet_cgroup_version", _alpha("cgroup version on the hosts."), registry=reg
+        )
+        self.image_pull_duration = Histogram(
+            "kubelet_image_pull_duration_seconds",
+            _alpha("Duration in seconds to pull an image."),
+            ["image_size_in_bytes"],
+            buckets=IMAGE_PULL_BUCKETS,
+            registry=reg,
+        )
+        self.image_garbage_collected = Counter(
+            "kubelet_image_garbage_collected_total",
+            _alpha(
+                "Total number of images garbage collected by the kubelet, whether through "
+                "disk usage or image age."
+            ),
+            ["reason"],
             registry=reg,
         )
 
@@ -304,6 +598,63 @@ class KubeletMetrics:
         self._last_relist_start = started
         self.pleg_relist_duration.observe(seconds)
         self.pleg_last_seen.set(self._wall_clock())
+
+    def watch_pleg_discards(self, discarded: Callable[[], int]) -> None:
+        """``kubelet_pleg_discard_events`` reads the PLEG's own count when scraped."""
+        self.pleg_discard_events.provider = discarded
+
+    def pod_evicted(self, signal: str) -> None:
+        """The eviction manager stopped a pod for ``signal`` (a threshold's signal, or a
+        ``*.limit`` pseudo-signal of local storage)."""
+        self.evictions.inc(signal)
+
+    def observe_eviction_stats_age(self, signal: str, measured_at: float) -> None:
+        """A met threshold an eviction acts on: how old (wall clock) its figure is."""
+        age = max(self._wall_clock() - measured_at, 0.0)
+        self.eviction_stats_age.labels(eviction_signal=signal).observe(age)
+
+    def orphaned_runtime_pod(self) -> None:
+        """Housekeeping found a runtime pod no pod worker knew, and stops it."""
+        self.orphaned_runtime_pods.inc()
+
+    def pod_restarted(self, pod: Pod) -> None:
+        """``pod``'s UID came back while its worker was terminating it: it runs again."""
+        self.restarted_pods.labels(static=_static(pod)).inc()
+
+    def pod_preempted(self, resource: str) -> None:
+        """A pod stopped to admit a critical pod; ``resource`` the first one short (or "")."""
+        self.preemptions.inc(resource)
+
+    def observe_image_pull(self, seconds: float, size: int) -> None:
+        """A pull made for a container: its time, the wait for a turn included."""
+        self.image_pull_duration.labels(image_size_in_bytes=image_size_label(size)).observe(seconds)
+
+    def image_collected(self, reason: str) -> None:
+        """Image garbage collection removed an image; ``reason``: "age" or "space"."""
+        self.image_garbage_collected.labels(reason=reason).inc()
+
+    def observe_run_podsandbox(
+        self, runtime_handler: str, seconds: float, error: bool = False
+    ) -> None:
+        """One RunPodSandbox (``runtime_handler``: the RuntimeClass handler, "" for the
+        default)."""
+        self.run_podsandbox_duration.labels(runtime_handler=runtime_handler).observe(seconds)
+        if error:
+            self.run_podsandbox_errors.labels(runtime_handler=runtime_handler).inc()
+
+    def observe_worker_start(self, seconds: float | None, containers: int) -> None:
+        """A pod's first sync begins: ``seconds`` since the kubelet first saw it (None:
+        not known) and its number of containers."""
+        if seconds is not None:
+            self.pod_worker_start_duration.observe(max(seconds, 0.0))
+        self.containers_per_pod.observe(containers)
+
+    def _observe_startup(self, total: float, sli: float | None, first_network: bool) -> None:
+        self.pod_start_total_duration.observe(total)
+        if sli is not None:
+            self.pod_start_sli_duration.observe(sli)
+            if first_network:
+                self.first_network_pod_start_sli_duration.set(sli)
 
     def observe_pod_worker(self, operation: str, seconds: float) -> None:
         """One pod sync: ``operation`` is ``create`` (first sync), ``update`` or ``sync``."""

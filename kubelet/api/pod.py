@@ -12,6 +12,8 @@ from typing import Any, NewType
 
 import attrs
 
+from kubelet.goformat import parse_time
+
 from .meta import ObjectMeta
 
 CONFIG_SOURCE = "kubernetes.io/config.source"
@@ -488,6 +490,12 @@ class Pod:
     def config_source(self) -> str | None:
         """The source the pod came from (``kubernetes.io/config.source``), None if unset."""
         return self.metadata.annotations.get(CONFIG_SOURCE)
+
+    @property
+    def first_seen(self) -> float | None:
+        """When the kubelet first saw the pod (``kubernetes.io/config.seen``), in seconds
+        since the epoch; None if unset or unreadable (upstream's ``firstSeenTime``)."""
+        return parse_time(self.metadata.annotations.get(CONFIG_SEEN))
 
     @property
     def is_static(self) -> bool:

@@ -47,7 +47,7 @@ from .decide import (
     resource_to_reclaim,
 )
 from .messages import REASON, THRESHOLD_MET_EVENT
-from .observations import observe_signals
+from .observations import Observation, observe_signals
 from .ranking import rank
 from .state import EvictionState, step, thresholds_met
 from .thresholds import Signal, Threshold, update_containerfs_thresholds
@@ -104,6 +104,14 @@ class PressureSink(Protocol):
     conditions: tuple[str, ...]
 
 
+class EvictionMetrics(Protocol):
+    """Upstream's ``kubelet_evictions`` and ``kubelet_eviction_stats_age_seconds``."""
+
+    def pod_evicted(self, signal: str) -> None: ...
+
+    def observe_eviction_stats_age(self, signal: str, measured_at: float) -> None: ...
+
+
 DiskLayout = Callable[[], Awaitable[tuple[bool, bool]]]
 """(imagefs on its own device, writable layers apart from images); may raise to retry."""
 
@@ -139,8 +147,10 @@ class EvictionManager:
         cleaned_up: Callable[[Pod], bool],
         disk_layout: DiskLayout,
         pressure: PressureSink | None = None,
+        metrics: EvictionMetrics | None = None,
     ) -> None:
         self.config = config
+        self.metrics = metrics
         self.summaries = summaries
         self.active_pods = active_pods
         self.killer = killer
@@ -327,6 +337,7 @@ class EvictionManager:
             split_container_fs=split,
             pod_level_resources=cfg.pod_level_resources,
         )
+        self._observe_stats_age(result.act_on, observations)
         eviction = choose_eviction(
             threshold,
             resource,
@@ -343,6 +354,17 @@ class EvictionManager:
             return []
         await self._evict(eviction)
         return [eviction.pod]
+
+    def _observe_stats_age(
+        self, act_on: Sequence[Threshold], observations: Mapping[Signal, Observation]
+    ) -> None:
+        """How old each acted-on threshold's figure is, as the pass is about to evict."""
+        if self.metrics is None:
+            return
+        for t in act_on:
+            seen = observations.get(t.signal)
+            if seen is not None and seen.time is not None:
+                self.metrics.observe_eviction_stats_age(str(t.signal), seen.time)
 
     async def _reclaim_on_node(self, signal: Signal, dedicated: bool, split: bool) -> bool:
         steps = node_reclaim(signal, dedicated, split)
@@ -379,6 +401,8 @@ class EvictionManager:
             log.error("eviction manager: pod %s failed to evict: %s", pod.key, exc)
         else:
             log.info("eviction manager: pod %s is evicted successfully", pod.key)
+        if self.metrics is not None:  # counted as upstream counts: once the kill was asked
+            self.metrics.pod_evicted(eviction.metric_signal)
         return True
 
 

@@ -34,7 +34,14 @@ from kubelet.stats.cgroupfs import Cgroups, Layout
 
 from . import admission
 from .decide import Eviction
-from .manager import DiskLayout, EvictionConfig, EvictionManager, NodeReclaimer, SummarySource
+from .manager import (
+    DiskLayout,
+    EvictionConfig,
+    EvictionManager,
+    EvictionMetrics,
+    NodeReclaimer,
+    SummarySource,
+)
 from .thresholds import Threshold, ThresholdError, parse_thresholds
 
 __all__ = [
@@ -200,6 +207,7 @@ async def run_eviction(
     *,
     cgroups: Cgroups | None = None,
     kmsg: str | None = "/dev/kmsg",
+    metrics: EvictionMetrics | None = None,
     task_status: trio.TaskStatus[EvictionManager] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Watch the node's resources, reclaim and evict; until cancelled.
@@ -219,6 +227,7 @@ async def run_eviction(
         cleaned_up=pods.cleaned_up,
         disk_layout=disk_layout,
         pressure=pressure,
+        metrics=metrics,
     )
     async with trio.open_nursery() as nursery:
         if kmsg is not None:

@@ -196,6 +196,12 @@ class ContainerCollector:
 ImageFs = Callable[[], Awaitable[FsUsage | None]]
 
 
+AGE = "age"
+"""An image removed for being unused longer than ``imageMaximumGCAge``."""
+SPACE = "space"
+"""An image removed to free space (the thresholds, or eviction's reclaim)."""
+
+
 @attrs.define
 class ImageCollector:
     """Image records and the collections; ``began`` is when the kubelet started."""
@@ -211,6 +217,9 @@ class ImageCollector:
     records: dict[str, iplan.ImageRecord] = attrs.field(factory=dict)
     removed: list[str] = attrs.field(factory=list)
     """image IDs removed, in order (bounded; tests and the debug console)"""
+    on_removed: Callable[[str], None] | None = None
+    """called once per image removed, with why: "age" or "space" (upstream's reasons in
+    ``kubelet_image_garbage_collected_total``)"""
 
     async def detect(self) -> tuple[list[iplan.ImageInfo], set[str], set[str]]:
         """List images and containers; update the records; (images, in use, protected)."""
@@ -238,7 +247,7 @@ class ImageCollector:
         _, in_use, protected = await self.detect()
         order = iplan.eviction_order(self.records, in_use, protected)
         old = iplan.old_images(order, self.policy, now, self.began)
-        errors = await self._remove(old)
+        errors = await self._remove(old, AGE)
         if errors:
             raise GcError(iplan.old_deletion_errors_message(f"{self.policy.max_age:g}s", errors))
         if self.policy.high_threshold_percent == 100:
@@ -268,7 +277,7 @@ class ImageCollector:
         _, in_use, protected = await self.detect()
         order = iplan.eviction_order(self.records, in_use, protected)
         candidates = iplan.free_space_candidates(order, self.policy, self.wall_clock())
-        errors = await self._remove(i for i, _ in candidates)
+        errors = await self._remove((i for i, _ in candidates), SPACE)
         if errors:
             raise GcError("; ".join(errors))
 
@@ -280,7 +289,7 @@ class ImageCollector:
         for image_id, size in iplan.free_space_candidates(order, self.policy, now):
             if freed >= wanted:
                 break
-            failed = await self._remove([image_id])
+            failed = await self._remove([image_id], SPACE)
             errors += failed
             if not failed:
                 freed += size
@@ -289,7 +298,7 @@ class ImageCollector:
         if freed < wanted:
             raise NotEnoughFreed(iplan.not_enough_freed_message(wanted, freed))
 
-    async def _remove(self, ids: Iterable[str]) -> list[str]:
+    async def _remove(self, ids: Iterable[str], reason: str) -> list[str]:
         errors: list[str] = []
         for image_id in ids:
             try:
@@ -298,6 +307,8 @@ class ImageCollector:
                 errors.append(f"failed to remove image {image_id}: {exc}")
                 continue
             log.info("image GC: removed image %s", image_id)
+            if self.on_removed is not None:
+                self.on_removed(reason)
             self.records.pop(image_id, None)
             self.removed.append(image_id)
             del self.removed[:-100]

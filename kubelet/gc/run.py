@@ -155,9 +155,11 @@ async def run_gc(
     wall_clock: Callable[[], float],
     *,
     containers_log_dir: str = LEGACY_CONTAINER_LOGS_DIR,
+    on_image_removed: Callable[[str], None] | None = None,
     task_status: trio.TaskStatus[GarbageCollectors] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Collect dead containers and unused images periodically; until cancelled."""
+    """Collect dead containers and unused images periodically; until cancelled.
+    ``on_image_removed`` is called per image removed, with its reason (metrics)."""
     node = node_ref(node_name)
     policy = image_gc_policy(options)
     container_policy = container_gc_policy(options)
@@ -173,6 +175,7 @@ async def run_gc(
         policy,
         await sandbox_images(runtime, options.config.pod_infra_container_image),
         began=wall_clock(),
+        on_removed=on_image_removed,
     )
     collectors = GarbageCollectors(containers, image_collector)
     loops = GcLoops(collectors, recorder, node)

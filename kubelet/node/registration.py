@@ -20,6 +20,8 @@ from kubelet.api.errors import AlreadyExists, ApiError
 from kubelet.api.meta import ObjectMeta
 from kubelet.api.node import Node, NodeSpec, NodeStatus, Taint
 
+from .startup import NodeStartup
+
 log = logging.getLogger(__name__)
 
 FIRST_DELAY = 0.1
@@ -82,14 +84,20 @@ async def register(
     default: Mapping[str, str],
     *,
     on_registered: Callable[[dict[str, Any]], None] | None = None,
+    startup: NodeStartup | None = None,
 ) -> dict[str, Any]:
-    """Create (or adopt) the Node; returns it as the API holds it."""
+    """Create (or adopt) the Node; returns it as the API holds it. ``startup`` hears of
+    each attempt and of the creation (the node startup figures)."""
     delay = FIRST_DELAY
     while True:
         node = build()
+        if startup is not None:
+            startup.attempt()
         try:
             created = await client.create(NODES.path(), to_wire(node))
             log.info("successfully registered node %s", node.metadata.name)
+            if startup is not None:
+                startup.created()
             if on_registered is not None:
                 on_registered(created)
             return created

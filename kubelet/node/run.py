@@ -12,6 +12,7 @@ are the addresses the status loop last reported.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -44,6 +45,7 @@ from .shutdown.logind import LogindBus
 from .shutdown.manager import PodTerminator, ShutdownManager, ShutdownPod
 from .shutdown.plan import PriorityPeriod, periods
 from .shutdown.record import ShutdownRecord
+from .startup import NodeStartup
 from .status import node_status
 from .statusloop import NodeStatusReporter
 from .watch import NodeWatch, newest
@@ -87,6 +89,10 @@ class NodeParts:
     terminator: PodTerminator | None = None
     pressure: NodePressure | None = None
     """the eviction manager's pressure conditions, reported in node status"""
+    started: float = 0.0
+    """when the kubelet started (wall clock; the node startup figures)"""
+    boot: float | None = None
+    """when the machine booted, on the same clock (None: unknown)"""
 
 
 async def run_node(
@@ -142,6 +148,7 @@ async def _run_cluster_node(
         pressure=parts.pressure,
     )  # fmt: skip
     addresses = _ReportedAddresses()
+    startup = NodeStartup(parts.registry, wall_clock, parts.started, parts.boot)
     serving = serving_manager(options, api, addresses.get, parts.registry, wall_clock)
     if serving is not None:
         addresses.changed = serving.template_changed
@@ -160,7 +167,7 @@ async def _run_cluster_node(
         report_frequency=cfg.node_status_report_frequency,
         recorder=recorder,
         wall_clock=wall_clock,
-        on_reported=addresses.update,
+        on_reported=functools.partial(_reported, addresses, startup),
     )
     if shutdown is not None:
         shutdown.node_status_changed = reporter.poke
@@ -173,7 +180,7 @@ async def _run_cluster_node(
     handle = NodeHandle(serving=serving, shutdown=shutdown, reporter=reporter, watch=watch)
     task_status.started(handle)
     if cfg.register_node:
-        found = await _register(options, api, gatherer, wall_clock)
+        found = await _register(options, api, gatherer, wall_clock, startup)
     else:
         found = await _wait_for_node(api, node.name)
     node.uid = str((found.get("metadata") or {}).get("uid") or "") or None
@@ -262,8 +269,18 @@ class _ReportedAddresses:
             self.changed()
 
 
+def _reported(addresses: _ReportedAddresses, startup: NodeStartup, found: dict[str, Any]) -> None:
+    """A node status was written: its addresses (serving certificate) and Ready (startup)."""
+    addresses.update(found)
+    startup.reported(found)
+
+
 async def _register(
-    options: Options, api: ApiClient, gatherer: FactGatherer, wall_clock: Callable[[], float]
+    options: Options,
+    api: ApiClient,
+    gatherer: FactGatherer,
+    wall_clock: Callable[[], float],
+    startup: NodeStartup,
 ) -> dict[str, Any]:
     """Create the Node (or adopt the one that exists) with its first status."""
     cfg = options.config
@@ -286,6 +303,7 @@ async def _register(
             node_ip=options.node_ip,
         ),
         labels,
+        startup=startup,
     )
 
 

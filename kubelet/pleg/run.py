@@ -27,6 +27,8 @@ class PlegHandle:
     cache: PodCache
     view: RuntimeView
     healthy: Callable[[], tuple[bool, str]]
+    discarded: Callable[[], int]
+    """events dropped on a full channel so far (``kubelet_pleg_discard_events``)"""
 
 
 async def run_pleg(
@@ -42,4 +44,6 @@ async def run_pleg(
     pleg = Pleg(view, cache, send, on_relist=on_relist)
     async with trio.open_nursery() as nursery:
         await nursery.start(pleg.run)
-        task_status.started(PlegHandle(receive, cache, view, pleg.healthy))
+        task_status.started(
+            PlegHandle(receive, cache, view, pleg.healthy, lambda: pleg.discarded_events)
+        )

@@ -185,6 +185,8 @@ class Preemptor:
     workers: PodWorkers
     syncer: KubeletPodSyncer
     wall_clock: Callable[[], float]
+    on_preempted: Callable[[str], None] | None = None
+    """called per victim stopped, with the first resource short (``kubelet_preemptions``)"""
 
     def plan(
         self, pod: Pod, others: Sequence[Pod], failures: Sequence[fit.Failure]
@@ -205,9 +207,10 @@ class Preemptor:
                 f"preemption: error finding a set of pods to preempt: {err}",
             )
 
-    async def preempt(self, pod: Pod, victims: Sequence[Pod]) -> None:
+    async def preempt(self, pod: Pod, victims: Sequence[Pod], resource: str = "") -> None:
         """Each victim stopped in turn (upstream blocks on each kill): Failed, reason
-        Preempting, a DisruptionTarget condition, a Warning event."""
+        Preempting, a DisruptionTarget condition, a Warning event. ``resource``: the first
+        one the pod was short of (the preemptions counter's label)."""
         for victim in victims:
             self.recorder.record(pod_ref(victim), WARNING, PREEMPTING, PREEMPTION_MESSAGE)
             log.info("Preempting pod %s to free up resources for %s", victim.key, pod.key)
@@ -225,3 +228,5 @@ class Preemptor:
                 await kill_pod(self.workers, self.syncer, victim, kill)
             if scope.cancelled_caught:
                 log.warning("Failed to evict pod %s: it did not stop in time", victim.key)
+            elif self.on_preempted is not None:
+                self.on_preempted(resource)

@@ -156,7 +156,7 @@ async def run_pod_lifecycle(
         metrics=metrics,
     )
     results_send, results = trio.open_memory_channel[WorkerResult](math.inf)
-    workers = PodWorkers(syncer, results=results_send)
+    workers = PodWorkers(syncer, results=results_send, on_restart=metrics.pod_restarted)
     housekeeper = RuntimeHousekeeper(
         pleg.view, pod_runtime.backoffs, mirrors, pod_runtime.volumes, pod_runtime.cgroups
     )
@@ -183,7 +183,8 @@ async def run_pod_lifecycle(
             prober.startup_results.updates,
         ),
         results=results,
-        preemptor=Preemptor(recorder, workers, syncer, wall_clock),
+        preemptor=Preemptor(recorder, workers, syncer, wall_clock, metrics.pod_preempted),
+        on_orphan=metrics.orphaned_runtime_pod,
     )
     async with trio.open_nursery() as nursery:
         await nursery.start(workers.run)

@@ -112,6 +112,10 @@ class KubeletPodSyncer:
     async def sync_pod(self, pod: Pod) -> SyncResult:
         started = trio.current_time()
         first = pod.uid not in self.statuses
+        if first and self.metrics is not None:
+            seen = pod.first_seen
+            since = self.wall_clock() - seen if seen is not None else None
+            self.metrics.observe_worker_start(since, len(pod.spec.containers))
         try:
             with self.cache.in_hand(pod.uid):
                 return await self._sync_pod(pod)

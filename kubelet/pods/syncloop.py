@@ -110,8 +110,12 @@ class SyncLoop:
         probe_updates: Sequence[trio.MemoryReceiveChannel[ResultUpdate]] = (),
         results: trio.MemoryReceiveChannel[WorkerResult] | None = None,
         preemptor: Preemptor | None = None,
+        on_orphan: Callable[[], None] | None = None,
     ) -> None:
         self._preemptor = preemptor
+        self._on_orphan = on_orphan
+        """Called per runtime pod no worker knew, as housekeeping stops it
+        (``kubelet_orphaned_runtime_pods_total``)."""
         self._probe_updates = tuple(probe_updates)
         self._results = results
         self._updates = updates
@@ -309,7 +313,8 @@ class SyncLoop:
         plan = self._preemptor.plan(pod, others, failures)
         if plan is None or isinstance(plan, Rejection):
             return plan or rejection
-        await self._preemptor.preempt(pod, plan)
+        short = [f.resource for f in failures if isinstance(f, fit.InsufficientResource)]
+        await self._preemptor.preempt(pod, plan, short[0] if short else "")
         return self._admission_failure(pod)
 
     # -- PLEG ------------------------------------------------------------------------------
@@ -360,6 +365,8 @@ class SyncLoop:
             if not self._orphaned(orphan.uid):
                 continue
             log.info("removing orphaned pod %s/%s (%s)", orphan.namespace, orphan.name, orphan.uid)
+            if self._on_orphan is not None:
+                self._on_orphan()
             self.workers.terminate(self.housekeeper.orphan_as_pod(orphan), None, remove=True)
         for mirror in self.pods.mirrors():
             if not self.pods.by_full_name(mirror.full_name):

@@ -115,8 +115,12 @@ class PodWorkers:
         syncer: PodSyncer,
         results: trio.MemorySendChannel[WorkerResult] | None = None,
         on_terminated: Callable[[str], Awaitable[None] | None] | None = None,
+        on_restart: Callable[[Pod], None] | None = None,
     ) -> None:
         self._syncer = syncer
+        self._on_restart = on_restart
+        """Called when a pod runs again after its termination because its UID came back
+        (``kubelet_restarted_pods_total``)."""
         self._results = results
         """Where each step's result goes (the syncLoop's inbox; unbounded: never blocks)."""
         self._on_terminated = on_terminated
@@ -280,7 +284,7 @@ class PodWorkers:
                     if worker.remove_when_terminated:
                         return
                     if worker.restart_after_termination:
-                        self._reset(worker)
+                        self._restart(worker)
                     else:
                         continue
                 if worker.terminate_requested:
@@ -289,7 +293,7 @@ class PodWorkers:
                         if worker.remove_when_terminated:
                             return
                         if worker.restart_after_termination:
-                            self._reset(worker)
+                            self._restart(worker)
                             worker.wake.set()
                     continue
                 await self._sync(worker)
@@ -302,6 +306,11 @@ class PodWorkers:
                 same_name.pop(worker.uid, None)
                 if not same_name:
                     self._static_by_name.pop(worker.pod.full_name, None)
+
+    def _restart(self, worker: PodWorker) -> None:
+        if self._on_restart is not None:
+            self._on_restart(worker.pod)
+        self._reset(worker)
 
     def _reset(self, worker: PodWorker) -> None:
         worker.phase = PodPhase.SYNCING

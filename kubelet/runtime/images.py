@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 import attrs
 import trio
@@ -34,6 +35,7 @@ from kubelet.cri import CriError, ImageClient, ImagePullFailed, api
 from kubelet.cri.imageref import split_reference
 from kubelet.decisions.backoff import Backoff, image_pull_key
 from kubelet.events.recorder import NORMAL, WARNING, EventRecorder, ObjectRef, pod_ref
+from kubelet.goformat import go_duration_ms
 
 from .credentials import (
     MalformedPullSecret,
@@ -91,6 +93,10 @@ class _Pull:
     ref: str | None = None
     used: PullCredential | None = None
     error: CriError | None = None
+    took: float = 0.0
+    """the PullImage calls' own time (the Pulled event's first duration)"""
+    size: int = 0
+    """the pulled image's size (ImageStatus after the pull; 0 when it cannot be read)"""
 
 
 def aggregate_message(messages: list[str]) -> str:
@@ -98,6 +104,14 @@ def aggregate_message(messages: list[str]) -> str:
     order, bracketed when there is more than one."""
     distinct = list(dict.fromkeys(messages))
     return distinct[0] if len(distinct) == 1 else "[" + ", ".join(distinct) + "]"
+
+
+class PullObserver(Protocol):
+    """Hears of the pulls made for a pod (the pod startup SLI leaves their span out)."""
+
+    def pull_started(self, uid: str) -> None: ...
+
+    def pull_finished(self, uid: str) -> None: ...
 
 
 class ImageManager:
@@ -120,8 +134,14 @@ class ImageManager:
         records: PullRecords | None = None,
         node: NodeCredentials | None = None,
         plugins: PluginKeyring | None = None,
+        pulls: PullObserver | None = None,
+        on_pulled: Callable[[float, int], None] | None = None,
     ) -> None:
         self._images = images
+        self._pull_observer = pulls
+        self._on_pulled = on_pulled
+        """(seconds including the wait for a turn, image size) of each pull made for a
+        container (``kubelet_image_pull_duration_seconds``)"""
         self._recorder = recorder
         self._backoff = backoff
         self._secrets = secrets
@@ -222,8 +242,10 @@ class ImageManager:
                 )
                 raise self._fail(ref, ERR_IMAGE_PULL, message, AFTER_PULL_FAILURE) from None
         started = trio.current_time()
+        if self._pull_observer is not None:
+            self._pull_observer.pull_started(pod.uid)
         try:
-            image_ref, used = await self._pull(image, credentials, sandbox_config)
+            pulled = await self._pull(image, credentials, sandbox_config)
         except CriError as exc:
             if self._records is not None:
                 self._records.record_failed(container.image)
@@ -241,14 +263,23 @@ class ImageManager:
             if self._records is not None:
                 self._records.record_failed(container.image)
             raise
+        assert pulled.ref is not None
         if self._records is not None:
-            self._records.record_pulled(container.image, image_ref, used)
+            self._records.record_pulled(container.image, pulled.ref, pulled.used)
         self._backoff.reset(key)
+        if self._pull_observer is not None:
+            self._pull_observer.pull_finished(pod.uid)
         took = trio.current_time() - started
+        if self._on_pulled is not None:
+            self._on_pulled(took, pulled.size)
         self._event(
-            ref, NORMAL, "Pulled", f'Successfully pulled image "{container.image}" in {took:.3f}s'
+            ref,
+            NORMAL,
+            "Pulled",
+            f'Successfully pulled image "{container.image}" in {go_duration_ms(pulled.took)} '
+            f"({go_duration_ms(took)} including waiting). Image size: {pulled.size} bytes.",
         )
-        return image_ref
+        return pulled.ref
 
     async def inspect(self, image_ref: str) -> api.Image | None:
         """ImageStatus of a resolved image (its user, for ``runAsNonRoot``); None if absent."""
@@ -352,7 +383,7 @@ class ImageManager:
         image: str,
         credentials: list[PullCredential],
         sandbox_config: api.PodSandboxConfig | None,
-    ) -> tuple[str, PullCredential | None]:
+    ) -> _Pull:
         """One PullImage per image and credentials at a time; callers with the same
         image and credentials share its result (a pod never shares another's pull made
         with credentials it lacks)."""
@@ -365,10 +396,13 @@ class ImageManager:
             try:
                 async with self._limiter:
                     log.info('Pulling image "%s"', image)
+                    began = trio.current_time()
                     shared.ref, shared.used = await self._try_credentials(
                         image, credentials, sandbox_config
                     )
+                    shared.took = trio.current_time() - began
                     log.info('Successfully pulled image "%s"', image)
+                shared.size = await self._size_of(shared.ref)
             except CriError as exc:
                 shared.error = exc
             finally:
@@ -378,7 +412,17 @@ class ImageManager:
             raise shared.error
         if shared.ref is None:  # the puller was cancelled: try ourselves
             return await self._pull(image, credentials, sandbox_config)
-        return shared.ref, shared.used
+        return shared
+
+    async def _size_of(self, image_ref: str) -> int:
+        """The pulled image's size, as upstream's puller reads it for the Pulled event
+        and the pull duration's bucket; 0 when the runtime cannot say."""
+        try:
+            found = await self._images.image_status(image_ref)
+        except CriError as exc:
+            log.info('Failed to get the size of image "%s": %s', image_ref, exc)
+            return 0
+        return found.size if found is not None else 0
 
     async def _try_credentials(
         self,

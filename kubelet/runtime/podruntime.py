@@ -330,9 +330,16 @@ class PodRuntime:
         progress.acted = True
         try:
             created_id = ""
+            handler = plan.isolation.handler
             try:
                 make_log_dir(plan.config.log_directory)
-                created_id = await self.runtime.run_pod_sandbox(plan.config, plan.isolation.handler)
+                called = trio.current_time()
+                try:
+                    created_id = await self.runtime.run_pod_sandbox(plan.config, handler)
+                finally:
+                    if self.metrics is not None:
+                        took = trio.current_time() - called
+                        self.metrics.observe_run_podsandbox(handler, took, not created_id)
             finally:
                 if self.metrics is not None:
                     self.metrics.pod_started(error=not created_id)

@@ -154,6 +154,8 @@ def _image_manager(
         ),
         node=NodeCredentials(options.root_dir, trio.current_time),
         plugins=_credential_plugins(options, metrics),
+        pulls=metrics.pod_startup,
+        on_pulled=metrics.observe_image_pull,
     )
 
 

@@ -18,13 +18,13 @@ from collections.abc import Sequence
 from typing import Any
 
 import attrs
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry
 
 from kubelet.api.converter import to_wire
 from kubelet.config import KubeletConfiguration, encode
 from kubelet.cri import CriError, api, labels
 from kubelet.logs import get_logger
-from kubelet.metrics import KubeletMetrics
+from kubelet.metrics import KubeletMetrics, exposition
 
 from . import healthz
 from .asgi import (
@@ -200,7 +200,7 @@ class KubeletApp:
             return await self._cadvisor()
         else:
             return http_error(404, NOT_FOUND)
-        return Response(200, generate_latest(registry), CONTENT_TYPE_LATEST)
+        return Response(200, exposition(registry), CONTENT_TYPE_LATEST)
 
     async def _cadvisor(self) -> Response:
         try:

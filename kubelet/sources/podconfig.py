@@ -74,6 +74,15 @@ def rfc3339_now() -> str:
     return text + "Z"
 
 
+class WatchObserver(Protocol):
+    """Hears of every pod the API source delivers and of each pod it drops (the pod
+    startup SLI: ``kubelet.podstartup``)."""
+
+    def observed_on_watch(self, pod: Pod) -> None: ...
+
+    def forget(self, uid: str) -> None: ...
+
+
 class PodStorage:
     """The per-source pod maps and the merge rules; pure, so it is tested on its own."""
 
@@ -82,6 +91,7 @@ class PodStorage:
         sources: Iterable[str] = (),
         on_event: EventSink | None = None,
         clock: Callable[[], str] = rfc3339_now,
+        watch: WatchObserver | None = None,
     ) -> None:
         self._pods: dict[str, dict[str, Pod]] = {}
         self._refs: dict[str, dict[str, Pod]] = {}
@@ -94,6 +104,7 @@ class PodStorage:
         reported: reported again only after it stopped being one."""
         self._on_event = on_event
         self._clock = clock
+        self._watch = watch
 
     # -- sources ------------------------------------------------------------------------
 
@@ -166,7 +177,18 @@ class PodStorage:
             log.warning("ignoring update with operation %s from source %s", op, source)
         self._pods[source] = stored
         self._refs[source] = refs
+        if self._watch is not None and source == API_SOURCE:
+            self._tell_watch(pods if op is not PodOperation.REMOVE else (), result.removes)
         return result.emit(source, first_set)
+
+    def _tell_watch(self, delivered: Sequence[Pod], removed: Sequence[Pod]) -> None:
+        """Every pod the API delivered, as upstream tells its startup tracker on each
+        watch update (mirror pods included: they are API pods); the removed ones dropped."""
+        assert self._watch is not None
+        for pod in delivered:
+            self._watch.observed_on_watch(pod)
+        for pod in removed:
+            self._watch.forget(pod.uid)
 
     def _absorb(
         self,
@@ -383,8 +405,9 @@ class PodConfig:
         on_event: EventSink | None = None,
         clock: Callable[[], str] = rfc3339_now,
         buffer: int = UPDATES_BUFFER,
+        watch: WatchObserver | None = None,
     ) -> None:
-        self.storage = PodStorage(sources, on_event, clock)
+        self.storage = PodStorage(sources, on_event, clock, watch)
         self._in_send, self._in_recv = trio.open_memory_channel[_Message](self.INPUT_BUFFER)
         self._out_send, self.updates = trio.open_memory_channel[PodUpdate](buffer)
 

@@ -22,7 +22,7 @@ from kubelet.config import Options
 from .apiserver import ApiSource
 from .file import FileSource
 from .offloop import RunSync, in_thread
-from .podconfig import PodConfig, PodOperation
+from .podconfig import PodConfig, PodOperation, WatchObserver
 from .static import warm_up
 from .url import URLSource
 
@@ -62,12 +62,14 @@ async def open_sources(
     watch_files: bool = True,
     run_sync: RunSync = in_thread,
     *,
+    watch: WatchObserver | None = None,
     task_status: trio.TaskStatus[PodConfig] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Merge and run every source until cancelled (pod decoding warmed up first, so that
-    the first pod does not pay for it)."""
+    the first pod does not pay for it); ``watch`` hears of the API's pods (the startup
+    SLI)."""
     await run_sync(warm_up)
-    config = PodConfig()
+    config = PodConfig(watch=watch)
     sources: list[Any] = list(static_sources(options, watch_files=watch_files, run_sync=run_sync))
     if api is not None:
         sources.append(ApiSource(api, options.node_name))

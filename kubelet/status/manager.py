@@ -51,6 +51,10 @@ class _Entry:
     target_uid: str = ""
     delete_after: bool = False
     dirty: bool = True
+    changed_at: float | None = None
+    """when the oldest status not yet written was handed in (trio clock)"""
+    version: int = 0
+    """counts what was handed in: a write leaves the entry dirty if more came meanwhile"""
 
 
 class StatusManager:
@@ -67,8 +71,15 @@ class StatusManager:
         *,
         mirror_for: Callable[[Pod], Pod | None],
         api_copy: Callable[[str], Pod | None] | None = None,
+        on_written: Callable[[Pod], None] | None = None,
+        on_synced: Callable[[float], None] | None = None,
     ) -> None:
         self._client = client
+        self._on_synced = on_synced
+        """called with the seconds from a status handed in to its write (upstream's
+        ``kubelet_pod_status_sync_duration_seconds``: from the first of several)"""
+        self._on_written = on_written
+        """called with the pod the API answered after each status write (the startup SLI)"""
         self._mirror_for = mirror_for
         self._api_copy = api_copy
         self._entries: dict[str, _Entry] = {}
@@ -87,11 +98,14 @@ class StatusManager:
         if entry is not None:
             status = _keep_terminal(pod, status, entry.status.phase)
         if entry is None:
-            self._entries[pod.uid] = _Entry(pod, status)
+            entry = self._entries[pod.uid] = _Entry(pod, status)
         else:
             if entry.status == status and entry.pod is pod:
                 return
             entry.pod, entry.status, entry.dirty = pod, status, True
+            entry.version += 1
+        if entry.changed_at is None:
+            entry.changed_at = trio.current_time()
         self._wake.set()
 
     def finished(self, pod: Pod, status: PodStatus | None = None) -> None:
@@ -102,6 +116,9 @@ class StatusManager:
         if status is not None:
             entry.status = status
         entry.pod, entry.delete_after, entry.dirty = pod, True, True
+        entry.version += 1
+        if entry.changed_at is None:
+            entry.changed_at = trio.current_time()
         self._wake.set()
 
     def forget(self, uid: str) -> None:
@@ -163,32 +180,44 @@ class StatusManager:
             pod, entry.status, sent.phase if sent is not None else "", api_status.phase
         )
         base = sent if sent is not None else api_status
-        patch = pod_status_patch(target.uid, to_wire(base), to_wire(_merged(entry.status, base)))
+        writing = entry.status
+        patch = pod_status_patch(target.uid, to_wire(base), to_wire(_merged(writing, base)))
         path = PODS.path(target.metadata.namespace, target.metadata.name, "status")
+        version, changed_at = entry.version, entry.changed_at
+        entry.changed_at = None  # what is handed in while this write is out starts anew
         try:
             if patch is not None:
                 answer = await self._client.patch(path, patch, PatchType.STRATEGIC)
                 self.patches += 1
                 answered = from_wire(Pod, answer)
                 entry.sent, entry.sent_version = answered.status, answered.metadata.resource_version
+                if self._on_written is not None:
+                    self._on_written(answered)
             else:
-                entry.sent = entry.status  # the version we last wrote stays the reference
-            entry.target_uid = target.uid
-            entry.dirty = False
-            if entry.delete_after and not pod.is_static:
-                await self._delete(pod)
+                entry.sent = writing  # the version we last wrote stays the reference
         except NotFound:
             log.info("pod %s is gone from the API; not reporting its status", pod.key)
             entry.dirty = False
             if entry.delete_after:
                 self._entries.pop(uid, None)
+            return
         except Conflict as exc:
             # a stale view or a uid precondition: retried on the next pass; a pod that
             # was recreated under the same name reaches us as a REMOVE and is forgotten
             log.info("status of pod %s not accepted (%s); will retry", pod.key, exc)
             entry.sent = None
+            _still_waiting(entry, changed_at)
+            return
         except ApiError as exc:
             log.warning("failed to update status of pod %s, will retry: %s", pod.key, exc)
+            _still_waiting(entry, changed_at)
+            return
+        entry.target_uid = target.uid
+        entry.dirty = entry.version != version  # a newer status came while writing
+        if changed_at is not None and self._on_synced is not None:
+            self._on_synced(trio.current_time() - changed_at)
+        if entry.delete_after and not entry.dirty and not pod.is_static:
+            await self._delete(pod)
 
     async def _delete(self, pod: Pod) -> None:
         try:
@@ -238,6 +267,12 @@ def _kubelet_view(status: PodStatus) -> dict[str, object]:
     return wire
 
 
+def _still_waiting(entry: _Entry, changed_at: float | None) -> None:
+    """A write failed: the oldest status waiting is still the one it carried."""
+    if changed_at is not None:
+        entry.changed_at = changed_at
+
+
 def _keep_terminal(pod: Pod, status: PodStatus, *earlier: str) -> PodStatus:
     """A pod that was reported (or is, in the API) Succeeded or Failed stays so: the
     status manager never sends a terminal phase back to Pending or Running."""
@@ -260,11 +295,21 @@ async def run_status_manager(
     mirror_for: Callable[[Pod], Pod | None],
     api_copy: Callable[[str], Pod | None] | None = None,
     *,
+    on_written: Callable[[Pod], None] | None = None,
+    on_synced: Callable[[float], None] | None = None,
     task_status: trio.TaskStatus[StatusManager] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """The status manager's task; ``mirror_for`` finds a static pod's mirror pod,
-    ``api_copy`` the API's newest copy of a pod by uid (as the API source delivered it)."""
-    manager = StatusManager(client, mirror_for=mirror_for, api_copy=api_copy)
+    ``api_copy`` the API's newest copy of a pod by uid (as the API source delivered it),
+    ``on_written`` hears of each status written (the pod as the API answered),
+    ``on_synced`` how long each took from being handed in."""
+    manager = StatusManager(
+        client,
+        mirror_for=mirror_for,
+        api_copy=api_copy,
+        on_written=on_written,
+        on_synced=on_synced,
+    )
     async with trio.open_nursery() as nursery:
         await nursery.start(manager.run)
         task_status.started(manager)

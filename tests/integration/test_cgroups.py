@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import trio
 
+from kubelet.metrics import exposition
 from kubelet.testing import FakeRuntime
 from kubelet.testing.cgroupfs import TreeCgroupFs, add_process, v1_tree
 from kubelet.testing.fakeapiserver import FakeApiServer
@@ -457,6 +458,9 @@ async def test_a_critical_pod_preempts_a_pod_to_fit(
         await c.wait_for(lambda: events(c, "Preempting"))
         assert events(c, "Preempting")[0]["message"] == "Preempted in order to admit critical pod"
         assert events(c, "Preempting")[0]["involvedObject"]["name"] == "filler"
+        assert c.components is not None
+        text = exposition(c.components.metrics.registry).decode()
+        assert 'kubelet_preemptions{preemption_signal="cpu"} 1.0' in text.splitlines()
 
 
 async def test_critical_pods_are_never_preempted_and_other_reasons_stand(

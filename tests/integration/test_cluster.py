@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import trio
 
+from kubelet.metrics import exposition
 from kubelet.testing import ContainerBehaviour, FakeRuntime
 
 from .cluster_harness import running_cluster
@@ -47,6 +48,21 @@ async def test_node_registers_and_turns_ready_within_2s(
             "PIDPressure",
             "Ready",
         ]
+        await trio.sleep(11)  # a status report after the registration
+        assert c.components is not None
+        startup = {
+            line.split(" ")[0]: float(line.split(" ")[1])
+            for line in exposition(c.components.metrics.registry).decode().splitlines()
+            if line.startswith("kubelet_node_startup_")
+        }
+    assert startup["kubelet_node_startup_registration_duration_seconds"] < 2
+    # boot -> Ready: the machine's uptime and the kubelet's few seconds
+    assert startup["kubelet_node_startup_duration_seconds"] > 10
+    steps = ("pre_kubelet", "pre_registration", "registration", "post_registration")
+    parts = [f"kubelet_node_startup_{step}_duration_seconds" for step in steps]
+    assert sum(startup[p] for p in parts) == pytest.approx(
+        startup["kubelet_node_startup_duration_seconds"]
+    )
 
 
 async def test_lease_renewed_every_10s_and_after_an_outage(
@@ -97,6 +113,42 @@ async def test_api_pod_runs_and_reports_running(
         await trio.sleep(5)
         patches = c.api.requests_of("patch", "pods/status")
         assert 1 <= len(patches) <= 2  # status PATCHes per pod start
+
+
+async def test_pod_startup_sli_leaves_the_pull_out(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    """An API pod whose image takes 20 s to pull: kubelet_pod_start_total_duration_seconds
+    counts them, kubelet_pod_start_sli_duration_seconds does not; the Pulled event and
+    kubelet_image_pull_duration_seconds say how long and how big, as upstream's."""
+    fake.pullable.add("docker.io/library/nginx:1.27")
+    fake.faults.delay("PullImage", 20)
+    async with running_cluster(fake, short_tmp) as c:
+        await c.wait_for(lambda: c.api.get("nodes", None, NODE) is not None)
+        c.create_pod("web", image="nginx:1.27")
+        await c.wait_for(lambda: c.phase("web") == "Running", 60)
+        await trio.sleep(2)  # the watch delivers the running status
+        assert c.components is not None
+        text = exposition(c.components.metrics.registry).decode()
+        pulled = [e for e in c.api.list("events", "default") if e.get("reason") == "Pulled"]
+        size = fake.images["docker.io/library/nginx:1.27"].size
+    assert [e["message"] for e in pulled] == [
+        f'Successfully pulled image "nginx:1.27" in 20s (20s including waiting). '
+        f"Image size: {size} bytes."
+    ]
+    bucket = 'kubelet_image_pull_duration_seconds_bucket{image_size_in_bytes="0-10MB",le="30.0"}'
+    assert f"{bucket} 1.0" in text.splitlines()
+    values = {
+        line.split(" ")[0]: float(line.split(" ")[1])
+        for line in text.splitlines()
+        if line.startswith(("kubelet_pod_start_", "kubelet_first_network"))
+    }
+    assert values["kubelet_pod_start_total_duration_seconds_count"] == 1
+    assert values["kubelet_pod_start_sli_duration_seconds_count"] == 1
+    total = values["kubelet_pod_start_total_duration_seconds_sum"]
+    sli = values["kubelet_pod_start_sli_duration_seconds_sum"]
+    assert total >= 20 and sli < 2 and total - sli >= 20
+    assert values["kubelet_first_network_pod_start_sli_duration_seconds"] == sli
 
 
 async def test_crash_is_reported_with_restart_count_and_last_state(

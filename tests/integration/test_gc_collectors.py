@@ -7,10 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import attrs
+import pytest
 import trio
 
 from kubelet.cri import ImageClient, RuntimeClient
-from kubelet.gc.collector import ContainerCollector, GarbageCollectors, ImageCollector
+from kubelet.gc.collector import ContainerCollector, GarbageCollectors, GcError, ImageCollector
 from kubelet.gc.images import ImageGCPolicy
 from kubelet.stats.summary import FsUsage
 from kubelet.testing import FakeRuntime
@@ -116,6 +117,7 @@ async def test_eviction_reclaim_removes_unused_images_but_never_protected_ones(
     async def image_fs() -> FsUsage | None:
         return FsUsage(capacity=100 * GiB, available=50 * GiB)
 
+    counted: list[str] = []
     collector = ImageCollector(
         runtime,
         images,
@@ -123,6 +125,7 @@ async def test_eviction_reclaim_removes_unused_images_but_never_protected_ones(
         lambda: 2e9 + trio.current_time(),
         ImageGCPolicy(min_age=120),
         protected=("registry.k8s.io/pause:3.9",),
+        on_removed=counted.append,
     )
     await collector.detect()
     await trio.sleep(121)
@@ -137,6 +140,47 @@ async def test_eviction_reclaim_removes_unused_images_but_never_protected_ones(
         "registry.k8s.io/pause:3.9",
         "docker.io/library/busybox:latest",
     } <= names
+    assert counted == ["space", "space"]  # one per image removed (eviction frees space)
+
+
+async def test_image_gc_counts_each_removal_with_its_reason(
+    fake: FakeRuntime,
+    clients: tuple[RuntimeClient, ImageClient],
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    """Unused images past imageMaximumGCAge go for their age; over the high threshold,
+    for space: each counted in kubelet_image_garbage_collected_total{reason}."""
+    runtime, images = clients
+    fake.add_image("stale:1", size=GiB)
+    usage = {"available": 50 * GiB}
+
+    async def image_fs() -> FsUsage | None:
+        return FsUsage(capacity=100 * GiB, available=usage["available"])
+
+    counted: list[str] = []
+    collector = ImageCollector(
+        runtime,
+        images,
+        image_fs,
+        lambda: 2e9 + trio.current_time(),
+        ImageGCPolicy(min_age=0, max_age=600),
+        on_removed=counted.append,
+    )
+    await collector.detect()
+    await trio.sleep(601)
+    await collector.collect()  # 50 % used: the age pass only
+    aged = len(counted)  # stale:1 and the runtime's other unused images
+    assert aged >= 1 and counted == ["age"] * aged
+    collector.policy = ImageGCPolicy(min_age=0)  # no age limit from here
+    fake.add_image("big:1", size=GiB)
+    await collector.detect()
+    usage["available"] = 10 * GiB  # 90 % used: over the high threshold (85 %)
+    await trio.sleep(1)
+    with pytest.raises(GcError):  # 1 GiB of the 5 GiB wanted: FreeDiskSpaceFailed
+        await collector.collect()
+    assert counted == ["age"] * aged + ["space"]
+    names = {tag for i in fake.images.values() for tag in i.repo_tags}
+    assert not names & {"docker.io/library/stale:1", "docker.io/library/big:1"}
 
 
 async def test_container_gc_removes_dead_log_symlinks_but_not_of_a_live_container(

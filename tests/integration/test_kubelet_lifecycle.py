@@ -15,6 +15,7 @@ from grpclib.const import Status
 from kubelet.cri import api, connect, trace
 from kubelet.decisions import criconfig
 from kubelet.env.dns import DnsSettings
+from kubelet.metrics import exposition
 from kubelet.testing import ContainerBehaviour, FakeRuntime
 
 from .helpers import container_config, sandbox_config
@@ -188,6 +189,9 @@ async def test_orphans_removed_only_after_all_sources_ready(
         removed = await h.wait_for(lambda: "ghost-uid" not in _uids(fake), timeout=20)
         assert removed >= 2.0  # the first housekeeping, after the file source was seen
         assert fake.calls_of("RemovePodSandbox")[0].args["pod_sandbox_id"] != foreign_id
+        assert h.components is not None
+        text = exposition(h.components.metrics.registry).decode().splitlines()
+        assert "kubelet_orphaned_runtime_pods_total 1.0" in text
     assert foreign_id in fake.sandboxes
 
 
@@ -442,6 +446,38 @@ async def test_metrics_move_with_pod_starts(
         samples[("kubelet_runtime_operations_total", (("operation_type", "run_podsandbox"),))] == 1
     )
     assert samples[("kubelet_pleg_relist_duration_seconds_count", ())] >= 2
+
+
+async def test_metrics_upstream_adds_with_a_pod(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    """What /metrics serves once a static pod runs: the families upstream has beside the
+    pod start (names, labels, the counters upstream names without ``_total``)."""
+    async with running_kubelet(fake, short_tmp) as h:
+        h.write("web.yaml", WEB)
+        await h.wait_for(lambda: h.running("web", "app"))
+        await trio.sleep(2)
+        assert h.components is not None
+        text = exposition(h.components.metrics.registry).decode()
+    lines = text.splitlines()
+    for line in (
+        "# TYPE kubelet_pleg_discard_events counter",
+        "kubelet_pleg_discard_events 0.0",
+        "kubelet_containers_per_pod_count_count 1.0",
+        "kubelet_pod_worker_start_duration_seconds_count 1.0",
+        'kubelet_run_podsandbox_duration_seconds_count{runtime_handler=""} 1.0',
+        'kubelet_desired_pods{static="true"} 1.0',
+        'kubelet_desired_pods{static=""} 0.0',
+        'kubelet_active_pods{static="true"} 1.0',
+        "kubelet_mirror_pods 0.0",
+        "kubelet_managed_ephemeral_containers 0.0",
+        "kubelet_cgroup_version 1.0",  # the harness's tree is v1
+        'kubelet_working_pods{config="desired",lifecycle="sync",static="true"} 1.0',
+        'kubelet_working_pods{config="runtime_only",lifecycle="sync",static="unknown"} 0.0',
+        "kubelet_orphaned_runtime_pods_total 0.0",
+    ):
+        assert line in lines, line
+    assert "_created" not in text
 
 
 async def test_empty_dir_is_shared_and_the_pod_directory_goes_with_the_pod(

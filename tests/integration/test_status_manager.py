@@ -124,3 +124,32 @@ async def test_conditions_others_own_are_never_written(
         body: dict[str, Any] = json.loads(request.body)
         sent = body.get("status", {}).get("conditions", [])
         assert all(c.get("type") != "example.com/lb" for c in sent)
+
+
+async def test_a_status_handed_in_during_a_write_is_written_next(
+    api: tuple[FakeApiServer, ApiClient], autojump_clock: trio.abc.Clock
+) -> None:
+    """A status handed in while the previous one's PATCH is out is written right after it
+    (it was lost until the pod's next change), and kubelet_pod_status_sync_duration_seconds
+    counts each from when it was handed in; a failed write (500) is counted when the retry
+    lands."""
+    server, client = api
+    synced: list[float] = []
+    manager = StatusManager(client, mirror_for=lambda pod: None, on_synced=synced.append)
+    server.faults.delay("patch", "pods/status", 3, times=1)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(manager.run)
+        pod = make_pod(server, "web", None)
+        manager.set(pod, PodStatus(phase="Pending", message="one"))
+        await trio.sleep(1)
+        manager.set(pod, PodStatus(phase="Pending", message="two"))  # while the first waits
+        await trio.sleep(10)
+        assert (server.get("pods", "default", "web") or {})["status"]["message"] == "two"
+        assert len(synced) == 2  # the slow write (3 s), then "two" from when it came
+        assert synced[0] == pytest.approx(3, abs=0.1)
+        assert synced[1] == pytest.approx(2, abs=0.1)  # handed in at 1, written at 3 +
+        server.faults.fail_next("patch", "pods/status", 1)
+        manager.set(pod, PodStatus(phase="Running"))
+        await trio.sleep(20)
+        nursery.cancel_scope.cancel()
+    assert len(synced) == 3 and synced[2] > 0

@@ -35,3 +35,20 @@ def test_config_source_and_static(
 def test_mirror_pod() -> None:
     mirror = pod_with({"kubernetes.io/config.mirror": "abc", "kubernetes.io/config.source": "api"})
     assert mirror.is_mirror and not mirror.is_static
+
+
+@pytest.mark.parametrize(
+    ("seen", "expected"),
+    [
+        ("2026-11-27T13:40:01.5Z", 1795786801.5),  # config.seen as the sources stamp it
+        ("2026-11-27T13:40:01Z", 1795786801.0),
+        ("yesterday", None),
+        ("", None),
+    ],
+)
+def test_first_seen_reads_config_seen(seen: str, expected: float | None) -> None:
+    assert pod_with({"kubernetes.io/config.seen": seen}).first_seen == expected
+
+
+def test_first_seen_unset() -> None:
+    assert pod_with({}).first_seen is None

@@ -44,6 +44,16 @@ class Node:
     gone: set[str] = attrs.field(factory=set)
     summaries: int = 0
     after_images: Callable[[], None] | None = None
+    evicted_for: list[str] = attrs.field(factory=list)
+    """the ``kubelet_evictions`` label of each eviction counted"""
+    stats_ages: list[tuple[float, str, float]] = attrs.field(factory=list)
+    """(when, signal, measured at) of each ``kubelet_eviction_stats_age_seconds``"""
+
+    def pod_evicted(self, signal: str) -> None:
+        self.evicted_for.append(signal)
+
+    def observe_eviction_stats_age(self, signal: str, measured_at: float) -> None:
+        self.stats_ages.append((trio.current_time(), signal, measured_at))
 
     async def summary(self) -> Summary:
         self.summaries += 1
@@ -85,6 +95,7 @@ def manager(node: Node, thresholds: tuple[Threshold, ...], **config: object) -> 
         is_critical=is_critical_pod,
         cleaned_up=lambda p: p.uid in node.gone,
         disk_layout=layout,
+        metrics=node,
     )
 
 
@@ -157,6 +168,8 @@ async def test_memory_curve_evicts_the_right_pod_at_the_next_pass(
     ]
     assert node.node_events == [(30.0, "EvictionThresholdMet", "Attempting to reclaim memory")]
     assert node.reclaimed == []  # memory has no node-level reclaim
+    assert node.evicted_for == ["memory.available"]
+    assert node.stats_ages == [(30.0, "memory.available", 30.0)]  # the figure of that pass
     seen = dict(timeline)
     # on from the pass at 30; relieved at 31 (the hog is gone) but held for the transition
     # period: 300 s after it was last met (30), i.e. off from the pass at 331
@@ -244,6 +257,8 @@ async def test_local_storage_limit_evicts_without_threshold(autojump_clock: trio
     assert eviction.message.text == 'Usage of EmptyDir volume "scratch" exceeds the limit "100Mi". '
     assert eviction.grace_period_override == 1 and not eviction.disruption_condition
     assert node.node_events == []
+    assert node.evicted_for == ["emptydirfs.limit"]
+    assert node.stats_ages == []  # no threshold acted on
 
 
 async def test_only_critical_pods_left(autojump_clock: trio.abc.Clock) -> None:
@@ -252,6 +267,7 @@ async def test_only_critical_pods_left(autojump_clock: trio.abc.Clock) -> None:
     m = manager(node, parse_thresholds({"memory.available": "1Gi"}))
     await run_for(m, 25)
     assert node.killed == [] and m.conditions == ("MemoryPressure",)
+    assert node.evicted_for == []  # a critical pod is never counted as evicted
     assert m.admit(pod("be", 0), pod_qos) is not None
     assert m.admit(pod("burstable", 0, {"memory": "1Mi"}), pod_qos) is None
 

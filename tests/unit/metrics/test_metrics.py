@@ -7,7 +7,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
 from kubelet.api.meta import ObjectMeta
-from kubelet.api.pod import Pod
+from kubelet.api.pod import EphemeralContainer, Pod, PodSpec
 from kubelet.cri.types import (
     ContainerInfo,
     ContainerRunState,
@@ -15,7 +15,15 @@ from kubelet.cri.types import (
     SandboxInfo,
     SandboxState,
 )
-from kubelet.metrics import RUNTIME_OPERATION_BUCKETS, KubeletMetrics, operation_type
+from kubelet.goformat import go_duration_ms
+from kubelet.metrics import (
+    RUNTIME_OPERATION_BUCKETS,
+    KubeletMetrics,
+    PodGauges,
+    exposition,
+    image_size_label,
+    operation_type,
+)
 
 
 def scrape(metrics: KubeletMetrics) -> dict[str, list[Sample]]:
@@ -168,10 +176,116 @@ def test_gauges_computed_at_scrape_time() -> None:
     assert value(running, "kubelet_running_containers", container_state="created") == 0
     desired = got["kubelet_desired_pods"]
     assert value(desired, "kubelet_desired_pods", static="true") == 1
-    assert value(desired, "kubelet_desired_pods", static="false") == 1
+    assert value(desired, "kubelet_desired_pods", static="") == 1  # upstream: empty, not false
     statuses.clear()
     assert value(scrape(m)["kubelet_running_pods"], "kubelet_running_pods") == 0
 
 
 def test_process_collector() -> None:
     assert "process_cpu_seconds" in scrape(KubeletMetrics())
+
+
+def _lines(metrics: KubeletMetrics, prefix: str) -> list[str]:
+    text = exposition(metrics.registry).decode()
+    return [line for line in text.splitlines() if prefix in line]
+
+
+def test_bare_counters_keep_upstream_names_and_counter_type() -> None:
+    m = KubeletMetrics("node1", process=False)
+    m.pod_evicted("memory.available")
+    m.pod_evicted("memory.available")
+    m.pod_evicted("ephemeralpodfs.limit")
+    m.pod_preempted("cpu")
+    discards = [0]
+    m.watch_pleg_discards(lambda: discards[0])
+    discards[0] = 3
+    assert _lines(m, "kubelet_evictions") == [
+        "# HELP kubelet_evictions [ALPHA] Cumulative number of pod evictions by eviction signal",
+        "# TYPE kubelet_evictions counter",
+        'kubelet_evictions{eviction_signal="ephemeralpodfs.limit"} 1.0',
+        'kubelet_evictions{eviction_signal="memory.available"} 2.0',
+    ]
+    assert _lines(m, "kubelet_pleg_discard_events") == [
+        "# HELP kubelet_pleg_discard_events [ALPHA] The number of discard events in PLEG.",
+        "# TYPE kubelet_pleg_discard_events counter",
+        "kubelet_pleg_discard_events 3.0",
+    ]
+    assert 'kubelet_preemptions{preemption_signal="cpu"} 1.0' in _lines(m, "kubelet_preemptions")
+    families = {f.name: f for f in text_string_to_metric_families(exposition(m.registry).decode())}
+    assert families["kubelet_evictions"].type == "counter"  # Prometheus reads them as counters
+
+
+def test_an_unlabelled_bare_counter_starts_at_zero() -> None:
+    m = KubeletMetrics("node1", process=False)
+    assert "kubelet_pleg_discard_events 0.0" in _lines(m, "kubelet_pleg_discard_events")
+    assert _lines(m, "kubelet_evictions{") == []  # a labelled one: no series before the first
+
+
+def test_no_created_series() -> None:
+    m = KubeletMetrics("node1", process=False)
+    m.pod_started()
+    m.image_collected("space")
+    text = exposition(m.registry).decode()
+    assert "kubelet_started_pods_total 1.0" in text
+    assert 'kubelet_image_garbage_collected_total{reason="space"} 1.0' in text
+    assert "_created" not in text
+
+
+def test_eviction_stats_age_and_sandbox_and_worker_start() -> None:
+    m = KubeletMetrics("node1", process=False, wall_clock=lambda: 1000.0)
+    m.observe_eviction_stats_age("memory.available", 997.0)
+    m.observe_run_podsandbox("", 0.3)
+    m.observe_run_podsandbox("kata", 0.1, error=True)
+    m.observe_worker_start(0.02, 3)
+    m.observe_worker_start(None, 1)
+    got = scrape(m)
+    age = got["kubelet_eviction_stats_age_seconds"]
+    signal = {"eviction_signal": "memory.available"}
+    assert value(age, "kubelet_eviction_stats_age_seconds_sum", **signal) == 3.0
+    assert value(age, "kubelet_eviction_stats_age_seconds_bucket", le="2.5", **signal) == 0
+    sandbox = got["kubelet_run_podsandbox_duration_seconds"]
+    name = "kubelet_run_podsandbox_duration_seconds_count"
+    assert value(sandbox, name, runtime_handler="") == 1
+    assert value(sandbox, name, runtime_handler="kata") == 1
+    errors = got["kubelet_run_podsandbox_errors"]
+    assert value(errors, "kubelet_run_podsandbox_errors_total", runtime_handler="kata") == 1
+    assert not [s for s in errors if s.labels.get("runtime_handler") == ""]
+    start = got["kubelet_pod_worker_start_duration_seconds"]
+    assert value(start, "kubelet_pod_worker_start_duration_seconds_count") == 1  # None: unknown
+    per_pod = got["kubelet_containers_per_pod_count"]
+    assert value(per_pod, "kubelet_containers_per_pod_count_count") == 2
+    assert value(per_pod, "kubelet_containers_per_pod_count_bucket", le="2.0") == 1
+    assert value(per_pod, "kubelet_containers_per_pod_count_bucket", le="4.0") == 2
+
+
+def test_active_and_mirror_pods_and_ephemeral_containers() -> None:
+    static = Pod(metadata=ObjectMeta(name="s", annotations={"kubernetes.io/config.source": "file"}))
+    debugged = Pod(
+        metadata=ObjectMeta(name="a", annotations={"kubernetes.io/config.source": "api"}),
+        spec=PodSpec(ephemeral_containers=(EphemeralContainer(name="d1"),)),
+    )
+    mirrors = [1]
+    m = KubeletMetrics("node1", process=False)
+    m.registry.register(
+        PodGauges(None, lambda: [static, debugged], lambda: [static], lambda: mirrors[0])
+    )
+    got = scrape(m)
+    assert value(got["kubelet_active_pods"], "kubelet_active_pods", static="true") == 1
+    assert value(got["kubelet_active_pods"], "kubelet_active_pods", static="") == 0
+    assert value(got["kubelet_mirror_pods"], "kubelet_mirror_pods") == 1
+    managed = got["kubelet_managed_ephemeral_containers"]
+    assert value(managed, "kubelet_managed_ephemeral_containers") == 1
+
+
+def test_image_size_labels() -> None:
+    assert image_size_label(0) == "0-10MB"
+    assert image_size_label(10 * 1024 * 1024 - 1) == "0-10MB"
+    assert image_size_label(10 * 1024 * 1024) == "10MB-100MB"
+    assert image_size_label(3 * 1024**3) == "1GB-5GB"
+    assert image_size_label(500 * 1024**3) == "GT100GB"
+
+
+def test_go_durations_to_the_millisecond() -> None:
+    assert [go_duration_ms(x) for x in (0, 0.0004, 0.567, 1, 1.2345, 61.5, 3723.4, 60)] == [
+        "0s", "0s", "567ms", "1s", "1.234s", "1m1.5s", "1h2m3.4s", "1m0s",
+    ]  # fmt: skip

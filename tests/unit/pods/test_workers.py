@@ -53,9 +53,12 @@ class RecordingSyncer(PodSyncer):
         return [e for e in self.log if e[1] == kind]
 
 
-async def with_workers(syncer: RecordingSyncer, nursery: trio.Nursery) -> PodWorkers:
+async def with_workers(
+    syncer: RecordingSyncer, nursery: trio.Nursery, restarted: list[Pod] | None = None
+) -> PodWorkers:
     send, receive = trio.open_memory_channel[WorkerResult](math.inf)
-    workers = PodWorkers(syncer, results=send)
+    on_restart = restarted.append if restarted is not None else None
+    workers = PodWorkers(syncer, results=send, on_restart=on_restart)
     workers.results = receive  # type: ignore[attr-defined]
     await nursery.start(workers.run)
     return workers
@@ -154,8 +157,9 @@ async def test_same_uid_coming_back_restarts_after_termination(
     autojump_clock: trio.abc.Clock,
 ) -> None:
     syncer = RecordingSyncer(terminate_takes=5)
+    restarted: list[Pod] = []
     async with trio.open_nursery() as nursery:
-        workers = await with_workers(syncer, nursery)
+        workers = await with_workers(syncer, nursery, restarted)
         p = pod()
         workers.sync(p)
         await trio.sleep(1)
@@ -166,6 +170,7 @@ async def test_same_uid_coming_back_restarts_after_termination(
         assert workers.phase("u1") is PodPhase.SYNCING
         nursery.cancel_scope.cancel()
     assert [e[0] for e in syncer.events("sync-start")] == [0, 6]
+    assert [r.metadata.annotations["v"] for r in restarted] == ["2"]  # counted once
 
 
 async def test_requeue_reruns_the_sync(autojump_clock: trio.abc.Clock) -> None:

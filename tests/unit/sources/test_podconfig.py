@@ -401,3 +401,31 @@ def test_an_added_ephemeral_container_is_an_update(storage: PodStorage) -> None:
     (stored,) = update.pods
     assert [c.target_container_name for c in stored.spec.ephemeral_containers] == ["c"]
     assert stored.metadata.generation == 2
+
+
+@attrs.define
+class Watch:
+    observed: list[str] = attrs.field(factory=list)
+    forgotten: list[str] = attrs.field(factory=list)
+
+    def observed_on_watch(self, pod: Pod) -> None:
+        self.observed.append(pod.metadata.name)
+
+    def forget(self, uid: str) -> None:
+        self.forgotten.append(uid)
+
+
+def test_the_startup_tracker_hears_every_api_pod_each_update() -> None:
+    """As upstream's ObservedPodOnWatch: each pod of each API update, changed or not (the
+    watch may show a pod running only after its status write); static sources never."""
+    watch = Watch()
+    storage = PodStorage(clock=lambda: NOW, watch=watch)
+    a, b = make_pod("a"), make_pod("b")
+    storage.merge("api", SET, [a, b])
+    storage.merge("api", SET, [a, with_status_message(b, "x")])
+    storage.merge("file", SET, [make_pod("static")])
+    assert watch.observed == ["a", "b", "a", "b"]
+    storage.merge("api", SET, [a])
+    storage.merge("api", REMOVE, [a])
+    assert watch.observed == ["a", "b", "a", "b", "a"]
+    assert watch.forgotten == ["b-uid", "a-uid"]
