@@ -206,6 +206,7 @@ class Pleg:
         except Exception as exc:  # a runtime outage: keep old states, stay silent
             log.warning("PLEG relist failed: %s", exc)
             return
+        listed = self._clock()
         changed = diff_relists(self._states, current)
         to_fetch = set(changed) | self._reinspect
         unread = self._unread(to_fetch, current)
@@ -244,7 +245,11 @@ class Pleg:
             self.on_relist(start, self.last_relist_duration)
         if trace.TRACE is not None:
             trace.TRACE.record(
-                "relist", t=time.monotonic(), d=self.last_relist_duration, pods=len(kept)
+                "relist",
+                t=time.monotonic(),
+                d=self.last_relist_duration,
+                lists=listed - start,
+                pods=len(kept),
             )
 
     def _unread(self, uids: set[str], current: PodStates) -> set[str]:
