@@ -9,12 +9,14 @@ one JSON object with ``time.monotonic()`` seconds:
      "slot": ..., "prio": false}
     {"k": "inotify", "t": ..., "name": "web.yaml", "mask": 128}
     {"k": "gc", "t": ..., "d": ..., "gen": 2}
-    {"k": "lag", "t": ..., "d": ...}
+    {"k": "lag", "t": ..., "d": ..., "cpu": ...}
 
 ``gc`` is one collection of the cyclic collector taking ``GC_MIN`` or more (``t`` its
 start), so that a slow PLEG relist can be told apart from a collection pause. ``lag`` is
 how late the loop woke a task that sleeps ``LAG_PERIOD`` (past ``LAG_MIN``; ``t`` the
-wake-up): the Trio loop busy with other work. The lag watcher wakes 100 times a second,
+wake-up): the Trio loop busy with other work (``cpu``, the loop thread's CPU time over
+the sleep and its lateness, near both) or the process waiting for a core (``cpu`` near
+none: a loaded machine). The lag watcher wakes 100 times a second,
 so it only runs when ``KUBELET_TRACE_LAG`` is set too.
 
 ``slot`` is when the call got one of the channel's call slots (``t0`` to ``slot``: waiting
@@ -78,10 +80,10 @@ class Trace:
         if not os.environ.get(LAG_ENV):
             return
         while True:
-            due = time.monotonic() + LAG_PERIOD
+            due, cpu = time.monotonic() + LAG_PERIOD, time.thread_time()
             await trio.sleep(LAG_PERIOD)
             if (late := time.monotonic() - due) >= LAG_MIN:
-                self.record("lag", t=time.monotonic(), d=late)
+                self.record("lag", t=time.monotonic(), d=late, cpu=time.thread_time() - cpu)
 
 
 TRACE: Trace | None = None
