@@ -33,7 +33,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 
 import attrs
@@ -236,7 +236,7 @@ async def run(
         metrics.registry.register(PodGauges(pleg.cache.statuses, desired.pods))
         stats, collectors, eviction = await _start_node_protection(
             root, options, host, node.name, runtime, images, lifecycle, config, recorder,
-            pressure, desired,
+            pressure, desired, pleg.between_relists,
         )  # fmt: skip
         registries = metrics.registry, prober.metrics.registry
         backend = RunningKubelet(runtime, images, *registries, lifecycle)
@@ -295,6 +295,7 @@ async def _start_node_protection(
     recorder: EventRecorder,
     pressure: NodePressure,
     desired: PodManager,
+    between_relists: Callable[[], Awaitable[None]],
 ) -> tuple[SummaryProvider, GarbageCollectors, EvictionManager]:
     """Stats (the summary), garbage collection and eviction, which reads both."""
     stats = SummaryProvider(
@@ -312,7 +313,7 @@ async def _start_node_protection(
             options.config.cgroup_root or "/", options.config.cgroups_per_qos
         ),
     )  # fmt: skip
-    usage = NodeUsage(stats)
+    usage = NodeUsage(stats, between_relists)  # its stats read starts right after a relist
     collectors = await root.start(
         functools.partial(run_gc, containers_log_dir=host.containers_log_dir),
         options, node_name, runtime, images, lifecycle.gc_view, config.sources_ready,

@@ -42,6 +42,8 @@ RELIST_PERIOD = 1.0
 RELIST_THRESHOLD = 180.0
 EVENT_CHANNEL_CAPACITY = 1000
 STATUS_FETCH_CONCURRENCY = 16
+JUST_RELISTED = 0.05
+"""``Pleg.between_relists`` returns at once this soon after a relist ended."""
 
 
 class PlegState(enum.Enum):
@@ -169,6 +171,9 @@ class Pleg:
         """Those of the relist under way: logged once at its end."""
         self.on_relist = on_relist
         """Called with (start, duration) after each successful relist (metrics)."""
+        self._relisted = trio.Event()
+        """Set when the relist under way (or the next) ends, then replaced."""
+        self._relist_ended: float | None = None
 
     def healthy(self) -> tuple[bool, str]:
         """(ok, why not): unhealthy before the first relist or after ``threshold`` silence."""
@@ -182,6 +187,21 @@ class Pleg:
             )
         return True, ""
 
+    async def between_relists(self) -> None:
+        """Return right after a relist ended: at once if one just did, else when the one
+        under way (or the next) ends, waiting one period and a second at most.
+
+        The eviction pass waits here before it reads the pods' stats: containerd asks
+        every container's shim for them (0.6-0.9 s at 500 pods), and a relist meanwhile
+        got its two lists answered 3 to 8 times slower. Started here, the read has the
+        period before the next relist to itself. Nothing else changes: the pass still
+        reads the same stats, ending at most this wait later."""
+        ended = self._relist_ended
+        if ended is not None and self._clock() - ended <= JUST_RELISTED:
+            return
+        with trio.move_on_after(self._period + 1.0):
+            await self._relisted.wait()
+
     def request_reinspect(self, uid: str) -> None:
         """Refresh ``uid``'s cache entry on the next relist and send PodSync."""
         self._reinspect.add(uid)
@@ -190,7 +210,12 @@ class Pleg:
         channel.PRIORITY.set(True)  # the relist's calls pass the pod workers' queue
         started = False
         while True:
-            await self.relist()
+            try:
+                await self.relist()
+            finally:
+                self._relist_ended = self._clock()
+                self._relisted.set()
+                self._relisted = trio.Event()
             if not started:
                 task_status.started()
                 started = True

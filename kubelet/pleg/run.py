@@ -6,7 +6,7 @@ hands back a ``PlegHandle`` and relists every second until cancelled.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import attrs
 import trio
@@ -27,6 +27,8 @@ class PlegHandle:
     cache: PodCache
     view: RuntimeView
     healthy: Callable[[], tuple[bool, str]]
+    between_relists: Callable[[], Awaitable[None]]
+    """Returns right after a relist ended (``Pleg.between_relists``)."""
 
 
 async def run_pleg(
@@ -44,4 +46,4 @@ async def run_pleg(
         await nursery.start(pleg.run)
         if trace.TRACE is not None:  # the benchmark's: how late the loop runs the relist
             nursery.start_soon(trace.TRACE.watch_loop)
-        task_status.started(PlegHandle(receive, cache, view, pleg.healthy))
+        task_status.started(PlegHandle(receive, cache, view, pleg.healthy, pleg.between_relists))
