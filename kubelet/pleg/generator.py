@@ -113,12 +113,17 @@ PodStates = Mapping[str, Mapping[str, PlegState]]
 """uid → container/sandbox id → state, as one relist saw it."""
 
 
+_NOTHING: Mapping[str, PlegState] = {}
+
+
 def diff_relists(old: PodStates, new: PodStates) -> dict[str, list[PodLifecycleEvent]]:
     """Events per pod between two relists; pods without events are left out."""
     out: dict[str, list[PodLifecycleEvent]] = {}
     for uid in old.keys() | new.keys():
-        before = old.get(uid, {})
-        after = new.get(uid, {})
+        before = old.get(uid, _NOTHING)
+        after = new.get(uid, _NOTHING)
+        if before == after:  # the steady case: one comparison in C, no per-container work
+            continue
         events: list[PodLifecycleEvent] = []
         for cid in before.keys() | after.keys():
             events += events_for(
