@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
 import platform
 import shutil
@@ -362,7 +363,7 @@ class Trace:
                 RelistSplit(
                     d=x["d"],
                     lists=x.get("lists", x["d"]),
-                    calls=sum(c["t1"] - c["t0"] for c in own),
+                    calls=_union(own),
                     gc=sum(overlap(t, t + d) for t, d, _ in self.gcs),
                     lag=sum(overlap(t, t + d) for t, d in self.lags),
                     others=others,
@@ -371,11 +372,22 @@ class Trace:
         return out
 
 
+def _union(calls: list[dict[str, Any]]) -> float:
+    """Seconds with at least one of ``calls`` in flight (a relist's two may overlap)."""
+    busy, end = 0.0, -math.inf
+    for c in sorted(calls, key=lambda c: c["t0"]):
+        if c["t1"] > end:
+            busy += c["t1"] - max(c["t0"], end)
+            end = c["t1"]
+    return busy
+
+
 @attrs.frozen
 class RelistSplit:
     """One PLEG relist's duration, split: its two list calls as the channel saw them
     (request to the Trio task resumed, the runtime's answer and our loop's lateness
-    both inside), the rest of ``lists`` (building the states), the diff after; and
+    both inside; the time with either in flight), the rest of ``lists`` (building the
+    states), the diff after; and
     how much of it the loop ran late (``KUBELET_TRACE_LAG``) and collected garbage."""
 
     d: float
