@@ -33,7 +33,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 
 import attrs
@@ -237,7 +237,7 @@ async def run(
         _register_state_metrics(metrics, pleg, desired, lifecycle, cgroups)
         stats, collectors, eviction = await _start_node_protection(
             root, options, host, node.name, runtime, images, lifecycle, config, recorder,
-            pressure, desired, metrics,
+            pressure, desired, metrics, pleg.between_relists,
         )  # fmt: skip
         registries = metrics.registry, prober.metrics.registry
         backend = RunningKubelet(runtime, images, *registries, lifecycle)
@@ -336,6 +336,7 @@ async def _start_node_protection(
     pressure: NodePressure,
     desired: PodManager,
     metrics: KubeletMetrics,
+    between_relists: Callable[[], Awaitable[None]],
 ) -> tuple[SummaryProvider, GarbageCollectors, EvictionManager]:
     """Stats (the summary), garbage collection and eviction, which reads both."""
     stats = SummaryProvider(
@@ -353,7 +354,7 @@ async def _start_node_protection(
             options.config.cgroup_root or "/", options.config.cgroups_per_qos
         ),
     )  # fmt: skip
-    usage = NodeUsage(stats)
+    usage = NodeUsage(stats, between_relists)  # its stats read starts right after a relist
     collectors = await root.start(
         functools.partial(
             run_gc,

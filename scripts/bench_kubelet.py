@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
 import platform
 import shutil
@@ -288,13 +289,23 @@ class Trace:
         self.events: dict[str, list[tuple[float, int]]] = {}
         self.calls: dict[str, list[dict[str, Any]]] = {}
         self.relists: list[tuple[float, float]] = []
+        self.relist_lines: list[dict[str, Any]] = []
+        self.all_calls: list[dict[str, Any]] = []
+        self.gcs: list[tuple[float, float, int]] = []
+        self.lags: list[tuple[float, float]] = []
         for x in lines:
             if x["k"] == "inotify":
                 self.events.setdefault(x["name"], []).append((x["t"], x["mask"]))
             elif x["k"] == "call":
                 self.calls.setdefault(x["pod"], []).append(x)
+                self.all_calls.append(x)
             elif x["k"] == "relist":
                 self.relists.append((x["t"], x["d"]))
+                self.relist_lines.append(x)
+            elif x["k"] == "gc":
+                self.gcs.append((x["t"], x["d"], x["gen"]))
+            elif x["k"] == "lag":
+                self.lags.append((x["t"] - x["d"], x["d"]))
         for calls in self.calls.values():
             calls.sort(key=lambda c: c["t0"])
 
@@ -325,6 +336,66 @@ class Trace:
 
     def relist_durations(self, start: float, end: float) -> list[float]:
         return [d for t, d in self.relists if start <= t <= end]
+
+    def relist_split(self, start: float, end: float) -> list[RelistSplit]:
+        """Each relist that ended in [start, end]: where its time went."""
+        out = []
+        for x in self.relist_lines:
+            if not start <= x["t"] <= end:
+                continue
+            r0, r1 = x["t"] - x["d"], x["t"]
+
+            def overlap(a: float, b: float, r0: float = r0, r1: float = r1) -> float:
+                return max(0.0, min(b, r1) - max(a, r0))
+
+            own = [
+                c
+                for c in self.all_calls
+                if c["rpc"] in ("ListPodSandbox", "ListContainers")
+                and c["prio"]
+                and r0 - 0.001 <= c["t0"]
+                and c["t1"] <= r1 + 0.001
+            ]
+            others = sorted(
+                {c["rpc"] for c in self.all_calls if c not in own and overlap(c["t0"], c["t1"]) > 0}
+            )
+            out.append(
+                RelistSplit(
+                    d=x["d"],
+                    lists=x.get("lists", x["d"]),
+                    calls=_union(own),
+                    gc=sum(overlap(t, t + d) for t, d, _ in self.gcs),
+                    lag=sum(overlap(t, t + d) for t, d in self.lags),
+                    others=others,
+                )
+            )
+        return out
+
+
+def _union(calls: list[dict[str, Any]]) -> float:
+    """Seconds with at least one of ``calls`` in flight (a relist's two may overlap)."""
+    busy, end = 0.0, -math.inf
+    for c in sorted(calls, key=lambda c: c["t0"]):
+        if c["t1"] > end:
+            busy += c["t1"] - max(c["t0"], end)
+            end = c["t1"]
+    return busy
+
+
+@attrs.frozen
+class RelistSplit:
+    """One PLEG relist's duration, split: its two list calls as the channel saw them
+    (request to the Trio task resumed, the runtime's answer and our loop's lateness
+    both inside; the time with either in flight), the rest of ``lists`` (building the
+    states), the diff after; and
+    how much of it the loop ran late (``KUBELET_TRACE_LAG``) and collected garbage."""
+
+    d: float
+    lists: float
+    calls: float
+    gc: float
+    lag: float
+    others: list[str]
 
 
 def ms(x: float) -> str:
@@ -820,6 +891,7 @@ class NodeResult:
     rss: float = 0.0
     peak_rss: float = 0.0
     relists: list[float] = attrs.Factory(list)
+    splits: list[RelistSplit] = attrs.Factory(list)
     stopped: float = 0.0
     removed: float = 0.0
     starts: list[Share | None] = attrs.Factory(list)
@@ -878,6 +950,7 @@ async def bench_node(endpoint: str, n: int, steady: float, settle: float = 30) -
             await kubelet.stop()
             trace = Trace(kubelet.trace())
             result.relists = trace.relist_durations(s0, s1)
+            result.splits = trace.relist_split(s0, s1)
             for x in names:
                 pod = kubelet.pod_name(x)
                 result.starts.append(share_of(trace, f"{x}.yaml", pod, t0, ADDED))
@@ -909,6 +982,24 @@ def print_node(r: NodeResult) -> None:
     print_table(header, rows)
     print(f"  start:    {share_summary(r.starts)}")
     print(f"  teardown: {share_summary(r.stops)}")
+    print_relist_splits(r.splits)
+
+
+def print_relist_splits(splits: list[RelistSplit], slowest: int = 5) -> None:
+    """The slowest steady relists, split (a tree without the split trace prints nothing)."""
+    if not splits:
+        return
+    calls = [x.calls for x in splits]
+    print(
+        f"  relists: the two list calls p50 {ms(pct(calls, 50))}, p99 {ms(pct(calls, 99))} ms;"
+        f" the slowest {slowest} (ms: total = lists (calls) + diff; loop lag, gc inside;"
+        " other calls in flight):"
+    )
+    for x in sorted(splits, key=lambda x: x.d, reverse=True)[:slowest]:
+        print(
+            f"    {ms(x.d)} = {ms(x.lists)} ({ms(x.calls)}) + {ms(x.d - x.lists)};"
+            f" lag {ms(x.lag)}, gc {ms(x.gc)}; {', '.join(x.others) or '-'}"
+        )
 
 
 # -- orchestration ---------------------------------------------------------------------------

@@ -10,6 +10,7 @@ whether the writable layers are apart from them (ImageFsInfo's container filesys
 from __future__ import annotations
 
 import os
+from collections.abc import Awaitable, Callable
 
 import attrs
 
@@ -27,11 +28,18 @@ def _device(path: str) -> int | None:
         return None
 
 
+async def _at_once() -> None:
+    pass
+
+
 @attrs.frozen
 class NodeUsage:
     provider: SummaryProvider
+    between_relists: Callable[[], Awaitable[None]] = _at_once
+    """The eviction pass's stats read waits for this (the PLEG's ``between_relists``)."""
 
     async def summary(self) -> Summary:
+        await self.between_relists()
         figures = await self.provider.summary(lean=True)  # no network, swap nor PSI
         return await from_json_paced(figures, self.provider.pacer())
 

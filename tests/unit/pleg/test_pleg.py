@@ -356,3 +356,42 @@ async def test_a_relist_with_nothing_to_read_does_not_give_the_loop_away() -> No
     with trio.testing.assert_checkpoints():
         await pleg.relist()  # p to read: the reads are made in a nursery
     assert drain(recv) == {("p", Died, "c")}
+
+
+class SlowRuntime(ScriptedRuntime):
+    """Each relist takes 0.2 s; ``stalled`` makes the next one hang."""
+
+    stalled = False
+
+    async def relist(self) -> PodStates:
+        await trio.sleep(0.2)
+        if self.stalled:
+            await trio.sleep_forever()
+        return self.pods
+
+
+async def test_between_relists_returns_right_after_a_relist_ends(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    """Relists run [0, 0.2], [1.2, 1.4], [2.4, 2.6] ...: a wait begun just after one
+    ends returns at once, one begun between or during relists returns when the next
+    ends, and a relist that never ends holds it one period and a second at most."""
+    runtime = SlowRuntime()
+    send, _ = trio.open_memory_channel[PodLifecycleEvent](100)
+    pleg = Pleg(runtime, PodCache(runtime.status), send)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(pleg.run)
+        t0 = trio.current_time() - 0.2
+        await pleg.between_relists()
+        assert trio.current_time() - t0 == pytest.approx(0.2)
+        await trio.sleep(0.3)
+        await pleg.between_relists()
+        assert trio.current_time() - t0 == pytest.approx(1.4)
+        await trio.sleep(0.9)  # 2.3: the next relist begins at 2.4
+        await pleg.between_relists()
+        assert trio.current_time() - t0 == pytest.approx(2.6)
+        await trio.sleep(0.9)  # 3.5: the next relist begins at 3.6 and hangs
+        runtime.stalled = True
+        await pleg.between_relists()
+        assert trio.current_time() - t0 == pytest.approx(5.5)
+        nursery.cancel_scope.cancel()

@@ -1,13 +1,15 @@
-"""RuntimeView.pod_status: a pod's status read does not wait for one list before the other."""
+"""RuntimeView: neither a pod's status read nor a relist waits for one list before the other."""
 
 from __future__ import annotations
 
 from typing import Any, cast
 
+import pytest
 import trio
 
-from kubelet.cri import RuntimeClient, api, labels
+from kubelet.cri import RuntimeClient, RuntimeUnavailable, api, labels
 from kubelet.cri.types import ContainerRunState, SandboxState
+from kubelet.pleg.generator import PlegState
 from kubelet.pleg.view import RuntimeView
 
 UID = "u1"
@@ -110,3 +112,34 @@ async def test_listed_uids_are_the_last_relists_while_it_is_recent(
     assert runtime.calls == ["ListPodSandbox", "ListContainers"]  # nothing listed for it
     await trio.sleep(0.1)
     assert view.listed_uids(2.0) is None
+
+
+async def test_relist_lists_sandboxes_and_containers_at_once(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    """The relist's two lists overlap (each answers only once the other is asked), the
+    sandboxes' request first, and the states are those of both lists."""
+    runtime = OverlapRuntime()
+    view = RuntimeView(cast(RuntimeClient, runtime))
+    with trio.fail_after(5):
+        states = await view.relist()
+    assert runtime.calls == ["ListPodSandbox", "ListContainers"]
+    assert states == {UID: {"s1": PlegState.RUNNING, "c1": PlegState.RUNNING}}
+
+
+class FailingRuntime(OverlapRuntime):
+    async def list_containers(self, labels: dict[str, str] | None = None) -> list[Any]:
+        self.calls.append("ListContainers")
+        raise RuntimeUnavailable("ListContainers", "connection refused")
+
+
+async def test_a_failed_list_fails_the_relist_with_its_own_error(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    """Not an exception group: the PLEG logs the runtime's error as it is."""
+    runtime = FailingRuntime()
+    runtime.asked_containers.set()
+    view = RuntimeView(cast(RuntimeClient, runtime))
+    with pytest.raises(RuntimeUnavailable):
+        await view.relist()
+    assert view.unlisted("other") is False  # no relist finished

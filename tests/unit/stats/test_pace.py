@@ -1,11 +1,12 @@
-"""Pacer: a long pass gives the loop back once per slice, and only then."""
+"""Pacer: a long pass gives the loop back once per slice, and only then; it lets a relist by."""
 
 from __future__ import annotations
 
+import pytest
 import trio
 import trio.testing
 
-from kubelet.stats.pace import Pacer
+from kubelet.stats.pace import URGENT_WAIT, Pacer, Urgent
 from kubelet.stats.summary import from_json, from_json_paced
 
 
@@ -61,3 +62,37 @@ async def test_from_json_paced_reads_what_from_json_reads() -> None:
     summary = _summary(3)
     assert await from_json_paced(summary, pacer) == from_json(summary)
     assert pacer.yields == 3
+
+
+async def test_a_pass_lets_urgent_work_by_once_and_not_for_long(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    """At a yield during urgent work the pass waits for its end, once per piece of
+    work (its next yields are checkpoints), URGENT_WAIT at most; outside urgent work a
+    yield is a checkpoint."""
+    urgent = Urgent()
+    pacer = Pacer(0.0, Clock(), urgent)  # a yield at every tick
+    ended = trio.Event()
+
+    async def relist(seconds: float) -> None:
+        with urgent.running():
+            await trio.sleep(seconds)
+        ended.set()
+
+    t0 = trio.current_time()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(relist, 0.05)
+        await trio.testing.wait_all_tasks_blocked()
+        await pacer.tick()
+        assert ended.is_set() and trio.current_time() - t0 == pytest.approx(0.05)
+    with trio.testing.assert_checkpoints():
+        await pacer.tick()  # nothing urgent: a plain yield
+    t1 = trio.current_time()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(relist, 1.0)  # a relist that takes too long
+        await trio.testing.wait_all_tasks_blocked()
+        await pacer.tick()
+        assert trio.current_time() - t1 == pytest.approx(URGENT_WAIT)
+        await pacer.tick()  # the same work again: not waited for twice
+        assert trio.current_time() - t1 == pytest.approx(URGENT_WAIT)
+    assert pacer.yields == 4
