@@ -15,7 +15,7 @@ import attrs
 
 from kubelet.cri import CriError
 from kubelet.goformat import rfc3339
-from kubelet.stats.summary import FsUsage, Summary, from_json, from_json_paced
+from kubelet.stats.summary import FsUsage, Summary, from_json
 
 from .stats import SummaryProvider
 
@@ -32,8 +32,7 @@ class NodeUsage:
     provider: SummaryProvider
 
     async def summary(self) -> Summary:
-        figures = await self.provider.summary(lean=True)  # no network, swap nor PSI
-        return await from_json_paced(figures, self.provider.pacer())
+        return await self.provider.usage()
 
     async def image_fs(self) -> FsUsage | None:
         runtime = await self.provider.runtime_fs(rfc3339(self.provider.wall_clock()))
