@@ -354,7 +354,7 @@ async def _start_node_protection(
             options.config.cgroup_root or "/", options.config.cgroups_per_qos
         ),
     )  # fmt: skip
-    usage = NodeUsage(stats, between_relists)  # its stats read starts right after a relist
+    usage = NodeUsage(stats)
     collectors = await root.start(
         functools.partial(
             run_gc,
@@ -366,7 +366,11 @@ async def _start_node_protection(
     )  # fmt: skip
     eviction = await root.start(
         functools.partial(
-            run_eviction, cgroups=Cgroups(host.notifier_cgroups), kmsg=host.kmsg, metrics=metrics
+            run_eviction,
+            cgroups=Cgroups(host.notifier_cgroups),
+            kmsg=host.kmsg,
+            metrics=metrics,
+            before_periodic_pass=between_relists,  # its stats read right after a relist
         ),
         options, node_name, usage, lifecycle.evictor, collectors, recorder, pressure,
         usage.disk_layout, _pod_names(desired),

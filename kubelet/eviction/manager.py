@@ -148,9 +148,14 @@ class EvictionManager:
         disk_layout: DiskLayout,
         pressure: PressureSink | None = None,
         metrics: EvictionMetrics | None = None,
+        before_periodic_pass: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.config = config
         self.metrics = metrics
+        self.before_periodic_pass = before_periodic_pass
+        """Awaited before a pass the monitoring interval starts (not one a memory notifier
+        asked for): the PLEG's ``between_relists``, so that the pass's stats read -- the
+        runtime asks every container's shim -- does not slow a relist's lists."""
         self.summaries = summaries
         self.active_pods = active_pods
         self.killer = killer
@@ -195,9 +200,11 @@ class EvictionManager:
                         )
                         await self._wait_for_cleanup(evicted)
                         continue
-                    with trio.move_on_after(self.config.monitoring_interval):
+                    with trio.move_on_after(self.config.monitoring_interval) as timer:
                         await self._kick.wait()
                     self._kick = trio.Event()
+                    if timer.cancelled_caught and self.before_periodic_pass is not None:
+                        await self.before_periodic_pass()
             finally:
                 for _, n in self._notifiers:
                     n.close()

@@ -16,7 +16,7 @@ no privilege) that is logged once and the kubelet runs on without it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -208,6 +208,7 @@ async def run_eviction(
     cgroups: Cgroups | None = None,
     kmsg: str | None = "/dev/kmsg",
     metrics: EvictionMetrics | None = None,
+    before_periodic_pass: Callable[[], Awaitable[None]] | None = None,
     task_status: trio.TaskStatus[EvictionManager] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Watch the node's resources, reclaim and evict; until cancelled.
@@ -228,6 +229,7 @@ async def run_eviction(
         disk_layout=disk_layout,
         pressure=pressure,
         metrics=metrics,
+        before_periodic_pass=before_periodic_pass,
     )
     async with trio.open_nursery() as nursery:
         if kmsg is not None:

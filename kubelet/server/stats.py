@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+import attrs
 import trio
 
 from kubelet.cgroups.names import NODE_ALLOCATABLE, CgroupName
@@ -33,6 +34,15 @@ from kubelet.cri import CriError, ImageClient, RuntimeClient, Unimplemented, api
 from kubelet.goformat import rfc3339
 from kubelet.stats.pace import Pacer
 from kubelet.stats.psi import add_psi
+from kubelet.stats.summary import (
+    ContainerUsage,
+    FsUsage,
+    MemoryUsage,
+    PodUsage,
+    Summary,
+    VolumeUsage,
+    from_json,
+)
 from kubelet.stats.volumes import AGG_PERIOD, PodVolume, VolumeUsageCache
 
 from .cgroupfigures import container_cgroup
@@ -67,29 +77,75 @@ def _prune(obj: Json) -> Json:
     return {k: v for k, v in obj.items() if v is not None}
 
 
+def _stamp(seconds: float) -> float:
+    """A time as the typed figures hold it: what ``rfc3339`` writes (whole seconds), read
+    back as ``from_json`` reads it."""
+    return float(int(seconds))
+
+
+def fs_usage(
+    time: float | None,
+    fs: FsSample | None,
+    used: int | None = None,
+    inodes_used: int | None = None,
+) -> FsUsage:
+    """A filesystem's figures: size from ``fs`` (statvfs), use as given (a writable layer,
+    log files, a volume) or, when not given, the filesystem's own."""
+    if fs is None:
+        return FsUsage(time=time, used=used, inodes_used=inodes_used)
+    if used is None:
+        used, inodes_used = fs.used, fs.inodes - fs.inodes_free
+    return FsUsage(
+        time=time,
+        available=fs.available,
+        capacity=fs.capacity,
+        used=used,
+        inodes_free=fs.inodes_free,
+        inodes=fs.inodes,
+        inodes_used=inodes_used,
+    )
+
+
 def fs_json(
     when: str, fs: FsSample | None, used: int | None = None, inodes_used: int | None = None
 ) -> Json:
-    out: Json = {"time": when, "usedBytes": used, "inodesUsed": inodes_used}
-    if fs is not None:
-        out.update(
-            availableBytes=fs.available,
-            capacityBytes=fs.capacity,
-            inodesFree=fs.inodes_free,
-            inodes=fs.inodes,
-        )
-        if used is None:
-            out["usedBytes"] = fs.used
-            out["inodesUsed"] = fs.inodes - fs.inodes_free
-    return _prune(out)
-
-
-def memory_json(when: str, m: MemorySample, capacity: int | None) -> Json:
-    limit = m.limit if m.limit is not None else capacity
+    """``fs_usage`` as stats/v1alpha1 ``FsStats``."""
+    u = fs_usage(None, fs, used, inodes_used)
     return _prune(
         {
             "time": when,
-            "availableBytes": max(limit - m.working_set, 0) if limit is not None else None,
+            "usedBytes": u.used,
+            "inodesUsed": u.inodes_used,
+            "availableBytes": u.available,
+            "capacityBytes": u.capacity,
+            "inodesFree": u.inodes_free,
+            "inodes": u.inodes,
+        }
+    )
+
+
+def _available(m: MemorySample, capacity: int | None) -> int | None:
+    """Memory left to the cgroup: its limit (the machine's capacity when it has none)
+    minus its working set."""
+    limit = m.limit if m.limit is not None else capacity
+    return max(limit - m.working_set, 0) if limit is not None else None
+
+
+def memory_usage(
+    time: float | None, m: MemorySample, capacity: int | None, available: int | None = None
+) -> MemoryUsage:
+    """``memory_json``'s figures that the eviction manager reads; ``available``: the
+    runtime's own figure, when it gives one."""
+    if available is None:
+        available = _available(m, capacity)
+    return MemoryUsage(time=time, available=available, usage=m.usage, working_set=m.working_set)
+
+
+def memory_json(when: str, m: MemorySample, capacity: int | None) -> Json:
+    return _prune(
+        {
+            "time": when,
+            "availableBytes": _available(m, capacity),
             "usageBytes": m.usage,
             "workingSetBytes": m.working_set,
             "rssBytes": m.rss,
@@ -195,9 +251,9 @@ class SummaryProvider:
     async def summary(self, only_cpu_and_memory: bool = False, lean: bool = False) -> Json:
         """The summary; ``lean`` leaves out the pods' and containers' network, swap and
         pressure, which the eviction manager reads none of (at 500 pods: the sandboxes'
-        /proc/<pid>/net/dev, and some ten cgroup files and stats per pod, every 10 s).
-        The figures it keeps are those of the full summary, CPU included: its rates
-        advance as upstream's eviction pass advances them."""
+        /proc/<pid>/net/dev, and some ten cgroup files and stats per pod, every 10 s):
+        the JSON of what ``usage`` gives it. The figures it keeps are those of the full
+        summary, CPU included: its rates advance as upstream's eviction pass advances them."""
         node = await self.node_stats(only_cpu_and_memory)
         pods = await self.pod_stats(only_cpu_and_memory, lean)
         return {"node": node, "pods": pods}
@@ -321,7 +377,8 @@ class SummaryProvider:
             return {}
         return {s.attributes.id: s for s in stats}
 
-    async def pod_stats(self, only_cpu_and_memory: bool = False, lean: bool = False) -> list[Json]:
+    async def _pod_pass(self, only_cpu_and_memory: bool) -> _PodPass:
+        """What a pass over the pods reads once for all of them."""
         sandboxes = [
             s
             for s in await self.runtime.list_pod_sandbox(state=api.SANDBOX_READY)
@@ -330,41 +387,144 @@ class SummaryProvider:
         containers = await self.runtime.list_containers(state=api.CONTAINER_RUNNING)
         sandbox_stats = await self._sandbox_stats([s.id for s in sandboxes])
         container_stats = await self._container_stats()
-        capacity = self.host.memory_capacity()
-        fs = None if only_cpu_and_memory else self.host.filesystem(self.pod_logs_dir)
-        image_fs = None if only_cpu_and_memory else await self._image_fs()
+        full = not only_cpu_and_memory
         by_sandbox: dict[str, dict[str, api.Container]] = {}
         for c in sorted(containers, key=lambda c: c.created_at):
             by_sandbox.setdefault(c.pod_sandbox_id, {})[c.metadata.name] = c  # newest wins
+        return _PodPass(
+            sandboxes=sorted(sandboxes, key=lambda s: s.created_at),
+            containers=containers,
+            by_sandbox=by_sandbox,
+            sandbox_stats=sandbox_stats,
+            container_stats=container_stats,
+            capacity=self.host.memory_capacity(),
+            logs_fs=self.host.filesystem(self.pod_logs_dir) if full else None,
+            image_fs=await self._image_fs() if full else None,
+            log_dirs=pod_log_dirs(self.pod_logs_dir) if full else None,
+            cgroups=self.host.pod_cgroups(self.pods_root),
+        )
+
+    def _end_pass(self, p: _PodPass, only_cpu_and_memory: bool) -> None:
+        """Forget the volumes and CPU samples of pods and containers that are gone."""
+        if not only_cpu_and_memory:
+            self.volumes.keep({s.labels[labels.POD_UID] for s in p.sandboxes})
+        self.rates.keep(
+            ["node", "kubelet", "runtime", "misc", "pods"]
+            + [f"pod/{s.labels[labels.POD_UID]}" for s in p.sandboxes]
+            + [f"container/{c.id}" for c in p.containers]
+        )
+
+    async def pod_stats(self, only_cpu_and_memory: bool = False, lean: bool = False) -> list[Json]:
+        p = await self._pod_pass(only_cpu_and_memory)
         out: list[Json] = []
-        log_dirs = None if only_cpu_and_memory else pod_log_dirs(self.pod_logs_dir)
-        cgroups = self.host.pod_cgroups(self.pods_root)
         pacer = self.pacer()
-        for sandbox in sorted(sandboxes, key=lambda s: s.created_at):
+        for sandbox in p.sandboxes:
             await pacer.tick()  # 500 pods take 100 ms and more: the loop runs between them
             pod_containers = [
-                self._container_json(
-                    c, container_stats.get(c.id), capacity, fs, image_fs, cgroups, log_dirs, lean
-                )
-                for c in by_sandbox.get(sandbox.id, {}).values()
+                self._container_json(c, p.container_stats.get(c.id), p, lean)
+                for c in p.by_sandbox.get(sandbox.id, {}).values()
             ]
-            stats = sandbox_stats.get(sandbox.id) if sandbox_stats is not None else None
+            stats = p.sandbox_stats.get(sandbox.id) if p.sandbox_stats is not None else None
             pod = self._pod_json(
-                sandbox, stats, pod_containers, capacity, only_cpu_and_memory, cgroups, lean
+                sandbox, stats, pod_containers, p.capacity, only_cpu_and_memory, p.cgroups, lean
             )
             if not only_cpu_and_memory:
                 await self._add_volumes(pod)
             out.append(pod)
-        if not only_cpu_and_memory:
-            self.volumes.keep({s.labels[labels.POD_UID] for s in sandboxes})
-        self.rates.keep(
-            ["node", "kubelet", "runtime", "misc", "pods"]
-            + [f"pod/{s.labels[labels.POD_UID]}" for s in sandboxes]
-            + [f"container/{c.id}" for c in containers]
-        )
+        self._end_pass(p, only_cpu_and_memory)
         # newest sandbox per pod uid wins (a pod restarted its sandbox)
         newest: dict[str, Json] = {p["podRef"]["uid"]: p for p in out}
         return list(newest.values())
+
+    # -- the eviction manager's summary: typed figures, built directly ---------------------
+
+    async def usage(self) -> Summary:
+        """The figures of ``summary(lean=True)`` that ``from_json`` keeps (the eviction
+        manager's ``SummarySource``), made without the JSON in between: formatting it and
+        reading it back were a fifth of the pass's CPU at 500 pods, every 10 s. The reads
+        and the rules are the JSON's (``_PodPass``, ``fs_usage``, ``memory_usage``...);
+        the CPU rates advance as that summary advances them."""
+        node = from_json({"node": await self.node_stats()}).node
+        p = await self._pod_pass(only_cpu_and_memory=False)
+        newest: dict[str, PodUsage] = {}  # the newest sandbox of a pod wins, as above
+        pacer = self.pacer()
+        for sandbox in p.sandboxes:
+            await pacer.tick()
+            pod = await self._pod_usage(sandbox, p)
+            newest[pod.uid] = pod
+        self._end_pass(p, only_cpu_and_memory=False)
+        return Summary(node=node, pods=tuple(newest.values()))
+
+    async def _pod_usage(self, sandbox: api.PodSandbox, p: _PodPass) -> PodUsage:
+        uid = sandbox.labels.get(labels.POD_UID, sandbox.metadata.uid)
+        now = self.wall_clock()
+        stamp = _stamp(now)
+        containers = [
+            self._container_usage(c, p.container_stats.get(c.id), p, stamp)
+            for c in p.by_sandbox.get(sandbox.id, {}).values()
+        ]
+        stats = p.sandbox_stats.get(sandbox.id) if p.sandbox_stats is not None else None
+        cpu = False
+        memory = None
+        if stats is not None and stats.HasField("linux"):
+            cpu = self._cri_cpu(f"pod/{uid}", stats.linux.cpu) is not None
+            memory = _cri_memory_usage(stats.linux.memory)
+        cgroup = p.cgroups.find(uid)
+        if (not cpu or memory is None) and cgroup is not None:
+            sample = self._pod_cgroup_samples(uid, cgroup, now)[1]
+            if memory is None and sample is not None:
+                memory = memory_usage(stamp, sample, p.capacity)
+        if memory is None:
+            memory = _sum_memory(containers)
+        ephemeral = _ephemeral_usage(
+            [f for c in containers for f in (c.rootfs, c.logs) if f is not None]
+        )
+        volumes, ephemeral = await self._volumes_usage(uid, ephemeral, stamp)
+        return PodUsage(
+            uid=uid,
+            name=sandbox.labels.get(labels.POD_NAME, sandbox.metadata.name),
+            namespace=sandbox.labels.get(labels.POD_NAMESPACE, sandbox.metadata.namespace),
+            memory=memory,
+            containers=tuple(containers),
+            volumes=volumes,
+            ephemeral_storage=ephemeral,
+            process_count=self.host.cgroup_pids(cgroup) if cgroup is not None else None,
+        )
+
+    def _container_usage(
+        self, c: api.Container, stats: api.ContainerStats | None, p: _PodPass, stamp: float
+    ) -> ContainerUsage:
+        name = c.metadata.name
+        if stats is None:
+            return ContainerUsage(name=name)
+        self._cri_cpu(f"container/{c.id}", stats.cpu)
+        rootfs = logs = None
+        if p.logs_fs is not None or p.image_fs is not None:
+            if stats.HasField("writable_layer"):
+                rootfs = _layer_usage(stamp, p.image_fs, stats.writable_layer)
+            logs = fs_usage(stamp, p.logs_fs, *self._log_files(c, p.log_dirs))
+        return ContainerUsage(
+            name=name, memory=_cri_memory_usage(stats.memory), rootfs=rootfs, logs=logs
+        )
+
+    async def _volumes_usage(
+        self, uid: str, ephemeral: FsUsage | None, stamp: float
+    ) -> tuple[tuple[VolumeUsage, ...], FsUsage | None]:
+        """``_add_volumes``'s figures: the pod's volumes, and its ephemeral storage with
+        the local ephemeral ones added."""
+        volumes = await self.volumes.pod_volumes(uid)
+        if not volumes:
+            return (), ephemeral
+        rows = tuple(VolumeUsage(name=v.name, fs=self._volume_usage(stamp, v)) for v in volumes)
+        local = [r.fs for v, r in zip(volumes, rows, strict=True) if self._local_ephemeral(v)]
+        if local:
+            parts = local if ephemeral is None else [ephemeral, *local]
+            ephemeral = _with_use(
+                ephemeral or local[0],
+                sum(f.used or 0 for f in parts),
+                sum(f.inodes_used or 0 for f in parts),
+            )
+        return rows, ephemeral
 
     async def _add_volumes(self, pod: Json) -> None:
         """The pod's ``volume`` list, and its local ephemeral volumes in ``ephemeral-storage``."""
@@ -390,6 +550,11 @@ class SummaryProvider:
                       volume.usage.inodes)  # fmt: skip
         row["name"] = volume.name
         return row
+
+    def _volume_usage(self, time: float, volume: PodVolume) -> FsUsage:
+        return fs_usage(
+            time, self.host.filesystem(volume.path), volume.usage.bytes, volume.usage.inodes
+        )
 
     def _local_ephemeral(self, volume: PodVolume) -> bool:
         """emptyDir on disk, configMap, gitRepo: upstream's ``IsLocalEphemeralVolume``
@@ -417,23 +582,16 @@ class SummaryProvider:
         return self.host.filesystem(mount) if mount else None
 
     def _container_json(
-        self,
-        c: api.Container,
-        stats: api.ContainerStats | None,
-        capacity: int | None,
-        logs_fs: FsSample | None,
-        image_fs: FsSample | None,
-        cgroups: PodCgroupFinder,
-        log_dirs: Mapping[str, list[str]] | None = None,
-        lean: bool = False,
+        self, c: api.Container, stats: api.ContainerStats | None, p: _PodPass, lean: bool
     ) -> Json:
         out: Json = {"name": c.metadata.name, "startTime": rfc3339(c.created_at / 1e9)}
         if stats is not None:
-            out.update(self._cpu_memory(f"container/{c.id}", stats.cpu, stats.memory, capacity))
+            out.update(self._cpu_memory(f"container/{c.id}", stats.cpu, stats.memory, p.capacity))
+            logs_fs, image_fs = p.logs_fs, p.image_fs
             full = logs_fs is not None or image_fs is not None
             when = rfc3339(self.wall_clock())
             if not lean:  # the container's cgroup gives only swap and pressure
-                cgroup = self._container_cgroup(c, cgroups)
+                cgroup = self._container_cgroup(c, p.cgroups)
                 out["swap"] = self._cgroup_swap(cgroup, when) or _container_swap(stats, when, full)
                 self._add_psi(out, cgroup, full)
             if full:
@@ -446,50 +604,46 @@ class SummaryProvider:
                         _value(layer, "used_bytes") or 0,
                         _value(layer, "inodes_used"),
                     )
-                out["logs"] = self._logs_fs(c, when, logs_fs, log_dirs)
+                out["logs"] = fs_json(when, logs_fs, *self._log_files(c, p.log_dirs))
         return _prune(out)
 
-    def _logs_fs(
-        self,
-        c: api.Container,
-        when: str,
-        fs: FsSample | None,
-        log_dirs: Mapping[str, list[str]] | None = None,
-    ) -> Json:
+    def _log_files(
+        self, c: api.Container, log_dirs: Mapping[str, list[str]] | None = None
+    ) -> tuple[int, int]:
+        """(bytes, inodes) of the container's log files."""
         uid = c.labels.get(labels.POD_UID, "")
         if log_dirs is None:
             name = glob.escape(c.metadata.name)
             files = glob.glob(f"{self.pod_logs_dir}/*_{uid}/{name}/*")
         else:  # what the glob of each pod directory finds, listed without glob's machinery
             files = [
-                os.path.join(pod_dir, c.metadata.name, entry)
-                for pod_dir in log_dirs.get(uid, ())
-                for entry in _listdir(os.path.join(pod_dir, c.metadata.name))
+                f"{directory}/{entry}"
+                for directory in [f"{d}/{c.metadata.name}" for d in log_dirs.get(uid, ())]
+                for entry in _listdir(directory)
                 if not entry.startswith(".")
             ]
-        used, inodes = files_usage(files)
-        return fs_json(when, fs, used, inodes)
+        return files_usage(files)
+
+    def _cri_cpu(self, key: str, cpu: api.CpuUsage) -> tuple[int, int | None] | None:
+        """The runtime's cumulative CPU and nano-cores (its own, else the rate since the
+        previous sample, which this advances); None when it gives no CPU figure."""
+        if not (cpu.timestamp and cpu.HasField("usage_core_nano_seconds")):
+            return None
+        usage = cpu.usage_core_nano_seconds.value
+        computed = self.rates.rate(key, cpu.timestamp, usage)
+        return usage, _value(cpu, "usage_nano_cores") or computed
 
     def _cpu_memory(
         self, key: str, cpu: api.CpuUsage, memory: api.MemoryUsage, capacity: int | None
     ) -> Json:
         out: Json = {}
-        if cpu.timestamp and cpu.HasField("usage_core_nano_seconds"):
-            usage = cpu.usage_core_nano_seconds.value
-            computed = self.rates.rate(key, cpu.timestamp, usage)
-            given = _value(cpu, "usage_nano_cores")
-            out["cpu"] = _cpu_json(
-                rfc3339(cpu.timestamp / 1e9), cpu.timestamp, usage, given or computed
-            )
-        if memory.timestamp and memory.HasField("working_set_bytes"):
-            sample = MemorySample(
-                usage=_value(memory, "usage_bytes") or 0,
-                working_set=memory.working_set_bytes.value,
-                rss=_value(memory, "rss_bytes"),
-                page_faults=_value(memory, "page_faults"),
-                major_page_faults=_value(memory, "major_page_faults"),
-            )
-            available = _value(memory, "available_bytes")
+        figures = self._cri_cpu(key, cpu)
+        if figures is not None:
+            usage, nano_cores = figures
+            out["cpu"] = _cpu_json(rfc3339(cpu.timestamp / 1e9), cpu.timestamp, usage, nano_cores)
+        found = _cri_memory(memory)
+        if found is not None:
+            sample, available = found
             mem = memory_json(rfc3339(memory.timestamp / 1e9), sample, None)
             if available is not None:
                 mem["availableBytes"] = available
@@ -585,17 +739,105 @@ class SummaryProvider:
         if cgroup is None:
             return {}
         now = self.wall_clock()
-        when, now_ns = rfc3339(now), int(now * 1e9)
+        cpu, memory = self._pod_cgroup_samples(uid, cgroup, now)
+        when = rfc3339(now)
         out: Json = {}
-        cpu: CpuSample | None = self.host.cgroup_cpu(cgroup)
         if cpu is not None:
-            out["cpu"] = _cpu_json(
-                when, now_ns, cpu.usage_ns, self.rates.rate(f"pod/{uid}", now_ns, cpu.usage_ns)
-            )
-        memory = self.host.cgroup_memory(cgroup)
+            out["cpu"] = _cpu_json(when, int(now * 1e9), *cpu)
         if memory is not None:
             out["memory"] = memory_json(when, memory, capacity)
         return out
+
+    def _pod_cgroup_samples(
+        self, uid: str, cgroup: str, now: float
+    ) -> tuple[tuple[int, int | None] | None, MemorySample | None]:
+        """((cumulative CPU, its rate since the previous sample), memory) of the pod's
+        cgroup read at ``now``; the rate advances."""
+        now_ns = int(now * 1e9)
+        sample: CpuSample | None = self.host.cgroup_cpu(cgroup)
+        cpu = None
+        if sample is not None:
+            cpu = (sample.usage_ns, self.rates.rate(f"pod/{uid}", now_ns, sample.usage_ns))
+        return cpu, self.host.cgroup_memory(cgroup)
+
+
+@attrs.frozen(kw_only=True)
+class _PodPass:
+    """What one pass over the pods reads once: the ready sandboxes (oldest first), the
+    running containers (the newest of each name by sandbox), their stats, the capacity
+    and filesystems; ``logs_fs``, ``image_fs`` and ``log_dirs`` only in a full pass."""
+
+    sandboxes: list[api.PodSandbox]
+    containers: list[api.Container]
+    by_sandbox: dict[str, dict[str, api.Container]]
+    sandbox_stats: dict[str, api.PodSandboxStats] | None
+    container_stats: dict[str, api.ContainerStats]
+    capacity: int | None
+    logs_fs: FsSample | None
+    image_fs: FsSample | None
+    log_dirs: dict[str, list[str]] | None
+    cgroups: PodCgroupFinder
+
+
+def _cri_memory(memory: api.MemoryUsage) -> tuple[MemorySample, int | None] | None:
+    """The runtime's memory figures and its available bytes (None: it gives none)."""
+    if not (memory.timestamp and memory.HasField("working_set_bytes")):
+        return None
+    sample = MemorySample(
+        usage=_value(memory, "usage_bytes") or 0,
+        working_set=memory.working_set_bytes.value,
+        rss=_value(memory, "rss_bytes"),
+        page_faults=_value(memory, "page_faults"),
+        major_page_faults=_value(memory, "major_page_faults"),
+    )
+    return sample, _value(memory, "available_bytes")
+
+
+def _cri_memory_usage(memory: api.MemoryUsage) -> MemoryUsage | None:
+    found = _cri_memory(memory)
+    if found is None:
+        return None
+    sample, available = found
+    return memory_usage(_stamp(memory.timestamp / 1e9), sample, None, available)
+
+
+def _layer_usage(time: float, image_fs: FsSample | None, layer: api.FilesystemUsage) -> FsUsage:
+    """A container's writable layer on the runtime's filesystem (its ``rootfs``)."""
+    return fs_usage(time, image_fs, _value(layer, "used_bytes") or 0, _value(layer, "inodes_used"))
+
+
+def _sum_memory(containers: list[ContainerUsage]) -> MemoryUsage | None:
+    """``_sum_containers``' memory: the pod's as the sum of its containers'."""
+    rows = [c.memory for c in containers if c.memory is not None]
+    if not rows:
+        return None
+    return MemoryUsage(
+        time=max(m.time or 0.0 for m in rows),
+        usage=sum(m.usage or 0 for m in rows),
+        working_set=sum(m.working_set or 0 for m in rows),
+    )
+
+
+def _ephemeral_usage(parts: list[FsUsage]) -> FsUsage | None:
+    """``_ephemeral``: the containers' writable layers and logs together."""
+    if not parts:
+        return None
+    return _with_use(
+        parts[0], sum(p.used or 0 for p in parts), sum(p.inodes_used or 0 for p in parts)
+    )
+
+
+def _with_use(fs: FsUsage, used: int, inodes_used: int) -> FsUsage:
+    """``fs`` with other use figures (``attrs.evolve`` costs several times as much)."""
+    return FsUsage(
+        time=fs.time,
+        available=fs.available,
+        capacity=fs.capacity,
+        used=used,
+        inodes_free=fs.inodes_free,
+        inodes=fs.inodes,
+        inodes_used=inodes_used,
+    )
 
 
 def _network_json(net: api.NetworkUsage) -> Json:

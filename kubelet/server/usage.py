@@ -10,13 +10,12 @@ whether the writable layers are apart from them (ImageFsInfo's container filesys
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable
 
 import attrs
 
 from kubelet.cri import CriError
 from kubelet.goformat import rfc3339
-from kubelet.stats.summary import FsUsage, Summary, from_json, from_json_paced
+from kubelet.stats.summary import FsUsage, Summary, from_json
 
 from .stats import SummaryProvider
 
@@ -28,20 +27,12 @@ def _device(path: str) -> int | None:
         return None
 
 
-async def _at_once() -> None:
-    pass
-
-
 @attrs.frozen
 class NodeUsage:
     provider: SummaryProvider
-    between_relists: Callable[[], Awaitable[None]] = _at_once
-    """The eviction pass's stats read waits for this (the PLEG's ``between_relists``)."""
 
     async def summary(self) -> Summary:
-        await self.between_relists()
-        figures = await self.provider.summary(lean=True)  # no network, swap nor PSI
-        return await from_json_paced(figures, self.provider.pacer())
+        return await self.provider.usage()
 
     async def image_fs(self) -> FsUsage | None:
         runtime = await self.provider.runtime_fs(rfc3339(self.provider.wall_clock()))

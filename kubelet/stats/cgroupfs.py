@@ -179,12 +179,29 @@ def read_text(path: str | Path) -> str | None:
         os.close(fd)
 
 
+_ONE_VALUE = 64
+"""bytes read at once from a file holding one integer (at most 20 digits and a newline)"""
+
+
 def _int(path: str | Path) -> int | None:
-    text = read_text(path)
-    if text is None:
+    """The integer a one-value file holds (``memory.usage_in_bytes``, ``cpuacct.usage``,
+    ``pids.current``...): one ``read`` where ``read_text`` makes two (the second to see
+    the end), 1-2 µs less a file; a summary pass reads four per pod."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
         return None
     try:
-        return int(text.strip())
+        data = os.read(fd, _ONE_VALUE)
+        if len(data) == _ONE_VALUE:  # longer than one value: read it all
+            while chunk := os.read(fd, 65536):
+                data += chunk
+    except OSError:  # a directory, a file gone meanwhile
+        return None
+    finally:
+        os.close(fd)
+    try:
+        return int(data)  # bytes, as ``int(text.strip())``: surrounding whitespace allowed
     except ValueError:
         return None
 

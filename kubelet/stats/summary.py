@@ -1,10 +1,11 @@
 """The usage figures eviction and garbage collection read: a typed subset of stats/v1alpha1.
 
 ``/stats/summary`` (kubelet/server/stats.py) serves the same figures as JSON; this is
-the shape decisions take, so they never index dictionaries. ``from_json`` reads that
-JSON (upstream's field names), which lets the eviction loop sit on the existing summary
-provider until the providers produce these objects directly. Times are seconds since
-the epoch; every figure is optional, as in upstream's schema.
+the shape decisions take, so they never index dictionaries. The summary provider makes
+them directly for the eviction manager (``SummaryProvider.usage``); ``from_json`` reads
+that JSON (upstream's field names) into them, for the image filesystem and as the
+reference the direct figures are tested against. Times are seconds since the epoch;
+every figure is optional, as in upstream's schema.
 """
 
 from __future__ import annotations
@@ -16,8 +17,6 @@ from typing import Any
 
 import attrs
 
-from .pace import Pacer
-
 __all__ = [
     "ContainerUsage",
     "FsUsage",
@@ -27,7 +26,6 @@ __all__ = [
     "Summary",
     "VolumeUsage",
     "from_json",
-    "from_json_paced",
 ]
 
 SYSTEM_CONTAINER_PODS = "pods"
@@ -191,16 +189,6 @@ def _pod(obj: Json) -> PodUsage:
 def from_json(summary: Json) -> Summary:
     """A ``/stats/summary`` document (stats/v1alpha1 field names) as typed figures."""
     return Summary(node=_node(summary), pods=tuple(_pod(p) for p in _pod_rows(summary)))
-
-
-async def from_json_paced(summary: Json, pacer: Pacer) -> Summary:
-    """``from_json``, giving the loop back between pods as ``pacer`` says (500 pods take
-    some 7 ms, after the 100 ms and more of the summary itself)."""
-    pods = []
-    for p in _pod_rows(summary):
-        await pacer.tick()
-        pods.append(_pod(p))
-    return Summary(node=_node(summary), pods=tuple(pods))
 
 
 def _pod_rows(summary: Json) -> list[Json]:

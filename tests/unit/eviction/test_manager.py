@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import attrs
+import pytest
 import trio
 
 from kubelet.api.pod import Pod
@@ -311,3 +312,29 @@ async def test_notifier_runs_a_pass_at_once(tmp_path: Path, autojump_clock: trio
     assert 12.6 <= when < 12.7  # not at the 20 s pass
     assert eviction.pod is hog
     assert b("1Gi") == Gi
+
+
+async def test_periodic_passes_wait_for_the_relist_a_kicked_one_does_not(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    """The monitoring interval's passes begin once ``before_periodic_pass`` returns (the
+    PLEG's between_relists: 0.3 s here); a pass a memory notifier asks for begins at once."""
+    passes: list[float] = []
+
+    def usage(now: float, pods: Sequence[Pod]) -> Summary:
+        passes.append(now)
+        return memory_summary("3Gi", [], time=now)
+
+    async def between_relists() -> None:
+        await trio.sleep(0.3)
+
+    node = Node([], usage)
+    m = manager(node, parse_thresholds({"memory.available": "1Gi"}))
+    m.before_periodic_pass = between_relists
+    async with trio.open_nursery() as nursery:
+        await nursery.start(m.run)
+        await trio.sleep(15)
+        m.kick()
+        await trio.sleep(10)
+        nursery.cancel_scope.cancel()
+    assert passes == pytest.approx([0.0, 10.3, 15.0])  # the next: 25.3, after the end

@@ -16,7 +16,7 @@ from kubelet.cri import CriError, ImageClient, RuntimeClient, Unimplemented, api
 from kubelet.server.cadvisor import cadvisor_metrics
 from kubelet.server.certs import serving_cert
 from kubelet.server.cgroupfigures import cgroup_figures
-from kubelet.server.hoststats import Host
+from kubelet.server.hoststats import FsSample, Host
 from kubelet.server.stats import RateCache, SummaryProvider, rfc3339
 from kubelet.server.usage import NodeUsage
 from kubelet.stats.pace import Pacer
@@ -190,6 +190,13 @@ class ScriptedImages:
         return api.ImageFsInfoResponse(image_filesystems=[usage], container_filesystems=[usage])
 
 
+def fixed_filesystem(path: str) -> FsSample:
+    """Every filesystem alike, and unchanging: two passes compared figure by figure must
+    not see the real disk move while something else on the machine writes."""
+    return FsSample(capacity=10**12, available=6 * 10**11, used=4 * 10**11, inodes=10**8,
+                    inodes_free=9 * 10**7)  # fmt: skip
+
+
 def provider(
     tmp_path: Path, runtime: ScriptedRuntime, sandbox_stats: bool = True
 ) -> SummaryProvider:
@@ -202,7 +209,7 @@ def provider(
         node_name="node1",
         root_dir=str(tmp_path),
         pod_logs_dir=str(logs),
-        host=fixture_host(tmp_path / "host"),
+        host=Host(fixture_host(tmp_path / "host").root, statvfs=fixed_filesystem),
         wall_clock=lambda: NOW,
         sandbox_stats=sandbox_stats,
     )

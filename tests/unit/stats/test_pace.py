@@ -7,7 +7,6 @@ import trio
 import trio.testing
 
 from kubelet.stats.pace import URGENT_WAIT, Pacer, Urgent
-from kubelet.stats.summary import from_json, from_json_paced
 
 
 class Clock:
@@ -36,32 +35,6 @@ async def test_tick_yields_only_once_the_slice_is_used_up() -> None:
     with trio.testing.assert_checkpoints():
         await pacer.tick()
     assert pacer.yields == 2
-
-
-def _summary(pods: int) -> dict[str, object]:
-    when = "2026-11-27T10:00:00Z"
-    memory = {"time": when, "availableBytes": 1, "usageBytes": 2, "workingSetBytes": 3}
-    return {
-        "node": {"memory": memory, "rlimit": {"time": when, "maxpid": 9, "curproc": 4}},
-        "pods": [
-            {
-                "podRef": {"name": f"p{i}", "namespace": "default", "uid": f"u{i}"},
-                "memory": memory,
-                "containers": [{"name": "c", "memory": memory}],
-                "process_stats": {"process_count": i},
-            }
-            for i in range(pods)
-        ]
-        + ["not a pod"],
-    }
-
-
-async def test_from_json_paced_reads_what_from_json_reads() -> None:
-    clock = Clock()
-    pacer = Pacer(0.0, clock)  # a yield at every pod
-    summary = _summary(3)
-    assert await from_json_paced(summary, pacer) == from_json(summary)
-    assert pacer.yields == 3
 
 
 async def test_a_pass_lets_urgent_work_by_once_and_not_for_long(

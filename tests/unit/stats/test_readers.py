@@ -276,3 +276,16 @@ def test_v1_memory_takes_memory_stats_total_figures_else_the_cgroups_own(tmp_pat
     assert memory.limit == 4096
     assert Cgroups(tmp_path, Layout.V1).memory("/kubepods/absent") is None
     assert Cgroups(tmp_path, Layout.V1).pids("/kubepods/absent") is None
+
+
+def test_one_value_files_are_read_whole(v1: Path) -> None:
+    """A one-value file is read in one go of 64 bytes; a longer one (padding, a huge
+    figure) is still read to its end, and whitespace around the figure is allowed."""
+    cg = Cgroups(v1)
+    pids = "sys/fs/cgroup/pids/kubepods/podabc/pids.current"
+    write(v1, pids, " " * 100 + "12\n")
+    assert cg.pids("/kubepods/podabc") == 12
+    write(v1, pids, "1" * 64 + "2" * 64 + "\n")
+    assert cg.pids("/kubepods/podabc") == int("1" * 64 + "2" * 64)
+    write(v1, pids, "9" * 63 + "x")
+    assert cg.pids("/kubepods/podabc") is None
