@@ -26,10 +26,10 @@ from typing import Any, NoReturn
 import outcome
 import trio
 import trio_asyncio
+from grpclib.client import Channel
 
 from . import aioloop, framerepr, trace
 from .codec import MAX_MESSAGE_BYTES, LimitedProtoCodec
-from .cork import CorkedChannel
 from .endpoint import socket_path
 from .errors import CriError, to_cri_error
 
@@ -179,7 +179,7 @@ class CriChannel:
         self._codec = LimitedProtoCodec(max_message_bytes)
         self._in_flight = trio.CapacityLimiter(max_concurrent_calls)
         self._priority = trio.CapacityLimiter(PRIORITY_CALLS)
-        self._channel: CorkedChannel | None = None
+        self._channel: Channel | None = None
         self._closed = False
         self.observer = observer
         """Called after every call with (rpc, seconds, error or None): runtime metrics."""
@@ -191,7 +191,7 @@ class CriChannel:
                 "`async with trio_asyncio.open_loop():`"
             )
 
-    def channel(self) -> CorkedChannel:
+    def channel(self) -> Channel:
         """The grpclib channel, created on first use.
 
         Synchronous on purpose: concurrent first calls must not each build a channel
@@ -202,7 +202,7 @@ class CriChannel:
             raise RuntimeError(f"CRI channel to {self.endpoint} is closed")
         if self._channel is None:
             self._require_loop()
-            self._channel = CorkedChannel(path=self.path, codec=self._codec)
+            self._channel = Channel(path=self.path, codec=self._codec)
         return self._channel
 
     async def call(self, rpc: str, method: Any, request: Any, timeout: float | None) -> Any:

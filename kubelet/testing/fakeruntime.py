@@ -111,7 +111,6 @@ from grpclib.server import Server
 
 from kubelet.cri import api
 from kubelet.cri.codec import LimitedProtoCodec
-from kubelet.cri.cork import CorkedTransport
 from kubelet.cri.endpoint import socket_path
 from kubelet.cri.imageref import normalize, split_reference
 from kubelet.cri.logformat import STDOUT, format_line
@@ -300,11 +299,7 @@ class _TrackedProtocol(H2Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.registry.add(transport)
         self._transport = transport
-        # the answers of one loop step leave in one write, as a Go gRPC server's
-        # buffered writer sends them (not three writes per call, each waking the client)
-        assert isinstance(transport, asyncio.Transport)
-        corked = CorkedTransport(transport, asyncio.get_running_loop())
-        super().connection_made(corked)  # type: ignore[arg-type]
+        super().connection_made(transport)
 
     def connection_lost(self, exc: BaseException | None) -> None:
         self.registry.discard(self._transport)

@@ -352,45 +352,6 @@ async def test_concurrent_calls_share_one_connection(
     assert len(fake.calls_of("Version")) == 50
 
 
-async def test_calls_started_together_share_socket_writes(
-    fake: FakeRuntime, clients: Clients
-) -> None:
-    """The HEADERS and DATA frames of calls started in one step go out in one write
-    (``kubelet.cri.cork``), not two writes per call; every call is still answered."""
-    runtime, _ = clients
-    await runtime.version()  # connected
-    transport = runtime.channel.channel()._protocol.connection._transport  # type: ignore[union-attr]
-    before = transport.writes
-    async with trio.open_nursery() as nursery:
-        for _ in range(50):
-            nursery.start_soon(runtime.version)
-    assert len(fake.calls_of("Version")) == 51
-    assert 1 <= transport.writes - before <= 10  # grpclib alone: 100
-
-
-async def test_the_fake_answers_calls_together_in_shared_writes(
-    fake: FakeRuntime, clients: Clients
-) -> None:
-    """FakeRuntime corks its side too: the answers (HEADERS, DATA, trailers) to calls
-    that arrived together leave in a few writes, not three per call."""
-    runtime, _ = clients
-    await runtime.version()  # connected
-    (raw,) = fake._transports
-    writes: list[bytes] = []
-    original = raw.write  # type: ignore[attr-defined]
-
-    def counting(data: bytes) -> None:
-        writes.append(data)
-        original(data)
-
-    raw.write = counting  # type: ignore[attr-defined]
-    async with trio.open_nursery() as nursery:
-        for _ in range(50):
-            nursery.start_soon(runtime.version)
-    assert len(fake.calls_of("Version")) == 51
-    assert 1 <= len(writes) <= 10  # grpclib alone: 150
-
-
 async def test_at_most_100_calls_in_flight(
     fake: FakeRuntime, clients: Clients, autojump_clock: trio.abc.Clock
 ) -> None:
