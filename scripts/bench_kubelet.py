@@ -531,10 +531,10 @@ async def bench_fake_once(n: int, steady: float, tmp: Path) -> FakeResult:
     return result
 
 
-async def bench_fake(sizes: list[int], steady: float) -> list[FakeResult]:
+async def bench_fake(sizes: list[int], steady: float, tmp_dir: str = "/tmp") -> list[FakeResult]:
     results = []
     for i, n in enumerate(sizes):
-        tmp = Path(tempfile.mkdtemp(prefix="kbk-", dir="/tmp"))  # short: unix socket paths
+        tmp = Path(tempfile.mkdtemp(prefix="kbk-", dir=tmp_dir))  # short: unix socket paths
         try:
             print(f"fake: N={n} ...", flush=True)
             r = await bench_fake_once(n, steady if i == 0 else 0, tmp)
@@ -973,7 +973,7 @@ def print_machine() -> None:
 
 
 async def trio_main(args: argparse.Namespace) -> None:
-    fake = [] if args.no_fake else await bench_fake(args.sizes, args.steady)
+    fake = [] if args.no_fake else await bench_fake(args.sizes, args.steady, args.fake_tmp)
     cd = (
         None
         if args.no_containerd
@@ -1021,6 +1021,12 @@ def main() -> None:
         help="seconds between all running and the steady period (default 30)",
     )
     parser.add_argument("--no-fake", action="store_true", help="skip the FakeRuntime part")
+    parser.add_argument(
+        "--fake-tmp",
+        default="/tmp",
+        help="where the FakeRuntime runs keep their manifests, root dir and pod logs (default "
+        "/tmp; /dev/shm keeps the figure apart from the disk's state, see the README)",
+    )
     parser.add_argument("--no-containerd", action="store_true", help="skip the containerd part")
     parser.add_argument(
         "--containerd-endpoint",
