@@ -11,7 +11,9 @@ A. FakeRuntime (a separate process on a temp unix socket, CRI alone on plain asy
    stdout when a start makes N containers RUNNING (``--report-running``: no polling, so
    the bench and the fake stay off the kubelet's core; checked by one CRI list after).
    Reports wall time, pods/s, the kubelet's, the fake's and this process's CPU seconds
-   over that interval, the CRI calls per pod by RPC (the fake's counts) and peak RSS; for
+   over that interval (the kubelet's system time and how often it was switched away from
+   while runnable; the CPU all other processes took meanwhile: 2 shared cores, so what
+   bounds a ramp shows), the CRI calls per pod by RPC (the fake's counts) and peak RSS; for
    the first size, steady-state CPU (% of one core) over ``--steady`` seconds and RSS;
    SIGTERM → exit.
 B. containerd: one pod manifest → RUNNING (median of 3 trials, CRI polled every 10 ms),
@@ -110,8 +112,32 @@ def write_atomic(directory: Path, name: str, text: str) -> None:
 
 def cpu_seconds(pid: int) -> float:
     """utime + stime of ``pid`` in seconds."""
+    return sum(cpu_split(pid))
+
+
+def cpu_split(pid: int) -> tuple[float, float]:
+    """(utime, stime) of ``pid`` in seconds."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # fields 14 and 15 of stat(5)
+    return int(fields[11]) / CLK_TCK, int(fields[12]) / CLK_TCK  # fields 14 and 15 of stat(5)
+
+
+def preempted(pid: int) -> int:
+    """How often ``pid``'s threads were switched away from while runnable (summed over
+    its threads: ``nonvoluntary_ctxt_switches``): the kubelet waiting for a core."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):
+            for line in (task / "status").read_text().splitlines():
+                if line.startswith("nonvoluntary_ctxt_switches:"):
+                    total += int(line.split()[1])
+    return total
+
+
+def machine_busy() -> float:
+    """CPU seconds all cores spent busy since boot (``/proc/stat``: all but idle and
+    iowait)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return (sum(fields[:8]) - fields[3] - fields[4]) / CLK_TCK
 
 
 def memory(pid: int) -> tuple[float, float]:
@@ -432,6 +458,13 @@ class FakeResult:
     """FakeRuntime's CPU seconds over the ramp: it is one Python process too."""
     bench_cpu: float = 0.0
     """This process's CPU seconds over the ramp (writing the manifests, waiting)."""
+    sys_cpu: float = 0.0
+    """The kubelet's system time over the ramp (part of ``cpu``): its file and socket work."""
+    preempted: int = 0
+    """The kubelet's involuntary context switches over the ramp: it waited for a core."""
+    others_cpu: float = 0.0
+    """CPU seconds the rest of the machine (all but the kubelet, the fake and this
+    process) took over the ramp: other programs competing for the 2 cores."""
     calls: dict[str, int] = attrs.Factory(dict)
     """CRI calls the fake served over the ramp, by RPC (its own count)."""
     steady_cpu: float | None = None
@@ -531,7 +564,8 @@ async def bench_fake_once(n: int, steady: float, tmp: Path) -> FakeResult:
             with trio.fail_after(5):
                 before = await reports.next("usr1")
             cpu0, t0, fake0 = kubelet.cpu(), time.monotonic(), cpu_seconds(fake.pid)
-            bench0 = own_cpu()
+            bench0, sys0, pre0 = own_cpu(), cpu_split(kubelet.pid)[1], preempted(kubelet.pid)
+            busy0 = machine_busy()
             for name, text in texts:
                 write_atomic(kubelet.manifests, name, text)
             timeout, after = 60 + n * 0.5, None
@@ -539,6 +573,8 @@ async def bench_fake_once(n: int, steady: float, tmp: Path) -> FakeResult:
                 after = await reports.next("running")
             wall, cpu = time.monotonic() - t0, kubelet.cpu() - cpu0
             fake_cpu, bench_cpu = cpu_seconds(fake.pid) - fake0, own_cpu() - bench0
+            sys_cpu, pre = cpu_split(kubelet.pid)[1] - sys0, preempted(kubelet.pid) - pre0
+            others = machine_busy() - busy0 - cpu - fake_cpu - bench_cpu
             got = await count_running(runtime)  # a CRI cross-check of the report, untimed
             if after is None or got < n:
                 raise SystemExit(
@@ -546,6 +582,7 @@ async def bench_fake_once(n: int, steady: float, tmp: Path) -> FakeResult:
                 )
             result = FakeResult(n, kubelet.startup, wall, cpu, kubelet.memory()[1], fake_cpu)
             result.bench_cpu = bench_cpu
+            result.sys_cpu, result.preempted, result.others_cpu = sys_cpu, pre, max(others, 0.0)
             result.calls = {
                 rpc: k - before["calls"].get(rpc, 0)
                 for rpc, k in after["calls"].items()
@@ -565,10 +602,10 @@ async def bench_fake_once(n: int, steady: float, tmp: Path) -> FakeResult:
     return result
 
 
-async def bench_fake(sizes: list[int], steady: float) -> list[FakeResult]:
+async def bench_fake(sizes: list[int], steady: float, tmp_dir: str = "/tmp") -> list[FakeResult]:
     results = []
     for i, n in enumerate(sizes):
-        tmp = Path(tempfile.mkdtemp(prefix="kbk-", dir="/tmp"))  # short: unix socket paths
+        tmp = Path(tempfile.mkdtemp(prefix="kbk-", dir=tmp_dir))  # short: unix socket paths
         try:
             print(f"fake: N={n} ...", flush=True)
             r = await bench_fake_once(n, steady if i == 0 else 0, tmp)
@@ -576,6 +613,12 @@ async def bench_fake(sizes: list[int], steady: float) -> list[FakeResult]:
                 f"  all running in {r.wall:.2f} s ({r.rate:.0f} pods/s), kubelet CPU "
                 f"{r.cpu:.2f} s, FakeRuntime CPU {r.fake_cpu:.2f} s, bench CPU "
                 f"{r.bench_cpu:.2f} s, peak RSS {r.peak_rss:.0f} MiB",
+                flush=True,
+            )
+            cores = (os.cpu_count() or 1) * r.wall
+            print(
+                f"  kubelet: {r.sys_cpu:.2f} s of it system time, preempted {r.preempted} "
+                f"times; other processes {r.others_cpu:.2f} s of the {cores:.2f} core-seconds",
                 flush=True,
             )
             calls = ", ".join(f"{rpc} {k / n:.2f}" for rpc, k in sorted_calls(r.calls))
@@ -606,6 +649,9 @@ def print_fake(results: list[FakeResult]) -> None:
         row("FakeRuntime CPU during that (s)", ".2f", "fake_cpu"),
         ["  per pod (ms)", *(f"{1000 * r.fake_cpu / r.n:.2f}" for r in results)],
         row("bench CPU during that (s)", ".2f", "bench_cpu"),
+        row("kubelet system time (s, in its CPU)", ".2f", "sys_cpu"),
+        row("kubelet preempted (involuntary switches)", "d", "preempted"),
+        row("other processes' CPU during that (s)", ".2f", "others_cpu"),
         ["CRI calls per pod (the fake's count)", *(per_pod(r, None) for r in results)],
         *(
             [f"  {rpc}", *(per_pod(r, rpc) for r in results)]
@@ -1018,7 +1064,7 @@ def print_machine() -> None:
 
 
 async def trio_main(args: argparse.Namespace) -> None:
-    fake = [] if args.no_fake else await bench_fake(args.sizes, args.steady)
+    fake = [] if args.no_fake else await bench_fake(args.sizes, args.steady, args.fake_tmp)
     cd = (
         None
         if args.no_containerd
@@ -1066,6 +1112,12 @@ def main() -> None:
         help="seconds between all running and the steady period (default 30)",
     )
     parser.add_argument("--no-fake", action="store_true", help="skip the FakeRuntime part")
+    parser.add_argument(
+        "--fake-tmp",
+        default="/tmp",
+        help="where the FakeRuntime runs keep their manifests, root dir and pod logs (default "
+        "/tmp; /dev/shm keeps the figure apart from the disk's state, see the README)",
+    )
     parser.add_argument("--no-containerd", action="store_true", help="skip the containerd part")
     parser.add_argument(
         "--containerd-endpoint",
