@@ -2,7 +2,8 @@
 """CPU of one periodic resync of a running pod whose spec and status did not change.
 
     PYTHONPATH=<tree> .venv/bin/python scripts/bench_resync.py [--pods 200] [--rounds 10]
-                                                            [--no-cgroups] [--profile F]
+                                                 [--no-cgroups] [--workers] [--probes]
+                                                 [--profile F]
 
 The whole kubelet runs in this process (``tests/integration/kubelet_harness``: an
 in-process FakeRuntime, a cgroup tree in a temporary directory unless ``--no-cgroups``).
@@ -44,11 +45,20 @@ spec:
     image: busybox:1.35
     resources:
       requests: {{cpu: 10m, memory: 16Mi}}
+{probes}"""
+PROBES = """\
+    readinessProbe: {exec: {command: [cat, /etc/hostname]}, periodSeconds: 10}
+    livenessProbe: {exec: {command: [cat, /etc/hostname]}, periodSeconds: 10}
 """
 
 
 async def bench(
-    pods: int, rounds: int, cgroups: bool, through_workers: bool, profile: str | None
+    pods: int,
+    rounds: int,
+    cgroups: bool,
+    through_workers: bool,
+    probes: bool,
+    profile: str | None,
 ) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="kbr-", dir="/tmp"))
     fake = FakeRuntime(epoch=EPOCH, images=list(KUBELET_IMAGES))
@@ -61,7 +71,7 @@ async def bench(
         running_kubelet(fake, tmp, *extra) as h,
     ):
         for i in range(pods):
-            h.write(f"p{i:04d}.yaml", MANIFEST.format(i=i))
+            h.write(f"p{i:04d}.yaml", MANIFEST.format(i=i, probes=PROBES if probes else ""))
 
         def running() -> bool:
             started = [c for c in h.containers() if c.state == api.CONTAINER_RUNNING]
@@ -95,7 +105,8 @@ async def bench(
                 prof.disable()
         print(
             f"{pods} pods, {rounds} rounds, cgroups {'on' if cgroups else 'off'}"
-            f"{', through the workers' if through_workers else ''}: "
+            f"{', through the workers' if through_workers else ''}"
+            f"{', with probes' if probes else ''}: "
             f"CPU per resync best {min(per_sync):.0f} µs, "
             f"median {statistics.median(per_sync):.0f} µs"
         )
@@ -111,9 +122,14 @@ def main() -> None:
     parser.add_argument(
         "--workers", action="store_true", help="through the pod workers (requeue each pod)"
     )
+    parser.add_argument(
+        "--probes", action="store_true", help="each container has exec liveness and readiness"
+    )
     parser.add_argument("--profile", help="write a cProfile of the syncs to this file")
     args = parser.parse_args()
-    trio.run(bench, args.pods, args.rounds, not args.no_cgroups, args.workers, args.profile)
+    trio.run(
+        bench, args.pods, args.rounds, not args.no_cgroups, args.workers, args.probes, args.profile
+    )
 
 
 if __name__ == "__main__":

@@ -217,8 +217,7 @@ class KubeletPodSyncer:
         startup_failed: frozenset[str] = frozenset()
         startup_succeeded: frozenset[str] | None = None
         if self.prober is not None:
-            self.prober.update_pod(pod)
-            self.prober.add_pod(pod)
+            self.prober.update_pod(pod)  # its probes' workers, started when missing
             self.prober.update_pod_status(pod.uid, status)
             liveness_failed = self.prober.liveness_failed()
             startup_failed = self.prober.startup_failed()

@@ -610,3 +610,31 @@ async def test_worker_summaries_for_the_console(autojump_clock: trio.abc.Clock) 
         rows = m.worker_summaries()
         assert _names(rows) == ["Liveness/app", "Readiness/app"]
         assert rows[1].pod == "default/web" and rows[1].last_result == "Success"
+
+
+async def test_each_pod_s_workers_answer_for_that_pod_alone(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    """A pod's sync, teardown or status touches its own workers only (they are looked up
+    by pod, not among every worker of the node)."""
+    NEVER: dict[str, Any] = {"restart_policy": "Never"}
+    async with manager(FakeProber()) as m:
+        for uid in ("u1", "u2"):
+            m.update_pod_status(uid, runtime_status(f"c-{uid}", uid=uid))
+            m.update_pod(make_pod(readiness=probe(), liveness=probe(), uid=uid, **NEVER))
+        await settle(1)
+        m.update_pod(make_pod(readiness=probe(), uid="u1", **NEVER))
+        assert sorted((k.uid, k.kind.value) for k in m.workers) == [
+            ("u1", "Readiness"),
+            ("u2", "Liveness"),
+            ("u2", "Readiness"),
+        ]
+        m.stop_liveness_and_startup("u2")
+        m.remove_pod("u1")
+        assert [(k.uid, k.kind) for k in m.workers] == [("u2", R)]
+        m.update_pod_status("u2", runtime_status("c-u2", uid="u2", state=ContainerRunState.EXITED))
+        await settle(10)
+        assert m.workers == {}  # its container exited for good: the worker ended itself
+        m.update_pod(make_pod(uid="u2", **NEVER))  # a sync finds nothing of it to stop
+        m.update_pod(make_pod(readiness=probe(), uid="u2", **NEVER))
+        assert [(k.uid, k.kind) for k in m.workers] == [("u2", R)]
