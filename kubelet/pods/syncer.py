@@ -219,10 +219,10 @@ class KubeletPodSyncer:
         if self.prober is not None:
             self.prober.update_pod(pod)  # its probes' workers, started when missing
             self.prober.update_pod_status(pod.uid, status)
-            liveness_failed = self.prober.liveness_failed()
-            startup_failed = self.prober.startup_failed()
+            liveness_failed = self.prober.liveness_failed(status)
+            startup_failed = self.prober.startup_failed(status)
             if _gated_sidecars(pod):
-                startup_succeeded = self.prober.startup_succeeded()
+                startup_succeeded = self.prober.startup_succeeded(status)
         outcome = await self.pod_runtime.sync(
             pod,
             status,

@@ -106,6 +106,10 @@ def _previously_started(pod: Pod, info: ContainerInfo) -> bool:
     return False
 
 
+def _ids(status: RuntimePodStatus) -> list[str]:
+    return [c.id for c in status.containers]
+
+
 def _verdict(result: Result | None) -> bool | None:
     if result is None or result is Result.UNKNOWN:
         return None
@@ -314,15 +318,16 @@ class ProberManager:
         """The startup probe's verdict on this instance; None before any verdict."""
         return _verdict(self.startup_results.get(container_id))
 
-    def liveness_failed(self) -> frozenset[str]:
-        """Instances whose liveness probe failed (``compute_pod_actions(liveness_failed=)``)."""
-        return self.liveness_results.ids_with(Result.FAILURE)
+    def liveness_failed(self, status: RuntimePodStatus) -> frozenset[str]:
+        """The pod's instances whose liveness probe failed
+        (``compute_pod_actions(liveness_failed=)``)."""
+        return self.liveness_results.ids_with(Result.FAILURE, _ids(status))
 
-    def startup_failed(self) -> frozenset[str]:
-        return self.startup_results.ids_with(Result.FAILURE)
+    def startup_failed(self, status: RuntimePodStatus) -> frozenset[str]:
+        return self.startup_results.ids_with(Result.FAILURE, _ids(status))
 
-    def startup_succeeded(self) -> frozenset[str]:
-        return self.startup_results.ids_with(Result.SUCCESS)
+    def startup_succeeded(self, status: RuntimePodStatus) -> frozenset[str]:
+        return self.startup_results.ids_with(Result.SUCCESS, _ids(status))
 
     def is_started(self, pod: Pod, info: ContainerInfo) -> bool:
         """Running, and its startup probe passed — or it has none, or the API status

@@ -89,10 +89,10 @@ class StubProber:
     def update_pod_status(self, uid: str, status: RuntimePodStatus) -> None:
         pass
 
-    def liveness_failed(self) -> frozenset[str]:
+    def liveness_failed(self, status: RuntimePodStatus) -> frozenset[str]:
         return frozenset()
 
-    def startup_failed(self) -> frozenset[str]:
+    def startup_failed(self, status: RuntimePodStatus) -> frozenset[str]:
         return frozenset()
 
     def probe_status(self, pod: Pod, status: RuntimePodStatus) -> ProbeStatus:

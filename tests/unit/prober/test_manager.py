@@ -154,7 +154,8 @@ async def test_results_manager_publishes_only_changes() -> None:
     rm.set("c1", Result.FAILURE, pod, "app")
     rm.set("c1", Result.SUCCESS, pod, "app")
     assert rm.get("c1") is Result.SUCCESS and rm.get("c2") is None
-    assert rm.ids_with(Result.SUCCESS) == {"c1"}
+    assert rm.ids_with(Result.SUCCESS, ["c1", "c2"]) == {"c1"}
+    assert rm.ids_with(Result.SUCCESS, ["c2"]) == set()
     update = rm.updates.receive_nowait()
     assert update == ResultUpdate(R, "c1", Result.FAILURE, "u1", "app")
     assert drain(rm) == [("c1", Result.SUCCESS)]
@@ -244,7 +245,8 @@ async def test_liveness_failure_holds_until_a_new_container(
         await settle(35)
         assert fake.times(L) == [0, 10]
         assert drain(m.liveness_results) == [("c1", Result.SUCCESS), ("c1", Result.FAILURE)]
-        assert m.liveness_failed() == {"c1"}
+        assert m.liveness_failed(runtime_status("c1")) == {"c1"}
+        assert m.liveness_failed(runtime_status("c9", uid="u9")) == set()
         # the kill and restart: a new instance resumes probing from its initial value
         m.update_pod_status("u1", runtime_status("c2", started=35))
         await settle(10)
