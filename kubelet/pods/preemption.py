@@ -154,9 +154,7 @@ def preemptable(preemptor: Pod, preemptee: Pod) -> bool:
     return mine is not None and theirs is not None and mine > theirs
 
 
-def choose_victims(
-    pod: Pod, others: Sequence[Pod], needs: Sequence[Requirement]
-) -> list[Pod]:
+def choose_victims(pod: Pod, others: Sequence[Pod], needs: Sequence[Requirement]) -> list[Pod]:
     """The pods to stop so that ``needs`` are met (upstream's ``getPodsToPreempt``);
     ``NoVictims`` when even all preemptable pods would not do."""
     classes: dict[str, list[Pod]] = {BEST_EFFORT: [], BURSTABLE: [], GUARANTEED: []}

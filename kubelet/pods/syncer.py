@@ -49,6 +49,46 @@ def _gated_sidecars(pod: Pod) -> bool:
     )
 
 
+@attrs.frozen(eq=False)
+class _Generated:
+    """What a running pod's last status was generated from, what came out, and whether
+    it came out equal to the status it was given (``settled``). From the same inputs and
+    that status the generator gives that status again: the clock enters only where a
+    condition's status or the start time changes, which a settled status rules out. So
+    a resync that finds every input as it was (the pod and the runtime view the same
+    objects, the waiting reasons and the probes' verdicts equal) keeps the status rather
+    than building it anew. A pod being stopped is not kept (a kill's conditions take
+    the time of each generation)."""
+
+    pod: Pod
+    runtime: RuntimePodStatus
+    waiting: dict[str, tuple[str, str]] | None
+    started: Collection[str]
+    ready: Collection[str]
+    status: PodStatus
+    settled: bool
+
+    def holds(
+        self,
+        pod: Pod,
+        runtime: RuntimePodStatus,
+        previous: PodStatus | None,
+        waiting: dict[str, tuple[str, str]] | None,
+        started: Collection[str],
+        ready: Collection[str],
+    ) -> bool:
+        """Generating again from these inputs would give ``status`` again."""
+        return (
+            self.settled
+            and previous is self.status
+            and pod is self.pod
+            and runtime is self.runtime
+            and waiting == self.waiting
+            and started == self.started
+            and ready == self.ready
+        )
+
+
 class TeardownIncomplete(RuntimeError):
     """Something of the pod is still on the runtime after a teardown pass."""
 
@@ -108,6 +148,9 @@ class KubeletPodSyncer:
         self.kills: dict[str, Kill] = {}
         """Pods the kubelet stops itself (node shutdown, eviction, an active deadline):
         they are finished, and every status generated for them says why."""
+        self._generated: dict[str, _Generated] = {}
+        """Each running pod's last status generation (``_Generated``): a periodic resync
+        that changed nothing reports the status it reported before."""
 
     async def sync_pod(self, pod: Pod) -> SyncResult:
         started = trio.current_time()
@@ -178,13 +221,12 @@ class KubeletPodSyncer:
         startup_failed: frozenset[str] = frozenset()
         startup_succeeded: frozenset[str] | None = None
         if self.prober is not None:
-            self.prober.update_pod(pod)
-            self.prober.add_pod(pod)
+            self.prober.update_pod(pod)  # its probes' workers, started when missing
             self.prober.update_pod_status(pod.uid, status)
-            liveness_failed = self.prober.liveness_failed()
-            startup_failed = self.prober.startup_failed()
+            liveness_failed = self.prober.liveness_failed(status)
+            startup_failed = self.prober.startup_failed(status)
             if _gated_sidecars(pod):
-                startup_succeeded = self.prober.startup_succeeded()
+                startup_succeeded = self.prober.startup_succeeded(status)
         outcome = await self.pod_runtime.sync(
             pod,
             status,
@@ -273,21 +315,39 @@ class KubeletPodSyncer:
         if self.prober is not None:
             probed = self.prober.probe_status(pod, runtime)
             started, ready = probed.started, probed.ready
-        generated = generate_pod_status(
-            pod,
-            runtime,
-            previous=previous,
-            host_ips=self.host_ips,
-            runtime_name=self.runtime_name,
-            waiting_reasons=self.waiting.get(pod.uid),
-            started=started,
-            ready=ready,
-            pod_is_terminal=terminal,
-            kill=self.kills.get(pod.uid),
-            now_ns=int(self.wall_clock() * 1e9),
-        )
+        waiting = self.waiting.get(pod.uid)
+        kill = self.kills.get(pod.uid)
+        runs_on = not terminal and kill is None
+        memo = self._generated.pop(pod.uid, None)
+        if (
+            runs_on
+            and memo is not None
+            and memo.holds(pod, runtime, previous, waiting, started, ready)
+        ):
+            generated = memo.status
+        else:
+            generated = generate_pod_status(
+                pod,
+                runtime,
+                previous=previous,
+                host_ips=self.host_ips,
+                runtime_name=self.runtime_name,
+                waiting_reasons=waiting,
+                started=started,
+                ready=ready,
+                pod_is_terminal=terminal,
+                kill=kill,
+                now_ns=int(self.wall_clock() * 1e9),
+            )
+            if previous is not None and generated == previous:
+                generated = previous  # the same object: the next check is by identity
         if finished:
             generated = terminated_status(pod, generated)
+        elif runs_on:
+            settled = generated is previous
+            self._generated[pod.uid] = _Generated(
+                pod, runtime, waiting, started, ready, generated, settled
+            )
         self.statuses[pod.uid] = generated
         self._observe_start(pod, generated)
         if self.cluster is not None:
@@ -362,6 +422,7 @@ class KubeletPodSyncer:
         self.acted_at.pop(pod.uid, None)
         self.waiting.pop(pod.uid, None)
         self.statuses.pop(pod.uid, None)
+        self._generated.pop(pod.uid, None)
         rejected = self.rejections.pop(pod.uid, None)
         if rejected is not None and pod.uid in self.pods:  # stopped, still rejected
             self.statuses[pod.uid] = self.rejections[pod.uid] = rejected

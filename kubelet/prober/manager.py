@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import attrs
 import trio
@@ -106,6 +106,10 @@ def _previously_started(pod: Pod, info: ContainerInfo) -> bool:
     return False
 
 
+def _ids(status: RuntimePodStatus) -> list[str]:
+    return [c.id for c in status.containers]
+
+
 def _verdict(result: Result | None) -> bool | None:
     if result is None or result is Result.UNKNOWN:
         return None
@@ -154,6 +158,9 @@ class ProberManager:
         self.started_wall = wall_clock()
         self.workers: dict[ProbeKey, ProbeWorker] = {}
         """Read-only outside this module (the debug console lists it)."""
+        self._pod_workers: dict[str, dict[ProbeKey, ProbeWorker]] = {}
+        """The same workers by pod UID: each pod sync looks at its own pod's only (not
+        at every worker of the node, which made a minute's resyncs O(pods²))."""
         self._statuses: dict[str, RuntimePodStatus] = {}
         self._phases: dict[str, str] = {}
         self._terminating: set[str] = set()
@@ -171,6 +178,7 @@ class ProberManager:
         finally:
             self._nursery = None
             self.workers.clear()
+            self._pod_workers.clear()
 
     # -- pods ----------------------------------------------------------------------------------
 
@@ -193,6 +201,7 @@ class ProberManager:
                     continue
                 worker = ProbeWorker(self, pod, container, kind, sidecar=sidecar)
                 self.workers[key] = worker
+                self._pod_workers.setdefault(pod.uid, {})[key] = worker
                 self._nursery.start_soon(
                     worker.run, name=f"probe {kind.value} {pod.key}/{container.name}"
                 )
@@ -205,8 +214,8 @@ class ProberManager:
             for kind in ProbeKind
             if probe_of(container, kind) is not None
         }
-        for key, worker in list(self.workers.items()):
-            if key.uid == pod.uid and key not in wanted:
+        for key, worker in list(self._of(pod.uid)):
+            if key not in wanted:
                 self._stop(key, worker)
         self.add_pod(pod)
 
@@ -214,21 +223,31 @@ class ProberManager:
         """The pod is terminating: readiness keeps probing (it can still mark the pod
         unready), liveness and startup must not kill anything any more."""
         self._terminating.add(uid)
-        for key, worker in list(self.workers.items()):
-            if key.uid == uid and key.kind is not ProbeKind.READINESS:
+        for key, worker in list(self._of(uid)):
+            if key.kind is not ProbeKind.READINESS:
                 self._stop(key, worker)
 
     def remove_pod(self, uid: str) -> None:
         """Stop every worker of the pod (at once, even mid-probe) and forget its status."""
-        for key, worker in list(self.workers.items()):
-            if key.uid == uid:
-                self._stop(key, worker)
+        for key, worker in list(self._of(uid)):
+            self._stop(key, worker)
         self._statuses.pop(uid, None)
         self._phases.pop(uid, None)
         self._terminating.discard(uid)
 
-    def _stop(self, key: ProbeKey, worker: ProbeWorker) -> None:
+    def _of(self, uid: str) -> Iterable[tuple[ProbeKey, ProbeWorker]]:
+        """The workers of pod ``uid``."""
+        return self._pod_workers.get(uid, {}).items()
+
+    def _forget(self, key: ProbeKey) -> None:
         del self.workers[key]
+        of_pod = self._pod_workers[key.uid]
+        del of_pod[key]
+        if not of_pod:
+            del self._pod_workers[key.uid]
+
+    def _stop(self, key: ProbeKey, worker: ProbeWorker) -> None:
+        self._forget(key)
         worker.stop()
 
     def update_pod_status(
@@ -245,9 +264,7 @@ class ProberManager:
         self._statuses[uid] = status
         if phase is not None:
             self._phases[uid] = phase
-        for key, worker in self.workers.items():
-            if key.uid != uid:
-                continue
+        for key, worker in self._of(uid):
             worker.poke()
             if key.kind is not ProbeKind.READINESS:
                 continue
@@ -289,7 +306,7 @@ class ProberManager:
 
     def worker_done(self, worker: ProbeWorker) -> None:
         if self.workers.get(worker.key) is worker:
-            del self.workers[worker.key]
+            self._forget(worker.key)
 
     # -- results for pod sync and status -----------------------------------------------------
 
@@ -301,15 +318,16 @@ class ProberManager:
         """The startup probe's verdict on this instance; None before any verdict."""
         return _verdict(self.startup_results.get(container_id))
 
-    def liveness_failed(self) -> frozenset[str]:
-        """Instances whose liveness probe failed (``compute_pod_actions(liveness_failed=)``)."""
-        return self.liveness_results.ids_with(Result.FAILURE)
+    def liveness_failed(self, status: RuntimePodStatus) -> frozenset[str]:
+        """The pod's instances whose liveness probe failed
+        (``compute_pod_actions(liveness_failed=)``)."""
+        return self.liveness_results.ids_with(Result.FAILURE, _ids(status))
 
-    def startup_failed(self) -> frozenset[str]:
-        return self.startup_results.ids_with(Result.FAILURE)
+    def startup_failed(self, status: RuntimePodStatus) -> frozenset[str]:
+        return self.startup_results.ids_with(Result.FAILURE, _ids(status))
 
-    def startup_succeeded(self) -> frozenset[str]:
-        return self.startup_results.ids_with(Result.SUCCESS)
+    def startup_succeeded(self, status: RuntimePodStatus) -> frozenset[str]:
+        return self.startup_results.ids_with(Result.SUCCESS, _ids(status))
 
     def is_started(self, pod: Pod, info: ContainerInfo) -> bool:
         """Running, and its startup probe passed — or it has none, or the API status

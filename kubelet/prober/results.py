@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 import logging
+from collections.abc import Iterable
 
 import attrs
 import trio
@@ -97,9 +98,11 @@ class ResultsManager:
         """Forget a container instance (its worker stopped or the instance is gone)."""
         self._results.pop(container_id, None)
 
-    def ids_with(self, result: Result) -> frozenset[str]:
-        """Container IDs whose stored result is ``result`` (e.g. liveness failures)."""
-        return frozenset(cid for cid, r in self._results.items() if r is result)
+    def ids_with(self, result: Result, among: Iterable[str]) -> frozenset[str]:
+        """The container IDs ``among`` whose stored result is ``result`` (e.g. a pod's
+        liveness failures: a pod sync asks about its own containers only)."""
+        results = self._results
+        return frozenset(cid for cid in among if results.get(cid) is result)
 
     def __len__(self) -> int:
         return len(self._results)

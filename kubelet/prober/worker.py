@@ -312,7 +312,10 @@ class ProbeWorker:
 
     def update(self, pod: Pod, container: Container) -> None:
         """Newer pod object (deletion timestamp) or container spec; a changed probe
-        period takes effect from now."""
+        period takes effect from now. The same objects again (every sync of an
+        unchanged pod): nothing to do."""
+        if pod is self.pod and container is self.container:
+            return
         self.pod = pod
         self.container = container
         spec = probe_of(container, self.kind)

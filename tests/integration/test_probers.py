@@ -165,7 +165,7 @@ async def test_manager_kills_nothing_but_reports_liveness_failure(
                 if update.result is Result.FAILURE:
                     break
         assert updates == [(0, Result.SUCCESS), (10, Result.FAILURE)]
-        assert m.liveness_failed() == {cid}
+        assert m.liveness_failed(status) == {cid}
         assert events == ["Liveness probe failed: dead"] * 3
         assert len(fake.calls_of("ExecSync")) == 3
         nursery.cancel_scope.cancel()

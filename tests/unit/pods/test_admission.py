@@ -281,6 +281,8 @@ def test_overhead_and_sidecars_count_as_upstream() -> None:
         "OutOfcpu",
         "Node didn't have enough resource: cpu, requested: 1750, used: 500, capacity: 2000",
     )
+
+
 def test_node_pressure_is_checked_first() -> None:
     """Upstream's eviction admit handler comes before every other one."""
     everything = pod(sysctls=("kernel.panic",), policy="Strict")

@@ -154,7 +154,8 @@ async def test_results_manager_publishes_only_changes() -> None:
     rm.set("c1", Result.FAILURE, pod, "app")
     rm.set("c1", Result.SUCCESS, pod, "app")
     assert rm.get("c1") is Result.SUCCESS and rm.get("c2") is None
-    assert rm.ids_with(Result.SUCCESS) == {"c1"}
+    assert rm.ids_with(Result.SUCCESS, ["c1", "c2"]) == {"c1"}
+    assert rm.ids_with(Result.SUCCESS, ["c2"]) == set()
     update = rm.updates.receive_nowait()
     assert update == ResultUpdate(R, "c1", Result.FAILURE, "u1", "app")
     assert drain(rm) == [("c1", Result.SUCCESS)]
@@ -244,7 +245,8 @@ async def test_liveness_failure_holds_until_a_new_container(
         await settle(35)
         assert fake.times(L) == [0, 10]
         assert drain(m.liveness_results) == [("c1", Result.SUCCESS), ("c1", Result.FAILURE)]
-        assert m.liveness_failed() == {"c1"}
+        assert m.liveness_failed(runtime_status("c1")) == {"c1"}
+        assert m.liveness_failed(runtime_status("c9", uid="u9")) == set()
         # the kill and restart: a new instance resumes probing from its initial value
         m.update_pod_status("u1", runtime_status("c2", started=35))
         await settle(10)
@@ -610,3 +612,31 @@ async def test_worker_summaries_for_the_console(autojump_clock: trio.abc.Clock) 
         rows = m.worker_summaries()
         assert _names(rows) == ["Liveness/app", "Readiness/app"]
         assert rows[1].pod == "default/web" and rows[1].last_result == "Success"
+
+
+async def test_each_pod_s_workers_answer_for_that_pod_alone(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    """A pod's sync, teardown or status touches its own workers only (they are looked up
+    by pod, not among every worker of the node)."""
+    NEVER: dict[str, Any] = {"restart_policy": "Never"}
+    async with manager(FakeProber()) as m:
+        for uid in ("u1", "u2"):
+            m.update_pod_status(uid, runtime_status(f"c-{uid}", uid=uid))
+            m.update_pod(make_pod(readiness=probe(), liveness=probe(), uid=uid, **NEVER))
+        await settle(1)
+        m.update_pod(make_pod(readiness=probe(), uid="u1", **NEVER))
+        assert sorted((k.uid, k.kind.value) for k in m.workers) == [
+            ("u1", "Readiness"),
+            ("u2", "Liveness"),
+            ("u2", "Readiness"),
+        ]
+        m.stop_liveness_and_startup("u2")
+        m.remove_pod("u1")
+        assert [(k.uid, k.kind) for k in m.workers] == [("u2", R)]
+        m.update_pod_status("u2", runtime_status("c-u2", uid="u2", state=ContainerRunState.EXITED))
+        await settle(10)
+        assert m.workers == {}  # its container exited for good: the worker ended itself
+        m.update_pod(make_pod(uid="u2", **NEVER))  # a sync finds nothing of it to stop
+        m.update_pod(make_pod(readiness=probe(), uid="u2", **NEVER))
+        assert [(k.uid, k.kind) for k in m.workers] == [("u2", R)]
