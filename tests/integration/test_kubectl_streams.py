@@ -81,8 +81,13 @@ async def test_exec_with_stdin_and_exit_codes(fake: FakeRuntime, short_tmp: Path
         assert [s.cmd for s in sessions] == [("cat",), ("sh", "-c", "exit 3"), ("nosuch",)]
         # kubectl's WebSocket v5 was answered by the kubelet and reached the runtime as SPDY
         assert {s.protocol for s in sessions} == {"v4.channel.k8s.io (SPDY)"}
-        await eventually(lambda: fake.streaming.active == 0 and not stream_tasks())
         proxied = node.api.requests_of(resource="pods/exec")
+        # the API server records a proxied upgrade's status once its relay has ended
+        await eventually(
+            lambda: fake.streaming.active == 0
+            and not stream_tasks()
+            and all(r.finished is not None for r in proxied)
+        )
         assert [r.status for r in proxied] == [101, 101, 101]
 
 
@@ -252,14 +257,19 @@ async def _forward_and_fetch(
         finally:
             proc.kill()
             await proc.wait()
-        await eventually(lambda: fake.streaming.active == 0 and not stream_tasks())
+        forwards = node.api.requests_of(resource="pods/portforward")
+        await eventually(
+            lambda: fake.streaming.active == 0
+            and not stream_tasks()
+            and all(r.finished is not None for r in forwards)
+        )
         session = fake.streaming.sessions[-1]
         assert (session.kind, session.protocol) == ("portforward", "portforward.k8s.io (SPDY)")
         assert session.ports == (8080, 8080)  # one forwarded connection per request
         nursery.cancel_scope.cancel()
         status = (node.cluster.api.store.get(by_kind("Node"), "", NODE) or {}).get("status", {})
         return Forwarded(
-            [(r.method, r.status) for r in node.api.requests_of(resource="pods/portforward")],
+            [(r.method, r.status) for r in forwards],
             node.api.kubelets.tunnels_unwrapped,
             status.get("declaredFeatures", []),
         )
