@@ -470,6 +470,8 @@ class FakeResult:
     steady_cpu: float | None = None
     steady_secs: float = 0.0
     steady_rss: float | None = None
+    steady_calls: dict[str, int] = attrs.Factory(dict)
+    """CRI calls the fake served over the steady period, by RPC: what the CPU at rest is."""
     exit_secs: float = 0.0
 
     @property
@@ -590,8 +592,19 @@ async def bench_fake_once(n: int, steady: float, tmp: Path) -> FakeResult:
             }
             if steady > 0:
                 await trio.sleep(max(3, n / 25))  # the last syncs and PLEG relists settle
+                os.kill(fake.pid, signal.SIGUSR1)
+                with trio.fail_after(5):
+                    quiet = await reports.next("usr1")
                 result.steady_cpu = await steady_cpu(kubelet, steady)
                 result.steady_secs = steady
+                os.kill(fake.pid, signal.SIGUSR1)
+                with trio.fail_after(5):
+                    rested = await reports.next("usr1")
+                result.steady_calls = {
+                    rpc: k - quiet["calls"].get(rpc, 0)
+                    for rpc, k in rested["calls"].items()
+                    if k > quiet["calls"].get(rpc, 0)
+                }
                 result.steady_rss = kubelet.memory()[0]
                 result.peak_rss = kubelet.memory()[1]
                 if (left := await count_running(runtime)) != n:
@@ -659,6 +672,11 @@ def print_fake(results: list[FakeResult]) -> None:
         ),
         row("kubelet peak RSS, VmHWM (MiB)", ".0f", "peak_rss"),
         row(f"steady CPU{over} (% of a core)", ".2f", "steady_cpu"),
+        ["  CRI calls per second", *(per_second(r, None) for r in results)],
+        *(
+            [f"    {rpc}", *(per_second(r, rpc) for r in results)]
+            for rpc, _ in sorted_calls(sum((Counter(r.steady_calls) for r in results), Counter()))
+        ),
         row("steady RSS, VmRSS (MiB)", ".0f", "steady_rss"),
         row("SIGTERM → exit (s)", ".2f", "exit_secs"),
     ]
@@ -674,6 +692,14 @@ def per_pod(r: FakeResult, rpc: str | None) -> str:
     """CRI calls per pod over the ramp: one RPC's, or (None) all."""
     k = sum(r.calls.values()) if rpc is None else r.calls.get(rpc, 0)
     return f"{k / r.n:.2f}"
+
+
+def per_second(r: FakeResult, rpc: str | None) -> str:
+    """CRI calls per second over the steady period: one RPC's, or (None) all."""
+    if not r.steady_secs:
+        return "-"
+    k = sum(r.steady_calls.values()) if rpc is None else r.steady_calls.get(rpc, 0)
+    return f"{k / r.steady_secs:.2f}"
 
 
 def print_table(header: list[str], rows: list[list[str]]) -> None:
