@@ -534,6 +534,19 @@ async def fake_process(endpoint: str, n: int) -> AsyncIterator[tuple[trio.Proces
                 await proc.wait()
 
 
+async def fake_calls(fake: trio.Process, reports: FakeReports) -> dict[str, int]:
+    """The fake's count of the CRI calls it has served so far, by RPC."""
+    os.kill(fake.pid, signal.SIGUSR1)
+    with trio.fail_after(5):
+        calls: dict[str, int] = (await reports.next("usr1"))["calls"]
+    return calls
+
+
+def calls_since(before: Mapping[str, int], after: Mapping[str, int]) -> dict[str, int]:
+    """The calls by RPC between two of the fake's counts."""
+    return {rpc: k - before.get(rpc, 0) for rpc, k in after.items() if k > before.get(rpc, 0)}
+
+
 async def count_running(runtime: RuntimeClient) -> int:
     from kubelet.cri import api
 
@@ -562,9 +575,7 @@ async def bench_fake_once(n: int, steady: float, tmp: Path) -> FakeResult:
         await kubelet.start()
         try:
             texts = [(f"p{i:04d}.yaml", manifest(f"p{i:04d}", SLEEP)) for i in range(n)]
-            os.kill(fake.pid, signal.SIGUSR1)
-            with trio.fail_after(5):
-                before = await reports.next("usr1")
+            before = await fake_calls(fake, reports)
             cpu0, t0, fake0 = kubelet.cpu(), time.monotonic(), cpu_seconds(fake.pid)
             bench0, sys0, pre0 = own_cpu(), cpu_split(kubelet.pid)[1], preempted(kubelet.pid)
             busy0 = machine_busy()
@@ -585,26 +596,13 @@ async def bench_fake_once(n: int, steady: float, tmp: Path) -> FakeResult:
             result = FakeResult(n, kubelet.startup, wall, cpu, kubelet.memory()[1], fake_cpu)
             result.bench_cpu = bench_cpu
             result.sys_cpu, result.preempted, result.others_cpu = sys_cpu, pre, max(others, 0.0)
-            result.calls = {
-                rpc: k - before["calls"].get(rpc, 0)
-                for rpc, k in after["calls"].items()
-                if k > before["calls"].get(rpc, 0)
-            }
+            result.calls = calls_since(before, after["calls"])
             if steady > 0:
                 await trio.sleep(max(3, n / 25))  # the last syncs and PLEG relists settle
-                os.kill(fake.pid, signal.SIGUSR1)
-                with trio.fail_after(5):
-                    quiet = await reports.next("usr1")
+                quiet = await fake_calls(fake, reports)
                 result.steady_cpu = await steady_cpu(kubelet, steady)
                 result.steady_secs = steady
-                os.kill(fake.pid, signal.SIGUSR1)
-                with trio.fail_after(5):
-                    rested = await reports.next("usr1")
-                result.steady_calls = {
-                    rpc: k - quiet["calls"].get(rpc, 0)
-                    for rpc, k in rested["calls"].items()
-                    if k > quiet["calls"].get(rpc, 0)
-                }
+                result.steady_calls = calls_since(quiet, await fake_calls(fake, reports))
                 result.steady_rss = kubelet.memory()[0]
                 result.peak_rss = kubelet.memory()[1]
                 if (left := await count_running(runtime)) != n:
