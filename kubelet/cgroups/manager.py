@@ -86,6 +86,10 @@ QOS_UPDATE_INTERVAL = 60.0
 ENFORCE_RETRY_INTERVAL = 60.0
 KILL_ROUNDS = 5
 REMOVE_ATTEMPTS = 5
+FULL_SCAN_EVERY = 30
+"""``pod_cgroups`` lists every hierarchy at least once a minute at housekeeping's 2 s:
+a pod cgroup left in some hierarchies only, where other hierarchies happen to hold as many
+other pod cgroups, waits at most that long to be seen."""
 REMOVE_FIRST_DELAY = 0.010
 
 _V1_REQUIRED = ("cpu", "cpuacct", "cpuset", "memory", "systemd", "pids")
@@ -232,6 +236,8 @@ class CgroupManager:
         """capacity minus the reservations (bytes), known once ``start`` ran: what
         ``qosReserved`` limits the QoS cgroups from"""
         self._requests: dict[int, tuple[weakref.ref[Pod], Mapping[str, Fraction]]] = {}
+        self._scans = 0
+        """``pod_cgroups`` calls so far (every ``FULL_SCAN_EVERY``-th lists every hierarchy)"""
 
     def _requests_of(self, pod: Pod) -> Mapping[str, Fraction]:
         """A pod's summed requests, computed once per pod object (pods are immutable, and
@@ -697,15 +703,21 @@ class CgroupManager:
         await self.apply(name, ResourceConfig(cpu_shares=2))
 
     async def pod_cgroups(self) -> dict[str, CgroupName]:
-        """UID → pod cgroup for every pod cgroup on the host (housekeeping's orphan scan)."""
+        """UID → pod cgroup for every pod cgroup on the host (housekeeping's orphan scan,
+        every 2 s). Each hierarchy is listed on the first call and every
+        ``FULL_SCAN_EVERY``-th; in between one is, while the others count as many pod
+        cgroups (``CgroupFs.children``)."""
         if not self.settings.cgroups_per_qos:
             return {}
+        every_hierarchy = self._scans % FULL_SCAN_EVERY == 0
+        self._scans += 1
 
         def scan() -> dict[str, CgroupName]:
             found: dict[str, CgroupName] = {}
             for parent in self.qos.roots():
                 parent_literal = self.literal(parent)
-                for child in sorted(self.fs.children(parent_literal)):
+                listed = self.fs.children(parent_literal, every_hierarchy=every_hierarchy)
+                for child in sorted(listed):
                     name = names.parse(parent_literal.rstrip("/") + "/" + child, self.driver)
                     full = (*parent, name[-1])
                     uid = names.pod_uid_of(full, self.qos)

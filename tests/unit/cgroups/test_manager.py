@@ -16,6 +16,7 @@ from kubelet.api.pod import Container, Pod, PodSpec, Quantity, ResourceRequireme
 from kubelet.cgroups.fs import UNIFIED, CgroupError
 from kubelet.cgroups.manager import (
     FAILED_NODE_ALLOCATABLE,
+    FULL_SCAN_EVERY,
     NODE_ALLOCATABLE_ENFORCED,
     CgroupManager,
     CgroupSettings,
@@ -171,6 +172,36 @@ async def test_pod_cgroups_by_qos_class(tmp_path: Path, version: int) -> None:
         "b1": ("kubepods", "burstable", "podb1"),
         "e1": ("kubepods", "besteffort", "pode1"),
     }
+
+
+async def test_a_pod_cgroup_left_in_one_hierarchy_is_found_between_full_scans(
+    tmp_path: Path,
+) -> None:
+    tree = Tree(tmp_path, 1)
+    await tree.manager.start(CAPACITY)
+    assert await tree.manager.pod_cgroups() == {}  # the first scan lists every hierarchy
+    tree.fs._mkdir(str(tree.dir("/kubepods/besteffort/podleft", "pids")))  # not the first one
+    assert await tree.manager.pod_cgroups() == {"left": ("kubepods", "besteffort", "podleft")}
+
+
+async def test_every_hierarchy_is_listed_on_the_first_scan_and_every_thirtieth(
+    tmp_path: Path,
+) -> None:
+    """Two leftovers in different hierarchies leave every count equal: only a scan of every
+    hierarchy sees the one outside the hierarchy a lean scan lists."""
+    tree = Tree(tmp_path, 1)
+    await tree.manager.start(CAPACITY)
+    first, *others = tree.fs.dirs("/kubepods/besteffort")
+    tree.fs._mkdir(first + "/poda")
+    for directory in others:
+        tree.fs._mkdir(directory + "/podb")
+    both = {
+        "a": ("kubepods", "besteffort", "poda"),
+        "b": ("kubepods", "besteffort", "podb"),
+    }
+    seen = [await tree.manager.pod_cgroups() for _ in range(FULL_SCAN_EVERY + 1)]
+    assert seen[0] == seen[FULL_SCAN_EVERY] == both
+    assert all(found == {"a": both["a"]} for found in seen[1:FULL_SCAN_EVERY])
 
 
 async def test_existing_pod_cgroup_is_left_alone(tmp_path: Path, version: int) -> None:
