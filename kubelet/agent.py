@@ -207,7 +207,7 @@ async def run(
         prober = await root.start(run_prober, runtime, recorder, node.host_ip, clock)
         services = await root.start(run_services, api) if api else None
         cgroups = await start_cgroups(
-            root, options, host, machine, desired, recorder, node.name, runtime
+            root, options, host, machine, desired, recorder, node.name, runtime, metrics
         )
         pod_runtime = await root.start(
             functools.partial(run_runtime, containers_log_dir=host.containers_log_dir),
@@ -400,7 +400,7 @@ async def run_once(options: Options, host: Host = Host()) -> int:
         prober = await root.start(run_prober, runtime, recorder, node.host_ip, clock)
         desired = PodManager()
         cgroups = await start_cgroups(
-            root, options, host, machine, desired, recorder, node.name, runtime
+            root, options, host, machine, desired, recorder, node.name, runtime, metrics
         )
         pod_runtime = await root.start(
             functools.partial(run_runtime, containers_log_dir=host.containers_log_dir),
@@ -434,9 +434,11 @@ async def start_cgroups(
     recorder: EventRecorder,
     node_name: str,
     runtime: RuntimeClient,
+    metrics: KubeletMetrics | None = None,
 ) -> PodCgroups:
     """The cgroup component, started in ``root``: the QoS tree sized from the machine,
-    the active pods of ``desired``, its events recorded on the Node."""
+    the active pods of ``desired``, its events recorded on the Node, its operations'
+    durations in ``metrics``."""
 
     def record(event: tuple[str, str, str]) -> None:
         recorder.record(node_ref(node_name), *event)
@@ -452,7 +454,13 @@ async def start_cgroups(
     settings = attrs.evolve(settings, driver=driver)
     capacity = capacity_of(machine.num_cores, machine.memory_bytes, machine.hugepages)
     handle: PodCgroups = await root.start(
-        functools.partial(run_cgroups, proc=host.proc, noswap=noswap, systemd=host.systemd),
+        functools.partial(
+            run_cgroups,
+            proc=host.proc,
+            noswap=noswap,
+            systemd=host.systemd,
+            observe=metrics.observe_cgroup_manager if metrics is not None else None,
+        ),
         settings, host.cgroup_fs, capacity, desired.active, pod_qos, record, host.cgroup_io,
     )  # fmt: skip
     return handle

@@ -458,6 +458,13 @@ class KubeletMetrics:
             buckets=DEF_BUCKETS,
             registry=reg,
         )
+        self.cgroup_manager_duration = Histogram(
+            "kubelet_cgroup_manager_duration_seconds",
+            _alpha("Duration in seconds for cgroup manager operations. Broken down by method."),
+            ["operation_type"],
+            buckets=DEF_BUCKETS,
+            registry=reg,
+        )
         self.run_podsandbox_errors = Counter(
             "kubelet_run_podsandbox_errors_total",
             _alpha(
@@ -641,6 +648,10 @@ class KubeletMetrics:
         self.run_podsandbox_duration.labels(runtime_handler=runtime_handler).observe(seconds)
         if error:
             self.run_podsandbox_errors.labels(runtime_handler=runtime_handler).inc()
+
+    def observe_cgroup_manager(self, operation: str, seconds: float) -> None:
+        """One cgroup "create", "update" or "destroy" by the cgroup manager."""
+        self.cgroup_manager_duration.labels(operation_type=operation).observe(seconds)
 
     def observe_worker_start(self, seconds: float | None, containers: int) -> None:
         """A pod's first sync begins: ``seconds`` since the kubelet first saw it (None:

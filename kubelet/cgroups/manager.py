@@ -28,11 +28,13 @@ hierarchies systemd does not manage, hugetlb, are made there). Construction with
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import logging
 import os
 import signal
+import time
 import weakref
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from fractions import Fraction
@@ -86,6 +88,8 @@ QOS_UPDATE_INTERVAL = 60.0
 ENFORCE_RETRY_INTERVAL = 60.0
 KILL_ROUNDS = 5
 REMOVE_ATTEMPTS = 5
+CREATE, UPDATE, DESTROY = "create", "update", "destroy"
+"""The operations ``kubelet_cgroup_manager_duration_seconds`` breaks its time down by."""
 FULL_SCAN_EVERY = 30
 """``pod_cgroups`` lists every hierarchy at least once a minute at housekeeping's 2 s:
 a pod cgroup left in some hierarchies only, where other hierarchies happen to hold as many
@@ -98,6 +102,7 @@ _V2_SUPPORTED = ("cpu", "cpuset", "memory", "hugetlb", "pids")
 log = logging.getLogger(__name__)
 
 Offload = Callable[..., Awaitable[Any]]
+Observe = Callable[[str, float], None]
 """How a blocking operation runs: ``trio.to_thread.run_sync`` (tests run it inline, so
 that the autojump clock never moves while a worker thread is busy)."""
 
@@ -216,6 +221,7 @@ class CgroupManager:
         kill: Kill = os.kill,
         slices: Slices | None = None,
         offload: Offload = trio.to_thread.run_sync,
+        observe: Observe | None = None,
     ) -> None:
         if settings.driver == names.SYSTEMD and slices is None and settings.cgroups_per_qos:
             raise CgroupError(
@@ -226,6 +232,9 @@ class CgroupManager:
         self.settings = settings
         self.kill = kill
         self.offload = offload
+        self.observe = observe
+        """(operation, seconds) of each create, update and destroy of a cgroup
+        (``kubelet_cgroup_manager_duration_seconds``)"""
         self.driver = settings.driver
         self.root = names.node_allocatable_root(settings.cgroup_root, settings.cgroups_per_qos)
         self.qos = QosCgroups.under(self.root)
@@ -291,7 +300,22 @@ class CgroupManager:
     def exists(self, name: CgroupName) -> bool:
         return not self.missing(name)
 
+    @contextlib.contextmanager
+    def _timed(self, operation: str) -> Iterator[None]:
+        """Observe how long the body takes as ``operation``, whether it fails or not."""
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            if self.observe is not None:
+                self.observe(operation, time.perf_counter() - started)
+
     def _set(self, name: CgroupName, config: ResourceConfig) -> None:
+        """Update ``name`` to ``config``: an "update" of the metric."""
+        with self._timed(UPDATE):
+            self._write(name, config)
+
+    def _write(self, name: CgroupName, config: ResourceConfig) -> None:
         """Write ``config`` into every hierarchy of ``name`` (libcontainer's ``Set``)."""
         paths = self.fs.paths(self.literal(name))
         if self.fs.layout.version == 2:
@@ -342,8 +366,12 @@ class CgroupManager:
             self.fs.write(path, "cpu.cfs_quota_us", quota)
 
     def _create(self, name: CgroupName, config: ResourceConfig) -> None:
+        with self._timed(CREATE):
+            self._make(name, config)
+
+    def _make(self, name: CgroupName, config: ResourceConfig) -> None:
         self.fs.create(self.literal(name))
-        self._set(name, config)
+        self._write(name, config)
 
     def _ensure(self, name: CgroupName, config: ResourceConfig) -> bool:
         """Create with ``config`` when missing, else update to it; True when created."""
@@ -528,9 +556,10 @@ class CgroupManager:
         self, name: CgroupName, config: ResourceConfig, *, create: bool = False
     ) -> None:
         """Create or update ``name``: its slice first (systemd driver), then the files."""
-        if self.slices is not None:
-            await (self._unit_create if create else self._unit_update)(name, config)
-        await self.offload(self._create if create else self._set, name, config)
+        with self._timed(CREATE if create else UPDATE):
+            if self.slices is not None:
+                await (self._unit_create if create else self._unit_update)(name, config)
+            await self.offload(self._make if create else self._write, name, config)
 
     async def _setup_slices(self, internal_capacity: Mapping[str, Fraction]) -> None:
         """``_setup`` for the systemd driver: kubepods.slice and the QoS slices."""
@@ -681,8 +710,14 @@ class CgroupManager:
 
     async def remove_pod(self, name: CgroupName) -> None:
         """After the pod's teardown: kill what is left in it, remove it (idempotent)."""
-        literal = self.literal(name)
         await self.offload(self._kill_all, name)
+        with self._timed(DESTROY):
+            await self._destroy(name)
+
+    async def _destroy(self, name: CgroupName) -> None:
+        """Stop the slice (systemd driver) and remove the directories, retried while a
+        killed process is still leaving."""
+        literal = self.literal(name)
         if self.slices is not None:
             await self.slices.stop_unit(slice_of(name)[0])
         delay = REMOVE_FIRST_DELAY

@@ -36,6 +36,7 @@ from .manager import (
     CgroupManager,
     CgroupSettings,
     Event,
+    Observe,
     ReservedCgroupError,
     internal_capacity,
     read_pid_max,
@@ -193,6 +194,7 @@ async def run_cgroups(
     proc: Path = Path("/proc"),
     noswap: Callable[[], bool] = lambda: True,
     systemd: SystemdAccess = HOST_SYSTEMD,
+    observe: Observe | None = None,
     task_status: trio.TaskStatus[PodCgroups] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Set the tree up, hand back ``PodCgroups``, keep the QoS cgroups current.
@@ -203,7 +205,8 @@ async def run_cgroups(
     and the kubelet's ``oom_score_adj`` (``proc``: where /proc is read). Swap is checked
     first (``failSwapOn``), as upstream's container manager does; with swap on, ``noswap``
     says whether tmpfs can keep memory-backed volumes off it (else a Node event says they
-    may not be)."""
+    may not be). ``observe`` is told how long each cgroup create, update and destroy
+    took (the manager's metric)."""
 
     async def offload(fn: Callable[..., Any], *args: Any) -> Any:
         return await io(functools.partial(fn, *args))
@@ -224,7 +227,7 @@ async def run_cgroups(
     )
     try:
         await _serve(
-            _Start(settings, host_fs, swap, sorted(sizes), internal, proc),
+            _Start(settings, host_fs, swap, sorted(sizes), internal, proc, observe),
             active, qos_of, record, offload, noswap, systemd, task_status,
         )  # fmt: skip
     except BaseExceptionGroup as group:
@@ -251,6 +254,7 @@ class _Start:
     hugepage_sizes: list[int]
     internal: dict[str, Fraction]
     proc: Path
+    observe: Observe | None
 
 
 async def _serve(
@@ -275,6 +279,7 @@ async def _serve(
                 hugepage_sizes=start.hugepage_sizes,
                 offload=offload,
                 slices=slices,
+                observe=start.observe,
             )
             events = await manager.start(start.internal)
         except ReservedCgroupError as err:

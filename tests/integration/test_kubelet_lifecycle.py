@@ -477,6 +477,9 @@ async def test_metrics_upstream_adds_with_a_pod(
         "kubelet_orphaned_runtime_pods_total 0.0",
     ):
         assert line in lines, line
+    for operation in ("create", "update"):  # kubepods, the QoS cgroups, the pod's
+        count = f'kubelet_cgroup_manager_duration_seconds_count{{operation_type="{operation}"}}'
+        assert any(line.startswith(count + " ") and float(line.split()[1]) >= 1 for line in lines)
     assert "_created" not in text
 
 

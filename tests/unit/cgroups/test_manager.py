@@ -204,6 +204,25 @@ async def test_every_hierarchy_is_listed_on_the_first_scan_and_every_thirtieth(
     assert all(found == {"a": both["a"]} for found in seen[1:FULL_SCAN_EVERY])
 
 
+async def test_each_create_update_and_destroy_is_timed(tmp_path: Path) -> None:
+    """``kubelet_cgroup_manager_duration_seconds``: a pod's cgroup is one "create" (the
+    QoS cgroups' "update"s before it), its removal one "destroy"; the kill before the
+    removal is not part of it, as upstream."""
+    seen: list[str] = []
+    tree = Tree(tmp_path, 1)
+    tree.manager.observe = lambda operation, seconds: seen.append(operation)
+    await tree.manager.start(CAPACITY)
+    assert seen == ["create", "create", "create", "update"]  # kubepods, the QoS two, allocatable
+    seen.clear()
+    await tree.manager.ensure_pod(BURSTABLE, "Burstable", ACTIVE)
+    assert seen == ["update", "update", "update", "create"]
+    seen.clear()
+    await tree.manager.ensure_pod(BURSTABLE, "Burstable", ACTIVE)  # exists: nothing done
+    assert seen == []
+    await tree.manager.remove_pod(("kubepods", "burstable", "podb1"))
+    assert seen == ["destroy"]
+
+
 async def test_existing_pod_cgroup_is_left_alone(tmp_path: Path, version: int) -> None:
     tree = Tree(tmp_path, version)
     await tree.manager.start(CAPACITY)

@@ -238,7 +238,12 @@ def test_eviction_stats_age_and_sandbox_and_worker_start() -> None:
     m.observe_run_podsandbox("kata", 0.1, error=True)
     m.observe_worker_start(0.02, 3)
     m.observe_worker_start(None, 1)
+    m.observe_cgroup_manager("destroy", 0.02)
     got = scrape(m)
+    cgroups = got["kubelet_cgroup_manager_duration_seconds"]
+    name = "kubelet_cgroup_manager_duration_seconds_bucket"
+    assert value(cgroups, name, operation_type="destroy", le="0.01") == 0
+    assert value(cgroups, name, operation_type="destroy", le="0.025") == 1
     age = got["kubelet_eviction_stats_age_seconds"]
     signal = {"eviction_signal": "memory.available"}
     assert value(age, "kubelet_eviction_stats_age_seconds_sum", **signal) == 3.0
