@@ -17,6 +17,7 @@ from kubelet.eviction.decide import (
     Reclaim,
     choose_eviction,
     eviction_conditions,
+    local_storage_candidates,
     local_storage_evictions,
     node_reclaim,
 )
@@ -295,6 +296,42 @@ def test_local_storage_limits() -> None:
         [container_limit], stats_of(usages), dedicated_image_fs=True, is_critical=is_critical_pod
     )
     assert again == []
+
+
+def test_local_storage_candidates_are_the_pods_it_may_evict() -> None:
+    """Every pod is far over any limit it has: those evicted are exactly the candidates,
+    the pods whose figures the pass reads when no threshold is met."""
+    from kubelet.api.pod import Container
+
+    from .evictionkit import resources
+
+    def ephemeral(limit: str) -> Container:
+        return Container(name="c", resources=resources(limits={"ephemeral-storage": limit}))
+
+    init = pod("init-limit", 0)
+    init = attrs.evolve(init, spec=attrs.evolve(init.spec, init_containers=(ephemeral("1Mi"),)))
+    pods = [
+        pod("plain", 0, {"memory": "1Mi"}, {"memory": "1Mi", "cpu": "1"}),
+        pod("dir-without-limit", 0, volumes=(empty_dir("cache"),)),
+        pod("dir-limit", 0, volumes=(empty_dir("cache", "1Mi"),)),
+        pod("container-limit", 0, containers=[ephemeral("1Mi")]),
+        pod("zero-container-limit", 0, containers=[ephemeral("0")]),
+        init,
+        pod("critical", 2_000_000_001, limits={"ephemeral-storage": "1Mi"}),
+    ]
+    usages = [disk_usage(p, "1Gi", "1Gi", "1Gi", ephemeral="10Gi") for p in pods]
+    for dedicated in (False, True):
+        evicted = local_storage_evictions(
+            pods, stats_of(usages), dedicated_image_fs=dedicated, is_critical=is_critical_pod
+        )
+        candidates = local_storage_candidates(pods, is_critical=is_critical_pod)
+        assert {e.pod.uid for e in evicted} == candidates
+    assert {p.metadata.name for p in pods if p.uid in candidates} == {
+        "dir-limit",
+        "container-limit",
+        "zero-container-limit",
+        "init-limit",
+    }
 
 
 def best_effort(**kw: object) -> object:
