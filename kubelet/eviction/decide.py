@@ -211,10 +211,15 @@ def local_storage_candidates(pods: Sequence[Pod], *, is_critical: IsCritical) ->
 
 
 def _local_storage_limited(pod: Pod) -> bool:
+    """An emptyDir sizeLimit, or what makes ``pod_limit`` of ephemeral storage not None
+    (a limit on any container; asked of every pod at every pass: no sum made)."""
     for volume in pod.spec.volumes:
         if volume.empty_dir is not None and volume.empty_dir.get("sizeLimit") is not None:
             return True
-    return pod_limit(pod, EPHEMERAL_STORAGE) is not None
+    for c in (*pod.spec.containers, *pod.spec.init_containers):
+        if c.resources is not None and c.resources.limits.get(EPHEMERAL_STORAGE) is not None:
+            return True
+    return False
 
 
 def local_storage_evictions(
