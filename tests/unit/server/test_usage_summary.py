@@ -66,6 +66,8 @@ class ShapedRuntime:
 
     sandbox_stats: bool = False
     clock: float = NOW
+    web_memory: bool = True
+    """whether the runtime's sandbox stats of ``web`` have memory (else CPU alone)"""
 
     async def list_pod_sandbox(self, **_: Any) -> list[api.PodSandbox]:
         return [
@@ -127,7 +129,9 @@ class ShapedRuntime:
         return [
             api.PodSandboxStats(
                 attributes=api.PodSandboxAttributes(id="s1"),
-                linux=api.LinuxPodSandboxStats(cpu=cpu, memory=memory),
+                linux=api.LinuxPodSandboxStats(cpu=cpu, memory=memory)
+                if self.web_memory
+                else api.LinuxPodSandboxStats(cpu=cpu),
             ),
             api.PodSandboxStats(
                 attributes=api.PodSandboxAttributes(id="s2"),
@@ -243,16 +247,19 @@ async def test_the_pods_asked_for_have_the_figures_of_a_full_read(tmp_path: Path
     assert await stats.node_usage() == everything.node
 
 
-@pytest.mark.parametrize("sandbox_stats", [False, True])
+@pytest.mark.parametrize(
+    ("sandbox_stats", "web_memory"), [(False, True), (True, True), (True, False)]
+)
 async def test_a_pass_without_pods_leaves_the_summary_as_a_full_pass(
-    tmp_path: Path, sandbox_stats: bool
+    tmp_path: Path, sandbox_stats: bool, web_memory: bool
 ) -> None:
     """The eviction pass that reads no pod's figures still samples their CPU as a full
-    read does: ``/stats/summary`` after it (rates, volumes, all) is the same document."""
+    read does (the pod cgroup's too when the runtime's sandbox stats lack memory):
+    ``/stats/summary`` after it (rates, volumes, all) is the same document."""
     documents = []
     for name, wanted in (("full", None), ("lean", frozenset[str]())):
         clock = [NOW]
-        runtime = ShapedRuntime(sandbox_stats=sandbox_stats)
+        runtime = ShapedRuntime(sandbox_stats=sandbox_stats, web_memory=web_memory)
         (tmp_path / name).mkdir()
         stats = shaped_provider(tmp_path / name, runtime, clock)
         await stats.node_usage()
