@@ -50,7 +50,7 @@ from .decide import (
     resource_to_reclaim,
 )
 from .messages import REASON, THRESHOLD_MET_EVENT
-from .observations import Observation, Observations, observe_node
+from .observations import Observation, Observations, observe_signals
 from .ranking import rank
 from .state import EvictionState, met_now, step, thresholds_met
 from .thresholds import Signal, Threshold, update_containerfs_thresholds
@@ -310,7 +310,7 @@ class EvictionManager:
         dedicated, split = layout
         pods = list(self.active_pods())
         node = await self.summaries.node_usage()
-        observations = observe_node(node)
+        observations = observe_signals(node)
         wanted = self._pods_to_read(pods, observations)
         stats = {p.uid: p for p in await self.summaries.pods_usage(wanted)}
         self._arm_notifiers(node)
@@ -411,7 +411,7 @@ class EvictionManager:
         except Exception as exc:
             log.error("eviction manager: failed to get summary stats after reclaim: %s", exc)
             return False
-        return not thresholds_met(self.thresholds, observe_node(node), True)
+        return not thresholds_met(self.thresholds, observe_signals(node), True)
 
     async def _evict(self, eviction: Eviction) -> bool:
         pod = eviction.pod

@@ -14,11 +14,11 @@ from collections.abc import Mapping
 
 import attrs
 
-from kubelet.stats.summary import FsUsage, MemoryUsage, NodeUsage, Summary
+from kubelet.stats.summary import FsUsage, MemoryUsage, NodeUsage
 
 from .thresholds import Signal
 
-__all__ = ["Observation", "Observations", "observe_node", "observe_signals"]
+__all__ = ["Observation", "Observations", "observe_signals"]
 
 
 @attrs.frozen
@@ -47,13 +47,8 @@ def _fs(fs: FsUsage | None, out: dict[Signal, Observation], bytes_: Signal, inod
         out[inodes] = Observation(fs.inodes_free, fs.inodes, fs.time)
 
 
-def observe_signals(summary: Summary) -> dict[Signal, Observation]:
-    """Every signal the summary can tell (its node's figures tell them all)."""
-    return observe_node(summary.node)
-
-
-def observe_node(node: NodeUsage) -> dict[Signal, Observation]:
-    """Every signal the node's figures can tell."""
+def observe_signals(node: NodeUsage) -> dict[Signal, Observation]:
+    """Every signal the node's figures can tell (no pod's figures make one)."""
     out: dict[Signal, Observation] = {}
     memory = _memory(node.memory)
     if memory is not None:

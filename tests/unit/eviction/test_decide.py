@@ -62,7 +62,7 @@ def test_node_reclaim(name: str) -> None:
 
 
 def one_pass(thresholds, summary, pods, *, max_grace: int = 0):  # type: ignore[no-untyped-def]
-    obs = observe_signals(summary)
+    obs = observe_signals(summary.node)
     result = step(EvictionState(), thresholds, obs, 0.0, 300.0)
     threshold = result.act_on[0]
     from kubelet.eviction.thresholds import SIGNAL_RESOURCE
@@ -224,9 +224,11 @@ def test_soft_eviction_grace_period(name: str) -> None:
     p = pod("p", 0, grace=own)
     thresholds = parse_thresholds({}, {"memory.available": "1Gi"}, {"memory.available": "0s1ns"})
     summary = memory_summary("50Mi", [memory_usage(p, "1Gi")])
-    obs = observe_signals(summary)
+    obs = observe_signals(summary.node)
     state = step(EvictionState(), thresholds, obs, 0.0, 300.0).state
-    result = step(state, thresholds, observe_signals(memory_summary("50Mi", time=5.0)), 5.0, 300.0)
+    result = step(
+        state, thresholds, observe_signals(memory_summary("50Mi", time=5.0).node), 5.0, 300.0
+    )
     (threshold,) = result.act_on
     eviction = choose_eviction(
         threshold,
@@ -411,6 +413,6 @@ def test_admission(name: str) -> None:
 
 
 def test_observation_times_and_missing_figures() -> None:
-    obs = observe_signals(memory_summary("1Gi", time=12.5))
+    obs = observe_signals(memory_summary("1Gi", time=12.5).node)
     assert obs[Signal.MEMORY_AVAILABLE] == Observation(1024 * Mi, 2048 * Mi, 12.5)
     assert Signal.NODEFS_AVAILABLE not in obs
