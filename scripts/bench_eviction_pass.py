@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""CPU of one eviction-manager summary pass over N pods (issue 19), deterministic.
+"""CPU of one eviction-manager pass over N pods (issue 19), deterministic.
 
     PYTHONPATH=$PWD .venv/bin/python scripts/bench_eviction_pass.py [--pods 500] [--passes 20]
 
-What the eviction manager reads every 10 s (``NodeUsage(provider).summary()``, the
-``SummarySource`` the agent wires) from a synthetic node made in a temporary directory:
+One pass of the eviction manager every 10 s (``EvictionManager.synchronize`` with the
+default hard thresholds, none of them met, over N active pods of which every
+``--limit-every``-th has an emptyDir ``sizeLimit``; ``--summary``: the full typed summary,
+``NodeUsage(provider).summary()``, what the pass read before issue 19's wave 10) on the
+``SummarySource`` the agent wires, from a synthetic node made in a temporary directory:
 cgroup v1 files as this machine lays them out (the node, ``kubepods``, and per pod
 ``kubepods/besteffort/pod<uid>`` with its sandbox and container directories), /proc
 files, one log file per container, an emptyDir with a file in every ``--volume-every``-th
@@ -34,7 +37,12 @@ from typing import Any
 
 import trio
 
+from kubelet.api.meta import ObjectMeta
+from kubelet.api.pod import Container, Pod, PodSpec, Volume
+from kubelet.config.kubeletconfig import DEFAULT_EVICTION_HARD
 from kubelet.cri import api, labels
+from kubelet.eviction.manager import EvictionConfig, EvictionManager
+from kubelet.eviction.thresholds import parse_thresholds
 from kubelet.process import tune_garbage_collector
 from kubelet.server.hoststats import Host
 from kubelet.server.stats import SummaryProvider
@@ -277,6 +285,46 @@ class LongestStep(trio.abc.Instrument):
             self._started = 0.0
 
 
+def active_pods(pods: int, limit_every: int) -> list[Pod]:
+    """The pods the runtime runs, as the pod manager knows them (every ``limit_every``-th
+    with an emptyDir sizeLimit: its figures decide a local storage eviction)."""
+    out = []
+    for i in range(pods):
+        limited = bool(limit_every) and i % limit_every == 0
+        volumes = (Volume(name="scratch", empty_dir={"sizeLimit": "1Gi"}),) if limited else ()
+        out.append(
+            Pod(
+                metadata=ObjectMeta(name=f"bb-{i}", namespace="default", uid=uid(i)),
+                spec=PodSpec(containers=(Container(name="main"),), volumes=volumes, priority=0),
+            )
+        )
+    return out
+
+
+class Unused:
+    """The manager's killer, reclaimer and event sink: a pass without pressure uses none."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"the pass used {name}: a threshold or a limit was met")
+
+
+def eviction_pass(usage: NodeUsage, pods: list[Pod]) -> Any:
+    """The manager's ``synchronize``, wired as the agent wires it (no threshold is met)."""
+    unused: Any = Unused()
+    manager = EvictionManager(
+        EvictionConfig(parse_thresholds(DEFAULT_EVICTION_HARD)),
+        summaries=usage,
+        active_pods=lambda: pods,
+        killer=unused,
+        reclaimer=unused,
+        events=unused,
+        is_critical=lambda pod: False,
+        cleaned_up=lambda pod: True,
+        disk_layout=usage.disk_layout,
+    )
+    return manager.synchronize
+
+
 async def measure(args: argparse.Namespace, root: Path, steps: LongestStep) -> None:
     host, kubelet_root, logs = make_node(root, args.pods, args.volume_every)
     runtime = Runtime(args.pods, str(kubelet_root / "images"))
@@ -290,10 +338,16 @@ async def measure(args: argparse.Namespace, root: Path, steps: LongestStep) -> N
         psi=False,
     )
     usage = NodeUsage(provider)
+    summary = await usage.summary()
+    assert len(summary.pods) == args.pods, len(summary.pods)
+    one_pass = (
+        usage.summary
+        if args.summary
+        else eviction_pass(usage, active_pods(args.pods, args.limit_every))
+    )
     for _ in range(args.warmup):
         runtime.advance()
-        summary = await usage.summary()
-    assert len(summary.pods) == args.pods, len(summary.pods)
+        await one_pass()
     runtime.decode_s = 0.0
     times = []
     for _ in range(args.passes):
@@ -301,12 +355,13 @@ async def measure(args: argparse.Namespace, root: Path, steps: LongestStep) -> N
         await trio.sleep(0.01)  # the pass starts a step of its own, as after the manager's wait
         steps.watch(trio.lowlevel.current_task())
         t = time.process_time()
-        await usage.summary()
+        await one_pass()
         times.append(time.process_time() - t)
         steps.watch(None)
     ms = [x * 1000 for x in times]
     tree = os.path.dirname(os.path.dirname(os.path.abspath(sys.modules["kubelet"].__file__ or "")))
-    print(f"tree {tree}: {args.pods} pods, {args.passes} passes")
+    what = "full summary" if args.summary else f"eviction pass, 1 pod in {args.limit_every} limited"
+    print(f"tree {tree}: {args.pods} pods, {args.passes} passes, {what}")
     print(
         f"  CPU per pass: median {statistics.median(ms):.1f} ms "
         f"(min {min(ms):.1f}, max {max(ms):.1f}); of which decoding the CRI lists "
@@ -321,6 +376,10 @@ def main() -> None:
     parser.add_argument("--passes", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--volume-every", type=int, default=10, help="0: no volumes")
+    parser.add_argument(
+        "--limit-every", type=int, default=10, help="pods with an emptyDir sizeLimit (0: none)"
+    )
+    parser.add_argument("--summary", action="store_true", help="the full summary, not the pass")
     args = parser.parse_args()
     steps = LongestStep()
     tune_garbage_collector()  # the kubelet's settings (a full collection takes 50 ms here)

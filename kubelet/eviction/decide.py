@@ -9,6 +9,7 @@
   shorter.
 - ``local_storage_evictions``: pods over an emptyDir ``sizeLimit``, their pod-wide
   ephemeral-storage limit, or a container's limit; each is evicted with 1 s.
+  ``local_storage_candidates``: the pods it may evict at all (whose figures it reads).
 - ``eviction_conditions``: the ``DisruptionTarget`` condition (reason
   ``TerminationByKubelet``) of threshold evictions; the pod ends Failed, reason
   ``Evicted`` (``REASON``), with the eviction's message.
@@ -44,6 +45,7 @@ __all__ = [
     "Reclaim",
     "choose_eviction",
     "eviction_conditions",
+    "local_storage_candidates",
     "local_storage_evictions",
     "node_reclaim",
     "resource_to_reclaim",
@@ -198,6 +200,26 @@ def _first_violation(pod: Pod, usage: PodUsage, dedicated_image_fs: bool) -> tup
         return POD_STORAGE_LIMIT, text
     text = _container_limit_violation(pod, usage, dedicated_image_fs)
     return (CONTAINER_STORAGE_LIMIT, text) if text is not None else None
+
+
+def local_storage_candidates(pods: Sequence[Pod], *, is_critical: IsCritical) -> set[str]:
+    """The UIDs of the pods ``local_storage_evictions`` may evict, whatever their figures
+    (the others' need not be read): not critical, with an emptyDir ``sizeLimit`` or an
+    ephemeral-storage limit on a container (the pod-wide limit sums the containers' and
+    init containers'; a container's own needs one too)."""
+    return {p.uid for p in pods if _local_storage_limited(p) and not is_critical(p)}
+
+
+def _local_storage_limited(pod: Pod) -> bool:
+    """An emptyDir sizeLimit, or what makes ``pod_limit`` of ephemeral storage not None
+    (a limit on any container; asked of every pod at every pass: no sum made)."""
+    for volume in pod.spec.volumes:
+        if volume.empty_dir is not None and volume.empty_dir.get("sizeLimit") is not None:
+            return True
+    for c in (*pod.spec.containers, *pod.spec.init_containers):
+        if c.resources is not None and c.resources.limits.get(EPHEMERAL_STORAGE) is not None:
+            return True
+    return False
 
 
 def local_storage_evictions(

@@ -5,7 +5,9 @@
 (polling every second, at most 30 s) for the pod to be cleaned up, then passes again.
 A pass:
 
-1. reads a summary, arms the memory notifiers from it (every 10 s at most);
+1. reads the node's figures, then those of the pods a decision may need (all while a
+   threshold is met, else the pods with local storage limits); arms the memory
+   notifiers from the node's (every 10 s at most);
 2. runs the pure pass (``state.step``): conditions, thresholds to act on;
 3. evicts pods over their local storage limits, and if any was, ends the pass;
 4. for the most urgent threshold: records ``EvictionThresholdMet`` "Attempting to
@@ -26,7 +28,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence, Set
 from pathlib import Path
 from typing import Protocol
 
@@ -35,21 +37,22 @@ import trio
 
 from kubelet.api.pod import Pod
 from kubelet.cri.errors import CriError
-from kubelet.stats.summary import Summary
+from kubelet.stats.summary import NodeUsage, PodUsage
 
 from . import admission, notifier
 from .decide import (
     Eviction,
     Reclaim,
     choose_eviction,
+    local_storage_candidates,
     local_storage_evictions,
     node_reclaim,
     resource_to_reclaim,
 )
 from .messages import REASON, THRESHOLD_MET_EVENT
-from .observations import Observation, observe_signals
+from .observations import Observation, Observations, observe_signals
 from .ranking import rank
-from .state import EvictionState, step, thresholds_met
+from .state import EvictionState, met_now, step, thresholds_met
 from .thresholds import Signal, Threshold, update_containerfs_thresholds
 
 __all__ = [
@@ -70,7 +73,12 @@ WARNING = "Warning"
 
 
 class SummarySource(Protocol):
-    async def summary(self) -> Summary: ...
+    """The usage figures, read in two steps: the node's (every signal), then the pods'
+    a decision needs (``wanted``: their UIDs; None: all)."""
+
+    async def node_usage(self) -> NodeUsage: ...
+
+    async def pods_usage(self, wanted: Set[str] | None) -> tuple[PodUsage, ...]: ...
 
 
 class PodKiller(Protocol):
@@ -257,7 +265,7 @@ class EvictionManager:
     def _arm_failed(self, t: Threshold, exc: Exception) -> None:
         log.info("eviction manager: failed to update %s: %s", notifier.description(t), exc)
 
-    def _arm_notifiers(self, summary: Summary) -> None:
+    def _arm_notifiers(self, node: NodeUsage) -> None:
         now = trio.current_time()
         armed_at = self._notifiers_armed_at
         if armed_at is not None and now - armed_at <= notifier.REFRESH_INTERVAL:
@@ -265,9 +273,7 @@ class EvictionManager:
         self._notifiers_armed_at = now
         for t, n in self._notifiers:
             memory = (
-                summary.node.pods_memory
-                if t.signal is Signal.ALLOCATABLE_MEMORY_AVAILABLE
-                else summary.node.memory
+                node.pods_memory if t.signal is Signal.ALLOCATABLE_MEMORY_AVAILABLE else node.memory
             )
             try:
                 if memory is None:
@@ -303,9 +309,11 @@ class EvictionManager:
             return []
         dedicated, split = layout
         pods = list(self.active_pods())
-        summary = await self.summaries.summary()
-        self._arm_notifiers(summary)
-        observations = observe_signals(summary)
+        node = await self.summaries.node_usage()
+        observations = observe_signals(node)
+        wanted = self._pods_to_read(pods, observations)
+        stats = {p.uid: p for p in await self.summaries.pods_usage(wanted)}
+        self._arm_notifiers(node)
         result = step(
             self.state,
             self.thresholds,
@@ -316,7 +324,6 @@ class EvictionManager:
         self.state = result.state
         if self.pressure is not None:
             self.pressure.conditions = result.conditions
-        stats = {p.uid: p for p in summary.pods}
         if cfg.local_storage_capacity_isolation:
             evictions = local_storage_evictions(
                 pods, stats, dedicated_image_fs=dedicated, is_critical=self.is_critical
@@ -362,6 +369,18 @@ class EvictionManager:
         await self._evict(eviction)
         return [eviction.pod]
 
+    def _pods_to_read(self, pods: Sequence[Pod], observations: Observations) -> Set[str] | None:
+        """The UIDs of the pods whose figures this pass may decide on (None: all). All of
+        them while a threshold is met (ranking and the eviction's message read them, a
+        soft threshold may be past its grace period); otherwise those over which
+        ``local_storage_evictions`` may evict: at 500 pods and no pressure, the pass then
+        reads the node's figures and the pods' CPU only."""
+        if met_now(self.state, self.thresholds, observations):
+            return None
+        if not self.config.local_storage_capacity_isolation:
+            return frozenset()
+        return local_storage_candidates(pods, is_critical=self.is_critical)
+
     def _observe_stats_age(
         self, act_on: Sequence[Threshold], observations: Mapping[Signal, Observation]
     ) -> None:
@@ -387,12 +406,12 @@ class EvictionManager:
                 log.info(
                     "eviction manager: error reclaiming on the node (%s): %s", reclaim.value, exc
                 )
-        try:
-            summary = await self.summaries.summary()
+        try:  # the node's figures alone: what tells whether the thresholds are resolved
+            node = await self.summaries.node_usage()
         except Exception as exc:
             log.error("eviction manager: failed to get summary stats after reclaim: %s", exc)
             return False
-        return not thresholds_met(self.thresholds, observe_signals(summary), True)
+        return not thresholds_met(self.thresholds, observe_signals(node), True)
 
     async def _evict(self, eviction: Eviction) -> bool:
         pod = eviction.pod

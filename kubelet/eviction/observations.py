@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 import attrs
 
-from kubelet.stats.summary import FsUsage, MemoryUsage, Summary
+from kubelet.stats.summary import FsUsage, MemoryUsage, NodeUsage
 
 from .thresholds import Signal
 
@@ -47,9 +47,8 @@ def _fs(fs: FsUsage | None, out: dict[Signal, Observation], bytes_: Signal, inod
         out[inodes] = Observation(fs.inodes_free, fs.inodes, fs.time)
 
 
-def observe_signals(summary: Summary) -> dict[Signal, Observation]:
-    """Every signal the summary can tell."""
-    node = summary.node
+def observe_signals(node: NodeUsage) -> dict[Signal, Observation]:
+    """Every signal the node's figures can tell (no pod's figures make one)."""
     out: dict[Signal, Observation] = {}
     memory = _memory(node.memory)
     if memory is not None:

@@ -39,6 +39,7 @@ __all__ = [
     "EvictionState",
     "Step",
     "by_eviction_priority",
+    "met_now",
     "step",
     "thresholds_met",
 ]
@@ -134,6 +135,17 @@ def _updated(t: Threshold, now: Observations, last: Observations) -> bool:
     return previous.time is None or observed.time > previous.time
 
 
+def met_now(
+    state: EvictionState, thresholds: Sequence[Threshold], observations: Observations
+) -> tuple[Threshold, ...]:
+    """The thresholds ``step`` finds met: those above what is left, and those it acted on
+    before until their minimum reclaim is available again. None met: nothing to act on."""
+    met = thresholds_met(thresholds, observations, enforce_min_reclaim=False)
+    if state.thresholds_met:
+        met = _merge(met, thresholds_met(state.thresholds_met, observations, True))
+    return met
+
+
 def step(
     state: EvictionState,
     thresholds: Sequence[Threshold],
@@ -142,9 +154,7 @@ def step(
     transition_period: float,
 ) -> Step:
     """One pass: the new state and the thresholds to act on."""
-    met = thresholds_met(thresholds, observations, enforce_min_reclaim=False)
-    if state.thresholds_met:
-        met = _merge(met, thresholds_met(state.thresholds_met, observations, True))
+    met = met_now(state, thresholds, observations)
     first = {t: state.first_observed.get(t, now) for t in met}
     last_seen = dict(state.conditions_last_observed)
     for condition in _conditions(met):

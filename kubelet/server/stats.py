@@ -23,7 +23,7 @@ import glob
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Set
 from typing import Any
 
 import attrs
@@ -38,6 +38,7 @@ from kubelet.stats.summary import (
     ContainerUsage,
     FsUsage,
     MemoryUsage,
+    NodeUsage,
     PodUsage,
     Summary,
     VolumeUsage,
@@ -439,21 +440,37 @@ class SummaryProvider:
     # -- the eviction manager's summary: typed figures, built directly ---------------------
 
     async def usage(self) -> Summary:
-        """The figures of ``summary(lean=True)`` that ``from_json`` keeps (the eviction
-        manager's ``SummarySource``), made without the JSON in between: formatting it and
-        reading it back were a fifth of the pass's CPU at 500 pods, every 10 s. The reads
-        and the rules are the JSON's (``_PodPass``, ``fs_usage``, ``memory_usage``...);
-        the CPU rates advance as that summary advances them."""
-        node = from_json({"node": await self.node_stats()}).node
-        p = await self._pod_pass(only_cpu_and_memory=False)
+        """The figures of ``summary(lean=True)`` that ``from_json`` keeps, made without the
+        JSON in between: formatting it and reading it back were a fifth of the pass's CPU
+        at 500 pods, every 10 s. The reads and the rules are the JSON's (``_PodPass``,
+        ``fs_usage``, ``memory_usage``...); the CPU rates advance as that summary advances
+        them. The eviction manager reads the same in two steps (``node_usage``, then
+        ``pods_usage`` of the pods its decision needs)."""
+        node = await self.node_usage()
+        return Summary(node=node, pods=await self.pods_usage())
+
+    async def node_usage(self) -> NodeUsage:
+        """The node's figures of ``usage`` (all that the eviction signals are made of)."""
+        return from_json({"node": await self.node_stats()}).node
+
+    async def pods_usage(self, wanted: Set[str] | None = None) -> tuple[PodUsage, ...]:
+        """The pods' figures of ``usage``: of the pods whose UID is in ``wanted`` (None:
+        all). The others are only sampled for CPU, as a full read samples them (one cgroup
+        file per pod, the runtime's container stats): ``/stats/summary``'s nano-cores stay
+        the rate since this pass, while their memory, pids, logs, writable layers and
+        volumes (some ten reads per pod, every 10 s) are not read for nothing."""
+        p = await self._pod_pass(only_cpu_and_memory=wanted is not None and not wanted)
         newest: dict[str, PodUsage] = {}  # the newest sandbox of a pod wins, as above
         pacer = self.pacer()
         for sandbox in p.sandboxes:
             await pacer.tick()
-            pod = await self._pod_usage(sandbox, p)
-            newest[pod.uid] = pod
+            if wanted is None or sandbox.labels[labels.POD_UID] in wanted:
+                pod = await self._pod_usage(sandbox, p)
+                newest[pod.uid] = pod
+            else:
+                self._sample_pod_cpu(sandbox, p)
         self._end_pass(p, only_cpu_and_memory=False)
-        return Summary(node=node, pods=tuple(newest.values()))
+        return tuple(newest.values())
 
     async def _pod_usage(self, sandbox: api.PodSandbox, p: _PodPass) -> PodUsage:
         uid = sandbox.labels.get(labels.POD_UID, sandbox.metadata.uid)
@@ -490,6 +507,23 @@ class SummaryProvider:
             ephemeral_storage=ephemeral,
             process_count=self.host.cgroup_pids(cgroup) if cgroup is not None else None,
         )
+
+    def _sample_pod_cpu(self, sandbox: api.PodSandbox, p: _PodPass) -> None:
+        """The CPU samples ``_pod_usage`` takes of the pod and its containers (the same
+        rates advance, from the same sources), without its other reads."""
+        uid = sandbox.labels[labels.POD_UID]
+        for c in p.by_sandbox.get(sandbox.id, {}).values():
+            container = p.container_stats.get(c.id)
+            if container is not None:
+                self._cri_cpu(f"container/{c.id}", container.cpu)
+        stats = p.sandbox_stats.get(sandbox.id) if p.sandbox_stats is not None else None
+        cpu = memory = False
+        if stats is not None and stats.HasField("linux"):
+            cpu = self._cri_cpu(f"pod/{uid}", stats.linux.cpu) is not None
+            memory = _cri_memory(stats.linux.memory) is not None
+        cgroup = p.cgroups.find(uid)
+        if (not cpu or not memory) and cgroup is not None:
+            self._pod_cgroup_cpu(uid, cgroup, int(self.wall_clock() * 1e9))
 
     def _container_usage(
         self, c: api.Container, stats: api.ContainerStats | None, p: _PodPass, stamp: float
@@ -753,12 +787,15 @@ class SummaryProvider:
     ) -> tuple[tuple[int, int | None] | None, MemorySample | None]:
         """((cumulative CPU, its rate since the previous sample), memory) of the pod's
         cgroup read at ``now``; the rate advances."""
-        now_ns = int(now * 1e9)
+        return self._pod_cgroup_cpu(uid, cgroup, int(now * 1e9)), self.host.cgroup_memory(cgroup)
+
+    def _pod_cgroup_cpu(self, uid: str, cgroup: str, now_ns: int) -> tuple[int, int | None] | None:
+        """(cumulative CPU, its rate since the previous sample) of the pod's cgroup; the
+        rate advances."""
         sample: CpuSample | None = self.host.cgroup_cpu(cgroup)
-        cpu = None
-        if sample is not None:
-            cpu = (sample.usage_ns, self.rates.rate(f"pod/{uid}", now_ns, sample.usage_ns))
-        return cpu, self.host.cgroup_memory(cgroup)
+        if sample is None:
+            return None
+        return sample.usage_ns, self.rates.rate(f"pod/{uid}", now_ns, sample.usage_ns)
 
 
 @attrs.frozen(kw_only=True)

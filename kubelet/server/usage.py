@@ -1,21 +1,24 @@
 """The summary provider as the eviction manager and the image collector read it.
 
 ``NodeUsage`` turns ``/stats/summary`` into the typed figures of ``kubelet.stats.summary``
-(the eviction manager's ``SummarySource``), gives the image filesystem alone (the image
-collector's thresholds), and tells how the runtime's filesystems are laid out: whether
-images live on a filesystem of their own (another device than ``--root-dir``), and
-whether the writable layers are apart from them (ImageFsInfo's container filesystem).
+(the eviction manager's ``SummarySource``: the node's, then those of the pods it asks
+for), gives the image filesystem alone (the image collector's thresholds), and tells how
+the runtime's filesystems are laid out: whether images live on a filesystem of their own
+(another device than ``--root-dir``), and whether the writable layers are apart from
+them (ImageFsInfo's container filesystem).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Set
 
 import attrs
 
 from kubelet.cri import CriError
 from kubelet.goformat import rfc3339
-from kubelet.stats.summary import FsUsage, Summary, from_json
+from kubelet.stats.summary import FsUsage, PodUsage, Summary, from_json
+from kubelet.stats.summary import NodeUsage as NodeFigures
 
 from .stats import SummaryProvider
 
@@ -33,6 +36,12 @@ class NodeUsage:
 
     async def summary(self) -> Summary:
         return await self.provider.usage()
+
+    async def node_usage(self) -> NodeFigures:
+        return await self.provider.node_usage()
+
+    async def pods_usage(self, wanted: Set[str] | None) -> tuple[PodUsage, ...]:
+        return await self.provider.pods_usage(wanted)
 
     async def image_fs(self) -> FsUsage | None:
         runtime = await self.provider.runtime_fs(rfc3339(self.provider.wall_clock()))

@@ -17,6 +17,7 @@ from kubelet.eviction.decide import (
     Reclaim,
     choose_eviction,
     eviction_conditions,
+    local_storage_candidates,
     local_storage_evictions,
     node_reclaim,
 )
@@ -61,7 +62,7 @@ def test_node_reclaim(name: str) -> None:
 
 
 def one_pass(thresholds, summary, pods, *, max_grace: int = 0):  # type: ignore[no-untyped-def]
-    obs = observe_signals(summary)
+    obs = observe_signals(summary.node)
     result = step(EvictionState(), thresholds, obs, 0.0, 300.0)
     threshold = result.act_on[0]
     from kubelet.eviction.thresholds import SIGNAL_RESOURCE
@@ -223,9 +224,11 @@ def test_soft_eviction_grace_period(name: str) -> None:
     p = pod("p", 0, grace=own)
     thresholds = parse_thresholds({}, {"memory.available": "1Gi"}, {"memory.available": "0s1ns"})
     summary = memory_summary("50Mi", [memory_usage(p, "1Gi")])
-    obs = observe_signals(summary)
+    obs = observe_signals(summary.node)
     state = step(EvictionState(), thresholds, obs, 0.0, 300.0).state
-    result = step(state, thresholds, observe_signals(memory_summary("50Mi", time=5.0)), 5.0, 300.0)
+    result = step(
+        state, thresholds, observe_signals(memory_summary("50Mi", time=5.0).node), 5.0, 300.0
+    )
     (threshold,) = result.act_on
     eviction = choose_eviction(
         threshold,
@@ -295,6 +298,42 @@ def test_local_storage_limits() -> None:
         [container_limit], stats_of(usages), dedicated_image_fs=True, is_critical=is_critical_pod
     )
     assert again == []
+
+
+def test_local_storage_candidates_are_the_pods_it_may_evict() -> None:
+    """Every pod is far over any limit it has: those evicted are exactly the candidates,
+    the pods whose figures the pass reads when no threshold is met."""
+    from kubelet.api.pod import Container
+
+    from .evictionkit import resources
+
+    def ephemeral(limit: str) -> Container:
+        return Container(name="c", resources=resources(limits={"ephemeral-storage": limit}))
+
+    init = pod("init-limit", 0)
+    init = attrs.evolve(init, spec=attrs.evolve(init.spec, init_containers=(ephemeral("1Mi"),)))
+    pods = [
+        pod("plain", 0, {"memory": "1Mi"}, {"memory": "1Mi", "cpu": "1"}),
+        pod("dir-without-limit", 0, volumes=(empty_dir("cache"),)),
+        pod("dir-limit", 0, volumes=(empty_dir("cache", "1Mi"),)),
+        pod("container-limit", 0, containers=[ephemeral("1Mi")]),
+        pod("zero-container-limit", 0, containers=[ephemeral("0")]),
+        init,
+        pod("critical", 2_000_000_001, limits={"ephemeral-storage": "1Mi"}),
+    ]
+    usages = [disk_usage(p, "1Gi", "1Gi", "1Gi", ephemeral="10Gi") for p in pods]
+    for dedicated in (False, True):
+        evicted = local_storage_evictions(
+            pods, stats_of(usages), dedicated_image_fs=dedicated, is_critical=is_critical_pod
+        )
+        candidates = local_storage_candidates(pods, is_critical=is_critical_pod)
+        assert {e.pod.uid for e in evicted} == candidates
+    assert {p.metadata.name for p in pods if p.uid in candidates} == {
+        "dir-limit",
+        "container-limit",
+        "zero-container-limit",
+        "init-limit",
+    }
 
 
 def best_effort(**kw: object) -> object:
@@ -374,6 +413,6 @@ def test_admission(name: str) -> None:
 
 
 def test_observation_times_and_missing_figures() -> None:
-    obs = observe_signals(memory_summary("1Gi", time=12.5))
+    obs = observe_signals(memory_summary("1Gi", time=12.5).node)
     assert obs[Signal.MEMORY_AVAILABLE] == Observation(1024 * Mi, 2048 * Mi, 12.5)
     assert Signal.NODEFS_AVAILABLE not in obs

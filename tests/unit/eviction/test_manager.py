@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence, Set
 from pathlib import Path
 
 import attrs
@@ -17,7 +17,7 @@ from kubelet.decisions.qos import is_critical_pod, pod_qos
 from kubelet.eviction.decide import Eviction
 from kubelet.eviction.manager import EvictionConfig, EvictionManager
 from kubelet.eviction.thresholds import Threshold, parse_thresholds
-from kubelet.stats.summary import Summary
+from kubelet.stats.summary import NodeUsage, PodUsage, Summary
 
 from .evictionkit import (
     Gi,
@@ -44,6 +44,10 @@ class Node:
     pod_events: list[tuple[str, str, str, Mapping[str, str]]] = attrs.field(factory=list)
     gone: set[str] = attrs.field(factory=set)
     summaries: int = 0
+    wanted: list[set[str] | None] = attrs.field(factory=list)
+    """the UIDs each pass asked the pods' figures of (None: all)"""
+    read: Summary = attrs.field(factory=Summary)
+    """the summary of the last ``node_usage``"""
     after_images: Callable[[], None] | None = None
     evicted_for: list[str] = attrs.field(factory=list)
     """the ``kubelet_evictions`` label of each eviction counted"""
@@ -56,9 +60,16 @@ class Node:
     def observe_eviction_stats_age(self, signal: str, measured_at: float) -> None:
         self.stats_ages.append((trio.current_time(), signal, measured_at))
 
-    async def summary(self) -> Summary:
+    async def node_usage(self) -> NodeUsage:
         self.summaries += 1
-        return self.usage(trio.current_time(), self.pods)
+        self.read = self.usage(trio.current_time(), self.pods)
+        return self.read.node
+
+    async def pods_usage(self, wanted: Set[str] | None) -> tuple[PodUsage, ...]:
+        """The pods' figures of the summary the node's came from, of those asked for only
+        (as the provider reads them)."""
+        self.wanted.append(None if wanted is None else set(wanted))
+        return tuple(p for p in self.read.pods if wanted is None or p.uid in wanted)
 
     async def evict(self, eviction: Eviction) -> None:
         self.killed.append((trio.current_time(), eviction))
@@ -171,6 +182,9 @@ async def test_memory_curve_evicts_the_right_pod_at_the_next_pass(
     assert node.reclaimed == []  # memory has no node-level reclaim
     assert node.evicted_for == ["memory.available"]
     assert node.stats_ages == [(30.0, "memory.available", 30.0)]  # the figure of that pass
+    # no pod has local storage limits: no pod's figures until the threshold is met, then
+    # all of them (the ranking and the message above read them); none once relieved
+    assert node.wanted[:5] == [set(), set(), set(), None, set()]
     seen = dict(timeline)
     # on from the pass at 30; relieved at 31 (the hog is gone) but held for the transition
     # period: 300 s after it was last met (30), i.e. off from the pass at 331
@@ -260,6 +274,34 @@ async def test_local_storage_limit_evicts_without_threshold(autojump_clock: trio
     assert node.node_events == []
     assert node.evicted_for == ["emptydirfs.limit"]
     assert node.stats_ages == []  # no threshold acted on
+
+
+async def test_without_pressure_only_pods_with_local_storage_limits_are_read(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    """The figures of a pod with an emptyDir sizeLimit or an ephemeral-storage limit are
+    read at every pass (the one over its limit is evicted), no other pod's."""
+    filler = pod("filler", 0, volumes=(empty_dir("scratch", "100Mi"),))
+    limited = pod("limited", 0, limits={"ephemeral-storage": "1Gi"})
+    plain = pod("plain", 0, {"memory": "10Mi"}, volumes=(empty_dir("scratch"),))
+    critical = pod("critical", 2_000_000_001, volumes=(empty_dir("scratch", "1Mi"),))
+
+    def usage(now: float, pods: Sequence[Pod]) -> Summary:
+        used = "200Mi" if now >= 12 else "1Mi"
+        return disk_summary(
+            "50Gi", "50Gi", pods=[disk_usage(p, "0", "0", used) for p in pods], time=now
+        )
+
+    node = Node([filler, limited, plain, critical], usage)
+    m = manager(node, parse_thresholds({"nodefs.available": "10%"}))
+    await run_for(m, 25)
+    ((when, eviction),) = node.killed
+    assert when == 20.0 and eviction.pod is filler
+    assert node.wanted[:3] == [{filler.uid, limited.uid}] * 3
+    node.wanted.clear()
+    m.config = attrs.evolve(m.config, local_storage_capacity_isolation=False)
+    await run_for(m, 5)
+    assert node.wanted == [set()]  # no local storage limits enforced: no pod's figures
 
 
 async def test_only_critical_pods_left(autojump_clock: trio.abc.Clock) -> None:

@@ -82,7 +82,11 @@ def run(passes: list[tuple[float, str]], thresholds: tuple, transition: float = 
     out = []
     for now, available in passes:
         result = step(
-            state, thresholds, observe_signals(memory_summary(available, time=now)), now, transition
+            state,
+            thresholds,
+            observe_signals(memory_summary(available, time=now).node),
+            now,
+            transition,
         )
         state = result.state
         out.append((result.conditions, tuple(str(t.signal) for t in result.act_on)))
@@ -131,13 +135,17 @@ def test_min_reclaim_keeps_a_met_threshold_until_reclaimed() -> None:
 def test_stale_figures_do_not_act_twice() -> None:
     thresholds = parse_thresholds({"memory.available": "2Gi"})
     state = EvictionState()
-    obs = observe_signals(memory_summary("1Gi", time=100.0))
+    obs = observe_signals(memory_summary("1Gi", time=100.0).node)
     first = step(state, thresholds, obs, 100.0, 300.0)
     assert first.act_on
     again = step(first.state, thresholds, obs, 110.0, 300.0)
     assert again.act_on == () and again.conditions == ("MemoryPressure",)
     newer = step(
-        again.state, thresholds, observe_signals(memory_summary("1Gi", time=111.0)), 120.0, 300.0
+        again.state,
+        thresholds,
+        observe_signals(memory_summary("1Gi", time=111.0).node),
+        120.0,
+        300.0,
     )
     assert newer.act_on
 
@@ -147,7 +155,7 @@ def test_disk_and_pid_conditions_in_fixed_order() -> None:
         {"nodefs.available": "2Gi", "pid.available": "100", "memory.available": "1Gi"}
     )
     summary = disk_summary("1Gi", "10Gi")
-    obs = dict(observe_signals(summary))
+    obs = dict(observe_signals(summary.node))
     obs[Signal.PID_AVAILABLE] = Observation(50, 1000)
     obs[MEM] = Observation(10, 100 * Mi)
     result = step(EvictionState(), thresholds, obs, 0.0, 300.0)

@@ -22,8 +22,7 @@ KIB = 1024
 CG = "sys/fs/cgroup"
 BURSTABLE_POD = f"kubepods/burstable/pod{UID}"
 SYSTEMD_POD = (
-    "kubepods.slice/kubepods-besteffort.slice/"
-    f"kubepods-besteffort-pod{UID.replace('-', '_')}.slice"
+    f"kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod{UID.replace('-', '_')}.slice"
 )
 
 
@@ -97,7 +96,7 @@ async def test_v2_node_figures_come_from_the_root_cgroup(tmp_path: Path) -> None
     assert pods["memory"]["workingSetBytes"] == 200_000
     assert pods["memory"]["rssBytes"] == 200_000
     # eviction reads the same: memory.available and allocatableMemory.available
-    signals = observe_signals(from_json(summary))
+    signals = observe_signals(from_json(summary).node)
     assert signals[Signal.MEMORY_AVAILABLE].available == 4_000_000 * KIB - 2_000_000_000
     assert signals[Signal.ALLOCATABLE_MEMORY_AVAILABLE].available == 4_000_000 * KIB - 200_000
 

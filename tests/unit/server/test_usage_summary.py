@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import attrs
+import pytest
 
 from kubelet.cri import ImageClient, RuntimeClient, api, labels
 from kubelet.server.hoststats import Host
@@ -65,6 +66,8 @@ class ShapedRuntime:
 
     sandbox_stats: bool = False
     clock: float = NOW
+    web_memory: bool = True
+    """whether the runtime's sandbox stats of ``web`` have memory (else CPU alone)"""
 
     async def list_pod_sandbox(self, **_: Any) -> list[api.PodSandbox]:
         return [
@@ -126,7 +129,9 @@ class ShapedRuntime:
         return [
             api.PodSandboxStats(
                 attributes=api.PodSandboxAttributes(id="s1"),
-                linux=api.LinuxPodSandboxStats(cpu=cpu, memory=memory),
+                linux=api.LinuxPodSandboxStats(cpu=cpu, memory=memory)
+                if self.web_memory
+                else api.LinuxPodSandboxStats(cpu=cpu),
             ),
             api.PodSandboxStats(
                 attributes=api.PodSandboxAttributes(id="s2"),
@@ -229,4 +234,43 @@ async def test_the_typed_pass_gives_the_loop_back_between_pods(tmp_path: Path) -
     stats.pacer = pacer
     summary = await NodeUsage(stats).summary()
     assert len(summary.pods) == 4
-    assert [p.yields for p in pacers] == [5]  # one per sandbox, the restarted one's too
+    assert await stats.pods_usage(frozenset()) == ()
+    assert [p.yields for p in pacers] == [5, 5]  # one per sandbox, the restarted one's too
+
+
+async def test_the_pods_asked_for_have_the_figures_of_a_full_read(tmp_path: Path) -> None:
+    stats = shaped_provider(tmp_path, ShapedRuntime())
+    everything = await stats.usage()
+    asked = await stats.pods_usage({UID, VOLUMES, "not-a-pod"})
+    assert asked == tuple(p for p in everything.pods if p.uid in (UID, VOLUMES))
+    assert await stats.pods_usage(frozenset()) == ()
+    assert await stats.node_usage() == everything.node
+
+
+@pytest.mark.parametrize(
+    ("sandbox_stats", "web_memory"), [(False, True), (True, True), (True, False)]
+)
+async def test_a_pass_without_pods_leaves_the_summary_as_a_full_pass(
+    tmp_path: Path, sandbox_stats: bool, web_memory: bool
+) -> None:
+    """The eviction pass that reads no pod's figures still samples their CPU as a full
+    read does (the pod cgroup's too when the runtime's sandbox stats lack memory):
+    ``/stats/summary`` after it (rates, volumes, all) is the same document."""
+    documents = []
+    for name, wanted in (("full", None), ("lean", frozenset[str]())):
+        clock = [NOW]
+        runtime = ShapedRuntime(sandbox_stats=sandbox_stats, web_memory=web_memory)
+        (tmp_path / name).mkdir()
+        stats = shaped_provider(tmp_path / name, runtime, clock)
+        await stats.node_usage()
+        await stats.pods_usage(wanted)
+        cgroup = tmp_path / name / "host/sys/fs/cgroup/cpuacct/kubepods/besteffort"
+        (cgroup / f"pod{UID}/cpuacct.usage").write_text(str(7000 + 2 * 10**8) + "\n")
+        clock[0] = runtime.clock = NOW + 2
+        documents.append(await stats.summary())
+    full, lean = documents
+    assert lean == full
+    [web, *_] = lean["pods"]
+    if not sandbox_stats:
+        assert web["cpu"]["usageNanoCores"] == 10**8  # 0.2 s of CPU over 2 s
+    assert web["containers"][0]["cpu"]["usageNanoCores"] == 10**9  # one core

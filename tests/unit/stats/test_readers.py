@@ -214,7 +214,7 @@ SUMMARY = {
 
 def test_summary_json_to_signals() -> None:
     summary = from_json(SUMMARY)
-    obs = observe_signals(summary)
+    obs = observe_signals(summary.node)
     t = 1735689610.0
     assert obs == {
         Signal.MEMORY_AVAILABLE: Observation(500, 1200, t),
@@ -233,7 +233,7 @@ def test_summary_json_to_signals() -> None:
 
 def test_summary_json_tolerates_junk() -> None:
     summary = from_json({"node": {"memory": {"availableBytes": "many"}}, "pods": [None, {}]})
-    assert observe_signals(summary) == {}
+    assert observe_signals(summary.node) == {}
     assert [p.uid for p in summary.pods] == [""]
 
 
