@@ -457,8 +457,9 @@ class SummaryProvider:
         """The pods' figures of ``usage``: of the pods whose UID is in ``wanted`` (None:
         all). The others are only sampled for CPU, as a full read samples them (one cgroup
         file per pod, the runtime's container stats): ``/stats/summary``'s nano-cores stay
-        the rate since this pass, while their memory, pids, logs, writable layers and
-        volumes (some ten reads per pod, every 10 s) are not read for nothing."""
+        the rate since this pass, while their memory, pids, logs and writable layers (some
+        ten reads per pod, every 10 s) are not read for nothing. Their
+        volumes are measured when their figures are a period old, as in a full read."""
         p = await self._pod_pass(only_cpu_and_memory=wanted is not None and not wanted)
         newest: dict[str, PodUsage] = {}  # the newest sandbox of a pod wins, as above
         pacer = self.pacer()
@@ -469,6 +470,9 @@ class SummaryProvider:
                 newest[pod.uid] = pod
             else:
                 self._sample_pod_cpu(sandbox, p)
+                # the volumes are measured at the pass's cadence all the same (each once a
+                # period, as upstream's background measurement): a scrape reads them cached
+                await self.volumes.pod_volumes(sandbox.labels[labels.POD_UID])
         self._end_pass(p, only_cpu_and_memory=False)
         return tuple(newest.values())
 

@@ -255,7 +255,8 @@ async def test_a_pass_without_pods_leaves_the_summary_as_a_full_pass(
 ) -> None:
     """The eviction pass that reads no pod's figures still samples their CPU as a full
     read does (the pod cgroup's too when the runtime's sandbox stats lack memory):
-    ``/stats/summary`` after it (rates, volumes, all) is the same document."""
+    ``/stats/summary`` after it (rates, volumes measured by the pass, all) is the same
+    document."""
     documents = []
     for name, wanted in (("full", None), ("lean", frozenset[str]())):
         clock = [NOW]
@@ -266,6 +267,8 @@ async def test_a_pass_without_pods_leaves_the_summary_as_a_full_pass(
         await stats.pods_usage(wanted)
         cgroup = tmp_path / name / "host/sys/fs/cgroup/cpuacct/kubepods/besteffort"
         (cgroup / f"pod{UID}/cpuacct.usage").write_text(str(7000 + 2 * 10**8) + "\n")
+        scratch = tmp_path / name / "pods" / VOLUMES / "volumes/kubernetes.io~empty-dir/scratch"
+        (scratch / "more").write_bytes(b"v" * 5000)  # the summary shows the pass's measure
         clock[0] = runtime.clock = NOW + 2
         documents.append(await stats.summary())
     full, lean = documents
