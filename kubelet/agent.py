@@ -434,7 +434,7 @@ async def start_cgroups(
     recorder: EventRecorder,
     node_name: str,
     runtime: RuntimeClient,
-    metrics: KubeletMetrics | None = None,
+    metrics: KubeletMetrics,
 ) -> PodCgroups:
     """The cgroup component, started in ``root``: the QoS tree sized from the machine,
     the active pods of ``desired``, its events recorded on the Node, its operations'
@@ -459,7 +459,7 @@ async def start_cgroups(
             proc=host.proc,
             noswap=noswap,
             systemd=host.systemd,
-            observe=metrics.observe_cgroup_manager if metrics is not None else None,
+            observe=metrics.observe_cgroup_manager,
         ),
         settings, host.cgroup_fs, capacity, desired.active, pod_qos, record, host.cgroup_io,
     )  # fmt: skip

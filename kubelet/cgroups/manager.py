@@ -102,9 +102,10 @@ _V2_SUPPORTED = ("cpu", "cpuset", "memory", "hugetlb", "pids")
 log = logging.getLogger(__name__)
 
 Offload = Callable[..., Awaitable[Any]]
-Observe = Callable[[str, float], None]
 """How a blocking operation runs: ``trio.to_thread.run_sync`` (tests run it inline, so
 that the autojump clock never moves while a worker thread is busy)."""
+Observe = Callable[[str, float], None]
+"""Told (operation, seconds) of each cgroup create, update and destroy."""
 
 Event = tuple[str, str, str]
 """(type, reason, message) of a Node event for the caller to record."""
