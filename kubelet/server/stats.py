@@ -458,8 +458,8 @@ class SummaryProvider:
         all). The others are only sampled for CPU, as a full read samples them (one cgroup
         file per pod, the runtime's container stats): ``/stats/summary``'s nano-cores stay
         the rate since this pass, while their memory, pids, logs and writable layers (some
-        ten reads per pod, every 10 s) are not read for nothing. Their
-        volumes are measured when their figures are a period old, as in a full read."""
+        ten reads per pod, every 10 s) are not read for nothing. Their volumes are measured
+        when their figures are a period old, as in a full read."""
         p = await self._pod_pass(only_cpu_and_memory=wanted is not None and not wanted)
         newest: dict[str, PodUsage] = {}  # the newest sandbox of a pod wins, as above
         pacer = self.pacer()
