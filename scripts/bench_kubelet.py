@@ -150,9 +150,37 @@ def memory(pid: int) -> tuple[float, float]:
     return values["VmRSS"], values["VmHWM"]
 
 
+@attrs.frozen
+class Upstream:
+    """An upstream kubelet binary, run in part B side by side with ours (``--upstream``)."""
+
+    binary: Path
+    flags: tuple[str, ...] = ()
+    """Extra flags its version needs (``--container-runtime=remote`` before 1.24)."""
+
+    def config(self, manifests: Path) -> str:
+        """Its KubeletConfiguration: what our kubelet's flags in the bench say, in fields
+        every version since 1.20 reads (static pods, cgroupfs, no server, no read-only or
+        healthz port, swap allowed)."""
+        return (
+            "apiVersion: kubelet.config.k8s.io/v1beta1\n"
+            "kind: KubeletConfiguration\n"
+            f"staticPodPath: {manifests}\n"
+            "fileCheckFrequency: 20s\n"
+            "failSwapOn: false\n"
+            "cgroupDriver: cgroupfs\n"
+            "readOnlyPort: 0\n"
+            "healthzPort: 0\n"
+            "enableServer: false\n"
+            "authentication: {anonymous: {enabled: false}, webhook: {enabled: false}}\n"
+            "authorization: {mode: AlwaysAllow}\n"
+        )
+
+
 @attrs.define
 class KubeletProcess:
-    """One ``python -m kubelet`` with its own manifest dir, root dir and log file."""
+    """One kubelet process (``python -m kubelet``, or an upstream binary) with its own
+    manifest dir, root dir and log file."""
 
     root: Path
     endpoint: str
@@ -164,6 +192,8 @@ class KubeletProcess:
     host_cgroups: bool = True
     """False for FakeRuntime, whose pods have no processes: the host's kubepods tree is
     left to the kubelet of the real runtime (this one's orphan sweep would stop its pods)."""
+    upstream: Upstream | None = None
+    """Run this upstream kubelet binary instead of ours (no trace, its own config file)."""
     proc: trio.Process | None = None
     startup: float = 0.0
 
@@ -194,9 +224,18 @@ class KubeletProcess:
     def pod_name(self, name: str) -> str:
         return f"{name}-{self.node}"
 
-    async def start(self) -> None:
-        """Spawn the kubelet and wait for its "started" log line."""
-        self.manifests.mkdir(parents=True, exist_ok=True)
+    def _argv(self) -> tuple[list[str], str]:
+        """The command line, and the log text that says the kubelet has started."""
+        if self.upstream is None:
+            return self._our_argv(), " started"
+        config = self.root / "upstream-config.yaml"
+        config.write_text(self.upstream.config(self.manifests))
+        argv = [str(self.upstream.binary), "--config", str(config), "--root-dir"]
+        argv += [str(self.root / "root"), "--hostname-override", self.node]
+        argv += ["--container-runtime-endpoint", self.endpoint]
+        return argv + list(self.upstream.flags), "Started kubelet"
+
+    def _our_argv(self) -> list[str]:
         argv = [
             sys.executable,
             "-m",
@@ -222,6 +261,12 @@ class KubeletProcess:
             path = self.root / "config.yaml"
             path.write_text(self.config)
             argv += ["--config", str(path)]
+        return argv
+
+    async def start(self) -> None:
+        """Spawn the kubelet and wait for its "started" log line."""
+        self.manifests.mkdir(parents=True, exist_ok=True)
+        argv, marker = self._argv()
         t0 = time.monotonic()
         env = dict(os.environ)
         if self.traced:
@@ -234,7 +279,7 @@ class KubeletProcess:
             )
         with trio.move_on_after(30):
             while True:
-                if " started" in self.log_file.read_text(errors="replace"):
+                if marker in self.log_file.read_text(errors="replace"):
                     self.startup = time.monotonic() - t0
                     return
                 if self.proc.poll() is not None:
@@ -779,14 +824,18 @@ async def wait_gone(
 
 @contextlib.asynccontextmanager
 async def containerd_kubelet(
-    runtime: RuntimeClient, endpoint: str, config: str | None = None
+    runtime: RuntimeClient,
+    endpoint: str,
+    config: str | None = None,
+    upstream: Upstream | None = None,
 ) -> AsyncIterator[KubeletProcess]:
-    """A kubelet on containerd; on exit its pods are deleted, it is stopped, leftovers go."""
+    """A kubelet on containerd (ours, or ``upstream``); on exit its pods are deleted, it is
+    stopped, leftovers go."""
     from kubelet.cri import CriError
     from kubelet.cri.__main__ import cleanup
 
     tmp = Path(tempfile.mkdtemp(prefix="kbk-", dir="/tmp"))
-    kubelet = KubeletProcess(tmp, endpoint, config=config)
+    kubelet = KubeletProcess(tmp, endpoint, config=config, upstream=upstream)
     try:
         await kubelet.start()
         yield kubelet
@@ -820,11 +869,51 @@ async def containerd_kubelet(
                 for f in (kubelet.trace_file, kubelet.log_file):
                     with contextlib.suppress(OSError):
                         shutil.copy(f, Path(keep) / f"{kubelet.node}-{f.name}")
+            unmount_under(tmp)
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-async def bench_containerd(endpoint: str, batch: int, steady: float) -> ContainerdResult | None:
-    """Single-pod and batch latency, steady state and removal against containerd."""
+def unmount_under(directory: Path) -> None:
+    """Unmount what a kubelet left mounted below ``directory``: upstream's makes its root
+    dir a shared bind mount of itself, which outlives it."""
+    prefix = f"{directory}/"
+    with open("/proc/self/mountinfo") as mounts:
+        points = [line.split()[4] for line in mounts if line.split()[4].startswith(prefix)]
+    for point in sorted(points, key=len, reverse=True):
+        subprocess.run(["umount", "--lazy", point], check=False)
+
+
+async def single_pods(
+    runtime: RuntimeClient, kubelet: KubeletProcess, result: ContainerdResult
+) -> list[tuple[str, str, float, float]]:
+    """Three pods one after the other, each running then removed; (file, pod, written,
+    removed) of each, for the trace."""
+    marks: list[tuple[str, str, float, float]] = []
+    for i in range(3):
+        name = f"one{i}"
+        pod = kubelet.pod_name(name)
+        t0 = time.monotonic()
+        write_atomic(kubelet.manifests, f"{name}.yaml", manifest(name, LOOP, grace=5))
+        seen = await running_times(runtime, {pod}, t0, 60)
+        if pod not in seen:
+            raise SystemExit(f"single pod not running after 60 s\n{kubelet.tail()}")
+        result.single.append(seen[pod])
+        marks.append((f"{name}.yaml", pod, t0, time.monotonic()))
+        (kubelet.manifests / f"{name}.yaml").unlink()
+        _, removed = await wait_gone(runtime, {pod}, time.monotonic(), 120)
+        print(
+            f"  single pod {i + 1}: running in {seen[pod]:.3f} s, sandbox removed "
+            f"{removed:.1f} s after the manifest",
+            flush=True,
+        )
+    return marks
+
+
+async def bench_containerd(
+    endpoint: str, batch: int, steady: float, upstream: Upstream | None = None
+) -> ContainerdResult | None:
+    """Single-pod and batch latency, steady state and removal against containerd, of our
+    kubelet or of ``upstream``."""
     from kubelet.cri import CriError, connect
 
     async with trio_asyncio.open_loop(), connect(endpoint, request_timeout=30) as (runtime, _):
@@ -835,27 +924,11 @@ async def bench_containerd(endpoint: str, batch: int, steady: float) -> Containe
             print(f"containerd not reachable at {endpoint} ({exc}): skipped")
             return None
         result = ContainerdResult(f"{info.runtime_name} {info.runtime_version}", batch)
-        print(f"containerd: {result.runtime}", flush=True)
-        async with containerd_kubelet(runtime, endpoint) as kubelet:
+        who = "ours" if upstream is None else str(upstream.binary)
+        print(f"containerd: {result.runtime}, kubelet: {who}", flush=True)
+        async with containerd_kubelet(runtime, endpoint, upstream=upstream) as kubelet:
             result.startup = kubelet.startup
-            marks: list[tuple[str, str, float, float]] = []  # file, pod, written, removed
-            for i in range(3):
-                name = f"one{i}"
-                pod = kubelet.pod_name(name)
-                t0 = time.monotonic()
-                write_atomic(kubelet.manifests, f"{name}.yaml", manifest(name, LOOP, grace=5))
-                seen = await running_times(runtime, {pod}, t0, 60)
-                if pod not in seen:
-                    raise SystemExit(f"single pod not running after 60 s\n{kubelet.tail()}")
-                result.single.append(seen[pod])
-                marks.append((f"{name}.yaml", pod, t0, time.monotonic()))
-                (kubelet.manifests / f"{name}.yaml").unlink()
-                _, removed = await wait_gone(runtime, {pod}, time.monotonic(), 120)
-                print(
-                    f"  single pod {i + 1}: running in {seen[pod]:.3f} s, sandbox removed "
-                    f"{removed:.1f} s after the manifest",
-                    flush=True,
-                )
+            marks = await single_pods(runtime, kubelet, result)
 
             names = [f"b{i:02d}" for i in range(batch)]
             pods = {kubelet.pod_name(n) for n in names}
@@ -899,47 +972,73 @@ def share_of(trace: Trace, file: str, pod: str, after: float, mask: int) -> Shar
     return trace.share(file, f"{pod}_default", after, mask, until)
 
 
-def print_containerd(r: ContainerdResult) -> None:
-    lat = r.latencies
-    header = [f"containerd ({r.runtime}), kubelet process", "ours", "upstream (30 pods)"]
-    rows = [
-        ["kubelet start → 'started' (s)", f"{r.startup:.2f}", "-"],
-        [
-            "one pod, manifest → RUNNING, median of 3 (s)",
-            f"{statistics.median(r.single):.3f}",
-            UPSTREAM["one"],
-        ],
-        [
-            f"batch of {r.batch}: p50 / p90 / p99 (s)",
+def containerd_rows(r: ContainerdResult) -> list[tuple[str, str, float, str]]:
+    """(figure, text, value for a ratio, upstream's anchor) for each row of part B."""
+    lat, one = r.latencies, statistics.median(r.single)
+    b = r.batch
+    return [
+        ("kubelet start → 'started' (s)", f"{r.startup:.2f}", r.startup, "-"),
+        ("one pod, manifest → RUNNING, median of 3 (s)", f"{one:.3f}", one, UPSTREAM["one"]),
+        (
+            f"batch of {b}: p50 / p90 / p99 (s)",
             f"{pct(lat, 50):.2f} / {pct(lat, 90):.2f} / {pct(lat, 99):.2f}",
+            pct(lat, 99),
             UPSTREAM["pcts"],
-        ],
-        [
-            f"batch of {r.batch}: all RUNNING (s)",
-            f"{lat[-1]:.2f} ({r.batch / lat[-1]:.1f} pods/s)",
+        ),
+        (
+            f"batch of {b}: all RUNNING (s)",
+            f"{lat[-1]:.2f} ({b / lat[-1]:.1f} pods/s)",
+            lat[-1],
             UPSTREAM["all"],
-        ],
-        [
+        ),
+        (
             f"steady CPU over {r.steady_secs:.0f} s (% of a core)",
             f"{r.steady_cpu:.2f} %",
+            r.steady_cpu,
             UPSTREAM["cpu"],
-        ],
-        ["kubelet RSS / peak (MiB)", f"{r.rss:.0f} / {r.peak_rss:.0f}", UPSTREAM["rss"]],
-        [
+        ),
+        ("kubelet RSS / peak (MiB)", f"{r.rss:.0f} / {r.peak_rss:.0f}", r.rss, UPSTREAM["rss"]),
+        (
             "manifests removed → every container stopped (s)",
             f"{r.stopped:.2f}",
+            r.stopped,
             UPSTREAM["stopped"],
-        ],
-        ["manifests removed → every sandbox removed (s)", f"{r.removed:.2f}", UPSTREAM["removed"]],
-        ["SIGTERM → exit (s)", f"{r.exit_secs:.2f}", "-"],
+        ),
+        (
+            "manifests removed → every sandbox removed (s)",
+            f"{r.removed:.2f}",
+            r.removed,
+            UPSTREAM["removed"],
+        ),
+        ("SIGTERM → exit (s)", f"{r.exit_secs:.2f}", r.exit_secs, "-"),
     ]
-    print_table(header, rows)
+
+
+def print_containerd(r: ContainerdResult, theirs: ContainerdResult | None = None) -> None:
+    """Our figures beside upstream's: measured in the same run (``theirs``, with the ratio
+    ours / upstream's), else the anchors measured on this kind of machine."""
+    lat = r.latencies
+    ours = containerd_rows(r)
+    if theirs is None:
+        header = [f"containerd ({r.runtime}), kubelet process", "ours", "upstream (30 pods)"]
+        print_table(header, [[label, text, anchor] for label, text, _, anchor in ours])
+    else:
+        header = [f"containerd ({r.runtime}), side by side", "ours", "upstream", "ours/upstream"]
+        rows = []
+        for (label, text, value, _), (_, their_text, their_value, _) in zip(
+            ours, containerd_rows(theirs), strict=True
+        ):
+            ratio = f"{value / their_value:.2f}×" if their_value > 0 else "-"
+            rows.append([label, text, their_text, ratio])
+        print_table(header, rows)
     print("\nthe kubelet's own share (its timing trace; '-': a tree without one)")
     for i, (start, stop) in enumerate(zip(r.single_start, r.single_stop, strict=True)):
         print(f"  one pod {i + 1}, start:    {share_summary([start])}")
         print(f"  one pod {i + 1}, teardown: {share_summary([stop])}")
     print(f"  batch of {r.batch}, start:    {share_summary(r.batch_start)}")
     print(f"  batch of {r.batch}, teardown: {share_summary(r.batch_stop)}")
+    if theirs is not None:
+        return
     print(
         f"\nvs upstream (30 pods): all running {lat[-1]:.1f} s vs ≈ 7 s, one pod "
         f"{statistics.median(r.single):.2f} s vs ≈ 0.2 s, CPU {r.steady_cpu:.1f} % vs 2.3 %, "
@@ -1087,13 +1186,31 @@ def print_machine() -> None:
     print(f"load average: {load}; python {platform.python_version()}")
 
 
+async def side_by_side(
+    args: argparse.Namespace,
+) -> list[tuple[ContainerdResult, ContainerdResult | None]]:
+    """Part B for our kubelet, and with ``--upstream`` for that binary right after it,
+    ``--pairs`` times (the two alternate, so both see the machine's drift alike)."""
+    out: list[tuple[ContainerdResult, ContainerdResult | None]] = []
+    upstream = Upstream(Path(args.upstream), tuple(args.upstream_flag)) if args.upstream else None
+    for _ in range(args.pairs if upstream is not None else 1):
+        ours = await bench_containerd(args.containerd_endpoint, args.batch, args.containerd_steady)
+        if ours is None:
+            break
+        theirs = None
+        if upstream is not None:
+            theirs = await bench_containerd(
+                args.containerd_endpoint, args.batch, args.containerd_steady, upstream
+            )
+        out.append((ours, theirs))
+    return out
+
+
 async def trio_main(args: argparse.Namespace) -> None:
     fake = [] if args.no_fake else await bench_fake(args.sizes, args.steady, args.fake_tmp)
-    cd = (
-        None
-        if args.no_containerd
-        else await bench_containerd(args.containerd_endpoint, args.batch, args.containerd_steady)
-    )
+    cd: list[tuple[ContainerdResult, ContainerdResult | None]] = []
+    if not args.no_containerd:
+        cd = await side_by_side(args)
     node = (
         None
         if not args.node
@@ -1105,8 +1222,8 @@ async def trio_main(args: argparse.Namespace) -> None:
     if fake:
         print_fake(fake)
         print()
-    if cd is not None:
-        print_containerd(cd)
+    for ours, theirs in cd:
+        print_containerd(ours, theirs)
         print()
     if node is not None:
         print_node(node)
@@ -1143,6 +1260,23 @@ def main() -> None:
         "/tmp; /dev/shm keeps the figure apart from the disk's state, see the README)",
     )
     parser.add_argument("--no-containerd", action="store_true", help="skip the containerd part")
+    parser.add_argument(
+        "--upstream",
+        metavar="BINARY",
+        help="an upstream kubelet binary: the containerd part runs it too, right after ours, "
+        "and prints the two side by side",
+    )
+    parser.add_argument(
+        "--upstream-flag",
+        action="append",
+        default=[],
+        metavar="FLAG",
+        help="one more flag for the upstream kubelet (repeatable), e.g. "
+        "--upstream-flag=--container-runtime=remote for versions before 1.24",
+    )
+    parser.add_argument(
+        "--pairs", type=int, default=1, help="with --upstream: ours then upstream, N times"
+    )
     parser.add_argument(
         "--containerd-endpoint",
         default=CONTAINERD_ENDPOINT,

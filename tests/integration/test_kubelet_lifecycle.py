@@ -113,6 +113,60 @@ async def test_teardown_order_containers_then_sandbox(
     assert all(s.args["timeout"] == 30 for s in stops)
 
 
+QUICK_AND_SLOW = """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}
+spec:
+  containers:
+  - name: {name}-app
+    image: busybox:1.35
+"""
+
+
+async def _delete_two_pods(
+    fake: FakeRuntime, short_tmp: Path, slow_stop: float
+) -> tuple[float, float, float]:
+    """A pod whose container stops at once and one whose container takes ``slow_stop``
+    seconds, deleted together: (when the quick pod's sandbox stop began, when the slow
+    container's stop ended, when the slow pod's sandbox stop began), from the deletion."""
+    fake.behave(ContainerBehaviour(stop_takes=slow_stop), container="slow-app")
+    async with running_kubelet(fake, short_tmp) as h:
+        paths = [h.write(f"{n}.yaml", QUICK_AND_SLOW.format(name=n)) for n in ("quick", "slow")]
+        await h.wait_for(lambda: h.running("quick", "quick-app") and h.running("slow", "slow-app"))
+        (quick,), (slow,) = h.sandboxes("quick"), h.sandboxes("slow")
+        (slow_app,) = h.running("slow", "slow-app")
+        deleted = trio.current_time()
+        for path in paths:
+            path.unlink()
+        await h.wait_for(lambda: not h.sandboxes(), timeout=60)
+    (slow_stop_call,) = [
+        c for c in fake.calls_of("StopContainer") if c.args["container_id"] == slow_app.id
+    ]
+    stops = {c.args["pod_sandbox_id"]: c.time - deleted for c in fake.calls_of("StopPodSandbox")}
+    assert slow_stop_call.finished is not None
+    return stops[quick.id], slow_stop_call.finished - deleted, stops[slow.id]
+
+
+async def test_a_pods_cleanup_lets_other_pods_container_stops_end_first(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    quick_sandbox, slow_stopped, slow_sandbox = await _delete_two_pods(fake, short_tmp, 1.5)
+    assert slow_stopped >= 1.5
+    assert slow_stopped <= quick_sandbox < slow_stopped + 0.1  # waited for the slow stop
+    assert slow_stopped <= slow_sandbox < slow_stopped + 0.1
+
+
+async def test_a_pods_cleanup_waits_for_other_stops_two_seconds_at_most(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    quick_sandbox, slow_stopped, slow_sandbox = await _delete_two_pods(fake, short_tmp, 20)
+    assert slow_stopped >= 20
+    assert 2.0 <= quick_sandbox < 3.0  # STOPS_FIRST_LIMIT after its own stop, not 20 s
+    assert slow_stopped <= slow_sandbox < slow_stopped + 0.1
+
+
 async def test_order_holds_when_kubelet_is_cancelled_mid_teardown(
     fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
 ) -> None:
