@@ -5,7 +5,7 @@
     → every sandbox stopped → containers removed → sandboxes removed
 
 with the other pods' container stops in flight let end (2 s at most) before the pod's
-sandbox stop and again before its removals (``ContainerStops``).
+sandbox stop (``ContainerStops``).
 
 Each step is idempotent (NotFound counts as done), so a kubelet that dies mid-way
 finishes the job after restart from what the runtime reports. A container's stop runs
@@ -39,8 +39,8 @@ log = logging.getLogger(__name__)
 DEFAULT_ORPHAN_GRACE = 30
 
 STOPS_FIRST_LIMIT = 2.0
-"""How long a pod's sandbox stop and removals wait, at most, for the container stops in
-flight on the node when they are due (``ContainerStops.settle``)."""
+"""How long a pod's sandbox stop waits, at most, for the container stops in flight on the
+node when it is due (``ContainerStops.settle``)."""
 
 
 class ContainerStops:
@@ -51,10 +51,12 @@ class ContainerStops:
     while other pods' containers were still stopping, and the runtime's work for them (CNI
     teardown, shim exits, unmounts) delayed those stops: with 30 pods on containerd whose
     processes all end within 1 s of their SIGTERM, the last StopContainer ended 1.5 s
-    after the deletion (1.0 s with this wait). A pod's cleanup waits now
-    for the stops in flight when it is due, never for stops begun later, and
-    ``STOPS_FIRST_LIMIT`` at most (a container that takes its whole grace period holds
-    nobody longer). One pod alone, or a pod whose stops are the last, waits for nothing.
+    after the deletion (1.0 s with this wait). A pod's sandbox stop (its removals come
+    after it) waits now for the stops in flight when it is due, never for stops begun
+    later, and ``STOPS_FIRST_LIMIT`` at most (a container that takes its whole grace
+    period holds nobody longer): a pod's last status and API deletion, which follow its
+    teardown, are late by that much at most. One pod alone, or a pod whose stops are the
+    last, waits for nothing.
     """
 
     def __init__(self) -> None:
@@ -166,10 +168,7 @@ class PodTeardown:
         await self.remove(status)
 
     async def remove(self, status: RuntimePodStatus) -> None:
-        """Remove a killed pod's containers, then its sandboxes (once the other pods'
-        container stops in flight have ended: ``ContainerStops``)."""
-        if status.containers or status.sandboxes:
-            await self.stops.settle()
+        """Remove a killed pod's containers, then its sandboxes."""
         async with trio.open_nursery() as nursery:
             for info in status.containers:
                 nursery.start_soon(self.remove_container, info, status)
