@@ -60,18 +60,18 @@ class ContainerStops:
     """
 
     def __init__(self) -> None:
-        self._in_flight: dict[int, trio.Event] = {}
-        self._next = 0
+        self._in_flight: set[trio.Event] = set()
+        """One event per stop in flight, set when it ends."""
 
     @contextlib.contextmanager
     def stopping(self) -> Iterator[None]:
         """Count one StopContainer in flight for the ``with`` block."""
-        key, self._next = self._next, self._next + 1
-        done = self._in_flight[key] = trio.Event()
+        done = trio.Event()
+        self._in_flight.add(done)
         try:
             yield
         finally:
-            del self._in_flight[key]
+            self._in_flight.discard(done)
             done.set()
 
     def in_flight(self) -> int:
@@ -79,7 +79,7 @@ class ContainerStops:
 
     async def settle(self, limit: float = STOPS_FIRST_LIMIT) -> None:
         """Return when every stop in flight now has ended, or after ``limit`` seconds."""
-        pending = list(self._in_flight.values())
+        pending = list(self._in_flight)
         if not pending:
             return
         with trio.move_on_after(limit):
@@ -133,7 +133,8 @@ class PodTeardown:
         sidecar then waits for its turn (``termination_order``: regular containers
         first, sidecars in reverse order) within its own grace period before its
         StopContainer. A stop that failed releases nobody: who waits for it stops when
-        its grace period runs out."""
+        its grace period runs out. The sandbox stop lets the other pods' container stops
+        then in flight end first (``ContainerStops``)."""
         live = [c for c in status.containers if c.state is not ContainerRunState.EXITED]
         running = [c.name for c in live if c.state is ContainerRunState.RUNNING]
         plan = stop_prerequisites(pod, running)  # only running containers take turns
