@@ -878,7 +878,7 @@ def unmount_under(directory: Path) -> None:
     dir a shared bind mount of itself, which outlives it."""
     prefix = f"{directory}/"
     with open("/proc/self/mountinfo") as mounts:
-        points = [line.split()[4] for line in mounts if line.split()[4].startswith(prefix)]
+        points = [p for p in (line.split()[4] for line in mounts) if p.startswith(prefix)]
     for point in sorted(points, key=len, reverse=True):
         subprocess.run(["umount", "--lazy", point], check=False)
 
@@ -973,7 +973,8 @@ def share_of(trace: Trace, file: str, pod: str, after: float, mask: int) -> Shar
 
 
 def containerd_rows(r: ContainerdResult) -> list[tuple[str, str, float, str]]:
-    """(figure, text, value for a ratio, upstream's anchor) for each row of part B."""
+    """(figure, text, value for a ratio, upstream's anchor) for each row of part B; the
+    percentiles row is compared by its p99."""
     lat, one = r.latencies, statistics.median(r.single)
     b = r.batch
     return [
