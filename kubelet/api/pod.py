@@ -462,6 +462,9 @@ class PodStatus:
     ephemeral_container_statuses: tuple[ContainerStatus, ...] = ()
     qos_class: str = ""
     observed_generation: int | None = None
+    extended_resource_claim_status: Mapping[str, Any] | None = None
+    """the scheduler's claim for extended resources DRA provides (DRAExtendedResource);
+    carried as it is, the kubelet never writes it"""
 
 
 @attrs.frozen(kw_only=True)

@@ -38,7 +38,7 @@ from kubelet.env.expand import expand_env
 from kubelet.env.hosts import pod_hostname
 
 from .hash import hash_container
-from .limits import ContainerLimits, configure_swap
+from .limits import ContainerLimits, configure_swap, hugepage_limits
 from .qos import BEST_EFFORT, BURSTABLE, container_oom_score_adj, pod_qos
 from .security import (
     DEFAULT_MASKED_PATHS,
@@ -309,7 +309,7 @@ def linux_container_resources(
 ) -> api.LinuxContainerResources:
     """CPU shares from the request (the limit when no request), CFS quota from the limit
     over the node's period (neither with ``cpuCFSQuota: false``), the memory limit, and
-    the OOM score adjustment. Hugepages are not set."""
+    the OOM score adjustment, and a hugepage limit per page size of the node."""
     requests = container.resources.requests if container.resources else {}
     declared = container.resources.limits if container.resources else {}
     cpu_limit = to_millicores(declared.get("cpu"))
@@ -328,6 +328,8 @@ def linux_container_resources(
         out.cpu_period = limits.cpu_period
         out.cpu_quota = milli_cpu_to_quota(cpu_limit, limits.cpu_period)
     configure_swap(out, pod, container, limits.swap)
+    if limits.hugepage_sizes:
+        out.hugepage_limits.extend(hugepage_limits(container, limits.hugepage_sizes))
     return out
 
 

@@ -22,13 +22,22 @@ import attrs
 
 from kubelet.api.pod import Container, Pod
 from kubelet.api.quantity import to_bytes
+from kubelet.cgroups.requests import hugepage_size
 from kubelet.cgroups.swap import LIMITED_SWAP, NodeSwap
 from kubelet.config.kubeletconfig import KubeletConfiguration
 from kubelet.cri import api
 
 from .qos import BURSTABLE, is_critical_pod, pod_qos
 
-__all__ = ["CPU_PERIOD", "SWAP_MAX", "ContainerLimits", "configure_swap", "container_limits"]
+__all__ = [
+    "CPU_PERIOD",
+    "SWAP_MAX",
+    "ContainerLimits",
+    "configure_swap",
+    "container_limits",
+    "hugepage_limits",
+    "page_size_label",
+]
 
 CPU_PERIOD = 100_000
 """The kernel's default CFS period, 100 ms in microseconds."""
@@ -44,16 +53,51 @@ class ContainerLimits:
     cpu_period: int = CPU_PERIOD
     """µs; only other than 100000 with the CustomCPUCFSQuotaPeriod gate."""
     swap: NodeSwap = attrs.field(factory=NodeSwap)
+    hugepage_sizes: tuple[int, ...] = ()
+    """page sizes (bytes) the node's hugetlb controller limits; every container gets a
+    limit for each (0 unless it asks), so one container cannot use another's pages"""
 
 
-def container_limits(config: KubeletConfiguration, swap: NodeSwap | None = None) -> ContainerLimits:
-    """The limits of ``config`` (validated: a period other than 100ms has its gate) and
-    the node's swap facts (None: no swap controller, nothing is set)."""
+def container_limits(
+    config: KubeletConfiguration,
+    swap: NodeSwap | None = None,
+    hugepage_sizes: tuple[int, ...] = (),
+) -> ContainerLimits:
+    """The limits of ``config`` (validated: a period other than 100ms has its gate), the
+    node's swap facts (None: no swap controller, nothing is set) and its hugepage sizes
+    (empty without a hugetlb controller: none are sent, the runtime could not set them)."""
     return ContainerLimits(
         cpu_cfs_quota=config.cpu_cfs_quota,
         cpu_period=round(config.cpu_cfs_quota_period * 1_000_000),
         swap=swap or NodeSwap(),
+        hugepage_sizes=hugepage_sizes,
     )
+
+
+def page_size_label(size: int) -> str:
+    """The CRI's page size string for ``size`` bytes (runc's unit form): 2097152 → "2MB",
+    1073741824 → "1GB", 65536 → "64KB"."""
+    units = ("B", "KB", "MB", "GB", "TB", "PB")
+    index = 0
+    while size >= 1024 and size % 1024 == 0 and index < len(units) - 1:
+        size //= 1024
+        index += 1
+    return f"{size}{units[index]}"
+
+
+def hugepage_limits(container: Container, sizes: tuple[int, ...]) -> list[api.HugepageLimit]:
+    """One limit per page size of the node: the container's ``hugepages-<size>`` limit,
+    0 for the sizes it does not ask for (upstream's ``GetHugepageLimitsFromResources``)."""
+    asked: dict[int, int] = {}
+    declared = container.resources.limits if container.resources else {}
+    for name, value in declared.items():
+        size = hugepage_size(name)
+        if size:
+            asked[size] = to_bytes(value)
+    return [
+        api.HugepageLimit(page_size=page_size_label(size), limit=asked.get(size, 0))
+        for size in sizes
+    ]
 
 
 def _limited_swap(pod: Pod, container: Container, swap: NodeSwap) -> int | None:

@@ -2,12 +2,14 @@
 
 Guaranteed and node-critical pods are killed last (-997), BestEffort first (1000), and
 Burstable in between by how much of the node's memory they asked for. Only cpu and
-memory count for the class. Pod-level resources (``spec.resources``) are not used yet.
+memory count for the class. Pod-level resources (``spec.resources``, PodLevelResources),
+when set, decide the class instead of the containers' (API pods carry the class the API
+server computed; static pods need it here).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from fractions import Fraction
 
 from kubelet.api.memo import PerObject
@@ -77,12 +79,26 @@ def _sum_positive(containers: Iterable[Container], kind: str) -> tuple[dict[str,
     return totals, all_have_both
 
 
-def compute_pod_qos(pod: Pod) -> str:
-    """Upstream ``ComputePodQOS`` over init and regular containers.
+def _positive(values: Mapping[str, str]) -> dict[str, Fraction]:
+    found = {name: parse_quantity(values[name]).amount for name in _QOS_RESOURCES if name in values}
+    return {name: amount for name, amount in found.items() if amount > 0}
+
+
+def compute_pod_qos(pod: Pod, *, pod_level_resources: bool = True) -> str:
+    """Upstream ``ComputePodQOS``: over the pod-level resources when the pod sets them
+    (and the gate is on), else over init and regular containers.
 
     No defaulting here: a container with limits but no requests counts as having no
     requests (the API server defaults requests to limits before the kubelet sees it).
     """
+    pod_level = pod.spec.resources if pod_level_resources else None
+    if pod_level is not None:
+        requests = _positive(pod_level.requests)
+        limits = _positive(pod_level.limits)
+        if not requests and not limits:
+            return BEST_EFFORT
+        both = requests == limits and set(limits) == set(_QOS_RESOURCES)
+        return GUARANTEED if both else BURSTABLE
     containers = (*pod.spec.containers, *pod.spec.init_containers)
     requests, _ = _sum_positive(containers, "requests")
     limits, all_limited = _sum_positive(containers, "limits")

@@ -410,9 +410,9 @@ def fits_request(
     for name, want in request.scalar.items():
         if want == 0:
             continue
+        if dra_extended_resource and name not in allocatable.scalar:
+            continue  # the node does not list it: DRA's to allocate, not ours to refuse
         cap = allocatable.scalar.get(name, 0)
-        if dra_extended_resource and cap <= 0:
-            continue  # no device plugin offers it: DRA's to allocate, not ours to refuse
         used = requested.scalar.get(name, 0)
         if want > cap - used:
             out.append(InsufficientResource(name, want, used, cap))

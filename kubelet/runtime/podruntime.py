@@ -33,6 +33,11 @@ from kubelet.decisions.criconfig import (
     sandbox_config,
     target_namespaces,
 )
+from kubelet.decisions.dra import (
+    FAILED_PREPARE_DYNAMIC_RESOURCES,
+    claims_to_prepare,
+    unprepared_message,
+)
 from kubelet.decisions.grace import KillReason
 from kubelet.decisions.limits import ContainerLimits
 from kubelet.decisions.qos import is_restartable_init_container
@@ -228,6 +233,8 @@ class PodRuntime:
             # a running pod's periodic sync: nothing is created, so no sandbox config (its
             # DNS, security context and cgroup parent: a quarter of a steady sync's CPU)
             return progress.freeze()
+        if actions.create_sandbox and not self._claims_prepared(pod, progress):
+            return progress.freeze()
         plan = await self._sandbox_plan(pod, actions)
         if actions.create_sandbox and plan.error is not None:
             self._sandbox_failed(pod, progress, plan.error)
@@ -392,6 +399,18 @@ class PodRuntime:
         if self.cgroups is not None:
             return self.cgroups.parent(pod)
         return pod_cgroup_parent(pod, self.cgroup_root)
+
+    def _claims_prepared(self, pod: Pod, progress: _Progress) -> bool:
+        """Before a sandbox, as upstream prepares a pod's resource claims: with claims the
+        pod waits (``FailedPrepareDynamicResources``) and the sync is retried; this
+        kubelet has no DRA drivers, so it never starts such a pod without its devices."""
+        claims = claims_to_prepare(pod)
+        if not claims:
+            return True
+        message = f"Failed to prepare dynamic resources: {unprepared_message(claims)}"
+        self.recorder.record(pod_ref(pod), WARNING, FAILED_PREPARE_DYNAMIC_RESOURCES, message)
+        progress.errors.append(message)
+        return False
 
     def _sandbox_failed(self, pod: Pod, progress: _Progress, message: str) -> None:
         """Upstream's FailedCreatePodSandBox event; the sync fails and is retried."""

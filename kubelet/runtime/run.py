@@ -18,9 +18,10 @@ from kubelet.api.client import ApiClient
 from kubelet.api.pod import Pod
 from kubelet.cgroups.run import PodCgroups
 from kubelet.config import Options
+from kubelet.config.kubeletconfig import KubeletConfiguration
 from kubelet.cri import ImageClient, RuntimeClient
 from kubelet.decisions.backoff import IMAGE_PULL_INITIAL, IMAGE_PULL_MAX, Backoff, crash_loop_limits
-from kubelet.decisions.limits import container_limits
+from kubelet.decisions.limits import ContainerLimits, container_limits
 from kubelet.env.dns import DnsSettings
 from kubelet.env.lookup import ApiEnvLookup
 from kubelet.events.recorder import EventRecorder
@@ -109,7 +110,7 @@ async def run_runtime(
         seccomp_default=cfg.seccomp_default,
         metrics=metrics,
         cgroups=cgroups,
-        limits=container_limits(cfg, cgroups.swap if cgroups is not None else None),
+        limits=_container_limits(cfg, cgroups),
         containers_log_dir=containers_log_dir,
     )
     async with trio.open_nursery() as nursery:
@@ -126,6 +127,13 @@ async def run_runtime(
             ).run
         )
         task_status.started(pods)
+
+
+def _container_limits(cfg: KubeletConfiguration, cgroups: PodCgroups | None) -> ContainerLimits:
+    """The node's settings for every container, with its swap and hugepage facts."""
+    if cgroups is None:
+        return container_limits(cfg)
+    return container_limits(cfg, cgroups.swap, cgroups.manager.hugepage_sizes)
 
 
 def _image_manager(

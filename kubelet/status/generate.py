@@ -268,4 +268,5 @@ def generate_pod_status(
         container_statuses=regular,
         ephemeral_container_statuses=ephemeral,
         qos_class=pod_qos(pod),
+        extended_resource_claim_status=pod.status.extended_resource_claim_status,
     )

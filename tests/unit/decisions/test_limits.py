@@ -6,7 +6,7 @@ from kubelet.api.pod import Container, Quantity, ResourceRequirements
 from kubelet.cgroups.swap import NodeSwap
 from kubelet.cri import api
 from kubelet.decisions.criconfig import linux_container_resources
-from kubelet.decisions.limits import ContainerLimits
+from kubelet.decisions.limits import ContainerLimits, page_size_label
 from kubelet.testing import builders
 
 GI = 1024**3
@@ -71,3 +71,35 @@ def test_limited_swap_falls_back_to_no_swap() -> None:
         assert dict(r.unified) == {"memory.swap.max": "0"}, c
     critical = resources(container({"memory": "1Gi"}), LIMITED, priority=2_000_000_000)
     assert dict(critical.unified) == {"memory.swap.max": "0"}
+
+
+# -- hugepages ---------------------------------------------------------------------------------
+
+
+def hugepages(c: Container, sizes: tuple[int, ...]) -> list[tuple[str, int]]:
+    got = linux_container_resources(
+        builders.make_pod(c),
+        c,
+        memory_capacity=8 * GI,
+        limits=ContainerLimits(hugepage_sizes=sizes),
+    )
+    return [(h.page_size, h.limit) for h in got.hugepage_limits]
+
+
+def test_every_page_size_is_limited_and_zero_unless_asked() -> None:
+    # a container that asks for no hugepages may use none, so it cannot take another's
+    sizes = (2 * MI, GI)
+    assert hugepages(container({}), sizes) == [("2MB", 0), ("1GB", 0)]
+    asks = container({"hugepages-2Mi": "20Mi"}, {"hugepages-2Mi": "20Mi", "memory": "1Gi"})
+    assert hugepages(asks, sizes) == [("2MB", 20 * MI), ("1GB", 0)]
+
+
+def test_without_a_hugetlb_controller_no_limit_is_sent() -> None:
+    asks = container({"hugepages-2Mi": "20Mi"}, {"hugepages-2Mi": "20Mi"})
+    assert hugepages(asks, ()) == []
+
+
+def test_page_size_labels_are_the_runtimes() -> None:
+    assert [page_size_label(s) for s in (64 * 1024, 2 * MI, 32 * MI, GI, 16 * GI)] == [
+        "64KB", "2MB", "32MB", "1GB", "16GB",
+    ]  # fmt: skip

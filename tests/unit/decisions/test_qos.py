@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import attrs
 import pytest
 
 from kubelet.api.meta import ObjectMeta
@@ -217,3 +218,28 @@ def test_status_class_wins() -> None:
     recorded = Pod(metadata=pod.metadata, spec=pod.spec, status=PodStatus(qos_class=GUARANTEED))
     assert pod_qos(pod) == BEST_EFFORT
     assert pod_qos(recorded) == GUARANTEED
+
+
+BOTH = {"cpu": "1", "memory": "1Gi"}
+
+
+@pytest.mark.parametrize(
+    ("pod_level", "expected"),
+    [
+        (res(BOTH, BOTH), GUARANTEED),  # the containers ask nothing; the pod level decides
+        (res({"cpu": "1"}, {"cpu": "1"}), BURSTABLE),  # memory left out
+        (res(BOTH), BURSTABLE),  # requests without limits
+        (res({"cpu": "1", "memory": "1Gi"}, {"cpu": "2", "memory": "1Gi"}), BURSTABLE),
+        (res(), BEST_EFFORT),  # set, but empty: still the pod level that decides
+        (res({"hugepages-2Mi": "2Mi"}, {"hugepages-2Mi": "2Mi"}), BEST_EFFORT),
+    ],
+)
+def test_pod_level_resources_decide_the_class(
+    pod_level: ResourceRequirements, expected: str
+) -> None:
+    containers = (Container(name="a", resources=res({"cpu": "100m"})),)
+    pod = pod_of(*containers)
+    pod = Pod(metadata=pod.metadata, spec=attrs.evolve(pod.spec, resources=pod_level))
+    assert compute_pod_qos(pod) == expected
+    # with the PodLevelResources gate off the containers decide
+    assert compute_pod_qos(pod, pod_level_resources=False) == BURSTABLE

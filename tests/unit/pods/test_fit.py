@@ -318,6 +318,16 @@ def test_dra_extended_resources_skip_what_the_node_lacks() -> None:
     assert fits_request(request, Resources(), allocatable, 0) == [insufficient(EXT_A, 9, 0, 5)]
 
 
+def test_dra_leaves_alone_only_what_the_node_does_not_list() -> None:
+    # The node lists every hugepage size it has, 0 when none are reserved: a request for
+    # one is counted (OutOfhugepages-2Mi), never handed to DRA as if the node lacked it.
+    request = Resources(scalar={HUGE_A: 20 << 20})
+    allocatable = Resources(pods=10, scalar={HUGE_A: 0})
+    got = fits_request(request, Resources(), allocatable, 0)
+    assert got == [insufficient(HUGE_A, 20 << 20, 0, 0)]
+    assert got[0].reason == f"OutOf{HUGE_A}"
+
+
 @pytest.mark.parametrize(
     ("requests", "limits", "allocatable", "kept_requests"),
     [
