@@ -15,7 +15,15 @@ from typing import Any
 
 import attrs
 
-from kubelet.api.pod import Container, ContainerPort, LifecycleHandler, Pod, PodSpec, Probe
+from kubelet.api.pod import (
+    Container,
+    ContainerPort,
+    LifecycleHandler,
+    Pod,
+    PodSpec,
+    Probe,
+    VolumeMount,
+)
 
 _LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _LABEL_RE = re.compile(_LABEL)
@@ -40,6 +48,8 @@ DNS_POLICIES = ("ClusterFirstWithHostNet", "ClusterFirst", "Default", "None")
 PULL_POLICIES = ("Always", "IfNotPresent", "Never")
 TERMINATION_MESSAGE_POLICIES = ("File", "FallbackToLogsOnError")
 PROTOCOLS = ("SCTP", "TCP", "UDP")
+MOUNT_PROPAGATIONS = ("Bidirectional", "HostToContainer", "None")
+PROC_MOUNTS = ("Default", "Unmasked")
 
 _NO_VALUE = object()
 
@@ -278,15 +288,49 @@ def _container_parts(
             if handler is not None:
                 yield from _handler(f"{path}.lifecycle.{field}", handler)
     for j, mount in enumerate(ctr.volume_mounts):
-        if not mount.name:
-            yield _required(f"{path}.volumeMounts[{j}].name")
-        elif mount.name not in volumes:
-            yield FieldError(f"{path}.volumeMounts[{j}].name", "Not found", mount.name)
-        if not mount.mount_path:
-            yield _required(f"{path}.volumeMounts[{j}].mountPath")
+        yield from _volume_mount(f"{path}.volumeMounts[{j}]", mount, ctr, volumes)
+    yield from _proc_mount(f"{path}.securityContext.procMount", ctr, spec)
     for j, env in enumerate(ctr.env):
         if not env.name:
             yield _required(f"{path}.env[{j}].name")
+
+
+def _volume_mount(
+    path: str, mount: VolumeMount, ctr: Container, volumes: set[str]
+) -> Iterator[FieldError]:
+    """Name, path and propagation: ``Bidirectional`` shares mounts back to the host, so
+    only a privileged container may ask for it."""
+    if not mount.name:
+        yield _required(f"{path}.name")
+    elif mount.name not in volumes:
+        yield FieldError(f"{path}.name", "Not found", mount.name)
+    if not mount.mount_path:
+        yield _required(f"{path}.mountPath")
+    propagation = mount.mount_propagation
+    if propagation is None:
+        return
+    if propagation not in MOUNT_PROPAGATIONS:
+        yield _unsupported(f"{path}.mountPropagation", propagation, MOUNT_PROPAGATIONS)
+    privileged = ctr.security_context is not None and bool(ctr.security_context.privileged)
+    if propagation == "Bidirectional" and not privileged:
+        yield FieldError(
+            f"{path}.mountPropagation",
+            "Forbidden",
+            detail="Bidirectional mount propagation is available only to privileged containers",
+        )
+
+
+def _proc_mount(path: str, ctr: Container, spec: PodSpec) -> Iterator[FieldError]:
+    """An unmasked ``/proc`` only inside the pod's own user namespace."""
+    proc_mount = ctr.security_context.proc_mount if ctr.security_context else None
+    if proc_mount is None:
+        return
+    if proc_mount not in PROC_MOUNTS:
+        yield _unsupported(path, proc_mount, PROC_MOUNTS)
+    elif proc_mount == "Unmasked" and spec.host_users is not False:
+        yield FieldError(
+            path, "Invalid value", proc_mount, "`hostUsers` must be false to use `Unmasked`"
+        )
 
 
 def _container_port(path: str, port: ContainerPort, spec: PodSpec) -> Iterator[FieldError]:

@@ -250,3 +250,65 @@ def test_unknown_projection_and_volume_types() -> None:
 def test_reference_is_reported_for_the_manifest() -> None:
     doc = with_({"volumes": [{"name": "s", "secret": {"secretName": "tls"}}]})
     assert reason(doc) == "static pods may not reference secrets"
+
+
+HOST_VOLUME = {"volumes": [{"name": "h", "hostPath": {"path": "/mnt"}}]}
+
+
+def mounting(propagation: str, **security: Any) -> dict[str, Any]:
+    mount = {"name": "h", "mountPath": "/h", "mountPropagation": propagation}
+    container: dict[str, Any] = {"volumeMounts": [mount]}
+    if security:
+        container["securityContext"] = security
+    return with_(HOST_VOLUME, container)
+
+
+@pytest.mark.parametrize(
+    ("doc", "message"),
+    [
+        (
+            mounting("Bidirectional"),
+            "spec.containers[0].volumeMounts[0].mountPropagation: Forbidden: Bidirectional "
+            "mount propagation is available only to privileged containers",
+        ),
+        (
+            mounting("Bidirectional", privileged=False),
+            "Bidirectional mount propagation is available only to privileged containers",
+        ),
+        (
+            mounting("Shared"),
+            'spec.containers[0].volumeMounts[0].mountPropagation: Unsupported value: "Shared": '
+            'supported values: "Bidirectional", "HostToContainer", "None"',
+        ),
+        (
+            with_({}, {"securityContext": {"procMount": "Unmasked"}}),
+            'spec.containers[0].securityContext.procMount: Invalid value: "Unmasked": '
+            "`hostUsers` must be false to use `Unmasked`",
+        ),
+        (
+            with_({"hostUsers": True}, {"securityContext": {"procMount": "Unmasked"}}),
+            "`hostUsers` must be false to use `Unmasked`",
+        ),
+        (
+            with_({}, {"securityContext": {"procMount": "Masked"}}),
+            'procMount: Unsupported value: "Masked": supported values: "Default", "Unmasked"',
+        ),
+    ],
+)
+def test_host_reaching_mounts_are_refused_as_upstream(doc: dict[str, Any], message: str) -> None:
+    # upstream validates static pods as the API server validates a created pod
+    assert message in reason(doc)
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        mounting("Bidirectional", privileged=True),
+        mounting("HostToContainer"),
+        mounting("None"),
+        with_({"hostUsers": False}, {"securityContext": {"procMount": "Unmasked"}}),
+        with_({}, {"securityContext": {"procMount": "Default"}}),
+    ],
+)
+def test_what_upstream_allows_still_loads(doc: dict[str, Any]) -> None:
+    assert load_pod(json.dumps(doc).encode(), "/m/web.json", node_name="n").spec.containers
