@@ -73,14 +73,11 @@ from kubelet.node.run import NodeHandle, NodeParts, run_node
 from kubelet.node.shutdown.handoff import active_pods, kill_channel
 from kubelet.node.startup import boot_time
 from kubelet.pleg import PlegHandle, run_pleg
-from kubelet.pleg.cache import PodCache
-from kubelet.pleg.view import RuntimeView
 from kubelet.pods.census import working_pods
 from kubelet.pods.fit import NodeInfo
 from kubelet.pods.manager import PodManager
 from kubelet.pods.nodeinfo import local_node, node_info_source
-from kubelet.pods.run import PodLifecycle, node_admission, run_pod_lifecycle
-from kubelet.pods.runonce import run_pods_once
+from kubelet.pods.run import PodLifecycle, run_pod_lifecycle
 from kubelet.pods.syncer import KubeletPodSyncer
 from kubelet.pods.workers import PodWorkers
 from kubelet.prober.manager import ProberManager, run_prober
@@ -95,7 +92,7 @@ from kubelet.server.syscontainers import SystemCgroups
 from kubelet.server.usage import NodeUsage
 from kubelet.sources.offloop import RunSync, in_thread
 from kubelet.sources.podconfig import PodConfig
-from kubelet.sources.run import open_sources, read_static_pods
+from kubelet.sources.run import open_sources
 from kubelet.stats.cgroupfs import Cgroups
 from kubelet.status.manager import StatusManager, run_status_manager
 from kubelet.version import version_line
@@ -388,43 +385,6 @@ def _pod_names(desired: PodManager) -> Callable[[str], str | None]:
     return name
 
 
-async def run_once(options: Options, host: Host = Host()) -> int:
-    """``--runonce``: sync the static pods until running or finished, print, return."""
-    machine = host.machine or read_machine_info()
-    node = NodeIdentity.detect(
-        options.node_name, options.hostname_override, options.node_ip, machine, host.node_ips
-    )
-    clock, metrics = host.wall_clock, KubeletMetrics(node.name)
-    async with open_cri(options, metrics) as (runtime, images, name), trio.open_nursery() as root:
-        recorder = EventRecorder(node.name, wall_clock=clock)  # no API: events are logged
-        prober = await root.start(run_prober, runtime, recorder, node.host_ip, clock)
-        desired = PodManager()
-        cgroups = await start_cgroups(
-            root, options, host, machine, desired, recorder, node.name, runtime, metrics
-        )
-        pod_runtime = await root.start(
-            functools.partial(run_runtime, containers_log_dir=host.containers_log_dir),
-            options, runtime, images, None, recorder, metrics, prober.http,
-            node.name, node.ips, machine.memory_bytes, machine.num_cores, None, clock, cgroups,
-        )  # fmt: skip
-        view = RuntimeView(runtime)
-        syncer = KubeletPodSyncer(
-            PodCache(view.pod_status), pod_runtime, host_ips=node.ips, runtime_name=name,
-            wall_clock=clock, prober=prober, metrics=metrics,
-        )  # fmt: skip
-        pods = await read_static_pods(options, host.source_io)
-        for pod in pods:
-            desired.upsert(pod)  # the QoS cgroups are sized from them
-        if not pods:
-            print("no static pods found", file=sys.stderr)
-        info = pod_runtime.isolation.runtime_info
-        local = local_node(options, node, machine)
-        admission = node_admission(options, info, lambda: local, runtime_classes=False)
-        code = await run_pods_once(syncer, pods, admission=admission)
-        root.cancel_scope.cancel()
-    return code
-
-
 async def start_cgroups(
     root: trio.Nursery,
     options: Options,
@@ -553,9 +513,6 @@ def process_host(environ: Mapping[str, str], connection: ClusterConnection | Non
 async def main(options: Options, connection: ClusterConnection | None = None) -> int:
     """Process entry point: signals, the trio-asyncio loop, the kubelet."""
     host = process_host(os.environ, connection)
-    if options.run_once:
-        async with trio_asyncio.open_loop():
-            return await run_once(options, host)
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with trio_asyncio.open_loop(), trio.open_nursery() as root:
             root.start_soon(run, options, host)
@@ -581,7 +538,7 @@ def start(options: Options) -> int:
     try:
         if options.debug_console_socket:
             claim_socket_path(options.debug_console_socket)
-        if options.kubeconfig and not options.run_once and not options.bootstrap_kubeconfig:
+        if options.kubeconfig and not options.bootstrap_kubeconfig:
             connection = load_kubeconfig(options.kubeconfig)  # else: after TLS bootstrap
     except ConfigError as exc:
         _print_problems(exc)

@@ -9,6 +9,7 @@ argparse only collects raw strings; values are parsed later so a bad one raises
 from __future__ import annotations
 
 import argparse
+import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -29,6 +30,14 @@ _LEGACY = "; without --config the flag default is {0}"
 GC_FLAG_DEPRECATION = (
     "Use --eviction-hard or --eviction-soft instead. Will be removed in a future version."
 )
+CONFIG_FLAG_DEPRECATION = (
+    "This parameter should be set via the config file specified by the Kubelet's --config "
+    "flag. See https://kubernetes.io/docs/tasks/administer-cluster/kubelet-config-file/ for "
+    "more information."
+)
+"""Upstream marks every flag that sets a KubeletConfiguration field deprecated with this
+message, but for -v, --vmodule, --log-flush-frequency and --provider-id (and
+--seccomp-default, which upstream registers as a flag of its own)."""
 
 
 def _identity(text: str) -> str:
@@ -63,13 +72,23 @@ class FlagSpec:
 
 
 def _cfg(
-    name: str, field: str, help: str, parse: Callable[[str], Any] = _identity, **kw: Any
+    name: str,
+    field: str,
+    help: str,
+    parse: Callable[[str], Any] = _identity,
+    *,
+    deprecated: str = CONFIG_FLAG_DEPRECATION,
+    **kw: Any,
 ) -> FlagSpec:
-    return FlagSpec(name=name, help=help, field=field, parse=parse, **kw)
+    """A flag setting a config field: deprecated, as upstream's, unless told otherwise."""
+    return FlagSpec(name=name, help=help, field=field, parse=parse, deprecated=deprecated, **kw)
 
 
-def _bool(name: str, field: str | None, help: str, **kw: Any) -> FlagSpec:
-    return FlagSpec(name=name, help=help, field=field, parse=fv.go_bool, boolean=True, **kw)
+def _bool(
+    name: str, field: str, help: str, *, deprecated: str = CONFIG_FLAG_DEPRECATION, **kw: Any
+) -> FlagSpec:
+    """A boolean flag setting a config field (Go spelling: a bare flag means true)."""
+    return _cfg(name, field, help, fv.go_bool, boolean=True, deprecated=deprecated, **kw)
 
 
 FLAGS: tuple[FlagSpec, ...] = (
@@ -212,10 +231,11 @@ FLAGS: tuple[FlagSpec, ...] = (
     _cfg(
         "v",
         "logging.verbosity",
-        "Log verbosity: higher numbers log more.",
-        fv.int32,
+        "Log verbosity, 0 or more: higher numbers log more.",
+        fv.uint32,
         short="v",
         metavar="LEVEL",
+        deprecated="",
     ),
     _cfg(
         "vmodule",
@@ -223,6 +243,7 @@ FLAGS: tuple[FlagSpec, ...] = (
         "Per-file verbosity, as pattern=N,... (text format only).",
         fv.vmodule,
         metavar="PATTERN=N,...",
+        deprecated="",
     ),
     _cfg("logging-format", "logging.format", "Log format: 'text' or 'json'.", metavar="FORMAT"),
     _cfg(
@@ -231,6 +252,7 @@ FLAGS: tuple[FlagSpec, ...] = (
         "Longest time between log flushes.",
         fv.duration,
         metavar="DURATION",
+        deprecated="",
     ),
     # Pod sources
     _cfg(
@@ -281,8 +303,7 @@ FLAGS: tuple[FlagSpec, ...] = (
     _bool(
         "runonce",
         "runOnce",
-        "Start the pods from static files or the manifest URL once, then "
-        "exit (no API server, no server).",
+        "Run-once mode, removed as upstream's: true stops start-up (false is accepted).",
     ),
     _cfg("max-pods", "maxPods", "Most pods this kubelet runs.", fv.int32, metavar="N"),
     _cfg(
@@ -327,13 +348,6 @@ FLAGS: tuple[FlagSpec, ...] = (
         metavar="DURATION",
     ),
     _cfg(
-        "pod-infra-container-image",
-        "podInfraContainerImage",
-        "The sandbox (pause) image. As upstream, the CRI runtime's own setting decides "
-        "which image sandboxes use; this one is only kept from image garbage collection.",
-        metavar="IMAGE",
-    ),
-    _cfg(
         "cgroup-driver",
         "cgroupDriver",
         "How to manage cgroups: 'cgroupfs' or 'systemd' (slices over D-Bus); a runtime "
@@ -351,6 +365,7 @@ FLAGS: tuple[FlagSpec, ...] = (
         "seccompDefault",
         "Run containers (and init containers) that set no seccomp profile with the "
         "runtime's default profile (RuntimeDefault) instead of Unconfined.",
+        deprecated="",  # upstream's own flag, not one of its config flags
     ),
     _cfg(
         "allowed-unsafe-sysctls",
@@ -563,6 +578,7 @@ FLAGS: tuple[FlagSpec, ...] = (
         "providerID",
         "Identifier of the node in a machine database, e.g. a cloud provider's.",
         metavar="ID",
+        deprecated="",
     ),
     _cfg(
         "feature-gates",
@@ -577,25 +593,34 @@ FLAGS: tuple[FlagSpec, ...] = (
     _cfg(
         "kube-api-qps",
         "kubeAPIQPS",
-        "Requests per second to the API server.",
+        "Requests per second to the API server (events and node heartbeats excepted); "
+        "must be >= 0, and 0 means client-go's default, 5.",
         fv.int32,
         metavar="N",
     ),
     _cfg(
         "kube-api-burst",
         "kubeAPIBurst",
-        "Burst of requests to the API server.",
+        "Burst of requests to the API server above --kube-api-qps; must be >= 0, and 0 "
+        "means client-go's default, 10 (in the config file, 0 means 100).",
         fv.int32,
         metavar="N",
     ),
     _cfg(
         "event-qps",
         "eventRecordQPS",
-        "Events created per second; 0 is unlimited.",
+        "Events created per second; must be >= 0, and 0 means client-go's default, 5.",
         fv.int32,
         metavar="N",
     ),
-    _cfg("event-burst", "eventBurst", "Burst of events above --event-qps.", fv.int32, metavar="N"),
+    _cfg(
+        "event-burst",
+        "eventBurst",
+        "Burst of events above --event-qps; must be >= 0, and 0 means client-go's default, "
+        "10 (in the config file, 0 means 100).",
+        fv.int32,
+        metavar="N",
+    ),
     _cfg(
         "oom-score-adj",
         "oomScoreAdj",
@@ -752,13 +777,28 @@ def parse_flags(argv: Sequence[str]) -> ParsedFlags:
 
     ``--help`` prints help and raises ``SystemExit(0)``, as any command does.
     """
-    namespace = build_parser().parse_args(_go_style(argv))
+    namespace, extra = build_parser().parse_known_args(_go_style(argv))
+    if extra and extra != ["--"]:
+        raise ConfigError(Problem("", "", _unknown(extra)))
     given = {
         spec.name: tuple(getattr(namespace, spec.dest))
         for spec in FLAGS
         if getattr(namespace, spec.dest) is not None
     }
     return ParsedFlags(given=given)
+
+
+def _unknown(extra: Sequence[str]) -> str:
+    """pflag's and the kubelet's words for the first argument no flag took (a removed
+    flag such as --pod-infra-container-image is "unknown flag: ..." upstream too)."""
+    token = extra[0]
+    if token == "--" and len(extra) > 1:
+        token = extra[1]
+    elif token.startswith("--"):
+        return f"unknown flag: {token.partition('=')[0]}"
+    elif token.startswith("-") and len(token) > 1:
+        return f"unknown shorthand flag: {token[1]!r} in {token}"
+    return f"unknown command {token}"
 
 
 def deprecation_warnings(flags: ParsedFlags) -> list[str]:
@@ -801,7 +841,13 @@ class _Parser(argparse.ArgumentParser):
 
 
 class _HelpFormatter(argparse.HelpFormatter):
-    """Shows Go-style booleans as ``--flag[=true|false]``."""
+    """Shows Go-style booleans as ``--flag[=true|false]``; wraps help at spaces only, so
+    that a URL or a hyphenated word stays whole (and can be copied)."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        return textwrap.wrap(
+            " ".join(text.split()), width, break_on_hyphens=False, break_long_words=False
+        )
 
     def _format_action_invocation(self, action: argparse.Action) -> str:
         if action.metavar == _BOOL_METAVAR:
@@ -828,11 +874,18 @@ def build_parser() -> argparse.ArgumentParser:
             dest=spec.dest,
             action="append",
             metavar=_BOOL_METAVAR if spec.boolean else spec.metavar,
-            help=argparse.SUPPRESS  # pflag hides a deprecated flag from --help
-            if spec.deprecated
-            else f"{spec.help}{support_note(spec)} (default: {default})".replace("%", "%%"),
+            help=_help_text(spec, default),
         )
     return parser
+
+
+def _help_text(spec: FlagSpec, default: str) -> str:
+    """pflag's usage line: help, default, then "(DEPRECATED: ...)" (upstream's kubelet
+    shows its deprecated flags rather than hiding them)."""
+    text = f"{spec.help}{support_note(spec)} (default: {default})"
+    if spec.deprecated:
+        text += f" (DEPRECATED: {spec.deprecated})"
+    return text.replace("%", "%%")
 
 
 def support_key(spec: FlagSpec) -> str:
@@ -868,8 +921,8 @@ def _show_default(defaults: KubeletConfiguration, spec: FlagSpec) -> str:
 def _go_style(argv: Sequence[str]) -> list[str]:
     """Rewrite Go flag spellings argparse does not know.
 
-    A bare boolean flag means ``=true`` (so ``--runonce false`` leaves ``false`` as a stray
-    argument, an error, exactly as in Go), and ``-v=3`` is klog's ``-v 3``.
+    A bare boolean flag means ``=true`` (so ``--register-node false`` leaves ``false`` as a
+    stray argument, an error, exactly as in Go), and ``-v=3`` is klog's ``-v 3``.
     """
     booleans = {f"--{spec.name}" for spec in FLAGS if spec.boolean}
     out: list[str] = []

@@ -11,7 +11,7 @@ import re
 
 from .duration import parse_duration
 from .kubeletconfig import Taint, VModuleItem
-from .validation import is_ip
+from .validation import UINT32_MAX, is_ip
 
 _TRUE = frozenset(["1", "t", "T", "true", "TRUE", "True"])
 _FALSE = frozenset(["0", "f", "F", "false", "FALSE", "False"])
@@ -69,6 +69,14 @@ def _integer(text: str, bounds: tuple[int, int]) -> int:
 def int32(text: str) -> int:
     """A decimal int32, as most kubelet numeric flags are."""
     return _integer(text, _INT32)
+
+
+def uint32(text: str) -> int:
+    """A decimal uint32, as Go's ParseUint reads it (no sign): klog's verbosity levels."""
+    digits = text.strip()
+    if not digits.isascii() or not digits.isdigit() or int(digits) > UINT32_MAX:
+        raise ValueError(f"must be an unsigned integer (0 to {UINT32_MAX})")
+    return int(digits)
 
 
 def int64(text: str) -> int:
@@ -190,7 +198,7 @@ def vmodule(text: str) -> tuple[VModuleItem, ...]:
     items = []
     for pattern, level in _pairs(text, "=").items():
         try:
-            items.append(VModuleItem(file_pattern=pattern, verbosity=int(level)))
+            items.append(VModuleItem(file_pattern=pattern, verbosity=uint32(level)))
         except ValueError:
             raise ValueError(f"invalid verbosity {level!r} for {pattern!r}") from None
     return tuple(items)

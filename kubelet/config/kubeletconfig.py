@@ -31,9 +31,6 @@ DEFAULT_EVICTION_HARD: Mapping[str, str] = MappingProxyType(
 )
 """Linux hard-eviction thresholds when ``evictionHard`` is not set (eviction/defaults_linux.go)."""
 
-DEFAULT_POD_INFRA_IMAGE = "registry.k8s.io/pause:3.9"
-"""The sandbox image; the CRI runtime's own setting wins upstream, we pass it in RunPodSandbox."""
-
 
 def _eviction_default() -> Mapping[str, str]:
     return dict(DEFAULT_EVICTION_HARD)
@@ -172,9 +169,6 @@ class KubeletConfiguration:
     image_service_endpoint: str = ""
     runtime_request_timeout: float = attrs.field(
         default=120.0, metadata=meta(duration=True, zero_unset=True)
-    )
-    pod_infra_container_image: str = attrs.field(
-        default=DEFAULT_POD_INFRA_IMAGE, metadata=meta(zero_unset=True)
     )
     streaming_connection_idle_timeout: float = attrs.field(
         default=4 * 3600.0, metadata=meta(duration=True, zero_unset=True)

@@ -75,11 +75,6 @@ class Options:
     """One line per setting named in the warning, logged at -v=1."""
 
     @property
-    def run_once(self) -> bool:
-        """``--runonce``: start the static pods once and exit."""
-        return self.config.run_once
-
-    @property
     def verbosity(self) -> int:
         """klog's ``-v`` level."""
         return self.config.logging.verbosity

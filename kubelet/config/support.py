@@ -112,16 +112,12 @@ SETTINGS: Mapping[str, Support] = {
     "fileCheckFrequency": ok(),
     "httpCheckFrequency": ok(),
     "syncFrequency": ok(),
-    "runOnce": ok(),
+    "runOnce": ok("true stops start-up, as upstream: run-once mode was removed"),
     "maxPods": ok(),
     "podPidsLimit": ok("pids.max of every pod cgroup"),
     "containerRuntimeEndpoint": ok(),
     "imageServiceEndpoint": ok(),
     "runtimeRequestTimeout": ok(),
-    "podInfraContainerImage": ok(
-        "as upstream, the runtime's own setting chooses the sandbox image; images are never "
-        "removed, so it is never pruned either"
-    ),
     "podLogsDir": ok(),
     "containerLogMaxSize": ok(),
     "containerLogMaxFiles": ok(),

@@ -48,9 +48,6 @@ LOGGING_CONFIGURATION_FIELDS = frozenset(
     ["format", "flushFrequency", "verbosity", "vmodule", "options"]
 )
 
-OUR_EXTENSIONS = frozenset(["podInfraContainerImage"])
-"""Keys we accept that upstream's file does not (upstream has them as flags only)."""
-
 UPSTREAM_FIELDS: Mapping[type, frozenset[str]] = {
     KubeletConfiguration: KUBELET_CONFIGURATION_FIELDS,
     LoggingConfiguration: LOGGING_CONFIGURATION_FIELDS,

@@ -68,6 +68,9 @@ _MUST_BE_POSITIVE = (
     "nodeStatusReportFrequency",
 )
 
+UINT32_MAX = (1 << 32) - 1
+"""Upstream's verbosity levels are uint32: a negative one does not even decode."""
+
 Issue = tuple[str, str]
 
 
@@ -94,6 +97,9 @@ def validate(config: KubeletConfiguration, gates: FeatureGates = DEFAULT_GATES) 
     issues += _enumerations(c)
     issues += _images(c)
     issues += _logs(c)
+    issues += _logging(c)
+    if c.run_once:  # upstream removed run-once mode and refuses the field set to true
+        issues.append(("runOnce", "Runonce mode has been deprecated and should not be set"))
     issues += _node_allocatable(c)
     issues += _swap(c)
     issues += _eviction(c)
@@ -337,6 +343,18 @@ def _logs(c: KubeletConfiguration) -> Iterator[Issue]:
         yield "podLogsDir", f"must be a normalized path, got {d!r}"
     elif not d.isascii():
         yield "podLogsDir", f"must contain ASCII characters only, got {d!r}"
+
+
+def _logging(c: KubeletConfiguration) -> Iterator[Issue]:
+    """Verbosity levels: unsigned 32-bit, as upstream's (there -1 fails to parse)."""
+    levels = [("logging.verbosity", c.logging.verbosity)]
+    levels += [
+        (f"logging.vmodule[{i}].verbosity", item.verbosity)
+        for i, item in enumerate(c.logging.vmodule)
+    ]
+    for where, level in levels:
+        if not 0 <= level <= UINT32_MAX:
+            yield where, f"must be an unsigned integer (0 to {UINT32_MAX}), got {level}"
 
 
 def _node_allocatable(c: KubeletConfiguration) -> Iterator[Issue]:

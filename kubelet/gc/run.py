@@ -39,6 +39,11 @@ __all__ = ["container_gc_policy", "image_gc_policy", "run_gc"]
 
 log = logging.getLogger(__name__)
 
+DEFAULT_SANDBOX_IMAGE = "registry.k8s.io/pause:3.9"
+"""The pause image image GC keeps besides what the runtime pins or names as its own
+sandbox image. Upstream (1.35+) has no setting for it (``--pod-infra-container-image``
+was removed) and relies on the runtime pinning its sandbox image."""
+
 WARNING = "Warning"
 
 
@@ -82,7 +87,7 @@ def container_gc_policy(options: Options) -> cplan.GCPolicy:
 
 
 async def sandbox_images(runtime: RuntimeClient, configured: str) -> tuple[str, ...]:
-    """The sandbox image(s) to keep: the configured one and the runtime's own setting
+    """The sandbox image(s) to keep: ``configured`` and the runtime's own setting
     (containerd's verbose status names its ``sandboxImage``)."""
     found = [configured] if configured else []
     try:
@@ -173,7 +178,7 @@ async def run_gc(
         image_fs,
         wall_clock,
         policy,
-        await sandbox_images(runtime, options.config.pod_infra_container_image),
+        await sandbox_images(runtime, DEFAULT_SANDBOX_IMAGE),
         began=wall_clock(),
         on_removed=on_image_removed,
     )

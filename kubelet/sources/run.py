@@ -9,20 +9,18 @@ With no source at all the kubelet is ready at once.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-import httpx
 import trio
 
 from kubelet.api.client import ApiClient
-from kubelet.api.pod import Pod
 from kubelet.config import Options
 
 from .apiserver import ApiSource
 from .file import FileSource
 from .offloop import RunSync, in_thread
-from .podconfig import PodConfig, PodOperation, WatchObserver
+from .podconfig import PodConfig, WatchObserver
 from .static import warm_up
 from .url import URLSource
 
@@ -78,37 +76,3 @@ async def open_sources(
         for source in sources:
             await nursery.start(source.run, config)
         task_status.started(config)
-
-
-class _CaptureSink:
-    """An ``UpdateSink`` that keeps the last SET (run-once reads each source once)."""
-
-    def __init__(self) -> None:
-        self.pods: list[Pod] = []
-
-    def register(self, source: str) -> None:
-        pass
-
-    async def update(
-        self,
-        source: str,
-        op: PodOperation,
-        pods: Sequence[Pod],
-        *,
-        origins: Mapping[str, str] | None = None,
-    ) -> None:
-        self.pods = list(pods)
-
-
-async def read_static_pods(options: Options, run_sync: RunSync = in_thread) -> list[Pod]:
-    """The static pods of the manifest directory and URL, each read once (``--runonce``)."""
-    pods: list[Pod] = []
-    for source in static_sources(options, watch_files=False, run_sync=run_sync):
-        if isinstance(source, FileSource):
-            pods += await source.scan() or []
-        else:
-            sink = _CaptureSink()
-            async with httpx.AsyncClient(timeout=source.timeout) as client:
-                await source.poll(client, sink)
-            pods += sink.pods
-    return pods

@@ -37,7 +37,7 @@ def own_pod_logs(args: list[str], where: Path) -> list[str]:
     """A kubelet's arguments with a podLogsDir of its own under ``where``: its container
     GC removes the log directory of every pod it does not know there, as upstream's does,
     so no two test kubelets may share one. An existing ``--config`` file gets the line."""
-    if args[1:3] != ["-m", "kubelet"] or "--runonce" in args:
+    if args[1:3] != ["-m", "kubelet"]:
         return args
     line = f"podLogsDir: {where / 'pod-logs'}\n"
     if "--config" in args:

@@ -7,7 +7,6 @@ manifest directory, and leaves nothing behind (every kubelet pod is removed at t
 from __future__ import annotations
 
 import itertools
-import shutil
 import signal
 import subprocess
 import sys
@@ -316,47 +315,6 @@ async def test_malformed_manifest_is_reported_and_others_run(kubelet: KubeletPro
     line = next(x for x in kubelet.log().splitlines() if "bad.yaml:10" in x)
     assert "containerPort" in line
     assert not await kubelet.sandboxes("bad")
-
-
-async def test_runonce(kubelet: KubeletProcess) -> None:
-    kubelet.write("a.yaml", manifest("a", LOOP))
-    kubelet.write("b.yaml", manifest("b", "echo done", restart="OnFailure"))
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "kubelet",
-            "--runonce",
-            "--pod-manifest-path",
-            str(kubelet.manifests),
-            "--hostname-override",
-            kubelet.node,
-            "--enable-server=false",
-            "--healthz-port=0",
-            "--read-only-port=0",
-            "--root-dir",
-            str(kubelet.root / "root"),
-            "--container-runtime-endpoint",
-            CONTAINERD_ENDPOINT,
-            "--fail-swap-on=false",  # as upstream's node e2e: a CI machine may swap
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    try:
-        assert result.returncode == 0, result.stderr[-3000:]
-        lines = result.stdout.splitlines()
-        assert f"default/a-{kubelet.node}: Running" in lines
-        assert f"default/b-{kubelet.node}: Succeeded" in lines
-        assert await kubelet.running("a")
-    finally:
-        # --runonce writes under the default podLogsDir and runs no container GC
-        for name in ("a", "b"):
-            for path in Path("/var/log/pods").glob(f"default_{name}-{kubelet.node}_*"):
-                shutil.rmtree(path, ignore_errors=True)
-            for link in Path("/var/log/containers").glob(f"{name}-{kubelet.node}_*"):
-                link.unlink(missing_ok=True)
 
 
 async def test_pod_sees_its_env_dns_hosts_and_shared_empty_dir(kubelet: KubeletProcess) -> None:

@@ -18,10 +18,7 @@ import trio
 from kubelet.api.pod import PodStatus
 from kubelet.cri import api
 from kubelet.events.recorder import LOG_LEVEL as EVENT_LOG_LEVEL
-from kubelet.sources.offloop import inline
 from kubelet.testing import FakeRuntime
-from kubelet.testing.cgroupfs import tree_cgroups
-from kubelet.testing.fakeproc import fake_proc
 
 from .cluster_harness import Cluster, running_cluster
 from .kubelet_harness import EPOCH, NODE, Harness, running_kubelet
@@ -278,37 +275,6 @@ async def test_unsafe_sysctl_allowed_by_the_flag(
         await h.wait_for(lambda: h.running("p", "app"))
         (sandbox,) = h.sandboxes("p")
         assert dict(sandbox.config.linux.sysctls) == {"net.core.somaxconn": "1"}
-
-
-async def test_runonce_rejects_too(fake: FakeRuntime, short_tmp: Path) -> None:
-    from kubelet.agent import Host, run_once
-    from kubelet.config import resolve
-
-    manifests = short_tmp / "m"
-    manifests.mkdir()
-    (manifests / "bad.yaml").write_text(manifest("bad", spec=SYSCTLS.format(name="kernel.panic")))
-    options = resolve(
-        [
-            "--runonce",
-            "--pod-manifest-path",
-            str(manifests),
-            "--container-runtime-endpoint",
-            fake.endpoint,
-            "--hostname-override",
-            NODE,
-            "--root-dir",
-            str(short_tmp / "root"),
-        ]
-    )
-    host = Host(
-        watch_files=False,
-        cgroup_fs=tree_cgroups(short_tmp / "cgroup"),
-        cgroup_io=inline,
-        proc=fake_proc(short_tmp / "proc"),
-    )
-    code = await run_once(options, host)
-    assert code == 1
-    assert fake.calls_of("RunPodSandbox") == []
 
 
 # -- user namespaces -------------------------------------------------------------------------

@@ -94,7 +94,7 @@ def test_bad_flag_exits_one(capsys: pytest.CaptureFixture[str], fake_agent: list
         capsys.readouterr().err == 'kubelet: --max-pods: invalid value "x": expected an integer\n'
     )
     assert main(["--no-such-flag"]) == 1
-    assert "kubelet: unrecognized arguments: --no-such-flag" in capsys.readouterr().err
+    assert "kubelet: unknown flag: --no-such-flag" in capsys.readouterr().err
 
 
 def test_runs_the_agent_with_the_options(fake_agent: list[Options]) -> None:

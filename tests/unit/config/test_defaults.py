@@ -13,7 +13,6 @@ from kubelet.config.kubeletconfig import effective_defaults, legacy_flag_default
 from kubelet.config.upstream import (
     KUBELET_CONFIGURATION_FIELDS,
     LOGGING_CONFIGURATION_FIELDS,
-    OUR_EXTENSIONS,
 )
 
 UPSTREAM_DEFAULTS: list[tuple[str, Any]] = [
@@ -98,7 +97,6 @@ UPSTREAM_DEFAULTS: list[tuple[str, Any]] = [
     ("runOnce", False),
     ("featureGates", {}),
     ("providerID", ""),
-    ("podInfraContainerImage", "registry.k8s.io/pause:3.9"),
 ]
 
 
@@ -129,7 +127,7 @@ def test_legacy_flag_defaults() -> None:
 
 def test_top_level_names_are_upstream_names() -> None:
     ours = {key(f) for f in attrs.fields(KubeletConfiguration)}
-    assert ours - OUR_EXTENSIONS <= KUBELET_CONFIGURATION_FIELDS
+    assert ours <= KUBELET_CONFIGURATION_FIELDS
     for wire in ("staticPodURL", "clusterDNS", "healthzBindAddress", "tlsCertFile", "kubeAPIQPS"):
         assert wire in ours
 

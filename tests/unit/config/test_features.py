@@ -125,7 +125,8 @@ def test_options_carry_the_gates_and_their_warnings() -> None:
     options = resolve(["--feature-gates=ExecProbeTimeout=true"], hostname=lambda: "n")
     assert isinstance(options.features, FeatureGates)
     assert options.features.enabled("ExecProbeTimeout")
-    assert options.warnings[0] == (
+    assert options.warnings[0].startswith("Flag --feature-gates has been deprecated, ")
+    assert options.warnings[1] == (
         "Setting GA feature gate ExecProbeTimeout=true. It will be removed in a future release."
     )
 

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from kubelet.api.ratelimit import DEFAULT_BURST, DEFAULT_QPS
 from kubelet.config import FLAGS, ConfigError, Options, Taint, build_parser, resolve
-from kubelet.config.flags import parse_flags
+from kubelet.config.flags import CONFIG_FLAG_DEPRECATION, GC_FLAG_DEPRECATION, parse_flags
 
 HEADER = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
 
@@ -29,7 +30,6 @@ def test_no_flags() -> None:
     assert options.cert_dir == "/var/lib/kubelet/pki"
     assert options.kubeconfig == ""
     assert options.standalone
-    assert options.run_once is False
     assert options.verbosity == 0
     assert options.config.cgroup_root == "/"
     # upstream's legacy defaults apply when there is no config file
@@ -105,7 +105,6 @@ def test_many_config_flags() -> None:
     c = run(
         "--container-runtime-endpoint=unix:///tmp/cri.sock",
         "--image-service-endpoint=unix:///tmp/img.sock",
-        "--pod-infra-container-image=registry.k8s.io/pause:3.10",
         "--file-check-frequency=5s",
         "--http-check-frequency=1m",
         "--manifest-url=http://10.0.0.1/pods",
@@ -130,7 +129,6 @@ def test_many_config_flags() -> None:
     ).config
     assert c.container_runtime_endpoint == "unix:///tmp/cri.sock"
     assert c.image_service_endpoint == "unix:///tmp/img.sock"
-    assert c.pod_infra_container_image == "registry.k8s.io/pause:3.10"
     assert (c.file_check_frequency, c.http_check_frequency) == (5.0, 60.0)
     assert c.static_pod_url == "http://10.0.0.1/pods"
     assert c.max_pods == 12
@@ -155,23 +153,25 @@ def test_many_config_flags() -> None:
 @pytest.mark.parametrize(
     ("argv", "expected"),
     [
-        (["--runonce"], True),
-        (["--runonce=true"], True),
-        (["--runonce=1"], True),
-        (["--runonce=T"], True),
-        (["--runonce=false"], False),
-        (["--runonce=0"], False),
-        (["--runonce", "--runonce=false"], False),
+        (["--seccomp-default"], True),
+        (["--seccomp-default=true"], True),
+        (["--seccomp-default=1"], True),
+        (["--seccomp-default=T"], True),
+        (["--seccomp-default=false"], False),
+        (["--seccomp-default=0"], False),
+        (["--seccomp-default", "--seccomp-default=false"], False),
         ([], False),
     ],
 )
 def test_go_booleans(argv: list[str], expected: bool) -> None:
-    assert run(*argv).run_once is expected
+    assert run(*argv).config.seccomp_default is expected
 
 
 def test_go_boolean_does_not_take_a_separate_value() -> None:
-    with pytest.raises(ConfigError, match="unrecognized arguments: false"):
+    """The stray word is a command to the kubelet, which has none."""
+    with pytest.raises(ConfigError) as exc:
         run("--register-node", "false")
+    assert str(exc.value) == "unknown command false"
 
 
 def test_manifest_url_header() -> None:
@@ -219,8 +219,10 @@ def test_manifest_url_header_needs_a_colon() -> None:
         (["--port=0"], "--port: port: must be between 1 and 65535"),
         (["--sync-frequency=0s"], "--sync-frequency: syncFrequency: must be greater than zero"),
         (["--image-gc-low-threshold=90"], "--image-gc-low-threshold: imageGCLowThresholdPercent"),
-        (["--bogus"], "unrecognized arguments: --bogus"),
-        (["--max-pod=3"], "unrecognized arguments: --max-pod=3"),  # no abbreviations
+        (["--bogus"], "unknown flag: --bogus"),
+        (["--max-pod=3"], "unknown flag: --max-pod"),  # no abbreviations
+        (["-x"], "unknown shorthand flag: 'x' in -x"),
+        (["--max-pods=3", "--", "pods"], "unknown command pods"),
         (["--max-pods"], "argument --max-pods: expected one argument"),
     ],
 )
@@ -249,11 +251,10 @@ def test_help_documents_every_flag_with_its_default(capsys: pytest.CaptureFixtur
         build_parser().parse_args(["--help"])
     assert exc.value.code == 0
     text = " ".join(capsys.readouterr().out.split())  # help text wraps lines
-    shown = [spec for spec in FLAGS if not spec.deprecated]  # pflag hides deprecated ones
-    for spec in shown:
+    for spec in FLAGS:  # upstream's kubelet shows its deprecated flags too
         assert f"--{spec.name}" in text
-    assert "--maximum-dead-containers" not in text
-    assert text.count("(default: ") == len(shown)
+    assert text.count("(default: ") == len(FLAGS)
+    assert text.count("(DEPRECATED: ") == sum(1 for spec in FLAGS if spec.deprecated)
     assert "--register-node[=true|false]" in text
     assert "(default: 20s)" in text  # --file-check-frequency
     assert "(default: 110)" in text  # --max-pods
@@ -295,3 +296,111 @@ def test_deprecated_container_gc_flags_act_and_warn() -> None:
     assert (plain.minimum_container_ttl_duration, plain.maximum_dead_containers_per_container,
             plain.maximum_dead_containers) == (0.0, 1, -1)  # fmt: skip
     assert not any("deprecated" in w for w in plain.warnings)
+
+
+NOT_DEPRECATED = {"v", "vmodule", "log-flush-frequency", "provider-id", "seccomp-default"}
+"""Upstream's config flags left undeprecated (AddKubeletConfigFlags' exceptions), and
+--seccomp-default, which upstream registers with its own flags."""
+
+
+def helps() -> dict[str, str]:
+    return {a.dest: a.help or "" for a in build_parser()._actions}
+
+
+def test_config_flags_are_deprecated_as_upstreams() -> None:
+    for spec in FLAGS:
+        if spec.field is not None:
+            expected = "" if spec.name in NOT_DEPRECATED else CONFIG_FLAG_DEPRECATION
+            assert spec.deprecated == expected, spec.name
+
+
+def test_a_deprecated_flag_warns_once_and_says_so_in_help() -> None:
+    options = run("--max-pods=5", "--max-pods=6", "-v=2", "--provider-id=x", "--runonce=false")
+    assert options.config.max_pods == 6
+    assert options.warnings.count(
+        "Flag --max-pods has been deprecated, This parameter should be set via the config file "
+        "specified by the Kubelet's --config flag. See https://kubernetes.io/docs/tasks/"
+        "administer-cluster/kubelet-config-file/ for more information."
+    ) == 1
+    assert "Flag --runonce has been deprecated, " + CONFIG_FLAG_DEPRECATION in options.warnings
+    assert not any(w.startswith(("Flag --v ", "Flag --provider-id ")) for w in options.warnings)
+    text = helps()
+    assert text["max_pods"].endswith(f"(default: 110) (DEPRECATED: {CONFIG_FLAG_DEPRECATION})")
+    assert text["minimum_container_ttl_duration"].endswith(f"(DEPRECATED: {GC_FLAG_DEPRECATION})")
+    for dest in ("v", "vmodule", "log_flush_frequency", "provider_id", "seccomp_default"):
+        assert "DEPRECATED" not in text[dest], dest
+
+
+def test_qps_help_says_what_zero_means() -> None:
+    """0 is client-go's default (what kubelet.api.ratelimit does), not "unlimited"."""
+    text = helps()
+    for dest in ("event_qps", "kube_api_qps"):
+        assert f"0 means client-go's default, {DEFAULT_QPS:g}." in text[dest], dest
+    for dest in ("event_burst", "kube_api_burst"):
+        assert f"0 means client-go's default, {DEFAULT_BURST}" in text[dest], dest
+    assert not any("unlimited" in text[d] for d in ("event_qps", "event_burst", "kube_api_qps"))
+
+
+def test_runonce_true_is_refused(tmp_path: Path) -> None:
+    """Upstream removed run-once mode: true is a validation error, false is accepted."""
+    message = "runOnce: Runonce mode has been deprecated and should not be set"
+    for argv in (["--runonce"], ["--runonce=true"], ["--runonce=false", "--runonce"]):
+        with pytest.raises(ConfigError) as exc:
+            run(*argv)
+        assert str(exc.value) == f"--runonce: {message}"
+    on = config_file(tmp_path, "runOnce: true\n")
+    with pytest.raises(ConfigError) as exc:
+        run(f"--config={on}")
+    assert str(exc.value) == f"{on}: {message}"
+    assert run(f"--config={on}", "--runonce=false").config.run_once is False
+    off = config_file(tmp_path, "runOnce: false\n")
+    assert run(f"--config={off}").config.run_once is False
+
+
+def test_pod_infra_container_image_is_gone(tmp_path: Path) -> None:
+    """Removed upstream in 1.35 (an unknown flag); its config key was ours, and an unknown
+    key stops start-up like any other."""
+    for argv in (
+        ["--pod-infra-container-image=registry.k8s.io/pause:3.10"],
+        ["--pod-infra-container-image", "registry.k8s.io/pause:3.10"],
+    ):
+        with pytest.raises(ConfigError) as exc:
+            run(*argv)
+        assert str(exc.value) == "unknown flag: --pod-infra-container-image"
+    path = config_file(tmp_path, "podInfraContainerImage: registry.k8s.io/pause:3.10\n")
+    with pytest.raises(ConfigError) as exc:
+        run(f"--config={path}")
+    assert str(exc.value).startswith(f"{path}: podInfraContainerImage: unknown field")
+    assert "pod_infra_container_image" not in helps()
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["-v=-1"], '--v: invalid value "-1": must be an unsigned integer (0 to 4294967295)'),
+        (["-v", "-1"], '--v: invalid value "-1"'),
+        (["--v=-3"], '--v: invalid value "-3"'),
+        (["-v=+1"], '--v: invalid value "+1"'),
+        (["-v=4294967296"], '--v: invalid value "4294967296"'),
+        (["--vmodule=agent=-1"], "--vmodule: invalid value \"agent=-1\": invalid verbosity '-1'"),
+    ],
+)
+def test_negative_verbosity_flag_is_refused(argv: list[str], expected: str) -> None:
+    """Upstream's verbosity is unsigned: a negative level does not parse."""
+    with pytest.raises(ConfigError) as exc:
+        run(*argv)
+    assert str(exc.value).startswith(expected), str(exc.value)
+
+
+def test_negative_verbosity_in_the_file_is_refused(tmp_path: Path) -> None:
+    path = config_file(
+        tmp_path, "logging:\n  verbosity: -1\n  vmodule: [{filePattern: agent, verbosity: -2}]\n"
+    )
+    with pytest.raises(ConfigError) as exc:
+        run(f"--config={path}")
+    assert [str(p) for p in exc.value.problems] == [
+        f"{path}: logging.verbosity: must be an unsigned integer (0 to 4294967295), got -1",
+        f"{path}: logging.vmodule[0].verbosity: must be an unsigned integer (0 to 4294967295), "
+        "got -2",
+    ]
+    assert run("-v=4294967295").verbosity == 4294967295

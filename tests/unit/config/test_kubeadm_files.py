@@ -17,8 +17,7 @@ DEPLOY = Path(__file__).resolve().parents[3] / "deploy" / "systemd"
 # as kubeadm 1.36 writes it (its flags, then nodeRegistration.kubeletExtraArgs)
 KUBEADM_FLAGS_ENV = (
     'KUBELET_KUBEADM_ARGS="--container-runtime-endpoint=unix:///var/run/containerd/'
-    "containerd.sock --hostname-override=worker-1 --node-ip=10.0.0.5 "
-    '--pod-infra-container-image=registry.k8s.io/pause:3.10 --cloud-provider=external"\n'
+    'containerd.sock --hostname-override=worker-1 --node-ip=10.0.0.5 --cloud-provider=external"\n'
 )
 
 
