@@ -342,6 +342,11 @@ class PodSpec:
     image_pull_secrets: tuple[Mapping[str, str], ...] = ()
     hostname: str = ""
     subdomain: str = ""
+    set_hostname_as_fqdn: bool | None = attrs.field(
+        default=None, metadata={"wire": "setHostnameAsFQDN"}
+    )
+    hostname_override: str | None = None
+    """None: not set; "" is set (and invalid), as upstream's pointer"""
     affinity: Mapping[str, Any] | None = None
     scheduler_name: str = ""
     tolerations: tuple[Toleration, ...] = ()

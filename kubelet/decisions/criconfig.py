@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import posixpath
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -35,7 +34,7 @@ from kubelet.cri.types import (
     RuntimePodStatus,
 )
 from kubelet.env.expand import expand_env
-from kubelet.env.hosts import pod_hostname
+from kubelet.env.hosts import kernel_hostname
 
 from .hash import hash_container
 from .limits import ContainerLimits, configure_swap, hugepage_limits
@@ -68,7 +67,6 @@ __all__ = [
     "next_restart_count",
     "overhead_resources",
     "pod_cgroup_parent",
-    "pod_hostname",
     "pod_log_directory",
     "port_mappings",
     "sandbox_config",
@@ -86,7 +84,6 @@ DEFAULT_LIMITS = ContainerLimits()
 MIN_QUOTA = 1000  # 1 ms
 
 _PROTOCOLS = {"TCP": api.TCP, "UDP": api.UDP, "SCTP": api.SCTP}
-_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
 
 # -- names and paths ------------------------------------------------------------------------
@@ -378,10 +375,14 @@ def sandbox_config(
     dns: api.DNSConfig | None = None,
     userns: api.UserNamespace | None = None,
     limits: ContainerLimits | None = None,
+    cluster_domain: str = "",
+    hostname_override_enabled: bool = True,
 ) -> api.PodSandboxConfig:
     """``RunPodSandbox`` config. ``cgroup_parent`` defaults to ``pod_cgroup_parent(pod)``;
-    ``userns`` is the pod's user namespace as resolved for its runtime handler.
-    ``SecurityContextError`` when the pod's security context cannot be expressed."""
+    ``userns`` is the pod's user namespace as resolved for its runtime handler;
+    ``hostname_override_enabled`` is the HostnameOverride gate. ``SecurityContextError``
+    when the pod's security context cannot be expressed, ``PodHostnameError`` when its
+    hostname cannot be made (both fail the sandbox)."""
     meta = pod.metadata
     spec = pod.spec
     config = api.PodSandboxConfig(
@@ -394,7 +395,9 @@ def sandbox_config(
         annotations=dict(meta.annotations),
     )
     if not spec.host_network:
-        config.hostname = pod_hostname(pod)
+        config.hostname = kernel_hostname(
+            pod, cluster_domain, override_enabled=hostname_override_enabled
+        )
     if dns is not None:
         config.dns_config.CopyFrom(dns)
     linux = config.linux

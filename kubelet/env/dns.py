@@ -312,13 +312,16 @@ def _is_ipv6(ip: str) -> bool:
 
 @attrs.define
 class DnsSettings:
-    """What the sandboxes' resolv.conf and the managed /etc/hosts are made from."""
+    """What the sandboxes' resolv.conf, hostname and managed /etc/hosts are made from."""
 
     cluster_dns: tuple[str, ...] = ()
     cluster_domain: str = ""
     resolv_conf: str = ""
     node_ips: tuple[str, ...] = ()
     hosts_file: str = "/etc/hosts"
+    hostname_override_enabled: bool = True
+    """the HostnameOverride gate: off, ``spec.hostnameOverride`` is ignored as upstream
+    ignores it (the API server drops the field)"""
     _host_resolv: ResolvConf | None = None
     _loaded: bool = False
 

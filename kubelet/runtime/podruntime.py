@@ -49,6 +49,7 @@ from kubelet.decisions.security import (
 )
 from kubelet.env.dns import DnsSettings, DNSWarning
 from kubelet.env.hosts import (
+    PodHostnameError,
     hosts_file_content,
     hosts_file_path,
     hosts_mount,
@@ -312,6 +313,8 @@ class PodRuntime:
             except IsolationError as exc:
                 error = exc.message
         dns_config, dns_warnings = self.dns.for_pod(pod)
+        if actions.create_sandbox:
+            self._warn_ignored_override(pod)
         try:
             config = sandbox_config(
                 pod,
@@ -321,11 +324,26 @@ class PodRuntime:
                 dns=dns_config,
                 userns=isolation.userns,
                 limits=self.limits,
+                cluster_domain=self.dns.cluster_domain,
+                hostname_override_enabled=self.dns.hostname_override_enabled,
             )
         except SecurityContextError as exc:
             error = exc.message
             config = api.PodSandboxConfig()
+        except PodHostnameError as exc:
+            error = str(exc)
+            config = api.PodSandboxConfig()
         return _SandboxPlan(config, isolation, error, tuple(dns_warnings))
+
+    def _warn_ignored_override(self, pod: Pod) -> None:
+        """With the HostnameOverride gate off, upstream ignores ``spec.hostnameOverride``
+        without a word (its API server would have dropped it); we say so in the log."""
+        if pod.spec.hostname_override is not None and not self.dns.hostname_override_enabled:
+            log.warning(
+                "pod %s: spec.hostnameOverride is ignored: the HostnameOverride feature gate "
+                "is disabled",
+                pod.key,
+            )
 
     async def _create_sandbox(
         self, pod: Pod, attempt: int, plan: _SandboxPlan, progress: _Progress
@@ -670,6 +688,7 @@ class PodRuntime:
                 # the node's /etc/hosts only serves hostNetwork pods: not read for the rest
                 node_hosts=self.dns.node_hosts() if pod.spec.host_network else "",
                 cluster_domain=self.dns.cluster_domain,
+                override_enabled=self.dns.hostname_override_enabled,
             )
             path = hosts_file_path(pod_dir(self.root_dir, pod.uid))
             os.makedirs(os.path.dirname(path), exist_ok=True)

@@ -100,12 +100,7 @@ async def run_runtime(
         node_allocatable=allocatable,
         env_lookup=ApiEnvLookup(api) if api is not None else None,
         service_env=service_env,
-        dns=DnsSettings(
-            cluster_dns=tuple(cfg.cluster_dns),
-            cluster_domain=cfg.cluster_domain,
-            resolv_conf=cfg.resolv_conf,
-            node_ips=tuple(node_ips),
-        ),
+        dns=_dns_settings(options, node_ips),
         isolation=isolation,
         seccomp_default=cfg.seccomp_default,
         metrics=metrics,
@@ -134,6 +129,18 @@ def _container_limits(cfg: KubeletConfiguration, cgroups: PodCgroups | None) -> 
     if cgroups is None:
         return container_limits(cfg)
     return container_limits(cfg, cgroups.swap, cgroups.manager.hugepage_sizes)
+
+
+def _dns_settings(options: Options, node_ips: Sequence[str]) -> DnsSettings:
+    """What the sandboxes' resolv.conf, hostname and /etc/hosts are made from."""
+    cfg = options.config
+    return DnsSettings(
+        cluster_dns=tuple(cfg.cluster_dns),
+        cluster_domain=cfg.cluster_domain,
+        resolv_conf=cfg.resolv_conf,
+        node_ips=tuple(node_ips),
+        hostname_override_enabled=options.features.enabled("HostnameOverride"),
+    )
 
 
 def _image_manager(

@@ -15,6 +15,13 @@ from typing import Any
 
 import attrs
 
+from kubelet.api.dnsname import (
+    SUBDOMAIN_MAX_LENGTH,
+    SUBDOMAIN_MSG,
+    SUBDOMAIN_RE,
+    label_errors,
+    subdomain_errors,
+)
 from kubelet.api.pod import (
     Container,
     ContainerPort,
@@ -25,23 +32,9 @@ from kubelet.api.pod import (
     VolumeMount,
 )
 
-_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_LABEL_RE = re.compile(_LABEL)
-_SUBDOMAIN_RE = re.compile(rf"{_LABEL}(\.{_LABEL})*")
 _QUALIFIED_RE = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
 _LABEL_VALUE_RE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
 _IANA_SVC_RE = re.compile(r"[-a-z0-9]+")
-
-LABEL_MSG = (
-    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
-    "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
-    f"regex used for validation is '{_LABEL}')"
-)
-SUBDOMAIN_MSG = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' "
-    "or '.', and must start and end with an alphanumeric character (e.g. 'example.com', "
-    rf"regex used for validation is '{_LABEL}(\.{_LABEL})*')"
-)
 
 RESTART_POLICIES = ("Always", "OnFailure", "Never")
 DNS_POLICIES = ("ClusterFirstWithHostNet", "ClusterFirst", "Default", "None")
@@ -50,6 +43,8 @@ TERMINATION_MESSAGE_POLICIES = ("File", "FallbackToLogsOnError")
 PROTOCOLS = ("SCTP", "TCP", "UDP")
 MOUNT_PROPAGATIONS = ("Bidirectional", "HostToContainer", "None")
 PROC_MOUNTS = ("Default", "Unmasked")
+HOSTNAME_OVERRIDE_MAX_LENGTH = 64
+"""what the kernel's hostname holds"""
 
 _NO_VALUE = object()
 
@@ -87,13 +82,9 @@ def _unsupported(path: str, value: str, allowed: Iterable[str]) -> FieldError:
 
 
 def _dns(path: str, value: str, *, subdomain: bool) -> Iterator[FieldError]:
-    limit, regex, msg = (
-        (253, _SUBDOMAIN_RE, SUBDOMAIN_MSG) if subdomain else (63, _LABEL_RE, LABEL_MSG)
-    )
-    if len(value) > limit:
-        yield FieldError(path, "Invalid value", value, f"must be no more than {limit} characters")
-    if not regex.fullmatch(value):
-        yield FieldError(path, "Invalid value", value, msg)
+    """Upstream's ValidateDNS1123Label/Subdomain: one Invalid value per failed rule."""
+    for message in subdomain_errors(value) if subdomain else label_errors(value):
+        yield FieldError(path, "Invalid value", value, message)
 
 
 def _port(path: str, value: int) -> Iterator[FieldError]:
@@ -128,7 +119,7 @@ def _nonnegative(path: str, value: int | None) -> Iterator[FieldError]:
 
 def _qualified_name(path: str, key: str) -> Iterator[FieldError]:
     prefix, slash, name = key.rpartition("/")
-    if slash and (not prefix or len(prefix) > 253 or not _SUBDOMAIN_RE.fullmatch(prefix)):
+    if slash and (not prefix or len(prefix) > 253 or not SUBDOMAIN_RE.fullmatch(prefix)):
         yield FieldError(path, "Invalid value", key, "prefix part " + SUBDOMAIN_MSG)
     if not name or len(name) > 63 or not _QUALIFIED_RE.fullmatch(name):
         yield FieldError(
@@ -216,6 +207,34 @@ def _spec(spec: PodSpec) -> Iterator[FieldError]:
     if policy is not None and policy not in FS_GROUP_CHANGE_POLICIES:
         yield _unsupported(
             "spec.securityContext.fsGroupChangePolicy", policy, FS_GROUP_CHANGE_POLICIES
+        )
+    yield from _hostname_fields(spec)
+
+
+def _hostname_fields(spec: PodSpec) -> Iterator[FieldError]:
+    """hostname and subdomain are DNS labels; hostnameOverride is a DNS subdomain of at
+    most 64 characters that excludes setHostnameAsFQDN and hostNetwork."""
+    if spec.hostname:
+        yield from _dns("spec.hostname", spec.hostname, subdomain=False)
+    if spec.subdomain:
+        yield from _dns("spec.subdomain", spec.subdomain, subdomain=False)
+    override = spec.hostname_override
+    if override is None:
+        return
+    path = "spec.hostnameOverride"
+    if spec.set_hostname_as_fqdn:
+        yield FieldError(
+            path, "Forbidden", detail="may not be specified when setHostnameAsFQDN is true"
+        )
+    if spec.host_network:
+        yield FieldError(path, "Forbidden", detail="may not be specified when hostNetwork is true")
+    yield from _dns(path, override, subdomain=True)  # says so when over 253 characters
+    if HOSTNAME_OVERRIDE_MAX_LENGTH < len(override) <= SUBDOMAIN_MAX_LENGTH:
+        yield FieldError(
+            path,
+            "Invalid value",
+            override,
+            f"must be no more than {HOSTNAME_OVERRIDE_MAX_LENGTH} characters",
         )
 
 

@@ -37,6 +37,8 @@ MANIFEST = {
         (ContainerStatus, "image_id", "imageID"),
         (ListMeta, "continue_", "continue"),
         (PodSpec, "termination_grace_period_seconds", "terminationGracePeriodSeconds"),
+        (PodSpec, "set_hostname_as_fqdn", "setHostnameAsFQDN"),
+        (PodSpec, "hostname_override", "hostnameOverride"),
     ],
 )
 def test_wire_names(cls: type, field: str, wire: str) -> None:
@@ -56,6 +58,15 @@ def test_round_trip_keeps_what_was_said() -> None:
     assert wire["spec"]["hostPID"] is True
     assert "status" not in wire
     assert from_wire(Pod, wire) == pod
+
+
+def test_hostname_fields_are_read_and_written() -> None:
+    """setHostnameAsFQDN and hostnameOverride reach the pod (and its mirror pod); an
+    empty override is kept, as upstream's pointer keeps it."""
+    spec = {"setHostnameAsFQDN": True, "hostnameOverride": "", "containers": []}
+    pod = from_wire(Pod, {"spec": spec})
+    assert (pod.spec.set_hostname_as_fqdn, pod.spec.hostname_override) == (True, "")
+    assert to_wire(pod)["spec"] == {"setHostnameAsFQDN": True, "hostnameOverride": ""}
 
 
 def test_zero_and_false_are_kept_but_empty_strings_dropped() -> None:

@@ -50,7 +50,7 @@ from kubelet.decisions.criconfig import (
 from kubelet.decisions.hash import hash_container
 from kubelet.decisions.limits import ContainerLimits, container_limits
 from kubelet.env.expand import expand_env
-from kubelet.env.hosts import pod_hostname
+from kubelet.env.hosts import PodHostnameError, pod_hostname
 from kubelet.testing import builders
 
 UID = "8f1c2d3e-aaaa-bbbb-cccc-000000000001"
@@ -378,6 +378,35 @@ def test_sandbox_config() -> None:
     assert (sc.run_as_user.value, sc.run_as_group.value) == (1000, 3000)
     assert list(sc.supplemental_groups) == [2000, 4000]
     assert (sc.namespace_options.network, sc.namespace_options.pid) == (api.POD, api.CONTAINER)
+
+
+@pytest.mark.parametrize(
+    ("spec", "enabled", "hostname"),
+    [
+        ({"subdomain": "s"}, True, "web"),
+        ({"subdomain": "s", "set_hostname_as_fqdn": True}, True, "web.s.prod.svc.cluster.local"),
+        ({"hostname": "h", "hostname_override": "box.example.com"}, True, "box.example.com"),
+        ({"hostname": "h", "hostname_override": "box.example.com"}, False, "h"),
+    ],
+)
+def test_sandbox_hostname(spec: dict[str, object], enabled: bool, hostname: str) -> None:
+    """The kernel hostname (and so the runtime's HOSTNAME): the FQDN with
+    setHostnameAsFQDN, the override with the HostnameOverride gate."""
+    config = sandbox_config(
+        make_pod(**spec),
+        0,
+        cluster_domain="cluster.local",
+        hostname_override_enabled=enabled,
+    )
+    assert config.hostname == hostname
+
+
+def test_sandbox_fqdn_too_long_fails() -> None:
+    pod = make_pod(subdomain="s" * 40, set_hostname_as_fqdn=True)
+    with pytest.raises(PodHostnameError, match="is too long"):
+        sandbox_config(pod, 0, cluster_domain="cluster.local")
+    host = attrs.evolve(pod, spec=attrs.evolve(pod.spec, host_network=True))
+    assert sandbox_config(host, 0, cluster_domain="cluster.local").hostname == ""
 
 
 def test_sandbox_host_network_has_no_hostname() -> None:

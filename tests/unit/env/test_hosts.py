@@ -8,13 +8,16 @@ from pathlib import Path
 
 import pytest
 
+from kubelet.api.dnsname import LABEL_MSG, SUBDOMAIN_MSG
 from kubelet.api.pod import Container, HostAlias, Pod, VolumeMount
 from kubelet.cri import api
 from kubelet.env.hosts import (
+    PodHostnameError,
     hostname_and_domain,
     hosts_file_content,
     hosts_file_path,
     hosts_mount,
+    kernel_hostname,
     should_mount_hosts_file,
     write_hosts_file,
 )
@@ -41,9 +44,16 @@ def make_pod(
     hostname: str = "",
     subdomain: str = "",
     host_aliases: tuple[HostAlias, ...] = (),
+    override: str | None = None,
+    fqdn: bool | None = None,
 ) -> Pod:
     return builders.make_pod(
-        name=name, hostname=hostname, subdomain=subdomain, host_aliases=host_aliases
+        name=name,
+        hostname=hostname,
+        subdomain=subdomain,
+        host_aliases=host_aliases,
+        hostname_override=override,
+        set_hostname_as_fqdn=fqdn,
     )
 
 
@@ -116,6 +126,28 @@ def test_managed_content(pod: Pod, pod_ips: list[str], expected: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("enabled", "own"),
+    [
+        (True, "10.244.1.4\tbox.example.com\n"),
+        (False, "10.244.1.4\th.s.default.svc.cluster.local\th\n"),
+    ],
+)
+def test_managed_content_with_hostname_override(enabled: bool, own: str) -> None:
+    """The override is the only name of the pod's IPs (no FQDN from hostname/subdomain);
+    with the HostnameOverride gate off it is ignored, as upstream's kubelet ignores it."""
+    pod = make_pod(hostname="h", subdomain="s", override="box.example.com")
+    content = hosts_file_content(
+        pod,
+        pod_ips=["10.244.1.4"],
+        host_network=False,
+        node_hosts="",
+        cluster_domain="cluster.local",
+        override_enabled=enabled,
+    )
+    assert content == "# Kubernetes-managed hosts file.\n" + LOCALHOST + own
+
+
+@pytest.mark.parametrize(
     ("aliases", "expected"),
     [
         ((), "# Kubernetes-managed hosts file (host network).\n" + NODE_HOSTS),
@@ -159,8 +191,73 @@ def test_hostname_and_domain(pod: Pod, expected: tuple[str, str]) -> None:
     [make_pod(hostname="Bad_Name"), make_pod(subdomain="no.dots"), make_pod(subdomain="x" * 64)],
 )
 def test_hostname_and_domain_rejects_invalid_labels(pod: Pod) -> None:
-    with pytest.raises(ValueError, match="not a valid DNS label"):
+    with pytest.raises(PodHostnameError, match="not a valid DNS label"):
         hostname_and_domain(pod, "cluster.local")
+
+
+def test_invalid_label_message_is_upstreams() -> None:
+    with pytest.raises(PodHostnameError) as info:
+        hostname_and_domain(make_pod(hostname="Bad_Name"), "cluster.local")
+    assert str(info.value) == f'pod Hostname "Bad_Name" is not a valid DNS label: {LABEL_MSG}'
+
+
+@pytest.mark.parametrize(
+    ("pod", "expected"),
+    [
+        (make_pod(override="box.example.com"), ("box.example.com", "")),
+        # hostname and subdomain give way to the override: no domain at all
+        (make_pod(hostname="h", subdomain="s", override="box"), ("box", "")),
+        # validation allows 64 characters; the hostname is cut to 63 as upstream cuts it
+        (make_pod(override="a" * 62 + ".b"), ("a" * 62, "")),
+    ],
+)
+def test_hostname_override(pod: Pod, expected: tuple[str, str]) -> None:
+    assert hostname_and_domain(pod, "cluster.local") == expected
+
+
+def test_hostname_override_is_ignored_with_the_gate_off() -> None:
+    pod = make_pod(hostname="h", subdomain="s", override="box")
+    assert hostname_and_domain(pod, "cluster.local", override_enabled=False) == (
+        "h",
+        "s.default.svc.cluster.local",
+    )
+
+
+@pytest.mark.parametrize("override", ["Not-RFC1123", "", "a..b"])
+def test_hostname_override_must_be_a_dns_subdomain(override: str) -> None:
+    with pytest.raises(PodHostnameError) as info:
+        hostname_and_domain(make_pod(override=override), "cluster.local")
+    assert str(info.value) == (
+        f'pod HostnameOverride "{override}" is not a valid DNS subdomain: {SUBDOMAIN_MSG}'
+    )
+
+
+@pytest.mark.parametrize(
+    ("pod", "expected"),
+    [
+        (make_pod(), "web-0"),
+        (make_pod(fqdn=True), "web-0"),  # no subdomain: no domain to add
+        (make_pod(hostname="h", subdomain="s"), "h"),
+        (make_pod(hostname="h", subdomain="s", fqdn=False), "h"),
+        (make_pod(hostname="h", subdomain="s", fqdn=True), "h.s.default.svc.cluster.local"),
+        # 64 characters fit the kernel's nodename
+        (make_pod("p" * 36, subdomain="s", fqdn=True), "p" * 36 + ".s.default.svc.cluster.local"),
+        (make_pod(subdomain="s", fqdn=True, override="box.example.com"), "box.example.com"),
+    ],
+)
+def test_kernel_hostname(pod: Pod, expected: str) -> None:
+    assert kernel_hostname(pod, "cluster.local") == expected
+
+
+def test_kernel_hostname_fqdn_too_long() -> None:
+    """Upstream's GetNodenameForKernel message, which FailedCreatePodSandBox carries."""
+    fqdn = "p" * 37 + ".s.default.svc.cluster.local"
+    with pytest.raises(PodHostnameError) as info:
+        kernel_hostname(make_pod("p" * 37, subdomain="s", fqdn=True), "cluster.local")
+    assert str(info.value) == (
+        "failed to construct FQDN from pod hostname and cluster domain, FQDN "
+        f"{fqdn} is too long (64 characters is the max, 65 characters requested)"
+    )
 
 
 @pytest.mark.parametrize(

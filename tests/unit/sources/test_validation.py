@@ -155,6 +155,48 @@ def test_invalid_pods(doc: dict[str, Any], message: str) -> None:
     assert message in got
 
 
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"hostname": "Web_1"}, 'spec.hostname: Invalid value: "Web_1": a lowercase RFC 1123'),
+        ({"subdomain": "a.b"}, 'spec.subdomain: Invalid value: "a.b": a lowercase RFC 1123'),
+        (
+            {"hostnameOverride": "box", "setHostnameAsFQDN": True, "subdomain": "s"},
+            "spec.hostnameOverride: Forbidden: may not be specified when setHostnameAsFQDN is true",
+        ),
+        (
+            {"hostnameOverride": "box", "hostNetwork": True},
+            "spec.hostnameOverride: Forbidden: may not be specified when hostNetwork is true",
+        ),
+        (
+            {"hostnameOverride": "Not-RFC1123"},
+            'spec.hostnameOverride: Invalid value: "Not-RFC1123": a lowercase RFC 1123 subdomain',
+        ),
+        ({"hostnameOverride": ""}, 'spec.hostnameOverride: Invalid value: "": a lowercase'),
+        (
+            {"hostnameOverride": "a" * 60 + ".bcde"},
+            "spec.hostnameOverride: Invalid value: "
+            + json.dumps("a" * 60 + ".bcde")
+            + ": must be no more than 64 characters",
+        ),
+    ],
+)
+def test_invalid_hostname_fields(changes: dict[str, Any], message: str) -> None:
+    """As upstream's ValidatePodSpec: labels for hostname and subdomain; the override a
+    DNS subdomain of at most 64 characters, without setHostnameAsFQDN or hostNetwork."""
+    got = reason(with_(changes))
+    assert message in got
+
+
+def test_valid_hostname_fields_pass() -> None:
+    doc = with_({"hostname": "h", "subdomain": "s", "hostnameOverride": "a" * 59 + ".bcde"})
+    pod = load_pod(json.dumps(doc).encode(), "/m/web.json", node_name="n")
+    assert pod.spec.hostname_override == "a" * 59 + ".bcde"
+    doc = with_({"subdomain": "s", "setHostnameAsFQDN": True})
+    pod = load_pod(json.dumps(doc).encode(), "/m/web.json", node_name="n")
+    assert pod.spec.set_hostname_as_fqdn is True
+
+
 def test_sidecar_init_container_may_have_probes() -> None:
     sidecar = {
         "name": "s",
