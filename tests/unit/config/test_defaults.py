@@ -99,6 +99,9 @@ UPSTREAM_DEFAULTS: list[tuple[str, Any]] = [
     ("featureGates", {}),
     ("providerID", ""),
     ("podInfraContainerImage", "registry.k8s.io/pause:3.9"),
+    ("maxOpenFiles", 1000000),
+    ("hairpinMode", "promiscuous-bridge"),
+    ("imagePullCredentialsVerificationPolicy", ""),  # gated_defaults sets it, gate on
 ]
 
 
