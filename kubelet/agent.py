@@ -51,6 +51,7 @@ from kubelet.cgroups.names import node_allocatable_root
 from kubelet.cgroups.run import PodCgroups, capacity_of, host_cgroup_fs, run_cgroups
 from kubelet.cgroups.systemd import SystemdAccess
 from kubelet.config import ConfigError, Options
+from kubelet.config.features import POD_READY_TO_START_CONTAINERS_CONDITION
 from kubelet.cri import ImageClient, RuntimeClient, connect
 from kubelet.cri.runtime import wait_until_answering
 from kubelet.debug.console import claim_socket_path, serve_console
@@ -94,6 +95,7 @@ from kubelet.sources.offloop import RunSync, in_thread
 from kubelet.sources.podconfig import PodConfig
 from kubelet.sources.run import open_sources
 from kubelet.stats.cgroupfs import Cgroups
+from kubelet.status.generate import owned_conditions
 from kubelet.status.manager import StatusManager, run_status_manager
 from kubelet.version import version_line
 from kubelet.volumes.dirs import DataDirError, setup_data_dirs
@@ -212,7 +214,7 @@ async def run(
             node.ips, machine.memory_bytes, machine.num_cores, services and services.env_for, clock,
             cgroups,
         )  # fmt: skip
-        status = await _start_status(root, api, desired, metrics) if api else None
+        status = await _start_status(root, api, desired, metrics, options) if api else None
         node_handle, node_info = await _start_node(
             root, options, host, node, api, runtime, images, machine, pleg.healthy, recorder,
             NodeParts(metrics.registry, rotating, lambda: active_pods(desired.pods()),
@@ -257,14 +259,20 @@ async def run(
 
 
 async def _start_status(
-    root: trio.Nursery, api: ApiClient, desired: PodManager, metrics: KubeletMetrics
+    root: trio.Nursery,
+    api: ApiClient,
+    desired: PodManager,
+    metrics: KubeletMetrics,
+    options: Options,
 ) -> StatusManager:
     """The status manager, which tells the startup SLI and the sync duration of its writes."""
+    ready_to_start = options.features.enabled(POD_READY_TO_START_CONTAINERS_CONDITION)
     manager: StatusManager = await root.start(
         functools.partial(
             run_status_manager,
             on_written=metrics.pod_startup.status_updated,
             on_synced=metrics.pod_status_sync_duration.observe,
+            owned=owned_conditions(ready_to_start),
         ),
         api,
         desired.mirror_for,

@@ -11,6 +11,9 @@ Rules, so every object behaves the same:
 * Scalars are checked: a string field takes a string (numbers and booleans are turned
   into strings, as the upstream YAML decoder does for string targets), an int field an
   int, a bool field a bool. A wrong type raises ``WireError`` naming the field path.
+  ``strict_strings_converter`` refuses a number or boolean in a string field too, as
+  upstream's strict decoding of a config file does; a map's keys stay lenient there, as
+  YAML-to-JSON turns them into strings.
 """
 
 from __future__ import annotations
@@ -61,7 +64,7 @@ def wire_name(field: attrs.Attribute) -> str:  # type: ignore[type-arg]
     return first + "".join(_ACRONYMS.get(word, word.capitalize()) for word in rest)
 
 
-def _strict_str(value: Any, _: type) -> str:
+def _scalar_str(value: Any, _: type) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, bool):
@@ -69,6 +72,13 @@ def _strict_str(value: Any, _: type) -> str:
     if isinstance(value, int | float):
         return str(value)
     raise WireError("", f"expected a string, got {type(value).__name__}")
+
+
+def _only_str(value: Any, _: type) -> str:
+    if isinstance(value, str):
+        return value
+    hint = " (quote it to make it a string)" if isinstance(value, bool | int | float) else ""
+    raise WireError("", f"expected a string, got {type(value).__name__} {value!r}{hint}")
 
 
 def _strict_int(value: Any, _: type) -> int:
@@ -106,9 +116,9 @@ def _join(prefix: str, path: str) -> str:
     return prefix + path if path.startswith("[") else f"{prefix}.{path}"
 
 
-def _make_converter() -> cattrs.Converter:
+def _make_converter(*, strict_strings: bool = False) -> cattrs.Converter:
     conv = cattrs.Converter(forbid_extra_keys=False)
-    conv.register_structure_hook(str, _strict_str)
+    conv.register_structure_hook(str, _only_str if strict_strings else _scalar_str)
     conv.register_structure_hook(int, _strict_int)
     conv.register_structure_hook(bool, _strict_bool)
     conv.register_structure_hook(typing.Any, _any)
@@ -176,7 +186,8 @@ def _structure_mapping(conv: cattrs.Converter, tp: type) -> Any:
         out = {}
         for key, raw in value.items():
             try:
-                out[conv.structure(key, key_type)] = conv.structure(raw, value_type)
+                name = _scalar_str(key, str) if key_type is str else conv.structure(key, key_type)
+                out[name] = conv.structure(raw, value_type)
             except WireError as exc:
                 raise WireError(_join(f"[{key}]", exc.path), exc.message) from None
         return out
@@ -222,12 +233,15 @@ def _unstructure_seq(conv: cattrs.Converter) -> Any:
 
 
 converter = _make_converter()
+strict_strings_converter = _make_converter(strict_strings=True)
 
 
-def from_wire(cls: type[T], data: Any) -> T:
-    """Build ``cls`` from decoded JSON/YAML; ``WireError`` names the bad field."""
+def from_wire(cls: type[T], data: Any, *, strict_strings: bool = False) -> T:
+    """Build ``cls`` from decoded JSON/YAML; ``WireError`` names the bad field.
+    ``strict_strings``: a number or boolean in a string field is an error, not text."""
+    conv = strict_strings_converter if strict_strings else converter
     try:
-        return converter.structure(data, cls)
+        return conv.structure(data, cls)
     except WireError:
         raise
     except (ValueError, TypeError, KeyError, AttributeError) as exc:

@@ -25,6 +25,9 @@ GRACEFUL_NODE_SHUTDOWN = "GracefulNodeShutdown"
 ROTATE_KUBELET_SERVER_CERTIFICATE = "RotateKubeletServerCertificate"
 SHUTDOWN_BY_POD_PRIORITY = "GracefulNodeShutdownBasedOnPodPriority"
 CUSTOM_CPU_CFS_QUOTA_PERIOD = "CustomCPUCFSQuotaPeriod"
+KUBELET_ENSURE_SECRET_PULLED_IMAGES = "KubeletEnsureSecretPulledImages"
+POD_READY_TO_START_CONTAINERS_CONDITION = "PodReadyToStartContainersCondition"
+KUBELET_REGISTRATION_GET_ON_EXISTS_ONLY = "KubeletRegistrationGetOnExistsOnly"
 
 
 @attrs.frozen

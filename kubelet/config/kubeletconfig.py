@@ -14,10 +14,11 @@ from types import MappingProxyType
 
 import attrs
 
+from .features import KUBELET_ENSURE_SECRET_PULLED_IMAGES, FeatureGates
 from .fields import meta
 
 API_GROUP = "kubelet.config.k8s.io"
-API_VERSIONS = (f"{API_GROUP}/v1beta1", f"{API_GROUP}/v1")
+API_VERSION = f"{API_GROUP}/v1beta1"
 KIND = "KubeletConfiguration"
 
 DEFAULT_EVICTION_HARD: Mapping[str, str] = MappingProxyType(
@@ -30,6 +31,9 @@ DEFAULT_EVICTION_HARD: Mapping[str, str] = MappingProxyType(
     }
 )
 """Linux hard-eviction thresholds when ``evictionHard`` is not set (eviction/defaults_linux.go)."""
+
+DEFAULT_CREDENTIALS_POLICY = "NeverVerifyPreloadedImages"
+"""``imagePullCredentialsVerificationPolicy`` with KubeletEnsureSecretPulledImages on."""
 
 
 def _eviction_default() -> Mapping[str, str]:
@@ -186,9 +190,9 @@ class KubeletConfiguration:
     max_parallel_image_pulls: int | None = None
     registry_pull_qps: int = attrs.field(default=5, metadata=meta(wire="registryPullQPS"))
     registry_burst: int = attrs.field(default=10, metadata=meta(zero_unset=True))
-    image_pull_credentials_verification_policy: str = attrs.field(
-        default="NeverVerifyPreloadedImages", metadata=meta(zero_unset=True)
-    )
+    image_pull_credentials_verification_policy: str = ""
+    """Defaulted to NeverVerifyPreloadedImages only while KubeletEnsureSecretPulledImages
+    is on (``gated_defaults``): with the gate off, setting it is refused, as upstream."""
     preloaded_images_verification_allowlist: tuple[str, ...] = ()
     image_gc_high_threshold_percent: int = attrs.field(
         default=85, metadata=meta(wire="imageGCHighThresholdPercent")
@@ -280,14 +284,16 @@ class KubeletConfiguration:
     authorization: KubeletAuthorization = attrs.field(factory=KubeletAuthorization)
     enable_debugging_handlers: bool = True
 
-    # DNS
+    # Networking and DNS
+    hairpin_mode: str = attrs.field(default="promiscuous-bridge", metadata=meta(zero_unset=True))
+    """Checked as upstream does; with a CRI runtime the network plugin does hairpinning."""
     cluster_domain: str = ""
     cluster_dns: tuple[str, ...] = ()
     resolv_conf: str = "/etc/resolv.conf"
 
     # Process
     oom_score_adj: int = -999
-    max_open_files: int = 1000000
+    max_open_files: int = attrs.field(default=1000000, metadata=meta(zero_unset=True))
     feature_gates: Mapping[str, bool] = attrs.field(factory=dict)
     logging: LoggingConfiguration = attrs.field(factory=LoggingConfiguration)
     crash_loop_back_off: CrashLoopBackOffConfig = attrs.field(factory=CrashLoopBackOffConfig)
@@ -309,6 +315,16 @@ def legacy_flag_defaults(config: KubeletConfiguration) -> KubeletConfiguration:
         ),
         authorization=attrs.evolve(config.authorization, mode="AlwaysAllow"),
     )
+
+
+def gated_defaults(config: KubeletConfiguration, gates: FeatureGates) -> KubeletConfiguration:
+    """Defaults upstream gives only while a feature gate is on (once the gates are known)."""
+    policy = config.image_pull_credentials_verification_policy
+    if not policy and gates.enabled(KUBELET_ENSURE_SECRET_PULLED_IMAGES):
+        return attrs.evolve(
+            config, image_pull_credentials_verification_policy=DEFAULT_CREDENTIALS_POLICY
+        )
+    return config
 
 
 def effective_defaults(config: KubeletConfiguration) -> KubeletConfiguration:

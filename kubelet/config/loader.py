@@ -12,13 +12,13 @@ from collections.abc import Mapping
 from typing import Any
 
 import attrs
-import yaml
 
 from kubelet.errors import ConfigError, Problem
 
+from .document import Fields, parse_document
 from .fields import get_by_wire_path, set_by_wire_path
 from .kubeletconfig import (
-    API_VERSIONS,
+    API_VERSION,
     DEFAULT_EVICTION_HARD,
     KIND,
     KubeletConfiguration,
@@ -67,11 +67,12 @@ def parse_config(text: str, source: str) -> LoadedConfig:
     """Parse config file text; ``source`` names it in errors and anchors relative paths."""
     if not text.strip():
         raise ConfigError.single(source, "", "the config file is empty")
-    data = _parse_document(text, source)
+    data = parse_document(text, source)
     if not isinstance(data, Mapping):
         raise ConfigError.single(source, "", f"expected a {KIND} object")
     _check_type_meta(data, source)
-    body = {k: v for k, v in data.items() if k not in ("apiVersion", "kind")}
+    body = Fields((k, v) for k, v in data.items() if k not in ("apiVersion", "kind"))
+    body.repeated = data.repeated if isinstance(data, Fields) else ()
     decoded = decode(KubeletConfiguration, body)
     if decoded.problems:
         raise ConfigError(*(Problem(source, p, m) for p, m in decoded.problems))
@@ -86,33 +87,31 @@ def parse_config(text: str, source: str) -> LoadedConfig:
     )
 
 
-def _parse_document(text: str, source: str) -> Any:
-    if text.lstrip().startswith("{"):
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            where = f"line {exc.lineno} column {exc.colno}"
-            raise ConfigError.single(source, "", f"invalid JSON at {where}: {exc.msg}") from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError.single(
-            source, "", f"invalid YAML: {' '.join(str(exc).split())}"
-        ) from None
-
-
 def _check_type_meta(data: Mapping[str, Any], source: str) -> None:
-    problems = []
-    kind = data.get("kind")
-    if kind != KIND:
-        got = "it is missing" if kind is None else f"got {kind!r}"
-        problems.append(Problem(source, "kind", f"must be {KIND!r}, {got}"))
-    version = data.get("apiVersion")
-    if version not in API_VERSIONS:
-        got = "it is missing" if version is None else f"got {version!r}"
-        problems.append(Problem(source, "apiVersion", f"must be {API_VERSIONS[0]!r}, {got}"))
+    """Only v1beta1 holds a KubeletConfiguration (v1 has CredentialProviderConfig alone);
+    another version or kind gets upstream's message, and what the kubelet reads."""
+    kind, version = data.get("kind"), data.get("apiVersion")
+    problems = [
+        Problem(source, name, f"must be {wanted!r}, it is missing")
+        for name, value, wanted in (("kind", kind, KIND), ("apiVersion", version, API_VERSION))
+        if value is None
+    ]
+    if not problems and (kind, version) != (KIND, API_VERSION):
+        problems.append(
+            Problem(
+                source,
+                "apiVersion" if version != API_VERSION else "kind",
+                f"no kind {_go_quote(kind)} is registered for version {_go_quote(version)}; "
+                f"the kubelet reads apiVersion {API_VERSION}, kind {KIND}",
+            )
+        )
     if problems:
         raise ConfigError(*problems)
+
+
+def _go_quote(value: Any) -> str:
+    """Go's %q of a value as the file wrote it."""
+    return json.dumps(value if isinstance(value, str) else str(value))
 
 
 def _resolve_relative_paths(

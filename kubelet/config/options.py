@@ -28,7 +28,12 @@ from .flags import (
     parse_flags,
     parse_value,
 )
-from .kubeletconfig import KubeletConfiguration, effective_defaults, legacy_flag_defaults
+from .kubeletconfig import (
+    KubeletConfiguration,
+    effective_defaults,
+    gated_defaults,
+    legacy_flag_defaults,
+)
 from .loader import LoadedConfig, load_config_file
 from .support import SETTINGS, detail_lines, not_acted_on, warning_text
 from .validation import system_cgroups_issues, validate
@@ -109,6 +114,7 @@ def build_options(flags: ParsedFlags, *, hostname: Callable[[], str] | None = No
     _raise(system_cgroups_issues(config), set_by_flag, config_file)
     config = effective_defaults(config)
     resolved = _feature_gates(config, flags, config_file)
+    config = gated_defaults(config, resolved.gates)
     _check(config, resolved.gates, set_by_flag, config_file)
     kubeconfig = str(flag_only.get("kubeconfig", ""))
     bootstrap = str(flag_only.get("bootstrap_kubeconfig", ""))

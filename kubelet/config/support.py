@@ -241,7 +241,7 @@ SETTINGS: Mapping[str, Support] = {
     "topologyManagerScope": missing("the topology manager is not implemented"),
     "topologyManagerPolicyOptions": missing("the topology manager is not implemented", _falsy),
     "qosReserved": ok(_QOS),
-    "hairpinMode": ok("no effect with a CRI runtime, as upstream"),
+    "hairpinMode": ok("checked as upstream; no effect with a CRI runtime, as upstream"),
     "podCIDR": missing("the pod CIDR is not passed to the runtime", _falsy),
     "cpuCFSQuota": ok("false: no CFS quota on containers (none sent) nor pod cgroups (-1)"),
     "cpuCFSQuotaPeriod": ok("the period of containers and pod cgroups; needs its gate"),
@@ -305,6 +305,15 @@ GATE_SUPPORT: Mapping[str, Support] = {
     "ExtendWebSocketsToKubelet": ok(_WS_TO_SPDY),
     "KubeletEnsureSecretPulledImages": ok("images pulled with credentials are checked"),
     "KubeletInUserNamespace": missing("not supported", _is(False)),
+    "KubeletRegistrationGetOnExistsOnly": ok(
+        "off: a node create refused as Forbidden still adopts an existing Node; on: only "
+        "AlreadyExists does"
+    ),
+    "KubeletSeparateDiskGC": partial(
+        "writable layers on a filesystem apart from images are always handled (eviction "
+        "signals); the gate's off behaviour (no eviction on such a node) is not implemented",
+        _is(True),
+    ),
     "KubeletPSI": ok("PSI of cgroup v2 in /stats/summary and /metrics/cadvisor"),
     "KubeletPodResourcesDynamicResources": ok("pod-resources dynamic_resources (no DRA: empty)"),
     "KubeletPodResourcesGet": ok("pod-resources Get"),
@@ -315,6 +324,9 @@ GATE_SUPPORT: Mapping[str, Support] = {
         " a pod needing another is refused at admission (PodFeatureUnsupported)"
     ),
     "PLEGOnDemandRelist": missing("the PLEG relists every second only", _is(False)),
+    "PodReadyToStartContainersCondition": ok(
+        "the pod condition PodReadyToStartContainers; off: neither written nor owned"
+    ),
     "PodAndContainerStatsFromCRI": ok(
         "on: pod CPU, memory and network from ListPodSandboxStats; off: from the pod cgroup"
         " and the sandbox's network namespace"

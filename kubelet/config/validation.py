@@ -24,6 +24,7 @@ from .features import (
     DEFAULT_GATES,
     GRACEFUL_NODE_SHUTDOWN,
     KUBELET_CRASH_LOOP_BACK_OFF_MAX,
+    KUBELET_ENSURE_SECRET_PULLED_IMAGES,
     ROTATE_KUBELET_SERVER_CERTIFICATE,
     SHUTDOWN_BY_POD_PRIORITY,
     FeatureGates,
@@ -59,6 +60,7 @@ _ENFORCEMENTS = (
     "kube-reserved-compressible",
     "none",
 )
+_HAIRPIN_MODES = ("none", "hairpin-veth", "promiscuous-bridge")
 _MUST_BE_POSITIVE = (
     "syncFrequency",
     "fileCheckFrequency",
@@ -96,6 +98,7 @@ def validate(config: KubeletConfiguration, gates: FeatureGates = DEFAULT_GATES) 
     issues += _ranges(c)
     issues += _enumerations(c)
     issues += _images(c)
+    issues += _pull_credentials(c, gates)
     issues += _logs(c)
     issues += _logging(c)
     if c.run_once:  # upstream removed run-once mode and refuses the field set to true
@@ -222,6 +225,8 @@ def _ranges(c: KubeletConfiguration) -> Iterator[Issue]:
         yield "nodeLeaseDurationSeconds", "must be greater than 0"
     if c.node_status_max_images < -1:
         yield "nodeStatusMaxImages", f"must be -1 or greater, got {c.node_status_max_images}"
+    if c.max_open_files < 0:
+        yield "maxOpenFiles", f"{c.max_open_files} must not be a negative number"
     for name, value in (
         ("maxPods", c.max_pods),
         ("podsPerCore", c.pods_per_core),
@@ -248,6 +253,12 @@ def _enumerations(c: KubeletConfiguration) -> Iterator[Issue]:
         yield "logging.format", f"must be 'text' or 'json', got {c.logging.format!r}"
     if not c.container_runtime_endpoint:
         yield "containerRuntimeEndpoint", "must not be empty"
+    if c.hairpin_mode not in _HAIRPIN_MODES:
+        yield (
+            "hairpinMode",
+            f'option "{c.hairpin_mode}" specified for hairpinMode. Valid options are "none", '
+            '"hairpin-veth" or "promiscuous-bridge"',
+        )
 
 
 def _images(c: KubeletConfiguration) -> Iterator[Issue]:
@@ -270,7 +281,6 @@ def _images(c: KubeletConfiguration) -> Iterator[Issue]:
         yield "maxParallelImagePulls", f"must be a positive number, got {pulls}"
     if pulls is not None and pulls > 1 and c.serialize_image_pulls:
         yield "maxParallelImagePulls", "cannot be larger than 1 while serializeImagePulls is true"
-    yield from _pull_credentials(c)
 
 
 _CREDENTIAL_POLICIES = (
@@ -281,22 +291,38 @@ _CREDENTIAL_POLICIES = (
 )
 
 
-def _pull_credentials(c: KubeletConfiguration) -> Iterator[Issue]:
-    """imagePullCredentialsVerificationPolicy and its allowlist, read (and checked, as
-    upstream's pull manager does at start) only with KubeletEnsureSecretPulledImages on."""
-    if not c.feature_gates.get("KubeletEnsureSecretPulledImages", True):
-        return
+def _pull_credentials(c: KubeletConfiguration, gates: FeatureGates) -> Iterator[Issue]:
+    """imagePullCredentialsVerificationPolicy and its allowlist: read only with
+    KubeletEnsureSecretPulledImages on, and refused with it off (upstream's messages)."""
     policy = c.image_pull_credentials_verification_policy
-    if policy not in _CREDENTIAL_POLICIES:
+    allowlist = c.preloaded_images_verification_allowlist
+    if not gates.enabled(KUBELET_ENSURE_SECRET_PULLED_IMAGES):
+        for name, value in (
+            ("imagePullCredentialsVerificationPolicy", policy),
+            ("preloadedImagesVerificationAllowlist", allowlist),
+        ):
+            if value:
+                gate = KUBELET_ENSURE_SECRET_PULLED_IMAGES
+                yield name, f"`{name}` must not be set if {gate} feature gate is not enabled"
+        return
+    if policy and policy not in _CREDENTIAL_POLICIES:  # "": not defaulted yet, the default
         yield (
             "imagePullCredentialsVerificationPolicy",
-            f"unknown image pull credential verification policy: {policy}",
+            f'option "{policy}" specified for imagePullCredentialsVerificationPolicy. Valid '
+            'options are "NeverVerify", "NeverVerifyPreloadedImages", '
+            '"NeverVerifyAllowlistedImages" or "AlwaysVerify"',
         )
-    elif policy == "NeverVerifyAllowlistedImages":
-        for i, pattern in enumerate(c.preloaded_images_verification_allowlist):
-            problem = _allowlist_problem(pattern)
-            if problem:
-                yield f"preloadedImagesVerificationAllowlist[{i}]", problem
+    if allowlist and policy != "NeverVerifyAllowlistedImages":
+        yield (
+            "preloadedImagesVerificationAllowlist",
+            "can't set `preloadedImagesVerificationAllowlist` if "
+            '`imagePullCredentialsVerificationPolicy` is not "NeverVerifyAllowlistedImages"',
+        )
+        return
+    for i, pattern in enumerate(allowlist):
+        problem = _allowlist_problem(pattern)
+        if problem:
+            yield f"preloadedImagesVerificationAllowlist[{i}]", problem
 
 
 def _allowlist_problem(pattern: str) -> str:

@@ -1,10 +1,12 @@
 """Configuration classes to and from their file form, strictly, with field paths.
 
 Unlike API objects (kubelet.api.converter ignores unknown keys because newer servers add
-fields), a config file is written by a person: an unknown key is reported, not dropped.
-Scalars, lists and maps are read by the project's converter, so type errors read the same
-everywhere; this module adds what config needs on top: Go durations, upstream's
-zero-means-default rule, and telling upstream-only keys from typos.
+fields), a config file is written by a person: an unknown key is reported, not dropped,
+and so is a key written twice. Scalars, lists and maps are read by the project's
+converter, so type errors read the same everywhere, with upstream's strict decoding of
+strings: ``clusterDomain: off`` is a boolean, refused, not the text "false". This module
+adds what config needs on top: Go durations, upstream's zero-means-default rule, and
+telling upstream-only keys from typos.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import attrs
 
 from kubelet.api.converter import WireError, from_wire, to_wire
 
+from .document import Fields, repeated_message
 from .duration import format_duration, parse_duration, parse_duration_ns
 from .fields import NANOS_OK, ZERO_UNSET, is_duration, key
 from .upstream import UPSTREAM_FIELDS
@@ -147,12 +150,15 @@ class _Reader:
             self.problems.append((path, f"expected an object, got {_describe(data)}"))
             return cls()
         fields = _fields(cls)
+        if isinstance(data, Fields):  # the fields' own values are checked as they are read
+            self.problems += [(join(path, k), repeated_message(n)) for k, n in data.repeated]
         known = {name for _, name, _ in fields}
         upstream = UPSTREAM_FIELDS.get(cls, frozenset())
         for name, raw in data.items():
             if name in known:
                 continue
             if name in upstream:
+                self.problems.extend(_repeated_keys(Any, raw, join(path, str(name))))
                 if not is_zero(raw):
                     self.ignored.append(join(path, str(name)))
                     self.unmodelled[join(path, str(name))] = raw
@@ -178,8 +184,9 @@ class _Reader:
             return self._read_duration(raw, path, nanos_ok=bool(field.metadata.get(NANOS_OK)))
         if attrs.has(tp):
             return self.read_object(tp, raw, path)
+        self.problems.extend(_repeated_keys(tp, raw, path))
         try:
-            return from_wire(tp, raw)
+            return from_wire(tp, raw, strict_strings=True)
         except WireError as exc:
             self.problems.append((join(path, exc.path), exc.message))
             return _BAD
@@ -195,6 +202,29 @@ class _Reader:
             return raw / 1e9
         self.problems.append((path, f'expected a duration such as "20s", got {_describe(raw)}'))
         return _BAD
+
+
+def _repeated_keys(tp: Any, raw: Any, path: str) -> list[tuple[str, str]]:
+    """(path, problem) for each key written twice in ``raw`` (read as ``tp``) or below."""
+    found: list[tuple[str, str]] = []
+    if isinstance(raw, Fields):
+        struct = attrs.has(tp)
+        types = {name: inner for _, name, inner in _fields(tp)} if struct else {}
+        for name, line in raw.repeated:
+            found.append((join(path, name if struct else f"[{name}]"), repeated_message(line)))
+        for name, value in raw.items():
+            inner = types.get(name, Any) if struct else _inner(tp, 1)
+            found += _repeated_keys(inner, value, join(path, name if struct else f"[{name}]"))
+    elif isinstance(raw, list):
+        for i, item in enumerate(raw):
+            found += _repeated_keys(_inner(tp, 0), item, join(path, f"[{i}]"))
+    return found
+
+
+def _inner(tp: Any, index: int) -> Any:
+    """The item type of ``tuple[X, ...]`` (index 0) or the value type of a mapping (1)."""
+    args = typing.get_args(tp)
+    return args[index] if len(args) == 2 and args[index] is not Ellipsis else Any
 
 
 def _describe(value: Any) -> str:

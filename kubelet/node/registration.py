@@ -3,7 +3,10 @@
 As upstream: create the Node with its default labels (hostname, os, arch), the
 ``--node-labels``, ``--register-with-taints`` and an initial status; if it already exists,
 make the default labels match and move on (everything else on the object belongs to
-someone else). Retries forever, 100 ms doubling to 7 s, without ever holding up pods.
+someone else). A create refused as Forbidden (an admission policy that lets no node be
+created, even one that exists) is answered by reading the Node too, unless the gate
+KubeletRegistrationGetOnExistsOnly restores the old rule. Retries forever, 100 ms
+doubling to 7 s, without ever holding up pods.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import trio
 
 from kubelet.api import to_wire
 from kubelet.api.client import NODES, ApiClient, PatchType
-from kubelet.api.errors import AlreadyExists, ApiError
+from kubelet.api.errors import AlreadyExists, ApiError, Forbidden
 from kubelet.api.meta import ObjectMeta
 from kubelet.api.node import Node, NodeSpec, NodeStatus, Taint
 
@@ -85,9 +88,14 @@ async def register(
     *,
     on_registered: Callable[[dict[str, Any]], None] | None = None,
     startup: NodeStartup | None = None,
+    get_on_exists_only: bool = False,
 ) -> dict[str, Any]:
     """Create (or adopt) the Node; returns it as the API holds it. ``startup`` hears of
-    each attempt and of the creation (the node startup figures)."""
+    each attempt and of the creation (the node startup figures); ``get_on_exists_only``
+    is the gate KubeletRegistrationGetOnExistsOnly (a Forbidden create is then a failure)."""
+    adopt_after: tuple[type[ApiError], ...] = (
+        (AlreadyExists,) if get_on_exists_only else (AlreadyExists, Forbidden)
+    )
     delay = FIRST_DELAY
     while True:
         node = build()
@@ -101,7 +109,7 @@ async def register(
             if on_registered is not None:
                 on_registered(created)
             return created
-        except AlreadyExists:
+        except adopt_after:
             try:
                 existing = await client.get(NODES.path(name=node.metadata.name))
                 fixes = label_fixes(existing, default)

@@ -26,7 +26,10 @@ from kubelet.api.client import NODES, ApiClient
 from kubelet.api.errors import ApiError
 from kubelet.api.node import NodeAddress, Taint
 from kubelet.config import Options
-from kubelet.config.features import SHUTDOWN_BY_POD_PRIORITY
+from kubelet.config.features import (
+    KUBELET_REGISTRATION_GET_ON_EXISTS_ONLY,
+    SHUTDOWN_BY_POD_PRIORITY,
+)
 from kubelet.cri import ImageClient, RuntimeClient
 from kubelet.events.recorder import NORMAL, EventRecorder, node_ref
 from kubelet.eviction.run import NodePressure
@@ -304,6 +307,7 @@ async def _register(
         ),
         labels,
         startup=startup,
+        get_on_exists_only=options.features.enabled(KUBELET_REGISTRATION_GET_ON_EXISTS_ONLY),
     )
 
 

@@ -18,6 +18,7 @@ import trio
 from kubelet.api.client import ApiClient
 from kubelet.api.pod import Pod
 from kubelet.config import Options
+from kubelet.config.features import POD_READY_TO_START_CONTAINERS_CONDITION
 from kubelet.decisions.security import apparmor_host_error
 from kubelet.decisions.sysctls import SysctlAllowlist, kernel_version
 from kubelet.events.recorder import WARNING, EventRecorder, pod_ref
@@ -154,6 +155,7 @@ async def run_pod_lifecycle(
         cluster=link,
         prober=prober,
         metrics=metrics,
+        ready_to_start_condition=options.features.enabled(POD_READY_TO_START_CONTAINERS_CONDITION),
     )
     results_send, results = trio.open_memory_channel[WorkerResult](math.inf)
     workers = PodWorkers(syncer, results=results_send, on_restart=metrics.pod_restarted)

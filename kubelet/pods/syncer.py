@@ -122,6 +122,7 @@ class KubeletPodSyncer:
         cluster: ClusterLink | None = None,
         prober: ProberManager | None = None,
         metrics: KubeletMetrics | None = None,
+        ready_to_start_condition: bool = True,
     ) -> None:
         self.cache = cache
         self.pod_runtime = pod_runtime
@@ -132,6 +133,8 @@ class KubeletPodSyncer:
         self.cluster = cluster
         self.prober = prober
         self.metrics = metrics
+        self.ready_to_start_condition = ready_to_start_condition
+        """The gate PodReadyToStartContainersCondition: statuses carry that condition."""
         self.first_seen: dict[str, float] = {}
         self.started_pods: set[str] = set()
         self.waiting: dict[str, dict[str, tuple[str, str]]] = {}
@@ -337,6 +340,7 @@ class KubeletPodSyncer:
                 ready=ready,
                 pod_is_terminal=terminal,
                 kill=kill,
+                ready_to_start_condition=self.ready_to_start_condition,
                 now_ns=int(self.wall_clock() * 1e9),
             )
             if previous is not None and generated == previous:

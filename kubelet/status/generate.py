@@ -4,7 +4,9 @@ Pure: everything comes in as arguments (the pod, the runtime view, probe results
 previously reported status, the node's IPs, the time). Conditions follow upstream's
 generator: kubelet-owned conditions are appended in the order PodReadyToStartContainers,
 Initialized, Ready, ContainersReady, PodScheduled after any condition someone else set,
-and a condition's lastTransitionTime only moves when its status changes.
+and a condition's lastTransitionTime only moves when its status changes. With the gate
+PodReadyToStartContainersCondition off, the kubelet neither writes nor owns
+PodReadyToStartContainers (one already on the pod is kept as someone else's).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ READY = "Ready"
 CONTAINERS_READY = "ContainersReady"
 SCHEDULED = "PodScheduled"
 OWNED = (READY_TO_START, INITIALIZED, READY, CONTAINERS_READY, SCHEDULED)
+"""The conditions the kubelet owns (upstream's ``PodConditionByKubelet``), gate on."""
 
 UNKNOWN_CONTAINER_STATUSES = "UnknownContainerStatuses"
 POD_COMPLETED = "PodCompleted"
@@ -162,9 +165,17 @@ def _pod_ips(
     return [p.ip for p in old.pod_ips]
 
 
-def foreign_conditions(conditions: Sequence[PodCondition]) -> list[PodCondition]:
+def owned_conditions(ready_to_start: bool) -> tuple[str, ...]:
+    """The condition types the kubelet owns; ``ready_to_start``: the gate
+    PodReadyToStartContainersCondition is on."""
+    return OWNED if ready_to_start else tuple(t for t in OWNED if t != READY_TO_START)
+
+
+def foreign_conditions(
+    conditions: Sequence[PodCondition], owned: Collection[str] = OWNED
+) -> list[PodCondition]:
     """The conditions someone else owns (readiness gates, DisruptionTarget, ...)."""
-    return [c for c in conditions if c.type not in OWNED]
+    return [c for c in conditions if c.type not in owned]
 
 
 def needs_readiness_reconcile(pod: Pod) -> bool:
@@ -205,10 +216,12 @@ def generate_pod_status(
     ready: Collection[str] = (),
     pod_is_terminal: bool = False,
     kill: Kill | None = None,
+    ready_to_start_condition: bool = True,
     now_ns: int,
 ) -> PodStatus:
     """The full status for ``pod`` now (``previous``: what was last reported, if anything;
-    ``kill``: why the kubelet stops the pod itself -- shutdown, eviction, a deadline).
+    ``kill``: why the kubelet stops the pod itself -- shutdown, eviction, a deadline;
+    ``ready_to_start_condition``: the gate PodReadyToStartContainersCondition).
 
     Conditions others own come from the API's copy of the pod (``pod.status``), never
     from what the kubelet reported before: a readiness gate set since counts at once."""
@@ -236,13 +249,13 @@ def generate_pod_status(
     )
     phase, reason, message = _phase_reason(pod, phase, old, kill)
     now = format_time(now_ns)
-    foreign = foreign_conditions(pod.status.conditions)
+    foreign = foreign_conditions(pod.status.conditions, owned_conditions(ready_to_start_condition))
     if kill is not None:
         foreign = with_kill_conditions(foreign, kill, now)
     needs_sandbox, _, _ = sandbox_changed(pod, runtime)
     cready = containers_ready(pod, regular, init, phase)
     owned = [
-        _condition(READY_TO_START, not needs_sandbox),
+        *([_condition(READY_TO_START, not needs_sandbox)] if ready_to_start_condition else []),
         initialized(pod, init, regular, phase),
         pod_ready(pod, cready, foreign),
         cready,

@@ -18,7 +18,7 @@ object with grace period 0 and a uid precondition.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 import attrs
 import trio
@@ -73,8 +73,11 @@ class StatusManager:
         api_copy: Callable[[str], Pod | None] | None = None,
         on_written: Callable[[Pod], None] | None = None,
         on_synced: Callable[[float], None] | None = None,
+        owned: Collection[str] = OWNED,
     ) -> None:
         self._client = client
+        self._owned = owned
+        """the condition types the kubelet owns (``generate.owned_conditions``)"""
         self._on_synced = on_synced
         """called with the seconds from a status handed in to its write (upstream's
         ``kubelet_pod_status_sync_duration_seconds``: from the first of several)"""
@@ -165,7 +168,7 @@ class StatusManager:
             version = target.metadata.resource_version
             if version == entry.sent_version or _older(version, entry.sent_version):
                 continue  # our own write, or a watch that has not caught up with it
-            if _kubelet_view(target.status) != _kubelet_view(entry.sent):
+            if _kubelet_view(target.status, self._owned) != _kubelet_view(entry.sent, self._owned):
                 log.info("status of pod %s changed in the API; reconciling", entry.pod.key)
                 entry.sent, entry.dirty = None, True
 
@@ -181,7 +184,8 @@ class StatusManager:
         )
         base = sent if sent is not None else api_status
         writing = entry.status
-        patch = pod_status_patch(target.uid, to_wire(base), to_wire(_merged(writing, base)))
+        merged = _merged(writing, base, self._owned)
+        patch = pod_status_patch(target.uid, to_wire(base), to_wire(merged))
         path = PODS.path(target.metadata.namespace, target.metadata.name, "status")
         version, changed_at = entry.version, entry.changed_at
         entry.changed_at = None  # what is handed in while this write is out starts anew
@@ -233,7 +237,7 @@ class StatusManager:
         self._entries.pop(pod.uid, None)
 
 
-def _merged(status: PodStatus, api: PodStatus) -> PodStatus:
+def _merged(status: PodStatus, api: PodStatus, owned: Collection[str] = OWNED) -> PodStatus:
     """``status`` with the conditions others own taken from the API's status (first,
     as upstream orders them), and the kubelet's own after them. A condition the kubelet
     shares (DisruptionTarget: eviction, node shutdown) is sent once, with the move to a
@@ -242,8 +246,8 @@ def _merged(status: PodStatus, api: PodStatus) -> PodStatus:
     if is_terminal_phase(status.phase) and not is_terminal_phase(api.phase):
         shared = tuple(c for c in status.conditions if c.type in SHARED)
     replaced = {c.type for c in shared}
-    theirs = [c for c in foreign_conditions(api.conditions) if c.type not in replaced]
-    ours = [c for c in status.conditions if c.type in OWNED]
+    theirs = [c for c in foreign_conditions(api.conditions, owned) if c.type not in replaced]
+    ours = [c for c in status.conditions if c.type in owned]
     conditions = (*theirs, *shared, *ours)
     if conditions == status.conditions:
         return status
@@ -256,13 +260,13 @@ def _older(version: str, than: str) -> bool:
     return version.isdigit() and than.isdigit() and int(version) < int(than)
 
 
-def _kubelet_view(status: PodStatus) -> dict[str, object]:
+def _kubelet_view(status: PodStatus, owned: Collection[str]) -> dict[str, object]:
     """What of a status the kubelet owns, to compare (upstream's
     ``isPodStatusByKubeletEqual``): others' conditions left out, the kubelet's own
     compared by status, reason and message only."""
     wire = dict(to_wire(status))
     wire["conditions"] = sorted(
-        (c.type, c.status, c.reason, c.message) for c in status.conditions if c.type in OWNED
+        (c.type, c.status, c.reason, c.message) for c in status.conditions if c.type in owned
     )
     return wire
 
@@ -297,18 +301,21 @@ async def run_status_manager(
     *,
     on_written: Callable[[Pod], None] | None = None,
     on_synced: Callable[[float], None] | None = None,
+    owned: Collection[str] = OWNED,
     task_status: trio.TaskStatus[StatusManager] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """The status manager's task; ``mirror_for`` finds a static pod's mirror pod,
     ``api_copy`` the API's newest copy of a pod by uid (as the API source delivered it),
     ``on_written`` hears of each status written (the pod as the API answered),
-    ``on_synced`` how long each took from being handed in."""
+    ``on_synced`` how long each took from being handed in, ``owned`` the condition types
+    the kubelet owns."""
     manager = StatusManager(
         client,
         mirror_for=mirror_for,
         api_copy=api_copy,
         on_written=on_written,
         on_synced=on_synced,
+        owned=owned,
     )
     async with trio.open_nursery() as nursery:
         await nursery.start(manager.run)

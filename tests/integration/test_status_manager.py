@@ -15,6 +15,7 @@ from kubelet.api import from_wire
 from kubelet.api.client import ApiClient
 from kubelet.api.kubeconfig import load_kubeconfig
 from kubelet.api.pod import Pod, PodCondition, PodStatus
+from kubelet.status.generate import owned_conditions
 from kubelet.status.manager import StatusManager
 from kubelet.testing.fakeapiserver import FakeApiServer
 
@@ -124,6 +125,37 @@ async def test_conditions_others_own_are_never_written(
         body: dict[str, Any] = json.loads(request.body)
         sent = body.get("status", {}).get("conditions", [])
         assert all(c.get("type") != "example.com/lb" for c in sent)
+
+
+@pytest.mark.parametrize(("gate", "in_api"), [(True, "False"), (False, "True")])
+async def test_ready_to_start_is_the_kubelets_only_with_its_gate(
+    api: tuple[FakeApiServer, ApiClient], autojump_clock: trio.abc.Clock, gate: bool, in_api: str
+) -> None:
+    """PodReadyToStartContainersCondition off: the condition is someone else's, so the
+    API's value stays whatever the status handed in says."""
+    server, client = api
+    manager = StatusManager(client, mirror_for=lambda pod: None, owned=owned_conditions(gate))
+    async with trio.open_nursery() as nursery:
+        await nursery.start(manager.run)
+        make_pod(server, "sandboxed", "Running")
+        server.update_status(
+            "pods",
+            "default",
+            "sandboxed",
+            lambda s: s.update(
+                conditions=[{"type": "PodReadyToStartContainers", "status": "True"}]
+            ),
+        )
+        pod = from_wire(Pod, server.get("pods", "default", "sandboxed"))
+        ready = PodCondition(type="Ready", status="True")
+        mine = PodCondition(type="PodReadyToStartContainers", status="False")
+        manager.set(pod, PodStatus(phase="Running", conditions=(mine, ready)))
+        await trio.sleep(1)
+        nursery.cancel_scope.cancel()
+    obj = server.get("pods", "default", "sandboxed")
+    assert obj is not None
+    conditions = {c["type"]: c["status"] for c in obj["status"]["conditions"]}
+    assert conditions == {"PodReadyToStartContainers": in_api, "Ready": "True"}
 
 
 async def test_a_status_handed_in_during_a_write_is_written_next(

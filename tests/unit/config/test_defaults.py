@@ -97,6 +97,9 @@ UPSTREAM_DEFAULTS: list[tuple[str, Any]] = [
     ("runOnce", False),
     ("featureGates", {}),
     ("providerID", ""),
+    ("maxOpenFiles", 1000000),
+    ("hairpinMode", "promiscuous-bridge"),
+    ("imagePullCredentialsVerificationPolicy", ""),  # gated_defaults sets it, gate on
 ]
 
 

@@ -164,6 +164,27 @@ def test_merge_default_eviction_settings(tmp_path: Path) -> None:
     assert c.eviction_hard["nodefs.available"] == "10%"
 
 
+def test_zero_max_open_files_means_the_default(tmp_path: Path) -> None:
+    """maxOpenFiles is a non-pointer field: upstream reads 0 as "use 1000000"."""
+    c = load_config_file(write(tmp_path, HEADER + "maxOpenFiles: 0\nhairpinMode: ''\n")).config
+    assert (c.max_open_files, c.hairpin_mode) == (1000000, "promiscuous-bridge")
+    c = load_config_file(write(tmp_path, HEADER + "maxOpenFiles: 4096\n")).config
+    assert c.max_open_files == 4096
+
+
+def test_the_credentials_policy_default_follows_its_gate(tmp_path: Path) -> None:
+    """Upstream defaults imagePullCredentialsVerificationPolicy only with
+    KubeletEnsureSecretPulledImages on; with it off the field stays unset (and allowed)."""
+    path = write(tmp_path, HEADER)
+    on = resolve(["--config", str(path)], hostname=lambda: "n").config
+    assert on.image_pull_credentials_verification_policy == "NeverVerifyPreloadedImages"
+    off = resolve(
+        ["--config", str(path), "--feature-gates=KubeletEnsureSecretPulledImages=false"],
+        hostname=lambda: "n",
+    ).config
+    assert off.image_pull_credentials_verification_policy == ""
+
+
 def test_dependent_defaults(tmp_path: Path) -> None:
     text = HEADER + "nodeStatusUpdateFrequency: 20s\nmaxParallelImagePulls: 3\n"
     c = load_config_file(write(tmp_path, text)).config
@@ -205,7 +226,8 @@ def test_upstream_fields_we_do_not_implement_are_named_in_one_warning(tmp_path: 
     )
     path = write(tmp_path, text)
     options = resolve(["--config", str(path)], hostname=lambda: "n")
-    expected = ("hairpinMode", "topologyManagerPolicy", "cpuManagerPolicy", "logging.options")
+    assert options.config.hairpin_mode == "hairpin-veth"  # modelled, so that it is checked
+    expected = ("topologyManagerPolicy", "cpuManagerPolicy", "logging.options")
     assert options.ignored_fields == expected
     (warning,) = options.warnings
     assert f"topologyManagerPolicy=best-effort ({path})" in warning
@@ -223,7 +245,7 @@ def test_upstream_fields_we_do_not_implement_are_named_in_one_warning(tmp_path: 
         ("failSwapOn: maybe\n", "failSwapOn: expected a boolean"),
         ("authentication:\n  webhook:\n    cacheTTL: 2q\n", "authentication.webhook.cacheTTL:"),
         ("clusterDNS: 10.96.0.10\n", "clusterDNS: expected a list"),
-        ("staticPodURLHeader: {A: [1, {}]}\n", "staticPodURLHeader[A][1]: expected a string"),
+        ("staticPodURLHeader: {A: [b, {}]}\n", "staticPodURLHeader[A][1]: expected a string"),
         ("authentication: []\n", "authentication: expected an object, got list"),
     ],
 )
@@ -250,9 +272,12 @@ def test_all_problems_are_reported_together(tmp_path: Path) -> None:
         ("kind: KubeletConfiguration\n", "apiVersion: must be 'kubelet.config.k8s.io/v1beta1'"),
         (
             "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: Pod\n",
-            "kind: must be 'KubeletConfiguration', got 'Pod'",
+            'kind: no kind "Pod" is registered for version "kubelet.config.k8s.io/v1beta1"',
         ),
-        ("apiVersion: v1\nkind: KubeletConfiguration\n", "got 'v1'"),
+        (
+            "apiVersion: v1\nkind: KubeletConfiguration\n",
+            'apiVersion: no kind "KubeletConfiguration" is registered for version "v1"',
+        ),
         ("", "the config file is empty"),
         ("- a\n- b\n", "expected a KubeletConfiguration object"),
         ("a: [\n", "invalid YAML"),
@@ -266,9 +291,16 @@ def test_document_errors_name_the_file(tmp_path: Path, text: str, expected: str)
     assert any(m.startswith(f"{path}: ") and expected in m for m in problems(exc)), problems(exc)
 
 
-def test_api_version_v1_is_accepted(tmp_path: Path) -> None:
+def test_api_version_v1_is_refused(tmp_path: Path) -> None:
+    """Upstream's kubelet.config.k8s.io/v1 holds only CredentialProviderConfig."""
     path = write(tmp_path, "apiVersion: kubelet.config.k8s.io/v1\nkind: KubeletConfiguration\n")
-    assert load_config_file(path).config.max_pods == 110
+    with pytest.raises(ConfigError) as exc:
+        load_config_file(path)
+    assert problems(exc) == [
+        f'{path}: apiVersion: no kind "KubeletConfiguration" is registered for version '
+        '"kubelet.config.k8s.io/v1"; the kubelet reads apiVersion kubelet.config.k8s.io/v1beta1, '
+        "kind KubeletConfiguration"
+    ]
 
 
 def test_missing_file(tmp_path: Path) -> None:
@@ -316,6 +348,25 @@ def test_missing_file(tmp_path: Path) -> None:
             "registerWithTaints: [{key: a, effect: Sometimes}]\n",
             "registerWithTaints[0]",
             "taint effect 'Sometimes' must be one of",
+        ),
+        ("maxOpenFiles: -5\n", "maxOpenFiles", "-5 must not be a negative number"),
+        (
+            "hairpinMode: bridge\n",
+            "hairpinMode",
+            'option "bridge" specified for hairpinMode. Valid options are "none", '
+            '"hairpin-veth" or "promiscuous-bridge"',
+        ),
+        (
+            "preloadedImagesVerificationAllowlist: [registry.example/app]\n",
+            "preloadedImagesVerificationAllowlist",
+            "can't set `preloadedImagesVerificationAllowlist` if "
+            '`imagePullCredentialsVerificationPolicy` is not "NeverVerifyAllowlistedImages"',
+        ),
+        (  # the gate as resolved: AllBeta=false turns it off too
+            "featureGates: {AllBeta: false}\nimagePullCredentialsVerificationPolicy: NeverVerify\n",
+            "imagePullCredentialsVerificationPolicy",
+            "`imagePullCredentialsVerificationPolicy` must not be set if "
+            "KubeletEnsureSecretPulledImages feature gate is not enabled",
         ),
     ],
 )

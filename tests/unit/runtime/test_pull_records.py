@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from kubelet.config import KubeletConfiguration
+from kubelet.config.features import resolve_gates
 from kubelet.config.validation import validate
 from kubelet.cri import api
 from kubelet.runtime.credentials import PullCredential
@@ -109,12 +110,9 @@ def test_allowlist_patterns(pattern: str, result: object) -> None:
             },
             ["neither tag nor digest is accepted in an image reference: busybox"],
         ),
-        (  # with the gate off the fields are not read, as upstream
-            {
-                "image_pull_credentials_verification_policy": "Sometimes",
-                "feature_gates": {"KubeletEnsureSecretPulledImages": False},
-            },
-            [],
+        (  # an allowlist means nothing under another policy: refused, as upstream
+            {"preloaded_images_verification_allowlist": ("ok.example/a",)},
+            ["can't set `preloadedImagesVerificationAllowlist` if"],
         ),
     ],
 )
@@ -127,6 +125,29 @@ def test_config_validation(fields: dict[str, object], issues: list[str]) -> None
     assert len(found) == len(issues)
     for message, expected in zip(found, issues, strict=True):
         assert expected in message
+
+
+def test_with_the_gate_off_the_fields_must_not_be_set() -> None:
+    """Upstream refuses them rather than ignore them (the gate read as resolved, so
+    ``AllBeta=false`` counts too)."""
+    off = resolve_gates({"AllBeta": False}).gates
+    config = KubeletConfiguration(
+        image_pull_credentials_verification_policy="AlwaysVerify",
+        preloaded_images_verification_allowlist=("ok.example/a",),
+    )
+    assert [i for i in validate(config, off) if "Verification" in i[0]] == [
+        (
+            "imagePullCredentialsVerificationPolicy",
+            "`imagePullCredentialsVerificationPolicy` must not be set if "
+            "KubeletEnsureSecretPulledImages feature gate is not enabled",
+        ),
+        (
+            "preloadedImagesVerificationAllowlist",
+            "`preloadedImagesVerificationAllowlist` must not be set if "
+            "KubeletEnsureSecretPulledImages feature gate is not enabled",
+        ),
+    ]
+    assert [i for i in validate(KubeletConfiguration(), off) if "Verification" in i[0]] == []
 
 
 def test_pull_records_follow_the_feature_gate(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from kubelet.cri.types import (
     SandboxInfo,
     SandboxState,
 )
-from kubelet.status.generate import generate_pod_status
+from kubelet.status.generate import generate_pod_status, owned_conditions
 from kubelet.testing.builders import make_pod
 
 NS = 1_800_000_000 * 10**9
@@ -172,3 +172,23 @@ def test_terminal_phase_is_sticky() -> None:
     rt = RuntimePodStatus(uid="u1", sandboxes=(SANDBOX,), containers=(running("app"),))
     failed = attrs.evolve(pod(APP), status=attrs.evolve(pod(APP).status, phase="Failed"))
     assert generate_pod_status(failed, rt, now_ns=NS).phase == "Failed"
+
+
+def test_ready_to_start_condition_follows_its_gate() -> None:
+    """PodReadyToStartContainersCondition off: the kubelet neither writes the condition
+    nor owns it, so one already on the pod is kept as someone else's."""
+    rt = RuntimePodStatus(uid="u1", sandboxes=(SANDBOX,), containers=(running("app"),))
+    on = generate_pod_status(pod(APP), rt, now_ns=NS)
+    assert "PodReadyToStartContainers" in conds(on)
+    off = generate_pod_status(pod(APP), rt, ready_to_start_condition=False, now_ns=NS)
+    assert [c.type for c in off.conditions] == [
+        "Initialized",
+        "Ready",
+        "ContainersReady",
+        "PodScheduled",
+    ]
+    written = PodCondition(type="PodReadyToStartContainers", status="False")
+    in_api = attrs.evolve(pod(APP), status=attrs.evolve(on, conditions=(written,)))
+    kept = generate_pod_status(in_api, rt, ready_to_start_condition=False, now_ns=NS)
+    assert kept.conditions[0] == written
+    assert owned_conditions(False) == ("Initialized", "Ready", "ContainersReady", "PodScheduled")
