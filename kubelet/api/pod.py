@@ -188,6 +188,23 @@ class SecurityContext:
 
 
 @attrs.frozen(kw_only=True)
+class ContainerRestartRuleOnExitCodes:
+    """A rule's condition: the exit code is ``In`` (or ``NotIn``) ``values``."""
+
+    operator: str = ""
+    values: tuple[int, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
+class ContainerRestartRule:
+    """One of a container's ``restartPolicyRules`` (``ContainerRestartRules``): when its
+    condition matches the exit code, ``action`` (``Restart``) is what happens."""
+
+    action: str = ""
+    exit_codes: ContainerRestartRuleOnExitCodes | None = None
+
+
+@attrs.frozen(kw_only=True)
 class Container:
     name: str
     image: str = ""
@@ -199,9 +216,10 @@ class Container:
     env: tuple[EnvVar, ...] = ()
     resources: ResourceRequirements | None = None
     restart_policy: str | None = None
-    restart_policy_rules: tuple[Any, ...] = ()
-    """Kept as raw JSON: not acted on (a rule that restarts all containers makes the pod
-    need a node feature this kubelet does not declare, node/declared.py)."""
+    restart_policy_rules: tuple[ContainerRestartRule, ...] = ()
+    """Checked in order on each exit, before ``restart_policy`` (decisions/restart.py); a
+    ``RestartAllContainers`` rule makes the pod need a node feature this kubelet does not
+    declare (node/declared.py)."""
     volume_mounts: tuple[VolumeMount, ...] = ()
     volume_devices: tuple[Any, ...] = ()
     liveness_probe: Probe | None = None

@@ -293,6 +293,10 @@ GATE_SUPPORT: Mapping[str, Support] = {
         "a kubelet restart never changes container status", _is(False)
     ),
     "ContainerCheckpoint": ok("POST /checkpoint/{namespace}/{pod}/{container}"),
+    "ContainerRestartRules": ok(
+        "a container's restartPolicy and restartPolicyRules (decisions/restart.py); off: "
+        "ignored on API pods, refused on static pods"
+    ),
     "HostnameOverride": ok("spec.hostnameOverride; off, the field is ignored as upstream does"),
     "CRIListStreaming": missing("the CRI list calls are not streamed", _is(False)),
     "CSIVolumeHealth": missing("CSI is not implemented", _is(False)),

@@ -23,6 +23,12 @@ from kubelet.cri.types import ContainerInfo, ContainerRunState, RuntimePodStatus
 from .grace import KillReason
 from .hash import hash_container
 from .qos import is_restartable_init_container
+from .restart import (
+    container_should_restart,
+    pod_restart_policy,
+    restarts_after_kill,
+    runs_once_if_succeeded,
+)
 
 __all__ = [
     "ContainerToKill",
@@ -37,7 +43,7 @@ __all__ = [
 
 def restart_policy(pod: Pod) -> str:
     """The pod's restart policy; unset means the API default, "Always"."""
-    return pod.spec.restart_policy or "Always"
+    return pod_restart_policy(pod.spec)
 
 
 class ContainerToKill(NamedTuple):
@@ -105,7 +111,9 @@ def container_changed(container: Container, info: ContainerInfo) -> bool:
 
 
 def should_container_be_restarted(container: Container, pod: Pod, status: RuntimePodStatus) -> bool:
-    """Whether a container that is not running should be (re)started now."""
+    """Whether a container that is not running should be (re)started now (upstream's
+    ``ShouldContainerBeRestarted``): an exited one by its rules and policies
+    (``decisions/restart.py``)."""
     if pod.metadata.deletion_timestamp is not None:
         return False
     current = status.current(container.name)
@@ -115,14 +123,7 @@ def should_container_be_restarted(container: Container, pod: Pod, status: Runtim
         return False
     if current.state in (ContainerRunState.UNKNOWN, ContainerRunState.CREATED):
         return True
-    if container.restart_policy == "Always":
-        return True  # a sidecar's own policy beats the pod's (ContainerRestartRules, on in 1.35+)
-    policy = restart_policy(pod)
-    if policy == "Never":
-        return False
-    if policy == "OnFailure":
-        return current.exit_code != 0
-    return True
+    return container_should_restart(container, pod.spec, current.exit_code)
 
 
 def _succeeded(container: Container, status: RuntimePodStatus) -> bool:
@@ -194,7 +195,8 @@ def _any_regular_created_or_running(pod: Pod, status: RuntimePodStatus) -> bool:
 
 
 def _kill_pod(changes: _Changes) -> bool:
-    """An init container failed for good (restartPolicy Never): the pod is killed."""
+    """An init container failed for good (its rules and policies do not restart it):
+    the pod is killed."""
     changes.kill_pod = True
     changes.init_to_start = []
     return False
@@ -219,7 +221,6 @@ def _init_container_actions(
         return True
     initialized = _any_regular_created_or_running(pod, status)
     previously_initialized = initialized
-    restart_on_failure = restart_policy(pod) != "Never"
     to_start: list[int] = []  # collected last-to-first, reversed at the end
 
     for i in range(len(inits) - 1, -1, -1):
@@ -257,15 +258,15 @@ def _init_container_actions(
             if sidecar:
                 to_start.append(i)
             elif _init_failed(current):
-                if not restart_on_failure:
+                if not should_container_be_restarted(container, pod, status):
                     return _kill_pod(changes)
                 to_start.append(i)
             elif i == len(inits) - 1:
                 initialized = True
             else:
                 to_start.append(i + 1)
-        else:  # UNKNOWN
-            if not sidecar and not restart_on_failure:
+        else:  # UNKNOWN: no exit code to match rules against, only the policies count
+            if not sidecar and not restarts_after_kill(container, pod.spec):
                 return _kill_pod(changes)
             changes.to_kill[current.id] = ContainerToKill(
                 container.name, _unknown_message("Init container", current), KillReason.UNKNOWN
@@ -347,17 +348,16 @@ def compute_pod_actions(
     """
     create, attempt, sandbox_id = sandbox_changed(pod, status)
     changes = _Changes(create, attempt, sandbox_id)
-    policy = restart_policy(pod)
 
     if create:
-        if policy == "Never" and attempt != 0 and status.containers:
+        if restart_policy(pod) == "Never" and attempt != 0 and status.containers:
             # Everything ran once already and nothing may run again: just kill.
             changes.create_sandbox = False
             return changes.freeze()
         to_start = [
             idx
             for idx, c in enumerate(pod.spec.containers)
-            if not (policy == "OnFailure" and _succeeded(c, status))
+            if not (runs_once_if_succeeded(c, pod.spec) and _succeeded(c, status))
         ]
         if not to_start and _any_regular_created(pod, status):
             changes.create_sandbox = False
@@ -387,7 +387,7 @@ def compute_pod_actions(
                         container.name, _unknown_message("Container", current)
                     )
             continue
-        restart = policy != "Never"
+        restart = restarts_after_kill(container, pod.spec)
         reason = KillReason.UNKNOWN
         if container_changed(container, current):
             message = f"Container {container.name} definition changed"

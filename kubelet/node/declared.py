@@ -12,9 +12,9 @@ With its defaults a 1.36 kubelet declares ``ExtendWebSocketsToKubelet`` (its gat
 and ``RestartAllContainersOnContainerExits`` (their gates). This kubelet declares a
 feature only when it does what the name promises: ``ExtendWebSocketsToKubelet`` when
 the gate is on and its support entry says it is implemented (the port-forward tunnel
-and the v5 exec/attach translation both); in-place resize and restart rules are not
-implemented, so those are never declared (a scheduler then keeps pods that need them
-away, which is the point of the feature).
+and the v5 exec/attach translation both); in-place resize and the restart rules'
+``RestartAllContainers`` action are not implemented, so those are never declared (a
+scheduler then keeps pods that need them away, which is the point of the feature).
 
 At admission, as upstream's kubelet, a pod that needs a feature the node does not declare
 is refused: ``PodFeatureUnsupported``, ``Pod requires node features that are not
@@ -33,13 +33,14 @@ from kubelet.config.support import GATE_SUPPORT, IMPLEMENTED, Support
 GATE = "NodeDeclaredFeatures"
 EXTEND_WEBSOCKETS = "ExtendWebSocketsToKubelet"
 RESTART_ALL = "RestartAllContainersOnContainerExits"
+RESTART_ALL_ACTION = "RestartAllContainers"
 UNSUPPORTED = "PodFeatureUnsupported"
 """The admission reason for a pod that needs a feature the node does not declare."""
 
 NOT_DECLARED: Mapping[str, str] = {
     "GuaranteedQoSPodCPUResize": "in-place pod resize is not implemented",
     "InPlacePodLevelResourcesVerticalScaling": "in-place pod resize is not implemented",
-    "RestartAllContainersOnContainerExits": "container restartPolicyRules are not implemented",
+    "RestartAllContainersOnContainerExits": "the RestartAllContainers action is not implemented",
 }
 """What upstream's 1.36 kubelet declares by default and this one does not, and why."""
 
@@ -64,7 +65,7 @@ def required_features(pod: Pod) -> tuple[str, ...]:
     containers = (*pod.spec.init_containers, *pod.spec.containers)
     for container in containers:
         for rule in container.restart_policy_rules:
-            if isinstance(rule, Mapping) and rule.get("action") == "RestartAllContainers":
+            if rule.action == RESTART_ALL_ACTION:
                 return (RESTART_ALL,)
     return ()
 

@@ -14,7 +14,7 @@ What a worker does on each tick is decided by two pure functions, after upstream
     pod's Ready condition is True);
   - on hold (a published liveness Failure, or any published startup result) ⇒ skip;
   - not running ⇒ publish Failure; stop if it exited and will not be restarted
-    (restartPolicy Never, not a sidecar), else skip;
+    (its restart rules and policies, ``decisions/restart.py``; not a sidecar), else skip;
   - the pod is being deleted ⇒ liveness/startup publish Success and stop;
   - fewer whole seconds since startedAt than initialDelaySeconds ⇒ skip;
   - until the container counts as started only the startup worker probes; after that
@@ -56,6 +56,7 @@ import trio
 
 from kubelet.api.pod import Container, Pod, Probe
 from kubelet.cri.types import ContainerInfo, ContainerRunState, RuntimePodStatus
+from kubelet.decisions.restart import container_should_restart
 from kubelet.handlers.outcome import ProbeTarget
 
 from .metrics import ProberMetrics
@@ -191,6 +192,7 @@ def plan_probe(
 ) -> Plan:
     """The decision before probing (see the module docstring); pure.
 
+    ``restart_never``: the instance in ``view`` exited and will not be started again.
     ``now`` and ``kubelet_started`` are wall-clock epoch seconds, like ``started_at``.
     """
     if pod_terminal:
@@ -383,6 +385,13 @@ class ProbeWorker:
             started=self.host.is_started(self.pod, info),
         )
 
+    def _ended_for_good(self, status: RuntimePodStatus) -> bool:
+        """The newest instance exited and its rules and policies do not restart it."""
+        info = status.current(self.container.name)
+        if info is None or info.state is not ContainerRunState.EXITED:
+            return False
+        return not container_should_restart(self.container, self.pod.spec, info.exit_code)
+
     async def _do_probe(self) -> bool:
         """One tick; False when the worker should end."""
         host = self.host
@@ -392,13 +401,12 @@ class ProbeWorker:
         if status is None:
             return True
         results = host.results_for(self.kind)
-        restart_never = (self.pod.spec.restart_policy or "Always") == "Never"
         plan = plan_probe(
             self.state,
             self._view(status),
             kind=self.kind,
             probe=self.probe,
-            restart_never=restart_never,
+            restart_never=self._ended_for_good(status),
             sidecar=self.sidecar,
             deleting=self.pod.metadata.deletion_timestamp is not None,
             pod_terminal=host.pod_terminal(self.key.uid),

@@ -21,6 +21,7 @@ import trio
 from kubelet.api.pod import Pod
 from kubelet.cri import CriError, RuntimeClient, api
 from kubelet.cri.types import ContainerInfo, ContainerRunState
+from kubelet.decisions.restart import exited_instance_restarts
 from kubelet.pleg.view import RuntimeView
 
 from .asgi import Request, Response, StreamResponse, Write, text
@@ -38,12 +39,6 @@ def _spec_names(pod: Pod) -> set[str]:
     return names | {c.name for c in pod.spec.ephemeral_containers}
 
 
-def _restarts(pod: Pod, instance: ContainerInfo) -> bool:
-    """Whether the kubelet will start ``instance``'s container again (restart policy)."""
-    policy = pod.spec.restart_policy or "Always"
-    return policy == "Always" or (policy == "OnFailure" and instance.exit_code != 0)
-
-
 def choose_instance(
     pod: Pod, name: str, instances: list[ContainerInfo], previous: bool
 ) -> ContainerInfo:
@@ -55,9 +50,12 @@ def choose_instance(
         ContainerRunState.EXITED,
     )
     if previous:
-        exited = current is not None and current.state is ContainerRunState.EXITED
-        if exited and current is not None and _restarts(pod, current):
-            return current
+        if (
+            current is not None
+            and current.state is ContainerRunState.EXITED
+            and exited_instance_restarts(pod, name, current.exit_code)
+        ):
+            return current  # waiting to be restarted: the API shows it as lastState
         if len(instances) > 1:
             return instances[1]
         raise NoLogs(f"previous terminated container {name!r} in pod {pod_name!r} not found")

@@ -56,6 +56,7 @@ from .filescan import Decoded, Failed, FileResult, Gone, Scan, Skipped, Unchange
 from .offloop import RunSync, in_thread
 from .podconfig import FILE_SOURCE, PodOperation, UpdateSink
 from .static import Loaded, load_manifest
+from .validation import DEFAULT_VALIDATION, PodValidationOptions
 
 log = logging.getLogger(__name__)
 
@@ -108,8 +109,11 @@ class FileSource:
         watch: bool = True,
         on_error: Callable[[ManifestError], None] | None = None,
         run_sync: RunSync = in_thread,
+        validation: PodValidationOptions = DEFAULT_VALIDATION,
     ) -> None:
         self.path = Path(os.fspath(path).rstrip(os.sep) or os.sep)
+        self.validation = validation
+        """What a pod may hold under the kubelet's gates."""
         self.node_name = node_name
         self.check_frequency = check_frequency
         self.watch = watch
@@ -203,7 +207,9 @@ class FileSource:
         return [k.pod for _, k in sorted(self._known.items()) if k.pod is not None]
 
     def _decode(self, data: bytes, path: str) -> Loaded:
-        return load_manifest(data, path, node_name=self.node_name, is_file=True)
+        return load_manifest(
+            data, path, node_name=self.node_name, is_file=True, validation=self.validation
+        )
 
     def _settle_all(self, found: Scan, relist: bool) -> list[Pod] | None:
         self._path_problem(found.level, found.problem)

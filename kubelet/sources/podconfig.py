@@ -92,7 +92,12 @@ class PodStorage:
         on_event: EventSink | None = None,
         clock: Callable[[], str] = rfc3339_now,
         watch: WatchObserver | None = None,
+        *,
+        view: Callable[[Pod], Pod] | None = None,
     ) -> None:
+        self._view = view
+        """How the kubelet reads each incoming pod (a disabled gate's fields dropped,
+        ``api/dropfields.py``); None: as it came."""
         self._pods: dict[str, dict[str, Pod]] = {}
         self._refs: dict[str, dict[str, Pod]] = {}
         """Per source, the pod object each stored pod was last made from: the API source
@@ -210,6 +215,8 @@ class PodStorage:
                 new_refs[uid] = ref
                 continue
             new_refs[uid] = ref
+            if self._view is not None:
+                ref = self._view(ref)
             ref = _with_annotations(ref, {**ref.metadata.annotations, labels.CONFIG_SOURCE: source})
             if existing is None:
                 ref = _with_annotations(ref, {**ref.metadata.annotations, labels.CONFIG_SEEN: seen})
@@ -406,8 +413,9 @@ class PodConfig:
         clock: Callable[[], str] = rfc3339_now,
         buffer: int = UPDATES_BUFFER,
         watch: WatchObserver | None = None,
+        view: Callable[[Pod], Pod] | None = None,
     ) -> None:
-        self.storage = PodStorage(sources, on_event, clock, watch)
+        self.storage = PodStorage(sources, on_event, clock, watch, view=view)
         self._in_send, self._in_recv = trio.open_memory_channel[_Message](self.INPUT_BUFFER)
         self._out_send, self.updates = trio.open_memory_channel[PodUpdate](buffer)
 

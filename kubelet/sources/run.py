@@ -9,13 +9,16 @@ With no source at all the kubelet is ready at once.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import trio
 
 from kubelet.api.client import ApiClient
+from kubelet.api.dropfields import drop_container_restart_rules
+from kubelet.api.pod import Pod
 from kubelet.config import Options
+from kubelet.config.features import FeatureGates
 
 from .apiserver import ApiSource
 from .file import FileSource
@@ -23,6 +26,27 @@ from .offloop import RunSync, in_thread
 from .podconfig import PodConfig, WatchObserver
 from .static import warm_up
 from .url import URLSource
+from .validation import PodValidationOptions
+
+CONTAINER_RESTART_RULES = "ContainerRestartRules"
+RESTART_ALL_CONTAINERS = "RestartAllContainersOnContainerExits"
+
+
+def validation_options(features: FeatureGates) -> PodValidationOptions:
+    """What static pods may hold under the kubelet's gates (upstream validates them with
+    the options its gates give)."""
+    return PodValidationOptions(
+        container_restart_rules=features.enabled(CONTAINER_RESTART_RULES),
+        restart_all_containers=features.enabled(RESTART_ALL_CONTAINERS),
+    )
+
+
+def pod_view(features: FeatureGates) -> Callable[[Pod], Pod] | None:
+    """How the kubelet reads its pods: without the container restart fields when
+    ``ContainerRestartRules`` is off, as upstream's kubelet then ignores them."""
+    if features.enabled(CONTAINER_RESTART_RULES):
+        return None
+    return drop_container_restart_rules
 
 
 def static_sources(
@@ -30,6 +54,7 @@ def static_sources(
 ) -> Sequence[FileSource | URLSource]:
     """The manifest directory (``staticPodPath``) and URL (``staticPodURL``), as set."""
     cfg = options.config
+    validation = validation_options(options.features)
     found: list[FileSource | URLSource] = []
     if cfg.static_pod_path:
         found.append(
@@ -39,6 +64,7 @@ def static_sources(
                 check_frequency=cfg.file_check_frequency,
                 watch=watch_files,
                 run_sync=run_sync,
+                validation=validation,
             )
         )
     if cfg.static_pod_url:
@@ -49,6 +75,7 @@ def static_sources(
                 headers=cfg.static_pod_url_header,
                 check_frequency=cfg.http_check_frequency,
                 run_sync=run_sync,
+                validation=validation,
             )
         )
     return found
@@ -67,7 +94,7 @@ async def open_sources(
     the first pod does not pay for it); ``watch`` hears of the API's pods (the startup
     SLI)."""
     await run_sync(warm_up)
-    config = PodConfig(watch=watch)
+    config = PodConfig(watch=watch, view=pod_view(options.features))
     sources: list[Any] = list(static_sources(options, watch_files=watch_files, run_sync=run_sync))
     if api is not None:
         sources.append(ApiSource(api, options.node_name))

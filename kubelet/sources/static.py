@@ -46,6 +46,8 @@ from .limits import (
     too_large,
 )
 from .validation import (
+    DEFAULT_VALIDATION,
+    PodValidationOptions,
     UnknownVolumeError,
     api_object_reference,
     static_pod_priority_warning,
@@ -298,23 +300,31 @@ def load_manifest(
     is_file: bool,
     allow_list: bool = False,
     budget: Budget | None = None,
+    validation: PodValidationOptions = DEFAULT_VALIDATION,
 ) -> Loaded:
     """Decode, default and validate the pods of one manifest (all-or-nothing for a list).
 
     ``source`` is the file path or the URL: it names the manifest in errors and salts
     the generated UIDs. A PodList is accepted only with ``allow_list`` (the URL source).
+    ``validation``: what a pod may hold under the kubelet's gates.
     CPU-bound and bounded (see :mod:`.limits`): the sources call it off the event loop.
     """
     try:
         return _load_manifest(
-            data, source, node_name, is_file, allow_list, budget or Budget(source)
+            data, source, node_name, is_file, allow_list, budget or Budget(source), validation
         )
     except RecursionError:
         raise ManifestError(source, None, too_deep()) from None
 
 
 def _load_manifest(
-    data: bytes, source: str, node_name: str, is_file: bool, allow_list: bool, budget: Budget
+    data: bytes,
+    source: str,
+    node_name: str,
+    is_file: bool,
+    allow_list: bool,
+    budget: Budget,
+    validation: PodValidationOptions,
 ) -> Loaded:
     doc = _compose(_checked_size(data, source), source, budget)
     kind = _check_kind(doc, source, ("Pod", "PodList") if allow_list else ("Pod",))
@@ -332,7 +342,9 @@ def _load_manifest(
         raws = [(f"items[{i}]", raw) for i, raw in enumerate(items)]
     pods = []
     for prefix, raw in raws:
-        pod, warning = _load_one(raw, doc, source, prefix, node_name=node_name, is_file=is_file)
+        pod, warning = _load_one(
+            raw, doc, source, prefix, node_name=node_name, is_file=is_file, validation=validation
+        )
         budget.check(f"defaulting and validating {prefix or 'the pod'}")
         pods.append(pod)
         if warning:
@@ -341,7 +353,14 @@ def _load_manifest(
 
 
 def _load_one(
-    raw: Any, doc: _Document, source: str, prefix: str, *, node_name: str, is_file: bool
+    raw: Any,
+    doc: _Document,
+    source: str,
+    prefix: str,
+    *,
+    node_name: str,
+    is_file: bool,
+    validation: PodValidationOptions,
 ) -> tuple[Pod, str | None]:
     def at(field: str) -> str:
         return f"{prefix}.{field}" if prefix else field
@@ -352,7 +371,7 @@ def _load_one(
             source, line_of(doc.root, at("metadata")), "invalid pod: name is needed for the pod"
         )
     pod = apply_api_defaults(apply_static_defaults(pod, source, node_name, is_file))
-    errors = validate_pod(pod)
+    errors = validate_pod(pod, validation)
     if errors:
         reason = "invalid pod: " + "; ".join(str(e) for e in errors)
         raise ManifestError(source, line_of(doc.root, at(errors[0].path)), reason)

@@ -27,6 +27,7 @@ from .limits import MAX_CONFIG_LENGTH, too_large, too_large_unknown
 from .offloop import RunSync, in_thread
 from .podconfig import HTTP_SOURCE, PodOperation, UpdateSink
 from .static import Loaded, load_manifest
+from .validation import DEFAULT_VALIDATION, PodValidationOptions
 
 log = logging.getLogger(__name__)
 
@@ -83,10 +84,12 @@ class URLSource:
         transport: httpx.AsyncBaseTransport | None = None,
         timeout: float = REQUEST_TIMEOUT,
         run_sync: RunSync = in_thread,
+        validation: PodValidationOptions = DEFAULT_VALIDATION,
     ) -> None:
         httpx.URL(url)  # a malformed URL is a configuration error: fail at construction
         self.url = url
         self.node_name = node_name
+        self.validation = validation
         self.headers = [(k, v) for k, values in (headers or {}).items() for v in values]
         self.check_frequency = check_frequency
         self.transport = transport
@@ -147,7 +150,12 @@ class URLSource:
 
     def _decode(self, body: bytes) -> Loaded:
         return load_manifest(
-            body, self.url, node_name=self.node_name, is_file=False, allow_list=True
+            body,
+            self.url,
+            node_name=self.node_name,
+            is_file=False,
+            allow_list=True,
+            validation=self.validation,
         )
 
     async def fetch(self, client: httpx.AsyncClient) -> bytes:

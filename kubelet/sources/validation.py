@@ -25,6 +25,7 @@ from kubelet.api.dnsname import (
 from kubelet.api.pod import (
     Container,
     ContainerPort,
+    ContainerRestartRule,
     LifecycleHandler,
     Pod,
     PodSpec,
@@ -37,6 +38,9 @@ _LABEL_VALUE_RE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
 _IANA_SVC_RE = re.compile(r"[-a-z0-9]+")
 
 RESTART_POLICIES = ("Always", "OnFailure", "Never")
+RULE_OPERATORS = ("In", "NotIn")
+MAX_RESTART_RULES = 20
+MAX_RULE_EXIT_CODES = 255
 DNS_POLICIES = ("ClusterFirstWithHostNet", "ClusterFirst", "Default", "None")
 PULL_POLICIES = ("Always", "IfNotPresent", "Never")
 TERMINATION_MESSAGE_POLICIES = ("File", "FallbackToLogsOnError")
@@ -47,6 +51,21 @@ HOSTNAME_OVERRIDE_MAX_LENGTH = 64
 """what the kernel's hostname holds"""
 
 _NO_VALUE = object()
+
+
+@attrs.frozen
+class PodValidationOptions:
+    """The part of upstream's ``PodValidationOptions`` that the kubelet's gates set."""
+
+    container_restart_rules: bool = True
+    """``ContainerRestartRules``: a container's own restartPolicy and its rules."""
+    restart_all_containers: bool = True
+    """``RestartAllContainersOnContainerExits``: the ``RestartAllContainers`` action, and
+    rules on sidecars."""
+
+
+DEFAULT_VALIDATION = PodValidationOptions()
+"""1.36's defaults: both gates on."""
 
 
 @attrs.frozen
@@ -134,9 +153,9 @@ def _qualified_name(path: str, key: str) -> Iterator[FieldError]:
 # -- the pod ---------------------------------------------------------------------------------
 
 
-def validate_pod(pod: Pod) -> list[FieldError]:
+def validate_pod(pod: Pod, opts: PodValidationOptions = DEFAULT_VALIDATION) -> list[FieldError]:
     """What ValidatePodCreate would reject, as far as this kubelet models the pod."""
-    return [*_metadata(pod), *_spec(pod.spec)]
+    return [*_metadata(pod), *_spec(pod.spec, opts)]
 
 
 def _metadata(pod: Pod) -> Iterator[FieldError]:
@@ -164,7 +183,7 @@ def _metadata(pod: Pod) -> Iterator[FieldError]:
         yield from _qualified_name("metadata.annotations", key.lower())
 
 
-def _spec(spec: PodSpec) -> Iterator[FieldError]:
+def _spec(spec: PodSpec, opts: PodValidationOptions) -> Iterator[FieldError]:
     volumes: set[str] = set()
     for i, volume in enumerate(spec.volumes):
         path = f"spec.volumes[{i}].name"
@@ -180,9 +199,10 @@ def _spec(spec: PodSpec) -> Iterator[FieldError]:
     names: set[str] = set()
     for field, group in (("initContainers", spec.init_containers), ("containers", spec.containers)):
         for i, ctr in enumerate(group):
-            yield from _container(
-                f"spec.{field}[{i}]", ctr, names, volumes, spec, init=field == "initContainers"
-            )
+            path = f"spec.{field}[{i}]"
+            init = field == "initContainers"
+            yield from _container(path, ctr, names, volumes, spec, init=init)
+            yield from _restart_fields(path, ctr, opts, init=init)
     if spec.ephemeral_containers:
         # only the ephemeralcontainers subresource adds them, never a created pod
         yield FieldError("spec.ephemeralContainers", "Forbidden", detail="cannot be set on create")
@@ -265,6 +285,40 @@ def _container(
             ctr.termination_message_policy,
             TERMINATION_MESSAGE_POLICIES,
         )
+    yield from _container_parts(path, ctr, volumes, spec, init=init)
+
+
+def _restart_fields(
+    path: str, ctr: Container, opts: PodValidationOptions, *, init: bool
+) -> Iterator[FieldError]:
+    """``restartPolicy`` and ``restartPolicyRules`` as upstream checks them under the
+    gates: with ``ContainerRestartRules`` any container may set Always, OnFailure or
+    Never (Always on an init container makes it a sidecar), and rules need a policy."""
+    if not opts.container_restart_rules:
+        yield from _restart_fields_without_rules(path, ctr, init=init)
+        return
+    policy = ctr.restart_policy
+    if init and policy == "Always":
+        if ctr.restart_policy_rules and not opts.restart_all_containers:
+            yield FieldError(
+                f"{path}.restartPolicyRules",
+                "Forbidden",
+                detail="may not be set for init containers with restartPolicy=Always",
+            )
+            return
+    elif policy is None:
+        if ctr.restart_policy_rules:
+            yield _required(
+                f"{path}.restartPolicy", "must specify restartPolicy when restart rules are used"
+            )
+    elif policy not in RESTART_POLICIES:
+        yield _unsupported(f"{path}.restartPolicy", policy, RESTART_POLICIES)
+    yield from _restart_rules(path, ctr.restart_policy_rules, opts)
+
+
+def _restart_fields_without_rules(path: str, ctr: Container, *, init: bool) -> Iterator[FieldError]:
+    """The gate off: only a sidecar's ``Always``. Rules are refused rather than dropped,
+    so that a manifest never says more than the kubelet does."""
     if ctr.restart_policy is not None:
         if not init:
             yield FieldError(
@@ -274,7 +328,36 @@ def _container(
             )
         elif ctr.restart_policy != "Always":
             yield _unsupported(f"{path}.restartPolicy", ctr.restart_policy, ("Always",))
-    yield from _container_parts(path, ctr, volumes, spec, init=init)
+    if ctr.restart_policy_rules:
+        yield FieldError(
+            f"{path}.restartPolicyRules",
+            "Forbidden",
+            detail="may not be set when the ContainerRestartRules feature gate is disabled",
+        )
+
+
+def _restart_rules(
+    path: str, rules: tuple[ContainerRestartRule, ...], opts: PodValidationOptions
+) -> Iterator[FieldError]:
+    if len(rules) > MAX_RESTART_RULES:
+        yield _too_many(f"{path}.restartPolicyRules", len(rules), MAX_RESTART_RULES)
+    actions = ("Restart", "RestartAllContainers") if opts.restart_all_containers else ("Restart",)
+    for i, rule in enumerate(rules):
+        at = f"{path}.restartPolicyRules[{i}]"
+        if rule.action not in actions:
+            yield _unsupported(f"{at}.action", rule.action, actions)
+        codes = rule.exit_codes
+        if codes is None:
+            yield _required(f"{at}.exitCodes", "must be specified")
+            continue
+        if codes.operator not in RULE_OPERATORS:
+            yield _unsupported(f"{at}.exitCodes.operator", codes.operator, RULE_OPERATORS)
+        if len(codes.values) > MAX_RULE_EXIT_CODES:
+            yield _too_many(f"{at}.exitCodes.values", len(codes.values), MAX_RULE_EXIT_CODES)
+
+
+def _too_many(path: str, count: int, limit: int) -> FieldError:
+    return FieldError(path, "Too many", count, f"must have at most {limit} items")
 
 
 def _container_parts(

@@ -30,8 +30,9 @@ from kubelet.api.pod import (
     VolumeMountStatus,
 )
 from kubelet.cri.types import ContainerInfo, ContainerRunState, RuntimePodStatus
-from kubelet.decisions.actions import restart_policy, should_container_be_restarted
+from kubelet.decisions.actions import should_container_be_restarted
 from kubelet.decisions.qos import is_restartable_init_container
+from kubelet.decisions.restart import container_should_restart
 from kubelet.goformat import rfc3339
 
 __all__ = [
@@ -100,15 +101,19 @@ class _Counts:
 
     pending_init: int = 0
     failed_init: int = 0
+    """Plain init containers that failed and that their rules and policies do not restart."""
     unknown: int = 0
     running: int = 0
     waiting: int = 0
     stopped: int = 0
+    stopped_for_good: int = 0
+    """Stopped regular containers that their rules and policies do not restart."""
     succeeded: int = 0
 
 
 def _count_init(counts: _Counts, spec: PodSpec, statuses: Sequence[ContainerStatus]) -> None:
-    """Plain init containers: pending until they exit; a non-zero exit failed."""
+    """Plain init containers: pending until they exit; a non-zero exit failed, for good
+    when the container's rules and policies do not restart it."""
     for container in spec.init_containers:
         if is_restartable_init_container(container):
             continue
@@ -117,19 +122,19 @@ def _count_init(counts: _Counts, spec: PodSpec, statuses: Sequence[ContainerStat
             counts.pending_init += 1
             continue
         state = _state(status)
+        ended = state.terminated
         if state.running is not None:
             counts.pending_init += 1
-        elif state.terminated is not None:
-            if state.terminated.exit_code != 0:
-                counts.failed_init += 1
         elif state.waiting is not None:
-            last = _last_terminated(status)
-            if last is None:
+            ended = _last_terminated(status)
+            if ended is None:
                 counts.pending_init += 1
-            elif last.exit_code != 0:
-                counts.failed_init += 1
-        else:
+        elif ended is None:
             counts.pending_init += 1
+        if ended is None or ended.exit_code == 0:
+            continue
+        if not container_should_restart(container, spec, ended.exit_code):
+            counts.failed_init += 1
 
 
 def _count_sidecars(counts: _Counts, spec: PodSpec, statuses: Sequence[ContainerStatus]) -> None:
@@ -167,16 +172,23 @@ def _count_regular(counts: _Counts, spec: PodSpec, statuses: Sequence[ContainerS
         if state.running is not None:
             counts.running += 1
         elif state.terminated is not None:
-            counts.stopped += 1
+            _count_stopped(counts, container, spec, state.terminated.exit_code)
             if state.terminated.exit_code == 0:
                 counts.succeeded += 1
         elif state.waiting is not None:
-            if _last_terminated(status) is not None:
-                counts.stopped += 1
+            last = _last_terminated(status)
+            if last is not None:
+                _count_stopped(counts, container, spec, last.exit_code)
             else:
                 counts.waiting += 1
         else:
             counts.unknown += 1
+
+
+def _count_stopped(counts: _Counts, container: Container, spec: PodSpec, exit_code: int) -> None:
+    counts.stopped += 1
+    if not container_should_restart(container, spec, exit_code):
+        counts.stopped_for_good += 1
 
 
 def get_phase(
@@ -193,12 +205,11 @@ def get_phase(
     ``pod_has_initialized`` defaults to "some regular container has started".
     """
     spec = pod.spec
-    policy = restart_policy(pod)
     c = _Counts()
     _count_init(c, spec, statuses)
     _count_sidecars(c, spec, statuses)
     _count_regular(c, spec, statuses)
-    if c.failed_init > 0 and policy == "Never":
+    if c.failed_init > 0:
         return FAILED
     if pod_has_initialized is None:
         pod_has_initialized = has_any_regular_container_started(spec, statuses)
@@ -209,13 +220,9 @@ def get_phase(
     if c.running == 0 and c.stopped > 0 and c.unknown == 0:
         if pod_is_terminal and not pod.is_static:
             return SUCCEEDED if c.stopped == c.succeeded else FAILED
-        if policy == "Always":
-            return RUNNING
-        if c.stopped == c.succeeded:
-            return SUCCEEDED
-        if policy == "Never":
-            return FAILED
-        return RUNNING
+        if c.stopped != c.stopped_for_good:
+            return RUNNING  # some container is to be restarted
+        return SUCCEEDED if c.stopped == c.succeeded else FAILED
     return PENDING
 
 

@@ -272,6 +272,8 @@ def test_implemented_gates_are_not_listed() -> None:
             if name == "NodeDeclaredFeatures":  # its dependants go with it
                 gates += ",InPlacePodLevelResourcesVerticalScaling=false"
                 gates += ",RestartAllContainersOnContainerExits=false"
+            if name == "ContainerRestartRules":
+                gates += ",RestartAllContainersOnContainerExits=false"
             options = run(f"--feature-gates={gates}")
             unhonoured = [
                 w for w in options.warnings if "not implemented" in w or "not provided" in w

@@ -338,9 +338,18 @@ def test_cpi05_failed_init_restarted(policy: str) -> None:
 
 @vector("CPI-05")
 def test_cpi05_oom_killed_init_counts_as_failed(vid: str) -> None:
-    pod, status = make_base_with_init("OnFailure")
+    pod, status = make_base_with_init("Always")
     status = set_container(status, "init3", exit_code=0, reason="OOMKilled")
     assert compute_pod_actions(pod, status) == actions(init_containers_to_start=(2,))
+
+
+def test_oom_killed_init_that_exited_0_is_not_restarted_on_failure_only() -> None:
+    """With ContainerRestartRules (on since 1.35) upstream asks ShouldContainerBeRestarted
+    about a failed init container, and that reads the exit code: OnFailure and 0 is no
+    restart, so the pod is killed."""
+    pod, status = make_base_with_init("OnFailure")
+    status = set_container(status, "init3", exit_code=0, reason="OOMKilled")
+    assert compute_pod_actions(pod, status) == actions(kill_pod=True)
 
 
 @vector("CPI-06")

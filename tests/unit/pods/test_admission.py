@@ -12,6 +12,8 @@ from kubelet.api.node import Taint
 from kubelet.api.pod import (
     Container,
     ContainerPort,
+    ContainerRestartRule,
+    ContainerRestartRuleOnExitCodes,
     Pod,
     PodSecurityContext,
     PodStatus,
@@ -304,7 +306,10 @@ def test_node_pressure_is_checked_first() -> None:
 def test_a_pod_needing_an_undeclared_feature_is_refused() -> None:
     """Upstream's declared-features admission: a ``RestartAllContainers`` rule needs
     RestartAllContainersOnContainerExits, which this node does not declare."""
-    rule = {"action": "RestartAllContainers", "exitCodes": {"operator": "In", "values": [42]}}
+    rule = ContainerRestartRule(
+        action="RestartAllContainers",
+        exit_codes=ContainerRestartRuleOnExitCodes(operator="In", values=(42,)),
+    )
     restarting = make_pod(
         Container(name="c", restart_policy="Never", restart_policy_rules=(rule,)), uid="r"
     )

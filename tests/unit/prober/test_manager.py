@@ -15,6 +15,8 @@ from prometheus_client import CollectorRegistry
 
 from kubelet.api.pod import (
     Container,
+    ContainerRestartRule,
+    ContainerRestartRuleOnExitCodes,
     ContainerStatus,
     ExecAction,
     Pod,
@@ -355,6 +357,32 @@ async def test_not_running_is_failure_and_never_restarted_ends_the_worker(
         assert drain(m.readiness_results) == [("c1", Result.FAILURE)]
         assert m.workers == {}
         assert m.readiness_results.get("c1") is None  # removed with its worker
+
+
+@pytest.mark.parametrize(("code", "keeps_probing"), [(42, True), (1, False)])
+async def test_worker_follows_the_container_restart_rules(
+    autojump_clock: trio.abc.Clock, code: int, keeps_probing: bool
+) -> None:
+    """Pod Never, container Never with a Restart rule on 42: an exit with 42 is to be
+    restarted, so the worker waits for the new instance; any other code ends it."""
+    on_42 = ContainerRestartRule(
+        action="Restart", exit_codes=ContainerRestartRuleOnExitCodes(operator="In", values=(42,))
+    )
+    pod = make_pod(readiness=probe(), restart_policy="Never")
+    app = attrs.evolve(
+        pod.spec.containers[0], restart_policy="Never", restart_policy_rules=(on_42,)
+    )
+    pod = attrs.evolve(pod, spec=attrs.evolve(pod.spec, containers=(app,)))
+    async with manager(FakeProber()) as m:
+        m.update_pod_status("u1", runtime_status())
+        m.add_pod(pod)
+        await settle(1)
+        status = runtime_status(state=ContainerRunState.EXITED)
+        ended = attrs.evolve(status.containers[0], exit_code=code)
+        m.update_pod_status("u1", attrs.evolve(status, containers=(ended,)))
+        await settle(10)
+        assert drain(m.readiness_results)[-1] == ("c1", Result.FAILURE)
+        assert bool(m.workers) is keeps_probing
 
 
 async def test_deletion_sets_liveness_success_and_stops(autojump_clock: trio.abc.Clock) -> None:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
+import attrs
 import pytest
 import trio
 
-from kubelet.api.pod import Container, Pod
+from kubelet.api.pod import Container, ContainerRestartRule, ContainerRestartRuleOnExitCodes, Pod
 from kubelet.cri.types import ContainerInfo, ContainerRunState
 from kubelet.server.logopts import DecodeError, InvalidOptions, LogOptions, parse_log_options
 from kubelet.server.logread import fixed_nano, read_logs, tail_start
@@ -118,6 +119,24 @@ def test_previous_instance() -> None:
     assert choose_instance(never, "app", [inst("c2", EXIT, 1), inst("c1", EXIT)], True).id == "c1"
     with pytest.raises(NoLogs, match="previous terminated container 'app' in pod 'web' not found"):
         choose_instance(pod(), "app", [inst("c1", RUN)], True)
+
+
+def test_previous_instance_follows_the_container_restart_rules() -> None:
+    """Pod Never, container Never with a Restart rule on 42: an exit with 42 waits to be
+    restarted (it is the previous one); an exit with 1 is the current one for good."""
+    rule = ContainerRestartRule(
+        action="Restart", exit_codes=ContainerRestartRuleOnExitCodes(operator="In", values=(42,))
+    )
+    app = Container(
+        name="app", image="busybox", restart_policy="Never", restart_policy_rules=(rule,)
+    )
+    ruled = make_pod(app, uid="u", restart_policy="Never")
+    assert choose_instance(ruled, "app", [inst("c2", EXIT, 42), inst("c1", EXIT)], True).id == "c2"
+    assert choose_instance(ruled, "app", [inst("c2", EXIT, 1), inst("c1", EXIT)], True).id == "c1"
+    own_never = make_pod(attrs.evolve(app, restart_policy_rules=()), uid="u")
+    assert choose_instance(own_never, "app", [inst("c2", EXIT, 1), inst("c1", EXIT)], True).id == (
+        "c1"
+    )
 
 
 # -- reading -----------------------------------------------------------------------------

@@ -131,6 +131,26 @@ def test_the_same_objects_again_are_not_compared(
     assert storage.merge("api", ADD, [a]) == [PodUpdate(ADD, "api", (seen(a, "api"),))]
 
 
+def test_the_kubelet_reads_pods_through_its_view() -> None:
+    """``ContainerRestartRules`` off: every pod is stored, compared and handed on without
+    the container-level restart fields (``sources.run.pod_view``)."""
+    from kubelet.api.dropfields import drop_container_restart_rules
+    from kubelet.config.features import FeatureGates
+    from kubelet.sources.run import pod_view
+
+    off = FeatureGates({"ContainerRestartRules": False})
+    assert pod_view(FeatureGates()) is None
+    assert pod_view(off) is drop_container_restart_rules
+    storage = PodStorage(clock=lambda: NOW, view=pod_view(off))
+    pod = make_pod("foo")
+    own = attrs.evolve(pod.spec.containers[0], restart_policy="Never")
+    pod = attrs.evolve(pod, spec=attrs.evolve(pod.spec, containers=(own,)))
+    [update] = storage.merge("api", ADD, [pod])
+    assert update.pods[0].spec.containers[0].restart_policy is None
+    # an equal copy (compared, not the same object): seen through the view, no update
+    assert storage.merge("api", ADD, [attrs.evolve(pod)]) == []
+
+
 def test_cfg05_duplicate_full_name_first_wins_with_event() -> None:
     events: list[tuple[Pod, str, str, str]] = []
     storage = PodStorage(on_event=lambda *e: events.append(e), clock=lambda: NOW)

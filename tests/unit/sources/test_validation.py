@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
-from kubelet.sources.static import ManifestError, load_pod
+from kubelet.sources.static import ManifestError, load_manifest, load_pod
 from kubelet.sources.validation import (
     FieldError,
+    PodValidationOptions,
     UnknownVolumeError,
     api_object_reference,
 )
@@ -134,7 +135,11 @@ def test_valid_pod_passes() -> None:
             ),
             "may not be set for init containers without restartPolicy=Always",
         ),
-        (with_({}, {"restartPolicy": "Always"}), "may not be set for non-init containers"),
+        (
+            with_({}, {"restartPolicy": "Sometimes"}),
+            'spec.containers[0].restartPolicy: Unsupported value: "Sometimes": supported values: '
+            '"Always", "OnFailure", "Never"',
+        ),
         (
             with_({"ephemeralContainers": [{"name": "dbg", "image": "busybox"}]}),
             "spec.ephemeralContainers: Forbidden: cannot be set on create",
@@ -205,6 +210,116 @@ def test_sidecar_init_container_may_have_probes() -> None:
         "readinessProbe": {"exec": {"command": ["x"]}},
     }
     load_pod(json.dumps(with_({"initContainers": [sidecar]})).encode(), "/m", node_name="n")
+
+
+# -- a container's restartPolicy and restartPolicyRules (ContainerRestartRules) ---------------
+
+
+def rules(*items: dict[str, Any]) -> dict[str, Any]:
+    return {"restartPolicy": "Never", "restartPolicyRules": list(items)}
+
+
+ON_42: dict[str, Any] = {"action": "Restart", "exitCodes": {"operator": "In", "values": [42]}}
+GATE_OFF = PodValidationOptions(container_restart_rules=False, restart_all_containers=False)
+
+
+def load(doc: dict[str, Any], opts: PodValidationOptions | None = None) -> None:
+    data = json.dumps(doc).encode()
+    if opts is None:
+        load_pod(data, "/m/web.json", node_name="n")
+    else:
+        load_manifest(data, "/m/web.json", node_name="n", is_file=True, validation=opts)
+
+
+@pytest.mark.parametrize("policy", ["Always", "OnFailure", "Never"])
+def test_any_container_may_set_its_own_restart_policy(policy: str) -> None:
+    load(with_({}, {"restartPolicy": policy}))
+    init = {"name": "i", "image": "i", "restartPolicy": policy}
+    load(with_({"initContainers": [init]}))
+    load(with_({}, rules(ON_42, {**ON_42, "exitCodes": {"operator": "NotIn"}})))
+
+
+@pytest.mark.parametrize(
+    ("container", "message"),
+    [
+        (
+            {"restartPolicyRules": [ON_42]},
+            "spec.containers[0].restartPolicy: Required value: must specify restartPolicy "
+            "when restart rules are used",
+        ),
+        (
+            rules({**ON_42, "action": "Ignore"}),
+            'spec.containers[0].restartPolicyRules[0].action: Unsupported value: "Ignore": '
+            'supported values: "Restart", "RestartAllContainers"',
+        ),
+        (
+            rules({"action": "Restart"}),
+            "spec.containers[0].restartPolicyRules[0].exitCodes: Required value: must be specified",
+        ),
+        (
+            rules({**ON_42, "exitCodes": {"operator": "Between", "values": [1]}}),
+            "spec.containers[0].restartPolicyRules[0].exitCodes.operator: Unsupported value: "
+            '"Between": supported values: "In", "NotIn"',
+        ),
+        (
+            rules(*[ON_42] * 21),
+            "spec.containers[0].restartPolicyRules: Too many: 21: must have at most 20 items",
+        ),
+        (
+            rules({**ON_42, "exitCodes": {"operator": "In", "values": list(range(256))}}),
+            "spec.containers[0].restartPolicyRules[0].exitCodes.values: Too many: 256: must "
+            "have at most 255 items",
+        ),
+    ],
+)
+def test_invalid_restart_rules(container: dict[str, Any], message: str) -> None:
+    assert message in reason(with_({}, container))
+
+
+@pytest.mark.parametrize(
+    ("changes", "container", "message"),
+    [
+        (
+            {},
+            {"restartPolicy": "Never"},
+            "spec.containers[0].restartPolicy: Forbidden: may not be set for non-init containers",
+        ),
+        (
+            {"initContainers": [{"name": "i", "image": "i", "restartPolicy": "Never"}]},
+            None,
+            'spec.initContainers[0].restartPolicy: Unsupported value: "Never": supported '
+            'values: "Always"',
+        ),
+        (
+            {"initContainers": [{"name": "i", "image": "i", **rules(ON_42)}]},
+            None,
+            "spec.initContainers[0].restartPolicyRules: Forbidden: may not be set when the "
+            "ContainerRestartRules feature gate is disabled",
+        ),
+    ],
+)
+def test_gate_off_refuses_the_container_restart_fields(
+    changes: dict[str, Any], container: dict[str, Any] | None, message: str
+) -> None:
+    doc = with_(changes, container)
+    load(doc)  # the gate on (1.36's default): accepted
+    with pytest.raises(ManifestError) as info:
+        load(doc, GATE_OFF)
+    assert message in info.value.reason
+
+
+def test_sidecar_rules_need_restart_all_containers() -> None:
+    sidecar = {"name": "s", "image": "i", "restartPolicy": "Always", "restartPolicyRules": [ON_42]}
+    doc = with_({"initContainers": [sidecar]})
+    load(doc)
+    only_rules = PodValidationOptions(restart_all_containers=False)
+    with pytest.raises(ManifestError) as info:
+        load(doc, only_rules)
+    assert "spec.initContainers[0].restartPolicyRules: Forbidden" in info.value.reason
+    all_action = rules({**ON_42, "action": "RestartAllContainers"})
+    load(with_({}, all_action))
+    with pytest.raises(ManifestError, match='Unsupported value: "RestartAllContainers"'):
+        load(with_({}, all_action), only_rules)
 
 
 def test_field_error_format() -> None:
@@ -354,3 +469,12 @@ def test_host_reaching_mounts_are_refused_as_upstream(doc: dict[str, Any], messa
 )
 def test_what_upstream_allows_still_loads(doc: dict[str, Any]) -> None:
     assert load_pod(json.dumps(doc).encode(), "/m/web.json", node_name="n").spec.containers
+
+
+def test_static_pods_are_validated_under_the_kubelet_s_gates() -> None:
+    from kubelet.config.features import FeatureGates
+    from kubelet.sources.run import validation_options
+
+    assert validation_options(FeatureGates()) == PodValidationOptions()
+    off = {"ContainerRestartRules": False, "RestartAllContainersOnContainerExits": False}
+    assert validation_options(FeatureGates(off)) == GATE_OFF
