@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import datetime
 import functools
+import json
+from typing import Any
 
-__all__ = ["go_duration", "go_quote", "parse_rfc3339", "rfc3339"]
+__all__ = ["go_duration", "go_json", "go_quote", "parse_rfc3339", "rfc3339"]
 
 
 _GO_ESCAPES = {'"': '\\"', "\\": "\\\\", "\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n"}
@@ -34,6 +36,19 @@ def go_quote(text: str) -> str:
             out.append(f"\\U{code:08x}")
     out.append('"')
     return "".join(out)
+
+
+_JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"}
+_JSON_ESCAPES |= {"\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
+def go_json(value: Any, *, sort_keys: bool = False) -> str:
+    """Compact JSON as Go's ``json.Marshal`` writes it: HTML characters and the two line
+    separators escaped, other text as it is. ``sort_keys``: a Go map's (sorted) order."""
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=sort_keys)
+    for char, escape in _JSON_ESCAPES.items():
+        text = text.replace(char, escape)
+    return text
 
 
 def go_duration(seconds: float) -> str:

@@ -22,6 +22,13 @@ CONTAINER_PORTS = "io.kubernetes.container.ports"
 POD_DELETION_GRACE_PERIOD = "io.kubernetes.pod.deletionGracePeriod"
 POD_TERMINATION_GRACE_PERIOD = "io.kubernetes.pod.terminationGracePeriod"
 
+# Ours, not upstream's (an upstream kubelet ignores them): the resources a container was
+# created with, and its pod's pod-level ones, so that a restarted kubelet knows what is
+# in force after the spec was resized (decisions/resize.py). Container annotations only:
+# a pod's own annotations reach the sandbox, never a container.
+CONTAINER_RESOURCES = "io.trio-kubelet.container.resources"
+POD_RESOURCES = "io.trio-kubelet.pod.resources"
+
 
 __all__ = [
     "CONFIG_HASH",
@@ -32,12 +39,14 @@ __all__ = [
     "CONTAINER_NAME",
     "CONTAINER_PORTS",
     "CONTAINER_PRESTOP_HANDLER",
+    "CONTAINER_RESOURCES",
     "CONTAINER_RESTART_COUNT",
     "CONTAINER_TERMINATION_MESSAGE_PATH",
     "CONTAINER_TERMINATION_MESSAGE_POLICY",
     "POD_DELETION_GRACE_PERIOD",
     "POD_NAME",
     "POD_NAMESPACE",
+    "POD_RESOURCES",
     "POD_TERMINATION_GRACE_PERIOD",
     "POD_UID",
 ]

@@ -15,7 +15,6 @@ RuntimeDefault). The security context itself is ``security``'s decision.
 
 from __future__ import annotations
 
-import json
 import posixpath
 from collections.abc import Sequence
 from typing import Any
@@ -35,10 +34,12 @@ from kubelet.cri.types import (
 )
 from kubelet.env.expand import expand_env
 from kubelet.env.hosts import kernel_hostname
+from kubelet.goformat import go_json
 
 from .hash import hash_container
 from .limits import ContainerLimits, configure_swap, hugepage_limits
 from .qos import BEST_EFFORT, BURSTABLE, container_oom_score_adj, pod_qos
+from .resize import encode_resources
 from .security import (
     DEFAULT_MASKED_PATHS,
     DEFAULT_READONLY_PATHS,
@@ -147,12 +148,6 @@ def container_labels(pod: Pod, container: Container) -> dict[str, str]:
     }
 
 
-def _go_json(value: Any) -> str:
-    """Compact JSON with Go's HTML escaping, as ``json.Marshal`` writes it."""
-    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-
-
 def _ports_json(ports: Sequence[ContainerPort]) -> str:
     out = []
     for p in ports:
@@ -167,7 +162,7 @@ def _ports_json(ports: Sequence[ContainerPort]) -> str:
         if p.host_ip:
             item["hostIP"] = p.host_ip
         out.append(item)
-    return _go_json(out)
+    return go_json(out)
 
 
 def _http_get_json(action: HTTPGetAction) -> dict[str, Any]:
@@ -198,17 +193,22 @@ def _handler_json(handler: LifecycleHandler) -> str:
         item["tcpSocket"] = tcp
     if handler.sleep is not None:
         item["sleep"] = {"seconds": handler.sleep.seconds}
-    return _go_json(item)
+    return go_json(item)
 
 
 def container_annotations(pod: Pod, container: Container, restart_count: int) -> dict[str, str]:
-    """What a kubelet needs to adopt or kill the container without the pod spec."""
+    """What a kubelet needs to adopt or kill the container without the pod spec, and
+    (ours) the resources it is created with: what is in force after a resize, for a
+    restarted kubelet (``resize``)."""
     out = {
         labels.CONTAINER_HASH: hash_container(container),
         labels.CONTAINER_RESTART_COUNT: str(restart_count),
         labels.CONTAINER_TERMINATION_MESSAGE_PATH: container.termination_message_path,
         labels.CONTAINER_TERMINATION_MESSAGE_POLICY: container.termination_message_policy,
+        labels.CONTAINER_RESOURCES: encode_resources(container.resources),
     }
+    if pod.spec.resources is not None:
+        out[labels.POD_RESOURCES] = encode_resources(pod.spec.resources)
     if pod.metadata.deletion_grace_period_seconds is not None:
         out[labels.POD_DELETION_GRACE_PERIOD] = str(pod.metadata.deletion_grace_period_seconds)
     if pod.spec.termination_grace_period_seconds is not None:

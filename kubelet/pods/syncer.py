@@ -19,8 +19,9 @@ import trio
 from kubelet.api.errors import ApiError
 from kubelet.api.pod import Pod, PodStatus
 from kubelet.cri.types import RuntimePodStatus
+from kubelet.decisions import resize
 from kubelet.decisions.qos import is_restartable_init_container, pod_qos
-from kubelet.events.recorder import NORMAL, pod_ref
+from kubelet.events.recorder import NORMAL, WARNING, pod_ref
 from kubelet.metrics import KubeletMetrics
 from kubelet.pleg.cache import PodCache, ViewMark
 from kubelet.prober.manager import ProberManager
@@ -34,6 +35,7 @@ from kubelet.status.phase import is_terminal_phase
 from kubelet.status.terminal import terminated_status
 
 from .admission import Rejection, rejection_message
+from .allocation import Allocations
 from .manager import PodManager
 from .mirror import MirrorClient
 from .workers import SyncResult
@@ -61,6 +63,7 @@ class _Generated:
     the time of each generation)."""
 
     pod: Pod
+    allocated: Pod
     runtime: RuntimePodStatus
     waiting: dict[str, tuple[str, str]] | None
     started: Collection[str]
@@ -71,6 +74,7 @@ class _Generated:
     def holds(
         self,
         pod: Pod,
+        allocated: Pod,
         runtime: RuntimePodStatus,
         previous: PodStatus | None,
         waiting: dict[str, tuple[str, str]] | None,
@@ -82,6 +86,7 @@ class _Generated:
             self.settled
             and previous is self.status
             and pod is self.pod
+            and allocated is self.allocated
             and runtime is self.runtime
             and waiting == self.waiting
             and started == self.started
@@ -123,8 +128,11 @@ class KubeletPodSyncer:
         prober: ProberManager | None = None,
         metrics: KubeletMetrics | None = None,
         ready_to_start_condition: bool = True,
+        allocations: Allocations | None = None,
     ) -> None:
         self.cache = cache
+        self.allocations = allocations if allocations is not None else Allocations(cache.get)
+        """Each pod's allocation: what it runs with, whatever a resize asks (``resize``)."""
         self.pod_runtime = pod_runtime
         self.pods = pods if pods is not None else PodManager()  # an empty one is falsy
         self.host_ips = tuple(host_ips)
@@ -231,7 +239,7 @@ class KubeletPodSyncer:
             if _gated_sidecars(pod):
                 startup_succeeded = self.prober.startup_succeeded(status)
         outcome = await self.pod_runtime.sync(
-            pod,
+            self.allocations.allocated(pod),  # never the resources a refused resize asks
             status,
             liveness_failed=liveness_failed,
             startup_failed=startup_failed,
@@ -320,12 +328,13 @@ class KubeletPodSyncer:
             started, ready = probed.started, probed.ready
         waiting = self.waiting.get(pod.uid)
         kill = self.kills.get(pod.uid)
+        allocated = self.allocations.allocated(pod)
         runs_on = not terminal and kill is None
         memo = self._generated.pop(pod.uid, None)
         if (
             runs_on
             and memo is not None
-            and memo.holds(pod, runtime, previous, waiting, started, ready)
+            and memo.holds(pod, allocated, runtime, previous, waiting, started, ready)
         ):
             generated = memo.status
         else:
@@ -341,22 +350,35 @@ class KubeletPodSyncer:
                 pod_is_terminal=terminal,
                 kill=kill,
                 ready_to_start_condition=self.ready_to_start_condition,
+                allocated=allocated,
                 now_ns=int(self.wall_clock() * 1e9),
             )
             if previous is not None and generated == previous:
                 generated = previous  # the same object: the next check is by identity
+            self._announce_resize(pod, previous or pod.status, generated)
         if finished:
             generated = terminated_status(pod, generated)
         elif runs_on:
             settled = generated is previous
             self._generated[pod.uid] = _Generated(
-                pod, runtime, waiting, started, ready, generated, settled
+                pod, allocated, runtime, waiting, started, ready, generated, settled
             )
         self.statuses[pod.uid] = generated
         self._observe_start(pod, generated)
         if self.cluster is not None:
             self.cluster.status.set(pod, generated)
         return generated
+
+    def _announce_resize(self, pod: Pod, before: PodStatus, after: PodStatus) -> None:
+        """A resize refused anew: upstream's Warning event (ResizeInfeasible) with it."""
+        old = next((c for c in before.conditions if c.type == resize.PENDING), None)
+        new = next((c for c in after.conditions if c.type == resize.PENDING), None)
+        if not resize.announced(old, new):
+            return
+        assert new is not None
+        log.info("pod %s: resize refused: %s", pod.key, new.message)
+        message = resize.event_message(pod, new.reason, new.message)
+        self.pod_runtime.recorder.record(pod_ref(pod), WARNING, resize.EVENT_INFEASIBLE, message)
 
     def _observe_start(self, pod: Pod, status: PodStatus) -> None:
         """kubelet_pod_start_duration_seconds: first seen → every container running."""
@@ -436,3 +458,5 @@ class KubeletPodSyncer:
             self.kills.pop(pod.uid, None)
         self.first_seen.pop(pod.uid, None)
         self.started_pods.discard(pod.uid)
+        if pod.uid not in self.pods:  # gone from the node for good: so is its allocation
+            self.allocations.forget(pod.uid)

@@ -30,6 +30,7 @@ from kubelet.status.phase import is_terminal_phase
 
 from . import fit
 from .admission import AdmissionFacts, Rejection, admit
+from .allocation import Allocations
 from .manager import PodManager
 from .preemption import Preemptor
 from .workers import PodWorkers, SyncResult, WorkerResult
@@ -111,8 +112,11 @@ class SyncLoop:
         results: trio.MemoryReceiveChannel[WorkerResult] | None = None,
         preemptor: Preemptor | None = None,
         on_orphan: Callable[[], None] | None = None,
+        allocations: Allocations | None = None,
     ) -> None:
         self._preemptor = preemptor
+        self.allocations = allocations if allocations is not None else Allocations()
+        """What each pod runs with: admission counts it, never a resize's new spec."""
         self._on_orphan = on_orphan
         """Called per runtime pod no worker knew, as housekeeping stops it
         (``kubelet_orphaned_runtime_pods_total``)."""
@@ -247,10 +251,14 @@ class SyncLoop:
 
     async def _add(self, pod: Pod) -> None:
         self.pods.upsert(pod)
-        rejection = self._admission_failure(pod)
+        # admitted with its allocation: the spec's resources, or (a restarted kubelet)
+        # those its containers run with when a resize asks for others (upstream too)
+        allocated = self.allocations.allocated(pod)
+        rejection = self._admission_failure(allocated)
         if rejection is not None and self._preemptor is not None and is_critical_pod(pod):
-            rejection = await self._preempt(pod, rejection)
+            rejection = await self._preempt(allocated, rejection)
         if rejection is not None:
+            self.allocations.forget(pod.uid)
             self.rejected[pod.uid] = f"{rejection.reason}: {rejection.message}"
             self._update_active(pod.uid)
             self.pods.set_rejected(pod.uid)
@@ -275,7 +283,7 @@ class SyncLoop:
 
     def _listed_others(self, pod: Pod) -> list[Pod]:
         return [
-            w.pod
+            self.allocations.allocated(w.pod)
             for uid, w in self.workers.workers.items()
             if uid not in self.rejected and uid != pod.uid and self.workers.is_active(uid)
         ]
@@ -284,7 +292,7 @@ class SyncLoop:
         """Whether ``uid`` counts for admission now, with its current pod."""
         worker = self.workers.workers.get(uid)
         if worker is not None and uid not in self.rejected and self.workers.is_active(uid):
-            self._active.put(uid, worker.pod)
+            self._active.put(uid, self.allocations.allocated(worker.pod))
         else:
             self._active.discard(uid)
 

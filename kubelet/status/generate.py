@@ -4,9 +4,11 @@ Pure: everything comes in as arguments (the pod, the runtime view, probe results
 previously reported status, the node's IPs, the time). Conditions follow upstream's
 generator: kubelet-owned conditions are appended in the order PodReadyToStartContainers,
 Initialized, Ready, ContainersReady, PodScheduled after any condition someone else set,
-and a condition's lastTransitionTime only moves when its status changes. With the gate
-PodReadyToStartContainersCondition off, the kubelet neither writes nor owns
-PodReadyToStartContainers (one already on the pod is kept as someone else's).
+and a condition's lastTransitionTime only moves when its status changes. Between the
+two, PodResizePending while the spec asks for resources the pod does not run with
+(``decisions.resize``). With the gate PodReadyToStartContainersCondition off, the
+kubelet neither writes nor owns PodReadyToStartContainers (one already on the pod is
+kept as someone else's).
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ from kubelet.api.pod import ContainerStatus, Pod, PodCondition, PodIP, PodStatus
 from kubelet.cri.types import RuntimePodStatus
 from kubelet.decisions.actions import sandbox_changed
 from kubelet.decisions.qos import is_restartable_init_container, pod_qos
+from kubelet.decisions.resize import CONDITIONS as RESIZE_CONDITIONS
+from kubelet.decisions.resize import PENDING as RESIZE_PENDING
+from kubelet.decisions.resize import pending_condition
 from kubelet.status.killed import Kill, with_kill_conditions
 from kubelet.status.phase import (
     FAILED,
@@ -28,6 +33,7 @@ from kubelet.status.phase import (
     format_time,
     get_phase,
     has_any_regular_container_started,
+    is_terminal_phase,
     resolve_phase,
 )
 
@@ -36,8 +42,9 @@ INITIALIZED = "Initialized"
 READY = "Ready"
 CONTAINERS_READY = "ContainersReady"
 SCHEDULED = "PodScheduled"
-OWNED = (READY_TO_START, INITIALIZED, READY, CONTAINERS_READY, SCHEDULED)
-"""The conditions the kubelet owns (upstream's ``PodConditionByKubelet``), gate on."""
+OWNED = (READY_TO_START, INITIALIZED, READY, CONTAINERS_READY, SCHEDULED, *RESIZE_CONDITIONS)
+"""The conditions the kubelet owns (upstream's ``PodConditionByKubelet``), gate on; those
+of a resize too (set only while one is refused)."""
 
 UNKNOWN_CONTAINER_STATUSES = "UnknownContainerStatuses"
 POD_COMPLETED = "PodCompleted"
@@ -193,6 +200,19 @@ def needs_readiness_reconcile(pod: Pod) -> bool:
     return (current.status, current.message) != (wanted.status, wanted.message)
 
 
+def _resize_conditions(
+    pod: Pod, running: Pod, old: PodStatus, phase: str, now: str
+) -> tuple[PodCondition, ...]:
+    """``PodResizePending`` while the spec asks for resources the pod does not run with
+    (upstream puts the resize conditions after others' and before its own); a finished
+    pod has none."""
+    if is_terminal_phase(phase):
+        return ()
+    before = next((c for c in old.conditions if c.type == RESIZE_PENDING), None)
+    pending = pending_condition(pod, running, before, now)
+    return () if pending is None else (pending,)
+
+
 def _phase_reason(pod: Pod, phase: str, old: PodStatus, kill: Kill | None) -> tuple[str, str, str]:
     """(phase, reason, message): a pod the kubelet stops itself is Failed with why;
     otherwise the reason and message stay only while the phase does (upstream's
@@ -202,6 +222,27 @@ def _phase_reason(pod: Pod, phase: str, old: PodStatus, kill: Kill | None) -> tu
     if phase != old.phase:
         return phase, "", ""
     return phase, old.reason or pod.status.reason, old.message or pod.status.message
+
+
+def _kubelet_conditions(
+    pod: Pod,
+    runtime: RuntimePodStatus,
+    statuses: tuple[Sequence[ContainerStatus], Sequence[ContainerStatus]],
+    phase: str,
+    foreign: Sequence[PodCondition],
+    ready_to_start: bool,
+) -> list[PodCondition]:
+    """The conditions the kubelet owns, in upstream's order (``statuses``: init, regular)."""
+    init, regular = statuses
+    needs_sandbox, _, _ = sandbox_changed(pod, runtime)
+    cready = containers_ready(pod, regular, init, phase)
+    return [
+        *([_condition(READY_TO_START, not needs_sandbox)] if ready_to_start else []),
+        initialized(pod, init, regular, phase),
+        pod_ready(pod, cready, foreign),
+        cready,
+        _condition(SCHEDULED, True),
+    ]
 
 
 def generate_pod_status(
@@ -217,17 +258,20 @@ def generate_pod_status(
     pod_is_terminal: bool = False,
     kill: Kill | None = None,
     ready_to_start_condition: bool = True,
+    allocated: Pod | None = None,
     now_ns: int,
 ) -> PodStatus:
     """The full status for ``pod`` now (``previous``: what was last reported, if anything;
     ``kill``: why the kubelet stops the pod itself -- shutdown, eviction, a deadline;
-    ``ready_to_start_condition``: the gate PodReadyToStartContainersCondition).
+    ``ready_to_start_condition``: the gate PodReadyToStartContainersCondition;
+    ``allocated``: the pod as it runs, when a resize asks for other resources).
 
     Conditions others own come from the API's copy of the pod (``pod.status``), never
     from what the kubelet reported before: a readiness gate set since counts at once."""
     old = previous or pod.status
+    running = allocated or pod
     init, regular = convert_container_statuses(
-        pod,
+        running,
         runtime,
         old,
         runtime_name=runtime_name,
@@ -236,7 +280,7 @@ def generate_pod_status(
         ready=ready,
     )
     ephemeral = ephemeral_container_statuses(
-        pod,
+        running,
         runtime,
         old.ephemeral_container_statuses,
         runtime_name=runtime_name,
@@ -252,18 +296,15 @@ def generate_pod_status(
     foreign = foreign_conditions(pod.status.conditions, owned_conditions(ready_to_start_condition))
     if kill is not None:
         foreign = with_kill_conditions(foreign, kill, now)
-    needs_sandbox, _, _ = sandbox_changed(pod, runtime)
-    cready = containers_ready(pod, regular, init, phase)
-    owned = [
-        *([_condition(READY_TO_START, not needs_sandbox)] if ready_to_start_condition else []),
-        initialized(pod, init, regular, phase),
-        pod_ready(pod, cready, foreign),
-        cready,
-        _condition(SCHEDULED, True),
-    ]
     generation = pod.metadata.generation or None  # omitted when 0, as upstream (omitempty)
-    owned = [attrs.evolve(c, observed_generation=generation) for c in owned]
-    conditions = (*foreign, *_keep_transition_times(owned, old.conditions, now))
+    owned = [
+        attrs.evolve(c, observed_generation=generation)
+        for c in _kubelet_conditions(
+            pod, runtime, (init, regular), phase, foreign, ready_to_start_condition
+        )
+    ]
+    resize = _resize_conditions(pod, running, old, phase, now)
+    conditions = (*foreign, *resize, *_keep_transition_times(owned, old.conditions, now))
     pod_ips = _pod_ips(pod, runtime, host_ips, old)
     start_time = old.start_time or now
     return PodStatus(

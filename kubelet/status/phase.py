@@ -292,9 +292,10 @@ def _with_runtime_fields(
     container: Container,
     old: ContainerStatus | None,
 ) -> ContainerStatus:
-    """What upstream adds to a container the runtime knows: the resources (the spec's,
-    as allocated; ``resources: {}`` without any), the requests as ``allocatedResources``,
-    the process's user, and the volume mounts (kept from before: they never change)."""
+    """What upstream adds to a container the runtime knows: the resources (``container``
+    is the pod's as it runs, its allocation -- never what a refused resize asks;
+    ``resources: {}`` without any), their requests as ``allocatedResources``, the
+    process's user, and the volume mounts (kept from before: they never change)."""
     resources = container.resources or ResourceRequirements()
     mounts = old.volume_mounts if old is not None else volume_mount_statuses(container)
     return attrs.evolve(

@@ -45,6 +45,7 @@ _SUBRESOURCE_VERBS = {
     "token": frozenset({"create"}),
     "approval": frozenset({"get", "update", "patch"}),
     "ephemeralcontainers": frozenset({"get", "update", "patch"}),
+    "resize": frozenset({"get", "update", "patch"}),
 }
 
 

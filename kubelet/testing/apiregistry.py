@@ -257,6 +257,8 @@ class Registry:
                 result.pop("status", None)
         elif subresource == "ephemeralcontainers":
             result = _with_ephemeral_containers(old, new)
+        elif subresource == "resize":
+            result = _resized(old, new)
         elif subresource == "approval":
             # certificatesigningrequests/approval: only the conditions change
             result = clone(old)
@@ -481,6 +483,41 @@ def _qos_class(spec: Mapping[str, Any]) -> str:
     if guaranteed and matching and len(requests) == len(limits):
         return "Guaranteed"
     return "Burstable"
+
+
+_RESIZABLE = ("resources", "resizePolicy")
+
+
+def _resized(old: Obj, new: Obj) -> Obj:
+    """pods/resize: only the containers' (and init containers') resources and resize
+    policies change, and the pod-level resources; anything else in the spec is refused.
+    (kube-apiserver's further checks -- the QoS class stays, cpu and memory only -- are
+    not modelled.) The spec changed, so the generation moves."""
+    old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
+    result = clone(old)
+    spec = result.setdefault("spec", {})
+    for key in ("containers", "initContainers"):
+        wanted = {c.get("name"): c for c in new_spec.get(key) or []}
+        for container in spec.get(key) or []:
+            given = wanted.get(container.get("name"), {})
+            for field in _RESIZABLE:
+                if field in given:
+                    container[field] = given[field]
+                else:
+                    container.pop(field, None)
+    if "resources" in new_spec:
+        spec["resources"] = new_spec["resources"]
+    else:
+        spec.pop("resources", None)
+    if clone(result).get("spec") != {**new_spec}:
+        raise StatusError.invalid(
+            "Pod", str(meta(old).get("name", "")), "spec",
+            "Forbidden: only cpu and memory resources are mutable",
+        )  # fmt: skip
+    if spec != old_spec:
+        m = meta(result)
+        m["generation"] = int(m.get("generation", 0) or 0) + 1
+    return result
 
 
 def _with_ephemeral_containers(old: Obj, new: Obj) -> Obj:

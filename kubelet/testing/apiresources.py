@@ -163,7 +163,7 @@ RESOURCES: tuple[ResourceType, ...] = (
         "Pod",
         True,
         subresources=frozenset(
-            {"status", "ephemeralcontainers", "exec", "attach", "portforward", "log"}
+            {"status", "ephemeralcontainers", "resize", "exec", "attach", "portforward", "log"}
         ),
         field_labels=_pod_fields(),
         schema=POD,

@@ -398,6 +398,21 @@ async def test_status_subresource_changes_only_status(client: httpx.AsyncClient)
     assert (await client.get(token)).status_code == 405
 
 
+async def test_resize_subresource_changes_only_resources(client: httpx.AsyncClient) -> None:
+    await client.post(PODS, json=pod_doc("web"))
+    resources = {"requests": {"cpu": "500m"}, "limits": {"cpu": "1"}}
+    patch = {"spec": {"containers": [{"name": "c", "resources": resources}]}}
+    resized = (await client.patch(f"{PODS}/web/resize", json=patch, headers=SMP)).json()
+    assert resized["spec"]["containers"][0]["resources"] == resources
+    assert resized["metadata"]["generation"] == 2
+    again = await client.patch(f"{PODS}/web/resize", json=patch, headers=SMP)
+    assert again.json()["metadata"]["generation"] == 2  # nothing changed
+    other = {"spec": {"activeDeadlineSeconds": 5}}
+    refused = await client.patch(f"{PODS}/web/resize", json=other, headers=SMP)
+    assert refused.status_code == 422
+    assert "only cpu and memory resources are mutable" in refused.json()["message"]
+
+
 async def test_node_status_patch_with_strategic_merge(client: httpx.AsyncClient) -> None:
     node = {
         "kind": "Node",

@@ -177,7 +177,23 @@ def test_annotations() -> None:
             '{"httpGet":{"path":"/stop","port":8080,"scheme":"HTTP",'
             '"httpHeaders":[{"name":"X","value":"\\u003c1\\u003e"}]}}'
         ),
+        "io.trio-kubelet.container.resources": "{}",
     }
+
+
+def test_annotations_record_the_resources_the_container_is_created_with() -> None:
+    container = Container(
+        name="c", image="busybox", resources=res({"cpu": "250m"}, {"memory": "64Mi"})
+    )
+    pod = make_pod(container, resources=res({"cpu": "1"}))
+    ann = container_annotations(pod, container, 0)
+    assert ann["io.trio-kubelet.container.resources"] == (
+        '{"limits":{"memory":"64Mi"},"requests":{"cpu":"250m"}}'
+    )
+    assert ann["io.trio-kubelet.pod.resources"] == '{"requests":{"cpu":"1"}}'
+    assert "io.trio-kubelet.pod.resources" not in container_annotations(
+        make_pod(container), container, 0
+    )
 
 
 def test_prestop_exec_json() -> None:

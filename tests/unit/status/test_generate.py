@@ -191,4 +191,6 @@ def test_ready_to_start_condition_follows_its_gate() -> None:
     in_api = attrs.evolve(pod(APP), status=attrs.evolve(on, conditions=(written,)))
     kept = generate_pod_status(in_api, rt, ready_to_start_condition=False, now_ns=NS)
     assert kept.conditions[0] == written
-    assert owned_conditions(False) == ("Initialized", "Ready", "ContainersReady", "PodScheduled")
+    kubelets = ("Initialized", "Ready", "ContainersReady", "PodScheduled")
+    assert owned_conditions(False)[:4] == kubelets
+    assert "PodReadyToStartContainers" not in owned_conditions(False)
