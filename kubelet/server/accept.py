@@ -3,7 +3,9 @@
 - At most ``max_connections`` connections at a time; past that the loop stops accepting
   and further clients wait in the kernel's listen backlog (they are not refused, and hold
   no descriptor of ours) until one closes. Logged when the bound is reached, and again
-  when the connections fell to half of it.
+  when the connections fell to half of it. While a client waits there, the connection
+  idle the longest between two requests is closed to make room (``idle.py``): an idle
+  keep-alive connection holds its slot only while nobody else needs it.
 - While fewer descriptors than the reserve are free, or ``accept`` itself fails for lack
   of them (EMFILE, ENFILE, ENOBUFS, ENOMEM), the loop pauses and retries with a back-off.
 - Each of these is logged once when it begins and once when it ends, not per attempt
@@ -22,6 +24,7 @@ import trio
 from kubelet.logs import get_logger
 
 from .fdlimits import Descriptors
+from .idle import IdleConnections
 from .memtrim import MemoryTrim
 
 log = get_logger(__name__)
@@ -29,6 +32,10 @@ log = get_logger(__name__)
 CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 BACKOFF_FIRST = 0.005
 BACKOFF_MAX = 0.5
+RECLAIM_AGAIN = 5.0
+"""Seconds after closing an idle connection for a waiting client before closing another
+if no slot came free by then (the one closed had just received a request). Closing takes
+up to a second: an HTTP/2 connection reads on for 1 s after its GOAWAY."""
 
 Handler = Callable[[trio.SocketStream], Awaitable[None]]
 
@@ -62,6 +69,7 @@ class AcceptLoop:
         max_connections: int,
         descriptors: Descriptors,
         memory: MemoryTrim | None = None,
+        idle: IdleConnections | None = None,
     ) -> None:
         self._listener = listener
         self._handler = handler
@@ -70,6 +78,7 @@ class AcceptLoop:
         self._slots = trio.Semaphore(max_connections)
         self._descriptors = descriptors
         self._memory = memory
+        self._idle = idle
         self._full = False
         self._paused: str | None = None
 
@@ -92,14 +101,33 @@ class AcceptLoop:
                 nursery.start_soon(self._serve, stream)
 
     async def _take_slot(self) -> None:
-        if self._slots.value == 0 and not self._full:
-            self._full = True
-            log.warning(
-                "connection limit reached; new connections wait in the listen backlog",
-                server=self._name,
-                connections=self._max,
-            )
+        if self._slots.value == 0:
+            if not self._full:
+                self._full = True
+                log.warning(
+                    "connection limit reached; new connections wait in the listen backlog",
+                    server=self._name,
+                    connections=self._max,
+                )
+            if self._idle is not None:
+                await self._make_room(self._idle)
+                return
         await self._slots.acquire()
+
+    async def _make_room(self, idle: IdleConnections) -> None:
+        """Take the next free slot; while none is, and a client waits in the backlog,
+        close idle connections for it."""
+
+        async def reclaim() -> None:
+            await self._pending()
+            while True:
+                await idle.close_oldest()
+                await trio.sleep(RECLAIM_AGAIN)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(reclaim)
+            await self._slots.acquire()
+            nursery.cancel_scope.cancel()
 
     def _give_slot(self) -> None:
         """A connection ended; "again" is logged once the load fell to half the bound

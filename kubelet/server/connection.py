@@ -21,6 +21,7 @@ from kubelet.logs import get_logger
 from .asgi import Scope, peer_certificate
 from .http1 import Http1Connection
 from .http2 import Http2Connection
+from .idle import IdleConnections
 from .limits import Limits
 from .wire import BROKEN, ASGIApp
 
@@ -80,6 +81,8 @@ class ConnectionHandler:
     app: ASGIApp
     ssl_context: ssl.SSLContext | None
     limits: Limits
+    idle: IdleConnections = attrs.field(factory=IdleConnections)
+    """This listener's connections between requests (``accept.AcceptLoop`` closes them)."""
 
     async def __call__(self, raw: trio.SocketStream) -> None:
         deadline = trio.current_time() + self.limits.header_timeout
@@ -107,11 +110,13 @@ class ConnectionHandler:
             log.v(3).info("TLS handshake or request not complete in time", client=scope["client"])
             return
         if http2:
-            await Http2Connection(stream, self.app, scope, self.limits, initial=initial).run(
-                deadline
-            )
+            await Http2Connection(
+                stream, self.app, scope, self.limits, initial=initial, idle=self.idle
+            ).run(deadline)
             return
-        connection = Http1Connection(stream, self.app, scope, self.limits, initial=initial)
+        connection = Http1Connection(
+            stream, self.app, scope, self.limits, initial=initial, idle=self.idle
+        )
         await connection.run(deadline)
         if connection.linger:
             await linger_close(raw)

@@ -5,7 +5,10 @@ headers within ``header_timeout`` and ``max_header_bytes`` (431 otherwise); a ma
 request gets ``400 Bad Request`` and the connection closes; a body the handler left unread
 is read and dropped up to ``drain_bytes`` so the connection can serve the next request,
 and beyond that the connection closes after the response. The app learns that the client
-left through ``http.disconnect`` (what stops a ``follow`` log stream).
+left through ``http.disconnect`` (what stops a ``follow`` log stream). A piece of a
+response the socket does not take within ``send_timeout`` ends the connection (a client
+that stopped reading keeps no slot), and a connection waiting for its next request may be
+closed for a client waiting on a full listener (``idle.py``).
 
 A request with an ``Upgrade`` header offers the app ``scope["extensions"]["kubelet.takeover"]``:
 ``stream, buffered = await takeover()`` hands it the raw connection (and the bytes that
@@ -17,6 +20,7 @@ port-forward proxy SPDY/WebSocket streams byte for byte (issue 14).
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import unquote
@@ -27,6 +31,7 @@ import trio
 from kubelet.logs import get_logger
 
 from .asgi import Message, Scope
+from .idle import IdleConnections
 from .limits import Limits
 from .wire import BROKEN, ASGIApp, date_header, response_headers
 
@@ -63,11 +68,13 @@ class Http1Connection:
         limits: Limits,
         *,
         initial: bytes = b"",
+        idle: IdleConnections | None = None,
     ) -> None:
         self.stream = stream
         self.app = app
         self.base_scope = base_scope
         self.limits = limits
+        self.idle = idle if idle is not None else IdleConnections()
         self.conn = h11.Connection(
             h11.SERVER, max_incomplete_event_size=limits.max_header_bytes + 4096
         )
@@ -75,6 +82,8 @@ class Http1Connection:
             self.conn.receive_data(initial)
         self.linger = False
         """The connection ends with request bytes unread: close it gently (see connection.py)."""
+        self._watchdog = trio.CancelScope()
+        """The current exchange's: its deadline is set while a write is under way."""
 
     async def run(self, header_deadline: float) -> None:
         """Serve requests until the client or a limit ends the connection."""
@@ -101,9 +110,15 @@ class Http1Connection:
             return b""
 
     async def _send(self, event: h11.Event) -> None:
+        """Write ``event``; within ``send_timeout``, or the exchange's watchdog cancels the
+        handler (``_exchange``)."""
         data = self.conn.send(event)
         if data:
-            await self.stream.send_all(data)
+            self._watchdog.deadline = trio.current_time() + self.limits.send_timeout
+            try:
+                await self.stream.send_all(data)
+            finally:
+                self._watchdog.deadline = math.inf
 
     async def _wait_for_next_request(self) -> float | None:
         """Keep-alive: the header deadline once the next request begins (None: closed)."""
@@ -112,8 +127,12 @@ class Http1Connection:
             return trio.current_time() + self.limits.header_timeout
         if closed:
             return None
-        with trio.move_on_after(self.limits.idle_timeout):
-            chunk = await self._receive()
+        with trio.move_on_after(self.limits.idle_timeout) as idle:
+            self.idle.add(self, idle.cancel)
+            try:
+                chunk = await self._receive()
+            finally:
+                self.idle.discard(self)
             if not chunk:
                 return None
             self.conn.receive_data(chunk)
@@ -171,6 +190,13 @@ class Http1Connection:
 
     async def _exchange(self, head: h11.Request) -> bool:
         """One request through the app. True: the connection may serve another."""
+        self._watchdog = trio.CancelScope()
+        with self._watchdog:
+            return await self._through_app(head)
+        log.v(3).info("client takes no response data; closing", peer=self._peer())
+        return False
+
+    async def _through_app(self, head: h11.Request) -> bool:
         exchange = _Exchange(self, head)
         upgrade = any(k.lower() == b"upgrade" for k, _ in head.headers)
         scope = self._scope(head, exchange.takeover if upgrade else None)

@@ -11,6 +11,25 @@ Limits: ``max_streams`` concurrent streams, ``max_header_bytes`` of header list,
 client's preface within ``header_timeout`` of accept, and ``idle_timeout`` with no stream
 in flight (then GOAWAY). Request bodies are flow-controlled by what the app consumes
 (64 KiB windows), response bodies by the client's windows.
+
+Against hostile clients (the attacks Go's server was fixed for):
+
+- Control-frame flood (CVE-2019-9512/9515): h2 answers every PING and SETTINGS whether
+  or not the client reads. More than ``MAX_QUEUED_CONTROL`` answers not yet on the wire
+  (Go's figure) is GOAWAY ENHANCE_YOUR_CALM and close; more than ``OUTBOUND_CAP`` bytes
+  of any kind queued and the connection stops reading until the writer flushed them.
+- Rapid reset (CVE-2023-44487): a stream counts against ``max_streams`` until its
+  handler returned, not until the client reset it; a request beyond is refused with
+  REFUSED_STREAM (Go queues up to four times the bound instead, holding each request).
+  A reset cancels the stream's handler. A client that resets streams whose handler still
+  runs (or has requests refused) more than ``EARLY_RESETS_PER_STREAM`` times the bound
+  at once, earning back one bound's worth every ``EARLY_RESETS_REFILL`` seconds, gets
+  GOAWAY ENHANCE_YOUR_CALM (Go's "too many early resets").
+- A client that never takes a response: each body piece must go out within
+  ``send_timeout`` (else the stream is reset INTERNAL_ERROR, as Go's ``WriteTimeout``),
+  and the socket must take each write within it (else the connection is closed).
+- With no stream in flight the connection is idle: a full listener closes it (GOAWAY
+  NO_ERROR) for a client waiting in the backlog (``idle.py``).
 """
 
 from __future__ import annotations
@@ -29,9 +48,11 @@ import h2.settings
 import trio
 from h2.errors import ErrorCodes
 
+from kubelet.api.ratelimit import TokenBucket
 from kubelet.logs import get_logger
 
 from .asgi import Message, Scope
+from .idle import IdleConnections
 from .limits import Limits
 from .wire import BROKEN, ASGIApp, date_header, response_headers
 
@@ -39,6 +60,19 @@ log = get_logger(__name__)
 
 READ_SIZE = 65536
 PER_FIELD_OVERHEAD = 32
+MAX_QUEUED_CONTROL = 10_000
+"""PING and SETTINGS acknowledgements and RST_STREAMs not yet written (Go's
+``maxQueuedControlFrames``); beyond, the client is not reading: GOAWAY, close."""
+LINGER = 1.0
+"""After our GOAWAY, how long the client's frames are still read and dropped (Go's
+``goAwayTimeout``)."""
+OUTBOUND_CAP = 1 << 20
+"""Bytes queued for the socket beyond which the connection stops reading until they went."""
+EARLY_RESETS_PER_STREAM = 4
+"""Early resets allowed at once, in multiples of ``max_streams`` (Go lets four times the
+bound of reset requests wait before its "too many early resets")."""
+EARLY_RESETS_REFILL = 10.0
+"""Seconds in which a connection earns back ``max_streams`` early resets."""
 
 
 class _Gone(Exception):
@@ -54,12 +88,14 @@ class Http2Connection:
         limits: Limits,
         *,
         initial: bytes = b"",
+        idle: IdleConnections | None = None,
     ) -> None:
         self.stream = stream
         self.app = app
         self.base_scope = base_scope
         self.limits = limits
         self.initial = initial
+        self.idle = idle if idle is not None else IdleConnections()
         self.h2 = h2.connection.H2Connection(
             h2.config.H2Configuration(client_side=False, header_encoding=None)
         )
@@ -84,8 +120,21 @@ class Http2Connection:
         self._flushed = trio.lowlevel.ParkingLot()
         self._queued = 0
         self._sent = 0
+        self._outbox: list[bytes] = []
+        self._outbox_bytes = 0
+        self._writing = 0
+        """Bytes the writer is handing the socket now."""
+        self._control = 0
+        """Control frames queued and not yet written (see ``MAX_QUEUED_CONTROL``)."""
+        self._early_resets = TokenBucket(
+            limits.max_streams / EARLY_RESETS_REFILL,
+            EARLY_RESETS_PER_STREAM * limits.max_streams,
+        )
         self._read_scope = trio.CancelScope()
         self._stop = False
+        self._reclaimed = False
+        self._said_goaway = False
+        self._writer_gone = False
         self.header_deadline = math.inf
         self._nursery: trio.Nursery | None = None
 
@@ -95,31 +144,39 @@ class Http2Connection:
         self.header_deadline = header_deadline
         self.last_active = trio.current_time()
         self.h2.initiate_connection()
-        async with trio.open_nursery() as nursery:
-            self._nursery = nursery
-            nursery.start_soon(self._writer)
-            try:
-                await self._read_loop()
-            finally:
-                nursery.cancel_scope.cancel()
-        await self._last_words()
+        try:
+            async with trio.open_nursery() as writing:
+                writing.start_soon(self._writer)
+                try:
+                    async with trio.open_nursery() as handlers:
+                        self._nursery = handlers
+                        try:
+                            await self._read_loop()
+                        finally:
+                            handlers.cancel_scope.cancel()
+                    await self._last_words()
+                finally:
+                    writing.cancel_scope.cancel()
+        finally:
+            self.idle.discard(self)
 
     async def _read_loop(self) -> None:
         data = self.initial
         while True:
-            if data:
-                try:
-                    events = self.h2.receive_data(data)
-                except h2.exceptions.ProtocolError as exc:
-                    log.v(3).info("HTTP/2 protocol error; closing", error=str(exc))
-                    return
-                for event in events:
-                    self._handle(event)
-                self.kick()
-            if self._stop or (self.closing and not self.streams):
+            if data and not self._feed(data):
                 return
             data = b""
+            if self._stop or (self.closing and not self.streams):
+                return
+            if self._backlog() > OUTBOUND_CAP:
+                await self._drain()
+                continue
             self._read_scope = trio.CancelScope(deadline=self._read_deadline())
+            if self._reclaimed:
+                if self.streams:  # a request came with the reclaim: serve it, stay
+                    self._reclaimed = False
+                else:
+                    self._read_scope.cancel()
             with self._read_scope:
                 try:
                     data = bytes(await self.stream.receive_some(READ_SIZE))
@@ -131,10 +188,47 @@ class Http2Connection:
                 self._timed_out()
                 return
 
+    def _feed(self, data: bytes) -> bool:
+        """Hand ``data`` to h2 and act on its events; False: the connection is done."""
+        try:
+            events = self.h2.receive_data(data)
+        except h2.exceptions.ProtocolError as exc:
+            log.v(3).info("HTTP/2 protocol error; closing", error=str(exc))
+            return False
+        for event in events:
+            self._handle(event)
+        self._collect()
+        self.kick()
+        if self._control > MAX_QUEUED_CONTROL and not self._stop:
+            self._calm_down("too many queued control frames")
+        return not self._stop
+
+    async def _drain(self) -> None:
+        """Read nothing until the writer flushed what is queued (the client may not be
+        reading; the writer's ``send_timeout`` ends that)."""
+        self._read_scope = trio.CancelScope()
+        with self._read_scope:
+            while self._backlog() > OUTBOUND_CAP:
+                await self._flushed.park()
+
+    def _calm_down(self, reason: str) -> None:
+        """GOAWAY ENHANCE_YOUR_CALM and close, as Go's server answers a client abusing it."""
+        log.v(2).info(
+            "HTTP/2 client misbehaves; closing", reason=reason, client=self._client()
+        )
+        self._goaway(ErrorCodes.ENHANCE_YOUR_CALM)
+        self._stop = True
+
+    def _goaway(self, code: ErrorCodes) -> None:
+        with contextlib.suppress(h2.exceptions.ProtocolError):
+            self.h2.close_connection(code)
+            self._said_goaway = True
+        self.kick()
+
     def _timed_out(self) -> None:
         if self.established:
-            log.v(4).info("closing idle HTTP/2 connection")
-            self.h2.close_connection(ErrorCodes.NO_ERROR)
+            log.v(4).info("closing idle HTTP/2 connection", listener_full=self._reclaimed)
+            self._goaway(ErrorCodes.NO_ERROR)
         else:
             log.v(3).info("HTTP/2 preface not complete in time; closing")
 
@@ -143,12 +237,23 @@ class Http2Connection:
         self._stop = True
         self._read_scope.cancel()
 
+    def _reclaim(self) -> None:
+        """The listener is full and this connection idle: close it (see ``idle.py``)."""
+        self._reclaimed = True
+        self._read_scope.cancel()
+
     async def _last_words(self) -> None:
-        """Send what is queued (a GOAWAY), briefly; the peer may be gone."""
-        data = self.h2.data_to_send()
-        if data:
-            with trio.move_on_after(1), contextlib.suppress(*BROKEN):
-                await self.stream.send_all(data)
+        """Have the writer send what is queued (a GOAWAY), then read and drop what the
+        client still sends, for ``LINGER`` at most: a close with input unread resets the
+        connection, and the client's kernel drops the GOAWAY with it (Go waits 1 s)."""
+        if self._writer_gone:
+            return
+        with trio.move_on_after(LINGER), contextlib.suppress(*BROKEN):
+            await self.flush()
+            if self._writer_gone or not self._said_goaway:
+                return
+            while await self.stream.receive_some(READ_SIZE):
+                pass
 
     def _read_deadline(self) -> float:
         if not self.established:
@@ -158,7 +263,13 @@ class Http2Connection:
         return self.last_active + self.limits.idle_timeout
 
     def _update_read_deadline(self) -> None:
+        """After a stream came or went: the idle deadline, and whether a full listener
+        may close this connection."""
         self._read_scope.deadline = self._read_deadline()
+        if self.established and not self.streams and not self.closing:
+            self.idle.add(self, self._reclaim)
+        else:
+            self.idle.discard(self)
 
     # -- writing -----------------------------------------------------------------------------
 
@@ -171,33 +282,74 @@ class Http2Connection:
         """Queue a write and wait until the socket took it (backpressure for bodies)."""
         self.kick()
         wanted = self._queued
-        while self._sent < wanted:
+        while self._sent < wanted and not self._writer_gone:
             await self._flushed.park()
 
+    def _collect(self) -> None:
+        """Move what h2 queued to the outbox, where its size is known (backpressure)."""
+        data = self.h2.data_to_send()
+        if data:
+            self._outbox.append(data)
+            self._outbox_bytes += len(data)
+
+    def _take(self) -> bytes:
+        """Everything queued, in order: the outbox, then what h2 queued since."""
+        self._collect()
+        data = b"".join(self._outbox)
+        self._outbox.clear()
+        self._outbox_bytes = 0
+        return data
+
+    def _backlog(self) -> int:
+        """Bytes queued or being written, not yet taken by the socket."""
+        return self._outbox_bytes + self._writing
+
     async def _writer(self) -> None:
-        """The only task that writes to the socket (a cancelled write would corrupt it)."""
-        while True:
-            await self._wake.wait()
-            self._wake = trio.Event()
-            upto = self._queued
-            data = self.h2.data_to_send()
-            if data:
-                try:
-                    await self.stream.send_all(data)
-                except BROKEN:
-                    self.stop()
-                    return
-            self._sent = upto
-            self._flushed.unpark_all()
+        """The only task that writes to the socket (a cancelled write would corrupt it).
+        A write the socket does not take within ``send_timeout`` ends the connection (one
+        watchdog scope whose deadline is set per write: no scope per write)."""
+        with trio.CancelScope() as watchdog:
+            while True:
+                await self._wake.wait()
+                self._wake = trio.Event()
+                upto, control = self._queued, self._control
+                data = self._take()
+                if data:
+                    self._writing = len(data)
+                    watchdog.deadline = trio.current_time() + self.limits.send_timeout
+                    try:
+                        await self.stream.send_all(data)
+                    except BROKEN:
+                        self._writer_failed()
+                        return
+                    watchdog.deadline = math.inf
+                    self._writing = 0
+                self._control -= control
+                self._sent = upto
+                self._flushed.unpark_all()
+        log.v(3).info("HTTP/2 client takes no data; closing", client=self._client())
+        self._writer_failed()
+
+    def _writer_failed(self) -> None:
+        """The socket is broken, or a write was cut off mid-frame: nothing more goes out."""
+        self._writer_gone = True
+        self._flushed.unpark_all()
+        self.stop()
+
+    def _client(self) -> Any:
+        return self.base_scope.get("client")
 
     # -- events ------------------------------------------------------------------------------
 
     def _handle(self, event: h2.events.Event) -> None:
         if isinstance(event, h2.events.RemoteSettingsChanged):
+            self._control += 1  # h2 acknowledged them
             if not self.established:
                 self.established = True
                 self._update_read_deadline()
             self.window.unpark_all()
+        elif isinstance(event, h2.events.PingReceived):
+            self._control += 1  # h2 answered it
         elif isinstance(event, h2.events.RequestReceived):
             self._request(event)
         elif isinstance(event, h2.events.DataReceived):
@@ -211,8 +363,8 @@ class Http2Connection:
         elif isinstance(event, h2.events.StreamReset):
             st = self.streams.get(event.stream_id)
             if st is not None:
-                st.reset = True
-                st.wake()
+                st.abort()
+                self._early_reset()
             self.draining.pop(event.stream_id, None)
             self.window.unpark_all()
         elif isinstance(event, h2.events.WindowUpdated):
@@ -220,9 +372,18 @@ class Http2Connection:
         elif isinstance(event, h2.events.ConnectionTerminated):
             self.closing = True
 
+    def _early_reset(self) -> None:
+        """A stream ended by the client while its handler ran (or refused): counted."""
+        if not self._early_resets.try_acquire() and not self._stop:
+            self._calm_down("too many early resets")
+
     def _request(self, event: h2.events.RequestReceived) -> None:
         stream_id = event.stream_id
-        if stream_id is None or self._nursery is None or self.closing:
+        if stream_id is None or self._nursery is None or self.closing or self._stop:
+            return
+        if len(self.streams) >= self.limits.max_streams:  # handlers of reset streams run on
+            self.reset(stream_id, ErrorCodes.REFUSED_STREAM)
+            self._early_reset()
             return
         st = _Stream(self, stream_id, self._scope(event.headers or []))
         self.streams[stream_id] = st
@@ -257,6 +418,18 @@ class Http2Connection:
     def reset(self, stream_id: int, code: ErrorCodes) -> None:
         with contextlib.suppress(h2.exceptions.StreamClosedError, h2.exceptions.ProtocolError):
             self.h2.reset_stream(stream_id, code)
+            self._control += 1
+
+    def stalled(self, st: _Stream) -> None:
+        """The client took none of ``st``'s response for ``send_timeout``: reset it."""
+        log.v(3).info(
+            "HTTP/2 client takes no response data; resetting the stream",
+            client=self._client(), path=st.scope["path"],
+        )  # fmt: skip
+        if not st.finished:
+            self.reset(st.stream_id, ErrorCodes.INTERNAL_ERROR)
+            self.kick()
+        st.abort()
 
     def stream_done(self, st: _Stream) -> None:
         """The app is done with ``st``: refund unread body, drain or reset what is coming."""
@@ -321,13 +494,23 @@ class _Stream:
         self.head_only = scope["method"] == "HEAD"
         self.pending_headers: list[tuple[bytes, bytes]] | None = None
         self._lot = trio.lowlevel.ParkingLot()
+        self._cancel = trio.CancelScope()
 
     def wake(self) -> None:
         self._lot.unpark_all()
 
+    def abort(self) -> None:
+        """The stream is gone (reset by the client, or by us): stop its handler."""
+        self.reset = True
+        self.wake()
+        self._cancel.cancel()
+
     async def run(self) -> None:
         try:
-            await self.conn.app(self.scope, self.receive, self.send)
+            with self._cancel:
+                await self.conn.app(self.scope, self.receive, self.send)
+            if self._cancel.cancelled_caught and not self.reset:
+                self.conn.stalled(self)  # not an abort: the deadline of a body ``send``
         except _Gone:
             pass
         except Exception as exc:
@@ -337,7 +520,9 @@ class _Stream:
             )  # fmt: skip
             await self._fail()
         else:
-            if not self.started and not self.reset:
+            if self.reset:
+                pass
+            elif not self.started:
                 log.error("request handler sent no response", path=self.scope["path"])
                 await self._fail()
             elif self.pending_headers is not None or not self.finished:
@@ -398,13 +583,24 @@ class _Stream:
             elif kind == "http.response.body":
                 if not self.started:
                     raise RuntimeError("response body before its start")
-                await self._body(message.get("body", b""), bool(message.get("more_body", False)))
+                # the client must take this piece within send_timeout, or the handler is
+                # cancelled and the stream reset (see ``run``)
+                self._cancel.deadline = trio.current_time() + self.conn.limits.send_timeout
+                try:
+                    await self._body(
+                        message.get("body", b""), bool(message.get("more_body", False))
+                    )
+                finally:
+                    self._cancel.deadline = math.inf
         except (h2.exceptions.StreamClosedError, h2.exceptions.ProtocolError):
             self.reset = True  # the client reset the stream between two of our checks
         except _Gone:
             self.reset = True
 
     async def _body(self, body: bytes, more: bool) -> None:
+        """The frames of one body piece, one write per window's worth: the headers go
+        with the first data, the end of the stream with the last (a small response, as
+        most are, is one write)."""
         h2c = self.conn.h2
         if self.head_only:
             body = b""
@@ -413,12 +609,16 @@ class _Stream:
             h2c.send_headers(self.stream_id, headers, end_stream=not body and not more)
             if not body and not more:
                 self._finish()
-            await self.conn.flush()
+            if not body:
+                await self.conn.flush()
         view = memoryview(body)
         while view:
             window = await self._window()
-            h2c.send_data(self.stream_id, view[:window].tobytes())
-            view = view[window:]
+            chunk, view = view[:window], view[window:]
+            last = not view and not more
+            h2c.send_data(self.stream_id, chunk.tobytes(), end_stream=last)
+            if last:
+                self._finish()
             await self.conn.flush()
         if not more and not self.finished:
             h2c.end_stream(self.stream_id)
@@ -437,4 +637,5 @@ class _Stream:
             size = min(h2c.local_flow_control_window(self.stream_id), h2c.max_outbound_frame_size)
             if size > 0:
                 return size
+            self.conn.kick()  # what is queued (our headers) goes while we wait
             await self.conn.window.park()

@@ -6,7 +6,9 @@ and neither a connection bound nor a header deadline short of its 4 h ``ReadTime
 connection bound (a share of the open-files limit; connections beyond it wait in the
 kernel's listen backlog, not in the kubelet) and kube-apiserver's ``ReadHeaderTimeout``
 of 32 s from accept (or from the first byte of a keep-alive request) to the end of the
-request headers, TLS handshake included.
+request headers, TLS handshake included. With a bound, a client that takes nothing of a
+response must not keep its slot either: Go's 4 h ``WriteTimeout`` becomes
+``send_timeout``, a deadline on each piece of a response.
 """
 
 from __future__ import annotations
@@ -32,7 +34,12 @@ class Limits:
     connection (HTTP/1.1) or answer the stream cleanly (HTTP/2); beyond it the connection
     is closed or the stream reset (NO_ERROR), as Go's server does."""
     max_streams: int = 250
-    """Concurrent HTTP/2 streams per connection (Go's default)."""
+    """Concurrent HTTP/2 streams per connection (Go's default); a stream counts until its
+    handler returned, even after the client reset it."""
+    send_timeout: float = 90.0
+    """Each piece of a response a handler sends must be taken by the client within this
+    long (its HTTP/2 flow-control window, or the socket); else the HTTP/2 stream is reset
+    (INTERNAL_ERROR, as Go's ``WriteTimeout``) or the connection closed."""
 
     @classmethod
     def for_descriptors(cls, limit: int) -> Limits:

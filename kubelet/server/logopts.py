@@ -2,7 +2,8 @@
 
 Decoding follows the API machinery's query conversion: a boolean is true unless its
 value is ``0`` or ``false`` (so a bare ``?follow`` is true); an integer that does not
-parse fails the request (400); an empty integer or time means "not set". ``tail`` is the
+parse as an int64, as Go's ``strconv.ParseInt`` (so also one out of its range), fails the
+request (400); an empty integer or time means "not set". ``tail`` is the
 old name of ``tailLines`` and ``tail=all`` means no limit. Validation (422) rejects a
 negative ``tailLines``, ``limitBytes`` or ``sinceSeconds`` below 1, and ``sinceSeconds``
 together with ``sinceTime``.
@@ -11,11 +12,14 @@ together with ``sinceTime``.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Mapping
 
 import attrs
 
 STREAMS = ("All", "Stdout", "Stderr")
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+_DECIMAL = re.compile(r"[+-]?[0-9]+")
 
 
 class DecodeError(ValueError):
@@ -56,10 +60,16 @@ def _bool(values: list[str] | None) -> bool:
 def _int(values: list[str] | None, name: str) -> int | None:
     if not values or values[0] == "":
         return None
+    text = values[0]
+    if not _DECIMAL.fullmatch(text):  # Python's int() would also take "1_0", " 1", "١"
+        raise DecodeError(f"{name}: {text[:40]!r} is not an integer")
     try:
-        return int(values[0], 10)
-    except ValueError as exc:
-        raise DecodeError(f"{name}: {values[0]!r} is not an integer") from exc
+        value = int(text, 10)
+    except ValueError:  # more digits than Python parses (4300): out of range too
+        value = INT64_MAX + 1
+    if not INT64_MIN <= value <= INT64_MAX:
+        raise DecodeError(f"{name}: {text[:40]!r} is out of range")
+    return value
 
 
 def _time(values: list[str] | None) -> dt.datetime | None:

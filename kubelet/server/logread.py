@@ -144,12 +144,13 @@ async def read_logs(
     write: Write,
     is_running: IsRunning,
     *,
-    now: float,
+    since_ns: int | None,
     run_sync: RunSync = _in_thread,
 ) -> None:
-    """Write the log at ``path`` as ``options`` ask; returns when done (or cancelled).
-    File reads go through ``run_sync`` (a worker thread; tests on a fake clock: inline)."""
-    out = _Output(options, options.since_ns(now))
+    """Write the log at ``path`` as ``options`` ask (from ``since_ns``, ``LogOptions.since_ns``);
+    returns when done (or cancelled). File reads go through ``run_sync`` (a worker thread;
+    tests on a fake clock: inline)."""
+    out = _Output(options, since_ns)
     if options.tail_lines == 0 and not options.follow:
         return
     fh = await run_sync(lambda: open(path, "rb"))  # noqa: SIM115 - closed below

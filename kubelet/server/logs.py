@@ -123,8 +123,9 @@ def _stream(
     runtime: RuntimeClient, instance: ContainerInfo, options: LogOptions, now: float
 ) -> Response | StreamResponse:
     running = _running_check(runtime, instance.id)
+    since_ns = options.since_ns(now)  # before the 200 goes out: nothing to fail after it
 
     async def produce(write: Write) -> None:
-        await read_logs(instance.log_path, options, write, running, now=now)
+        await read_logs(instance.log_path, options, write, running, since_ns=since_ns)
 
     return StreamResponse(200, produce)

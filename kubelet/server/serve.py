@@ -96,13 +96,15 @@ async def serve_socket(
     descriptors = descriptors or Descriptors.for_process()
     limits = limits or Limits.for_descriptors(descriptors.limit())
     listener = trio.SocketListener(trio.socket.from_stdlib_socket(sock))
+    handler = ConnectionHandler(app, ssl_context, limits)
     loop = AcceptLoop(
         listener,
-        ConnectionHandler(app, ssl_context, limits),
+        handler,
         name=name or _address(sock),
         max_connections=limits.max_connections,
         descriptors=descriptors,
         memory=memory,
+        idle=handler.idle,
     )
     async with listener:
         await loop.run()

@@ -38,6 +38,7 @@ from kubelet.config import (
 from kubelet.cri import ImageClient, RuntimeClient
 from kubelet.metrics import KubeletMetrics
 from kubelet.server import Addresses, TokenReviewResult, serve
+from kubelet.server.limits import Limits
 from kubelet.testing import ContainerBehaviour, FakeRuntime
 
 from .helpers import container_config, sandbox_config
@@ -218,6 +219,8 @@ class Env:
     tmp: Path
     nursery: trio.Nursery
     metrics: KubeletMetrics
+    limits: Limits | None = None
+    """Each listener's (None: shares of the open-files limit, as ``serve`` picks)."""
 
     async def start(self, config: KubeletConfiguration) -> Addresses:
         options = Options(
@@ -233,6 +236,7 @@ class Env:
                 reviews=self.reviews,
                 metrics=self.metrics,
                 ephemeral_ports=True,
+                limits=self.limits,
                 task_status=task_status,
             )
         )
@@ -551,6 +555,10 @@ async def test_container_logs(open_server: Callable[[], Awaitable[tuple[Env, Any
         assert (r.status_code, r.text) == (400, '{"message": "Unable to decode query."}')
         r = await client.get(base + "?tailLines=-1")
         assert (r.status_code, r.text) == (422, '{"message": "Invalid request."}')
+        for huge in ("sinceSeconds=1" + "0" * 400, "limitBytes=9223372036854775808"):
+            r = await client.get(base + "?" + huge)  # not an int64: 400, not a broken 200
+            assert (r.status_code, r.text) == (400, '{"message": "Unable to decode query."}')
+        assert (await client.get(base + "?sinceSeconds=9223372036854775807")).text.count("\n") == 3
         r = await client.get(base + "?previous=true")
         assert r.status_code == 400
         assert r.text == "previous terminated container 'app' in pod 'web' not found"

@@ -1,30 +1,43 @@
 """Hostile clients against the real servers (issue 12): large HTTP/2 and HTTP/1.1 bodies,
-a connection whose handling fails, and none of it reaching the server nursery.
+a connection whose handling fails, none of it reaching the server nursery; HTTP/2 abuse
+(control-frame floods, rapid reset, responses the client never takes).
 
-Real sockets on 127.0.0.1 (ephemeral ports), real clock, the servers as ``serve`` runs
-them: the main server over TLS with anonymous requests refused, the read-only server
-in plain HTTP (HTTP/2 by prior knowledge). The raw h2 client shows what httpx hides: the
-response arrived, how the stream ended, and that the next request used the same
-connection.
+Real sockets on 127.0.0.1 (ephemeral ports), the servers as ``serve`` runs them (on a
+fake clock where time matters): the main server over TLS with anonymous requests
+refused, the read-only server in plain HTTP (HTTP/2 by prior knowledge). The raw h2
+client shows what httpx hides: the response arrived, how the stream ended, and that the
+next request used the same connection.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import socket
 import ssl
+import struct
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
+import h2.config
 import h2.connection
+import h2.events
+import h2.exceptions
+import h2.settings
 import h11
 import httpx
 import pytest
 import trio
+import trio.testing
+from h2.errors import ErrorCodes
 
 from kubelet.config import KubeletAuthorization
 from kubelet.cri import ImageClient, RuntimeClient
+from kubelet.logs.fields import record_fields
 from kubelet.metrics import KubeletMetrics
-from kubelet.server import Addresses
+from kubelet.server import Addresses, http2
+from kubelet.server.limits import Limits
 from kubelet.testing import FakeRuntime
 from kubelet.testing.h2client import H2Client
 
@@ -46,12 +59,13 @@ def hostile_pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
     return Pki(ca_file, _client(ca, "alice", "devs", where), _client(other, "mallory", "x", where))
 
 
-@pytest.fixture
-async def servers(
+@asynccontextmanager
+async def start_servers(
     clients: tuple[RuntimeClient, ImageClient],
     fake: FakeRuntime,
-    hostile_pki: Pki,
-    short_tmp: Path,
+    pki: Pki,
+    tmp: Path,
+    limits: Limits | None = None,
 ) -> AsyncIterator[tuple[Env, Addresses]]:
     """Main server: x509 against the client CA, no anonymous; webhook authz allows alice."""
     runtime, images = clients
@@ -59,15 +73,26 @@ async def servers(
     backend = FakeBackend(runtime, images, metrics.registry)
     reviews = FakeReviews(allowed={("alice", "pods"), ("alice", "proxy")})
     async with trio.open_nursery() as nursery:
-        env = Env(fake, backend, reviews, hostile_pki, short_tmp, nursery, metrics)
+        env = Env(fake, backend, reviews, pki, tmp, nursery, metrics, limits)
         addresses = await env.start(
             config(
-                authentication=authn(client_ca=hostile_pki.ca_file, anonymous=False),
+                authentication=authn(client_ca=pki.ca_file, anonymous=False),
                 authorization=KubeletAuthorization(mode="Webhook"),
             )
         )
         yield env, addresses
         nursery.cancel_scope.cancel()
+
+
+@pytest.fixture
+async def servers(
+    clients: tuple[RuntimeClient, ImageClient],
+    fake: FakeRuntime,
+    hostile_pki: Pki,
+    short_tmp: Path,
+) -> AsyncIterator[tuple[Env, Addresses]]:
+    async with start_servers(clients, fake, hostile_pki, short_tmp) as started:
+        yield started
 
 
 def split(address: str) -> tuple[str, int]:
@@ -294,3 +319,202 @@ async def test_a_failing_connection_is_closed_and_the_others_served(
     failures = [r for r in caplog.records if r.getMessage() == "connection failed; closed it"]
     assert len(failures) == 2
     assert all(r.exc_info and "injected fault" in str(r.exc_info[1]) for r in failures)
+
+
+# -- HTTP/2 abuse: the attacks Go's server was fixed for ------------------------------------------
+
+PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+EMPTY_SETTINGS = b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+PING = b"\x00\x00\x08\x06\x00\x00\x00\x00\x00"  # the frame head; 8 bytes of data follow
+PINGS = b"".join(PING + struct.pack(">Q", i) for i in range(10_000))
+
+
+async def flood_without_reading(
+    host: str, port: int, context: ssl.SSLContext | None, limit: int
+) -> int:
+    """PINGs (170 kB at a time) to a connection whose answers are never read; the bytes
+    sent until the server closed it, or ``limit``."""
+    sock = trio.socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    await sock.connect((host, port))
+    stream: trio.abc.Stream = trio.SocketStream(sock)
+    if context is not None:
+        stream = trio.SSLStream(stream, context, server_hostname=host)
+        await stream.do_handshake()
+    sent = 0
+    try:
+        await stream.send_all(PREFACE + EMPTY_SETTINGS)
+        while sent < limit:
+            await stream.send_all(PINGS)
+            sent += len(PINGS)
+    except trio.BrokenResourceError:
+        pass
+    finally:
+        await trio.aclose_forcefully(stream)
+    return sent
+
+
+@pytest.mark.parametrize("listener", ["main", "read_only", "healthz"])
+async def test_http2_control_frame_flood_is_cut_off(
+    servers: tuple[Env, Addresses],
+    listener: str,
+    autojump_clock: trio.testing.MockClock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """CVE-2019-9512: PINGs whose answers the client never reads queued 34 MB before."""
+    caplog.set_level(1, "kubelet.server.http2")
+    _, addresses = servers
+    host, port = split(getattr(addresses, listener))
+    sent = await flood_without_reading(host, port, tls() if listener == "main" else None, 24 << 20)
+    assert sent < 8 << 20, f"the server read {sent} bytes of PINGs nobody took the answers of"
+    closing = [r for r in caplog.records if r.getMessage() == "HTTP/2 client misbehaves; closing"]
+    assert [record_fields(r)["reason"] for r in closing] == ["too many queued control frames"]
+
+
+async def test_http2_output_nobody_takes_stops_the_reading(
+    servers: tuple[Env, Addresses],
+    autojump_clock: trio.testing.MockClock,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Whatever a client makes us queue (not only counted control frames): past 1 MiB
+    the connection reads nothing more until it went, and the writer gives up after
+    ``send_timeout`` (90 s) of a socket that takes nothing."""
+    monkeypatch.setattr(http2, "MAX_QUEUED_CONTROL", 1 << 40)
+    caplog.set_level(1, "kubelet.server.http2")
+    _, addresses = servers
+    host, port = split(addresses.read_only)
+    t0 = trio.current_time()
+    sent = await flood_without_reading(host, port, None, 24 << 20)
+    assert sent < 12 << 20, f"the server read {sent} bytes of PINGs nobody took the answers of"
+    assert 90 <= trio.current_time() - t0 < 91
+    assert "HTTP/2 client takes no data; closing" in [r.getMessage() for r in caplog.records]
+
+
+def raw_h2(stream: trio.abc.Stream, **settings: int) -> h2.connection.H2Connection:
+    conn = h2.connection.H2Connection(
+        h2.config.H2Configuration(client_side=True, header_encoding=None)
+    )
+    codes = {getattr(h2.settings.SettingCodes, k): v for k, v in settings.items()}
+    conn.local_settings = h2.settings.Settings(client=True, initial_values=codes)
+    conn.initiate_connection()
+    return conn
+
+
+def get_pods(conn: h2.connection.H2Connection, token: str = "") -> int:
+    stream_id = conn.get_next_available_stream_id()
+    auth = [(b"authorization", f"Bearer {token}".encode())] if token else []
+    head = [(b":method", b"GET"), (b":path", b"/pods"), (b":scheme", b"https")]
+    conn.send_headers(stream_id, [*head, (b":authority", b"x"), *auth], end_stream=True)
+    return stream_id
+
+
+async def test_http2_rapid_reset(
+    servers: tuple[Env, Addresses],
+    autojump_clock: trio.testing.MockClock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """CVE-2023-44487: HEADERS then RST_STREAM, 5,000 times, ran 5,000 handlers (and
+    TokenReviews) at once against a bound of 250 streams."""
+    in_flight, most = [0], [0]
+
+    async def slow_review(self: FakeReviews, token: str) -> object:
+        in_flight[0] += 1
+        most[0] = max(most[0], in_flight[0])
+        try:
+            await trio.sleep_forever()
+        finally:
+            in_flight[0] -= 1
+
+    monkeypatch.setattr(FakeReviews, "token_review", slow_review)
+    _, addresses = servers
+    host, port = split(addresses.main)
+    stream = trio.SSLStream(await trio.open_tcp_stream(host, port), tls(), server_hostname=host)
+    await stream.do_handshake()
+    conn = raw_h2(stream)
+    events: list[h2.events.Event] = []
+
+    async def read() -> None:
+        with contextlib.suppress(trio.BrokenResourceError):
+            while data := await stream.receive_some(65536):
+                events.extend(conn.receive_data(data))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(read)
+        # 250 reviews under way; their streams reset and 250 more asked at once: a reset
+        # stream counts until its handler stopped
+        ids = [get_pods(conn, f"a{i}") for i in range(250)]
+        await stream.send_all(conn.data_to_send())
+        await trio.sleep(1)
+        assert in_flight[0] == 250
+        for stream_id in ids:
+            conn.reset_stream(stream_id, ErrorCodes.CANCEL)
+        ids = [get_pods(conn, f"b{i}") for i in range(250)]
+        await stream.send_all(conn.data_to_send())
+        await trio.sleep(1)
+        refused = [e for e in events if isinstance(e, h2.events.StreamReset)]
+        assert {e.stream_id for e in refused} == set(ids)
+        assert {e.error_code for e in refused} == {ErrorCodes.REFUSED_STREAM}
+        assert (most[0], in_flight[0]) == (250, 0)  # the reset ones were cancelled
+        # then resets as fast as the client can: GOAWAY ENHANCE_YOUR_CALM
+        with contextlib.suppress(h2.exceptions.ProtocolError, trio.BrokenResourceError):
+            for i in range(5000):
+                conn.reset_stream(get_pods(conn, f"c{i}"), ErrorCodes.CANCEL)
+                if i % 100 == 99:
+                    await stream.send_all(conn.data_to_send())
+        await trio.sleep(1)
+        nursery.cancel_scope.cancel()
+    await trio.aclose_forcefully(stream)
+    goaway = [e for e in events if isinstance(e, h2.events.ConnectionTerminated)]
+    assert [g.error_code for g in goaway] == [ErrorCodes.ENHANCE_YOUR_CALM]
+    assert most[0] == 250 and in_flight[0] == 0  # every handler was cancelled with its stream
+
+
+@pytest.fixture
+async def four_slots(
+    clients: tuple[RuntimeClient, ImageClient],
+    fake: FakeRuntime,
+    hostile_pki: Pki,
+    short_tmp: Path,
+) -> AsyncIterator[tuple[Env, Addresses]]:
+    limits = Limits(max_connections=4, send_timeout=10)
+    async with start_servers(clients, fake, hostile_pki, short_tmp, limits) as started:
+        yield started
+
+
+async def test_http2_clients_that_take_nothing_do_not_keep_the_slots(
+    four_slots: tuple[Env, Addresses], autojump_clock: trio.testing.MockClock
+) -> None:
+    """Four connections without credentials, each with a flow-control window of 0 and a
+    GET /pods: the 401 could never be sent and they held the four slots for good."""
+    env, addresses = four_slots
+    host, port = split(addresses.main)
+    held: list[tuple[trio.SSLStream[trio.SocketStream], h2.connection.H2Connection]] = []
+    for _ in range(4):
+        stream = trio.SSLStream(await trio.open_tcp_stream(host, port), tls(), server_hostname=host)
+        await stream.do_handshake()
+        conn = raw_h2(stream, INITIAL_WINDOW_SIZE=0)
+        get_pods(conn)
+        await stream.send_all(conn.data_to_send())
+        held.append((stream, conn))
+    t0 = trio.current_time()
+    with trio.fail_after(15):  # the stalled 401s are reset after 10 s, their slots given up
+        client = await H2Client.connect(host, port, tls=tls(env.pki.good))
+        response = await client.request("GET", "/pods")
+    # served once one of them, idle then, closed (it reads on for 1 s after its GOAWAY)
+    assert response.status == 200 and 10 <= trio.current_time() - t0 <= 11
+    await client.aclose()
+    outcomes = []
+    for stream, conn in held:
+        events: list[h2.events.Event] = []
+        with trio.move_on_after(1), contextlib.suppress(trio.BrokenResourceError):
+            while data := await stream.receive_some(65536):
+                events.extend(conn.receive_data(data))
+        resets = [e.error_code for e in events if isinstance(e, h2.events.StreamReset)]
+        goaway = [e.error_code for e in events if isinstance(e, h2.events.ConnectionTerminated)]
+        outcomes.append((resets, goaway))
+        await trio.aclose_forcefully(stream)
+    # each stream reset as Go's WriteTimeout does; one of the connections, idle from then
+    # on, closed (GOAWAY NO_ERROR) for the client waiting in the backlog
+    assert all(resets == [ErrorCodes.INTERNAL_ERROR] for resets, _ in outcomes)
+    assert sorted(goaway for _, goaway in outcomes) == [[], [], [], [ErrorCodes.NO_ERROR]]

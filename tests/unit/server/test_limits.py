@@ -193,6 +193,61 @@ async def test_connections_beyond_the_bound_wait_in_the_backlog(
     assert messages.count("accepting connections again") == 1
 
 
+async def test_idle_keep_alive_connections_make_room_for_a_waiting_client(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A request a minute kept a slot for good (the idle clock restarts with each one);
+    at the bound, the connection idle the longest now goes for a client that waits."""
+    async with served(limits=Limits(max_connections=2)) as port:
+        first = await connect(port)
+        assert await get(first) == (200, b"ok")
+        await trio.sleep(1)
+        second = await H2Client.connect("127.0.0.1", port)
+        assert (await second.request("GET", "/healthz")).status == 200
+        await trio.sleep(1)
+        t0 = trio.current_time()
+        third = await connect(port)
+        with trio.fail_after(30):
+            assert await get(third) == (200, b"ok")
+        assert trio.current_time() - t0 < 0.5
+        assert await closed_by_server(first)  # idle the longest: closed, as after 90 s
+        # next the HTTP/2 one, with a GOAWAY (its client does not close: 1 s later)
+        fourth = await connect(port)
+        with trio.fail_after(30):
+            assert await get(fourth) == (200, b"ok")
+        while second.terminated is None and not second.closed:
+            await second._pump({})
+        assert second.terminated is not None and second.terminated.error_code == 0
+        assert await get(third) == (200, b"ok")  # one closed for each client, no more
+        for stream in (third, fourth):
+            await stream.aclose()
+
+
+async def test_http1_response_nobody_reads_frees_the_slot(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    finished: list[float] = []
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        body = b"x" * (32 << 20)  # more than the kernel buffers of both ends
+        headers = [(b"content-length", str(len(body)).encode())]
+        try:
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+        finally:  # cancelled when the client took nothing for 10 s
+            finished.append(trio.current_time())
+
+    async with served(app, Limits(send_timeout=10)) as port:
+        stream = await connect(port)
+        await stream.send_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        t0 = trio.current_time()
+        with trio.fail_after(60):
+            while not finished:
+                await trio.sleep(1)
+        assert 10 <= finished[0] - t0 < 11
+        assert await closed_by_server(stream)
+
+
 # -- the descriptor reserve and accept errors --------------------------------------------------
 
 
@@ -423,12 +478,14 @@ async def test_http2_reset_stops_the_stream(autojump_clock: trio.testing.MockClo
                 await send({"type": "http.response.body", "body": b"tick\n", "more_body": True})
                 await trio.sleep(1)
 
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(produce)
-            while (await receive())["type"] != "http.disconnect":
-                pass
-            nursery.cancel_scope.cancel()
-        stopped.set()
+        try:  # the reset cancels the handler (or it sees http.disconnect first)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(produce)
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+                nursery.cancel_scope.cancel()
+        finally:
+            stopped.set()
 
     async with served(app) as port:
         client = await H2Client.connect("127.0.0.1", port)
@@ -446,6 +503,48 @@ async def test_http2_reset_stops_the_stream(autojump_clock: trio.testing.MockClo
             await stopped.wait()
         response = await client.request("GET", "/healthz")  # the connection goes on
         assert response.status == 200
+
+
+async def test_http2_streams_count_until_their_handler_returns(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """h2 forgets a stream the client reset; its handler may still run: a request beyond
+    the bound is refused (REFUSED_STREAM) until handlers returned, not started."""
+    running, most = [0], [0]
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["path"] == "/healthz":
+            await HealthzApp()(scope, receive, send)
+            return
+        running[0] += 1
+        most[0] = max(most[0], running[0])
+        try:
+            await trio.sleep_forever()
+        finally:
+            with trio.CancelScope(shield=True):
+                await trio.sleep(5)  # slow to stop
+            running[0] -= 1
+
+    async with served(app, Limits(max_streams=4)) as port:
+        client = await H2Client.connect("127.0.0.1", port)
+        ids = []
+        head = [(":method", "GET"), (":path", "/slow"), (":scheme", "http"), (":authority", "x")]
+        for _ in range(4):
+            ids.append(client.conn.get_next_available_stream_id())
+            client.conn.send_headers(ids[-1], head, end_stream=True)
+        await client._flush()
+        await trio.sleep(1)
+        assert running[0] == 4
+        for stream_id in ids:
+            client.conn.reset_stream(stream_id)
+        await client._flush()
+        await trio.sleep(1)
+        refused = await client.request("GET", "/healthz")
+        assert (refused.status, refused.reset_code) == (0, 7)  # REFUSED_STREAM
+        await trio.sleep(5)
+        assert running[0] == 0
+        assert (await client.request("GET", "/healthz")).status == 200
+        assert most[0] == 4
 
 
 # -- memory after a burst ------------------------------------------------------------------

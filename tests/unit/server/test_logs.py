@@ -40,7 +40,8 @@ async def read(path: Path, now: float = T0 + 100, **options: object) -> bytes:
     async def write(chunk: bytes) -> None:
         out.append(chunk)
 
-    await read_logs(str(path), LogOptions(**options), write, never_running, now=now)  # type: ignore[arg-type]
+    opts = LogOptions(**options)  # type: ignore[arg-type]
+    await read_logs(str(path), opts, write, never_running, since_ns=opts.since_ns(now))
     return b"".join(out)
 
 
@@ -63,6 +64,20 @@ def test_decoding() -> None:
     for bad in (q(tailLines="x"), q(limitBytes="1.5"), q(sinceTime="yesterday")):
         with pytest.raises(DecodeError):
             parse_log_options(bad)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["9223372036854775808", "-9223372036854775809", "1" + "0" * 400, "9" * 5000, "1_0", " 1"],
+)
+def test_integers_are_go_int64s(text: str) -> None:
+    """As strconv.ParseInt(s, 10, 64): out of range, or not plain ASCII digits, is a
+    400 (a huge sinceSeconds once broke the log stream after its 200)."""
+    for name in ("sinceSeconds", "tailLines", "limitBytes"):
+        with pytest.raises(DecodeError):
+            parse_log_options({name: [text]})
+    assert parse_log_options(q(sinceSeconds="9223372036854775807")).since_ns(T0) is not None
+    assert parse_log_options(q(tailLines="+007")).tail_lines == 7
 
 
 @pytest.mark.parametrize(
@@ -204,7 +219,8 @@ async def test_follow_until_the_container_stops(
     async with trio.open_nursery() as nursery:
         nursery.start_soon(
             lambda: read_logs(
-                str(path), LogOptions(follow=True), write, is_running, now=T0, run_sync=inline
+                str(path), LogOptions(follow=True), write, is_running, since_ns=None,
+                run_sync=inline,
             )
         )
         with trio.fail_after(5):  # fake time: reads inline, the pump polls every 0.1 s
