@@ -25,6 +25,7 @@ GRACEFUL_NODE_SHUTDOWN = "GracefulNodeShutdown"
 ROTATE_KUBELET_SERVER_CERTIFICATE = "RotateKubeletServerCertificate"
 SHUTDOWN_BY_POD_PRIORITY = "GracefulNodeShutdownBasedOnPodPriority"
 CUSTOM_CPU_CFS_QUOTA_PERIOD = "CustomCPUCFSQuotaPeriod"
+ENV_FILES = "EnvFiles"
 
 
 @attrs.frozen

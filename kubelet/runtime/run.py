@@ -18,6 +18,7 @@ from kubelet.api.client import ApiClient
 from kubelet.api.pod import Pod
 from kubelet.cgroups.run import PodCgroups
 from kubelet.config import Options
+from kubelet.config.features import ENV_FILES
 from kubelet.cri import ImageClient, RuntimeClient
 from kubelet.decisions.backoff import IMAGE_PULL_INITIAL, IMAGE_PULL_MAX, Backoff, crash_loop_limits
 from kubelet.decisions.limits import container_limits
@@ -99,18 +100,14 @@ async def run_runtime(
         node_allocatable=allocatable,
         env_lookup=ApiEnvLookup(api) if api is not None else None,
         service_env=service_env,
-        dns=DnsSettings(
-            cluster_dns=tuple(cfg.cluster_dns),
-            cluster_domain=cfg.cluster_domain,
-            resolv_conf=cfg.resolv_conf,
-            node_ips=tuple(node_ips),
-        ),
+        dns=_dns_settings(options, node_ips),
         isolation=isolation,
         seccomp_default=cfg.seccomp_default,
         metrics=metrics,
         cgroups=cgroups,
         limits=container_limits(cfg, cgroups.swap if cgroups is not None else None),
         containers_log_dir=containers_log_dir,
+        env_files=options.features.enabled(ENV_FILES),
     )
     async with trio.open_nursery() as nursery:
         await nursery.start(isolation.runtime_info.run, runtime)
@@ -126,6 +123,17 @@ async def run_runtime(
             ).run
         )
         task_status.started(pods)
+
+
+def _dns_settings(options: Options, node_ips: Sequence[str]) -> DnsSettings:
+    """What a sandbox's resolv.conf and a pod's /etc/hosts are made from."""
+    cfg = options.config
+    return DnsSettings(
+        cluster_dns=tuple(cfg.cluster_dns),
+        cluster_domain=cfg.cluster_domain,
+        resolv_conf=cfg.resolv_conf,
+        node_ips=tuple(node_ips),
+    )
 
 
 def _image_manager(
