@@ -61,11 +61,22 @@ class KeySelector:
 
 
 @attrs.frozen(kw_only=True)
+class FileKeySelector:
+    """A key of an env file in one of the pod's emptyDir volumes (gate EnvFiles)."""
+
+    volume_name: str
+    path: str
+    key: str
+    optional: bool | None = None
+
+
+@attrs.frozen(kw_only=True)
 class EnvVarSource:
     field_ref: ObjectFieldSelector | None = None
     resource_field_ref: ResourceFieldSelector | None = None
     config_map_key_ref: KeySelector | None = None
     secret_key_ref: KeySelector | None = None
+    file_key_ref: FileKeySelector | None = None
 
 
 @attrs.frozen(kw_only=True)

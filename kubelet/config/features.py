@@ -28,6 +28,7 @@ CUSTOM_CPU_CFS_QUOTA_PERIOD = "CustomCPUCFSQuotaPeriod"
 KUBELET_ENSURE_SECRET_PULLED_IMAGES = "KubeletEnsureSecretPulledImages"
 POD_READY_TO_START_CONTAINERS_CONDITION = "PodReadyToStartContainersCondition"
 KUBELET_REGISTRATION_GET_ON_EXISTS_ONLY = "KubeletRegistrationGetOnExistsOnly"
+ENV_FILES = "EnvFiles"
 
 
 @attrs.frozen

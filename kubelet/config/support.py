@@ -305,6 +305,7 @@ GATE_SUPPORT: Mapping[str, Support] = {
     ),
     "ContainerStopSignals": missing("lifecycle stopSignal is not implemented", _is(False)),
     "CustomCPUCFSQuotaPeriod": ok("cpuCFSQuotaPeriod"),
+    "EnvFiles": ok("env valueFrom.fileKeyRef: a key of an env file in the pod's emptyDir"),
     "EventedPLEG": missing("the PLEG relists; runtime events are not used", _is(False)),
     "ExtendWebSocketsToKubelet": ok(_WS_TO_SPDY),
     "KubeletEnsureSecretPulledImages": ok("images pulled with credentials are checked"),

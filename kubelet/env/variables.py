@@ -14,6 +14,7 @@ every value. Anything that keeps the container from starting is an ``EnvError`` 
 from __future__ import annotations
 
 import ipaddress
+import logging
 import re
 from collections import ChainMap
 from collections.abc import Mapping, Sequence
@@ -24,6 +25,7 @@ import attrs
 from kubelet.api.pod import (
     Container,
     EnvFromSource,
+    FileKeySelector,
     KeySelector,
     ObjectFieldSelector,
     Pod,
@@ -32,12 +34,16 @@ from kubelet.api.pod import (
 from kubelet.api.quantity import QuantityError, ResourceQuantity, parse_quantity
 from kubelet.goformat import go_quote
 
+from .envfile import UNPARSABLE_ENV_FILE, EnvFileFormatError, env_file_value, file_key_path_error
 from .expand import expand_env
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "CREATE_CONTAINER_CONFIG_ERROR",
     "INVALID_ENV_NAMES_REASON",
     "EnvError",
+    "EnvFiles",
     "EnvLookup",
     "EnvResult",
     "expand",
@@ -84,6 +90,15 @@ class EnvLookup(Protocol):
     async def config_map(self, namespace: str, name: str) -> Mapping[str, str] | None: ...
 
     async def secret(self, namespace: str, name: str) -> Mapping[str, bytes] | None: ...
+
+
+class EnvFiles(Protocol):
+    """Where ``fileKeyRef`` env files come from: the pod's emptyDir volumes."""
+
+    def read(self, volume: str, path: str) -> tuple[str, bytes]:
+        """The file's path on the node (for messages) and its bytes. Raises ``EnvError``
+        with the message to show when the volume or the file cannot be used."""
+        ...
 
 
 @attrs.frozen
@@ -462,6 +477,28 @@ async def _key_ref(
     return data[ref.key]
 
 
+def _file_key_ref(ref: FileKeySelector, files: EnvFiles, pod: Pod) -> str | None:
+    """The key's value in the env file; None when it is optional and not there.
+
+    As upstream, ``optional`` only covers the key: a file that cannot be read or parsed
+    fails the container either way, and a key assigned "" counts as missing.
+    """
+    bad_path = file_key_path_error(ref.path)
+    if bad_path is not None:
+        raise _fail(bad_path)
+    where, data = files.read(ref.volume_name, ref.path)
+    try:
+        value = env_file_value(data, ref.key)
+    except EnvFileFormatError as exc:
+        log.error("Failed to parse env file %s of pod %s: %s", where, pod.key, exc)
+        raise _fail(UNPARSABLE_ENV_FILE) from exc
+    if value:
+        return value
+    if ref.optional:
+        return None
+    raise _fail(f"environment variable key {go_quote(ref.key)} not found in file {go_quote(where)}")
+
+
 async def resolve_env(
     pod: Pod,
     container: Container,
@@ -473,6 +510,7 @@ async def resolve_env(
     lookup: EnvLookup | None = None,
     service_env: Mapping[str, str] | None = None,
     strict_names: bool = False,
+    env_files: EnvFiles | None = None,
 ) -> EnvResult:
     """The container's full environment, or ``EnvError`` if it cannot be built.
 
@@ -482,7 +520,8 @@ async def resolve_env(
     the container defines the same name. ``lookup`` None is a pod without API access
     (a static pod on a standalone kubelet): any ConfigMap or Secret reference fails.
     ``strict_names``: skip ``envFrom`` keys by the pre-1.30 name rule instead of the
-    relaxed one.
+    relaxed one. ``env_files`` None is the EnvFiles gate off: a ``fileKeyRef`` variable
+    is then set to "", as upstream's kubelet does without the gate.
     """
     namespace = pod.metadata.namespace
     services = service_env or {}
@@ -511,6 +550,8 @@ async def resolve_env(
             value = await _key_ref(frm.config_map_key_ref, objects, namespace, secret=False)
         elif frm.secret_key_ref is not None:
             value = await _key_ref(frm.secret_key_ref, objects, namespace, secret=True)
+        elif frm.file_key_ref is not None and env_files is not None:
+            value = _file_key_ref(frm.file_key_ref, env_files, pod)
         else:
             value = ""
         if value is None:  # optional and missing: whatever was there stays

@@ -67,6 +67,7 @@ from kubelet.events.recorder import NORMAL, WARNING, EventRecorder, node_ref, po
 from kubelet.handlers.http import HttpGetter
 from kubelet.metrics import KubeletMetrics
 from kubelet.volumes.dirs import make_log_dir
+from kubelet.volumes.envfiles import PodEnvFiles
 from kubelet.volumes.manager import PodVolumes, VolumeManager
 from kubelet.volumes.paths import pod_dir
 from kubelet.volumes.subpath import MountConfigError
@@ -166,8 +167,11 @@ class PodRuntime:
         cgroups: PodCgroups | None = None,
         limits: ContainerLimits | None = None,
         containers_log_dir: str = "",
+        env_files: bool = True,
     ) -> None:
         self.cgroups = cgroups
+        self.env_files = env_files
+        """the EnvFiles gate: ``fileKeyRef`` reads the pod's env files (else it is "")"""
         self.limits = limits or ContainerLimits()
         self.isolation = isolation or PodIsolation()
         self.seccomp_default = seccomp_default
@@ -545,6 +549,7 @@ class PodRuntime:
                 node_allocatable=self.node_allocatable,
                 lookup=self.env_lookup,
                 service_env=self.service_env(pod) if self.service_env is not None else None,
+                env_files=PodEnvFiles(pod, where.volumes) if self.env_files else None,
             )
         except EnvError as exc:
             self.recorder.record(

@@ -18,6 +18,7 @@ from kubelet.api.client import ApiClient
 from kubelet.api.pod import Pod
 from kubelet.cgroups.run import PodCgroups
 from kubelet.config import Options
+from kubelet.config.features import ENV_FILES
 from kubelet.config.kubeletconfig import KubeletConfiguration
 from kubelet.cri import ImageClient, RuntimeClient
 from kubelet.decisions.backoff import IMAGE_PULL_INITIAL, IMAGE_PULL_MAX, Backoff, crash_loop_limits
@@ -107,6 +108,7 @@ async def run_runtime(
         cgroups=cgroups,
         limits=_container_limits(cfg, cgroups),
         containers_log_dir=containers_log_dir,
+        env_files=options.features.enabled(ENV_FILES),
     )
     async with trio.open_nursery() as nursery:
         await nursery.start(isolation.runtime_info.run, runtime)

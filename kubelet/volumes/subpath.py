@@ -124,19 +124,21 @@ def _components(path: str, creatable: bool) -> list[tuple[str, bool]]:
     return [(part, creatable) for part in reversed(path.split("/")) if part not in ("", ".")]
 
 
-def open_in_volume(volume: str, sub_path: str) -> int:
+def open_in_volume(volume: str, sub_path: str, *, create: bool = True) -> int:
     """An ``O_PATH`` descriptor of ``<volume>/<sub_path>`` reached without leaving the
-    volume, creating missing directories of ``sub_path`` on the way. The caller closes it.
+    volume, creating missing directories of ``sub_path`` on the way (unless ``create``
+    is False: a reader must not change the volume). The caller closes it.
 
     Raises UnsafeSubPath when the path leaves the volume (a symlink or ``..``), loops,
-    goes through something that is not a directory, or cannot be created.
+    goes through something that is not a directory, is missing and not to be created,
+    or cannot be created.
     """
     root = os.path.realpath(volume)
     root_fd = os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     stack = [root_fd]  # descriptors of the directories from the root to where we are
     try:
         mode = stat.S_IMODE(os.fstat(root_fd).st_mode)
-        pending = _components(sub_path, creatable=True)
+        pending = _components(sub_path, creatable=create)
         links = 0
         while pending:
             name, creatable = pending.pop()

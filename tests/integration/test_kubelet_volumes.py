@@ -335,3 +335,58 @@ async def test_the_kubelet_makes_and_tightens_its_directories(
         assert mode(Path(message.host_path)) == 0o666
         pod_logs = logs / f"default_web-node1_{uid}"
         assert mode(pod_logs) == mode(pod_logs / "app") == 0o755
+
+
+ENV_FILE_POD = """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: envfile
+spec:
+  volumes:
+  - name: config
+    emptyDir: {}
+  initContainers:
+  - name: setup
+    image: busybox:1.35
+    volumeMounts:
+    - {name: config, mountPath: /data}
+  containers:
+  - name: main
+    image: busybox:1.35
+    env:
+    - name: COLOR
+      valueFrom:
+        fileKeyRef: {volumeName: config, path: app/config.env, key: COLOR}
+    - {name: SHADE, value: light $(COLOR)}
+"""
+
+
+async def test_file_key_ref_waits_for_a_readable_key_then_starts_with_it(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    secret = short_tmp / "host-secret"
+    secret.write_text("COLOR='from the host'\n")
+    fake.behave(ContainerBehaviour(exit_after=0.5), container="setup")
+    async with running_kubelet(fake, short_tmp) as h:
+        h.write("envfile.yaml", ENV_FILE_POD)
+        await h.wait_for(lambda: h.containers("envfile", "setup"))
+        (setup,) = h.containers("envfile", "setup")
+        volume = Path(next(m.host_path for m in setup.config.mounts if m.container_path == "/data"))
+        env_file = volume / "app" / "config.env"
+        env_file.parent.mkdir()
+        env_file.symlink_to(secret)  # what a hostile init container could leave
+        unreadable = ("CreateContainerConfigError", "couldn't parse env file")
+        await h.wait_for(lambda: waiting(h, "main") == unreadable)
+        await trio.sleep(20)  # retried, still refused
+        assert waiting(h, "main") == unreadable and not h.containers("envfile", "main")
+        env_file.unlink()
+        env_file.write_text("SIZE='big'\n")
+        message = f'environment variable key "COLOR" not found in file "{env_file}"'
+        await h.wait_for(lambda: waiting(h, "main") == ("CreateContainerConfigError", message))
+        assert not h.containers("envfile", "main")
+        env_file.write_text("# from setup\nCOLOR='blue'\n")
+        await h.wait_for(lambda: h.running("envfile", "main"))
+        (main,) = h.running("envfile", "main")
+        envs = {kv.key: kv.value.decode() for kv in main.config.envs}
+        assert (envs["COLOR"], envs["SHADE"]) == ("blue", "light blue")

@@ -12,6 +12,7 @@ from kubelet.api.pod import (
     EnvFromSource,
     EnvVar,
     EnvVarSource,
+    FileKeySelector,
     KeySelector,
     ObjectFieldSelector,
     Pod,
@@ -56,6 +57,20 @@ class FakeLookup:
     async def secret(self, namespace: str, name: str) -> Mapping[str, bytes] | None:
         self.fetches.append(("secret", namespace, name))
         return self.secrets.get(name) if namespace == NS else None
+
+
+class FakeEnvFiles:
+    """Env files by (volume, path); a missing one fails as an unreadable file does."""
+
+    def __init__(self, files: Mapping[tuple[str, str], bytes]) -> None:
+        self.files = dict(files)
+        self.reads: list[tuple[str, str]] = []
+
+    def read(self, volume: str, path: str) -> tuple[str, bytes]:
+        self.reads.append((volume, path))
+        if (volume, path) not in self.files:
+            raise EnvError(CREATE_CONTAINER_CONFIG_ERROR, "couldn't parse env file")
+        return f"/v/{volume}/{path}", self.files[volume, path]
 
 
 def dapi_pod(
@@ -106,6 +121,7 @@ async def resolve(
     host_ips: tuple[str, ...] = ("10.0.0.1", "fd00::1"),
     pod_ips: tuple[str, ...] = ("10.1.0.5", "fd01::5"),
     strict_names: bool = False,
+    env_files: FakeEnvFiles | None = None,
 ) -> EnvResult:
     return await resolve_env(
         pod if pod is not None else dapi_pod(container),
@@ -117,6 +133,7 @@ async def resolve(
         lookup=lookup,
         service_env=service_env,
         strict_names=strict_names,
+        env_files=env_files,
     )
 
 
@@ -694,6 +711,82 @@ async def test_duplicate_names_keep_first_position_and_last_value() -> None:
         ),
     )
     assert (await resolve(container)).env == [("A", "12"), ("B", "1")]
+
+
+# -- fileKeyRef ------------------------------------------------------------------------------
+
+
+def file_key(key: str, path: str = "config.env", optional: bool | None = None) -> EnvVarSource:
+    return EnvVarSource(
+        file_key_ref=FileKeySelector(volume_name="cfg", path=path, key=key, optional=optional)
+    )
+
+
+ENV_FILE = b"# written by the init container\nCOLOR='blue'\nEMPTY=''\nMULTI='a\nb'\n"
+
+
+async def test_file_key_refs() -> None:
+    files = FakeEnvFiles({("cfg", "config.env"): ENV_FILE})
+    container = Container(
+        name="c",
+        env=(
+            EnvVar(name="COLOR", value_from=file_key("COLOR")),
+            EnvVar(name="MULTI", value_from=file_key("MULTI")),
+            EnvVar(name="SHADE", value="light $(COLOR)"),
+        ),
+    )
+    result = await resolve(container, env_files=files)
+    assert result.env == [("COLOR", "blue"), ("MULTI", "a\nb"), ("SHADE", "light blue")]
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        (file_key("NOPE"), 'environment variable key "NOPE" not found in file "/v/cfg/config.env"'),
+        # upstream cannot tell an empty value from a missing key
+        (
+            file_key("EMPTY"),
+            'environment variable key "EMPTY" not found in file "/v/cfg/config.env"',
+        ),
+        # optional covers the key only: an unreadable file fails the container anyway
+        (file_key("COLOR", path="missing.env", optional=True), "couldn't parse env file"),
+        (file_key("COLOR", path="broken.env", optional=True), "couldn't parse env file"),
+        (
+            file_key("COLOR", path="/etc/shadow"),
+            'invalid path "/etc/shadow" in FileKeyRef: must be a relative path',
+        ),
+        (
+            file_key("COLOR", path="../../x"),
+            "invalid path \"../../x\" in FileKeyRef: must not contain '..'",
+        ),
+    ],
+)
+async def test_file_key_ref_failures(source: EnvVarSource, message: str) -> None:
+    files = FakeEnvFiles({("cfg", "config.env"): ENV_FILE, ("cfg", "broken.env"): b"COLOR=blue\n"})
+    container = Container(name="c", env=(EnvVar(name="X", value_from=source),))
+    with pytest.raises(EnvError) as info:
+        await resolve(container, env_files=files)
+    assert (info.value.reason, info.value.message) == (CREATE_CONTAINER_CONFIG_ERROR, message)
+    assert all(not path.startswith(("/", "..")) for _, path in files.reads)
+
+
+async def test_optional_missing_file_keys_are_skipped() -> None:
+    files = FakeEnvFiles({("cfg", "config.env"): ENV_FILE})
+    container = Container(
+        name="c",
+        env=(
+            EnvVar(name="X", value="before"),
+            EnvVar(name="X", value_from=file_key("NOPE", optional=True)),  # X stays
+            EnvVar(name="Y", value_from=file_key("EMPTY", optional=True)),  # never set
+        ),
+    )
+    assert (await resolve(container, env_files=files)).env == [("X", "before")]
+
+
+async def test_file_key_refs_without_the_gate_are_empty() -> None:
+    """EnvFiles off: upstream's kubelet skips the source and sets the variable to ""."""
+    container = Container(name="c", env=(EnvVar(name="COLOR", value_from=file_key("COLOR")),))
+    assert (await resolve(container)).env == [("COLOR", "")]
 
 
 # -- command and args -------------------------------------------------------------------------
