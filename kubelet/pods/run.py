@@ -168,7 +168,7 @@ async def run_pod_lifecycle(
         pods=desired,
         workers=workers,
         housekeeper=housekeeper,
-        sources_ready=config.sources_ready,
+        sources_ready=config.seen_all_sources,
         sync_frequency=options.config.sync_frequency,
         admission_facts=node_admission(
             options,

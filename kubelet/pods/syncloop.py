@@ -102,7 +102,7 @@ class SyncLoop:
         pods: PodManager,
         workers: PodWorkers,
         housekeeper: Housekeeper,
-        sources_ready: Callable[[], bool],
+        sources_ready: Callable[[Collection[str]], bool],
         sync_frequency: float = 60.0,
         max_pods: int = 110,
         admission_facts: Callable[[], AdmissionFacts] | None = None,
@@ -129,6 +129,10 @@ class SyncLoop:
         self.queue = WorkQueue()
         self.housekeeper = housekeeper
         self._sources_ready = sources_ready
+        """upstream's SeenAllSources, asked about the sources whose updates this loop has
+        handled: a source that has SET in the config but whose pods are still on their way
+        here is not ready, or housekeeping would take its running pods for orphans"""
+        self.handled_sources: set[str] = set()
         self._sync_frequency = sync_frequency
         self._admission_facts = admission_facts or (lambda: AdmissionFacts(max_pods=max_pods))
         self._on_reject = on_reject
@@ -202,6 +206,7 @@ class SyncLoop:
     # -- config updates ------------------------------------------------------------------
 
     async def _handle_update(self, update: PodUpdate) -> None:
+        self.handled_sources.add(update.source)
         op = update.op
         pods = update.pods
         if op is PodOperation.ADD:  # admitted oldest first, as upstream's HandlePodAdditions
@@ -358,7 +363,7 @@ class SyncLoop:
         it, or no recent listing, and the runtime is listed now: an orphan is acted on
         only when a fresh listing shows it."""
         self.housekeeper.tidy()
-        if not self._sources_ready():
+        if not self._sources_ready(self.handled_sources):
             return
         listed = self.housekeeper.listed_uids()
         running: list[OrphanPod] = []

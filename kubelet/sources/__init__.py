@@ -3,7 +3,8 @@
 ``run.open_sources`` is the entry: the merge task first, then each configured source::
 
     config = await nursery.start(open_sources, options, api)
-    # the syncLoop reads config.updates; readiness is config.sources_ready()
+    # the syncLoop reads config.updates; housekeeping waits for
+    # config.seen_all_sources(the sources whose updates the loop has handled)
 """
 
 from .file import FileSource

@@ -3,7 +3,8 @@
 ``open_sources`` is its entry: the merge task starts first, then the manifest
 directory, the manifest URL and (in a cluster) the API source, each retrying with
 back-off on its own. It hands back the ``PodConfig``, whose ``updates`` the syncLoop
-reads and whose ``sources_ready`` tells housekeeping when every source has spoken.
+reads and whose ``seen_all_sources`` tells housekeeping when every source has spoken
+and the syncLoop has handled what it said.
 With no source at all the kubelet is ready at once.
 """
 

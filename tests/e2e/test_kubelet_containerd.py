@@ -282,7 +282,8 @@ async def test_sigkill_and_restart_keeps_containers(kubelet: KubeletProcess) -> 
     kubelet.stop(signal.SIGKILL)
     kubelet.start()
     await trio.sleep(6)  # several relists and a housekeeping pass
-    assert {c.id for c in await kubelet.running("keep")} == before
+    after = {c.id for c in await kubelet.running("keep")}
+    assert after == before, kubelet.log()[-8000:]  # what the restarted kubelet did, if not
     assert len(await kubelet.sandboxes("keep")) == 1
 
 

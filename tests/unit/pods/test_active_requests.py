@@ -147,7 +147,7 @@ async def rig() -> AsyncIterator[tuple[SyncLoop, _Syncer]]:
         pods=PodManager(),
         workers=workers,
         housekeeper=_Housekeeper(),  # type: ignore[arg-type]
-        sources_ready=lambda: True,
+        sources_ready=lambda seen: True,
         admission_facts=lambda: AdmissionFacts(node=NODE),
     )
     async with trio.open_nursery() as nursery:

@@ -4,7 +4,7 @@ the latest the pod's active deadline), when it wakes, and what housekeeping read
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 import pytest
 import trio
@@ -15,7 +15,7 @@ from kubelet.pleg.view import pod_from_runtime
 from kubelet.pods.manager import PodManager
 from kubelet.pods.syncloop import SYNC_ERROR_BACKOFF, OrphanPod, SyncLoop
 from kubelet.pods.workers import PodWorkers, SyncResult, WorkerResult
-from kubelet.sources.podconfig import PodUpdate
+from kubelet.sources.podconfig import PodOperation, PodStorage, PodUpdate
 
 
 class _Syncer:
@@ -39,7 +39,7 @@ def make_loop() -> SyncLoop:
         pods=PodManager(),
         workers=PodWorkers(_Syncer()),
         housekeeper=_Housekeeper(),  # type: ignore[arg-type]
-        sources_ready=lambda: True,
+        sources_ready=lambda seen: True,
         sync_frequency=60.0,
         rng=random.Random(0),
     )
@@ -105,15 +105,20 @@ class _RecordingWorkers(PodWorkers):
     def __init__(self) -> None:
         super().__init__(_Syncer())
         self.terminated: list[str] = []
+        self.synced: list[str] = []
 
     def terminate(self, pod: Pod, grace: int | None = None, *, remove: bool = False) -> None:
         self.terminated.append(pod.uid)
+
+    def sync(self, pod: Pod) -> None:
+        self.synced.append(pod.uid)
 
 
 def housekeeping_loop(
     keeper: _CountingHousekeeper,
     wanted: set[str],
     results: trio.MemoryReceiveChannel[WorkerResult] | None = None,
+    ready: Callable[[Collection[str]], bool] = lambda seen: True,
 ) -> SyncLoop:
     _, updates = trio.open_memory_channel[PodUpdate](0)
     _, events = trio.open_memory_channel[PodLifecycleEvent](0)
@@ -126,7 +131,7 @@ def housekeeping_loop(
         pods=pods,
         workers=_RecordingWorkers(),
         housekeeper=keeper,
-        sources_ready=lambda: True,
+        sources_ready=ready,
         results=results,
     )
 
@@ -178,3 +183,24 @@ async def test_housekeeping_lists_the_runtime_when_the_pleg_listing_is_old() -> 
     loop = housekeeping_loop(keeper, {"a"})
     await loop.housekeeping()
     assert keeper.listings == 1 and loop.workers.terminated == []  # type: ignore[attr-defined]
+
+
+async def test_a_source_is_ready_once_the_loop_handled_its_pods() -> None:
+    """A restarted kubelet: the file source has SET (the config knows its pods) but the
+    update carrying them has not reached the loop yet. Housekeeping must not take the
+    pod the runtime runs for an orphan; upstream marks a source seen only as its syncLoop
+    handles the source's update."""
+    storage = PodStorage(["file"], clock=lambda: "2026-01-01T00:00:00Z")
+    running = pod_from_runtime("keep", "default", "keep")
+    pending = storage.merge("file", PodOperation.SET, [running])
+    assert storage.sources_ready()  # the config has seen the file source
+    keeper = _CountingHousekeeper({"keep", "ghost"}, [OrphanPod("keep", "keep", "default")])
+    loop = housekeeping_loop(keeper, set(), ready=storage.seen_all_sources)
+    await loop.housekeeping()
+    assert keeper.listings == 0 and loop.workers.terminated == []  # type: ignore[attr-defined]
+    for update in pending:
+        await loop._handle_update(update)
+    assert loop.workers.synced == ["keep"]  # type: ignore[attr-defined]
+    keeper.fresh = [OrphanPod("keep", "keep", "default"), OrphanPod("ghost", "g", "default")]
+    await loop.housekeeping()
+    assert loop.workers.terminated == ["ghost"]  # type: ignore[attr-defined]

@@ -101,7 +101,7 @@ async def test_syncloop_check_fails_when_the_loop_stalls(autojump_clock: trio.ab
         pods=PodManager(),
         workers=workers,
         housekeeper=_StuckHousekeeper(),
-        sources_ready=lambda: True,
+        sources_ready=lambda seen: True,
         sync_frequency=60.0,
     )
     app = KubeletApp(
