@@ -235,7 +235,7 @@ async def run(
         )  # fmt: skip
         _register_state_metrics(metrics, pleg, desired, lifecycle, cgroups)
         stats, collectors, eviction = await _start_node_protection(
-            root, options, host, node.name, runtime, images, lifecycle, config, recorder,
+            root, options, host, node.name, runtime, images, lifecycle, recorder,
             pressure, desired, metrics, pleg.between_relists,
         )  # fmt: skip
         registries = metrics.registry, prober.metrics.registry
@@ -336,7 +336,6 @@ async def _start_node_protection(
     runtime: RuntimeClient,
     images: ImageClient,
     lifecycle: PodLifecycle,
-    config: PodConfig,
     recorder: EventRecorder,
     pressure: NodePressure,
     desired: PodManager,
@@ -366,7 +365,7 @@ async def _start_node_protection(
             containers_log_dir=host.containers_log_dir,
             on_image_removed=metrics.image_collected,
         ),
-        options, node_name, runtime, images, lifecycle.gc_view, config.sources_ready,
+        options, node_name, runtime, images, lifecycle.gc_view, lifecycle.syncloop.sources_seen,
         usage.image_fs, recorder, host.wall_clock,
     )  # fmt: skip
     eviction = await root.start(

@@ -355,6 +355,12 @@ class SyncLoop:
         wanted = uid in self.pods and uid not in self.rejected
         return not wanted and not self.workers.is_known(uid)
 
+    def sources_seen(self) -> bool:
+        """Every source has spoken and this loop has handled what it said (upstream's
+        ``sourcesReady.AllReady``): what housekeeping and the garbage collectors wait for
+        before they take a pod nobody wants for gone."""
+        return self._sources_ready(self.handled_sources)
+
     async def housekeeping(self) -> None:
         """Tear down runtime pods nobody wants, once every source has been seen; then the
         pod directories and pod cgroups of pods nobody knows.
@@ -363,7 +369,7 @@ class SyncLoop:
         it, or no recent listing, and the runtime is listed now: an orphan is acted on
         only when a fresh listing shows it."""
         self.housekeeper.tidy()
-        if not self._sources_ready(self.handled_sources):
+        if not self.sources_seen():
             return
         listed = self.housekeeper.listed_uids()
         running: list[OrphanPod] = []
