@@ -71,10 +71,12 @@ def required_features(pod: Pod) -> tuple[str, ...]:
 
 
 def unsatisfied(pod: Pod, declared: tuple[str, ...] | None) -> str | None:
-    """The admission message for a pod needing undeclared features; None when it may run
-    (or when the gate is off: ``declared`` None)."""
+    """The admission message for a pod needing undeclared features; None when it may run.
+    With the gate off (``declared`` None) upstream has no such check, but it implements
+    every feature a pod may need; this kubelet does not, so a pod needing one is refused
+    all the same rather than run with its rules ignored."""
     if declared is None:
-        return None
+        declared = ()
     missing = sorted(set(required_features(pod)) - set(declared))
     if not missing:
         return None
