@@ -120,9 +120,7 @@ def test_a_fifo_is_refused_without_blocking(volume: Path, no_hang: None) -> None
 @pytest.mark.parametrize("path", ["conf", "", "dev-null.env", "null.env"])
 def test_only_regular_files_are_read(volume: Path, no_hang: None, path: str) -> None:
     (volume / "dev-null.env").symlink_to("/dev/null")
-    if path == "null.env":
-        if os.geteuid() != 0:
-            pytest.skip("mknod needs root")
+    if path == "null.env":  # the suite runs as root, as CI does
         # a container with CAP_MKNOD (a runtime default) can make a node of any device
         os.mknod(volume / "null.env", stat.S_IFCHR | 0o666, os.makedev(1, 3))
     assert refused(pod_files(volume), "cfg", path) == "couldn't parse env file"
