@@ -229,6 +229,9 @@ class SyncLoop:
                 self.pods.remove(pod.uid)
                 self.queue.forget(pod.uid)
                 self.rejected.pop(pod.uid, None)
+                # a pod already torn down (a graceful API delete) is synced no more: its
+                # allocation goes now (the syncer drops it after a teardown still running)
+                self.allocations.forget(pod.uid)
                 self._update_active(pod.uid)
                 self.workers.terminate(pod, None, remove=True)
             elif op is PodOperation.RECONCILE:

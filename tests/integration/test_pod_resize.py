@@ -151,3 +151,20 @@ async def test_a_restarted_kubelet_reads_what_runs_from_the_runtime(
         assert after["resources"] == SMALL
         await c.wait_for(lambda: c.phase("more") in ("Running", "Failed"))
         assert c.phase("more") == "Running"
+
+
+async def test_a_deleted_pod_leaves_no_allocation_behind(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    """A graceful API delete: the pod is torn down while still in the API, then removed;
+    nothing syncs it after that, so the removal itself drops its allocation."""
+    async with running_cluster(fake, short_tmp) as c:
+        create(c, "web", SMALL)
+        await c.wait_for(lambda: c.phase("web") == "Running")
+        allocations = c.components.syncer.allocations
+        (uid,) = [p["metadata"]["uid"] for p in c.api.list("pods", "default")]
+        assert uid in allocations
+        c.api.delete("pods", "default", "web", grace=30)
+        await c.wait_for(lambda: c.pod("web") is None, timeout=60)
+        await trio.sleep(30)
+        assert uid not in allocations and len(allocations) == 0
