@@ -1,5 +1,9 @@
 """Pod fields a disabled feature gate takes away, so the kubelet acts as upstream's would.
 
+Upstream's kubelet with ``PodLevelResources`` off reads no pod-level ``spec.resources``
+(its QoS class, cgroups, admission and eviction all go by the containers): dropping the
+field gives every one of them that view at once.
+
 Upstream's kubelet with ``ContainerRestartRules`` off reads neither a container's
 ``restartPolicyRules`` nor the ``restartPolicy`` of a regular container, and treats an
 init container as a sidecar only when its ``restartPolicy`` is ``Always``: every restart
@@ -14,7 +18,7 @@ import attrs
 
 from .pod import Container, Pod
 
-__all__ = ["drop_container_restart_rules"]
+__all__ = ["drop_container_restart_rules", "drop_pod_level_resources"]
 
 _SIDECAR = "Always"
 
@@ -45,3 +49,11 @@ def drop_container_restart_rules(pod: Pod) -> Pod:
     if unchanged:
         return pod
     return attrs.evolve(pod, spec=attrs.evolve(spec, containers=containers, init_containers=inits))
+
+
+def drop_pod_level_resources(pod: Pod) -> Pod:
+    """``pod`` as a kubelet without ``PodLevelResources`` reads it (the same object when
+    it sets no pod-level resources)."""
+    if pod.spec.resources is None:
+        return pod
+    return attrs.evolve(pod, spec=attrs.evolve(pod.spec, resources=None))

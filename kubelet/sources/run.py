@@ -16,7 +16,7 @@ from typing import Any
 import trio
 
 from kubelet.api.client import ApiClient
-from kubelet.api.dropfields import drop_container_restart_rules
+from kubelet.api.dropfields import drop_container_restart_rules, drop_pod_level_resources
 from kubelet.api.pod import Pod
 from kubelet.config import Options
 from kubelet.config.features import FeatureGates
@@ -30,6 +30,7 @@ from .url import URLSource
 from .validation import PodValidationOptions
 
 CONTAINER_RESTART_RULES = "ContainerRestartRules"
+POD_LEVEL_RESOURCES = "PodLevelResources"
 RESTART_ALL_CONTAINERS = "RestartAllContainersOnContainerExits"
 
 
@@ -43,11 +44,23 @@ def validation_options(features: FeatureGates) -> PodValidationOptions:
 
 
 def pod_view(features: FeatureGates) -> Callable[[Pod], Pod] | None:
-    """How the kubelet reads its pods: without the container restart fields when
-    ``ContainerRestartRules`` is off, as upstream's kubelet then ignores them."""
-    if features.enabled(CONTAINER_RESTART_RULES):
+    """How the kubelet reads its pods: without the fields of a gate that is off, as
+    upstream's kubelet then ignores them (the container restart fields without
+    ``ContainerRestartRules``, pod-level resources without ``PodLevelResources``)."""
+    views = []
+    if not features.enabled(CONTAINER_RESTART_RULES):
+        views.append(drop_container_restart_rules)
+    if not features.enabled(POD_LEVEL_RESOURCES):
+        views.append(drop_pod_level_resources)
+    if not views:
         return None
-    return drop_container_restart_rules
+
+    def view(pod: Pod) -> Pod:
+        for each in views:
+            pod = each(pod)
+        return pod
+
+    return view
 
 
 def static_sources(

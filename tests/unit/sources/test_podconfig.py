@@ -134,14 +134,14 @@ def test_the_same_objects_again_are_not_compared(
 def test_the_kubelet_reads_pods_through_its_view() -> None:
     """``ContainerRestartRules`` off: every pod is stored, compared and handed on without
     the container-level restart fields (``sources.run.pod_view``)."""
-    from kubelet.api.dropfields import drop_container_restart_rules
     from kubelet.config.features import FeatureGates
     from kubelet.sources.run import pod_view
 
     off = FeatureGates({"ContainerRestartRules": False})
     assert pod_view(FeatureGates()) is None
-    assert pod_view(off) is drop_container_restart_rules
-    storage = PodStorage(clock=lambda: NOW, view=pod_view(off))
+    view = pod_view(off)
+    assert view is not None
+    storage = PodStorage(clock=lambda: NOW, view=view)
     pod = make_pod("foo")
     own = attrs.evolve(pod.spec.containers[0], restart_policy="Never")
     pod = attrs.evolve(pod, spec=attrs.evolve(pod.spec, containers=(own,)))
@@ -149,6 +149,29 @@ def test_the_kubelet_reads_pods_through_its_view() -> None:
     assert update.pods[0].spec.containers[0].restart_policy is None
     # an equal copy (compared, not the same object): seen through the view, no update
     assert storage.merge("api", ADD, [attrs.evolve(pod)]) == []
+
+
+def test_pod_level_resources_are_not_seen_with_their_gate_off() -> None:
+    """``PodLevelResources`` off: upstream's kubelet reads no ``spec.resources`` (QoS
+    class, cgroups, admission, eviction); the view takes it away for all of them."""
+    from kubelet.api.pod import Quantity, ResourceRequirements
+    from kubelet.config.features import FeatureGates
+    from kubelet.decisions.qos import BEST_EFFORT, GUARANTEED, compute_pod_qos
+    from kubelet.sources.run import pod_view
+
+    both = {"cpu": Quantity("1"), "memory": Quantity("1Gi")}
+    pod = make_pod("foo")
+    pod = attrs.evolve(
+        pod, spec=attrs.evolve(pod.spec, resources=ResourceRequirements(requests=both, limits=both))
+    )
+    assert compute_pod_qos(pod) == GUARANTEED
+    view = pod_view(FeatureGates({"PodLevelResources": False}))
+    assert view is not None
+    [update] = PodStorage(clock=lambda: NOW, view=view).merge("api", ADD, [pod])
+    assert update.pods[0].spec.resources is None
+    assert compute_pod_qos(update.pods[0]) == BEST_EFFORT
+    on = pod_view(FeatureGates())
+    assert on is None  # both gates on by default: pods are read as they come
 
 
 def test_cfg05_duplicate_full_name_first_wins_with_event() -> None:
