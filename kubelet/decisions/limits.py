@@ -21,9 +21,11 @@ from fractions import Fraction
 import attrs
 
 from kubelet.api.pod import Container, Pod
-from kubelet.api.quantity import to_bytes
+from kubelet.api.quantity import parse_quantity, to_bytes
 from kubelet.cgroups.requests import hugepage_size
 from kubelet.cgroups.swap import LIMITED_SWAP, NodeSwap
+from kubelet.cgroups.values import hugepage_limits as pod_hugepage_limits
+from kubelet.cgroups.values import hugepage_unit
 from kubelet.config.kubeletconfig import KubeletConfiguration
 from kubelet.cri import api
 
@@ -36,7 +38,6 @@ __all__ = [
     "configure_swap",
     "container_limits",
     "hugepage_limits",
-    "page_size_label",
 ]
 
 CPU_PERIOD = 100_000
@@ -74,29 +75,19 @@ def container_limits(
     )
 
 
-def page_size_label(size: int) -> str:
-    """The CRI's page size string for ``size`` bytes (runc's unit form): 2097152 → "2MB",
-    1073741824 → "1GB", 65536 → "64KB"."""
-    units = ("B", "KB", "MB", "GB", "TB", "PB")
-    index = 0
-    while size >= 1024 and size % 1024 == 0 and index < len(units) - 1:
-        size //= 1024
-        index += 1
-    return f"{size}{units[index]}"
-
-
 def hugepage_limits(container: Container, sizes: tuple[int, ...]) -> list[api.HugepageLimit]:
     """One limit per page size of the node: the container's ``hugepages-<size>`` limit,
     0 for the sizes it does not ask for (upstream's ``GetHugepageLimitsFromResources``)."""
-    asked: dict[int, int] = {}
     declared = container.resources.limits if container.resources else {}
-    for name, value in declared.items():
-        size = hugepage_size(name)
-        if size:
-            asked[size] = to_bytes(value)
+    asked = pod_hugepage_limits(
+        {
+            name: parse_quantity(text).amount
+            for name, text in declared.items()
+            if hugepage_size(name)
+        }
+    )
     return [
-        api.HugepageLimit(page_size=page_size_label(size), limit=asked.get(size, 0))
-        for size in sizes
+        api.HugepageLimit(page_size=hugepage_unit(size), limit=asked.get(size, 0)) for size in sizes
     ]
 
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from kubelet.api.pod import Container, Quantity, ResourceRequirements
 from kubelet.cgroups.swap import NodeSwap
+from kubelet.cgroups.values import hugepage_unit
 from kubelet.cri import api
 from kubelet.decisions.criconfig import linux_container_resources
-from kubelet.decisions.limits import ContainerLimits, page_size_label
+from kubelet.decisions.limits import ContainerLimits
 from kubelet.testing import builders
 
 GI = 1024**3
@@ -100,6 +101,6 @@ def test_without_a_hugetlb_controller_no_limit_is_sent() -> None:
 
 
 def test_page_size_labels_are_the_runtimes() -> None:
-    assert [page_size_label(s) for s in (64 * 1024, 2 * MI, 32 * MI, GI, 16 * GI)] == [
+    assert [hugepage_unit(s) for s in (64 * 1024, 2 * MI, 32 * MI, GI, 16 * GI)] == [
         "64KB", "2MB", "32MB", "1GB", "16GB",
     ]  # fmt: skip
