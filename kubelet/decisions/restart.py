@@ -70,33 +70,31 @@ def container_should_restart(container: Container, spec: PodSpec, exit_code: int
     requires it with rules). A matching rule whose action is not ``Restart`` (upstream's
     ``RestartAllContainers``, which needs a node feature this kubelet does not declare)
     falls through to the policies, as an action upstream does not know would."""
-    own = container.restart_policy
-    if own is not None:
+    if container.restart_policy is not None:
         rule = matching_rule(container, exit_code)
         if rule is not None and rule.action == ACTION_RESTART:
             return True
-        if own in _POLICIES:
-            return _by_policy(own, exit_code)
-    return _by_policy(pod_restart_policy(spec), exit_code)
+    return _by_policy(_effective_policy(container, spec), exit_code)
+
+
+def _effective_policy(container: Container, spec: PodSpec) -> str:
+    """The container's own restart policy when it sets a known one, else the pod's."""
+    own = container.restart_policy
+    return own if own in _POLICIES else pod_restart_policy(spec)
 
 
 def restarts_after_kill(container: Container, spec: PodSpec) -> bool:
     """Whether a container stopped while running (failed liveness or startup probe) or
     in an unknown state is started again: no exit code, so no rules; its own policy
     unless Never, else the pod's unless Never."""
-    if container.restart_policy is not None:
-        return container.restart_policy != "Never"
-    return pod_restart_policy(spec) != "Never"
+    return _effective_policy(container, spec) != "Never"
 
 
 def runs_once_if_succeeded(container: Container, spec: PodSpec) -> bool:
     """In a new sandbox, whether a container that already exited 0 stays done: when
     its own policy, else the pod's, is OnFailure (upstream's sandbox re-creation; a pod
     whose policy is Never gets no new sandbox at all once something ran)."""
-    policy = container.restart_policy
-    if policy is None:
-        policy = pod_restart_policy(spec)
-    return policy == "OnFailure"
+    return _effective_policy(container, spec) == "OnFailure"
 
 
 def exited_instance_restarts(pod: Pod, name: str, exit_code: int) -> bool:
