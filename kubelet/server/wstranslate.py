@@ -54,6 +54,7 @@ import trio
 from wsproto.frame_protocol import FrameProtocol, Opcode, ParseFailed
 from wsproto.utilities import generate_accept_token
 
+from kubelet.goformat import go_json
 from kubelet.logs import get_logger
 
 from . import spdy
@@ -210,14 +211,6 @@ def status_from_error_stream(protocol: str, data: bytes) -> dict[str, Any]:
                 )
             return exit_code_status(int(text))
     return internal_error("error stream protocol error: no ExitCode cause given")
-
-
-def go_json(status: dict[str, Any]) -> bytes:
-    """``json.Marshal``'s bytes: compact, UTF-8, ``<``, ``>`` and ``&`` escaped."""
-    text = json.dumps(status, separators=(",", ":"), ensure_ascii=False)
-    for char, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026")):
-        text = text.replace(char, escaped)
-    return text.encode()
 
 
 # -- the WebSocket side ---------------------------------------------------------------------
@@ -643,7 +636,7 @@ class _Session:
     async def _finish(self, status: dict[str, Any]) -> None:
         """The status on channel 3, our close frame, then the client's close (bounded)."""
         with contextlib.suppress(*BROKEN):
-            await self.ws.send(ERROR, go_json(status))
+            await self.ws.send(ERROR, go_json(status).encode())
         await self.ws.close(1000)
         if self.ws.closed:
             return

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
+from kubelet.goformat import go_json
 from kubelet.server.streaming import UpgradeRequest
 from kubelet.server.wstranslate import (
     exit_code_status,
-    go_json,
     handshake_refusal,
     internal_error,
     is_v5_request,
@@ -92,5 +92,7 @@ def test_the_error_stream_becomes_upstreams_status() -> None:
 
 
 def test_statuses_are_written_as_go_marshals_them() -> None:
-    assert go_json({"metadata": {}, "status": "Success"}) == b'{"metadata":{},"status":"Success"}'
-    assert go_json({"message": "<a & b> é"}) == '{"message":"\\u003ca \\u0026 b\\u003e é"}'.encode()
+    assert go_json({"metadata": {}, "status": "Success"}) == '{"metadata":{},"status":"Success"}'
+    assert go_json({"message": "<a & b> é"}) == '{"message":"\\u003ca \\u0026 b\\u003e é"}'
+    # the two line separators too, as json.Marshal escapes them
+    assert go_json({"message": "a\u2028b\u2029"}) == '{"message":"a\\u2028b\\u2029"}'
