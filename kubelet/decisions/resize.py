@@ -199,6 +199,8 @@ def allocated_pod(pod: Pod, allocation: Allocation) -> Pod:
 
 def resize_requested(pod: Pod, allocated: Pod) -> bool:
     """``pod``'s spec asks for other resources than it runs with (``allocated``)."""
+    if allocated is pod:
+        return False  # the allocation is the spec itself (no resize): nothing to compare
     if not same_resources(pod.spec.resources, allocated.spec.resources):
         return True
     running = {c.name: c.resources for c in _resizable(allocated)}
