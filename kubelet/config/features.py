@@ -29,6 +29,10 @@ KUBELET_ENSURE_SECRET_PULLED_IMAGES = "KubeletEnsureSecretPulledImages"
 POD_READY_TO_START_CONTAINERS_CONDITION = "PodReadyToStartContainersCondition"
 KUBELET_REGISTRATION_GET_ON_EXISTS_ONLY = "KubeletRegistrationGetOnExistsOnly"
 ENV_FILES = "EnvFiles"
+CONTAINER_RESTART_RULES = "ContainerRestartRules"
+RESTART_ALL_CONTAINERS = "RestartAllContainersOnContainerExits"
+POD_LEVEL_RESOURCES = "PodLevelResources"
+HOSTNAME_OVERRIDE = "HostnameOverride"
 
 
 @attrs.frozen

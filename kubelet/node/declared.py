@@ -27,12 +27,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from kubelet.api.pod import Pod
-from kubelet.config.features import FeatureGates
+from kubelet.config.features import RESTART_ALL_CONTAINERS, FeatureGates
 from kubelet.config.support import GATE_SUPPORT, IMPLEMENTED, Support
 
 GATE = "NodeDeclaredFeatures"
 EXTEND_WEBSOCKETS = "ExtendWebSocketsToKubelet"
-RESTART_ALL = "RestartAllContainersOnContainerExits"
+RESTART_ALL = RESTART_ALL_CONTAINERS
 RESTART_ALL_ACTION = "RestartAllContainers"
 UNSUPPORTED = "PodFeatureUnsupported"
 """The admission reason for a pod that needs a feature the node does not declare."""

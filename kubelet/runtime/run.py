@@ -18,7 +18,7 @@ from kubelet.api.client import ApiClient
 from kubelet.api.pod import Pod
 from kubelet.cgroups.run import PodCgroups
 from kubelet.config import Options
-from kubelet.config.features import ENV_FILES
+from kubelet.config.features import ENV_FILES, HOSTNAME_OVERRIDE
 from kubelet.config.kubeletconfig import KubeletConfiguration
 from kubelet.cri import ImageClient, RuntimeClient
 from kubelet.decisions.backoff import IMAGE_PULL_INITIAL, IMAGE_PULL_MAX, Backoff, crash_loop_limits
@@ -141,7 +141,7 @@ def _dns_settings(options: Options, node_ips: Sequence[str]) -> DnsSettings:
         cluster_domain=cfg.cluster_domain,
         resolv_conf=cfg.resolv_conf,
         node_ips=tuple(node_ips),
-        hostname_override_enabled=options.features.enabled("HostnameOverride"),
+        hostname_override_enabled=options.features.enabled(HOSTNAME_OVERRIDE),
     )
 
 

@@ -19,7 +19,12 @@ from kubelet.api.client import ApiClient
 from kubelet.api.dropfields import drop_container_restart_rules, drop_pod_level_resources
 from kubelet.api.pod import Pod
 from kubelet.config import Options
-from kubelet.config.features import FeatureGates
+from kubelet.config.features import (
+    CONTAINER_RESTART_RULES,
+    POD_LEVEL_RESOURCES,
+    RESTART_ALL_CONTAINERS,
+    FeatureGates,
+)
 
 from .apiserver import ApiSource
 from .file import FileSource
@@ -28,10 +33,6 @@ from .podconfig import PodConfig, WatchObserver
 from .static import warm_up
 from .url import URLSource
 from .validation import PodValidationOptions
-
-CONTAINER_RESTART_RULES = "ContainerRestartRules"
-POD_LEVEL_RESOURCES = "PodLevelResources"
-RESTART_ALL_CONTAINERS = "RestartAllContainersOnContainerExits"
 
 
 def validation_options(features: FeatureGates) -> PodValidationOptions:
