@@ -44,6 +44,7 @@ import trio_asyncio
 from kubelet import process
 from kubelet.api.client import ApiClient
 from kubelet.api.kubeconfig import ClusterConnection, load_kubeconfig
+from kubelet.boundedio import RunSync, in_thread
 from kubelet.cgroups.driver import driver_from_runtime
 from kubelet.cgroups.fs import CgroupFs
 from kubelet.cgroups.manager import CgroupSettings
@@ -91,7 +92,6 @@ from kubelet.server.serve import Addresses, serve
 from kubelet.server.stats import SummaryProvider
 from kubelet.server.syscontainers import SystemCgroups
 from kubelet.server.usage import NodeUsage
-from kubelet.sources.offloop import RunSync, in_thread
 from kubelet.sources.podconfig import PodConfig
 from kubelet.sources.run import open_sources
 from kubelet.stats.cgroupfs import Cgroups
@@ -112,7 +112,7 @@ class Host:
     watch_files: bool = True
     """inotify on the manifest directory (tests poll instead)"""
     source_io: RunSync = in_thread
-    """where the sources' blocking reads run (``sources.offloop``)"""
+    """where the sources' blocking reads run (``kubelet.boundedio``)"""
     connection: ClusterConnection | None = None
     """the API server (``--kubeconfig``, loaded); None: standalone"""
     api_transport: httpx.AsyncBaseTransport | None = None

@@ -21,8 +21,8 @@ from typing import IO, TypeVar
 
 import trio
 
+from kubelet.boundedio import RunSync
 from kubelet.cri.logformat import STDERR, STDOUT, parse_rfc3339nano
-from kubelet.sources.offloop import RunSync
 
 from .logopts import LogOptions
 

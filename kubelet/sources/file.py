@@ -48,12 +48,12 @@ import inotify_simple
 import trio
 
 from kubelet.api.pod import Pod
+from kubelet.boundedio import RunSync, in_thread
 from kubelet.cri import trace
 
 from . import fileevents, filescan
 from .errors import ManifestError
 from .filescan import Decoded, Failed, FileResult, Gone, Scan, Skipped, Unchanged
-from .offloop import RunSync, in_thread
 from .podconfig import FILE_SOURCE, PodOperation, UpdateSink
 from .static import Loaded, load_manifest
 from .validation import DEFAULT_VALIDATION, PodValidationOptions
@@ -119,7 +119,7 @@ class FileSource:
         self.watch = watch
         self.on_error = on_error
         self.run_sync = run_sync
-        """Where reading and decoding run (a worker thread; see :mod:`.offloop`)."""
+        """Where reading and decoding run (a worker thread; see :mod:`kubelet.boundedio`)."""
         self.errors: dict[str, ManifestError] = {}
         """The manifests that do not parse right now, by path."""
         self.skipped: dict[str, str] = {}

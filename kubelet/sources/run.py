@@ -18,6 +18,7 @@ import trio
 from kubelet.api.client import ApiClient
 from kubelet.api.dropfields import drop_container_restart_rules, drop_pod_level_resources
 from kubelet.api.pod import Pod
+from kubelet.boundedio import RunSync, in_thread
 from kubelet.config import Options
 from kubelet.config.features import (
     CONTAINER_RESTART_RULES,
@@ -28,7 +29,6 @@ from kubelet.config.features import (
 
 from .apiserver import ApiSource
 from .file import FileSource
-from .offloop import RunSync, in_thread
 from .podconfig import PodConfig, WatchObserver
 from .static import warm_up
 from .url import URLSource

@@ -22,9 +22,10 @@ from collections.abc import Mapping, Sequence
 import httpx
 import trio
 
+from kubelet.boundedio import RunSync, in_thread
+
 from .errors import ManifestError
 from .limits import MAX_CONFIG_LENGTH, too_large, too_large_unknown
-from .offloop import RunSync, in_thread
 from .podconfig import HTTP_SOURCE, PodOperation, UpdateSink
 from .static import Loaded, load_manifest
 from .validation import DEFAULT_VALIDATION, PodValidationOptions
@@ -95,7 +96,7 @@ class URLSource:
         self.transport = transport
         self.timeout = timeout
         self.run_sync = run_sync
-        """Where decoding runs (a worker thread; see :mod:`.offloop`)."""
+        """Where decoding runs (a worker thread; see :mod:`kubelet.boundedio`)."""
         self.log = FailureLog(f"reading pods from {url}")
         self._last_body: bytes | None = None
         self._last_body_error: str | None = None

@@ -13,9 +13,9 @@ import trio
 from kubelet import agent
 from kubelet.agent import Components, Host
 from kubelet.api.kubeconfig import load_kubeconfig
+from kubelet.boundedio import inline
 from kubelet.config import Options, resolve
 from kubelet.node.machine import MachineInfo
-from kubelet.sources.offloop import inline
 from kubelet.testing import FakeRuntime
 from kubelet.testing.cgroupfs import tree_cgroups
 from kubelet.testing.fakeapiserver import FakeApiServer

@@ -13,10 +13,10 @@ import trio.lowlevel
 
 from kubelet import agent
 from kubelet.agent import Components, Host
+from kubelet.boundedio import inline
 from kubelet.cgroups.systemd import SystemdAccess
 from kubelet.config import resolve
 from kubelet.cri import api
-from kubelet.sources.offloop import inline
 from kubelet.testing import FakeRuntime
 from kubelet.testing.cgroupfs import tree_cgroups
 from kubelet.testing.fakeproc import fake_proc

@@ -11,9 +11,9 @@ import pytest
 import trio
 
 from kubelet.api.pod import Pod
+from kubelet.boundedio import in_thread, inline
 from kubelet.sources import file as file_source
 from kubelet.sources.file import FileSource
-from kubelet.sources.offloop import in_thread, inline
 from kubelet.sources.podconfig import FILE_SOURCE, PodConfig, PodOperation, PodUpdate
 from kubelet.sources.static import MAX_CONFIG_LENGTH, ManifestError
 

@@ -28,9 +28,9 @@ import pytest
 import trio
 
 from kubelet.api.pod import Pod
+from kubelet.boundedio import inline
 from kubelet.sources import file as file_source
 from kubelet.sources.file import FileSource
-from kubelet.sources.offloop import inline
 from kubelet.sources.podconfig import FILE_SOURCE, HTTP_SOURCE, PodConfig, PodOperation
 from kubelet.sources.url import URLSource
 from kubelet.testing.hostile import (

@@ -23,9 +23,9 @@ from cryptography import x509
 
 from kubelet import agent
 from kubelet.agent import Components, Host
+from kubelet.boundedio import inline
 from kubelet.config import Options, resolve
 from kubelet.errors import FatalError
-from kubelet.sources.offloop import inline
 from kubelet.testing import FakeRuntime
 from kubelet.testing.certs import NO_CHECK_TIME
 from kubelet.testing.csrsigner import CsrController, csrapproving_and_serving

@@ -13,8 +13,8 @@ import trio
 import yaml
 
 from kubelet.api.pod import Pod
+from kubelet.boundedio import inline
 from kubelet.cri import labels
-from kubelet.sources.offloop import inline
 from kubelet.sources.podconfig import HTTP_SOURCE, PodOperation
 from kubelet.sources.static import MAX_CONFIG_LENGTH
 from kubelet.sources.url import URLSource

@@ -10,11 +10,11 @@ import pytest
 import trio
 
 from kubelet.api.pod import Container, ContainerRestartRule, ContainerRestartRuleOnExitCodes, Pod
+from kubelet.boundedio import inline
 from kubelet.cri.types import ContainerInfo, ContainerRunState
 from kubelet.server.logopts import DecodeError, InvalidOptions, LogOptions, parse_log_options
 from kubelet.server.logread import fixed_nano, read_logs, tail_start
 from kubelet.server.logs import NoLogs, choose_instance
-from kubelet.sources.offloop import inline
 from kubelet.testing.builders import make_pod
 
 T0 = 1_800_000_000  # seconds
@@ -219,7 +219,11 @@ async def test_follow_until_the_container_stops(
     async with trio.open_nursery() as nursery:
         nursery.start_soon(
             lambda: read_logs(
-                str(path), LogOptions(follow=True), write, is_running, since_ns=None,
+                str(path),
+                LogOptions(follow=True),
+                write,
+                is_running,
+                since_ns=None,
                 run_sync=inline,
             )
         )

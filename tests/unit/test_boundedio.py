@@ -1,0 +1,58 @@
+"""The bounded reads and decodes every entry of outside data goes through."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from kubelet.boundedio import InputRefused, in_thread, inline, loads_json, read_regular_file
+
+
+def test_a_regular_file_is_read_whole(tmp_path: Path) -> None:
+    (tmp_path / "f").write_bytes(b"x" * 100)
+    assert read_regular_file(tmp_path / "f", 100) == b"x" * 100
+
+
+def test_a_file_over_the_limit_is_refused_not_cut(tmp_path: Path) -> None:
+    (tmp_path / "f").write_bytes(b"x" * 101)
+    with pytest.raises(InputRefused, match="larger than 100 bytes"):
+        read_regular_file(tmp_path / "f", 100)
+
+
+def test_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "fifo")
+    with pytest.raises(InputRefused, match="not a regular file"):
+        read_regular_file(tmp_path / "fifo", 100)
+
+
+def test_a_link_to_a_device_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "zero").symlink_to("/dev/zero")
+    with pytest.raises(InputRefused, match="not a regular file"):
+        read_regular_file(tmp_path / "zero", 1 << 30)
+
+
+def test_a_link_to_a_regular_file_is_followed(tmp_path: Path) -> None:
+    (tmp_path / "real").write_bytes(b"pem")
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    assert read_regular_file(tmp_path / "link", 10) == b"pem"
+
+
+def test_deep_json_is_refused_as_input_not_a_recursion_error() -> None:
+    with pytest.raises(InputRefused, match="nested too deeply"):
+        loads_json("[" * 100_000 + "]" * 100_000, max_bytes=1 << 20)
+
+
+def test_large_or_broken_json_is_refused() -> None:
+    with pytest.raises(InputRefused, match="larger than 10 bytes"):
+        loads_json(b'{"a": "0123456789"}', max_bytes=10)
+    with pytest.raises(InputRefused, match="invalid JSON"):
+        loads_json(b'{"a": ', max_bytes=10)
+    assert loads_json(b'{"a": [1]}', max_bytes=100) == {"a": [1]}
+
+
+async def test_the_runners_return_the_result() -> None:
+    assert await in_thread(lambda: 1 + 1) == 2
+    assert await inline(lambda: 2 + 2) == 4
+
