@@ -348,7 +348,7 @@ GATE_SUPPORT: Mapping[str, Support] = {
 
 A gate not listed here has no effect on upstream's kubelet either (it is read by the API
 server, the scheduler or a controller), or it switches a pod API field that the pod
-checks of issue 11 deal with; setting it is accepted and, like upstream, does nothing here.
+validation and admission deal with; setting it is accepted and, like upstream, does nothing here.
 """
 
 
