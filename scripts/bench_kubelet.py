@@ -1258,7 +1258,7 @@ def main() -> None:
         "--fake-tmp",
         default="/tmp",
         help="where the FakeRuntime runs keep their manifests, root dir and pod logs (default "
-        "/tmp; /dev/shm keeps the figure apart from the disk's state, see the README)",
+        "/tmp; /dev/shm keeps the figure apart from the disk's state, see docs/benchmarks.md)",
     )
     parser.add_argument("--no-containerd", action="store_true", help="skip the containerd part")
     parser.add_argument(

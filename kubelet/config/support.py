@@ -7,7 +7,7 @@ value for which doing nothing *is* upstream's behaviour, e.g. ``podPidsLimit: -1
 may name the upstream default behaviour we lack (``missing_default``: image garbage
 collection, eviction, ...).
 
-The warning rule (README, "Settings the kubelet accepts but does not act on"):
+The warning rule (docs/configuration.md, "Settings accepted but not acted on"):
 - every setting the user set, in the file or on the command line, to a value we do not
   honour is listed once, with where it was set;
 - every upstream default whose absence changes what the node enforces, protects or
