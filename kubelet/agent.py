@@ -19,7 +19,7 @@
           ├─ serve                 healthz, main (TLS) and read-only servers
           └─ serve_console         (--debug-console-socket) the debug console
 
-The whole live tree, task by task, is in the README ("The task tree"), and a test
+The whole live tree, task by task, is in docs/architecture.md ("The task tree"), and a test
 compares it with a running kubelet. ``run`` assumes a running trio-asyncio loop, so
 tests run the whole agent in-process against FakeRuntime on a fake clock.
 """

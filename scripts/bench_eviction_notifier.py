@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Memory pressure to eviction: how fast the notifier path reacts (issue 17's ≤ 1 s goal).
+"""Memory pressure to eviction: how fast the notifier path reacts (the goal: within 1 s).
 
     sudo .venv/bin/python scripts/bench_eviction_notifier.py [--rounds 5] [--no-notifier]
 

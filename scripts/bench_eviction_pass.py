@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""CPU of one eviction-manager pass over N pods (issue 19), deterministic.
+"""CPU of one eviction-manager pass over N pods, deterministic.
 
     PYTHONPATH=$PWD .venv/bin/python scripts/bench_eviction_pass.py [--pods 500] [--passes 20]
 
 One pass of the eviction manager every 10 s (``EvictionManager.synchronize`` with the
 default hard thresholds, none of them met, over N active pods of which every
 ``--limit-every``-th has an emptyDir ``sizeLimit``; ``--summary``: the full typed summary,
-``NodeUsage(provider).summary()``, what the pass read before issue 19's wave 10) on the
+``NodeUsage(provider).summary()``, what the pass once read in full) on the
 ``SummarySource`` the agent wires, from a synthetic node made in a temporary directory:
 cgroup v1 files as this machine lays them out (the node, ``kubepods``, and per pod
 ``kubepods/besteffort/pod<uid>`` with its sandbox and container directories), /proc

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Hostile input against a running kubelet (issue 12), /healthz watched throughout.
+"""Hostile input against a running kubelet, /healthz watched throughout.
 
     .venv/bin/python scripts/bench_hostile.py [--nofile 4096] [--flood N] [--quick]
                                               [--rounds N] [--inputs a,b]

@@ -19,7 +19,7 @@ A. FakeRuntime (a separate process on a temp unix socket, CRI alone on plain asy
 B. containerd: one pod manifest → RUNNING (median of 3 trials, CRI polled every 10 ms),
    a batch written at once (p50/p90/p99, all running), steady-state CPU and RSS with the
    batch, manifests removed → every container stopped / every sandbox removed. Compared
-   with upstream's figures (``shared/reference/anchors.md`` §(d)). Then the kubelet's own
+   with upstream's figures (v1.36.2, containerd 1.6.20: ``UPSTREAM``). Then the kubelet's own
    share of each pod's start and teardown, from its timing trace (below).
 C. ``--node N``: N busybox pods on containerd at once (maxPods N): all running (p50/p99),
    kubelet CPU over the ramp, steady CPU over ``--node-steady`` seconds, PLEG relist
@@ -73,7 +73,7 @@ POD_NAME = "io.kubernetes.pod.name"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 MIB = 1024 * 1024
 
-# anchors.md §(d), upstream kubelet v1.36.2 on containerd 1.6.20, 30 pods
+# upstream kubelet v1.36.2 on containerd 1.6.20, 30 pods, on a machine of this kind
 UPSTREAM = {
     "one": "0.20-0.23 s",
     "pcts": "2.2/6.6/6.7, 4.2/7.0/7.1 s",
@@ -1017,7 +1017,7 @@ def containerd_rows(r: ContainerdResult) -> list[tuple[str, str, float, str]]:
 
 def print_containerd(r: ContainerdResult, theirs: ContainerdResult | None = None) -> None:
     """Our figures beside upstream's: measured in the same run (``theirs``, with the ratio
-    ours / upstream's), else the anchors measured on this kind of machine."""
+    ours / upstream's), else upstream's figures measured on this kind of machine."""
     lat = r.latencies
     ours = containerd_rows(r)
     if theirs is None:
@@ -1258,7 +1258,7 @@ def main() -> None:
         "--fake-tmp",
         default="/tmp",
         help="where the FakeRuntime runs keep their manifests, root dir and pod logs (default "
-        "/tmp; /dev/shm keeps the figure apart from the disk's state, see the README)",
+        "/tmp; /dev/shm keeps the figure apart from the disk's state, see docs/benchmarks.md)",
     )
     parser.add_argument("--no-containerd", action="store_true", help="skip the containerd part")
     parser.add_argument(

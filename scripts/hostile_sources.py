@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Hostile inputs for the static pod sources (issue 12), for a chaos benchmark.
+"""Hostile inputs for the static pod sources, for a chaos benchmark.
 
     .venv/bin/python scripts/hostile_sources.py files DIR      # put them into a manifest dir
     .venv/bin/python scripts/hostile_sources.py serve [--seconds S]  # hostile manifest URLs
@@ -138,7 +138,7 @@ async def measure(seconds: float) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(
-        description="Hostile inputs for the static pod sources (issue 12): a FIFO manifest, "
+        description="Hostile inputs for the static pod sources: a FIFO manifest, "
         "a symlink to a FIFO, a near-10 MiB manifest of tiny maps, a trickling and an "
         "endless manifest URL.",
         formatter_class=argparse.RawDescriptionHelpFormatter,

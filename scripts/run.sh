@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Set up everything (virtualenv, containerd with local images) and run the main job: a
+# Set up everything (virtualenv, containerd with local images) and run the example: a
 # standalone kubelet running the example static pods (examples/manifests) on containerd.
 #
 #   sudo scripts/run.sh [extra kubelet flags]

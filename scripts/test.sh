@@ -25,6 +25,7 @@ say "ruff"
 .venv/bin/ruff check kubelet tests scripts || exit 1
 say "mypy"
 .venv/bin/mypy || exit 1
+say "docs (mkdocs build --strict)"; site="$(mktemp -d)"; .venv/bin/mkdocs build --strict --quiet --site-dir "$site" || exit 1; rm -rf "$site"
 say "pytest"
 .venv/bin/pytest "$@"
 rc=$?

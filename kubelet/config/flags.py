@@ -903,6 +903,11 @@ def support_note(spec: FlagSpec) -> str:
     return ""
 
 
+def shown_default(spec: FlagSpec) -> str:
+    """The default ``--help`` states for a flag (the configuration reference prints it too)."""
+    return spec.default if spec.default is not None else _show_default(KubeletConfiguration(), spec)
+
+
 def _show_default(defaults: KubeletConfiguration, spec: FlagSpec) -> str:
     assert spec.field is not None, spec.name
     value = get_by_wire_path(defaults, tuple(spec.field.split(".")))

@@ -7,7 +7,7 @@ value for which doing nothing *is* upstream's behaviour, e.g. ``podPidsLimit: -1
 may name the upstream default behaviour we lack (``missing_default``: image garbage
 collection, eviction, ...).
 
-The warning rule (README, "Settings the kubelet accepts but does not act on"):
+The warning rule (docs/configuration.md, "Settings accepted but not acted on"):
 - every setting the user set, in the file or on the command line, to a value we do not
   honour is listed once, with where it was set;
 - every upstream default whose absence changes what the node enforces, protects or
@@ -348,7 +348,7 @@ GATE_SUPPORT: Mapping[str, Support] = {
 
 A gate not listed here has no effect on upstream's kubelet either (it is read by the API
 server, the scheduler or a controller), or it switches a pod API field that the pod
-checks of issue 11 deal with; setting it is accepted and, like upstream, does nothing here.
+validation and admission deal with; setting it is accepted and, like upstream, does nothing here.
 """
 
 

@@ -22,8 +22,8 @@ Here the same decisions are pure functions over typed figures (kubelet.stats.sum
 - ``notifier``: the memory threshold notifier (cgroup v1 eventfd), so memory pressure
   is seen within a second instead of at the next 10 s pass.
 
-Left for the wiring round (see the issue 17 report): the manager loop that owns these
-(in the node's nursery), the summary source, the pod killer (pod workers with a grace
-override and a status function), node-level reclaim through the garbage collectors, the
-conditions into node status and the admission handler.
+``run.run_eviction`` composes them: the manager loop in its own nursery, fed by the
+summary provider, killing through the pod workers (a grace override and a status
+function), reclaiming through the garbage collectors; its conditions go into node status
+and its admission handler into pod admission.
 """

@@ -20,7 +20,7 @@ A pass:
 
 Everything it needs comes in as small protocols (summary source, active pods, pod killer,
 node reclaimer, event sink, cleaned-up check), so it is tested on a fake clock with
-scripted figures; the wiring round binds them to the stats provider, the pod workers,
+scripted figures; ``run.run_eviction`` binds them to the stats provider, the pod workers,
 the garbage collectors and the event recorder.
 """
 

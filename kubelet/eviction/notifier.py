@@ -14,7 +14,7 @@ Measured on this machine (cgroup v1 with an empty v2 "unified" hierarchy, no sys
 registration works as root and a crossing is signalled within ~70 ms; removing the
 cgroup signals too. cgroup v2 has no such interface (upstream disables the notifier
 there; memory.events and PSI report other things), so a v2 node relies on the periodic
-pass, or on a short-interval poll of the root working set (not built; see the report).
+pass, or on a short-interval poll of the root working set (not built).
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ Regular containers and sidecars (restartable init containers) add up; an ordinar
 container counts alone, with the sidecars started before it, and the pod asks for the
 larger of the two. Pod-level resources (``spec.resources``, gate PodLevelResources)
 replace the containers' figures for cpu and memory. Pod overhead is added when the total
-is not zero. Issue 16's cgroup values need the same sum; one of the two copies should
-go when both land.
+is not zero. ``kubelet/cgroups/requests.py`` computes the same sum for the cgroup values;
+the two must agree.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ and the eviction manager calls both as node-level reclaim under disk pressure. H
 decisions are pure (``containers.plan``; ``images`` records, order, age and space
 decisions, event texts) and the collectors apply them through the CRI.
 
-Left for the wiring round: the two periodic loops in the garbage-collector nursery (inputs:
+``run.run_gc`` runs the rest: the two periodic loops in the collectors' nursery (inputs:
 ListContainers / ListPodSandbox / ListImages / ImageFsInfo from the runtime, the pod
 workers' "content removable" and "runtime removable" answers per pod UID, sources-ready,
 the pod logs directory), applying a plan (StopContainer for unknown-state containers,

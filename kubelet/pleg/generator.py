@@ -93,7 +93,7 @@ def cached_states(status: RuntimePodStatus) -> dict[str, PlegState]:
 
 
 def events_for(uid: str, cid: str, old: PlegState, new: PlegState) -> list[PodLifecycleEvent]:
-    """The events for one container whose state went from ``old`` to ``new`` (§g table)."""
+    """The events for one container whose state went from ``old`` to ``new`` (as generateEvents)."""
     if old is new:
         return []
     if new is PlegState.RUNNING:

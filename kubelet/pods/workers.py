@@ -98,7 +98,7 @@ class PodWorker:
 
 
 def shorter_grace(current: int | None, new: int | None) -> int | None:
-    """Grace can only shrink (§h): keep the smaller of two known values."""
+    """Grace can only shrink, as upstream's pod workers: keep the smaller of two known values."""
     if current is None:
         return new
     if new is None:

@@ -2,7 +2,7 @@
 
 Every accepted connection holds a descriptor. Left unbounded, idle clients take them all
 and the kubelet's own work fails next (the CRI socket, manifest files, the API client, the
-URL source): issue 12. So the process first raises its soft ``RLIMIT_NOFILE`` to the hard
+URL source). So the process first raises its soft ``RLIMIT_NOFILE`` to the hard
 limit, as Go's runtime does at start; then the servers bound their connections (a share of
 that limit, ``Limits.for_descriptors``) and stop accepting while fewer than a reserve of
 descriptors are free (``Descriptors``), so that what remains is the kubelet's.

@@ -14,7 +14,7 @@ A request with an ``Upgrade`` header offers the app ``scope["extensions"]["kubel
 ``stream, buffered = await takeover()`` hands it the raw connection (and the bytes that
 came after the request head), after which this module neither reads, writes nor parses
 it; the connection is closed when the app returns. This is where exec, attach and
-port-forward proxy SPDY/WebSocket streams byte for byte (issue 14).
+port-forward proxy SPDY/WebSocket streams byte for byte.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """HTTP/2 on one connection (h2): one ASGI app task per stream, one writer for the socket.
 
-What hypercorn 0.18 got wrong and this keeps right (issue 12): a response may finish
+What hypercorn 0.18 got wrong and this keeps right: a response may finish
 before its request body has arrived (a 401 answered to a 100 KiB POST). The stream then
 stays known until the client ends it: body frames still in flight are read, dropped and
 their flow-control credit handed back, up to ``drain_bytes``; past that the stream is

@@ -2,7 +2,7 @@
 
 Upstream's kubelet (Go's net/http) has ``IdleTimeout`` 90 s and ``MaxHeaderBytes`` 1 MiB,
 and neither a connection bound nor a header deadline short of its 4 h ``ReadTimeout``:
-20,000 idle connections then exhaust the descriptors (issue 12). Ours adds a per-listener
+20,000 idle connections then exhaust the descriptors. Ours adds a per-listener
 connection bound (a share of the open-files limit; connections beyond it wait in the
 kernel's listen backlog, not in the kubelet) and kube-apiserver's ``ReadHeaderTimeout``
 of 32 s from accept (or from the first byte of a keep-alive request) to the end of the

@@ -11,7 +11,7 @@ read it, is bounded by counting its separators first. What passes is bounded by
 The figures: real manifests have tens to a few thousand nodes (a kubeadm control-plane
 manifest a few hundred) and are nested about 10 levels deep; the largest accepted manifest
 (100,000 nodes, about 20,000 environment variables) decodes in about 1.3 s on the
-2-core machine of the README, and a 10 MiB string in about 1.3 s (the UID hash).
+2-core machine of docs/benchmarks.md, and a 10 MiB string in about 1.3 s (the UID hash).
 """
 
 from __future__ import annotations

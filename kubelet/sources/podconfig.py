@@ -6,7 +6,7 @@ and turns each of those messages into the *minimal* normalised updates the syncL
 acts on, in upstream's INCREMENTAL order: REMOVE, ADD, UPDATE, DELETE, (an empty ADD the
 first time a source SETs, so the syncLoop learns the source is ready), RECONCILE.
 
-:class:`PodStorage` is pure (no I/O, no trio) so the vectors in test-vectors.md §(a) test
+:class:`PodStorage` is pure (no I/O, no trio) so the merge vectors of test_podconfig.py test
 it directly; :class:`PodConfig` is the trio shell around it: one task merges every
 source's messages in arrival order and sends the results on a small memory channel, so
 nothing is reordered or dropped and a slow syncLoop pushes back on the sources.

@@ -460,7 +460,7 @@ _STATIC_TOLERATION = Toleration(operator="Exists", effect="NoExecute")
 
 
 def apply_static_defaults(pod: Pod, source: str, node_name: str, is_file: bool) -> Pod:
-    """Upstream's applyDefaults for file/http pods (test-vectors §b, steps 1–7)."""
+    """Upstream's applyDefaults for file/http pods (steps 1–7 of its defaulting)."""
     uid = pod.metadata.uid or static_pod_uid(pod, source, node_name, is_file)
     meta = attrs.evolve(
         pod.metadata,

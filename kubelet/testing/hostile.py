@@ -1,6 +1,6 @@
 """Hostile inputs for the static pod sources: for tests, and scripts/hostile_sources.py.
 
-Each one stopped the kubelet once (issue 12): a FIFO in the manifest directory (directly
+Each one stopped an earlier version of the kubelet: a FIFO in the manifest directory (directly
 or through a symlink) blocked the event loop in ``open()``; a manifest near the 10 MiB
 limit made of tiny maps took 7–36 s and 1–2 GB to decode; a manifest server that
 trickles its body, or never ends it, froze or flooded the URL source.

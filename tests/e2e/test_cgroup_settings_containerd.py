@@ -1,4 +1,4 @@
-"""Issue 16's cgroup settings on this host (cgroup v1, hybrid), read back from
+"""The cgroup settings on this host (cgroup v1, hybrid), read back from
 ``/sys/fs/cgroup`` for real pods on containerd: ``cpuCFSQuota: false``, ``qosReserved``
 (with its gate), NoSwap on containers (the memory hierarchy has ``memory.memsw.*``), and
 ``kubeletCgroups``. (``systemCgroups`` would move every process of this shared machine:

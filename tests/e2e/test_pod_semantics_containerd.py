@@ -1,4 +1,4 @@
-"""Issue 15's pod semantics on real containerd, observed through a FakeApiServer:
+"""Pod semantics on real containerd, observed through a FakeApiServer:
 activeDeadlineSeconds, an ephemeral container in its target's PID namespace, the sleep
 preStop hook's timing."""
 

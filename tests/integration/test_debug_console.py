@@ -108,7 +108,7 @@ async def test_await_and_task_tree(console: tuple[str, Target]) -> None:
     assert tree.startswith("└─ <init>")
     assert "test_await_and_task_tree" in tree
     assert "serve_listeners" in tree or "serve_console" in tree
-    # this session's own task, awaiting in the console's code
+    # the console session's own task, awaiting in the console's code
     assert "Session.run" in tree or "run ›" in tree
     assert "[" in tree and ".py:" in tree  # await frames with file:line
     assert "asyncio tasks" in tree  # trio-asyncio's loop is open in this test

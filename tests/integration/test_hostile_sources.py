@@ -1,4 +1,4 @@
-"""Issue 12: hostile manifest files and URLs never stop the sources (or the event loop).
+"""Hostile manifest files and URLs never stop the sources (or the event loop).
 
 FIFOs, symlinks and the big manifest are real files in a real directory, read by the real
 worker thread on the real clock: the defects were in the OS interaction (an ``open()``
@@ -45,7 +45,7 @@ NODE = "node1"
 RELEASE_AFTER = 3.0
 """Seconds before the watchdog opens a blocked FIFO's other end (a regression, caught)."""
 LOOP_BLOCK_LIMIT = 1.0
-"""The longest the event loop may go without running a task: issue 12's /healthz goal.
+"""The longest the event loop may go without running a task: the /healthz goal under hostile input.
 Unblocked, the loop here waits a few ms; a regression blocks it for 3 s to 36 s."""
 
 

@@ -1,4 +1,4 @@
-"""Pod semantics upstream's conformance tests rely on (issue 15), on a whole kubelet
+"""Pod semantics upstream's conformance tests rely on, on a whole kubelet
 joined to FakeApiServer, on FakeRuntime, in fake time: activeDeadlineSeconds, readiness
 gates and others' conditions, ephemeral containers, the sleep lifecycle hook, the pod
 status field by field."""

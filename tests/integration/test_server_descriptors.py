@@ -1,4 +1,4 @@
-"""Descriptor exhaustion for real (issue 12): the kubelet process with a low open-files limit
+"""Descriptor exhaustion for real: the kubelet process with a low open-files limit
 and a flood of idle connections to its read-only port.
 
 The limit is lowered to 256 (hard and soft, so the start-up raise keeps it) in the child

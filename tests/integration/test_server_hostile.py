@@ -1,4 +1,4 @@
-"""Hostile clients against the real servers (issue 12): large HTTP/2 and HTTP/1.1 bodies,
+"""Hostile clients against the real servers: large HTTP/2 and HTTP/1.1 bodies,
 a connection whose handling fails, none of it reaching the server nursery; HTTP/2 abuse
 (control-frame floods, rapid reset, responses the client never takes).
 

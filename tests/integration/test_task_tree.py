@@ -1,9 +1,9 @@
-"""The map stays true: the README's task tree is the tree a running kubelet has.
+"""The map stays true: the documented task tree is the tree a running kubelet has.
 
 The whole agent runs in-process on fake time (FakeApiServer, FakeRuntime, a manifest
 directory, the three servers on ephemeral ports, the debug console) and its live Trio
 task tree -- each task by the code it runs, as the console's ``tasks()`` walks it -- is
-compared with the block under "The task tree" in README.md.
+compared with the block under "The task tree" in docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -24,17 +24,17 @@ from kubelet.testing.fakeapiserver import FakeApiServer
 from .cluster_harness import Cluster, cluster_kubelet
 from .kubelet_harness import EPOCH
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ARCHITECTURE = Path(__file__).resolve().parents[2] / "docs" / "architecture.md"
 
 TreePath = tuple[str, ...]
 
 
 def documented_tree() -> tuple[set[TreePath], set[TreePath]]:
-    """The README's tree as root-to-task paths (a task's comment is not part of it), and
+    """The documented tree as root-to-task paths (a task's comment is not part of it), and
     those of them that may be absent (a comment beginning with "while": a task that
     comes and goes with its owner's work, like the relist's second list)."""
-    text = README.read_text()
-    block = text.split("### The task tree", 1)[1].split("```", 2)[1]
+    text = ARCHITECTURE.read_text()
+    block = text.split("## The task tree", 1)[1].split("```", 2)[1]
     paths: set[TreePath] = set()
     transient: set[TreePath] = set()
     stack: list[str] = []
@@ -73,7 +73,7 @@ def agent_task() -> trio.lowlevel.Task:
     raise AssertionError("no task runs agent.run")
 
 
-async def test_the_readme_task_tree_is_the_live_one(
+async def test_the_documented_task_tree_is_the_live_one(
     fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
 ) -> None:
     manifests = short_tmp / "manifests"
@@ -100,7 +100,7 @@ async def test_the_readme_task_tree_is_the_live_one(
         await trio.sleep(30)  # registered, a status report and a relist or two later
         live = live_tree(agent_task())
         documented, transient = documented_tree()
-        assert sorted(live - documented) == [], "tasks the README does not show"
-        assert sorted(documented - live - transient) == [], "tasks the README shows that do not run"
+        assert sorted(live - documented) == [], "tasks the docs do not show"
+        assert sorted(documented - live - transient) == [], "tasks the docs show that do not run"
         nursery.cancel_scope.cancel()
         os.close(writer)

@@ -1,4 +1,4 @@
-"""The cgroup settings of issue 16's second part, as the command line and file resolve them."""
+"""The cgroup settings (driver, reserved, swap), as the command line and file resolve them."""
 
 from __future__ import annotations
 

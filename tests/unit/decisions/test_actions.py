@@ -1,4 +1,4 @@
-"""computePodActions, test vectors §(c) CPA-* and CPI-* (kuberuntime_manager_test.go)."""
+"""computePodActions, test vectors CPA-* and CPI-* (kuberuntime_manager_test.go)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ UNKNOWN = ContainerRunState.UNKNOWN
 
 
 def vector(*ids: str) -> pytest.MarkDecorator:
-    """Put the test-vector IDs (reference/test-vectors.md) into the test IDs."""
+    """Put the test-vector IDs into the test IDs."""
     return pytest.mark.parametrize("vid", ids)
 
 

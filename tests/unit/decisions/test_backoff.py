@@ -1,4 +1,4 @@
-"""Back-off timing, test vectors §(e) BO-01..08, with a fake clock."""
+"""Back-off timing, test vectors BO-01..08, with a fake clock."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ START = 1_700_000_000.0  # wall-clock seconds: crash loops compare with containe
 
 
 def vector(*ids: str) -> pytest.MarkDecorator:
-    """Put the test-vector IDs (reference/test-vectors.md) into the test IDs."""
+    """Put the test-vector IDs into the test IDs."""
     return pytest.mark.parametrize("vid", ids)
 
 

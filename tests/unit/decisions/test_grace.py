@@ -1,4 +1,4 @@
-"""Grace periods, test vectors §(h) TERM-01..08."""
+"""Grace periods, test vectors TERM-01..08."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ PRESTOP = Lifecycle(pre_stop=LifecycleHandler(exec=ExecAction(command=("sleep", 
 
 
 def vector(*ids: str) -> pytest.MarkDecorator:
-    """Put the test-vector IDs (reference/test-vectors.md) into the test IDs."""
+    """Put the test-vector IDs into the test IDs."""
     return pytest.mark.parametrize("vid", ids)
 
 

@@ -1,4 +1,4 @@
-"""QoS class and OOM score adjustment, test vectors §(j) OOM-01..12 (policy_test.go)."""
+"""QoS class and OOM score adjustment, test vectors OOM-01..12 (policy_test.go)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from kubelet.decisions.qos import (
 
 
 def vector(*ids: str) -> pytest.MarkDecorator:
-    """Put the test-vector IDs (reference/test-vectors.md) into the test IDs."""
+    """Put the test-vector IDs into the test IDs."""
     return pytest.mark.parametrize("vid", ids)
 
 

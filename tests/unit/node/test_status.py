@@ -1,4 +1,4 @@
-"""Node status setters (§i): conditions, capacity/allocatable, addresses, images, info."""
+"""Node status setters: conditions, capacity/allocatable, addresses, images, info."""
 
 from __future__ import annotations
 

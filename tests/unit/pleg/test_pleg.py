@@ -1,4 +1,4 @@
-"""PLEG vectors PLEG-01…PLEG-11 (§g) with a scripted runtime and a fake clock."""
+"""PLEG vectors PLEG-01…PLEG-11 (upstream's rules) with a scripted runtime and a fake clock."""
 
 from __future__ import annotations
 

@@ -452,7 +452,7 @@ def test_os_field(os: str | None, rejected: bool) -> None:
 
 
 def test_node_selector_on_the_os_label_is_node_affinity() -> None:
-    # Issue 15 item 5: a selector on kubernetes.io/os the node does not match is refused.
+    # A selector on kubernetes.io/os the node does not match is refused.
     node = NodeInfo(name="n", labels={"kubernetes.io/os": "linux"}, allocatable={"pods": "10"})
     got = predicate_admit(pod(node_selector={"kubernetes.io/os": "windows"}), [], node)
     assert got == Rejection(

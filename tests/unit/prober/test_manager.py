@@ -1,4 +1,4 @@
-"""Probe workers under the manager on a fake clock, with tiny fake probers (§f)."""
+"""Probe workers under the manager on a fake clock, with tiny fake probers."""
 
 from __future__ import annotations
 

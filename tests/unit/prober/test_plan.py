@@ -1,4 +1,4 @@
-"""The probe worker's pure decisions (§f): plan_probe before a probe, record_result after."""
+"""The probe worker's pure decisions: plan_probe before a probe, record_result after."""
 
 from __future__ import annotations
 

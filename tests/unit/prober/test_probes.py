@@ -1,4 +1,4 @@
-"""Probe requests, verdicts and messages without any network (§f HTTP/exec rules)."""
+"""Probe requests, verdicts and messages without any network (upstream's HTTP and exec rules)."""
 
 from __future__ import annotations
 

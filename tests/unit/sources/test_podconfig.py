@@ -1,4 +1,4 @@
-"""PodStorage merge against test-vectors.md §(a) (CFG-01…CFG-16), and the trio PodConfig."""
+"""PodStorage merge against upstream's vectors (CFG-01…CFG-16), and the trio PodConfig."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Static manifests: decoding with line numbers, defaulting (§b SP-01…SP-11), UIDs."""
+"""Static manifests: decoding with line numbers, defaulting (SP-01…SP-11, upstream rules), UIDs."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def error_of(doc: dict[str, Any] | str | bytes, **kw: Any) -> ManifestError:
     return info.value
 
 
-# -- §b vectors ----------------------------------------------------------------------------
+# -- SP vectors ----------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -480,7 +480,7 @@ def test_alias_bombs_cycles_and_deep_nesting_are_refused() -> None:
     )
 
 
-# -- cost bounds (issue 12) -----------------------------------------------------------------
+# -- cost bounds ---------------------------------------------------------------------------
 
 
 def cpu_seconds_of(doc: bytes, **kw: Any) -> tuple[float, ManifestError]:

@@ -1,4 +1,4 @@
-"""Pod status generation (§d conditions, phase, IPs, container statuses)."""
+"""Pod status generation (conditions, phase, IPs, container statuses)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Pod phase (§(d) PH-01..13) and API container statuses (§(d) container state vectors)."""
+"""Pod phase (PH-01..13) and API container statuses (container state vectors)."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ T0_TEXT = "2023-11-14T22:13:20Z"
 
 
 def vector(*ids: str) -> pytest.MarkDecorator:
-    """Put the test-vector IDs (reference/test-vectors.md) into the test IDs."""
+    """Put the test-vector IDs into the test IDs."""
     return pytest.mark.parametrize("vid", ids)
 
 

@@ -1,4 +1,4 @@
-"""Pod status details upstream 1.36 writes (issue 15): observedGeneration on every
+"""Pod status details upstream 1.36 writes: observedGeneration on every
 kubelet-owned condition, PodCompleted on Initialized, the phase's reason and message,
 readiness gates against the API's conditions, ephemeral container statuses, the active
 deadline."""
