@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from fractions import Fraction
 
 from kubelet.api.pod import Container, Pod
-from kubelet.api.quantity import parse_quantity
+from kubelet.api.quantity import ResourceQuantity, parse_quantity
 
 __all__ = [
     "HUGEPAGES_PREFIX",
@@ -36,6 +36,8 @@ __all__ = [
     "milli",
     "pod_limits",
     "pod_requests",
+    "resource_limit",
+    "resource_request",
     "whole",
 ]
 
@@ -160,9 +162,11 @@ def pod_requests(
     pod_level_resources: bool = True,
     exclude_overhead: bool = False,
     non_missing: Mapping[str, Fraction] | None = None,
+    skip_container_level: bool = False,
 ) -> ResourceList:
     """Upstream ``PodRequests``. ``non_missing``: amounts assumed for a container that does
-    not name the resource at all (the scheduler's non-zero defaults)."""
+    not name the resource at all (the scheduler's non-zero defaults).
+    ``skip_container_level``: the containers are not read at all, only the pod level."""
 
     def pick(container: Container) -> ResourceList:
         own = _requests_of(container)
@@ -171,7 +175,7 @@ def pod_requests(
                 own.setdefault(name, amount)
         return own
 
-    result = _aggregate(pod, pick)
+    result = {} if skip_container_level else _aggregate(pod, pick)
     if pod_level_resources and is_pod_level_requests_set(pod):
         assert pod.spec.resources is not None
         _apply_pod_level(result, pod.spec.resources.requests)
@@ -197,6 +201,38 @@ def pod_limits(
             if result.get(name):
                 result[name] += amount
     return result
+
+
+def resource_request(pod: Pod, name: str, *, pod_level_resources: bool = True) -> Fraction:
+    """Upstream ``GetResourceRequestQuantity``, the figure eviction ranks by: with pod-level
+    resources set the containers are not read at all, and the overhead is added only to
+    a request that is not zero."""
+    skip = pod_level_resources and is_pod_level_resources_set(pod)
+    requests = pod_requests(
+        pod,
+        pod_level_resources=pod_level_resources,
+        exclude_overhead=True,
+        skip_container_level=skip,
+    )
+    amount = requests.get(name, Fraction(0))
+    overhead = pod.spec.overhead.get(name)
+    if overhead is not None and amount != 0:
+        amount += parse_quantity(overhead).amount
+    return amount
+
+
+def resource_limit(pod: Pod, name: str) -> ResourceQuantity | None:
+    """The pod's limit for ``name`` (upstream ``PodLimits``), None when no container sets
+    one; printed in the suffix family of the first container limit (as Go's
+    ``Quantity.Add`` keeps the receiver's format)."""
+    amount = pod_limits(pod).get(name)
+    if amount is None:
+        return None
+    for container in (*pod.spec.containers, *pod.spec.init_containers):
+        text = container.resources.limits.get(name) if container.resources else None
+        if text is not None:
+            return ResourceQuantity(amount, parse_quantity(text).format)
+    return ResourceQuantity(amount)
 
 
 # -- resource names ---------------------------------------------------------------------------
