@@ -37,7 +37,7 @@ import attrs
 
 from kubelet.api.memo import PerObject
 from kubelet.api.node import Taint
-from kubelet.api.pod import Container, Pod, Toleration
+from kubelet.api.pod import Container, Pod
 from kubelet.api.quantity import parse_quantity
 from kubelet.cgroups.requests import (
     ResourceList,
@@ -49,6 +49,7 @@ from kubelet.cgroups.requests import (
     pod_requests,
     whole,
 )
+from kubelet.decisions.taints import untolerated_taint
 
 from .rejection import Rejection
 
@@ -74,8 +75,6 @@ __all__ = [
     "os_rejection",
     "predicate_admit",
     "remove_missing_extended_resources",
-    "tolerates",
-    "untolerated_taint",
 ]
 
 LINUX = "linux"
@@ -101,7 +100,6 @@ _NAMED_OUT_OF = {
     "pods": "OutOfpods",
 }
 _LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
-_DECIMAL_INTEGER = re.compile(r"-?(0|[1-9][0-9]*)")
 _GO_INT = re.compile(r"[+-]?[0-9]+")
 _INT64 = 1 << 63
 
@@ -570,51 +568,6 @@ def ports_fit(pod: Pod, others: Iterable[Pod]) -> bool:
         for ip, protocol, port in host_ports(other):
             used.setdefault(ip, set()).add((protocol, port))
     return not any(_port_conflict(one, used) for one in wanted)
-
-
-def _decimal(text: str) -> int | None:
-    if not _DECIMAL_INTEGER.fullmatch(text):
-        return None
-    return _go_int64(text)
-
-
-def tolerates(toleration: Toleration, taint: Taint, *, comparison_operators: bool = False) -> bool:
-    """Upstream ``ToleratesTaint``: effect and key when set, then the operator (empty is
-    Equal; Gt/Lt compare integers, only with ``TaintTolerationComparisonOperators``)."""
-    if toleration.effect and toleration.effect != taint.effect:
-        return False
-    if toleration.key and toleration.key != taint.key:
-        return False
-    op = toleration.operator
-    if op in ("", "Equal"):
-        return toleration.value == taint.value
-    if op == "Exists":
-        return True
-    if op in ("Gt", "Lt") and comparison_operators:
-        mine, theirs = _decimal(toleration.value), _decimal(taint.value)
-        if mine is None or theirs is None:
-            return False
-        return theirs > mine if op == "Gt" else theirs < mine
-    return False
-
-
-def untolerated_taint(
-    taints: Iterable[Taint],
-    tolerations: Sequence[Toleration],
-    *,
-    effects: Iterable[str] = ("NoExecute",),
-    comparison_operators: bool = False,
-) -> Taint | None:
-    """The first taint with one of ``effects`` that no toleration tolerates."""
-    chosen = set(effects)
-    for taint in taints:
-        if taint.effect not in chosen:
-            continue
-        if not any(
-            tolerates(t, taint, comparison_operators=comparison_operators) for t in tolerations
-        ):
-            return taint
-    return None
 
 
 # -- the handler ----------------------------------------------------------------------------
