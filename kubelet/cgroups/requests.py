@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable, Mapping
 from fractions import Fraction
 
-from kubelet.api.pod import Container, Pod
+from kubelet.api.pod import Container, Pod, is_restartable_init_container
 from kubelet.api.quantity import ResourceQuantity, parse_quantity
 
 __all__ = [
@@ -31,7 +31,6 @@ __all__ = [
     "is_pod_level_requests_set",
     "is_pod_level_resources_set",
     "is_qualified_name",
-    "is_restartable_init_container",
     "is_scalar_resource",
     "milli",
     "pod_limits",
@@ -69,10 +68,6 @@ def milli(amount: Fraction) -> int:
 def whole(amount: Fraction) -> int:
     """Units, rounded away from zero (``Value``)."""
     return _away(amount.numerator, amount.denominator)
-
-
-def is_restartable_init_container(container: Container) -> bool:
-    return container.restart_policy == "Always"
 
 
 def is_supported_pod_level(name: str) -> bool:

@@ -37,13 +37,12 @@ import attrs
 
 from kubelet.api.memo import PerObject
 from kubelet.api.node import Taint
-from kubelet.api.pod import Container, Pod
+from kubelet.api.pod import Container, Pod, is_restartable_init_container
 from kubelet.api.quantity import parse_quantity
 from kubelet.cgroups.requests import (
     ResourceList,
     is_extended_resource,
     is_qualified_name,
-    is_restartable_init_container,
     is_scalar_resource,
     milli,
     pod_requests,

@@ -31,6 +31,7 @@ from kubelet.api.pod import (
     PodSpec,
     Probe,
     VolumeMount,
+    is_restartable_init_container,
 )
 
 _QUALIFIED_RE = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
@@ -364,7 +365,7 @@ def _container_parts(
     path: str, ctr: Container, volumes: set[str], spec: PodSpec, *, init: bool
 ) -> Iterator[FieldError]:
     """Ports, probes, lifecycle handlers, volume mounts and env of one container."""
-    sidecar = init and ctr.restart_policy == "Always"
+    sidecar = init and is_restartable_init_container(ctr)
     for j, port in enumerate(ctr.ports):
         yield from _container_port(f"{path}.ports[{j}]", port, spec)
     for field, probe in (
