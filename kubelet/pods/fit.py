@@ -78,7 +78,6 @@ __all__ = [
 
 LINUX = "linux"
 OS_LABEL = "kubernetes.io/os"
-CONFIG_SOURCE = "kubernetes.io/config.source"  # the annotation a static pod's source sets
 
 POD_OS_SELECTOR_MISMATCH = "PodOSSelectorNodeLabelDoesNotMatch"
 POD_OS_NOT_SUPPORTED = "PodOSNotSupported"
@@ -572,11 +571,6 @@ def ports_fit(pod: Pod, others: Iterable[Pod]) -> bool:
 # -- the handler ----------------------------------------------------------------------------
 
 
-def _is_static(pod: Pod) -> bool:
-    source = pod.metadata.annotations.get(CONFIG_SOURCE)
-    return source is not None and source != "api"
-
-
 @functools.lru_cache(maxsize=8)
 def _allocatable(items: tuple[tuple[str, str], ...]) -> Resources:
     """The node's allocatable, parsed once per distinct value (every admission reads it;
@@ -619,7 +613,7 @@ def general_filter(
         failures.append(PredicateFailure(NODE_NAME, NODE_NAME_REASON))
     if not ports_fit(pod, others):
         failures.append(PredicateFailure(NODE_PORTS, NODE_PORTS_REASON))
-    if not _is_static(pod) and untolerated_taint(
+    if not pod.is_static and untolerated_taint(
         node.taints, pod.spec.tolerations, comparison_operators=comparison_operators
     ):
         failures.append(PredicateFailure(TAINT_TOLERATION, TAINT_REASON))
