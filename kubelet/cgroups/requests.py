@@ -15,10 +15,10 @@ pod spec is the truth here), which is what upstream computes for a pod without t
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from fractions import Fraction
 
+from kubelet.api.dnsname import is_qualified_name
 from kubelet.api.pod import Container, Pod, is_restartable_init_container
 from kubelet.api.quantity import ResourceQuantity, parse_quantity
 
@@ -30,7 +30,6 @@ __all__ = [
     "is_pod_level_limits_set",
     "is_pod_level_requests_set",
     "is_pod_level_resources_set",
-    "is_qualified_name",
     "is_scalar_resource",
     "milli",
     "pod_limits",
@@ -48,8 +47,6 @@ HUGEPAGES_PREFIX = "hugepages-"
 _POD_LEVEL = ("cpu", "memory")
 _NATIVE_DOMAIN = "kubernetes.io/"
 _ATTACHABLE_VOLUMES_PREFIX = "attachable-volumes-"
-_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
-_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 
 def _away(numerator: int, denominator: int) -> int:
@@ -238,15 +235,6 @@ def hugepage_size(name: str) -> int | None:
     if not name.startswith(HUGEPAGES_PREFIX):
         return None
     return parse_quantity(name[len(HUGEPAGES_PREFIX) :]).value()
-
-
-def is_qualified_name(value: str) -> bool:
-    """Upstream ``IsQualifiedName``: ``[prefix/]name``, name ≤ 63 characters of
-    ``[A-Za-z0-9_.-]`` starting and ending alphanumeric, prefix a DNS subdomain ≤ 253."""
-    prefix, slash, name = value.rpartition("/")
-    if slash and (not prefix or len(prefix) > 253 or not _SUBDOMAIN.fullmatch(prefix)):
-        return False
-    return 0 < len(name) <= 63 and _NAME.fullmatch(name) is not None
 
 
 def _is_native(name: str) -> bool:

@@ -35,6 +35,7 @@ from typing import Any, overload
 
 import attrs
 
+from kubelet.api.dnsname import is_qualified_name
 from kubelet.api.memo import PerObject
 from kubelet.api.node import Taint
 from kubelet.api.pod import Container, Pod, is_restartable_init_container
@@ -42,7 +43,6 @@ from kubelet.api.quantity import parse_quantity
 from kubelet.cgroups.requests import (
     ResourceList,
     is_extended_resource,
-    is_qualified_name,
     is_scalar_resource,
     milli,
     pod_requests,
