@@ -73,7 +73,6 @@ from kubelet.node.identity import NodeIdentity
 from kubelet.node.machine import MachineInfo, read_machine_info
 from kubelet.node.run import NodeHandle, NodeParts, run_node
 from kubelet.node.shutdown.handoff import active_pods, kill_channel
-from kubelet.node.startup import boot_time
 from kubelet.pleg import PlegHandle, run_pleg
 from kubelet.pods.census import working_pods
 from kubelet.pods.fit import NodeInfo
@@ -94,6 +93,7 @@ from kubelet.server.syscontainers import SystemCgroups
 from kubelet.server.usage import NodeUsage
 from kubelet.sources.podconfig import PodConfig
 from kubelet.sources.run import open_sources
+from kubelet.stats.boot import boot_time
 from kubelet.stats.cgroupfs import Cgroups
 from kubelet.status.generate import owned_conditions
 from kubelet.status.manager import StatusManager, run_status_manager

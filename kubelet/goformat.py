@@ -11,7 +11,15 @@ import functools
 import json
 from typing import Any
 
-__all__ = ["go_duration", "go_json", "go_quote", "parse_rfc3339", "rfc3339"]
+__all__ = [
+    "format_duration",
+    "format_duration_ns",
+    "go_duration_ms",
+    "go_json",
+    "go_quote",
+    "parse_rfc3339",
+    "rfc3339",
+]
 
 
 _GO_ESCAPES = {'"': '\\"', "\\": "\\\\", "\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n"}
@@ -51,32 +59,55 @@ def go_json(value: Any, *, sort_keys: bool = False) -> str:
     return text
 
 
-def go_duration(seconds: float) -> str:
-    """A whole-second duration as Go prints ``time.Duration`` (``1s``, ``1m30s``)."""
-    whole = int(seconds)
-    if whole != seconds or whole < 60:
-        return f"{seconds:g}s"
-    minutes, secs = divmod(whole, 60)
-    hours, minutes = divmod(minutes, 60)
-    text = f"{hours}h" if hours else ""
-    return f"{text}{minutes}m{secs}s"
+_MICROSECOND = 1000
+_MILLISECOND = 1000 * _MICROSECOND
+_SECOND = 1000 * _MILLISECOND
+
+
+def format_duration_ns(ns: int) -> str:
+    """Go's ``Duration.String``: "1h0m0s", "1m30s", "1.5s", "300ms", "0s"."""
+    if ns == 0:
+        return "0s"
+    sign = "-" if ns < 0 else ""
+    u = abs(ns)
+    if u < _MICROSECOND:
+        return f"{sign}{u}ns"
+    if u < _MILLISECOND:
+        return f"{sign}{_with_fraction(u, 3)}µs"
+    if u < _SECOND:
+        return f"{sign}{_with_fraction(u, 6)}ms"
+    whole_seconds = u // _SECOND
+    text = f"{whole_seconds % 60}{_fraction_digits(u % _SECOND, 9)}s"
+    minutes = whole_seconds // 60
+    if minutes:
+        text = f"{minutes % 60}m{text}"
+        hours = minutes // 60
+        if hours:
+            text = f"{hours}h{text}"
+    return sign + text
+
+
+def format_duration(seconds: float) -> str:
+    """Seconds as Go's ``Duration.String`` prints them ("1m30s" for 90, "1m30.5s" for
+    90.5): the one writer of durations in messages, flags and the config file."""
+    return format_duration_ns(round(seconds * _SECOND))
+
+
+def _fraction_digits(remainder: int, precision: int) -> str:
+    """ ".5" for 500000000 at precision 9; "" when there is no fraction."""
+    digits = str(remainder).rjust(precision, "0").rstrip("0")
+    return f".{digits}" if digits else ""
+
+
+def _with_fraction(value: int, precision: int) -> str:
+    scale = 10**precision
+    return f"{value // scale}{_fraction_digits(value % scale, precision)}"
 
 
 def go_duration_ms(seconds: float) -> str:
     """A duration truncated to the millisecond as Go prints it (``567ms``, ``1.234s``,
     ``2m3.4s``, ``0s``): upstream's ``d.Truncate(time.Millisecond)`` in a message."""
-    total_ms = max(int(seconds * 1000), 0)
-    if total_ms == 0:
-        return "0s"
-    if total_ms < 1000:
-        return f"{total_ms}ms"
-    whole, ms = divmod(total_ms, 1000)
-    minutes, secs = divmod(whole, 60)
-    hours, minutes = divmod(minutes, 60)
-    text = f"{secs}" + (f".{ms:03d}".rstrip("0") if ms else "") + "s"
-    if hours:
-        return f"{hours}h{minutes}m{text}"
-    return f"{minutes}m{text}" if minutes else text
+    return format_duration_ns(max(int(seconds * 1000), 0) * _MILLISECOND)
 
 
 def rfc3339(seconds: float) -> str:

@@ -27,7 +27,7 @@ from collections.abc import Callable
 
 import attrs
 
-from kubelet.api.pod import Pod
+from kubelet.api.pod import Pod, is_restartable_init_container
 from kubelet.goformat import parse_time
 from kubelet.logs import get_logger, kobj
 
@@ -180,7 +180,7 @@ class PodStartupTracker:
                 self._record(seen, state, when)
 
     def _note_init_containers(self, pod: Pod, state: _Startup) -> None:
-        sidecars = {c.name for c in pod.spec.init_containers if c.restart_policy == "Always"}
+        sidecars = {c.name for c in pod.spec.init_containers if is_restartable_init_container(c)}
         for status in pod.status.init_container_statuses:
             if status.name in sidecars or status.state is None:
                 continue

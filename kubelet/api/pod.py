@@ -246,6 +246,12 @@ class Container:
     tty: bool | None = None
 
 
+def is_restartable_init_container(container: Container) -> bool:
+    """A sidecar: an init container with ``restartPolicy: Always`` (asked of init
+    containers only: a regular container may carry a restart policy of its own)."""
+    return container.restart_policy == "Always"
+
+
 @attrs.frozen(kw_only=True)
 class EphemeralContainer(Container):
     """A debugging container added to a running pod through the ``ephemeralcontainers``

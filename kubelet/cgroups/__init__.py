@@ -11,7 +11,7 @@ Here, as modules with one job each:
 
 - ``names``: a cgroup's components, spelled for the cgroupfs or systemd driver;
 - ``requests``: a pod's summed requests and limits (init containers, sidecars, overhead,
-  pod-level resources), shared with admission's resource fit;
+  pod-level resources), the one definition admission, eviction and the memory volumes read;
 - ``values``: the values of every cgroup of the tree, and their v1/v2 file spellings;
 - ``layout``: which hierarchies the host mounts (v1, hybrid, v2);
 - ``fs``: the only code touching ``/sys/fs/cgroup`` (a root a test points at a tree);

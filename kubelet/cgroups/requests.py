@@ -15,12 +15,12 @@ pod spec is the truth here), which is what upstream computes for a pod without t
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from fractions import Fraction
 
-from kubelet.api.pod import Container, Pod
-from kubelet.api.quantity import parse_quantity
+from kubelet.api.dnsname import is_qualified_name
+from kubelet.api.pod import Container, Pod, is_restartable_init_container
+from kubelet.api.quantity import ResourceQuantity, parse_quantity
 
 __all__ = [
     "HUGEPAGES_PREFIX",
@@ -30,12 +30,12 @@ __all__ = [
     "is_pod_level_limits_set",
     "is_pod_level_requests_set",
     "is_pod_level_resources_set",
-    "is_qualified_name",
-    "is_restartable_init_container",
     "is_scalar_resource",
     "milli",
     "pod_limits",
     "pod_requests",
+    "resource_limit",
+    "resource_request",
     "whole",
 ]
 
@@ -47,8 +47,6 @@ HUGEPAGES_PREFIX = "hugepages-"
 _POD_LEVEL = ("cpu", "memory")
 _NATIVE_DOMAIN = "kubernetes.io/"
 _ATTACHABLE_VOLUMES_PREFIX = "attachable-volumes-"
-_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
-_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 
 def _away(numerator: int, denominator: int) -> int:
@@ -67,10 +65,6 @@ def milli(amount: Fraction) -> int:
 def whole(amount: Fraction) -> int:
     """Units, rounded away from zero (``Value``)."""
     return _away(amount.numerator, amount.denominator)
-
-
-def is_restartable_init_container(container: Container) -> bool:
-    return container.restart_policy == "Always"
 
 
 def is_supported_pod_level(name: str) -> bool:
@@ -160,9 +154,11 @@ def pod_requests(
     pod_level_resources: bool = True,
     exclude_overhead: bool = False,
     non_missing: Mapping[str, Fraction] | None = None,
+    skip_container_level: bool = False,
 ) -> ResourceList:
     """Upstream ``PodRequests``. ``non_missing``: amounts assumed for a container that does
-    not name the resource at all (the scheduler's non-zero defaults)."""
+    not name the resource at all (the scheduler's non-zero defaults).
+    ``skip_container_level``: the containers are not read at all, only the pod level."""
 
     def pick(container: Container) -> ResourceList:
         own = _requests_of(container)
@@ -171,7 +167,7 @@ def pod_requests(
                 own.setdefault(name, amount)
         return own
 
-    result = _aggregate(pod, pick)
+    result = {} if skip_container_level else _aggregate(pod, pick)
     if pod_level_resources and is_pod_level_requests_set(pod):
         assert pod.spec.resources is not None
         _apply_pod_level(result, pod.spec.resources.requests)
@@ -199,6 +195,38 @@ def pod_limits(
     return result
 
 
+def resource_request(pod: Pod, name: str, *, pod_level_resources: bool = True) -> Fraction:
+    """Upstream ``GetResourceRequestQuantity``, the figure eviction ranks by: with pod-level
+    resources set the containers are not read at all, and the overhead is added only to
+    a request that is not zero."""
+    skip = pod_level_resources and is_pod_level_resources_set(pod)
+    requests = pod_requests(
+        pod,
+        pod_level_resources=pod_level_resources,
+        exclude_overhead=True,
+        skip_container_level=skip,
+    )
+    amount = requests.get(name, Fraction(0))
+    overhead = pod.spec.overhead.get(name)
+    if overhead is not None and amount != 0:
+        amount += parse_quantity(overhead).amount
+    return amount
+
+
+def resource_limit(pod: Pod, name: str) -> ResourceQuantity | None:
+    """The pod's limit for ``name`` (upstream ``PodLimits``), None when no container sets
+    one; printed in the suffix family of the first container limit (as Go's
+    ``Quantity.Add`` keeps the receiver's format)."""
+    amount = pod_limits(pod).get(name)
+    if amount is None:
+        return None
+    for container in (*pod.spec.containers, *pod.spec.init_containers):
+        text = container.resources.limits.get(name) if container.resources else None
+        if text is not None:
+            return ResourceQuantity(amount, parse_quantity(text).format)
+    return ResourceQuantity(amount)
+
+
 # -- resource names ---------------------------------------------------------------------------
 
 
@@ -207,15 +235,6 @@ def hugepage_size(name: str) -> int | None:
     if not name.startswith(HUGEPAGES_PREFIX):
         return None
     return parse_quantity(name[len(HUGEPAGES_PREFIX) :]).value()
-
-
-def is_qualified_name(value: str) -> bool:
-    """Upstream ``IsQualifiedName``: ``[prefix/]name``, name ≤ 63 characters of
-    ``[A-Za-z0-9_.-]`` starting and ending alphanumeric, prefix a DNS subdomain ≤ 253."""
-    prefix, slash, name = value.rpartition("/")
-    if slash and (not prefix or len(prefix) > 253 or not _SUBDOMAIN.fullmatch(prefix)):
-        return False
-    return 0 < len(name) <= 63 and _NAME.fullmatch(name) is not None
 
 
 def _is_native(name: str) -> bool:

@@ -68,6 +68,7 @@ __all__ = [
     "milli_cpu_to_shares",
     "node_allocatable",
     "node_allocatable_config",
+    "pod_memory_limit",
     "qos_configs",
     "reserved_config",
     "resource_config_for_pod",
@@ -160,6 +161,34 @@ def hugepage_limits(resources: Mapping[str, Fraction]) -> dict[int, int]:
 # -- pod cgroups ------------------------------------------------------------------------------
 
 
+def _declared_limits(pod: Pod, pod_level_resources: bool) -> tuple[ResourceList, dict[str, bool]]:
+    """The pod's limits, and whether cpu and memory limits hold for every container (or
+    are set at the pod level): only then does a Burstable pod's cgroup get them."""
+    declared = {"cpu": True, "memory": True}
+
+    def check(limits: Mapping[str, Fraction], _init: bool) -> None:
+        for name in declared:
+            if not limits.get(name):
+                declared[name] = False
+
+    limits = pod_limits(pod, pod_level_resources=pod_level_resources, on_container=check)
+    if pod_level_resources and is_pod_level_resources_set(pod):
+        assert pod.spec.resources is not None
+        pod_level = pod.spec.resources.limits
+        for name in declared:
+            if name in pod_level and limits.get(name):
+                declared[name] = True
+    return limits, declared
+
+
+def pod_memory_limit(pod: Pod, *, pod_level_resources: bool = True) -> int | None:
+    """The memory limit the pod's cgroup gets (bytes), None when it gets none: what a
+    memory-backed volume of the pod may hold at most."""
+    limits, declared = _declared_limits(pod, pod_level_resources)
+    memory = whole(limits.get("memory", Fraction(0)))
+    return memory if declared["memory"] and memory > 0 else None
+
+
 def resource_config_for_pod(
     pod: Pod,
     qos_class: str,
@@ -175,20 +204,7 @@ def resource_config_for_pod(
     when off, the quota is -1 (unlimited) wherever it would be set. ``cpu_period``: µs.
     """
     requests = pod_requests(pod, pod_level_resources=pod_level_resources)
-    declared = {"cpu": True, "memory": True}
-
-    def check(limits: Mapping[str, Fraction], _init: bool) -> None:
-        for name in declared:
-            if not limits.get(name):
-                declared[name] = False
-
-    limits = pod_limits(pod, pod_level_resources=pod_level_resources, on_container=check)
-    if pod_level_resources and is_pod_level_resources_set(pod):
-        assert pod.spec.resources is not None
-        pod_level = pod.spec.resources.limits
-        for name in declared:
-            if name in pod_level and limits.get(name):
-                declared[name] = True
+    limits, declared = _declared_limits(pod, pod_level_resources)
 
     shares = milli_cpu_to_shares(milli(requests.get("cpu", Fraction(0))))
     quota = milli_cpu_to_quota(milli(limits.get("cpu", Fraction(0))), cpu_period)

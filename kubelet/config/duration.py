@@ -7,6 +7,10 @@ string upstream would print. Callers get float seconds, which is what trio wants
 
 from __future__ import annotations
 
+from kubelet.goformat import format_duration, format_duration_ns
+
+__all__ = ["format_duration", "format_duration_ns", "parse_duration", "parse_duration_ns"]
+
 _NANOSECOND = 1
 _MICROSECOND = 1000 * _NANOSECOND
 _MILLISECOND = 1000 * _MICROSECOND
@@ -73,34 +77,6 @@ def parse_duration(text: str) -> float:
     return parse_duration_ns(text) / _SECOND
 
 
-def format_duration_ns(ns: int) -> str:
-    """Go's ``Duration.String``: "1h0m0s", "1m30s", "1.5s", "300ms", "0s"."""
-    if ns == 0:
-        return "0s"
-    sign = "-" if ns < 0 else ""
-    u = abs(ns)
-    if u < _MICROSECOND:
-        return f"{sign}{u}ns"
-    if u < _MILLISECOND:
-        return f"{sign}{_with_fraction(u, 3)}µs"
-    if u < _SECOND:
-        return f"{sign}{_with_fraction(u, 6)}ms"
-    whole_seconds = u // _SECOND
-    text = f"{whole_seconds % 60}{_fraction_digits(u % _SECOND, 9)}s"
-    minutes = whole_seconds // 60
-    if minutes:
-        text = f"{minutes % 60}m{text}"
-        hours = minutes // 60
-        if hours:
-            text = f"{hours}h{text}"
-    return sign + text
-
-
-def format_duration(seconds: float) -> str:
-    """Seconds as Go prints the duration ("1m30s" for 90.0)."""
-    return format_duration_ns(round(seconds * _SECOND))
-
-
 def _take(text: str, allowed: str) -> tuple[str, str]:
     """Split off the longest prefix made of ``allowed`` characters."""
     i = 0
@@ -127,14 +103,3 @@ def _fraction_ns(digits: str, unit: int) -> int:
             break
         value, scale = value * 10 + int(ch), scale * 10
     return int(float(value) * (float(unit) / scale))
-
-
-def _fraction_digits(remainder: int, precision: int) -> str:
-    """ ".5" for 500000000 at precision 9; "" when there is no fraction."""
-    digits = str(remainder).rjust(precision, "0").rstrip("0")
-    return f".{digits}" if digits else ""
-
-
-def _with_fraction(value: int, precision: int) -> str:
-    scale = 10**precision
-    return f"{value // scale}{_fraction_digits(value % scale, precision)}"

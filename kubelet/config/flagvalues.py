@@ -9,6 +9,8 @@ from __future__ import annotations
 import ipaddress
 import re
 
+from kubelet.api.dnsname import is_qualified_name
+
 from .duration import parse_duration
 from .kubeletconfig import Taint, VModuleItem
 from .validation import UINT32_MAX, is_ip
@@ -17,8 +19,6 @@ _TRUE = frozenset(["1", "t", "T", "true", "TRUE", "True"])
 _FALSE = frozenset(["0", "f", "F", "false", "FALSE", "False"])
 _INT32 = (-(1 << 31), (1 << 31) - 1)
 _INT64 = (-(1 << 63), (1 << 63) - 1)
-_DNS_LABEL_CHARS = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
 _KUBELET_LABELS = frozenset(
@@ -185,7 +185,7 @@ def taints(text: str) -> tuple[Taint, ...]:
         if not found or not rest:
             raise ValueError(f"invalid taint spec {spec!r}, expected key=value:effect")
         k, _, v = rest.partition("=")
-        if not _qualified_name(k):
+        if not is_qualified_name(k):
             raise ValueError(f"invalid taint key {k!r}")
         if not _LABEL_VALUE.match(v) or len(v) > 63:
             raise ValueError(f"invalid taint value {v!r}")
@@ -208,7 +208,7 @@ def node_labels(text: str) -> dict[str, str]:
     """``--node-labels``: label syntax, and only the kubernetes.io labels a kubelet may set."""
     labels = key_value_map(text)
     for k, v in labels.items():
-        if not _qualified_name(k):
+        if not is_qualified_name(k):
             raise ValueError(f"invalid label key {k!r}")
         if not _LABEL_VALUE.match(v) or len(v) > 63:
             raise ValueError(f"invalid label value {v!r} for {k!r}")
@@ -219,17 +219,6 @@ def node_labels(text: str) -> dict[str, str]:
                 f"labels under {allowed} or the well-known node labels"
             )
     return labels
-
-
-def _qualified_name(text: str) -> bool:
-    prefix, slash, name = text.rpartition("/")
-    if slash and not _dns_subdomain(prefix):
-        return False
-    return bool(_LABEL_NAME.match(name)) and len(name) <= 63
-
-
-def _dns_subdomain(text: str) -> bool:
-    return 0 < len(text) <= 253 and all(_DNS_LABEL_CHARS.match(p) for p in text.split("."))
 
 
 def _namespace(label: str) -> str:

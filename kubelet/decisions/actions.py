@@ -17,12 +17,11 @@ from typing import NamedTuple
 
 import attrs
 
-from kubelet.api.pod import Container, Pod
+from kubelet.api.pod import Container, Pod, is_restartable_init_container
 from kubelet.cri.types import ContainerInfo, ContainerRunState, RuntimePodStatus, SandboxState
 
 from .grace import KillReason
 from .hash import hash_container
-from .qos import is_restartable_init_container
 from .restart import (
     container_should_restart,
     pod_restart_policy,

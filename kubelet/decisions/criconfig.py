@@ -28,6 +28,7 @@ from kubelet.api.pod import (
     Pod,
 )
 from kubelet.api.quantity import to_bytes, to_millicores
+from kubelet.cgroups.values import milli_cpu_to_quota, milli_cpu_to_shares
 from kubelet.cri import api, labels
 from kubelet.cri.types import (
     RuntimePodStatus,
@@ -49,21 +50,15 @@ from .security import (
 from .sysctls import pod_sysctls
 
 __all__ = [
-    "CPU_PERIOD",
     "DEFAULT_MASKED_PATHS",
     "DEFAULT_POD_LOGS_DIR",
     "DEFAULT_READONLY_PATHS",
-    "MAX_SHARES",
-    "MIN_QUOTA",
-    "MIN_SHARES",
     "container_annotations",
     "container_config",
     "container_labels",
     "container_log_path",
     "expand_env",
     "linux_container_resources",
-    "milli_cpu_to_quota",
-    "milli_cpu_to_shares",
     "namespace_options",
     "next_restart_count",
     "overhead_resources",
@@ -77,12 +72,7 @@ __all__ = [
 DEFAULT_POD_LOGS_DIR = "/var/log/pods"
 DEFAULT_SECCOMP_ROOT = "/var/lib/kubelet/seccomp"
 
-MIN_SHARES = 2
-MAX_SHARES = 262144
-SHARES_PER_CPU = 1024
-CPU_PERIOD = 100_000  # 100 ms, in microseconds
 DEFAULT_LIMITS = ContainerLimits()
-MIN_QUOTA = 1000  # 1 ms
 
 _PROTOCOLS = {"TCP": api.TCP, "UDP": api.UDP, "SCTP": api.SCTP}
 
@@ -281,20 +271,6 @@ def port_mappings(pod: Pod) -> list[api.PortMapping]:
                 )
             )
     return out
-
-
-def milli_cpu_to_shares(milli_cpu: int) -> int:
-    """cgroup cpu.shares for a CPU request: 1024 per core, within [2, 262144]."""
-    if milli_cpu == 0:
-        return MIN_SHARES
-    return max(MIN_SHARES, min(MAX_SHARES, milli_cpu * SHARES_PER_CPU // 1000))
-
-
-def milli_cpu_to_quota(milli_cpu: int, period: int = CPU_PERIOD) -> int:
-    """CFS quota for a CPU limit over ``period`` µs: 0 (unlimited) for no limit, else ≥ 1 ms."""
-    if milli_cpu == 0:
-        return 0
-    return max(milli_cpu * period // 1000, MIN_QUOTA)
 
 
 def linux_container_resources(

@@ -16,22 +16,14 @@ without padding (``strconv.FormatUint(h, 16)``).
 from __future__ import annotations
 
 import functools
-import json
 
 from kubelet.api.pod import Container
+from kubelet.goformat import go_json
 
 __all__ = ["go_json_string_map", "hash_container", "hash_container_int"]
 
 _FNV32_OFFSET = 0x811C9DC5
 _FNV32_PRIME = 0x01000193
-# json.Marshal escapes these for HTML safety; Python's json does not.
-_GO_ESCAPES = {
-    "<": "\\u003c",
-    ">": "\\u003e",
-    "&": "\\u0026",
-    "\u2028": "\\u2028",
-    "\u2029": "\\u2029",
-}
 
 
 def _fnv32a(data: bytes) -> int:
@@ -43,10 +35,7 @@ def _fnv32a(data: bytes) -> int:
 
 def go_json_string_map(values: dict[str, str]) -> bytes:
     """The bytes Go's ``json.Marshal`` writes for a ``map[string]string`` (sorted keys)."""
-    text = json.dumps(values, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    for char, escape in _GO_ESCAPES.items():
-        text = text.replace(char, escape)
-    return text.encode("utf-8", errors="replace")
+    return go_json(values, sort_keys=True).encode("utf-8", errors="replace")
 
 
 def hash_container_int(container: Container) -> int:

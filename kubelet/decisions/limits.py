@@ -24,15 +24,14 @@ from kubelet.api.pod import Container, Pod
 from kubelet.api.quantity import parse_quantity, to_bytes
 from kubelet.cgroups.requests import hugepage_size
 from kubelet.cgroups.swap import LIMITED_SWAP, NodeSwap
+from kubelet.cgroups.values import CPU_PERIOD, hugepage_unit
 from kubelet.cgroups.values import hugepage_limits as pod_hugepage_limits
-from kubelet.cgroups.values import hugepage_unit
 from kubelet.config.kubeletconfig import KubeletConfiguration
 from kubelet.cri import api
 
 from .qos import BURSTABLE, is_critical_pod, pod_qos
 
 __all__ = [
-    "CPU_PERIOD",
     "SWAP_MAX",
     "ContainerLimits",
     "configure_swap",
@@ -40,8 +39,6 @@ __all__ = [
     "hugepage_limits",
 ]
 
-CPU_PERIOD = 100_000
-"""The kernel's default CFS period, 100 ms in microseconds."""
 SWAP_MAX = "memory.swap.max"
 
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from fractions import Fraction
 
 from kubelet.api.memo import PerObject
-from kubelet.api.pod import Container, Pod
+from kubelet.api.pod import Container, Pod, is_restartable_init_container
 from kubelet.api.quantity import parse_quantity, to_bytes
 
 __all__ = [
@@ -31,7 +31,6 @@ __all__ = [
     "container_oom_score_adj",
     "is_critical_pod",
     "is_node_critical_pod",
-    "is_restartable_init_container",
     "pod_qos",
 ]
 
@@ -49,11 +48,6 @@ SYSTEM_CRITICAL_PRIORITY = 2_000_000_000
 SYSTEM_NODE_CRITICAL = "system-node-critical"
 
 _QOS_RESOURCES = ("cpu", "memory")
-
-
-def is_restartable_init_container(container: Container) -> bool:
-    """A sidecar: an init container with ``restartPolicy: Always``."""
-    return container.restart_policy == "Always"
 
 
 def _sum_positive(containers: Iterable[Container], kind: str) -> tuple[dict[str, Fraction], bool]:

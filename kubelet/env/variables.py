@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 import attrs
 
+from kubelet.api.dnsname import qualified_name_errors
 from kubelet.api.pod import (
     Container,
     EnvFromSource,
@@ -151,18 +152,6 @@ _SUPPORTED_FIELDS = frozenset(
         "spec.terminationGracePeriodSeconds",
     }
 )
-_QNAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
-_QNAME_FMT = "(" + "[A-Za-z0-9]" + "[-A-Za-z0-9_.]" + "*)?" + "[A-Za-z0-9]"
-_QNAME_MSG = (
-    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with "
-    f"an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used "
-    f"for validation is '{_QNAME_FMT}')"
-)
-_DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_SUBDOMAIN_FMT = _DNS1123_LABEL_FMT + r"(\." + _DNS1123_LABEL_FMT + ")*"
-_DNS1123_SUBDOMAIN = re.compile(_DNS1123_SUBDOMAIN_FMT)
-
-
 def _split_subscript(path: str) -> tuple[str, str] | None:
     """``metadata.labels['k']`` as (path, key); None when the path has no subscript."""
     if not path.endswith("']"):
@@ -171,39 +160,6 @@ def _split_subscript(path: str) -> tuple[str, str] | None:
     if not sep or not head:
         return None
     return head, key
-
-
-def _qualified_name_errors(value: str) -> list[str]:
-    """Upstream ``IsQualifiedName``: the key a label/annotation subscript may use."""
-    errs: list[str] = []
-    parts = value.split("/")
-    if len(parts) > 2:
-        return [
-            f"a qualified name {_QNAME_MSG} with an optional DNS subdomain prefix and '/' "
-            "(e.g. 'example.com/MyName')"
-        ]
-    name = parts[-1]
-    if len(parts) == 2:
-        prefix = parts[0]
-        if not prefix:
-            errs.append("prefix part must be non-empty")
-        else:
-            if len(prefix) > 253:
-                errs.append("prefix part must be no more than 253 characters")
-            if _DNS1123_SUBDOMAIN.fullmatch(prefix) is None:
-                errs.append(
-                    "prefix part a lowercase RFC 1123 subdomain must consist of lower case "
-                    "alphanumeric characters, '-' or '.', and must start and end with an "
-                    "alphanumeric character (e.g. 'example.com', regex used for validation "
-                    f"is '{_DNS1123_SUBDOMAIN_FMT}')"
-                )
-    if not name:
-        errs.append("name part must be non-empty")
-    elif len(name) > 63:
-        errs.append("name part must be no more than 63 characters")
-    if _QNAME.fullmatch(name) is None:
-        errs.append(f"name part {_QNAME_MSG}")
-    return errs
 
 
 def _format_map(values: Mapping[str, str]) -> str:
@@ -265,7 +221,7 @@ def pod_field_value(
         if head not in ("metadata.annotations", "metadata.labels"):
             raise _fail(f"field label does not support subscript: {path}")
         # Annotation keys are checked case-insensitively, label keys as written.
-        errs = _qualified_name_errors(key.lower() if head == "metadata.annotations" else key)
+        errs = qualified_name_errors(key.lower() if head == "metadata.annotations" else key)
         if errs:
             raise _fail(f"invalid key subscript in {path}: {';'.join(errs)}")
         meta = pod.metadata

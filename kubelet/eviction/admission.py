@@ -14,34 +14,24 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
-from kubelet.api.pod import Pod, Toleration
+from kubelet.api.node import Taint
+from kubelet.api.pod import Pod
+from kubelet.decisions.taints import tolerates
 
 from .messages import REASON, node_condition_message
 from .thresholds import MEMORY_PRESSURE
 
-__all__ = ["MEMORY_PRESSURE_TAINT", "Refusal", "admit", "tolerates"]
+__all__ = ["MEMORY_PRESSURE_TAINT", "Refusal", "admit"]
 
 MEMORY_PRESSURE_TAINT = "node.kubernetes.io/memory-pressure"
 BEST_EFFORT = "BestEffort"
+_MEMORY_PRESSURE_NO_SCHEDULE = Taint(key=MEMORY_PRESSURE_TAINT, effect="NoSchedule")
 
 
 @attrs.frozen
 class Refusal:
     reason: str
     message: str
-
-
-def tolerates(toleration: Toleration, key: str, effect: str, value: str = "") -> bool:
-    """Whether one toleration tolerates the taint ``key=value:effect`` (``ToleratesTaint``)."""
-    if toleration.effect and toleration.effect != effect:
-        return False
-    if toleration.key and toleration.key != key:
-        return False
-    if toleration.operator == "Exists":
-        return True
-    if toleration.operator in ("", "Equal"):
-        return toleration.value == value
-    return False
 
 
 def admit(
@@ -57,6 +47,6 @@ def admit(
     if tuple(conditions) == (MEMORY_PRESSURE,):
         if qos(pod) != BEST_EFFORT:
             return None
-        if any(tolerates(t, MEMORY_PRESSURE_TAINT, "NoSchedule") for t in pod.spec.tolerations):
+        if any(tolerates(t, _MEMORY_PRESSURE_NO_SCHEDULE) for t in pod.spec.tolerations):
             return None
     return Refusal(REASON, node_condition_message(conditions))

@@ -24,6 +24,7 @@ import attrs
 
 from kubelet.api.pod import Pod, PodCondition
 from kubelet.api.quantity import parse_quantity
+from kubelet.cgroups.requests import resource_limit
 from kubelet.stats.summary import PodUsage
 
 from .messages import (
@@ -36,7 +37,6 @@ from .messages import (
     pod_storage_limit_message,
 )
 from .observations import Observations
-from .requests import pod_limit
 from .thresholds import EPHEMERAL_STORAGE, SIGNAL_RESOURCE, Signal, Threshold
 
 __all__ = [
@@ -164,7 +164,7 @@ def _empty_dir_violation(pod: Pod, stats: PodUsage) -> str | None:
 
 
 def _pod_limit_violation(pod: Pod, stats: PodUsage) -> str | None:
-    limit = pod_limit(pod, EPHEMERAL_STORAGE)
+    limit = resource_limit(pod, EPHEMERAL_STORAGE)
     if limit is None:
         return None
     es = stats.ephemeral_storage
@@ -211,7 +211,7 @@ def local_storage_candidates(pods: Sequence[Pod], *, is_critical: IsCritical) ->
 
 
 def _local_storage_limited(pod: Pod) -> bool:
-    """An emptyDir sizeLimit, or what makes ``pod_limit`` of ephemeral storage not None
+    """An emptyDir sizeLimit, or what makes ``resource_limit`` of ephemeral storage not None
     (a limit on any container; asked of every pod at every pass: no sum made)."""
     for volume in pod.spec.volumes:
         if volume.empty_dir is not None and volume.empty_dir.get("sizeLimit") is not None:

@@ -16,10 +16,10 @@ import attrs
 
 from kubelet.api.pod import Pod
 from kubelet.api.quantity import Format, format_quantity, parse_quantity
+from kubelet.cgroups.requests import is_pod_level_resources_set
 from kubelet.stats.summary import PodUsage
 
 from .observations import Observations
-from .requests import pod_level_set
 from .thresholds import EPHEMERAL_STORAGE, MEMORY, SIGNAL_RESOURCE, Threshold, is_count_signal
 
 __all__ = [
@@ -106,7 +106,7 @@ def eviction_message(
     if stats is None:
         return Message(text)
     annotations: dict[str, str] = {}
-    if resource == MEMORY and pod_level_resources and pod_level_set(pod):
+    if resource == MEMORY and pod_level_resources and is_pod_level_resources_set(pod):
         assert pod.spec.resources is not None
         request = pod.spec.resources.requests.get(resource)
         if request is not None and stats.memory is not None:

@@ -21,9 +21,9 @@ from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 
 from kubelet.api.pod import Pod, Volume
+from kubelet.cgroups.requests import resource_request
 from kubelet.stats.summary import FsUsage, PodUsage
 
-from .requests import pod_request
 from .thresholds import EPHEMERAL_STORAGE, INODES, MEMORY, Signal
 
 __all__ = [
@@ -148,8 +148,8 @@ def _memory_used(s: PodUsage) -> int:
 
 def _exceeds_memory(stats: StatsOf, pod_level: bool) -> Cmp:
     def measure(p1: Pod, s1: PodUsage, p2: Pod, s2: PodUsage) -> int:
-        e1 = _memory_used(s1) > pod_request(p1, MEMORY, pod_level)
-        e2 = _memory_used(s2) > pod_request(p2, MEMORY, pod_level)
+        e1 = _memory_used(s1) > resource_request(p1, MEMORY, pod_level_resources=pod_level)
+        e2 = _memory_used(s2) > resource_request(p2, MEMORY, pod_level_resources=pod_level)
         return _cmp_bool(e1, e2)
 
     return _with_stats(stats, measure)
@@ -157,8 +157,8 @@ def _exceeds_memory(stats: StatsOf, pod_level: bool) -> Cmp:
 
 def _memory(stats: StatsOf, pod_level: bool) -> Cmp:
     def measure(p1: Pod, s1: PodUsage, p2: Pod, s2: PodUsage) -> int:
-        over1 = _memory_used(s1) - pod_request(p1, MEMORY, pod_level)
-        over2 = _memory_used(s2) - pod_request(p2, MEMORY, pod_level)
+        over1 = _memory_used(s1) - resource_request(p1, MEMORY, pod_level_resources=pod_level)
+        over2 = _memory_used(s2) - resource_request(p2, MEMORY, pod_level_resources=pod_level)
         return _sign(over2 - over1)
 
     return _with_stats(stats, measure)
@@ -173,8 +173,10 @@ def _processes(stats: StatsOf) -> Cmp:
 
 def _exceeds_disk(stats: StatsOf, kinds: Sequence[FsKind], resource: str, pod_level: bool) -> Cmp:
     def measure(p1: Pod, s1: PodUsage, p2: Pod, s2: PodUsage) -> int:
-        e1 = disk_usage(p1, s1, kinds)[resource] > pod_request(p1, resource, pod_level)
-        e2 = disk_usage(p2, s2, kinds)[resource] > pod_request(p2, resource, pod_level)
+        r1 = resource_request(p1, resource, pod_level_resources=pod_level)
+        r2 = resource_request(p2, resource, pod_level_resources=pod_level)
+        e1 = disk_usage(p1, s1, kinds)[resource] > r1
+        e2 = disk_usage(p2, s2, kinds)[resource] > r2
         return _cmp_bool(e1, e2)
 
     return _with_stats(stats, measure)
@@ -183,8 +185,10 @@ def _exceeds_disk(stats: StatsOf, kinds: Sequence[FsKind], resource: str, pod_le
 def _disk(stats: StatsOf, kinds: Sequence[FsKind], resource: str, pod_level: bool) -> Cmp:
     # Upstream subtracts the ephemeral-storage request for inodes too.
     def measure(p1: Pod, s1: PodUsage, p2: Pod, s2: PodUsage) -> int:
-        over1 = disk_usage(p1, s1, kinds)[resource] - pod_request(p1, EPHEMERAL_STORAGE, pod_level)
-        over2 = disk_usage(p2, s2, kinds)[resource] - pod_request(p2, EPHEMERAL_STORAGE, pod_level)
+        r1 = resource_request(p1, EPHEMERAL_STORAGE, pod_level_resources=pod_level)
+        r2 = resource_request(p2, EPHEMERAL_STORAGE, pod_level_resources=pod_level)
+        over1 = disk_usage(p1, s1, kinds)[resource] - r1
+        over2 = disk_usage(p2, s2, kinds)[resource] - r2
         return _sign(over2 - over1)
 
     return _with_stats(stats, measure)

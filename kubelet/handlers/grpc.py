@@ -23,7 +23,7 @@ from grpclib.health.v1.health_grpc import HealthStub
 from grpclib.health.v1.health_pb2 import HealthCheckRequest, HealthCheckResponse
 
 from kubelet.api.pod import Probe
-from kubelet.goformat import go_duration
+from kubelet.goformat import format_duration
 
 from .http import dial_error_text
 from .outcome import ProbeError, ProbeOutcome, ProbeResult, ProbeTarget
@@ -54,7 +54,7 @@ async def check(host: str, port: int, service: str, timeout: float) -> ProbeOutc
     if trio_asyncio.current_loop.get() is None:
         raise ProbeError("gRPC probes need the trio-asyncio loop")
     address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-    within = go_duration(timeout)
+    within = format_duration(timeout)
     progress = _Progress()
     with trio.move_on_after(timeout):
         try:

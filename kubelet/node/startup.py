@@ -9,20 +9,10 @@ them at 0, as upstream's do. Without a boot time the two figures from boot stay 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Gauge
-
-
-def boot_time(wall_clock: Callable[[], float]) -> float | None:
-    """When the machine booted, on ``wall_clock`` (now less the time since boot, suspend
-    included); None when the kernel cannot say."""
-    try:
-        return wall_clock() - time.clock_gettime(time.CLOCK_BOOTTIME)
-    except (OSError, AttributeError):
-        return None
 
 
 def _gauge(registry: CollectorRegistry, name: str, text: str) -> Gauge:

@@ -35,20 +35,20 @@ from typing import Any, overload
 
 import attrs
 
+from kubelet.api.dnsname import is_qualified_name
 from kubelet.api.memo import PerObject
 from kubelet.api.node import Taint
-from kubelet.api.pod import Container, Pod, Toleration
+from kubelet.api.pod import Container, Pod, is_restartable_init_container
 from kubelet.api.quantity import parse_quantity
 from kubelet.cgroups.requests import (
     ResourceList,
     is_extended_resource,
-    is_qualified_name,
-    is_restartable_init_container,
     is_scalar_resource,
     milli,
     pod_requests,
     whole,
 )
+from kubelet.decisions.taints import untolerated_taint
 
 from .rejection import Rejection
 
@@ -74,13 +74,10 @@ __all__ = [
     "os_rejection",
     "predicate_admit",
     "remove_missing_extended_resources",
-    "tolerates",
-    "untolerated_taint",
 ]
 
 LINUX = "linux"
 OS_LABEL = "kubernetes.io/os"
-CONFIG_SOURCE = "kubernetes.io/config.source"  # the annotation a static pod's source sets
 
 POD_OS_SELECTOR_MISMATCH = "PodOSSelectorNodeLabelDoesNotMatch"
 POD_OS_NOT_SUPPORTED = "PodOSNotSupported"
@@ -101,7 +98,6 @@ _NAMED_OUT_OF = {
     "pods": "OutOfpods",
 }
 _LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
-_DECIMAL_INTEGER = re.compile(r"-?(0|[1-9][0-9]*)")
 _GO_INT = re.compile(r"[+-]?[0-9]+")
 _INT64 = 1 << 63
 
@@ -572,57 +568,7 @@ def ports_fit(pod: Pod, others: Iterable[Pod]) -> bool:
     return not any(_port_conflict(one, used) for one in wanted)
 
 
-def _decimal(text: str) -> int | None:
-    if not _DECIMAL_INTEGER.fullmatch(text):
-        return None
-    return _go_int64(text)
-
-
-def tolerates(toleration: Toleration, taint: Taint, *, comparison_operators: bool = False) -> bool:
-    """Upstream ``ToleratesTaint``: effect and key when set, then the operator (empty is
-    Equal; Gt/Lt compare integers, only with ``TaintTolerationComparisonOperators``)."""
-    if toleration.effect and toleration.effect != taint.effect:
-        return False
-    if toleration.key and toleration.key != taint.key:
-        return False
-    op = toleration.operator
-    if op in ("", "Equal"):
-        return toleration.value == taint.value
-    if op == "Exists":
-        return True
-    if op in ("Gt", "Lt") and comparison_operators:
-        mine, theirs = _decimal(toleration.value), _decimal(taint.value)
-        if mine is None or theirs is None:
-            return False
-        return theirs > mine if op == "Gt" else theirs < mine
-    return False
-
-
-def untolerated_taint(
-    taints: Iterable[Taint],
-    tolerations: Sequence[Toleration],
-    *,
-    effects: Iterable[str] = ("NoExecute",),
-    comparison_operators: bool = False,
-) -> Taint | None:
-    """The first taint with one of ``effects`` that no toleration tolerates."""
-    chosen = set(effects)
-    for taint in taints:
-        if taint.effect not in chosen:
-            continue
-        if not any(
-            tolerates(t, taint, comparison_operators=comparison_operators) for t in tolerations
-        ):
-            return taint
-    return None
-
-
 # -- the handler ----------------------------------------------------------------------------
-
-
-def _is_static(pod: Pod) -> bool:
-    source = pod.metadata.annotations.get(CONFIG_SOURCE)
-    return source is not None and source != "api"
 
 
 @functools.lru_cache(maxsize=8)
@@ -667,7 +613,7 @@ def general_filter(
         failures.append(PredicateFailure(NODE_NAME, NODE_NAME_REASON))
     if not ports_fit(pod, others):
         failures.append(PredicateFailure(NODE_PORTS, NODE_PORTS_REASON))
-    if not _is_static(pod) and untolerated_taint(
+    if not pod.is_static and untolerated_taint(
         node.taints, pod.spec.tolerations, comparison_operators=comparison_operators
     ):
         failures.append(PredicateFailure(TAINT_TOLERATION, TAINT_REASON))

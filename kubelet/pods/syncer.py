@@ -17,10 +17,10 @@ import attrs
 import trio
 
 from kubelet.api.errors import ApiError
-from kubelet.api.pod import Pod, PodStatus
+from kubelet.api.pod import Pod, PodStatus, is_restartable_init_container
 from kubelet.cri.types import RuntimePodStatus
 from kubelet.decisions import resize
-from kubelet.decisions.qos import is_restartable_init_container, pod_qos
+from kubelet.decisions.qos import pod_qos
 from kubelet.events.recorder import NORMAL, WARNING, pod_ref
 from kubelet.metrics import KubeletMetrics
 from kubelet.pleg.cache import PodCache, ViewMark

@@ -31,7 +31,7 @@ import attrs
 import trio
 from prometheus_client import CollectorRegistry
 
-from kubelet.api.pod import Container, Pod
+from kubelet.api.pod import Container, Pod, is_restartable_init_container
 from kubelet.cri.types import ContainerInfo, ContainerRunState, RuntimePodStatus
 from kubelet.events.recorder import EventRecorder, pod_ref
 from kubelet.handlers.exec import ExecRunner
@@ -83,7 +83,7 @@ def probed_containers(pod: Pod) -> Iterator[tuple[Container, bool]]:
     for container in pod.spec.containers:
         yield container, False
     for container in pod.spec.init_containers:
-        if container.restart_policy == "Always":
+        if is_restartable_init_container(container):
             yield container, True
 
 

@@ -17,7 +17,13 @@ from collections.abc import Callable, Collection, Mapping
 import attrs
 import trio
 
-from kubelet.api.pod import Container, EphemeralContainer, Pod, format_pod
+from kubelet.api.pod import (
+    Container,
+    EphemeralContainer,
+    Pod,
+    format_pod,
+    is_restartable_init_container,
+)
 from kubelet.cgroups.fs import CgroupError
 from kubelet.cgroups.run import FAILED_CREATE_POD_CONTAINER, PodCgroups
 from kubelet.cri import CriError, RuntimeClient, api
@@ -40,7 +46,6 @@ from kubelet.decisions.dra import (
 )
 from kubelet.decisions.grace import KillReason
 from kubelet.decisions.limits import ContainerLimits
-from kubelet.decisions.qos import is_restartable_init_container
 from kubelet.decisions.security import (
     SecurityContextError,
     image_user,

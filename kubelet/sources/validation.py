@@ -16,6 +16,7 @@ from typing import Any
 import attrs
 
 from kubelet.api.dnsname import (
+    QUALIFIED_NAME_RE,
     SUBDOMAIN_MAX_LENGTH,
     SUBDOMAIN_MSG,
     SUBDOMAIN_RE,
@@ -31,9 +32,9 @@ from kubelet.api.pod import (
     PodSpec,
     Probe,
     VolumeMount,
+    is_restartable_init_container,
 )
 
-_QUALIFIED_RE = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
 _LABEL_VALUE_RE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
 _IANA_SVC_RE = re.compile(r"[-a-z0-9]+")
 
@@ -140,7 +141,7 @@ def _qualified_name(path: str, key: str) -> Iterator[FieldError]:
     prefix, slash, name = key.rpartition("/")
     if slash and (not prefix or len(prefix) > 253 or not SUBDOMAIN_RE.fullmatch(prefix)):
         yield FieldError(path, "Invalid value", key, "prefix part " + SUBDOMAIN_MSG)
-    if not name or len(name) > 63 or not _QUALIFIED_RE.fullmatch(name):
+    if not name or len(name) > 63 or not QUALIFIED_NAME_RE.fullmatch(name):
         yield FieldError(
             path,
             "Invalid value",
@@ -364,7 +365,7 @@ def _container_parts(
     path: str, ctr: Container, volumes: set[str], spec: PodSpec, *, init: bool
 ) -> Iterator[FieldError]:
     """Ports, probes, lifecycle handlers, volume mounts and env of one container."""
-    sidecar = init and ctr.restart_policy == "Always"
+    sidecar = init and is_restartable_init_container(ctr)
     for j, port in enumerate(ctr.ports):
         yield from _container_port(f"{path}.ports[{j}]", port, spec)
     for field, probe in (

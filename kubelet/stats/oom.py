@@ -28,11 +28,12 @@ import contextlib
 import errno
 import os
 import re
-import time
 from collections.abc import Callable, Iterator
 
 import attrs
 import trio
+
+from .boot import boot_time
 
 __all__ = [
     "SYSTEM_OOM",
@@ -197,11 +198,6 @@ def system_oom_message(instance: OomInstance, pod: str | None = None) -> str | N
     return message
 
 
-def boot_time() -> float:
-    """Seconds since the epoch at boot (CLOCK_BOOTTIME counts suspend too, as the kernel log)."""
-    return time.time() - time.clock_gettime(time.CLOCK_BOOTTIME)
-
-
 async def watch_kmsg(
     on_kill: Callable[[OomInstance], None],
     path: str = "/dev/kmsg",
@@ -220,7 +216,7 @@ async def watch_kmsg(
             with contextlib.suppress(OSError):  # not seekable: a pipe in tests
                 os.lseek(fd, 0, os.SEEK_END)
         parser = OomParser()
-        started = boot if boot is not None else boot_time()
+        started = boot if boot is not None else (boot_time() or 0.0)
         while True:
             try:
                 data = os.read(fd, 8192)

@@ -17,10 +17,17 @@ from collections.abc import Collection, Mapping, Sequence
 
 import attrs
 
-from kubelet.api.pod import ContainerStatus, Pod, PodCondition, PodIP, PodStatus
+from kubelet.api.pod import (
+    ContainerStatus,
+    Pod,
+    PodCondition,
+    PodIP,
+    PodStatus,
+    is_restartable_init_container,
+)
 from kubelet.cri.types import RuntimePodStatus
 from kubelet.decisions.actions import sandbox_changed
-from kubelet.decisions.qos import is_restartable_init_container, pod_qos
+from kubelet.decisions.qos import pod_qos
 from kubelet.decisions.resize import CONDITIONS as RESIZE_CONDITIONS
 from kubelet.decisions.resize import PENDING as RESIZE_PENDING
 from kubelet.decisions.resize import pending_condition

@@ -28,10 +28,10 @@ from kubelet.api.pod import (
     PodStatus,
     ResourceRequirements,
     VolumeMountStatus,
+    is_restartable_init_container,
 )
 from kubelet.cri.types import ContainerInfo, ContainerRunState, RuntimePodStatus
 from kubelet.decisions.actions import should_container_be_restarted
-from kubelet.decisions.qos import is_restartable_init_container
 from kubelet.decisions.restart import container_should_restart
 from kubelet.goformat import rfc3339
 

@@ -23,11 +23,11 @@ update, patch or delete means for a kind, the way upstream's ``pkg/registry`` do
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from fractions import Fraction
 from typing import Any
 
+from kubelet.api.dnsname import LABEL_RE, SUBDOMAIN_RE
 from kubelet.api.quantity import parse_quantity
 from kubelet.goformat import rfc3339
 
@@ -39,8 +39,6 @@ from .patching import PatchError, apply_patch
 
 __all__ = ["Registry", "rfc3339"]
 
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _DELETION_FIELDS = ("deletionTimestamp", "deletionGracePeriodSeconds")
 _MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
@@ -149,8 +147,8 @@ class Registry:
                     f'Invalid value: "{name}": may not contain \'/\' or \'%\'',
                 )  # fmt: skip
             return
-        pattern = _DNS_LABEL if rt.kind == "Namespace" else _DNS_SUBDOMAIN
-        if not isinstance(name, str) or len(name) > 253 or not pattern.match(name):
+        pattern = LABEL_RE if rt.kind == "Namespace" else SUBDOMAIN_RE
+        if not isinstance(name, str) or len(name) > 253 or not pattern.fullmatch(name):
             err = StatusError.invalid(
                 rt.kind,
                 str(name),

@@ -12,10 +12,10 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
-from collections.abc import Iterable, Mapping
 
-from kubelet.api.pod import Container, Pod
+from kubelet.api.pod import Pod
 from kubelet.api.quantity import QuantityError, to_bytes
+from kubelet.cgroups.values import pod_memory_limit
 
 from .mounts import MountError, mount, unmount
 
@@ -27,46 +27,10 @@ NOSWAP_KERNEL = (6, 4)
 _noswap: bool | None = None
 
 
-def _memory_limit(container: Container) -> int:
-    return _memory_limit_of(container.resources.limits) if container.resources else 0
-
-
-def pod_memory_limit(pod: Pod) -> int | None:
-    """The pod's memory limit as its cgroup gets it (upstream ResourceConfigForPod): only
-    when every container declares one (or the pod sets a pod-level limit)."""
-    spec = pod.spec
-    pod_level = _memory_limit_of(spec.resources.limits if spec.resources else {})
-    containers: Iterable[Container] = (*spec.init_containers, *spec.containers)
-    if not pod_level and any(_memory_limit(c) <= 0 for c in containers):
-        return None
-    if pod_level:
-        total = pod_level
-    else:
-        total = sum(_memory_limit(c) for c in spec.containers)
-        sidecars = 0
-        highest_init = 0
-        for init in spec.init_containers:
-            if init.restart_policy == "Always":
-                total += _memory_limit(init)
-                sidecars += _memory_limit(init)
-                highest_init = max(highest_init, sidecars)
-            else:
-                highest_init = max(highest_init, _memory_limit(init) + sidecars)
-        total = max(total, highest_init)
-    overhead = _memory_limit_of(spec.overhead)
-    return total + overhead
-
-
-def _memory_limit_of(resources: Mapping[str, str]) -> int:
-    try:
-        return to_bytes(resources.get("memory"))
-    except (QuantityError, ValueError):
-        return 0
-
-
 def memory_volume_size(pod: Pod, size_limit: object, node_allocatable_memory: int) -> int:
     """Upstream calculateEmptyDirMemorySize: node allocatable, or the pod's limit, or the
-    volume's sizeLimit, whichever is smallest (zero and unset values do not count)."""
+    volume's sizeLimit, whichever is smallest (zero and unset values do not count). The
+    pod's limit is the one its cgroup gets (``cgroups.values.pod_memory_limit``)."""
     size = node_allocatable_memory
     pod_limit = pod_memory_limit(pod)
     if pod_limit and (size <= 0 or pod_limit <= size):

@@ -24,7 +24,7 @@ import attrs
 import trio
 
 from kubelet.errors import FatalError
-from kubelet.goformat import go_duration
+from kubelet.goformat import format_duration
 
 from .store import CertKeyPair
 
@@ -67,7 +67,7 @@ class ClientCertificateWatch:
             await trio.sleep(CHECK_PERIOD)
 
     def _without_certificate(self) -> None:
-        since = go_duration(self.exit_after)
+        since = format_duration(self.exit_after)
         if self.manager.server_healthy:
             message = (
                 f"It has been {since} since a valid client cert was found and the server "

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
@@ -28,6 +27,7 @@ from typing import Protocol
 import attrs
 
 from kubelet.cri import api
+from kubelet.goformat import go_json
 
 from .dockercfg import DockerConfigEntry, DockerConfigError, parse_dockercfg, parse_dockerconfigjson
 from .keyring import Keyring
@@ -142,12 +142,7 @@ def credential_hash(entry: DockerConfigEntry) -> str:
     """sha256 hex of the AuthConfig as Go's json.Marshal writes it (empty fields left
     out), the same value upstream's pull records hold."""
     fields = {"username": entry.username, "password": entry.password, "email": entry.email}
-    text = json.dumps(
-        {k: v for k, v in fields.items() if v}, separators=(",", ":"), ensure_ascii=False
-    )
-    for char, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026")):
-        text = text.replace(char, escaped)
-    text = text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    text = go_json({k: v for k, v in fields.items() if v})
     return hashlib.sha256(text.encode("utf-8", errors="replace")).hexdigest()
 
 

@@ -28,8 +28,7 @@ from grpclib.const import Status
 from grpclib.exceptions import GRPCError
 from grpclib.server import Server
 
-from kubelet.api.pod import Pod
-from kubelet.decisions.qos import is_restartable_init_container
+from kubelet.api.pod import Pod, is_restartable_init_container
 from kubelet.volumes.dirs import POD_RESOURCES_DIR
 
 from . import podresources_api_pb2 as pb

@@ -26,6 +26,7 @@ from kubelet.api.pod import (
     ResourceRequirements,
     SecurityContext,
 )
+from kubelet.cgroups.values import milli_cpu_to_quota, milli_cpu_to_shares
 from kubelet.config import KubeletConfiguration
 from kubelet.cri import api
 from kubelet.cri.convert import container_info_from_cri, sandbox_info_from_cri
@@ -37,8 +38,6 @@ from kubelet.decisions.criconfig import (
     container_labels,
     container_log_path,
     linux_container_resources,
-    milli_cpu_to_quota,
-    milli_cpu_to_shares,
     namespace_options,
     next_restart_count,
     overhead_resources,

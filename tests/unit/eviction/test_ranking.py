@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from kubelet.api.pod import Container, Pod
+from kubelet.cgroups.requests import resource_limit, resource_request
 from kubelet.eviction.ranking import FsKind, disk_usage_kinds, rank
-from kubelet.eviction.requests import pod_limit, pod_request
 from kubelet.eviction.thresholds import Signal
 from kubelet.stats.summary import PodUsage
 
@@ -232,9 +232,9 @@ def test_pod_request_sidecars_init_and_overhead() -> None:
 
     p = attrs.evolve(p, spec=spec)
     # regular + sidecar = 150Mi; init with the sidecar before it = 350Mi; + overhead
-    assert pod_request(p, "memory") == 360 * Mi
-    assert pod_request(p, "cpu") == 0
-    limit = pod_limit(p, "memory")
+    assert resource_request(p, "memory") == 360 * Mi
+    assert resource_request(p, "cpu") == 0
+    limit = resource_limit(p, "memory")
     assert limit is not None and str(limit) == "1034Mi"  # the init container alone + overhead
 
 
@@ -243,6 +243,19 @@ def test_pod_level_resources_replace_containers() -> None:
 
     p = pod("p", 0, {"memory": "100Mi", "ephemeral-storage": "1Gi"})
     p = attrs.evolve(p, spec=attrs.evolve(p.spec, resources=resources({"memory": "1Gi"})))
-    assert pod_request(p, "memory") == 1024 * Mi
-    assert pod_request(p, "ephemeral-storage") == 0
-    assert pod_request(p, "memory", pod_level_resources=False) == 100 * Mi
+    assert resource_request(p, "memory") == 1024 * Mi
+    assert resource_request(p, "ephemeral-storage") == 0
+    assert resource_request(p, "memory", pod_level_resources=False) == 100 * Mi
+
+
+def test_overhead_goes_only_on_a_limit_that_is_set_and_not_zero() -> None:
+    # upstream PodLimits: the cgroup, the tmpfs size and eviction read the same figure
+    import attrs
+
+    p = pod("p", 0, None, {"ephemeral-storage": "0"})
+    p = attrs.evolve(p, spec=attrs.evolve(p.spec, overhead={"ephemeral-storage": "1Gi"}))
+    limit = resource_limit(p, "ephemeral-storage")
+    assert limit is not None and limit.amount == 0
+    q = pod("q", 0, None, {"ephemeral-storage": "1Gi"})
+    q = attrs.evolve(q, spec=attrs.evolve(q.spec, overhead={"ephemeral-storage": "1Gi"}))
+    assert str(resource_limit(q, "ephemeral-storage")) == "2Gi"

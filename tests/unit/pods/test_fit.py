@@ -19,6 +19,7 @@ from kubelet.api.pod import (
     ResourceRequirements,
     Toleration,
 )
+from kubelet.decisions.taints import tolerates, untolerated_taint
 from kubelet.pods.admission import Rejection
 from kubelet.pods.fit import (
     InsufficientResource,
@@ -32,8 +33,6 @@ from kubelet.pods.fit import (
     ports_fit,
     predicate_admit,
     remove_missing_extended_resources,
-    tolerates,
-    untolerated_taint,
 )
 
 EXT_A = "example.com/aaa"

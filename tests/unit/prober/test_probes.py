@@ -25,7 +25,7 @@ from kubelet.api.pod import (
     format_pod,
 )
 from kubelet.cri.errors import CriError, DeadlineExceeded, NotFound
-from kubelet.goformat import go_duration, go_quote
+from kubelet.goformat import format_duration, go_quote
 from kubelet.handlers import exec as exec_probe
 from kubelet.handlers.http import (
     HttpGetRequest,
@@ -220,11 +220,12 @@ async def test_run_probe_retries_errors_up_to_three_times() -> None:
 def test_text_helpers() -> None:
     assert format_pod(POD) == "web_default(u1)"
     assert go_quote('say "hi"\n') == '"say \\"hi\\"\\n"'
-    assert [go_duration(s) for s in (1, 2.5, 60, 90, 3600)] == [
+    assert [format_duration(s) for s in (1, 2.5, 60, 90, 90.5, 3600)] == [
         "1s",
         "2.5s",
         "1m0s",
         "1m30s",
+        "1m30.5s",
         "1h0m0s",
     ]
 

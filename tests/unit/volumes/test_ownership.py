@@ -10,13 +10,9 @@ import pytest
 
 from kubelet.api.meta import ObjectMeta
 from kubelet.api.pod import Container, Pod, PodSpec, ResourceRequirements
+from kubelet.cgroups.values import pod_memory_limit
 from kubelet.volumes.ownership import set_volume_ownership, wanted_mode
-from kubelet.volumes.tmpfs import (
-    _kernel_at_least,
-    memory_volume_size,
-    pod_memory_limit,
-    tmpfs_options,
-)
+from kubelet.volumes.tmpfs import _kernel_at_least, memory_volume_size, tmpfs_options
 
 GID = 43210
 
