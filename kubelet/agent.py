@@ -51,7 +51,7 @@ from kubelet.cgroups.manager import CgroupSettings
 from kubelet.cgroups.names import node_allocatable_root
 from kubelet.cgroups.run import PodCgroups, capacity_of, host_cgroup_fs, run_cgroups
 from kubelet.cgroups.systemd import SystemdAccess
-from kubelet.config import ConfigError, Options
+from kubelet.config import ConfigError, Options, features
 from kubelet.config.features import POD_READY_TO_START_CONTAINERS_CONDITION
 from kubelet.cri import ImageClient, RuntimeClient, connect
 from kubelet.cri.runtime import wait_until_answering
@@ -347,8 +347,8 @@ async def _start_node_protection(
         runtime, images, node_name=node_name, root_dir=options.root_dir,
         pod_logs_dir=options.config.pod_logs_dir, host=host.stats, wall_clock=host.wall_clock,
         volume_stats_period=options.config.volume_stats_agg_period,
-        psi=options.features.enabled("KubeletPSI"),
-        sandbox_stats=options.features.enabled("PodAndContainerStatsFromCRI"),
+        psi=options.features.enabled(features.KUBELET_PSI),
+        sandbox_stats=options.features.enabled(features.POD_AND_CONTAINER_STATS_FROM_CRI),
         system_cgroups=SystemCgroups(
             kubelet=options.config.kubelet_cgroups or None,
             runtime=options.runtime_cgroups or None,
@@ -414,8 +414,8 @@ async def start_cgroups(
     noswap = functools.partial(noswap_supported, probe)  # tmpfs can keep volumes off swap
     settings = CgroupSettings.from_config(
         options.config,
-        pod_level_resources=options.features.enabled("PodLevelResources"),
-        qos_reserved=options.features.enabled("QOSReserved"),
+        pod_level_resources=options.features.enabled(features.POD_LEVEL_RESOURCES),
+        qos_reserved=options.features.enabled(features.QOS_RESERVED),
     )
     driver = await driver_from_runtime(runtime.runtime_config, settings.driver)
     settings = attrs.evolve(settings, driver=driver)

@@ -18,6 +18,8 @@ __all__ = [
     "go_json",
     "go_quote",
     "parse_rfc3339",
+    "parse_time",
+    "parse_zoned_time",
     "rfc3339",
 ]
 
@@ -123,10 +125,20 @@ def _rfc3339(seconds: int) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+@functools.lru_cache(maxsize=256)
 def parse_time(text: str | None) -> float | None:
     """An RFC 3339 time, with or without a fraction (``config.seen``'s microseconds, the
     API's whole seconds), to seconds since the epoch (UTC when no zone is given); None
-    when unset or not a time."""
+    when unset or not a time. Cached: a stats summary's stamps are mostly the same few."""
+    moment = parse_zoned_time(text, default_zone=datetime.UTC)
+    return None if moment is None else moment.timestamp()
+
+
+def parse_zoned_time(
+    text: str | None, *, default_zone: datetime.tzinfo | None = None
+) -> datetime.datetime | None:
+    """An RFC 3339 time as an aware datetime; without a zone in ``text``, ``default_zone``
+    or (when that is None) no time at all. None when unset or not a time."""
     if not text:
         return None
     try:
@@ -134,8 +146,10 @@ def parse_time(text: str | None) -> float | None:
     except ValueError:
         return None
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=datetime.UTC)
-    return moment.timestamp()
+        if default_zone is None:
+            return None
+        moment = moment.replace(tzinfo=default_zone)
+    return moment
 
 
 def parse_rfc3339(text: str) -> float | None:

@@ -25,7 +25,7 @@ import trio
 
 from kubelet.api.pod import Pod
 from kubelet.cgroups.names import node_allocatable_root, to_cgroupfs
-from kubelet.config import Options
+from kubelet.config import Options, features
 from kubelet.decisions.qos import is_critical_pod, pod_qos
 from kubelet.errors import ConfigError, Problem
 from kubelet.events.recorder import EventRecorder, ObjectRef, node_ref, pod_ref
@@ -136,7 +136,7 @@ def _config(options: Options, cgroups: Cgroups) -> EvictionConfig:
         pressure_transition_period=cfg.eviction_pressure_transition_period,
         max_pod_grace_period=cfg.eviction_max_pod_grace_period,
         local_storage_capacity_isolation=cfg.local_storage_capacity_isolation,
-        pod_level_resources=options.features.enabled("PodLevelResources"),
+        pod_level_resources=options.features.enabled(features.POD_LEVEL_RESOURCES),
         # cgroup v2 has no usage threshold interface: the periodic pass only, as upstream
         kernel_memcg_notification=v1,
         memory_cgroup_root=cgroups.memory_path("/") if v1 else None,

@@ -27,11 +27,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from kubelet.api.pod import Pod
-from kubelet.config.features import RESTART_ALL_CONTAINERS, FeatureGates
+from kubelet.config.features import (
+    EXTEND_WEBSOCKETS_TO_KUBELET,
+    NODE_DECLARED_FEATURES,
+    RESTART_ALL_CONTAINERS,
+    FeatureGates,
+)
 from kubelet.config.support import GATE_SUPPORT, IMPLEMENTED, Support
 
-GATE = "NodeDeclaredFeatures"
-EXTEND_WEBSOCKETS = "ExtendWebSocketsToKubelet"
+EXTEND_WEBSOCKETS = EXTEND_WEBSOCKETS_TO_KUBELET
+"""The declared feature of that name: the gate and the feature share it."""
 RESTART_ALL = RESTART_ALL_CONTAINERS
 RESTART_ALL_ACTION = "RestartAllContainers"
 UNSUPPORTED = "PodFeatureUnsupported"
@@ -49,7 +54,7 @@ def declared_features(
     features: FeatureGates, support: Mapping[str, Support] = GATE_SUPPORT
 ) -> tuple[str, ...]:
     """The sorted feature names this kubelet declares (none with the gate off)."""
-    if not features.enabled(GATE):
+    if not features.enabled(NODE_DECLARED_FEATURES):
         return ()
     found: list[str] = []
     websockets = support.get(EXTEND_WEBSOCKETS)

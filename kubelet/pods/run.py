@@ -17,14 +17,13 @@ import trio
 
 from kubelet.api.client import ApiClient
 from kubelet.api.pod import Pod
-from kubelet.config import Options
+from kubelet.config import Options, features
 from kubelet.config.features import POD_READY_TO_START_CONTAINERS_CONDITION
 from kubelet.decisions.security import apparmor_host_error
 from kubelet.decisions.sysctls import SysctlAllowlist, kernel_version
 from kubelet.events.recorder import WARNING, EventRecorder, pod_ref
 from kubelet.eviction.run import NodePressure
 from kubelet.metrics import KubeletMetrics
-from kubelet.node.declared import GATE as DECLARED_GATE
 from kubelet.node.declared import declared_features
 from kubelet.node.identity import NodeIdentity
 from kubelet.node.shutdown.handoff import KillRequest
@@ -83,16 +82,16 @@ def node_admission(
     sysctls = SysctlAllowlist.for_node(cfg.allowed_unsafe_sysctls, kernel_version())
     apparmor_error = apparmor_host_error()
     gates = options.features
-    declared = declared_features(gates) if gates.enabled(DECLARED_GATE) else None
+    declared = declared_features(gates) if gates.enabled(features.NODE_DECLARED_FEATURES) else None
 
     def facts() -> AdmissionFacts:
         admitted, reason, message = shutdown() if shutdown is not None else (True, "", "")
         return AdmissionFacts(
             max_pods=cfg.max_pods,
             node=node_info(),
-            pod_level_resources=gates.enabled("PodLevelResources"),
-            dra_extended_resource=gates.enabled("DRAExtendedResource"),
-            taint_comparison_operators=gates.enabled("TaintTolerationComparisonOperators"),
+            pod_level_resources=gates.enabled(features.POD_LEVEL_RESOURCES),
+            dra_extended_resource=gates.enabled(features.DRA_EXTENDED_RESOURCE),
+            taint_comparison_operators=gates.enabled(features.TAINT_TOLERATION_COMPARISON_OPERATORS),
             sysctls=sysctls,
             apparmor_error=apparmor_error,
             supplemental_groups_policy=runtime_info.features.supplemental_groups_policy,

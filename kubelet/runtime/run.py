@@ -17,7 +17,7 @@ import trio
 from kubelet.api.client import ApiClient
 from kubelet.api.pod import Pod
 from kubelet.cgroups.run import PodCgroups
-from kubelet.config import Options
+from kubelet.config import Options, features
 from kubelet.config.features import ENV_FILES, HOSTNAME_OVERRIDE
 from kubelet.config.kubeletconfig import KubeletConfiguration
 from kubelet.cri import ImageClient, RuntimeClient
@@ -36,7 +36,6 @@ from kubelet.volumes.tokens import ApiTokenSource
 from .credentials.apisecrets import ApiPullSecrets
 from .credentials.node import NodeCredentials
 from .credentials.plugins import PluginKeyring, PluginMetrics, load_provider_config
-from .credentials.pullrecords import FEATURE_GATE as ENSURE_SECRET_PULLED_IMAGES
 from .credentials.pullrecords import pull_records
 from .images import ImageManager
 from .isolation import PodIsolation
@@ -44,7 +43,6 @@ from .logrotate import ContainerLogManager
 from .podruntime import PodRuntime
 from .runtimeclass import RuntimeClasses
 from .runtimeinfo import RuntimeInfo
-from .userns import FEATURE_GATE as USERNS_GATE
 from .userns import UserNamespaces
 
 
@@ -167,7 +165,7 @@ def _image_manager(
             cfg,
             options.root_dir,
             wall_clock,
-            enabled=options.features.enabled(ENSURE_SECRET_PULLED_IMAGES),
+            enabled=options.features.enabled(features.KUBELET_ENSURE_SECRET_PULLED_IMAGES),
         ),
         node=NodeCredentials(options.root_dir, trio.current_time),
         plugins=_credential_plugins(options, metrics),
@@ -201,5 +199,5 @@ def _isolation(options: Options, api: ApiClient | None, volumes: VolumeManager) 
         runtime_info,
         RuntimeClasses(api) if api is not None else None,
         UserNamespaces(functools.partial(pod_dir, options.root_dir), volumes.pod_uids_on_disk),
-        user_namespaces_enabled=options.features.enabled(USERNS_GATE),
+        user_namespaces_enabled=options.features.enabled(features.USER_NAMESPACES_SUPPORT),
     )

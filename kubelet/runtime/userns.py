@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 import attrs
 
 from kubelet.api.pod import Pod
+from kubelet.config.features import USER_NAMESPACES_SUPPORT
 from kubelet.cri import api
 
 from .runtimeinfo import HandlerFeatures
@@ -31,7 +32,6 @@ from .runtimeinfo import HandlerFeatures
 __all__ = [
     "DEFAULT_FIRST_ID",
     "DEFAULT_LENGTH",
-    "FEATURE_GATE",
     "USERNS_LENGTH",
     "UserNamespaces",
     "UsernsError",
@@ -44,7 +44,6 @@ USERNS_LENGTH = 1 << 16
 DEFAULT_FIRST_ID = 1 << 31
 DEFAULT_LENGTH = (1 << 32) - DEFAULT_FIRST_ID
 MAPPINGS_FILE = "userns"
-FEATURE_GATE = "UserNamespacesSupport"
 
 
 class UsernsError(Exception):
@@ -76,7 +75,7 @@ def decide(
         return Decision(mode=api.NODE) if feature_enabled else Decision()
     if not feature_enabled:
         raise UsernsError(
-            f'the feature gate "{FEATURE_GATE}" is disabled: can\'t set spec.HostUsers'
+            f'the feature gate "{USER_NAMESPACES_SUPPORT}" is disabled: can\'t set spec.HostUsers'
         )
     if spec.host_users:
         return Decision(mode=api.NODE)

@@ -37,7 +37,6 @@ log = logging.getLogger(__name__)
 
 ANONYMOUS_USER = "system:anonymous"
 UNAUTHENTICATED_GROUP = "system:unauthenticated"
-FINE_GRAINED_AUTHZ = "KubeletFineGrainedAuthz"
 """The feature gate of the nodes/pods, nodes/healthz, nodes/configz subresources."""
 AUTHENTICATED_GROUP = "system:authenticated"
 

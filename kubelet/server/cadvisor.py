@@ -46,7 +46,6 @@ and OOM-event counts, network packets) are absent, not zero.
 
 from __future__ import annotations
 
-import datetime as dt
 import time
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -55,6 +54,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from kubelet.goformat import parse_time
 from kubelet.stats.cgroupspec import CgroupSpec, spec_memory_value
 
 from .cadvisorextra import ExtraFamilies
@@ -71,9 +71,7 @@ BLKIO_LABELS = ["container", "device", "id", "image", "major", "minor", "name", 
 
 
 def _ts(stamp: Any) -> float | None:
-    if not isinstance(stamp, str):
-        return None
-    return dt.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    return parse_time(stamp) if isinstance(stamp, str) else None
 
 
 def _cpu_split_families() -> tuple[CounterMetricFamily, CounterMetricFamily]:

@@ -17,6 +17,8 @@ from collections.abc import Mapping
 
 import attrs
 
+from kubelet.goformat import parse_zoned_time
+
 STREAMS = ("All", "Stdout", "Stderr")
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 _DECIMAL = re.compile(r"[+-]?[0-9]+")
@@ -75,12 +77,11 @@ def _int(values: list[str] | None, name: str) -> int | None:
 def _time(values: list[str] | None) -> dt.datetime | None:
     if not values or values[0] == "":
         return None
-    try:
-        parsed = dt.datetime.fromisoformat(values[0].replace("Z", "+00:00"))
-    except ValueError as exc:
-        raise DecodeError(f"sinceTime: {values[0]!r} is not an RFC3339 time") from exc
-    if parsed.tzinfo is None:
-        raise DecodeError(f"sinceTime: {values[0]!r} has no time zone")
+    parsed = parse_zoned_time(values[0])
+    if parsed is None:
+        if parse_zoned_time(values[0], default_zone=dt.UTC) is not None:
+            raise DecodeError(f"sinceTime: {values[0]!r} has no time zone")
+        raise DecodeError(f"sinceTime: {values[0]!r} is not an RFC3339 time")
     return parsed
 
 

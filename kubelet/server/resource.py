@@ -6,7 +6,6 @@ metric names; each sample carries the time it was measured.
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,11 +13,14 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from kubelet.goformat import parse_time
+
 Json = dict[str, Any]
 
 
 def _ts(stamp: str) -> float:
-    return dt.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC).timestamp()
+    """A summary stamp (the kubelet's own RFC 3339) as seconds since the epoch."""
+    return parse_time(stamp) or 0.0
 
 
 class _SummaryCollector(Collector):

@@ -21,7 +21,7 @@ import ssl
 import attrs
 import trio
 
-from kubelet.config import Options
+from kubelet.config import Options, features
 from kubelet.metrics import KubeletMetrics
 from kubelet.node.certificates.manager import CertificateManager
 from kubelet.node.certificates.store import CertKeyPair
@@ -29,7 +29,7 @@ from kubelet.node.certificates.store import CertKeyPair
 from . import healthz
 from .accept import AcceptLoop
 from .app import HealthzApp, KubeletApp
-from .auth import FINE_GRAINED_AUTHZ, build_auth
+from .auth import build_auth
 from .backend import KubeletBackend, ReviewClient
 from .certs import serving_cert
 from .connection import ConnectionHandler
@@ -44,9 +44,6 @@ from .wire import ASGIApp
 
 log = logging.getLogger(__name__)
 
-RELOAD_SERVING_CERT = "ReloadKubeletServerCertificateFile"
-RELOAD_CLIENT_CA = "ReloadKubeletClientCAFile"
-CONTAINER_CHECKPOINT = "ContainerCheckpoint"
 
 
 @attrs.frozen
@@ -151,7 +148,7 @@ async def serve(
         lister = Lister(
             backend.desired_pods,
             backend.pod_by_name,
-            get_enabled=options.features.enabled("KubeletPodResourcesGet"),
+            get_enabled=options.features.enabled(features.KUBELET_POD_RESOURCES_GET),
         )
         await nursery.start(serve_pod_resources, options.root_dir, lister)
         nursery.start_soon(memory.run)
@@ -217,7 +214,7 @@ async def _main_tls(
             tls.set_client_ca(ca[0])
         except (OSError, ssl.SSLError) as exc:
             raise OSError(f"unable to load client CA file {ca_file}: {exc}") from exc
-        if options.features.enabled(RELOAD_CLIENT_CA):
+        if options.features.enabled(features.RELOAD_KUBELET_CLIENT_CA_FILE):
             await nursery.start(
                 watch_files,
                 f"client-ca-bundle::{ca_file}",
@@ -237,7 +234,7 @@ async def _main_tls(
     )
     tls.set_pair(cert.cert_file, cert.key_file)
     files = [config.tls_cert_file, config.tls_private_key_file]
-    if all(files) and options.features.enabled(RELOAD_SERVING_CERT):
+    if all(files) and options.features.enabled(features.RELOAD_KUBELET_SERVER_CERTIFICATE_FILE):
         loaded = await trio.to_thread.run_sync(read_bytes, files)
         await nursery.start(
             watch_files,
@@ -304,7 +301,7 @@ class _Apps:
                 config,
                 options.node_name,
                 self._reviews,
-                fine_grained=options.features.enabled(FINE_GRAINED_AUTHZ),
+                fine_grained=options.features.enabled(features.KUBELET_FINE_GRAINED_AUTHZ),
             )
         return KubeletApp(
             self._backend,
@@ -318,6 +315,6 @@ class _Apps:
             root_dir=options.root_dir,
             host=self._host,
             idle_timeout=config.streaming_connection_idle_timeout,
-            extend_websockets=options.features.enabled("ExtendWebSocketsToKubelet"),
-            checkpointing=auth_required and options.features.enabled(CONTAINER_CHECKPOINT),
+            extend_websockets=options.features.enabled(features.EXTEND_WEBSOCKETS_TO_KUBELET),
+            checkpointing=auth_required and options.features.enabled(features.CONTAINER_CHECKPOINT),
         )

@@ -10,12 +10,12 @@ every figure is optional, as in upstream's schema.
 
 from __future__ import annotations
 
-import datetime as dt
-import functools
 from collections.abc import Mapping
 from typing import Any
 
 import attrs
+
+from kubelet.goformat import parse_time
 
 __all__ = [
     "ContainerUsage",
@@ -104,19 +104,7 @@ Json = Mapping[str, Any]
 def _time(stamp: Any) -> float | None:
     if not isinstance(stamp, str):
         return None
-    return _parse_time(stamp)
-
-
-@functools.lru_cache(maxsize=256)
-def _parse_time(stamp: str) -> float | None:
-    """A summary's stamps are whole seconds, most of them the same few: parsed once."""
-    try:
-        parsed = dt.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=dt.UTC)
-    return parsed.timestamp()
+    return parse_time(stamp)
 
 
 def _int(obj: Json, key: str) -> int | None:

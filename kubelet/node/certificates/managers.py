@@ -30,7 +30,7 @@ from prometheus_client import CollectorRegistry
 from kubelet.api.client import ApiClient
 from kubelet.api.kubeconfig import ClusterConnection
 from kubelet.api.node import NodeAddress
-from kubelet.config import Options
+from kubelet.config import Options, features
 
 from .bootstrap import OpenApi, clients_for
 from .csr import (
@@ -46,9 +46,8 @@ from .manager import CertificateManager
 from .metrics import client_metrics, server_metrics
 from .store import CLIENT_PREFIX, SERVER_PREFIX, CertKeyPair, FileStore
 
-__all__ = ["ALLOW_DNS_ONLY", "client_manager", "serving_manager"]
+__all__ = ["client_manager", "serving_manager"]
 
-ALLOW_DNS_ONLY = "AllowDNSOnlyNodeCSR"
 
 
 def client_manager(
@@ -89,7 +88,7 @@ def serving_manager(
     cfg = options.config
     if not cfg.server_tls_bootstrap:
         return None
-    allow_dns_only = options.features.enabled(ALLOW_DNS_ONLY)
+    allow_dns_only = options.features.enabled(features.ALLOW_DNS_ONLY_NODE_CSR)
 
     def template() -> CertificateTemplate | None:
         return serving_template(options.node_name, addresses(), allow_dns_only=allow_dns_only)

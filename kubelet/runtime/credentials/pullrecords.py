@@ -69,7 +69,6 @@ ALWAYS_VERIFY = "AlwaysVerify"
 POLICIES = (NEVER_VERIFY, NEVER_VERIFY_PRELOADED, NEVER_VERIFY_ALLOWLISTED, ALWAYS_VERIFY)
 DEFAULT_POLICY = NEVER_VERIFY_PRELOADED
 
-FEATURE_GATE = "KubeletEnsureSecretPulledImages"
 API_VERSION = "kubelet.config.k8s.io/v1alpha1"
 WRITE_WHILE_MATCHING_LIMIT = 100
 """Upstream stops adding secrets to a record found while matching past this many."""

@@ -144,3 +144,45 @@ def test_process_exits_non_zero_on_an_unknown_gate() -> None:
     )
     assert result.returncode == 1
     assert result.stderr == "kubelet: --feature-gates: unrecognized feature gate: Foo\n"
+
+
+def test_every_gate_constant_names_a_gate_of_this_version() -> None:
+    import ast
+    import inspect
+
+    from kubelet.config import features
+    from kubelet.config.gatedata import GATES
+
+    tree = ast.parse(inspect.getsource(features))
+    names = [
+        node.value.value
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, str)
+    ]
+    assert len(names) > 20 and [n for n in names if n not in GATES] == []
+
+
+def test_code_outside_config_names_gates_only_through_the_constants() -> None:
+    # one constant per gate: a literal gate name elsewhere is a second spelling to drift
+    import re
+    import subprocess
+    from pathlib import Path
+
+    from kubelet.config.gatedata import GATES
+
+    root = Path(__file__).resolve().parents[3]
+    listed = subprocess.run(
+        ["git", "ls-files", "kubelet"], cwd=root, capture_output=True, text=True, check=True
+    ).stdout.split()
+    found = []
+    for path in listed:
+        if not path.endswith(".py") or path.startswith(("kubelet/config/", "kubelet/testing/")):
+            continue
+        for number, line in enumerate((root / path).read_text().splitlines(), 1):
+            if "enabled(" in line or "GATE" in line:
+                for name in re.findall(r'"([A-Z][A-Za-z0-9]+)"', line):
+                    if name in GATES:
+                        found.append(f"{path}:{number}: {name}")
+    assert found == []
