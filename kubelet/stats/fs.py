@@ -12,9 +12,11 @@ take any tree: it reads each directory through an ``os.scandir`` iterator (never
 listing), keeps one open directory per level of depth (paths are at most ``PATH_MAX``
 long, so that is bounded), and remembers hard links in a bounded table (past it, a
 linked file counts at every link: too much, never too little). It can stop after some
-entries and go on later from where it stopped, so a huge tree is measured in slices that
-each hold a thread for a bounded time; until it ends its figures are a lower bound
-(``DirUsage.complete`` false). A file that vanishes mid-walk is skipped.
+entries or time and go on later from where it stopped, so a huge tree is measured in
+slices that each hold a thread for a bounded time; until it ends its figures are a lower
+bound (``DirUsage.complete`` false). Between slices it keeps open only the few
+directories it is far into (``KEEP_OPEN``), and reads the others again past the entries
+it took, so a paused walk holds at most a few descriptors. A file that vanishes mid-walk is skipped.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 import itertools
 import os
 import stat
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Protocol
@@ -35,8 +38,18 @@ __all__ = ["DirUsage", "TreeWalk", "directory_usage", "filesystem"]
 MAX_ENTRIES = 1_000_000
 """Entries a slice of a walk counts before it stops (to go on in the next one)."""
 
+SLICE_SECONDS = 1.0
+"""Time a slice of a walk runs before it stops (to go on in the next one): a pass that
+waits for it (the eviction manager's) waits that long per volume at most."""
+
 MAX_LINKED = 1 << 18
 """Hard-linked files a walk remembers to count once (some 20 MiB at most)."""
+
+KEEP_OPEN = 4
+"""Directories a paused walk keeps open (those it is furthest into)."""
+
+CHEAP_SKIP = 4096
+"""Entries of a directory that are cheap to read past when a walk goes on."""
 
 CHECK_EVERY = 1000
 """Entries between two calls of a walk's ``check`` (which may stop it)."""
@@ -104,9 +117,13 @@ class TreeWalk:
         return DirUsage(self.bytes, self.inodes, complete=self.done)
 
     def advance(
-        self, max_entries: int | None = None, check: Callable[[], None] = _no_check
+        self,
+        max_entries: int | None = None,
+        check: Callable[[], None] = _no_check,
+        max_seconds: float | None = None,
     ) -> DirUsage:
-        """Walk on until the tree ends or ``max_entries`` more entries were taken.
+        """Walk on until the tree ends, ``max_entries`` more entries were taken or
+        ``max_seconds`` passed (looked at every :data:`CHECK_EVERY` entries).
 
         ``check`` is called every :data:`CHECK_EVERY` entries; it may raise to stop the
         slice, which leaves the walk where it was, to be advanced again.
@@ -118,10 +135,16 @@ class TreeWalk:
                 self._start()
             else:
                 self._reopen()
-            self._walk(max_entries, check)
+            deadline = None if max_seconds is None else time.monotonic() + max_seconds
+            self._walk(max_entries, check, deadline)
         finally:
-            self._close()
+            self._pause()
         return self.usage()
+
+    def close(self) -> None:
+        """Close what a paused walk keeps open (a walk that is dropped)."""
+        for level in self._levels:
+            self._close_level(level)
 
     def _start(self) -> None:
         try:
@@ -135,12 +158,16 @@ class TreeWalk:
             self._enter(self.path)
 
     def _reopen(self) -> None:
-        """Open the directories of the levels again, each past the entries taken (a level
-        that is gone ends there: what was under it is gone too)."""
+        """Open the closed levels again, each past the entries taken (a level that is gone
+        ends there: what was under it is gone too)."""
         for depth, level in enumerate(self._levels):
+            if level.entries is not None:
+                continue
             try:
                 level.entries = os.scandir(level.path)
             except OSError:
+                for gone in self._levels[depth:]:
+                    self._close_level(gone)
                 del self._levels[depth:]
                 return
             try:
@@ -149,13 +176,17 @@ class TreeWalk:
             except OSError:
                 continue
 
-    def _close(self) -> None:
-        for level in self._levels:
-            if level.entries is not None:
-                level.entries.close()
-                level.entries = None
+    def _pause(self) -> None:
+        """Between slices: keep open the few levels far into a big directory (reading
+        past their entries again would cost more each slice), close the others."""
+        by_taken = sorted(self._levels, key=lambda level: level.taken, reverse=True)
+        for rank, level in enumerate(by_taken):
+            if rank >= KEEP_OPEN or level.taken < CHEAP_SKIP:
+                self._close_level(level)
 
-    def _walk(self, max_entries: int | None, check: Callable[[], None]) -> None:
+    def _walk(
+        self, max_entries: int | None, check: Callable[[], None], deadline: float | None
+    ) -> None:
         taken = 0
         while self._levels:
             level = self._levels[-1]
@@ -171,6 +202,8 @@ class TreeWalk:
             taken += 1
             if taken % CHECK_EVERY == 0:
                 check()
+                if deadline is not None and time.monotonic() >= deadline:
+                    return
             if max_entries is not None and taken >= max_entries:
                 return
         self.done = True
@@ -178,6 +211,7 @@ class TreeWalk:
     def _close_level(self, level: _Level) -> None:
         if level.entries is not None:
             level.entries.close()
+            level.entries = None
 
     def _count(self, entry: os.DirEntry[str]) -> None:
         try:

@@ -13,13 +13,14 @@ upstream's ``MetricsDu`` does.
 Anyone may ask for the figures (``/stats/summary`` on the read-only port), as often as
 they like, so asking must not multiply the work: a pod is measured by one pass at a time
 (the others get the figures it had, or wait for the pass when it has none yet), and the
-walks share a few threads (``WALK_THREADS``). A pass takes at most ``max_entries`` of a
-volume; a bigger tree is walked on by the next passes from where it stopped, and the
-pod's figures count as stale until it ends, so every pass (the eviction manager's, every
-10 s) takes it further. Meanwhile a volume reports the larger of its last whole figure
-and what the walk in progress has counted: never less than a walk has seen, so an
-emptyDir over its ``sizeLimit`` is evicted as soon as that much is seen, however many
-files come before its bytes.
+walks share a few threads (``WALK_THREADS``). A pass walks a volume for at most
+``max_entries`` entries or ``max_seconds`` (so the eviction manager's pass, which waits
+for it, is held up little by any pod); a bigger tree is walked on by the next passes
+from where it stopped, and the pod's figures count as stale until it ends, so every pass
+(the eviction manager's, every 10 s) takes it further. Meanwhile a volume reports the
+larger of its last whole figure and what the walk in progress has counted: never less
+than a walk has seen, so an emptyDir over its ``sizeLimit`` is evicted as soon as that
+much is seen, however many files come before its bytes.
 """
 
 from __future__ import annotations
@@ -104,6 +105,13 @@ class _Pod:
     running: trio.Event | None = None
     """set when the pass in progress ends"""
 
+    def keep(self, paths: set[str]) -> None:
+        """Forget the volumes not in ``paths``, closing their walks."""
+        for path, volume in self.walks.items():
+            if path not in paths and volume.walk is not None:
+                volume.walk.close()
+        self.walks = {k: v for k, v in self.walks.items() if k in paths}
+
     def fresh(self, now: float, period: float) -> bool:
         return (
             self.volumes is not None
@@ -119,6 +127,8 @@ class VolumeUsageCache:
     period: float = AGG_PERIOD
     max_entries: int = fs.MAX_ENTRIES
     """entries of a volume one pass walks (the next pass goes on from there)"""
+    max_seconds: float = fs.SLICE_SECONDS
+    """time one pass walks a volume (the same)"""
     limiter: trio.CapacityLimiter = attrs.field(factory=lambda: trio.CapacityLimiter(WALK_THREADS))
     _pods: dict[str, _Pod] = attrs.field(factory=dict)
 
@@ -152,12 +162,14 @@ class VolumeUsageCache:
                 volume = pod.walks.setdefault(str(path), _Volume())
                 await self._measure(volume, str(path), began)
                 volumes.append(PodVolume(name, plugin, str(path), volume.usage()))
-            pod.walks = {v.path: pod.walks[v.path] for v in volumes}
+            pod.keep({v.path for v in volumes})
             pod.measured, pod.volumes = began, volumes
             return volumes
         finally:
             pod.running = None
             done.set()
+            if self._pods.get(uid) is not pod:  # forgotten meanwhile
+                pod.keep(set())
 
     async def _measure(self, volume: _Volume, path: str, now: float) -> None:
         """One slice of the volume's walk, unless its last one ended within the period."""
@@ -169,11 +181,15 @@ class VolumeUsageCache:
             volume.walk.advance,
             self.max_entries,
             trio.from_thread.check_cancelled,
+            self.max_seconds,
             limiter=self.limiter,
         )
         if seen.complete:
             volume.walk, volume.last, volume.ended = None, seen, self.clock()
 
     def keep(self, uids: set[str]) -> None:
-        """Forget pods that are gone."""
+        """Forget pods that are gone (a pass in progress closes its own walks)."""
+        for uid, pod in self._pods.items():
+            if uid not in uids and pod.running is None:
+                pod.keep(set())
         self._pods = {k: v for k, v in self._pods.items() if k in uids}

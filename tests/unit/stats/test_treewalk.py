@@ -72,6 +72,15 @@ def test_a_stopped_slice_loses_nothing(tmp_path: Path, monkeypatch: pytest.Monke
     assert walk.advance() == directory_usage(tmp_path)
 
 
+def test_a_slice_stops_when_its_time_is_up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fs, "CHECK_EVERY", 10)
+    for i in range(25):
+        (tmp_path / f"f{i}").write_bytes(b"x")
+    walk = TreeWalk(tmp_path)
+    assert walk.advance(max_seconds=0).inodes == 11  # the top, then 10 entries: time is up
+    assert walk.advance() == directory_usage(tmp_path)
+
+
 def test_memory_does_not_grow_with_the_directory(tmp_path: Path) -> None:
     """A directory's entries are read through its iterator, never listed at once: 2,000
     files (a listing of them is some 1.6 MB) walk in a few KiB."""
@@ -98,3 +107,30 @@ def test_hard_links_past_the_table_count_more_never_less(
     monkeypatch.setattr(fs, "MAX_LINKED", 1)
     bounded = directory_usage(tmp_path)
     assert bounded.inodes == exact.inodes and bounded.bytes > exact.bytes
+
+
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_a_paused_walk_keeps_open_only_the_directories_it_is_far_into(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Going on in a big directory must not read its first entries again at every slice;
+    a paused walk holds a descriptor for it, none for small ones, and none once closed."""
+    monkeypatch.setattr(fs, "CHEAP_SKIP", 5)
+    monkeypatch.setattr(fs, "KEEP_OPEN", 1)
+    for i in range(30):
+        (tmp_path / f"f{i:02d}").write_bytes(b"x")
+    before = _open_fds()
+    walk = TreeWalk(tmp_path)
+    walk.advance(max_entries=3)
+    assert _open_fds() == before  # 3 entries in: cheap to read past again
+    walk.advance(max_entries=7)
+    assert _open_fds() == before + 1
+    assert walk.advance() == directory_usage(tmp_path)
+    assert _open_fds() == before
+    dropped = TreeWalk(tmp_path)
+    dropped.advance(max_entries=10)
+    dropped.close()
+    assert _open_fds() == before

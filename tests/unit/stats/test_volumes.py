@@ -154,3 +154,18 @@ async def test_a_cancelled_pass_keeps_what_it_counted(
     monkeypatch.setattr(trio.from_thread, "check_cancelled", check)
     usage = (await cache.pod_volumes("u1"))[0].usage
     assert usage.complete and usage == directory_usage(volume)
+
+
+async def test_forgetting_a_pod_closes_its_paused_walk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, autojump_clock: trio.abc.Clock
+) -> None:
+    from kubelet.stats import fs
+
+    monkeypatch.setattr(fs, "CHEAP_SKIP", 5)
+    _volume(tmp_path, "u1", files=30)
+    before = len(os.listdir("/proc/self/fd"))
+    cache = VolumeUsageCache(str(tmp_path), trio.current_time, period=60, max_entries=10)
+    assert not (await cache.pod_volumes("u1"))[0].usage.complete
+    assert len(os.listdir("/proc/self/fd")) == before + 1
+    cache.keep(set())
+    assert len(os.listdir("/proc/self/fd")) == before
