@@ -2,29 +2,47 @@
 ``volumeStatsAggPeriod``).
 
 A pod's volumes live in ``<root-dir>/pods/<uid>/volumes/<plugin>/<name>``. Each is walked
-(``fs.directory_usage``: allocated bytes and inodes, bounded, never leaving its
-filesystem) in a worker thread; the figures are reused until they are a period old, so
-neither a summary request nor the eviction manager's 10 s pass walks a big volume more
-than once a period. A period of 0 or less turns the measuring off: pods then report no
-``volume`` figures and their ephemeral storage counts containers only, as upstream.
-The volume's filesystem (statvfs) gives capacity and available, as upstream's
-``MetricsDu`` does.
+(``fs.TreeWalk``: allocated bytes and inodes, never leaving its filesystem, in bounded
+memory whatever the tree) in a worker thread; the figures are reused until they are a
+period old, so neither a summary request nor the eviction manager's 10 s pass walks a
+big volume more than once a period. A period of 0 or less turns the measuring off: pods
+then report no ``volume`` figures and their ephemeral storage counts containers only,
+as upstream. The volume's filesystem (statvfs) gives capacity and available, as
+upstream's ``MetricsDu`` does.
+
+Anyone may ask for the figures (``/stats/summary`` on the read-only port), as often as
+they like, so asking must not multiply the work: a pod is measured by one pass at a time
+(the others get the figures it had, or wait for the pass when it has none yet), and the
+walks share a few threads (``WALK_THREADS``). A pass walks a volume for at most
+``max_entries`` entries or ``max_seconds`` (so the eviction manager's pass, which waits
+for it, is held up little by any pod); a bigger tree is walked on by the next passes
+from where it stopped, and the pod's figures count as stale until it ends, so every pass
+(the eviction manager's, every 10 s) takes it further. Meanwhile a volume reports the
+larger of its last whole figure and what the walk in progress has counted: never less
+than a walk has seen, so an emptyDir over its ``sizeLimit`` is evicted as soon as that
+much is seen, however many files come before its bytes.
 """
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable
 from pathlib import Path
 
 import attrs
+import trio
 
-from .fs import DirUsage, directory_usage_async
+from . import fs
+from .fs import DirUsage, TreeWalk
 
-__all__ = ["AGG_PERIOD", "PodVolume", "VolumeUsageCache"]
+__all__ = ["AGG_PERIOD", "WALK_THREADS", "PodVolume", "VolumeUsageCache"]
 
 AGG_PERIOD = 60.0
 """seconds a measurement is reused (``volumeStatsAggPeriod``'s default, 1m)"""
+
+WALK_THREADS = 2
+"""worker threads the volume walks of all pods use at once"""
 
 
 @attrs.frozen
@@ -37,6 +55,8 @@ class PodVolume:
 
 
 def _volume_dirs(root: Path) -> list[tuple[str, str, Path]]:
+    """(name, plugin, path) of the volumes under a pod's ``volumes`` directory (the
+    kubelet makes these two levels; the pod writes only below them)."""
     out: list[tuple[str, str, Path]] = []
     try:
         plugins = sorted(os.scandir(root), key=lambda e: e.name)
@@ -52,29 +72,124 @@ def _volume_dirs(root: Path) -> list[tuple[str, str, Path]]:
 
 
 @attrs.define
+class _Volume:
+    walk: TreeWalk | None = None
+    """the walk in progress (None: the last one ended)"""
+    last: DirUsage | None = None
+    """the figures of the last walk that ended"""
+    ended: float = -math.inf
+    """when it ended"""
+
+    def usage(self) -> DirUsage:
+        """What to report: the last whole figures, raised to what the walk in progress
+        has counted (incomplete while it goes on)."""
+        if self.walk is None:
+            assert self.last is not None
+            return self.last
+        seen = self.walk.usage()
+        if self.last is None:
+            return seen
+        return DirUsage(
+            max(self.last.bytes, seen.bytes), max(self.last.inodes, seen.inodes), complete=False
+        )
+
+
+@attrs.define
+class _Pod:
+    measured: float = -math.inf
+    """when the last pass began"""
+    volumes: list[PodVolume] | None = None
+    """the figures of the last pass (None: none ended yet)"""
+    walks: dict[str, _Volume] = attrs.field(factory=dict)
+    """by volume path"""
+    running: trio.Event | None = None
+    """set when the pass in progress ends"""
+
+    def keep(self, paths: set[str]) -> None:
+        """Forget the volumes not in ``paths``, closing their walks."""
+        for path, volume in self.walks.items():
+            if path not in paths and volume.walk is not None:
+                volume.walk.close()
+        self.walks = {k: v for k, v in self.walks.items() if k in paths}
+
+    def fresh(self, now: float, period: float) -> bool:
+        return (
+            self.volumes is not None
+            and now - self.measured < period
+            and all(v.walk is None for v in self.walks.values())
+        )
+
+
+@attrs.define
 class VolumeUsageCache:
     root_dir: str
     clock: Callable[[], float]
     period: float = AGG_PERIOD
-    _measured: dict[str, tuple[float, list[PodVolume]]] = attrs.field(factory=dict)
+    max_entries: int = fs.MAX_ENTRIES
+    """entries of a volume one pass walks (the next pass goes on from there)"""
+    max_seconds: float = fs.SLICE_SECONDS
+    """time one pass walks a volume (the same)"""
+    limiter: trio.CapacityLimiter = attrs.field(factory=lambda: trio.CapacityLimiter(WALK_THREADS))
+    _pods: dict[str, _Pod] = attrs.field(factory=dict)
 
     async def pod_volumes(self, uid: str) -> list[PodVolume]:
-        """The volumes of pod ``uid`` with their usage (at most a period old); none at all
-        when the period is 0 or negative (measuring off, as upstream's analyzer)."""
+        """The volumes of pod ``uid`` with their usage (at most a period old, or a walk
+        in progress); none at all when the period is 0 or negative (measuring off, as
+        upstream's analyzer)."""
         if self.period <= 0:
             return []
-        now = self.clock()
-        cached = self._measured.get(uid)
-        if cached is not None and now - cached[0] < self.period:
-            return cached[1]
-        root = Path(self.root_dir) / "pods" / uid / "volumes"
-        volumes = [
-            PodVolume(name, plugin, str(path), await directory_usage_async(path))
-            for name, plugin, path in _volume_dirs(root)
-        ]
-        self._measured[uid] = (now, volumes)
-        return volumes
+        pod = self._pods.setdefault(uid, _Pod())
+        while True:
+            if pod.fresh(self.clock(), self.period):
+                assert pod.volumes is not None
+                return pod.volumes
+            if pod.running is None:
+                return await self._pass(uid, pod)
+            if pod.volumes is not None:
+                return pod.volumes  # a pass is measuring: its previous figures meanwhile
+            await pod.running.wait()
+
+    async def _pass(self, uid: str, pod: _Pod) -> list[PodVolume]:
+        """Measure the pod's volumes (one pass at a time per pod: callers check
+        ``running`` first). Cancelled, it keeps what its walks counted."""
+        pod.running = done = trio.Event()
+        try:
+            began = self.clock()
+            root = Path(self.root_dir) / "pods" / uid / "volumes"
+            dirs = await trio.to_thread.run_sync(_volume_dirs, root, limiter=self.limiter)
+            volumes = []
+            for name, plugin, path in dirs:
+                volume = pod.walks.setdefault(str(path), _Volume())
+                await self._measure(volume, str(path), began)
+                volumes.append(PodVolume(name, plugin, str(path), volume.usage()))
+            pod.keep({v.path for v in volumes})
+            pod.measured, pod.volumes = began, volumes
+            return volumes
+        finally:
+            pod.running = None
+            done.set()
+            if self._pods.get(uid) is not pod:  # forgotten meanwhile
+                pod.keep(set())
+
+    async def _measure(self, volume: _Volume, path: str, now: float) -> None:
+        """One slice of the volume's walk, unless its last one ended within the period."""
+        if volume.walk is None:
+            if now - volume.ended < self.period:
+                return
+            volume.walk = TreeWalk(path)
+        seen = await trio.to_thread.run_sync(
+            volume.walk.advance,
+            self.max_entries,
+            trio.from_thread.check_cancelled,
+            self.max_seconds,
+            limiter=self.limiter,
+        )
+        if seen.complete:
+            volume.walk, volume.last, volume.ended = None, seen, self.clock()
 
     def keep(self, uids: set[str]) -> None:
-        """Forget pods that are gone."""
-        self._measured = {k: v for k, v in self._measured.items() if k in uids}
+        """Forget pods that are gone (a pass in progress closes its own walks)."""
+        for uid, pod in self._pods.items():
+            if uid not in uids and pod.running is None:
+                pod.keep(set())
+        self._pods = {k: v for k, v in self._pods.items() if k in uids}

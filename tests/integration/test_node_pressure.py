@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import trio
 
 from kubelet.server.hoststats import FsSample
+from kubelet.server.usage import NodeUsage
 from kubelet.testing import FakeRuntime
 from kubelet.testing.fakeapiserver import FakeApiServer
 from kubelet.testing.fakeruntime import IMAGE_FS_MOUNT, FakeContainer
@@ -251,4 +252,35 @@ async def test_emptydir_over_its_size_limit_is_evicted_and_pids_set_pid_pressure
         node.set_processes(4194304 - 500)  # 500 PIDs left, under 1000
         await c.wait_for(lambda: _condition(c, "PIDPressure") == "True", timeout=30)
         assert _condition(c, "MemoryPressure") == "False"
+        nursery.cancel_scope.cancel()
+
+
+async def test_emptydir_bytes_behind_many_files_are_still_evicted(
+    fake: FakeRuntime, tmp_path: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    """A pass walks a bounded number of a volume's entries (here 50); what lies past them
+    is walked by the next passes, so 1.6 MiB spread over 400 files (a pass sees a
+    fraction) still puts the emptyDir over its 1Mi limit. The pod next to it stays."""
+    api = FakeApiServer(epoch=EPOCH)
+    async with api.serve(), trio.open_nursery() as nursery:
+        c = Cluster(api, fake, tmp_path, nursery)
+        await start_cluster_kubelet(c)
+        assert c.components.eviction is not None
+        stats = cast(NodeUsage, c.components.eviction.summaries).provider
+        stats.volumes.max_entries = 50
+        volume = {"name": "scratch", "emptyDir": {"sizeLimit": "1Mi"}}
+        mount = {"name": "scratch", "mountPath": "/scratch"}
+        c.create_pod("hider", volumes=[volume],
+                     containers=[{"name": "app", "image": "busybox:1.35",
+                                  "volumeMounts": [mount]}])  # fmt: skip
+        c.create_pod("quiet")
+        await c.wait_for(lambda: _running(c, "hider") and _running(c, "quiet"))
+        uid = (c.pod("hider") or {})["metadata"]["uid"]
+        scratch = tmp_path / "root" / "pods" / uid / "volumes" / "kubernetes.io~empty-dir"
+        for i in range(400):  # the container's writes: 4 KiB each, 1.6 MiB in all
+            (scratch / "scratch" / f"f{i:03d}").write_bytes(b"x" * 4096)
+        await c.wait_for(lambda: _status(c, "hider").get("reason") == "Evicted", timeout=120)
+        status = _status(c, "hider")
+        assert status["message"] == 'Usage of EmptyDir volume "scratch" exceeds the limit "1Mi". '
+        assert _running(c, "quiet") and not _running(c, "hider")
         nursery.cancel_scope.cancel()

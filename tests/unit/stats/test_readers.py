@@ -1,4 +1,4 @@
-"""Usage readers: cgroup v1/v2 files under a fixture root, statvfs, du, the summary JSON."""
+"""Usage readers: cgroup v1/v2 files under a fixture root, statvfs, the summary JSON."""
 
 from __future__ import annotations
 
@@ -6,12 +6,11 @@ import os
 from pathlib import Path
 
 import pytest
-import trio
 
 from kubelet.eviction.observations import Observation, observe_signals
 from kubelet.eviction.thresholds import Signal
 from kubelet.stats.cgroupfs import CgroupMemory, Cgroups, Layout, Rlimit, detect_layout
-from kubelet.stats.fs import DirUsage, directory_usage, directory_usage_async, filesystem
+from kubelet.stats.fs import filesystem
 from kubelet.stats.summary import from_json
 
 
@@ -142,44 +141,6 @@ def test_filesystem_statvfs(tmp_path: Path) -> None:
     assert fs.capacity == st.f_blocks * st.f_frsize
     assert fs.inodes == st.f_files
     assert filesystem(tmp_path / "missing") is None
-
-
-def test_directory_usage_counts_blocks_and_entries_once(tmp_path: Path) -> None:
-    (tmp_path / "d").mkdir()
-    (tmp_path / "d" / "a").write_bytes(b"x" * 10000)
-    os.link(tmp_path / "d" / "a", tmp_path / "d" / "hard")
-    (tmp_path / "d" / "link").symlink_to("/etc/passwd")
-    usage = directory_usage(tmp_path / "d")
-    blocks = sum(
-        os.lstat(p).st_blocks * 512
-        for p in (tmp_path / "d", tmp_path / "d" / "a", tmp_path / "d" / "link")
-    )
-    assert usage == DirUsage(bytes=blocks, inodes=4)  # dir, a, hard, link; the data once
-    assert directory_usage(tmp_path / "missing") == DirUsage(0, 0)
-
-
-def test_directory_usage_is_bounded(tmp_path: Path) -> None:
-    for i in range(50):
-        (tmp_path / f"f{i}").write_text("x")
-    usage = directory_usage(tmp_path, max_entries=10)
-    assert usage.inodes == 10 and not usage.complete
-
-
-async def test_directory_usage_off_the_loop(tmp_path: Path) -> None:
-    (tmp_path / "f").write_text("x")
-    usage = await directory_usage_async(tmp_path)
-    assert usage.inodes == 2 and usage.complete
-
-
-def test_directory_usage_stops_when_checked(tmp_path: Path) -> None:
-    for i in range(1500):
-        (tmp_path / f"f{i}").touch()
-
-    def cancelled() -> None:
-        raise trio.Cancelled._create()
-
-    with pytest.raises(trio.Cancelled):
-        directory_usage(tmp_path, check=cancelled)
 
 
 SUMMARY = {
