@@ -7,7 +7,9 @@ upstream ``computePodActions`` (kuberuntime_manager.go) and its init-container h
 upstream kubelet: same restarts, same sandbox recreations, same attempt numbers.
 
 Ephemeral containers start once each, in an existing sandbox, even before the pod is
-initialized, and are never restarted. In-place resize is not handled yet.
+initialized, and are never restarted. In-place resize is not handled yet. A pod being
+deleted (``deletionTimestamp`` set) is only ever killed: the pod workers terminate it
+and never sync it, and should a sync come all the same, it starts nothing.
 """
 
 from __future__ import annotations
@@ -331,6 +333,28 @@ def _ephemeral_to_start(pod: Pod, status: RuntimePodStatus) -> list[int]:
     return [i for i, c in enumerate(ephemeral) if status.current(c.name) is None]
 
 
+def _in_a_new_sandbox(pod: Pod, status: RuntimePodStatus, changes: _Changes) -> PodActions:
+    """The sandbox must be (re)created: what starts in it, from the first init container
+    on, or nothing (only the kill) when nothing may run again."""
+    if restart_policy(pod) == "Never" and changes.attempt != 0 and status.containers:
+        # Everything ran once already and nothing may run again: just kill.
+        changes.create_sandbox = False
+        return changes.freeze()
+    to_start = [
+        idx
+        for idx, c in enumerate(pod.spec.containers)
+        if not (runs_once_if_succeeded(c, pod.spec) and _succeeded(c, status))
+    ]
+    if not to_start and _any_regular_created(pod, status):
+        changes.create_sandbox = False
+        return changes.freeze()
+    if pod.spec.init_containers:
+        changes.init_to_start = [0]
+        return changes.freeze()
+    changes.to_start = to_start
+    return changes.freeze()
+
+
 def compute_pod_actions(
     pod: Pod,
     status: RuntimePodStatus,
@@ -346,26 +370,13 @@ def compute_pod_actions(
     succeeded) only matters for sidecars with a startup probe; None means "do not wait".
     """
     create, attempt, sandbox_id = sandbox_changed(pod, status)
+    if pod.metadata.deletion_timestamp is not None:
+        # a pod being deleted is only ever stopped: no new sandbox (its own may have been
+        # stopped by a teardown cut short), no container started
+        return PodActions(kill_pod=True, sandbox_id=sandbox_id, attempt=attempt)
     changes = _Changes(create, attempt, sandbox_id)
-
     if create:
-        if restart_policy(pod) == "Never" and attempt != 0 and status.containers:
-            # Everything ran once already and nothing may run again: just kill.
-            changes.create_sandbox = False
-            return changes.freeze()
-        to_start = [
-            idx
-            for idx, c in enumerate(pod.spec.containers)
-            if not (runs_once_if_succeeded(c, pod.spec) and _succeeded(c, status))
-        ]
-        if not to_start and _any_regular_created(pod, status):
-            changes.create_sandbox = False
-            return changes.freeze()
-        if pod.spec.init_containers:
-            changes.init_to_start = [0]
-            return changes.freeze()
-        changes.to_start = to_start
-        return changes.freeze()
+        return _in_a_new_sandbox(pod, status, changes)
 
     changes.ephemeral_to_start = _ephemeral_to_start(pod, status)
     initialized = _init_container_actions(

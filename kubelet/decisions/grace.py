@@ -21,6 +21,7 @@ import enum
 import math
 
 from kubelet.api.pod import Container, Pod
+from kubelet.goformat import parse_time
 
 __all__ = [
     "MINIMUM_GRACE_PERIOD",
@@ -29,6 +30,7 @@ __all__ = [
     "container_grace_period",
     "effective_pod_grace_period",
     "kill_grace_period",
+    "remaining_deletion_grace",
     "stop_container_timeout",
 ]
 
@@ -68,6 +70,23 @@ def effective_pod_grace_period(
         grace = spec_grace
     grace = max(grace, MINIMUM_POD_GRACE_PERIOD)
     return grace, recorded != 0 and recorded != grace
+
+
+def remaining_deletion_grace(pod: Pod, now: float) -> int | None:
+    """What is left of a deleted pod's grace period at wall-clock ``now`` (None: the pod
+    is not being deleted), for a pod the kubelet first sees already deleted (it was down
+    while the deletion began). The API server set ``deletionTimestamp`` to the deletion
+    time plus the grace period, so the time to it is what the pod still has: never more
+    than ``deletionGracePeriodSeconds`` (a skewed clock cannot lengthen it), never less
+    than the pod-level minimum (the containers' own 2 s floor still applies)."""
+    if pod.metadata.deletion_timestamp is None:
+        return None
+    grace = pod.metadata.deletion_grace_period_seconds
+    deadline = parse_time(pod.metadata.deletion_timestamp)
+    if deadline is None:
+        return grace
+    left = max(math.ceil(deadline - now), MINIMUM_POD_GRACE_PERIOD)
+    return left if grace is None else min(grace, left)
 
 
 def container_grace_period(

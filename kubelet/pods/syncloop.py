@@ -21,6 +21,7 @@ import attrs
 import trio
 
 from kubelet.api.pod import Pod
+from kubelet.decisions.grace import remaining_deletion_grace
 from kubelet.decisions.qos import is_critical_pod
 from kubelet.pleg.generator import EventType, PodLifecycleEvent
 from kubelet.prober.results import ResultUpdate
@@ -113,7 +114,11 @@ class SyncLoop:
         preemptor: Preemptor | None = None,
         on_orphan: Callable[[], None] | None = None,
         allocations: Allocations | None = None,
+        wall_clock: Callable[[], float] | None = None,
     ) -> None:
+        self._wall_clock = wall_clock
+        """Reads a deleted pod's deadline (``deletionTimestamp``); None: a pod first seen
+        already deleted gets its whole deletion grace period."""
         self._preemptor = preemptor
         self.allocations = allocations if allocations is not None else Allocations()
         """What each pod runs with: admission counts it, never a resize's new spec."""
@@ -259,6 +264,9 @@ class SyncLoop:
 
     async def _add(self, pod: Pod) -> None:
         self.pods.upsert(pod)
+        if pod.metadata.deletion_timestamp is not None:
+            self._add_deleted(pod)
+            return
         # admitted with its allocation: the spec's resources, or (a restarted kubelet)
         # those its containers run with when a resize asks for others (upstream too)
         allocated = self.allocations.allocated(pod)
@@ -275,6 +283,16 @@ class SyncLoop:
                 self._on_reject(pod, rejection)
             return
         self.workers.sync(pod)
+
+    def _add_deleted(self, pod: Pod) -> None:
+        """A pod already being deleted when this kubelet first hears of it (it was down,
+        or restarted in the middle of the pod's teardown): it is never admitted nor
+        started, only stopped with what is left of its grace period, and its API object
+        deleted once it is gone (upstream's pod workers start such a pod terminating)."""
+        grace = pod.metadata.deletion_grace_period_seconds
+        if self._wall_clock is not None and not self.workers.is_known(pod.uid):
+            grace = remaining_deletion_grace(pod, self._wall_clock())
+        self.workers.terminate(pod, grace)
 
     def _admission_failure(self, pod: Pod) -> Rejection | None:
         """``admission.admit`` against the active pods admitted before (a known pod is not

@@ -142,7 +142,11 @@ class PodWorkers:
     # -- requests from the syncLoop -----------------------------------------------------
 
     def sync(self, pod: Pod) -> None:
-        """Drive ``pod`` toward its spec (start its worker if it has none)."""
+        """Drive ``pod`` toward its spec (start its worker if it has none). A pod being
+        deleted is only ever terminated: never started, whoever asks."""
+        if pod.metadata.deletion_timestamp is not None:
+            self.terminate(pod, pod.metadata.deletion_grace_period_seconds)
+            return
         worker = self.workers.get(pod.uid)
         if worker is None:
             self._start(PodWorker(pod.uid, pod))

@@ -1,12 +1,14 @@
 """The kubelet process as a cluster node: FakeApiServer as a process, real containerd.
 
 20 pods created over HTTP reach Running (as the API reports them); deleted, they leave
-both the node and the API.
+both the node and the API, even when the kubelet is killed in the middle of it.
 """
 
 from __future__ import annotations
 
+import signal
 import time
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -79,3 +81,69 @@ async def test_twenty_api_pods_run_and_go(
                 await trio.sleep(0.2)
         left = await runtime.list_pod_sandbox(labels={labels.POD_NAMESPACE: "default"})
         assert not [s for s in left if s.labels[labels.POD_NAME] in names]
+
+
+async def test_a_kubelet_killed_while_its_pods_are_deleted_finishes_them_after_a_restart(
+    cluster: tuple[str, str, Processes], cri: tuple[RuntimeClient, ImageClient], short_tmp: Path
+) -> None:
+    """Ten pods deleted with a 5 s grace period, the kubelet SIGKILLed half a second
+    later and started again two seconds after: every pod leaves the node and the API
+    within what is left of its grace period and a few seconds, and none is started again
+    (no sandbox or container with a later attempt)."""
+    url, node, procs = cluster
+    runtime, _ = cri
+    names = [f"{node}-{i}" for i in range(10)]
+    async with httpx.AsyncClient(base_url=url, timeout=10) as api:
+        with trio.fail_after(20):
+            while (await api.get(f"/api/v1/nodes/{node}")).status_code != 200:
+                await trio.sleep(0.1)
+        for name in names:
+            r = await api.post("/api/v1/namespaces/default/pods", json=pod(name, node))
+            assert r.status_code == 201, r.text
+
+        async def phases() -> dict[str, str]:
+            r = await api.get("/api/v1/namespaces/default/pods")
+            return {
+                p["metadata"]["name"]: p.get("status", {}).get("phase", "")
+                for p in r.json()["items"]
+                if p["metadata"]["name"] in names
+            }
+
+        with trio.fail_after(60):
+            while list((await phases()).values()) != ["Running"] * len(names):
+                await trio.sleep(0.2)
+        for name in names:
+            r = await api.delete(f"/api/v1/namespaces/default/pods/{name}")
+            assert r.status_code == 200
+        deleted = time.monotonic()
+        await trio.sleep(0.5)
+        kubelet = procs.procs[-1]
+        args = [str(a) for a in kubelet.args]  # type: ignore[union-attr]
+        kubelet.send_signal(signal.SIGKILL)
+        kubelet.wait(timeout=10)
+        assert len(await phases()) == len(names)  # killed before it deleted them all
+        await trio.sleep(2)
+        log_file = short_tmp / "kubelet-restarted.log"
+        procs.start(args, log_file)
+        with trio.fail_after(60):  # the process's start-up (imports, runtime, node)
+            while "started: node" not in log_file.read_text(errors="replace"):
+                await trio.sleep(0.05)
+        restarted = time.monotonic()
+
+        retried: set[str] = set()
+        left_on_node: list[str] = ["?"]
+        with trio.move_on_after(30):
+            while True:
+                listed = await runtime.list_pod_sandbox(labels={labels.POD_NAMESPACE: "default"})
+                ours = [s for s in listed if s.labels.get(labels.POD_NAME) in names]
+                retried |= {s.labels[labels.POD_NAME] for s in ours if s.metadata.attempt > 0}
+                left_on_node = [s.labels[labels.POD_NAME] for s in ours]
+                if not left_on_node and not await phases():
+                    break
+                await trio.sleep(0.2)
+        took = time.monotonic() - restarted
+    log = log_file.read_text(errors="replace")[-4000:]
+    assert not retried, f"started again: {sorted(retried)}\n{log}"
+    assert not left_on_node, f"still on the node: {left_on_node}\n{log}"
+    grace_left = max(5 - (restarted - deleted), 0)
+    assert took < grace_left + 5, f"all gone {took:.1f} s after the start-up\n{log}"

@@ -576,6 +576,22 @@ def test_should_not_restart_deleted_pod_or_restart_missing() -> None:
     )
 
 
+def test_a_deleted_pod_is_only_killed_never_started_again() -> None:
+    pod, status = make_base_pod_and_status()
+    deleted = attrs.evolve(
+        pod, metadata=attrs.evolve(pod.metadata, deletion_timestamp="2024-01-01T00:00:00Z")
+    )
+    stopped = sandbox(status, state=SandboxState.NOTREADY)
+    stopped = attrs.evolve(
+        stopped, containers=tuple(attrs.evolve(c, state=EXITED) for c in status.containers)
+    )
+    assert compute_pod_actions(deleted, stopped) == actions(kill_pod=True, attempt=1)
+    assert compute_pod_actions(deleted, attrs.evolve(status, sandboxes=(), containers=())) == (
+        actions(kill_pod=True, sandbox_id="", attempt=0)
+    )
+    assert compute_pod_actions(deleted, status) == actions(kill_pod=True)
+
+
 # -- ephemeral containers (upstream TestComputePodActionsWithEphemeralContainers) ----------
 
 

@@ -19,8 +19,10 @@ from kubelet.decisions.grace import (
     container_grace_period,
     effective_pod_grace_period,
     kill_grace_period,
+    remaining_deletion_grace,
     stop_container_timeout,
 )
+from kubelet.goformat import parse_time
 
 PRESTOP = Lifecycle(pre_stop=LifecycleHandler(exec=ExecAction(command=("sleep", "5"))))
 
@@ -149,3 +151,29 @@ def test_a_sidecars_wait_comes_off_its_timeout_truncated_separately() -> None:
     assert stop_container_timeout(30, 1.6, 1.6) == 28  # not 30 - floor(3.2) = 27
     assert stop_container_timeout(30, 0, 3.0) == 27
     assert stop_container_timeout(5, 2.5, 4.0) == 2  # the minimum, whatever was spent
+
+
+def test_a_pod_first_seen_deleted_keeps_what_is_left_of_its_grace() -> None:
+    """deletionTimestamp is when the grace period ends: what is left of it, rounded up,
+    never more than deletionGracePeriodSeconds, never below the pod-level minimum."""
+    pod, _ = make(30, deletion=5)
+    assert remaining_deletion_grace(pod, 0.0) is None  # not being deleted
+    deleted = Pod(
+        metadata=ObjectMeta(
+            name="p",
+            uid="u",
+            deletion_timestamp="2027-01-15T08:00:05Z",
+            deletion_grace_period_seconds=5,
+        ),
+        spec=pod.spec,
+    )
+    deadline = parse_time("2027-01-15T08:00:05Z")
+    assert deadline is not None
+    assert remaining_deletion_grace(deleted, deadline - 2.5) == 3
+    assert remaining_deletion_grace(deleted, deadline - 60) == 5  # a clock behind: no longer
+    assert remaining_deletion_grace(deleted, deadline + 60) == 1  # past it: the minimum
+    unreadable = Pod(
+        metadata=ObjectMeta(name="p", deletion_timestamp="soon", deletion_grace_period_seconds=5),
+        spec=pod.spec,
+    )
+    assert remaining_deletion_grace(unreadable, deadline) == 5

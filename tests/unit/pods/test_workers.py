@@ -94,6 +94,33 @@ async def test_terminate_cancels_sync_then_removes(autojump_clock: trio.abc.Cloc
     assert [(e[0], e[3]) for e in syncer.events("term-end")] == [(4, 30)]
 
 
+async def test_a_pod_being_deleted_is_terminated_never_synced(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    """A sync asked for a pod with a deletion timestamp (a restarted kubelet's first look
+    at a pod deleted meanwhile) terminates it with its deletion grace, as upstream's
+    UpdatePod does; a later sync of it starts nothing either."""
+    syncer = RecordingSyncer()
+    deleted = attrs.evolve(
+        pod(),
+        metadata=attrs.evolve(
+            pod().metadata,
+            deletion_timestamp="2027-01-15T08:00:05Z",
+            deletion_grace_period_seconds=5,
+        ),
+    )
+    async with trio.open_nursery() as nursery:
+        workers = await with_workers(syncer, nursery)
+        workers.sync(deleted)
+        await trio.sleep(1)
+        assert workers.phase("u1") is PodPhase.TERMINATED
+        workers.sync(deleted)
+        await trio.sleep(1)
+        nursery.cancel_scope.cancel()
+    assert syncer.events("sync-start") == []
+    assert [(e[2], e[3]) for e in syncer.events("term-end")] == [("u1", 5)]
+
+
 async def test_shorter_grace_restarts_termination(autojump_clock: trio.abc.Clock) -> None:
     syncer = RecordingSyncer(terminate_takes=30)
     async with trio.open_nursery() as nursery:
