@@ -3,9 +3,10 @@
 #
 #   scripts/test.sh [pytest args...]
 #
-# Sets up .venv and containerd when needed (as root), runs ruff, mypy and pytest, and
-# stops containerd again if this run started it. Exit status: pytest's, except that a run
-# that collected no test fails (exit 5 becomes 1).
+# Sets up .venv and containerd when needed (as root), runs ruff, mypy, the clean-install
+# check (scripts/check-clean-install.sh; CLEAN_INSTALL=0 skips it while iterating) and
+# pytest, and stops containerd again if this run started it. Exit status: pytest's, except
+# that a run that collected no test fails (exit 5 becomes 1).
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -25,6 +26,10 @@ say "ruff"
 .venv/bin/ruff check kubelet tests scripts || exit 1
 say "mypy"
 .venv/bin/mypy || exit 1
+if [ "${CLEAN_INSTALL:-1}" != 0 ]; then
+  say "clean install (the wheel alone in fresh virtualenvs)"
+  bash scripts/check-clean-install.sh || exit 1
+fi
 say "pytest"
 .venv/bin/pytest "$@"
 rc=$?
