@@ -3,9 +3,10 @@
 #
 #   scripts/test.sh [pytest args...]
 #
-# Sets up .venv and containerd when needed (as root), runs ruff, mypy and pytest, and
-# stops containerd again if this run started it. Exit status: pytest's, except that a run
-# that collected no test fails (exit 5 becomes 1).
+# Sets up .venv and containerd when needed (as root), runs ruff, mypy, the clean-install
+# check (scripts/check-clean-install.sh; CLEAN_INSTALL=0 skips it while iterating) and
+# pytest, and stops containerd again if this run started it. Exit status: pytest's, except
+# that a run that collected no test fails (exit 5 becomes 1).
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -26,6 +27,10 @@ say "ruff"
 say "mypy"
 .venv/bin/mypy || exit 1
 say "docs (mkdocs build --strict)"; site="$(mktemp -d)"; .venv/bin/mkdocs build --strict --quiet --site-dir "$site" || exit 1; rm -rf "$site"
+if [ "${CLEAN_INSTALL:-1}" != 0 ]; then
+  say "clean install (the wheel alone in fresh virtualenvs)"
+  bash scripts/check-clean-install.sh || exit 1
+fi
 say "pytest"
 .venv/bin/pytest "$@"
 rc=$?
