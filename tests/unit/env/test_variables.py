@@ -884,7 +884,17 @@ def test_command_and_args_share_one_bound() -> None:
 
 @pytest.mark.parametrize(
     ("text", "expected"),
-    [("", ""), ("$", "$"), ("a$", "a$"), ("$$", "$"), ("$(A", "$(A"), ("x$(A)y$zz", "x1y$zz")],
+    [
+        ("", ""),
+        ("$", "$"),
+        ("a$", "a$"),
+        ("$$", "$"),
+        ("$(A", "$(A"),
+        ("x$(A)y$zz", "x1y$zz"),
+        ("$$$", "$$"),
+        ("a$$b$", "a$b$"),
+        ("$$(A)", "$(A)"),
+    ],
 )
 def test_expansion_edges(text: str, expected: str) -> None:
     assert expand_env(text, {"A": "1"}) == expected
