@@ -18,7 +18,9 @@ import stat
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypeVar
 
+import attrs
 import trio
+import yaml
 
 T = TypeVar("T")
 
@@ -103,3 +105,143 @@ def loads_json(data: bytes | str, *, max_bytes: int) -> Any:
         raise InputRefused("JSON document nested too deeply") from exc
     except (ValueError, UnicodeDecodeError) as exc:
         raise InputRefused(f"invalid JSON: {exc}") from exc
+
+
+# -- the cost of a YAML or JSON document, measured before it is built ---------------------
+
+
+class DocumentRefused(InputRefused):
+    """A document past a bound: ``reason`` says which, ``line`` (1-based) where if known."""
+
+    def __init__(self, reason: str, line: int | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.line = line
+
+
+_CHECK_EVERY = 4096
+"""Events between two calls of a measure's ``check``."""
+
+
+@attrs.frozen
+class YamlShape:
+    """What counting a YAML stream learnt about its first document."""
+
+    nodes: int
+    """Nodes, aliases counted as what they expand to."""
+    extra_document_line: int | None = None
+    """The line where a second document starts."""
+    unparsable_rest: bool = False
+    """What follows the first document does not parse."""
+
+
+def _mark_line(mark: Any) -> int | None:
+    return int(mark.line) + 1 if mark is not None else None
+
+
+def too_deep(limit: int) -> str:
+    return f"the document is nested too deeply (more than {limit} levels)"
+
+
+def too_many_nodes(what: str, limit: int) -> str:
+    return f"the {what} has more than {limit} nodes (values, lists and maps)"
+
+
+def _next_document(parser: Any, expanded: int) -> YamlShape:
+    """After the first document's end: where a second one starts, if one does."""
+    try:
+        if parser.check_event(yaml.DocumentStartEvent):
+            parser.get_event()
+            return YamlShape(expanded, _mark_line(parser.peek_event().start_mark))
+    except yaml.YAMLError:
+        return YamlShape(expanded, unparsable_rest=True)
+    return YamlShape(expanded)
+
+
+def measure_yaml(
+    parser: Any,
+    *,
+    max_nodes: int,
+    max_depth: int,
+    what: str = "document",
+    check: Callable[[int], None] | None = None,
+) -> YamlShape:
+    """Count the first document's events from ``parser`` (a PyYAML loader, LibYAML's is
+    about 1 µs an event) before anything is built: ``DocumentRefused`` at the first event
+    past ``max_nodes`` (aliases counted as what they expand to, so an alias bomb is
+    refused after a few events) or ``max_depth``, and at an alias inside its own anchor.
+    ``check(events)`` is called every few thousand events (a CPU budget); syntax errors
+    are left to the caller (``yaml.YAMLError``)."""
+    expanded = distinct = depth = events = 0
+    open_nodes: list[tuple[str | None, int]] = []
+    sizes: dict[str, int] = {}
+    opened: set[str] = set()
+    while parser.check_event():
+        event = parser.get_event()
+        events += 1
+        if check is not None and events % _CHECK_EVERY == 0:
+            check(events)
+        if isinstance(event, yaml.DocumentEndEvent):
+            return _next_document(parser, expanded)
+        if isinstance(event, yaml.AliasEvent):
+            if event.anchor in opened:
+                raise DocumentRefused("a YAML alias refers to itself", _mark_line(event.start_mark))
+            expanded += sizes.get(str(event.anchor), 1)  # unknown: the composer names it
+        elif isinstance(event, yaml.NodeEvent):  # a scalar, or a list or map opening
+            distinct += 1
+            expanded += 1
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > max_depth:
+                    raise DocumentRefused(too_deep(max_depth), _mark_line(event.start_mark))
+                open_nodes.append((event.anchor, expanded - 1))
+                if event.anchor is not None:
+                    opened.add(event.anchor)
+            elif event.anchor is not None:
+                sizes[event.anchor] = 1
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+            anchor, before = open_nodes.pop()
+            if anchor is not None:
+                sizes[anchor] = expanded - before
+                opened.discard(anchor)
+        if expanded > max_nodes:
+            reason = (
+                too_many_nodes(what, max_nodes)
+                if distinct > max_nodes
+                else f"YAML aliases expand this to more than {max_nodes} nodes"
+            )
+            raise DocumentRefused(reason, _mark_line(event.start_mark))
+    return YamlShape(expanded)
+
+
+def check_json_cost(data: bytes | str, *, max_nodes: int, what: str = "document") -> None:
+    """Refuse JSON that would build more than twice ``max_nodes`` objects, before ``json``
+    builds them: every node but the root needs a ',' or ':' or opens with '[' or '{' (a
+    map entry needs one ':' for two nodes), so these bound the count from above; C-speed
+    counts, no Python per byte."""
+    raw = data.encode() if isinstance(data, str) else data
+    marks = raw.count(b",") + 2 * raw.count(b":") + raw.count(b"[") + raw.count(b"{")
+    if marks > 2 * max_nodes:
+        raise DocumentRefused(
+            f"the JSON has {marks} separators and brackets (',', ':' counted twice, '[', "
+            f"'{{'), more than a {what} of {max_nodes} nodes (values, lists and maps) can have"
+        )
+
+
+def measure_json(value: Any, *, max_nodes: int, max_depth: int, what: str = "document") -> int:
+    """The nodes of a decoded JSON value (a map's keys too); ``DocumentRefused`` past
+    ``max_nodes`` or ``max_depth``."""
+    nodes = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        nodes += 1 + (len(item) if isinstance(item, dict) else 0)
+        if nodes > max_nodes:
+            raise DocumentRefused(too_many_nodes(what, max_nodes))
+        if isinstance(item, dict | list):
+            if depth >= max_depth:
+                raise DocumentRefused(too_deep(max_depth))
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return nodes

@@ -36,9 +36,10 @@ import attrs
 import httpx
 import trio
 
+from kubelet.boundedio import InputRefused, RunSync, in_thread, loads_json
 from kubelet.version import KUBERNETES_VERSION, go_arch
 
-from .converter import from_wire, to_wire
+from .converter import WireError, from_wire, to_wire
 from .errors import (
     ApiError,
     ApiUnavailable,
@@ -48,6 +49,7 @@ from .errors import (
 )
 from .kubeconfig import ClusterConnection
 from .ratelimit import Limiter, client_limiter
+from .wellformed import MAX_TOKEN_LENGTH, describe, object_problem, shorten
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -81,6 +83,11 @@ DEFAULT_MAX_RETRIES = 10
 """client-go's rest.Request maxRetries."""
 MIN_WATCH_TIMEOUT = 300
 """client-go's reflector minWatchTimeout: watches last 5-10 minutes (randomised)."""
+MAX_BODY_BYTES = 64 << 20
+"""The largest answer (or watch event) decoded: an object is at most 1.5 MiB in etcd, so
+this is a list of tens of thousands of objects."""
+OFFLOAD_BYTES = 256 << 10
+"""Answers and watch events larger than this are decoded in a worker thread."""
 
 
 def user_agent(commit: str = "") -> str:
@@ -216,14 +223,20 @@ def _encode(body: object) -> bytes:
     return json.dumps(data, separators=(",", ":")).encode()
 
 
+async def _decoded(size: int, decode: Callable[[], T], run_sync: RunSync) -> T:
+    """``decode()`` of ``size`` bytes: at once when small, through ``run_sync`` when large."""
+    return await run_sync(decode) if size > OFFLOAD_BYTES else decode()
+
+
 def _decode_object(response: httpx.Response) -> dict[str, Any]:
+    """The answer's JSON object; ``InvalidResponse`` for anything else (too large or too
+    deep included). Blocking for a large answer: see ``_decoded``."""
     try:
-        data = json.loads(response.content) if response.content else {}
-    except ValueError as exc:
+        data = loads_json(response.content, max_bytes=MAX_BODY_BYTES) if response.content else {}
+    except InputRefused as exc:
+        where = f"{response.request.method} {shorten(response.request.url.path)}"
         raise InvalidResponse(
-            response.status_code,
-            "",
-            f"{response.request.method} {response.request.url.path}: the answer is not JSON",
+            response.status_code, "", f"{where}: the answer is not JSON ({exc})"
         ) from exc
     if not isinstance(data, dict):
         raise InvalidResponse(
@@ -236,9 +249,9 @@ def _decode_object(response: httpx.Response) -> dict[str, Any]:
 
 def _parse_event(line: str) -> WatchEvent:
     try:
-        data = json.loads(line)
-    except ValueError as exc:
-        raise InvalidResponse(0, "", f"watch: not a JSON event: {line[:200]!r}") from exc
+        data = loads_json(line, max_bytes=MAX_BODY_BYTES)
+    except InputRefused as exc:
+        raise InvalidResponse(0, "", f"watch: not a JSON event ({exc}): {line[:200]!r}") from exc
     if not isinstance(data, dict):
         raise InvalidResponse(0, "", f"watch: not a JSON event: {line[:200]!r}")
     kind, obj = data.get("type"), data.get("object")
@@ -300,12 +313,15 @@ class ApiClient:
         limiter: Limiter,
         max_retries: int = DEFAULT_MAX_RETRIES,
         timeout: httpx.Timeout = DEFAULT_TIMEOUT,
+        run_sync: RunSync = in_thread,
     ) -> None:
         self.http = http
         self.connection = connection
         self.limiter = limiter
         self.max_retries = max_retries
         self.timeout = timeout
+        self.run_sync = run_sync
+        """Where large answers are decoded (see :mod:`kubelet.boundedio`)."""
 
     @classmethod
     @asynccontextmanager
@@ -318,6 +334,7 @@ class ApiClient:
         max_retries: int = DEFAULT_MAX_RETRIES,
         timeout: httpx.Timeout = DEFAULT_TIMEOUT,
         transport: httpx.AsyncBaseTransport | None = None,
+        run_sync: RunSync = in_thread,
     ) -> AsyncIterator[ApiClient]:
         """A client for ``connection``, its connections closed on exit. ``qps`` < 0
         means no client-side limit; 0 means client-go's default (5 / burst 10)."""
@@ -328,6 +345,7 @@ class ApiClient:
                 limiter=client_limiter(qps, burst),
                 max_retries=max_retries,
                 timeout=timeout,
+                run_sync=run_sync,
             )
 
     def with_limits(
@@ -343,6 +361,7 @@ class ApiClient:
             limiter=client_limiter(qps, burst),
             max_retries=self.max_retries,
             timeout=timeout or self.timeout,
+            run_sync=self.run_sync,
         )
 
     # -- sending --
@@ -391,9 +410,12 @@ class ApiClient:
         retries = 0
         while True:
             await self.limiter.acquire()
-            request = self._build(
-                method, path, params, content, content_type, timeout or self.timeout
-            )
+            try:
+                request = self._build(
+                    method, path, params, content, content_type, timeout or self.timeout
+                )
+            except httpx.InvalidURL as exc:  # a name or token of megabytes
+                raise ApiError(0, "", f"{method} {shorten(path)}: {exc}") from exc
             where = f"{method} {request.url}"
             try:
                 response = await self.http.send(request, stream=stream)
@@ -441,8 +463,16 @@ class ApiClient:
             content=content,
             content_type=content_type if content is not None else None,
         )
-        data = _decode_object(response)
-        return from_wire(into, data) if into is not None else data
+        data = await _decoded(
+            len(response.content), lambda: _decode_object(response), self.run_sync
+        )
+        if into is None:
+            return data
+        try:
+            return from_wire(into, data)
+        except WireError as exc:
+            where = f"{method} {shorten(path)}"
+            raise InvalidResponse(response.status_code, "", f"{where}: {exc}") from exc
 
     # -- verbs --
 
@@ -561,11 +591,19 @@ class ApiClient:
         meta = data.get("metadata") or {}
         if not isinstance(items, list) or not isinstance(meta, dict):
             raise InvalidResponse(200, "", f"GET {path}: not a list")
+        rv, token = str(meta.get("resourceVersion") or ""), str(meta.get("continue") or "")
+        if len(rv) > MAX_TOKEN_LENGTH or len(token) > MAX_TOKEN_LENGTH:
+            raise InvalidResponse(
+                200,
+                "",
+                f"GET {path}: a resourceVersion or continue token "
+                f"of more than {MAX_TOKEN_LENGTH} characters",
+            )
         remaining = meta.get("remainingItemCount")
         return ListPage(
-            items=[item for item in items if isinstance(item, dict)],
-            resource_version=str(meta.get("resourceVersion") or ""),
-            continue_=str(meta.get("continue") or ""),
+            items=[item for item in items if _usable(item, f"GET {path}")],
+            resource_version=rv,
+            continue_=token,
             remaining_item_count=remaining if isinstance(remaining, int) else None,
         )
 
@@ -648,14 +686,33 @@ class ApiClient:
         )
         response = await self._send("GET", path, params=params, stream=True, timeout=timeout)
         try:
-            await _dispatch_lines(response, on_event)
+            await _dispatch_lines(response, on_event, self.run_sync, f"watch {path}")
         except httpx.TransportError as exc:
             raise ApiUnavailable(0, "", f"watch {path}: {_describe(exc)}") from exc
         finally:
             await response.aclose()
 
 
-async def _dispatch_lines(response: httpx.Response, on_event: OnEvent) -> None:
+def _usable(obj: Any, where: str) -> bool:
+    """Whether an item or event object can be handed on; the reason is logged when not
+    (as upstream's decoder: the object is skipped, the list or watch goes on)."""
+    problem = object_problem(obj)
+    if problem is not None:
+        log.error("%s: skipping %s: %s", where, describe(obj), problem)
+    return problem is None
+
+
+async def _next_event(line: str, run_sync: RunSync, where: str) -> WatchEvent | None:
+    """The line's event; None when its object is unusable (logged) and skipped."""
+    event = await _decoded(len(line), lambda: _parse_event(line), run_sync)
+    if event.type == "ERROR":
+        raise error_from_status(event.object)
+    return event if _usable(event.object, where) else None
+
+
+async def _dispatch_lines(
+    response: httpx.Response, on_event: OnEvent, run_sync: RunSync, where: str
+) -> None:
     """Feed each line's event to ``on_event`` until EOF or a stop.
 
     To stop early we cancel our own scope and let the next read raise Cancelled inside
@@ -669,10 +726,8 @@ async def _dispatch_lines(response: httpx.Response, on_event: OnEvent) -> None:
             if scope.cancel_called or not line.strip():
                 continue
             try:
-                event = _parse_event(line)
-                if event.type == "ERROR":
-                    raise error_from_status(event.object)
-                if await on_event(event):
+                event = await _next_event(line, run_sync, where)
+                if event is not None and await on_event(event):
                     scope.cancel()
             except BaseException as exc:
                 failure = exc

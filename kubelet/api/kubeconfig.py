@@ -29,6 +29,7 @@ from cryptography import x509
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 
+from kubelet.boundedio import DocumentRefused, InputRefused, measure_yaml, read_regular_file
 from kubelet.errors import ConfigError, Problem
 
 __all__ = [
@@ -78,8 +79,7 @@ class TokenSource:
             signature = (st.st_ino, st.st_size, st.st_mtime_ns)
             if signature == self._seen:
                 return
-            with open(self.path, encoding="utf-8") as f:
-                token = f.read().strip()
+            token = read_regular_file(self.path, MAX_TOKEN_BYTES).decode("utf-8").strip()
             if not token:
                 raise ValueError(f"read empty token from file {self.path!r}")
         except (OSError, UnicodeDecodeError, ValueError) as exc:
@@ -152,12 +152,38 @@ class ClusterConnection:
             self.ssl_context.load_cert_chain(*self.client_cert_files)
 
 
+MAX_KUBECONFIG_BYTES = 10 * 1024 * 1024
+"""The largest kubeconfig (or certificate or key file it names) read; a few
+kilobytes is usual, a FIFO or a device is refused before a byte is read."""
+
+MAX_TOKEN_BYTES = 1024 * 1024
+"""The largest token file read (a service account token is a kilobyte or two)."""
+
+MAX_NODES = 100_000
+"""Values, lists and maps a kubeconfig may have, YAML aliases counted as what they
+expand to: an alias bomb is refused after a few events."""
+
+MAX_DEPTH = 100
+"""Levels of nesting a kubeconfig may have (one needs about 6)."""
+
+
+def _load_yaml(text: str) -> Any:
+    """The document, measured before it is built (``DocumentRefused`` past the bounds)."""
+    counter = yaml.CSafeLoader(text)
+    try:
+        measure_yaml(counter, max_nodes=MAX_NODES, max_depth=MAX_DEPTH, what="kubeconfig")
+    finally:
+        counter.dispose()
+    return yaml.load(text, Loader=yaml.CSafeLoader)
+
+
 def load_kubeconfig(path: str | os.PathLike[str]) -> ClusterConnection:
     """Read ``path``; ``KubeconfigError`` names the file and field of every problem."""
     name = os.fspath(path)
     try:
-        with open(name, encoding="utf-8") as f:
-            text = f.read()
+        text = read_regular_file(name, MAX_KUBECONFIG_BYTES).decode("utf-8")
+    except InputRefused as exc:
+        raise KubeconfigError(Problem(name, "", f"cannot read the kubeconfig: {exc}")) from exc
     except OSError as exc:
         raise KubeconfigError(
             Problem(name, "", f"cannot read the kubeconfig: {exc.strerror or exc}")
@@ -173,9 +199,12 @@ def parse_kubeconfig(text: str, source: str, *, base_dir: str | None = None) -> 
     if base_dir is None:
         base_dir = os.path.dirname(os.path.abspath(source))
     try:
-        doc = yaml.load(text, Loader=yaml.CSafeLoader) if text.strip() else None
+        doc = _load_yaml(text) if text.strip() else None
     except yaml.YAMLError as exc:
         raise KubeconfigError(Problem(source, "", f"not valid YAML: {exc}")) from exc
+    except DocumentRefused as exc:
+        where = f" (line {exc.line})" if exc.line else ""
+        raise KubeconfigError(Problem(source, "", f"{exc.reason}{where}")) from exc
     if doc is None:
         raise KubeconfigError(Problem(source, "", "the kubeconfig is empty"))
     if not isinstance(doc, Mapping):
@@ -292,8 +321,9 @@ class _Builder:
             return _Pem(raw)
         if path:
             try:
-                with open(path, "rb") as f:
-                    return _Pem(f.read(), path)
+                return _Pem(read_regular_file(path, MAX_KUBECONFIG_BYTES), path)
+            except InputRefused as exc:
+                self.problem(f"{where}.{file_key}", f"cannot read {path}: {exc}")
             except OSError as exc:
                 self.problem(f"{where}.{file_key}", f"cannot read {path}: {exc.strerror or exc}")
         return None

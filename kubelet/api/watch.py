@@ -31,6 +31,7 @@ import trio
 from .client import ApiClient, WatchEvent, random_watch_timeout
 from .converter import WireError
 from .errors import ApiError, Gone
+from .wellformed import describe, shorten
 
 __all__ = [
     "Backoff",
@@ -240,8 +241,10 @@ async def reflect(
 
 
 def object_key(obj: dict[str, Any]) -> str:
-    """An object's identity: its uid, else namespace/name (objects in tests)."""
-    meta = obj.get("metadata") or {}
+    """An object's identity: its uid, else namespace/name (objects in tests). The client
+    hands on only objects whose metadata is a map of strings; this holds regardless."""
+    meta = obj.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
     uid = meta.get("uid")
     if isinstance(uid, str) and uid:
         return uid
@@ -275,12 +278,8 @@ class UidStore(Generic[T]):
         try:
             return self.decode(raw)
         except (WireError, ValueError, TypeError) as exc:
-            meta = raw.get("metadata") or {}
             log.error(
-                "ignoring an undecodable object %s/%s: %s",
-                meta.get("namespace", ""),
-                meta.get("name", ""),
-                exc,
+                "ignoring an undecodable object %s: %s", describe(raw), shorten(str(exc), 500)
             )
             return self.objects.get(key)
 

@@ -14,6 +14,13 @@ from typing import Any
 
 import yaml
 
+from kubelet.boundedio import (
+    DocumentRefused,
+    check_json_cost,
+    measure_json,
+    measure_yaml,
+    too_deep,
+)
 from kubelet.errors import ConfigError
 
 
@@ -29,15 +36,47 @@ def repeated_message(line: int) -> str:
     return "duplicate field" + (f" (written again on line {line})" if line else "")
 
 
+MAX_NODES = 100_000
+"""Values, lists and maps a config file may have, each YAML alias counted as what it
+expands to (a KubeletConfiguration has a few hundred): an alias bomb is refused after a
+few events instead of hanging the start."""
+
+MAX_DEPTH = 100
+"""Levels of nesting a config file may have (a KubeletConfiguration needs about 5)."""
+
+
 def parse_document(text: str, source: str) -> Any:
-    """JSON when the text starts with ``{``, else YAML; ``ConfigError`` on bad syntax."""
-    if text.lstrip().startswith("{"):
-        try:
-            return json.loads(text, object_pairs_hook=_json_fields)
-        except json.JSONDecodeError as exc:
-            where = f"line {exc.lineno} column {exc.colno}"
-            raise ConfigError.single(source, "", f"invalid JSON at {where}: {exc.msg}") from None
+    """JSON when the text starts with ``{``, else YAML; ``ConfigError`` on bad syntax and
+    on a document past ``MAX_NODES`` or ``MAX_DEPTH``, measured before it is built."""
     try:
+        if text.lstrip().startswith("{"):
+            return _parse_json(text, source)
+        return _parse_yaml(text, source)
+    except DocumentRefused as exc:
+        where = f" (line {exc.line})" if exc.line else ""
+        raise ConfigError.single(source, "", f"{exc.reason}{where}") from None
+
+
+def _parse_json(text: str, source: str) -> Any:
+    check_json_cost(text, max_nodes=MAX_NODES, what="config file")
+    try:
+        data = json.loads(text, object_pairs_hook=_json_fields)
+    except json.JSONDecodeError as exc:
+        where = f"line {exc.lineno} column {exc.colno}"
+        raise ConfigError.single(source, "", f"invalid JSON at {where}: {exc.msg}") from None
+    except RecursionError:
+        raise DocumentRefused(too_deep(MAX_DEPTH)) from None
+    measure_json(data, max_nodes=MAX_NODES, max_depth=MAX_DEPTH, what="config file")
+    return data
+
+
+def _parse_yaml(text: str, source: str) -> Any:
+    try:
+        counter = _Loader(text)
+        try:
+            measure_yaml(counter, max_nodes=MAX_NODES, max_depth=MAX_DEPTH, what="config file")
+        finally:
+            counter.dispose()
         return yaml.load(text, Loader=_Loader)  # a SafeLoader: plain data only
     except yaml.YAMLError as exc:
         raise ConfigError.single(
@@ -61,8 +100,9 @@ def _json_fields(pairs: list[tuple[str, Any]]) -> Fields:
     return data
 
 
-class _Loader(yaml.SafeLoader):
-    """PyYAML's safe loader, building every mapping as ``Fields``."""
+class _Loader(yaml.CSafeLoader):
+    """LibYAML's parser and PyYAML's safe constructor, building every mapping as
+    ``Fields``."""
 
 
 _MERGE = "tag:yaml.org,2002:merge"

@@ -13,6 +13,7 @@ from typing import Any
 
 import attrs
 
+from kubelet.boundedio import InputRefused, read_regular_file
 from kubelet.errors import ConfigError, Problem
 
 from .document import Fields, parse_document
@@ -36,6 +37,11 @@ _RELATIVE_TO_FILE = (
 """Path fields resolved against the config file's directory (upstream's path refs)."""
 
 
+MAX_CONFIG_BYTES = 10 * 1024 * 1024
+"""The largest config file read (a KubeletConfiguration is a few kilobytes); a FIFO or a
+device is refused before a byte is read."""
+
+
 @attrs.frozen
 class LoadedConfig:
     """A config file's content: the defaulted configuration and what the file itself set."""
@@ -54,8 +60,9 @@ def load_config_file(path: str | os.PathLike[str]) -> LoadedConfig:
     """Read a KubeletConfiguration file; ``ConfigError`` names the file and the field."""
     name = os.fspath(path)
     try:
-        with open(name, encoding="utf-8") as f:
-            text = f.read()
+        text = read_regular_file(name, MAX_CONFIG_BYTES).decode("utf-8")
+    except InputRefused as exc:
+        raise ConfigError.single(name, "", f"cannot read the config file: {exc}") from exc
     except OSError as exc:
         raise ConfigError.single(name, "", f"cannot read the config file: {exc.strerror}") from exc
     except UnicodeDecodeError as exc:

@@ -33,7 +33,7 @@ from kubelet.cri import api, labels
 from kubelet.cri.types import (
     RuntimePodStatus,
 )
-from kubelet.env.expand import expand_env
+from kubelet.env.expand import ExpansionBudget, expand_all, expand_env
 from kubelet.env.hosts import kernel_hostname
 from kubelet.goformat import go_json
 
@@ -332,10 +332,11 @@ def _literal_env(container: Container) -> list[tuple[str, str]]:
     A name given twice keeps its first position and its last value.
     """
     values: dict[str, str] = {}
+    budget = ExpansionBudget()
     for var in container.env:
         if var.value_from is not None:
             continue
-        values[var.name] = expand_env(var.value or "", values)
+        values[var.name] = expand_env(var.value or "", values, budget=budget)
     return list(values.items())
 
 
@@ -401,6 +402,7 @@ def container_config(
     seccomp_profile_root: str = DEFAULT_SECCOMP_ROOT,
     seccomp_default: bool = False,
     namespaces: api.NamespaceOption | None = None,
+    command_args: tuple[Sequence[str], Sequence[str]] | None = None,
 ) -> api.ContainerConfig:
     """``CreateContainer`` config for a new instance of ``container``.
 
@@ -409,15 +411,19 @@ def container_config(
     resolved environment; by default the spec's literal values. Command and args are
     ``$(VAR)``-expanded against it; empty ones leave the image defaults in place.
     ``namespaces``: the sandbox's (with its user namespace); by default the pod's.
-    ``SecurityContextError`` when the security context cannot be expressed.
+    ``command_args``: command and args already expanded (``env.resolve_command``).
+    ``SecurityContextError`` when the security context cannot be expressed;
+    ``ExpansionTooLarge`` when command and args pass the expansion bounds.
     """
     variables = list(env) if env is not None else _literal_env(container)
-    mapping = dict(variables)
+    if command_args is None:
+        mapping = dict(variables)
+        command_args = expand_all(container.command, mapping), expand_all(container.args, mapping)
     config = api.ContainerConfig(
         metadata=api.ContainerMetadata(name=container.name, attempt=restart_count),
         image=api.ImageSpec(image=image_ref, user_specified_image=container.image),
-        command=[expand_env(c, mapping) for c in container.command],
-        args=[expand_env(a, mapping) for a in container.args],
+        command=list(command_args[0]),
+        args=list(command_args[1]),
         working_dir=container.working_dir,
         envs=[api.KeyValue(key=k, value=v.encode()) for k, v in variables],
         mounts=list(mounts),

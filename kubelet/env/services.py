@@ -26,7 +26,8 @@ def _service_vars(service: Mapping[str, Any]) -> dict[str, str]:
     spec = service.get("spec") or {}
     ip = str(spec.get("clusterIP") or "")
     name = _env_name(str((service.get("metadata") or {}).get("name", "")))
-    ports = [p for p in spec.get("ports") or [] if isinstance(p, Mapping)]
+    listed = spec.get("ports")
+    ports = [p for p in listed if isinstance(p, Mapping)] if isinstance(listed, list) else []
     out: dict[str, str] = {f"{name}_SERVICE_HOST": ip}
     if not ports:
         return out

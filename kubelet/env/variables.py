@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 import attrs
+import trio
 
 from kubelet.api.dnsname import qualified_name_errors
 from kubelet.api.pod import (
@@ -33,10 +34,17 @@ from kubelet.api.pod import (
     ResourceFieldSelector,
 )
 from kubelet.api.quantity import QuantityError, ResourceQuantity, parse_quantity
+from kubelet.boundedio import RunSync, in_thread
 from kubelet.goformat import go_quote
 
 from .envfile import UNPARSABLE_ENV_FILE, EnvFileFormatError, env_file_value, file_key_path_error
-from .expand import expand_env
+from .expand import (
+    OFFLOAD_REFERENCES,
+    ExpansionBudget,
+    ExpansionTooLarge,
+    expand_all,
+    expand_env,
+)
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +58,7 @@ __all__ = [
     "expand",
     "expand_command",
     "pod_field_value",
+    "resolve_command",
     "resolve_env",
     "resource_field_value",
 ]
@@ -61,11 +70,8 @@ INVALID_ENV_NAMES_REASON = "InvalidEnvironmentVariableNames"
 """The reason of upstream's Warning event for ``envFrom`` keys that were skipped."""
 
 expand = expand_env
-"""``$(NAME)`` expansion as upstream's forked ``expansion.Expand``.
-
-The implementation in ``configs`` already follows upstream (``$$`` is ``$``, unknown or
-unterminated references stay as written), so it is shared rather than duplicated.
-"""
+"""``$(NAME)`` expansion as upstream's forked ``expansion.Expand``, bounded (see
+:mod:`.expand`: a value that would grow past its bound fails the container)."""
 
 
 class EnvError(Exception):
@@ -467,6 +473,7 @@ async def resolve_env(
     service_env: Mapping[str, str] | None = None,
     strict_names: bool = False,
     env_files: EnvFiles | None = None,
+    run_sync: RunSync = in_thread,
 ) -> EnvResult:
     """The container's full environment, or ``EnvError`` if it cannot be built.
 
@@ -477,11 +484,13 @@ async def resolve_env(
     (a static pod on a standalone kubelet): any ConfigMap or Secret reference fails.
     ``strict_names``: skip ``envFrom`` keys by the pre-1.30 name rule instead of the
     relaxed one. ``env_files`` None is the EnvFiles gate off: a ``fileKeyRef`` variable
-    is then set to "", as upstream's kubelet does without the gate.
+    is then set to "", as upstream's kubelet does without the gate. ``run_sync``: where
+    a value with many references is expanded (a worker thread).
     """
     namespace = pod.metadata.namespace
     services = service_env or {}
     objects = _Objects(lookup, namespace)
+    expander = _Expander(run_sync)
     values: dict[str, str] = {}
     warnings: list[str] = []
 
@@ -493,7 +502,7 @@ async def resolve_env(
         frm = var.value_from
         value: str | None
         if var.value:
-            value = expand(var.value, defined)
+            value = await expander.expand(var.value, defined, f"environment variable {var.name}")
         elif frm is None:
             value = ""
         elif frm.field_ref is not None:
@@ -525,9 +534,49 @@ def expand_command(
     """``command`` and ``args`` with ``$(NAME)`` expanded against the resolved env.
 
     Upstream's ``ExpandContainerCommandAndArgs``; a name given twice uses its last value.
+    Both share one expansion budget; ``EnvError`` when they would pass it.
     """
     mapping = dict(env)
-    return (
-        [expand(part, mapping) for part in container.command],
-        [expand(part, mapping) for part in container.args],
-    )
+    budget = ExpansionBudget()
+    try:
+        return expand_all(container.command, mapping, budget), expand_all(
+            container.args, mapping, budget
+        )
+    except ExpansionTooLarge as exc:
+        raise _fail(
+            f"cannot expand the command and args of container {container.name}: {exc}"
+        ) from None
+
+
+async def resolve_command(
+    container: Container, env: Sequence[tuple[str, str]], run_sync: RunSync = in_thread
+) -> tuple[list[str], list[str]]:
+    """``expand_command``, in a worker thread (``run_sync``) when it has many references."""
+    refs = sum(text.count("$") for text in (*container.command, *container.args))
+    if refs > OFFLOAD_REFERENCES:
+        return await run_sync(lambda: expand_command(container, env))
+    return expand_command(container, env)
+
+
+class _Expander:
+    """One container's env values expanded against one budget; a value with many
+    references in a worker thread, and the event loop given a turn between values
+    whose references add up (their text between references is copied at C speed)."""
+
+    def __init__(self, run_sync: RunSync) -> None:
+        self.budget = ExpansionBudget()
+        self.run_sync = run_sync
+        self.references = 0
+
+    async def expand(self, text: str, env: Mapping[str, str], what: str) -> str:
+        refs = text.count("$")
+        try:
+            if refs > OFFLOAD_REFERENCES:
+                return await self.run_sync(lambda: expand(text, env, budget=self.budget))
+            self.references += refs
+            if self.references > OFFLOAD_REFERENCES:
+                self.references = 0
+                await trio.lowlevel.checkpoint()
+            return expand(text, env, budget=self.budget)
+        except ExpansionTooLarge as exc:
+            raise _fail(f"cannot expand {what}: {exc}") from None

@@ -13,7 +13,7 @@ from typing import Protocol
 
 from kubelet.api.pod import Container, Probe
 from kubelet.cri.errors import CriError, DeadlineExceeded
-from kubelet.env.expand import expand_env
+from kubelet.env.expand import ExpansionTooLarge, expand_all
 
 from .outcome import ProbeError, ProbeOutcome, ProbeResult, ProbeTarget
 
@@ -69,9 +69,10 @@ class CommandTimedOut(Exception):
 
 def expand_command(command: Iterable[str], container: Container) -> list[str]:
     """``$(VAR)`` expansion against the container's literal env only (as upstream: probes
-    and hooks never see valueFrom values; those expand to "")."""
+    and hooks never see valueFrom values; those expand to ""). ``ExpansionTooLarge`` past
+    the expansion bounds."""
     env = {var.name: var.value or "" for var in container.env}
-    return [expand_env(arg, env) for arg in command]
+    return expand_all(command, env)
 
 
 async def run_in_container(
@@ -103,7 +104,10 @@ def _text(output: bytes) -> str:
 async def probe(runner: ExecRunner, spec: Probe, target: ProbeTarget) -> ProbeOutcome:
     """Exit 0: success; non-zero: failure with the output; timeout: failure."""
     assert spec.exec is not None
-    cmd = expand_command(spec.exec.command, target.container)
+    try:
+        cmd = expand_command(spec.exec.command, target.container)
+    except ExpansionTooLarge as exc:
+        raise ProbeError(f"cannot expand the probe command: {exc}") from None
     try:
         output = await run_in_container(runner, target.container_id, cmd, spec.timeout_seconds)
     except CommandExited as exc:

@@ -66,6 +66,7 @@ from kubelet.env.variables import (
     INVALID_ENV_NAMES_REASON,
     EnvError,
     EnvLookup,
+    resolve_command,
     resolve_env,
 )
 from kubelet.events.recorder import NORMAL, WARNING, EventRecorder, node_ref, pod_ref
@@ -556,6 +557,7 @@ class PodRuntime:
                 service_env=self.service_env(pod) if self.service_env is not None else None,
                 env_files=PodEnvFiles(pod, where.volumes) if self.env_files else None,
             )
+            command_args = await resolve_command(container, env.env)
         except EnvError as exc:
             self.recorder.record(
                 pod_ref(pod, container), WARNING, "Failed", f"Error: {exc.message}"
@@ -589,6 +591,7 @@ class PodRuntime:
                 seccomp_default=self.seccomp_default,
                 namespaces=namespaces,
                 limits=self.limits,
+                command_args=command_args,
             )
         except MountConfigError as exc:
             self._config_error(pod, container, progress, str(exc))

@@ -10,17 +10,33 @@ without a pod ever being lost or duplicated across relists and API outages. Mirr
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import trio
 
 from kubelet.api import from_wire
 from kubelet.api.client import PODS, ApiClient
+from kubelet.api.dnsname import label_errors, subdomain_errors
 from kubelet.api.pod import Pod
 from kubelet.api.watch import ListWatch, UidStore, reflect
 
 from .podconfig import API_SOURCE, PodOperation, UpdateSink
 
 log = logging.getLogger(__name__)
+
+
+def decode_pod(raw: dict[str, Any]) -> Pod:
+    """A pod from the API; ``ValueError`` (the store logs and skips it) for one whose name
+    is no DNS-1123 subdomain or whose namespace no DNS-1123 label, as the API server
+    requires: such a name cannot be trusted in the URLs of its status and mirror pod."""
+    pod = from_wire(Pod, raw)
+    for field, errors in (
+        ("metadata.name", subdomain_errors(pod.metadata.name)),
+        ("metadata.namespace", label_errors(pod.metadata.namespace)),
+    ):
+        if errors:
+            raise ValueError(f"{field}: {'; '.join(errors)}")
+    return pod
 
 
 class ApiSource:
@@ -41,7 +57,7 @@ class ApiSource:
         async def on_change(pods: list[Pod]) -> None:
             await config.update(API_SOURCE, PodOperation.SET, pods)
 
-        self.store = UidStore(on_change, decode=lambda raw: from_wire(Pod, raw))
+        self.store = UidStore(on_change, decode=decode_pod)
         target = ListWatch(PODS.path(), field_selector=f"spec.nodeName={self.node_name}")
         task_status.started()
         await reflect(self.client, target, self.store)

@@ -20,8 +20,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import attrs
-import yaml
+from kubelet import boundedio
+from kubelet.boundedio import DocumentRefused, YamlShape
 
 from .errors import ManifestError
 
@@ -37,9 +37,6 @@ MAX_DEPTH = 100
 PARSE_CPU_SECONDS = 5.0
 """CPU time (of the decoding thread, so a busy machine does not count) one manifest may
 take to decode, default and validate: a backstop behind the counts above."""
-
-_CHECK_EVERY = 4096
-"""Events between two looks at the CPU clock."""
 
 
 def too_large(size: int) -> str:
@@ -86,112 +83,45 @@ class Budget:
             )
 
 
-def _line(mark: Any) -> int | None:
-    return int(mark.line) + 1 if mark is not None else None
-
-
-@attrs.frozen
-class YamlShape:
-    """What the counting pass learnt about the first document."""
-
-    nodes: int
-    """Nodes, aliases counted as what they expand to."""
-    extra_document_line: int | None = None
-    """The line where a second document starts (it is ignored, with a warning)."""
-    unparsable_rest: bool = False
-    """What follows the first document does not parse (ignored, with a warning)."""
-
-
-def _too_many(path: str, event: Any, distinct: int) -> ManifestError:
-    if distinct > MAX_NODES:
-        reason = f"the manifest has more than {MAX_NODES} nodes (values, lists and maps)"
-    else:
-        reason = f"YAML aliases expand this to more than {MAX_NODES} nodes"
-    return ManifestError(path, _line(event.start_mark), reason)
+def _refused(path: str, exc: DocumentRefused) -> ManifestError:
+    return ManifestError(path, exc.line, exc.reason)
 
 
 def too_deep(limit: int = MAX_DEPTH) -> str:
-    return f"the document is nested too deeply (more than {limit} levels)"
+    return boundedio.too_deep(limit)
 
 
 def measure_yaml(parser: Any, path: str, budget: Budget) -> YamlShape:
     """Count the first document's events from ``parser`` (a LibYAML loader), refusing it
     at the first event past ``MAX_NODES`` or ``MAX_DEPTH`` and at an alias inside its own
-    anchor; syntax errors are left to the caller (they raise ``yaml.YAMLError``)."""
-    expanded = distinct = depth = events = 0
-    open_nodes: list[tuple[str | None, int]] = []
-    sizes: dict[str, int] = {}
-    opened: set[str] = set()
-    while parser.check_event():
-        event = parser.get_event()
-        events += 1
-        if events % _CHECK_EVERY == 0:
-            budget.check("reading the YAML")
-        if isinstance(event, yaml.DocumentEndEvent):
-            try:
-                if parser.check_event(yaml.DocumentStartEvent):
-                    parser.get_event()
-                    return YamlShape(expanded, _line(parser.peek_event().start_mark))
-            except yaml.YAMLError:
-                return YamlShape(expanded, unparsable_rest=True)
-            break
-        if isinstance(event, yaml.AliasEvent):
-            if event.anchor in opened:
-                raise ManifestError(path, _line(event.start_mark), "a YAML alias refers to itself")
-            expanded += sizes.get(str(event.anchor), 1)  # unknown: the composer names it
-        elif isinstance(event, yaml.NodeEvent):  # a scalar, or a list or map opening
-            distinct += 1
-            expanded += 1
-            if isinstance(event, yaml.CollectionStartEvent):
-                depth += 1
-                if depth > MAX_DEPTH:
-                    raise ManifestError(path, _line(event.start_mark), too_deep())
-                open_nodes.append((event.anchor, expanded - 1))
-                if event.anchor is not None:
-                    opened.add(event.anchor)
-            elif event.anchor is not None:
-                sizes[event.anchor] = 1
-        elif isinstance(event, yaml.CollectionEndEvent):
-            depth -= 1
-            anchor, before = open_nodes.pop()
-            if anchor is not None:
-                sizes[anchor] = expanded - before
-                opened.discard(anchor)
-        if expanded > MAX_NODES:
-            raise _too_many(path, event, distinct)
-    return YamlShape(expanded)
+    anchor (:func:`kubelet.boundedio.measure_yaml`); syntax errors are left to the caller
+    (they raise ``yaml.YAMLError``)."""
+    try:
+        return boundedio.measure_yaml(
+            parser,
+            max_nodes=MAX_NODES,
+            max_depth=MAX_DEPTH,
+            what="manifest",
+            check=lambda _: budget.check("reading the YAML"),
+        )
+    except DocumentRefused as exc:
+        raise _refused(path, exc) from None
 
 
 def check_json_cost(data: bytes, path: str) -> None:
     """Refuse JSON that would build more than twice ``MAX_NODES`` objects, before
-    ``json`` builds them: every node but the root needs a ',' or ':' or opens with '[' or
-    '{' (a map entry needs one ':' for two nodes), so these bytes bound the count from
-    above; C-speed counts, no Python per byte."""
-    marks = data.count(b",") + 2 * data.count(b":") + data.count(b"[") + data.count(b"{")
-    if marks > 2 * MAX_NODES:
-        raise ManifestError(
-            path,
-            None,
-            f"the JSON has {marks} separators and brackets (',', ':' counted twice, '[', "
-            f"'{{'), more than a manifest of {MAX_NODES} nodes (values, lists and maps) "
-            "can have",
-        )
+    ``json`` builds them (:func:`kubelet.boundedio.check_json_cost`)."""
+    try:
+        boundedio.check_json_cost(data, max_nodes=MAX_NODES, what="manifest")
+    except DocumentRefused as exc:
+        raise _refused(path, exc) from None
 
 
 def measure_json(value: Any, path: str) -> int:
     """The nodes of a decoded JSON value; refuse more than ``MAX_NODES`` or ``MAX_DEPTH``."""
-    nodes = 0
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        nodes += 1 + (len(item) if isinstance(item, dict) else 0)  # a map's keys too
-        if nodes > MAX_NODES:
-            raise ManifestError(
-                path, None, f"the manifest has more than {MAX_NODES} nodes (values, lists and maps)"
-            )
-        if isinstance(item, dict | list):
-            if depth >= MAX_DEPTH:
-                raise ManifestError(path, None, too_deep())
-            children = item.values() if isinstance(item, dict) else item
-            stack.extend((child, depth + 1) for child in children)
-    return nodes
+    try:
+        return boundedio.measure_json(
+            value, max_nodes=MAX_NODES, max_depth=MAX_DEPTH, what="manifest"
+        )
+    except DocumentRefused as exc:
+        raise _refused(path, exc) from None

@@ -28,7 +28,7 @@ import os
 import stat
 from collections.abc import Iterator, Mapping
 
-from kubelet.env.expand import expand_env
+from kubelet.env.expand import ExpansionTooLarge, expand_env
 
 from .dirs import SUBPATH_DIR_MODE, SUBPATH_FILE_MODE, mkdir_all
 from .mounts import bind_fd, is_mount_point, mounts_under, unmount
@@ -81,11 +81,19 @@ class _Recorder(Mapping[str, str]):
         return len(self.env)
 
 
+SUB_PATH_MAX = 4096
+"""Characters an expanded ``subPathExpr`` may have: Linux's PATH_MAX, past which no
+directory could be made for it anyway."""
+
+
 def expand_sub_path_expr(expr: str, env: Mapping[str, str]) -> str:
     """``subPathExpr`` after ``$(VAR)`` expansion; a variable without a value is an error
-    (upstream's ``missing value for A, B``)."""
+    (upstream's ``missing value for A, B``), and so is a path longer than PATH_MAX."""
     recorder = _Recorder(env)
-    expanded = expand_env(expr, recorder)
+    try:
+        expanded = expand_env(expr, recorder, limit=SUB_PATH_MAX)
+    except ExpansionTooLarge as exc:
+        raise MountConfigError(f"cannot expand subPathExpr: {exc}") from None
     if recorder.missing:
         raise MountConfigError(f"missing value for {', '.join(sorted(recorder.missing))}")
     return expanded

@@ -535,3 +535,37 @@ def test_error_is_a_config_error_for_start_up() -> None:
 
     with pytest.raises(ConfigError):
         parse_kubeconfig("", SOURCE)
+
+
+# -- outside data with a bound ----------------------------------------------------------------
+
+KUBECONFIG_ALIAS_BOMB = "preferences:\n" + "".join(
+    f"  p{i}: &x{i} [{', '.join([f'*x{i - 1}'] * 9) if i else 'v'}]\n" for i in range(12)
+)
+"""Twelve entries of nine aliases each: 9^11 values from a kilobyte."""
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (KUBECONFIG_ALIAS_BOMB, "YAML aliases expand this to more than 100000 nodes (line "),
+        ("a: &a [*a]\n", "a YAML alias refers to itself"),
+        ("a: " + "[" * 150 + "]" * 150, "the document is nested too deeply (more than 100"),
+        ("[" * 100_000 + "]" * 100_000, "not valid YAML"),
+    ],
+)
+def test_a_kubeconfig_past_the_bounds_is_refused(text: str, expected: str) -> None:
+    problem = "\n".join(problems(text))
+    assert problem.startswith(f"{SOURCE}: ") and expected in problem, problem
+
+
+def test_files_that_are_no_regular_files_are_refused(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(KubeconfigError) as info:
+        load_kubeconfig(fifo)
+    assert str(info.value) == f"{fifo}: cannot read the kubeconfig: {fifo}: not a regular file"
+    with pytest.raises(ValueError, match="not a regular file"):
+        TokenSource(path=str(fifo))
+    doc = kubeconfig(user={"client-certificate": str(fifo), "client-key": str(fifo)})
+    assert any(f"cannot read {fifo}: {fifo}: not a regular file" in p for p in problems(doc))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from pathlib import Path
 
 import pytest
@@ -308,6 +309,48 @@ def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as exc:
         load_config_file(path)
     assert problems(exc) == [f"{path}: cannot read the config file: No such file or directory"]
+
+
+ALIAS_BOMB = (
+    HEADER
+    + "staticPodURLHeader:\n"
+    + "".join(f"  h{i}: &x{i} [{', '.join([f'*x{i - 1}'] * 9) if i else 'v'}]\n" for i in range(12))
+)
+"""A known field whose twelve headers hold nine aliases each: 9^11 values from a kilobyte."""
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (ALIAS_BOMB, "YAML aliases expand this to more than 100000 nodes (line "),
+        ("[" * 100_000 + "]" * 100_000, "exceeded maximum nesting depth"),  # LibYAML's own
+        ("a: " + "[" * 150 + "]" * 150, "the document is nested too deeply (more than 100"),
+        ("a:\n" + "".join(" " * i + "- \n" for i in range(1, 2000)), "nested too deeply"),
+        ('{"a": ' * 100_000 + "1" + "}" * 100_000, "more than a config file of 100000 nodes"),
+        ('{"a": ' * 5_000 + "1" + "}" * 5_000, "the document is nested too deeply"),
+        ('{"a": ' * 150 + "1" + "}" * 150, "the document is nested too deeply"),
+        (
+            "{" + ",".join(f'"k{i}": [1, 2]' for i in range(70_000)) + "}",
+            "more than a config file of 100000 nodes",
+        ),
+        ("a: &a [*a]\n", "a YAML alias refers to itself"),
+    ],
+)
+def test_documents_past_the_bounds_are_config_errors(
+    tmp_path: Path, text: str, expected: str
+) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as exc:
+        load_config_file(path)
+    assert any(m.startswith(f"{path}: ") and expected in m for m in problems(exc)), problems(exc)
+
+
+def test_a_config_file_that_is_no_regular_file_is_refused(tmp_path: Path) -> None:
+    fifo = tmp_path / "config.yaml"
+    os.mkfifo(fifo)
+    with pytest.raises(ConfigError) as exc:
+        load_config_file(fifo)
+    assert problems(exc) == [f"{fifo}: cannot read the config file: {fifo}: not a regular file"]
 
 
 @pytest.mark.parametrize(

@@ -58,3 +58,11 @@ def test_service_links_off_keeps_only_the_master_service() -> None:
 
 def test_no_services_no_variables() -> None:
     assert service_env(POD, []) == {}
+
+
+def test_ports_that_are_no_list_give_no_port_variables() -> None:
+    web = {
+        "metadata": {"name": "web", "namespace": "shop"},
+        "spec": {"clusterIP": "10.0.0.9", "ports": 80},
+    }
+    assert service_env(POD, [web]) == {"WEB_SERVICE_HOST": "10.0.0.9"}

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import TypeVar
 
 import pytest
 
@@ -33,6 +34,8 @@ from kubelet.env.variables import (
     resource_field_value,
 )
 from kubelet.testing.builders import make_pod
+
+T = TypeVar("T")
 
 NS = "ns1"
 ALLOCATABLE = {"cpu": "4", "memory": "8Gi", "ephemeral-storage": "100Gi"}
@@ -803,3 +806,95 @@ def test_expand_command() -> None:
     assert command == ["/bin/sh", "-c", "echo hello $(MSG) $(UNSET)"]
     assert args == ["hello", "$HOME", "--flag=2"]
     assert expand_command(Container(name="c"), env) == ([], [])
+
+
+# -- bounds on expansion ------------------------------------------------------------------------
+
+
+def _doubling(depth: int, base: str) -> tuple[EnvVar, ...]:
+    """``A0=base``, then each ``Ai=$(Ai-1)$(Ai-1)``: the value doubles at every step."""
+    env = [EnvVar(name="A0", value=base)]
+    env += [EnvVar(name=f"A{i}", value=f"$(A{i - 1})$(A{i - 1})") for i in range(1, depth)]
+    return tuple(env)
+
+
+async def test_a_value_that_doubles_past_the_bound_fails_the_container() -> None:
+    # A10 is 1 Mi characters (the bound itself), A11 would be 2 Mi.
+    container = Container(name="c", env=_doubling(12, "x" * 1024))
+    with pytest.raises(EnvError) as caught:
+        await resolve(container)
+    assert caught.value.reason == CREATE_CONTAINER_CONFIG_ERROR
+    assert caught.value.message == (
+        "cannot expand environment variable A11: the expanded value would be longer than "
+        "1048576 characters"
+    )
+
+
+async def test_an_expansion_bomb_fails_at_once_without_growing() -> None:
+    # 2 KB of pod: 40 doublings would be 2^39 characters; refused at the bound.
+    container = Container(name="c", env=_doubling(40, "x"))
+    with pytest.raises(EnvError, match="environment variable A21: the expanded value"):
+        await resolve(container)
+
+
+async def test_values_together_are_bounded_per_container() -> None:
+    big = "y" * 1000_000
+    env = (EnvVar(name="BIG", value=big), *(EnvVar(name=f"V{i}", value="$(BIG)") for i in range(5)))
+    with pytest.raises(EnvError) as caught:
+        await resolve(Container(name="c", env=env))
+    assert caught.value.message == (
+        "cannot expand environment variable V3: the expanded values together would be "
+        "longer than 4194304 characters"
+    )
+
+
+async def test_a_value_with_many_references_is_expanded_off_the_event_loop() -> None:
+    ran: list[str] = []
+
+    async def record(fn: Callable[[], T]) -> T:
+        ran.append("thread")
+        return fn()
+
+    many = "$(A)" * 5000
+    container = Container(name="c", env=(EnvVar(name="A", value="a"), EnvVar(name="B", value=many)))
+    result = await resolve_env(
+        dapi_pod(container),
+        container,
+        node_name="node-a",
+        host_ips=(),
+        pod_ips=(),
+        node_allocatable=ALLOCATABLE,
+        run_sync=record,
+    )
+    assert dict(result.env)["B"] == "a" * 5000
+    assert ran == ["thread"]
+
+
+def test_command_and_args_share_one_bound() -> None:
+    env = [("BIG", "z" * 1000_000)]
+    container = Container(name="c", command=("$(BIG)",) * 3, args=("$(BIG)",) * 2)
+    with pytest.raises(EnvError) as caught:
+        expand_command(container, env)
+    assert caught.value.reason == CREATE_CONTAINER_CONFIG_ERROR
+    assert caught.value.message == (
+        "cannot expand the command and args of container c: the expanded values together "
+        "would be longer than 4194304 characters"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("", ""),
+        ("$", "$"),
+        ("a$", "a$"),
+        ("$$", "$"),
+        ("$(A", "$(A"),
+        ("x$(A)y$zz", "x1y$zz"),
+        ("$$$", "$$"),
+        ("a$$b$", "a$b$"),
+        ("$$(A)", "$(A)"),
+    ],
+)
+def test_expansion_edges(text: str, expected: str) -> None:
+    assert expand_env(text, {"A": "1"}) == expected
