@@ -12,6 +12,7 @@ enters uses them, so the rule has one definition.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat
@@ -59,6 +60,33 @@ async def inline(fn: Callable[[], T]) -> T:
     return fn()
 
 
+def open_regular_file(path: str | os.PathLike[str], *, follow_symlinks: bool = True) -> int:
+    """A read-only descriptor of the regular file at ``path``; the caller closes it.
+
+    The open never blocks (``O_NONBLOCK``: a FIFO with no writer opens at once) and what
+    it opened must be a regular file: a FIFO, a device or a socket is refused. Without
+    ``follow_symlinks`` a symbolic link at ``path`` is refused too (a file someone else
+    can replace must not lead elsewhere). Blocking on a slow disk: call it through
+    :func:`in_thread`.
+    """
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
+    if not follow_symlinks:
+        flags |= os.O_NOFOLLOW
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and not follow_symlinks:
+            raise InputRefused(f"{os.fspath(path)}: a symbolic link") from None
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InputRefused(f"{os.fspath(path)}: not a regular file")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def read_regular_file(path: str | os.PathLike[str], limit: int) -> bytes:
     """The contents of the regular file at ``path``, at most ``limit`` bytes.
 
@@ -68,11 +96,8 @@ def read_regular_file(path: str | os.PathLike[str], limit: int) -> bytes:
     ``limit`` is refused, not cut: a truncated certificate or manifest would be read as a
     different one. Blocking: call it through :func:`in_thread`.
     """
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    fd = open_regular_file(path)
     try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise InputRefused(f"{os.fspath(path)}: not a regular file")
         parts: list[bytes] = []
         size = 0
         while True:

@@ -13,7 +13,9 @@ After the container exited, ``termination_message`` builds what the API status s
 
 ``truncate_for_pod`` applies the pod-wide cap the status manager enforces: 12 KiB
 shared evenly by all (init) containers. Reading is blocking file I/O: the functions are
-synchronous; ``termination_message_async`` runs them in a worker thread.
+synchronous; ``termination_message_async`` runs them in a worker thread. The log is read
+only if it is a regular file (a FIFO there would hold the thread until someone wrote to
+it), and at most its last 4 MiB.
 """
 
 from __future__ import annotations
@@ -24,9 +26,8 @@ import random
 from collections.abc import Iterable
 from typing import Protocol
 
-import trio
-
 from kubelet.api.pod import Container, Pod
+from kubelet.boundedio import InputRefused, in_thread, open_regular_file
 from kubelet.cri import api
 from kubelet.cri.logformat import parse_line
 from kubelet.goformat import go_quote
@@ -63,6 +64,9 @@ POLICY_FILE = "File"
 POLICY_FALLBACK_TO_LOGS_ON_ERROR = "FallbackToLogsOnError"
 
 _READ_BLOCK = 64 * 1024
+_MAX_TAIL_READ = 4 << 20
+"""How far back from its end a log is read for its last lines (80 lines of a log
+rotated at 10 MiB fit many times; one endless line does not hold the node's memory)."""
 
 
 class MountLike(Protocol):
@@ -140,17 +144,23 @@ def read_message_file(host_path: str) -> tuple[str, bool]:
 
 
 def _last_lines(path: str, count: int) -> list[bytes]:
-    """The last ``count`` newline-terminated records of a file, read from its end."""
-    with open(path, "rb") as fh:
-        end = fh.seek(0, os.SEEK_END)
-        pos = end
-        buf = b""
-        while pos > 0 and buf.count(b"\n") <= count:
+    """The last ``count`` newline-terminated records of a file, read from its end: at
+    most ``_MAX_TAIL_READ`` bytes of it (a longer record counts as cut). Only a regular
+    file, not a link: ``InputRefused`` for anything else."""
+    fd = open_regular_file(path, follow_symlinks=False)
+    try:
+        pos = os.fstat(fd).st_size
+        blocks: list[bytes] = []
+        newlines = read = 0
+        while pos > 0 and newlines <= count and read < _MAX_TAIL_READ:
             step = min(_READ_BLOCK, pos)
             pos -= step
-            fh.seek(pos)
-            buf = fh.read(step) + buf
-    lines = buf.split(b"\n")
+            blocks.append(os.pread(fd, step, pos))
+            newlines += blocks[-1].count(b"\n")
+            read += step
+    finally:
+        os.close(fd)
+    lines = b"".join(reversed(blocks)).split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()
     if pos > 0:
@@ -167,8 +177,13 @@ def read_log_tail(
     partial lines joined), then cut to its last ``max_bytes`` bytes."""
     try:
         records = _last_lines(log_path, lines)
-    except OSError as exc:
-        reason = f"failed to open log file {go_quote(log_path)}: {_go_os_error(exc, log_path)}"
+    except (OSError, InputRefused) as exc:
+        why = (
+            _go_os_error(exc, log_path)
+            if isinstance(exc, OSError)
+            else str(exc).removeprefix(f"{log_path}: ")
+        )
+        reason = f"failed to open log file {go_quote(log_path)}: {why}"
         return f"Error on reading termination message from logs: {reason}"
     out = bytearray()
     for record in records:
@@ -222,10 +237,9 @@ async def termination_message_async(
     path: str | None = None,
     policy: str | None = None,
 ) -> str:
-    """``termination_message`` in a worker thread (it reads files)."""
-    return await trio.to_thread.run_sync(
-        lambda: termination_message(info, host_path, path=path, policy=policy)
-    )
+    """``termination_message`` in a worker thread (it reads files) that a cancellation
+    abandons: a shutdown never waits for a slow disk."""
+    return await in_thread(lambda: termination_message(info, host_path, path=path, policy=policy))
 
 
 def truncate_for_pod(message: str, pod: Pod) -> str:

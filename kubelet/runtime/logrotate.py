@@ -14,7 +14,7 @@ Every ``containerLogMonitorInterval`` the running containers' log files are chec
    rename is undone so the next round tries again.
 
 A log file that vanished is recreated through ``ReopenContainerLog``. A negative size
-disables rotation. Compression runs in a worker thread.
+disables rotation. Compression runs in a worker thread and takes only regular files.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from collections.abc import Callable
 import trio
 
 from kubelet.api.quantity import to_bytes
+from kubelet.boundedio import InputRefused, open_regular_file
 from kubelet.cri import CriError, RuntimeClient, api
 
 log = logging.getLogger(__name__)
@@ -71,12 +72,18 @@ def all_logs(path: str) -> list[str]:
 
 
 def compress(path: str) -> None:
-    """``path`` → ``path.gz`` through a temporary file; the original goes afterwards."""
+    """``path`` → ``path.gz`` through a temporary file; the original goes afterwards.
+
+    Only a regular file (not a link to one) is compressed, else ``InputRefused``: a FIFO
+    would hold the worker thread, and the rotation, until someone wrote to it.
+    """
     tmp = path + COMPRESS_SUFFIX + TMP_SUFFIX
+    src = os.fdopen(open_regular_file(path, follow_symlinks=False), "rb")
     try:
-        with open(path, "rb") as src, gzip.open(tmp, "wb") as dst:
+        with src, gzip.open(tmp, "wb") as dst:
             shutil.copyfileobj(src, dst)
-        os.chmod(tmp, os.stat(path).st_mode & 0o777)
+            mode = os.fstat(src.fileno()).st_mode
+        os.chmod(tmp, mode & 0o777)
         os.replace(tmp, path + COMPRESS_SUFFIX)
     finally:
         if os.path.exists(tmp):
@@ -186,7 +193,10 @@ class ContainerLogManager:
             os.unlink(name)
         for name in logs:
             if not name.endswith(COMPRESS_SUFFIX):
-                await trio.to_thread.run_sync(compress, name)
+                try:
+                    await trio.to_thread.run_sync(compress, name)
+                except InputRefused as exc:
+                    log.warning("Not compressing rotated container log: %s", exc)
         rotated = f"{path}.{time.strftime(STAMP_FORMAT, time.localtime(self._wall_clock()))}"
         os.rename(path, rotated)
         try:

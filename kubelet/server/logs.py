@@ -16,9 +16,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-import trio
-
 from kubelet.api.pod import Pod
+from kubelet.boundedio import InputRefused, in_thread
 from kubelet.cri import CriError, RuntimeClient, api
 from kubelet.cri.types import ContainerInfo, ContainerRunState
 from kubelet.decisions.restart import exited_instance_restarts
@@ -27,7 +26,7 @@ from kubelet.pleg.view import RuntimeView
 from .asgi import Request, Response, StreamResponse, Write, text
 from .backend import KubeletBackend
 from .logopts import DecodeError, InvalidOptions, LogOptions, parse_log_options
-from .logread import IsRunning, read_logs
+from .logread import IsRunning, open_log, read_logs
 
 
 class NoLogs(Exception):
@@ -114,9 +113,28 @@ async def container_logs(
         )
     except (NoLogs, CriError) as exc:
         return text(400, str(exc))
-    if not await trio.Path(instance.log_path).is_file():
-        return text(400, f'failed to open log file "{instance.log_path}": no such file')
+    refusal = await _log_refusal(instance.log_path)
+    if refusal is not None:
+        return text(400, f'failed to open log file "{instance.log_path}": {refusal}')
     return _stream(backend.runtime, instance, options, wall_clock())
+
+
+async def _log_refusal(path: str) -> str | None:
+    """Why the log at ``path`` cannot be read (missing, not a regular file, a link), or
+    None. Checked in a worker thread without blocking: the path may hold anything."""
+
+    def probe() -> None:
+        open_log(path).close()
+
+    try:
+        await in_thread(probe)
+    except FileNotFoundError:
+        return "no such file"
+    except InputRefused as exc:
+        return str(exc).removeprefix(f"{path}: ")
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
 
 
 def _stream(

@@ -10,7 +10,7 @@ Facts (the SPDY/3 draft; moby/spdystream, which both containerd and client-go us
 * Header blocks (SYN_STREAM, SYN_REPLY) are one zlib stream per direction for the whole
   connection, primed with the SPDY/3 dictionary and sync-flushed after each block: a 32-bit
   count, then 32-bit-length-prefixed lower-case names and values (several values of one
-  name joined by NUL).
+  name joined by NUL). What a block inflates into is bounded (``MAX_HEADER_BLOCK``).
 * The client's streams have odd ids, the server's even; SYN_STREAM carries the stream id,
   the associated id, a priority byte and a slot byte before its headers.
 * PING carries a 32-bit id; a peer echoes the pings of the other parity. GOAWAY carries the
@@ -40,6 +40,10 @@ MAX_DATA = 32 << 10
 """A data frame's payload at most, when we write one."""
 MAX_FRAME = (1 << 24) - 1
 """The 24-bit length field's limit."""
+MAX_HEADER_BLOCK = 2 << 20
+"""A header block inflates into at most this many bytes (a real one: a few dozen). The
+framing bounds a frame, not what its compressed block expands to; past this the
+connection is refused (spdystream's framer bounds header sizes too)."""
 
 # RST_STREAM status codes (SPDY/3 2.6.3)
 PROTOCOL_ERROR, CANCEL = 1, 5
@@ -170,11 +174,16 @@ class SpdyConnection:
             self._buffer += data
 
     def headers(self, block: bytes) -> dict[str, str]:
-        """The headers of a SYN_STREAM's or SYN_REPLY's compressed block."""
+        """The headers of a SYN_STREAM's or SYN_REPLY's compressed block; ``SpdyError``
+        past :data:`MAX_HEADER_BLOCK` (the shared zlib stream is then out of step: the
+        connection cannot go on)."""
         try:
-            return parse_headers(self._inflate.decompress(block))
+            raw = self._inflate.decompress(block, MAX_HEADER_BLOCK + 1)
         except zlib.error as exc:
             raise SpdyError(f"bad header block: {exc}") from None
+        if len(raw) > MAX_HEADER_BLOCK:
+            raise SpdyError(f"header block larger than {MAX_HEADER_BLOCK} bytes")
+        return parse_headers(raw)
 
     def syn_headers(self, frame: Frame) -> dict[str, str]:
         """A SYN_STREAM's headers (after id, associated id, priority and slot)."""

@@ -20,7 +20,8 @@ What is done, in upstream's order:
   awaiting its SYN_REPLY (30 s). The runtime is pinged every 5 s.
 * Channels: stdin (0) to the SPDY stdin stream; v5's close signal ``[255, 0]`` is a FIN on
   it (half-close: the command sees the end of its input and its output still flows); resize
-  (4) JSON ``{"Width":…,"Height":…}`` is forwarded with a tty; stdout and stderr come back
+  (4) JSON ``{"Width":…,"Height":…}`` is forwarded with a tty (``resizechannel``: a bad
+  message ends resizing, not the session); stdout and stderr come back
   as channels 1 and 2. Nothing is buffered beyond one message either way: a client that does
   not read stops us reading the runtime, a runtime that does not read stops the client.
 * The end: once the runtime has finished the error stream and every output stream (or
@@ -59,6 +60,7 @@ from kubelet.logs import get_logger
 
 from . import spdy
 from .asgi import Response
+from .resizechannel import ResizeDecoder
 from .streaming import (
     CONNECT_TIMEOUT,
     DEFAULT_IDLE_TIMEOUT,
@@ -90,8 +92,6 @@ FINISH_TIMEOUT = 15 * 60.0
 """After the status and our close frame, how long the client has to close."""
 MAX_ERROR_STREAM = 64 << 10
 """At most this much of the runtime's error stream is kept."""
-MAX_RESIZE_BUFFER = 64 << 10
-"""A resize message that does not parse within this many bytes ends resizing."""
 
 
 class RemoteOptions(Protocol):
@@ -464,7 +464,7 @@ class _Session:
         self.scope = trio.CancelScope(deadline=trio.current_time() + self.idle)
         self.status: dict[str, Any] | None = None
         self.reason = ""
-        self._resize = bytearray()
+        self._resize = ResizeDecoder()
         self._resizing = True
         self._close = bytearray()
 
@@ -605,32 +605,8 @@ class _Session:
 
     def _sizes(self, data: bytes) -> list[tuple[int, int]]:
         """Terminal sizes in the resize channel's JSON stream (a bad one ends resizing)."""
-        self._resize += data
-        sizes: list[tuple[int, int]] = []
-        decoder = json.JSONDecoder()
-        text = self._resize.decode(errors="replace")
-        at = 0
-        while True:
-            while at < len(text) and text[at].isspace():
-                at += 1
-            if at >= len(text):
-                break
-            try:
-                size, at = decoder.raw_decode(text, at)
-            except ValueError:
-                if len(self._resize) > MAX_RESIZE_BUFFER:
-                    self._resizing = False
-                break
-            width, height = (
-                (size.get("Width", 0), size.get("Height", 0))
-                if isinstance(size, dict)
-                else (-1, -1)
-            )
-            if not all(isinstance(v, int) and 0 <= v <= 0xFFFF for v in (width, height)):
-                self._resizing = False
-                return sizes
-            sizes.append((width, height))
-        self._resize = bytearray(text[at:].encode())
+        sizes = self._resize.feed(data)
+        self._resizing = not self._resize.ended
         return sizes
 
     async def _finish(self, status: dict[str, Any]) -> None:

@@ -7,8 +7,11 @@ clock: real TLS and HTTP/2 over loopback sockets, as clients see them.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import os
 import ssl
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -593,6 +596,71 @@ async def test_container_logs_follow_until_exit(
                 await trio.sleep(0.05)
             env.fake.exit_container(cid, 0)
     assert "".join(received) == "first\nsecond\n"
+
+
+def _release_fifo_readers(path: Path, stop: threading.Event, after: float) -> None:
+    """From ``after`` seconds on, open ``path`` for writing now and then, so a reader stuck
+    in ``open`` of a FIFO there wakes up (the test then fails rather than hangs)."""
+    if stop.wait(after):
+        return
+    while not stop.is_set():
+        with contextlib.suppress(OSError):
+            os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+        stop.wait(0.05)
+
+
+async def test_a_fifo_or_a_link_at_the_log_path_is_not_read(
+    open_server: Callable[[], Awaitable[tuple[Env, Any, str]]],
+) -> None:
+    """Whoever can write the log directory can put a FIFO or a link at the log path: a
+    follower reads the old file to its end and stops, /healthz answers meanwhile, and a
+    new request for the log is a 400."""
+    env, client, addr = await open_server()
+    cid = await env.run_web_pod(["first"])
+    log_file = Path(env.fake.containers[cid].log_path)
+    base = url(addr, "/containerLogs/default/web/app")
+    received: list[str] = []
+    ended = trio.Event()
+
+    async def follow() -> None:
+        async with client.stream("GET", base + "?follow") as r:
+            async for chunk in r.aiter_text():
+                received.append(chunk)
+        ended.set()
+
+    fifo = log_file.with_name("fifo")
+    os.mkfifo(fifo)
+    stop = threading.Event()
+    helper = threading.Thread(target=_release_fifo_readers, args=(log_file, stop, 3.0))
+    helper.start()
+    try:
+        async with client, trio.open_nursery() as nursery:
+            nursery.start_soon(follow)
+            with trio.fail_after(5):
+                while "".join(received) != "first\n":
+                    await trio.sleep(0.05)
+            os.rename(fifo, log_file)
+            await trio.sleep(0.3)  # the follower's next look at the path
+            start = trio.current_time()
+            assert (await client.get(url(addr, "/healthz"))).text == "ok"
+            assert trio.current_time() - start < 1.5
+            with trio.fail_after(5):
+                await ended.wait()
+            r = await client.get(base)
+            assert (r.status_code, r.text) == (
+                400, f'failed to open log file "{log_file}": not a regular file'
+            )
+            log_file.unlink()
+            log_file.symlink_to(env.tmp / "elsewhere")
+            (env.tmp / "elsewhere").write_text("2030-01-01T00:00:00Z stdout F secret\n")
+            r = await client.get(base)
+            assert (r.status_code, r.text) == (
+                400, f'failed to open log file "{log_file}": a symbolic link'
+            )
+    finally:
+        stop.set()
+        helper.join()
+    assert "".join(received) == "first\n"
 
 
 async def test_follow_stops_when_the_client_goes(

@@ -8,6 +8,9 @@ Everything is in-process on 127.0.0.1 (ephemeral ports) under ``autojump_clock``
 
 from __future__ import annotations
 
+import contextlib
+import struct
+import zlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -18,6 +21,7 @@ import trio
 import trio.testing
 
 from kubelet.cri import api
+from kubelet.server import spdy
 from kubelet.server.asgi import Receive, Scope, Send, send_response
 from kubelet.server.limits import Limits
 from kubelet.server.serve import bind, serve_socket
@@ -154,6 +158,30 @@ async def test_a_terminal_resize_reaches_the_command(
         assert fake.sessions[0].tty
 
 
+@pytest.mark.parametrize(
+    "bad",
+    [b"[" * 60_000, b'{"Width":' + b" " * 70_000, b'{"Width":70000,"Height":1}', b"null"],
+    ids=["deep", "endless", "too-wide", "not-an-object"],
+)
+async def test_a_bad_resize_message_ends_resizing_not_the_stream(
+    autojump_clock: trio.testing.MockClock, bad: bytes
+) -> None:
+    """As upstream's translator: a resize message that does not decode stops resizing;
+    the session goes on, and ends with its status."""
+    async with setup(exec_request("cat", tty=True)) as (fake, kubelet):
+        client = await kubelet.client()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(client.run)
+            await client.send(ch.RESIZE, bad)
+            await client.resize(100, 40)  # after a bad one: not forwarded
+            await client.send(ch.STDIN, b"still here")
+            await client.close_channel(ch.STDIN)
+            await client.closed.wait()
+        assert client.text(ch.STDOUT) == "still here"
+        assert client.status() == {"metadata": {}, "status": "Success"}
+        assert fake.sessions[0].resizes == []
+
+
 async def test_a_runtime_refusal_is_a_status_after_the_upgrade(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
@@ -163,6 +191,46 @@ async def test_a_runtime_refusal_is_a_status_after_the_upgrade(
         await client.run()
         assert client.status() == internal_error("unable to upgrade connection: 404 page not found")
         assert fake.sessions == []
+
+
+async def bombing_runtime(listener: trio.SocketListener) -> None:
+    """A runtime that upgrades to SPDY, then answers each SYN_STREAM with a header block
+    of a few KiB that inflates into 64 MiB."""
+    stream = await listener.accept()
+    received = b""
+    while b"\r\n\r\n" not in received:
+        received += await stream.receive_some(65536)
+    await stream.send_all(
+        b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\n"
+        b"X-Stream-Protocol-Version: v4.channel.k8s.io\r\n\r\n"
+    )
+    conn = spdy.SpdyConnection(stream, received.partition(b"\r\n\r\n")[2])
+    deflate = zlib.compressobj(zdict=spdy.DICTIONARY)
+    async with contextlib.aclosing(conn.frames()) as frames:
+        async for frame in frames:
+            if frame.control and frame.kind == spdy.SYN_STREAM:
+                block = deflate.compress(spdy.encode_headers({"x": "\0" * (64 << 20)}))
+                block += deflate.flush(zlib.Z_SYNC_FLUSH)
+                reply = struct.pack(">I", frame.stream_id()) + block
+                await stream.send_all(spdy.control_frame(spdy.SYN_REPLY, reply))
+
+
+async def test_a_header_block_bomb_from_the_runtime_is_refused(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The runtime's header blocks inflate into a bounded size: past it the connection is
+    refused and the client gets the error as its status."""
+    async with setup(exec_request("cat")) as (_, kubelet), trio.open_nursery() as nursery:
+        [listener] = await trio.open_tcp_listeners(0, host="127.0.0.1")
+        nursery.start_soon(bombing_runtime, listener)
+        port = listener.socket.getsockname()[1]
+        kubelet.route = lambda: f"http://127.0.0.1:{port}/exec/bomb"
+        client = await kubelet.client()
+        await client.run()
+        status = client.status()
+        assert status is not None and "header block larger than" in status["message"]
+        assert status == internal_error(f"header block larger than {spdy.MAX_HEADER_BLOCK} bytes")
+        nursery.cancel_scope.cancel()
 
 
 async def test_a_client_that_goes_away_ends_the_runtime_stream(

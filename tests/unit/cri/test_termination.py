@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import random
 import stat
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -168,6 +170,44 @@ def test_unreadable_log(tmp_path: Path) -> None:
         "Error on reading termination message from logs: "
         f'failed to open log file "{gone}": open {gone}: no such file or directory'
     )
+
+
+def test_log_tail_of_a_fifo_is_refused_at_once(tmp_path: Path) -> None:
+    """A FIFO at the log path would hold the worker thread (and a shutdown waiting for it)
+    until someone wrote to it: it is refused before a byte is read."""
+    fifo = tmp_path / "0.log"
+    os.mkfifo(fifo)
+    stop = threading.Event()
+
+    def release() -> None:  # so that a reader stuck in open fails the test, not hangs it
+        if not stop.wait(2.0):
+            os.close(os.open(fifo, os.O_WRONLY))
+
+    helper = threading.Thread(target=release, daemon=True)
+    helper.start()
+    start = time.monotonic()
+    try:
+        text = read_log_tail(str(fifo))
+    finally:
+        stop.set()
+    assert time.monotonic() - start < 1.0
+    assert text == (
+        "Error on reading termination message from logs: "
+        f'failed to open log file "{fifo}": not a regular file'
+    )
+
+
+def test_log_tail_of_one_endless_line_is_bounded(tmp_path: Path) -> None:
+    """32 MiB without a newline: the tail reads a bounded stretch from the end (joining
+    every block to the ones after it made this quadratic and held the whole file)."""
+    log = tmp_path / "0.log"
+    with log.open("wb") as fh:
+        fh.write(format_line(NS, STDOUT, b"first"))
+        fh.write(b"z" * (32 << 20))
+    start = time.thread_time()
+    text = read_log_tail(str(log))
+    assert time.thread_time() - start < 0.5
+    assert text == ""  # the line's start (its time) is further back than the tail reads
 
 
 async def test_async_variant(tmp_path: Path) -> None:

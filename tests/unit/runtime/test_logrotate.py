@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import os
+import threading
+import time
 from pathlib import Path
 from typing import Any, cast
 
@@ -128,6 +131,42 @@ async def test_leftovers_of_an_interrupted_rotation_go(tmp_path: Path) -> None:
     names = sorted(os.listdir(tmp_path))
     assert "0.log.x.gz.tmp" not in names and "0.log.20300101-000000" not in names
     assert "0.log.20300101-000000.gz" in names
+
+
+def _release_fifo_readers(path: Path, stop: threading.Event, after: float) -> None:
+    """From ``after`` seconds on, open ``path`` for writing now and then, so a reader stuck
+    in ``open`` of the FIFO wakes up (the test then fails rather than hangs)."""
+    if stop.wait(after):
+        return
+    while not stop.is_set():
+        with contextlib.suppress(OSError):
+            os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+        stop.wait(0.05)
+
+
+async def test_a_fifo_or_a_link_among_rotated_logs_is_not_compressed(tmp_path: Path) -> None:
+    """Only regular files are compressed: a FIFO would hold the rotation (and a shutdown)
+    until someone wrote to it, a link would copy whatever it leads to. Both are left."""
+    log = tmp_path / "0.log"
+    write(log, 200)
+    fifo = tmp_path / "0.log.20300101-000000"
+    os.mkfifo(fifo)
+    (tmp_path / "secret").write_text("secret")
+    (tmp_path / "0.log.20300101-000001").symlink_to(tmp_path / "secret")
+    stop = threading.Event()
+    helper = threading.Thread(target=_release_fifo_readers, args=(fifo, stop, 2.0))
+    helper.start()
+    try:
+        start = time.monotonic()
+        assert await manager(ScriptedRuntime(log)).process("c1")
+        elapsed = time.monotonic() - start
+    finally:
+        stop.set()
+        helper.join()
+    names = sorted(os.listdir(tmp_path))
+    assert "0.log.20300101-000000" in names and "0.log.20300101-000001" in names
+    assert not [name for name in names if name.endswith(".gz")]
+    assert elapsed < 1.0
 
 
 def test_in_use() -> None:

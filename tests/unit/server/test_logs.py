@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import attrs
 import pytest
@@ -12,12 +18,15 @@ import trio
 from kubelet.api.pod import Container, ContainerRestartRule, ContainerRestartRuleOnExitCodes, Pod
 from kubelet.boundedio import inline
 from kubelet.cri.types import ContainerInfo, ContainerRunState
+from kubelet.server import logread
 from kubelet.server.logopts import DecodeError, InvalidOptions, LogOptions, parse_log_options
-from kubelet.server.logread import fixed_nano, read_logs, tail_start
+from kubelet.server.logparse import fixed_nano
+from kubelet.server.logread import read_logs, tail_start
 from kubelet.server.logs import NoLogs, choose_instance
 from kubelet.testing.builders import make_pod
 
 T0 = 1_800_000_000  # seconds
+T = TypeVar("T")
 
 
 def line(second: int, text: str, stream: str = "stdout", tag: str = "F") -> str:
@@ -198,6 +207,29 @@ async def test_options(tmp_path: Path) -> None:
     assert stamped == f"{stamp}.123456789Z last\n".encode()
 
 
+@pytest.mark.parametrize("chunk", [1, 2, 3, 7, 31])
+async def test_lines_read_in_any_pieces_read_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int
+) -> None:
+    """Lines that span reads (their first fields cut anywhere) read as whole ones do."""
+    path = write_log(
+        tmp_path / "0.log",
+        line(0, "one two"),
+        "\n",
+        line(10, "", "stderr"),
+        line(20, "par", tag="P:x"),
+        line(20, "tial", tag="F:y"),
+        "garbage line\n",
+        "2027-01-15T08:00:00Z stdin F no\n",
+        line(30, "last").rstrip("\n"),
+    )
+    cases = [{}, {"timestamps": True}, {"limit_bytes": 13}, {"tail_lines": 3}, {"stream": "Stderr"}]
+    whole = [await read(path, **options) for options in cases]
+    monkeypatch.setattr(logread, "CHUNK", chunk)
+    assert [await read(path, **options) for options in cases] == whole
+    assert whole[0] == b"one two\n\npartial\nlast\n"
+
+
 async def test_incomplete_last_line(tmp_path: Path) -> None:
     path = write_log(tmp_path / "0.log", line(0, "one"), line(1, "cut").rstrip("\n"))
     assert await read(path) == b"one\ncut\n"
@@ -251,3 +283,167 @@ async def test_follow_with_tail(tmp_path: Path) -> None:
     path = write_log(tmp_path / "0.log", line(0, "one"), line(1, "two"), line(2, "three"))
     out = await read(path, follow=True, tail_lines=1)  # the container is not running
     assert out == b"three\n"
+
+
+# -- hostile log files ---------------------------------------------------------------------
+
+
+def long_line_log(path: Path, size: int) -> Path:
+    """One line of ``size`` bytes, then a short one."""
+    stamp = line(0, "")[:30].encode()
+    with path.open("wb") as fh:
+        fh.write(stamp + b" stdout F ")
+        fh.write(b"x" * size)
+        fh.write(b"\n" + line(1, "after").encode())
+    return path
+
+
+async def test_a_long_line_streams_through_in_bounded_pieces(tmp_path: Path) -> None:
+    """A line of 16 MiB reaches the client in pieces of about one read each, never whole:
+    one line does not hold its length in memory."""
+    path = long_line_log(tmp_path / "0.log", 16 << 20)
+    sizes: list[int] = []
+    total = 0
+    tail = b""
+
+    async def write(chunk: bytes) -> None:
+        nonlocal total, tail
+        sizes.append(len(chunk))
+        total += len(chunk)
+        tail = (tail + chunk)[-16:]
+
+    await read_logs(str(path), LogOptions(), write, never_running, since_ns=None, run_sync=inline)
+    assert total == (16 << 20) + len(b"\nafter\n")
+    assert tail.endswith(b"xxx\nafter\n")
+    assert max(sizes) <= 64 * 1024
+
+
+async def test_limit_bytes_stops_reading_at_the_limit(tmp_path: Path) -> None:
+    """``limitBytes=10`` on a 16 MiB line reads the start of the file, not all of it."""
+    path = long_line_log(tmp_path / "0.log", 16 << 20)
+    reads = 0
+
+    async def counting(fn: Callable[[], T]) -> T:
+        nonlocal reads
+        reads += 1
+        return fn()
+
+    out: list[bytes] = []
+
+    async def write(chunk: bytes) -> None:
+        out.append(chunk)
+
+    opts = LogOptions(limit_bytes=10)
+    await read_logs(str(path), opts, write, never_running, since_ns=None, run_sync=counting)
+    assert b"".join(out) == b"x" * 10
+    assert reads <= 4  # open, tail offset, one read (and its successor's check at most)
+
+
+async def test_reading_a_long_line_is_linear(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """4 MiB in one line read 4 KiB at a time: 1,024 reads, each looking at its own bytes
+    only (joining every read to the line so far made it quadratic: seconds of CPU)."""
+    monkeypatch.setattr(logread, "CHUNK", 4096)
+    path = long_line_log(tmp_path / "0.log", 4 << 20)
+    total = 0
+
+    async def write(chunk: bytes) -> None:
+        nonlocal total
+        total += len(chunk)
+
+    start = time.thread_time()
+    await read_logs(str(path), LogOptions(), write, never_running, since_ns=None, run_sync=inline)
+    assert total == (4 << 20) + len(b"\nafter\n")
+    assert time.thread_time() - start < 0.3
+
+
+@contextlib.contextmanager
+def unblocked_after(fifo: Path, seconds: float) -> Iterator[list[bool]]:
+    """A writer that opens ``fifo`` after ``seconds`` (so a reader blocked in ``open``
+    wakes up and the test fails instead of hanging); says whether it had to."""
+    opened: list[bool] = []
+    stop = threading.Event()
+
+    def writer() -> None:
+        if stop.wait(seconds):
+            return
+        fd = os.open(fifo, os.O_WRONLY)
+        if not stop.is_set():
+            opened.append(True)
+            os.write(fd, line(9, "from the fifo").encode())
+        os.close(fd)
+
+    thread = threading.Thread(target=writer, daemon=True)
+    thread.start()
+    try:
+        yield opened
+    finally:
+        stop.set()
+        if not opened:
+            with contextlib.suppress(OSError):  # a writer stuck in open: let it through
+                os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))
+        thread.join(5)
+
+
+async def test_a_fifo_is_not_read(tmp_path: Path) -> None:
+    """A FIFO at the log path is refused at once: nothing written, nothing blocked."""
+    fifo = tmp_path / "0.log"
+    os.mkfifo(fifo)
+    out: list[bytes] = []
+
+    async def write(chunk: bytes) -> None:
+        out.append(chunk)
+
+    with unblocked_after(fifo, 2.0) as opened:
+        start = time.monotonic()
+        await read_logs(str(fifo), LogOptions(), write, never_running, since_ns=None)
+        elapsed = time.monotonic() - start
+    assert (b"".join(out), opened) == (b"", [])
+    assert elapsed < 1.0
+
+
+async def test_a_link_is_not_followed(tmp_path: Path) -> None:
+    """The runtime writes the log file itself: a symbolic link there leads elsewhere."""
+    secret = write_log(tmp_path / "elsewhere", line(0, "secret"))
+    (tmp_path / "0.log").symlink_to(secret)
+    assert await read(tmp_path / "0.log") == b""
+
+
+async def test_a_fifo_renamed_over_a_followed_log_ends_the_stream(
+    tmp_path: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    """Rotation to a FIFO: the old file is read to its end, the FIFO is refused and the
+    stream ends; the event loop never waits for a writer."""
+    path = write_log(tmp_path / "0.log", line(0, "one"))
+    out: list[bytes] = []
+
+    async def running() -> bool:
+        return True
+
+    async def write(chunk: bytes) -> None:
+        out.append(chunk)
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with unblocked_after(path, 2.0) as opened:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(
+                lambda: read_logs(
+                    str(path), LogOptions(follow=True), write, running, since_ns=None,
+                    run_sync=inline,
+                )
+            )
+            with trio.fail_after(5):
+                while b"".join(out) != b"one\n":
+                    await trio.sleep(0.02)
+            with path.open("a") as fh:
+                fh.write(line(1, "two"))
+            started = time.monotonic()
+            os.rename(fifo, path)
+            await trio.sleep(3)  # fake time: the pump ends by itself meanwhile
+            nursery.cancel_scope.deadline = trio.current_time() + 60
+        elapsed = time.monotonic() - started
+    assert b"".join(out) == b"one\ntwo\n"
+    assert (opened, nursery.cancel_scope.cancelled_caught) == ([], False)
+    assert elapsed < 1.0

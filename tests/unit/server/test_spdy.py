@@ -7,8 +7,10 @@ import hashlib
 import struct
 import zlib
 
+import pytest
 import trio.testing
 
+from kubelet.server import spdy
 from kubelet.server.spdy import (
     DICTIONARY,
     GOAWAY,
@@ -16,6 +18,7 @@ from kubelet.server.spdy import (
     SYN_REPLY,
     SYN_STREAM,
     SpdyConnection,
+    SpdyError,
     encode_headers,
     parse_headers,
 )
@@ -64,3 +67,26 @@ async def test_frames_round_trip_between_two_ends() -> None:
     async with contextlib.aclosing(client.frames()) as replies:
         reply = await anext(replies)
     assert (reply.kind, reply.stream_id(), client.reply_headers(reply)) == (SYN_REPLY, 1, {})
+
+
+def bomb(deflate: zlib._Compress, size: int) -> bytes:
+    """A header block of one ``size``-byte value: a few KiB compressed."""
+    block = deflate.compress(encode_headers({"streamtype": "\0" * size}))
+    return block + deflate.flush(zlib.Z_SYNC_FLUSH)
+
+
+def test_a_header_block_inflating_past_the_bound_is_refused() -> None:
+    """The peer's header blocks inflate into at most MAX_HEADER_BLOCK bytes: 8 MiB from a
+    few KiB of a SYN_REPLY is a broken connection, not 8 MiB of our memory."""
+    left, _ = trio.testing.memory_stream_pair()
+    conn = SpdyConnection(left)
+    deflate = zlib.compressobj(zdict=DICTIONARY)
+    small = deflate.compress(encode_headers({"streamtype": "error"}))
+    assert conn.headers(small + deflate.flush(zlib.Z_SYNC_FLUSH)) == {"streamtype": "error"}
+    block = bomb(deflate, 8 << 20)
+    assert len(block) < 16 << 10
+    with pytest.raises(SpdyError, match="header block larger than"):
+        conn.headers(block)
+    fresh = SpdyConnection(left)
+    near = spdy.MAX_HEADER_BLOCK - 100  # what the bound leaves: far more than any real block
+    assert len(fresh.headers(bomb(zlib.compressobj(zdict=DICTIONARY), near))["streamtype"]) == near

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import json
+import time
+from typing import cast
+
+import attrs
 
 from kubelet.goformat import go_json
 from kubelet.server.streaming import UpgradeRequest
 from kubelet.server.wstranslate import (
+    WebSocket,
+    _Session,
     exit_code_status,
     handshake_refusal,
     internal_error,
@@ -96,3 +102,46 @@ def test_statuses_are_written_as_go_marshals_them() -> None:
     assert go_json({"message": "<a & b> é"}) == '{"message":"\\u003ca \\u0026 b\\u003e é"}'
     # the two line separators too, as json.Marshal escapes them
     assert go_json({"message": "a\u2028b\u2029"}) == '{"message":"a\\u2028b\\u2029"}'
+
+
+# -- the resize channel ----------------------------------------------------------------------
+
+
+@attrs.frozen
+class TtyOptions:
+    stdin: bool = True
+    stdout: bool = True
+    stderr: bool = False
+    tty: bool = True
+
+
+async def session() -> _Session:
+    return _Session(cast(WebSocket, None), TtyOptions(), 0)
+
+
+async def test_resize_messages_cut_anywhere_decode_whole() -> None:
+    stream = b'{"Width":80,"Height":24}\n {"Height":40,"Width":100}{"Width":1}'
+    s = await session()
+    sizes = [size for at in range(len(stream)) for size in s._sizes(stream[at : at + 1])]
+    assert sizes == [(80, 24), (100, 40), (1, 0)]
+    assert s._resizing
+
+
+async def test_a_resize_message_that_never_ends_costs_linear_time() -> None:
+    """60,000 bytes of one unfinished message, a byte at a time: resizing ends once the
+    message is longer than any terminal size can be, not after decoding it again for
+    every byte (quadratic: seconds of CPU on the event loop)."""
+    s = await session()
+    start = time.thread_time()
+    assert s._sizes(b'{"Width":') == []
+    for _ in range(60_000):
+        assert s._sizes(b" ") == []
+    assert time.thread_time() - start < 0.5
+    assert not s._resizing
+
+
+async def test_a_deeply_nested_resize_message_ends_resizing() -> None:
+    s = await session()
+    assert s._sizes(b"[" * 60_000) == []
+    assert not s._resizing
+    assert s._sizes(b'{"Width":1,"Height":2}') == []
