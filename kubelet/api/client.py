@@ -228,6 +228,45 @@ async def _decoded(size: int, decode: Callable[[], T], run_sync: RunSync) -> T:
     return await run_sync(decode) if size > OFFLOAD_BYTES else decode()
 
 
+async def _read_bounded(response: httpx.Response, where: str) -> bytes:
+    """The whole body, at most ``MAX_BODY_BYTES``: a peer that sends more is refused
+    before the rest is read (``response.content`` is set, as ``aread`` would)."""
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        raise InvalidResponse(
+            response.status_code, "", f"{where}: an answer of {declared} bytes is too large"
+        )
+    parts: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise InvalidResponse(
+                response.status_code,
+                "",
+                f"{where}: an answer of more than {MAX_BODY_BYTES} bytes is too large",
+            )
+        parts.append(chunk)
+    body = b"".join(parts)
+    response._content = body  # what aread() keeps: httpx reads it as response.content
+    return body
+
+
+def _split_lines(pending: bytearray) -> list[bytes]:
+    """The complete lines at the start of ``pending``, taken out of it; the part after
+    the last newline stays. Refuses a partial line past ``MAX_BODY_BYTES``."""
+    end = pending.rfind(b"\n")
+    if end < 0:
+        if len(pending) > MAX_BODY_BYTES:
+            raise InvalidResponse(0, "", f"watch: an event of more than {MAX_BODY_BYTES} bytes")
+        return []
+    lines = bytes(pending[:end]).split(b"\n")
+    del pending[: end + 1]
+    if len(pending) > MAX_BODY_BYTES:
+        raise InvalidResponse(0, "", f"watch: an event of more than {MAX_BODY_BYTES} bytes")
+    return lines
+
+
 def _decode_object(response: httpx.Response) -> dict[str, Any]:
     """The answer's JSON object; ``InvalidResponse`` for anything else (too large or too
     deep included). Blocking for a large answer: see ``_decoded``."""
@@ -418,13 +457,15 @@ class ApiClient:
                 raise ApiError(0, "", f"{method} {shorten(path)}: {exc}") from exc
             where = f"{method} {request.url}"
             try:
-                response = await self.http.send(request, stream=stream)
-                if response.is_success:
+                response = await self.http.send(request, stream=True)
+                if response.is_success and stream:
                     return response
                 try:
-                    body = await response.aread()
+                    body = await _read_bounded(response, where)
                 finally:
                     await response.aclose()
+                if response.is_success:
+                    return response
             except httpx.TransportError as exc:
                 reset = isinstance(exc, httpx.ReadError | httpx.RemoteProtocolError)
                 if method == "GET" and reset and retries < self.max_retries:
@@ -721,19 +762,39 @@ async def _dispatch_lines(
     Cancelled) is kept and raised after the loop.
     """
     failure: BaseException | None = None
+    pending = bytearray()
     with trio.CancelScope() as scope:
-        async for line in response.aiter_lines():
-            if scope.cancel_called or not line.strip():
+        async for chunk in response.aiter_bytes():
+            if scope.cancel_called:
                 continue
+            pending += chunk
             try:
-                event = await _next_event(line, run_sync, where)
-                if event is not None and await on_event(event):
-                    scope.cancel()
+                await _dispatch(_split_lines(pending), on_event, run_sync, where, scope)
             except BaseException as exc:
                 failure = exc
                 scope.cancel()
+        if failure is None and not scope.cancel_called and pending:
+            try:  # the last event, without its newline
+                await _dispatch([bytes(pending)], on_event, run_sync, where, scope)
+            except BaseException as exc:
+                failure = exc
     if failure is not None:
         raise failure
+
+
+async def _dispatch(
+    lines: list[bytes], on_event: OnEvent, run_sync: RunSync, where: str, scope: trio.CancelScope
+) -> None:
+    """Each line's event to ``on_event``; a true answer cancels ``scope`` (no more)."""
+    for raw in lines:
+        if scope.cancel_called:
+            return
+        line = raw.decode("utf-8", "replace")
+        if not line.strip():
+            continue
+        event = await _next_event(line, run_sync, where)
+        if event is not None and await on_event(event):
+            scope.cancel()
 
 
 def random_watch_timeout(rng: random.Random | None = None) -> int:

@@ -200,3 +200,71 @@ async def test_an_answer_that_does_not_fit_its_type_is_an_invalid_response(
 def test_object_problems(obj: Any, problem: str | None) -> None:
     found = object_problem(obj)
     assert found == problem or (problem is not None and found is not None and problem in found)
+
+
+async def test_an_answer_larger_than_the_bound_is_refused_before_it_is_read(
+    autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kubelet.api import client as client_module
+
+    monkeypatch.setattr(client_module, "MAX_BODY_BYTES", 1000)
+    sent: list[int] = []
+
+    async def endless() -> AsyncIterator[bytes]:
+        while True:  # a body without end: only what the bound needs may be taken
+            sent.append(1)
+            yield b" " * 100
+            await trio.lowlevel.checkpoint()
+
+    async def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/declared"):
+            return httpx.Response(200, headers={"content-length": "5000"}, content=b"{}")
+        return httpx.Response(200, content=endless())
+
+    async with ApiClient.open(conn(), transport=httpx.MockTransport(handler)) as client:
+        with pytest.raises(e.InvalidResponse, match="more than 1000 bytes is too large"):
+            await client.get(PODS.path("ns", "a"))
+        assert len(sent) <= 12
+        with pytest.raises(e.InvalidResponse, match="5000 bytes is too large"):
+            await client.get(PODS.path("ns", "declared"))
+
+
+async def test_a_watch_line_without_end_fails_the_watch_which_is_retried(
+    autojump_clock: trio.testing.MockClock,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from kubelet.api import client as client_module
+
+    monkeypatch.setattr(client_module, "MAX_BODY_BYTES", 4096)
+    sent: list[int] = []
+    watches: list[int] = []
+
+    async def endless_line() -> AsyncIterator[bytes]:
+        yield line(event("ADDED", "b", 101)) + b"\n"
+        while True:  # then one event that never ends: held up to the bound, no further
+            sent.append(1)
+            yield b"x" * 100
+            await trio.lowlevel.checkpoint()
+
+    async def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.params.get("watch") != "true":
+            return httpx.Response(200, content=listing(pod("a", 1)))
+        watches.append(1)
+        if len(watches) == 1:
+            return httpx.Response(200, content=endless_line())
+        return httpx.Response(200, content=_stream([line(event("ADDED", "c", 102))], forever=True))
+
+    seen: list[list[str]] = []
+
+    async def on_change(objects: list[Any]) -> None:
+        seen.append(sorted(o["metadata"]["name"] for o in objects))
+
+    store: UidStore[Any] = UidStore(on_change)
+    with trio.move_on_after(30):
+        transport = httpx.MockTransport(handler)
+        async with ApiClient.open(conn(), transport=transport, run_sync=inline) as client:
+            await reflect(client, ListWatch(PODS.path()), store, backoff=Backoff(jitter=0))
+    assert seen[:2] == [["a"], ["a", "b"]] and seen[-1] == ["a", "b", "c"]
+    assert len(watches) == 2 and len(sent) <= 42
+    assert "watch: an event of more than 4096 bytes" in caplog.text
