@@ -24,7 +24,6 @@ __all__ = [
     "SUBDOMAIN_MSG",
     "SUBDOMAIN_RE",
     "is_qualified_name",
-    "is_subdomain",
     "label_errors",
     "qualified_name_errors",
     "subdomain_errors",
@@ -77,10 +76,6 @@ def subdomain_errors(value: str) -> list[str]:
     """Why ``value`` is no DNS-1123 subdomain (dot-separated labels, at most 253
     characters); [] when it is one."""
     return _errors(value, SUBDOMAIN_MAX_LENGTH, SUBDOMAIN_RE, SUBDOMAIN_MSG)
-
-
-def is_subdomain(value: str) -> bool:
-    return len(value) <= SUBDOMAIN_MAX_LENGTH and SUBDOMAIN_RE.fullmatch(value) is not None
 
 
 def qualified_name_errors(value: str) -> list[str]:

@@ -36,8 +36,3 @@ class ObjectMeta:
     managed_fields: tuple[Any, ...] = ()
 
 
-@attrs.frozen(kw_only=True)
-class ListMeta:
-    resource_version: str = ""
-    continue_: str = attrs.field(default="", metadata={"wire": "continue"})
-    remaining_item_count: int | None = None

@@ -19,7 +19,7 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 __all__ = [
@@ -27,9 +27,6 @@ __all__ = [
     "POD_MERGE_KEYS",
     "JsonPatch",
     "PatchError",
-    "apply_json_merge_patch",
-    "apply_json_patch",
-    "apply_strategic_merge_patch",
     "json_merge_patch",
     "node_status_patch",
     "pod_status_patch",
@@ -370,168 +367,3 @@ class JsonPatch:
 
     def __len__(self) -> int:
         return len(self.ops)
-
-
-# -- the server's side: applying patches (for tests and fakes) ------------------------
-
-
-def apply_json_merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386 MergePatch(target, patch)."""
-    if not isinstance(patch, Mapping):
-        return copy.deepcopy(patch)
-    result = dict(target) if isinstance(target, Mapping) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = apply_json_merge_patch(result.get(key), value)
-    return result
-
-
-def _parse_pointer(path: str) -> list[str]:
-    if path == "":
-        return []
-    if not path.startswith("/"):
-        raise PatchError(f"invalid JSON pointer {path!r}")
-    return [s.replace("~1", "/").replace("~0", "~") for s in path[1:].split("/")]
-
-
-def _walk(doc: Any, segments: list[str], path: str) -> Any:
-    for segment in segments:
-        if isinstance(doc, dict) and segment in doc:
-            doc = doc[segment]
-        elif isinstance(doc, list) and segment.isdigit() and int(segment) < len(doc):
-            doc = doc[int(segment)]
-        else:
-            raise PatchError(f"{path}: no such path")
-    return doc
-
-
-def apply_json_patch(target: Any, ops: Sequence[Mapping[str, Any]]) -> Any:
-    """RFC 6902: apply ``ops`` to a copy of ``target``; PatchError if one fails."""
-    doc = copy.deepcopy(target)
-    for op in ops:
-        kind, path = op.get("op"), str(op.get("path", ""))
-        if kind == "test":
-            if not _equal(_walk(doc, _parse_pointer(path), path), op.get("value")):
-                raise PatchError(f"{path}: test failed")
-            continue
-        if kind in ("move", "copy"):
-            source = str(op.get("from", ""))
-            value = copy.deepcopy(_walk(doc, _parse_pointer(source), source))
-            if kind == "move":
-                doc = _remove(doc, source)
-            doc = _add(doc, path, value)
-        elif kind == "add":
-            doc = _add(doc, path, copy.deepcopy(op.get("value")))
-        elif kind == "remove":
-            doc = _remove(doc, path)
-        elif kind == "replace":
-            doc = _add(_remove(doc, path), path, copy.deepcopy(op.get("value")))
-        else:
-            raise PatchError(f"unknown JSON patch op {kind!r}")
-    return doc
-
-
-def _add(doc: Any, path: str, value: Any) -> Any:
-    segments = _parse_pointer(path)
-    if not segments:
-        return value
-    parent = _walk(doc, segments[:-1], path)
-    last = segments[-1]
-    if isinstance(parent, dict):
-        parent[last] = value
-    elif isinstance(parent, list):
-        index = len(parent) if last == "-" else int(last) if last.isdigit() else -1
-        if not 0 <= index <= len(parent):
-            raise PatchError(f"{path}: index out of range")
-        parent.insert(index, value)
-    else:
-        raise PatchError(f"{path}: parent is not a container")
-    return doc
-
-
-def _remove(doc: Any, path: str) -> Any:
-    segments = _parse_pointer(path)
-    if not segments:
-        return None
-    parent = _walk(doc, segments[:-1], path)
-    _walk(parent, segments[-1:], path)  # must exist
-    if isinstance(parent, dict):
-        del parent[segments[-1]]
-    else:
-        del parent[int(segments[-1])]
-    return doc
-
-
-def apply_strategic_merge_patch(
-    original: Mapping[str, Any], patch: Mapping[str, Any], merge_keys: MergeKeys
-) -> dict[str, Any]:
-    """Apply a strategic merge patch as the API server does, for the directives this
-    module writes (null deletes, merge lists by key, ``$patch: delete`` / ``replace``
-    elements, ``$setElementOrder``, ``$deleteFromPrimitiveList``). Elements not named
-    in ``$setElementOrder`` keep their relative order after the named ones (upstream
-    interleaves them by their server order; the same when none are left over)."""
-    return _apply_map(original, patch, merge_keys, "")
-
-
-def _apply_map(
-    original: Mapping[str, Any], patch: Mapping[str, Any], keys: MergeKeys, path: str
-) -> dict[str, Any]:
-    result = copy.deepcopy(dict(original))
-    for key, value in patch.items():
-        if key.startswith((_SET_ORDER, _DELETE_PRIMITIVE)) or key == "$patch":
-            continue
-        sub = _join(path, key)
-        if value is None:
-            result.pop(key, None)
-        elif isinstance(value, Mapping) and isinstance(result.get(key), Mapping):
-            result[key] = _apply_map(result[key], value, keys, sub)
-        elif isinstance(value, list) and sub in keys and isinstance(result.get(key), list):
-            result[key] = _apply_list(result[key], value, keys, sub)
-        elif isinstance(value, list) and sub in keys:
-            result[key] = _apply_list([], value, keys, sub)
-        else:
-            result[key] = copy.deepcopy(value)
-    for key, value in patch.items():
-        for prefix, handler in ((_DELETE_PRIMITIVE, _delete_primitives), (_SET_ORDER, _order)):
-            if key.startswith(prefix):
-                field = key[len(prefix) :]
-                result[field] = handler(
-                    result.get(field) or [], value, keys.get(_join(path, field), "")
-                )
-    return result
-
-
-def _apply_list(old: list[Any], patch: list[Any], keys: MergeKeys, path: str) -> list[Any]:
-    merge_key = keys[path]
-    if any(isinstance(v, Mapping) and v.get("$patch") == "replace" for v in patch):
-        return [copy.deepcopy(v) for v in patch if not isinstance(v, Mapping) or "$patch" not in v]
-    if not merge_key:
-        out = list(old)
-        out.extend(v for v in patch if not any(_equal(v, o) for o in out))
-        return out
-    out = [copy.deepcopy(v) for v in old]
-    for element in patch:
-        if not isinstance(element, Mapping) or merge_key not in element:
-            raise PatchError(f"{path}: element without merge key {merge_key!r}")
-        found = [n for n, v in enumerate(out) if _equal(v.get(merge_key), element[merge_key])]
-        if element.get("$patch") == "delete":
-            out = [v for n, v in enumerate(out) if n not in found]
-        elif found:
-            out[found[0]] = _apply_map(out[found[0]], element, keys, path)
-        else:
-            out.append(_apply_map({}, element, keys, path))
-    return out
-
-
-def _delete_primitives(current: list[Any], values: list[Any], _merge_key: str) -> list[Any]:
-    return [v for v in current if not any(_equal(v, d) for d in values)]
-
-
-def _order(current: list[Any], order: list[Any], merge_key: str) -> list[Any]:
-    def identity(v: Any) -> str:
-        return _go_string(v.get(merge_key) if merge_key and isinstance(v, Mapping) else v)
-
-    rank = {identity(v): n for n, v in enumerate(order)}
-    return sorted(current, key=lambda v: rank.get(identity(v), len(rank)))

@@ -75,7 +75,6 @@ __all__ = [
     "shares_to_weight",
     "v1_files",
     "v2_files",
-    "weight_to_shares",
 ]
 
 MIN_SHARES = 2
@@ -128,11 +127,6 @@ def shares_to_weight(shares: int) -> int:
     if shares >= MAX_SHARES:
         return 10000
     return 1 + ((shares - 2) * 9999) // 262142
-
-
-def weight_to_shares(weight: int) -> int:
-    """The inverse mapping, as upstream reads a v2 cgroup back."""
-    return ((weight - 1) * 262142) // 9999 + 2
 
 
 def hugepage_unit(page_size: int) -> str:

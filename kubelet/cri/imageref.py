@@ -53,7 +53,3 @@ def normalize(ref: str) -> str:
     return f"{registry}/{repo}:{tag or DEFAULT_TAG}"
 
 
-def has_explicit_tag_or_digest(ref: str) -> bool:
-    """False for ``busybox`` and ``busybox:latest`` style references (pull Always)."""
-    _, _, tag, digest = split_reference(ref)
-    return bool(digest) or (bool(tag) and tag != DEFAULT_TAG)

@@ -28,7 +28,6 @@ __all__ = [
     "MINIMUM_POD_GRACE_PERIOD",
     "KillReason",
     "container_grace_period",
-    "effective_pod_grace_period",
     "kill_grace_period",
     "remaining_deletion_grace",
     "stop_container_timeout",
@@ -46,30 +45,6 @@ class KillReason(enum.Enum):
     LIVENESS_PROBE = "LivenessProbe"
     STARTUP_PROBE = "StartupProbe"
     FAILED_POST_START_HOOK = "FailedPostStartHook"
-
-
-def effective_pod_grace_period(
-    pod: Pod, *, recorded: int = 0, override: int | None = None
-) -> tuple[int, bool]:
-    """(grace, shortened) for a terminating pod (``calculateEffectiveGracePeriod``).
-
-    ``recorded`` is the value already in force for this pod (0 if none). A deletion
-    grace period or an override replaces it only when smaller; the spec's value is used
-    only when neither applied. ``shortened`` tells the pod worker to cancel the sync in
-    flight and restart termination with the shorter value.
-    """
-    grace = recorded
-    overridden = False
-    deletion = pod.metadata.deletion_grace_period_seconds
-    if deletion is not None and (grace == 0 or deletion < grace):
-        grace, overridden = deletion, True
-    if override is not None and (grace == 0 or override < grace):
-        grace, overridden = override, True
-    spec_grace = pod.spec.termination_grace_period_seconds
-    if not overridden and grace == 0 and spec_grace is not None:
-        grace = spec_grace
-    grace = max(grace, MINIMUM_POD_GRACE_PERIOD)
-    return grace, recorded != 0 and recorded != grace
 
 
 def remaining_deletion_grace(pod: Pod, now: float) -> int | None:

@@ -55,11 +55,6 @@ def kobj(obj: Any) -> ObjectRef:
     return ObjectRef(meta.name, meta.namespace, meta.uid)
 
 
-def current_fields() -> tuple[tuple[str, Any], ...]:
-    """The fields set for the running task (and inherited from its parents)."""
-    return _task_fields.get()
-
-
 @contextlib.contextmanager
 def log_fields(**fields: Any) -> Iterator[None]:
     """Add ``fields`` to every line logged in this block (and by tasks spawned in it)."""

@@ -72,7 +72,6 @@ __all__ = [
     "host_ports",
     "node_affinity_matches",
     "os_rejection",
-    "predicate_admit",
     "remove_missing_extended_resources",
 ]
 
@@ -620,14 +619,6 @@ def general_filter(
     return failures
 
 
-def only_affinity(failures: Sequence[Failure]) -> bool:
-    """True when node affinity is the only failure: upstream then reads the Node again
-    (labels may have just changed) and filters once more; the caller does the reading."""
-    return bool(failures) and all(
-        isinstance(f, PredicateFailure) and f.name == NODE_AFFINITY for f in failures
-    )
-
-
 def os_rejection(pod: Pod, node: NodeInfo) -> Rejection | None:
     """The first two checks of upstream's predicate handler: the pod's
     ``kubernetes.io/os`` label, then ``spec.os.name``, against the node's OS."""
@@ -701,23 +692,3 @@ def filter_rejection(
     return Rejection(first.reason, first.message)
 
 
-def predicate_admit(
-    pod: Pod,
-    others: Sequence[Pod],
-    node: NodeInfo,
-    *,
-    pod_level_resources: bool = True,
-    dra_extended_resource: bool = True,
-    comparison_operators: bool = False,
-) -> Rejection | None:
-    """The predicate handler: None when the pod fits, else upstream's reason and message
-    (the OS checks, then the general filter; admission.py puts the supplemental groups
-    policy check between them, as upstream)."""
-    return os_rejection(pod, node) or filter_rejection(
-        pod,
-        others,
-        node,
-        pod_level_resources=pod_level_resources,
-        dra_extended_resource=dra_extended_resource,
-        comparison_operators=comparison_operators,
-    )

@@ -65,12 +65,6 @@ def in_use(logs: list[str]) -> tuple[list[str], list[str]]:
     return used, unused
 
 
-def all_logs(path: str) -> list[str]:
-    """Every file of a container's log, oldest first, the live file last (for readers)."""
-    rotated, _ = in_use(glob.glob(glob.escape(path) + ".*"))
-    return [*sorted(rotated), path]
-
-
 def compress(path: str) -> None:
     """``path`` → ``path.gz`` through a temporary file; the original goes afterwards.
 

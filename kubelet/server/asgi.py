@@ -140,14 +140,3 @@ async def send_response(response: Response | StreamResponse, receive: Receive, s
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
-async def read_body(receive: Receive) -> bytes:
-    """The whole request body (handlers here take none, but it must be consumed)."""
-    chunks: list[bytes] = []
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            break
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body", False):
-            break
-    return b"".join(chunks)

@@ -24,5 +24,3 @@ def volume_dir(root_dir: str, uid: str, plugin: str, name: str) -> str:
     return os.path.join(pod_dir(root_dir, uid), "volumes", plugin, name)
 
 
-def etc_hosts_path(root_dir: str, uid: str) -> str:
-    return os.path.join(pod_dir(root_dir, uid), "etc-hosts")

@@ -25,8 +25,8 @@ the kubelet config validation:
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Generic, TypeVar
+from collections.abc import Iterable, Sequence
+from typing import Generic, TypeVar
 
 import attrs
 
@@ -42,7 +42,6 @@ __all__ = [
     "PriorityPeriod",
     "disruption_condition",
     "group_pods",
-    "parse_by_pod_priority",
     "periods",
     "pod_grace",
     "requested_delay",
@@ -80,35 +79,6 @@ class Group(Generic[P]):
     priority: int
     seconds: int
     pods: tuple[P, ...] = ()
-
-
-def parse_by_pod_priority(
-    raw: Any, where: str = "shutdownGracePeriodByPodPriority"
-) -> tuple[tuple[PriorityPeriod, ...], list[str]]:
-    """The config field as written (a list of {priority, shutdownGracePeriodSeconds});
-    (entries, problems)."""
-    if raw is None:
-        return (), []
-    if not isinstance(raw, list):
-        return (), [f"{where}: expected a list"]
-    out: list[PriorityPeriod] = []
-    problems: list[str] = []
-    for i, entry in enumerate(raw):
-        if not isinstance(entry, Mapping):
-            problems.append(f"{where}[{i}]: expected an object")
-            continue
-        priority = entry.get("priority", 0)
-        seconds = entry.get("shutdownGracePeriodSeconds", 0)
-        bad = [k for k, v in (("priority", priority), ("shutdownGracePeriodSeconds", seconds))
-               if not isinstance(v, int) or isinstance(v, bool)]  # fmt: skip
-        for key in bad:
-            problems.append(f"{where}[{i}].{key}: expected an integer")
-        unknown = sorted(set(entry) - {"priority", "shutdownGracePeriodSeconds"})
-        for key in unknown:
-            problems.append(f"{where}[{i}].{key}: unknown field")
-        if not bad:
-            out.append(PriorityPeriod(int(priority), int(seconds)))
-    return tuple(out), problems
 
 
 def validate(

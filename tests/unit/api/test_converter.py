@@ -5,7 +5,6 @@ import pytest
 
 from kubelet.api import from_wire, to_wire
 from kubelet.api.converter import WireError, wire_name
-from kubelet.api.meta import ListMeta
 from kubelet.api.pod import ContainerStatus, Pod, PodSpec, PodStatus
 
 MANIFEST = {
@@ -35,7 +34,6 @@ MANIFEST = {
         (PodStatus, "host_ip", "hostIP"),
         (ContainerStatus, "container_id", "containerID"),
         (ContainerStatus, "image_id", "imageID"),
-        (ListMeta, "continue_", "continue"),
         (PodSpec, "termination_grace_period_seconds", "terminationGracePeriodSeconds"),
         (PodSpec, "set_hostname_as_fqdn", "setHostnameAsFQDN"),
         (PodSpec, "hostname_override", "hostnameOverride"),

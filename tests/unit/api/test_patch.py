@@ -11,19 +11,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kubelet.api.patch import (
-    NODE_MERGE_KEYS,
     POD_MERGE_KEYS,
     JsonPatch,
     PatchError,
-    apply_json_merge_patch,
-    apply_json_patch,
-    apply_strategic_merge_patch,
     json_merge_patch,
     node_status_patch,
     pod_status_patch,
     pointer,
     two_way_strategic_merge_patch,
 )
+from kubelet.testing.apiresources import NODE as NODE_SCHEMA
+from kubelet.testing.apiresources import POD as POD_SCHEMA
+from kubelet.testing.patching import PatchError as ServerPatchError
+from kubelet.testing.patching import json_merge_patch as json_merge_patch_applied
+from kubelet.testing.patching import json_patch, strategic_merge_patch
 
 UID = "8bb7de3e-72f0-4102-adbd-53897040775e"
 
@@ -246,7 +247,7 @@ def test_node_addresses_are_replaced_not_merged() -> None:
     assert node_status_patch(NODE, new) == {
         "status": {"addresses": [*new["status"]["addresses"], {"$patch": "replace"}]}
     }
-    applied = apply_strategic_merge_patch(NODE, node_status_patch(NODE, new), NODE_MERGE_KEYS)
+    applied = strategic_merge_patch(NODE, node_status_patch(NODE, new), NODE_SCHEMA)
     assert applied["status"]["addresses"] == new["status"]["addresses"]
 
 
@@ -272,7 +273,7 @@ def test_json_merge_patch_rfc7386_example() -> None:
     modified = {"a": "z", "c": {"d": "e"}}
     patch = json_merge_patch(original, modified)
     assert patch == {"a": "z", "c": {"f": None}}
-    assert apply_json_merge_patch(original, patch) == modified
+    assert json_merge_patch_applied(original, patch) == modified
 
 
 def test_json_merge_patch_replaces_lists_and_adds_keys() -> None:
@@ -304,7 +305,7 @@ def test_json_patch_builder_and_pointer_escaping() -> None:
         "metadata": {"uid": UID, "labels": {}, "annotations": {"a~b": "x"}},
         "status": {"conditions": [cond("Ready")]},
     }
-    assert apply_json_patch(doc, ops.ops) == {
+    assert json_patch(doc, ops.ops) == {
         "metadata": {
             "uid": UID,
             "labels": {"node-role.kubernetes.io/worker": ""},
@@ -312,14 +313,14 @@ def test_json_patch_builder_and_pointer_escaping() -> None:
         },
         "status": {"conditions": [cond("Ready", "False")]},
     }
-    with pytest.raises(PatchError, match="test failed"):
-        apply_json_patch(doc, JsonPatch().test("/metadata/uid", "other").ops)
+    with pytest.raises(ServerPatchError, match="testing value /metadata/uid failed"):
+        json_patch(doc, JsonPatch().test("/metadata/uid", "other").ops)
 
 
 def test_json_patch_move_copy_and_append() -> None:
     ops = JsonPatch().copy("/a", "/b").move("/a", "/c").add("/list/-", 3).ops
     assert ops[0] == {"op": "copy", "path": "/b", "from": "/a"}
-    assert apply_json_patch({"a": 1, "list": [1, 2]}, ops) == {"b": 1, "c": 1, "list": [1, 2, 3]}
+    assert json_patch({"a": 1, "list": [1, 2]}, ops) == {"b": 1, "c": 1, "list": [1, 2, 3]}
 
 
 # -- round trips: applying what we build gives the modified object ----------------------
@@ -366,7 +367,7 @@ objects = st.fixed_dictionaries(
 @given(objects, objects)
 def test_strategic_patch_round_trip(original: dict[str, Any], modified: dict[str, Any]) -> None:
     patch = two_way_strategic_merge_patch(original, modified, POD_MERGE_KEYS)
-    applied = apply_strategic_merge_patch(original, patch, POD_MERGE_KEYS)
+    applied = strategic_merge_patch(original, patch, POD_SCHEMA)
     # A null value is a deletion in a patch, as in the API server: compare without them.
     # Compared as JSON text, since Python's True == 1 but JSON's true is not 1.
     assert _json_text(_drop_nulls(applied)) == _json_text(_drop_nulls(modified))
@@ -379,7 +380,7 @@ def test_strategic_patch_round_trip(original: dict[str, Any], modified: dict[str
 def test_json_merge_patch_round_trip(original: dict[str, Any], modified: dict[str, Any]) -> None:
     patch = json_merge_patch(original, modified)
     # RFC 7386 cannot express "set to null": compare without null-valued keys.
-    assert _drop_nulls(apply_json_merge_patch(original, patch)) == _drop_nulls(modified)
+    assert _drop_nulls(json_merge_patch_applied(original, patch)) == _drop_nulls(modified)
 
 
 def _json_text(value: Any) -> str:

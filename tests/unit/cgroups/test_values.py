@@ -30,7 +30,6 @@ from kubelet.cgroups.values import (
     shares_to_weight,
     v1_files,
     v2_files,
-    weight_to_shares,
 )
 
 MI = 1024 * 1024
@@ -123,11 +122,6 @@ def test_milli_cpu_to_quota(milli: int, period: int, quota: int) -> None:
 )
 def test_shares_to_weight(shares: int, weight: int) -> None:
     assert shares_to_weight(shares) == weight
-
-
-@pytest.mark.parametrize(("weight", "shares"), [(1, 2), (100, 2597), (10000, 262144)])
-def test_weight_to_shares(weight: int, shares: int) -> None:
-    assert weight_to_shares(weight) == shares
 
 
 @pytest.mark.parametrize(

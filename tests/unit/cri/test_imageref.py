@@ -2,7 +2,7 @@ import time
 
 import pytest
 
-from kubelet.cri.imageref import has_explicit_tag_or_digest, normalize, split_reference
+from kubelet.cri.imageref import normalize, split_reference
 
 DIGEST = "sha256:" + "a" * 64
 
@@ -32,20 +32,6 @@ def test_normalize(ref: str, expected: str) -> None:
 def test_invalid_references(bad: str) -> None:
     with pytest.raises(ValueError, match="invalid reference format"):
         split_reference(bad)
-
-
-@pytest.mark.parametrize(
-    ("ref", "explicit"),
-    [
-        ("busybox", False),
-        ("busybox:latest", False),
-        ("busybox:1.35", True),
-        (f"busybox@{DIGEST}", True),
-        ("localhost:5000/app", False),
-    ],
-)
-def test_explicit_tag(ref: str, explicit: bool) -> None:
-    assert has_explicit_tag_or_digest(ref) is explicit
 
 
 def test_absurdly_long_reference_is_refused_before_parsing() -> None:

@@ -17,7 +17,6 @@ from kubelet.api.pod import (
 from kubelet.decisions.grace import (
     KillReason,
     container_grace_period,
-    effective_pod_grace_period,
     kill_grace_period,
     remaining_deletion_grace,
     stop_container_timeout,
@@ -117,28 +116,6 @@ def test_term07_eviction_override_zero(vid: str) -> None:
     assert kill_grace_period(pod, c, override=0) == 0  # preStop is skipped
     assert timeout(pod, c, override=0, prestop=10) == 2
     assert timeout(pod, c, override=7) == 7
-
-
-@vector("TERM-08")
-def test_term08_pod_level_shortened(vid: str) -> None:
-    pod, _ = make(30)
-    assert effective_pod_grace_period(pod, recorded=60, override=10) == (10, True)
-
-
-def test_pod_level_rules() -> None:
-    pod, _ = make(30)
-    assert effective_pod_grace_period(pod) == (30, False)  # spec value when nothing else
-    assert effective_pod_grace_period(pod, recorded=30) == (30, False)
-    assert effective_pod_grace_period(pod, recorded=10, override=20) == (10, False)  # only shrinks
-    pod, _ = make(30, deletion=5)
-    assert effective_pod_grace_period(pod) == (5, False)
-    assert effective_pod_grace_period(pod, recorded=30) == (5, True)
-    pod, _ = make(30, deletion=0)
-    assert effective_pod_grace_period(pod) == (1, False)  # forced delete: floor 1, not spec
-    pod, _ = make(None)
-    assert effective_pod_grace_period(pod) == (1, False)
-    pod, _ = make(30)
-    assert effective_pod_grace_period(pod, override=0) == (1, False)
 
 
 def test_no_spec_grace_means_minimum() -> None:

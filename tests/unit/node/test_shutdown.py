@@ -18,7 +18,6 @@ from kubelet.node.shutdown.plan import (
     PriorityPeriod,
     disruption_condition,
     group_pods,
-    parse_by_pod_priority,
     periods,
     pod_grace,
     requested_delay,
@@ -109,21 +108,6 @@ def test_validation_messages() -> None:
     ]
     gated = validate((PriorityPeriod(0, 10),), 0, 0, graceful_gate=True, by_priority_gate=False)
     assert "requires feature gate GracefulNodeShutdownBasedOnPodPriority" in gated[0]
-
-
-def test_parse_by_pod_priority() -> None:
-    raw = [
-        {"priority": 100000, "shutdownGracePeriodSeconds": 10},
-        {"priority": 0, "shutdownGracePeriodSeconds": 30},
-    ]
-    assert parse_by_pod_priority(raw) == ((PriorityPeriod(100000, 10), PriorityPeriod(0, 30)), [])
-    entries, problems = parse_by_pod_priority([{"priority": "high", "grace": 1}, 7])
-    assert entries == ()
-    assert problems == [
-        "shutdownGracePeriodByPodPriority[0].priority: expected an integer",
-        "shutdownGracePeriodByPodPriority[0].grace: unknown field",
-        "shutdownGracePeriodByPodPriority[1]: expected an object",
-    ]
 
 
 def test_the_status_a_shutdown_leaves() -> None:

@@ -3,7 +3,7 @@ scheduler plugin tests (noderesources fit, nodeaffinity, nodeports, tainttolerat
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
@@ -26,12 +26,12 @@ from kubelet.pods.fit import (
     NodeInfo,
     PredicateFailure,
     Resources,
+    filter_rejection,
     fits_request,
     general_filter,
     node_affinity_matches,
-    only_affinity,
+    os_rejection,
     ports_fit,
-    predicate_admit,
     remove_missing_extended_resources,
 )
 
@@ -299,6 +299,12 @@ def test_enough_requests(
     assert fit(pod_, existing) == expected, label
 
 
+
+def predicate_admit(pod: Pod, others: Sequence[Pod], node: NodeInfo, **gates: bool) -> Any:
+    """The predicate steps of the live admission chain (pods/admission.py), without the
+    supplemental-groups check it puts between them."""
+    return os_rejection(pod, node) or filter_rejection(pod, others, node, **gates)
+
 def test_too_many_pods() -> None:
     got = fits_request(Resources(), Resources(), Resources(pods=3), 3)
     assert got == [insufficient("pods", 1, 3, 3)]
@@ -393,28 +399,6 @@ def test_taints_in_the_general_filter() -> None:
         PredicateFailure("TaintToleration", "node(s) had taints that the pod didn't tolerate")
     ]
     assert general_filter(pod(annotations=STATIC), [], tainted) == []  # static pods ignore taints
-
-
-def test_affinity_failures_and_refetch_hint() -> None:
-    needs_foo = {
-        "nodeAffinity": {
-            "requiredDuringSchedulingIgnoredDuringExecution": {
-                "nodeSelectorTerms": [{"matchExpressions": [{"key": "foo", "operator": "Exists"}]}]
-            }
-        }
-    }
-    failures = general_filter(pod(annotations=STATIC, affinity=needs_foo), [], NODE)
-    assert failures == [
-        PredicateFailure("NodeAffinity", "node(s) didn't match Pod's node affinity/selector")
-    ]
-    assert only_affinity(failures)
-    both = general_filter(
-        pod(annotations=STATIC, affinity=needs_foo, node_name="some-node-name"), [], NODE
-    )
-    assert [f.reason for f in both] == ["NodeAffinity", "NodeName"]
-    assert not only_affinity(both)
-    labelled = NodeInfo(name="machine1", labels={"foo": "bar"}, allocatable=NODE.allocatable)
-    assert general_filter(pod(annotations=STATIC, affinity=needs_foo), [], labelled) == []
 
 
 # -- OS (TestRejectPodAdmissionBasedOnOSSelector / OSField) --------------------------------
@@ -925,3 +909,23 @@ def test_untolerated_taint_only_looks_at_the_chosen_effects() -> None:
     assert untolerated_taint(taints, ()) == taints[1]
     assert untolerated_taint(taints, (Toleration(key="b", operator="Exists"),)) is None
     assert untolerated_taint(taints, (), effects=("NoSchedule",)) == taints[0]
+
+
+def test_affinity_failures() -> None:
+    needs_foo = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [{"key": "foo", "operator": "Exists"}]}]
+            }
+        }
+    }
+    failures = general_filter(pod(annotations=STATIC, affinity=needs_foo), [], NODE)
+    assert failures == [
+        PredicateFailure("NodeAffinity", "node(s) didn't match Pod's node affinity/selector")
+    ]
+    both = general_filter(
+        pod(annotations=STATIC, affinity=needs_foo, node_name="some-node-name"), [], NODE
+    )
+    assert [f.reason for f in both] == ["NodeAffinity", "NodeName"]
+    labelled = NodeInfo(name="machine1", labels={"foo": "bar"}, allocatable=NODE.allocatable)
+    assert general_filter(pod(annotations=STATIC, affinity=needs_foo), [], labelled) == []

