@@ -37,6 +37,7 @@ from kubelet.env.expand import expand_env
 from kubelet.env.hosts import kernel_hostname
 from kubelet.goformat import go_json
 
+from .contribution import NO_CONTRIBUTION, ContainerContribution, apply_contribution
 from .hash import hash_container
 from .limits import ContainerLimits, configure_swap, hugepage_limits
 from .qos import BEST_EFFORT, BURSTABLE, container_oom_score_adj, pod_qos
@@ -401,6 +402,7 @@ def container_config(
     seccomp_profile_root: str = DEFAULT_SECCOMP_ROOT,
     seccomp_default: bool = False,
     namespaces: api.NamespaceOption | None = None,
+    contribution: ContainerContribution = NO_CONTRIBUTION,
 ) -> api.ContainerConfig:
     """``CreateContainer`` config for a new instance of ``container``.
 
@@ -409,6 +411,8 @@ def container_config(
     resolved environment; by default the spec's literal values. Command and args are
     ``$(VAR)``-expanded against it; empty ones leave the image defaults in place.
     ``namespaces``: the sandbox's (with its user namespace); by default the pod's.
+    ``contribution``: what the node's resource managers add (devices, mounts, variables,
+    annotations, CDI devices, cpuset), merged by the container manager.
     ``SecurityContextError`` when the security context cannot be expressed.
     """
     variables = list(env) if env is not None else _literal_env(container)
@@ -440,7 +444,7 @@ def container_config(
             seccomp_default=seccomp_default,
         )
     )
-    return config
+    return apply_contribution(config, contribution)
 
 
 # -- reading CRI answers back --------------------------------------------------------------
