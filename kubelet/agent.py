@@ -8,7 +8,7 @@
           ├─ run_pleg              relist every second, the pod cache, lifecycle events
           ├─ run_prober            one task per (container, probe kind)
           ├─ run_services          (cluster) Services, for containers' variables
-          ├─ run_cgroups           kubepods and the QoS cgroups; pod cgroups on demand
+          ├─ run_container_manager  the node's resources: pod cgroups, resource managers
           ├─ run_runtime           the pod driver: runtime features, RuntimeClasses, logs
           ├─ run_status_manager    (cluster) pod status → API
           ├─ run_node              (cluster) lease, registration, node status
@@ -45,45 +45,46 @@ from kubelet import process
 from kubelet.api.client import ApiClient
 from kubelet.api.kubeconfig import ClusterConnection, load_kubeconfig
 from kubelet.boundedio import RunSync, in_thread
-from kubelet.cgroups.driver import driver_from_runtime
 from kubelet.cgroups.fs import CgroupFs
-from kubelet.cgroups.manager import CgroupSettings
 from kubelet.cgroups.names import node_allocatable_root
-from kubelet.cgroups.run import PodCgroups, capacity_of, host_cgroup_fs, run_cgroups
+from kubelet.cgroups.run import CgroupHost, PodCgroups, capacity_of, host_cgroup_fs
 from kubelet.cgroups.systemd import SystemdAccess
+from kubelet.cm.manager import ContainerManager, NodeResources
+from kubelet.cm.parts import CmParts
+from kubelet.cm.run import run_container_manager
 from kubelet.config import ConfigError, Options, features
 from kubelet.config.features import POD_READY_TO_START_CONTAINERS_CONDITION
 from kubelet.cri import ImageClient, RuntimeClient, connect
 from kubelet.cri.runtime import wait_until_answering
 from kubelet.debug.console import claim_socket_path, serve_console
-from kubelet.decisions.qos import pod_qos
 from kubelet.env.services import ServiceStore, run_services
 from kubelet.errors import FATAL_EXIT_CODE, FatalError
 from kubelet.events.recorder import NORMAL, EventRecorder, node_ref, run_event_recorder
 from kubelet.events.sink import ApiEvents
 from kubelet.eviction.manager import EvictionManager
-from kubelet.eviction.run import NodePressure, eviction_settings, run_eviction
+from kubelet.eviction.run import EvictionParts, NodePressure, eviction_settings, run_eviction
 from kubelet.gc.collector import GarbageCollectors
 from kubelet.gc.logs import LEGACY_CONTAINER_LOGS_DIR
-from kubelet.gc.run import image_gc_policy, run_gc
+from kubelet.gc.run import GcParts, image_gc_policy, run_gc
 from kubelet.metrics import KubeletMetrics, PodGauges
 from kubelet.node.certificates import BootstrapError, load_client_cert
 from kubelet.node.certificates.transport import RotatingTransport, transport_for
 from kubelet.node.identity import NodeIdentity
 from kubelet.node.machine import MachineInfo, read_machine_info
 from kubelet.node.run import NodeHandle, NodeParts, run_node
-from kubelet.node.shutdown.handoff import active_pods, kill_channel
+from kubelet.node.shutdown.handoff import KillRequest, active_pods, kill_channel
+from kubelet.node.shutdown.manager import PodTerminator
 from kubelet.pleg import PlegHandle, run_pleg
 from kubelet.pods.census import working_pods
 from kubelet.pods.fit import NodeInfo
 from kubelet.pods.manager import PodManager
 from kubelet.pods.nodeinfo import local_node, node_info_source
-from kubelet.pods.run import PodLifecycle, run_pod_lifecycle
+from kubelet.pods.run import LifecycleParts, PodLifecycle, run_pod_lifecycle
 from kubelet.pods.syncer import KubeletPodSyncer
 from kubelet.pods.workers import PodWorkers
 from kubelet.prober.manager import ProberManager, run_prober
 from kubelet.runtime.podruntime import PodRuntime
-from kubelet.runtime.run import run_runtime
+from kubelet.runtime.run import RuntimeParts, run_runtime
 from kubelet.server.backend import RunningKubelet
 from kubelet.server.hoststats import Host as StatsHost
 from kubelet.server.reviews import ApiReviews
@@ -99,7 +100,6 @@ from kubelet.status.generate import owned_conditions
 from kubelet.status.manager import StatusManager, run_status_manager
 from kubelet.version import version_line
 from kubelet.volumes.dirs import DataDirError, setup_data_dirs
-from kubelet.volumes.tmpfs import noswap_supported
 
 log = logging.getLogger("kubelet")
 
@@ -142,31 +142,102 @@ class Host:
 
 
 @attrs.frozen
+class Core:
+    """What most components are built from: the settings, the host, the node and the
+    clients, the desired pods, the node's pressure, metrics and events."""
+
+    options: Options
+    host: Host
+    node: NodeIdentity
+    machine: MachineInfo
+    metrics: KubeletMetrics
+    desired: PodManager
+    pressure: NodePressure
+    runtime: RuntimeClient
+    images: ImageClient
+    api: ApiClient | None
+    recorder: EventRecorder
+
+    @property
+    def clock(self) -> Callable[[], float]:
+        return self.host.wall_clock
+
+
+@attrs.frozen
+class PodInputs:
+    """The components the pod lifecycle drives and reads."""
+
+    config: PodConfig
+    pleg: PlegHandle
+    prober: ProberManager
+    pod_runtime: PodRuntime
+    status: StatusManager | None
+    runtime_name: str
+
+
+@attrs.frozen
 class Components:
     """What the running kubelet is made of, as each entry handed it back (the debug
     console's ``components()`` and the tests read it)."""
 
-    node: NodeIdentity
-    runtime: RuntimeClient
-    images: ImageClient
-    metrics: KubeletMetrics
-    recorder: EventRecorder
-    pleg: PlegHandle
-    prober: ProberManager
-    pod_runtime: PodRuntime
-    config: PodConfig
+    core: Core
+    inputs: PodInputs
     lifecycle: PodLifecycle
+    cm: ContainerManager
+    """the container manager: the node's resources, pod cgroups, resource managers"""
     services: ServiceStore | None = None
     addresses: Addresses | None = None
     """where the servers listen (None: no server)"""
-    cgroups: PodCgroups | None = None
-    pressure: NodePressure | None = None
     collectors: GarbageCollectors | None = None
     eviction: EvictionManager | None = None
 
     @property
+    def node(self) -> NodeIdentity:
+        return self.core.node
+
+    @property
+    def runtime(self) -> RuntimeClient:
+        return self.core.runtime
+
+    @property
+    def images(self) -> ImageClient:
+        return self.core.images
+
+    @property
+    def metrics(self) -> KubeletMetrics:
+        return self.core.metrics
+
+    @property
+    def recorder(self) -> EventRecorder:
+        return self.core.recorder
+
+    @property
+    def pressure(self) -> NodePressure:
+        return self.core.pressure
+
+    @property
+    def pleg(self) -> PlegHandle:
+        return self.inputs.pleg
+
+    @property
+    def prober(self) -> ProberManager:
+        return self.inputs.prober
+
+    @property
+    def pod_runtime(self) -> PodRuntime:
+        return self.inputs.pod_runtime
+
+    @property
+    def config(self) -> PodConfig:
+        return self.inputs.config
+
+    @property
     def pods(self) -> PodManager:
         return self.lifecycle.pods
+
+    @property
+    def cgroups(self) -> PodCgroups | None:
+        return self.cm.cgroups
 
     @property
     def workers(self) -> PodWorkers:
@@ -188,74 +259,151 @@ async def run(
     node = NodeIdentity.detect(
         options.node_name, options.hostname_override, options.node_ip, machine, host.node_ips
     )
-    cfg, clock = options.config, host.wall_clock
     eviction_settings(options)  # a bad threshold stops start-up before any pod is touched
     image_gc_policy(options)
-    metrics = KubeletMetrics(node.name, wall_clock=clock)
-    desired = PodManager()
+    metrics = KubeletMetrics(node.name, wall_clock=host.wall_clock)
+    clock, desired, pressure = host.wall_clock, PodManager(), NodePressure()
     terminator, kill_requests = kill_channel()
-    pressure = NodePressure()
     async with (
         open_cri(options, metrics) as (runtime, images, runtime_name),
         open_api(options, host) as (api, rotating),
         trio.open_nursery() as root,
     ):
-        sink = ApiEvents(api.with_limits(cfg.event_record_qps, cfg.event_burst)) if api else None
-        recorder = await root.start(run_event_recorder, node.name, sink, clock)
+        recorder = await root.start(run_event_recorder, node.name, _events(options, api), clock)
+        core = Core(
+            options, host, node, machine, metrics, desired, pressure, runtime, images, api, recorder
+        )
         pleg = await root.start(run_pleg, runtime, metrics.observe_relist)
         prober = await root.start(run_prober, runtime, recorder, node.host_ip, clock)
         services = await root.start(run_services, api) if api else None
-        cgroups = await start_cgroups(
-            root, options, host, machine, desired, recorder, node.name, runtime, metrics
-        )
-        pod_runtime = await root.start(
-            functools.partial(run_runtime, containers_log_dir=host.containers_log_dir),
-            options, runtime, images, api, recorder, metrics, prober.http, node.name,
-            node.ips, machine.memory_bytes, machine.num_cores, services and services.env_for, clock,
-            cgroups,
-        )  # fmt: skip
+        local = local_node(options, node, machine)  # the Node it would register
+        cm = await root.start(run_container_manager, _cm_parts(core, local))
+        pod_runtime = await root.start(run_runtime, _runtime_parts(core, prober, services, cm))
         status = await _start_status(root, api, desired, metrics, options) if api else None
-        node_handle, node_info = await _start_node(
-            root, options, host, node, api, runtime, images, machine, pleg.healthy, recorder,
-            NodeParts(metrics.registry, rotating, lambda: active_pods(desired.pods()),
-                      terminator, pressure, clock(), boot_time(clock)),
-        )  # fmt: skip
+        node_handle = await root.start(run_node, _node_parts(core, pleg, rotating, terminator))
         config = await root.start(
             functools.partial(open_sources, watch=metrics.pod_startup),
-            options, api, host.watch_files, host.source_io,
-        )  # fmt: skip
+            *(options, api, host.watch_files, host.source_io),
+        )
+        inputs = PodInputs(config, pleg, prober, pod_runtime, status, runtime_name)
         lifecycle = await root.start(
-            functools.partial(
-                run_pod_lifecycle,
-                kill_requests=kill_requests if node_handle.shutdown is not None else None,
-                shutdown_admission=node_handle.shutdown.admit if node_handle.shutdown else None,
-            ),
-            options, node, desired, config, pleg, prober, pod_runtime, api, status, recorder,
-            metrics, runtime_name, clock, node_info, pressure,
-        )  # fmt: skip
-        _register_state_metrics(metrics, pleg, desired, lifecycle, cgroups)
+            run_pod_lifecycle, _lifecycle_parts(core, inputs, node_handle, kill_requests, local)
+        )
+        _register_state_metrics(metrics, pleg, desired, lifecycle, cm)
         stats, collectors, eviction = await _start_node_protection(
-            root, options, host, node.name, runtime, images, lifecycle, recorder,
-            pressure, desired, metrics, pleg.between_relists,
-        )  # fmt: skip
-        registries = metrics.registry, prober.metrics.registry
-        backend = RunningKubelet(runtime, images, *registries, lifecycle)
-        reviews = ApiReviews(api) if api is not None else None  # serve runs with ports off too:
-        addresses = await root.start(  # the pod-resources socket is always served
-            functools.partial(serve, serving=node_handle.serving, host=host.stats, stats=stats),
-            backend, options, reviews, metrics, host.ephemeral_ports,
-        )  # fmt: skip
-        if not (cfg.enable_server or cfg.healthz_port or cfg.read_only_port):
-            addresses = None
-        parts = Components(
-            node, runtime, images, metrics, recorder, pleg, prober, pod_runtime, config,
-            lifecycle, services, addresses, cgroups, pressure, collectors, eviction,
-        )  # fmt: skip
+            root, core, lifecycle, cm, pleg.between_relists
+        )
+        addresses = await _serve(root, core, node_handle, lifecycle, stats, prober)
+        parts = Components(core, inputs, lifecycle, cm, services, addresses, collectors, eviction)
         if options.debug_console_socket:
             await root.start(serve_console, options.debug_console_socket, parts, api)
         recorder.record(node_ref(node.name), NORMAL, "Starting", "Starting kubelet.")
         log.info("kubelet %s started: node %s", version_line(), node.name)
         task_status.started(parts)
+
+
+def _events(options: Options, api: ApiClient | None) -> ApiEvents | None:
+    """Where events go: the API server, at their own QPS (None: standalone)."""
+    cfg = options.config
+    return ApiEvents(api.with_limits(cfg.event_record_qps, cfg.event_burst)) if api else None
+
+
+def _cm_parts(core: Core, local: NodeInfo) -> CmParts:
+    """The container manager over the machine's capacity and the node's allocatable."""
+    host, machine = core.host, core.machine
+
+    def record(event: tuple[str, str, str]) -> None:
+        core.recorder.record(node_ref(core.node.name), *event)
+
+    capacity = capacity_of(machine.num_cores, machine.memory_bytes, machine.hugepages)
+    return CmParts(
+        options=core.options,
+        resources=NodeResources(capacity=capacity, allocatable=dict(local.allocatable)),
+        runtime=core.runtime,
+        active=core.desired.active,
+        record=record,
+        host=CgroupHost(fs=host.cgroup_fs, io=host.cgroup_io, proc=host.proc, systemd=host.systemd),
+        observe=core.metrics.observe_cgroup_manager,
+    )
+
+
+def _runtime_parts(
+    core: Core, prober: ProberManager, services: ServiceStore | None, cm: ContainerManager
+) -> RuntimeParts:
+    return RuntimeParts(
+        options=core.options,
+        runtime=core.runtime,
+        images=core.images,
+        api=core.api,
+        recorder=core.recorder,
+        metrics=core.metrics,
+        http=prober.http,
+        node_name=core.node.name,
+        node_ips=core.node.ips,
+        cm=cm,
+        service_env=services.env_for if services is not None else None,
+        wall_clock=core.clock,
+        containers_log_dir=core.host.containers_log_dir,
+    )
+
+
+def _node_parts(
+    core: Core,
+    pleg: PlegHandle,
+    rotating: RotatingTransport | None,
+    terminator: PodTerminator,
+) -> NodeParts:
+    desired, clock = core.desired, core.clock
+    return NodeParts(
+        options=core.options,
+        node=core.node,
+        api=core.api,
+        runtime=core.runtime,
+        images=core.images,
+        machine=core.machine,
+        pleg_health=pleg.healthy,
+        recorder=core.recorder,
+        wall_clock=clock,
+        registry=core.metrics.registry,
+        transport=rotating,
+        active_pods=lambda: active_pods(desired.pods()),
+        terminator=terminator,
+        pressure=core.pressure,
+        started=clock(),
+        boot=boot_time(clock),
+    )
+
+
+def _lifecycle_parts(
+    core: Core,
+    inputs: PodInputs,
+    handle: NodeHandle,
+    kill_requests: trio.MemoryReceiveChannel[KillRequest],
+    local: NodeInfo,
+) -> LifecycleParts:
+    """The pod lifecycle, with admission reading the API's Node once registered
+    (``local``, the Node this kubelet would register, before and standalone) and graceful
+    shutdown's requests when it runs."""
+    shutdown = handle.shutdown
+    return LifecycleParts(
+        options=core.options,
+        node=core.node,
+        desired=core.desired,
+        config=inputs.config,
+        pleg=inputs.pleg,
+        prober=inputs.prober,
+        pod_runtime=inputs.pod_runtime,
+        api=core.api,
+        status=inputs.status,
+        recorder=core.recorder,
+        metrics=core.metrics,
+        runtime_name=inputs.runtime_name,
+        wall_clock=core.clock,
+        node_info=node_info_source(local, handle.api_node if handle.reporter is not None else None),
+        pressure=core.pressure,
+        kill_requests=kill_requests if shutdown is not None else None,
+        shutdown_admission=shutdown.admit if shutdown is not None else None,
+    )
 
 
 async def _start_status(
@@ -286,12 +434,13 @@ def _register_state_metrics(
     pleg: PlegHandle,
     desired: PodManager,
     lifecycle: PodLifecycle,
-    cgroups: PodCgroups,
+    cm: ContainerManager,
 ) -> None:
     """What is read of the components when scraped: the pod counts (runtime, desired,
     active, mirror, working), the PLEG's discarded events; and the cgroup version."""
     metrics.watch_pleg_discards(pleg.discarded)
-    metrics.cgroup_version.set(cgroups.manager.fs.layout.version)
+    if cm.cgroups is not None:
+        metrics.cgroup_version.set(cm.cgroups.manager.fs.layout.version)
     metrics.registry.register(
         PodGauges(
             pleg.cache.statuses,
@@ -303,83 +452,101 @@ def _register_state_metrics(
     )
 
 
-async def _start_node(
+async def _serve(
     root: trio.Nursery,
-    options: Options,
-    host: Host,
-    node: NodeIdentity,
-    api: ApiClient | None,
-    runtime: RuntimeClient,
-    images: ImageClient,
-    machine: MachineInfo,
-    pleg_health: Callable[[], tuple[bool, str]],
-    recorder: EventRecorder,
-    parts: NodeParts,
-) -> tuple[NodeHandle, Callable[[], NodeInfo]]:
-    """The node component, and the Node as admission reads it: the API's copy once
-    registered, a locally computed one before and when standalone."""
-    handle: NodeHandle = await root.start(
-        run_node, options, node, api, runtime, images, machine, pleg_health, recorder,
-        host.wall_clock, parts,
-    )  # fmt: skip
-    return handle, node_info_source(
-        local_node(options, node, machine),
-        handle.api_node if handle.reporter is not None else None,
+    core: Core,
+    node_handle: NodeHandle,
+    lifecycle: PodLifecycle,
+    stats: SummaryProvider,
+    prober: ProberManager,
+) -> Addresses | None:
+    """The servers (healthz, main, read-only; the pod-resources socket, served with the
+    ports off too); where they listen, or None when no port is served."""
+    options, host, api = core.options, core.host, core.api
+    registries = core.metrics.registry, prober.metrics.registry
+    backend = RunningKubelet(core.runtime, core.images, *registries, lifecycle)
+    reviews = ApiReviews(api) if api is not None else None
+    addresses: Addresses = await root.start(
+        functools.partial(serve, serving=node_handle.serving, host=host.stats, stats=stats),
+        *(backend, options, reviews, core.metrics, host.ephemeral_ports),
     )
+    cfg = options.config
+    if not (cfg.enable_server or cfg.healthz_port or cfg.read_only_port):
+        return None
+    return addresses
 
 
 async def _start_node_protection(
     root: trio.Nursery,
-    options: Options,
-    host: Host,
-    node_name: str,
-    runtime: RuntimeClient,
-    images: ImageClient,
+    core: Core,
     lifecycle: PodLifecycle,
-    recorder: EventRecorder,
-    pressure: NodePressure,
-    desired: PodManager,
-    metrics: KubeletMetrics,
+    cm: ContainerManager,
     between_relists: Callable[[], Awaitable[None]],
 ) -> tuple[SummaryProvider, GarbageCollectors, EvictionManager]:
     """Stats (the summary), garbage collection and eviction, which reads both."""
-    stats = SummaryProvider(
-        runtime, images, node_name=node_name, root_dir=options.root_dir,
-        pod_logs_dir=options.config.pod_logs_dir, host=host.stats, wall_clock=host.wall_clock,
-        volume_stats_period=options.config.volume_stats_agg_period,
+    options, host, node_name = core.options, core.host, core.node.name
+    stats = _summary_provider(core)
+    usage = NodeUsage(stats)
+    collectors = await root.start(
+        run_gc,
+        GcParts(
+            options=options,
+            node_name=node_name,
+            runtime=core.runtime,
+            images=core.images,
+            pods=lifecycle.gc_view,
+            sources_ready=lifecycle.syncloop.sources_seen,
+            image_fs=usage.image_fs,
+            recorder=core.recorder,
+            wall_clock=host.wall_clock,
+            containers_log_dir=host.containers_log_dir,
+            on_image_removed=core.metrics.image_collected,
+            before_remove=cm.post_stop,
+        ),
+    )
+    eviction = await root.start(
+        run_eviction,
+        EvictionParts(
+            options=options,
+            node_name=node_name,
+            summaries=usage,
+            pods=lifecycle.evictor,
+            reclaimer=collectors,
+            recorder=core.recorder,
+            pressure=core.pressure,
+            disk_layout=usage.disk_layout,
+            pod_name=_pod_names(core.desired),
+            cgroups=Cgroups(host.notifier_cgroups),
+            kmsg=host.kmsg,
+            metrics=core.metrics,
+            before_periodic_pass=between_relists,  # its stats read right after a relist
+        ),
+    )
+    return stats, collectors, eviction
+
+
+def _summary_provider(core: Core) -> SummaryProvider:
+    """The stats summary: the CRI's figures, the host's, the system containers'."""
+    options, host = core.options, core.host
+    cfg = options.config
+    return SummaryProvider(
+        core.runtime,
+        core.images,
+        node_name=core.node.name,
+        root_dir=options.root_dir,
+        pod_logs_dir=cfg.pod_logs_dir,
+        host=host.stats,
+        wall_clock=host.wall_clock,
+        volume_stats_period=cfg.volume_stats_agg_period,
         psi=options.features.enabled(features.KUBELET_PSI),
         sandbox_stats=options.features.enabled(features.POD_AND_CONTAINER_STATS_FROM_CRI),
         system_cgroups=SystemCgroups(
-            kubelet=options.config.kubelet_cgroups or None,
+            kubelet=cfg.kubelet_cgroups or None,
             runtime=options.runtime_cgroups or None,
-            misc=options.config.system_cgroups or None,
+            misc=cfg.system_cgroups or None,
         ),
-        pods_root=node_allocatable_root(
-            options.config.cgroup_root or "/", options.config.cgroups_per_qos
-        ),
-    )  # fmt: skip
-    usage = NodeUsage(stats)
-    collectors = await root.start(
-        functools.partial(
-            run_gc,
-            containers_log_dir=host.containers_log_dir,
-            on_image_removed=metrics.image_collected,
-        ),
-        options, node_name, runtime, images, lifecycle.gc_view, lifecycle.syncloop.sources_seen,
-        usage.image_fs, recorder, host.wall_clock,
-    )  # fmt: skip
-    eviction = await root.start(
-        functools.partial(
-            run_eviction,
-            cgroups=Cgroups(host.notifier_cgroups),
-            kmsg=host.kmsg,
-            metrics=metrics,
-            before_periodic_pass=between_relists,  # its stats read right after a relist
-        ),
-        options, node_name, usage, lifecycle.evictor, collectors, recorder, pressure,
-        usage.disk_layout, _pod_names(desired),
-    )  # fmt: skip
-    return stats, collectors, eviction
+        pods_root=node_allocatable_root(cfg.cgroup_root or "/", cfg.cgroups_per_qos),
+    )
 
 
 def _pod_names(desired: PodManager) -> Callable[[str], str | None]:
@@ -390,47 +557,6 @@ def _pod_names(desired: PodManager) -> Callable[[str], str | None]:
         return pod.key if pod is not None else None
 
     return name
-
-
-async def start_cgroups(
-    root: trio.Nursery,
-    options: Options,
-    host: Host,
-    machine: MachineInfo,
-    desired: PodManager,
-    recorder: EventRecorder,
-    node_name: str,
-    runtime: RuntimeClient,
-    metrics: KubeletMetrics,
-) -> PodCgroups:
-    """The cgroup component, started in ``root``: the QoS tree sized from the machine,
-    the active pods of ``desired``, its events recorded on the Node, its operations'
-    durations in ``metrics``."""
-
-    def record(event: tuple[str, str, str]) -> None:
-        recorder.record(node_ref(node_name), *event)
-
-    probe = os.path.join(options.root_dir, "plugins", "kubernetes.io~empty-dir")
-    noswap = functools.partial(noswap_supported, probe)  # tmpfs can keep volumes off swap
-    settings = CgroupSettings.from_config(
-        options.config,
-        pod_level_resources=options.features.enabled(features.POD_LEVEL_RESOURCES),
-        qos_reserved=options.features.enabled(features.QOS_RESERVED),
-    )
-    driver = await driver_from_runtime(runtime.runtime_config, settings.driver)
-    settings = attrs.evolve(settings, driver=driver)
-    capacity = capacity_of(machine.num_cores, machine.memory_bytes, machine.hugepages)
-    handle: PodCgroups = await root.start(
-        functools.partial(
-            run_cgroups,
-            proc=host.proc,
-            noswap=noswap,
-            systemd=host.systemd,
-            observe=metrics.observe_cgroup_manager,
-        ),
-        settings, host.cgroup_fs, capacity, desired.active, pod_qos, record, host.cgroup_io,
-    )  # fmt: skip
-    return handle
 
 
 @contextlib.asynccontextmanager

@@ -46,7 +46,14 @@ from .swap import NodeSwap, startup_swap, volumes_may_swap
 from .system import SystemCgroups
 from .systemd import HOST_SYSTEMD, SystemdAccess, SystemdBus, SystemdUnavailable
 
-__all__ = ["FAILED_CREATE_POD_CONTAINER", "PodCgroups", "host_cgroup_fs", "run_cgroups"]
+__all__ = [
+    "FAILED_CREATE_POD_CONTAINER",
+    "CgroupHost",
+    "CgroupParts",
+    "PodCgroups",
+    "host_cgroup_fs",
+    "run_cgroups",
+]
 
 log = logging.getLogger(__name__)
 
@@ -182,19 +189,40 @@ def capacity_of(num_cores: int, memory_bytes: int, hugepages: Mapping[str, int])
     return out
 
 
+@attrs.frozen(kw_only=True)
+class CgroupHost:
+    """Where the cgroups are: the hierarchies, where their writes run, /proc, systemd."""
+
+    fs: Callable[[], CgroupFs] = host_cgroup_fs
+    """the cgroup hierarchies (tests: a tree in a temporary directory)"""
+    io: RunSync[Any]
+    """where cgroup writes run (tests on a fake clock: inline)"""
+    proc: Path = Path("/proc")
+    systemd: SystemdAccess = HOST_SYSTEMD
+    """the systemd cgroup driver's bus and systemd check"""
+
+
+@attrs.frozen(kw_only=True)
+class CgroupParts:
+    """What the cgroup component is made from."""
+
+    settings: CgroupSettings
+    host: CgroupHost
+    capacity: Mapping[str, str]
+    """the machine's, as quantities (``capacity_of``): what kubepods is sized from"""
+    active: ActivePods
+    qos_of: QosOf
+    record: Callable[[Event], None]
+    """the Node's events (``FailedNodeAllocatableEnforcement``, swap warnings)"""
+    noswap: Callable[[], bool] = lambda: True
+    """whether tmpfs can keep memory-backed volumes off swap"""
+    observe: Observe | None = None
+    """told how long each cgroup create, update and destroy took (the manager's metric)"""
+
+
 async def run_cgroups(
-    settings: CgroupSettings,
-    fs: Callable[[], CgroupFs],
-    capacity: Mapping[str, str],
-    active: ActivePods,
-    qos_of: QosOf,
-    record: Callable[[Event], None],
-    io: RunSync[Any],
+    parts: CgroupParts,
     *,
-    proc: Path = Path("/proc"),
-    noswap: Callable[[], bool] = lambda: True,
-    systemd: SystemdAccess = HOST_SYSTEMD,
-    observe: Observe | None = None,
     task_status: trio.TaskStatus[PodCgroups] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Set the tree up, hand back ``PodCgroups``, keep the QoS cgroups current.
@@ -202,14 +230,14 @@ async def run_cgroups(
     A configuration the manager cannot honour stops start-up (``ConfigError``), after
     recording the events upstream records (``FailedNodeAllocatableEnforcement``).
     ``SystemCgroups.run`` runs beside: the moves of ``kubeletCgroups``/``systemCgroups``
-    and the kubelet's ``oom_score_adj`` (``proc``: where /proc is read). Swap is checked
-    first (``failSwapOn``), as upstream's container manager does; with swap on, ``noswap``
-    says whether tmpfs can keep memory-backed volumes off it (else a Node event says they
-    may not be). ``observe`` is told how long each cgroup create, update and destroy
-    took (the manager's metric)."""
+    and the kubelet's ``oom_score_adj`` (``host.proc``: where /proc is read). Swap is
+    checked first (``failSwapOn``), as upstream's container manager does; with swap on,
+    ``noswap`` says whether tmpfs can keep memory-backed volumes off it (else a Node
+    event says they may not be)."""
+    settings, host, capacity = parts.settings, parts.host, parts.capacity
 
     async def offload(fn: Callable[..., Any], *args: Any) -> Any:
-        return await io(functools.partial(fn, *args))
+        return await host.io(functools.partial(fn, *args))
 
     sizes = [
         int(parse_quantity(name[len("hugepages-") :]).amount)
@@ -217,19 +245,17 @@ async def run_cgroups(
         if name.startswith("hugepages-")
     ]
     internal: dict[str, Fraction] = internal_capacity(capacity, read_pid_max())
-    host_fs = _open(fs, settings)
+    host_fs = _open(host.fs, settings)
     swap = startup_swap(
         host_fs,
-        proc,
+        host.proc,
         fail_swap_on=settings.fail_swap_on,
         behavior=settings.swap_behavior,
         memory_capacity=int(internal.get("memory", 0)),
     )
+    start = _Start(settings, host_fs, swap, sorted(sizes), internal, host.proc, parts.observe)
     try:
-        await _serve(
-            _Start(settings, host_fs, swap, sorted(sizes), internal, proc, observe),
-            active, qos_of, record, offload, noswap, systemd, task_status,
-        )  # fmt: skip
+        await _serve(start, parts, offload, task_status)
     except BaseExceptionGroup as group:
         # a refusal at start-up reaches the caller as it was raised, not in a group
         single = _collapse(group)
@@ -259,19 +285,15 @@ class _Start:
 
 async def _serve(
     start: _Start,
-    active: ActivePods,
-    qos_of: QosOf,
-    record: Callable[[Event], None],
+    parts: CgroupParts,
     offload: Callable[..., Awaitable[Any]],
-    noswap: Callable[[], bool],
-    systemd: SystemdAccess,
     task_status: trio.TaskStatus[PodCgroups],
 ) -> None:
-    settings, host_fs = start.settings, start.host_fs
+    settings, host_fs, record = start.settings, start.host_fs, parts.record
     async with trio.open_nursery() as nursery:
         slices = None
         if settings.driver == names.SYSTEMD and settings.cgroups_per_qos:
-            slices = await _open_systemd(nursery, systemd)
+            slices = await _open_systemd(nursery, parts.host.systemd)
         try:
             manager = CgroupManager(
                 host_fs if settings.cgroups_per_qos and host_fs else CgroupFs(_NO_LAYOUT),
@@ -290,10 +312,10 @@ async def _serve(
             field = "cgroupDriver" if settings.driver == names.SYSTEMD else "cgroupRoot"
             raise ConfigError.single("", field, str(err)) from err
         swap = start.swap
-        warning = volumes_may_swap(swap, await offload(noswap)) if swap.on else None
+        warning = volumes_may_swap(swap, await offload(parts.noswap)) if swap.on else None
         for event in [*events, *([warning] if warning is not None else [])]:
             record(event)
-        handle = PodCgroups(manager, active, qos_of, swap)
+        handle = PodCgroups(manager, parts.active, parts.qos_of, swap)
         await nursery.start(manager.run, start.internal, handle.active, record)
         moves = SystemCgroups(
             host_fs or CgroupFs(_NO_LAYOUT),

@@ -37,6 +37,7 @@ from kubelet.env.expand import ExpansionBudget, expand_all, expand_env
 from kubelet.env.hosts import kernel_hostname
 from kubelet.goformat import go_json
 
+from .contribution import NO_CONTRIBUTION, ContainerContribution, apply_contribution
 from .hash import hash_container
 from .limits import ContainerLimits, configure_swap, hugepage_limits
 from .qos import BEST_EFFORT, BURSTABLE, container_oom_score_adj, pod_qos
@@ -403,6 +404,7 @@ def container_config(
     seccomp_default: bool = False,
     namespaces: api.NamespaceOption | None = None,
     command_args: tuple[Sequence[str], Sequence[str]] | None = None,
+    contribution: ContainerContribution = NO_CONTRIBUTION,
 ) -> api.ContainerConfig:
     """``CreateContainer`` config for a new instance of ``container``.
 
@@ -412,6 +414,8 @@ def container_config(
     ``$(VAR)``-expanded against it; empty ones leave the image defaults in place.
     ``namespaces``: the sandbox's (with its user namespace); by default the pod's.
     ``command_args``: command and args already expanded (``env.resolve_command``).
+    ``contribution``: what the node's resource managers add (devices, mounts, variables,
+    annotations, CDI devices, cpuset), merged by the container manager.
     ``SecurityContextError`` when the security context cannot be expressed;
     ``ExpansionTooLarge`` when command and args pass the expansion bounds.
     """
@@ -446,7 +450,7 @@ def container_config(
             seccomp_default=seccomp_default,
         )
     )
-    return config
+    return apply_contribution(config, contribution)
 
 
 # -- reading CRI answers back --------------------------------------------------------------

@@ -46,6 +46,7 @@ from .thresholds import Threshold, ThresholdError, parse_thresholds
 
 __all__ = [
     "EvictablePods",
+    "EvictionParts",
     "NodePressure",
     "eviction_settings",
     "run_eviction",
@@ -194,46 +195,53 @@ class OomWatcher:
             )
 
 
+@attrs.frozen(kw_only=True)
+class EvictionParts:
+    """What the eviction component acts through (``agent`` builds it)."""
+
+    options: Options
+    node_name: str
+    summaries: SummarySource
+    pods: EvictablePods
+    reclaimer: NodeReclaimer
+    recorder: EventRecorder
+    pressure: NodePressure
+    disk_layout: DiskLayout
+    pod_name: Callable[[str], str | None]
+    """namespace/name of a pod by UID (the OOM watcher names the pod it hit)"""
+    cgroups: Cgroups | None = None
+    """where the memory notifiers arm (None: the host's)"""
+    kmsg: str | None = "/dev/kmsg"
+    """the kernel log the OOM watcher reads (None: no watcher; tests)"""
+    metrics: EvictionMetrics | None = None
+    before_periodic_pass: Callable[[], Awaitable[None]] | None = None
+
+
 async def run_eviction(
-    options: Options,
-    node_name: str,
-    summaries: SummarySource,
-    pods: EvictablePods,
-    reclaimer: NodeReclaimer,
-    recorder: EventRecorder,
-    pressure: NodePressure,
-    disk_layout: DiskLayout,
-    pod_name: Callable[[str], str | None],
+    parts: EvictionParts,
     *,
-    cgroups: Cgroups | None = None,
-    kmsg: str | None = "/dev/kmsg",
-    metrics: EvictionMetrics | None = None,
-    before_periodic_pass: Callable[[], Awaitable[None]] | None = None,
     task_status: trio.TaskStatus[EvictionManager] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Watch the node's resources, reclaim and evict; until cancelled.
-
-    ``kmsg`` None: no OOM watcher (tests). ``cgroups``: where the memory notifiers arm
-    (None: the host's).
-    """
-    cgroups = cgroups or Cgroups(Path("/"))
+    """Watch the node's resources, reclaim and evict; until cancelled."""
+    cgroups = parts.cgroups or Cgroups(Path("/"))
+    pods, recorder, kmsg = parts.pods, parts.recorder, parts.kmsg
     manager = EvictionManager(
-        _config(options, cgroups),
-        summaries=summaries,
+        _config(parts.options, cgroups),
+        summaries=parts.summaries,
         active_pods=pods.active_pods,
         killer=pods,
-        reclaimer=reclaimer,
-        events=_Events(recorder, node_ref(node_name)),
+        reclaimer=parts.reclaimer,
+        events=_Events(recorder, node_ref(parts.node_name)),
         is_critical=is_critical_pod,
         cleaned_up=pods.cleaned_up,
-        disk_layout=disk_layout,
-        pressure=pressure,
-        metrics=metrics,
-        before_periodic_pass=before_periodic_pass,
+        disk_layout=parts.disk_layout,
+        pressure=parts.pressure,
+        metrics=parts.metrics,
+        before_periodic_pass=parts.before_periodic_pass,
     )
     async with trio.open_nursery() as nursery:
         if kmsg is not None:
-            watcher = OomWatcher(recorder, node_ref(node_name), pod_name, kmsg)
+            watcher = OomWatcher(recorder, node_ref(parts.node_name), parts.pod_name, kmsg)
             await nursery.start(watcher.run)
         await nursery.start(manager.run)
         task_status.started(manager)

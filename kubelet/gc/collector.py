@@ -110,6 +110,8 @@ class ContainerCollector:
     wall_clock: Callable[[], float]
     policy: cplan.GCPolicy = attrs.field(factory=cplan.GCPolicy)
     containers_log_dir: str = LEGACY_CONTAINER_LOGS_DIR
+    before_remove: Callable[[str], Awaitable[None]] | None = None
+    """the container manager's post-stop hook, told each container ID before removal"""
 
     async def collect(self, evict_non_deleted: bool = False) -> cplan.GCPlan:
         """One collection; GcError lists what failed (the rest was still removed)."""
@@ -172,6 +174,8 @@ class ContainerCollector:
                 errors.append(f"failed to stop container {cid}: {exc}")
         for cid in plan.containers:
             try:
+                if self.before_remove is not None:  # upstream's PostStopContainer
+                    await self.before_remove(cid)
                 await self.runtime.remove_container(cid)
                 log.info("container GC: removed container %s", cid)
             except CriError as exc:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import attrs
 import trio
@@ -35,7 +35,7 @@ from .collector import (
 )
 from .logs import LEGACY_CONTAINER_LOGS_DIR
 
-__all__ = ["container_gc_policy", "image_gc_policy", "run_gc"]
+__all__ = ["GcParts", "container_gc_policy", "image_gc_policy", "run_gc"]
 
 log = logging.getLogger(__name__)
 
@@ -148,42 +148,57 @@ class GcLoops:
                 log.info("image garbage collection succeeded again")
 
 
+@attrs.frozen(kw_only=True)
+class GcParts:
+    """What the garbage collectors work over (``agent`` builds it)."""
+
+    options: Options
+    node_name: str
+    runtime: RuntimeClient
+    images: ImageClient
+    pods: PodStates
+    """whether a pod's dead containers may go"""
+    sources_ready: Callable[[], bool]
+    image_fs: ImageFs
+    recorder: EventRecorder
+    wall_clock: Callable[[], float]
+    containers_log_dir: str = LEGACY_CONTAINER_LOGS_DIR
+    on_image_removed: Callable[[str], None] | None = None
+    """called per image removed, with its reason (metrics)"""
+    before_remove: Callable[[str], Awaitable[None]] | None = None
+    """the container manager's post-stop hook, before a dead container is removed"""
+
+
 async def run_gc(
-    options: Options,
-    node_name: str,
-    runtime: RuntimeClient,
-    images: ImageClient,
-    pods: PodStates,
-    sources_ready: Callable[[], bool],
-    image_fs: ImageFs,
-    recorder: EventRecorder,
-    wall_clock: Callable[[], float],
+    parts: GcParts,
     *,
-    containers_log_dir: str = LEGACY_CONTAINER_LOGS_DIR,
-    on_image_removed: Callable[[str], None] | None = None,
     task_status: trio.TaskStatus[GarbageCollectors] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Collect dead containers and unused images periodically; until cancelled.
-    ``on_image_removed`` is called per image removed, with its reason (metrics)."""
-    node = node_ref(node_name)
-    policy = image_gc_policy(options)
-    container_policy = container_gc_policy(options)
+    """Collect dead containers and unused images periodically; until cancelled."""
+    p = parts
+    policy = image_gc_policy(p.options)
     containers = ContainerCollector(
-        runtime, pods, sources_ready, options.config.pod_logs_dir, wall_clock,
-        policy=container_policy, containers_log_dir=containers_log_dir,
-    )  # fmt: skip
+        p.runtime,
+        p.pods,
+        p.sources_ready,
+        p.options.config.pod_logs_dir,
+        p.wall_clock,
+        policy=container_gc_policy(p.options),
+        containers_log_dir=p.containers_log_dir,
+        before_remove=p.before_remove,
+    )
     image_collector = ImageCollector(
-        runtime,
-        images,
-        image_fs,
-        wall_clock,
+        p.runtime,
+        p.images,
+        p.image_fs,
+        p.wall_clock,
         policy,
-        await sandbox_images(runtime, DEFAULT_SANDBOX_IMAGE),
-        began=wall_clock(),
-        on_removed=on_image_removed,
+        await sandbox_images(p.runtime, DEFAULT_SANDBOX_IMAGE),
+        began=p.wall_clock(),
+        on_removed=p.on_image_removed,
     )
     collectors = GarbageCollectors(containers, image_collector)
-    loops = GcLoops(collectors, recorder, node)
+    loops = GcLoops(collectors, p.recorder, node_ref(p.node_name))
     async with trio.open_nursery() as nursery:
         nursery.start_soon(loops.containers)
         if policy.enabled:

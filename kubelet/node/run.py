@@ -80,12 +80,21 @@ class NodeHandle:
         )
 
 
-@attrs.frozen
+@attrs.frozen(kw_only=True)
 class NodeParts:
-    """What ``run_node`` needs besides the clients: where metrics go, the API client's
-    rotating transport (client certificate rotation), the pod side of a shutdown, and
-    the node's pressure conditions."""
+    """What ``run_node`` is made from: the clients, the machine, the PLEG's health,
+    where events and metrics go, the API client's rotating transport (client certificate
+    rotation), the pod side of a shutdown, and the node's pressure conditions."""
 
+    options: Options
+    node: NodeIdentity
+    api: ApiClient | None
+    runtime: RuntimeClient
+    images: ImageClient
+    machine: MachineInfo
+    pleg_health: Callable[[], tuple[bool, str]]
+    recorder: EventRecorder
+    wall_clock: Callable[[], float]
     registry: CollectorRegistry
     transport: RotatingTransport | None = None
     active_pods: Callable[[], Sequence[ShutdownPod]] = list
@@ -99,57 +108,48 @@ class NodeParts:
 
 
 async def run_node(
-    options: Options,
-    node: NodeIdentity,
-    api: ApiClient | None,
-    runtime: RuntimeClient,
-    images: ImageClient,
-    machine: MachineInfo,
-    pleg_health: Callable[[], tuple[bool, str]],
-    recorder: EventRecorder,
-    wall_clock: Callable[[], float],
     parts: NodeParts,
     *,
     task_status: trio.TaskStatus[NodeHandle] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Watch for the machine's shutdown; with an API server, also heartbeat, register (or
     wait for) the Node, report its status and keep its certificates fresh; forever."""
-    shutdown = _shutdown_manager(options, node.name, recorder, wall_clock, parts)
+    shutdown = _shutdown_manager(parts)
     async with trio.open_nursery() as nursery:
         if shutdown is not None:
             await nursery.start(shutdown.run)
-        if api is None:
+        if parts.api is None:
             task_status.started(NodeHandle(shutdown=shutdown))
             return
-        await _run_cluster_node(
-            options, node, api, runtime, images, machine, pleg_health, recorder, wall_clock,
-            parts, shutdown, nursery, task_status,
-        )  # fmt: skip
+        await _run_cluster_node(parts, parts.api, shutdown, nursery, task_status)
 
 
 async def _run_cluster_node(
-    options: Options,
-    node: NodeIdentity,
-    api: ApiClient,
-    runtime: RuntimeClient,
-    images: ImageClient,
-    machine: MachineInfo,
-    pleg_health: Callable[[], tuple[bool, str]],
-    recorder: EventRecorder,
-    wall_clock: Callable[[], float],
     parts: NodeParts,
+    api: ApiClient,
     shutdown: ShutdownManager | None,
     nursery: trio.Nursery,
     task_status: trio.TaskStatus[NodeHandle],
 ) -> None:
+    options, node, recorder, wall_clock = (
+        parts.options,
+        parts.node,
+        parts.recorder,
+        parts.wall_clock,
+    )
     cfg = options.config
     # the heartbeat's own client: no rate limit, a deadline of one update period
     heartbeat = api.with_limits(-1, 0, timeout=httpx.Timeout(cfg.node_status_update_frequency))
     gatherer = FactGatherer(
-        options, runtime, images, pleg_health, machine=machine, node=node,
+        options,
+        parts.runtime,
+        parts.images,
+        parts.pleg_health,
+        machine=parts.machine,
+        node=node,
         shutdown_status=shutdown.shutdown_status if shutdown is not None else lambda: None,
         pressure=parts.pressure,
-    )  # fmt: skip
+    )
     addresses = _ReportedAddresses()
     startup = NodeStartup(parts.registry, wall_clock, parts.started, parts.boot)
     serving = serving_manager(options, api, addresses.get, parts.registry, wall_clock)
@@ -212,14 +212,10 @@ async def _start_client_rotation(
     await nursery.start(ClientCertificateWatch(manager, wall_clock).run)
 
 
-def _shutdown_manager(
-    options: Options,
-    node_name: str,
-    recorder: EventRecorder,
-    wall_clock: Callable[[], float],
-    parts: NodeParts,
-) -> ShutdownManager | None:
+def _shutdown_manager(parts: NodeParts) -> ShutdownManager | None:
     """Graceful node shutdown, when a grace period is configured."""
+    options, recorder, wall_clock = parts.options, parts.recorder, parts.wall_clock
+    node_name = parts.node.name
     cfg = options.config
     groups = periods(
         [

@@ -43,6 +43,7 @@ __all__ = [
     "Handler",
     "NodeInfo",
     "Rejection",
+    "ResourceAdmission",
     "admit",
     "rejection_message",
 ]
@@ -51,6 +52,10 @@ OUT_OF_PODS = "OutOfpods"  # reported by fit.py's resource check (allocatable po
 SUPPLEMENTAL_GROUPS_POLICY_NOT_SUPPORTED = "SupplementalGroupsPolicyNotSupported"
 RUNTIME_CLASS_UNAVAILABLE = "RuntimeClassUnavailable"
 TERMINAL_PHASES = ("Succeeded", "Failed")
+
+
+ResourceAdmission = Callable[[Pod, Sequence[Pod]], "tuple[str, str] | None"]
+"""(pod, others) → None, or the (reason, message) of a resource manager's refusal"""
 
 
 @attrs.frozen
@@ -81,6 +86,8 @@ class AdmissionFacts:
     """``status.declaredFeatures`` (None: the NodeDeclaredFeatures gate is off)"""
     pressure: tuple[str, ...] = ()
     """the node's pressure conditions (the eviction manager's MemoryPressure, ...)"""
+    resource_allocation: ResourceAdmission | None = None
+    """the container manager's resource managers (``cm.ContainerManager.admit``)"""
 
 
 Handler = Callable[[Pod, Sequence[Pod], AdmissionFacts], Rejection | None]
@@ -96,6 +103,17 @@ def _eviction(pod: Pod, others: Sequence[Pod], facts: AdmissionFacts) -> Rejecti
 def _sysctls(pod: Pod, others: Sequence[Pod], facts: AdmissionFacts) -> Rejection | None:
     message = facts.sysctls.forbidden(pod)
     return None if message is None else Rejection(sysctl_admission.FORBIDDEN_REASON, message)
+
+
+def _resource_allocation(
+    pod: Pod, others: Sequence[Pod], facts: AdmissionFacts
+) -> Rejection | None:
+    """Upstream's resource allocation handler: the container manager's resource managers
+    (devices, CPU, memory, topology) allocate for the pod or refuse it."""
+    if facts.resource_allocation is None:
+        return None
+    refusal = facts.resource_allocation(pod, others)
+    return None if refusal is None else Rejection(*refusal)
 
 
 def _supplemental_groups_policy(pod: Pod, facts: AdmissionFacts) -> Rejection | None:
@@ -165,7 +183,7 @@ def _node_shutdown(pod: Pod, others: Sequence[Pod], facts: AdmissionFacts) -> Re
 HANDLERS: tuple[Handler, ...] = (
     _eviction,
     _sysctls,
-    # resource allocation (CPU, memory, devices managers) goes here
+    _resource_allocation,
     _predicates,
     _apparmor,
     _runtime_class,

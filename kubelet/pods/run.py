@@ -34,7 +34,7 @@ from kubelet.runtime.runtimeinfo import RuntimeInfo
 from kubelet.sources.podconfig import PodConfig
 from kubelet.status.manager import StatusManager
 
-from .admission import AdmissionFacts, Rejection
+from .admission import AdmissionFacts, Rejection, ResourceAdmission
 from .evict import PodEvictor, PodGcView
 from .fit import NodeInfo
 from .housekeeping import RuntimeHousekeeper
@@ -43,7 +43,7 @@ from .manager import PodManager
 from .mirror import MirrorClient
 from .preemption import Preemptor
 from .syncer import ClusterLink, KubeletPodSyncer
-from .syncloop import SyncLoop
+from .syncloop import SyncLoop, SyncLoopParts
 from .workers import PodWorkers, WorkerResult
 
 
@@ -75,6 +75,7 @@ def node_admission(
     runtime_classes: bool,
     shutdown: Callable[[], tuple[bool, str, str]] | None = None,
     pressure: NodePressure | None = None,
+    resources: ResourceAdmission | None = None,
 ) -> Callable[[], AdmissionFacts]:
     """Admission's view of this node: read once at start-up, except the runtime's
     features, which CRI Status may change, and the Node (``nodeinfo.node_info_source``)."""
@@ -99,6 +100,7 @@ def node_admission(
             node_shutdown=None if admitted else (reason, message),
             pressure=pressure.conditions if pressure is not None else (),
             declared_features=declared,
+            resource_allocation=resources,
         )
 
     return facts
@@ -116,83 +118,110 @@ class Rejecter:
         self.syncer.reject(pod, rejection)
 
 
+@attrs.frozen(kw_only=True)
+class LifecycleParts:
+    """What the pod lifecycle component is made from (``agent`` builds it)."""
+
+    options: Options
+    node: NodeIdentity
+    desired: PodManager
+    """the pods the sources want (the status manager reads their mirror pods too)"""
+    config: PodConfig
+    """the updates, and whether every source has been seen"""
+    pleg: PlegHandle
+    prober: ProberManager
+    pod_runtime: PodRuntime
+    api: ApiClient | None
+    status: StatusManager | None
+    recorder: EventRecorder
+    metrics: KubeletMetrics
+    runtime_name: str
+    wall_clock: Callable[[], float]
+    node_info: Callable[[], NodeInfo]
+    """the Node as admission reads it"""
+    pressure: NodePressure | None = None
+    kill_requests: trio.MemoryReceiveChannel[KillRequest] | None = None
+    """graceful node shutdown's requests to stop pods (None: no shutdown manager)"""
+    shutdown_admission: Callable[[], tuple[bool, str, str]] | None = None
+
+
 async def run_pod_lifecycle(
-    options: Options,
-    node: NodeIdentity,
-    desired: PodManager,
-    config: PodConfig,
-    pleg: PlegHandle,
-    prober: ProberManager,
-    pod_runtime: PodRuntime,
-    api: ApiClient | None,
-    status: StatusManager | None,
-    recorder: EventRecorder,
-    metrics: KubeletMetrics,
-    runtime_name: str,
-    wall_clock: Callable[[], float],
-    node_info: Callable[[], NodeInfo],
-    pressure: NodePressure | None = None,
+    parts: LifecycleParts,
     *,
-    kill_requests: trio.MemoryReceiveChannel[KillRequest] | None = None,
-    shutdown_admission: Callable[[], tuple[bool, str, str]] | None = None,
     task_status: trio.TaskStatus[PodLifecycle] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Run the syncLoop and the pod workers until cancelled (pods keep running).
-
-    ``desired`` is the pods the sources want (the status manager reads their mirror pods
-    too); ``config`` gives the updates and tells when every source has been seen;
-    ``node_info`` is the Node as admission reads it."""
-    mirrors = MirrorClient(api, node.name, node.owner_uid) if api is not None else None
-    link = ClusterLink(status, mirrors) if status is not None and mirrors is not None else None
+    """Run the syncLoop and the pod workers until cancelled (pods keep running)."""
+    p = parts
+    mirrors = MirrorClient(p.api, p.node.name, p.node.owner_uid) if p.api is not None else None
+    link = ClusterLink(p.status, mirrors) if p.status is not None and mirrors is not None else None
     syncer = KubeletPodSyncer(
-        pleg.cache,
-        pod_runtime,
-        pods=desired,
-        host_ips=node.ips,
-        runtime_name=runtime_name,
-        wall_clock=wall_clock,
+        p.pleg.cache,
+        p.pod_runtime,
+        pods=p.desired,
+        host_ips=p.node.ips,
+        runtime_name=p.runtime_name,
+        wall_clock=p.wall_clock,
         cluster=link,
-        prober=prober,
-        metrics=metrics,
-        ready_to_start_condition=options.features.enabled(POD_READY_TO_START_CONTAINERS_CONDITION),
+        prober=p.prober,
+        metrics=p.metrics,
+        ready_to_start_condition=p.options.features.enabled(
+            POD_READY_TO_START_CONTAINERS_CONDITION
+        ),
     )
     results_send, results = trio.open_memory_channel[WorkerResult](math.inf)
-    workers = PodWorkers(syncer, results=results_send, on_restart=metrics.pod_restarted)
+    workers = PodWorkers(syncer, results=results_send, on_restart=p.metrics.pod_restarted)
     housekeeper = RuntimeHousekeeper(
-        pleg.view, pod_runtime.backoffs, mirrors, pod_runtime.volumes, pod_runtime.cgroups
+        p.pleg.view,
+        p.pod_runtime.backoffs,
+        mirrors,
+        p.pod_runtime.volumes,
+        p.pod_runtime.cm.cgroups,
     )
-    syncloop = SyncLoop(
-        updates=config.updates,
-        pleg_events=pleg.events,
-        pods=desired,
+    syncloop = SyncLoop(_loop_parts(p, syncer, workers, housekeeper, results))
+    async with trio.open_nursery() as nursery:
+        await nursery.start(workers.run)
+        await nursery.start(housekeeper.run)
+        await nursery.start(syncloop.run)
+        if p.kill_requests is not None:  # graceful node shutdown: pods the node stops
+            await nursery.start(PodKiller(p.desired, workers, syncer).run, p.kill_requests)
+        task_status.started(PodLifecycle(p.desired, workers, syncer, syncloop))
+
+
+def _loop_parts(
+    p: LifecycleParts,
+    syncer: KubeletPodSyncer,
+    workers: PodWorkers,
+    housekeeper: RuntimeHousekeeper,
+    results: trio.MemoryReceiveChannel[WorkerResult],
+) -> SyncLoopParts:
+    """The syncLoop's inbox (config, PLEG, probes, worker results), admission, timing."""
+    prober = p.prober
+    return SyncLoopParts(
+        updates=p.config.updates,
+        pleg_events=p.pleg.events,
+        pods=p.desired,
         workers=workers,
         housekeeper=housekeeper,
-        sources_ready=config.seen_all_sources,
-        sync_frequency=options.config.sync_frequency,
+        sources_ready=p.config.seen_all_sources,
+        sync_frequency=p.options.config.sync_frequency,
         admission_facts=node_admission(
-            options,
-            pod_runtime.isolation.runtime_info,
-            node_info,
-            runtime_classes=api is not None,
-            shutdown=shutdown_admission,
-            pressure=pressure,
+            p.options,
+            p.pod_runtime.isolation.runtime_info,
+            p.node_info,
+            runtime_classes=p.api is not None,
+            shutdown=p.shutdown_admission,
+            pressure=p.pressure,
+            resources=p.pod_runtime.cm.admit,
         ),
-        on_reject=Rejecter(recorder, syncer),
+        on_reject=Rejecter(p.recorder, syncer),
         probe_updates=(
             prober.liveness_results.updates,
             prober.readiness_results.updates,
             prober.startup_results.updates,
         ),
         results=results,
-        preemptor=Preemptor(recorder, workers, syncer, wall_clock, metrics.pod_preempted),
-        on_orphan=metrics.orphaned_runtime_pod,
+        preemptor=Preemptor(p.recorder, workers, syncer, p.wall_clock, p.metrics.pod_preempted),
+        on_orphan=p.metrics.orphaned_runtime_pod,
         allocations=syncer.allocations,  # one record: what admission counts, what runs
-        wall_clock=wall_clock,
+        wall_clock=p.wall_clock,
     )
-    async with trio.open_nursery() as nursery:
-        await nursery.start(workers.run)
-        await nursery.start(housekeeper.run)
-        await nursery.start(syncloop.run)
-        if kill_requests is not None:  # graceful node shutdown: pods the node stops
-            await nursery.start(PodKiller(desired, workers, syncer).run, kill_requests)
-        task_status.started(PodLifecycle(desired, workers, syncer, syncloop))

@@ -86,6 +86,32 @@ class Housekeeper(Protocol):
         ``known`` is asked about each UID just before its cgroup goes."""
 
 
+@attrs.frozen(kw_only=True)
+class SyncLoopParts:
+    """What the syncLoop is made from: its inbox's sources, the pods and workers it
+    drives, housekeeping, admission and its timing."""
+
+    updates: trio.MemoryReceiveChannel[PodUpdate]
+    pleg_events: trio.MemoryReceiveChannel[PodLifecycleEvent]
+    pods: PodManager
+    workers: PodWorkers
+    housekeeper: Housekeeper
+    sources_ready: Callable[[Collection[str]], bool]
+    sync_frequency: float = 60.0
+    max_pods: int = 110
+    admission_facts: Callable[[], AdmissionFacts] | None = None
+    on_reject: Callable[[Pod, Rejection], None] | None = None
+    rng: random.Random | None = None
+    probe_updates: Sequence[trio.MemoryReceiveChannel[ResultUpdate]] = ()
+    results: trio.MemoryReceiveChannel[WorkerResult] | None = None
+    preemptor: Preemptor | None = None
+    on_orphan: Callable[[], None] | None = None
+    allocations: Allocations | None = None
+    wall_clock: Callable[[], float] | None = None
+    """Reads a deleted pod's deadline (``deletionTimestamp``); None: a pod first seen
+    already deleted gets its whole deletion grace period."""
+
+
 class SyncLoop:
     """The one place that decides what each pod worker does next.
 
@@ -95,53 +121,33 @@ class SyncLoop:
     only asks the workers (which never block it) and keeps the work queue.
     """
 
-    def __init__(
-        self,
-        *,
-        updates: trio.MemoryReceiveChannel[PodUpdate],
-        pleg_events: trio.MemoryReceiveChannel[PodLifecycleEvent],
-        pods: PodManager,
-        workers: PodWorkers,
-        housekeeper: Housekeeper,
-        sources_ready: Callable[[Collection[str]], bool],
-        sync_frequency: float = 60.0,
-        max_pods: int = 110,
-        admission_facts: Callable[[], AdmissionFacts] | None = None,
-        on_reject: Callable[[Pod, Rejection], None] | None = None,
-        rng: random.Random | None = None,
-        probe_updates: Sequence[trio.MemoryReceiveChannel[ResultUpdate]] = (),
-        results: trio.MemoryReceiveChannel[WorkerResult] | None = None,
-        preemptor: Preemptor | None = None,
-        on_orphan: Callable[[], None] | None = None,
-        allocations: Allocations | None = None,
-        wall_clock: Callable[[], float] | None = None,
-    ) -> None:
-        self._wall_clock = wall_clock
-        """Reads a deleted pod's deadline (``deletionTimestamp``); None: a pod first seen
-        already deleted gets its whole deletion grace period."""
-        self._preemptor = preemptor
-        self.allocations = allocations if allocations is not None else Allocations()
+    def __init__(self, parts: SyncLoopParts) -> None:
+        p = parts
+        self._wall_clock = p.wall_clock
+        self._preemptor = p.preemptor
+        self.allocations = p.allocations if p.allocations is not None else Allocations()
         """What each pod runs with: admission counts it, never a resize's new spec."""
-        self._on_orphan = on_orphan
+        self._on_orphan = p.on_orphan
         """Called per runtime pod no worker knew, as housekeeping stops it
         (``kubelet_orphaned_runtime_pods_total``)."""
-        self._probe_updates = tuple(probe_updates)
-        self._results = results
-        self._updates = updates
-        self._pleg_events = pleg_events
-        self.pods = pods
-        self.workers = workers
+        self._probe_updates = tuple(p.probe_updates)
+        self._results = p.results
+        self._updates = p.updates
+        self._pleg_events = p.pleg_events
+        self.pods = p.pods
+        self.workers = workers = p.workers
         self.queue = WorkQueue()
-        self.housekeeper = housekeeper
-        self._sources_ready = sources_ready
+        self.housekeeper = p.housekeeper
+        self._sources_ready = p.sources_ready
         """upstream's SeenAllSources, asked about the sources whose updates this loop has
         handled: a source that has SET in the config but whose pods are still on their way
         here is not ready, or housekeeping would take its running pods for orphans"""
         self.handled_sources: set[str] = set()
-        self._sync_frequency = sync_frequency
-        self._admission_facts = admission_facts or (lambda: AdmissionFacts(max_pods=max_pods))
-        self._on_reject = on_reject
-        self._rng = rng or random.Random(0)
+        self._sync_frequency = p.sync_frequency
+        max_pods = p.max_pods
+        self._admission_facts = p.admission_facts or (lambda: AdmissionFacts(max_pods=max_pods))
+        self._on_reject = p.on_reject
+        self._rng = p.rng or random.Random(0)
         self.last_iteration: float | None = None
         self.iterations = 0
         self.rejected: dict[str, str] = {}

@@ -24,8 +24,7 @@ from kubelet.api.pod import (
     format_pod,
     is_restartable_init_container,
 )
-from kubelet.cgroups.fs import CgroupError
-from kubelet.cgroups.run import FAILED_CREATE_POD_CONTAINER, PodCgroups
+from kubelet.cm.manager import ContainerManager, ResourceError
 from kubelet.cri import CriError, RuntimeClient, api
 from kubelet.cri.termination import create_message_file, message_mount
 from kubelet.cri.types import ContainerInfo, ContainerRunState, RuntimePodStatus
@@ -34,7 +33,6 @@ from kubelet.decisions.backoff import Backoff, crash_loop_backoff, crash_loop_ke
 from kubelet.decisions.criconfig import (
     container_config,
     next_restart_count,
-    pod_cgroup_parent,
     pod_log_directory,
     sandbox_config,
     target_namespaces,
@@ -45,7 +43,6 @@ from kubelet.decisions.dra import (
     unprepared_message,
 )
 from kubelet.decisions.grace import KillReason
-from kubelet.decisions.limits import ContainerLimits
 from kubelet.decisions.security import (
     SecurityContextError,
     image_user,
@@ -93,6 +90,7 @@ log = logging.getLogger(__name__)
 CRASH_LOOP_BACK_OFF = "CrashLoopBackOff"
 CREATE_CONTAINER_ERROR = "CreateContainerError"
 RUN_CONTAINER_ERROR = "RunContainerError"
+PRE_START_HOOK_ERROR = "PreStartHookError"
 DEFAULT_ROOT_DIR = "/var/lib/kubelet"
 
 
@@ -146,60 +144,64 @@ class _Target:
     volumes: PodVolumes | None
 
 
+@attrs.frozen(kw_only=True)
+class PodRuntimeParts:
+    """What the pod driver is made from (``run.run_runtime`` builds it)."""
+
+    runtime: RuntimeClient
+    images: ImageManager
+    crash_backoff: Backoff
+    cm: ContainerManager
+    """the node's resources, each pod's cgroup, what the resource managers add to a
+    container's config, and their hooks around its start and removal"""
+    pod_logs_dir: str
+    recorder: EventRecorder = attrs.field(factory=lambda: EventRecorder(""))
+    root_dir: str = ""
+    http: HttpGetter | None = None
+    volumes: VolumeManager | None = None
+    dns: DnsSettings = attrs.field(factory=DnsSettings)
+    node_name: str = ""
+    env_lookup: EnvLookup | None = None
+    service_env: Callable[[Pod], Mapping[str, str]] | None = None
+    isolation: PodIsolation = attrs.field(factory=PodIsolation)
+    seccomp_default: bool = False
+    metrics: KubeletMetrics | None = None
+    containers_log_dir: str = ""
+    """where each started container's log is linked ("": nowhere; tests)"""
+    env_files: bool = True
+    """the EnvFiles gate: ``fileKeyRef`` reads the pod's env files (else it is "")"""
+
+
 class PodRuntime:
     """The CRI side of pod sync and teardown. One instance serves every pod."""
 
-    def __init__(
-        self,
-        runtime: RuntimeClient,
-        images: ImageManager,
-        crash_backoff: Backoff,
-        *,
-        pod_logs_dir: str,
-        memory_capacity: int,
-        cgroup_root: str = "/",
-        recorder: EventRecorder | None = None,
-        root_dir: str = "",
-        http: HttpGetter | None = None,
-        volumes: VolumeManager | None = None,
-        dns: DnsSettings | None = None,
-        node_name: str = "",
-        node_allocatable: Mapping[str, str] | None = None,
-        env_lookup: EnvLookup | None = None,
-        service_env: Callable[[Pod], Mapping[str, str]] | None = None,
-        isolation: PodIsolation | None = None,
-        seccomp_default: bool = False,
-        metrics: KubeletMetrics | None = None,
-        cgroups: PodCgroups | None = None,
-        limits: ContainerLimits | None = None,
-        containers_log_dir: str = "",
-        env_files: bool = True,
-    ) -> None:
-        self.cgroups = cgroups
-        self.env_files = env_files
-        """the EnvFiles gate: ``fileKeyRef`` reads the pod's env files (else it is "")"""
-        self.limits = limits or ContainerLimits()
-        self.isolation = isolation or PodIsolation()
-        self.seccomp_default = seccomp_default
-        self.service_env = service_env
-        self.node_name = node_name
-        self.node_allocatable = dict(node_allocatable or {})
-        self.env_lookup = env_lookup
-        self.volumes = volumes
-        self.dns = dns or DnsSettings()
-        self.recorder = recorder or EventRecorder("")
-        self.root_dir = root_dir
-        self.http = http
-        self.metrics = metrics
-        self.teardown = PodTeardown(runtime, self.recorder, http, containers_log_dir)
-        self.containers_log_dir = containers_log_dir
-        """where each started container's log is linked ("": nowhere; tests)"""
-        self.runtime = runtime
-        self.images = images
-        self.crash_backoff = crash_backoff
-        self.pod_logs_dir = pod_logs_dir
-        self.memory_capacity = memory_capacity
-        self.cgroup_root = cgroup_root
+    def __init__(self, parts: PodRuntimeParts) -> None:
+        self.parts = parts
+        self.cm = parts.cm
+        self.env_files = parts.env_files
+        self.isolation = parts.isolation
+        self.seccomp_default = parts.seccomp_default
+        self.service_env = parts.service_env
+        self.node_name = parts.node_name
+        self.env_lookup = parts.env_lookup
+        self.volumes = parts.volumes
+        self.dns = parts.dns
+        self.recorder = parts.recorder
+        self.root_dir = parts.root_dir
+        self.http = parts.http
+        self.metrics = parts.metrics
+        self.teardown = PodTeardown(
+            parts.runtime,
+            self.recorder,
+            parts.http,
+            parts.containers_log_dir,
+            post_stop=self.cm.post_stop,
+        )
+        self.containers_log_dir = parts.containers_log_dir
+        self.runtime = parts.runtime
+        self.images = parts.images
+        self.crash_backoff = parts.crash_backoff
+        self.pod_logs_dir = parts.pod_logs_dir
 
     @property
     def backoffs(self) -> tuple[Backoff, ...]:
@@ -222,7 +224,7 @@ class PodRuntime:
         startup_succeeded: Collection[str] | None = None,
     ) -> SyncOutcome:
         progress = _Progress()
-        if not await self._ensure_cgroup(pod, progress):
+        if not await self._prepare_pod(pod, progress):
             return progress.freeze()
         volumes = await self._prepare_volumes(pod, progress)
         if volumes is None:
@@ -262,18 +264,15 @@ class PodRuntime:
         await self._start_containers(pod, status, actions, where, plan.error, progress)
         return progress.freeze()
 
-    async def _ensure_cgroup(self, pod: Pod, progress: _Progress) -> bool:
-        """Every sync, first (upstream's SyncPod): the pod's cgroup, created with its
-        limits when missing, so the sandbox and containers start inside it. False: it
-        could not be made; the sync fails and is retried."""
-        if self.cgroups is None:
-            return True
+    async def _prepare_pod(self, pod: Pod, progress: _Progress) -> bool:
+        """Every sync, first (upstream's SyncPod): the container manager's preparation,
+        the pod's cgroup created with its limits when missing, so the sandbox and
+        containers start inside it. False: it could not; the sync fails and is retried."""
         try:
-            await self.cgroups.ensure(pod)
-        except CgroupError as exc:
-            message = f"unable to ensure pod container exists: {exc}"
-            self.recorder.record(pod_ref(pod), WARNING, FAILED_CREATE_POD_CONTAINER, message)
-            progress.errors.append(message)
+            await self.cm.prepare_pod(pod)
+        except ResourceError as exc:
+            self.recorder.record(pod_ref(pod), WARNING, exc.reason, exc.message)
+            progress.errors.append(exc.message)
             return False
         return True
 
@@ -330,10 +329,10 @@ class PodRuntime:
                 pod,
                 actions.attempt,
                 pod_logs_dir=self.pod_logs_dir,
-                cgroup_parent=self._cgroup_parent(pod),
+                cgroup_parent=self.cm.pod_cgroup_parent(pod),
                 dns=dns_config,
                 userns=isolation.userns,
-                limits=self.limits,
+                limits=self.cm.limits,
                 cluster_domain=self.dns.cluster_domain,
                 hostname_override_enabled=self.dns.hostname_override_enabled,
             )
@@ -422,11 +421,6 @@ class PodRuntime:
                 self._config_error(pod, container, progress, error)
                 continue
             await self._start(pod, container, status, where, progress)
-
-    def _cgroup_parent(self, pod: Pod) -> str:
-        if self.cgroups is not None:
-            return self.cgroups.parent(pod)
-        return pod_cgroup_parent(pod, self.cgroup_root)
 
     def _claims_prepared(self, pod: Pod, progress: _Progress) -> bool:
         """Before a sandbox, as upstream prepares a pod's resource claims: with claims the
@@ -552,7 +546,7 @@ class PodRuntime:
                 node_name=self.node_name,
                 host_ips=self.dns.node_ips,
                 pod_ips=[where.pod_ip] if where.pod_ip else list(self.dns.node_ips),
-                node_allocatable=self.node_allocatable,
+                node_allocatable=self.cm.allocatable,
                 lookup=self.env_lookup,
                 service_env=self.service_env(pod) if self.service_env is not None else None,
                 env_files=PodEnvFiles(pod, where.volumes) if self.env_files else None,
@@ -580,7 +574,7 @@ class PodRuntime:
                 container,
                 restart_count,
                 image_ref=image_ref,
-                memory_capacity=self.memory_capacity,
+                memory_capacity=self.cm.memory_capacity,
                 env=env.env,
                 mounts=[
                     *volume_mounts,
@@ -590,8 +584,9 @@ class PodRuntime:
                 seccomp_profile_root=self._seccomp_root(),
                 seccomp_default=self.seccomp_default,
                 namespaces=namespaces,
-                limits=self.limits,
+                limits=self.cm.limits,
                 command_args=command_args,
+                contribution=self.cm.contribution(pod, container),
             )
         except MountConfigError as exc:
             self._config_error(pod, container, progress, str(exc))
@@ -615,6 +610,8 @@ class PodRuntime:
             self.recorder.record(ref, WARNING, "Failed", f"Error: {exc.message}")
             progress.waiting[container.name] = (CREATE_CONTAINER_ERROR, exc.message)
             progress.errors.append(f"CreateContainer {container.name}: {exc.message}")
+            return None
+        if not await self._pre_start(pod, container, cid, progress):
             return None
         self.recorder.record(ref, NORMAL, "Created", f"Created container: {container.name}")
         kind = "init_container" if container in pod.spec.init_containers else "container"
@@ -641,6 +638,21 @@ class PodRuntime:
             os.path.join(where.config.log_directory, config.log_path),
         )
         return cid
+
+    async def _pre_start(
+        self, pod: Pod, container: Container, cid: str, progress: _Progress
+    ) -> bool:
+        """The container manager's pre-start hook, between CreateContainer and
+        StartContainer (upstream's PreStartContainer); False: it failed (reported)."""
+        try:
+            await self.cm.pre_start(pod, container, cid)
+        except ResourceError as exc:
+            message = f"Internal PreStartContainer hook failed: {exc.message}"
+            self.recorder.record(pod_ref(pod, container), WARNING, "Failed", message)
+            progress.waiting[container.name] = (PRE_START_HOOK_ERROR, exc.message)
+            progress.errors.append(f"PreStartContainer {container.name}: {exc.message}")
+            return False
+        return True
 
     async def _post_start(
         self, pod: Pod, container: Container, cid: str, where: _Target, progress: _Progress
@@ -768,11 +780,8 @@ class PodRuntime:
         await self._remove_log_directory(pod)
         self.isolation.release(pod.uid)
         volumes_gone = self.volumes.cleanup(pod.uid) if self.volumes is not None else True
-        if self.cgroups is not None and volumes_gone:  # else housekeeping's sweep, later
-            try:
-                await self.cgroups.remove(pod.uid)
-            except CgroupError as exc:  # the sweep tries again
-                log.warning("pod %s: pod cgroup not removed: %s", pod.key, exc)
+        if volumes_gone:  # else housekeeping's sweep removes the pod cgroup, later
+            await self.cm.release_pod(pod)
 
     async def _remove_log_directory(self, pod: Pod) -> None:
         """The pod's log directory goes with the pod (upstream's container GC does this)."""

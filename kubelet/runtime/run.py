@@ -2,9 +2,9 @@
 
 ``run_runtime`` assembles the driver (``PodRuntime``: sync and teardown over the CRI)
 from its parts -- images and pull credentials, volumes, isolation (RuntimeClass handler,
-user namespaces), DNS -- and runs in its nursery what the runtime needs in the
-background: the runtime's features read from CRI Status, the RuntimeClass watch and
-container log rotation. It hands back the ``PodRuntime``.
+user namespaces), DNS, the container manager -- and runs in its nursery what the runtime
+needs in the background: the runtime's features read from CRI Status, the RuntimeClass
+watch and container log rotation. It hands back the ``PodRuntime``.
 """
 
 from __future__ import annotations
@@ -12,17 +12,16 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping, Sequence
 
+import attrs
 import trio
 
 from kubelet.api.client import ApiClient
 from kubelet.api.pod import Pod
-from kubelet.cgroups.run import PodCgroups
+from kubelet.cm.manager import ContainerManager
 from kubelet.config import Options, features
 from kubelet.config.features import ENV_FILES, HOSTNAME_OVERRIDE
-from kubelet.config.kubeletconfig import KubeletConfiguration
 from kubelet.cri import ImageClient, RuntimeClient
 from kubelet.decisions.backoff import IMAGE_PULL_INITIAL, IMAGE_PULL_MAX, Backoff, crash_loop_limits
-from kubelet.decisions.limits import ContainerLimits, container_limits
 from kubelet.env.dns import DnsSettings
 from kubelet.env.lookup import ApiEnvLookup
 from kubelet.events.recorder import EventRecorder
@@ -40,74 +39,52 @@ from .credentials.pullrecords import pull_records
 from .images import ImageManager
 from .isolation import PodIsolation
 from .logrotate import ContainerLogManager
-from .podruntime import PodRuntime
+from .podruntime import PodRuntime, PodRuntimeParts
 from .runtimeclass import RuntimeClasses
 from .runtimeinfo import RuntimeInfo
 from .userns import UserNamespaces
 
 
+@attrs.frozen(kw_only=True)
+class RuntimeParts:
+    """What the runtime component is made from (``agent`` builds it)."""
+
+    options: Options
+    runtime: RuntimeClient
+    images: ImageClient
+    api: ApiClient | None
+    recorder: EventRecorder
+    metrics: KubeletMetrics
+    http: HttpGetter
+    """the postStart/preStop hooks' HTTP client (the prober's)"""
+    node_name: str
+    node_ips: Sequence[str]
+    cm: ContainerManager
+    """the node's resources (OOM scores, the downward API's defaults), each pod's
+    cgroup, the resource managers' part of every container"""
+    service_env: Callable[[Pod], Mapping[str, str]] | None = None
+    wall_clock: Callable[[], float]
+    containers_log_dir: str = ""
+    """where started containers' logs are linked ("": nowhere)"""
+
+
 async def run_runtime(
-    options: Options,
-    runtime: RuntimeClient,
-    images: ImageClient,
-    api: ApiClient | None,
-    recorder: EventRecorder,
-    metrics: KubeletMetrics,
-    http: HttpGetter,
-    node_name: str,
-    node_ips: Sequence[str],
-    memory_capacity: int,
-    cpus: int,
-    service_env: Callable[[Pod], Mapping[str, str]] | None,
-    wall_clock: Callable[[], float],
-    cgroups: PodCgroups | None = None,
+    parts: RuntimeParts,
     *,
-    containers_log_dir: str = "",
     task_status: trio.TaskStatus[PodRuntime] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Build the pod driver, start what it needs running, hand it back; run until cancelled.
-
-    ``memory_capacity`` (bytes) and ``cpus`` are the node's (OOM scores, allocatable);
-    ``cgroups`` gives each pod its cgroup (None: the sandbox gets the parent's name only);
-    started containers' logs are linked into ``containers_log_dir`` ("": nowhere)."""
+    """Build the pod driver, start what it needs running, hand it back; run until cancelled."""
+    options, runtime, api = parts.options, parts.runtime, parts.api
     cfg = options.config
-    allocatable = {"cpu": str(cpus), "memory": str(memory_capacity)}
-    setup_data_dirs(options.root_dir, cfg.pod_logs_dir, containers_log_dir)
+    setup_data_dirs(options.root_dir, cfg.pod_logs_dir, parts.containers_log_dir)
     volumes = VolumeManager(
         options.root_dir,
         lookup=ApiEnvLookup(api) if api is not None else None,
-        tokens=ApiTokenSource(api, wall_clock) if api is not None else None,
-        node_allocatable=dict(allocatable),
+        tokens=ApiTokenSource(api, parts.wall_clock) if api is not None else None,
+        node_allocatable=parts.cm.allocatable,
     )
     isolation = _isolation(options, api, volumes)
-    limits = crash_loop_limits(
-        options.features, cfg.crash_loop_back_off.max_container_restart_period
-    )
-    image_manager = _image_manager(options, images, api, recorder, metrics, wall_clock)
-    pods = PodRuntime(
-        runtime,
-        image_manager,
-        Backoff(*limits, wall_clock),
-        pod_logs_dir=cfg.pod_logs_dir,
-        memory_capacity=memory_capacity,
-        cgroup_root=cfg.cgroup_root,
-        recorder=recorder,
-        root_dir=options.root_dir,
-        http=http,
-        volumes=volumes,
-        node_name=node_name,
-        node_allocatable=allocatable,
-        env_lookup=ApiEnvLookup(api) if api is not None else None,
-        service_env=service_env,
-        dns=_dns_settings(options, node_ips),
-        isolation=isolation,
-        seccomp_default=cfg.seccomp_default,
-        metrics=metrics,
-        cgroups=cgroups,
-        limits=_container_limits(cfg, cgroups),
-        containers_log_dir=containers_log_dir,
-        env_files=options.features.enabled(ENV_FILES),
-    )
+    pods = PodRuntime(_driver_parts(parts, volumes, isolation))
     async with trio.open_nursery() as nursery:
         await nursery.start(isolation.runtime_info.run, runtime)
         if isolation.runtime_classes is not None:
@@ -124,11 +101,35 @@ async def run_runtime(
         task_status.started(pods)
 
 
-def _container_limits(cfg: KubeletConfiguration, cgroups: PodCgroups | None) -> ContainerLimits:
-    """The node's settings for every container, with its swap and hugepage facts."""
-    if cgroups is None:
-        return container_limits(cfg)
-    return container_limits(cfg, cgroups.swap, cgroups.manager.hugepage_sizes)
+def _driver_parts(
+    parts: RuntimeParts, volumes: VolumeManager, isolation: PodIsolation
+) -> PodRuntimeParts:
+    """The pod driver's parts: the image manager, the crash-loop back-off, the settings."""
+    options, api = parts.options, parts.api
+    cfg = options.config
+    limits = crash_loop_limits(
+        options.features, cfg.crash_loop_back_off.max_container_restart_period
+    )
+    return PodRuntimeParts(
+        runtime=parts.runtime,
+        images=_image_manager(parts),
+        crash_backoff=Backoff(*limits, parts.wall_clock),
+        cm=parts.cm,
+        pod_logs_dir=cfg.pod_logs_dir,
+        recorder=parts.recorder,
+        root_dir=options.root_dir,
+        http=parts.http,
+        volumes=volumes,
+        node_name=parts.node_name,
+        env_lookup=ApiEnvLookup(api) if api is not None else None,
+        service_env=parts.service_env,
+        dns=_dns_settings(options, parts.node_ips),
+        isolation=isolation,
+        seccomp_default=cfg.seccomp_default,
+        metrics=parts.metrics,
+        containers_log_dir=parts.containers_log_dir,
+        env_files=options.features.enabled(ENV_FILES),
+    )
 
 
 def _dns_settings(options: Options, node_ips: Sequence[str]) -> DnsSettings:
@@ -143,28 +144,22 @@ def _dns_settings(options: Options, node_ips: Sequence[str]) -> DnsSettings:
     )
 
 
-def _image_manager(
-    options: Options,
-    images: ImageClient,
-    api: ApiClient | None,
-    recorder: EventRecorder,
-    metrics: KubeletMetrics,
-    wall_clock: Callable[[], float],
-) -> ImageManager:
+def _image_manager(parts: RuntimeParts) -> ImageManager:
     """Pulls with their back-off, the pod's and the node's credentials, the credential
     provider plugins', pull records."""
+    options, api, metrics = parts.options, parts.api, parts.metrics
     cfg = options.config
     return ImageManager(
-        images,
+        parts.images,
         Backoff(IMAGE_PULL_INITIAL, IMAGE_PULL_MAX, trio.current_time),
         serialize=cfg.serialize_image_pulls,
         max_parallel=cfg.max_parallel_image_pulls,
-        recorder=recorder,
+        recorder=parts.recorder,
         secrets=ApiPullSecrets(api) if api is not None else None,
         records=pull_records(
             cfg,
             options.root_dir,
-            wall_clock,
+            parts.wall_clock,
             enabled=options.features.enabled(features.KUBELET_ENSURE_SECRET_PULLED_IMAGES),
         ),
         node=NodeCredentials(options.root_dir, trio.current_time),

@@ -18,7 +18,7 @@ import contextlib
 import logging
 import math
 from collections import Counter
-from collections.abc import Awaitable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 
 import trio
 
@@ -114,8 +114,12 @@ class PodTeardown:
         recorder: EventRecorder,
         http: HttpGetter | None = None,
         containers_log_dir: str = "",
+        *,
+        post_stop: Callable[[str], Awaitable[None]] | None = None,
     ) -> None:
         self.runtime = runtime
+        self.post_stop = post_stop
+        """the container manager's hook before a container is removed"""
         self.recorder = recorder
         self.http = http
         self.containers_log_dir = containers_log_dir
@@ -246,6 +250,8 @@ class PodTeardown:
     async def remove_container(self, info: ContainerInfo, status: RuntimePodStatus) -> None:
         """RemoveContainer, then the container's legacy log symlink (as upstream)."""
         cid = info.id
+        if self.post_stop is not None:  # upstream's PostStopContainer, before removal
+            await self.post_stop(cid)
         if await _idempotent(f"removing container {cid[:13]}", self.runtime.remove_container(cid)):
             unlink_container_log(
                 self.containers_log_dir,

@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 import attrs
 
 from kubelet.api.pod import Container, Pod, Volume, VolumeMount
+from kubelet.api.quantity import QuantityError, to_bytes
 from kubelet.cri import api
 from kubelet.env.variables import EnvLookup
 
@@ -275,10 +276,9 @@ class VolumeManager:
     def _mount_memory(self, pod: Pod, path: str, size_limit: object) -> None:
         if is_separate_filesystem(path):
             return
-        allocatable = self.node_allocatable.get("memory", "0")
-        try:
-            node_memory = int(allocatable)
-        except ValueError:
+        try:  # a quantity, as the Node's status.allocatable has it ("7Gi")
+            node_memory = to_bytes(self.node_allocatable.get("memory", "0"))
+        except (QuantityError, ValueError):
             node_memory = 0
         size = memory_volume_size(pod, size_limit, node_memory)
         probe = os.path.join(self.root_dir, "plugins", "kubernetes.io~empty-dir")

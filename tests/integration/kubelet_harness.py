@@ -17,6 +17,7 @@ from kubelet.boundedio import inline
 from kubelet.cgroups.systemd import SystemdAccess
 from kubelet.config import resolve
 from kubelet.cri import api
+from kubelet.node.machine import MachineInfo
 from kubelet.testing import FakeRuntime
 from kubelet.testing.cgroupfs import tree_cgroups
 from kubelet.testing.fakeproc import fake_proc
@@ -58,6 +59,8 @@ class Harness:
     """A fake /proc (``kubelet.testing.fakeproc``); None: a fresh one with no swap."""
     systemd: SystemdAccess | None = None
     """Where the systemd cgroup driver finds systemd (a private bus); None: the host's."""
+    machine: MachineInfo | None = None
+    """The machine's facts (cores, memory, hugepages); None: this machine's."""
 
     def write(self, name: str, text: str) -> Path:
         path = self.manifests / name
@@ -134,6 +137,7 @@ async def start_kubelet(h: Harness) -> None:
         kmsg=None,
         proc=h.proc or fake_proc(h.manifests.parent / "proc"),
         containers_log_dir=str(h.manifests.parent / "containers"),
+        machine=h.machine,
     )
     if h.systemd is not None:
         host = attrs.evolve(host, systemd=h.systemd)
@@ -148,7 +152,11 @@ async def start_kubelet(h: Harness) -> None:
 
 @contextlib.asynccontextmanager
 async def running_kubelet(
-    fake: FakeRuntime, tmp: Path, *extra: str, systemd: SystemdAccess | None = None
+    fake: FakeRuntime,
+    tmp: Path,
+    *extra: str,
+    systemd: SystemdAccess | None = None,
+    machine: MachineInfo | None = None,
 ) -> AsyncIterator[Harness]:
     manifests = tmp / "manifests"
     manifests.mkdir(exist_ok=True)
@@ -156,6 +164,7 @@ async def running_kubelet(
         h = Harness(fake, manifests, nursery)
         h.extra = extra
         h.systemd = systemd
+        h.machine = machine
         await start_kubelet(h)
         yield h
         nursery.cancel_scope.cancel()

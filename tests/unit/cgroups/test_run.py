@@ -3,7 +3,6 @@ the orphan sweep -- on temporary v1 and v2 trees, fake time."""
 
 from __future__ import annotations
 
-import functools
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -16,7 +15,7 @@ from kubelet.api.meta import ObjectMeta
 from kubelet.api.pod import Container, Pod, PodSpec, Quantity, ResourceRequirements
 from kubelet.cgroups.fs import UNIFIED, CgroupFs
 from kubelet.cgroups.manager import CgroupSettings, Event
-from kubelet.cgroups.run import PodCgroups, capacity_of, run_cgroups
+from kubelet.cgroups.run import CgroupHost, CgroupParts, PodCgroups, capacity_of, run_cgroups
 from kubelet.errors import ConfigError
 from kubelet.testing.cgroupfs import TreeCgroupFs, v1_tree, v2_tree
 from kubelet.testing.fakeproc import fake_proc
@@ -66,10 +65,26 @@ async def start(
     pods = active if active is not None else []
     record = (events if events is not None else []).append
     handle: PodCgroups = await nursery.start(
-        functools.partial(run_cgroups, proc=no_swap()), settings or CgroupSettings(),
-        lambda: fs, CAPACITY, lambda: pods, qos_of, record, inline,
-    )  # fmt: skip
+        run_cgroups, parts(settings or CgroupSettings(), lambda: fs, lambda: pods, record)
+    )
     return handle
+
+
+def parts(
+    settings: CgroupSettings,
+    fs: Callable[[], CgroupFs],
+    active: Callable[[], list[Pod]],
+    record: Callable[[Event], None] = print,
+) -> CgroupParts:
+    """The component's parts over a test tree: no swap, writes inline."""
+    return CgroupParts(
+        settings=settings,
+        host=CgroupHost(fs=fs, io=inline, proc=no_swap()),
+        capacity=CAPACITY,
+        active=active,
+        qos_of=qos_of,
+        record=record,
+    )
 
 
 def no_swap() -> Path:
@@ -190,10 +205,7 @@ async def test_without_cgroups_per_qos_nothing_is_touched(
     settings = CgroupSettings(cgroups_per_qos=False, enforce=frozenset())
     for fs in (lambda: TreeCgroupFs(layout), unreadable):
         async with trio.open_nursery() as nursery:
-            cgroups: PodCgroups = await nursery.start(
-                functools.partial(run_cgroups, proc=no_swap()), settings, fs, CAPACITY, list,
-                qos_of, print, inline,
-            )  # fmt: skip
+            cgroups: PodCgroups = await nursery.start(run_cgroups, parts(settings, fs, list))
             assert cgroups.parent(pod("web")) == ""
             assert await cgroups.ensure(pod("web")) is False
             assert await cgroups.sweep(lambda uid: False, lambda uid: False) == []
@@ -213,8 +225,7 @@ async def test_without_pod_cgroups_ensure_does_not_list_the_active_pods(
     settings = CgroupSettings(cgroups_per_qos=False, enforce=frozenset())
     async with trio.open_nursery() as nursery:
         cgroups: PodCgroups = await nursery.start(
-            functools.partial(run_cgroups, proc=no_swap()), settings, lambda: tree, CAPACITY,
-            active, qos_of, print, inline,
-        )  # fmt: skip
+            run_cgroups, parts(settings, lambda: tree, active)
+        )
         assert await cgroups.ensure(pod("web")) is False
         nursery.cancel_scope.cancel()

@@ -25,7 +25,7 @@ from kubelet.pods import fit
 from kubelet.pods.admission import AdmissionFacts, Rejection
 from kubelet.pods.fit import NodeInfo, RequestSum, Resources
 from kubelet.pods.manager import PodManager
-from kubelet.pods.syncloop import SyncLoop
+from kubelet.pods.syncloop import SyncLoop, SyncLoopParts
 from kubelet.pods.workers import PodWorkers, SyncResult
 from kubelet.sources.podconfig import PodOperation, PodUpdate
 
@@ -142,13 +142,15 @@ async def rig() -> AsyncIterator[tuple[SyncLoop, _Syncer]]:
     _, updates = trio.open_memory_channel[PodUpdate](0)
     _, events = trio.open_memory_channel[PodLifecycleEvent](0)
     loop = SyncLoop(
-        updates=updates,
-        pleg_events=events,
-        pods=PodManager(),
-        workers=workers,
-        housekeeper=_Housekeeper(),  # type: ignore[arg-type]
-        sources_ready=lambda seen: True,
-        admission_facts=lambda: AdmissionFacts(node=NODE),
+        SyncLoopParts(
+            updates=updates,
+            pleg_events=events,
+            pods=PodManager(),
+            workers=workers,
+            housekeeper=_Housekeeper(),  # type: ignore[arg-type]
+            sources_ready=lambda seen: True,
+            admission_facts=lambda: AdmissionFacts(node=NODE),
+        )
     )
     async with trio.open_nursery() as nursery:
         await nursery.start(workers.run)

@@ -11,7 +11,7 @@ from kubelet.api.pod import Pod
 from kubelet.goformat import parse_time
 from kubelet.pleg.generator import PodLifecycleEvent
 from kubelet.pods.manager import PodManager
-from kubelet.pods.syncloop import SyncLoop
+from kubelet.pods.syncloop import SyncLoop, SyncLoopParts
 from kubelet.pods.workers import PodWorkers, SyncResult
 from kubelet.sources.podconfig import PodOperation, PodUpdate
 from kubelet.testing.builders import make_container, make_pod
@@ -44,15 +44,17 @@ def loop_at(now: float) -> SyncLoop:
     _, updates = trio.open_memory_channel[PodUpdate](0)
     _, events = trio.open_memory_channel[PodLifecycleEvent](0)
     return SyncLoop(
-        updates=updates,
-        pleg_events=events,
-        pods=PodManager(),
-        workers=_Workers(),
-        housekeeper=object(),  # type: ignore[arg-type]
-        sources_ready=lambda seen: True,
-        max_pods=0,
-        rng=random.Random(0),
-        wall_clock=lambda: now,
+        SyncLoopParts(
+            updates=updates,
+            pleg_events=events,
+            pods=PodManager(),
+            workers=_Workers(),  # type: ignore[arg-type]
+            housekeeper=object(),  # type: ignore[arg-type]
+            sources_ready=lambda seen: True,
+            max_pods=0,
+            rng=random.Random(0),
+            wall_clock=lambda: now,
+        )
     )
 
 

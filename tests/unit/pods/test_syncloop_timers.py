@@ -13,7 +13,7 @@ from kubelet.api.pod import Pod
 from kubelet.pleg.generator import PodLifecycleEvent
 from kubelet.pleg.view import pod_from_runtime
 from kubelet.pods.manager import PodManager
-from kubelet.pods.syncloop import SYNC_ERROR_BACKOFF, OrphanPod, SyncLoop
+from kubelet.pods.syncloop import SYNC_ERROR_BACKOFF, OrphanPod, SyncLoop, SyncLoopParts
 from kubelet.pods.workers import PodWorkers, SyncResult, WorkerResult
 from kubelet.sources.podconfig import PodOperation, PodStorage, PodUpdate
 
@@ -34,14 +34,16 @@ def make_loop() -> SyncLoop:
     _, updates = trio.open_memory_channel[PodUpdate](0)
     _, events = trio.open_memory_channel[PodLifecycleEvent](0)
     return SyncLoop(
-        updates=updates,
-        pleg_events=events,
-        pods=PodManager(),
-        workers=PodWorkers(_Syncer()),
-        housekeeper=_Housekeeper(),  # type: ignore[arg-type]
-        sources_ready=lambda seen: True,
-        sync_frequency=60.0,
-        rng=random.Random(0),
+        SyncLoopParts(
+            updates=updates,
+            pleg_events=events,
+            pods=PodManager(),
+            workers=PodWorkers(_Syncer()),
+            housekeeper=_Housekeeper(),  # type: ignore[arg-type]
+            sources_ready=lambda seen: True,
+            sync_frequency=60.0,
+            rng=random.Random(0),
+        )
     )
 
 
@@ -126,13 +128,15 @@ def housekeeping_loop(
     for uid in wanted:
         pods.upsert(pod_from_runtime(uid, "default", uid))
     return SyncLoop(
-        updates=updates,
-        pleg_events=events,
-        pods=pods,
-        workers=_RecordingWorkers(),
-        housekeeper=keeper,
-        sources_ready=ready,
-        results=results,
+        SyncLoopParts(
+            updates=updates,
+            pleg_events=events,
+            pods=pods,
+            workers=_RecordingWorkers(),
+            housekeeper=keeper,
+            sources_ready=ready,
+            results=results,
+        )
     )
 
 

@@ -11,7 +11,7 @@ from kubelet.api.pod import Pod
 from kubelet.config import KubeletConfiguration
 from kubelet.pleg.generator import PodLifecycleEvent
 from kubelet.pods.manager import PodManager
-from kubelet.pods.syncloop import Housekeeper, OrphanPod, SyncLoop
+from kubelet.pods.syncloop import Housekeeper, OrphanPod, SyncLoop, SyncLoopParts
 from kubelet.pods.workers import PodSyncer, PodWorkers, SyncResult
 from kubelet.server import healthz
 from kubelet.server.app import KubeletApp
@@ -96,13 +96,15 @@ async def test_syncloop_check_fails_when_the_loop_stalls(autojump_clock: trio.ab
     events_send, events = trio.open_memory_channel[PodLifecycleEvent](0)
     workers = PodWorkers(_Syncer())
     loop = SyncLoop(
-        updates=updates,
-        pleg_events=events,
-        pods=PodManager(),
-        workers=workers,
-        housekeeper=_StuckHousekeeper(),
-        sources_ready=lambda seen: True,
-        sync_frequency=60.0,
+        SyncLoopParts(
+            updates=updates,
+            pleg_events=events,
+            pods=PodManager(),
+            workers=workers,
+            housekeeper=_StuckHousekeeper(),
+            sources_ready=lambda seen: True,
+            sync_frequency=60.0,
+        )
     )
     app = KubeletApp(
         backend=cast(Any, None),

@@ -1,0 +1,180 @@
+"""The container manager's interface, and the protocol each resource manager implements.
+
+``ContainerManager`` is what the pod driver, admission, housekeeping and the downward API
+ask: it holds the node's resources and fans each question out to its resource managers
+in registration order (the cgroups part first). A resource manager implements
+``ResourceManager``; every method has a default that does nothing, so a manager
+overrides only what it takes part in (a device manager: admission, extended resources,
+the container's devices and environment, pre-start).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Protocol
+
+import attrs
+
+from kubelet.api.pod import Container, Pod
+from kubelet.api.quantity import QuantityError, to_bytes
+from kubelet.cgroups.run import PodCgroups
+from kubelet.decisions.contribution import (
+    NO_CONTRIBUTION,
+    ContainerContribution,
+    merge_contributions,
+)
+from kubelet.decisions.criconfig import pod_cgroup_parent
+from kubelet.decisions.limits import ContainerLimits
+
+Refusal = tuple[str, str]
+"""(reason, message) of a pod a resource manager will not admit"""
+
+
+class ResourceError(Exception):
+    """A resource manager could not prepare a pod or a container: the sync fails with
+    ``reason`` (an event and, for a container, its waiting reason) and is retried."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+@attrs.frozen
+class NodeResources:
+    """What the node offers: ``capacity`` (the machine's) and ``allocatable`` (capacity
+    less the reservations, the hard eviction thresholds and hugepages, as node status
+    reports it), resource name → quantity."""
+
+    capacity: Mapping[str, str] = attrs.field(factory=dict)
+    allocatable: Mapping[str, str] = attrs.field(factory=dict)
+
+    @property
+    def memory_capacity(self) -> int:
+        """The machine's memory in bytes (the containers' OOM scores are relative to it)."""
+        try:
+            return to_bytes(self.capacity.get("memory", "0"))
+        except (QuantityError, ValueError):
+            return 0
+
+    def with_extended(self, extended: NodeResources) -> NodeResources:
+        """These resources and a manager's own (its extended resources win a clash)."""
+        return NodeResources(
+            capacity={**self.capacity, **extended.capacity},
+            allocatable={**self.allocatable, **extended.allocatable},
+        )
+
+
+NO_RESOURCES = NodeResources()
+
+
+class ResourceManager(Protocol):
+    """One node resource manager under the container manager (the cgroups part; devices,
+    CPU, memory, topology, DRA to come). Subclass it to inherit the defaults."""
+
+    name: str
+
+    def admit(self, pod: Pod, others: Sequence[Pod]) -> Refusal | None:
+        """Whether ``pod`` may run beside ``others`` (the pods admitted and active)."""
+        return None
+
+    def extended_resources(self) -> NodeResources:
+        """The resources this manager adds to the node's (device plugins' counts)."""
+        return NO_RESOURCES
+
+    async def prepare_pod(self, pod: Pod) -> None:
+        """Before the pod's sandbox, every sync; ``ResourceError`` fails the sync."""
+        return None
+
+    async def release_pod(self, pod: Pod) -> None:
+        """After the pod's teardown, once its volumes are gone; errors are the
+        manager's to log (housekeeping's sweeps retry)."""
+        return None
+
+    def contribute(self, pod: Pod, container: Container) -> ContainerContribution:
+        """What this manager adds to the container's CRI config."""
+        return NO_CONTRIBUTION
+
+    async def pre_start(self, pod: Pod, container: Container, container_id: str) -> None:
+        """Between CreateContainer and StartContainer; ``ResourceError`` keeps the
+        container from starting (PreStartHookError)."""
+        return None
+
+    async def post_stop(self, container_id: str) -> None:
+        """Before a stopped container is removed; errors are the manager's to log."""
+        return None
+
+
+class ContainerManager:
+    """The node's resources and its resource managers, as the rest of the kubelet asks
+    them: one object the pod driver, admission and housekeeping hold."""
+
+    def __init__(
+        self,
+        resources: NodeResources,
+        managers: Sequence[ResourceManager] = (),
+        *,
+        cgroups: PodCgroups | None = None,
+        limits: ContainerLimits | None = None,
+        cgroup_root: str = "/",
+    ) -> None:
+        self.base = resources
+        self.managers = tuple(managers)
+        """the cgroups part first, then ``registry.RESOURCE_MANAGERS``' in order"""
+        self.cgroups = cgroups
+        """the pod cgroups (housekeeping's orphan sweep; None: none are made)"""
+        self.limits = limits or ContainerLimits()
+        """the node's settings for every container, with its swap and hugepage facts"""
+        self.cgroup_root = cgroup_root
+
+    @property
+    def resources(self) -> NodeResources:
+        """The node's resources with every manager's extended resources."""
+        out = self.base
+        for manager in self.managers:
+            out = out.with_extended(manager.extended_resources())
+        return out
+
+    @property
+    def allocatable(self) -> Mapping[str, str]:
+        """The node's allocatable: what the downward API's unset limits and memory-backed
+        emptyDirs default to (upstream reads the Node's status.allocatable there)."""
+        return self.resources.allocatable
+
+    @property
+    def memory_capacity(self) -> int:
+        return self.base.memory_capacity
+
+    def admit(self, pod: Pod, others: Sequence[Pod]) -> Refusal | None:
+        """Upstream's resource allocation admit handler: the first manager's refusal."""
+        for manager in self.managers:
+            refusal = manager.admit(pod, others)
+            if refusal is not None:
+                return refusal
+        return None
+
+    def pod_cgroup_parent(self, pod: Pod) -> str:
+        """The sandbox's ``cgroup_parent``."""
+        if self.cgroups is not None:
+            return self.cgroups.parent(pod)
+        return pod_cgroup_parent(pod, self.cgroup_root)
+
+    async def prepare_pod(self, pod: Pod) -> None:
+        for manager in self.managers:
+            await manager.prepare_pod(pod)
+
+    async def release_pod(self, pod: Pod) -> None:
+        for manager in self.managers:
+            await manager.release_pod(pod)
+
+    def contribution(self, pod: Pod, container: Container) -> ContainerContribution:
+        """Every manager's part of the container's CRI config, merged."""
+        return merge_contributions(m.contribute(pod, container) for m in self.managers)
+
+    async def pre_start(self, pod: Pod, container: Container, container_id: str) -> None:
+        for manager in self.managers:
+            await manager.pre_start(pod, container, container_id)
+
+    async def post_stop(self, container_id: str) -> None:
+        for manager in self.managers:
+            await manager.post_stop(container_id)

@@ -1,0 +1,32 @@
+"""What the container manager is made from, as one value (``agent`` builds it)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import attrs
+
+from kubelet.cgroups.manager import Event, Observe
+from kubelet.cgroups.run import ActivePods, CgroupHost
+from kubelet.config import Options
+from kubelet.cri import RuntimeClient
+
+from .manager import NodeResources
+
+
+@attrs.frozen(kw_only=True)
+class CmParts:
+    """The container manager's dependencies."""
+
+    options: Options
+    resources: NodeResources
+    """the machine's capacity and the node's allocatable"""
+    runtime: RuntimeClient
+    """asked for the cgroup driver it uses (CRI RuntimeConfig)"""
+    active: ActivePods
+    """the pods admitted and not yet terminated (the QoS cgroups are sized from them)"""
+    record: Callable[[Event], None]
+    """an event on the Node"""
+    host: CgroupHost
+    observe: Observe | None = None
+    """the cgroup manager's operation durations (metrics)"""

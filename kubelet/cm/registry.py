@@ -1,0 +1,20 @@
+"""The resource managers the container manager runs after its cgroups part, in order.
+
+A manager is registered as the coroutine that starts it: it gets the container
+manager's parts and nursery, starts what it keeps running there, and returns the
+manager (``manager.ResourceManager``). Admission, contributions and hooks ask the
+managers in this order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+import trio
+
+from .manager import ResourceManager
+from .parts import CmParts
+
+StartManager = Callable[[CmParts, trio.Nursery], Awaitable[ResourceManager]]
+
+RESOURCE_MANAGERS: tuple[StartManager, ...] = ()
