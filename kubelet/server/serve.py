@@ -13,6 +13,7 @@ addresses come back through ``task_status``.
 from __future__ import annotations
 
 import errno
+import functools
 import ipaddress
 import logging
 import socket
@@ -21,6 +22,7 @@ import ssl
 import attrs
 import trio
 
+from kubelet.boundedio import in_thread
 from kubelet.config import Options, features
 from kubelet.metrics import KubeletMetrics
 from kubelet.node.certificates.manager import CertificateManager
@@ -39,7 +41,7 @@ from .limits import Limits
 from .memtrim import MemoryTrim
 from .podresources.service import Lister, serve_pod_resources
 from .stats import SummaryProvider
-from .tlsreload import ServingTLS, read_bytes, watch_files
+from .tlsreload import CA_BUNDLE_LIMIT, PAIR_FILE_LIMIT, ServingTLS, read_files, watch_files
 from .wire import ASGIApp
 
 log = logging.getLogger(__name__)
@@ -210,37 +212,41 @@ async def _main_tls(
     tls = ServingTLS(config.tls_min_version, ca_file)
     if ca_file:
         try:
-            ca = await trio.to_thread.run_sync(read_bytes, [ca_file])
-            tls.set_client_ca(ca[0])
-        except (OSError, ssl.SSLError) as exc:
+            ca = await in_thread(lambda: read_files([ca_file], CA_BUNDLE_LIMIT))
+            await tls.use_client_ca(ca[0])
+        except (OSError, ValueError, ssl.SSLError) as exc:
             raise OSError(f"unable to load client CA file {ca_file}: {exc}") from exc
         if options.features.enabled(features.RELOAD_KUBELET_CLIENT_CA_FILE):
             await nursery.start(
-                watch_files,
+                functools.partial(watch_files, limit=CA_BUNDLE_LIMIT),
                 f"client-ca-bundle::{ca_file}",
                 [ca_file],
-                lambda c: tls.set_client_ca(c[0]),
+                lambda c: tls.use_client_ca(c[0]),
                 ca,
             )
     if serving is not None:  # serverTLSBootstrap: new handshakes, new certificate
         updates = serving.subscribe()
         current = serving.current()
         if current is not None:
-            _serve_pair(tls, current)
+            await _serve_pair(tls, current)
         nursery.start_soon(_follow, tls, updates)
         return tls.front
     cert = serving_cert(
         config.tls_cert_file, config.tls_private_key_file, options.cert_dir, options.node_name
     )
-    tls.set_pair(cert.cert_file, cert.key_file)
-    files = [config.tls_cert_file, config.tls_private_key_file]
-    if all(files) and options.features.enabled(features.RELOAD_KUBELET_SERVER_CERTIFICATE_FILE):
-        loaded = await trio.to_thread.run_sync(read_bytes, files)
+    files = [cert.cert_file, cert.key_file]
+    try:
+        loaded = await in_thread(lambda: read_files(files, PAIR_FILE_LIMIT))
+    except ValueError as exc:  # refused: too long, or not a regular file
+        raise OSError(str(exc)) from exc
+    await tls.use_pair(*loaded)
+    configured = bool(config.tls_cert_file and config.tls_private_key_file)
+    if configured and options.features.enabled(features.RELOAD_KUBELET_SERVER_CERTIFICATE_FILE):
         await nursery.start(
-            watch_files,
+            functools.partial(watch_files, limit=PAIR_FILE_LIMIT),
             "kubelet-server-cert-files::{}::{}".format(*files),
             files,
-            lambda _: tls.set_pair(*files),
+            lambda c: tls.use_pair(*c),
             loaded,
         )
     return tls.front
@@ -249,12 +255,12 @@ async def _main_tls(
 async def _follow(tls: ServingTLS, updates: trio.MemoryReceiveChannel[CertKeyPair]) -> None:
     """Serve each pair the serving certificate manager obtains, from the next handshake."""
     async for pair in updates:
-        _serve_pair(tls, pair)
+        await _serve_pair(tls, pair)
 
 
-def _serve_pair(tls: ServingTLS, pair: CertKeyPair) -> None:
+async def _serve_pair(tls: ServingTLS, pair: CertKeyPair) -> None:
     try:
-        tls.set_pair(pair.cert_file, pair.key_file)
+        await tls.use_pair(pair.chain_pem, pair.key_pem)
     except (OSError, ssl.SSLError) as exc:
         log.error(
             "serving certificate %s not loaded, keeping the one before: %s", pair.cert_file, exc

@@ -13,18 +13,32 @@ it for every ClientHello, with or without a server name). A pair or bundle that 
 not load (a key that does not match, a half-written file, an empty file) is logged and
 the previous context stays in use; it is tried again at the next change, with backoff,
 and at the one-minute resync, as upstream's dynamic certificate controllers do.
+
+The files are outside data: each is read with a bound (:data:`PAIR_FILE_LIMIT` for a
+certificate or key, :data:`CA_BUNDLE_LIMIT` for the bundle), must be a regular file (a
+FIFO or a link to a device is refused, not waited on), and reading and building the
+context happen in a worker thread that a shutdown abandons rather than waits for. The
+context is built from the bytes read, never by OpenSSL opening the paths again.
 """
 
 from __future__ import annotations
 
 import logging
 import ssl
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
-import attrs
 import inotify_simple
 import trio
+
+from kubelet.boundedio import RunSync, in_thread, read_regular_file
+from kubelet.node.certificates.sslload import (
+    PAIR_FILE_LIMIT,
+    load_cert_chain_pem,
+    load_verify_pem,
+)
+
+__all__ = ["CA_BUNDLE_LIMIT", "PAIR_FILE_LIMIT", "ServingTLS", "read_files", "watch_files"]
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +49,9 @@ SETTLE = 0.1
 other are read as one change (a pair read in between is refused and retried anyway)."""
 RETRY = (1.0, RESYNC)
 """First and longest delay before a refused pair or bundle is read again."""
+CA_BUNDLE_LIMIT = 10 * 1024 * 1024
+"""Bytes the client CA bundle may hold: thousands of certificates (a distribution's whole
+trust store is under 1 MiB); a longer file is refused, never read to its end."""
 
 TLS_VERSIONS = {
     "VersionTLS10": ssl.TLSVersion.TLSv1,
@@ -46,21 +63,26 @@ TLS_VERSIONS = {
 _NO_CERT = "TLS handshake refused: no serving certificate available for the kubelet"
 
 
-@attrs.frozen
-class _Pair:
-    cert_file: str
-    key_file: str
+Pair = tuple[bytes, bytes]
+"""A serving certificate chain and its key, as PEM bytes."""
 
 
 class ServingTLS:
-    """The front ``SSLContext`` of the main port and the context it currently hands out."""
+    """The front ``SSLContext`` of the main port and the context it currently hands out.
 
-    def __init__(self, min_version: str, client_ca_file: str) -> None:
+    :meth:`use_pair` and :meth:`use_client_ca` build the new context in a worker thread
+    (``run``) and swap it in only when it loads; one at a time, so neither loses the
+    other's change.
+    """
+
+    def __init__(self, min_version: str, client_ca_file: str, run: RunSync = in_thread) -> None:
         self.min_version = TLS_VERSIONS.get(min_version, ssl.TLSVersion.TLSv1_2)
         self.client_ca_file = client_ca_file
-        self._pair: _Pair | None = None
-        self._ca_pem: str | None = None
+        self._run = run
+        self._pair: Pair | None = None
+        self._ca_pem: bytes | None = None
         self._active: ssl.SSLContext | None = None
+        self._changing = trio.Lock()
         self.front = self._blank()
         self.front.sni_callback = self._choose
 
@@ -85,54 +107,66 @@ class ServingTLS:
         sock.context = active
         return None
 
-    def _build(self, pair: _Pair | None, ca_pem: str | None) -> ssl.SSLContext | None:
+    def _build(self, pair: Pair | None, ca_pem: bytes | None) -> ssl.SSLContext | None:
+        """Blocking (OpenSSL parses everything): run it through ``self._run``."""
         if pair is None:
             return None
         context = self._blank()
-        context.load_cert_chain(pair.cert_file, pair.key_file)
+        load_cert_chain_pem(context, *pair)
         if self.client_ca_file:
             if not ca_pem:
                 raise ssl.SSLError("no client CA bundle loaded")
-            context.load_verify_locations(cadata=ca_pem)
+            load_verify_pem(context, ca_pem)
         return context
 
-    def set_pair(self, cert_file: str, key_file: str) -> None:
-        """Serve ``cert_file``/``key_file`` from the next handshake; raises (and changes
-        nothing) when they do not load as a matching pair."""
-        pair = _Pair(cert_file, key_file)
-        self._active = self._build(pair, self._ca_pem)
-        self._pair = pair
+    def _build_ca(self, pem: bytes, pair: Pair | None) -> ssl.SSLContext | None:
+        if b"-----BEGIN CERTIFICATE-----" not in pem:
+            raise ssl.SSLError("data does not contain any valid RSA or ECDSA certificates")
+        if pair is not None:
+            return self._build(pair, pem)
+        probe = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        load_verify_pem(probe, pem)
+        return None
 
-    def set_client_ca(self, pem: bytes) -> None:
+    async def use_pair(self, chain_pem: bytes, key_pem: bytes) -> None:
+        """Serve this chain and key from the next handshake; raises (and changes nothing)
+        when they do not load as a matching pair."""
+        async with self._changing:
+            pair, ca_pem = (chain_pem, key_pem), self._ca_pem
+            active = await self._run(lambda: self._build(pair, ca_pem))
+            self._pair, self._active = pair, active
+
+    async def use_client_ca(self, pem: bytes) -> None:
         """Verify client certificates against ``pem`` from the next handshake; raises (and
         changes nothing) when it holds no usable certificate."""
-        text = pem.decode("ascii", errors="replace")
-        if "-----BEGIN CERTIFICATE-----" not in text:
-            raise ssl.SSLError("data does not contain any valid RSA or ECDSA certificates")
-        probe = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        probe.load_verify_locations(cadata=text)
-        active = self._build(self._pair, text)
-        self._ca_pem = text
-        self._active = active
+        async with self._changing:
+            pair = self._pair
+            active = await self._run(lambda: self._build_ca(pem, pair))
+            self._ca_pem, self._active = pem, active
 
 
-def read_bytes(paths: Sequence[str]) -> tuple[bytes, ...]:
-    """The files' contents (in a worker thread: a slow disk never holds the event loop)."""
-    return tuple(Path(p).read_bytes() for p in paths)
+def read_files(paths: Sequence[str], limit: int) -> tuple[bytes, ...]:
+    """The regular files' contents, each at most ``limit`` bytes (blocking: run it in a
+    worker thread)."""
+    return tuple(read_regular_file(p, limit) for p in paths)
 
 
 async def watch_files(
     name: str,
     paths: Sequence[str],
-    apply: Callable[[tuple[bytes, ...]], None],
+    apply: Callable[[tuple[bytes, ...]], Awaitable[None]],
     loaded: tuple[bytes, ...],
     *,
+    limit: int,
+    run: RunSync = in_thread,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Call ``apply`` with the files' contents whenever they differ from what was applied.
 
-    Read again on every inotify event of their directories (settled for ``SETTLE``), every
-    ``RESYNC`` and, after a failure, with backoff. A failure keeps what was applied.
+    Read again (each at most ``limit`` bytes, through ``run``) on every inotify event of
+    their directories (settled for ``SETTLE``), every ``RESYNC`` and, after a failure,
+    with backoff. A failure (a file refused, unreadable or not loading) keeps what was
+    applied.
     """
     current = loaded
     retry = RETRY[0]
@@ -150,11 +184,11 @@ async def watch_files(
                 await trio.lowlevel.wait_readable(inotify.fileno())
                 await _settle(inotify)
             try:
-                contents = await trio.to_thread.run_sync(read_bytes, paths)
+                contents = await run(lambda: read_files(paths, limit))
                 if contents != current:
                     if any(not c for c in contents):
                         raise ValueError(f"missing content for {name!r}")
-                    apply(contents)
+                    await apply(contents)
                     current = contents
                     log.info('"Loaded a new %s" name=%r', _WHAT.get(len(paths), "file"), name)
                 failing, retry, wait = "", RETRY[0], RESYNC

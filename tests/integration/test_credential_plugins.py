@@ -37,6 +37,15 @@ mode = os.environ.get("MODE", "ok")
 if mode == "fail":
     print("no credentials for you", file=sys.stderr)
     sys.exit(3)
+if mode == "nested":
+    print("[" * 100000 + "]" * 100000)
+    sys.exit(0)
+if mode == "endless":
+    import time
+    while True:
+        sys.stdout.buffer.write(b" " * 65536)
+        sys.stdout.buffer.flush()
+        time.sleep(0.01)
 if mode == "garbage":
     print('{{"kind": "CredentialProviderResponse", "apiVersion": "{v1}", "auth": "s3cr3t-leak"}}')
     sys.exit(0)
@@ -92,6 +101,7 @@ def keyring(
     env: Mapping[str, str] = (),
     *,
     registry: CollectorRegistry | None = None,
+    timeout: float = plugins.EXEC_TIMEOUT,
     **provider: Any,
 ) -> tuple[PluginKeyring, Path]:
     bin_dir = tmp_path / "bin"
@@ -114,6 +124,7 @@ def keyring(
         clock=clock,
         metrics=PluginMetrics(registry),
         environ=lambda: environ,
+        timeout=timeout,
     ), log
 
 
@@ -295,13 +306,18 @@ async def test_cache_duration_from_the_answer_or_the_default(tmp_path: Path) -> 
             'credential provider plugin did not return a valid cacheKeyType: "Pod"',
         ),
         ({"MODE": "garbage"}, "error decoding credential provider plugin response from stdout"),
+        ({"MODE": "nested"}, "error reading GVK from response: not a JSON object"),
+        (
+            {"MODE": "endless"},
+            "for image eu.registry.io/app: response larger than 1048576 bytes",
+        ),
     ],
 )
 async def test_a_failing_plugin_gives_nothing_and_says_why(
     tmp_path: Path, env: dict[str, str], logged: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     registry = CollectorRegistry()
-    ring, _ = keyring(tmp_path, Clock(), env, registry=registry)
+    ring, _ = keyring(tmp_path, Clock(), env, registry=registry, timeout=5)
     with caplog.at_level(logging.ERROR):
         assert await ring.lookup("eu.registry.io/app") == []
     assert logged in caplog.text

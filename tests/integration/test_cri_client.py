@@ -6,13 +6,17 @@ Every timing here is exact: the server runs on the same trio-asyncio loop, so
 
 from __future__ import annotations
 
+import asyncio
 import socket
+import struct
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
-from grpclib.const import Status
+import trio_asyncio
+from grpclib.const import Cardinality, Handler, Status
+from grpclib.server import Server
 
 from kubelet.cri import (
     CriChannel,
@@ -519,3 +523,37 @@ async def test_a_call_cancelled_before_it_starts(
         with trio.fail_after(1):
             await runtime.version()
     assert fake.rpcs().count("ListContainers") == 0
+
+
+class _Announcer:
+    """A runtime whose Version answer announces 1 GiB, sends 64 bytes of it and stalls."""
+
+    def __mapping__(self) -> dict[str, Handler]:
+        return {
+            "/runtime.v1.RuntimeService/Version": Handler(
+                self.version, Cardinality.UNARY_UNARY, api.VersionRequest, api.VersionResponse
+            )
+        }
+
+    async def version(self, stream: Any) -> None:
+        await stream.recv_message()
+        await stream.send_initial_metadata()
+        await stream._stream.send_data(struct.pack(">?I", False, 1 << 30) + b"\0" * 64)
+        await asyncio.Event().wait()
+
+
+async def test_an_announced_gibibyte_answer_is_refused_before_it_is_read(
+    aio_loop: None, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    server = Server([_Announcer()])
+    path = str(short_tmp / "announcer.sock")
+    await trio_asyncio.aio_as_trio(server.start)(path=path)
+    try:
+        async with connect(f"unix://{path}") as (runtime, _):
+            start = trio.current_time()
+            with pytest.raises(MessageTooLarge, match=f"larger than max \\({1 << 30} vs"):
+                await runtime.version()
+            assert trio.current_time() == start  # the prefix decided, not a deadline
+    finally:
+        server.close()
+        await trio_asyncio.aio_as_trio(server.wait_closed)()

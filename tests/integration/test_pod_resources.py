@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 import stat
+import struct
 from typing import Any
 
 import pytest
 import trio
 import trio_asyncio
-from grpclib.client import Channel
+from grpclib.client import Channel, UnaryUnaryMethod
 from grpclib.const import Status
 from grpclib.exceptions import GRPCError
 
@@ -28,6 +29,8 @@ env = test_server.env
 pki = test_server.pki
 
 pytestmark = pytest.mark.trio
+
+LIST = "/v1.PodResourcesLister/List"
 
 
 def _pod(name: str, phase: str = "Running") -> Pod:
@@ -132,3 +135,52 @@ async def test_rate_limit(env: Env) -> None:
     assert Status.RESOURCE_EXHAUSTED in results
     await trio.sleep(0.2)  # tokens come back at 100 a second
     assert await _call(path, "List", pb.ListPodResourcesRequest()) is not None
+
+
+async def test_requests_over_4_mib_are_refused(env: Env) -> None:
+    path = await _start(env)
+    # a List request padded with a field List does not know (the server skips it)
+    padded = pb.GetPodResourcesRequest(pod_name="x" * (4 * 1024 * 1024))
+
+    async def go() -> Any:
+        channel = Channel(path=path)
+        try:
+            method = UnaryUnaryMethod(
+                channel, LIST, pb.GetPodResourcesRequest, pb.ListPodResourcesResponse
+            )
+            return await method(padded, timeout=10)
+        finally:
+            channel.close()
+
+    with pytest.raises(GRPCError) as failed:
+        await trio_asyncio.aio_as_trio(go)()
+    assert (failed.value.status, failed.value.message) == (
+        Status.RESOURCE_EXHAUSTED,
+        f"grpc: received message larger than max ({padded.ByteSize()} vs. {4 * 1024 * 1024})",
+    )
+    assert await _call(path, "List", pb.ListPodResourcesRequest()) is not None
+
+
+async def test_an_announced_gibibyte_is_refused_before_it_is_sent(env: Env) -> None:
+    """The prefix alone decides: the server answers while the 1 GiB is still unsent."""
+    path = await _start(env)
+
+    async def announce() -> GRPCError:
+        channel = Channel(path=path)
+        try:
+            async with PodResourcesListerStub(channel).List.open(timeout=10) as stream:
+                await stream.send_request()
+                await stream._stream.send_data(struct.pack(">?I", False, 1 << 30) + b"\0" * 64)
+                await stream.recv_initial_metadata()
+        except GRPCError as exc:
+            return exc
+        finally:
+            channel.close()
+        raise AssertionError("the server answered the request")
+
+    with trio.fail_after(5):
+        refused = await trio_asyncio.aio_as_trio(announce)()
+    assert (refused.status, refused.message) == (
+        Status.RESOURCE_EXHAUSTED,
+        f"grpc: received message larger than max ({1 << 30} vs. {4 * 1024 * 1024})",
+    )

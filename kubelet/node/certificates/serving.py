@@ -15,6 +15,7 @@ import ssl
 
 import trio
 
+from .sslload import load_cert_chain_pem
 from .store import CertKeyPair
 
 __all__ = ["ServingCertificate"]
@@ -40,7 +41,7 @@ class ServingCertificate:
         return None
 
     def load(self, pair: CertKeyPair) -> None:
-        self.context.load_cert_chain(pair.cert_file, pair.key_file)
+        load_cert_chain_pem(self.context, pair.chain_pem, pair.key_pem)
         self.loaded = pair
         log.info("serving certificate loaded (serial %x)", pair.serial)
 

@@ -14,6 +14,8 @@ As client-go's FileStore (names and order of lookup are what users and kubeadm s
 
 ``prefix`` is ``kubelet-client`` or ``kubelet-server``. All I/O is on the local disk and
 small; callers in trio run it directly (as the kubelet's other state files are written).
+Reads are bounded (``PAIR_FILE_LIMIT``) and only of regular files, so a FIFO or a link to
+a device in the directory is refused at once instead of blocking the node agent.
 """
 
 from __future__ import annotations
@@ -26,7 +28,10 @@ import attrs
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
+from kubelet.boundedio import InputRefused, read_regular_file
+
 from .csr import PrivateKey, load_key
+from .sslload import PAIR_FILE_LIMIT
 
 __all__ = ["CertKeyPair", "FileStore", "NoCertificate", "StoreError", "load_pair"]
 
@@ -73,8 +78,10 @@ def load_pair(cert_file: str, key_file: str | None = None) -> CertKeyPair:
     """Load a pair (``key_file`` None: the key is in ``cert_file`` too); StoreError says why not."""
     key_file = key_file or cert_file
     try:
-        chain = Path(cert_file).read_bytes()
-        key_data = chain if key_file == cert_file else Path(key_file).read_bytes()
+        chain = read_regular_file(cert_file, PAIR_FILE_LIMIT)
+        key_data = chain if key_file == cert_file else read_regular_file(key_file, PAIR_FILE_LIMIT)
+    except InputRefused as exc:
+        raise StoreError(f"cannot read {exc}") from None
     except OSError as exc:
         raise StoreError(f"cannot read {exc.filename}: {exc.strerror}") from None
     return pair_from_pem(chain, key_data, cert_file, key_file)

@@ -26,6 +26,7 @@ import trio
 
 from kubelet.api.kubeconfig import ClusterConnection
 
+from .sslload import load_cert_chain_pem
 from .store import CertKeyPair
 
 __all__ = ["ClientRotation", "RotatingTransport", "transport_for"]
@@ -173,7 +174,7 @@ class ClientRotation:
         # the pair's own files (kubelet-client-current.pem): a kubeconfig that embeds its
         # first certificate (kubeadm init's) still moves to the rotated ones
         if self.connection.ssl_context is not None and pair.cert_file:
-            self.connection.ssl_context.load_cert_chain(pair.cert_file, pair.key_file or None)
+            load_cert_chain_pem(self.connection.ssl_context, pair.chain_pem, pair.key_pem)
         else:
             self.connection.reload_client_certificate()
         self.transport.rotate()

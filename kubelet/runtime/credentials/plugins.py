@@ -34,9 +34,11 @@ is not implemented.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
+import subprocess
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -48,6 +50,7 @@ from prometheus_client import CollectorRegistry, Histogram
 from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
+from kubelet.boundedio import InputRefused, RunSync, in_thread, loads_json
 from kubelet.config.duration import parse_duration
 from kubelet.errors import ConfigError, Problem
 
@@ -73,6 +76,11 @@ CONFIG_API_VERSIONS = tuple(f"{CONFIG_GROUP}/{v}" for v in ("v1", "v1beta1", "v1
 PROTOCOL_GROUP = "credentialprovider.kubelet.k8s.io"
 PROTOCOL_API_VERSIONS = tuple(f"{PROTOCOL_GROUP}/{v}" for v in ("v1", "v1alpha1", "v1beta1"))
 EXEC_TIMEOUT = 60.0
+RESPONSE_LIMIT = 1024 * 1024
+"""Bytes of a plugin's answer (stdout) at most: a CredentialProviderResponse is a few
+hundred bytes per registry. A plugin that writes more is killed and its answer refused."""
+STDERR_KEPT = 64 * 1024
+"""Bytes of a plugin's stderr kept for the error message; the rest is read and dropped."""
 """upstream's catch-all timeout for one plugin run."""
 GLOBAL_CACHE_KEY = "global"
 CACHE_KEY_TYPES = ("Image", "Registry", "Global")
@@ -331,20 +339,59 @@ async def _kill(process: trio.Process) -> None:
     process.kill()
 
 
+class _AnswerTooLarge(Exception):
+    """The plugin wrote more than :data:`RESPONSE_LIMIT` bytes to stdout (and was killed)."""
+
+
+async def _keep(stream: trio.abc.ReceiveStream, limit: int, into: list[bytes]) -> bool:
+    """Read ``stream`` to its end, keeping its first ``limit`` bytes in ``into``; True
+    (and stop reading) as soon as it has more."""
+    kept = 0
+    async for chunk in stream:
+        into.append(bytes(chunk[: limit - kept]))
+        kept += len(into[-1])
+        if len(chunk) > len(into[-1]):
+            return True
+    return False
+
+
+async def _drain(stream: trio.abc.ReceiveStream, limit: int, into: list[bytes]) -> None:
+    """Like :func:`_keep`, but read on to the end (a plugin blocked on a full stderr pipe
+    would only wait for its timeout)."""
+    if await _keep(stream, limit, into):
+        async for _ in stream:
+            pass
+
+
 async def _run(
     argv: Sequence[str], stdin: bytes, env: Mapping[str, str], timeout: float
 ) -> tuple[int, bytes, bytes]:
+    """Run the plugin; (exit status, stdout, the start of stderr). Raises
+    :class:`_AnswerTooLarge` (the plugin killed) past :data:`RESPONSE_LIMIT` on stdout."""
+    out: list[bytes] = []
+    err: list[bytes] = []
+    start = functools.partial(
+        trio.run_process,
+        list(argv),
+        stdin=stdin,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        check=False,
+        env=dict(env),
+        deliver_cancel=_kill,
+    )
     with trio.fail_after(timeout):
-        done = await trio.run_process(
-            list(argv),
-            stdin=stdin,
-            capture_stdout=True,
-            capture_stderr=True,
-            check=False,
-            env=dict(env),
-            deliver_cancel=_kill,
-        )
-    return done.returncode, done.stdout, done.stderr
+        async with trio.open_nursery() as nursery:
+            process: trio.Process = await nursery.start(start)
+            assert process.stdout is not None and process.stderr is not None
+            nursery.start_soon(_drain, process.stderr, STDERR_KEPT, err)
+            too_large = await _keep(process.stdout, RESPONSE_LIMIT, out)
+            if too_large:
+                process.kill()
+    if too_large:
+        raise _AnswerTooLarge
+    assert process.returncode is not None
+    return process.returncode, b"".join(out), b"".join(err)
 
 
 class _Plugin:
@@ -358,8 +405,10 @@ class _Plugin:
         metrics: PluginMetrics,
         environ: Callable[[], Mapping[str, str]],
         timeout: float,
+        run: RunSync,
     ) -> None:
         self.provider = provider
+        self.run = run
         self.binary = os.path.join(bin_dir, provider.name)
         self.clock = clock
         self.metrics = metrics
@@ -444,6 +493,11 @@ class _Plugin:
                     f"error execing credential provider plugin {name} for image {image}: "
                     "context deadline exceeded"
                 ) from None
+            except _AnswerTooLarge:
+                raise PluginError(
+                    f"error execing credential provider plugin {name} for image {image}: "
+                    f"response larger than {RESPONSE_LIMIT} bytes"
+                ) from None
             except OSError as exc:
                 raise PluginError(
                     f"error execing credential provider plugin {name} for image {image}: {exc}"
@@ -455,7 +509,7 @@ class _Plugin:
                     f"error execing credential provider plugin {name} for image {image}: exit "
                     f"status {code}: {stderr.decode('utf-8', 'replace').strip()}"
                 )
-            return self._decode(stdout)
+            return self._decode(await self._parse(stdout))
         except PluginError as exc:
             self.metrics.error(name)
             log.error(
@@ -463,11 +517,14 @@ class _Plugin:
             )
             return None
 
-    def _decode(self, stdout: bytes) -> _Answer:
+    async def _parse(self, stdout: bytes) -> Any:
+        """The answer's JSON, decoded off the event loop (``self.run``) with a bound."""
         try:
-            doc = json.loads(stdout)
-        except ValueError:
+            return await self.run(lambda: loads_json(stdout, max_bytes=RESPONSE_LIMIT))
+        except InputRefused:
             raise PluginError("error reading GVK from response: not a JSON object") from None
+
+    def _decode(self, doc: Any) -> _Answer:
         if not isinstance(doc, dict):
             raise PluginError("error reading GVK from response: not a JSON object")
         version = doc.get("apiVersion")
@@ -492,7 +549,7 @@ class _Plugin:
                 auth.append(
                     (str(key), str(entry.get("username") or ""), str(entry.get("password") or ""))
                 )
-        except (ValueError, TypeError, AttributeError):
+        except (ValueError, TypeError, AttributeError, RecursionError):
             # explicitly not the content: it may hold credentials
             raise PluginError(
                 "error decoding credential provider plugin response from stdout"
@@ -517,10 +574,11 @@ class PluginKeyring:
         metrics: PluginMetrics | None = None,
         environ: Callable[[], Mapping[str, str]] = lambda: dict(os.environ),
         timeout: float = EXEC_TIMEOUT,
+        run: RunSync = in_thread,
     ) -> None:
         self.metrics = metrics or PluginMetrics()
         self.plugins = [
-            _Plugin(p, bin_dir, clock, self.metrics, environ, timeout) for p in providers
+            _Plugin(p, bin_dir, clock, self.metrics, environ, timeout, run) for p in providers
         ]
 
     async def lookup(self, repository: str) -> list[PullCredential]:

@@ -9,7 +9,8 @@ upstream answers with those policies and without DRA drivers. Upstream's rate li
 applies to the whole server: 100 calls a second, bursts of 10; beyond it a call fails
 ``ResourceExhausted`` / ``rejected by rate limit``. ``Get`` for a pod the kubelet does not
 run fails ``Unknown`` / ``pod <name> in namespace <ns> not found``; with the gate off,
-``PodResources API Get method disabled``.
+``PodResources API Get method disabled``. A request over gRPC's default 4 MiB fails
+``ResourceExhausted`` without being read, as upstream's server (which keeps that default).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from grpclib.exceptions import GRPCError
 from grpclib.server import Server
 
 from kubelet.api.pod import Pod, is_restartable_init_container
+from kubelet.cri.codec import LimitedProtoCodec
 from kubelet.volumes.dirs import POD_RESOURCES_DIR
 
 from . import podresources_api_pb2 as pb
@@ -40,6 +42,7 @@ SOCKET_NAME = "kubelet.sock"
 QPS = 100.0
 BURST = 10
 RATE_LIMITED = "rejected by rate limit"
+MAX_REQUEST_BYTES = 4 * 1024 * 1024
 
 
 class TokenBucket:
@@ -136,7 +139,7 @@ async def serve_pod_resources(
     cannot listen; here the error is logged and the rest of the kubelet runs on.
     """
     path = socket_path(root_dir)
-    server = Server([lister])
+    server = Server([lister], codec=LimitedProtoCodec(MAX_REQUEST_BYTES))
     try:
         Path(path).parent.mkdir(mode=0o750, parents=True, exist_ok=True)
         with contextlib.suppress(FileNotFoundError):

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import logging
+import os
 import ssl
+import time
 from pathlib import Path
 
 import pytest
 import trio
 import trio.testing
 
+from kubelet.boundedio import inline
 from kubelet.server.certs import self_signed_pair
-from kubelet.server.tlsreload import RESYNC, ServingTLS, watch_files
+from kubelet.server.tlsreload import CA_BUNDLE_LIMIT, RESYNC, ServingTLS, watch_files
 
 
 async def test_refused_content_is_retried_with_backoff_and_kept_out(
@@ -22,14 +27,19 @@ async def test_refused_content_is_retried_with_backoff_and_kept_out(
     calls: list[tuple[float, bytes]] = []
     done = trio.Event()
 
-    def apply(contents: tuple[bytes, ...]) -> None:
+    async def apply(contents: tuple[bytes, ...]) -> None:
         calls.append((trio.current_time(), contents[0]))
         if len(calls) < 4:
             raise ssl.SSLError("bad bundle")
         done.set()
 
     async with trio.open_nursery() as nursery:
-        await nursery.start(watch_files, "test", [str(path)], apply, (b"one",))
+        await nursery.start(
+            lambda task_status: watch_files(
+                "test", [str(path)], apply, (b"one",), limit=100, run=inline,
+                task_status=task_status,
+            )
+        )  # fmt: skip
         start = trio.current_time()
         await trio.sleep(5)
         assert calls == []  # unchanged content is not applied again
@@ -41,18 +51,129 @@ async def test_refused_content_is_retried_with_backoff_and_kept_out(
         nursery.cancel_scope.cancel()
 
 
-def test_a_pair_that_does_not_match_changes_nothing(tmp_path: Path) -> None:
+async def test_a_pair_that_does_not_match_changes_nothing() -> None:
     chain, key = self_signed_pair("a")
     other_chain, _ = self_signed_pair("b")
-    (tmp_path / "a.crt").write_bytes(chain)
-    (tmp_path / "a.key").write_bytes(key)
-    (tmp_path / "b.crt").write_bytes(other_chain)
-    tls = ServingTLS("", "")
-    tls.set_pair(str(tmp_path / "a.crt"), str(tmp_path / "a.key"))
+    tls = ServingTLS("", "", run=inline)
+    await tls.use_pair(chain, key)
     before = tls.active
     with pytest.raises(ssl.SSLError):
-        tls.set_pair(str(tmp_path / "b.crt"), str(tmp_path / "a.key"))
+        await tls.use_pair(other_chain, key)
     assert tls.active is before
     with pytest.raises(ssl.SSLError):
-        tls.set_client_ca(b"garbage")
+        await tls.use_client_ca(b"garbage")
     assert tls.active is before
+
+
+def _unblock_readers(path: Path) -> None:
+    """Give a reader stuck on the FIFO its end of file, whatever the code under test did."""
+    with contextlib.suppress(OSError):
+        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+
+
+@pytest.mark.parametrize("hostile", ["fifo", "dev-zero"])
+async def test_a_file_that_never_ends_is_refused_and_later_reloads_work(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, hostile: str
+) -> None:
+    """Real threads and files: a FIFO or a link to /dev/zero at the bundle's path is an
+    error logged while the bundle before stays, the next good file is loaded, and the
+    watcher ends at once when cancelled."""
+    path = tmp_path / "ca.crt"
+    path.write_bytes(b"one")
+    applied: list[bytes] = []
+    changed = trio.Event()
+
+    async def apply(contents: tuple[bytes, ...]) -> None:
+        applied.append(contents[0])
+        changed.set()
+
+    caplog.set_level(logging.ERROR)
+    try:
+        with trio.fail_after(20):
+            async with trio.open_nursery() as nursery:
+                await nursery.start(
+                    lambda task_status: watch_files(
+                        "bundle", [str(path)], apply, (b"one",), limit=CA_BUNDLE_LIMIT,
+                        task_status=task_status,
+                    )
+                )  # fmt: skip
+                path.unlink()
+                if hostile == "fifo":
+                    os.mkfifo(path)
+                else:
+                    path.symlink_to("/dev/zero")
+                while "not a regular file" not in caplog.text:
+                    await trio.sleep(0.05)
+                assert applied == []
+                path.unlink()
+                path.write_bytes(b"two")
+                await changed.wait()
+                assert applied == [b"two"]
+                started = time.monotonic()
+                nursery.cancel_scope.cancel()
+            assert time.monotonic() - started < 1.0
+    finally:
+        if path.exists() and not path.is_symlink() and not path.is_file():
+            _unblock_readers(path)
+
+
+async def test_an_oversized_bundle_is_refused_without_being_read(tmp_path: Path) -> None:
+    path = tmp_path / "ca.crt"
+    path.write_bytes(b"one")
+    applied: list[bytes] = []
+    refused = trio.Event()
+
+    async def apply(contents: tuple[bytes, ...]) -> None:
+        applied.append(contents[0])
+
+    with trio.fail_after(20):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(
+                lambda task_status: watch_files(
+                    "bundle", [str(path)], apply, (b"one",), limit=1024, task_status=task_status
+                )
+            )
+            handler = _Seen("larger than 1024 bytes", refused)
+            logging.getLogger("kubelet.server.tlsreload").addHandler(handler)
+            try:
+                path.write_bytes(b"x" * 4096)
+                await refused.wait()
+            finally:
+                logging.getLogger("kubelet.server.tlsreload").removeHandler(handler)
+            nursery.cancel_scope.cancel()
+    assert applied == []
+
+
+class _Seen(logging.Handler):
+    def __init__(self, text: str, event: trio.Event) -> None:
+        super().__init__()
+        self.text, self.event = text, event
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.text in record.getMessage():
+            self.event.set()
+
+
+async def test_a_large_bundle_is_parsed_off_the_event_loop() -> None:
+    """Thousands of certificates take OpenSSL a while: the loop keeps ticking meanwhile."""
+    chain, key = self_signed_pair("a")
+    bundle = chain * 4000  # about 9 MiB
+    tls = ServingTLS("", "ca.crt")
+    await tls.use_client_ca(chain)
+    await tls.use_pair(chain, key)
+    gaps: list[float] = []
+
+    async def tick() -> None:
+        last = time.monotonic()
+        while True:
+            await trio.sleep(0.01)
+            now = time.monotonic()
+            gaps.append(now - last)
+            last = now
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(tick)
+        await tls.use_client_ca(bundle)
+        nursery.cancel_scope.cancel()
+    assert len(bundle) < CA_BUNDLE_LIMIT
+    assert gaps and max(gaps) < 0.5
