@@ -23,6 +23,7 @@ from grpclib.health.v1.health_grpc import HealthStub
 from grpclib.health.v1.health_pb2 import HealthCheckRequest, HealthCheckResponse
 
 from kubelet.api.pod import Probe
+from kubelet.cri.codec import LimitedProtoCodec
 from kubelet.goformat import format_duration
 
 from .http import dial_error_text
@@ -37,8 +38,13 @@ class _Progress:
     connected = False
 
 
+MAX_ANSWER_BYTES = 4 << 20
+"""grpc-go's default receive limit, which upstream's probe client keeps: a health server
+(the pod author's) that announces more is refused from the length prefix, unread."""
+
+
 async def _check(host: str, port: int, service: str, progress: _Progress) -> int:
-    channel = Channel(host, port)
+    channel = Channel(host, port, codec=LimitedProtoCodec(MAX_ANSWER_BYTES))
     try:
         await channel.__connect__()
         progress.connected = True

@@ -608,3 +608,29 @@ async def test_readiness_over_http_end_to_end(
                 1,
             )
             nursery.cancel_scope.cancel()
+
+
+class HugeHealth(FakeHealth):
+    """SERVING, padded with an unknown field of 5 MiB: more than a probe may read."""
+
+    async def Check(self, stream: Any) -> None:
+        await stream.recv_message()
+        pad = 5 << 20
+        varint = bytearray()
+        n = pad
+        while True:
+            byte, n = n & 0x7F, n >> 7
+            varint.append(byte | (0x80 if n else 0))
+            if not n:
+                break
+        raw = bytes([0x08, HealthCheckResponse.SERVING, 0x7A]) + bytes(varint) + b"x" * pad
+        await stream.send_message(HealthCheckResponse.FromString(raw))
+
+
+async def test_a_grpc_answer_over_4_mib_fails_the_probe_unread(
+    aio_loop: None, autojump_clock: trio.abc.Clock
+) -> None:
+    async with grpc_server([HugeHealth({})]) as port:
+        outcome = await grpc_probe.check("127.0.0.1", port, "", 10)
+    assert outcome.result == ProbeResult.FAILURE
+    assert "larger than max" in outcome.output and str(4 << 20) in outcome.output
