@@ -43,13 +43,18 @@ class LoopLag(trio.abc.Instrument):
     report: float = REPORT
     longest: float = 0.0
     stalls: int = 0
-    _began: float = 0.0
+    _began: float | None = None
+    """When the running step began; None in the step that installed the instrument (Trio
+    did not call ``before_task_step`` for it)."""
 
     def before_task_step(self, task: trio.lowlevel.Task) -> None:
         self._began = self.clock()
 
     def after_task_step(self, task: trio.lowlevel.Task) -> None:
+        if self._began is None:
+            return
         took = self.clock() - self._began
+        self._began = None
         if took < self.floor:
             return
         self.stalls += 1

@@ -54,6 +54,7 @@ async def test_removed_when_the_block_ends(autojump_clock: trio.testing.MockCloc
     seen: list[float] = []
     clock = StepClock()
     async with watching_loop(LoopLag(seen.append, clock=clock)):
+        await trio.lowlevel.checkpoint()  # the step that installed it is not timed
         await blocking_step(clock, 0.5)
     await blocking_step(clock, 0.5)
     assert seen == [0.5]
@@ -65,6 +66,7 @@ async def test_exported_as_a_histogram_and_the_longest(
     metrics = KubeletMetrics(process=False)
     clock = StepClock()
     async with watching_loop(LoopLag(metrics.observe_loop_lag, clock=clock)):
+        await trio.lowlevel.checkpoint()
         await blocking_step(clock, 1.5)
         await blocking_step(clock, 0.04)
     text = exposition(metrics.registry).decode()
@@ -72,3 +74,17 @@ async def test_exported_as_a_histogram_and_the_longest(
     assert 'kubelet_event_loop_lag_seconds_bucket{le="2.5"} 2.0' in text
     assert "kubelet_event_loop_lag_seconds_count 2.0" in text
     assert "kubelet_event_loop_lag_max_seconds 1.5" in text
+
+
+async def test_the_step_that_installs_it_is_not_timed(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Trio calls no ``before_task_step`` for the step running when the instrument is added:
+    that step has no beginning to measure from (the clock's origin is not one)."""
+    seen: list[float] = []
+    clock = StepClock(now=5000.0)
+    async with watching_loop(LoopLag(seen.append, clock=clock)):
+        clock.now += 0.001
+        await trio.lowlevel.checkpoint()
+        await blocking_step(clock, 0.2)
+    assert seen == [pytest.approx(0.2)]
