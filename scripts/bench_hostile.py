@@ -93,6 +93,7 @@ from hostile_target import (
     manifest,
     measured,
     memory,
+    unmet,
     warm_up,
 )
 
@@ -247,7 +248,7 @@ async def new_pod_starts(target: Target, name: str, timeout: float = 20.0) -> st
     """Write an ordinary manifest and time it to running: the source was not held up."""
     (target.manifests / f"{name}.yaml").write_text(manifest(name))
     took = await target.wait_running(f"{name}-hostile", timeout)
-    return f"then a new pod ran after {took:.2f} s" if took is not None else "NEW POD NEVER RAN"
+    return f"then a new pod ran after {took:.2f} s" if took is not None else unmet("no new pod ran")
 
 
 async def manifest_fifos(target: Target) -> str:
@@ -288,7 +289,7 @@ async def url_misbehaves(target: Target, server: ManifestServer, mode: str, hold
     server.mode = "ok"
     await trio.sleep(3)
     after = await url_pod_containers(target)
-    kept = "kept running" if before and before == after else "DISTURBED"
+    kept = "kept running" if before and before == after else unmet("disturbed")
     return f"{mode} for {hold:.0f} s ({server.requests - requests} requests): the URL's pod {kept}"
 
 
@@ -384,20 +385,23 @@ async def measure(
     target.normal_peak = memory(target.pid)[1]
     rss0, fds0 = target.rss(), target.fds()
     results: list[dict[str, Any]] = []
+    restarts = 0
     print(f"kubelet normal peak RSS {target.normal_peak:.1f} MiB (bound: +{RSS_HEADROOM:.0f} MiB)")
     for name, drive in all_inputs(args, target, server, flood):
         summary, figures = await measured(target, drive, 120 if args.quick else 900)
         print(f"  {name}: {summary}\n    {figures.line()}", flush=True)
         results.append({"input": name, "summary": summary, **figures.as_dict()})
         if not figures.survived:
-            print(f"kubelet exited:\n{target.log_file.read_text(errors='replace')[-2000:]}")
-            break
+            restarts += 1
+            print(f"    kubelet exited ({error_line(target)}); started again for the next input")
+            await target.launch()
+            await warm_up(target)
     await trio.sleep(5)  # settle: connections closed, memory returned
-    survived = target.alive()
+    survived = target.alive() and not restarts
     after = target.running()
     disturbed = sum(1 for cid in before if cid not in after)
     print(
-        f"kubelet survived: {'yes' if survived else 'NO'}; "
+        f"kubelet survived: {'yes' if survived else f'NO ({restarts} restarts)'}; "
         f"pods disturbed: {disturbed} of {len(before)}"
     )
     if survived:
@@ -412,6 +416,13 @@ async def measure(
         f"'connection failed' {target.log_lines('connection failed')}, 'Event loop held' {held}"
     )
     return results
+
+
+def error_line(target: Target) -> str:
+    """The last line of the kubelet's log that names an error (its traceback's last)."""
+    lines = [line.strip(" |") for line in target.log_file.read_text(errors="replace").splitlines()]
+    errors = [line for line in lines if "Error" in line or line.startswith("E1")]
+    return errors[-1][:200] if errors else "no error logged"
 
 
 def main() -> None:

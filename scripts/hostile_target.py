@@ -43,6 +43,14 @@ PLUGIN_IMAGES = "registry.hostile"
 """Images the credential provider plugin is asked about."""
 
 
+UNMET = "[UNMET]"
+"""In an input's summary: what the kubelet should have done, it did not."""
+
+
+def unmet(text: str) -> str:
+    return f"{text} {UNMET}"
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -172,6 +180,7 @@ class Target:
     read_only: int = attrs.field(factory=free_port)
     healthz: int = attrs.field(factory=free_port)
     proc: trio.Process | None = None
+    command: list[str] = attrs.field(factory=list)
     tls: Tls = attrs.field(init=False)
     normal_peak: float = 0.0
     """VmHWM (MiB) after start-up and warm-up: what the RSS bound adds to."""
@@ -255,18 +264,29 @@ class Target:
         self.manifests.mkdir(parents=True, exist_ok=True)
         for i in range(5):
             (self.manifests / f"steady-{i}.yaml").write_text(manifest(f"steady-{i}"))
-        argv = self.argv()
-        with self.log_file.open("wb") as log:
+        self.command = self.argv()
+        await self.launch()
+
+    async def launch(self) -> None:
+        """Start the kubelet process (again, after it died: the log goes on) and wait for
+        its ``started`` line."""
+        offset = self.log_file.stat().st_size if self.log_file.exists() else 0
+        with self.log_file.open("ab") as log:
             self.proc = await trio.lowlevel.open_process(
-                argv, stdout=subprocess.DEVNULL, stderr=log,
+                self.command, stdout=subprocess.DEVNULL, stderr=log,
                 preexec_fn=limits(self.nofile, self.address_space),
                 env={**os.environ, "KUBELET_CONTAINERS_LOG_DIR": str(self.root / "containers")},
             )  # fmt: skip
         with trio.fail_after(60):
-            while f" started: node {NODE}" not in self.log_file.read_text(errors="replace"):
+            while f" started: node {NODE}" not in self.log_since(offset):
                 if not self.alive():
-                    raise SystemExit(f"kubelet exited:\n{self.log_file.read_text()[-3000:]}")
+                    raise SystemExit(f"kubelet exited:\n{self.log_since(offset)[-3000:]}")
                 await trio.sleep(0.05)
+
+    def log_since(self, offset: int) -> str:
+        with self.log_file.open("rb") as fh:
+            fh.seek(offset)
+            return fh.read().decode(errors="replace")
 
     async def stop(self) -> None:
         if self.proc is None:
@@ -518,7 +538,7 @@ async def measured(
     async with trio.open_nursery() as nursery:
         nursery.start_soon(watch_healthz, target.healthz, availability)
         nursery.start_soon(sample_rss, target.pid, peak)
-        summary = f"INPUT TIMED OUT after {limit:.0f} s (the kubelet did not answer?)"
+        summary = unmet(f"input timed out after {limit:.0f} s (the kubelet did not answer?)")
         with trio.move_on_after(limit):
             try:
                 summary = await drive()
@@ -556,7 +576,7 @@ def held_lines(log: Path, offset: int, most: int = 5) -> tuple[str, ...]:
     with log.open("rb") as fh:
         fh.seek(offset)
         text = fh.read().decode(errors="replace")
-    held = []
+    held: list[str] = []
     for line in text.splitlines():
         if "Event loop held" in line:
             seconds = re.search(r"seconds=(\S+)", line)
