@@ -3,7 +3,8 @@
 
     .venv/bin/python scripts/bench_hostile.py [--nofile 4096] [--flood N] [--quick]
                                               [--rounds N] [--inputs a,b]
-                                              [--address-space MiB] [--json PATH]
+                                              [--address-space MiB] [--scale F]
+                                              [--json PATH] [--keep DIR]
 
 Starts FakeRuntime (with its streaming server) and FakeApiServer in this process and a
 kubelet process joined to them (``hostile_target``): the main server over TLS on a
@@ -90,9 +91,11 @@ from hostile_target import (
     RSS_HEADROOM,
     Target,
     cluster,
+    distribution,
     manifest,
     measured,
     memory,
+    scrape_lag,
     unmet,
     warm_up,
 )
@@ -325,7 +328,7 @@ def server_inputs(
 def all_inputs(
     args: argparse.Namespace, target: Target, server: ManifestServer, flood: int
 ) -> list[tuple[str, Drive]]:
-    scale = QUICK_SCALE if args.quick else 1.0
+    scale = args.scale if args.scale is not None else QUICK_SCALE if args.quick else 1.0
     inputs = server_inputs(args, target, server, flood)
     for name, drive in INPUTS.items():
         inputs.append((name, functools.partial(drive, target, scale)))
@@ -384,6 +387,7 @@ async def measure(
     await trio.sleep(2)
     target.normal_peak = memory(target.pid)[1]
     rss0, fds0 = target.rss(), target.fds()
+    lag0 = await scrape_lag(target)
     results: list[dict[str, Any]] = []
     restarts = 0
     print(f"kubelet normal peak RSS {target.normal_peak:.1f} MiB (bound: +{RSS_HEADROOM:.0f} MiB)")
@@ -409,6 +413,9 @@ async def measure(
         change = 100 * (rss1 - rss0) / rss0
         print(f"RSS {rss0:.1f} → {rss1:.1f} MiB ({change:+.0f} %; goal within 20 %)")
         print(f"descriptors {fds0} → {fds1}")
+    lag1 = await scrape_lag(target) if target.alive() else None
+    if lag0 is not None and lag1 is not None and not restarts:
+        print(f"event-loop stalls of 5 ms or more over the run: {distribution(lag0, lag1)}")
     held = target.log_lines("Event loop held")
     print(
         f"log lines: 'connection limit reached' {target.log_lines('connection limit reached')}, "
@@ -436,6 +443,9 @@ def main() -> None:
     parser.add_argument("--inputs", help="comma-separated subset of the inputs, in their order")
     parser.add_argument(
         "--address-space", type=int, default=4096, help="the kubelet's RLIMIT_AS in MiB"
+    )
+    parser.add_argument(
+        "--scale", type=float, help="file counts of the volume inputs (1: 1.2 M and 1 M files)"
     )
     parser.add_argument("--json", type=Path, help="also write the per-input figures here")
     parser.add_argument(

@@ -471,6 +471,19 @@ class LoopLag:
         return float("inf"), False
 
 
+def distribution(before: LoopLag, after: LoopLag) -> str:
+    """Stalls between two scrapes, per bucket (``≤ 10 ms: 3`` ...; empty buckets left out)."""
+    counts = dict(before.buckets)
+    parts, below = [], 0.0
+    for bound, cumulative in after.buckets:
+        n = cumulative - counts.get(bound, 0.0) - below
+        below += n
+        if n:
+            label = "more" if bound == float("inf") else f"≤ {bound * 1000:g} ms"
+            parts.append(f"{label}: {n:.0f}")
+    return ", ".join(parts) or "none"
+
+
 async def scrape_lag(target: Target) -> LoopLag | None:
     status, body = await http_get(target.read_only, "/metrics", timeout=30)
     return LoopLag.parse(body.decode(errors="replace")) if status == 200 else None
