@@ -584,20 +584,19 @@ async def measured(
     return summary, figures
 
 
-def held_lines(log: Path, offset: int, most: int = 5) -> tuple[str, ...]:
-    """``task (seconds)`` of the ``Event loop held`` lines logged after ``offset``."""
+def held_lines(log: Path, offset: int, most: int = 3) -> tuple[str, ...]:
+    """``task (seconds)`` of the longest ``Event loop held`` lines logged after ``offset``."""
     with log.open("rb") as fh:
         fh.seek(offset)
         text = fh.read().decode(errors="replace")
-    held: list[str] = []
+    held: list[tuple[float, str]] = []
     for line in text.splitlines():
-        if "Event loop held" in line:
-            seconds = re.search(r"seconds=(\S+)", line)
+        seconds = re.search(r"Event loop held.* seconds=([\d.]+)", line)
+        if seconds is not None:
             task = re.search(r'task="?([^"\s]+)', line)
-            held.append(
-                f"{task.group(1) if task else '?'} ({seconds.group(1) if seconds else '?'} s)"
-            )
-    return tuple(held[:most])
+            held.append((float(seconds.group(1)), task.group(1) if task else "?"))
+    held.sort(reverse=True)
+    return tuple(f"{task} ({seconds:.2f} s)" for seconds, task in held[:most])
 
 
 # -- orchestration ------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ log = get_logger(__name__)
 FLOOR = 0.005
 """Shorter steps are ordinary work, not stalls: not observed (keeps the per-step cost at
 two clock reads and a comparison)."""
-REPORT = 0.25
+REPORT = 0.1
 """A stall this long is logged with the task that caused it."""
 
 
