@@ -326,6 +326,23 @@ def grpc_status(event: h2.events.Event) -> str:
     return ""
 
 
+async def h2_events(
+    stream: trio.SocketStream, conn: h2.connection.H2Connection, status: str
+) -> tuple[str, bool]:
+    """Read once and handle what came: (the gRPC status so far, whether the stream ended;
+    end of the connection ends it)."""
+    received = await stream.receive_some(65536)
+    if not received:
+        return status, True
+    ended = False
+    for event in conn.receive_data(received):
+        status = grpc_status(event) or status
+        ended = ended or isinstance(event, STREAM_OVER)
+    with contextlib.suppress(trio.BrokenResourceError):
+        await stream.send_all(conn.data_to_send())
+    return status, ended
+
+
 async def pod_resources_huge(target: Target, scale: float) -> str:
     """One gRPC message declared as 1 GiB to the pod-resources socket, streamed as long as
     the server reads: RESOURCE_EXHAUSTED, without the server taking it all."""
@@ -347,25 +364,24 @@ async def pod_resources_huge(target: Target, scale: float) -> str:
     t0 = time.monotonic()
     async with stream:
         with trio.move_on_after(20):
-            while not ended:
-                window = min(conn.local_flow_control_window(sid), conn.max_outbound_frame_size)
-                if sent < declared + 5 and window > 0:
-                    data = pending or chunk[: min(window, declared + 5 - sent)]
-                    pending = b""
-                    try:
-                        conn.send_data(sid, data[:window])
-                    except h2.exceptions.StreamClosedError:
-                        break
-                    sent += len(data[:window])
-                await stream.send_all(conn.data_to_send())
-                with trio.move_on_after(0 if window > 0 else 5):
-                    received = await stream.receive_some(65536)
-                    if not received:
-                        break
-                    for event in conn.receive_data(received):
-                        status = grpc_status(event) or status
-                        ended = ended or isinstance(event, STREAM_OVER)
+            try:
+                while not ended:
+                    window = min(conn.local_flow_control_window(sid), conn.max_outbound_frame_size)
+                    if sent < declared + 5 and window > 0:
+                        data = (pending or chunk[: min(window, declared + 5 - sent)])[:window]
+                        pending = b""
+                        try:
+                            conn.send_data(sid, data)
+                        except h2.exceptions.StreamClosedError:
+                            break
+                        sent += len(data)
                     await stream.send_all(conn.data_to_send())
+                    with trio.move_on_after(0 if window > 0 else 5):
+                        status, ended = await h2_events(stream, conn, status)
+            except trio.BrokenResourceError:  # the server closed: read what it said first
+                with trio.move_on_after(5), contextlib.suppress(trio.BrokenResourceError):
+                    while not ended:
+                        status, ended = await h2_events(stream, conn, status)
     answer = "RESOURCE_EXHAUSTED" if status == "8" else unmet(f"grpc-status {status or 'none'}")
     return f"declared 1 GiB, sent {sent / MIB:.1f} MiB in {time.monotonic() - t0:.1f} s: {answer}"
 
