@@ -36,6 +36,9 @@ disable_created_metrics()  # type: ignore[no-untyped-call]
 DEF_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 """Prometheus' default buckets (Go ``prometheus.DefBuckets``)."""
 
+LOOP_LAG_BUCKETS = (*DEF_BUCKETS, 30.0, 60.0)
+"""Event-loop stalls: from the 5 ms floor of what counts as one up to a minute."""
+
 POD_START_BUCKETS = (
     0.5, 1, 2, 3, 4, 5, 6, 8, 10, 20, 30, 45, 60, 120, 180, 240, 300, 360, 480, 600,
     900, 1200, 1800, 2700, 3600,
@@ -305,6 +308,7 @@ class KubeletMetrics:
         self.registry = CollectorRegistry()
         self._wall_clock = wall_clock
         self._last_relist_start: float | None = None
+        self._loop_lag_max = 0.0
         self._operation_series: dict[str, tuple[str, Any, Any]] = {}
         """Per CRI RPC: its operation type, count and duration series (5 calls a pod
         start; a series lives as long as its metric, so nothing here goes stale)."""
@@ -324,6 +328,7 @@ class KubeletMetrics:
         self._runtime_metrics(reg)
         self._http_metrics(reg)
         self._node_protection_metrics(reg)
+        self._loop_metrics(reg)
         self.pod_startup = PodStartupTracker(self._observe_startup, wall_clock)
         """The pod startup SLI's tracker (the API source, image pulls and the status
         manager feed it)."""
@@ -579,6 +584,30 @@ class KubeletMetrics:
             ["method", "path", "server_type", "long_running"],
             registry=reg,
         )
+
+    def _loop_metrics(self, reg: CollectorRegistry) -> None:
+        """The kubelet's own event loop (``server.looplag``); no upstream twin: Go has none."""
+        self.event_loop_lag = Histogram(
+            "kubelet_event_loop_lag_seconds",
+            _alpha(
+                "Task steps that held the kubelet's event loop for 5 ms or more without "
+                "returning to the scheduler, by duration in seconds"
+            ),
+            buckets=LOOP_LAG_BUCKETS,
+            registry=reg,
+        )
+        self.event_loop_lag_max = Gauge(
+            "kubelet_event_loop_lag_max_seconds",
+            _alpha("The longest the kubelet's event loop was held by one task step since start"),
+            registry=reg,
+        )
+
+    def observe_loop_lag(self, seconds: float) -> None:
+        """A task step held the event loop for ``seconds`` (at least the stall floor)."""
+        self.event_loop_lag.observe(seconds)
+        if seconds > self._loop_lag_max:
+            self._loop_lag_max = seconds
+            self.event_loop_lag_max.set(seconds)
 
     def observe_runtime_operation(
         self, rpc: str, seconds: float, error: BaseException | None

@@ -1,15 +1,22 @@
 #!/usr/bin/env python3
-"""Hostile input against a running kubelet, /healthz watched throughout.
+"""Hostile input against a running kubelet, each input measured on its own.
 
     .venv/bin/python scripts/bench_hostile.py [--nofile 4096] [--flood N] [--quick]
                                               [--rounds N] [--inputs a,b]
+                                              [--address-space MiB] [--scale F]
+                                              [--json PATH] [--keep DIR]
 
-Starts FakeRuntime (a process) and a standalone kubelet process on ephemeral ports: the
-main server over TLS with anonymous requests refused, the read-only and healthz ports,
-five static pods from a manifest directory and one from a manifest URL (served here, on
-loopback), and an open-files limit of ``--nofile`` (hard and soft, set in the child before
-it executes, so the flood can go past it without 20,000 sockets here). Then, one function
-per input, in turn:
+Starts FakeRuntime (with its streaming server) and FakeApiServer in this process and a
+kubelet process joined to them (``hostile_target``): the main server over TLS on a
+serving pair and a client CA bundle this script controls, anonymous requests refused
+(the script's client certificate is trusted), the read-only and healthz ports, five
+static pods from a manifest directory and one from a manifest URL (served here, on
+loopback), a credential provider plugin for ``registry.hostile`` images, an open-files
+limit of ``--nofile`` and an address space of ``--address-space`` MiB (set in the child
+before it executes: a runaway input fails in the kubelet, not on the host). Then, one
+function per input, in turn.
+
+At the servers and the static pod sources:
 
 - ``http2_large_bodies``: 100 KiB HTTP/2 POSTs to the main (TLS, 401) and read-only
   (prior knowledge, 405) servers, each followed by a GET on the same connection;
@@ -24,202 +31,81 @@ per input, in turn:
 - ``url_trickle`` / ``url_endless``: the manifest URL sends one byte a second, or a body
   without end, for a while (the URL's pod must keep running), then recovers.
 
-/healthz (127.0.0.1, a new connection each time, as a prober does) is polled every 50 ms.
-Printed: the time /healthz was unavailable (a poll with no ``200 ok`` within 1 s, until the
-next success; goal ≤ 1 s), whether the kubelet survived, pods disturbed (running
-containers replaced or stopped), RSS and descriptors of the kubelet before and after
-(goal: RSS back within 20 %), and one line per input.
+Past the servers (``hostile_inputs``; ``--quick`` scales the file counts and the plugin's
+endless output down):
+
+- ``env_bomb``: a ~2 KB pod whose 40 variables each reference the one before twice
+  (CreateContainerConfigError);
+- ``volume_walk``: 1.2 M files in one emptyDir, 40 clients polling /stats/summary;
+- ``size_limit_evasion``: 200 MB behind 1 M empty files in a ``sizeLimit: 40Mi``
+  emptyDir (evicted);
+- ``log_fifo_swap``: a FIFO renamed over a container's log while ``follow=true`` reads it;
+- ``api_malformed``: the pod watch answers an object whose metadata is a string, a list,
+  a 100,000-deep body, a 10 MiB pod name, then a bad list (a new pod must run after);
+- ``pod_resources_huge``: a gRPC message declared as 1 GiB to the pod-resources socket,
+  streamed as long as the server reads (RESOURCE_EXHAUSTED);
+- ``tls_reload``: a FIFO, then a symlink to /dev/zero at the certificate path, an 89 MB
+  client-CA bundle (the old ones keep serving);
+- ``credential_plugin``: the plugin answers 100,000-deep JSON, 90 MB, 1 GiB of zeros;
+- ``log_limit_bytes``: a 100 MiB single log line asked with ``limitBytes=10`` (fast);
+- ``config_bomb``: a YAML alias bomb in ``clusterDNS``, 100,000-deep YAML and JSON as
+  ``--config`` of separate kubelet processes (exit 1 fast, peak RSS from ``wait4``);
+- ``exec_resize``: 60,000 ``[`` as a resize message on a tty WebSocket exec (the stream
+  goes on);
+- ``spdy_inflation``: the runtime's SPDY SYN_REPLY inflates to 1 GiB while the kubelet
+  translates a WebSocket v5 exec.
+
+Per input: the longest /healthz gap (polled every 50 ms on a new connection, a poll with no
+``200 ok`` within 1 s counts as down; goal ≤ 1 s), the longest event-loop stall (the
+kubelet's ``kubelet_event_loop_lag_max_seconds`` when the input set a new maximum, else the
+bucket of ``kubelet_event_loop_lag_seconds`` it fell in; goal < 100 ms), the peak RSS (VmRSS
+every 50 ms and VmHWM after resetting it through ``/proc/<pid>/clear_refs``; bound: the
+normal peak after warm-up + 256 MiB), whether the kubelet survived and how many of the five
+static pods' containers were replaced or stopped. At the end: pods disturbed over the run,
+RSS and descriptors before and after (goal: RSS back within 20 %). ``--json`` writes the
+per-input figures (``tests/integration/test_hostile_bench.py`` runs a cheap subset).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import os
+import functools
+import json
 import random
 import resource
-import signal
-import socket
 import ssl
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
-import attrs
 import trio
 import trio_asyncio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_kubelet import BUSYBOX, fake_process, memory
+from hostile_inputs import INPUTS
+from hostile_target import (
+    RSS_HEADROOM,
+    Target,
+    cluster,
+    distribution,
+    manifest,
+    measured,
+    memory,
+    scrape_lag,
+    unmet,
+    warm_up,
+)
 
-from kubelet.cri import api, connect
 from kubelet.testing.h2client import H2Client
 from kubelet.testing.hostile import ManifestServer, make_fifo, many_maps_manifest, serve_manifests
 
+QUICK_SCALE = 0.025
+"""``--quick``: 30,000 files for the volume walk, 25,000 for the sizeLimit input."""
 KIB = 1024
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def manifest(name: str) -> str:
-    return (
-        f"apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\nspec:\n  containers:\n"
-        f"  - name: main\n    image: {BUSYBOX}\n    imagePullPolicy: IfNotPresent\n"
-    )
-
-
-# -- the target -------------------------------------------------------------------------------
-
-
-@attrs.define
-class Target:
-    """The kubelet under test: its process, ports and directories."""
-
-    root: Path
-    endpoint: str
-    nofile: int
-    url: str
-    main: int = attrs.field(factory=free_port)
-    read_only: int = attrs.field(factory=free_port)
-    healthz: int = attrs.field(factory=free_port)
-    proc: trio.Process | None = None
-
-    @property
-    def manifests(self) -> Path:
-        return self.root / "manifests"
-
-    @property
-    def log_file(self) -> Path:
-        return self.root / "kubelet.log"
-
-    @property
-    def pid(self) -> int:
-        assert self.proc is not None
-        return self.proc.pid
-
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def fds(self) -> int:
-        return len(os.listdir(f"/proc/{self.pid}/fd"))
-
-    def rss(self) -> float:
-        return memory(self.pid)[0]
-
-    def log_lines(self, text: str) -> int:
-        return self.log_file.read_text(errors="replace").count(text)
-
-    async def start(self) -> None:
-        self.manifests.mkdir(parents=True, exist_ok=True)
-        for i in range(5):
-            (self.manifests / f"steady-{i}.yaml").write_text(manifest(f"steady-{i}"))
-        # FakeRuntime's pods have no processes or logs of a real runtime: this kubelet keeps
-        # off the host's kubepods tree and /var/log/pods (its orphan sweeps would take them)
-        config = self.root / "config.yaml"
-        config.write_text(
-            "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
-            f"podLogsDir: {self.root / 'pod-logs'}\n"
-            # the flags' defaults, which a config file's v1beta1 defaults would replace
-            "authentication: {webhook: {enabled: false}}\nauthorization: {mode: AlwaysAllow}\n"
-        )
-        argv = [
-            sys.executable, "-m", "kubelet", "--config", str(config),
-            "--pod-manifest-path", str(self.manifests),
-            "--hostname-override", "hostile",
-            "--root-dir", str(self.root / "root"),
-            "--cgroups-per-qos=false", "--enforce-node-allocatable=",
-            "--fail-swap-on=false", "--container-runtime-endpoint", self.endpoint,
-            "--address", "127.0.0.1",
-            "--port", str(self.main),
-            "--anonymous-auth=false",
-            "--read-only-port", str(self.read_only),
-            "--healthz-bind-address", "127.0.0.1",
-            "--healthz-port", str(self.healthz),
-            "--manifest-url", self.url,
-            "--http-check-frequency", "2s",
-        ]  # fmt: skip
-        nofile = self.nofile
-
-        def limit() -> None:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
-
-        with self.log_file.open("wb") as log:
-            self.proc = await trio.lowlevel.open_process(
-                argv, stdout=subprocess.DEVNULL, stderr=log, preexec_fn=limit,
-                env={**os.environ, "KUBELET_CONTAINERS_LOG_DIR": str(self.root / "containers")},
-            )  # fmt: skip
-        with trio.fail_after(30):
-            while " started: node hostile" not in self.log_file.read_text(errors="replace"):
-                if not self.alive():
-                    raise SystemExit(f"kubelet exited:\n{self.log_file.read_text()[-3000:]}")
-                await trio.sleep(0.05)
-
-    async def stop(self) -> None:
-        if self.proc is None:
-            return
-        with trio.CancelScope(shield=True):
-            if self.proc.poll() is None:
-                os.kill(self.proc.pid, signal.SIGTERM)
-                with trio.move_on_after(10):
-                    await self.proc.wait()
-            if self.proc.poll() is None:
-                os.kill(self.proc.pid, signal.SIGKILL)
-                await self.proc.wait()
-
-
-# -- /healthz, watched --------------------------------------------------------------------------
-
-
-@attrs.define
-class Availability:
-    polls: int = 0
-    failures: int = 0
-    down: float = 0.0
-    longest: float = 0.0
-    down_since: float | None = None
-
-    def sample(self, at: float, ok: bool) -> None:
-        self.polls += 1
-        if not ok:
-            self.failures += 1
-            if self.down_since is None:
-                self.down_since = at
-        elif self.down_since is not None:
-            gap = at - self.down_since
-            self.down += gap
-            self.longest = max(self.longest, gap)
-            self.down_since = None
-
-
-async def healthz_ok(port: int) -> bool:
-    try:
-        with trio.move_on_after(1):
-            stream = await trio.open_tcp_stream("127.0.0.1", port)
-            async with stream:
-                await stream.send_all(
-                    b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-                )
-                data = b""
-                while chunk := await stream.receive_some(4096):
-                    data += chunk
-                return data.startswith(b"HTTP/1.1 200 ") and data.endswith(b"\r\n\r\nok")
-    except OSError:
-        pass
-    return False
-
-
-async def watch_healthz(target: Target, availability: Availability) -> None:
-    while True:
-        t0 = time.monotonic()
-        availability.sample(t0, await healthz_ok(target.healthz))
-        await trio.sleep(max(0.0, 0.05 - (time.monotonic() - t0)))
 
 
 # -- the hostile inputs -------------------------------------------------------------------------
@@ -281,7 +167,7 @@ async def idle_flood(target: Target, count: int, hold: float = 5.0) -> str:
         peak_fds = target.fds()
         name = f"late-{len(list(target.manifests.iterdir()))}"
         (target.manifests / f"{name}.yaml").write_text(manifest(name))
-        started = await wait_running(target, f"{name}-hostile", timeout=30)
+        started = await target.wait_running(f"{name}-hostile", timeout=30)
 
     try:
         async with trio.open_nursery() as nursery:
@@ -364,8 +250,8 @@ async def tls_garbage(target: Target, count: int = 500) -> str:
 async def new_pod_starts(target: Target, name: str, timeout: float = 20.0) -> str:
     """Write an ordinary manifest and time it to running: the source was not held up."""
     (target.manifests / f"{name}.yaml").write_text(manifest(name))
-    took = await wait_running(target, f"{name}-hostile", timeout)
-    return f"then a new pod ran after {took:.2f} s" if took is not None else "NEW POD NEVER RAN"
+    took = await target.wait_running(f"{name}-hostile", timeout)
+    return f"then a new pod ran after {took:.2f} s" if took is not None else unmet("no new pod ran")
 
 
 async def manifest_fifos(target: Target) -> str:
@@ -393,7 +279,7 @@ async def huge_manifest(target: Target) -> str:
 
 
 async def url_pod_containers(target: Target) -> set[str]:
-    running = await running_containers(target.endpoint)
+    running = target.running()
     return {cid for cid, pod in running.items() if pod == "url-pod-hostile"}
 
 
@@ -406,82 +292,28 @@ async def url_misbehaves(target: Target, server: ManifestServer, mode: str, hold
     server.mode = "ok"
     await trio.sleep(3)
     after = await url_pod_containers(target)
-    kept = "kept running" if before and before == after else "DISTURBED"
+    kept = "kept running" if before and before == after else unmet("disturbed")
     return f"{mode} for {hold:.0f} s ({server.requests - requests} requests): the URL's pod {kept}"
 
 
-async def warm_up(target: Target) -> None:
-    """One ordinary request of each kind, so that the RSS baseline is a kubelet that has
-    served TLS, HTTP/2 and HTTP/1.1 once (their code and OpenSSL's tables loaded)."""
+async def server_warm_up(target: Target) -> None:
+    """HTTP/2 on both servers once, so that the normal peak has their code loaded."""
     for port, tls in ((target.main, insecure_tls()), (target.read_only, None)):
         client = await H2Client.connect("127.0.0.1", port, tls=tls)
         await client.request("GET", "/healthz")
         await client.aclose()
-    await healthz_ok(target.read_only)
-
-
-# -- pods ---------------------------------------------------------------------------------------
-
-
-async def running_containers(endpoint: str) -> dict[str, str]:
-    """Running container id → its pod name, as the runtime reports."""
-    async with connect(endpoint) as (runtime, _):
-        containers = await runtime.list_containers(state=api.CONTAINER_RUNNING)
-    return {c.id: c.labels.get("io.kubernetes.pod.name", "") for c in containers}
-
-
-async def wait_running(target: Target, pod: str, timeout: float) -> float | None:
-    t0 = time.monotonic()
-    with trio.move_on_after(timeout):
-        while pod not in (await running_containers(target.endpoint)).values():
-            await trio.sleep(0.05)
-        return time.monotonic() - t0
-    return None
 
 
 # -- orchestration ------------------------------------------------------------------------------
 
-
-@contextlib.asynccontextmanager
-async def kubelet(nofile: int, url: str) -> AsyncIterator[Target]:
-    with tempfile.TemporaryDirectory(prefix="hostile-", dir="/tmp") as tmp:
-        root = Path(tmp)
-        endpoint = f"unix://{root / 'cri.sock'}"
-        async with fake_process(endpoint):
-            target = Target(root, endpoint, nofile, url)
-            try:
-                await target.start()
-                yield target
-            finally:
-                await target.stop()
+Drive = Callable[[], Awaitable[str]]
 
 
-async def run(args: argparse.Namespace) -> None:
-    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # our side of the flood
-    flood = args.flood or args.nofile + 1000
-    if flood + 200 > hard:
-        raise SystemExit(f"--flood {flood} needs more descriptors than this process has ({hard})")
-    server = ManifestServer(body=manifest("url-pod").encode())
-    async with trio_asyncio.open_loop(), trio.open_nursery() as serving:
-        url = await serving.start(serve_manifests, server)
-        async with kubelet(args.nofile, url) as target:
-            await measure(args, target, server, flood)
-        serving.cancel_scope.cancel()
-
-
-async def measure(
+def server_inputs(
     args: argparse.Namespace, target: Target, server: ManifestServer, flood: int
-) -> None:
-    with trio.fail_after(30):
-        while len(await running_containers(target.endpoint)) < 6:
-            await trio.sleep(0.1)
-    before = await running_containers(target.endpoint)
-    await warm_up(target)
-    await trio.sleep(2)
-    rss0, fds0 = target.rss(), target.fds()
-    availability = Availability()
-    inputs: list[tuple[str, Callable[[], Awaitable[str]]]] = [
+) -> list[tuple[str, Drive]]:
+    """The inputs aimed at the servers and the static pod sources."""
+    return [
         ("http2_large_bodies", lambda: http2_large_bodies(target)),
         ("idle_flood", lambda: idle_flood(target, flood)),
         ("slowloris", lambda: slowloris(target, 50 if args.quick else 200)),
@@ -491,66 +323,138 @@ async def measure(
         ("url_trickle", lambda: url_misbehaves(target, server, "trickle", 15)),
         ("url_endless", lambda: url_misbehaves(target, server, "endless", 6)),
     ]
+
+
+def all_inputs(
+    args: argparse.Namespace, target: Target, server: ManifestServer, flood: int
+) -> list[tuple[str, Drive]]:
+    scale = args.scale if args.scale is not None else QUICK_SCALE if args.quick else 1.0
+    inputs = server_inputs(args, target, server, flood)
+    for name, drive in INPUTS.items():
+        inputs.append((name, functools.partial(drive, target, scale)))
     if args.inputs:
         wanted = args.inputs.split(",")
+        unknown = set(wanted) - {name for name, _ in inputs}
+        if unknown:
+            raise SystemExit(f"unknown inputs: {', '.join(sorted(unknown))}")
         inputs = [(n, d) for n, d in inputs if n in wanted]
-    inputs *= args.rounds
-    lines: list[tuple[str, str]] = []
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(watch_healthz, target, availability)
-        for name, drive in inputs:
-            t0 = time.monotonic()
+    return inputs * int(args.rounds)
+
+
+@contextlib.asynccontextmanager
+async def kubelet(args: argparse.Namespace, url: str) -> AsyncIterator[Target]:
+    with contextlib.ExitStack() as stack:
+        if args.keep is not None:
+            root = args.keep
+            root.mkdir(parents=True)
+        else:
+            root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="hostile-")))
+        async with cluster(root) as (fake, api_server):
+            target = Target(root, fake, api_server, args.nofile, url, args.address_space)
+            if args.quick:
+                target.endless_bytes = 1 << 28
             try:
-                summary = await drive()
-            except Exception as exc:  # an input's own failure is a result too
-                summary = f"input failed: {exc!r}"
-            if not target.alive():
-                lines.append((name, f"{summary} [kubelet gone]"))
-                break
-            rss = target.rss()
-            lines.append((name, f"{summary} [{time.monotonic() - t0:.1f} s, RSS {rss:.1f} MiB]"))
-        await trio.sleep(5)  # settle: connections closed, memory returned
-        nursery.cancel_scope.cancel()
-    if availability.down_since is not None:
-        availability.sample(time.monotonic(), True)
-    survived = target.alive()
-    after = await running_containers(target.endpoint)
+                await target.start()
+                yield target
+            finally:
+                await target.stop()
+
+
+async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # our side of the flood
+    flood = args.flood or args.nofile + 1000
+    if flood + 200 > hard:
+        raise SystemExit(f"--flood {flood} needs more descriptors than this process has ({hard})")
+    server = ManifestServer(body=manifest("url-pod").encode())
+    async with trio_asyncio.open_loop(), trio.open_nursery() as serving:
+        url = await serving.start(serve_manifests, server)
+        async with kubelet(args, url) as target:
+            results = await measure(args, target, server, flood)
+        serving.cancel_scope.cancel()
+    return results
+
+
+async def measure(
+    args: argparse.Namespace, target: Target, server: ManifestServer, flood: int
+) -> list[dict[str, Any]]:
+    with trio.fail_after(60):
+        while len(target.running()) < 6:
+            await trio.sleep(0.1)
+    before = target.running()
+    await server_warm_up(target)
+    await warm_up(target)
+    await trio.sleep(2)
+    target.normal_peak = memory(target.pid)[1]
+    rss0, fds0 = target.rss(), target.fds()
+    lag0 = await scrape_lag(target)
+    results: list[dict[str, Any]] = []
+    restarts = 0
+    print(f"kubelet normal peak RSS {target.normal_peak:.1f} MiB (bound: +{RSS_HEADROOM:.0f} MiB)")
+    for name, drive in all_inputs(args, target, server, flood):
+        summary, figures = await measured(target, drive, 120 if args.quick else 900)
+        print(f"  {name}: {summary}\n    {figures.line()}", flush=True)
+        results.append({"input": name, "summary": summary, **figures.as_dict()})
+        if not figures.survived:
+            restarts += 1
+            print(f"    kubelet exited ({error_line(target)}); started again for the next input")
+            await target.launch()
+            await warm_up(target)
+    await trio.sleep(5)  # settle: connections closed, memory returned
+    survived = target.alive() and not restarts
+    after = target.running()
     disturbed = sum(1 for cid in before if cid not in after)
-    rss1, fds1 = (target.rss(), target.fds()) if survived else (0.0, 0)
-    paused = target.log_lines("accept paused")
-    limited = target.log_lines("connection limit reached")
-    failed = target.log_lines("connection failed")
-    print(f"kubelet open-files limit {args.nofile}, flood {flood} connections")
-    width = max(len(n) for n, _ in lines)
-    for name, summary in lines:
-        print(f"  {name:<{width}}  {summary}")
     print(
-        f"/healthz unavailable: {availability.down:.2f} s in all, "
-        f"longest {availability.longest:.2f} s "
-        f"({availability.failures} of {availability.polls} polls failed; goal ≤ 1 s)"
-    )
-    print(
-        f"kubelet survived: {'yes' if survived else 'NO'}; "
+        f"kubelet survived: {'yes' if survived else f'NO ({restarts} restarts)'}; "
         f"pods disturbed: {disturbed} of {len(before)}"
     )
     if survived:
+        rss1, fds1 = target.rss(), target.fds()
         change = 100 * (rss1 - rss0) / rss0
         print(f"RSS {rss0:.1f} → {rss1:.1f} MiB ({change:+.0f} %; goal within 20 %)")
         print(f"descriptors {fds0} → {fds1}")
+    lag1 = await scrape_lag(target) if target.alive() else None
+    if lag0 is not None and lag1 is not None and not restarts:
+        print(f"event-loop stalls of 5 ms or more over the run: {distribution(lag0, lag1)}")
+    held = target.log_lines("Event loop held")
     print(
-        f"log lines: 'connection limit reached' {limited}, 'accept paused' {paused}, "
-        f"'connection failed' {failed}"
+        f"log lines: 'connection limit reached' {target.log_lines('connection limit reached')}, "
+        f"'accept paused' {target.log_lines('accept paused')}, "
+        f"'connection failed' {target.log_lines('connection failed')}, 'Event loop held' {held}"
     )
+    return results
+
+
+def error_line(target: Target) -> str:
+    """The last line of the kubelet's log that names an error (its traceback's last)."""
+    lines = [line.strip(" |") for line in target.log_file.read_text(errors="replace").splitlines()]
+    errors = [line for line in lines if "Error" in line or line.startswith("E1")]
+    return errors[-1][:200] if errors else "no error logged"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--nofile", type=int, default=4096, help="the kubelet's RLIMIT_NOFILE")
     parser.add_argument("--flood", type=int, help="idle connections (default nofile + 1000)")
-    parser.add_argument("--quick", action="store_true", help="fewer slowloris connections")
+    parser.add_argument(
+        "--quick", action="store_true", help="fewer connections and files, smaller outputs"
+    )
     parser.add_argument("--rounds", type=int, default=1, help="run the inputs this many times")
     parser.add_argument("--inputs", help="comma-separated subset of the inputs, in their order")
-    trio.run(run, parser.parse_args())
+    parser.add_argument(
+        "--address-space", type=int, default=4096, help="the kubelet's RLIMIT_AS in MiB"
+    )
+    parser.add_argument(
+        "--scale", type=float, help="file counts of the volume inputs (1: 1.2 M and 1 M files)"
+    )
+    parser.add_argument("--json", type=Path, help="also write the per-input figures here")
+    parser.add_argument(
+        "--keep", type=Path, help="a new directory for the run's files, kept (the kubelet's log)"
+    )
+    args = parser.parse_args()
+    results = trio.run(run, args)
+    if args.json is not None:
+        args.json.write_text(json.dumps(results, indent=1))
 
 
 if __name__ == "__main__":

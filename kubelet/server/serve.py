@@ -38,6 +38,7 @@ from .connection import ConnectionHandler
 from .fdlimits import Descriptors
 from .hoststats import Host
 from .limits import Limits
+from .looplag import LoopLag, watching_loop
 from .memtrim import MemoryTrim
 from .podresources.service import Lister, serve_pod_resources
 from .stats import SummaryProvider
@@ -145,7 +146,8 @@ async def serve(
     ]
     apps = _Apps(backend, options, checks, reviews, metrics, host, stats)
     listeners = _Listeners(ephemeral_ports)
-    async with trio.open_nursery() as nursery:
+    lag = LoopLag(metrics.observe_loop_lag if metrics is not None else lambda seconds: None)
+    async with watching_loop(lag), trio.open_nursery() as nursery:
         await nursery.start(log_check.run)
         lister = Lister(
             backend.desired_pods,

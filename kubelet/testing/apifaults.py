@@ -10,7 +10,8 @@ order they were added; every matching rule with requests left is consumed, and t
 effects merge: ``delay`` first (latency, summed), then ``stall`` (never answer until the
 client goes), then ``reset`` (the connection is cut, no response), then ``error`` (the
 first matching error wins: status code, reason, message, optional Retry-After), then
-``expire_watch`` (a watch answers 200 and a single ERROR event with a 410 Status).
+``expire_watch`` (a watch answers 200 and a single ERROR event with a 410 Status), then
+``body`` (200 with these raw bytes, whatever was asked: malformed or hostile API data).
 Deterministic: no randomness, time is the trio clock.
 """
 
@@ -57,6 +58,7 @@ class ApiFaultRule:
     message: str | None = None
     retry_after: int | None = None
     expire_watch: bool = False
+    body: bytes | None = None
 
     def matches(self, info: RequestInfo) -> bool:
         if self.times is not None and self.times <= 0:
@@ -124,6 +126,7 @@ class ApiFaultEffect:
     reset: bool = False
     error: StatusError | None = None
     expire_watch: bool = False
+    body: bytes | None = None
 
 
 class ApiFaultPlan:
@@ -215,6 +218,12 @@ class ApiFaultPlan:
         """The next matching watch gets an ERROR event with a 410 Expired Status."""
         return self.add(ApiFaultRule("watch", resource, times=times, expire_watch=True))
 
+    def answer(
+        self, verb: str, resource: str, body: bytes, *, times: int | None = None
+    ) -> ApiFaultPlan:
+        """Answer 200 with ``body`` as it is (for a watch: the whole stream, then its end)."""
+        return self.add(ApiFaultRule(verb, resource, times=times, body=body))
+
     def clear(self, verb: str | None = None, resource: str | None = None) -> None:
         """Drop every rule, or those with exactly this verb and/or resource pattern."""
         if verb is None and resource is None:
@@ -232,6 +241,7 @@ class ApiFaultPlan:
         """Consume one request's worth of every matching rule and merge the effects."""
         delay, stall, reset, expire = 0.0, False, False, False
         error: StatusError | None = None
+        body: bytes | None = None
         for rule in self.rules:
             if not rule.matches(info):
                 continue
@@ -245,5 +255,7 @@ class ApiFaultPlan:
             expire = expire or rule.expire_watch
             if rule.code is not None and error is None:
                 error = rule.error(info)
+            if body is None:
+                body = rule.body
         self.rules = [r for r in self.rules if r.times is None or r.times > 0]
-        return ApiFaultEffect(delay, stall, reset, error, expire)
+        return ApiFaultEffect(delay, stall, reset, error, expire, body)

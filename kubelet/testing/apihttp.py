@@ -198,6 +198,8 @@ class ApiHandler:
                 raise refusal
             if effect.error is not None:
                 raise effect.error
+            if effect.body is not None:
+                return Response(200, effect.body)
             if route.rt is None:
                 return self._non_resource(route, request)
             if route.rt.plural == "pods" and route.subresource in PROXIED:

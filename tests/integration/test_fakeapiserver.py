@@ -875,6 +875,18 @@ async def test_expire_next_watch(
     assert again.types() == ["ADDED"]
 
 
+async def test_answer_with_raw_bytes(
+    api: FakeApiServer, client: httpx.AsyncClient, autojump_clock: trio.abc.Clock
+) -> None:
+    """Malformed API data for the client under test: the body as given, once, then normal."""
+    hostile = b'{"type":"ADDED","object":{"kind":"Pod","metadata":"x"}}\n'
+    api.faults.answer("watch", "pods", hostile, times=1)
+    answered = await client.get(PODS, params={"watch": "true"})
+    assert (answered.status_code, answered.content) == (200, hostile)
+    assert (await client.get(PODS)).json()["kind"] == "PodList"
+    assert api.faults.rules == []
+
+
 async def test_drop_watches_cleanly_or_by_cutting(
     api: FakeApiServer, client: httpx.AsyncClient, autojump_clock: trio.abc.Clock
 ) -> None:

@@ -497,6 +497,9 @@ async def test_metrics_parse(open_server: Callable[[], Awaitable[tuple[Env, Any,
     assert "process_cpu_seconds" in families
     http = families["kubelet_http_requests"].samples
     assert any(s.labels["path"] == "metrics" for s in http)
+    # the event-loop monitor runs with the servers: its families are there from the start
+    assert families["kubelet_event_loop_lag_max_seconds"].type == "gauge"
+    assert families["kubelet_event_loop_lag_seconds"].type == "histogram"
 
 
 async def test_pods_configz_runningpods_spec(
