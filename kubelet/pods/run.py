@@ -187,6 +187,7 @@ async def run_pod_lifecycle(
         preemptor=Preemptor(recorder, workers, syncer, wall_clock, metrics.pod_preempted),
         on_orphan=metrics.orphaned_runtime_pod,
         allocations=syncer.allocations,  # one record: what admission counts, what runs
+        on_readiness=syncer.readiness_changed,
     )
     async with trio.open_nursery() as nursery:
         await nursery.start(workers.run)

@@ -23,7 +23,7 @@ import trio
 from kubelet.api.pod import Pod
 from kubelet.decisions.qos import is_critical_pod
 from kubelet.pleg.generator import EventType, PodLifecycleEvent
-from kubelet.prober.results import ResultUpdate
+from kubelet.prober.results import ProbeKind, Result, ResultUpdate
 from kubelet.sources.podconfig import PodOperation, PodUpdate
 from kubelet.status.generate import needs_readiness_reconcile
 from kubelet.status.phase import is_terminal_phase
@@ -113,8 +113,12 @@ class SyncLoop:
         preemptor: Preemptor | None = None,
         on_orphan: Callable[[], None] | None = None,
         allocations: Allocations | None = None,
+        on_readiness: Callable[[str, str, bool], None] | None = None,
     ) -> None:
         self._preemptor = preemptor
+        self._on_readiness = on_readiness
+        """``(pod UID, container ID, ready)`` for every readiness change, before the sync
+        it asks for: the status follows even while the pod's worker is busy."""
         self.allocations = allocations if allocations is not None else Allocations()
         """What each pod runs with: admission counts it, never a resize's new spec."""
         self._on_orphan = on_orphan
@@ -348,6 +352,8 @@ class SyncLoop:
         restart the container, readiness changes its status. Either way: sync it."""
         uid = update.pod_uid
         if uid in self.pods and uid not in self.rejected:
+            if update.kind is ProbeKind.READINESS and self._on_readiness is not None:
+                self._on_readiness(uid, update.container_id, update.result is Result.SUCCESS)
             self.workers.requeue(uid)
 
     # -- housekeeping ----------------------------------------------------------------------
