@@ -308,6 +308,21 @@ class PodRuntime:
         elif actions.containers_to_kill:
             await self.teardown.kill_containers(pod, status, actions.containers_to_kill)
             progress.acted = True
+        if actions.kill_pod and actions.create_sandbox:
+            progress.acted = await self._purge_init_containers(pod, status) or progress.acted
+
+    async def _purge_init_containers(self, pod: Pod, status: RuntimePodStatus) -> bool:
+        """A new sandbox runs every init container again, sidecars first, before any
+        regular container (upstream's purgeInitContainers): the instances of the old
+        sandbox go, or a completed one would count as done in the new sandbox and a
+        regular container could start while a sidecar is still backing off. The
+        restart counts of this sync's starts come from ``status``, read before. True
+        when some went."""
+        names = {c.name for c in pod.spec.init_containers}
+        old = [c for c in status.containers if c.name in names]
+        for info in old:
+            await self.teardown.remove_container(info, status)
+        return bool(old)
 
     async def _sandbox_plan(self, pod: Pod, actions: PodActions) -> _SandboxPlan:
         """The sandbox config and what it runs under; ``error`` when it cannot be made."""
