@@ -112,7 +112,7 @@ class Host:
     watch_files: bool = True
     """inotify on the manifest directory (tests poll instead)"""
     source_io: RunSync = in_thread
-    """where the sources' blocking reads run (``kubelet.boundedio``)"""
+    """where the sources' blocking reads run, and the pod driver's (``kubelet.boundedio``)"""
     connection: ClusterConnection | None = None
     """the API server (``--kubeconfig``, loaded); None: standalone"""
     api_transport: httpx.AsyncBaseTransport | None = None
@@ -139,6 +139,13 @@ class Host:
     containers_log_dir: str = LEGACY_CONTAINER_LOGS_DIR
     """the legacy log symlinks: made at container start, swept by container GC (tests: a
     temporary directory)"""
+
+
+def _runtime_task(host: Host) -> Callable[..., Awaitable[None]]:
+    """``run_runtime`` with where the host links container logs and reads files."""
+    return functools.partial(
+        run_runtime, containers_log_dir=host.containers_log_dir, log_io=host.source_io
+    )
 
 
 @attrs.frozen
@@ -209,7 +216,7 @@ async def run(
             root, options, host, machine, desired, recorder, node.name, runtime, metrics
         )
         pod_runtime = await root.start(
-            functools.partial(run_runtime, containers_log_dir=host.containers_log_dir),
+            _runtime_task(host),
             options, runtime, images, api, recorder, metrics, prober.http, node.name,
             node.ips, machine.memory_bytes, machine.num_cores, services and services.env_for, clock,
             cgroups,

@@ -9,6 +9,7 @@ a fixed order that holds even when the caller is cancelled half-way.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import shutil
@@ -24,6 +25,7 @@ from kubelet.api.pod import (
     format_pod,
     is_restartable_init_container,
 )
+from kubelet.boundedio import InputRefused, RunSync, file_names, in_thread
 from kubelet.cgroups.fs import CgroupError
 from kubelet.cgroups.run import FAILED_CREATE_POD_CONTAINER, PodCgroups
 from kubelet.cri import CriError, RuntimeClient, api
@@ -36,6 +38,7 @@ from kubelet.decisions.criconfig import (
     next_restart_count,
     pod_cgroup_parent,
     pod_log_directory,
+    restart_count_from_logs,
     sandbox_config,
     target_namespaces,
 )
@@ -88,6 +91,9 @@ from .legacylogs import link_container_log
 from .teardown import PodTeardown, still_running
 
 log = logging.getLogger(__name__)
+
+MAX_LOG_FILES = 65536
+"""Entries of a container's log directory read for its restart count, at most."""
 
 CRASH_LOOP_BACK_OFF = "CrashLoopBackOff"
 CREATE_CONTAINER_ERROR = "CreateContainerError"
@@ -173,7 +179,10 @@ class PodRuntime:
         limits: ContainerLimits | None = None,
         containers_log_dir: str = "",
         env_files: bool = True,
+        log_io: RunSync = in_thread,
     ) -> None:
+        self.log_io = log_io
+        """where the pods' log directories are read (tests on a fake clock: inline)"""
         self.cgroups = cgroups
         self.env_files = env_files
         """the EnvFiles gate: ``fileKeyRef`` reads the pod's env files (else it is "")"""
@@ -501,7 +510,9 @@ class PodRuntime:
             progress.waiting[container.name] = (exc.reason, exc.message)
             progress.retry_in(exc.retry_after)
             return False
-        restart_count = next_restart_count(status, container.name) or 0
+        restart_count = next_restart_count(status, container.name)
+        if restart_count is None:
+            restart_count = await self._logged_restarts(where.config.log_directory, container)
         namespaces = where.config.linux.security_context.namespace_options
         if isinstance(container, EphemeralContainer) and container.target_container_name:
             target = status.current(container.target_container_name)
@@ -528,6 +539,17 @@ class PodRuntime:
         )
         await self._prune_dead(status, container.name)
         return True
+
+    async def _logged_restarts(self, log_directory: str, container: Container) -> int:
+        """The restart count of a container the runtime has no instance of, from its
+        log files (upstream's); 0 when they cannot be read."""
+        path = os.path.join(log_directory, container.name)
+        read = functools.partial(file_names, path, MAX_LOG_FILES)
+        try:
+            return restart_count_from_logs(await self.log_io(read))
+        except (OSError, InputRefused) as exc:
+            log.info("restart count of %s not read from %s: %s", container.name, path, exc)
+            return 0
 
     def _backing_off(
         self, pod: Pod, container: Container, status: RuntimePodStatus, progress: _Progress

@@ -16,6 +16,7 @@ import trio
 
 from kubelet.api.client import ApiClient
 from kubelet.api.pod import Pod
+from kubelet.boundedio import RunSync, in_thread
 from kubelet.cgroups.run import PodCgroups
 from kubelet.config import Options, features
 from kubelet.config.features import ENV_FILES, HOSTNAME_OVERRIDE
@@ -63,13 +64,15 @@ async def run_runtime(
     cgroups: PodCgroups | None = None,
     *,
     containers_log_dir: str = "",
+    log_io: RunSync = in_thread,
     task_status: trio.TaskStatus[PodRuntime] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Build the pod driver, start what it needs running, hand it back; run until cancelled.
 
     ``memory_capacity`` (bytes) and ``cpus`` are the node's (OOM scores, allocatable);
     ``cgroups`` gives each pod its cgroup (None: the sandbox gets the parent's name only);
-    started containers' logs are linked into ``containers_log_dir`` ("": nowhere)."""
+    started containers' logs are linked into ``containers_log_dir`` ("": nowhere); the
+    pods' log directories are read through ``log_io``."""
     cfg = options.config
     allocatable = {"cpu": str(cpus), "memory": str(memory_capacity)}
     setup_data_dirs(options.root_dir, cfg.pod_logs_dir, containers_log_dir)
@@ -107,6 +110,7 @@ async def run_runtime(
         limits=_container_limits(cfg, cgroups),
         containers_log_dir=containers_log_dir,
         env_files=options.features.enabled(ENV_FILES),
+        log_io=log_io,
     )
     async with trio.open_nursery() as nursery:
         await nursery.start(isolation.runtime_info.run, runtime)

@@ -17,7 +17,7 @@ import trio
 from kubelet.cri import api
 from kubelet.testing import ContainerBehaviour, ExecResult, FakeRuntime
 
-from .cluster_harness import running_cluster
+from .cluster_harness import Cluster, running_cluster
 from .kubelet_harness import KUBELET_IMAGES, running_kubelet
 
 
@@ -293,6 +293,12 @@ async def test_a_sidecars_post_start_hook_holds_the_next_init_container(
     assert created["setup"] - proxy_started == pytest.approx(5, abs=0.01)
 
 
+def proxy_restarts(c: Cluster) -> int:
+    """The sidecar "proxy"'s restart count as the API shows it."""
+    statuses = ((c.pod("web") or {}).get("status") or {}).get("initContainerStatuses") or []
+    return int(next(s.get("restartCount", 0) for s in statuses if s["name"] == "proxy"))
+
+
 def kill_sandbox(fake: FakeRuntime) -> None:
     """The pod's sandbox dies (its pause process killed): every container with it."""
     for sandbox in fake.sandboxes.values():
@@ -320,6 +326,8 @@ async def test_a_new_sandbox_runs_the_sidecar_and_the_init_containers_again_firs
             fake.exit_container(proxy.id, 1)
             await trio.sleep(15)
         before = len(fake.calls_of("CreateContainer"))
+        restarts = proxy_restarts(c)
+        assert restarts == 2
         kill_sandbox(fake)
         await c.wait_for(lambda: len(fake.calls_of("RunPodSandbox")) == 2, timeout=10)
         await c.wait_for(lambda: any(x.config.metadata.name == "app" for x in fake.running()))
@@ -331,3 +339,6 @@ async def test_a_new_sandbox_runs_the_sidecar_and_the_init_containers_again_firs
         old = {x.sandbox_id for x in fake.containers.values()} - {proxy.sandbox_id}
         left = [x.config.metadata.name for x in fake.containers.values() if x.sandbox_id in old]
         assert "proxy" not in left and "setup" not in left  # purged with their sandbox
+        # the count goes on from the log files the purged instances left
+        await c.wait_for(lambda: proxy_restarts(c) > restarts, timeout=10)
+        assert proxy.config.metadata.attempt == restarts + 1
