@@ -289,3 +289,38 @@ async def test_a_terminating_pod_goes_unready_as_soon_as_its_sidecar_does(
         with trio.fail_after(40):
             while (await api.get("/api/v1/namespaces/default/pods/leaving")).status_code != 404:
                 await trio.sleep(0.2)
+
+
+async def test_a_replaced_sandbox_runs_the_sidecar_and_init_containers_again_first(
+    cluster: tuple[str, str, Processes], cri: tuple[RuntimeClient, ImageClient]
+) -> None:
+    """The sandbox is stopped behind the kubelet's back: in the new one the sidecar
+    starts first, the completed init container runs again, then the main container; the
+    sidecar's restart count goes on from where it was."""
+    url, node, _ = cluster
+    runtime, _ = cri
+    sidecar = {"name": "sidecar", "command": ["sh", "-c", "trap 'exit 0' TERM; " + IDLE]}
+    async with httpx.AsyncClient(base_url=url, timeout=10) as api:
+        body = sidecar_pod("again", node, sidecar, terminationGracePeriodSeconds=2)
+        body["spec"]["initContainers"].append(
+            {"name": "setup", "image": BUSYBOX, "command": ["true"]}
+        )
+        uid = await create(api, body, node)
+        await wait_status(api, "again", lambda s: condition(s, "Ready") == "True", 30)
+        (old,) = await runtime.list_pod_sandbox(labels={labels.POD_UID: uid})
+        await runtime.stop_pod_sandbox(old.id)
+
+        async def new_instances() -> dict[str, Any]:
+            found = await runtime.list_containers(labels={labels.POD_UID: uid})
+            return {c.metadata.name: c for c in found if c.pod_sandbox_id != old.id}
+
+        with trio.fail_after(40):
+            while "main" not in (current := await new_instances()):
+                await trio.sleep(0.2)
+        assert current["sidecar"].created_at < current["setup"].created_at
+        assert current["setup"].created_at < current["main"].created_at
+        assert current["sidecar"].metadata.attempt == 1  # restart 0 was in the old sandbox
+        gone = await runtime.list_containers(labels={labels.POD_UID: uid})
+        assert {c.metadata.name for c in gone if c.pod_sandbox_id == old.id} == {"main"}
+        st = await wait_status(api, "again", lambda s: condition(s, "Ready") == "True", 30)
+        assert st["initContainerStatuses"][0]["restartCount"] == 1
