@@ -112,7 +112,7 @@ class Host:
     watch_files: bool = True
     """inotify on the manifest directory (tests poll instead)"""
     source_io: RunSync = in_thread
-    """where the sources' blocking reads run (``kubelet.boundedio``)"""
+    """where the sources' blocking reads run, and the pod driver's (``kubelet.boundedio``)"""
     connection: ClusterConnection | None = None
     """the API server (``--kubeconfig``, loaded); None: standalone"""
     api_transport: httpx.AsyncBaseTransport | None = None
@@ -344,6 +344,7 @@ def _runtime_parts(
         service_env=services.env_for if services is not None else None,
         wall_clock=core.clock,
         containers_log_dir=core.host.containers_log_dir,
+        log_io=core.host.source_io,
     )
 
 

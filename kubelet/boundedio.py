@@ -113,6 +113,25 @@ def read_regular_file(path: str | os.PathLike[str], limit: int) -> bytes:
         os.close(fd)
 
 
+def file_names(path: str | os.PathLike[str], limit: int) -> list[str]:
+    """The names of the entries of directory ``path`` that are not directories; none when
+    it does not exist. More than ``limit`` entries are refused: the directory is read
+    through an iterator, never listed whole. Blocking: call it through :func:`in_thread`.
+    """
+    names: list[str] = []
+    try:
+        entries = os.scandir(path)
+    except FileNotFoundError:
+        return names
+    with entries:
+        for count, entry in enumerate(entries, 1):
+            if count > limit:
+                raise InputRefused(f"{os.fspath(path)}: more than {limit} entries")
+            if not entry.is_dir(follow_symlinks=False):
+                names.append(entry.name)
+    return names
+
+
 def loads_json(data: bytes | str, *, max_bytes: int) -> Any:
     """``json.loads`` for outside data: at most ``max_bytes``, nesting as deep as the
     interpreter's recursion limit (about 1,000 levels; a Kubernetes object needs a few

@@ -16,7 +16,8 @@ RuntimeDefault). The security context itself is ``security``'s decision.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Sequence
+import re
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from kubelet.api import sysctl
@@ -66,6 +67,7 @@ __all__ = [
     "pod_cgroup_parent",
     "pod_log_directory",
     "port_mappings",
+    "restart_count_from_logs",
     "sandbox_config",
     "sandbox_labels",
 ]
@@ -112,6 +114,25 @@ def next_restart_count(status: RuntimePodStatus, name: str) -> int | None:
     """
     current = status.current(name)
     return None if current is None else current.restart_count + 1
+
+
+_LOG_FILE = re.compile(r"^(\d+)\.log(\..*)?")
+_MAX_RESTART_COUNT = 2**31 - 2
+"""The highest count a log file may give: the API's restartCount is an int32."""
+
+
+def restart_count_from_logs(names: Iterable[str]) -> int:
+    """Restart count for a new instance of a container the runtime has none of, from the
+    file names in its log directory (upstream's ``calcRestartCountByLogDir``): one more
+    than the highest ``<n>.log`` (rotated ``<n>.log.<suffix>`` too); 0 without one. The
+    count goes on where it was when the runtime lost or removed the instances (a
+    replaced sandbox, a wiped runtime) while the logs stayed."""
+    count = 0
+    for name in names:
+        found = _LOG_FILE.match(name)
+        if found is not None and int(found.group(1)) <= _MAX_RESTART_COUNT:
+            count = max(count, int(found.group(1)) + 1)
+    return count
 
 
 # -- labels and annotations -----------------------------------------------------------------

@@ -224,4 +224,5 @@ def _loop_parts(
         on_orphan=p.metrics.orphaned_runtime_pod,
         allocations=syncer.allocations,  # one record: what admission counts, what runs
         wall_clock=p.wall_clock,
+        on_readiness=syncer.readiness_changed,
     )

@@ -31,7 +31,8 @@ from kubelet.status.deadline import DEADLINE_EXCEEDED, DEADLINE_EXCEEDED_MESSAGE
 from kubelet.status.generate import generate_pod_status
 from kubelet.status.killed import Kill
 from kubelet.status.manager import StatusManager
-from kubelet.status.phase import is_terminal_phase
+from kubelet.status.phase import format_time, is_terminal_phase
+from kubelet.status.readiness import with_container_readiness
 from kubelet.status.terminal import terminated_status
 
 from .admission import Rejection, rejection_message
@@ -368,6 +369,22 @@ class KubeletPodSyncer:
         if self.cluster is not None:
             self.cluster.status.set(pod, generated)
         return generated
+
+    def readiness_changed(self, uid: str, container_id: str, ready: bool) -> None:
+        """A readiness probe's verdict changed: the pod's last status says so at once
+        (upstream's ``SetContainerReadiness``), even while its worker is busy stopping
+        it; its next sync, if any, builds the same from the probes."""
+        last = self.statuses.get(uid)
+        pod = self.pods.get(uid)
+        if last is None or pod is None or is_terminal_phase(last.phase):
+            return
+        now = format_time(int(self.wall_clock() * 1e9))
+        updated = with_container_readiness(pod, last, container_id, ready, now)
+        if updated is None:
+            return
+        self.statuses[uid] = updated
+        if self.cluster is not None:
+            self.cluster.status.set(pod, updated)
 
     def _announce_resize(self, pod: Pod, before: PodStatus, after: PodStatus) -> None:
         """A resize refused anew: upstream's Warning event (ResizeInfeasible) with it."""

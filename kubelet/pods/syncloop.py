@@ -24,7 +24,7 @@ from kubelet.api.pod import Pod
 from kubelet.decisions.grace import remaining_deletion_grace
 from kubelet.decisions.qos import is_critical_pod
 from kubelet.pleg.generator import EventType, PodLifecycleEvent
-from kubelet.prober.results import ResultUpdate
+from kubelet.prober.results import ProbeKind, Result, ResultUpdate
 from kubelet.sources.podconfig import PodOperation, PodUpdate
 from kubelet.status.generate import needs_readiness_reconcile
 from kubelet.status.phase import is_terminal_phase
@@ -107,6 +107,7 @@ class SyncLoopParts:
     preemptor: Preemptor | None = None
     on_orphan: Callable[[], None] | None = None
     allocations: Allocations | None = None
+    on_readiness: Callable[[str, str, bool], None] | None = None
     wall_clock: Callable[[], float] | None = None
     """Reads a deleted pod's deadline (``deletionTimestamp``); None: a pod first seen
     already deleted gets its whole deletion grace period."""
@@ -124,6 +125,9 @@ class SyncLoop:
     def __init__(self, parts: SyncLoopParts) -> None:
         p = parts
         self._wall_clock = p.wall_clock
+        self._on_readiness = p.on_readiness
+        """``(pod UID, container ID, ready)`` for every readiness change, before the sync
+        it asks for: the status follows even while the pod's worker is busy."""
         self._preemptor = p.preemptor
         self.allocations = p.allocations if p.allocations is not None else Allocations()
         """What each pod runs with: admission counts it, never a resize's new spec."""
@@ -372,6 +376,8 @@ class SyncLoop:
         restart the container, readiness changes its status. Either way: sync it."""
         uid = update.pod_uid
         if uid in self.pods and uid not in self.rejected:
+            if update.kind is ProbeKind.READINESS and self._on_readiness is not None:
+                self._on_readiness(uid, update.container_id, update.result is Result.SUCCESS)
             self.workers.requeue(uid)
 
     # -- housekeeping ----------------------------------------------------------------------

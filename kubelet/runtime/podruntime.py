@@ -9,6 +9,7 @@ a fixed order that holds even when the caller is cancelled half-way.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import shutil
@@ -24,6 +25,7 @@ from kubelet.api.pod import (
     format_pod,
     is_restartable_init_container,
 )
+from kubelet.boundedio import InputRefused, RunSync, file_names, in_thread
 from kubelet.cm.manager import ContainerManager, ResourceError
 from kubelet.cri import CriError, RuntimeClient, api
 from kubelet.cri.termination import create_message_file, message_mount
@@ -34,6 +36,7 @@ from kubelet.decisions.criconfig import (
     container_config,
     next_restart_count,
     pod_log_directory,
+    restart_count_from_logs,
     sandbox_config,
     target_namespaces,
 )
@@ -86,6 +89,9 @@ from .legacylogs import link_container_log
 from .teardown import PodTeardown, still_running
 
 log = logging.getLogger(__name__)
+
+MAX_LOG_FILES = 65536
+"""Entries of a container's log directory read for its restart count, at most."""
 
 CRASH_LOOP_BACK_OFF = "CrashLoopBackOff"
 CREATE_CONTAINER_ERROR = "CreateContainerError"
@@ -170,6 +176,8 @@ class PodRuntimeParts:
     """where each started container's log is linked ("": nowhere; tests)"""
     env_files: bool = True
     """the EnvFiles gate: ``fileKeyRef`` reads the pod's env files (else it is "")"""
+    log_io: RunSync = in_thread
+    """where the pods' log directories are read (tests on a fake clock: inline)"""
 
 
 class PodRuntime:
@@ -202,6 +210,8 @@ class PodRuntime:
         self.images = parts.images
         self.crash_backoff = parts.crash_backoff
         self.pod_logs_dir = parts.pod_logs_dir
+        self.log_io = parts.log_io
+        """where the pods' log directories are read (tests on a fake clock: inline)"""
 
     @property
     def backoffs(self) -> tuple[Backoff, ...]:
@@ -308,6 +318,21 @@ class PodRuntime:
         elif actions.containers_to_kill:
             await self.teardown.kill_containers(pod, status, actions.containers_to_kill)
             progress.acted = True
+        if actions.kill_pod and actions.create_sandbox:
+            progress.acted = await self._purge_init_containers(pod, status) or progress.acted
+
+    async def _purge_init_containers(self, pod: Pod, status: RuntimePodStatus) -> bool:
+        """A new sandbox runs every init container again, sidecars first, before any
+        regular container (upstream's purgeInitContainers): the instances of the old
+        sandbox go, or a completed one would count as done in the new sandbox and a
+        regular container could start while a sidecar is still backing off. The
+        restart counts of this sync's starts come from ``status``, read before. True
+        when some went."""
+        names = {c.name for c in pod.spec.init_containers}
+        old = [c for c in status.containers if c.name in names]
+        for info in old:
+            await self.teardown.remove_container(info, status)
+        return bool(old)
 
     async def _sandbox_plan(self, pod: Pod, actions: PodActions) -> _SandboxPlan:
         """The sandbox config and what it runs under; ``error`` when it cannot be made."""
@@ -481,7 +506,9 @@ class PodRuntime:
             progress.waiting[container.name] = (exc.reason, exc.message)
             progress.retry_in(exc.retry_after)
             return False
-        restart_count = next_restart_count(status, container.name) or 0
+        restart_count = next_restart_count(status, container.name)
+        if restart_count is None:
+            restart_count = await self._logged_restarts(where.config.log_directory, container)
         namespaces = where.config.linux.security_context.namespace_options
         if isinstance(container, EphemeralContainer) and container.target_container_name:
             target = status.current(container.target_container_name)
@@ -508,6 +535,17 @@ class PodRuntime:
         )
         await self._prune_dead(status, container.name)
         return True
+
+    async def _logged_restarts(self, log_directory: str, container: Container) -> int:
+        """The restart count of a container the runtime has no instance of, from its
+        log files (upstream's); 0 when they cannot be read."""
+        path = os.path.join(log_directory, container.name)
+        read = functools.partial(file_names, path, MAX_LOG_FILES)
+        try:
+            return restart_count_from_logs(await self.log_io(read))
+        except (OSError, InputRefused) as exc:
+            log.info("restart count of %s not read from %s: %s", container.name, path, exc)
+            return 0
 
     def _backing_off(
         self, pod: Pod, container: Container, status: RuntimePodStatus, progress: _Progress

@@ -17,6 +17,7 @@ import trio
 
 from kubelet.api.client import ApiClient
 from kubelet.api.pod import Pod
+from kubelet.boundedio import RunSync, in_thread
 from kubelet.cm.manager import ContainerManager
 from kubelet.config import Options, features
 from kubelet.config.features import ENV_FILES, HOSTNAME_OVERRIDE
@@ -66,6 +67,8 @@ class RuntimeParts:
     wall_clock: Callable[[], float]
     containers_log_dir: str = ""
     """where started containers' logs are linked ("": nowhere)"""
+    log_io: RunSync = in_thread
+    """where the pods' log directories are read"""
 
 
 async def run_runtime(
@@ -129,6 +132,7 @@ def _driver_parts(
         metrics=parts.metrics,
         containers_log_dir=parts.containers_log_dir,
         env_files=options.features.enabled(ENV_FILES),
+        log_io=parts.log_io,
     )
 
 

@@ -190,3 +190,137 @@ async def test_failing_post_start_hook_restarts_the_container(
     async with httpx.AsyncClient(base_url=url, timeout=10) as api:
         await create(api, pod("hook", node, container, terminationGracePeriodSeconds=2), node)
         await wait_status(api, "hook", lambda s: restarts(s) >= 1, 40)
+
+
+def sidecar_pod(name: str, node: str, sidecar: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    """A pod whose first init container is ``sidecar`` (restartPolicy Always); its main
+    container exits on SIGTERM."""
+    main = {
+        "name": "main",
+        "image": BUSYBOX,
+        "command": ["sh", "-c", "trap 'exit 0' TERM; " + IDLE],
+    }
+    body = pod(name, node, main, **spec)
+    body["spec"]["initContainers"] = [{"image": BUSYBOX, "restartPolicy": "Always", **sidecar}]
+    return body
+
+
+IDLE = "while true; do sleep 0.2; done"
+
+
+async def test_a_sidecars_startup_probe_holds_its_failing_liveness_probe_back(
+    cluster: tuple[str, str, Processes], cri: tuple[RuntimeClient, ImageClient]
+) -> None:
+    """Upstream's "should *not* be restarted by liveness probe because startup probe
+    delays it", on a shorter clock: the startup probe fails for 60 s before it gives
+    up, the liveness probe would kill at its first failure; for 40 s nothing happens."""
+    url, node, _ = cluster
+    runtime, _ = cri
+    sidecar = {
+        "name": "sidecar",
+        "command": ["sh", "-c", IDLE],
+        "startupProbe": {
+            "exec": {"command": ["/bin/false"]},
+            "periodSeconds": 1,
+            "failureThreshold": 60,
+        },
+        "livenessProbe": {
+            "exec": {"command": ["/bin/false"]},
+            "periodSeconds": 1,
+            "failureThreshold": 1,
+        },
+    }
+    async with httpx.AsyncClient(base_url=url, timeout=10) as api:
+        body = sidecar_pod("gated", node, sidecar, terminationGracePeriodSeconds=2)
+        uid = await create(api, body, node)
+
+        def sidecar_status(st: dict[str, Any]) -> dict[str, Any]:
+            return dict((st.get("initContainerStatuses") or [{}])[0])
+
+        def running(st: dict[str, Any]) -> bool:
+            return "running" in (sidecar_status(st).get("state") or {})
+
+        await wait_status(api, "gated", running, 30)
+        watched = time.monotonic()
+        while time.monotonic() - watched < 40:
+            st = await status(api, "gated")
+            assert sidecar_status(st).get("restartCount", 0) == 0, st
+            await trio.sleep(2)
+        st = await status(api, "gated")
+        assert sidecar_status(st)["started"] is False
+        assert (st["phase"], condition(st, "Initialized")) == ("Pending", "False")
+        instances = await runtime.list_containers(labels={labels.POD_UID: uid})
+        assert [c.metadata.name for c in instances] == ["sidecar"]  # one instance, no main
+        r = await api.get("/api/v1/namespaces/default/events")
+        messages = [e.get("message", "") for e in r.json().get("items", [])]
+        assert any(m.startswith("Startup probe failed") for m in messages)
+        assert not [m for m in messages if "Liveness probe" in m or "liveness probe" in m]
+
+
+async def test_a_terminating_pod_goes_unready_as_soon_as_its_sidecar_does(
+    cluster: tuple[str, str, Processes],
+) -> None:
+    """Upstream's "should mark readiness on pods to false while pod is in progress of
+    terminating": on SIGTERM the sidecar stops being ready, then takes 15 s to exit."""
+    url, node, _ = cluster
+    script = (
+        "trap 'rm -f /tmp/ready; sleep 15; exit 0' TERM; touch /tmp/ready; "
+        "while true; do sleep 0.2; done"
+    )
+    sidecar = {
+        "name": "sidecar",
+        "command": ["sh", "-c", script],
+        "readinessProbe": {
+            "exec": {"command": ["cat", "/tmp/ready"]},
+            "periodSeconds": 1,
+            "failureThreshold": 1,
+        },
+    }
+    async with httpx.AsyncClient(base_url=url, timeout=10) as api:
+        body = sidecar_pod("leaving", node, sidecar, terminationGracePeriodSeconds=30)
+        await create(api, body, node)
+        await wait_status(api, "leaving", lambda s: condition(s, "Ready") == "True", 30)
+        r = await api.delete("/api/v1/namespaces/default/pods/leaving")
+        assert r.status_code == 200
+        deleted = time.monotonic()
+        await wait_status(api, "leaving", lambda s: condition(s, "Ready") == "False", 10)
+        assert time.monotonic() - deleted < 8  # well before the sidecar's 15 s are over
+        assert (await api.get("/api/v1/namespaces/default/pods/leaving")).status_code == 200
+        with trio.fail_after(40):
+            while (await api.get("/api/v1/namespaces/default/pods/leaving")).status_code != 404:
+                await trio.sleep(0.2)
+
+
+async def test_a_replaced_sandbox_runs_the_sidecar_and_init_containers_again_first(
+    cluster: tuple[str, str, Processes], cri: tuple[RuntimeClient, ImageClient]
+) -> None:
+    """The sandbox is stopped behind the kubelet's back: in the new one the sidecar
+    starts first, the completed init container runs again, then the main container; the
+    sidecar's restart count goes on from where it was."""
+    url, node, _ = cluster
+    runtime, _ = cri
+    sidecar = {"name": "sidecar", "command": ["sh", "-c", "trap 'exit 0' TERM; " + IDLE]}
+    async with httpx.AsyncClient(base_url=url, timeout=10) as api:
+        body = sidecar_pod("again", node, sidecar, terminationGracePeriodSeconds=2)
+        body["spec"]["initContainers"].append(
+            {"name": "setup", "image": BUSYBOX, "command": ["true"]}
+        )
+        uid = await create(api, body, node)
+        await wait_status(api, "again", lambda s: condition(s, "Ready") == "True", 30)
+        (old,) = await runtime.list_pod_sandbox(labels={labels.POD_UID: uid})
+        await runtime.stop_pod_sandbox(old.id)
+
+        async def new_instances() -> dict[str, Any]:
+            found = await runtime.list_containers(labels={labels.POD_UID: uid})
+            return {c.metadata.name: c for c in found if c.pod_sandbox_id != old.id}
+
+        with trio.fail_after(40):
+            while "main" not in (current := await new_instances()):
+                await trio.sleep(0.2)
+        assert current["sidecar"].created_at < current["setup"].created_at
+        assert current["setup"].created_at < current["main"].created_at
+        assert current["sidecar"].metadata.attempt == 1  # restart 0 was in the old sandbox
+        gone = await runtime.list_containers(labels={labels.POD_UID: uid})
+        assert {c.metadata.name for c in gone if c.pod_sandbox_id == old.id} == {"main"}
+        st = await wait_status(api, "again", lambda s: condition(s, "Ready") == "True", 30)
+        assert st["initContainerStatuses"][0]["restartCount"] == 1

@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 import trio
 
+from kubelet.cri import api
 from kubelet.testing import ContainerBehaviour, ExecResult, FakeRuntime
 
-from .cluster_harness import running_cluster
+from .cluster_harness import Cluster, running_cluster
 from .kubelet_harness import KUBELET_IMAGES, running_kubelet
 
 
@@ -290,3 +291,54 @@ async def test_a_sidecars_post_start_hook_holds_the_next_init_container(
     created = {c.args["name"]: c.time for c in fake.calls_of("CreateContainer")}
     (proxy_started,) = start_times(fake, "proxy")
     assert created["setup"] - proxy_started == pytest.approx(5, abs=0.01)
+
+
+def proxy_restarts(c: Cluster) -> int:
+    """The sidecar "proxy"'s restart count as the API shows it."""
+    statuses = ((c.pod("web") or {}).get("status") or {}).get("initContainerStatuses") or []
+    return int(next(s.get("restartCount", 0) for s in statuses if s["name"] == "proxy"))
+
+
+def kill_sandbox(fake: FakeRuntime) -> None:
+    """The pod's sandbox dies (its pause process killed): every container with it."""
+    for sandbox in fake.sandboxes.values():
+        sandbox.state = api.SANDBOX_NOTREADY
+    for container in fake.running():
+        fake.exit_container(container.id, 137)
+
+
+async def test_a_new_sandbox_runs_the_sidecar_and_the_init_containers_again_first(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    """Upstream purges the init containers of a sandbox that is replaced: in the new one
+    the sidecar starts first, the completed init container runs again, and only then
+    the regular container -- even while the sidecar was crash-looping."""
+    fake.behave(ContainerBehaviour(exit_after=1, exit_code=0), container="setup")
+    inits = [
+        {"name": "proxy", "image": "busybox:1.35", "restartPolicy": "Always"},
+        {"name": "setup", "image": "busybox:1.35"},
+    ]
+    async with running_cluster(fake, short_tmp) as c:
+        c.create_pod("web", initContainers=inits)
+        await c.wait_for(lambda: any(x.config.metadata.name == "app" for x in fake.running()))
+        for _ in range(2):  # a crash-looping sidecar: its back-off is 20 s by now
+            (proxy,) = [x for x in fake.running() if x.config.metadata.name == "proxy"]
+            fake.exit_container(proxy.id, 1)
+            await trio.sleep(15)
+        before = len(fake.calls_of("CreateContainer"))
+        restarts = proxy_restarts(c)
+        assert restarts == 2
+        kill_sandbox(fake)
+        await c.wait_for(lambda: len(fake.calls_of("RunPodSandbox")) == 2, timeout=10)
+        await c.wait_for(lambda: any(x.config.metadata.name == "app" for x in fake.running()))
+        created = [x.args["name"] for x in fake.calls_of("CreateContainer")[before:]]
+        assert created[-3:] == ["proxy", "setup", "app"]
+        (proxy,) = [x for x in fake.running() if x.config.metadata.name == "proxy"]
+        (app,) = [x for x in fake.running() if x.config.metadata.name == "app"]
+        assert proxy.started_at < app.started_at
+        old = {x.sandbox_id for x in fake.containers.values()} - {proxy.sandbox_id}
+        left = [x.config.metadata.name for x in fake.containers.values() if x.sandbox_id in old]
+        assert "proxy" not in left and "setup" not in left  # purged with their sandbox
+        # the count goes on from the log files the purged instances left
+        await c.wait_for(lambda: proxy_restarts(c) > restarts, timeout=10)
+        assert proxy.config.metadata.attempt == restarts + 1

@@ -7,7 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from kubelet.boundedio import InputRefused, in_thread, inline, loads_json, read_regular_file
+from kubelet.boundedio import (
+    InputRefused,
+    file_names,
+    in_thread,
+    inline,
+    loads_json,
+    read_regular_file,
+)
 
 
 def test_a_regular_file_is_read_whole(tmp_path: Path) -> None:
@@ -56,3 +63,20 @@ async def test_the_runners_return_the_result() -> None:
     assert await in_thread(lambda: 1 + 1) == 2
     assert await inline(lambda: 2 + 2) == 4
 
+
+def test_file_names_leaves_directories_out_and_a_missing_directory_is_empty(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "0.log").write_text("")
+    (tmp_path / "1.log").symlink_to(tmp_path / "0.log")
+    (tmp_path / "sub").mkdir()
+    assert sorted(file_names(tmp_path, 10)) == ["0.log", "1.log"]
+    assert file_names(tmp_path / "missing", 10) == []
+
+
+def test_file_names_refuses_a_directory_over_the_limit(tmp_path: Path) -> None:
+    for n in range(4):
+        (tmp_path / f"{n}.log").write_text("")
+    assert len(file_names(tmp_path, 4)) == 4
+    with pytest.raises(InputRefused, match="more than 3 entries"):
+        file_names(tmp_path, 3)

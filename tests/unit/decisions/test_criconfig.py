@@ -43,6 +43,7 @@ from kubelet.decisions.criconfig import (
     overhead_resources,
     pod_cgroup_parent,
     pod_log_directory,
+    restart_count_from_logs,
     sandbox_config,
     sandbox_labels,
 )
@@ -118,6 +119,14 @@ def test_next_restart_count() -> None:
     )
     assert next_restart_count(status, "c") == 5
     assert next_restart_count(status, "other") is None
+
+
+def test_restart_count_from_logs_goes_on_after_the_highest_log_file() -> None:
+    names = ["0.log", "2.log.20260101-000000.gz", "1.log", "notes.txt", "x.log", "7log"]
+    assert restart_count_from_logs(names) == 3
+    assert restart_count_from_logs(["4.logged"]) == 5  # upstream's pattern has no end anchor
+    assert restart_count_from_logs([]) == 0
+    assert restart_count_from_logs(["99999999999.log", "1.log"]) == 2  # past an int32: skipped
 
 
 # -- labels and annotations ---------------------------------------------------------------
