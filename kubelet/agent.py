@@ -86,12 +86,12 @@ from kubelet.prober.manager import ProberManager, run_prober
 from kubelet.runtime.podruntime import PodRuntime
 from kubelet.runtime.run import RuntimeParts, run_runtime
 from kubelet.server.backend import RunningKubelet
-from kubelet.server.hoststats import Host as StatsHost
+from kubelet.server.hoststats import HostStats
 from kubelet.server.reviews import ApiReviews
 from kubelet.server.serve import Addresses, serve
 from kubelet.server.stats import SummaryProvider
-from kubelet.server.syscontainers import SystemCgroups
-from kubelet.server.usage import NodeUsage
+from kubelet.server.syscontainers import SystemContainerNames
+from kubelet.server.usage import UsageReader
 from kubelet.sources.podconfig import PodConfig
 from kubelet.sources.run import open_sources
 from kubelet.stats.boot import boot_time
@@ -113,6 +113,8 @@ class Host:
     """inotify on the manifest directory (tests poll instead)"""
     source_io: RunSync = in_thread
     """where the sources' blocking reads run, and the pod driver's (``kubelet.boundedio``)"""
+    volume_walks_in_threads: bool = True
+    """volume usage walks in worker threads (tests on a fake clock: on the loop)"""
     connection: ClusterConnection | None = None
     """the API server (``--kubeconfig``, loaded); None: standalone"""
     api_transport: httpx.AsyncBaseTransport | None = None
@@ -128,7 +130,7 @@ class Host:
     """where cgroup writes run (tests on a fake clock: inline)"""
     systemd: SystemdAccess = attrs.field(factory=SystemdAccess)
     """the systemd cgroup driver's bus and systemd check (tests: a private bus)"""
-    stats: StatsHost = attrs.field(factory=StatsHost)
+    stats: HostStats = attrs.field(factory=HostStats)
     """where node usage is read (/proc, cgroups, statvfs; tests script them)"""
     notifier_cgroups: Path = Path("/")
     """the root under which the memory threshold notifiers arm (sys/fs/cgroup)"""
@@ -487,7 +489,7 @@ async def _start_node_protection(
     """Stats (the summary), garbage collection and eviction, which reads both."""
     options, host, node_name = core.options, core.host, core.node.name
     stats = _summary_provider(core)
-    usage = NodeUsage(stats)
+    usage = UsageReader(stats)
     collectors = await root.start(
         run_gc,
         GcParts(
@@ -539,9 +541,10 @@ def _summary_provider(core: Core) -> SummaryProvider:
         host=host.stats,
         wall_clock=host.wall_clock,
         volume_stats_period=cfg.volume_stats_agg_period,
+        volume_walks_in_threads=host.volume_walks_in_threads,
         psi=options.features.enabled(features.KUBELET_PSI),
         sandbox_stats=options.features.enabled(features.POD_AND_CONTAINER_STATS_FROM_CRI),
-        system_cgroups=SystemCgroups(
+        system_cgroups=SystemContainerNames(
             kubelet=cfg.kubelet_cgroups or None,
             runtime=options.runtime_cgroups or None,
             misc=cfg.system_cgroups or None,

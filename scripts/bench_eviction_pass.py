@@ -6,7 +6,7 @@
 One pass of the eviction manager every 10 s (``EvictionManager.synchronize`` with the
 default hard thresholds, none of them met, over N active pods of which every
 ``--limit-every``-th has an emptyDir ``sizeLimit``; ``--summary``: the full typed summary,
-``NodeUsage(provider).summary()``, what the pass once read in full) on the
+``UsageReader(provider).summary()``, what the pass once read in full) on the
 ``SummarySource`` the agent wires, from a synthetic node made in a temporary directory:
 cgroup v1 files as this machine lays them out (the node, ``kubepods``, and per pod
 ``kubepods/besteffort/pod<uid>`` with its sandbox and container directories), /proc
@@ -44,9 +44,9 @@ from kubelet.cri import api, labels
 from kubelet.eviction.manager import EvictionConfig, EvictionManager
 from kubelet.eviction.thresholds import parse_thresholds
 from kubelet.process import tune_garbage_collector
-from kubelet.server.hoststats import Host
+from kubelet.server.hoststats import HostStats
 from kubelet.server.stats import SummaryProvider
-from kubelet.server.usage import NodeUsage
+from kubelet.server.usage import UsageReader
 
 MEMORY_STAT = """cache {cache}
 rss {rss}
@@ -112,7 +112,7 @@ def uid(i: int) -> str:
     return f"0b6c1f0e-{i:04d}-4000-8000-{i:012d}"
 
 
-def make_node(root: Path, pods: int, volume_every: int) -> tuple[Host, Path, Path]:
+def make_node(root: Path, pods: int, volume_every: int) -> tuple[HostStats, Path, Path]:
     host_root, kubelet_root, logs = root / "host", root / "kubelet", root / "logs"
     write(host_root / "proc/stat", "cpu  100 0 50 1000 10 0 0 0 0 0\nbtime 1799990000\n")
     write(host_root / "proc/meminfo", "MemTotal: 24000000 kB\nMemFree: 10000000 kB\n")
@@ -141,7 +141,7 @@ def make_node(root: Path, pods: int, volume_every: int) -> tuple[Host, Path, Pat
         if volume_every and i % volume_every == 0:
             write(kubelet_root / f"pods/{uid(i)}/volumes/kubernetes.io~empty-dir/scratch/f", "y")
     (kubelet_root / "images").mkdir(parents=True, exist_ok=True)
-    return Host(host_root), kubelet_root, logs
+    return HostStats(host_root), kubelet_root, logs
 
 
 class Runtime:
@@ -308,7 +308,7 @@ class Unused:
         raise AssertionError(f"the pass used {name}: a threshold or a limit was met")
 
 
-def eviction_pass(usage: NodeUsage, pods: list[Pod]) -> Any:
+def eviction_pass(usage: UsageReader, pods: list[Pod]) -> Any:
     """The manager's ``synchronize``, wired as the agent wires it (no threshold is met)."""
     unused: Any = Unused()
     manager = EvictionManager(
@@ -337,7 +337,7 @@ async def measure(args: argparse.Namespace, root: Path, steps: LongestStep) -> N
         host=host,
         psi=False,
     )
-    usage = NodeUsage(provider)
+    usage = UsageReader(provider)
     summary = await usage.summary()
     assert len(summary.pods) == args.pods, len(summary.pods)
     one_pass = (

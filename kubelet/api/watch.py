@@ -34,11 +34,11 @@ from .errors import ApiError, Gone
 from .wellformed import describe, shorten
 
 __all__ = [
-    "Backoff",
     "Handler",
     "ListWatch",
     "Relisted",
     "UidStore",
+    "WatchBackoff",
     "object_key",
     "reflect",
 ]
@@ -73,7 +73,7 @@ class Relisted:
 Handler = Callable[[Relisted | WatchEvent], Awaitable[None]]
 
 
-class Backoff:
+class WatchBackoff:
     """client-go's reflector backoff: ``initial`` doubling to ``cap``, each delay
     stretched by up to ``jitter`` × itself; starts over when the last failure was more
     than ``reset_after`` ago (a healthy stretch)."""
@@ -117,7 +117,7 @@ class _Reflector:
         client: ApiClient,
         target: ListWatch,
         handler: Handler,
-        backoff: Backoff,
+        backoff: WatchBackoff,
         rng: random.Random | None,
     ) -> None:
         self.client = client
@@ -223,7 +223,7 @@ async def reflect(
     target: ListWatch,
     handler: Handler,
     *,
-    backoff: Backoff | None = None,
+    backoff: WatchBackoff | None = None,
     rng: random.Random | None = None,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
@@ -234,7 +234,8 @@ async def reflect(
     WaitForCacheSync), ``start_soon`` does not. Errors from ``handler`` propagate: the
     handler is ours, so its failure is a bug, not an API problem.
     """
-    await _Reflector(client, target, handler, backoff or Backoff(rng=rng), rng).run(task_status)
+    delays = backoff or WatchBackoff(rng=rng)
+    await _Reflector(client, target, handler, delays, rng).run(task_status)
 
 
 # -- SET semantics --------------------------------------------------------------------

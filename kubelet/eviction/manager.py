@@ -59,8 +59,8 @@ __all__ = [
     "EventSink",
     "EvictionConfig",
     "EvictionManager",
+    "Evictor",
     "NodeReclaimer",
-    "PodKiller",
     "SummarySource",
 ]
 
@@ -81,7 +81,7 @@ class SummarySource(Protocol):
     async def pods_usage(self, wanted: Set[str] | None) -> tuple[PodUsage, ...]: ...
 
 
-class PodKiller(Protocol):
+class Evictor(Protocol):
     async def evict(self, eviction: Eviction) -> None:
         """Stop the pod with ``eviction.grace_period_override`` and report it evicted.
 
@@ -148,7 +148,7 @@ class EvictionManager:
         *,
         summaries: SummarySource,
         active_pods: Callable[[], Sequence[Pod]],
-        killer: PodKiller,
+        killer: Evictor,
         reclaimer: NodeReclaimer,
         events: EventSink,
         is_critical: Callable[[Pod], bool],

@@ -59,11 +59,11 @@ class GcError(Exception):
     """A collection failed; the text is what the event says."""
 
 
-def _container_info(c: api.Container) -> cplan.ContainerInfo | None:
+def _container_info(c: api.Container) -> cplan.GcContainer | None:
     uid = c.labels.get(labels.POD_UID)
     if not uid:
         return None  # not the kubelet's
-    return cplan.ContainerInfo(
+    return cplan.GcContainer(
         id=c.id,
         name=c.metadata.name,
         pod_uid=uid,

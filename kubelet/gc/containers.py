@@ -29,9 +29,9 @@ from collections.abc import Callable, Iterable, Sequence
 import attrs
 
 __all__ = [
-    "ContainerInfo",
     "GCPlan",
     "GCPolicy",
+    "GcContainer",
     "SandboxInfo",
     "plan",
     "pod_uid_of_logs_dir",
@@ -53,7 +53,7 @@ class GCPolicy:
 
 
 @attrs.frozen
-class ContainerInfo:
+class GcContainer:
     id: str
     name: str
     pod_uid: str
@@ -91,7 +91,7 @@ class GCPlan:
 Predicate = Callable[[str], bool]
 
 
-def _newest_first(items: Iterable[ContainerInfo]) -> list[ContainerInfo]:
+def _newest_first(items: Iterable[GcContainer]) -> list[GcContainer]:
     return sorted(items, key=lambda c: c.created_at, reverse=True)
 
 
@@ -116,7 +116,7 @@ def _sandboxes(sandboxes: Sequence[SandboxInfo], busy: set[str], whole: Predicat
 
 
 def plan(
-    containers: Sequence[ContainerInfo],
+    containers: Sequence[GcContainer],
     sandboxes: Sequence[SandboxInfo],
     log_dirs: Sequence[str],
     *,
@@ -137,14 +137,14 @@ def plan(
     def whole(uid: str) -> bool:
         return content_removable(uid) or (evict_non_deleted and runtime_removable(uid))
 
-    units: dict[tuple[str, str], list[ContainerInfo]] = {}
+    units: dict[tuple[str, str], list[GcContainer]] = {}
     for c in containers:
         if c.state == RUNNING or now - c.created_at < policy.min_age:
             continue
         units.setdefault((c.pod_uid, c.name), []).append(c)
-    removed: list[ContainerInfo] = []
+    removed: list[GcContainer] = []
 
-    def remove_oldest(group: list[ContainerInfo], count: int) -> list[ContainerInfo]:
+    def remove_oldest(group: list[GcContainer], count: int) -> list[GcContainer]:
         ordered = _newest_first(group)
         keep = len(ordered) - count
         removed.extend(reversed(ordered[keep:]))  # oldest first

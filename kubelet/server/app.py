@@ -45,7 +45,7 @@ from .cadvisor import cadvisor_metrics
 from .cgroupfigures import cgroup_figures
 from .checkpoint import PREFIX as CHECKPOINT_PREFIX
 from .checkpoint import checkpoint
-from .hoststats import Host
+from .hoststats import HostStats
 from .logs import container_logs
 from .machine import machine_info
 from .resource import resource_metrics
@@ -96,7 +96,7 @@ class KubeletApp:
     debugging: bool = False
     metrics: KubeletMetrics | None = None
     root_dir: str = "/var/lib/kubelet"
-    host: Host = attrs.field(factory=Host)
+    host: HostStats = attrs.field(factory=HostStats)
     idle_timeout: float = DEFAULT_IDLE_TIMEOUT
     """``streamingConnectionIdleTimeout`` for exec, attach and port-forward streams."""
     extend_websockets: bool = False

@@ -21,7 +21,7 @@ from kubelet.stats.cgroupspec import CgroupSpec, cgroup_spec
 from kubelet.stats.processes import ProcessStats, process_stats
 from kubelet.stats.psi import Pressure
 
-from .hoststats import Host
+from .hoststats import HostStats
 
 __all__ = ["CgroupFigures", "Figures", "cgroup_figures", "container_cgroup"]
 
@@ -43,7 +43,7 @@ Figures = dict[tuple[str, str], CgroupFigures]
 """(pod UID, container name) → figures; ("", "") the node, (uid, "") a pod"""
 
 
-def _read(host: Host, cgroup: str, psi: bool) -> CgroupFigures:
+def _read(host: HostStats, cgroup: str, psi: bool) -> CgroupFigures:
     cgroups = host.cgroups
     devices = cgroups.block_io(cgroup) or ()
     named = tuple((cgroups.device_name(d.major, d.minor), d) for d in devices)
@@ -57,7 +57,7 @@ def _read(host: Host, cgroup: str, psi: bool) -> CgroupFigures:
     )  # fmt: skip
 
 
-def container_cgroup(host: Host, pod_cgroup: str, container_id: str) -> str | None:
+def container_cgroup(host: HostStats, pod_cgroup: str, container_id: str) -> str | None:
     """The cgroup containerd made for a container of the pod, if it exists."""
     for path in (
         f"{pod_cgroup}/{container_id}",
@@ -70,7 +70,7 @@ def container_cgroup(host: Host, pod_cgroup: str, container_id: str) -> str | No
 
 async def cgroup_figures(
     runtime: RuntimeClient,
-    host: Host,
+    host: HostStats,
     pods_root: CgroupName = (NODE_ALLOCATABLE,),
     psi: bool = True,
 ) -> Figures:

@@ -85,7 +85,7 @@ def _key_values(text: str) -> dict[str, int]:
 
 
 @attrs.define
-class Host:
+class HostStats:
     """Readers for one machine; ``root`` prefixes every path read."""
 
     root: Path = Path("/")
@@ -227,7 +227,7 @@ def _pod_names(uid: str, root: CgroupName) -> list[CgroupName]:
 
 @attrs.define
 class PodCgroupFinder:
-    """Pod cgroups found as ``Host.find_pod_cgroup`` finds them, from one listing of each
+    """Pod cgroups found as ``HostStats.find_pod_cgroup`` finds them, from one listing of each
     QoS parent (in either driver's spelling) taken at its first use: a summary over N pods
     made up to 12 stats per pod (6 spellings, again for each container), most of them for
     cgroups that are not there (every pod without cgroups per QoS). Meant for one pass: a

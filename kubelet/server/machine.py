@@ -9,7 +9,7 @@ from typing import Any
 
 from kubelet.goformat import rfc3339
 
-from .hoststats import Host, filesystem
+from .hoststats import HostStats, filesystem
 
 
 def _first_line(path: Path) -> str:
@@ -19,7 +19,7 @@ def _first_line(path: Path) -> str:
         return ""
 
 
-def _cpuinfo(host: Host) -> tuple[int, int, int]:
+def _cpuinfo(host: HostStats) -> tuple[int, int, int]:
     """(physical cores, sockets, MHz of the first cpu) from /proc/cpuinfo."""
     try:
         text = (host.root / "proc/cpuinfo").read_text()
@@ -44,7 +44,7 @@ def _cpuinfo(host: Host) -> tuple[int, int, int]:
     return len(cores), len(sockets), mhz
 
 
-def machine_info(host: Host, root_dir: str) -> dict[str, Any]:
+def machine_info(host: HostStats, root_dir: str) -> dict[str, Any]:
     physical, sockets, mhz = _cpuinfo(host)
     num_cores = os.cpu_count() or 0
     fs = filesystem(root_dir)

@@ -36,7 +36,7 @@ from .backend import KubeletBackend, ReviewClient
 from .certs import serving_cert
 from .connection import ConnectionHandler
 from .fdlimits import Descriptors
-from .hoststats import Host
+from .hoststats import HostStats
 from .limits import Limits
 from .looplag import LoopLag, watching_loop
 from .memtrim import MemoryTrim
@@ -117,7 +117,7 @@ async def serve(
     metrics: KubeletMetrics | None = None,
     ephemeral_ports: bool = False,
     *,
-    host: Host | None = None,
+    host: HostStats | None = None,
     stats: SummaryProvider | None = None,
     limits: Limits | None = None,
     descriptors: Descriptors | None = None,
@@ -131,7 +131,7 @@ async def serve(
     (per listener) and ``descriptors`` default to shares of the open-files limit.
     """
     config = options.config
-    host = host or Host()
+    host = host or HostStats()
     descriptors = descriptors or Descriptors.for_process()
     limits = limits or Limits.for_descriptors(descriptors.limit())
     memory = MemoryTrim()
@@ -281,7 +281,7 @@ class _Apps:
         checks: list[healthz.NamedCheck],
         reviews: ReviewClient | None,
         metrics: KubeletMetrics | None,
-        host: Host,
+        host: HostStats,
         stats: SummaryProvider | None = None,
     ) -> None:
         self._backend = backend

@@ -50,13 +50,13 @@ from .cgroupfigures import container_cgroup
 from .hoststats import (
     CpuSample,
     FsSample,
-    Host,
+    HostStats,
     InterfaceSample,
     MemorySample,
     PodCgroupFinder,
     files_usage,
 )
-from .syscontainers import SystemCgroups, swap_json, system_containers, zero_swap
+from .syscontainers import SystemContainerNames, swap_json, system_containers, zero_swap
 
 log = logging.getLogger(__name__)
 
@@ -219,10 +219,11 @@ class SummaryProvider:
         node_name: str,
         root_dir: str,
         pod_logs_dir: str,
-        host: Host | None = None,
+        host: HostStats | None = None,
         wall_clock: Callable[[], float] = time.time,
-        system_cgroups: SystemCgroups | None = None,
+        system_cgroups: SystemContainerNames | None = None,
         volume_stats_period: float = AGG_PERIOD,
+        volume_walks_in_threads: bool = True,
         pods_root: CgroupName = (NODE_ALLOCATABLE,),
         psi: bool = True,
         sandbox_stats: bool = False,
@@ -232,9 +233,9 @@ class SummaryProvider:
         self.node_name = node_name
         self.root_dir = root_dir
         self.pod_logs_dir = pod_logs_dir
-        self.host = host or Host()
+        self.host = host or HostStats()
         self.wall_clock = wall_clock
-        self.system_cgroups = system_cgroups or SystemCgroups()
+        self.system_cgroups = system_cgroups or SystemContainerNames()
         self.pods_root = pods_root
         """the parent of the pod cgroups: ``cgroupRoot`` + ``kubepods`` (cgroupsPerQOS)"""
         self.psi = psi
@@ -242,7 +243,9 @@ class SummaryProvider:
         self.started_at = wall_clock()
         """the ``kubelet`` system container's start: when the summary provider was made"""
         self.rates = RateCache()
-        self.volumes = VolumeUsageCache(root_dir, trio.current_time, volume_stats_period)
+        self.volumes = VolumeUsageCache(
+            root_dir, trio.current_time, volume_stats_period, in_threads=volume_walks_in_threads
+        )
         self._sandbox_stats_supported = sandbox_stats
         """PodAndContainerStatsFromCRI: pod figures from ListPodSandboxStats (until the
         runtime says UNIMPLEMENTED)"""

@@ -20,15 +20,15 @@ from kubelet.goformat import rfc3339
 from kubelet.stats.cgroupfs import CgroupSwap
 from kubelet.stats.psi import add_psi
 
-from .hoststats import Host, MemorySample
+from .hoststats import HostStats, MemorySample
 
 Json = dict[str, Any]
 
-__all__ = ["SystemCgroups", "swap_json", "zero_swap"]
+__all__ = ["SystemContainerNames", "swap_json", "zero_swap"]
 
 
 @attrs.frozen
-class SystemCgroups:
+class SystemContainerNames:
     """The named cgroups to report; ``kubelet`` None means the kubelet's own cgroup."""
 
     kubelet: str | None = None
@@ -53,8 +53,8 @@ MemoryJson = Callable[[str, MemorySample], Json]
 
 
 def system_containers(
-    host: Host,
-    names: SystemCgroups,
+    host: HostStats,
+    names: SystemContainerNames,
     *,
     when: str,
     kubelet_start: float,

@@ -1,6 +1,6 @@
 """The summary provider as the eviction manager and the image collector read it.
 
-``NodeUsage`` turns ``/stats/summary`` into the typed figures of ``kubelet.stats.summary``
+``UsageReader`` turns ``/stats/summary`` into the typed figures of ``kubelet.stats.summary``
 (the eviction manager's ``SummarySource``: the node's, then those of the pods it asks
 for), gives the image filesystem alone (the image collector's thresholds), and tells how
 the runtime's filesystems are laid out: whether images live on a filesystem of their own
@@ -31,7 +31,7 @@ def _device(path: str) -> int | None:
 
 
 @attrs.frozen
-class NodeUsage:
+class UsageReader:
     provider: SummaryProvider
 
     async def summary(self) -> Summary:

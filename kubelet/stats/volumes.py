@@ -29,12 +29,15 @@ import math
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import attrs
 import trio
 
 from . import fs
 from .fs import DirUsage, TreeWalk
+
+T = TypeVar("T")
 
 __all__ = ["AGG_PERIOD", "WALK_THREADS", "PodVolume", "VolumeUsageCache"]
 
@@ -120,6 +123,10 @@ class _Pod:
         )
 
 
+def _never_cancelled() -> None:
+    """A walk on the event loop is cancelled between slices, never inside one."""
+
+
 @attrs.define
 class VolumeUsageCache:
     root_dir: str
@@ -130,6 +137,9 @@ class VolumeUsageCache:
     max_seconds: float = fs.SLICE_SECONDS
     """time one pass walks a volume (the same)"""
     limiter: trio.CapacityLimiter = attrs.field(factory=lambda: trio.CapacityLimiter(WALK_THREADS))
+    in_threads: bool = True
+    """walk in worker threads (False: on the event loop, for tests on a fake clock, where
+    a worker thread looks like idleness and the clock would jump ahead)"""
     _pods: dict[str, _Pod] = attrs.field(factory=dict)
 
     async def pod_volumes(self, uid: str) -> list[PodVolume]:
@@ -156,7 +166,7 @@ class VolumeUsageCache:
         try:
             began = self.clock()
             root = Path(self.root_dir) / "pods" / uid / "volumes"
-            dirs = await trio.to_thread.run_sync(_volume_dirs, root, limiter=self.limiter)
+            dirs = await self._run(_volume_dirs, root)
             volumes = []
             for name, plugin, path in dirs:
                 volume = pod.walks.setdefault(str(path), _Volume())
@@ -177,15 +187,16 @@ class VolumeUsageCache:
             if now - volume.ended < self.period:
                 return
             volume.walk = TreeWalk(path)
-        seen = await trio.to_thread.run_sync(
-            volume.walk.advance,
-            self.max_entries,
-            trio.from_thread.check_cancelled,
-            self.max_seconds,
-            limiter=self.limiter,
-        )
+        check = trio.from_thread.check_cancelled if self.in_threads else _never_cancelled
+        seen = await self._run(volume.walk.advance, self.max_entries, check, self.max_seconds)
         if seen.complete:
             volume.walk, volume.last, volume.ended = None, seen, self.clock()
+
+    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
+        if not self.in_threads:
+            await trio.lowlevel.checkpoint()
+            return fn(*args)
+        return await trio.to_thread.run_sync(fn, *args, limiter=self.limiter)
 
     def keep(self, uids: set[str]) -> None:
         """Forget pods that are gone (a pass in progress closes its own walks)."""

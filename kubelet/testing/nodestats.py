@@ -1,12 +1,12 @@
 """A scripted node for usage figures: memory and filesystems the tests set, nothing real.
 
 ``ScriptedNode(tmp)`` writes /proc and cgroup v1 memory files under ``tmp`` and answers
-``statvfs`` from a table, so the kubelet's summary provider (``Host(root, statvfs)``)
+``statvfs`` from a table, so the kubelet's summary provider (``HostStats(root, statvfs)``)
 reads exactly what a test says. Every filesystem is ample (1 TiB, nothing used) and the
 memory is 64 GiB with 1 GiB in use until a test changes them::
 
     node = ScriptedNode(tmp)
-    host = agent.Host(stats=node.host, ...)
+    host = agent.HostStats(stats=node.host, ...)
     node.set_memory(working_set=63 * GiB)        # memory.available is now 1 GiB
     node.set_fs("/var/lib/fakeruntime", capacity=100 * GiB, available=5 * GiB)
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import attrs
 
-from kubelet.server.hoststats import FsSample, Host
+from kubelet.server.hoststats import FsSample, HostStats
 
 __all__ = ["GiB", "MiB", "ScriptedNode"]
 
@@ -48,8 +48,8 @@ class ScriptedNode:
         self.set_memory(working_set=GiB)
 
     @property
-    def host(self) -> Host:
-        return Host(root=self.root, statvfs=self.statvfs)
+    def host(self) -> HostStats:
+        return HostStats(root=self.root, statvfs=self.statvfs)
 
     def set_memory(self, *, working_set: int, inactive_file: int = 0) -> None:
         """The machine's memory in use (its working set; page cache on top, if any)."""

@@ -118,6 +118,7 @@ def cluster_kubelet(
         machine=MACHINE,
         node_ips=("10.0.0.5",),
         source_io=inline,  # no worker thread: it would look idle to autojump_clock
+        volume_walks_in_threads=False,
         ephemeral_ports=True,
         cgroup_fs=tree_cgroups(c.tmp / "cgroup"),
         cgroup_io=inline,

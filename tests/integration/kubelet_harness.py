@@ -130,6 +130,7 @@ async def start_kubelet(h: Harness) -> None:
         wall_clock=lambda: EPOCH + trio.current_time(),
         watch_files=False,
         source_io=inline,  # no worker thread: it would look idle to autojump_clock
+        volume_walks_in_threads=False,
         cgroup_fs=tree_cgroups(h.manifests.parent / "cgroup"),
         cgroup_io=inline,
         stats=h.node.host,

@@ -14,7 +14,7 @@ import pytest
 import trio
 
 from kubelet.server.hoststats import FsSample
-from kubelet.server.usage import NodeUsage
+from kubelet.server.usage import UsageReader
 from kubelet.testing import FakeRuntime
 from kubelet.testing.fakeapiserver import FakeApiServer
 from kubelet.testing.fakeruntime import IMAGE_FS_MOUNT, FakeContainer
@@ -266,7 +266,7 @@ async def test_emptydir_bytes_behind_many_files_are_still_evicted(
         c = Cluster(api, fake, tmp_path, nursery)
         await start_cluster_kubelet(c)
         assert c.components.eviction is not None
-        stats = cast(NodeUsage, c.components.eviction.summaries).provider
+        stats = cast(UsageReader, c.components.eviction.summaries).provider
         stats.volumes.max_entries = 50
         volume = {"name": "scratch", "emptyDir": {"sizeLimit": "1Mi"}}
         mount = {"name": "scratch", "mountPath": "/scratch"}

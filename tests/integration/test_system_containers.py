@@ -9,7 +9,7 @@ from typing import Any
 
 import trio
 
-from kubelet.server.usage import NodeUsage
+from kubelet.server.usage import UsageReader
 from kubelet.testing import FakeRuntime
 
 from .kubelet_harness import running_kubelet
@@ -30,7 +30,7 @@ def _cgroup(root: Path, path: str, usage: int) -> None:
 
 async def _system_containers(h: Any) -> dict[str, Any]:
     usage = h.components.eviction.summaries
-    assert isinstance(usage, NodeUsage)
+    assert isinstance(usage, UsageReader)
     summary = await usage.provider.summary()
     return {row["name"]: row for row in summary["node"].get("systemContainers", [])}
 

@@ -42,7 +42,7 @@ from kubelet.api.client import (
 from kubelet.api.kubeconfig import ClusterConnection, TokenSource, parse_kubeconfig
 from kubelet.api.pod import Pod
 from kubelet.api.ratelimit import TokenBucket, Unlimited
-from kubelet.api.watch import Backoff, ListWatch, Relisted, UidStore, reflect
+from kubelet.api.watch import ListWatch, Relisted, UidStore, WatchBackoff, reflect
 from kubelet.config import KubeletConfiguration, Options
 
 from .test_kubeconfig import Issued, b64, issue, kubeconfig
@@ -918,8 +918,8 @@ class Snapshots:
         return self.lists[-1]
 
 
-def no_jitter() -> Backoff:
-    return Backoff(jitter=0)
+def no_jitter() -> WatchBackoff:
+    return WatchBackoff(jitter=0)
 
 
 async def start_reflector(
@@ -1157,11 +1157,11 @@ async def test_store_keeps_the_last_good_version_of_an_undecodable_pod(
 
 def test_backoff_sequence_jitter_and_reset() -> None:
     async def main() -> None:
-        b = Backoff(jitter=0)
+        b = WatchBackoff(jitter=0)
         assert [b.next_delay() for _ in range(8)] == [0.8, 1.6, 3.2, 6.4, 12.8, 25.6, 30, 30]
         await trio.sleep(121)  # a healthy stretch
         assert b.next_delay() == 0.8
-        j = Backoff(rng=random.Random(3))
+        j = WatchBackoff(rng=random.Random(3))
         delays = [j.next_delay() for _ in range(4)]
         assert all(
             base <= d <= 2 * base for d, base in zip(delays, [0.8, 1.6, 3.2, 6.4], strict=True)

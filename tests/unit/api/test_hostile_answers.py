@@ -17,7 +17,7 @@ import trio.testing
 from kubelet.api import errors as e
 from kubelet.api.client import PODS, ApiClient
 from kubelet.api.pod import Pod
-from kubelet.api.watch import Backoff, ListWatch, UidStore, reflect
+from kubelet.api.watch import ListWatch, UidStore, WatchBackoff, reflect
 from kubelet.api.wellformed import object_problem
 from kubelet.boundedio import inline
 from kubelet.sources.apiserver import decode_pod
@@ -81,7 +81,7 @@ async def reflect_into(api: Scripted, seen: list[list[str]], decode: Any = None)
     store: UidStore[Any] = UidStore(on_change, decode) if decode else UidStore(on_change)
     transport = httpx.MockTransport(api)
     async with ApiClient.open(conn(), transport=transport, run_sync=inline) as client:
-        await reflect(client, ListWatch(PODS.path()), store, backoff=Backoff(jitter=0))
+        await reflect(client, ListWatch(PODS.path()), store, backoff=WatchBackoff(jitter=0))
 
 
 async def run_for(api: Scripted, seconds: float, decode: Any = None) -> list[list[str]]:
@@ -264,7 +264,7 @@ async def test_a_watch_line_without_end_fails_the_watch_which_is_retried(
     with trio.move_on_after(30):
         transport = httpx.MockTransport(handler)
         async with ApiClient.open(conn(), transport=transport, run_sync=inline) as client:
-            await reflect(client, ListWatch(PODS.path()), store, backoff=Backoff(jitter=0))
+            await reflect(client, ListWatch(PODS.path()), store, backoff=WatchBackoff(jitter=0))
     assert seen[:2] == [["a"], ["a", "b"]] and seen[-1] == ["a", "b", "c"]
     assert len(watches) == 2 and len(sent) <= 42
     assert "watch: an event of more than 4096 bytes" in caplog.text

@@ -6,7 +6,7 @@ from collections.abc import Collection, Sequence
 
 import pytest
 
-from kubelet.gc.containers import ContainerInfo, GCPlan, GCPolicy, SandboxInfo, plan
+from kubelet.gc.containers import GcContainer, GCPlan, GCPolicy, SandboxInfo, plan
 from kubelet.gc.images import (
     FailureTracker,
     ImageGCPolicy,
@@ -32,15 +32,15 @@ def c(
     state: str = "exited",
     age: float = 2 * HOUR,
     sandbox: str | None = None,
-) -> ContainerInfo:
-    return ContainerInfo(cid, name, uid, sandbox or f"s-{uid}", state, NOW - age)
+) -> GcContainer:
+    return GcContainer(cid, name, uid, sandbox or f"s-{uid}", state, NOW - age)
 
 
 TEST_POLICY = GCPolicy(min_age=HOUR, max_per_pod_container=2, max_containers=6)
 
 
 def run(
-    containers: Sequence[ContainerInfo],
+    containers: Sequence[GcContainer],
     sandboxes: Sequence[SandboxInfo] = (),
     *,
     policy: GCPolicy | None = None,
@@ -63,7 +63,7 @@ def run(
     )
 
 
-CONTAINER_CASES: dict[str, tuple[list[ContainerInfo], GCPolicy | None, dict, set[str]]] = {  # type: ignore[type-arg]
+CONTAINER_CASES: dict[str, tuple[list[GcContainer], GCPolicy | None, dict, set[str]]] = {  # type: ignore[type-arg]
     "no containers should be removed if both limits are unset": (
         [c("a", age=3 * HOUR), c("b", age=2 * HOUR)],
         GCPolicy(min_age=HOUR, max_per_pod_container=-1, max_containers=-1),

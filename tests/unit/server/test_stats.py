@@ -16,9 +16,9 @@ from kubelet.cri import CriError, ImageClient, RuntimeClient, Unimplemented, api
 from kubelet.server.cadvisor import cadvisor_metrics
 from kubelet.server.certs import serving_cert
 from kubelet.server.cgroupfigures import cgroup_figures
-from kubelet.server.hoststats import FsSample, Host
+from kubelet.server.hoststats import FsSample, HostStats
 from kubelet.server.stats import RateCache, SummaryProvider, rfc3339
-from kubelet.server.usage import NodeUsage
+from kubelet.server.usage import UsageReader
 from kubelet.stats.pace import Pacer
 from kubelet.stats.summary import from_json
 
@@ -26,7 +26,7 @@ UID = "0b6c1f0e-1111-2222-3333-444455556666"
 NOW = 1_800_000_000.0
 
 
-def fixture_host(root: Path) -> Host:
+def fixture_host(root: Path) -> HostStats:
     pod = f"kubepods/besteffort/pod{UID}"
     files = {
         "proc/stat": "cpu  100 0 50 1000 10 0 0 0 0 0\nbtime 1799990000\n",
@@ -55,7 +55,7 @@ def fixture_host(root: Path) -> Host:
         path = root / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
-    return Host(root)
+    return HostStats(root)
 
 
 def test_host_readers(tmp_path: Path) -> None:
@@ -78,7 +78,7 @@ def test_host_readers(tmp_path: Path) -> None:
     assert host.find_pod_cgroup(UID) == f"/kubepods/besteffort/pod{UID}"
     assert host.find_pod_cgroup("other") is None
     assert host.proc_cpu_ns() is not None
-    empty = Host(tmp_path / "nothing")
+    empty = HostStats(tmp_path / "nothing")
     assert empty.cgroup_memory("/") is None and empty.boot_time() is None
 
 
@@ -209,7 +209,7 @@ def provider(
         node_name="node1",
         root_dir=str(tmp_path),
         pod_logs_dir=str(logs),
-        host=Host(fixture_host(tmp_path / "host").root, statvfs=fixed_filesystem),
+        host=HostStats(fixture_host(tmp_path / "host").root, statvfs=fixed_filesystem),
         wall_clock=lambda: NOW,
         sandbox_stats=sandbox_stats,
     )
@@ -522,7 +522,7 @@ async def test_without_the_gate_pods_come_from_their_cgroup_and_network_namespac
 async def test_the_eviction_managers_lean_summary_keeps_every_figure_it_reads(
     tmp_path: Path,
 ) -> None:
-    """``lean`` (NodeUsage.summary) leaves out swap, pressure and network, read for each
+    """``lean`` (UsageReader.summary) leaves out swap, pressure and network, read for each
     pod and container every 10 s; the typed figures are those of the full summary."""
     stats = provider(tmp_path, ScriptedRuntime(sandbox_stats=False), sandbox_stats=False)
     pod = tmp_path / f"host/sys/fs/cgroup/memory/kubepods/besteffort/pod{UID}"
@@ -533,4 +533,4 @@ async def test_the_eviction_managers_lean_summary_keeps_every_figure_it_reads(
     assert "swap" in full["pods"][0]["containers"][0]
     assert "swap" not in lean["pods"][0] and "swap" not in lean["pods"][0]["containers"][0]
     assert from_json(lean) == from_json(full)
-    assert (await NodeUsage(stats).summary()) == from_json(full)
+    assert (await UsageReader(stats).summary()) == from_json(full)

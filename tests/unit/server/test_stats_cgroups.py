@@ -11,7 +11,7 @@ import pytest
 from kubelet.cri import ImageClient, RuntimeClient
 from kubelet.eviction.observations import observe_signals
 from kubelet.eviction.thresholds import Signal
-from kubelet.server.hoststats import Host
+from kubelet.server.hoststats import HostStats
 from kubelet.server.stats import SummaryProvider
 from kubelet.stats.cgroupfs import Cgroups
 from kubelet.stats.summary import from_json
@@ -34,7 +34,7 @@ def write_tree(root: Path, files: dict[str, str]) -> Path:
     return root
 
 
-def v2_host(root: Path, pod: str = BURSTABLE_POD, pods: str = "kubepods") -> Host:
+def v2_host(root: Path, pod: str = BURSTABLE_POD, pods: str = "kubepods") -> HostStats:
     """A cgroup v2 machine: the unified hierarchy at sys/fs/cgroup, /proc figures that
     differ from the cgroup ones (so a fallback to /proc shows)."""
     write_tree(
@@ -63,10 +63,10 @@ def v2_host(root: Path, pod: str = BURSTABLE_POD, pods: str = "kubepods") -> Hos
             f"{CG}/{pod}/pids.current": "3\n",
         },
     )
-    return Host(root)
+    return HostStats(root)
 
 
-def provider(tmp_path: Path, host: Host, sandbox_stats: bool = False) -> SummaryProvider:
+def provider(tmp_path: Path, host: HostStats, sandbox_stats: bool = False) -> SummaryProvider:
     return SummaryProvider(
         cast(RuntimeClient, ScriptedRuntime(sandbox_stats=sandbox_stats)),
         cast(ImageClient, ScriptedImages(str(tmp_path))),

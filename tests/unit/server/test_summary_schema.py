@@ -17,7 +17,7 @@ import attrs
 from kubelet.cri import ImageClient, RuntimeClient, api
 from kubelet.server.resource import resource_metrics
 from kubelet.server.stats import SummaryProvider, rfc3339
-from kubelet.server.syscontainers import SystemCgroups
+from kubelet.server.syscontainers import SystemContainerNames
 
 from .test_psi import v2_provider
 from .test_stats import NOW, UID, ScriptedRuntime, provider
@@ -285,7 +285,7 @@ async def test_swap_system_containers_rlimit_and_image_fs_values(tmp_path: Path)
 
 async def test_configured_system_cgroups_are_reported(tmp_path: Path) -> None:
     stats = rich_provider(tmp_path)
-    stats.system_cgroups = SystemCgroups(runtime=KUBELET_CGROUP, misc="/nowhere")
+    stats.system_cgroups = SystemContainerNames(runtime=KUBELET_CGROUP, misc="/nowhere")
     names = [c["name"] for c in (await stats.summary())["node"]["systemContainers"]]
     assert names == ["kubelet", "runtime", "pods"]  # misc's cgroup does not exist: skipped
 

@@ -16,9 +16,9 @@ import attrs
 import pytest
 
 from kubelet.cri import ImageClient, RuntimeClient, api, labels
-from kubelet.server.hoststats import Host
+from kubelet.server.hoststats import HostStats
 from kubelet.server.stats import SummaryProvider
-from kubelet.server.usage import NodeUsage
+from kubelet.server.usage import UsageReader
 from kubelet.stats.pace import Pacer
 from kubelet.stats.summary import from_json
 
@@ -169,7 +169,7 @@ def shaped_provider(
         node_name="node1",
         root_dir=str(tmp_path),
         pod_logs_dir=str(logs),
-        host=Host(fixture_host(tmp_path / "host").root, statvfs=fixed_filesystem),
+        host=HostStats(fixture_host(tmp_path / "host").root, statvfs=fixed_filesystem),
         wall_clock=lambda: now[0],
         sandbox_stats=runtime.sandbox_stats,
     )
@@ -177,7 +177,7 @@ def shaped_provider(
 
 async def test_the_typed_summary_is_the_json_summary_read_back(tmp_path: Path) -> None:
     stats = shaped_provider(tmp_path, ShapedRuntime())
-    typed = await NodeUsage(stats).summary()
+    typed = await UsageReader(stats).summary()
     assert typed == from_json(await stats.summary())
     assert typed == from_json(await stats.summary(lean=True))
     # the shapes are there: what would make the two paths differ is exercised
@@ -200,7 +200,7 @@ async def test_the_typed_summary_is_the_json_summary_read_back(tmp_path: Path) -
 
 async def test_the_typed_summary_with_sandbox_stats_from_the_runtime(tmp_path: Path) -> None:
     stats = shaped_provider(tmp_path, ShapedRuntime(sandbox_stats=True))
-    typed = await NodeUsage(stats).summary()
+    typed = await UsageReader(stats).summary()
     assert typed == from_json(await stats.summary())
     web, bare, vols, _ = typed.pods
     assert web.memory is not None and web.memory.working_set == 4321  # the runtime's
@@ -214,7 +214,7 @@ async def test_the_typed_pass_advances_the_cpu_rates_as_the_json_pass(tmp_path: 
     clock = [NOW]
     runtime = ShapedRuntime()
     stats = shaped_provider(tmp_path, runtime, clock)
-    await NodeUsage(stats).summary()
+    await UsageReader(stats).summary()
     cpuacct = tmp_path / f"host/sys/fs/cgroup/cpuacct/kubepods/besteffort/pod{UID}/cpuacct.usage"
     cpuacct.write_text(str(7000 + 2 * 10**8) + "\n")
     clock[0] = runtime.clock = NOW + 2
@@ -232,7 +232,7 @@ async def test_the_typed_pass_gives_the_loop_back_between_pods(tmp_path: Path) -
         return pacers[-1]
 
     stats.pacer = pacer
-    summary = await NodeUsage(stats).summary()
+    summary = await UsageReader(stats).summary()
     assert len(summary.pods) == 4
     assert await stats.pods_usage(frozenset()) == ()
     assert [p.yields for p in pacers] == [5, 5]  # one per sandbox, the restarted one's too
