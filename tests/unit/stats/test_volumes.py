@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,11 +28,17 @@ class Walks:
     """Counts the walks that begin (an ``os.scandir`` of a volume's own directory) and
     how many run at once."""
 
-    def __init__(self, monkeypatch: pytest.MonkeyPatch, volumes: set[Path], hold: float = 0):
+    def __init__(
+        self,
+        monkeypatch: pytest.MonkeyPatch,
+        volumes: set[Path],
+        together: threading.Barrier | None = None,
+    ):
         self.volumes = {os.fspath(v) for v in volumes}
         self.started = 0
         self.running = self.peak = 0
-        self.hold = hold
+        self.together = together
+        """walks wait here for each other: as many run at once as the limiter lets"""
         self._lock = threading.Lock()
         real = os.scandir
 
@@ -45,7 +50,8 @@ class Walks:
                 self.running += 1
                 self.peak = max(self.peak, self.running)
             try:
-                time.sleep(self.hold)  # the worker thread busy on a big directory
+                if self.together is not None:
+                    self.together.wait()  # the worker threads busy on big directories
                 return real(path)
             finally:
                 with self._lock:
@@ -93,11 +99,11 @@ async def test_walks_share_a_few_threads(
     uids = [f"u{i}" for i in range(6)]
     volumes = {_volume(tmp_path, uid) for uid in uids}
     cache = VolumeUsageCache(str(tmp_path), trio.current_time, period=60)
-    walks = Walks(monkeypatch, volumes, hold=0.05)
+    walks = Walks(monkeypatch, volumes, threading.Barrier(WALK_THREADS, timeout=30))
     async with trio.open_nursery() as nursery:
         for uid in uids:
             nursery.start_soon(cache.pod_volumes, uid)
-    assert walks.started == 6 and walks.peak <= WALK_THREADS
+    assert walks.started == 6 and walks.peak == WALK_THREADS
 
 
 async def test_a_big_volume_is_walked_on_across_passes(
