@@ -470,7 +470,13 @@ async def _serve(
     backend = RunningKubelet(core.runtime, core.images, *registries, lifecycle)
     reviews = ApiReviews(api) if api is not None else None
     addresses: Addresses = await root.start(
-        functools.partial(serve, serving=node_handle.serving, host=host.stats, stats=stats),
+        functools.partial(
+            serve,
+            serving=node_handle.serving,
+            host=host.stats,
+            stats=stats,
+            file_io=host.source_io,
+        ),
         *(backend, options, reviews, core.metrics, host.ephemeral_ports),
     )
     cfg = options.config

@@ -22,7 +22,7 @@ import ssl
 import attrs
 import trio
 
-from kubelet.boundedio import in_thread
+from kubelet.boundedio import RunSync, in_thread
 from kubelet.config import Options, features
 from kubelet.metrics import KubeletMetrics
 from kubelet.node.certificates.manager import CertificateManager
@@ -122,9 +122,11 @@ async def serve(
     limits: Limits | None = None,
     descriptors: Descriptors | None = None,
     serving: CertificateManager | None = None,
+    file_io: RunSync = in_thread,
     task_status: trio.TaskStatus[Addresses] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Run the kubelet's servers until cancelled.
+    """Run the kubelet's servers until cancelled. ``file_io``: where the TLS files are read
+    and parsed (a worker thread; tests on a fake clock: inline).
 
     Raises ``auth.AuthConfigError`` at once when the configured webhook authentication
     or authorization has no ``reviews`` client, as upstream refuses to start. ``limits``
@@ -166,7 +168,7 @@ async def serve(
         addresses: dict[str, str] = {}
         if config.enable_server:
             main_app = apps.build(auth_required=True)
-            context = await _main_tls(options, serving, nursery)
+            context = await _main_tls(options, serving, nursery, file_io)
             sock = listeners.listen(config.address, config.port)
             addresses["main"] = serve_on(main_app, sock, context, "main")
             log.info("Starting to listen on %s (TLS)", addresses["main"])
@@ -204,23 +206,23 @@ class _Listeners:
 
 
 async def _main_tls(
-    options: Options, serving: CertificateManager | None, nursery: trio.Nursery
+    options: Options, serving: CertificateManager | None, nursery: trio.Nursery, io: RunSync
 ) -> ssl.SSLContext:
     """The main port's TLS, with its watchers in ``nursery``: the configured (or a
     self-signed) serving certificate, or the serving certificate manager's pairs; the
     client CA bundle. Raises when what is configured does not load, as upstream stops."""
     config = options.config
     ca_file = config.authentication.x509.client_ca_file
-    tls = ServingTLS(config.tls_min_version, ca_file)
+    tls = ServingTLS(config.tls_min_version, ca_file, io)
     if ca_file:
         try:
-            ca = await in_thread(lambda: read_files([ca_file], CA_BUNDLE_LIMIT))
+            ca = await io(lambda: read_files([ca_file], CA_BUNDLE_LIMIT))
             await tls.use_client_ca(ca[0])
         except (OSError, ValueError, ssl.SSLError) as exc:
             raise OSError(f"unable to load client CA file {ca_file}: {exc}") from exc
         if options.features.enabled(features.RELOAD_KUBELET_CLIENT_CA_FILE):
             await nursery.start(
-                functools.partial(watch_files, limit=CA_BUNDLE_LIMIT),
+                functools.partial(watch_files, limit=CA_BUNDLE_LIMIT, run=io),
                 f"client-ca-bundle::{ca_file}",
                 [ca_file],
                 lambda c: tls.use_client_ca(c[0]),
@@ -238,14 +240,14 @@ async def _main_tls(
     )
     files = [cert.cert_file, cert.key_file]
     try:
-        loaded = await in_thread(lambda: read_files(files, PAIR_FILE_LIMIT))
+        loaded = await io(lambda: read_files(files, PAIR_FILE_LIMIT))
     except ValueError as exc:  # refused: too long, or not a regular file
         raise OSError(str(exc)) from exc
     await tls.use_pair(*loaded)
     configured = bool(config.tls_cert_file and config.tls_private_key_file)
     if configured and options.features.enabled(features.RELOAD_KUBELET_SERVER_CERTIFICATE_FILE):
         await nursery.start(
-            functools.partial(watch_files, limit=PAIR_FILE_LIMIT),
+            functools.partial(watch_files, limit=PAIR_FILE_LIMIT, run=io),
             "kubelet-server-cert-files::{}::{}".format(*files),
             files,
             lambda c: tls.use_pair(*c),
