@@ -16,10 +16,9 @@ from typing import Any, Protocol
 import trio
 import trio.lowlevel
 
-from kubelet.api.pod import Pod
+from kubelet.api import Pod
 from kubelet.cri import RuntimeClient
-from kubelet.pods.manager import PodManager
-from kubelet.pods.workers import PodWorkers
+from kubelet.pods import PodManager, PodWorkers
 from kubelet.tables import table
 
 
