@@ -1,4 +1,13 @@
-"""A container's environment: variables, service links, ``$(VAR)``, DNS and /etc/hosts."""
+"""A container's environment: variables, service links, ``$(VAR)``, DNS and /etc/hosts.
+
+What the package offers the pod driver and the pod lifecycle: ``resolve_env`` and
+``resolve_command`` (a container's variables and its command with ``$(VAR)`` expanded,
+``expand_env``/``expand_all`` under an ``ExpansionBudget``), ``EnvLookup``/``ApiEnvLookup``
+(ConfigMaps and Secrets behind env and envFrom), ``ServiceStore`` and ``run_services``
+(the service links), ``DnsSettings`` (what the sandboxes' resolv.conf and hostname are
+made from) and the kubelet-managed ``/etc/hosts`` (``hosts_file_content``, ``write_hosts_file``,
+``hosts_mount``), with the reasons and errors users see when one of them fails.
+"""
 
 from .dns import DnsSettings, DNSWarning
 from .envfile import MAX_ENV_FILE_BYTES, UNPARSABLE_ENV_FILE

@@ -1,4 +1,13 @@
-"""The node: machine facts, node status, registration and the lease heartbeat."""
+"""The node: machine facts, node status, registration and the lease heartbeat.
+
+What the package offers the agent and the other components: ``run_node`` (the node
+nursery: registration, status reports, the lease, certificates and shutdown, given its
+``NodeParts`` and answering with a ``NodeHandle``), ``NodeIdentity`` (name, hostname,
+addresses), ``read_machine_info``/``MachineInfo``, ``NodeFacts``, and the node's
+resource arithmetic: ``capacity``, ``allocatable``, ``summed_reservations``,
+``eviction_bytes``, ``max_pods``, ``filesystem_stats``; ``declared`` holds the node's
+declared features. ``certificates`` and ``shutdown`` are packages of their own.
+"""
 
 from . import declared
 from .declared import declared_features

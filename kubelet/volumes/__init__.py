@@ -1,4 +1,11 @@
-"""Pod volumes: the pod directory under --root-dir, and the volume plugins."""
+"""Pod volumes: the pod directory under --root-dir, and the volume plugins.
+
+What the package offers: ``VolumeManager`` and ``PodVolumes`` (a pod's volumes set up
+before its sandbox, mounted into its containers, removed after its teardown),
+``ApiTokenSource`` (service-account tokens), ``PodEnvFiles`` (``fileKeyRef`` env files),
+``setup_data_dirs``/``pod_dir``/``make_log_dir`` (the directories under --root-dir, with
+upstream's layout and modes) and ``noswap_supported``.
+"""
 
 from .dirs import CHECKPOINTS_DIR, POD_RESOURCES_DIR, DataDirError, make_log_dir, setup_data_dirs
 from .envfiles import PodEnvFiles
