@@ -42,64 +42,84 @@ import trio
 import trio_asyncio
 
 from kubelet import process
-from kubelet.api.client import ApiClient
-from kubelet.api.kubeconfig import ClusterConnection, load_kubeconfig
+from kubelet.api import ApiClient, ClusterConnection, load_kubeconfig
 from kubelet.boundedio import RunSync, in_thread
-from kubelet.cgroups.fs import CgroupFs
-from kubelet.cgroups.names import node_allocatable_root
-from kubelet.cgroups.run import CgroupHost, PodCgroups, capacity_of, host_cgroup_fs
-from kubelet.cgroups.systemd import SystemdAccess
-from kubelet.cm.manager import ContainerManager, NodeResources
-from kubelet.cm.parts import CmParts
-from kubelet.cm.run import run_container_manager
-from kubelet.config import ConfigError, Options, features
-from kubelet.config.features import POD_READY_TO_START_CONTAINERS_CONDITION
-from kubelet.cri import ImageClient, RuntimeClient, connect
-from kubelet.cri.runtime import wait_until_answering
-from kubelet.debug.console import claim_socket_path, serve_console
-from kubelet.env.services import ServiceStore, run_services
+from kubelet.cgroups import (
+    CgroupFs,
+    CgroupHost,
+    PodCgroups,
+    SystemdAccess,
+    capacity_of,
+    host_cgroup_fs,
+    node_allocatable_root,
+)
+from kubelet.cm import CmParts, ContainerManager, NodeResources, run_container_manager
+from kubelet.config import POD_READY_TO_START_CONTAINERS_CONDITION, ConfigError, Options, features
+from kubelet.cri import ImageClient, RuntimeClient, connect, wait_until_answering
+from kubelet.debug import claim_socket_path, serve_console
+from kubelet.env import ServiceStore, run_services
 from kubelet.errors import FATAL_EXIT_CODE, FatalError
-from kubelet.events.recorder import NORMAL, EventRecorder, node_ref, run_event_recorder
-from kubelet.events.sink import ApiEvents
-from kubelet.eviction.manager import EvictionManager
-from kubelet.eviction.run import EvictionParts, NodePressure, eviction_settings, run_eviction
-from kubelet.gc.collector import GarbageCollectors
-from kubelet.gc.logs import LEGACY_CONTAINER_LOGS_DIR
-from kubelet.gc.run import GcParts, image_gc_policy, run_gc
+from kubelet.events import NORMAL, ApiEvents, EventRecorder, node_ref, run_event_recorder
+from kubelet.eviction import (
+    EvictionManager,
+    EvictionParts,
+    NodePressure,
+    eviction_settings,
+    run_eviction,
+)
+from kubelet.gc import (
+    LEGACY_CONTAINER_LOGS_DIR,
+    GarbageCollectors,
+    GcParts,
+    image_gc_policy,
+    run_gc,
+)
 from kubelet.metrics import KubeletMetrics, PodGauges
-from kubelet.node.certificates import BootstrapError, load_client_cert
-from kubelet.node.certificates.transport import RotatingTransport, transport_for
-from kubelet.node.identity import NodeIdentity
-from kubelet.node.machine import MachineInfo, read_machine_info
-from kubelet.node.run import NodeHandle, NodeParts, run_node
-from kubelet.node.shutdown.handoff import KillRequest, active_pods, kill_channel
-from kubelet.node.shutdown.manager import PodTerminator
+from kubelet.node import (
+    MachineInfo,
+    NodeHandle,
+    NodeIdentity,
+    NodeParts,
+    read_machine_info,
+    run_node,
+)
+from kubelet.node.certificates import (
+    BootstrapError,
+    RotatingTransport,
+    load_client_cert,
+    transport_for,
+)
+from kubelet.node.shutdown import KillRequest, PodTerminator, active_pods, kill_channel
 from kubelet.pleg import PlegHandle, run_pleg
-from kubelet.pods.census import working_pods
-from kubelet.pods.fit import NodeInfo
-from kubelet.pods.manager import PodManager
-from kubelet.pods.nodeinfo import local_node, node_info_source
-from kubelet.pods.run import LifecycleParts, PodLifecycle, run_pod_lifecycle
-from kubelet.pods.syncer import KubeletPodSyncer
-from kubelet.pods.workers import PodWorkers
-from kubelet.prober.manager import ProberManager, run_prober
-from kubelet.runtime.podruntime import PodRuntime
-from kubelet.runtime.run import RuntimeParts, run_runtime
-from kubelet.server.backend import RunningKubelet
-from kubelet.server.hoststats import HostStats
-from kubelet.server.reviews import ApiReviews
-from kubelet.server.serve import Addresses, serve
-from kubelet.server.stats import SummaryProvider
-from kubelet.server.syscontainers import SystemContainerNames
-from kubelet.server.usage import UsageReader
-from kubelet.sources.podconfig import PodConfig
-from kubelet.sources.run import open_sources
-from kubelet.stats.boot import boot_time
-from kubelet.stats.cgroupfs import Cgroups
-from kubelet.status.generate import owned_conditions
-from kubelet.status.manager import StatusManager, run_status_manager
+from kubelet.pods import (
+    KubeletPodSyncer,
+    LifecycleParts,
+    NodeInfo,
+    PodLifecycle,
+    PodManager,
+    PodWorkers,
+    local_node,
+    node_info_source,
+    run_pod_lifecycle,
+    working_pods,
+)
+from kubelet.prober import ProberManager, run_prober
+from kubelet.runtime import PodRuntime, RuntimeParts, run_runtime
+from kubelet.server import (
+    Addresses,
+    ApiReviews,
+    HostStats,
+    RunningKubelet,
+    SummaryProvider,
+    SystemContainerNames,
+    UsageReader,
+    serve,
+)
+from kubelet.sources import PodConfig, open_sources
+from kubelet.stats import Cgroups, boot_time
+from kubelet.status import StatusManager, owned_conditions, run_status_manager
 from kubelet.version import version_line
-from kubelet.volumes.dirs import DataDirError, setup_data_dirs
+from kubelet.volumes import DataDirError, setup_data_dirs
 
 log = logging.getLogger("kubelet")
 

@@ -15,7 +15,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args[:1] == ["pods"]:
         return _pods(args[1:])
     if args[:1] == ["debug"]:
-        from kubelet.debug.client import main as debug
+        from kubelet.debug import main as debug
 
         return debug(args[1:])
     try:

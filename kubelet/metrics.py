@@ -26,8 +26,8 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from kubelet.api.pod import Pod
-from kubelet.cri.types import ContainerRunState, RuntimePodStatus, SandboxState
+from kubelet.api import Pod
+from kubelet.cri import ContainerRunState, RuntimePodStatus, SandboxState
 from kubelet.podstartup import PodStartupTracker
 
 # No ``…_created`` series beside each counter and histogram: upstream has none.

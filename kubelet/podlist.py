@@ -11,9 +11,8 @@ import sys
 import trio
 import trio_asyncio
 
-from kubelet.cri import CriError, connect
-from kubelet.cri.types import ContainerRunState, RuntimePodStatus
-from kubelet.pleg.view import RuntimeView
+from kubelet.cri import ContainerRunState, CriError, RuntimePodStatus, connect
+from kubelet.pleg import RuntimeView
 from kubelet.tables import age, table
 
 

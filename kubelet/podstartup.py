@@ -27,7 +27,7 @@ from collections.abc import Callable
 
 import attrs
 
-from kubelet.api.pod import Pod, is_restartable_init_container
+from kubelet.api import Pod, is_restartable_init_container
 from kubelet.goformat import parse_time
 from kubelet.logs import get_logger, kobj
 

@@ -15,9 +15,7 @@ from collections.abc import Callable
 
 from kubelet.config import Options
 from kubelet.cri import trace
-from kubelet.logs import get_logger
-from kubelet.logs.fields import verbosity_level
-from kubelet.logs.setup import setup_logging
+from kubelet.logs import get_logger, setup_logging, verbosity_level
 
 log = logging.getLogger("kubelet")
 structured = get_logger(__name__)

@@ -25,15 +25,17 @@ from pathlib import Path
 
 import trio
 
-from kubelet.api.meta import ObjectMeta
-from kubelet.api.pod import Container, Pod, PodSpec, Quantity, ResourceRequirements
-from kubelet.cgroups.fs import CgroupFs
-from kubelet.cgroups.layout import read_layout
-from kubelet.cgroups.manager import CgroupManager, CgroupSettings, hugepage_sizes
-from kubelet.cgroups.systemd import SystemdAccess, SystemdBus
-from kubelet.testing.cgroupfs import TreeCgroupFs, v1_tree
-from kubelet.testing.fakelogind import private_bus
-from kubelet.testing.fakesystemd import FakeSystemd
+from kubelet.api import Container, ObjectMeta, Pod, PodSpec, Quantity, ResourceRequirements
+from kubelet.cgroups import (
+    CgroupFs,
+    CgroupManager,
+    CgroupSettings,
+    SystemdAccess,
+    SystemdBus,
+    hugepage_sizes,
+    read_layout,
+)
+from kubelet.testing import FakeSystemd, TreeCgroupFs, private_bus, v1_tree
 
 CAPACITY = {"cpu": Fraction(2), "memory": Fraction(8 << 30), "pid": Fraction(32768)}
 CLASSES = ("Guaranteed", "Burstable", "BestEffort")

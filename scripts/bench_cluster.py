@@ -165,7 +165,7 @@ def report(
 
 
 async def bench(args: argparse.Namespace) -> None:
-    from kubelet.testing.fakeapiserver import FakeApiServer
+    from kubelet.testing import FakeApiServer
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-cluster-"))
     procs: list[subprocess.Popen[bytes]] = []

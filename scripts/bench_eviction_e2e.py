@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kubelet.cri import connect, labels
 from kubelet.cri.__main__ import cleanup
-from kubelet.stats.cgroupfs import Cgroups
+from kubelet.stats import Cgroups
 
 ENDPOINT = "unix:///run/containerd/containerd.sock"
 MiB = 1 << 20

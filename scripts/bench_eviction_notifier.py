@@ -32,13 +32,9 @@ import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from kubelet.api.meta import ObjectMeta
-from kubelet.api.pod import Container, Pod, PodSpec
-from kubelet.eviction.decide import Eviction
-from kubelet.eviction.manager import EvictionConfig, EvictionManager
-from kubelet.eviction.thresholds import parse_thresholds
-from kubelet.stats.cgroupfs import Cgroups, Layout
-from kubelet.stats.summary import MemoryUsage, NodeUsage, PodUsage, Summary
+from kubelet.api import Container, ObjectMeta, Pod, PodSpec
+from kubelet.eviction import Eviction, EvictionConfig, EvictionManager, parse_thresholds
+from kubelet.stats import Cgroups, Layout, MemoryUsage, NodeUsage, PodUsage, Summary
 
 Mi = 1024 * 1024
 CAPACITY = 1024 * Mi

@@ -37,16 +37,12 @@ from typing import Any
 
 import trio
 
-from kubelet.api.meta import ObjectMeta
-from kubelet.api.pod import Container, Pod, PodSpec, Volume
-from kubelet.config.kubeletconfig import DEFAULT_EVICTION_HARD
+from kubelet.api import Container, ObjectMeta, Pod, PodSpec, Volume
+from kubelet.config import DEFAULT_EVICTION_HARD
 from kubelet.cri import api, labels
-from kubelet.eviction.manager import EvictionConfig, EvictionManager
-from kubelet.eviction.thresholds import parse_thresholds
+from kubelet.eviction import EvictionConfig, EvictionManager, parse_thresholds
 from kubelet.process import tune_garbage_collector
-from kubelet.server.hoststats import HostStats
-from kubelet.server.stats import SummaryProvider
-from kubelet.server.usage import UsageReader
+from kubelet.server import HostStats, SummaryProvider, UsageReader
 
 MEMORY_STAT = """cache {cache}
 rss {rss}

@@ -100,8 +100,7 @@ from hostile_target import (
     warm_up,
 )
 
-from kubelet.testing.h2client import H2Client
-from kubelet.testing.hostile import ManifestServer, make_fifo, many_maps_manifest, serve_manifests
+from kubelet.testing import H2Client, ManifestServer, make_fifo, many_maps_manifest, serve_manifests
 
 QUICK_SCALE = 0.025
 """``--quick``: 30,000 files for the volume walk, 25,000 for the sizeLimit input."""

@@ -32,23 +32,25 @@ from typing import Any
 import trio
 import trio_asyncio
 
-from kubelet.api.meta import ObjectMeta
-from kubelet.api.pod import (
+from kubelet.api import (
     Container,
     ExecAction,
     HTTPGetAction,
+    ObjectMeta,
     Pod,
     PodSpec,
     Probe,
     TCPSocketAction,
 )
-from kubelet.cri import api, connect
-from kubelet.cri.convert import container_info_from_cri, sandbox_info_from_cri
-from kubelet.cri.types import RuntimePodStatus
-from kubelet.handlers.outcome import ProbeOutcome, ProbeResult, ProbeTarget
-from kubelet.prober.manager import ProberManager
-from kubelet.prober.prober import ActionProber
-from kubelet.prober.probes import ProbeKind
+from kubelet.cri import (
+    RuntimePodStatus,
+    api,
+    connect,
+    container_info_from_cri,
+    sandbox_info_from_cri,
+)
+from kubelet.handlers import ProbeOutcome, ProbeResult, ProbeTarget
+from kubelet.prober import ActionProber, ProbeKind, ProberManager
 
 PERIOD = 10
 

@@ -24,16 +24,20 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from kubelet.config import KubeletConfiguration, encode  # noqa: E402
-from kubelet.config.flags import FLAGS, FlagSpec, shown_default, support_key  # noqa: E402
-from kubelet.config.gatedata import GATES  # noqa: E402
-from kubelet.config.support import (  # noqa: E402
+from kubelet.config import (  # noqa: E402
+    FLAGS,
     GATE_SUPPORT,
+    GATES,
     IMPLEMENTED,
     NOT_IMPLEMENTED,
     PARTIAL,
     SETTINGS,
+    FlagSpec,
+    KubeletConfiguration,
     Support,
+    encode,
+    shown_default,
+    support_key,
 )
 
 REFERENCE = ROOT / "docs" / "reference" / "configuration.md"

@@ -38,7 +38,7 @@ from hostile_target import (
 )
 
 from kubelet.server import spdy
-from kubelet.testing.wschannels import ChannelClient, HandshakeRefused
+from kubelet.testing import ChannelClient, HandshakeRefused
 
 # -- 1. env expansion ---------------------------------------------------------------------------
 

@@ -32,11 +32,9 @@ from pathlib import Path
 
 import trio
 
-from kubelet.api.pod import Pod
-from kubelet.sources.file import FileSource
-from kubelet.sources.podconfig import PodOperation
-from kubelet.sources.url import URLSource
-from kubelet.testing.hostile import ManifestServer, hostile_files, serve_manifests
+from kubelet.api import Pod
+from kubelet.sources import FileSource, PodOperation, URLSource
+from kubelet.testing import ManifestServer, hostile_files, serve_manifests
 
 NODE = "hostile-node"
 ORDINARY = (

@@ -31,9 +31,7 @@ import attrs
 import trio
 
 from kubelet.cri import api, connect
-from kubelet.testing.certs import CertPair, TestCA
-from kubelet.testing.fakeapiserver import FakeApiServer
-from kubelet.testing.fakeruntime import BUSYBOX_IMAGE, FakeRuntime
+from kubelet.testing import BUSYBOX_IMAGE, CertPair, FakeApiServer, FakeRuntime, TestCA
 
 MIB = 1024 * 1024
 NODE = "hostile"

@@ -25,3 +25,104 @@ The systemd driver: ``slices`` (unit names and properties, pure), ``systemd`` (s
 D-Bus API: StartTransientUnit, SetUnitProperties, StopUnit, JobRemoved) and ``driver``
 (the runtime's cgroup driver, from CRI RuntimeConfig, wins over the configured one).
 """
+
+from .driver import driver_from_runtime
+from .fs import CgroupError, CgroupFs
+from .layout import read_layout
+from .manager import (
+    FAILED_CREATE_POD_CONTAINER,
+    CgroupManager,
+    CgroupSettings,
+    Event,
+    Observe,
+    hugepage_sizes,
+)
+from .names import (
+    NODE_ALLOCATABLE,
+    POD_PREFIX,
+    CgroupName,
+    QosCgroups,
+    new_name,
+    node_allocatable_root,
+    to_cgroupfs,
+    to_systemd,
+)
+from .requests import (
+    ResourceList,
+    hugepage_size,
+    is_extended_resource,
+    is_pod_level_resources_set,
+    is_scalar_resource,
+    milli,
+    pod_requests,
+    resource_limit,
+    resource_request,
+    whole,
+)
+from .run import (
+    ActivePods,
+    CgroupHost,
+    CgroupParts,
+    PodCgroups,
+    capacity_of,
+    host_cgroup_fs,
+    run_cgroups,
+)
+from .swap import LIMITED_SWAP, NodeSwap
+from .systemd import SystemdAccess, SystemdBus
+from .values import (
+    CPU_PERIOD,
+    hugepage_limits,
+    hugepage_unit,
+    milli_cpu_to_quota,
+    milli_cpu_to_shares,
+    pod_memory_limit,
+)
+
+__all__ = [
+    "CPU_PERIOD",
+    "FAILED_CREATE_POD_CONTAINER",
+    "LIMITED_SWAP",
+    "NODE_ALLOCATABLE",
+    "POD_PREFIX",
+    "ActivePods",
+    "CgroupError",
+    "CgroupFs",
+    "CgroupHost",
+    "CgroupManager",
+    "CgroupName",
+    "CgroupParts",
+    "CgroupSettings",
+    "Event",
+    "NodeSwap",
+    "Observe",
+    "PodCgroups",
+    "QosCgroups",
+    "ResourceList",
+    "SystemdAccess",
+    "SystemdBus",
+    "capacity_of",
+    "driver_from_runtime",
+    "host_cgroup_fs",
+    "hugepage_limits",
+    "hugepage_size",
+    "hugepage_sizes",
+    "hugepage_unit",
+    "is_extended_resource",
+    "is_pod_level_resources_set",
+    "is_scalar_resource",
+    "milli",
+    "milli_cpu_to_quota",
+    "milli_cpu_to_shares",
+    "new_name",
+    "node_allocatable_root",
+    "pod_memory_limit",
+    "pod_requests",
+    "read_layout",
+    "resource_limit",
+    "resource_request",
+    "run_cgroups",
+    "to_cgroupfs",
+    "to_systemd",
+    "whole",
+]

@@ -17,8 +17,7 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
-from kubelet.cri import cri_api_pb2 as api
-from kubelet.cri.errors import CriError, Unimplemented
+from kubelet.cri import CriError, Unimplemented, api
 from kubelet.errors import ConfigError
 
 from .names import CGROUPFS, SYSTEMD

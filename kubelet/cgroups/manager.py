@@ -44,8 +44,7 @@ from typing import Any, Protocol
 import attrs
 import trio
 
-from kubelet.api.pod import Pod
-from kubelet.api.quantity import parse_quantity
+from kubelet.api import Pod, parse_quantity
 from kubelet.config import KubeletConfiguration
 
 from . import names

@@ -18,9 +18,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from fractions import Fraction
 
-from kubelet.api.dnsname import is_qualified_name
-from kubelet.api.pod import Container, Pod, is_restartable_init_container
-from kubelet.api.quantity import ResourceQuantity, parse_quantity
+from kubelet.api import (
+    Container,
+    Pod,
+    ResourceQuantity,
+    is_qualified_name,
+    is_restartable_init_container,
+    parse_quantity,
+)
 
 __all__ = [
     "HUGEPAGES_PREFIX",

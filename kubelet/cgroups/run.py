@@ -24,8 +24,7 @@ from typing import Any, TypeVar
 import attrs
 import trio
 
-from kubelet.api.pod import Pod
-from kubelet.api.quantity import parse_quantity
+from kubelet.api import Pod, parse_quantity
 from kubelet.errors import ConfigError
 
 from . import names

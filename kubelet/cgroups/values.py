@@ -41,7 +41,7 @@ from fractions import Fraction
 
 import attrs
 
-from kubelet.api.pod import Pod
+from kubelet.api import Pod
 
 from .names import BEST_EFFORT, BURSTABLE, GUARANTEED
 from .requests import (

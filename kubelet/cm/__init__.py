@@ -13,3 +13,15 @@ Each resource manager implements ``manager.ResourceManager``; the cgroups part
 ``registry.RESOURCE_MANAGERS``. Adding one is a new folder under ``kubelet/cm/`` plus one
 line there (docs/architecture.md walks through a device manager).
 """
+
+from .manager import ContainerManager, NodeResources, ResourceError
+from .parts import CmParts
+from .run import run_container_manager
+
+__all__ = [
+    "CmParts",
+    "ContainerManager",
+    "NodeResources",
+    "ResourceError",
+    "run_container_manager",
+]

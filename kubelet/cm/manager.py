@@ -15,16 +15,15 @@ from typing import Protocol
 
 import attrs
 
-from kubelet.api.pod import Container, Pod
-from kubelet.api.quantity import QuantityError, to_bytes
-from kubelet.cgroups.run import PodCgroups
-from kubelet.decisions.contribution import (
+from kubelet.api import Container, Pod, QuantityError, to_bytes
+from kubelet.cgroups import PodCgroups
+from kubelet.decisions import (
     NO_CONTRIBUTION,
     ContainerContribution,
+    ContainerLimits,
     merge_contributions,
+    pod_cgroup_parent,
 )
-from kubelet.decisions.criconfig import pod_cgroup_parent
-from kubelet.decisions.limits import ContainerLimits
 
 Refusal = tuple[str, str]
 """(reason, message) of a pod a resource manager will not admit"""

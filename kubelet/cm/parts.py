@@ -6,8 +6,7 @@ from collections.abc import Callable
 
 import attrs
 
-from kubelet.cgroups.manager import Event, Observe
-from kubelet.cgroups.run import ActivePods, CgroupHost
+from kubelet.cgroups import ActivePods, CgroupHost, Event, Observe
 from kubelet.config import Options
 from kubelet.cri import RuntimeClient
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import logging
 
-from kubelet.api.pod import Pod
-from kubelet.cgroups.fs import CgroupError
-from kubelet.cgroups.run import FAILED_CREATE_POD_CONTAINER, PodCgroups
+from kubelet.api import Pod
+from kubelet.cgroups import FAILED_CREATE_POD_CONTAINER, CgroupError, PodCgroups
 
 from .manager import ResourceError, ResourceManager
 

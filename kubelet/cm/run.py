@@ -13,13 +13,16 @@ import os
 import attrs
 import trio
 
-from kubelet.cgroups.driver import driver_from_runtime
-from kubelet.cgroups.manager import CgroupSettings
-from kubelet.cgroups.run import CgroupParts, PodCgroups, run_cgroups
+from kubelet.cgroups import (
+    CgroupParts,
+    CgroupSettings,
+    PodCgroups,
+    driver_from_runtime,
+    run_cgroups,
+)
 from kubelet.config import features
-from kubelet.decisions.limits import container_limits
-from kubelet.decisions.qos import pod_qos
-from kubelet.volumes.tmpfs import noswap_supported
+from kubelet.decisions import container_limits, pod_qos
+from kubelet.volumes import noswap_supported
 
 from .manager import ContainerManager, ResourceManager
 from .parts import CmParts

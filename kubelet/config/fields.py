@@ -9,7 +9,7 @@ from typing import Any
 
 import attrs
 
-from kubelet.api.converter import wire_name
+from kubelet.api import wire_name
 
 WIRE = "wire"
 DURATION = "duration"

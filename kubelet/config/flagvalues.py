@@ -9,7 +9,7 @@ from __future__ import annotations
 import ipaddress
 import re
 
-from kubelet.api.dnsname import is_qualified_name
+from kubelet.api import is_qualified_name
 
 from .duration import parse_duration
 from .kubeletconfig import Taint, VModuleItem

@@ -15,8 +15,7 @@ from typing import Any
 
 import attrs
 
-from kubelet.api.quantity import parse_quantity
-from kubelet.api.sysctl import pattern_error
+from kubelet.api import parse_quantity, pattern_error
 
 from .duration import format_duration, parse_duration
 from .features import (

@@ -19,7 +19,7 @@ from typing import Any, Generic, TypeVar
 
 import attrs
 
-from kubelet.api.converter import WireError, from_wire, to_wire
+from kubelet.api import WireError, from_wire, to_wire
 
 from .document import Fields, repeated_message
 from .duration import format_duration, parse_duration, parse_duration_ns

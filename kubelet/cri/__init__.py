@@ -13,9 +13,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+from . import channel, imageref, labels, trace
 from . import cri_api_pb2 as api
-from .channel import CriChannel, Observer
-from .codec import MAX_MESSAGE_BYTES
+from .channel import CriChannel, Observer, priority_lane
+from .codec import MAX_MESSAGE_BYTES, LimitedProtoCodec
+from .convert import container_info_from_cri, sandbox_info_from_cri
 from .endpoint import DEFAULT_RUNTIME_ENDPOINT, socket_path
 from .errors import (
     AlreadyExists,
@@ -28,29 +30,57 @@ from .errors import (
     RuntimeUnavailable,
     Unimplemented,
 )
+from .imageref import DEFAULT_REGISTRY, split_reference
 from .images import ImageClient
-from .runtime import RuntimeClient
+from .logformat import STDERR, STDOUT, parse_rfc3339nano
+from .runtime import RuntimeClient, wait_until_answering
 from .service import DEFAULT_REQUEST_TIMEOUT
+from .termination import create_message_file, host_path_of, message_mount, termination_message
+from .types import ContainerInfo, ContainerRunState, RuntimePodStatus, SandboxInfo, SandboxState
 
 __all__ = [
+    "DEFAULT_REGISTRY",
     "DEFAULT_REQUEST_TIMEOUT",
     "DEFAULT_RUNTIME_ENDPOINT",
     "MAX_MESSAGE_BYTES",
+    "STDERR",
+    "STDOUT",
     "AlreadyExists",
+    "ContainerInfo",
+    "ContainerRunState",
     "CriChannel",
     "CriError",
     "DeadlineExceeded",
     "ImageClient",
     "ImagePullFailed",
     "InvalidArgument",
+    "LimitedProtoCodec",
     "MessageTooLarge",
     "NotFound",
+    "Observer",
     "RuntimeClient",
+    "RuntimePodStatus",
     "RuntimeUnavailable",
+    "SandboxInfo",
+    "SandboxState",
     "Unimplemented",
     "api",
+    "channel",
     "connect",
+    "container_info_from_cri",
+    "create_message_file",
+    "host_path_of",
+    "imageref",
+    "labels",
+    "message_mount",
+    "parse_rfc3339nano",
+    "priority_lane",
+    "sandbox_info_from_cri",
     "socket_path",
+    "split_reference",
+    "termination_message",
+    "trace",
+    "wait_until_answering",
 ]
 
 

@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from kubelet.cri import api
+from kubelet.cri import cri_api_pb2 as api
 
 from . import labels
 from .types import ContainerInfo, ContainerRunState, ContainerUser, SandboxInfo, SandboxState

@@ -6,7 +6,7 @@ and we could adopt theirs.
 
 # Pod-level annotations the kubelet keeps on the sandbox (kubernetes.io/config.*): the
 # pod's own, defined with the data model.
-from kubelet.api.pod import CONFIG_HASH, CONFIG_MIRROR, CONFIG_SEEN, CONFIG_SOURCE
+from kubelet.api import CONFIG_HASH, CONFIG_MIRROR, CONFIG_SEEN, CONFIG_SOURCE
 
 POD_NAME = "io.kubernetes.pod.name"
 POD_NAMESPACE = "io.kubernetes.pod.namespace"

@@ -26,9 +26,9 @@ import random
 from collections.abc import Iterable
 from typing import Protocol
 
-from kubelet.api.pod import Container, Pod
+from kubelet.api import Container, Pod
 from kubelet.boundedio import InputRefused, in_thread, open_regular_file
-from kubelet.cri import api
+from kubelet.cri import cri_api_pb2 as api
 from kubelet.cri.logformat import parse_line
 from kubelet.goformat import go_quote
 

@@ -15,7 +15,7 @@ import socket
 import sys
 from collections.abc import Callable, Sequence
 
-from kubelet.config.flags import DEFAULT_ROOT_DIR
+from kubelet.config import DEFAULT_ROOT_DIR
 
 from .console import INTERRUPT, PROMPT_END, PROMPT_START
 

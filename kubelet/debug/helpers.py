@@ -11,16 +11,17 @@ import asyncio
 import os
 from collections.abc import Iterable
 from types import FrameType
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 import trio.lowlevel
 
-from kubelet.api.pod import Pod
-from kubelet.cri import RuntimeClient
-from kubelet.pods.manager import PodManager
-from kubelet.pods.workers import PodWorkers
+from kubelet.api import Pod
 from kubelet.tables import table
+
+if TYPE_CHECKING:  # `kubelet debug` (the client) loads this module: not the pod lifecycle
+    from kubelet.cri import RuntimeClient
+    from kubelet.pods import PodManager, PodWorkers
 
 
 class Text(str):

@@ -4,3 +4,110 @@ What one sync must do (``actions``), back-off, QoS and OOM scores, grace periods
 container hash, the CRI configs a spec asks for (``criconfig``), the security context,
 sysctls and the order in which containers stop.
 """
+
+from . import resize, sysctls
+from .actions import (
+    ContainerToKill,
+    PodActions,
+    compute_pod_actions,
+    sandbox_changed,
+    should_container_be_restarted,
+)
+from .backoff import (
+    IMAGE_PULL_INITIAL,
+    IMAGE_PULL_MAX,
+    Backoff,
+    crash_loop_backoff,
+    crash_loop_key,
+    crash_loop_limits,
+    image_pull_key,
+)
+from .contribution import NO_CONTRIBUTION, ContainerContribution, merge_contributions
+from .criconfig import (
+    container_config,
+    next_restart_count,
+    pod_cgroup_parent,
+    pod_log_directory,
+    restart_count_from_logs,
+    sandbox_config,
+    target_namespaces,
+)
+from .dra import FAILED_PREPARE_DYNAMIC_RESOURCES, claims_to_prepare, unprepared_message
+from .grace import KillReason, kill_grace_period, remaining_deletion_grace, stop_container_timeout
+from .limits import ContainerLimits, container_limits
+from .qos import BEST_EFFORT, BURSTABLE, GUARANTEED, is_critical_pod, pod_qos
+from .resize import CONDITIONS, PENDING, Allocation, allocated_pod, allocation_of, pending_condition
+from .restart import container_should_restart, exited_instance_restarts
+from .security import (
+    APPARMOR_REASON,
+    SecurityContextError,
+    apparmor_admission_error,
+    apparmor_host_error,
+    image_user,
+    needs_image_user,
+    verify_run_as_non_root,
+)
+from .stoporder import stop_prerequisites
+from .sysctls import SysctlAllowlist, kernel_version
+from .taints import tolerates, untolerated_taint
+
+__all__ = [
+    "APPARMOR_REASON",
+    "BEST_EFFORT",
+    "BURSTABLE",
+    "CONDITIONS",
+    "FAILED_PREPARE_DYNAMIC_RESOURCES",
+    "GUARANTEED",
+    "IMAGE_PULL_INITIAL",
+    "IMAGE_PULL_MAX",
+    "NO_CONTRIBUTION",
+    "PENDING",
+    "Allocation",
+    "Backoff",
+    "ContainerContribution",
+    "ContainerLimits",
+    "ContainerToKill",
+    "KillReason",
+    "PodActions",
+    "SecurityContextError",
+    "SysctlAllowlist",
+    "allocated_pod",
+    "allocation_of",
+    "apparmor_admission_error",
+    "apparmor_host_error",
+    "claims_to_prepare",
+    "compute_pod_actions",
+    "container_config",
+    "container_limits",
+    "container_should_restart",
+    "crash_loop_backoff",
+    "crash_loop_key",
+    "crash_loop_limits",
+    "exited_instance_restarts",
+    "image_pull_key",
+    "image_user",
+    "is_critical_pod",
+    "kernel_version",
+    "kill_grace_period",
+    "merge_contributions",
+    "needs_image_user",
+    "next_restart_count",
+    "pending_condition",
+    "pod_cgroup_parent",
+    "pod_log_directory",
+    "pod_qos",
+    "remaining_deletion_grace",
+    "resize",
+    "restart_count_from_logs",
+    "sandbox_changed",
+    "sandbox_config",
+    "should_container_be_restarted",
+    "stop_container_timeout",
+    "stop_prerequisites",
+    "sysctls",
+    "target_namespaces",
+    "tolerates",
+    "unprepared_message",
+    "untolerated_taint",
+    "verify_run_as_non_root",
+]

@@ -19,8 +19,8 @@ from typing import NamedTuple
 
 import attrs
 
-from kubelet.api.pod import Container, Pod, is_restartable_init_container
-from kubelet.cri.types import ContainerInfo, ContainerRunState, RuntimePodStatus, SandboxState
+from kubelet.api import Container, Pod, is_restartable_init_container
+from kubelet.cri import ContainerInfo, ContainerRunState, RuntimePodStatus, SandboxState
 
 from .grace import KillReason
 from .hash import hash_container

@@ -15,14 +15,14 @@ from collections.abc import Callable
 
 import attrs
 
-from kubelet.api.pod import Container, Pod
-from kubelet.config.duration import format_duration
-from kubelet.config.features import (
+from kubelet.api import Container, Pod
+from kubelet.config import (
     KUBELET_CRASH_LOOP_BACK_OFF_MAX,
     REDUCE_DEFAULT_CRASH_LOOP_BACK_OFF_DECAY,
     FeatureGates,
 )
-from kubelet.cri.types import ContainerRunState, RuntimePodStatus
+from kubelet.cri import ContainerRunState, RuntimePodStatus
+from kubelet.goformat import format_duration
 
 from .hash import hash_container
 

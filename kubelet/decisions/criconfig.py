@@ -20,22 +20,19 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from kubelet.api import sysctl
-from kubelet.api.pod import (
+from kubelet.api import (
     Container,
     ContainerPort,
     HTTPGetAction,
     LifecycleHandler,
     Pod,
+    sysctl,
+    to_bytes,
+    to_millicores,
 )
-from kubelet.api.quantity import to_bytes, to_millicores
-from kubelet.cgroups.values import milli_cpu_to_quota, milli_cpu_to_shares
-from kubelet.cri import api, labels
-from kubelet.cri.types import (
-    RuntimePodStatus,
-)
-from kubelet.env.expand import ExpansionBudget, expand_all, expand_env
-from kubelet.env.hosts import kernel_hostname
+from kubelet.cgroups import milli_cpu_to_quota, milli_cpu_to_shares
+from kubelet.cri import RuntimePodStatus, api, labels
+from kubelet.env import ExpansionBudget, expand_all, expand_env, kernel_hostname
 from kubelet.goformat import go_json
 
 from .contribution import NO_CONTRIBUTION, ContainerContribution, apply_contribution

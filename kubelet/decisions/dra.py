@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from kubelet.api.pod import Pod
+from kubelet.api import Pod
 
 __all__ = ["FAILED_PREPARE_DYNAMIC_RESOURCES", "claims_to_prepare", "unprepared_message"]
 

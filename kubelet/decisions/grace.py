@@ -20,7 +20,7 @@ from __future__ import annotations
 import enum
 import math
 
-from kubelet.api.pod import Container, Pod
+from kubelet.api import Container, Pod
 from kubelet.goformat import parse_time
 
 __all__ = [

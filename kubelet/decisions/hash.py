@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 
-from kubelet.api.pod import Container
+from kubelet.api import Container
 from kubelet.goformat import go_json
 
 __all__ = ["go_json_string_map", "hash_container", "hash_container_int"]

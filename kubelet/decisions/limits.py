@@ -20,13 +20,10 @@ from fractions import Fraction
 
 import attrs
 
-from kubelet.api.pod import Container, Pod
-from kubelet.api.quantity import parse_quantity, to_bytes
-from kubelet.cgroups.requests import hugepage_size
-from kubelet.cgroups.swap import LIMITED_SWAP, NodeSwap
-from kubelet.cgroups.values import CPU_PERIOD, hugepage_unit
-from kubelet.cgroups.values import hugepage_limits as pod_hugepage_limits
-from kubelet.config.kubeletconfig import KubeletConfiguration
+from kubelet.api import Container, Pod, parse_quantity, to_bytes
+from kubelet.cgroups import CPU_PERIOD, LIMITED_SWAP, NodeSwap, hugepage_size, hugepage_unit
+from kubelet.cgroups import hugepage_limits as pod_hugepage_limits
+from kubelet.config import KubeletConfiguration
 from kubelet.cri import api
 
 from .qos import BURSTABLE, is_critical_pod, pod_qos

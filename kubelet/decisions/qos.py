@@ -12,9 +12,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from fractions import Fraction
 
-from kubelet.api.memo import PerObject
-from kubelet.api.pod import Container, Pod, is_restartable_init_container
-from kubelet.api.quantity import parse_quantity, to_bytes
+from kubelet.api import (
+    Container,
+    PerObject,
+    Pod,
+    is_restartable_init_container,
+    parse_quantity,
+    to_bytes,
+)
 
 __all__ = [
     "BESTEFFORT_OOM_SCORE_ADJ",

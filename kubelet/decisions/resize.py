@@ -27,10 +27,8 @@ from typing import Any
 
 import attrs
 
-from kubelet.api.pod import Container, Pod, PodCondition, Quantity, ResourceRequirements
-from kubelet.api.quantity import parse_quantity
-from kubelet.cri import labels
-from kubelet.cri.types import RuntimePodStatus
+from kubelet.api import Container, Pod, PodCondition, Quantity, ResourceRequirements, parse_quantity
+from kubelet.cri import RuntimePodStatus, labels
 from kubelet.goformat import go_json
 
 __all__ = [

@@ -15,13 +15,7 @@ here is then the pod's policy, as upstream's kubelet without the gate.
 
 from __future__ import annotations
 
-from kubelet.api.pod import (
-    Container,
-    ContainerRestartRule,
-    Pod,
-    PodSpec,
-    is_restartable_init_container,
-)
+from kubelet.api import Container, ContainerRestartRule, Pod, PodSpec, is_restartable_init_container
 
 __all__ = [
     "ACTION_RESTART",

@@ -27,7 +27,7 @@ from typing import Any
 
 import attrs
 
-from kubelet.api.pod import Capabilities, Container, Pod, format_pod
+from kubelet.api import Capabilities, Container, Pod, format_pod
 from kubelet.cri import api
 from kubelet.goformat import go_quote
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
-from kubelet.api.pod import Pod, is_restartable_init_container
+from kubelet.api import Pod, is_restartable_init_container
 
 __all__ = ["stop_prerequisites"]
 

@@ -20,8 +20,8 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import attrs
 
+from kubelet.api import Pod
 from kubelet.api import sysctl as names
-from kubelet.api.pod import Pod
 
 __all__ = [
     "FORBIDDEN_REASON",

@@ -6,8 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from kubelet.api.node import Taint
-from kubelet.api.pod import Toleration
+from kubelet.api import Taint, Toleration
 
 __all__ = ["tolerates", "untolerated_taint"]
 

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 
-from kubelet.api.pod import Pod, PodDNSConfig, PodDNSConfigOption
+from kubelet.api import Pod, PodDNSConfig, PodDNSConfigOption
 from kubelet.cri import api
 
 __all__ = [

@@ -20,8 +20,7 @@ import posixpath
 import tempfile
 from collections.abc import Sequence
 
-from kubelet.api.dnsname import label_errors, subdomain_errors
-from kubelet.api.pod import Container, HostAlias, Pod
+from kubelet.api import Container, HostAlias, Pod, label_errors, subdomain_errors
 from kubelet.cri import api
 from kubelet.goformat import go_quote
 

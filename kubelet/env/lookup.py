@@ -6,8 +6,7 @@ import base64
 from collections.abc import Mapping
 from typing import Any
 
-from kubelet.api.client import ApiClient
-from kubelet.api.errors import ApiError, NotFound
+from kubelet.api import ApiClient, ApiError, NotFound
 
 from .variables import CREATE_CONTAINER_CONFIG_ERROR, EnvError
 

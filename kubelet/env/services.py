@@ -13,9 +13,7 @@ from typing import Any
 
 import trio
 
-from kubelet.api.client import ApiClient
-from kubelet.api.pod import Pod
-from kubelet.api.watch import ListWatch, UidStore, reflect
+from kubelet.api import ApiClient, ListWatch, Pod, UidStore, reflect
 
 
 def _env_name(name: str) -> str:

@@ -23,17 +23,19 @@ from typing import Any, Protocol
 import attrs
 import trio
 
-from kubelet.api.dnsname import qualified_name_errors
-from kubelet.api.pod import (
+from kubelet.api import (
     Container,
     EnvFromSource,
     FileKeySelector,
     KeySelector,
     ObjectFieldSelector,
     Pod,
+    QuantityError,
     ResourceFieldSelector,
+    ResourceQuantity,
+    parse_quantity,
+    qualified_name_errors,
 )
-from kubelet.api.quantity import QuantityError, ResourceQuantity, parse_quantity
 from kubelet.boundedio import RunSync, in_thread
 from kubelet.goformat import go_quote
 

@@ -25,9 +25,9 @@ from typing import Any, Protocol
 import attrs
 import trio
 
-from kubelet.api.pod import Container, Pod
+from kubelet.api import Container, Pod
 from kubelet.goformat import rfc3339
-from kubelet.logs.fields import verbosity_level
+from kubelet.logs import verbosity_level
 
 log = logging.getLogger(__name__)
 

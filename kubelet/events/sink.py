@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubelet.api.client import EVENTS, ApiClient, PatchType
+from kubelet.api import EVENTS, ApiClient, PatchType
 
 
 class ApiEvents:

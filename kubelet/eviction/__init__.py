@@ -27,3 +27,27 @@ summary provider, killing through the pod workers (a grace override and a status
 function), reclaiming through the garbage collectors; its conditions go into node status
 and its admission handler into pod admission.
 """
+
+from . import admission
+from .decide import Eviction, eviction_conditions
+from .manager import EvictionConfig, EvictionManager
+from .messages import REASON
+from .run import EvictionParts, NodePressure, eviction_settings, run_eviction
+from .thresholds import DISK_PRESSURE, MEMORY_PRESSURE, PID_PRESSURE, parse_thresholds
+
+__all__ = [
+    "DISK_PRESSURE",
+    "MEMORY_PRESSURE",
+    "PID_PRESSURE",
+    "REASON",
+    "Eviction",
+    "EvictionConfig",
+    "EvictionManager",
+    "EvictionParts",
+    "NodePressure",
+    "admission",
+    "eviction_conditions",
+    "eviction_settings",
+    "parse_thresholds",
+    "run_eviction",
+]

@@ -14,9 +14,8 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
-from kubelet.api.node import Taint
-from kubelet.api.pod import Pod
-from kubelet.decisions.taints import tolerates
+from kubelet.api import Pod, Taint
+from kubelet.decisions import tolerates
 
 from .messages import REASON, node_condition_message
 from .thresholds import MEMORY_PRESSURE

@@ -22,10 +22,9 @@ from collections.abc import Callable, Mapping, Sequence
 
 import attrs
 
-from kubelet.api.pod import Pod, PodCondition
-from kubelet.api.quantity import parse_quantity
-from kubelet.cgroups.requests import resource_limit
-from kubelet.stats.summary import PodUsage
+from kubelet.api import Pod, PodCondition, parse_quantity
+from kubelet.cgroups import resource_limit
+from kubelet.stats import PodUsage
 
 from .messages import (
     DISRUPTION_TARGET,

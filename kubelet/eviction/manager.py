@@ -35,9 +35,9 @@ from typing import Protocol
 import attrs
 import trio
 
-from kubelet.api.pod import Pod
-from kubelet.cri.errors import CriError
-from kubelet.stats.summary import NodeUsage, PodUsage
+from kubelet.api import Pod
+from kubelet.cri import CriError
+from kubelet.stats import NodeUsage, PodUsage
 
 from . import admission, notifier
 from .decide import (

@@ -14,10 +14,9 @@ from fractions import Fraction
 
 import attrs
 
-from kubelet.api.pod import Pod
-from kubelet.api.quantity import Format, format_quantity, parse_quantity
-from kubelet.cgroups.requests import is_pod_level_resources_set
-from kubelet.stats.summary import PodUsage
+from kubelet.api import Format, Pod, format_quantity, parse_quantity
+from kubelet.cgroups import is_pod_level_resources_set
+from kubelet.stats import PodUsage
 
 from .observations import Observations
 from .thresholds import EPHEMERAL_STORAGE, MEMORY, SIGNAL_RESOURCE, Threshold, is_count_signal

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import trio
 
-from kubelet.stats.summary import MemoryUsage
+from kubelet.stats import MemoryUsage
 
 from .thresholds import Signal, Threshold
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 import attrs
 
-from kubelet.stats.summary import FsUsage, MemoryUsage, NodeUsage
+from kubelet.stats import FsUsage, MemoryUsage, NodeUsage
 
 from .thresholds import Signal
 

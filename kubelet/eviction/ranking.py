@@ -20,9 +20,9 @@ import functools
 from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 
-from kubelet.api.pod import Pod, Volume
-from kubelet.cgroups.requests import resource_request
-from kubelet.stats.summary import FsUsage, PodUsage
+from kubelet.api import Pod, Volume
+from kubelet.cgroups import resource_request
+from kubelet.stats import FsUsage, PodUsage
 
 from .thresholds import EPHEMERAL_STORAGE, INODES, MEMORY, Signal
 

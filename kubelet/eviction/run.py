@@ -23,14 +23,13 @@ from typing import Protocol
 import attrs
 import trio
 
-from kubelet.api.pod import Pod
-from kubelet.cgroups.names import node_allocatable_root, to_cgroupfs
+from kubelet.api import Pod
+from kubelet.cgroups import node_allocatable_root, to_cgroupfs
 from kubelet.config import Options, features
-from kubelet.decisions.qos import is_critical_pod, pod_qos
+from kubelet.decisions import is_critical_pod, pod_qos
 from kubelet.errors import ConfigError, Problem
-from kubelet.events.recorder import EventRecorder, ObjectRef, node_ref, pod_ref
-from kubelet.stats import oom
-from kubelet.stats.cgroupfs import Cgroups, Layout
+from kubelet.events import EventRecorder, ObjectRef, node_ref, pod_ref
+from kubelet.stats import Cgroups, Layout, oom
 
 from . import admission
 from .decide import Eviction

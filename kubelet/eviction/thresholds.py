@@ -25,8 +25,8 @@ from fractions import Fraction
 
 import attrs
 
-from kubelet.api.quantity import Format, QuantityError, format_quantity, parse_quantity
-from kubelet.config.duration import parse_duration_ns
+from kubelet.api import Format, QuantityError, format_quantity, parse_quantity
+from kubelet.config import parse_duration_ns
 
 __all__ = [
     "ALLOCATABLE_MEMORY_AVAILABLE",

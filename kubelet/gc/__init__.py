@@ -13,3 +13,16 @@ RemoveContainer, StopPodSandbox + RemovePodSandbox, rmtree of log directories of
 event loop, RemoveImage), and the events ContainerGCFailed, ImageGCFailed,
 FreeDiskSpaceFailed and InvalidDiskCapacity through the recorder.
 """
+
+from .collector import GarbageCollectors
+from .logs import LEGACY_CONTAINER_LOGS_DIR, legacy_log_symlink
+from .run import GcParts, image_gc_policy, run_gc
+
+__all__ = [
+    "LEGACY_CONTAINER_LOGS_DIR",
+    "GarbageCollectors",
+    "GcParts",
+    "image_gc_policy",
+    "legacy_log_symlink",
+    "run_gc",
+]

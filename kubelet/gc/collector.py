@@ -23,7 +23,7 @@ import attrs
 import trio
 
 from kubelet.cri import CriError, ImageClient, RuntimeClient, api, labels
-from kubelet.stats.summary import FsUsage
+from kubelet.stats import FsUsage
 
 from . import containers as cplan
 from . import images as iplan

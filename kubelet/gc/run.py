@@ -18,10 +18,10 @@ import attrs
 import trio
 
 from kubelet.config import Options
-from kubelet.config.duration import format_duration
 from kubelet.cri import CriError, ImageClient, RuntimeClient
 from kubelet.errors import ConfigError, Problem
-from kubelet.events.recorder import EventRecorder, ObjectRef, node_ref
+from kubelet.events import EventRecorder, ObjectRef, node_ref
+from kubelet.goformat import format_duration
 
 from . import containers as cplan
 from . import images as iplan

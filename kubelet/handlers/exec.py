@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Protocol
 
-from kubelet.api.pod import Container, Probe
-from kubelet.cri.errors import CriError, DeadlineExceeded
-from kubelet.env.expand import ExpansionTooLarge, expand_all
+from kubelet.api import Container, Probe
+from kubelet.cri import CriError, DeadlineExceeded
+from kubelet.env import ExpansionTooLarge, expand_all
 
 from .outcome import ProbeError, ProbeOutcome, ProbeResult, ProbeTarget
 

@@ -22,8 +22,8 @@ from grpclib.exceptions import GRPCError
 from grpclib.health.v1.health_grpc import HealthStub
 from grpclib.health.v1.health_pb2 import HealthCheckRequest, HealthCheckResponse
 
-from kubelet.api.pod import Probe
-from kubelet.cri.codec import LimitedProtoCodec
+from kubelet.api import Probe
+from kubelet.cri import LimitedProtoCodec
 from kubelet.goformat import format_duration
 
 from .http import dial_error_text

@@ -33,7 +33,7 @@ import attrs
 import h11
 import trio
 
-from kubelet.api.pod import Container, HTTPGetAction, Probe
+from kubelet.api import Container, HTTPGetAction, Probe
 from kubelet.version import KUBERNETES_VERSION
 
 from .outcome import ProbeError, ProbeOutcome, ProbeResult, ProbeTarget

@@ -11,7 +11,7 @@ import enum
 
 import attrs
 
-from kubelet.api.pod import Container, Pod
+from kubelet.api import Container, Pod
 
 __all__ = ["ProbeError", "ProbeOutcome", "ProbeResult", "ProbeTarget"]
 

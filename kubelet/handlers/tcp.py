@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import trio
 
-from kubelet.api.pod import Probe
+from kubelet.api import Probe
 
 from .http import dial_error_text, resolve_container_port
 from .outcome import ProbeError, ProbeOutcome, ProbeResult, ProbeTarget

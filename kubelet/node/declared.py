@@ -26,14 +26,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from kubelet.api.pod import Pod
-from kubelet.config.features import (
+from kubelet.api import Pod
+from kubelet.config import (
     EXTEND_WEBSOCKETS_TO_KUBELET,
+    GATE_SUPPORT,
+    IMPLEMENTED,
     NODE_DECLARED_FEATURES,
     RESTART_ALL_CONTAINERS,
     FeatureGates,
+    Support,
 )
-from kubelet.config.support import GATE_SUPPORT, IMPLEMENTED, Support
 
 EXTEND_WEBSOCKETS = EXTEND_WEBSOCKETS_TO_KUBELET
 """The declared feature of that name: the gate and the feature share it."""

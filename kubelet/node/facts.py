@@ -11,12 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from fractions import Fraction
 
-from kubelet.api.quantity import format_quantity, parse_quantity
+from kubelet.api import format_quantity, parse_quantity
 from kubelet.config import Options
-from kubelet.cri import CriError, ImageClient, RuntimeClient
-from kubelet.cri.channel import priority_lane
-from kubelet.eviction.run import NodePressure
-from kubelet.eviction.thresholds import DISK_PRESSURE, MEMORY_PRESSURE, PID_PRESSURE
+from kubelet.cri import CriError, ImageClient, RuntimeClient, priority_lane
+from kubelet.eviction import DISK_PRESSURE, MEMORY_PRESSURE, PID_PRESSURE, NodePressure
 from kubelet.version import KUBERNETES_VERSION
 
 from .declared import declared_features

@@ -21,8 +21,7 @@ from typing import Any, Protocol
 
 import trio
 
-from kubelet.api.client import LEASES, ApiClient
-from kubelet.api.errors import ApiError, Conflict, NotFound
+from kubelet.api import LEASES, ApiClient, ApiError, Conflict, NotFound
 
 log = logging.getLogger(__name__)
 

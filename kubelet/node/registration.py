@@ -17,11 +17,20 @@ from typing import Any
 
 import trio
 
-from kubelet.api import to_wire
-from kubelet.api.client import NODES, ApiClient, PatchType
-from kubelet.api.errors import AlreadyExists, ApiError, Forbidden
-from kubelet.api.meta import ObjectMeta
-from kubelet.api.node import Node, NodeSpec, NodeStatus, Taint
+from kubelet.api import (
+    NODES,
+    AlreadyExists,
+    ApiClient,
+    ApiError,
+    Forbidden,
+    Node,
+    NodeSpec,
+    NodeStatus,
+    ObjectMeta,
+    PatchType,
+    Taint,
+    to_wire,
+)
 
 from .startup import NodeStartup
 

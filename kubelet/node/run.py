@@ -22,32 +22,39 @@ import httpx
 import trio
 from prometheus_client import CollectorRegistry
 
-from kubelet.api.client import NODES, ApiClient
-from kubelet.api.errors import ApiError
-from kubelet.api.node import NodeAddress, Taint
-from kubelet.config import Options
-from kubelet.config.features import (
+from kubelet.api import NODES, ApiClient, ApiError, NodeAddress, Taint
+from kubelet.config import (
     KUBELET_REGISTRATION_GET_ON_EXISTS_ONLY,
     SHUTDOWN_BY_POD_PRIORITY,
+    Options,
 )
 from kubelet.cri import ImageClient, RuntimeClient
-from kubelet.events.recorder import NORMAL, EventRecorder, node_ref
-from kubelet.eviction.run import NodePressure
+from kubelet.events import NORMAL, EventRecorder, node_ref
+from kubelet.eviction import NodePressure
 from kubelet.goformat import rfc3339
 
-from .certificates.expiry import ClientCertificateWatch
-from .certificates.manager import CertificateManager
-from .certificates.managers import client_manager, serving_manager
-from .certificates.transport import ClientRotation, RotatingTransport
+from .certificates import (
+    CertificateManager,
+    ClientCertificateWatch,
+    ClientRotation,
+    RotatingTransport,
+    client_manager,
+    serving_manager,
+)
 from .facts import FactGatherer
 from .identity import NodeIdentity
 from .lease import ApiLeases, LeaseController
 from .machine import MachineInfo
 from .registration import default_labels, initial_node, register
-from .shutdown.logind import LogindBus
-from .shutdown.manager import PodTerminator, ShutdownManager, ShutdownPod
-from .shutdown.plan import PriorityPeriod, periods
-from .shutdown.record import ShutdownRecord
+from .shutdown import (
+    LogindBus,
+    PodTerminator,
+    PriorityPeriod,
+    ShutdownManager,
+    ShutdownPod,
+    ShutdownRecord,
+    periods,
+)
 from .startup import NodeStartup
 from .status import node_status
 from .statusloop import NodeStatusReporter

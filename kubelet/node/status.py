@@ -13,17 +13,19 @@ from fractions import Fraction
 
 import attrs
 
-from kubelet.api.node import (
+from kubelet.api import (
     ContainerImage,
     DaemonEndpoint,
+    Format,
     NodeAddress,
     NodeCondition,
     NodeDaemonEndpoints,
     NodeStatus,
     NodeSystemInfo,
+    Quantity,
+    format_quantity,
+    parse_quantity,
 )
-from kubelet.api.pod import Quantity
-from kubelet.api.quantity import Format, format_quantity, parse_quantity
 
 from .machine import MachineInfo
 

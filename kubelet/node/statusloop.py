@@ -15,12 +15,18 @@ from typing import Any
 import attrs
 import trio
 
-from kubelet.api import from_wire, to_wire
-from kubelet.api.client import NODES, ApiClient, PatchType
-from kubelet.api.errors import ApiError
-from kubelet.api.node import Node, NodeStatus
-from kubelet.api.patch import node_status_patch
-from kubelet.events.recorder import NORMAL, EventRecorder, node_ref
+from kubelet.api import (
+    NODES,
+    ApiClient,
+    ApiError,
+    Node,
+    NodeStatus,
+    PatchType,
+    from_wire,
+    node_status_patch,
+    to_wire,
+)
+from kubelet.events import NORMAL, EventRecorder, node_ref
 from kubelet.goformat import rfc3339
 
 from .status import NodeFacts, differs_beyond_heartbeats, is_ready, node_status

@@ -13,8 +13,7 @@ from typing import Any
 
 import trio
 
-from kubelet.api.client import NODES, ApiClient
-from kubelet.api.watch import ListWatch, UidStore, reflect
+from kubelet.api import NODES, ApiClient, ListWatch, UidStore, reflect
 
 __all__ = ["NodeWatch", "newest"]
 

@@ -4,6 +4,18 @@
 of each pod, ``generator`` turns two relists into pod lifecycle events.
 """
 
+from .cache import PodCache, ViewMark
+from .generator import EventType, PodLifecycleEvent
 from .run import PlegHandle, run_pleg
+from .view import RuntimeView, pod_from_runtime
 
-__all__ = ["PlegHandle", "run_pleg"]
+__all__ = [
+    "EventType",
+    "PlegHandle",
+    "PodCache",
+    "PodLifecycleEvent",
+    "RuntimeView",
+    "ViewMark",
+    "pod_from_runtime",
+    "run_pleg",
+]

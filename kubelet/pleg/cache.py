@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator
 import attrs
 import trio
 
-from kubelet.cri.types import RuntimePodStatus
+from kubelet.cri import RuntimePodStatus
 
 StatusFetcher = Callable[[str], Awaitable[RuntimePodStatus]]
 

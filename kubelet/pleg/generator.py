@@ -31,8 +31,7 @@ from typing import Protocol
 import attrs
 import trio
 
-from kubelet.cri import channel, trace
-from kubelet.cri.types import ContainerRunState, RuntimePodStatus, SandboxState
+from kubelet.cri import ContainerRunState, RuntimePodStatus, SandboxState, channel, trace
 from kubelet.stats import pace
 
 from .cache import PodCache

@@ -16,12 +16,21 @@ import attrs
 import outcome
 import trio
 
-from kubelet.api.meta import ObjectMeta
-from kubelet.api.pod import Pod, PodSpec
-from kubelet.cri import NotFound, RuntimeClient, api, labels
-from kubelet.cri.convert import container_info_from_cri, sandbox_info_from_cri
-from kubelet.cri.termination import host_path_of, termination_message
-from kubelet.cri.types import ContainerInfo, ContainerRunState, RuntimePodStatus, SandboxInfo
+from kubelet.api import ObjectMeta, Pod, PodSpec
+from kubelet.cri import (
+    ContainerInfo,
+    ContainerRunState,
+    NotFound,
+    RuntimeClient,
+    RuntimePodStatus,
+    SandboxInfo,
+    api,
+    container_info_from_cri,
+    host_path_of,
+    labels,
+    sandbox_info_from_cri,
+    termination_message,
+)
 
 from .generator import PlegState, PodStates
 

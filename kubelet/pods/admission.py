@@ -22,11 +22,15 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
-from kubelet.api.pod import Pod
+from kubelet.api import Pod
+from kubelet.decisions import (
+    APPARMOR_REASON,
+    SysctlAllowlist,
+    apparmor_admission_error,
+    is_critical_pod,
+    pod_qos,
+)
 from kubelet.decisions import sysctls as sysctl_admission
-from kubelet.decisions.qos import is_critical_pod, pod_qos
-from kubelet.decisions.security import APPARMOR_REASON, apparmor_admission_error
-from kubelet.decisions.sysctls import SysctlAllowlist
 from kubelet.eviction import admission as eviction_admission
 from kubelet.node import declared
 

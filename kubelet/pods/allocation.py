@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from kubelet.api.pod import Pod
-from kubelet.cri.types import RuntimePodStatus
-from kubelet.decisions.resize import Allocation, allocated_pod, allocation_of
+from kubelet.api import Pod
+from kubelet.cri import RuntimePodStatus
+from kubelet.decisions import Allocation, allocated_pod, allocation_of
 
 __all__ = ["Allocations"]
 

@@ -17,11 +17,10 @@ from collections.abc import Sequence
 import attrs
 import trio
 
-from kubelet.api.pod import Pod
-from kubelet.eviction.decide import Eviction, eviction_conditions
-from kubelet.eviction.messages import REASON
+from kubelet.api import Pod
+from kubelet.eviction import REASON, Eviction, eviction_conditions
 from kubelet.goformat import rfc3339
-from kubelet.status.killed import Kill
+from kubelet.status import Kill
 
 from .killer import kill_pod
 from .manager import PodManager

@@ -35,12 +35,16 @@ from typing import Any, overload
 
 import attrs
 
-from kubelet.api.dnsname import is_qualified_name
-from kubelet.api.memo import PerObject
-from kubelet.api.node import Taint
-from kubelet.api.pod import Container, Pod, is_restartable_init_container
-from kubelet.api.quantity import parse_quantity
-from kubelet.cgroups.requests import (
+from kubelet.api import (
+    Container,
+    PerObject,
+    Pod,
+    Taint,
+    is_qualified_name,
+    is_restartable_init_container,
+    parse_quantity,
+)
+from kubelet.cgroups import (
     ResourceList,
     is_extended_resource,
     is_scalar_resource,
@@ -48,7 +52,7 @@ from kubelet.cgroups.requests import (
     pod_requests,
     whole,
 )
-from kubelet.decisions.taints import untolerated_taint
+from kubelet.decisions import untolerated_taint
 
 from .rejection import Rejection
 

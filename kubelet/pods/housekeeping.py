@@ -17,11 +17,11 @@ from collections.abc import Awaitable, Callable, Collection, Iterable
 
 import trio
 
-from kubelet.api.pod import Pod
-from kubelet.cgroups.run import PodCgroups
-from kubelet.decisions.backoff import Backoff
-from kubelet.pleg.view import RuntimeView, pod_from_runtime
-from kubelet.volumes.manager import VolumeManager
+from kubelet.api import Pod
+from kubelet.cgroups import PodCgroups
+from kubelet.decisions import Backoff
+from kubelet.pleg import RuntimeView, pod_from_runtime
+from kubelet.volumes import VolumeManager
 
 from .mirror import MirrorClient
 from .syncloop import OrphanPod

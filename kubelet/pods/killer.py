@@ -20,10 +20,9 @@ import logging
 
 import trio
 
-from kubelet.api.pod import Pod, PodCondition
-from kubelet.node.shutdown.handoff import KillRequest
-from kubelet.node.shutdown.manager import Termination
-from kubelet.status.killed import Kill
+from kubelet.api import Pod, PodCondition
+from kubelet.node.shutdown import KillRequest, Termination
+from kubelet.status import Kill
 
 from .manager import PodManager
 from .syncer import KubeletPodSyncer

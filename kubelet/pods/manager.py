@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kubelet.api.pod import Pod
+from kubelet.api import Pod
 
 
 class PodManager:

@@ -16,11 +16,22 @@ from typing import Any
 
 import attrs
 
-from kubelet.api import to_wire
-from kubelet.api.client import PODS, ApiClient
-from kubelet.api.errors import AlreadyExists, ApiError, NotFound
-from kubelet.api.meta import ObjectMeta, OwnerReference
-from kubelet.api.pod import CONFIG_HASH, CONFIG_MIRROR, CONFIG_SEEN, CONFIG_SOURCE, Pod, PodStatus
+from kubelet.api import (
+    CONFIG_HASH,
+    CONFIG_MIRROR,
+    CONFIG_SEEN,
+    CONFIG_SOURCE,
+    PODS,
+    AlreadyExists,
+    ApiClient,
+    ApiError,
+    NotFound,
+    ObjectMeta,
+    OwnerReference,
+    Pod,
+    PodStatus,
+    to_wire,
+)
 
 log = logging.getLogger(__name__)
 

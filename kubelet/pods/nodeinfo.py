@@ -15,15 +15,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kubelet.api.converter import from_wire
-from kubelet.api.node import Node, Taint
+from kubelet.api import Node, Taint, from_wire
 from kubelet.config import Options
-from kubelet.node.facts import eviction_bytes, summed_reservations
-from kubelet.node.identity import NodeIdentity
-from kubelet.node.machine import MachineInfo, filesystem_stats
-from kubelet.node.maxpods import max_pods
-from kubelet.node.registration import default_labels
-from kubelet.node.status import NodeFacts, allocatable, capacity
+from kubelet.node import (
+    MachineInfo,
+    NodeFacts,
+    NodeIdentity,
+    allocatable,
+    capacity,
+    default_labels,
+    eviction_bytes,
+    filesystem_stats,
+    max_pods,
+    summed_reservations,
+)
 
 from .fit import NodeInfo
 

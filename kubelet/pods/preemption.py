@@ -25,12 +25,12 @@ from fractions import Fraction
 import attrs
 import trio
 
-from kubelet.api.pod import Pod, PodCondition
-from kubelet.cgroups.requests import milli, pod_requests, whole
-from kubelet.decisions.qos import BEST_EFFORT, BURSTABLE, GUARANTEED, is_critical_pod, pod_qos
-from kubelet.events.recorder import WARNING, EventRecorder, pod_ref
+from kubelet.api import Pod, PodCondition
+from kubelet.cgroups import milli, pod_requests, whole
+from kubelet.decisions import BEST_EFFORT, BURSTABLE, GUARANTEED, is_critical_pod, pod_qos
+from kubelet.events import WARNING, EventRecorder, pod_ref
 from kubelet.goformat import rfc3339
-from kubelet.status.killed import Kill
+from kubelet.status import Kill
 
 from . import fit
 from .killer import kill_pod

@@ -15,24 +15,19 @@ from collections.abc import Callable
 import attrs
 import trio
 
-from kubelet.api.client import ApiClient
-from kubelet.api.pod import Pod
-from kubelet.config import Options, features
-from kubelet.config.features import POD_READY_TO_START_CONTAINERS_CONDITION
-from kubelet.decisions.security import apparmor_host_error
-from kubelet.decisions.sysctls import SysctlAllowlist, kernel_version
-from kubelet.events.recorder import WARNING, EventRecorder, pod_ref
-from kubelet.eviction.run import NodePressure
+from kubelet.api import ApiClient, Pod
+from kubelet.config import POD_READY_TO_START_CONTAINERS_CONDITION, Options, features
+from kubelet.decisions import SysctlAllowlist, apparmor_host_error, kernel_version
+from kubelet.events import WARNING, EventRecorder, pod_ref
+from kubelet.eviction import NodePressure
 from kubelet.metrics import KubeletMetrics
-from kubelet.node.declared import declared_features
-from kubelet.node.identity import NodeIdentity
-from kubelet.node.shutdown.handoff import KillRequest
+from kubelet.node import NodeIdentity, declared_features
+from kubelet.node.shutdown import KillRequest
 from kubelet.pleg import PlegHandle
-from kubelet.prober.manager import ProberManager
-from kubelet.runtime.podruntime import PodRuntime
-from kubelet.runtime.runtimeinfo import RuntimeInfo
-from kubelet.sources.podconfig import PodConfig
-from kubelet.status.manager import StatusManager
+from kubelet.prober import ProberManager
+from kubelet.runtime import PodRuntime, RuntimeInfo
+from kubelet.sources import PodConfig
+from kubelet.status import StatusManager
 
 from .admission import AdmissionFacts, Rejection, ResourceAdmission
 from .evict import PodEvictor, PodGcView

@@ -16,24 +16,26 @@ from collections.abc import Callable, Collection, Sequence
 import attrs
 import trio
 
-from kubelet.api.errors import ApiError
-from kubelet.api.pod import Pod, PodStatus, is_restartable_init_container
-from kubelet.cri.types import RuntimePodStatus
-from kubelet.decisions import resize
-from kubelet.decisions.qos import pod_qos
-from kubelet.events.recorder import NORMAL, WARNING, pod_ref
+from kubelet.api import ApiError, Pod, PodStatus, is_restartable_init_container
+from kubelet.cri import RuntimePodStatus
+from kubelet.decisions import pod_qos, resize
+from kubelet.events import NORMAL, WARNING, pod_ref
 from kubelet.metrics import KubeletMetrics
-from kubelet.pleg.cache import PodCache, ViewMark
-from kubelet.prober.manager import ProberManager
-from kubelet.runtime.podruntime import PodRuntime
-from kubelet.runtime.teardown import all_gone, still_running
-from kubelet.status.deadline import DEADLINE_EXCEEDED, DEADLINE_EXCEEDED_MESSAGE, deadline_left
-from kubelet.status.generate import generate_pod_status
-from kubelet.status.killed import Kill
-from kubelet.status.manager import StatusManager
-from kubelet.status.phase import format_time, is_terminal_phase
-from kubelet.status.readiness import with_container_readiness
-from kubelet.status.terminal import terminated_status
+from kubelet.pleg import PodCache, ViewMark
+from kubelet.prober import ProberManager
+from kubelet.runtime import PodRuntime, all_gone, still_running
+from kubelet.status import (
+    DEADLINE_EXCEEDED,
+    DEADLINE_EXCEEDED_MESSAGE,
+    Kill,
+    StatusManager,
+    deadline_left,
+    format_time,
+    generate_pod_status,
+    is_terminal_phase,
+    terminated_status,
+    with_container_readiness,
+)
 
 from .admission import Rejection, rejection_message
 from .allocation import Allocations

@@ -20,14 +20,12 @@ from typing import Any, Protocol
 import attrs
 import trio
 
-from kubelet.api.pod import Pod
-from kubelet.decisions.grace import remaining_deletion_grace
-from kubelet.decisions.qos import is_critical_pod
-from kubelet.pleg.generator import EventType, PodLifecycleEvent
-from kubelet.prober.results import ProbeKind, Result, ResultUpdate
-from kubelet.sources.podconfig import PodOperation, PodUpdate
-from kubelet.status.generate import needs_readiness_reconcile
-from kubelet.status.phase import is_terminal_phase
+from kubelet.api import Pod
+from kubelet.decisions import is_critical_pod, remaining_deletion_grace
+from kubelet.pleg import EventType, PodLifecycleEvent
+from kubelet.prober import ProbeKind, Result, ResultUpdate
+from kubelet.sources import PodOperation, PodUpdate
+from kubelet.status import is_terminal_phase, needs_readiness_reconcile
 
 from . import fit
 from .admission import AdmissionFacts, Rejection, admit

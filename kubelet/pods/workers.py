@@ -23,9 +23,9 @@ from typing import Protocol
 import attrs
 import trio
 
-from kubelet.api.pod import Pod
+from kubelet.api import Pod
 from kubelet.cri import trace
-from kubelet.status.phase import is_terminal_phase
+from kubelet.status import is_terminal_phase
 
 log = logging.getLogger(__name__)
 

@@ -8,15 +8,17 @@ the same handlers the lifecycle hooks use. See the modules' docstrings.
 
 from __future__ import annotations
 
-from kubelet.handlers.outcome import ProbeError, ProbeOutcome, ProbeResult, ProbeTarget
+from kubelet.handlers import ProbeError, ProbeOutcome, ProbeResult, ProbeTarget
 
-from .manager import ProberManager, ProbeStatus, WorkerSummary
+from .manager import ProberManager, ProbeStatus, WorkerSummary, run_prober
 from .metrics import ProberMetrics
+from .prober import ActionProber
 from .probes import ContainerEventSink, Prober
 from .results import ProbeKind, Result, ResultsManager, ResultUpdate
 from .worker import ProbeKey, ProbeWorker
 
 __all__ = [
+    "ActionProber",
     "ContainerEventSink",
     "ProbeError",
     "ProbeKey",
@@ -33,4 +35,5 @@ __all__ = [
     "ResultUpdate",
     "ResultsManager",
     "WorkerSummary",
+    "run_prober",
 ]

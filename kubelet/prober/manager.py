@@ -31,11 +31,10 @@ import attrs
 import trio
 from prometheus_client import CollectorRegistry
 
-from kubelet.api.pod import Container, Pod, is_restartable_init_container
-from kubelet.cri.types import ContainerInfo, ContainerRunState, RuntimePodStatus
-from kubelet.events.recorder import EventRecorder, pod_ref
-from kubelet.handlers.exec import ExecRunner
-from kubelet.handlers.http import HttpGetter
+from kubelet.api import Container, Pod, is_restartable_init_container
+from kubelet.cri import ContainerInfo, ContainerRunState, RuntimePodStatus
+from kubelet.events import EventRecorder, pod_ref
+from kubelet.handlers import ExecRunner, HttpGetter
 
 from .metrics import ProberMetrics
 from .prober import ActionProber

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from kubelet.api.pod import Probe, format_pod
+from kubelet.api import Probe, format_pod
+from kubelet.handlers import ProbeError, ProbeOutcome, ProbeTarget
 from kubelet.handlers import exec as exec_probe
 from kubelet.handlers import grpc as grpc_probe
 from kubelet.handlers import http as http_probe
 from kubelet.handlers import tcp as tcp_probe
-from kubelet.handlers.outcome import ProbeError, ProbeOutcome, ProbeTarget
 
 from .results import ProbeKind
 

@@ -18,8 +18,8 @@ from typing import Protocol
 
 import attrs
 
-from kubelet.api.pod import Pod, Probe
-from kubelet.handlers.outcome import ProbeError, ProbeOutcome, ProbeResult, ProbeTarget
+from kubelet.api import Pod, Probe
+from kubelet.handlers import ProbeError, ProbeOutcome, ProbeResult, ProbeTarget
 
 from .results import ProbeKind, Result
 

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 import attrs
 import trio
 
-from kubelet.api.pod import Pod
+from kubelet.api import Pod
 
 __all__ = [
     "UPDATES_CAPACITY",

@@ -54,10 +54,10 @@ from typing import Protocol
 import attrs
 import trio
 
-from kubelet.api.pod import Container, Pod, Probe
-from kubelet.cri.types import ContainerInfo, ContainerRunState, RuntimePodStatus
-from kubelet.decisions.restart import container_should_restart
-from kubelet.handlers.outcome import ProbeTarget
+from kubelet.api import Container, Pod, Probe
+from kubelet.cri import ContainerInfo, ContainerRunState, RuntimePodStatus
+from kubelet.decisions import container_should_restart
+from kubelet.handlers import ProbeTarget
 
 from .metrics import ProberMetrics
 from .probes import ContainerEventSink, Prober, ProbeVerdict, run_probe

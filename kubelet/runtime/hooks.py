@@ -20,23 +20,21 @@ import logging
 
 import trio
 
-from kubelet.api.pod import Container, LifecycleHandler, Pod, format_pod
-from kubelet.cri.errors import CriError
+from kubelet.api import Container, LifecycleHandler, Pod, format_pod
+from kubelet.cri import CriError
 from kubelet.goformat import go_quote
-from kubelet.handlers.exec import (
+from kubelet.handlers import (
+    HTTP_RESPONSE_TO_HTTPS_CLIENT,
     CommandExited,
     CommandTimedOut,
     ExecRunner,
+    HttpGetError,
+    HttpGetter,
+    ProbeError,
+    build_request,
     cri_error_text,
     run_in_container,
 )
-from kubelet.handlers.http import (
-    HTTP_RESPONSE_TO_HTTPS_CLIENT,
-    HttpGetError,
-    HttpGetter,
-    build_request,
-)
-from kubelet.handlers.outcome import ProbeError
 
 __all__ = [
     "EVENT_FAILED_POST_START_HOOK",

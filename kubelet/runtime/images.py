@@ -30,16 +30,18 @@ from typing import Protocol
 import attrs
 import trio
 
-from kubelet.api.pod import Container, Pod
-from kubelet.cri import CriError, ImageClient, ImagePullFailed, api
-from kubelet.cri.imageref import split_reference
-from kubelet.decisions.backoff import Backoff, image_pull_key
-from kubelet.events.recorder import NORMAL, WARNING, EventRecorder, ObjectRef, pod_ref
+from kubelet.api import Container, Pod
+from kubelet.cri import CriError, ImageClient, ImagePullFailed, api, split_reference
+from kubelet.decisions import Backoff, image_pull_key
+from kubelet.events import NORMAL, WARNING, EventRecorder, ObjectRef, pod_ref
 from kubelet.goformat import go_duration_ms
 
 from .credentials import (
     MalformedPullSecret,
+    NodeCredentials,
+    PluginKeyring,
     PullCredential,
+    PullRecords,
     SecretSource,
     SecretUnavailable,
     keyring_from_secrets,
@@ -47,9 +49,6 @@ from .credentials import (
     redact,
     repository_of,
 )
-from .credentials.node import NodeCredentials
-from .credentials.plugins import PluginKeyring
-from .credentials.pullrecords import PullRecords
 
 log = logging.getLogger(__name__)
 

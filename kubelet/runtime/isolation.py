@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import attrs
 
-from kubelet.api.pod import Pod
+from kubelet.api import Pod
 from kubelet.cri import api
 
 from . import userns

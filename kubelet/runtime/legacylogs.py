@@ -14,7 +14,7 @@ import os
 from collections.abc import Mapping
 
 from kubelet.cri import labels
-from kubelet.gc.logs import legacy_log_symlink
+from kubelet.gc import legacy_log_symlink
 
 __all__ = ["link_container_log", "unlink_container_log"]
 

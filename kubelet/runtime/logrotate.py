@@ -30,7 +30,7 @@ from collections.abc import Callable
 
 import trio
 
-from kubelet.api.quantity import to_bytes
+from kubelet.api import to_bytes
 from kubelet.boundedio import InputRefused, open_regular_file
 from kubelet.cri import CriError, RuntimeClient, api
 

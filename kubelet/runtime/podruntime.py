@@ -18,7 +18,7 @@ from collections.abc import Callable, Collection, Mapping
 import attrs
 import trio
 
-from kubelet.api.pod import (
+from kubelet.api import (
     Container,
     EphemeralContainer,
     Pod,
@@ -26,57 +26,65 @@ from kubelet.api.pod import (
     is_restartable_init_container,
 )
 from kubelet.boundedio import InputRefused, RunSync, file_names, in_thread
-from kubelet.cm.manager import ContainerManager, ResourceError
-from kubelet.cri import CriError, RuntimeClient, api
-from kubelet.cri.termination import create_message_file, message_mount
-from kubelet.cri.types import ContainerInfo, ContainerRunState, RuntimePodStatus
-from kubelet.decisions.actions import PodActions, compute_pod_actions
-from kubelet.decisions.backoff import Backoff, crash_loop_backoff, crash_loop_key
-from kubelet.decisions.criconfig import (
+from kubelet.cm import ContainerManager, ResourceError
+from kubelet.cri import (
+    ContainerInfo,
+    ContainerRunState,
+    CriError,
+    RuntimeClient,
+    RuntimePodStatus,
+    api,
+    create_message_file,
+    message_mount,
+)
+from kubelet.decisions import (
+    FAILED_PREPARE_DYNAMIC_RESOURCES,
+    Backoff,
+    KillReason,
+    PodActions,
+    SecurityContextError,
+    claims_to_prepare,
+    compute_pod_actions,
     container_config,
+    crash_loop_backoff,
+    crash_loop_key,
+    image_user,
+    needs_image_user,
     next_restart_count,
     pod_log_directory,
     restart_count_from_logs,
     sandbox_config,
     target_namespaces,
-)
-from kubelet.decisions.dra import (
-    FAILED_PREPARE_DYNAMIC_RESOURCES,
-    claims_to_prepare,
     unprepared_message,
-)
-from kubelet.decisions.grace import KillReason
-from kubelet.decisions.security import (
-    SecurityContextError,
-    image_user,
-    needs_image_user,
     verify_run_as_non_root,
 )
-from kubelet.env.dns import DnsSettings, DNSWarning
-from kubelet.env.hosts import (
+from kubelet.env import (
+    CREATE_CONTAINER_CONFIG_ERROR,
+    INVALID_ENV_NAMES_REASON,
+    DnsSettings,
+    DNSWarning,
+    EnvError,
+    EnvLookup,
     PodHostnameError,
     hosts_file_content,
     hosts_file_path,
     hosts_mount,
+    resolve_command,
+    resolve_env,
     should_mount_hosts_file,
     write_hosts_file,
 )
-from kubelet.env.variables import (
-    CREATE_CONTAINER_CONFIG_ERROR,
-    INVALID_ENV_NAMES_REASON,
-    EnvError,
-    EnvLookup,
-    resolve_command,
-    resolve_env,
-)
-from kubelet.events.recorder import NORMAL, WARNING, EventRecorder, node_ref, pod_ref
-from kubelet.handlers.http import HttpGetter
+from kubelet.events import NORMAL, WARNING, EventRecorder, node_ref, pod_ref
+from kubelet.handlers import HttpGetter
 from kubelet.metrics import KubeletMetrics
-from kubelet.volumes.dirs import make_log_dir
-from kubelet.volumes.envfiles import PodEnvFiles
-from kubelet.volumes.manager import PodVolumes, VolumeManager
-from kubelet.volumes.paths import pod_dir
-from kubelet.volumes.subpath import MountConfigError
+from kubelet.volumes import (
+    MountConfigError,
+    PodEnvFiles,
+    PodVolumes,
+    VolumeManager,
+    make_log_dir,
+    pod_dir,
+)
 
 from .hooks import (
     EVENT_FAILED_POST_START_HOOK,

@@ -15,28 +15,26 @@ from collections.abc import Callable, Mapping, Sequence
 import attrs
 import trio
 
-from kubelet.api.client import ApiClient
-from kubelet.api.pod import Pod
+from kubelet.api import ApiClient, Pod
 from kubelet.boundedio import RunSync, in_thread
-from kubelet.cm.manager import ContainerManager
-from kubelet.config import Options, features
-from kubelet.config.features import ENV_FILES, HOSTNAME_OVERRIDE
+from kubelet.cm import ContainerManager
+from kubelet.config import ENV_FILES, HOSTNAME_OVERRIDE, Options, features
 from kubelet.cri import ImageClient, RuntimeClient
-from kubelet.decisions.backoff import IMAGE_PULL_INITIAL, IMAGE_PULL_MAX, Backoff, crash_loop_limits
-from kubelet.env.dns import DnsSettings
-from kubelet.env.lookup import ApiEnvLookup
-from kubelet.events.recorder import EventRecorder
-from kubelet.handlers.http import HttpGetter
+from kubelet.decisions import IMAGE_PULL_INITIAL, IMAGE_PULL_MAX, Backoff, crash_loop_limits
+from kubelet.env import ApiEnvLookup, DnsSettings
+from kubelet.events import EventRecorder
+from kubelet.handlers import HttpGetter
 from kubelet.metrics import KubeletMetrics
-from kubelet.volumes.dirs import setup_data_dirs
-from kubelet.volumes.manager import VolumeManager
-from kubelet.volumes.paths import pod_dir
-from kubelet.volumes.tokens import ApiTokenSource
+from kubelet.volumes import ApiTokenSource, VolumeManager, pod_dir, setup_data_dirs
 
-from .credentials.apisecrets import ApiPullSecrets
-from .credentials.node import NodeCredentials
-from .credentials.plugins import PluginKeyring, PluginMetrics, load_provider_config
-from .credentials.pullrecords import pull_records
+from .credentials import (
+    ApiPullSecrets,
+    NodeCredentials,
+    PluginKeyring,
+    PluginMetrics,
+    load_provider_config,
+    pull_records,
+)
 from .images import ImageManager
 from .isolation import PodIsolation
 from .logrotate import ContainerLogManager

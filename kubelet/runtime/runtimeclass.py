@@ -17,9 +17,7 @@ from typing import Any
 
 import trio
 
-from kubelet.api.client import ApiClient, Resource
-from kubelet.api.errors import ApiError, NotFound
-from kubelet.api.watch import ListWatch, UidStore, reflect
+from kubelet.api import ApiClient, ApiError, ListWatch, NotFound, Resource, UidStore, reflect
 
 __all__ = ["RUNTIME_CLASSES", "RuntimeClassError", "RuntimeClasses"]
 

@@ -22,14 +22,26 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 
 import trio
 
-from kubelet.api.pod import Container, Pod
-from kubelet.cri import CriError, NotFound, RuntimeClient, labels
-from kubelet.cri.types import ContainerInfo, ContainerRunState, RuntimePodStatus, SandboxState
-from kubelet.decisions.actions import ContainerToKill
-from kubelet.decisions.grace import KillReason, kill_grace_period, stop_container_timeout
-from kubelet.decisions.stoporder import stop_prerequisites
-from kubelet.events.recorder import NORMAL, WARNING, EventRecorder, pod_ref
-from kubelet.handlers.http import HttpGetter
+from kubelet.api import Container, Pod
+from kubelet.cri import (
+    ContainerInfo,
+    ContainerRunState,
+    CriError,
+    NotFound,
+    RuntimeClient,
+    RuntimePodStatus,
+    SandboxState,
+    labels,
+)
+from kubelet.decisions import (
+    ContainerToKill,
+    KillReason,
+    kill_grace_period,
+    stop_container_timeout,
+    stop_prerequisites,
+)
+from kubelet.events import NORMAL, WARNING, EventRecorder, pod_ref
+from kubelet.handlers import HttpGetter
 
 from .hooks import EVENT_FAILED_PRE_STOP_HOOK, run_pre_stop
 from .legacylogs import unlink_container_log

@@ -23,8 +23,8 @@ from collections.abc import Callable, Iterable, Mapping
 
 import attrs
 
-from kubelet.api.pod import Pod
-from kubelet.config.features import USER_NAMESPACES_SUPPORT
+from kubelet.api import Pod
+from kubelet.config import USER_NAMESPACES_SUPPORT
 from kubelet.cri import api
 
 from .runtimeinfo import HandlerFeatures

@@ -20,7 +20,7 @@ from typing import Any
 import attrs
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry
 
-from kubelet.api.converter import to_wire
+from kubelet.api import to_wire
 from kubelet.config import KubeletConfiguration, encode
 from kubelet.cri import CriError, api, labels
 from kubelet.logs import get_logger

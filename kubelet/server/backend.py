@@ -14,9 +14,9 @@ from typing import Protocol
 import attrs
 from prometheus_client import CollectorRegistry
 
-from kubelet.api.pod import Pod
+from kubelet.api import Pod
 from kubelet.cri import ImageClient, RuntimeClient
-from kubelet.pods.run import PodLifecycle
+from kubelet.pods import PodLifecycle
 
 
 class KubeletBackend(Protocol):

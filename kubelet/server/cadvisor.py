@@ -55,7 +55,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from kubelet.goformat import parse_time
-from kubelet.stats.cgroupspec import CgroupSpec, spec_memory_value
+from kubelet.stats import CgroupSpec, spec_memory_value
 
 from .cadvisorextra import ExtraFamilies
 from .cgroupfigures import CgroupFigures, Figures

@@ -14,12 +14,18 @@ from __future__ import annotations
 
 import attrs
 
-from kubelet.cgroups.names import NODE_ALLOCATABLE, CgroupName
+from kubelet.cgroups import NODE_ALLOCATABLE, CgroupName
 from kubelet.cri import RuntimeClient, api, labels
-from kubelet.stats.cgroupfs import CfsStats, CgroupMemoryDetail, DeviceIo
-from kubelet.stats.cgroupspec import CgroupSpec, cgroup_spec
-from kubelet.stats.processes import ProcessStats, process_stats
-from kubelet.stats.psi import Pressure
+from kubelet.stats import (
+    CfsStats,
+    CgroupMemoryDetail,
+    CgroupSpec,
+    DeviceIo,
+    Pressure,
+    ProcessStats,
+    cgroup_spec,
+    process_stats,
+)
 
 from .hoststats import HostStats
 

@@ -19,10 +19,10 @@ import json
 import os
 import re
 
-from kubelet.api.pod import Pod
+from kubelet.api import Pod
 from kubelet.cri import CriError, RuntimeClient
 from kubelet.logs import get_logger
-from kubelet.volumes.dirs import CHECKPOINTS_DIR
+from kubelet.volumes import CHECKPOINTS_DIR
 
 from .asgi import JSON, Request, Response, text
 from .backend import KubeletBackend

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import attrs
 
-from kubelet.cgroups.names import (
+from kubelet.cgroups import (
     NODE_ALLOCATABLE,
     POD_PREFIX,
     CgroupName,
@@ -26,7 +26,7 @@ from kubelet.cgroups.names import (
     to_cgroupfs,
     to_systemd,
 )
-from kubelet.stats.cgroupfs import CgroupMemory, Cgroups, read_text
+from kubelet.stats import CgroupMemory, Cgroups, read_text
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 

@@ -48,7 +48,7 @@ import h2.settings
 import trio
 from h2.errors import ErrorCodes
 
-from kubelet.api.ratelimit import TokenBucket
+from kubelet.api import TokenBucket
 from kubelet.logs import get_logger
 
 from .asgi import Message, Scope

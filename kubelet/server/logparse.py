@@ -19,7 +19,7 @@ from __future__ import annotations
 import enum
 import logging
 
-from kubelet.cri.logformat import STDERR, STDOUT, parse_rfc3339nano
+from kubelet.cri import STDERR, STDOUT, parse_rfc3339nano
 
 from .logopts import LogOptions
 

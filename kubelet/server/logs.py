@@ -16,12 +16,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from kubelet.api.pod import Pod
+from kubelet.api import Pod
 from kubelet.boundedio import InputRefused, in_thread
-from kubelet.cri import CriError, RuntimeClient, api
-from kubelet.cri.types import ContainerInfo, ContainerRunState
-from kubelet.decisions.restart import exited_instance_restarts
-from kubelet.pleg.view import RuntimeView
+from kubelet.cri import ContainerInfo, ContainerRunState, CriError, RuntimeClient, api
+from kubelet.decisions import exited_instance_restarts
+from kubelet.pleg import RuntimeView
 
 from .asgi import Request, Response, StreamResponse, Write, text
 from .backend import KubeletBackend

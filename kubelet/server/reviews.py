@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kubelet.api.client import ApiClient
+from kubelet.api import ApiClient
 
 from .backend import TokenReviewResult
 

@@ -25,8 +25,7 @@ import trio
 from kubelet.boundedio import RunSync, in_thread
 from kubelet.config import Options, features
 from kubelet.metrics import KubeletMetrics
-from kubelet.node.certificates.manager import CertificateManager
-from kubelet.node.certificates.store import CertKeyPair
+from kubelet.node.certificates import CertificateManager, CertKeyPair
 
 from . import healthz
 from .accept import AcceptLoop
@@ -40,7 +39,7 @@ from .hoststats import HostStats
 from .limits import Limits
 from .looplag import LoopLag, watching_loop
 from .memtrim import MemoryTrim
-from .podresources.service import Lister, serve_pod_resources
+from .podresources import Lister, serve_pod_resources
 from .stats import SummaryProvider
 from .tlsreload import CA_BUNDLE_LIMIT, PAIR_FILE_LIMIT, ServingTLS, read_files, watch_files
 from .wire import ASGIApp

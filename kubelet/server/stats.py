@@ -29,22 +29,24 @@ from typing import Any
 import attrs
 import trio
 
-from kubelet.cgroups.names import NODE_ALLOCATABLE, CgroupName
+from kubelet.cgroups import NODE_ALLOCATABLE, CgroupName
 from kubelet.cri import CriError, ImageClient, RuntimeClient, Unimplemented, api, labels
 from kubelet.goformat import rfc3339
-from kubelet.stats.pace import Pacer
-from kubelet.stats.psi import add_psi
-from kubelet.stats.summary import (
+from kubelet.stats import (
+    AGG_PERIOD,
     ContainerUsage,
     FsUsage,
     MemoryUsage,
     NodeUsage,
+    Pacer,
     PodUsage,
+    PodVolume,
     Summary,
     VolumeUsage,
+    VolumeUsageCache,
+    add_psi,
     from_json,
 )
-from kubelet.stats.volumes import AGG_PERIOD, PodVolume, VolumeUsageCache
 
 from .cgroupfigures import container_cgroup
 from .hoststats import (

@@ -35,7 +35,7 @@ from typing import TypeVar
 import attrs
 import trio
 
-from kubelet.api.pod import Pod
+from kubelet.api import Pod
 from kubelet.cri import CriError, RuntimeClient, api, labels
 from kubelet.logs import get_logger
 

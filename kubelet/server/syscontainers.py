@@ -15,10 +15,9 @@ from typing import Any
 
 import attrs
 
-from kubelet.cgroups.names import CgroupName
+from kubelet.cgroups import CgroupName
 from kubelet.goformat import rfc3339
-from kubelet.stats.cgroupfs import CgroupSwap
-from kubelet.stats.psi import add_psi
+from kubelet.stats import CgroupSwap, add_psi
 
 from .hoststats import HostStats, MemorySample
 

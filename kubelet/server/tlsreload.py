@@ -32,11 +32,7 @@ import inotify_simple
 import trio
 
 from kubelet.boundedio import RunSync, in_thread, read_regular_file
-from kubelet.node.certificates.sslload import (
-    PAIR_FILE_LIMIT,
-    load_cert_chain_pem,
-    load_verify_pem,
-)
+from kubelet.node.certificates import PAIR_FILE_LIMIT, load_cert_chain_pem, load_verify_pem
 
 __all__ = ["CA_BUNDLE_LIMIT", "PAIR_FILE_LIMIT", "ServingTLS", "read_files", "watch_files"]
 

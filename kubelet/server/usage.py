@@ -17,8 +17,8 @@ import attrs
 
 from kubelet.cri import CriError
 from kubelet.goformat import rfc3339
-from kubelet.stats.summary import FsUsage, PodUsage, Summary, from_json
-from kubelet.stats.summary import NodeUsage as NodeFigures
+from kubelet.stats import FsUsage, PodUsage, Summary, from_json
+from kubelet.stats import NodeUsage as NodeFigures
 
 from .stats import SummaryProvider
 

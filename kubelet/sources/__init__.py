@@ -19,6 +19,7 @@ from .podconfig import (
     PodUpdate,
     UpdateSink,
 )
+from .run import open_sources
 from .static import ManifestError, load_manifest, load_pod
 from .url import URLSource
 
@@ -37,4 +38,5 @@ __all__ = [
     "UpdateSink",
     "load_manifest",
     "load_pod",
+    "open_sources",
 ]

@@ -14,11 +14,17 @@ from typing import Any
 
 import trio
 
-from kubelet.api import from_wire
-from kubelet.api.client import PODS, ApiClient
-from kubelet.api.dnsname import label_errors, subdomain_errors
-from kubelet.api.pod import Pod
-from kubelet.api.watch import ListWatch, UidStore, reflect
+from kubelet.api import (
+    PODS,
+    ApiClient,
+    ListWatch,
+    Pod,
+    UidStore,
+    from_wire,
+    label_errors,
+    reflect,
+    subdomain_errors,
+)
 
 from .podconfig import API_SOURCE, PodOperation, UpdateSink
 

@@ -47,7 +47,7 @@ import attrs
 import inotify_simple
 import trio
 
-from kubelet.api.pod import Pod
+from kubelet.api import Pod
 from kubelet.boundedio import RunSync, in_thread
 from kubelet.cri import trace
 

@@ -23,7 +23,7 @@ from typing import Protocol
 import attrs
 import trio
 
-from kubelet.api.pod import Pod
+from kubelet.api import Pod
 from kubelet.cri import labels
 
 log = logging.getLogger(__name__)

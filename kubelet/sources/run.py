@@ -15,16 +15,14 @@ from typing import Any
 
 import trio
 
-from kubelet.api.client import ApiClient
-from kubelet.api.dropfields import drop_container_restart_rules, drop_pod_level_resources
-from kubelet.api.pod import Pod
+from kubelet.api import ApiClient, Pod, drop_container_restart_rules, drop_pod_level_resources
 from kubelet.boundedio import RunSync, in_thread
-from kubelet.config import Options
-from kubelet.config.features import (
+from kubelet.config import (
     CONTAINER_RESTART_RULES,
     POD_LEVEL_RESOURCES,
     RESTART_ALL_CONTAINERS,
     FeatureGates,
+    Options,
 )
 
 from .apiserver import ApiSource

@@ -23,15 +23,17 @@ import attrs
 import yaml
 import yaml.nodes
 
-from kubelet.api import from_wire, to_wire
-from kubelet.api.converter import WireError, converter
-from kubelet.api.pod import (
+from kubelet.api import (
     Container,
     HTTPGetAction,
     LifecycleHandler,
     Pod,
     Probe,
     Toleration,
+    WireError,
+    converter,
+    from_wire,
+    to_wire,
 )
 from kubelet.cri import imageref, labels
 

@@ -15,15 +15,11 @@ from typing import Any
 
 import attrs
 
-from kubelet.api.dnsname import (
+from kubelet.api import (
     QUALIFIED_NAME_RE,
     SUBDOMAIN_MAX_LENGTH,
     SUBDOMAIN_MSG,
     SUBDOMAIN_RE,
-    label_errors,
-    subdomain_errors,
-)
-from kubelet.api.pod import (
     Container,
     ContainerPort,
     ContainerRestartRule,
@@ -33,6 +29,8 @@ from kubelet.api.pod import (
     Probe,
     VolumeMount,
     is_restartable_init_container,
+    label_errors,
+    subdomain_errors,
 )
 
 _LABEL_VALUE_RE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")

@@ -7,3 +7,64 @@
   (emptyDir volumes), the walk run off the event loop;
 - ``kmsg`` and ``oom``: kernel log records and the OOM-kill lines in them.
 """
+
+from . import oom, pace
+from .boot import boot_time
+from .cgroupfs import (
+    CfsStats,
+    CgroupMemory,
+    CgroupMemoryDetail,
+    Cgroups,
+    CgroupSwap,
+    DeviceIo,
+    Layout,
+    read_text,
+)
+from .cgroupspec import CgroupSpec, cgroup_spec, spec_memory_value
+from .pace import Pacer
+from .processes import ProcessStats, process_stats
+from .psi import Pressure, add_psi
+from .summary import (
+    ContainerUsage,
+    FsUsage,
+    MemoryUsage,
+    NodeUsage,
+    PodUsage,
+    Summary,
+    VolumeUsage,
+    from_json,
+)
+from .volumes import AGG_PERIOD, PodVolume, VolumeUsageCache
+
+__all__ = [
+    "AGG_PERIOD",
+    "CfsStats",
+    "CgroupMemory",
+    "CgroupMemoryDetail",
+    "CgroupSpec",
+    "CgroupSwap",
+    "Cgroups",
+    "ContainerUsage",
+    "DeviceIo",
+    "FsUsage",
+    "Layout",
+    "MemoryUsage",
+    "NodeUsage",
+    "Pacer",
+    "PodUsage",
+    "PodVolume",
+    "Pressure",
+    "ProcessStats",
+    "Summary",
+    "VolumeUsage",
+    "VolumeUsageCache",
+    "add_psi",
+    "boot_time",
+    "cgroup_spec",
+    "from_json",
+    "oom",
+    "pace",
+    "process_stats",
+    "read_text",
+    "spec_memory_value",
+]

@@ -8,7 +8,7 @@ reason ``DeadlineExceeded`` and upstream's message.
 
 from __future__ import annotations
 
-from kubelet.api.pod import Pod
+from kubelet.api import Pod
 from kubelet.goformat import parse_rfc3339
 
 __all__ = ["DEADLINE_EXCEEDED", "DEADLINE_EXCEEDED_MESSAGE", "deadline_left"]

@@ -17,7 +17,7 @@ from collections.abc import Collection, Mapping, Sequence
 
 import attrs
 
-from kubelet.api.pod import (
+from kubelet.api import (
     ContainerStatus,
     Pod,
     PodCondition,
@@ -25,12 +25,10 @@ from kubelet.api.pod import (
     PodStatus,
     is_restartable_init_container,
 )
-from kubelet.cri.types import RuntimePodStatus
-from kubelet.decisions.actions import sandbox_changed
-from kubelet.decisions.qos import pod_qos
-from kubelet.decisions.resize import CONDITIONS as RESIZE_CONDITIONS
-from kubelet.decisions.resize import PENDING as RESIZE_PENDING
-from kubelet.decisions.resize import pending_condition
+from kubelet.cri import RuntimePodStatus
+from kubelet.decisions import CONDITIONS as RESIZE_CONDITIONS
+from kubelet.decisions import PENDING as RESIZE_PENDING
+from kubelet.decisions import pending_condition, pod_qos, sandbox_changed
 from kubelet.status.killed import Kill, with_kill_conditions
 from kubelet.status.phase import (
     FAILED,

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import attrs
 
-from kubelet.api.pod import PodCondition
+from kubelet.api import PodCondition
 
 __all__ = ["Kill", "with_kill_conditions"]
 

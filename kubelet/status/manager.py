@@ -23,11 +23,20 @@ from collections.abc import Callable, Collection
 import attrs
 import trio
 
-from kubelet.api import from_wire, to_wire
-from kubelet.api.client import PODS, ApiClient, PatchType
-from kubelet.api.errors import ApiError, Conflict, NotFound
-from kubelet.api.patch import pod_status_patch
-from kubelet.api.pod import Pod, PodCondition, PodStatus
+from kubelet.api import (
+    PODS,
+    ApiClient,
+    ApiError,
+    Conflict,
+    NotFound,
+    PatchType,
+    Pod,
+    PodCondition,
+    PodStatus,
+    from_wire,
+    pod_status_patch,
+    to_wire,
+)
 from kubelet.status.generate import OWNED, foreign_conditions
 from kubelet.status.phase import is_terminal_phase, resolve_phase
 

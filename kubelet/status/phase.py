@@ -14,7 +14,7 @@ from typing import TypeVar
 
 import attrs
 
-from kubelet.api.pod import (
+from kubelet.api import (
     Container,
     ContainerState,
     ContainerStateRunning,
@@ -30,9 +30,8 @@ from kubelet.api.pod import (
     VolumeMountStatus,
     is_restartable_init_container,
 )
-from kubelet.cri.types import ContainerInfo, ContainerRunState, RuntimePodStatus
-from kubelet.decisions.actions import should_container_be_restarted
-from kubelet.decisions.restart import container_should_restart
+from kubelet.cri import ContainerInfo, ContainerRunState, RuntimePodStatus
+from kubelet.decisions import container_should_restart, should_container_be_restarted
 from kubelet.goformat import rfc3339
 
 __all__ = [

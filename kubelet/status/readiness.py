@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import attrs
 
-from kubelet.api.pod import ContainerStatus, Pod, PodCondition, PodStatus
+from kubelet.api import ContainerStatus, Pod, PodCondition, PodStatus
 
 from .generate import containers_ready, pod_ready
 

@@ -15,13 +15,7 @@ from collections.abc import Sequence
 
 import attrs
 
-from kubelet.api.pod import (
-    ContainerState,
-    ContainerStateTerminated,
-    ContainerStatus,
-    Pod,
-    PodStatus,
-)
+from kubelet.api import ContainerState, ContainerStateTerminated, ContainerStatus, Pod, PodStatus
 from kubelet.status.phase import CONTAINER_STATUS_UNKNOWN, FAILED, is_terminal_phase
 
 __all__ = ["MSG_NOT_LOCATED", "terminated_status"]

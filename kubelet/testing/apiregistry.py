@@ -27,8 +27,8 @@ from collections.abc import Callable, Mapping
 from fractions import Fraction
 from typing import Any
 
-from kubelet.api.dnsname import LABEL_RE, SUBDOMAIN_RE
-from kubelet.api.quantity import parse_quantity
+from kubelet.api import SUBDOMAIN_RE, parse_quantity
+from kubelet.api.dnsname import LABEL_RE
 from kubelet.goformat import rfc3339
 
 from .apiauth import ISSUER, ApiAuth

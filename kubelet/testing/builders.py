@@ -14,9 +14,8 @@ from typing import Any
 
 import attrs
 
-from kubelet.api.meta import ObjectMeta
-from kubelet.api.pod import Container, Pod, PodSpec, PodStatus
-from kubelet.cri.types import (
+from kubelet.api import Container, ObjectMeta, Pod, PodSpec, PodStatus
+from kubelet.cri import (
     ContainerInfo,
     ContainerRunState,
     RuntimePodStatus,

@@ -17,7 +17,8 @@ import shutil
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from kubelet.cgroups.fs import CONTROLLERS, PROCS, SUBTREE_CONTROL, CgroupError, CgroupFs
+from kubelet.cgroups import CgroupError, CgroupFs
+from kubelet.cgroups.fs import CONTROLLERS, PROCS, SUBTREE_CONTROL
 from kubelet.cgroups.layout import CgroupLayout, from_tree
 
 __all__ = [

@@ -109,11 +109,9 @@ from grpclib.exceptions import GRPCError
 from grpclib.protocol import H2Protocol
 from grpclib.server import Server
 
-from kubelet.cri import api
-from kubelet.cri.codec import LimitedProtoCodec
-from kubelet.cri.endpoint import socket_path
-from kubelet.cri.imageref import normalize, split_reference
-from kubelet.cri.logformat import STDOUT, format_line
+from kubelet.cri import STDOUT, LimitedProtoCodec, api, socket_path, split_reference
+from kubelet.cri.imageref import normalize
+from kubelet.cri.logformat import format_line
 
 from .fakecheckpoint import write_checkpoint
 from .fakestreaming import FakeStreamingServer

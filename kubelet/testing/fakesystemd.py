@@ -26,7 +26,8 @@ from jeepney import DBusAddress, HeaderFields, MessageType, new_error, new_metho
 from jeepney.bus_messages import message_bus
 from jeepney.io.trio import DBusConnection, open_dbus_connection
 
-from kubelet.cgroups.fs import UNIFIED, CgroupFs
+from kubelet.cgroups import CgroupFs
+from kubelet.cgroups.fs import UNIFIED
 from kubelet.cgroups.layout import from_tree
 from kubelet.cgroups.names import expand_slice
 from kubelet.cgroups.slices import INFINITY

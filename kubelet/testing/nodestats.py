@@ -18,7 +18,8 @@ from pathlib import Path
 
 import attrs
 
-from kubelet.server.hoststats import FsSample, HostStats
+from kubelet.server import HostStats
+from kubelet.server.hoststats import FsSample
 
 __all__ = ["GiB", "MiB", "ScriptedNode"]
 

@@ -1,1 +1,31 @@
-"""Pod volumes: the pod directory under --root-dir, and the volume plugins."""
+"""Pod volumes: the pod directory under --root-dir, and the volume plugins.
+
+What the package offers: ``VolumeManager`` and ``PodVolumes`` (a pod's volumes set up
+before its sandbox, mounted into its containers, removed after its teardown),
+``ApiTokenSource`` (service-account tokens), ``PodEnvFiles`` (``fileKeyRef`` env files),
+``setup_data_dirs``/``pod_dir``/``make_log_dir`` (the directories under --root-dir, with
+upstream's layout and modes) and ``noswap_supported``.
+"""
+
+from .dirs import CHECKPOINTS_DIR, POD_RESOURCES_DIR, DataDirError, make_log_dir, setup_data_dirs
+from .envfiles import PodEnvFiles
+from .manager import PodVolumes, VolumeManager
+from .paths import pod_dir
+from .subpath import MountConfigError
+from .tmpfs import noswap_supported
+from .tokens import ApiTokenSource
+
+__all__ = [
+    "CHECKPOINTS_DIR",
+    "POD_RESOURCES_DIR",
+    "ApiTokenSource",
+    "DataDirError",
+    "MountConfigError",
+    "PodEnvFiles",
+    "PodVolumes",
+    "VolumeManager",
+    "make_log_dir",
+    "noswap_supported",
+    "pod_dir",
+    "setup_data_dirs",
+]

@@ -24,9 +24,13 @@ import logging
 import os
 import stat
 
-from kubelet.api.pod import Pod
-from kubelet.env.envfile import MAX_ENV_FILE_BYTES, UNPARSABLE_ENV_FILE
-from kubelet.env.variables import CREATE_CONTAINER_CONFIG_ERROR, EnvError
+from kubelet.api import Pod
+from kubelet.env import (
+    CREATE_CONTAINER_CONFIG_ERROR,
+    MAX_ENV_FILE_BYTES,
+    UNPARSABLE_ENV_FILE,
+    EnvError,
+)
 from kubelet.goformat import go_quote
 
 from .manager import PodVolumes

@@ -30,10 +30,9 @@ from collections.abc import Mapping, Sequence
 
 import attrs
 
-from kubelet.api.pod import Container, Pod, Volume, VolumeMount
-from kubelet.api.quantity import QuantityError, to_bytes
+from kubelet.api import Container, Pod, QuantityError, Volume, VolumeMount, to_bytes
 from kubelet.cri import api
-from kubelet.env.variables import EnvLookup
+from kubelet.env import EnvLookup
 
 from .atomic import write_atomic
 from .dirs import VOLUME_DIR_MODE, ensure_exact_dir, make_pod_data_dirs, mkdir_all

@@ -18,7 +18,7 @@ import os
 import stat
 from collections.abc import Iterator
 
-from kubelet.api.pod import Pod
+from kubelet.api import Pod
 
 log = logging.getLogger(__name__)
 

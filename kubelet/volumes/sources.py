@@ -13,9 +13,8 @@ from typing import Any, Protocol
 
 import attrs
 
-from kubelet.api.converter import wire_name
-from kubelet.api.pod import ObjectFieldSelector, Pod, Quantity, ResourceFieldSelector, Volume
-from kubelet.env.variables import EnvError, EnvLookup, pod_field_value, resource_field_value
+from kubelet.api import ObjectFieldSelector, Pod, Quantity, ResourceFieldSelector, Volume, wire_name
+from kubelet.env import EnvError, EnvLookup, pod_field_value, resource_field_value
 
 from .hostpath import VolumeError
 

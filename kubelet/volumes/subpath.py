@@ -28,7 +28,7 @@ import os
 import stat
 from collections.abc import Iterator, Mapping
 
-from kubelet.env.expand import ExpansionTooLarge, expand_env
+from kubelet.env import ExpansionTooLarge, expand_env
 
 from .dirs import SUBPATH_DIR_MODE, SUBPATH_FILE_MODE, mkdir_all
 from .mounts import bind_fd, is_mount_point, mounts_under, unmount

@@ -13,9 +13,8 @@ import logging
 import os
 import tempfile
 
-from kubelet.api.pod import Pod
-from kubelet.api.quantity import QuantityError, to_bytes
-from kubelet.cgroups.values import pod_memory_limit
+from kubelet.api import Pod, QuantityError, to_bytes
+from kubelet.cgroups import pod_memory_limit
 
 from .mounts import MountError, mount, unmount
 

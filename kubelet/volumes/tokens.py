@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from kubelet.api.client import ApiClient
+from kubelet.api import ApiClient
 from kubelet.goformat import parse_rfc3339
 
 

@@ -11,9 +11,9 @@ import uuid
 import pytest
 import trio
 
-from kubelet.cri import ImageClient, ImagePullFailed, NotFound, RuntimeClient, api
+from kubelet.cri import STDOUT, ImageClient, ImagePullFailed, NotFound, RuntimeClient, api
 from kubelet.cri.__main__ import POD_UID_LABEL
-from kubelet.cri.logformat import STDOUT, parse_line
+from kubelet.cri.logformat import parse_line
 
 from .conftest import BUSYBOX, PodHandle
 

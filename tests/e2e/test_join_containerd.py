@@ -14,9 +14,7 @@ import pytest
 import trio
 import yaml
 
-from kubelet.api.client import NODES, PODS, ApiClient
-from kubelet.api.errors import ApiError
-from kubelet.api.kubeconfig import load_kubeconfig
+from kubelet.api import NODES, PODS, ApiClient, ApiError, load_kubeconfig
 from kubelet.cri import ImageClient, RuntimeClient
 from kubelet.cri.__main__ import cleanup
 

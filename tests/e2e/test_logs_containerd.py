@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kubelet.gc.logs import LEGACY_CONTAINER_LOGS_DIR
+from kubelet.gc import LEGACY_CONTAINER_LOGS_DIR
 
 from .test_kubelet_containerd import LOOP, KubeletProcess, kubelet, manifest  # noqa: F401 - the fixture
 

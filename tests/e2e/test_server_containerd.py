@@ -16,8 +16,7 @@ import pytest
 import trio
 from prometheus_client import CollectorRegistry
 
-from kubelet.api.meta import ObjectMeta
-from kubelet.api.pod import Container, Pod, PodSpec
+from kubelet.api import Container, ObjectMeta, Pod, PodSpec
 from kubelet.config import (
     KubeletAnonymousAuthentication,
     KubeletAuthentication,

@@ -28,8 +28,8 @@ import trio
 
 from kubelet.cri import ImageClient, RuntimeClient
 from kubelet.cri.__main__ import cleanup
+from kubelet.testing import CertPair
 from kubelet.testing import wschannels as ch
-from kubelet.testing.certs import CertPair
 from kubelet.testing.spdytunnel import TUNNEL_PROTOCOL, forward_once, tunnel_spdy
 
 from .cluster import CONTAINERD_ENDPOINT, Processes

@@ -12,13 +12,12 @@ import trio
 
 from kubelet import agent
 from kubelet.agent import Components, Host
-from kubelet.api.kubeconfig import load_kubeconfig
+from kubelet.api import load_kubeconfig
 from kubelet.boundedio import inline
 from kubelet.config import Options, resolve
-from kubelet.node.machine import MachineInfo
-from kubelet.testing import FakeRuntime
+from kubelet.node import MachineInfo
+from kubelet.testing import FakeApiServer, FakeRuntime
 from kubelet.testing.cgroupfs import tree_cgroups
-from kubelet.testing.fakeapiserver import FakeApiServer
 from kubelet.testing.fakeproc import fake_proc
 from kubelet.testing.nodestats import ScriptedNode
 

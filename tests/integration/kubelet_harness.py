@@ -14,10 +14,10 @@ import trio.lowlevel
 from kubelet import agent
 from kubelet.agent import Components, Host
 from kubelet.boundedio import inline
-from kubelet.cgroups.systemd import SystemdAccess
+from kubelet.cgroups import SystemdAccess
 from kubelet.config import resolve
 from kubelet.cri import api
-from kubelet.node.machine import MachineInfo
+from kubelet.node import MachineInfo
 from kubelet.testing import FakeRuntime
 from kubelet.testing.cgroupfs import tree_cgroups
 from kubelet.testing.fakeproc import fake_proc

@@ -20,8 +20,7 @@ from typing import Any
 import attrs
 import trio
 
-from kubelet.testing import FakeRuntime
-from kubelet.testing.fakeapiserver import FakeApiServer
+from kubelet.testing import FakeApiServer, FakeRuntime
 
 from .cluster_harness import Cluster, cluster_kubelet
 from .kubelet_harness import NODE

@@ -5,10 +5,9 @@ from __future__ import annotations
 import pytest
 import trio
 
-from kubelet.api.client import ApiClient
-from kubelet.api.kubeconfig import ClusterConnection
-from kubelet.server.reviews import ApiReviews
-from kubelet.testing.fakeapiserver import FakeApiServer
+from kubelet.api import ApiClient, ClusterConnection
+from kubelet.server import ApiReviews
+from kubelet.testing import FakeApiServer
 
 
 async def test_token_review_and_subject_access_review() -> None:
@@ -37,7 +36,7 @@ async def test_token_review_and_subject_access_review() -> None:
 async def test_service_account_tokens_rotate_at_80_percent(
     autojump_clock: trio.abc.Clock,
 ) -> None:
-    from kubelet.volumes.tokens import ApiTokenSource
+    from kubelet.volumes import ApiTokenSource
 
     epoch = 1_800_000_000.0
     api = FakeApiServer(epoch=epoch)
@@ -56,8 +55,7 @@ async def test_service_account_tokens_rotate_at_80_percent(
 
 
 async def test_env_lookup_reads_each_object_once_and_maps_errors() -> None:
-    from kubelet.env.lookup import ApiEnvLookup
-    from kubelet.env.variables import CREATE_CONTAINER_CONFIG_ERROR, EnvError
+    from kubelet.env import CREATE_CONTAINER_CONFIG_ERROR, ApiEnvLookup, EnvError
 
     api = FakeApiServer()
     api.create(

@@ -23,15 +23,19 @@ import yaml
 from cryptography import x509
 from prometheus_client import CollectorRegistry
 
-from kubelet.api.client import PODS, ApiClient, WatchEvent
-from kubelet.api.errors import ApiError
-from kubelet.api.kubeconfig import load_kubeconfig
-from kubelet.api.node import NodeAddress
+from kubelet.api import PODS, ApiClient, ApiError, NodeAddress, WatchEvent, load_kubeconfig
 from kubelet.config import build_options, parse_flags
+from kubelet.node.certificates import (
+    CertificateManager,
+    ClientRotation,
+    FileStore,
+    RotatingTransport,
+    client_manager,
+    load_client_cert,
+    transport_for,
+)
 from kubelet.node.certificates import csr as csrmod
-from kubelet.node.certificates.bootstrap import TMP_KEY_FILE, clients_for, load_client_cert
-from kubelet.node.certificates.manager import CertificateManager
-from kubelet.node.certificates.managers import client_manager
+from kubelet.node.certificates.bootstrap import TMP_KEY_FILE, clients_for
 from kubelet.node.certificates.metrics import client_metrics, server_metrics
 from kubelet.node.certificates.request import (
     RequestFailed,
@@ -39,11 +43,10 @@ from kubelet.node.certificates.request import (
     wait_for_certificate,
 )
 from kubelet.node.certificates.serving import ServingCertificate
-from kubelet.node.certificates.store import CLIENT_PREFIX, SERVER_PREFIX, FileStore
-from kubelet.node.certificates.transport import ClientRotation, RotatingTransport, transport_for
+from kubelet.node.certificates.store import CLIENT_PREFIX, SERVER_PREFIX
+from kubelet.testing import FakeApiServer
 from kubelet.testing.certs import NO_CHECK_TIME
 from kubelet.testing.csrsigner import CsrController, csrapproving_and_serving
-from kubelet.testing.fakeapiserver import FakeApiServer
 
 NODE = "node-1"
 TOKEN = "abcdef.0123456789abcdef"

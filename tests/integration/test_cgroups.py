@@ -17,9 +17,8 @@ import pytest
 import trio
 
 from kubelet.metrics import exposition
-from kubelet.testing import FakeRuntime
-from kubelet.testing.cgroupfs import TreeCgroupFs, add_process, v1_tree
-from kubelet.testing.fakeapiserver import FakeApiServer
+from kubelet.testing import FakeApiServer, FakeRuntime, TreeCgroupFs, v1_tree
+from kubelet.testing.cgroupfs import add_process
 from kubelet.testing.fakeproc import add_proc, fake_proc
 
 from .cluster_harness import MACHINE, Cluster, running_cluster, start_cluster_kubelet

@@ -12,12 +12,13 @@ from pathlib import Path
 import pytest
 import trio
 
-from kubelet.api.pod import Container, Pod
+from kubelet.api import Container, Pod
+from kubelet.cm import CmParts, NodeResources, ResourceError
 from kubelet.cm import run as cm_run
-from kubelet.cm.manager import NodeResources, Refusal, ResourceError, ResourceManager
-from kubelet.cm.parts import CmParts
+from kubelet.cm.manager import Refusal, ResourceManager
 from kubelet.cri import api
-from kubelet.decisions.contribution import ContainerContribution, DeviceSpec
+from kubelet.decisions import ContainerContribution
+from kubelet.decisions.contribution import DeviceSpec
 from kubelet.testing import FakeRuntime
 
 from .kubelet_harness import KUBELET_IMAGES, WEB, running_kubelet

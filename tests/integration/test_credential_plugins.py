@@ -15,14 +15,8 @@ import trio
 from prometheus_client import CollectorRegistry
 
 from kubelet.errors import ConfigError
-from kubelet.runtime.credentials import plugins
-from kubelet.runtime.credentials.plugins import (
-    CredentialProvider,
-    PluginKeyring,
-    PluginMetrics,
-    load_provider_config,
-    parse_provider_config,
-)
+from kubelet.runtime.credentials import PluginKeyring, PluginMetrics, load_provider_config, plugins
+from kubelet.runtime.credentials.plugins import CredentialProvider, parse_provider_config
 
 V1 = "credentialprovider.kubelet.k8s.io/v1"
 

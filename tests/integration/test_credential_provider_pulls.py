@@ -16,8 +16,7 @@ import pytest
 import trio
 import trio.testing
 
-from kubelet.testing import FakeRuntime
-from kubelet.testing.fakeapiserver import FakeApiServer
+from kubelet.testing import FakeApiServer, FakeRuntime
 
 from .cluster_harness import Cluster, start_cluster_kubelet
 from .kubelet_harness import EPOCH, KUBELET_IMAGES

@@ -413,9 +413,8 @@ async def test_node_status_runtime_calls_pass_the_shared_limit(
     lane: with every shared slot held by hung pod-worker calls it is still gathered."""
     from kubelet.config import resolve
     from kubelet.cri import ImageClient
+    from kubelet.node import MachineInfo, NodeIdentity
     from kubelet.node.facts import FactGatherer
-    from kubelet.node.identity import NodeIdentity
-    from kubelet.node.machine import MachineInfo
 
     machine = MachineInfo(
         num_cores=2, memory_bytes=1 << 33, hugepages={}, machine_id="m", system_uuid="u",

@@ -14,15 +14,14 @@ import attrs
 import pytest
 import trio
 
-from kubelet.api.meta import ObjectMeta
-from kubelet.api.pod import Pod
+from kubelet.api import ObjectMeta, Pod
 from kubelet.config import ConfigError
 from kubelet.cri import ImageClient, RuntimeClient
 from kubelet.debug import serve_console
 from kubelet.debug.client import Connection, repl
 from kubelet.debug.console import INTERRUPT, PROMPT_END, PROMPT_START, listen_unix
-from kubelet.pods.manager import PodManager
-from kubelet.pods.workers import PodSyncer, PodWorkers, SyncResult
+from kubelet.pods import PodManager, PodWorkers
+from kubelet.pods.workers import PodSyncer, SyncResult
 
 
 class _Syncer(PodSyncer):

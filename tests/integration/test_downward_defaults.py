@@ -12,7 +12,7 @@ import attrs
 import pytest
 import trio
 
-from kubelet.node.machine import MachineInfo, read_machine_info
+from kubelet.node import MachineInfo, read_machine_info
 from kubelet.testing import FakeRuntime
 
 from .kubelet_harness import KUBELET_IMAGES, running_kubelet

@@ -18,7 +18,7 @@ import pytest
 import trio
 import yaml
 
-from kubelet.testing.fakeapiserver import FakeApiServer
+from kubelet.testing import FakeApiServer
 
 EPOCH = 1_800_000_000.0
 PODS = "/api/v1/namespaces/default/pods"

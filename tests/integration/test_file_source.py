@@ -10,12 +10,18 @@ from typing import Any
 import pytest
 import trio
 
-from kubelet.api.pod import Pod
+from kubelet.api import Pod
 from kubelet.boundedio import in_thread, inline
+from kubelet.sources import (
+    FILE_SOURCE,
+    FileSource,
+    ManifestError,
+    PodConfig,
+    PodOperation,
+    PodUpdate,
+)
 from kubelet.sources import file as file_source
-from kubelet.sources.file import FileSource
-from kubelet.sources.podconfig import FILE_SOURCE, PodConfig, PodOperation, PodUpdate
-from kubelet.sources.static import MAX_CONFIG_LENGTH, ManifestError
+from kubelet.sources.static import MAX_CONFIG_LENGTH
 
 NODE = "node1"
 

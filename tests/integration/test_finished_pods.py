@@ -17,8 +17,7 @@ from typing import Any
 import pytest
 import trio
 
-from kubelet.testing import ContainerBehaviour, FakeRuntime
-from kubelet.testing.fakeapiserver import FakeApiServer
+from kubelet.testing import ContainerBehaviour, FakeApiServer, FakeRuntime
 
 from .cluster_harness import Cluster, start_cluster_kubelet
 from .kubelet_harness import EPOCH, KUBELET_IMAGES, NODE

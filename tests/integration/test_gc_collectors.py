@@ -11,9 +11,10 @@ import pytest
 import trio
 
 from kubelet.cri import ImageClient, RuntimeClient
-from kubelet.gc.collector import ContainerCollector, GarbageCollectors, GcError, ImageCollector
+from kubelet.gc import GarbageCollectors
+from kubelet.gc.collector import ContainerCollector, GcError, ImageCollector
 from kubelet.gc.images import ImageGCPolicy
-from kubelet.stats.summary import FsUsage
+from kubelet.stats import FsUsage
 from kubelet.testing import FakeRuntime
 
 from .helpers import container_config, sandbox_config

@@ -27,19 +27,12 @@ import httpx
 import pytest
 import trio
 
-from kubelet.api.pod import Pod
+from kubelet.api import Pod
 from kubelet.boundedio import inline
+from kubelet.sources import FILE_SOURCE, HTTP_SOURCE, FileSource, PodConfig, PodOperation, URLSource
 from kubelet.sources import file as file_source
-from kubelet.sources.file import FileSource
-from kubelet.sources.podconfig import FILE_SOURCE, HTTP_SOURCE, PodConfig, PodOperation
-from kubelet.sources.url import URLSource
-from kubelet.testing.hostile import (
-    ManifestServer,
-    make_fifo,
-    many_maps_json,
-    many_maps_manifest,
-    serve_manifests,
-)
+from kubelet.testing import ManifestServer, make_fifo, many_maps_manifest, serve_manifests
+from kubelet.testing.hostile import many_maps_json
 
 NODE = "node1"
 RELEASE_AFTER = 3.0

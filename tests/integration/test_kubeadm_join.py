@@ -26,10 +26,9 @@ from kubelet.agent import Components, Host
 from kubelet.boundedio import inline
 from kubelet.config import Options, resolve
 from kubelet.errors import FatalError
-from kubelet.testing import FakeRuntime
+from kubelet.testing import FakeApiServer, FakeRuntime
 from kubelet.testing.certs import NO_CHECK_TIME
 from kubelet.testing.csrsigner import CsrController, csrapproving_and_serving
-from kubelet.testing.fakeapiserver import FakeApiServer
 from kubelet.testing.fakeproc import fake_proc
 
 from .cluster_harness import MACHINE

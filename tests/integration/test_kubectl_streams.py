@@ -27,9 +27,10 @@ import httpx
 import pytest
 import trio
 
-from kubelet.config.support import GATE_SUPPORT, ok
-from kubelet.node import facts
-from kubelet.node.declared import EXTEND_WEBSOCKETS, declared_features
+from kubelet.config import GATE_SUPPORT
+from kubelet.config.support import ok
+from kubelet.node import declared_features, facts
+from kubelet.node.declared import EXTEND_WEBSOCKETS
 from kubelet.testing import ContainerBehaviour, FakeRuntime
 from kubelet.testing.apiresources import by_kind
 from kubelet.testing.fakestreaming import StreamIO, default_exec

@@ -14,7 +14,7 @@ from grpclib.const import Status
 
 from kubelet.cri import api, connect, trace
 from kubelet.decisions import criconfig
-from kubelet.env.dns import DnsSettings
+from kubelet.env import DnsSettings
 from kubelet.metrics import exposition
 from kubelet.testing import ContainerBehaviour, FakeRuntime
 

@@ -16,10 +16,17 @@ import pytest
 import trio
 import trio.lowlevel
 
-from kubelet.node.shutdown.logind import LogindBus, LogindUnavailable
-from kubelet.node.shutdown.manager import ShutdownManager, ShutdownPod, Termination
-from kubelet.node.shutdown.plan import SYSTEM_CRITICAL_PRIORITY, PriorityPeriod
-from kubelet.testing.fakelogind import FakeLogind, private_bus
+from kubelet.node.shutdown import (
+    LogindBus,
+    LogindUnavailable,
+    PriorityPeriod,
+    ShutdownManager,
+    ShutdownPod,
+    Termination,
+)
+from kubelet.node.shutdown.plan import SYSTEM_CRITICAL_PRIORITY
+from kubelet.testing import private_bus
+from kubelet.testing.fakelogind import FakeLogind
 
 GUARD = 20.0
 

@@ -13,10 +13,9 @@ from typing import Any, cast
 import pytest
 import trio
 
+from kubelet.server import UsageReader
 from kubelet.server.hoststats import FsSample
-from kubelet.server.usage import UsageReader
-from kubelet.testing import FakeRuntime
-from kubelet.testing.fakeapiserver import FakeApiServer
+from kubelet.testing import FakeApiServer, FakeRuntime
 from kubelet.testing.fakeruntime import IMAGE_FS_MOUNT, FakeContainer
 from kubelet.testing.nodestats import GiB, MiB, ScriptedNode
 

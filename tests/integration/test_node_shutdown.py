@@ -17,10 +17,8 @@ import pytest
 import trio
 import trio.testing
 
-from kubelet.testing import FakeRuntime
-from kubelet.testing.fakeapiserver import FakeApiServer
-from kubelet.testing.fakelogind import FakeLogind, private_bus
-from kubelet.testing.fakeruntime import ContainerBehaviour
+from kubelet.testing import ContainerBehaviour, FakeApiServer, FakeRuntime, private_bus
+from kubelet.testing.fakelogind import FakeLogind
 
 from .cluster_harness import Cluster, start_cluster_kubelet
 from .kubelet_harness import EPOCH, KUBELET_IMAGES, NODE

@@ -14,10 +14,8 @@ from grpclib.client import Channel, UnaryUnaryMethod
 from grpclib.const import Status
 from grpclib.exceptions import GRPCError
 
-from kubelet.api.meta import ObjectMeta
-from kubelet.api.pod import Container, Pod, PodSpec, PodStatus
-from kubelet.config import Options
-from kubelet.config.features import FeatureGates
+from kubelet.api import Container, ObjectMeta, Pod, PodSpec, PodStatus
+from kubelet.config import FeatureGates, Options
 from kubelet.server import Addresses, serve
 from kubelet.server.podresources import podresources_api_pb2 as pb
 from kubelet.server.podresources.podresources_api_grpc import PodResourcesListerStub

@@ -23,38 +23,34 @@ from grpclib.health.v1.health_grpc import HealthBase
 from grpclib.health.v1.health_pb2 import HealthCheckResponse
 from grpclib.server import Server
 
-from kubelet.api.meta import ObjectMeta
-from kubelet.api.pod import (
+from kubelet.api import (
     Container,
     ContainerPort,
     ExecAction,
-    GRPCAction,
     HTTPGetAction,
-    HTTPHeader,
     LifecycleHandler,
+    ObjectMeta,
     Pod,
     PodSpec,
     Probe,
     TCPSocketAction,
 )
-from kubelet.cri import ImageClient, RuntimeClient
-from kubelet.cri.types import (
+from kubelet.api.pod import GRPCAction, HTTPHeader
+from kubelet.cri import (
     ContainerInfo,
     ContainerRunState,
+    ImageClient,
+    RuntimeClient,
     RuntimePodStatus,
     SandboxInfo,
     SandboxState,
 )
+from kubelet.handlers import HttpGetter, ProbeOutcome, ProbeTarget
 from kubelet.handlers import grpc as grpc_probe
 from kubelet.handlers import tcp as tcp_probe
-from kubelet.handlers.http import HttpGetter
-from kubelet.handlers.outcome import ProbeOutcome, ProbeTarget
-from kubelet.prober import ProbeError, ProbeKind, ProbeResult, ProberManager, Result
-from kubelet.prober.prober import ActionProber
+from kubelet.prober import ActionProber, ProbeError, ProbeKind, ProbeResult, ProberManager, Result
 from kubelet.runtime.hooks import run_handler
-from kubelet.testing import FakeRuntime
-from kubelet.testing.certs import TestCA
-from kubelet.testing.fakeruntime import ExecResult
+from kubelet.testing import ExecResult, FakeRuntime, TestCA
 
 from .helpers import container_config, sandbox_config
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import trio
 
-from kubelet.api.pod import PodStatus
+from kubelet.api import PodStatus
 from kubelet.cri import api
 from kubelet.events.recorder import LOG_LEVEL as EVENT_LOG_LEVEL
 from kubelet.testing import FakeRuntime
@@ -510,10 +510,9 @@ async def test_runtime_class_lookup_before_and_after_the_first_list(
 ) -> None:
     """Before the watch has listed, a lookup GETs the class; after, the cache answers,
     and follows creations; an API outage is an error, never the default handler."""
-    from kubelet.api.client import ApiClient
-    from kubelet.api.kubeconfig import ClusterConnection
+    from kubelet.api import ApiClient, ClusterConnection
     from kubelet.runtime.runtimeclass import RuntimeClassError, RuntimeClasses
-    from kubelet.testing.fakeapiserver import FakeApiServer
+    from kubelet.testing import FakeApiServer
 
     api_server = FakeApiServer(epoch=EPOCH)
     async with (

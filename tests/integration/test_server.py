@@ -27,8 +27,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
-from kubelet.api.meta import ObjectMeta
-from kubelet.api.pod import Container, Pod, PodSpec
+from kubelet.api import Container, ObjectMeta, Pod, PodSpec
 from kubelet.config import (
     KubeletAnonymousAuthentication,
     KubeletAuthentication,

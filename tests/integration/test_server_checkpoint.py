@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 from grpclib.const import Status
 
-from kubelet.config import KubeletAuthorization, Options
-from kubelet.config.features import FeatureGates
+from kubelet.config import FeatureGates, KubeletAuthorization, Options
 from kubelet.server import Addresses, serve
 
 from . import test_server

@@ -38,8 +38,7 @@ from kubelet.logs.fields import record_fields
 from kubelet.metrics import KubeletMetrics
 from kubelet.server import Addresses, http2
 from kubelet.server.limits import Limits
-from kubelet.testing import FakeRuntime
-from kubelet.testing.h2client import H2Client
+from kubelet.testing import FakeRuntime, H2Client
 
 from .test_server import Env, FakeBackend, FakeReviews, Pki, _ca, _client, authn, config
 

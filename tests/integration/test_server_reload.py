@@ -16,8 +16,7 @@ import trio
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
-from kubelet.config import KubeletAuthorization, Options
-from kubelet.config.features import FeatureGates
+from kubelet.config import FeatureGates, KubeletAuthorization, Options
 from kubelet.server import Addresses, serve
 from kubelet.server.certs import self_signed_pair
 

@@ -11,13 +11,9 @@ import attrs
 import pytest
 import trio
 
-from kubelet.api import from_wire
-from kubelet.api.client import ApiClient
-from kubelet.api.kubeconfig import load_kubeconfig
-from kubelet.api.pod import Pod, PodCondition, PodStatus
-from kubelet.status.generate import owned_conditions
-from kubelet.status.manager import StatusManager
-from kubelet.testing.fakeapiserver import FakeApiServer
+from kubelet.api import ApiClient, Pod, PodCondition, PodStatus, from_wire, load_kubeconfig
+from kubelet.status import StatusManager, owned_conditions
+from kubelet.testing import FakeApiServer
 
 from .kubelet_harness import EPOCH, NODE
 

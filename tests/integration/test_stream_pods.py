@@ -17,17 +17,16 @@ import pytest
 import trio
 from prometheus_client import CollectorRegistry
 
-from kubelet.api.pod import Pod
+from kubelet.api import Pod
 from kubelet.config import KubeletConfiguration
 from kubelet.cri import ImageClient, RuntimeClient
+from kubelet.server import SummaryProvider
 from kubelet.server.app import KubeletApp
 from kubelet.server.fdlimits import Descriptors
 from kubelet.server.limits import Limits
 from kubelet.server.serve import bind, serve_socket
-from kubelet.server.stats import SummaryProvider
-from kubelet.testing import FakeRuntime
+from kubelet.testing import ExecResult, FakeRuntime
 from kubelet.testing.builders import make_container, make_pod
-from kubelet.testing.fakeruntime import ExecResult
 
 from .helpers import container_config, sandbox_config
 

@@ -18,11 +18,9 @@ import httpx
 import pytest
 import trio
 
-from kubelet.testing import FakeRuntime
+from kubelet.testing import ChannelClient, ExecResult, FakeRuntime, HandshakeRefused
 from kubelet.testing import wschannels as ch
-from kubelet.testing.fakeruntime import ExecResult
 from kubelet.testing.spdytunnel import TUNNEL_PROTOCOL, forward_once, tunnel_spdy
-from kubelet.testing.wschannels import ChannelClient, HandshakeRefused
 
 from .kubelet_harness import KUBELET_IMAGES, NODE
 from .streams_harness import Node, kubectl_node

@@ -14,11 +14,10 @@ import pytest
 import trio
 import trio.testing
 
+from kubelet.cgroups import SystemdAccess, SystemdBus
 from kubelet.cgroups.slices import start_properties
-from kubelet.cgroups.systemd import SystemdAccess, SystemdBus, SystemdError, SystemdUnavailable
-from kubelet.testing.cgroupfs import v1_tree
-from kubelet.testing.fakelogind import private_bus
-from kubelet.testing.fakesystemd import FakeSystemd
+from kubelet.cgroups.systemd import SystemdError, SystemdUnavailable
+from kubelet.testing import FakeSystemd, private_bus, v1_tree
 
 UNIT = "kubepods.slice"
 

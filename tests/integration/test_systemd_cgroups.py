@@ -23,14 +23,13 @@ import pytest
 import trio
 import trio.testing
 
-from kubelet.cgroups.systemd import SystemdAccess
+from kubelet.cgroups import SystemdAccess
 from kubelet.cri import api
 from kubelet.errors import ConfigError
 from kubelet.events.recorder import LOG_LEVEL as EVENT_LOG_LEVEL
-from kubelet.testing import FakeRuntime
-from kubelet.testing.cgroupfs import TreeCgroupFs, v1_tree, v2_tree
-from kubelet.testing.fakelogind import private_bus
-from kubelet.testing.fakesystemd import FakeSystemd, FakeUnit
+from kubelet.testing import FakeRuntime, FakeSystemd, TreeCgroupFs, private_bus, v1_tree
+from kubelet.testing.cgroupfs import v2_tree
+from kubelet.testing.fakesystemd import FakeUnit
 
 from .kubelet_harness import KUBELET_IMAGES, Harness, running_kubelet
 from .test_cgroups import manifest

@@ -18,8 +18,7 @@ import trio.lowlevel
 
 from kubelet import agent
 from kubelet.debug.helpers import code_name
-from kubelet.testing import FakeRuntime
-from kubelet.testing.fakeapiserver import FakeApiServer
+from kubelet.testing import FakeApiServer, FakeRuntime
 
 from .cluster_harness import Cluster, cluster_kubelet
 from .kubelet_harness import EPOCH

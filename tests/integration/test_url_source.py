@@ -12,12 +12,11 @@ import pytest
 import trio
 import yaml
 
-from kubelet.api.pod import Pod
+from kubelet.api import Pod
 from kubelet.boundedio import inline
 from kubelet.cri import labels
-from kubelet.sources.podconfig import HTTP_SOURCE, PodOperation
+from kubelet.sources import HTTP_SOURCE, PodOperation, URLSource
 from kubelet.sources.static import MAX_CONFIG_LENGTH
-from kubelet.sources.url import URLSource
 
 URL = "http://manifests.example/node1"
 NODE = "node1"

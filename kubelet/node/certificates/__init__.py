@@ -25,16 +25,29 @@ follows the serving manager.
 
 from .bootstrap import BootstrapError, load_client_cert
 from .csr import CLIENT_SIGNER, SERVING_SIGNER, CertificateTemplate
+from .expiry import ClientCertificateWatch
 from .manager import CertificateManager
+from .managers import client_manager, serving_manager
+from .sslload import PAIR_FILE_LIMIT, load_cert_chain_pem, load_verify_pem
 from .store import CertKeyPair, FileStore
+from .transport import ClientRotation, RotatingTransport, transport_for
 
 __all__ = [
     "CLIENT_SIGNER",
+    "PAIR_FILE_LIMIT",
     "SERVING_SIGNER",
     "BootstrapError",
     "CertKeyPair",
     "CertificateManager",
     "CertificateTemplate",
+    "ClientCertificateWatch",
+    "ClientRotation",
     "FileStore",
+    "RotatingTransport",
+    "client_manager",
+    "load_cert_chain_pem",
     "load_client_cert",
+    "load_verify_pem",
+    "serving_manager",
+    "transport_for",
 ]

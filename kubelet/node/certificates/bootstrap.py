@@ -35,9 +35,7 @@ from pathlib import Path
 import httpx
 import trio
 
-from kubelet.api.client import ApiClient
-from kubelet.api.errors import ApiError
-from kubelet.api.kubeconfig import ClusterConnection, KubeconfigError, load_kubeconfig
+from kubelet.api import ApiClient, ApiError, ClusterConnection, KubeconfigError, load_kubeconfig
 
 from .csr import (
     CLIENT_SIGNER,

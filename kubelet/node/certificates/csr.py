@@ -31,7 +31,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import NameOID
 
-from kubelet.api.node import NodeAddress
+from kubelet.api import NodeAddress
 
 __all__ = [
     "CLIENT_SIGNER",

@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 from cryptography import x509
 
-from kubelet.api.kubeconfig import KubeconfigError, load_kubeconfig
+from kubelet.api import KubeconfigError, load_kubeconfig
 
 __all__ = ["client_certificates", "still_valid", "write_bootstrapped"]
 

@@ -35,8 +35,7 @@ from contextlib import AbstractAsyncContextManager
 
 import trio
 
-from kubelet.api.client import ApiClient
-from kubelet.api.errors import ApiError, Forbidden, NotFound, ServerError, Unauthorized
+from kubelet.api import ApiClient, ApiError, Forbidden, NotFound, ServerError, Unauthorized
 
 from .csr import CertificateTemplate, PrivateKey, generate_key, key_pem, make_csr, satisfies
 from .deadline import retry_delays, rotation_deadline

@@ -27,9 +27,7 @@ from contextlib import AbstractAsyncContextManager
 
 from prometheus_client import CollectorRegistry
 
-from kubelet.api.client import ApiClient
-from kubelet.api.kubeconfig import ClusterConnection
-from kubelet.api.node import NodeAddress
+from kubelet.api import ApiClient, ClusterConnection, NodeAddress
 from kubelet.config import Options, features
 
 from .bootstrap import OpenApi, clients_for

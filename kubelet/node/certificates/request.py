@@ -19,8 +19,7 @@ import trio
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
-from kubelet.api.client import ApiClient, Resource, WatchEvent
-from kubelet.api.errors import AlreadyExists, ApiError, Gone
+from kubelet.api import AlreadyExists, ApiClient, ApiError, Gone, Resource, WatchEvent
 
 from .csr import PrivateKey
 

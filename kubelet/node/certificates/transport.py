@@ -24,7 +24,7 @@ import attrs
 import httpx
 import trio
 
-from kubelet.api.kubeconfig import ClusterConnection
+from kubelet.api import ClusterConnection
 
 from .sslload import load_cert_chain_pem
 from .store import CertKeyPair

@@ -19,17 +19,24 @@ reads ``admit``; the node status reads ``shutdown_status``. ``record`` keeps
 upstream's state file and gauges of the last shutdown.
 """
 
+from .handoff import KillRequest, active_pods, kill_channel
 from .logind import LogindBus, LogindError, LogindUnavailable
-from .manager import ShutdownManager, ShutdownPod, Termination
+from .manager import PodTerminator, ShutdownManager, ShutdownPod, Termination
 from .plan import PriorityPeriod, periods
+from .record import ShutdownRecord
 
 __all__ = [
+    "KillRequest",
     "LogindBus",
     "LogindError",
     "LogindUnavailable",
+    "PodTerminator",
     "PriorityPeriod",
     "ShutdownManager",
     "ShutdownPod",
+    "ShutdownRecord",
     "Termination",
+    "active_pods",
+    "kill_channel",
     "periods",
 ]

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 import attrs
 import trio
 
-from kubelet.api.pod import Pod
+from kubelet.api import Pod
 
 from .manager import ShutdownPod, Termination
 from .plan import DEFAULT_PRIORITY

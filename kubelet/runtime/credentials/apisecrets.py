@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import base64
 
-from kubelet.api.client import ApiClient
-from kubelet.api.errors import ApiError
+from kubelet.api import ApiClient, ApiError
 
 from .secrets import PullSecret, SecretUnavailable
 

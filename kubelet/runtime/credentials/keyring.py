@@ -27,7 +27,7 @@ import re
 from collections.abc import Iterable
 from typing import Generic, TypeVar
 
-from kubelet.cri.imageref import DEFAULT_REGISTRY, split_reference
+from kubelet.cri import DEFAULT_REGISTRY, split_reference
 
 from .dockercfg import safe_key
 

@@ -51,7 +51,7 @@ from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
 from kubelet.boundedio import InputRefused, RunSync, in_thread, loads_json
-from kubelet.config.duration import parse_duration
+from kubelet.config import parse_duration
 from kubelet.errors import ConfigError, Problem
 
 from .dockercfg import DockerConfigEntry

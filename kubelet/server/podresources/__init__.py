@@ -1,5 +1,10 @@
 """The pod-resources gRPC API (``v1.PodResourcesLister``) on a unix socket."""
 
-from .service import SOCKET_NAME, TokenBucket, serve_pod_resources
+from .service import SOCKET_NAME, Lister, TokenBucket, serve_pod_resources
 
-__all__ = ["SOCKET_NAME", "TokenBucket", "serve_pod_resources"]
+__all__ = [
+    "SOCKET_NAME",
+    "Lister",
+    "TokenBucket",
+    "serve_pod_resources",
+]

@@ -29,9 +29,9 @@ from grpclib.const import Status
 from grpclib.exceptions import GRPCError
 from grpclib.server import Server
 
-from kubelet.api.pod import Pod, is_restartable_init_container
-from kubelet.cri.codec import LimitedProtoCodec
-from kubelet.volumes.dirs import POD_RESOURCES_DIR
+from kubelet.api import Pod, is_restartable_init_container
+from kubelet.cri import LimitedProtoCodec
+from kubelet.volumes import POD_RESOURCES_DIR
 
 from . import podresources_api_pb2 as pb
 from .podresources_api_grpc import PodResourcesListerBase

@@ -9,7 +9,7 @@ import pytest
 import trio
 
 from kubelet import agent, process
-from kubelet.api.kubeconfig import ClusterConnection
+from kubelet.api import ClusterConnection
 from kubelet.config import Options, resolve
 from kubelet.errors import FatalError
 

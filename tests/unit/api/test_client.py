@@ -27,22 +27,27 @@ import trio.testing
 import yaml
 
 from kubelet.agent import open_client
-from kubelet.api import errors as e
-from kubelet.api import from_wire, to_wire
-from kubelet.api.client import (
+from kubelet.api import (
     LEASES,
     NODES,
     PODS,
     ApiClient,
+    ClusterConnection,
+    ListWatch,
     PatchType,
+    Pod,
+    TokenBucket,
+    UidStore,
     WatchEvent,
-    api_path,
-    user_agent,
+    from_wire,
+    reflect,
+    to_wire,
 )
-from kubelet.api.kubeconfig import ClusterConnection, TokenSource, parse_kubeconfig
-from kubelet.api.pod import Pod
-from kubelet.api.ratelimit import TokenBucket, Unlimited
-from kubelet.api.watch import ListWatch, Relisted, UidStore, WatchBackoff, reflect
+from kubelet.api import errors as e
+from kubelet.api.client import api_path, user_agent
+from kubelet.api.kubeconfig import TokenSource, parse_kubeconfig
+from kubelet.api.ratelimit import Unlimited
+from kubelet.api.watch import Relisted, WatchBackoff
 from kubelet.config import KubeletConfiguration, Options
 
 from .test_kubeconfig import Issued, b64, issue, kubeconfig

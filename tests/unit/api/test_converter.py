@@ -3,9 +3,16 @@
 import attrs
 import pytest
 
-from kubelet.api import from_wire, to_wire
-from kubelet.api.converter import WireError, wire_name
-from kubelet.api.pod import ContainerStatus, Pod, PodSpec, PodStatus
+from kubelet.api import (
+    ContainerStatus,
+    Pod,
+    PodSpec,
+    PodStatus,
+    WireError,
+    from_wire,
+    to_wire,
+    wire_name,
+)
 
 MANIFEST = {
     "apiVersion": "v1",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubelet.api.dnsname import is_qualified_name, qualified_name_errors
+from kubelet.api import is_qualified_name, qualified_name_errors
 
 
 @pytest.mark.parametrize(

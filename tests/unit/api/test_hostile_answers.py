@@ -14,10 +14,9 @@ import pytest
 import trio
 import trio.testing
 
+from kubelet.api import PODS, ApiClient, ListWatch, Pod, UidStore, reflect
 from kubelet.api import errors as e
-from kubelet.api.client import PODS, ApiClient
-from kubelet.api.pod import Pod
-from kubelet.api.watch import ListWatch, UidStore, WatchBackoff, reflect
+from kubelet.api.watch import WatchBackoff
 from kubelet.api.wellformed import object_problem
 from kubelet.boundedio import inline
 from kubelet.sources.apiserver import decode_pod

@@ -18,12 +18,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from kubelet.api.kubeconfig import (
-    KubeconfigError,
-    TokenSource,
-    load_kubeconfig,
-    parse_kubeconfig,
-)
+from kubelet.api import KubeconfigError, load_kubeconfig
+from kubelet.api.kubeconfig import TokenSource, parse_kubeconfig
 
 # -- certificates (also used by test_api_client for real TLS handshakes) -------------
 

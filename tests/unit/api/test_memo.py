@@ -7,7 +7,7 @@ import gc
 import attrs
 import pytest
 
-from kubelet.api.memo import PerObject
+from kubelet.api import PerObject
 
 
 @attrs.frozen

@@ -10,13 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kubelet.api import node_status_patch, pod_status_patch
 from kubelet.api.patch import (
     POD_MERGE_KEYS,
     JsonPatch,
     PatchError,
     json_merge_patch,
-    node_status_patch,
-    pod_status_patch,
     pointer,
     two_way_strategic_merge_patch,
 )

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubelet.api.meta import ObjectMeta
-from kubelet.api.pod import Pod
+from kubelet.api import ObjectMeta, Pod
 
 
 def pod_with(annotations: dict[str, str]) -> Pod:

@@ -4,7 +4,7 @@ from fractions import Fraction
 
 import pytest
 
-from kubelet.api.quantity import (
+from kubelet.api import (
     Format,
     QuantityError,
     ResourceQuantity,

@@ -6,7 +6,8 @@ import pytest
 import trio
 import trio.testing
 
-from kubelet.api.ratelimit import TokenBucket, Unlimited, client_limiter
+from kubelet.api import TokenBucket
+from kubelet.api.ratelimit import Unlimited, client_limiter
 
 
 async def times_of(limiter: TokenBucket, n: int) -> list[float]:

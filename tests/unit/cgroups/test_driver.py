@@ -7,9 +7,8 @@ import logging
 import pytest
 import trio
 
-from kubelet.cgroups.driver import driver_from_runtime
-from kubelet.cri import api
-from kubelet.cri.errors import RuntimeUnavailable, Unimplemented
+from kubelet.cgroups import driver_from_runtime
+from kubelet.cri import RuntimeUnavailable, Unimplemented, api
 from kubelet.errors import ConfigError
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from kubelet.cgroups.layout import from_mountinfo, from_tree
-from kubelet.testing.cgroupfs import v1_tree, v2_tree
+from kubelet.testing import v1_tree
+from kubelet.testing.cgroupfs import v2_tree
 
 # This CI machine: one hierarchy per controller (cpu and cpuacct apart), no hugetlb,
 # a named systemd hierarchy, and cgroup2 at unified/.

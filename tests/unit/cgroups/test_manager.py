@@ -11,21 +11,19 @@ from typing import Any
 import pytest
 import trio
 
-from kubelet.api.meta import ObjectMeta
-from kubelet.api.pod import Container, Pod, PodSpec, Quantity, ResourceRequirements
-from kubelet.cgroups.fs import UNIFIED, CgroupError
+from kubelet.api import Container, ObjectMeta, Pod, PodSpec, Quantity, ResourceRequirements
+from kubelet.cgroups import CgroupError, CgroupManager, CgroupSettings, Event
+from kubelet.cgroups.fs import UNIFIED
 from kubelet.cgroups.manager import (
     FAILED_NODE_ALLOCATABLE,
     FULL_SCAN_EVERY,
     NODE_ALLOCATABLE_ENFORCED,
-    CgroupManager,
-    CgroupSettings,
-    Event,
     ReservedCgroupError,
     internal_capacity,
     read_pid_max,
 )
-from kubelet.testing.cgroupfs import FakeProcesses, TreeCgroupFs, add_process, v1_tree, v2_tree
+from kubelet.testing import TreeCgroupFs, v1_tree
+from kubelet.testing.cgroupfs import FakeProcesses, add_process, v2_tree
 
 MI = 1024 * 1024
 CAPACITY = {
@@ -457,7 +455,7 @@ async def test_worker_thread_offload(tmp_path: Path) -> None:
 def test_the_host_layer_never_creates_files(tmp_path: Path) -> None:
     # On a real cgroupfs a value for a file the kernel does not offer is an error, not a
     # stray file: the production layer opens without O_CREAT.
-    from kubelet.cgroups.fs import CgroupFs
+    from kubelet.cgroups import CgroupFs
 
     fs = CgroupFs(v1_tree(tmp_path))
     fs.create("/kubepods")

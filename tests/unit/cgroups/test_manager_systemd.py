@@ -10,11 +10,12 @@ from typing import Any
 import pytest
 import trio
 
-from kubelet.cgroups.fs import CgroupError
+from kubelet.cgroups import CgroupError, CgroupManager, CgroupSettings
 from kubelet.cgroups.layout import from_tree
-from kubelet.cgroups.manager import CgroupManager, CgroupSettings, ReservedCgroupError
+from kubelet.cgroups.manager import ReservedCgroupError
 from kubelet.cgroups.slices import Property
-from kubelet.testing.cgroupfs import FakeProcesses, TreeCgroupFs, add_process, v1_tree
+from kubelet.testing import TreeCgroupFs, v1_tree
+from kubelet.testing.cgroupfs import FakeProcesses, add_process
 
 from .test_manager import ACTIVE, BURSTABLE, CAPACITY, GUARANTEED, MI, inline
 

@@ -7,8 +7,7 @@ import posixpath
 
 import pytest
 
-from kubelet.cgroups import names
-from kubelet.cgroups.names import QosCgroups, new_name
+from kubelet.cgroups import QosCgroups, names, new_name
 
 ROOT = names.ROOT
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from fractions import Fraction
 from pathlib import Path
 
-from kubelet.cgroups.manager import CgroupSettings
+from kubelet.cgroups import CgroupSettings
 from kubelet.config import KubeletConfiguration, validate
 
 from .test_manager import BURSTABLE, CAPACITY, GUARANTEED, MI, Tree, version

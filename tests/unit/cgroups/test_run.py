@@ -11,13 +11,21 @@ from typing import TypeVar
 import pytest
 import trio
 
-from kubelet.api.meta import ObjectMeta
-from kubelet.api.pod import Container, Pod, PodSpec, Quantity, ResourceRequirements
-from kubelet.cgroups.fs import UNIFIED, CgroupFs
-from kubelet.cgroups.manager import CgroupSettings, Event
-from kubelet.cgroups.run import CgroupHost, CgroupParts, PodCgroups, capacity_of, run_cgroups
+from kubelet.api import Container, ObjectMeta, Pod, PodSpec, Quantity, ResourceRequirements
+from kubelet.cgroups import (
+    CgroupFs,
+    CgroupHost,
+    CgroupParts,
+    CgroupSettings,
+    Event,
+    PodCgroups,
+    capacity_of,
+    run_cgroups,
+)
+from kubelet.cgroups.fs import UNIFIED
 from kubelet.errors import ConfigError
-from kubelet.testing.cgroupfs import TreeCgroupFs, v1_tree, v2_tree
+from kubelet.testing import TreeCgroupFs, v1_tree
+from kubelet.testing.cgroupfs import v2_tree
 from kubelet.testing.fakeproc import fake_proc
 
 T = TypeVar("T")

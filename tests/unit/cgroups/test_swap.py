@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from kubelet.cgroups import NodeSwap
 from kubelet.cgroups.swap import (
     SWAP_ON_REFUSED,
-    NodeSwap,
     check_swap,
     startup_swap,
     swap_capacity,
@@ -16,7 +16,8 @@ from kubelet.cgroups.swap import (
     volumes_may_swap,
 )
 from kubelet.errors import ConfigError
-from kubelet.testing.cgroupfs import TreeCgroupFs, v1_tree, v2_tree
+from kubelet.testing import TreeCgroupFs, v1_tree
+from kubelet.testing.cgroupfs import v2_tree
 from kubelet.testing.fakeproc import SWAPS_HEADER, add_proc, fake_proc
 
 ONE_DEVICE = SWAPS_HEADER + "/dev/dm-1                               partition\t16760828\t0\t-2\n"

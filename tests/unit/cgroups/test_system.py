@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 import trio
 
-from kubelet.cgroups.fs import CgroupError
+from kubelet.cgroups import CgroupError
 from kubelet.cgroups.system import SystemCgroups, cgroup_of, movable, parse_proc_cgroup
-from kubelet.testing.cgroupfs import TreeCgroupFs, add_process, v1_tree, v2_tree
+from kubelet.testing import TreeCgroupFs, v1_tree
+from kubelet.testing.cgroupfs import add_process, v2_tree
 from kubelet.testing.fakeproc import add_proc, fake_proc
 
 HYBRID = (

@@ -12,7 +12,7 @@ import pytest
 import trio
 
 from kubelet.cgroups.system import SystemCgroups
-from kubelet.testing.cgroupfs import TreeCgroupFs, v1_tree
+from kubelet.testing import TreeCgroupFs, v1_tree
 from kubelet.testing.fakeproc import add_proc, fake_proc
 
 KUBELET_PID = 4242

@@ -7,21 +7,27 @@ from fractions import Fraction
 
 import pytest
 
-from kubelet.api.meta import ObjectMeta
-from kubelet.api.pod import Container, Pod, PodSpec, Quantity, ResourceRequirements
-from kubelet.api.quantity import parse_quantity
-from kubelet.cgroups.requests import (
-    is_extended_resource,
-    is_scalar_resource,
-    pod_limits,
-    pod_requests,
+from kubelet.api import (
+    Container,
+    ObjectMeta,
+    Pod,
+    PodSpec,
+    Quantity,
+    ResourceRequirements,
+    parse_quantity,
 )
-from kubelet.cgroups.values import (
-    ResourceConfig,
+from kubelet.cgroups import (
     hugepage_limits,
     hugepage_unit,
+    is_extended_resource,
+    is_scalar_resource,
     milli_cpu_to_quota,
     milli_cpu_to_shares,
+    pod_requests,
+)
+from kubelet.cgroups.requests import pod_limits
+from kubelet.cgroups.values import (
+    ResourceConfig,
     node_allocatable,
     node_allocatable_config,
     qos_configs,

@@ -10,18 +10,12 @@ from typing import cast
 import pytest
 import trio
 
-from kubelet.api.pod import Container, Pod
-from kubelet.cgroups.fs import CgroupError
-from kubelet.cgroups.run import FAILED_CREATE_POD_CONTAINER, PodCgroups
-from kubelet.cm.manager import (
-    ContainerManager,
-    NodeResources,
-    Refusal,
-    ResourceError,
-    ResourceManager,
-)
+from kubelet.api import Container, Pod
+from kubelet.cgroups import FAILED_CREATE_POD_CONTAINER, CgroupError, PodCgroups
+from kubelet.cm import ContainerManager, NodeResources, ResourceError
+from kubelet.cm.manager import Refusal, ResourceManager
 from kubelet.cm.podcgroups import CgroupsPart
-from kubelet.decisions.contribution import ContainerContribution
+from kubelet.decisions import ContainerContribution
 from kubelet.testing.builders import make_container, make_pod
 
 BASE = NodeResources(

@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kubelet.config.duration import (
-    format_duration,
-    format_duration_ns,
-    parse_duration,
-    parse_duration_ns,
-)
+from kubelet.config import parse_duration, parse_duration_ns
+from kubelet.goformat import format_duration, format_duration_ns
 
 
 @pytest.mark.parametrize(

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from kubelet.config import ConfigError, resolve
-from kubelet.config.features import DEFAULT_GATES, FeatureGates, GateError, resolve_gates
-from kubelet.config.gatedata import ALPHA, BETA, DEPENDENCIES, GA, GATES
+from kubelet.config import GATES, ConfigError, FeatureGates, resolve
+from kubelet.config.features import DEFAULT_GATES, GateError, resolve_gates
+from kubelet.config.gatedata import ALPHA, BETA, DEPENDENCIES, GA
 
 HEADER = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
 
@@ -150,8 +150,7 @@ def test_every_gate_constant_names_a_gate_of_this_version() -> None:
     import ast
     import inspect
 
-    from kubelet.config import features
-    from kubelet.config.gatedata import GATES
+    from kubelet.config import GATES, features
 
     tree = ast.parse(inspect.getsource(features))
     names = [
@@ -170,7 +169,7 @@ def test_code_outside_config_names_gates_only_through_the_constants() -> None:
     import subprocess
     from pathlib import Path
 
-    from kubelet.config.gatedata import GATES
+    from kubelet.config import GATES
 
     root = Path(__file__).resolve().parents[3]
     listed = subprocess.run(

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from kubelet.api.ratelimit import DEFAULT_BURST, DEFAULT_QPS
-from kubelet.config import FLAGS, ConfigError, Options, Taint, build_parser, resolve
-from kubelet.config.flags import CONFIG_FLAG_DEPRECATION, GC_FLAG_DEPRECATION, parse_flags
+from kubelet.config import FLAGS, ConfigError, Options, Taint, build_parser, parse_flags, resolve
+from kubelet.config.flags import CONFIG_FLAG_DEPRECATION, GC_FLAG_DEPRECATION
 
 HEADER = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import attrs
 
-from kubelet.config import KubeletConfiguration, validate
+from kubelet.config import CrashLoopBackOffConfig, KubeletConfiguration, validate
 from kubelet.config.features import resolve_gates
-from kubelet.config.kubeletconfig import CrashLoopBackOffConfig
-from kubelet.decisions.backoff import crash_loop_limits
+from kubelet.decisions import crash_loop_limits
 
 BASE = KubeletConfiguration()
 

@@ -8,8 +8,7 @@ import json
 
 import pytest
 
-from kubelet.api.converter import from_wire
-from kubelet.api.pod import Container
+from kubelet.api import Container, from_wire
 from kubelet.config import ConfigError, parse_config
 
 HEADER = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"

@@ -11,16 +11,21 @@ import attrs
 import pytest
 
 from kubelet.cli import main
-from kubelet.config import FLAGS, ConfigError, KubeletConfiguration, Options, build_parser, resolve
-from kubelet.config.fields import key
-from kubelet.config.flags import support_key
-from kubelet.config.gatedata import GATES
-from kubelet.config.support import (
+from kubelet.config import (
+    FLAGS,
     GATE_SUPPORT,
+    GATES,
     IMPLEMENTED,
     NOT_IMPLEMENTED,
     SETTINGS,
+    ConfigError,
+    KubeletConfiguration,
+    Options,
+    build_parser,
+    resolve,
+    support_key,
 )
+from kubelet.config.fields import key
 from kubelet.config.upstream import (
     KUBELET_CONFIGURATION_FIELDS,
     LOGGING_CONFIGURATION_FIELDS,

@@ -1,6 +1,6 @@
 import pytest
 
-from kubelet.cri.endpoint import DEFAULT_RUNTIME_ENDPOINT, socket_path
+from kubelet.cri import DEFAULT_RUNTIME_ENDPOINT, socket_path
 
 
 def test_default_endpoint_is_containerd() -> None:

@@ -2,7 +2,8 @@ import time
 
 import pytest
 
-from kubelet.cri.imageref import normalize, split_reference
+from kubelet.cri import split_reference
+from kubelet.cri.imageref import normalize
 
 DIGEST = "sha256:" + "a" * 64
 

@@ -2,7 +2,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kubelet.cri.logformat import format_line, parse_line, parse_rfc3339nano, rfc3339nano
+from kubelet.cri import parse_rfc3339nano
+from kubelet.cri.logformat import format_line, parse_line, rfc3339nano
 
 
 def test_trailing_zeros_trimmed_like_go() -> None:

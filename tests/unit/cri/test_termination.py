@@ -11,23 +11,28 @@ from pathlib import Path
 
 import pytest
 
-from kubelet.api.meta import ObjectMeta
-from kubelet.api.pod import Container, Pod, PodSpec
-from kubelet.cri import api, labels
-from kubelet.cri.logformat import STDERR, STDOUT, format_line
-from kubelet.cri.termination import (
-    MAX_CONTAINER_TERMINATION_MESSAGE_LENGTH,
+from kubelet.api import Container, ObjectMeta, Pod, PodSpec
+from kubelet.cri import (
+    STDERR,
+    STDOUT,
+    ContainerInfo,
+    ContainerRunState,
+    api,
     create_message_file,
     host_path_of,
+    labels,
     message_mount,
+    termination_message,
+)
+from kubelet.cri.logformat import format_line
+from kubelet.cri.termination import (
+    MAX_CONTAINER_TERMINATION_MESSAGE_LENGTH,
     pod_container_dir,
     read_log_tail,
     read_message_file,
-    termination_message,
     termination_message_async,
     truncate_for_pod,
 )
-from kubelet.cri.types import ContainerInfo, ContainerRunState
 
 NS = 1_800_000_000 * 10**9
 

@@ -5,23 +5,22 @@ from __future__ import annotations
 import attrs
 import pytest
 
-from kubelet.api.meta import ObjectMeta
-from kubelet.api.pod import Container, ExecAction, Pod, PodSpec, Probe
-from kubelet.cri.types import (
+from kubelet.api import Container, ExecAction, ObjectMeta, Pod, PodSpec, Probe
+from kubelet.cri import (
     ContainerInfo,
     ContainerRunState,
     RuntimePodStatus,
     SandboxInfo,
     SandboxState,
 )
-from kubelet.decisions.actions import (
+from kubelet.decisions import (
     ContainerToKill,
+    KillReason,
     PodActions,
     compute_pod_actions,
     sandbox_changed,
     should_container_be_restarted,
 )
-from kubelet.decisions.grace import KillReason
 from kubelet.decisions.hash import hash_container
 
 RUNNING = ContainerRunState.RUNNING
@@ -596,7 +595,7 @@ def test_a_deleted_pod_is_only_killed_never_started_again() -> None:
 
 
 def with_ephemeral(pod: Pod, *names: str) -> Pod:
-    from kubelet.api.pod import EphemeralContainer
+    from kubelet.api import EphemeralContainer
 
     ephemeral = tuple(EphemeralContainer(name=n, image="busybox") for n in names)
     return attrs.evolve(pod, spec=attrs.evolve(pod.spec, ephemeral_containers=ephemeral))

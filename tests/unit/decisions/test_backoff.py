@@ -4,22 +4,24 @@ from __future__ import annotations
 
 import pytest
 
-from kubelet.api.pod import Container, Pod
-from kubelet.cri.types import ContainerInfo, ContainerRunState, RuntimePodStatus
-from kubelet.decisions.backoff import (
-    CRASH_LOOP_INITIAL,
-    CRASH_LOOP_MAX,
+from kubelet.api import Container, Pod
+from kubelet.cri import ContainerInfo, ContainerRunState, RuntimePodStatus
+from kubelet.decisions import (
     IMAGE_PULL_INITIAL,
     IMAGE_PULL_MAX,
-    REDUCED_CRASH_LOOP_INITIAL,
-    REDUCED_CRASH_LOOP_MAX,
     Backoff,
     crash_loop_backoff,
     crash_loop_key,
-    format_duration,
     image_pull_key,
 )
+from kubelet.decisions.backoff import (
+    CRASH_LOOP_INITIAL,
+    CRASH_LOOP_MAX,
+    REDUCED_CRASH_LOOP_INITIAL,
+    REDUCED_CRASH_LOOP_MAX,
+)
 from kubelet.decisions.hash import hash_container
+from kubelet.goformat import format_duration
 from kubelet.testing import builders
 
 START = 1_700_000_000.0  # wall-clock seconds: crash loops compare with container finish times

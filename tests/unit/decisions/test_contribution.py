@@ -3,16 +3,16 @@ written into the ContainerConfig beside (never over) what the kubelet sets itsel
 
 from __future__ import annotations
 
-from kubelet.api.pod import Container, EnvVar
+from kubelet.api import Container
+from kubelet.api.pod import EnvVar
 from kubelet.cri import api
-from kubelet.decisions.contribution import (
+from kubelet.decisions import (
     NO_CONTRIBUTION,
     ContainerContribution,
-    DeviceSpec,
-    MountSpec,
+    container_config,
     merge_contributions,
 )
-from kubelet.decisions.criconfig import container_config
+from kubelet.decisions.contribution import DeviceSpec, MountSpec
 from kubelet.testing.builders import make_pod
 
 GiB = 1024**3

@@ -7,50 +7,61 @@ import json
 import attrs
 import pytest
 
-from kubelet.api.meta import ObjectMeta
-from kubelet.api.pod import (
+from kubelet.api import (
     Capabilities,
     Container,
     ContainerPort,
-    EnvVar,
-    EnvVarSource,
     ExecAction,
     HTTPGetAction,
-    HTTPHeader,
-    Lifecycle,
     LifecycleHandler,
     ObjectFieldSelector,
+    ObjectMeta,
     Pod,
-    PodSecurityContext,
     Quantity,
     ResourceRequirements,
+)
+from kubelet.api.pod import (
+    EnvVar,
+    EnvVarSource,
+    HTTPHeader,
+    Lifecycle,
+    PodSecurityContext,
     SecurityContext,
 )
-from kubelet.cgroups.values import milli_cpu_to_quota, milli_cpu_to_shares
+from kubelet.cgroups import milli_cpu_to_quota, milli_cpu_to_shares
 from kubelet.config import KubeletConfiguration
-from kubelet.cri import api
-from kubelet.cri.convert import container_info_from_cri, sandbox_info_from_cri
-from kubelet.cri.types import ContainerInfo, ContainerRunState, RuntimePodStatus, SandboxState
-from kubelet.decisions.criconfig import (
-    DEFAULT_MASKED_PATHS,
-    container_annotations,
+from kubelet.cri import (
+    ContainerInfo,
+    ContainerRunState,
+    RuntimePodStatus,
+    SandboxState,
+    api,
+    container_info_from_cri,
+    sandbox_info_from_cri,
+)
+from kubelet.decisions import (
+    ContainerLimits,
     container_config,
-    container_labels,
-    container_log_path,
-    linux_container_resources,
-    namespace_options,
+    container_limits,
     next_restart_count,
-    overhead_resources,
     pod_cgroup_parent,
     pod_log_directory,
     restart_count_from_logs,
     sandbox_config,
+)
+from kubelet.decisions.criconfig import (
+    DEFAULT_MASKED_PATHS,
+    container_annotations,
+    container_labels,
+    container_log_path,
+    linux_container_resources,
+    namespace_options,
+    overhead_resources,
     sandbox_labels,
 )
 from kubelet.decisions.hash import hash_container
-from kubelet.decisions.limits import ContainerLimits, container_limits
-from kubelet.env.expand import expand_env
-from kubelet.env.hosts import PodHostnameError, pod_hostname
+from kubelet.env import PodHostnameError, expand_env
+from kubelet.env.hosts import pod_hostname
 from kubelet.testing import builders
 
 UID = "8f1c2d3e-aaaa-bbbb-cccc-000000000001"

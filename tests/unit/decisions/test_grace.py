@@ -4,23 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from kubelet.api.meta import ObjectMeta
-from kubelet.api.pod import (
-    Container,
-    ExecAction,
-    Lifecycle,
-    LifecycleHandler,
-    Pod,
-    PodSpec,
-    Probe,
-)
-from kubelet.decisions.grace import (
+from kubelet.api import Container, ExecAction, LifecycleHandler, ObjectMeta, Pod, PodSpec, Probe
+from kubelet.api.pod import Lifecycle
+from kubelet.decisions import (
     KillReason,
-    container_grace_period,
     kill_grace_period,
     remaining_deletion_grace,
     stop_container_timeout,
 )
+from kubelet.decisions.grace import container_grace_period
 from kubelet.goformat import parse_time
 
 PRESTOP = Lifecycle(pre_stop=LifecycleHandler(exec=ExecAction(command=("sleep", "5"))))

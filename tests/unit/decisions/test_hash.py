@@ -2,7 +2,7 @@
 
 import pytest
 
-from kubelet.api.pod import Container
+from kubelet.api import Container
 from kubelet.cri.convert import parse_hash
 from kubelet.decisions.hash import go_json_string_map, hash_container, hash_container_int
 

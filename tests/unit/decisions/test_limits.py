@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from kubelet.api.pod import Container, Quantity, ResourceRequirements
-from kubelet.cgroups.swap import NodeSwap
-from kubelet.cgroups.values import hugepage_unit
+from kubelet.api import Container, Quantity, ResourceRequirements
+from kubelet.cgroups import NodeSwap, hugepage_unit
 from kubelet.cri import api
+from kubelet.decisions import ContainerLimits
 from kubelet.decisions.criconfig import linux_container_resources
-from kubelet.decisions.limits import ContainerLimits
 from kubelet.testing import builders
 
 GI = 1024**3

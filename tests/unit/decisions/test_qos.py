@@ -5,18 +5,17 @@ from __future__ import annotations
 import attrs
 import pytest
 
-from kubelet.api.meta import ObjectMeta
-from kubelet.api.pod import Container, Pod, PodSpec, PodStatus, Quantity, ResourceRequirements
-from kubelet.decisions.qos import (
-    BEST_EFFORT,
-    BURSTABLE,
-    GUARANTEED,
-    compute_pod_qos,
-    container_oom_score_adj,
-    is_critical_pod,
-    is_node_critical_pod,
-    pod_qos,
+from kubelet.api import (
+    Container,
+    ObjectMeta,
+    Pod,
+    PodSpec,
+    PodStatus,
+    Quantity,
+    ResourceRequirements,
 )
+from kubelet.decisions import BEST_EFFORT, BURSTABLE, GUARANTEED, is_critical_pod, pod_qos
+from kubelet.decisions.qos import compute_pod_qos, container_oom_score_adj, is_node_critical_pod
 
 
 def vector(*ids: str) -> pytest.MarkDecorator:

@@ -7,17 +7,14 @@ import json
 import attrs
 import pytest
 
-from kubelet.api.pod import Pod, PodCondition, Quantity, ResourceRequirements
+from kubelet.api import Pod, PodCondition, Quantity, ResourceRequirements
+from kubelet.decisions import Allocation, allocated_pod, allocation_of, pending_condition
 from kubelet.decisions.resize import (
     NOT_SUPPORTED,
-    Allocation,
-    allocated_pod,
-    allocation_of,
     announced,
     decode_resources,
     encode_resources,
     event_message,
-    pending_condition,
     resize_requested,
     same_resources,
 )

@@ -6,26 +6,26 @@ from __future__ import annotations
 import attrs
 import pytest
 
-from kubelet.api.dropfields import drop_container_restart_rules
-from kubelet.api.pod import (
+from kubelet.api import (
     ContainerRestartRule,
-    ContainerRestartRuleOnExitCodes,
     ContainerState,
     ContainerStateRunning,
     ContainerStateTerminated,
     ContainerStateWaiting,
     ContainerStatus,
+    drop_container_restart_rules,
 )
-from kubelet.cri.types import ContainerRunState, SandboxState
-from kubelet.decisions.actions import compute_pod_actions, should_container_be_restarted
-from kubelet.decisions.grace import KillReason
-from kubelet.decisions.hash import hash_container
-from kubelet.decisions.restart import (
+from kubelet.api.pod import ContainerRestartRuleOnExitCodes
+from kubelet.cri import ContainerRunState, SandboxState
+from kubelet.decisions import (
+    KillReason,
+    compute_pod_actions,
     container_should_restart,
     exited_instance_restarts,
-    matching_rule,
-    restarts_after_kill,
+    should_container_be_restarted,
 )
+from kubelet.decisions.hash import hash_container
+from kubelet.decisions.restart import matching_rule, restarts_after_kill
 from kubelet.status.phase import FAILED, PENDING, RUNNING, SUCCEEDED, get_phase
 from kubelet.testing.builders import (
     exited,

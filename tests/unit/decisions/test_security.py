@@ -7,28 +7,21 @@ from pathlib import Path
 import attrs
 import pytest
 
-from kubelet.api.meta import ObjectMeta
-from kubelet.api.pod import (
-    Container,
-    Pod,
-    PodSecurityContext,
-    PodSpec,
-    PodStatus,
-    Quantity,
-    SecurityContext,
-)
+from kubelet.api import Container, ObjectMeta, Pod, PodSpec, PodStatus, Quantity
+from kubelet.api.pod import PodSecurityContext, SecurityContext
 from kubelet.cri import api
-from kubelet.decisions.criconfig import container_config, namespace_options, sandbox_config
-from kubelet.decisions.security import (
+from kubelet.decisions import (
     SecurityContextError,
     apparmor_admission_error,
     apparmor_host_error,
-    apparmor_profile,
+    container_config,
     image_user,
     needs_image_user,
-    seccomp_profile,
+    sandbox_config,
     verify_run_as_non_root,
 )
+from kubelet.decisions.criconfig import namespace_options
+from kubelet.decisions.security import apparmor_profile, seccomp_profile
 
 UID = "0f0e0d0c-1111-2222-3333-444444444444"
 GiB = 2**30

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from kubelet.api.pod import Container, Pod
-from kubelet.decisions.stoporder import stop_prerequisites
+from kubelet.api import Container, Pod
+from kubelet.decisions import stop_prerequisites
 from kubelet.testing.builders import make_pod
 
 

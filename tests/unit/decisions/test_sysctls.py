@@ -4,15 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from kubelet.api import sysctl
-from kubelet.api.pod import Container, Pod, PodSecurityContext
+from kubelet.api import Container, Pod, sysctl
+from kubelet.api.pod import PodSecurityContext
 from kubelet.config import ConfigError, resolve
-from kubelet.decisions.sysctls import (
-    LEGACY_SAFE_SYSCTLS,
-    SysctlAllowlist,
-    kernel_version,
-    safe_sysctls,
-)
+from kubelet.decisions import SysctlAllowlist, kernel_version
+from kubelet.decisions.sysctls import LEGACY_SAFE_SYSCTLS, safe_sysctls
 from kubelet.testing.builders import make_pod
 
 KERNEL = (6, 1)

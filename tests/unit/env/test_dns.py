@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from kubelet.api.pod import Pod, PodDNSConfig, PodDNSConfigOption
+from kubelet.api import Pod, PodDNSConfig, PodDNSConfigOption
 from kubelet.cri import api
-from kubelet.decisions.criconfig import sandbox_config
+from kubelet.decisions import sandbox_config
+from kubelet.env import DNSWarning
 from kubelet.env.dns import (
     MAX_RESOLV_CONF_BYTES,
     REASON_DNS_CONFIG_FORMING,
     REASON_MISSING_CLUSTER_DNS,
-    DNSWarning,
     ResolvConf,
     load_host_resolv,
     parse_resolv_conf,

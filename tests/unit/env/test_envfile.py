@@ -8,12 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from kubelet.env.envfile import (
-    MAX_ENV_FILE_BYTES,
-    EnvFileFormatError,
-    env_file_value,
-    file_key_path_error,
-)
+from kubelet.env import MAX_ENV_FILE_BYTES
+from kubelet.env.envfile import EnvFileFormatError, env_file_value, file_key_path_error
 
 # (content, key, value): files upstream's parser reads, and what it gives for the key
 VALID = [

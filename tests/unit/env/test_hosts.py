@@ -8,12 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from kubelet.api.dnsname import LABEL_MSG, SUBDOMAIN_MSG
-from kubelet.api.pod import Container, HostAlias, Pod, VolumeMount
+from kubelet.api import SUBDOMAIN_MSG, Container, HostAlias, Pod, VolumeMount
+from kubelet.api.dnsname import LABEL_MSG
 from kubelet.cri import api
-from kubelet.env.hosts import (
+from kubelet.env import (
     PodHostnameError,
-    hostname_and_domain,
     hosts_file_content,
     hosts_file_path,
     hosts_mount,
@@ -21,6 +20,7 @@ from kubelet.env.hosts import (
     should_mount_hosts_file,
     write_hosts_file,
 )
+from kubelet.env.hosts import hostname_and_domain
 from kubelet.testing import builders
 
 LOCALHOST = (

@@ -2,8 +2,7 @@
 
 import attrs
 
-from kubelet.api.meta import ObjectMeta
-from kubelet.api.pod import Pod, PodSpec
+from kubelet.api import ObjectMeta, Pod, PodSpec
 from kubelet.env.services import service_env
 
 POD = Pod(metadata=ObjectMeta(name="p", namespace="shop"), spec=PodSpec())

@@ -7,32 +7,29 @@ from typing import TypeVar
 
 import pytest
 
-from kubelet.api.meta import ObjectMeta
-from kubelet.api.pod import (
+from kubelet.api import (
     Container,
     EnvFromSource,
-    EnvVar,
-    EnvVarSource,
     FileKeySelector,
     KeySelector,
     ObjectFieldSelector,
+    ObjectMeta,
     Pod,
     PodSpec,
     Quantity,
     ResourceFieldSelector,
     ResourceRequirements,
 )
-from kubelet.env.expand import expand_env
-from kubelet.env.variables import (
+from kubelet.api.pod import EnvVar, EnvVarSource
+from kubelet.env import (
     CREATE_CONTAINER_CONFIG_ERROR,
     EnvError,
-    EnvResult,
-    expand,
-    expand_command,
+    expand_env,
     pod_field_value,
     resolve_env,
     resource_field_value,
 )
+from kubelet.env.variables import EnvResult, expand, expand_command
 from kubelet.testing.builders import make_pod
 
 T = TypeVar("T")

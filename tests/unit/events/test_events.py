@@ -8,16 +8,9 @@ from typing import Any
 import pytest
 import trio
 
-from kubelet.api.meta import ObjectMeta
-from kubelet.api.pod import Container, Pod, PodSpec
-from kubelet.events.recorder import (
-    LOG_LEVEL,
-    NORMAL,
-    WARNING,
-    EventRecorder,
-    node_ref,
-    pod_ref,
-)
+from kubelet.api import Container, ObjectMeta, Pod, PodSpec
+from kubelet.events import NORMAL, WARNING, EventRecorder, node_ref, pod_ref
+from kubelet.events.recorder import LOG_LEVEL
 
 EPOCH = 1_800_000_000.0
 POD = Pod(

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from kubelet.api.meta import ObjectMeta
-from kubelet.api.pod import (
+from kubelet.api import (
     Container,
+    ObjectMeta,
     Pod,
     PodSpec,
     Quantity,
     ResourceRequirements,
     Volume,
+    parse_quantity,
 )
-from kubelet.api.quantity import parse_quantity
-from kubelet.stats.summary import (
+from kubelet.stats import (
     ContainerUsage,
     FsUsage,
     MemoryUsage,

@@ -10,13 +10,13 @@ from __future__ import annotations
 import attrs
 import pytest
 
-from kubelet.api.pod import PodCondition, Toleration
-from kubelet.decisions.qos import is_critical_pod, pod_qos
+from kubelet.api import PodCondition, Toleration
+from kubelet.decisions import is_critical_pod, pod_qos
+from kubelet.eviction import eviction_conditions, parse_thresholds
 from kubelet.eviction.admission import admit
 from kubelet.eviction.decide import (
     Reclaim,
     choose_eviction,
-    eviction_conditions,
     local_storage_candidates,
     local_storage_evictions,
     node_reclaim,
@@ -25,8 +25,8 @@ from kubelet.eviction.messages import eviction_message
 from kubelet.eviction.observations import Observation, observe_signals
 from kubelet.eviction.ranking import rank
 from kubelet.eviction.state import EvictionState, step
-from kubelet.eviction.thresholds import Signal, parse_thresholds
-from kubelet.stats.summary import PodUsage
+from kubelet.eviction.thresholds import Signal
+from kubelet.stats import PodUsage
 
 from .evictionkit import (
     Mi,
@@ -129,7 +129,7 @@ def test_memory_message_without_container_names_upstream_case() -> None:
 
 
 def test_pid_pressure_message() -> None:
-    from kubelet.stats.summary import NodeUsage, Summary
+    from kubelet.stats import NodeUsage, Summary
 
     pods = [pod("pod1", -1), pod("pod2", 0)]
     summary = Summary(
@@ -244,7 +244,7 @@ def test_soft_eviction_grace_period(name: str) -> None:
 
 
 def test_local_storage_limits() -> None:
-    from kubelet.api.pod import Container
+    from kubelet.api import Container
 
     from .evictionkit import resources
 
@@ -303,7 +303,7 @@ def test_local_storage_limits() -> None:
 def test_local_storage_candidates_are_the_pods_it_may_evict() -> None:
     """Every pod is far over any limit it has: those evicted are exactly the candidates,
     the pods whose figures the pass reads when no threshold is met."""
-    from kubelet.api.pod import Container
+    from kubelet.api import Container
 
     from .evictionkit import resources
 

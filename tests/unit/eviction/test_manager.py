@@ -12,12 +12,11 @@ import attrs
 import pytest
 import trio
 
-from kubelet.api.pod import Pod
-from kubelet.decisions.qos import is_critical_pod, pod_qos
-from kubelet.eviction.decide import Eviction
-from kubelet.eviction.manager import EvictionConfig, EvictionManager
-from kubelet.eviction.thresholds import Threshold, parse_thresholds
-from kubelet.stats.summary import NodeUsage, PodUsage, Summary
+from kubelet.api import Pod
+from kubelet.decisions import is_critical_pod, pod_qos
+from kubelet.eviction import Eviction, EvictionConfig, EvictionManager, parse_thresholds
+from kubelet.eviction.thresholds import Threshold
+from kubelet.stats import NodeUsage, PodUsage, Summary
 
 from .evictionkit import (
     Gi,

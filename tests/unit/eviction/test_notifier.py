@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import trio
 
+from kubelet.eviction import parse_thresholds
 from kubelet.eviction.notifier import CgroupThresholdNotifier, description, memcg_threshold
-from kubelet.eviction.thresholds import parse_thresholds
-from kubelet.stats.summary import MemoryUsage
+from kubelet.stats import MemoryUsage
 
 Mi = 1024 * 1024
 Gi = 1024 * Mi

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from kubelet.api.pod import Container, Pod
-from kubelet.cgroups.requests import resource_limit, resource_request
+from kubelet.api import Container, Pod
+from kubelet.cgroups import resource_limit, resource_request
 from kubelet.eviction.ranking import FsKind, disk_usage_kinds, rank
 from kubelet.eviction.thresholds import Signal
-from kubelet.stats.summary import PodUsage
+from kubelet.stats import PodUsage
 
 from .evictionkit import Mi, disk_usage, empty_dir, memory_usage, pod, resources, stats_of
 
@@ -206,7 +206,7 @@ def test_with_dedicated_imagefs_nodefs_ranks_on_logs_and_volumes_only() -> None:
 
 
 def test_memory_medium_empty_dir_is_not_local_disk() -> None:
-    from kubelet.api.pod import Volume
+    from kubelet.api import Volume
 
     tmpfs = pod("tmpfs", 0, volumes=(Volume(name="local-volume", empty_dir={"medium": "Memory"}),))
     disk = pod("disk", 0, volumes=(empty_dir(),))
@@ -215,7 +215,7 @@ def test_memory_medium_empty_dir_is_not_local_disk() -> None:
 
 
 def test_pod_request_sidecars_init_and_overhead() -> None:
-    from kubelet.api.pod import PodSpec
+    from kubelet.api import PodSpec
 
     p = pod("p", 0, containers=[Container(name="app", resources=resources({"memory": "100Mi"}))])
     spec = PodSpec(

@@ -12,8 +12,9 @@ import trio
 
 from kubelet.config import resolve
 from kubelet.errors import ConfigError
-from kubelet.events.recorder import EventRecorder, ObjectRef, node_ref
-from kubelet.eviction.run import NodePressure, OomWatcher, eviction_settings
+from kubelet.events import EventRecorder, ObjectRef, node_ref
+from kubelet.eviction import NodePressure, eviction_settings
+from kubelet.eviction.run import OomWatcher
 from kubelet.eviction.thresholds import Signal
 from kubelet.stats.oom import OomInstance
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import pytest
 
+from kubelet.eviction import parse_thresholds
 from kubelet.eviction.observations import Observation, observe_signals
 from kubelet.eviction.state import EvictionState, by_eviction_priority, step, thresholds_met
-from kubelet.eviction.thresholds import Signal, parse_thresholds
+from kubelet.eviction.thresholds import Signal
 
 from .evictionkit import Mi, disk_summary, memory_summary
 
@@ -43,7 +44,7 @@ def test_thresholds_met(name: str) -> None:
     thresholds = hard_mem(value, reclaim)
     obs = {}
     if available is not None:
-        from kubelet.api.quantity import parse_quantity
+        from kubelet.api import parse_quantity
 
         amount = parse_quantity(available).value()
         obs = {MEM: Observation(amount, 3 * 1024 * Mi)}

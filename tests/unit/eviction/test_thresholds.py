@@ -7,12 +7,12 @@ from fractions import Fraction
 import pytest
 
 from kubelet.config import DEFAULT_EVICTION_HARD
+from kubelet.eviction import parse_thresholds
 from kubelet.eviction.thresholds import (
     Signal,
     Threshold,
     ThresholdError,
     ThresholdValue,
-    parse_thresholds,
     update_containerfs_thresholds,
 )
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import random
 import string
 
-from kubelet.gc.logs import container_id_of_symlink, legacy_log_symlink
+from kubelet.gc import legacy_log_symlink
+from kubelet.gc.logs import container_id_of_symlink
 
 
 def _random(n: int, seed: int) -> str:

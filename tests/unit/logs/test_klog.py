@@ -14,8 +14,7 @@ import pytest
 import trio
 import trio.lowlevel
 
-from kubelet.api.meta import ObjectMeta
-from kubelet.api.pod import Pod
+from kubelet.api import ObjectMeta, Pod
 from kubelet.config import LoggingConfiguration, VModuleItem
 from kubelet.logs import get_logger, log_fields, pod_fields, set_pod_fields, setup_logging
 from kubelet.logs.klog import format_value, quote

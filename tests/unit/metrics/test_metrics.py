@@ -6,9 +6,8 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
-from kubelet.api.meta import ObjectMeta
-from kubelet.api.pod import EphemeralContainer, Pod, PodSpec
-from kubelet.cri.types import (
+from kubelet.api import EphemeralContainer, ObjectMeta, Pod, PodSpec
+from kubelet.cri import (
     ContainerInfo,
     ContainerRunState,
     RuntimePodStatus,

@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 
-from kubelet.api.converter import from_wire
-from kubelet.api.pod import Pod
+from kubelet.api import Pod, from_wire
 from kubelet.podstartup import PodStartupTracker, has_started, is_stateful
 
 T0 = 1_800_000_000.0  # the pod's creationTimestamp

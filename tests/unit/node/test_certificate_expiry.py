@@ -9,8 +9,7 @@ import pytest
 import trio
 
 from kubelet.errors import FatalError
-from kubelet.node.certificates.expiry import ClientCertificateWatch
-from kubelet.node.certificates.store import CertKeyPair
+from kubelet.node.certificates import CertKeyPair, ClientCertificateWatch
 
 EXITING = (
     "It has been 5m0s since a valid client cert was found and the server is responsive, "

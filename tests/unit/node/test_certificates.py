@@ -19,7 +19,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import NameOID
 
-from kubelet.api.node import NodeAddress
+from kubelet.api import NodeAddress
+from kubelet.node.certificates import FileStore
 from kubelet.node.certificates import csr as csrmod
 from kubelet.node.certificates.deadline import retry_delays, rotation_deadline
 from kubelet.node.certificates.kubeconfigs import still_valid, write_bootstrapped
@@ -31,8 +32,8 @@ from kubelet.node.certificates.request import (
     csr_certificate,
     incompatibility,
 )
-from kubelet.node.certificates.store import FileStore, NoCertificate, StoreError
-from kubelet.testing.certs import TestCA
+from kubelet.node.certificates.store import NoCertificate, StoreError
+from kubelet.testing import TestCA
 
 # -- CSR content --------------------------------------------------------------------------
 

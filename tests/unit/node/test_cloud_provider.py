@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import attrs
 
-from kubelet.api.node import NodeAddress, NodeStatus, Taint
+from kubelet.api import NodeAddress, NodeStatus, Taint
 from kubelet.node.registration import initial_node
 from kubelet.node.status import node_status
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import attrs
 
-from kubelet.api.converter import from_wire, to_wire
-from kubelet.api.node import NodeStatus
-from kubelet.config.features import FeatureGates
-from kubelet.config.support import GATE_SUPPORT, _is, ok, partial
-from kubelet.node.declared import EXTEND_WEBSOCKETS, NOT_DECLARED, declared_features
+from kubelet.api import NodeStatus, from_wire, to_wire
+from kubelet.config import GATE_SUPPORT, FeatureGates
+from kubelet.config.support import _is, ok, partial
+from kubelet.node import declared_features
+from kubelet.node.declared import EXTEND_WEBSOCKETS, NOT_DECLARED
 from kubelet.node.status import node_status
 
 from .test_status import FACTS

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kubelet.config import KubeletConfiguration, validate
-from kubelet.node.maxpods import max_pods
+from kubelet.node import max_pods
 
 
 @pytest.mark.parametrize(

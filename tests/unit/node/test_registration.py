@@ -7,9 +7,9 @@ from typing import Any, cast
 import pytest
 import trio
 
-from kubelet.api.client import ApiClient
-from kubelet.api.errors import AlreadyExists, ApiError, Forbidden
-from kubelet.node.registration import default_labels, initial_node, register
+from kubelet.api import AlreadyExists, ApiClient, ApiError, Forbidden
+from kubelet.node import default_labels
+from kubelet.node.registration import initial_node, register
 
 LABELS = default_labels("node1", "linux", "amd64")
 

@@ -11,14 +11,19 @@ from pathlib import Path
 import pytest
 import trio
 
-from kubelet.node.shutdown.logind import LogindError, LogindUnavailable
-from kubelet.node.shutdown.manager import ShutdownManager, ShutdownPod, Termination
+from kubelet.node.shutdown import (
+    LogindError,
+    LogindUnavailable,
+    PriorityPeriod,
+    ShutdownManager,
+    ShutdownPod,
+    Termination,
+    periods,
+)
 from kubelet.node.shutdown.plan import (
     SYSTEM_CRITICAL_PRIORITY,
-    PriorityPeriod,
     disruption_condition,
     group_pods,
-    periods,
     pod_grace,
     requested_delay,
     validate,

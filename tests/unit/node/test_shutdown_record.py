@@ -7,7 +7,7 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
-from kubelet.node.shutdown.record import ShutdownRecord
+from kubelet.node.shutdown import ShutdownRecord
 
 START, END = 1_800_000_000.0, 1_800_000_030.0
 

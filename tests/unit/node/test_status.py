@@ -5,16 +5,9 @@ from __future__ import annotations
 import attrs
 import pytest
 
-from kubelet.api.node import NodeCondition, NodeStatus
-from kubelet.node.machine import MachineInfo
-from kubelet.node.status import (
-    Image,
-    NodeFacts,
-    differs_beyond_heartbeats,
-    is_ready,
-    node_images,
-    node_status,
-)
+from kubelet.api import NodeCondition, NodeStatus
+from kubelet.node import MachineInfo, NodeFacts
+from kubelet.node.status import Image, differs_beyond_heartbeats, is_ready, node_images, node_status
 
 MACHINE = MachineInfo(
     num_cores=2,

@@ -8,23 +8,15 @@ import pytest
 import trio
 import trio.testing
 
-from kubelet.cri.types import (
+from kubelet.cri import (
     ContainerInfo,
     ContainerRunState,
     RuntimePodStatus,
     SandboxInfo,
     SandboxState,
 )
-from kubelet.pleg.cache import PodCache
-from kubelet.pleg.generator import (
-    EventType,
-    Pleg,
-    PlegState,
-    PodLifecycleEvent,
-    PodStates,
-    RuntimeLister,
-    diff_relists,
-)
+from kubelet.pleg import EventType, PodCache, PodLifecycleEvent
+from kubelet.pleg.generator import Pleg, PlegState, PodStates, RuntimeLister, diff_relists
 
 R, E, U = PlegState.RUNNING, PlegState.EXITED, PlegState.UNKNOWN
 Started, Died, Removed = (

@@ -5,8 +5,8 @@ from __future__ import annotations
 import trio
 import trio.testing
 
-from kubelet.cri.types import RuntimePodStatus
-from kubelet.pleg.cache import PodCache
+from kubelet.cri import RuntimePodStatus
+from kubelet.pleg import PodCache
 
 
 async def test_an_older_read_finishing_late_does_not_replace_a_newer_view(

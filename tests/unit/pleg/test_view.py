@@ -7,10 +7,16 @@ from typing import Any, cast
 import pytest
 import trio
 
-from kubelet.cri import RuntimeClient, RuntimeUnavailable, api, labels
-from kubelet.cri.types import ContainerRunState, SandboxState
+from kubelet.cri import (
+    ContainerRunState,
+    RuntimeClient,
+    RuntimeUnavailable,
+    SandboxState,
+    api,
+    labels,
+)
+from kubelet.pleg import RuntimeView
 from kubelet.pleg.generator import PlegState
-from kubelet.pleg.view import RuntimeView
 
 UID = "u1"
 

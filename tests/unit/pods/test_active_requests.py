@@ -11,23 +11,22 @@ from collections.abc import AsyncIterator
 import pytest
 import trio
 
-from kubelet.api.meta import ObjectMeta
-from kubelet.api.pod import (
+from kubelet.api import (
     Container,
+    ObjectMeta,
     Pod,
     PodSpec,
     PodStatus,
     Quantity,
     ResourceRequirements,
 )
-from kubelet.pleg.generator import PodLifecycleEvent
-from kubelet.pods import fit
+from kubelet.pleg import PodLifecycleEvent
+from kubelet.pods import NodeInfo, PodManager, PodWorkers, fit
 from kubelet.pods.admission import AdmissionFacts, Rejection
-from kubelet.pods.fit import NodeInfo, RequestSum, Resources
-from kubelet.pods.manager import PodManager
+from kubelet.pods.fit import RequestSum, Resources
 from kubelet.pods.syncloop import SyncLoop, SyncLoopParts
-from kubelet.pods.workers import PodWorkers, SyncResult
-from kubelet.sources.podconfig import PodOperation, PodUpdate
+from kubelet.pods.workers import SyncResult
+from kubelet.sources import PodOperation, PodUpdate
 
 GPU = "example.com/gpu"
 NODE = NodeInfo(name="n", allocatable={"cpu": "4", "memory": "8Gi", "pods": "110", GPU: "2"})

@@ -7,24 +7,23 @@ from typing import Any
 import attrs
 import pytest
 
-from kubelet.api.converter import from_wire, to_wire
-from kubelet.api.node import Taint
-from kubelet.api.pod import (
+from kubelet.api import (
     Container,
     ContainerPort,
     ContainerRestartRule,
-    ContainerRestartRuleOnExitCodes,
     Pod,
-    PodSecurityContext,
     PodStatus,
     Quantity,
     ResourceRequirements,
-    SecurityContext,
+    Taint,
     Toleration,
+    from_wire,
+    to_wire,
 )
-from kubelet.decisions.sysctls import SysctlAllowlist
+from kubelet.api.pod import ContainerRestartRuleOnExitCodes, PodSecurityContext, SecurityContext
+from kubelet.decisions import SysctlAllowlist
+from kubelet.pods import NodeInfo
 from kubelet.pods.admission import AdmissionFacts, Rejection, admit, rejection_message
-from kubelet.pods.fit import NodeInfo
 from kubelet.testing.builders import make_pod
 
 NO_APPARMOR = "AppArmor is not enabled on the host"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from kubelet.api.pod import Pod, Quantity, ResourceRequirements
-from kubelet.cri.types import RuntimePodStatus
+from kubelet.api import Pod, Quantity, ResourceRequirements
+from kubelet.cri import RuntimePodStatus
 from kubelet.decisions.resize import encode_resources
 from kubelet.pods.allocation import Allocations
 from kubelet.testing.builders import make_container, make_pod, running, runtime_status

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from kubelet.pleg.view import pod_from_runtime
-from kubelet.pods.census import working_pods
+from kubelet.pleg import pod_from_runtime
+from kubelet.pods import working_pods
 from kubelet.pods.workers import PodPhase, PodWorker
 from kubelet.testing.builders import make_pod
 

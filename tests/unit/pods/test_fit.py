@@ -8,22 +8,22 @@ from typing import Any
 
 import pytest
 
-from kubelet.api.meta import ObjectMeta
-from kubelet.api.node import Taint
-from kubelet.api.pod import (
+from kubelet.api import (
     Container,
     ContainerPort,
+    ObjectMeta,
     Pod,
     PodSpec,
     Quantity,
     ResourceRequirements,
+    Taint,
     Toleration,
 )
-from kubelet.decisions.taints import tolerates, untolerated_taint
+from kubelet.decisions import tolerates, untolerated_taint
+from kubelet.pods import NodeInfo
 from kubelet.pods.admission import Rejection
 from kubelet.pods.fit import (
     InsufficientResource,
-    NodeInfo,
     PredicateFailure,
     Resources,
     filter_rejection,
@@ -126,8 +126,8 @@ ALLOCATABLE = {
 
 def fit(pod_: Pod, existing: Pod) -> list[InsufficientResource]:
     """fitsRequest as the scheduler runs it (no DRA delegation)."""
-    from kubelet.api.quantity import parse_quantity
-    from kubelet.cgroups.requests import pod_requests
+    from kubelet.api import parse_quantity
+    from kubelet.cgroups import pod_requests
 
     allocatable = Resources.of({k: parse_quantity(v).amount for k, v in ALLOCATABLE.items()})
     return fits_request(

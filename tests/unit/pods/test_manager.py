@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import attrs
 
-from kubelet.api.pod import CONFIG_MIRROR, CONFIG_SOURCE, PodStatus
-from kubelet.pods.manager import PodManager
+from kubelet.api import CONFIG_MIRROR, CONFIG_SOURCE, PodStatus
+from kubelet.pods import PodManager
 from kubelet.testing.builders import make_pod
 
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kubelet.api.node import Taint
+from kubelet.api import Taint
 from kubelet.config import resolve
-from kubelet.node.identity import NodeIdentity
-from kubelet.node.machine import MachineInfo
-from kubelet.pods.nodeinfo import local_node, node_info_source
+from kubelet.node import MachineInfo, NodeIdentity
+from kubelet.pods import local_node, node_info_source
 
 MACHINE = MachineInfo(
     num_cores=4,

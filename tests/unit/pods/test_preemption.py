@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubelet.api.meta import ObjectMeta
-from kubelet.api.pod import Container, Pod, PodSpec, Quantity, ResourceRequirements
+from kubelet.api import Container, ObjectMeta, Pod, PodSpec, Quantity, ResourceRequirements
 from kubelet.pods.fit import InsufficientResource, PredicateFailure
 from kubelet.pods.preemption import (
     NoVictims,

@@ -9,30 +9,23 @@ import attrs
 import pytest
 import trio
 
-from kubelet.api.pod import (
-    Container,
-    ExecAction,
-    Pod,
-    PodCondition,
-    PodReadinessGate,
-    PodStatus,
-    Probe,
-)
-from kubelet.cri.types import (
+from kubelet.api import Container, ExecAction, Pod, PodCondition, PodStatus, Probe
+from kubelet.api.pod import PodReadinessGate
+from kubelet.cri import (
     ContainerInfo,
     ContainerRunState,
     RuntimePodStatus,
     SandboxInfo,
     SandboxState,
 )
-from kubelet.events.recorder import EventRecorder
-from kubelet.pleg.cache import PodCache
+from kubelet.events import EventRecorder
+from kubelet.pleg import PodCache
+from kubelet.pods import KubeletPodSyncer
 from kubelet.pods import syncer as syncer_module
-from kubelet.pods.syncer import KubeletPodSyncer
-from kubelet.prober.manager import ProberManager, ProbeStatus
-from kubelet.runtime.podruntime import PodRuntime, SyncOutcome
-from kubelet.status.generate import generate_pod_status
-from kubelet.status.killed import Kill
+from kubelet.prober import ProberManager, ProbeStatus
+from kubelet.runtime import PodRuntime
+from kubelet.runtime.podruntime import SyncOutcome
+from kubelet.status import Kill, generate_pod_status
 from kubelet.testing.builders import make_pod
 
 APP = ContainerInfo(id="c1", name="app", state=ContainerRunState.RUNNING, started_at=10**18)

@@ -8,18 +8,19 @@ from typing import Any, cast
 import pytest
 import trio
 
-from kubelet.api.pod import Container, Pod
-from kubelet.cri.types import (
+from kubelet.api import Container, Pod
+from kubelet.cri import (
     ContainerInfo,
     ContainerRunState,
     RuntimePodStatus,
     SandboxInfo,
     SandboxState,
 )
-from kubelet.events.recorder import EventRecorder
-from kubelet.pleg.cache import PodCache
-from kubelet.pods.syncer import KubeletPodSyncer
-from kubelet.runtime.podruntime import PodRuntime, SyncOutcome
+from kubelet.events import EventRecorder
+from kubelet.pleg import PodCache
+from kubelet.pods import KubeletPodSyncer
+from kubelet.runtime import PodRuntime
+from kubelet.runtime.podruntime import SyncOutcome
 from kubelet.testing.builders import make_pod
 
 RUNNING = RuntimePodStatus(

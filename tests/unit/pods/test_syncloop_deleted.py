@@ -7,13 +7,13 @@ import random
 import attrs
 import trio
 
-from kubelet.api.pod import Pod
+from kubelet.api import Pod
 from kubelet.goformat import parse_time
-from kubelet.pleg.generator import PodLifecycleEvent
-from kubelet.pods.manager import PodManager
+from kubelet.pleg import PodLifecycleEvent
+from kubelet.pods import PodManager, PodWorkers
 from kubelet.pods.syncloop import SyncLoop, SyncLoopParts
-from kubelet.pods.workers import PodWorkers, SyncResult
-from kubelet.sources.podconfig import PodOperation, PodUpdate
+from kubelet.pods.workers import SyncResult
+from kubelet.sources import PodOperation, PodUpdate
 from kubelet.testing.builders import make_container, make_pod
 
 DEADLINE = "2027-01-15T08:00:05Z"

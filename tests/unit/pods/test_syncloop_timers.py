@@ -9,13 +9,12 @@ from collections.abc import Callable, Collection
 import pytest
 import trio
 
-from kubelet.api.pod import Pod
-from kubelet.pleg.generator import PodLifecycleEvent
-from kubelet.pleg.view import pod_from_runtime
-from kubelet.pods.manager import PodManager
+from kubelet.api import Pod
+from kubelet.pleg import PodLifecycleEvent, pod_from_runtime
+from kubelet.pods import PodManager, PodWorkers
 from kubelet.pods.syncloop import SYNC_ERROR_BACKOFF, OrphanPod, SyncLoop, SyncLoopParts
-from kubelet.pods.workers import PodWorkers, SyncResult, WorkerResult
-from kubelet.sources.podconfig import PodOperation, PodStorage, PodUpdate
+from kubelet.pods.workers import SyncResult, WorkerResult
+from kubelet.sources import PodOperation, PodStorage, PodUpdate
 
 
 class _Syncer:

@@ -9,15 +9,9 @@ import pytest
 import trio
 import trio.testing
 
-from kubelet.api.pod import Pod
-from kubelet.pods.workers import (
-    PodPhase,
-    PodSyncer,
-    PodWorkers,
-    SyncResult,
-    WorkerResult,
-    shorter_grace,
-)
+from kubelet.api import Pod
+from kubelet.pods import PodWorkers
+from kubelet.pods.workers import PodPhase, PodSyncer, SyncResult, WorkerResult, shorter_grace
 from kubelet.pods.workqueue import WorkQueue
 from kubelet.testing.builders import make_pod
 
@@ -239,7 +233,7 @@ class FinishingSyncer(RecordingSyncer):
 async def test_finished_pods_are_not_active(autojump_clock: trio.abc.Clock) -> None:
     """filterOutInactivePods: a pod Succeeded/Failed (API or last sync) or terminated
     does not hold the node's resources; one being terminated still does."""
-    from kubelet.api.pod import PodStatus
+    from kubelet.api import PodStatus
 
     syncer = FinishingSyncer(finished_uids={"u2"})
     async with trio.open_nursery() as nursery:

@@ -13,10 +13,9 @@ import trio
 import trio.testing
 from prometheus_client import CollectorRegistry
 
-from kubelet.api.pod import (
+from kubelet.api import (
     Container,
     ContainerRestartRule,
-    ContainerRestartRuleOnExitCodes,
     ContainerStatus,
     ExecAction,
     Pod,
@@ -24,7 +23,8 @@ from kubelet.api.pod import (
     PodStatus,
     Probe,
 )
-from kubelet.cri.types import (
+from kubelet.api.pod import ContainerRestartRuleOnExitCodes
+from kubelet.cri import (
     ContainerInfo,
     ContainerRunState,
     RuntimePodStatus,
@@ -33,6 +33,7 @@ from kubelet.cri.types import (
 )
 from kubelet.prober import (
     ProbeError,
+    ProbeKey,
     ProbeKind,
     ProbeOutcome,
     ProbeResult,
@@ -42,7 +43,7 @@ from kubelet.prober import (
     ResultsManager,
     ResultUpdate,
 )
-from kubelet.prober.worker import ProbeKey, on_grid
+from kubelet.prober.worker import on_grid
 from kubelet.testing import builders
 
 EPOCH = 1_800_000_000.0

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kubelet.api.pod import Container, ExecAction, Probe
-from kubelet.prober.results import ProbeKind, Result
+from kubelet.api import Container, ExecAction, Probe
+from kubelet.prober import ProbeKind, Result
 from kubelet.prober.worker import (
     Action,
     ContainerView,

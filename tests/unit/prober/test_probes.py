@@ -8,38 +8,34 @@ import attrs
 import pytest
 from grpclib.const import Status
 
-from kubelet.api.meta import ObjectMeta
-from kubelet.api.pod import (
+from kubelet.api import (
     Container,
     ContainerPort,
-    EnvVar,
-    EnvVarSource,
     ExecAction,
     HTTPGetAction,
-    HTTPHeader,
     ObjectFieldSelector,
+    ObjectMeta,
     Pod,
     PodSpec,
     Probe,
     TCPSocketAction,
     format_pod,
 )
-from kubelet.cri.errors import CriError, DeadlineExceeded, NotFound
+from kubelet.api.pod import EnvVar, EnvVarSource, HTTPHeader
+from kubelet.cri import CriError, DeadlineExceeded, NotFound
 from kubelet.goformat import format_duration, go_quote
+from kubelet.handlers import ProbeError, ProbeOutcome, ProbeResult, ProbeTarget, build_request
 from kubelet.handlers import exec as exec_probe
 from kubelet.handlers.http import (
     HttpGetRequest,
     HttpGetResponse,
-    build_request,
     follow_redirect,
     judge,
     resolve_container_port,
     user_agent,
 )
-from kubelet.handlers.outcome import ProbeError, ProbeOutcome, ProbeResult, ProbeTarget
-from kubelet.prober.prober import ActionProber
+from kubelet.prober import ActionProber, ProbeKind, Result
 from kubelet.prober.probes import ProbeEvent, ProbeVerdict, run_probe, verdict_of
-from kubelet.prober.results import ProbeKind, Result
 
 CONTAINER = Container(
     name="app",

@@ -9,19 +9,18 @@ import attrs
 import trio
 from grpclib.const import Status
 
-from kubelet.api.meta import ObjectMeta
-from kubelet.api.pod import (
+from kubelet.api import (
     Container,
     ExecAction,
     HTTPGetAction,
-    Lifecycle,
     LifecycleHandler,
+    ObjectMeta,
     Pod,
     PodSpec,
-    SleepAction,
     TCPSocketAction,
 )
-from kubelet.cri.errors import CriError
+from kubelet.api.pod import Lifecycle, SleepAction
+from kubelet.cri import CriError
 from kubelet.runtime.hooks import run_handler, run_post_start, run_pre_stop
 
 POD = Pod(metadata=ObjectMeta(name="web", namespace="default", uid="u1"), spec=PodSpec())

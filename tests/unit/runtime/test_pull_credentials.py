@@ -19,6 +19,7 @@ from kubelet.runtime.credentials import (
     DockerConfigError,
     Keyring,
     MalformedPullSecret,
+    NodeCredentials,
     PullCredential,
     PullSecret,
     keyring_from_secrets,
@@ -30,7 +31,7 @@ from kubelet.runtime.credentials import (
     urls_match,
 )
 from kubelet.runtime.credentials.keyring import index_key, is_default_registry_match
-from kubelet.runtime.credentials.node import NodeCredentials, search_paths
+from kubelet.runtime.credentials.node import search_paths
 from kubelet.runtime.credentials.secrets import credential_hash
 
 

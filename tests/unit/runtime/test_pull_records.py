@@ -12,21 +12,18 @@ from pathlib import Path
 
 import pytest
 
-from kubelet.config import KubeletConfiguration
+from kubelet.config import KubeletConfiguration, validate
 from kubelet.config.features import resolve_gates
-from kubelet.config.validation import validate
 from kubelet.cri import api
-from kubelet.runtime.credentials import PullCredential
+from kubelet.runtime.credentials import PullCredential, PullRecords, pull_records
 from kubelet.runtime.credentials.pullrecords import (
     CredentialRecord,
     PulledRecord,
-    PullRecords,
     SecretRecord,
     allowlist_pattern,
     credentials_for,
     match_secrets,
     merge_credentials,
-    pull_records,
     verification_policy,
 )
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kubelet.api.pod import Container, Pod
+from kubelet.api import Container, Pod
 from kubelet.cri import api
 from kubelet.runtime.runtimeinfo import HandlerFeatures, features_from_status
 from kubelet.runtime.userns import (

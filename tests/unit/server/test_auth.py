@@ -14,19 +14,16 @@ from kubelet.config import (
     KubeletConfiguration,
     KubeletWebhookAuthentication,
 )
+from kubelet.server import AuthConfigError, KubeletAuth, TokenReviewResult, build_auth
 from kubelet.server.auth import (
-    AuthConfigError,
     Authenticator,
     Authorizer,
-    KubeletAuth,
     User,
     bearer_token,
-    build_auth,
     request_attributes,
     subresources,
     user_from_certificate,
 )
-from kubelet.server.backend import TokenReviewResult
 from kubelet.server.certs import self_signed_pair
 
 

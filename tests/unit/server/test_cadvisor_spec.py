@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kubelet.server import SummaryProvider
 from kubelet.server.cadvisor import cadvisor_metrics
 from kubelet.server.cgroupfigures import cgroup_figures
-from kubelet.server.stats import SummaryProvider
 
 from .test_cadvisor_memory import APP, write
 from .test_psi import POD, v2_provider

@@ -7,17 +7,16 @@ from typing import Any, cast
 
 import trio
 
-from kubelet.api.pod import Pod
+from kubelet.api import Pod
 from kubelet.config import KubeletConfiguration
-from kubelet.pleg.generator import PodLifecycleEvent
-from kubelet.pods.manager import PodManager
+from kubelet.pleg import PodLifecycleEvent
+from kubelet.pods import PodManager, PodWorkers
 from kubelet.pods.syncloop import Housekeeper, OrphanPod, SyncLoop, SyncLoopParts
-from kubelet.pods.workers import PodSyncer, PodWorkers, SyncResult
-from kubelet.server import healthz
+from kubelet.pods.workers import PodSyncer, SyncResult
+from kubelet.server import SummaryProvider, healthz
 from kubelet.server.app import KubeletApp
 from kubelet.server.asgi import Request, Response
-from kubelet.server.stats import SummaryProvider
-from kubelet.sources.podconfig import PodUpdate
+from kubelet.sources import PodUpdate
 
 
 def get(path: str, **query: str) -> Request:

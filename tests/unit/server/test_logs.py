@@ -15,9 +15,10 @@ import attrs
 import pytest
 import trio
 
-from kubelet.api.pod import Container, ContainerRestartRule, ContainerRestartRuleOnExitCodes, Pod
+from kubelet.api import Container, ContainerRestartRule, Pod
+from kubelet.api.pod import ContainerRestartRuleOnExitCodes
 from kubelet.boundedio import inline
-from kubelet.cri.types import ContainerInfo, ContainerRunState
+from kubelet.cri import ContainerInfo, ContainerRunState
 from kubelet.server import logread
 from kubelet.server.logopts import DecodeError, InvalidOptions, LogOptions, parse_log_options
 from kubelet.server.logparse import fixed_nano

@@ -13,14 +13,14 @@ import trio
 from cryptography import x509
 
 from kubelet.cri import CriError, ImageClient, RuntimeClient, Unimplemented, api
+from kubelet.goformat import rfc3339
+from kubelet.server import HostStats, SummaryProvider, UsageReader
 from kubelet.server.cadvisor import cadvisor_metrics
 from kubelet.server.certs import serving_cert
 from kubelet.server.cgroupfigures import cgroup_figures
-from kubelet.server.hoststats import FsSample, HostStats
-from kubelet.server.stats import RateCache, SummaryProvider, rfc3339
-from kubelet.server.usage import UsageReader
-from kubelet.stats.pace import Pacer
-from kubelet.stats.summary import from_json
+from kubelet.server.hoststats import FsSample
+from kubelet.server.stats import RateCache
+from kubelet.stats import Pacer, from_json
 
 UID = "0b6c1f0e-1111-2222-3333-444455556666"
 NOW = 1_800_000_000.0

@@ -11,10 +11,8 @@ import pytest
 from kubelet.cri import ImageClient, RuntimeClient
 from kubelet.eviction.observations import observe_signals
 from kubelet.eviction.thresholds import Signal
-from kubelet.server.hoststats import HostStats
-from kubelet.server.stats import SummaryProvider
-from kubelet.stats.cgroupfs import Cgroups
-from kubelet.stats.summary import from_json
+from kubelet.server import HostStats, SummaryProvider
+from kubelet.stats import Cgroups, from_json
 
 from .test_stats import NOW, UID, ScriptedImages, ScriptedRuntime, fixture_host
 
@@ -198,7 +196,7 @@ def test_the_pass_finder_finds_what_find_pod_cgroup_finds(
 
 def _spellings(uid: str, root: tuple[str, ...]) -> list[str]:
     """The six places of a pod cgroup in scan order: (cgroupfs, systemd) per QoS parent."""
-    from kubelet.cgroups.names import POD_PREFIX, QosCgroups, to_cgroupfs, to_systemd
+    from kubelet.cgroups import POD_PREFIX, QosCgroups, to_cgroupfs, to_systemd
 
     return [
         spell((*parent, POD_PREFIX + uid))

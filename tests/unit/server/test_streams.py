@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 from grpclib.const import Status
 
-from kubelet.cri import CriError
-from kubelet.cri.errors import NotFound
+from kubelet.cri import CriError, NotFound
 from kubelet.server.asgi import Request
 from kubelet.server.streaming import UpgradeRequest
 from kubelet.server.streams import (

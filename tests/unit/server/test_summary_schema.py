@@ -15,9 +15,9 @@ from typing import Any, cast
 import attrs
 
 from kubelet.cri import ImageClient, RuntimeClient, api
+from kubelet.goformat import rfc3339
+from kubelet.server import SummaryProvider, SystemContainerNames
 from kubelet.server.resource import resource_metrics
-from kubelet.server.stats import SummaryProvider, rfc3339
-from kubelet.server.syscontainers import SystemContainerNames
 
 from .test_psi import v2_provider
 from .test_stats import NOW, UID, ScriptedRuntime, provider

@@ -16,11 +16,8 @@ import attrs
 import pytest
 
 from kubelet.cri import ImageClient, RuntimeClient, api, labels
-from kubelet.server.hoststats import HostStats
-from kubelet.server.stats import SummaryProvider
-from kubelet.server.usage import UsageReader
-from kubelet.stats.pace import Pacer
-from kubelet.stats.summary import from_json
+from kubelet.server import HostStats, SummaryProvider, UsageReader
+from kubelet.stats import Pacer, from_json
 
 from .test_stats import UID, ScriptedImages, fixed_filesystem, fixture_host
 

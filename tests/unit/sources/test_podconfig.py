@@ -9,18 +9,10 @@ import pytest
 import trio
 import trio.testing
 
-from kubelet.api import from_wire
-from kubelet.api.pod import Pod
+from kubelet.api import Pod, from_wire
 from kubelet.cri import labels
-from kubelet.sources import podconfig
-from kubelet.sources.podconfig import (
-    ALL_SOURCE,
-    UPDATES_BUFFER,
-    PodConfig,
-    PodOperation,
-    PodStorage,
-    PodUpdate,
-)
+from kubelet.sources import ALL_SOURCE, PodConfig, PodOperation, PodStorage, PodUpdate, podconfig
+from kubelet.sources.podconfig import UPDATES_BUFFER
 
 ADD, SET, UPDATE, DELETE, REMOVE, RECONCILE = (
     PodOperation.ADD,
@@ -134,7 +126,7 @@ def test_the_same_objects_again_are_not_compared(
 def test_the_kubelet_reads_pods_through_its_view() -> None:
     """``ContainerRestartRules`` off: every pod is stored, compared and handed on without
     the container-level restart fields (``sources.run.pod_view``)."""
-    from kubelet.config.features import FeatureGates
+    from kubelet.config import FeatureGates
     from kubelet.sources.run import pod_view
 
     off = FeatureGates({"ContainerRestartRules": False})
@@ -154,9 +146,10 @@ def test_the_kubelet_reads_pods_through_its_view() -> None:
 def test_pod_level_resources_are_not_seen_with_their_gate_off() -> None:
     """``PodLevelResources`` off: upstream's kubelet reads no ``spec.resources`` (QoS
     class, cgroups, admission, eviction); the view takes it away for all of them."""
-    from kubelet.api.pod import Quantity, ResourceRequirements
-    from kubelet.config.features import FeatureGates
-    from kubelet.decisions.qos import BEST_EFFORT, GUARANTEED, compute_pod_qos
+    from kubelet.api import Quantity, ResourceRequirements
+    from kubelet.config import FeatureGates
+    from kubelet.decisions import BEST_EFFORT, GUARANTEED
+    from kubelet.decisions.qos import compute_pod_qos
     from kubelet.sources.run import pod_view
 
     both = {"cpu": Quantity("1"), "memory": Quantity("1Gi")}

@@ -10,25 +10,23 @@ from typing import Any
 import pytest
 import yaml
 
-from kubelet.api import from_wire, to_wire
+from kubelet.api import Pod, from_wire, to_wire
 from kubelet.api.converter import _make_converter
-from kubelet.api.pod import Pod
 from kubelet.cri import labels
+from kubelet.sources import ManifestError, load_manifest, load_pod
 from kubelet.sources.limits import Budget
 from kubelet.sources.static import (
     MAX_CONFIG_LENGTH,
-    ManifestError,
     apply_static_defaults,
     decode_pod,
     default_pull_policy,
     fnv1a_128,
-    load_manifest,
-    load_pod,
     static_pod_uid,
     warm_up,
 )
 from kubelet.sources.validation import static_pod_priority_warning, validate_pod
-from kubelet.testing.hostile import many_maps_json, many_maps_manifest
+from kubelet.testing import many_maps_manifest
+from kubelet.testing.hostile import many_maps_json
 
 PATH = "/etc/kubernetes/manifests/web.yaml"
 URL = "http://config.example/pods"

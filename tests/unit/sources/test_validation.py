@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kubelet.sources.static import ManifestError, load_manifest, load_pod
+from kubelet.sources import ManifestError, load_manifest, load_pod
 from kubelet.sources.validation import (
     FieldError,
     PodValidationOptions,
@@ -472,7 +472,7 @@ def test_what_upstream_allows_still_loads(doc: dict[str, Any]) -> None:
 
 
 def test_static_pods_are_validated_under_the_kubelet_s_gates() -> None:
-    from kubelet.config.features import FeatureGates
+    from kubelet.config import FeatureGates
     from kubelet.sources.run import validation_options
 
     assert validation_options(FeatureGates()) == PodValidationOptions()

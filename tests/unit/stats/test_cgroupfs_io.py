@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kubelet.stats.cgroupfs import CfsStats, Cgroups, DeviceIo
+from kubelet.stats import CfsStats, Cgroups, DeviceIo
 
 from .test_cgroupfs_swap import write
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kubelet.stats.cgroupfs import Cgroups, CgroupSwap, Layout
+from kubelet.stats import Cgroups, CgroupSwap, Layout
 
 
 def write(root: Path, files: dict[str, str]) -> None:

@@ -4,15 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kubelet.stats.cgroupfs import Cgroups, Layout
-from kubelet.stats.cgroupspec import (
-    MAX_UINT64,
-    CgroupSpec,
-    CpuSpec,
-    MemorySpec,
-    cgroup_spec,
-    spec_memory_value,
-)
+from kubelet.stats import Cgroups, CgroupSpec, Layout, cgroup_spec, spec_memory_value
+from kubelet.stats.cgroupspec import MAX_UINT64, CpuSpec, MemorySpec
 
 
 def _write(root: Path, files: dict[str, str]) -> None:

@@ -6,7 +6,8 @@ import pytest
 import trio
 import trio.testing
 
-from kubelet.stats.pace import URGENT_WAIT, Pacer, Urgent
+from kubelet.stats import Pacer
+from kubelet.stats.pace import URGENT_WAIT, Urgent
 
 
 class Clock:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kubelet.stats.cgroupfs import Cgroups
-from kubelet.stats.psi import Pressure, PsiData, parse_pressure, psi_json
+from kubelet.stats import Cgroups, Pressure
+from kubelet.stats.psi import PsiData, parse_pressure, psi_json
 
 from .test_cgroupfs_swap import write
 

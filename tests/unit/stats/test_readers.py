@@ -9,9 +9,9 @@ import pytest
 
 from kubelet.eviction.observations import Observation, observe_signals
 from kubelet.eviction.thresholds import Signal
-from kubelet.stats.cgroupfs import CgroupMemory, Cgroups, Layout, Rlimit, detect_layout
+from kubelet.stats import CgroupMemory, Cgroups, Layout, from_json
+from kubelet.stats.cgroupfs import Rlimit, detect_layout
 from kubelet.stats.fs import filesystem
-from kubelet.stats.summary import from_json
 
 
 def write(root: Path, rel: str, text: str) -> None:

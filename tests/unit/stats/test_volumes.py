@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 import trio
 
+from kubelet.stats import PodVolume, VolumeUsageCache
 from kubelet.stats.fs import DirUsage, directory_usage
-from kubelet.stats.volumes import WALK_THREADS, PodVolume, VolumeUsageCache
+from kubelet.stats.volumes import WALK_THREADS
 
 
 def _volume(root: Path, uid: str, files: int = 3) -> Path:

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import attrs
 
-from kubelet.api.pod import Container, Pod, PodCondition, PodReadinessGate, Probe
-from kubelet.cri.types import (
+from kubelet.api import Container, Pod, PodCondition, Probe
+from kubelet.api.pod import PodReadinessGate
+from kubelet.cri import (
     ContainerInfo,
     ContainerRunState,
     RuntimePodStatus,
     SandboxInfo,
     SandboxState,
 )
-from kubelet.status.generate import generate_pod_status, owned_conditions
+from kubelet.status import generate_pod_status, owned_conditions
 from kubelet.testing.builders import make_pod
 
 NS = 1_800_000_000 * 10**9

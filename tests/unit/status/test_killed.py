@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import attrs
 
-from kubelet.api.pod import PodCondition, PodStatus
-from kubelet.cri.types import RuntimePodStatus
-from kubelet.status.generate import generate_pod_status
-from kubelet.status.killed import Kill, with_kill_conditions
+from kubelet.api import PodCondition, PodStatus
+from kubelet.cri import RuntimePodStatus
+from kubelet.status import Kill, generate_pod_status
+from kubelet.status.killed import with_kill_conditions
 
 from .test_generate import APP, NS, SANDBOX, conds, exited, pod
 

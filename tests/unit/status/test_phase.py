@@ -7,8 +7,7 @@ from typing import Any
 import attrs
 import pytest
 
-from kubelet.api.meta import ObjectMeta
-from kubelet.api.pod import (
+from kubelet.api import (
     Container,
     ContainerState,
     ContainerStateRunning,
@@ -16,16 +15,17 @@ from kubelet.api.pod import (
     ContainerStateWaiting,
     ContainerStatus,
     ExecAction,
+    ObjectMeta,
     Pod,
     PodSpec,
     PodStatus,
     Probe,
 )
-from kubelet.cri.types import ContainerInfo, ContainerRunState, RuntimePodStatus
+from kubelet.cri import ContainerInfo, ContainerRunState, RuntimePodStatus
+from kubelet.status import format_time
 from kubelet.status.phase import (
     apply_probe_results,
     convert_container_statuses,
-    format_time,
     get_phase,
     resolve_phase,
 )

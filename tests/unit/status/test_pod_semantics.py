@@ -7,18 +7,17 @@ from __future__ import annotations
 
 import attrs
 
-from kubelet.api.pod import (
-    Container,
-    EphemeralContainer,
-    Pod,
-    PodCondition,
-    PodReadinessGate,
-    PodStatus,
+from kubelet.api import Container, EphemeralContainer, Pod, PodCondition, PodStatus
+from kubelet.api.pod import PodReadinessGate
+from kubelet.cri import RuntimePodStatus
+from kubelet.status import (
+    DEADLINE_EXCEEDED,
+    DEADLINE_EXCEEDED_MESSAGE,
+    Kill,
+    deadline_left,
+    generate_pod_status,
+    needs_readiness_reconcile,
 )
-from kubelet.cri.types import RuntimePodStatus
-from kubelet.status.deadline import DEADLINE_EXCEEDED, DEADLINE_EXCEEDED_MESSAGE, deadline_left
-from kubelet.status.generate import generate_pod_status, needs_readiness_reconcile
-from kubelet.status.killed import Kill
 
 from .test_generate import APP, NS, SANDBOX, conds, exited, pod, running
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from kubelet.api.pod import Container, Pod, PodReadinessGate, PodStatus
-from kubelet.cri.types import RuntimePodStatus
-from kubelet.status.generate import generate_pod_status
-from kubelet.status.phase import format_time
-from kubelet.status.readiness import with_container_readiness
+from kubelet.api import Container, Pod, PodStatus
+from kubelet.api.pod import PodReadinessGate
+from kubelet.cri import RuntimePodStatus
+from kubelet.status import format_time, generate_pod_status, with_container_readiness
 from kubelet.testing.builders import make_pod
 
 from .test_generate import NS, SANDBOX, conds, running

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import attrs
 
-from kubelet.api.pod import Container, Pod, PodStatus, Quantity, ResourceRequirements
-from kubelet.cri.types import ContainerInfo, ContainerRunState, RuntimePodStatus
-from kubelet.decisions.resize import NOT_SUPPORTED, Allocation, allocated_pod
-from kubelet.status.generate import foreign_conditions, generate_pod_status
-from kubelet.status.phase import format_time
+from kubelet.api import Container, Pod, PodStatus, Quantity, ResourceRequirements
+from kubelet.cri import ContainerInfo, ContainerRunState, RuntimePodStatus
+from kubelet.decisions import Allocation, allocated_pod
+from kubelet.decisions.resize import NOT_SUPPORTED
+from kubelet.status import format_time, generate_pod_status
+from kubelet.status.generate import foreign_conditions
 from kubelet.testing.builders import make_pod, ready_sandbox
 
 NS = 1_800_000_000 * 10**9

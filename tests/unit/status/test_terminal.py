@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kubelet.api.pod import (
+from kubelet.api import (
     Container,
     ContainerState,
     ContainerStateRunning,
@@ -12,7 +12,8 @@ from kubelet.api.pod import (
     Pod,
     PodStatus,
 )
-from kubelet.status.terminal import MSG_NOT_LOCATED, terminated_status
+from kubelet.status import terminated_status
+from kubelet.status.terminal import MSG_NOT_LOCATED
 from kubelet.testing.builders import make_pod
 
 RUNNING = ContainerState(running=ContainerStateRunning(started_at="2027-01-01T00:00:00Z"))

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from kubelet.api.pod import Container, PodStatus
-from kubelet.cri.types import ContainerRunState, SandboxState
+from kubelet.api import Container, PodStatus
+from kubelet.cri import ContainerRunState, SandboxState
 from kubelet.testing.builders import (
     exited,
     make_container,

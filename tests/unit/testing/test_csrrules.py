@@ -19,7 +19,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import NameOID
 
-from kubelet.api.node import NodeAddress
+from kubelet.api import NodeAddress
 from kubelet.node.certificates import csr as kubelet_csr
 from kubelet.node.certificates.bootstrap import bootstrap_usages
 from kubelet.testing.csrrules import (

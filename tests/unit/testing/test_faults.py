@@ -1,6 +1,7 @@
 from grpclib.const import Status
 
-from kubelet.testing.faults import ANY_RPC, FaultPlan
+from kubelet.testing import FaultPlan
+from kubelet.testing.faults import ANY_RPC
 
 
 def test_fail_next_n_then_clean() -> None:

@@ -8,16 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from kubelet.cri.termination import create_message_file
-from kubelet.volumes.dirs import (
-    DataDirError,
-    data_dirs,
-    ensure_dir,
-    make_log_dir,
-    make_pod_data_dirs,
-    mkdir_all,
-    setup_data_dirs,
-)
+from kubelet.cri import create_message_file
+from kubelet.volumes import DataDirError, make_log_dir, setup_data_dirs
+from kubelet.volumes.dirs import data_dirs, ensure_dir, make_pod_data_dirs, mkdir_all
 
 
 def mode(path: Path) -> int:

@@ -12,12 +12,11 @@ from types import FrameType
 
 import pytest
 
-from kubelet.api.pod import Volume
-from kubelet.env.envfile import MAX_ENV_FILE_BYTES
-from kubelet.env.variables import CREATE_CONTAINER_CONFIG_ERROR, EnvError
+from kubelet.api import Volume
+from kubelet.env import CREATE_CONTAINER_CONFIG_ERROR, MAX_ENV_FILE_BYTES, EnvError
 from kubelet.testing.builders import make_container, make_pod
-from kubelet.volumes.envfiles import PodEnvFiles, read_in_volume
-from kubelet.volumes.manager import PodVolumes
+from kubelet.volumes import PodEnvFiles, PodVolumes
+from kubelet.volumes.envfiles import read_in_volume
 from kubelet.volumes.subpath import UnsafeSubPath
 
 SECRET = b"HOST_SECRET='root:$6$never-to-be-read'\n"

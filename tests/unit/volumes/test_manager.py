@@ -11,17 +11,14 @@ from pathlib import Path
 import attrs
 import pytest
 
-from kubelet.api.meta import ObjectMeta
-from kubelet.api.pod import Container, Pod, PodSecurityContext, PodSpec, Volume, VolumeMount
+from kubelet.api import Container, ObjectMeta, Pod, PodSpec, Volume, VolumeMount
+from kubelet.api.pod import PodSecurityContext
 from kubelet.cri import api
 from kubelet.testing.builders import make_pod
+from kubelet.volumes import MountConfigError, VolumeManager, pod_dir, subpath
 from kubelet.volumes import manager as manager_module
-from kubelet.volumes import subpath
 from kubelet.volumes.hostpath import VolumeError, check_host_path
-from kubelet.volumes.manager import VolumeManager
 from kubelet.volumes.mounts import mounts_under
-from kubelet.volumes.paths import pod_dir
-from kubelet.volumes.subpath import MountConfigError
 
 
 def test_host_path_types(tmp_path: Path) -> None:

@@ -7,10 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from kubelet.api.meta import ObjectMeta
-from kubelet.api.pod import Container, Pod, PodSpec
+from kubelet.api import Container, ObjectMeta, Pod, PodSpec
+from kubelet.volumes import VolumeManager
 from kubelet.volumes import manager as volume_manager
-from kubelet.volumes.manager import VolumeManager
 
 
 def test_an_unlimited_memory_volume_is_sized_to_allocatable_memory(

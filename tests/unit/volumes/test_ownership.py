@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from kubelet.api.meta import ObjectMeta
-from kubelet.api.pod import Container, Pod, PodSpec, ResourceRequirements
-from kubelet.cgroups.values import pod_memory_limit
+from kubelet.api import Container, ObjectMeta, Pod, PodSpec, ResourceRequirements
+from kubelet.cgroups import pod_memory_limit
 from kubelet.volumes.ownership import set_volume_ownership, wanted_mode
 from kubelet.volumes.tmpfs import _kernel_at_least, memory_volume_size, tmpfs_options
 

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 import pytest
 
-from kubelet.api.pod import Container, Pod, ResourceRequirements, Volume
+from kubelet.api import Container, Pod, ResourceRequirements, Volume
 from kubelet.testing.builders import make_pod
 from kubelet.volumes.hostpath import VolumeError
 from kubelet.volumes.sources import build_payload, plugin_name

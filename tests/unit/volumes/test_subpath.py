@@ -9,10 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from kubelet.volumes import subpath
+from kubelet.volumes import MountConfigError, subpath
 from kubelet.volumes.mounts import is_mount_point, mounts_under
 from kubelet.volumes.subpath import (
-    MountConfigError,
     SubPathCreateError,
     UnsafeSubPath,
     bind_target,
