@@ -392,3 +392,17 @@ async def test_providers_form_one_keyring_in_order(tmp_path: Path) -> None:
     # both match; the longer path sorts first, as in any keyring
     assert len(found) == 2
     assert len(await ring.lookup("eu.registry.io/other")) == 1
+
+
+async def test_a_plugin_whose_child_writes_without_end_is_refused_at_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The plugin is a shell whose child writes the answer: killing the shell alone would
+    leave the child holding the pipes open, and the run waiting for its timeout."""
+    ring, _ = keyring(tmp_path, Clock(), timeout=20)
+    plugin = tmp_path / "bin" / "acme-credential-provider"
+    plugin.write_text("#!/bin/sh\ncat /dev/zero\ntrue\n")
+    plugin.chmod(0o755)
+    with caplog.at_level(logging.ERROR), trio.fail_after(10):
+        assert await ring.lookup("eu.registry.io/app") == []
+    assert "response larger than 1048576 bytes" in caplog.text

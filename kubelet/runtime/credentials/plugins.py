@@ -34,10 +34,12 @@ is not implemented.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
 import os
+import signal
 import subprocess
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -335,7 +337,15 @@ class _Entry:
 
 
 async def _kill(process: trio.Process) -> None:
-    """As Go's exec.CommandContext: the plugin is killed outright when its time is up."""
+    """As Go's exec.CommandContext: the plugin is killed outright when its time is up,
+    with every process it started (its own session): a child left writing to the pipes
+    would hold them open, and the run with them, until the timeout."""
+    _kill_group(process)
+
+
+def _kill_group(process: trio.Process) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
     process.kill()
 
 
@@ -378,6 +388,7 @@ async def _run(
         stderr=subprocess.PIPE,
         check=False,
         env=dict(env),
+        start_new_session=True,
         deliver_cancel=_kill,
     )
     with trio.fail_after(timeout):
@@ -387,7 +398,8 @@ async def _run(
             nursery.start_soon(_drain, process.stderr, STDERR_KEPT, err)
             too_large = await _keep(process.stdout, RESPONSE_LIMIT, out)
             if too_large:
-                process.kill()
+                _kill_group(process)
+                await process.stdout.aclose()
     if too_large:
         raise _AnswerTooLarge
     assert process.returncode is not None
