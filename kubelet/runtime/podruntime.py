@@ -825,7 +825,9 @@ class PodRuntime:
         directory under --root-dir (volumes, termination-message files, etc-hosts)."""
         await self._remove_log_directory(pod)
         self.isolation.release(pod.uid)
-        volumes_gone = self.volumes.cleanup(pod.uid) if self.volumes is not None else True
+        volumes = self.volumes
+        # a volume may hold a million files: removed off the event loop
+        volumes_gone = await self.log_io(lambda: volumes.cleanup(pod.uid)) if volumes else True
         if volumes_gone:  # else housekeeping's sweep removes the pod cgroup, later
             await self.cm.release_pod(pod)
 
