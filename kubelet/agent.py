@@ -105,18 +105,16 @@ from kubelet.pods import (
 )
 from kubelet.prober import ProberManager, run_prober
 from kubelet.runtime import PodRuntime, RuntimeParts, run_runtime
-from kubelet.server import (
-    Addresses,
-    ApiReviews,
+from kubelet.server import Addresses, ApiReviews, RunningKubelet, serve
+from kubelet.sources import PodConfig, open_sources
+from kubelet.stats import (
+    Cgroups,
     HostStats,
-    RunningKubelet,
     SummaryProvider,
     SystemContainerNames,
     UsageReader,
-    serve,
+    boot_time,
 )
-from kubelet.sources import PodConfig, open_sources
-from kubelet.stats import Cgroups, boot_time
 from kubelet.status import StatusManager, owned_conditions, run_status_manager
 from kubelet.version import version_line
 from kubelet.volumes import DataDirError, setup_data_dirs

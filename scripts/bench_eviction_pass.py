@@ -42,7 +42,7 @@ from kubelet.config import DEFAULT_EVICTION_HARD
 from kubelet.cri import api, labels
 from kubelet.eviction import EvictionConfig, EvictionManager, parse_thresholds
 from kubelet.process import tune_garbage_collector
-from kubelet.server import HostStats, SummaryProvider, UsageReader
+from kubelet.stats import HostStats, SummaryProvider, UsageReader
 
 MEMORY_STAT = """cache {cache}
 rss {rss}

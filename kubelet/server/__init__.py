@@ -8,26 +8,18 @@ server (TokenReview, SubjectAccessReview).
 from . import spdy
 from .auth import AuthConfigError, KubeletAuth, build_auth
 from .backend import KubeletBackend, ReviewClient, RunningKubelet, TokenReviewResult
-from .hoststats import HostStats
 from .reviews import ApiReviews
 from .serve import Addresses, serve
-from .stats import SummaryProvider
-from .syscontainers import SystemContainerNames
-from .usage import UsageReader
 
 __all__ = [
     "Addresses",
     "ApiReviews",
     "AuthConfigError",
-    "HostStats",
     "KubeletAuth",
     "KubeletBackend",
     "ReviewClient",
     "RunningKubelet",
-    "SummaryProvider",
-    "SystemContainerNames",
     "TokenReviewResult",
-    "UsageReader",
     "build_auth",
     "serve",
     "spdy",

@@ -25,6 +25,7 @@ from kubelet.config import KubeletConfiguration, encode
 from kubelet.cri import CriError, api, labels
 from kubelet.logs import get_logger
 from kubelet.metrics import KubeletMetrics, exposition
+from kubelet.stats import HostStats, SummaryProvider, cgroup_figures
 
 from . import healthz
 from .asgi import (
@@ -42,14 +43,11 @@ from .asgi import (
 from .auth import KubeletAuth
 from .backend import KubeletBackend
 from .cadvisor import cadvisor_metrics
-from .cgroupfigures import cgroup_figures
 from .checkpoint import PREFIX as CHECKPOINT_PREFIX
 from .checkpoint import checkpoint
-from .hoststats import HostStats
 from .logs import container_logs
 from .machine import machine_info
 from .resource import resource_metrics
-from .stats import SummaryProvider
 from .streaming import DEFAULT_IDLE_TIMEOUT
 from .streams import StreamRoutes
 

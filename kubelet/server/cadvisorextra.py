@@ -30,7 +30,7 @@ from typing import Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-from .cgroupfigures import CgroupFigures
+from kubelet.stats import CgroupFigures
 
 __all__ = ["ExtraFamilies"]
 

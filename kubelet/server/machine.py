@@ -8,8 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from kubelet.goformat import rfc3339
-
-from .hoststats import HostStats, filesystem
+from kubelet.stats import HostStats, filesystem
 
 
 def _first_line(path: Path) -> str:

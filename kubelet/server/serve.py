@@ -26,6 +26,7 @@ from kubelet.boundedio import RunSync, in_thread
 from kubelet.config import Options, features
 from kubelet.metrics import KubeletMetrics
 from kubelet.node.certificates import CertificateManager, CertKeyPair
+from kubelet.stats import HostStats, SummaryProvider
 
 from . import healthz
 from .accept import AcceptLoop
@@ -35,17 +36,14 @@ from .backend import KubeletBackend, ReviewClient
 from .certs import serving_cert
 from .connection import ConnectionHandler
 from .fdlimits import Descriptors
-from .hoststats import HostStats
 from .limits import Limits
 from .looplag import LoopLag, watching_loop
 from .memtrim import MemoryTrim
 from .podresources import Lister, serve_pod_resources
-from .stats import SummaryProvider
 from .tlsreload import CA_BUNDLE_LIMIT, PAIR_FILE_LIMIT, ServingTLS, read_files, watch_files
 from .wire import ASGIApp
 
 log = logging.getLogger(__name__)
-
 
 
 @attrs.frozen

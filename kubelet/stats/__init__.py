@@ -1,5 +1,12 @@
-"""Usage figures for eviction and garbage collection, read at the edge with an injectable root.
+"""The stats component: what the node, its pods and containers use, for every reader.
 
+``provider.SummaryProvider`` assembles the stats/v1alpha1 summary from the CRI, the
+cgroup files and the filesystems; the HTTP server only renders it (``/stats/summary``,
+``/metrics/resource``, ``/metrics/cadvisor``) and the eviction manager and the image
+collector read it through ``usage.UsageReader``. Below it:
+
+- ``host``: the host's own figures (CPU, memory, interfaces, filesystems, cgroups by path);
+- ``syscontainers`` and ``cgroupfigures``: the system containers' and a cgroup's figures;
 - ``summary``: the typed figures decisions read (a subset of stats/v1alpha1), and a
   reader of the ``/stats/summary`` JSON;
 - ``cgroupfs``: memory working set, CPU and PIDs from cgroup v1 or v2 files;
@@ -10,6 +17,7 @@
 
 from . import oom, pace
 from .boot import boot_time
+from .cgroupfigures import CgroupFigures, Figures, cgroup_figures
 from .cgroupfs import (
     CfsStats,
     CgroupMemory,
@@ -21,8 +29,10 @@ from .cgroupfs import (
     read_text,
 )
 from .cgroupspec import CgroupSpec, cgroup_spec, spec_memory_value
+from .host import FsSample, HostStats, filesystem
 from .pace import Pacer
 from .processes import ProcessStats, process_stats
+from .provider import SummaryProvider
 from .psi import Pressure, add_psi
 from .summary import (
     ContainerUsage,
@@ -34,11 +44,14 @@ from .summary import (
     VolumeUsage,
     from_json,
 )
+from .syscontainers import SystemContainerNames
+from .usage import UsageReader
 from .volumes import AGG_PERIOD, PodVolume, VolumeUsageCache
 
 __all__ = [
     "AGG_PERIOD",
     "CfsStats",
+    "CgroupFigures",
     "CgroupMemory",
     "CgroupMemoryDetail",
     "CgroupSpec",
@@ -46,7 +59,10 @@ __all__ = [
     "Cgroups",
     "ContainerUsage",
     "DeviceIo",
+    "Figures",
+    "FsSample",
     "FsUsage",
+    "HostStats",
     "Layout",
     "MemoryUsage",
     "NodeUsage",
@@ -56,11 +72,16 @@ __all__ = [
     "Pressure",
     "ProcessStats",
     "Summary",
+    "SummaryProvider",
+    "SystemContainerNames",
+    "UsageReader",
     "VolumeUsage",
     "VolumeUsageCache",
     "add_psi",
     "boot_time",
+    "cgroup_figures",
     "cgroup_spec",
+    "filesystem",
     "from_json",
     "oom",
     "pace",

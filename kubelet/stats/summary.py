@@ -1,6 +1,6 @@
 """The usage figures eviction and garbage collection read: a typed subset of stats/v1alpha1.
 
-``/stats/summary`` (kubelet/server/stats.py) serves the same figures as JSON; this is
+``/stats/summary`` (``provider.SummaryProvider``) serves the same figures as JSON; this is
 the shape decisions take, so they never index dictionaries. The summary provider makes
 them directly for the eviction manager (``SummaryProvider.usage``); ``from_json`` reads
 that JSON (upstream's field names) into them, for the image filesystem and as the

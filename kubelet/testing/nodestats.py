@@ -18,8 +18,7 @@ from pathlib import Path
 
 import attrs
 
-from kubelet.server import HostStats
-from kubelet.server.hoststats import FsSample
+from kubelet.stats import FsSample, HostStats
 
 __all__ = ["GiB", "MiB", "ScriptedNode"]
 

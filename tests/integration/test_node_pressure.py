@@ -13,8 +13,8 @@ from typing import Any, cast
 import pytest
 import trio
 
-from kubelet.server import UsageReader
-from kubelet.server.hoststats import FsSample
+from kubelet.stats import UsageReader
+from kubelet.stats.host import FsSample
 from kubelet.testing import FakeApiServer, FakeRuntime
 from kubelet.testing.fakeruntime import IMAGE_FS_MOUNT, FakeContainer
 from kubelet.testing.nodestats import GiB, MiB, ScriptedNode

@@ -20,11 +20,11 @@ from prometheus_client import CollectorRegistry
 from kubelet.api import Pod
 from kubelet.config import KubeletConfiguration
 from kubelet.cri import ImageClient, RuntimeClient
-from kubelet.server import SummaryProvider
 from kubelet.server.app import KubeletApp
 from kubelet.server.fdlimits import Descriptors
 from kubelet.server.limits import Limits
 from kubelet.server.serve import bind, serve_socket
+from kubelet.stats import SummaryProvider
 from kubelet.testing import ExecResult, FakeRuntime
 from kubelet.testing.builders import make_container, make_pod
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import trio
 
-from kubelet.server import UsageReader
+from kubelet.stats import UsageReader
 from kubelet.testing import FakeRuntime
 
 from .kubelet_harness import running_kubelet

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kubelet.server import SummaryProvider
 from kubelet.server.cadvisor import cadvisor_metrics
-from kubelet.server.cgroupfigures import cgroup_figures
+from kubelet.stats import SummaryProvider
+from kubelet.stats.cgroupfigures import cgroup_figures
+from tests.unit.stats.test_stats import UID, ScriptedRuntime, provider
+from tests.unit.stats.test_summary_psi import POD, v2_provider
 
 from .test_cadvisor_memory import APP, write
-from .test_psi import POD, v2_provider
-from .test_stats import UID, ScriptedRuntime, provider
 
 NOW = 1_800_000_123.75
 
@@ -25,10 +25,7 @@ async def _text(stats: SummaryProvider) -> str:
 def failures(kind: str, scope: str) -> str:
     """The series with its labels in the exposition's (alphabetical) order."""
     head, rest = APP.split(",", 1)
-    return (
-        f'container_memory_failures_total{{{head},failure_type="{kind}",{rest},'
-        f'scope="{scope}"}}'
-    )
+    return f'container_memory_failures_total{{{head},failure_type="{kind}",{rest},scope="{scope}"}}'
 
 
 async def test_v1_extra_series(tmp_path: Path) -> None:

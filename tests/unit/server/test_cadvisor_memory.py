@@ -7,14 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from kubelet.server.cadvisor import cadvisor_metrics
-from kubelet.server.cgroupfigures import cgroup_figures
-
-from .test_psi import POD, v2_provider
-from .test_stats import UID, ScriptedRuntime, provider
+from kubelet.stats.cgroupfigures import cgroup_figures
+from tests.unit.stats.test_stats import UID, ScriptedRuntime, provider
+from tests.unit.stats.test_summary_psi import POD, v2_provider
 
 APP = (
-    f'container="app",id="/kubepods/pod{UID}/app",image="",name="app",'
-    'namespace="default",pod="web"'
+    f'container="app",id="/kubepods/pod{UID}/app",image="",name="app",namespace="default",pod="web"'
 )
 
 

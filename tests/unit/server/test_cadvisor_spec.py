@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kubelet.server import SummaryProvider
 from kubelet.server.cadvisor import cadvisor_metrics
-from kubelet.server.cgroupfigures import cgroup_figures
+from kubelet.stats import SummaryProvider
+from kubelet.stats.cgroupfigures import cgroup_figures
+from tests.unit.stats.test_stats import UID, ScriptedRuntime, provider
+from tests.unit.stats.test_summary_psi import POD, v2_provider
 
 from .test_cadvisor_memory import APP, write
-from .test_psi import POD, v2_provider
-from .test_stats import UID, ScriptedRuntime, provider
 
 POD_LABELS = f'container="",id="/kubepods/pod{UID}",image="",name="",namespace="default",pod="web"'
 ROOT = 'container="",id="/",image="",name="",namespace="",pod=""'

@@ -13,10 +13,11 @@ from kubelet.pleg import PodLifecycleEvent
 from kubelet.pods import PodManager, PodWorkers
 from kubelet.pods.syncloop import Housekeeper, OrphanPod, SyncLoop, SyncLoopParts
 from kubelet.pods.workers import PodSyncer, SyncResult
-from kubelet.server import SummaryProvider, healthz
+from kubelet.server import healthz
 from kubelet.server.app import KubeletApp
 from kubelet.server.asgi import Request, Response
 from kubelet.sources import PodUpdate
+from kubelet.stats import SummaryProvider
 
 
 def get(path: str, **query: str) -> Request:

@@ -17,9 +17,10 @@ import attrs
 
 from kubelet.cgroups import CgroupName
 from kubelet.goformat import rfc3339
-from kubelet.stats import CgroupSwap, add_psi
 
-from .hoststats import HostStats, MemorySample
+from .cgroupfs import CgroupSwap
+from .host import HostStats, MemorySample
+from .psi import add_psi
 
 Json = dict[str, Any]
 

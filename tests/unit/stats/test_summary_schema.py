@@ -16,11 +16,11 @@ import attrs
 
 from kubelet.cri import ImageClient, RuntimeClient, api
 from kubelet.goformat import rfc3339
-from kubelet.server import SummaryProvider, SystemContainerNames
 from kubelet.server.resource import resource_metrics
+from kubelet.stats import SummaryProvider, SystemContainerNames
 
-from .test_psi import v2_provider
 from .test_stats import NOW, UID, ScriptedRuntime, provider
+from .test_summary_psi import v2_provider
 
 TIME, UINT, STR, FLOAT, BOOL = "time", "uint", "str", "float", "bool"
 Spec = Any

@@ -32,24 +32,9 @@ import trio
 from kubelet.cgroups import NODE_ALLOCATABLE, CgroupName
 from kubelet.cri import CriError, ImageClient, RuntimeClient, Unimplemented, api, labels
 from kubelet.goformat import rfc3339
-from kubelet.stats import (
-    AGG_PERIOD,
-    ContainerUsage,
-    FsUsage,
-    MemoryUsage,
-    NodeUsage,
-    Pacer,
-    PodUsage,
-    PodVolume,
-    Summary,
-    VolumeUsage,
-    VolumeUsageCache,
-    add_psi,
-    from_json,
-)
 
 from .cgroupfigures import container_cgroup
-from .hoststats import (
+from .host import (
     CpuSample,
     FsSample,
     HostStats,
@@ -58,7 +43,20 @@ from .hoststats import (
     PodCgroupFinder,
     files_usage,
 )
+from .pace import Pacer
+from .psi import add_psi
+from .summary import (
+    ContainerUsage,
+    FsUsage,
+    MemoryUsage,
+    NodeUsage,
+    PodUsage,
+    Summary,
+    VolumeUsage,
+    from_json,
+)
 from .syscontainers import SystemContainerNames, swap_json, system_containers, zero_swap
+from .volumes import AGG_PERIOD, PodVolume, VolumeUsageCache
 
 log = logging.getLogger(__name__)
 

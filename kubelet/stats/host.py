@@ -26,7 +26,8 @@ from kubelet.cgroups import (
     to_cgroupfs,
     to_systemd,
 )
-from kubelet.stats import CgroupMemory, Cgroups, read_text
+
+from .cgroupfs import CgroupMemory, Cgroups, read_text
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 

@@ -14,13 +14,12 @@ from cryptography import x509
 
 from kubelet.cri import CriError, ImageClient, RuntimeClient, Unimplemented, api
 from kubelet.goformat import rfc3339
-from kubelet.server import HostStats, SummaryProvider, UsageReader
 from kubelet.server.cadvisor import cadvisor_metrics
 from kubelet.server.certs import serving_cert
-from kubelet.server.cgroupfigures import cgroup_figures
-from kubelet.server.hoststats import FsSample
-from kubelet.server.stats import RateCache
-from kubelet.stats import Pacer, from_json
+from kubelet.stats import HostStats, Pacer, SummaryProvider, UsageReader, from_json
+from kubelet.stats.cgroupfigures import cgroup_figures
+from kubelet.stats.host import FsSample
+from kubelet.stats.provider import RateCache
 
 UID = "0b6c1f0e-1111-2222-3333-444455556666"
 NOW = 1_800_000_000.0
@@ -320,7 +319,7 @@ def test_pod_log_dirs_finds_what_the_glob_of_each_uid_finds(tmp_path: Path) -> N
     """One listing of the pod logs directory stands in for a glob per container."""
     import glob
 
-    from kubelet.server.stats import pod_log_dirs
+    from kubelet.stats.provider import pod_log_dirs
 
     names = [
         f"default_web_{UID}",

@@ -17,10 +17,10 @@ import attrs
 
 from kubelet.cri import CriError
 from kubelet.goformat import rfc3339
-from kubelet.stats import FsUsage, PodUsage, Summary, from_json
-from kubelet.stats import NodeUsage as NodeFigures
 
-from .stats import SummaryProvider
+from .provider import SummaryProvider
+from .summary import FsUsage, PodUsage, Summary, from_json
+from .summary import NodeUsage as NodeFigures
 
 
 def _device(path: str) -> int | None:

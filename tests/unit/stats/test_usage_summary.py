@@ -16,8 +16,7 @@ import attrs
 import pytest
 
 from kubelet.cri import ImageClient, RuntimeClient, api, labels
-from kubelet.server import HostStats, SummaryProvider, UsageReader
-from kubelet.stats import Pacer, from_json
+from kubelet.stats import HostStats, Pacer, SummaryProvider, UsageReader, from_json
 
 from .test_stats import UID, ScriptedImages, fixed_filesystem, fixture_host
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kubelet.server import SummaryProvider
 from kubelet.server.cadvisor import cadvisor_metrics
-from kubelet.server.cgroupfigures import cgroup_figures
+from kubelet.stats import SummaryProvider
+from kubelet.stats.cgroupfigures import cgroup_figures
 
 from .test_stats import NOW, UID, ScriptedRuntime, provider
 

@@ -16,18 +16,12 @@ import attrs
 
 from kubelet.cgroups import NODE_ALLOCATABLE, CgroupName
 from kubelet.cri import RuntimeClient, api, labels
-from kubelet.stats import (
-    CfsStats,
-    CgroupMemoryDetail,
-    CgroupSpec,
-    DeviceIo,
-    Pressure,
-    ProcessStats,
-    cgroup_spec,
-    process_stats,
-)
 
-from .hoststats import HostStats
+from .cgroupfs import CfsStats, CgroupMemoryDetail, DeviceIo
+from .cgroupspec import CgroupSpec, cgroup_spec
+from .host import HostStats
+from .processes import ProcessStats, process_stats
+from .psi import Pressure
 
 __all__ = ["CgroupFigures", "Figures", "cgroup_figures", "container_cgroup"]
 

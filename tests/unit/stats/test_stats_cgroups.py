@@ -11,8 +11,7 @@ import pytest
 from kubelet.cri import ImageClient, RuntimeClient
 from kubelet.eviction.observations import observe_signals
 from kubelet.eviction.thresholds import Signal
-from kubelet.server import HostStats, SummaryProvider
-from kubelet.stats import Cgroups, from_json
+from kubelet.stats import Cgroups, HostStats, SummaryProvider, from_json
 
 from .test_stats import NOW, UID, ScriptedImages, ScriptedRuntime, fixture_host
 
