@@ -105,7 +105,7 @@ from kubelet.pods import (
 )
 from kubelet.prober import ProberManager, run_prober
 from kubelet.runtime import PodRuntime, RuntimeParts, run_runtime
-from kubelet.server import Addresses, ApiReviews, RunningKubelet, serve
+from kubelet.server import Addresses, ApiReviews, RunningKubelet, ServerParts, serve
 from kubelet.sources import PodConfig, open_sources
 from kubelet.stats import (
     Cgroups,
@@ -485,17 +485,19 @@ async def _serve(
     ports off too); where they listen, or None when no port is served."""
     options, host, api = core.options, core.host, core.api
     registries = core.metrics.registry, prober.metrics.registry
-    backend = RunningKubelet(core.runtime, core.images, *registries, lifecycle)
-    reviews = ApiReviews(api) if api is not None else None
     addresses: Addresses = await root.start(
-        functools.partial(
-            serve,
-            serving=node_handle.serving,
+        serve,
+        ServerParts(
+            backend=RunningKubelet(core.runtime, core.images, *registries, lifecycle),
+            options=options,
+            reviews=ApiReviews(api) if api is not None else None,
+            metrics=core.metrics,
+            ephemeral_ports=host.ephemeral_ports,
             host=host.stats,
             stats=stats,
+            serving=node_handle.serving,
             file_io=host.source_io,
         ),
-        *(backend, options, reviews, core.metrics, host.ephemeral_ports),
     )
     cfg = options.config
     if not (cfg.enable_server or cfg.healthz_port or cfg.read_only_port):

@@ -1,6 +1,6 @@
 """The kubelet's HTTP servers: endpoints, authentication and authorization, TLS.
 
-The agent implements ``KubeletBackend`` and runs ``serve(backend, options, ...)`` in its
+The agent implements ``KubeletBackend`` and runs ``serve(ServerParts(...))`` in its
 server nursery; ``ReviewClient`` is how authentication and authorization reach the API
 server (TokenReview, SubjectAccessReview).
 """
@@ -9,7 +9,7 @@ from . import spdy
 from .auth import AuthConfigError, KubeletAuth, build_auth
 from .backend import KubeletBackend, ReviewClient, RunningKubelet, TokenReviewResult
 from .reviews import ApiReviews
-from .serve import Addresses, serve
+from .serve import Addresses, ServerParts, serve
 
 __all__ = [
     "Addresses",
@@ -19,6 +19,7 @@ __all__ = [
     "KubeletBackend",
     "ReviewClient",
     "RunningKubelet",
+    "ServerParts",
     "TokenReviewResult",
     "build_auth",
     "serve",

@@ -107,32 +107,43 @@ async def serve_socket(
         await loop.run()
 
 
+@attrs.frozen(kw_only=True)
+class ServerParts:
+    """What the kubelet's servers are made from (``agent`` builds it)."""
+
+    backend: KubeletBackend
+    options: Options
+    reviews: ReviewClient | None = None
+    """TokenReview/SubjectAccessReview through the API (webhook authn/authz need it)"""
+    metrics: KubeletMetrics | None = None
+    ephemeral_ports: bool = False
+    """listen on ephemeral ports (tests), not the configured ones"""
+    host: HostStats = attrs.field(factory=HostStats)
+    stats: SummaryProvider | None = None
+    limits: Limits | None = None
+    """per listener; default: a share of the open-files limit"""
+    descriptors: Descriptors | None = None
+    """the process's descriptors; default: its own limit"""
+    serving: CertificateManager | None = None
+    """serverTLSBootstrap's serving certificates, when on"""
+    file_io: RunSync = in_thread
+    """where the TLS files are read and parsed (a worker thread; fake-clock tests: inline)"""
+
+
 async def serve(
-    backend: KubeletBackend,
-    options: Options,
-    reviews: ReviewClient | None = None,
-    metrics: KubeletMetrics | None = None,
-    ephemeral_ports: bool = False,
+    parts: ServerParts,
     *,
-    host: HostStats | None = None,
-    stats: SummaryProvider | None = None,
-    limits: Limits | None = None,
-    descriptors: Descriptors | None = None,
-    serving: CertificateManager | None = None,
-    file_io: RunSync = in_thread,
     task_status: trio.TaskStatus[Addresses] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Run the kubelet's servers until cancelled. ``file_io``: where the TLS files are read
-    and parsed (a worker thread; tests on a fake clock: inline).
+    """Run the kubelet's servers until cancelled.
 
     Raises ``auth.AuthConfigError`` at once when the configured webhook authentication
-    or authorization has no ``reviews`` client, as upstream refuses to start. ``limits``
-    (per listener) and ``descriptors`` default to shares of the open-files limit.
+    or authorization has no ``reviews`` client, as upstream refuses to start.
     """
+    backend, options, metrics = parts.backend, parts.options, parts.metrics
     config = options.config
-    host = host or HostStats()
-    descriptors = descriptors or Descriptors.for_process()
-    limits = limits or Limits.for_descriptors(descriptors.limit())
+    descriptors = parts.descriptors or Descriptors.for_process()
+    limits = parts.limits or Limits.for_descriptors(descriptors.limit())
     memory = MemoryTrim()
     log_check = healthz.LogFlushCheck()
     checks = [
@@ -143,8 +154,8 @@ async def serve(
             healthz.sync_loop_check(backend.sync_loop_last_iteration, config.sync_frequency),
         ),
     ]
-    apps = _Apps(backend, options, checks, reviews, metrics, host, stats)
-    listeners = _Listeners(ephemeral_ports)
+    apps = _Apps(backend, options, checks, parts.reviews, metrics, parts.host, parts.stats)
+    listeners = _Listeners(parts.ephemeral_ports)
     lag = LoopLag(metrics.observe_loop_lag if metrics is not None else lambda seconds: None)
     async with watching_loop(lag), trio.open_nursery() as nursery:
         await nursery.start(log_check.run)
@@ -165,7 +176,7 @@ async def serve(
         addresses: dict[str, str] = {}
         if config.enable_server:
             main_app = apps.build(auth_required=True)
-            context = await _main_tls(options, serving, nursery, file_io)
+            context = await _main_tls(options, parts.serving, nursery, parts.file_io)
             sock = listeners.listen(config.address, config.port)
             addresses["main"] = serve_on(main_app, sock, context, "main")
             log.info("Starting to listen on %s (TLS)", addresses["main"])

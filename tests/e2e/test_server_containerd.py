@@ -27,7 +27,7 @@ from kubelet.config import (
 )
 from kubelet.cri import ImageClient, RuntimeClient
 from kubelet.metrics import KubeletMetrics
-from kubelet.server import serve
+from kubelet.server import ServerParts, serve
 
 from .conftest import NAMESPACE, PodHandle
 
@@ -101,9 +101,8 @@ async def server(cri: Clients, short_tmp: Path) -> AsyncIterator[Server]:
     context.verify_mode = ssl.CERT_NONE
     async with trio.open_nursery() as nursery:
         addresses = await nursery.start(
-            lambda task_status: serve(
-                backend, options, metrics=metrics, ephemeral_ports=True, task_status=task_status
-            )
+            serve,
+            ServerParts(backend=backend, options=options, metrics=metrics, ephemeral_ports=True),
         )
         async with httpx.AsyncClient(verify=context, timeout=30) as client:
             yield Server(backend, client, f"https://{addresses.main}")

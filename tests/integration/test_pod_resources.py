@@ -16,7 +16,7 @@ from grpclib.exceptions import GRPCError
 
 from kubelet.api import Container, ObjectMeta, Pod, PodSpec, PodStatus
 from kubelet.config import FeatureGates, Options
-from kubelet.server import Addresses, serve
+from kubelet.server import Addresses, ServerParts, serve
 from kubelet.server.podresources import podresources_api_pb2 as pb
 from kubelet.server.podresources.podresources_api_grpc import PodResourcesListerStub
 
@@ -54,9 +54,10 @@ async def _start(env: Env, gates: dict[str, bool] | None = None) -> str:
         features=FeatureGates(gates or {}),
     )
     _: Addresses = await env.nursery.start(
-        lambda task_status: serve(
-            env.backend, options, reviews=env.reviews, ephemeral_ports=True, task_status=task_status
-        )
+        serve,
+        ServerParts(
+            backend=env.backend, options=options, reviews=env.reviews, ephemeral_ports=True
+        ),
     )
     return str(env.tmp / "pod-resources" / "kubelet.sock")
 

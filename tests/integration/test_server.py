@@ -39,7 +39,7 @@ from kubelet.config import (
 )
 from kubelet.cri import ImageClient, RuntimeClient
 from kubelet.metrics import KubeletMetrics
-from kubelet.server import Addresses, TokenReviewResult, serve
+from kubelet.server import Addresses, ServerParts, TokenReviewResult, serve
 from kubelet.server.limits import Limits
 from kubelet.testing import ContainerBehaviour, FakeRuntime
 
@@ -232,15 +232,15 @@ class Env:
             cert_dir=str(self.tmp / "pki"),
         )
         addresses: Addresses = await self.nursery.start(
-            lambda task_status: serve(
-                self.backend,
-                options,
+            serve,
+            ServerParts(
+                backend=self.backend,
+                options=options,
                 reviews=self.reviews,
                 metrics=self.metrics,
                 ephemeral_ports=True,
                 limits=self.limits,
-                task_status=task_status,
-            )
+            ),
         )
         return addresses
 

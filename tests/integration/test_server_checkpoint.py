@@ -16,7 +16,7 @@ import pytest
 from grpclib.const import Status
 
 from kubelet.config import FeatureGates, KubeletAuthorization, Options
-from kubelet.server import Addresses, serve
+from kubelet.server import Addresses, ServerParts, serve
 
 from . import test_server
 from .test_server import NODE, UID, Env, authn, config, url
@@ -42,9 +42,10 @@ async def _start(env: Env, gates: dict[str, bool] | None = None, **changes: obje
         features=FeatureGates(gates or {}),
     )
     addresses: Addresses = await env.nursery.start(
-        lambda task_status: serve(
-            env.backend, options, reviews=env.reviews, ephemeral_ports=True, task_status=task_status
-        )
+        serve,
+        ServerParts(
+            backend=env.backend, options=options, reviews=env.reviews, ephemeral_ports=True
+        ),
     )
     return addresses
 

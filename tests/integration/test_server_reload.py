@@ -17,7 +17,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
 from kubelet.config import FeatureGates, KubeletAuthorization, Options
-from kubelet.server import Addresses, serve
+from kubelet.server import Addresses, ServerParts, serve
 from kubelet.server.certs import self_signed_pair
 
 from . import test_server
@@ -62,9 +62,10 @@ async def _start(env: Env, gates: dict[str, bool] | None = None, **changes: obje
         features=FeatureGates(gates or {}),
     )
     addresses: Addresses = await env.nursery.start(
-        lambda task_status: serve(
-            env.backend, options, reviews=env.reviews, ephemeral_ports=True, task_status=task_status
-        )
+        serve,
+        ServerParts(
+            backend=env.backend, options=options, reviews=env.reviews, ephemeral_ports=True
+        ),
     )
     return addresses
 
