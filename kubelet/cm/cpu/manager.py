@@ -164,6 +164,7 @@ class CpuManager(ResourceManager):
 
 
 def _write_atomically(path: str, data: bytes) -> None:
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     tmp = f"{path}.tmp"
     with open(tmp, "wb") as f:
         f.write(data)
