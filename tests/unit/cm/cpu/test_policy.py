@@ -3,6 +3,8 @@ import json
 import pytest
 
 from kubelet.api import Container, ObjectMeta, Pod, PodSpec, ResourceRequirements
+from kubelet.boundedio import inline
+from kubelet.cm.cpu import CpuManager
 from kubelet.cm.cpu.checkpoint import CorruptCheckpoint, CpuState, checksum, decode, encode
 from kubelet.cm.cpu.policy import (
     AllocationError,
@@ -129,3 +131,22 @@ def test_checkpoint_checksum_is_upstreams() -> None:
     assert written["entries"] == {"pod": {"c": "1-2"}}
     assert decode(encode(state)) == state
     assert "entries" not in json.loads(encode(CpuState("none")))
+
+
+def test_admission_counts_pinning_requests_and_errors() -> None:
+    counted: list[str] = []
+    policy = StaticPolicy(uniform(1, 2, 1), frozenset({0}), PolicyOptions())
+    manager = CpuManager(
+        policy,
+        path="unused",
+        runtime=None,  # type: ignore[arg-type]
+        active=list,
+        io=inline,
+        period=10.0,
+        count=counted.append,
+    )
+    assert manager.admit(_pod("g", "1"), []) is None
+    assert manager.admit(_pod("be", None), []) is None
+    refusal = manager.admit(_pod("h", "1"), [])
+    assert refusal is not None and refusal[0] == "UnexpectedAdmissionError"
+    assert counted == ["requests", "requests", "errors"]
