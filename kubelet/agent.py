@@ -156,6 +156,8 @@ class Host:
     """the kernel log the OOM watcher reads (None: no watcher)"""
     proc: Path = Path("/proc")
     """where processes are read (``systemCgroups``, ``kubeletCgroups``; /proc/swaps)"""
+    sys: Path = Path("/sys")
+    """where the CPU manager reads the CPU and NUMA topology (tests: a fake tree)"""
     containers_log_dir: str = LEGACY_CONTAINER_LOGS_DIR
     """the legacy log symlinks: made at container start, swept by container GC (tests: a
     temporary directory)"""
@@ -344,6 +346,8 @@ def _cm_parts(core: Core, local: NodeInfo) -> CmParts:
         record=record,
         host=CgroupHost(fs=host.cgroup_fs, io=host.cgroup_io, proc=host.proc, systemd=host.systemd),
         observe=core.metrics.observe_cgroup_manager,
+        sys_root=str(host.sys),
+        count_cpu_pinning=core.metrics.cpu_pinning,
     )
 
 

@@ -517,6 +517,16 @@ class KubeletMetrics:
             buckets=DEF_BUCKETS,
             registry=reg,
         )
+        self.cpu_pinning_requests = Counter(
+            "kubelet_cpu_manager_pinning_requests",
+            _alpha("The number of cpu core allocations which required pinning."),
+            registry=reg,
+        )
+        self.cpu_pinning_errors = Counter(
+            "kubelet_cpu_manager_pinning_errors",
+            _alpha("The number of cpu core allocations which required pinning failed."),
+            registry=reg,
+        )
         self.orphaned_runtime_pods = Counter(
             "kubelet_orphaned_runtime_pods_total",
             _alpha(
@@ -677,6 +687,10 @@ class KubeletMetrics:
         self.run_podsandbox_duration.labels(runtime_handler=runtime_handler).observe(seconds)
         if error:
             self.run_podsandbox_errors.labels(runtime_handler=runtime_handler).inc()
+
+    def cpu_pinning(self, kind: str) -> None:
+        """A CPU manager pinning: ``requests`` (every one) or ``errors`` (refused)."""
+        (self.cpu_pinning_errors if kind == "errors" else self.cpu_pinning_requests).inc()
 
     def observe_cgroup_manager(self, operation: str, seconds: float) -> None:
         """One cgroup "create", "update" or "destroy" by the cgroup manager."""

@@ -29,3 +29,7 @@ class CmParts:
     host: CgroupHost
     observe: Observe | None = None
     """the cgroup manager's operation durations (metrics)"""
+    sys_root: str = "/sys"
+    """where the machine's CPU and NUMA topology is read (tests: a fake tree)"""
+    count_cpu_pinning: Callable[[str], None] | None = None
+    """the CPU manager's pinning counters ("requests", "errors")"""

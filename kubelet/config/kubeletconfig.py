@@ -230,6 +230,18 @@ class KubeletConfiguration:
     memory_swap: MemorySwapConfiguration = attrs.field(factory=MemorySwapConfiguration)
     qos_reserved: Mapping[str, str] = attrs.field(factory=dict, metadata=meta(wire="qosReserved"))
 
+    # CPU manager
+    cpu_manager_policy: str = attrs.field(default="none", metadata=meta(zero_unset=True))
+    """none (the shared pool for every container) or static (exclusive CPUs for
+    Guaranteed containers with whole CPU requests)"""
+    cpu_manager_policy_options: Mapping[str, str] = attrs.field(factory=dict)
+    cpu_manager_reconcile_period: float = attrs.field(
+        default=10.0, metadata=meta(duration=True, zero_unset=True)
+    )
+    reserved_system_cpus: str = attrs.field(default="", metadata=meta(wire="reservedSystemCPUs"))
+    """CPUs (a list such as ``0,2-3``) kept for the system: never given exclusively,
+    and node allocatable's CPU reservation (it replaces kubeReserved/systemReserved cpu)"""
+
     # Eviction
     eviction_hard: Mapping[str, str] = attrs.field(factory=_eviction_default)
     eviction_soft: Mapping[str, str] = attrs.field(factory=dict)
@@ -328,7 +340,27 @@ def gated_defaults(config: KubeletConfiguration, gates: FeatureGates) -> Kubelet
 
 
 def effective_defaults(config: KubeletConfiguration) -> KubeletConfiguration:
-    """Defaults upstream settles only after flags are applied (server start-up)."""
+    """Defaults upstream settles only after flags are applied (server start-up).
+
+    ``reservedSystemCPUs`` replaces the CPU of ``kubeReserved`` and ``systemReserved``:
+    the node reserves as many CPUs as it lists, as upstream's server does."""
     if config.cgroups_per_qos and not config.cgroup_root:
-        return attrs.evolve(config, cgroup_root="/")
+        config = attrs.evolve(config, cgroup_root="/")
+    count = cpu_list_size(config.reserved_system_cpus)
+    if count:
+        kube = {k: v for k, v in config.kube_reserved.items() if k != "cpu"}
+        system = {**config.system_reserved, "cpu": str(count)}
+        config = attrs.evolve(config, kube_reserved=kube, system_reserved=system)
     return config
+
+
+def cpu_list_size(text: str) -> int:
+    """How many CPUs a list such as ``0,2-3`` names (0 when it does not parse: validation
+    reports it)."""
+    cpus: set[int] = set()
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        first, sep, last = part.partition("-")
+        if not first.isdigit() or (sep and not last.isdigit()):
+            return 0
+        cpus.update(range(int(first), int(last if sep else first) + 1))
+    return len(cpus)

@@ -228,13 +228,15 @@ SETTINGS: Mapping[str, Support] = {
         "the root cgroup's non-kernel processes moved into it every minute; the summary's "
         "`misc` system container"
     ),
-    "cpuManagerPolicy": missing("the CPU manager is not implemented", _is("none")),
+    "cpuManagerPolicy": ok("none and static (docs/cpu-memory-topology.md)"),
     "singleProcessOOMKill": missing(
         "memory.oom.group is not set for containers (one process is OOM-killed, not the group)",
         _is(True),
     ),
-    "cpuManagerPolicyOptions": missing("the CPU manager is not implemented", _falsy),
-    "cpuManagerReconcilePeriod": missing("the CPU manager is not implemented"),
+    "cpuManagerPolicyOptions": ok(
+        "full-pcpus-only and strict-cpu-reservation; the others are refused at start-up"
+    ),
+    "cpuManagerReconcilePeriod": ok(),
     "draManagerReconcilePeriod": missing("dynamic resource allocation is not implemented"),
     "memoryManagerPolicy": missing("the memory manager is not implemented", _is("None")),
     "topologyManagerPolicy": missing("the topology manager is not implemented", _is("none")),
@@ -260,7 +262,9 @@ SETTINGS: Mapping[str, Support] = {
     "configMapAndSecretChangeDetectionStrategy": missing(
         "ConfigMaps and Secrets are read again at each pod sync, whatever the strategy"
     ),
-    "reservedSystemCPUs": missing("CPUs are not reserved", _falsy),
+    "reservedSystemCPUs": ok(
+        "the CPU manager's reserved CPUs; replaces the cpu of kubeReserved and systemReserved"
+    ),
     "showHiddenMetricsForVersion": missing("hidden metrics are not shown", _falsy),
     "volumePluginDir": missing("FlexVolume plugins are not supported"),
     "kernelMemcgNotification": ok(

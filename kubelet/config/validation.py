@@ -29,7 +29,7 @@ from .features import (
     FeatureGates,
 )
 from .fields import is_duration, key
-from .kubeletconfig import KubeletConfiguration
+from .kubeletconfig import KubeletConfiguration, cpu_list_size
 
 TLS_VERSIONS = ("VersionTLS10", "VersionTLS11", "VersionTLS12", "VersionTLS13")
 """Go's names for the TLS versions ``tlsMinVersion`` accepts."""
@@ -103,6 +103,7 @@ def validate(config: KubeletConfiguration, gates: FeatureGates = DEFAULT_GATES) 
     if c.run_once:  # upstream removed run-once mode and refuses the field set to true
         issues.append(("runOnce", "Runonce mode has been deprecated and should not be set"))
     issues += _node_allocatable(c)
+    issues += _cpu_manager(c)
     issues += _swap(c)
     issues += _eviction(c)
     issues += _shutdown(c)
@@ -411,6 +412,48 @@ def _node_allocatable(c: KubeletConfiguration) -> Iterator[Issue]:
         for resource, amount in reserved.items():
             if not is_quantity(amount):
                 yield f"{name}[{resource}]", f"invalid quantity {amount!r}"
+
+
+CPU_MANAGER_OPTIONS = frozenset(
+    {
+        "full-pcpus-only",
+        "strict-cpu-reservation",
+        "distribute-cpus-across-numa",
+        "align-by-socket",
+        "distribute-cpus-across-cores",
+        "prefer-align-cpus-by-uncorecache",
+    }
+)
+"""The static policy's options upstream knows."""
+CPU_MANAGER_OPTIONS_IMPLEMENTED = frozenset({"full-pcpus-only", "strict-cpu-reservation"})
+
+
+def _cpu_manager(c: KubeletConfiguration) -> Iterator[Issue]:
+    """Upstream's checks of the CPU manager's settings (validation and ``NewManager``);
+    options this kubelet does not implement are refused rather than ignored."""
+    if c.cpu_manager_policy not in ("none", "static"):
+        yield "cpuManagerPolicy", f'unknown policy: "{c.cpu_manager_policy}"'
+    options = c.cpu_manager_policy_options
+    if options and c.cpu_manager_policy == "none":
+        shown = " ".join(f"{k}:{v}" for k, v in sorted(options.items()))
+        yield "cpuManagerPolicyOptions", f"None policy: received unsupported options=map[{shown}]"
+    for name, value in sorted(options.items()) if c.cpu_manager_policy == "static" else ():
+        where = f"cpuManagerPolicyOptions[{name}]"
+        if name not in CPU_MANAGER_OPTIONS:
+            yield where, f'unknown CPU Manager Policy option: "{name}"'
+        elif name not in CPU_MANAGER_OPTIONS_IMPLEMENTED:
+            yield where, f'CPU Manager Policy option "{name}" is not implemented by this kubelet'
+        elif value.lower() not in ("1", "t", "true", "0", "f", "false"):
+            yield where, f'strconv.ParseBool: parsing "{value}": invalid syntax'
+    cpus = c.reserved_system_cpus
+    if cpus and not cpu_list_size(cpus):
+        yield "reservedSystemCPUs", f"unable to parse reservedSystemCPUs (--reserved-cpus) {cpus}"
+    if cpus and (c.system_reserved_cgroup or c.kube_reserved_cgroup):
+        yield (
+            "reservedSystemCPUs",
+            "can't use reservedSystemCPUs (--reserved-cpus) with systemReservedCgroup "
+            "(--system-reserved-cgroup) or kubeReservedCgroup (--kube-reserved-cgroup)",
+        )
 
 
 def system_cgroups_issues(c: KubeletConfiguration) -> list[Issue]:

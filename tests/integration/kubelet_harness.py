@@ -51,6 +51,8 @@ class Harness:
     nursery: trio.Nursery
     kubelet_scope: trio.CancelScope | None = None
     extra: tuple[str, ...] = ()
+    sys: Path | None = None
+    """the fake /sys the CPU manager reads (None: the host's)"""
     components: Components | None = None
     """What the running kubelet handed back (``agent.run``'s task status)."""
     node: ScriptedNode | None = None
@@ -139,6 +141,7 @@ async def start_kubelet(h: Harness) -> None:
         proc=h.proc or fake_proc(h.manifests.parent / "proc"),
         containers_log_dir=str(h.manifests.parent / "containers"),
         machine=h.machine,
+        sys=h.sys or Path("/sys"),
     )
     if h.systemd is not None:
         host = attrs.evolve(host, systemd=h.systemd)
@@ -158,6 +161,7 @@ async def running_kubelet(
     *extra: str,
     systemd: SystemdAccess | None = None,
     machine: MachineInfo | None = None,
+    sys: Path | None = None,
 ) -> AsyncIterator[Harness]:
     manifests = tmp / "manifests"
     manifests.mkdir(exist_ok=True)
@@ -166,6 +170,7 @@ async def running_kubelet(
         h.extra = extra
         h.systemd = systemd
         h.machine = machine
+        h.sys = sys
         await start_kubelet(h)
         yield h
         nursery.cancel_scope.cancel()

@@ -1,0 +1,204 @@
+"""The static policy's decisions: which containers get exclusive CPUs, which ones, and
+what is left for everyone else (the shared pool). Pure: no I/O, no clock.
+
+A container gets exclusive CPUs when its pod is Guaranteed and its CPU request is a
+whole number; everyone else runs on the shared pool (all CPUs less the exclusive ones;
+less the reserved ones too with ``strict-cpu-reservation``). Reserved CPUs are never
+given exclusively. CPUs of a pod's init containers are reused by its app containers,
+as upstream does, since they never run at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import attrs
+
+from kubelet.api import Container, Pod, parse_quantity
+from kubelet.decisions import pod_qos
+
+from .checkpoint import CpuState
+from .cpuset import format_cpuset
+from .takeby import NotEnoughCpus, take_by_topology
+from .topology import Topology
+
+FULL_PCPUS_ONLY = "full-pcpus-only"
+STRICT_CPU_RESERVATION = "strict-cpu-reservation"
+KNOWN_OPTIONS = frozenset(
+    {
+        FULL_PCPUS_ONLY,
+        STRICT_CPU_RESERVATION,
+        "distribute-cpus-across-numa",
+        "align-by-socket",
+        "distribute-cpus-across-cores",
+        "prefer-align-cpus-by-uncorecache",
+    }
+)
+SUPPORTED_OPTIONS = frozenset({FULL_PCPUS_ONLY, STRICT_CPU_RESERVATION})
+
+
+class AllocationError(Exception):
+    """A pod the policy cannot place: ``reason`` and ``message`` as upstream's admission
+    result (``SMTAlignmentError``, ``UnexpectedAdmissionError``)."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+class StateMismatch(Exception):
+    """A checkpoint that does not fit this machine and reservation."""
+
+
+@attrs.frozen
+class PolicyOptions:
+    full_pcpus_only: bool = False
+    strict_cpu_reservation: bool = False
+
+
+def guaranteed_cpus(pod: Pod, container: Container) -> int:
+    """The exclusive CPUs ``container`` asks for: its whole CPU request in a Guaranteed
+    pod, else 0."""
+    if container.resources is None or pod_qos(pod) != "Guaranteed":
+        return 0
+    res = container.resources
+    quantity = res.requests.get("cpu") or res.limits.get("cpu")
+    if quantity is None:
+        return 0
+    q = parse_quantity(quantity)
+    return q.value() if q.value() * 1000 == q.milli_value() else 0
+
+
+class StaticPolicy:
+    """The shared pool and the exclusive assignments, kept in memory (the manager
+    writes them to the checkpoint)."""
+
+    name = "static"
+
+    def __init__(self, topo: Topology, reserved: frozenset[int], options: PolicyOptions) -> None:
+        self.topo = topo
+        self.reserved = reserved
+        self.options = options
+        self.default: frozenset[int] = self._initial_default()
+        self.assignments: dict[str, dict[str, frozenset[int]]] = {}
+
+    def _initial_default(self) -> frozenset[int]:
+        if self.options.strict_cpu_reservation:
+            return self.topo.all_cpus - self.reserved
+        return self.topo.all_cpus
+
+    @property
+    def allocatable(self) -> frozenset[int]:
+        """The CPUs that may be given exclusively (``GetAllocatableCPUs``)."""
+        return self.topo.all_cpus - self.reserved
+
+    def state(self) -> CpuState:
+        return CpuState(policy=self.name, default=self.default, assignments=self.assignments)
+
+    def restore(self, state: CpuState) -> None:
+        """Take a checkpoint's assignments, checked as upstream's ``validateState``."""
+        if not state.default and not state.assignments:
+            return  # a new checkpoint: everything is shared
+        assigned: set[int] = set()
+        for containers in state.assignments.values():
+            for cpus in containers.values():
+                assigned |= cpus
+        if not self.options.strict_cpu_reservation and not self.reserved <= state.default:
+            raise StateMismatch(
+                f'not all reserved cpus: "{format_cpuset(self.reserved)}" are present in '
+                f'defaultCpuSet: "{format_cpuset(state.default)}"'
+            )
+        if assigned & state.default:
+            raise StateMismatch(
+                f'pod: cpus "{format_cpuset(assigned & state.default)}" are both assigned '
+                f'and in defaultCpuSet: "{format_cpuset(state.default)}"'
+            )
+        have = state.default | assigned
+        if self.options.strict_cpu_reservation:
+            have |= self.reserved
+        if have != self.topo.all_cpus:
+            raise StateMismatch(
+                f'current set of available CPUs "{format_cpuset(self.topo.all_cpus)}" '
+                f'doesn\'t match with CPUs in state "{format_cpuset(have)}"'
+            )
+        self.default = state.default
+        self.assignments = {uid: dict(c) for uid, c in state.assignments.items()}
+
+    def cpus_for(self, pod_uid: str, container: str) -> frozenset[int]:
+        """The container's exclusive CPUs, else the shared pool."""
+        return self.assignments.get(pod_uid, {}).get(container) or self.default
+
+    def exclusive(self, pod_uid: str, container: str) -> frozenset[int]:
+        return self.assignments.get(pod_uid, {}).get(container, frozenset())
+
+    def allocate(self, pod: Pod) -> bool:
+        """Give ``pod``'s containers their exclusive CPUs (all or none); whether the
+        shared pool changed. ``AllocationError`` when they do not fit."""
+        uid = pod.metadata.uid
+        have = dict(self.assignments.get(uid, {}))
+        default = self.default
+        reuse: frozenset[int] = frozenset()
+        for container, is_init in _in_order(pod):
+            count = guaranteed_cpus(pod, container)
+            if not count:
+                continue
+            cpus = have.get(container.name)
+            if cpus is None:
+                free = (default | reuse) & self.allocatable
+                cpus = self._take(free, count)
+                have[container.name] = cpus
+                default -= cpus
+            reuse = reuse | cpus if is_init else reuse - cpus
+        if have == self.assignments.get(uid, {}):
+            return False
+        self.assignments[uid] = have
+        changed = default != self.default
+        self.default = default
+        return changed
+
+    def _take(self, free: frozenset[int], count: int) -> frozenset[int]:
+        per_core = self.topo.cpus_per_core
+        if self.options.full_pcpus_only:
+            if count % per_core:
+                raise AllocationError(
+                    "SMTAlignmentError",
+                    f"SMT Alignment Error: requested {count} cpus not multiple of cpus "
+                    f"per core = {per_core}",
+                )
+            physical = sum(len(c) for c in self.topo.cores().values() if c <= free)
+            if count > physical:
+                raise AllocationError(
+                    "SMTAlignmentError",
+                    "SMT Alignment Error: not enough free physical CPUs: available physical "
+                    f"CPUs = {physical}, requested CPUs = {count}, CPUs per core = {per_core}",
+                )
+        try:
+            return take_by_topology(self.topo, free, count)
+        except NotEnoughCpus as exc:
+            raise AllocationError(
+                "UnexpectedAdmissionError", f"Allocate failed due to {exc}, which is unexpected"
+            ) from None
+
+    def release(self, pod_uids: Iterable[str]) -> bool:
+        """Return the pods' CPUs to the shared pool; whether it changed."""
+        freed: set[int] = set()
+        for uid in pod_uids:
+            for cpus in self.assignments.pop(uid, {}).values():
+                freed |= cpus
+        if not freed:
+            return False
+        self.default = self.default | frozenset(freed)
+        return True
+
+    def pods(self) -> Mapping[str, Mapping[str, frozenset[int]]]:
+        return self.assignments
+
+
+def _in_order(pod: Pod) -> Iterable[tuple[Container, bool]]:
+    """Init containers first (a restartable one keeps its CPUs: it runs beside the
+    app containers), then the app containers."""
+    for c in pod.spec.init_containers:
+        yield c, c.restart_policy != "Always"
+    for c in pod.spec.containers:
+        yield c, False
