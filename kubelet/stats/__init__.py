@@ -21,6 +21,7 @@ from .cgroupfs import (
     read_text,
 )
 from .cgroupspec import CgroupSpec, cgroup_spec, spec_memory_value
+from .claimrecords import ClaimRecord, claim_record_path, read_claim_records
 from .pace import Pacer
 from .processes import ProcessStats, process_stats
 from .psi import Pressure, add_psi
@@ -44,6 +45,7 @@ __all__ = [
     "CgroupSpec",
     "CgroupSwap",
     "Cgroups",
+    "ClaimRecord",
     "ContainerUsage",
     "DeviceIo",
     "FsUsage",
@@ -61,10 +63,12 @@ __all__ = [
     "add_psi",
     "boot_time",
     "cgroup_spec",
+    "claim_record_path",
     "from_json",
     "oom",
     "pace",
     "process_stats",
+    "read_claim_records",
     "read_text",
     "spec_memory_value",
 ]
