@@ -592,6 +592,8 @@ class SummaryProvider:
         row = fs_json(when, self.host.filesystem(volume.path), volume.usage.bytes,
                       volume.usage.inodes)  # fmt: skip
         row["name"] = volume.name
+        if volume.pvc is not None:
+            row["pvcRef"] = {"name": volume.pvc[0], "namespace": volume.pvc[1]}
         return row
 
     def _volume_usage(self, time: float, volume: PodVolume) -> FsUsage:
