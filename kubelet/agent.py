@@ -300,7 +300,9 @@ async def run(
         services = await root.start(run_services, api) if api else None
         local = local_node(options, node, machine)  # the Node it would register
         cm = await root.start(run_container_manager, _cm_parts(core, local))
-        pod_runtime = await root.start(run_runtime, _runtime_parts(core, prober, services, cm))
+        pod_runtime = await root.start(
+            run_runtime, _runtime_parts(core, prober, services, cm, local)
+        )
         status = await _start_status(root, api, desired, metrics, options) if api else None
         node_handle = await root.start(run_node, _node_parts(core, pleg, rotating, terminator))
         config = await root.start(
@@ -352,7 +354,11 @@ def _cm_parts(core: Core, local: NodeInfo) -> CmParts:
 
 
 def _runtime_parts(
-    core: Core, prober: ProberManager, services: ServiceStore | None, cm: ContainerManager
+    core: Core,
+    prober: ProberManager,
+    services: ServiceStore | None,
+    cm: ContainerManager,
+    local: NodeInfo,
 ) -> RuntimeParts:
     return RuntimeParts(
         options=core.options,
@@ -364,6 +370,7 @@ def _runtime_parts(
         http=prober.http,
         node_name=core.node.name,
         node_ips=core.node.ips,
+        node_labels=local.labels,
         cm=cm,
         service_env=services.env_for if services is not None else None,
         wall_clock=core.clock,

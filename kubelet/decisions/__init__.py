@@ -35,6 +35,7 @@ from .criconfig import (
 from .dra import FAILED_PREPARE_DYNAMIC_RESOURCES, claims_to_prepare, unprepared_message
 from .grace import KillReason, kill_grace_period, remaining_deletion_grace, stop_container_timeout
 from .limits import ContainerLimits, container_limits
+from .nodeselector import node_selector_term_matches, node_selector_terms_match
 from .qos import BEST_EFFORT, BURSTABLE, GUARANTEED, is_critical_pod, pod_qos
 from .resize import CONDITIONS, PENDING, Allocation, allocated_pod, allocation_of, pending_condition
 from .restart import container_should_restart, exited_instance_restarts
@@ -92,6 +93,8 @@ __all__ = [
     "merge_contributions",
     "needs_image_user",
     "next_restart_count",
+    "node_selector_term_matches",
+    "node_selector_terms_match",
     "pending_condition",
     "pod_cgroup_parent",
     "pod_log_directory",

@@ -28,10 +28,9 @@ order; here they come in the order the pod names them.
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from fractions import Fraction
-from typing import Any, overload
+from typing import overload
 
 import attrs
 
@@ -40,7 +39,6 @@ from kubelet.api import (
     PerObject,
     Pod,
     Taint,
-    is_qualified_name,
     is_restartable_init_container,
     parse_quantity,
 )
@@ -52,7 +50,7 @@ from kubelet.cgroups import (
     pod_requests,
     whole,
 )
-from kubelet.decisions import untolerated_taint
+from kubelet.decisions import node_selector_terms_match, untolerated_taint
 
 from .rejection import Rejection
 
@@ -100,9 +98,6 @@ _NAMED_OUT_OF = {
     "ephemeral-storage": "OutOfephemeral-storage",
     "pods": "OutOfpods",
 }
-_LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
-_GO_INT = re.compile(r"[+-]?[0-9]+")
-_INT64 = 1 << 63
 
 
 # -- the node --------------------------------------------------------------------------------
@@ -421,95 +416,6 @@ def fits_request(
 # -- node affinity --------------------------------------------------------------------------
 
 
-class _ParseError(ValueError):
-    """A node selector term the API would refuse: it matches no node."""
-
-
-def _label_value_ok(value: Any) -> bool:
-    return isinstance(value, str) and len(value) <= 63 and _LABEL_VALUE.fullmatch(value) is not None
-
-
-def _go_int64(text: str) -> int | None:
-    if not _GO_INT.fullmatch(text):
-        return None
-    value = int(text)
-    return value if -_INT64 <= value < _INT64 else None
-
-
-def _requirement(expr: Any) -> tuple[str, str, list[str]]:
-    if not isinstance(expr, Mapping):
-        raise _ParseError("not a requirement")
-    key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
-    if not isinstance(key, str) or not is_qualified_name(key):
-        raise _ParseError(f"invalid key {key!r}")
-    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
-        raise _ParseError("values must be strings")
-    if op in ("In", "NotIn"):
-        if not values:
-            raise _ParseError("for 'in', 'notin' operators, values set can't be empty")
-    elif op in ("Exists", "DoesNotExist"):
-        if values:
-            raise _ParseError("values set must be empty for exists and does not exist")
-    elif op in ("Gt", "Lt"):
-        if len(values) != 1 or _go_int64(values[0]) is None:
-            raise _ParseError("for 'Gt', 'Lt' operators, exactly one integer value is required")
-    else:
-        raise _ParseError(f"unsupported operator {op!r}")
-    if not all(_label_value_ok(v) for v in values):
-        raise _ParseError("invalid label value")
-    return key, str(op), list(values)
-
-
-def _label_match(key: str, op: str, values: list[str], labels: Mapping[str, str]) -> bool:
-    present = key in labels
-    if op == "In":
-        return present and labels[key] in values
-    if op == "NotIn":
-        return not present or labels[key] not in values
-    if op == "Exists":
-        return present
-    if op == "DoesNotExist":
-        return not present
-    if not present:
-        return False
-    have, bound = _go_int64(labels[key]), _go_int64(values[0])
-    if have is None or bound is None:
-        return False
-    return have > bound if op == "Gt" else have < bound
-
-
-def _field_match(expr: Any, fields: Mapping[str, str]) -> bool:
-    if not isinstance(expr, Mapping):
-        raise _ParseError("not a requirement")
-    key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
-    if op not in ("In", "NotIn"):
-        raise _ParseError(f"unsupported operator {op!r}")
-    if not isinstance(values, list) or len(values) != 1:
-        raise _ParseError("must have one element")
-    equal = fields.get(str(key), "") == values[0]
-    return equal if op == "In" else not equal
-
-
-def _term_matches(term: Any, labels: Mapping[str, str], node_name: str) -> bool:
-    """One ``nodeSelectorTerm``: its label expressions and field expressions, ANDed; a
-    term that does not parse matches nothing."""
-    if not isinstance(term, Mapping):
-        return False
-    expressions = term.get("matchExpressions") or []
-    fields = term.get("matchFields") or []
-    if not isinstance(expressions, list) or not isinstance(fields, list):
-        return False
-    try:
-        requirements = [_requirement(e) for e in expressions]
-        field_results = [_field_match(f, {"metadata.name": node_name}) for f in fields]
-    except _ParseError:
-        return False
-    if not all(_label_match(k, op, v, labels) for k, op, v in requirements):
-        return False
-    # Fields are only judged when the node has a name to judge them by.
-    return not node_name or all(field_results)
-
-
 def node_affinity_matches(pod: Pod, node: NodeInfo) -> bool:
     """``spec.nodeSelector`` (every label equal) and the required node affinity (one of
     its terms; none, or only empty ones, match nothing)."""
@@ -525,13 +431,7 @@ def node_affinity_matches(pod: Pod, node: NodeInfo) -> bool:
     if required is None:
         return True
     terms = required.get("nodeSelectorTerms") if isinstance(required, Mapping) else None
-    if not isinstance(terms, list):
-        return False
-    return any(
-        _term_matches(term, labels, node.name)
-        for term in terms
-        if isinstance(term, Mapping) and (term.get("matchExpressions") or term.get("matchFields"))
-    )
+    return node_selector_terms_match(terms, labels, node.name)
 
 
 # -- ports and taints -----------------------------------------------------------------------
@@ -694,5 +594,3 @@ def filter_rejection(
         return None
     first = failures[0]
     return Rejection(first.reason, first.message)
-
-

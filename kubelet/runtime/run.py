@@ -25,7 +25,13 @@ from kubelet.env import ApiEnvLookup, DnsSettings
 from kubelet.events import EventRecorder
 from kubelet.handlers import HttpGetter
 from kubelet.metrics import KubeletMetrics
-from kubelet.volumes import ApiTokenSource, VolumeManager, pod_dir, setup_data_dirs
+from kubelet.volumes import (
+    ApiClaimLookup,
+    ApiTokenSource,
+    VolumeManager,
+    pod_dir,
+    setup_data_dirs,
+)
 
 from .credentials import (
     ApiPullSecrets,
@@ -58,6 +64,8 @@ class RuntimeParts:
     """the postStart/preStop hooks' HTTP client (the prober's)"""
     node_name: str
     node_ips: Sequence[str]
+    node_labels: Mapping[str, str] = attrs.field(factory=dict)
+    """the Node's labels (a PersistentVolume's node affinity is matched against them)"""
     cm: ContainerManager
     """the node's resources (OOM scores, the downward API's defaults), each pod's
     cgroup, the resource managers' part of every container"""
@@ -83,6 +91,8 @@ async def run_runtime(
         lookup=ApiEnvLookup(api) if api is not None else None,
         tokens=ApiTokenSource(api, parts.wall_clock) if api is not None else None,
         node_allocatable=parts.cm.allocatable,
+        claims=ApiClaimLookup(api) if api is not None else None,
+        node_labels=parts.node_labels,
     )
     isolation = _isolation(options, api, volumes)
     pods = PodRuntime(_driver_parts(parts, volumes, isolation))

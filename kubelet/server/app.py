@@ -50,6 +50,7 @@ from .machine import machine_info
 from .resource import resource_metrics
 from .streaming import DEFAULT_IDLE_TIMEOUT
 from .streams import StreamRoutes
+from .volumemetrics import volume_stats_text
 
 log = get_logger(__name__)
 
@@ -198,7 +199,10 @@ class KubeletApp:
             return await self._cadvisor()
         else:
             return http_error(404, NOT_FOUND)
-        return Response(200, exposition(registry), CONTENT_TYPE_LATEST)
+        text = exposition(registry)
+        if path == "/metrics":
+            text += volume_stats_text(await self.stats.claim_volume_rows())
+        return Response(200, text, CONTENT_TYPE_LATEST)
 
     async def _cadvisor(self) -> Response:
         try:

@@ -29,6 +29,7 @@ from .cgroupfs import (
     read_text,
 )
 from .cgroupspec import CgroupSpec, cgroup_spec, spec_memory_value
+from .claimrecords import ClaimRecord, claim_record_path, read_claim_records
 from .host import FsSample, HostStats, filesystem
 from .pace import Pacer
 from .processes import ProcessStats, process_stats
@@ -57,6 +58,7 @@ __all__ = [
     "CgroupSpec",
     "CgroupSwap",
     "Cgroups",
+    "ClaimRecord",
     "ContainerUsage",
     "DeviceIo",
     "Figures",
@@ -81,11 +83,13 @@ __all__ = [
     "boot_time",
     "cgroup_figures",
     "cgroup_spec",
+    "claim_record_path",
     "filesystem",
     "from_json",
     "oom",
     "pace",
     "process_stats",
+    "read_claim_records",
     "read_text",
     "spec_memory_value",
 ]

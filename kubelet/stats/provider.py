@@ -34,6 +34,7 @@ from kubelet.cri import CriError, ImageClient, RuntimeClient, Unimplemented, api
 from kubelet.goformat import rfc3339
 
 from .cgroupfigures import container_cgroup
+from .claimrecords import claim_record_path
 from .host import (
     CpuSample,
     FsSample,
@@ -194,6 +195,15 @@ def pod_log_dirs(root: str) -> dict[str, list[str]]:
         if sep:
             found.setdefault(uid, []).append(os.path.join(root, entry))
     return found
+
+
+def _claim_pods(pods: str) -> list[str]:
+    """The pods (uids) that have claim volumes: the others are not measured for them."""
+    return [
+        uid
+        for uid in sorted(_listdir(pods))
+        if os.path.isdir(os.path.dirname(claim_record_path(os.path.join(pods, uid), "-")))
+    ]
 
 
 def _listdir(path: str) -> list[str]:
@@ -586,10 +596,22 @@ class SummaryProvider:
             ).get("inodesUsed", 0)
             pod["ephemeral-storage"] = base
 
+    async def claim_volume_rows(self) -> list[Json]:
+        """The summary rows of every pod's claim volumes (``kubelet_volume_stats_*``)."""
+        when = rfc3339(self.wall_clock())
+        rows = []
+        for uid in _claim_pods(os.path.join(self.root_dir, "pods")):
+            for volume in await self.volumes.pod_volumes(uid):
+                if volume.pvc is not None:
+                    rows.append(self._volume_json(when, volume))
+        return rows
+
     def _volume_json(self, when: str, volume: PodVolume) -> Json:
         row = fs_json(when, self.host.filesystem(volume.path), volume.usage.bytes,
                       volume.usage.inodes)  # fmt: skip
         row["name"] = volume.name
+        if volume.pvc is not None:
+            row["pvcRef"] = {"name": volume.pvc[0], "namespace": volume.pvc[1]}
         return row
 
     def _volume_usage(self, time: float, volume: PodVolume) -> FsUsage:

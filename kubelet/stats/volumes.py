@@ -35,6 +35,7 @@ import attrs
 import trio
 
 from . import fs
+from .claimrecords import read_claim_records
 from .fs import DirUsage, TreeWalk
 
 T = TypeVar("T")
@@ -55,6 +56,22 @@ class PodVolume:
     """the plugin directory, e.g. ``kubernetes.io~empty-dir``"""
     path: str
     usage: DirUsage
+    pvc: tuple[str, str] | None = None
+    """the claim of a persistentVolumeClaim or ephemeral volume: (name, namespace)"""
+
+
+def _claim_volumes(pod_root: Path) -> list[tuple[str, str, Path, tuple[str, str] | None]]:
+    """The pod's volumes: those under its ``volumes`` directory, then its claim volumes
+    (measured at the PersistentVolume's path, named by the pod's volume name)."""
+    dirs: list[tuple[str, str, Path, tuple[str, str] | None]] = [
+        (name, plugin, path, None) for name, plugin, path in _volume_dirs(pod_root / "volumes")
+    ]
+    for record in read_claim_records(str(pod_root)).values():
+        if os.path.isdir(record.path):
+            dirs.append(
+                (record.volume, record.plugin, Path(record.path), (record.claim, record.namespace))
+            )
+    return dirs
 
 
 def _volume_dirs(root: Path) -> list[tuple[str, str, Path]]:
@@ -165,13 +182,13 @@ class VolumeUsageCache:
         pod.running = done = trio.Event()
         try:
             began = self.clock()
-            root = Path(self.root_dir) / "pods" / uid / "volumes"
-            dirs = await self._run(_volume_dirs, root)
+            root = Path(self.root_dir) / "pods" / uid
+            dirs = await self._run(_claim_volumes, root)
             volumes = []
-            for name, plugin, path in dirs:
+            for name, plugin, path, pvc in dirs:
                 volume = pod.walks.setdefault(str(path), _Volume())
                 await self._measure(volume, str(path), began)
-                volumes.append(PodVolume(name, plugin, str(path), volume.usage()))
+                volumes.append(PodVolume(name, plugin, str(path), volume.usage(), pvc))
             pod.keep({v.path for v in volumes})
             pod.measured, pod.volumes = began, volumes
             return volumes

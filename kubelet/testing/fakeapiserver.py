@@ -26,7 +26,8 @@ which writes the chosen port to PORT once listening and exits 0 on SIGTERM/SIGIN
 What it models
 --------------
 Resources: core/v1 pods (+status, +ephemeralcontainers, +resize), nodes (+status), namespaces,
-events, configmaps, secrets, services, serviceaccounts (+token, a TokenRequest answered
+events, configmaps, secrets, persistentvolumeclaims and persistentvolumes (+status),
+services, serviceaccounts (+token, a TokenRequest answered
 with a fake JWT);
 coordination.k8s.io/v1 leases; certificates.k8s.io/v1 certificatesigningrequests
 (+approval, +status; ``csrapi.CsrController`` approves and signs them, and client

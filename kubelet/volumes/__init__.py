@@ -2,11 +2,14 @@
 
 What the package offers: ``VolumeManager`` and ``PodVolumes`` (a pod's volumes set up
 before its sandbox, mounted into its containers, removed after its teardown),
-``ApiTokenSource`` (service-account tokens), ``PodEnvFiles`` (``fileKeyRef`` env files),
+``ApiTokenSource`` (service-account tokens), ``ApiClaimLookup`` (the claims and
+PersistentVolumes behind persistentVolumeClaim and ephemeral volumes), ``PodEnvFiles``
+(``fileKeyRef`` env files),
 ``setup_data_dirs``/``pod_dir``/``make_log_dir`` (the directories under --root-dir, with
 upstream's layout and modes) and ``noswap_supported``.
 """
 
+from .claims import ApiClaimLookup
 from .dirs import CHECKPOINTS_DIR, POD_RESOURCES_DIR, DataDirError, make_log_dir, setup_data_dirs
 from .envfiles import PodEnvFiles
 from .manager import PodVolumes, VolumeManager
@@ -18,6 +21,7 @@ from .tokens import ApiTokenSource
 __all__ = [
     "CHECKPOINTS_DIR",
     "POD_RESOURCES_DIR",
+    "ApiClaimLookup",
     "ApiTokenSource",
     "DataDirError",
     "MountConfigError",

@@ -8,9 +8,12 @@ container mounts, as upstream's volume manager does for the volumes in use:
   checks) once; configMap, secret, downwardAPI and projected volumes at every sync, so
   updated objects and rotated tokens reach running pods (written atomically; secret
   and projected on tmpfs);
-* a volume of a type the kubelet does not provide (persistentVolumeClaim, csi,
-  ephemeral, nfs, iscsi, image, ...) is never left out: the pod waits, with upstream's
-  FailedMount message naming the volume and its type;
+* persistentVolumeClaim and generic ephemeral volumes through their claim and its
+  PersistentVolume (``claims``, ``persistent``), once: what was set up is noted in the
+  pod directory and reused as it is, by this kubelet and the next;
+* a volume of a type the kubelet does not provide (csi, nfs, iscsi, image, ...) is
+  never left out: the pod waits, with upstream's FailedMount message naming the volume
+  and its type;
 * a volume that cannot be set up the first time keeps the pod waiting; one that fails
   to refresh later is reported and stays as it was (running pods are not disturbed).
 
@@ -33,13 +36,16 @@ import attrs
 from kubelet.api import Container, Pod, QuantityError, Volume, VolumeMount, to_bytes
 from kubelet.cri import api
 from kubelet.env import EnvLookup
+from kubelet.stats import ClaimRecord, claim_record_path, read_claim_records
 
 from .atomic import write_atomic
+from .claims import ClaimError, ClaimLookup, claim_use, resolve_claim, volume_mode_problem
 from .dirs import VOLUME_DIR_MODE, ensure_exact_dir, make_pod_data_dirs, mkdir_all
 from .hostpath import VolumeError, check_host_path
 from .mounts import is_separate_filesystem, mounts_under, unmount
 from .ownership import fs_group, set_volume_ownership, wanted_mode
 from .paths import EMPTY_DIR, pod_dir, pods_dir, volume_dir
+from .persistent import mount_persistent_volume, plugin_of, unsupported_pv_message
 from .sources import (
     PROJECTED,
     SECRET,
@@ -83,6 +89,12 @@ class _NoApi:
     async def secret(self, namespace: str, name: str) -> Mapping[str, bytes] | None:
         return None
 
+    async def claim(self, namespace: str, name: str) -> Mapping[str, object] | None:
+        return None
+
+    async def volume(self, name: str) -> Mapping[str, object] | None:
+        return None
+
 
 _NO_API = _NoApi()
 
@@ -94,7 +106,8 @@ class PodVolumes:
     paths: Mapping[str, str] = attrs.field(factory=dict)
     """volume name → host path, for every volume that can be mounted"""
     read_only: frozenset[str] = frozenset()
-    """volumes every container mounts read-only (configMap, secret, downwardAPI, projected)"""
+    """volumes every container mounts read-only (configMap, secret, downwardAPI,
+    projected; a claim the pod uses readOnly or a ReadOnlyMany volume)"""
     unmounted: tuple[str, ...] = ()
     """volumes some container mounts that are not set up: the pod must not start"""
     events: tuple[str, ...] = ()
@@ -118,13 +131,32 @@ def _go_list(names: Sequence[str]) -> str:
 def volumes_in_use(pod: Pod) -> set[str]:
     """The volumes some container (init, sidecar or regular) mounts or uses as a block
     device; the others are not set up, as upstream."""
-    used: set[str] = set()
-    for container in (*pod.spec.init_containers, *pod.spec.containers):
-        used.update(m.name for m in container.volume_mounts)
-        used.update(
-            str(d.get("name", "")) for d in container.volume_devices if isinstance(d, Mapping)
-        )
-    return used
+    return mounted_volumes(pod) | device_volumes(pod)
+
+
+def mounted_volumes(pod: Pod) -> set[str]:
+    return {
+        m.name for c in (*pod.spec.init_containers, *pod.spec.containers) for m in c.volume_mounts
+    }
+
+
+def device_volumes(pod: Pod) -> set[str]:
+    return {
+        str(d.get("name", ""))
+        for c in (*pod.spec.init_containers, *pod.spec.containers)
+        for d in c.volume_devices
+        if isinstance(d, Mapping)
+    }
+
+
+def _not_processed(unmounted: list[str], failed: list[tuple[str, str]]) -> str:
+    """Upstream's FailedMount of a pod with volumes that could not be processed."""
+    reasons = "; ".join(reason for _, reason in failed)
+    return (
+        "Unable to attach or mount volumes: "
+        f"unmounted volumes={_go_list(sorted(unmounted))}, unattached volumes=[], "
+        f"failed to process volumes={_go_list(sorted(n for n, _ in failed))}: {reasons}"
+    )
 
 
 def unsupported_message(name: str, kind: str | None) -> str:
@@ -161,11 +193,17 @@ class VolumeManager:
         lookup: EnvLookup | None = None,
         tokens: TokenSource | None = None,
         node_allocatable: Mapping[str, str] | None = None,
+        claims: ClaimLookup | None = None,
+        node_labels: Mapping[str, str] | None = None,
     ) -> None:
         self.root_dir = root_dir
         self.lookup = lookup
         self.tokens = tokens
         self.node_allocatable = dict(node_allocatable or {})
+        self.claims = claims
+        self.node_labels = dict(node_labels or {})
+        self._claim_index: dict[str, dict[str, ClaimRecord]] | None = None
+        """pod uid → its claim volumes set up (read from the pod directories once)"""
         self._ready: dict[str, set[str]] = {}
         """pod uid → volumes set up by this process (emptyDir and hostPath: done)"""
         self._cleanup_warned: set[str] = set()
@@ -183,10 +221,24 @@ class VolumeManager:
         paths: dict[str, str] = {}
         read_only: set[str] = set()
         unmounted: list[str] = []
-        unsupported: list[str] = []
         events: list[str] = []
+        failed: list[tuple[str, str]] = []
         for volume in pod.spec.volumes:
             if volume.name not in in_use:
+                continue
+            if claim_use(pod, volume) is not None:
+                try:
+                    record = await self._setup_claim(pod, volume)
+                except ClaimError as exc:
+                    failed.append((volume.name, str(exc)))
+                    unmounted.append(volume.name)
+                except VolumeError as exc:
+                    events.append(str(exc))
+                    unmounted.append(volume.name)
+                else:
+                    paths[volume.name] = record.path
+                    if record.read_only:
+                        read_only.add(volume.name)
                 continue
             plugin = plugin_name(volume)
             if plugin is not None:
@@ -203,19 +255,60 @@ class VolumeManager:
                 continue
             if path is None:
                 unmounted.append(volume.name)
-                unsupported.append(volume.name)
+                failed.append((volume.name, unsupported_message(volume.name, source_kind(volume))))
                 continue
             paths[volume.name] = path
             ready.add(volume.name)
-        if unsupported:
-            kinds = {v.name: source_kind(v) for v in pod.spec.volumes}
-            reasons = "; ".join(unsupported_message(n, kinds.get(n)) for n in unsupported)
-            events.append(
-                "Unable to attach or mount volumes: "
-                f"unmounted volumes={_go_list(sorted(unmounted))}, unattached volumes=[], "
-                f"failed to process volumes={_go_list(sorted(unsupported))}: {reasons}"
-            )
+        if failed:
+            events.append(_not_processed(unmounted, failed))
         return PodVolumes(paths, frozenset(read_only), tuple(sorted(unmounted)), tuple(events))
+
+    # -- claims ---------------------------------------------------------------------------
+
+    async def _setup_claim(self, pod: Pod, volume: Volume) -> ClaimRecord:
+        """A persistentVolumeClaim or ephemeral volume: the record of an earlier set up,
+        else the claim and its volume checked and the volume mounted. Raises ClaimError
+        (not processed) or VolumeError (a FailedMount of its own)."""
+        claims = self._claims()
+        record = claims.get(pod.uid, {}).get(volume.name)
+        if record is not None:
+            return record
+        bound = await resolve_claim(pod, volume, self.claims or _NO_API)
+        problem = volume_mode_problem(
+            bound.pv,
+            volume.name,
+            volume.name in mounted_volumes(pod),
+            volume.name in device_volumes(pod),
+        )
+        if problem is not None:
+            raise ClaimError(f"error processing PVC {bound.namespace}/{bound.claim}: {problem}")
+        plugin = plugin_of(bound)
+        if plugin is None:
+            raise ClaimError(unsupported_pv_message(bound.pv_name, bound.source_kind))
+        elsewhere = any(
+            r.pv == bound.pv_name
+            for uid, records in list(claims.items())
+            if uid != pod.uid
+            for r in records.values()
+        )
+        path = mount_persistent_volume(bound, self.node_labels, elsewhere)
+        record = ClaimRecord(
+            volume.name, bound.claim, bound.namespace, bound.pv_name, plugin, path, bound.read_only
+        )
+        _write_record(pod_dir(self.root_dir, pod.uid), record)
+        claims.setdefault(pod.uid, {})[volume.name] = record
+        return record
+
+    def _claims(self) -> dict[str, dict[str, ClaimRecord]]:
+        """The claim volumes of every pod directory: read from disk the first time (an
+        earlier kubelet's pods hold theirs), kept up to date after."""
+        if self._claim_index is None:
+            self._claim_index = {
+                uid: found
+                for uid in self.pod_uids_on_disk()
+                if (found := read_claim_records(pod_dir(self.root_dir, uid)))
+            }
+        return self._claim_index
 
     async def _setup_one(
         self, pod: Pod, volume: Volume, plugin: str | None, done: bool
@@ -437,6 +530,8 @@ class VolumeManager:
         below it (tmpfs volumes), then the files. False (and everything left in place)
         when a mount stays; housekeeping tries again."""
         self._ready.pop(uid, None)
+        if self._claim_index is not None:
+            self._claim_index.pop(uid, None)
         root = pod_dir(self.root_dir, uid)
         if not os.path.isdir(root):
             return True
@@ -457,6 +552,15 @@ class VolumeManager:
         with contextlib.suppress(FileNotFoundError):
             os.rmdir(root)
         return True
+
+
+def _write_record(pod_root: str, record: ClaimRecord) -> None:
+    """The claim volume's record, whole or not at all."""
+    target = claim_record_path(pod_root, record.volume)
+    mkdir_all(os.path.dirname(target), 0o750)
+    with open(target + ".tmp", "wb") as fh:
+        fh.write(record.to_json())
+    os.replace(target + ".tmp", target)
 
 
 def _check_recursive_read_only(mount: VolumeMount) -> None:

@@ -109,3 +109,96 @@ async def test_pod_reads_config_map_secret_and_token_then_leaves_nothing(
                 await trio.sleep(0.2)
         assert not pod_dir.exists()
         assert not await runtime.list_pod_sandbox(labels={labels.POD_UID: uid})
+
+
+def claim_pod(name: str, node: str, command: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "nodeName": node,
+            "terminationGracePeriodSeconds": 2,
+            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}],
+            "containers": [
+                {
+                    "name": "app",
+                    "image": "docker.io/library/busybox:1.35",
+                    "command": ["sh", "-c", command],
+                    "volumeMounts": [{"name": "data", "mountPath": "/data"}],
+                }
+            ],
+        },
+    }
+
+
+async def test_a_claim_on_a_host_path_volume_outlives_its_pods(
+    cluster: tuple[str, str, Processes], cri: tuple[RuntimeClient, ImageClient], short_tmp: Path
+) -> None:
+    """A pod writes to its claim and goes; the next pod on the claim reads it back."""
+    url, node, _ = cluster
+    runtime, _ = cri
+    disk = short_tmp / "disk"
+    disk.mkdir()
+    async with httpx.AsyncClient(base_url=url, timeout=10) as api:
+        with trio.fail_after(20):
+            while (await api.get(f"/api/v1/nodes/{node}")).status_code != 200:
+                await trio.sleep(0.1)
+        claim = {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "data", "namespace": "default"},
+            "spec": {"accessModes": ["ReadWriteOnce"], "volumeName": "pv-data"},
+        }
+        r = await api.post("/api/v1/namespaces/default/persistentvolumeclaims", json=claim)
+        assert r.status_code == 201, r.text
+        claim_uid = r.json()["metadata"]["uid"]
+        r = await api.put(
+            "/api/v1/namespaces/default/persistentvolumeclaims/data/status",
+            json={**r.json(), "status": {"phase": "Bound"}},
+        )
+        assert r.status_code == 200, r.text
+        volume = {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": "pv-data"},
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "capacity": {"storage": "1Gi"},
+                "hostPath": {"path": str(disk), "type": "Directory"},
+                "claimRef": {"namespace": "default", "name": "data", "uid": claim_uid},
+            },
+        }
+        r = await api.post("/api/v1/persistentvolumes", json=volume)
+        assert r.status_code == 201, r.text
+
+        async def running(name: str) -> str:
+            with trio.fail_after(60):
+                while True:
+                    found = [
+                        c
+                        for c in await runtime.list_containers(labels={labels.POD_NAME: name})
+                        if c.state == 1
+                    ]
+                    if found:
+                        return found[0].id
+                    await trio.sleep(0.2)
+
+        writer = claim_pod("writer", node, "echo kept > /data/note; " + LOOP)
+        r = await api.post("/api/v1/namespaces/default/pods", json=writer)
+        assert r.status_code == 201, r.text
+        await running("writer")
+        with trio.fail_after(10):
+            while not (disk / "note").exists():
+                await trio.sleep(0.1)
+        assert (await api.delete("/api/v1/namespaces/default/pods/writer")).status_code == 200
+        with trio.fail_after(30):
+            while (await api.get("/api/v1/namespaces/default/pods/writer")).status_code != 404:
+                await trio.sleep(0.2)
+        reader = claim_pod("reader", node, LOOP)
+        r = await api.post("/api/v1/namespaces/default/pods", json=reader)
+        assert r.status_code == 201, r.text
+        cid = await running("reader")
+        out = await runtime.exec_sync(cid, ["cat", "/data/note"], timeout=5)
+        assert out.stdout.decode() == "kept\n"
+        assert (disk / "note").read_text() == "kept\n"

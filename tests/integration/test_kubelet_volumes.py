@@ -176,7 +176,6 @@ def pvc_pod(c: Cluster, name: str, volume: dict[str, Any]) -> None:
 @pytest.mark.parametrize(
     ("kind", "source"),
     [
-        ("persistentVolumeClaim", {"persistentVolumeClaim": {"claimName": "claim"}}),
         ("iscsi", {"iscsi": {"targetPortal": "10.0.0.1:3260", "iqn": "iqn.x", "lun": 0}}),
         ("csi", {"csi": {"driver": "example.csi.k8s.io"}}),
     ],

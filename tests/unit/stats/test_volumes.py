@@ -176,3 +176,23 @@ async def test_forgetting_a_pod_closes_its_paused_walk(
     assert len(os.listdir("/proc/self/fd")) == before + 1
     cache.keep(set())
     assert len(os.listdir("/proc/self/fd")) == before
+
+
+async def test_a_claim_volume_is_measured_at_its_path_and_names_its_claim(
+    tmp_path: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    from kubelet.stats import ClaimRecord, claim_record_path
+
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    (disk / "f").write_bytes(b"x" * 8192)
+    record = ClaimRecord("data", "web-data", "ns", "pv-1", "kubernetes.io~local-volume", str(disk))
+    target = Path(claim_record_path(str(tmp_path / "pods" / "u1"), "data"))
+    target.parent.mkdir(parents=True)
+    target.write_bytes(record.to_json())
+    scratch = _volume(tmp_path, "u1")
+    cache = VolumeUsageCache(str(tmp_path), trio.current_time, period=60, in_threads=False)
+    volumes = {v.name: v for v in await cache.pod_volumes("u1")}
+    assert volumes["data"].path == str(disk) and volumes["data"].pvc == ("web-data", "ns")
+    assert volumes["data"].usage.bytes >= 8192
+    assert volumes["scratch"].path == str(scratch) and volumes["scratch"].pvc is None

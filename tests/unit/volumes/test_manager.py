@@ -166,9 +166,7 @@ def manager(tmp_path: Path) -> Iterator[VolumeManager]:
 
 
 UNSUPPORTED = [
-    ("persistentVolumeClaim", Volume(name="v", persistent_volume_claim={"claimName": "c"})),
     ("csi", Volume(name="v", csi={"driver": "d"})),
-    ("ephemeral", Volume(name="v", ephemeral={})),
     ("nfs", Volume(name="v", nfs={"server": "s", "path": "/"})),
     ("image", Volume(name="v", image={"reference": "r"})),
     ("iscsi", Volume(name="v", iscsi={})),

@@ -1,0 +1,113 @@
+"""Mounting a bound PersistentVolume: its source decides (the one dispatch point).
+
+``hostPath`` and ``local`` volumes are bound into the containers from the volume's path,
+as a pod's hostPath volume is: a hostPath volume after its ``type`` check, a local one
+when its path is a directory. Before that, as upstream's mount operation: the volume's
+required node affinity must match this node's labels, and a volume whose only access
+mode is ReadWriteOncePod must not be in use by another pod on this node. A ``csi``
+volume waits for its driver; any other in-tree type is refused by name.
+
+Each failure is upstream's event text, ``<operation> failed for volume "<pv>" : <why>``.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Mapping
+
+from .claims import RWOP_IN_USE, BoundClaim, node_affinity_problem, only_read_write_once_pod
+from .hostpath import VolumeError, check_host_path
+
+HOST_PATH = "kubernetes.io~host-path"
+LOCAL = "kubernetes.io~local-volume"
+CSI = "kubernetes.io~csi"
+
+
+class MountFailure(VolumeError):
+    """A bound volume that cannot be mounted; ``str`` is the whole event message."""
+
+    def __init__(self, operation: str, pv_name: str, why: str) -> None:
+        super().__init__(f'{operation} failed for volume "{pv_name}" : {why}')
+
+
+def unsupported_pv_message(pv_name: str, kind: str | None) -> str:
+    """Upstream's populator error when no plugin takes the volume's source."""
+    what = f"{kind} volumes are" if kind else "volumes of this type are"
+    return (
+        f'failed to get Plugin from volumeSpec for volume "{pv_name}" err=no volume plugin '
+        f"matched: {what} not supported by this kubelet"
+    )
+
+
+def plugin_of(bound: BoundClaim) -> str | None:
+    """The plugin that mounts the volume here (None: no plugin takes its source)."""
+    return {"hostPath": HOST_PATH, "local": LOCAL, "csi": CSI}.get(bound.source_kind or "")
+
+
+def csi_not_registered(bound: BoundClaim) -> MountFailure:
+    """A CSI volume whose driver has not registered on this node (upstream's text)."""
+    driver = str(bound.source.get("driver") or "")
+    return MountFailure(
+        "MountVolume.MountDevice",
+        bound.pv_name,
+        "kubernetes.io/csi: attacher.MountDevice failed to create newCsiDriverClient: "
+        f"driver name {driver} not found in the list of registered CSI drivers",
+    )
+
+
+def _local_path(bound: BoundClaim) -> str:
+    """Upstream's local plugin: the path must exist and be a directory (a block device
+    would be formatted and mounted: not done by this kubelet)."""
+    path = str(bound.source.get("path") or "")
+    if not path:
+        raise MountFailure(
+            "MountVolume.NewMounter initialization",
+            bound.pv_name,
+            "local volume source is nil or local path is not set",
+        )
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise MountFailure(
+            "MountVolume.NewMounter initialization", bound.pv_name, f'path "{path}" does not exist'
+        ) from None
+    if stat.S_ISBLK(mode):
+        raise MountFailure(
+            "MountVolume.NewMounter initialization",
+            bound.pv_name,
+            "local volumes on a block device are not supported by this kubelet",
+        )
+    if not stat.S_ISDIR(mode):
+        raise MountFailure(
+            "MountVolume.NewMounter initialization",
+            bound.pv_name,
+            "only directory and block device are supported",
+        )
+    return path
+
+
+def mount_persistent_volume(
+    bound: BoundClaim, node_labels: Mapping[str, str], used_elsewhere: bool
+) -> str:
+    """The host path to bind into the containers; raises MountFailure (the pod waits,
+    FailedMount, retried). ``plugin_of(bound)`` must not be None."""
+    kind = bound.source_kind
+    # -- the dispatch point: each PersistentVolume source that can be mounted here ------
+    if kind == "csi":
+        # CSI: the CSI volume plugin (NodeStage/NodePublish through the registered
+        # driver) is called from here; until a driver registers, the volume waits.
+        raise csi_not_registered(bound)
+    path = _local_path(bound) if kind == "local" else ""
+    problem = node_affinity_problem(bound.pv, node_labels)
+    if problem is not None:
+        raise MountFailure("MountVolume.NodeAffinity check", bound.pv_name, problem)
+    if used_elsewhere and only_read_write_once_pod(bound.pv):
+        raise MountFailure("MountVolume.SetUp", bound.pv_name, RWOP_IN_USE)
+    if kind == "hostPath":
+        try:
+            return check_host_path(bound.source)
+        except (VolumeError, OSError) as exc:
+            raise MountFailure("MountVolume.SetUp", bound.pv_name, str(exc)) from exc
+    assert kind == "local", kind
+    return path
