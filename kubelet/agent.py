@@ -346,6 +346,9 @@ def _cm_parts(core: Core, local: NodeInfo) -> CmParts:
         record=record,
         host=CgroupHost(fs=host.cgroup_fs, io=host.cgroup_io, proc=host.proc, systemd=host.systemd),
         observe=core.metrics.observe_cgroup_manager,
+        api=core.api,
+        node_name=core.node.name,
+        metrics=core.metrics,
     )
 
 

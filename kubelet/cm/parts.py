@@ -6,9 +6,11 @@ from collections.abc import Callable
 
 import attrs
 
+from kubelet.api import ApiClient
 from kubelet.cgroups import ActivePods, CgroupHost, Event, Observe
 from kubelet.config import Options
 from kubelet.cri import RuntimeClient
+from kubelet.metrics import KubeletMetrics
 
 from .manager import NodeResources
 
@@ -29,3 +31,8 @@ class CmParts:
     host: CgroupHost
     observe: Observe | None = None
     """the cgroup manager's operation durations (metrics)"""
+    api: ApiClient | None = None
+    """the API server (DRA reads ResourceClaims, deletes stale ResourceSlices); None:
+    standalone"""
+    node_name: str = ""
+    metrics: KubeletMetrics | None = None
