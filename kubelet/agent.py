@@ -350,6 +350,9 @@ def _cm_parts(core: Core, local: NodeInfo) -> CmParts:
         observe=core.metrics.observe_cgroup_manager,
         sys_root=str(host.sys),
         count_cpu_pinning=core.metrics.cpu_pinning,
+        api=core.api,
+        node_name=core.node.name,
+        metrics=core.metrics,
     )
 
 

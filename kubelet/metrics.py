@@ -165,6 +165,33 @@ RuntimePodsProvider = Callable[[], Iterable[RuntimePodStatus]]
 DesiredPodsProvider = Callable[[], Iterable[Pod]]
 
 
+class _ClaimsInUse(Collector):
+    """dra_resource_claims_in_use, computed at scrape time."""
+
+    def __init__(self, provider: Callable[[], Mapping[str, int]]) -> None:
+        self.provider = provider
+
+    def collect(self) -> Iterator[Any]:
+        counts = self.provider()
+        family = GaugeMetricFamily(
+            "dra_resource_claims_in_use",
+            _alpha(
+                "The number of ResourceClaims that are currently in use on the node, by "
+                "driver name (driver_name label value) and across all drivers (special "
+                "value <any> for driver_name). Note that the sum of all by-driver counts is "
+                "not the total number of in-use ResourceClaims because the same "
+                "ResourceClaim might use devices from different drivers. Instead, use the "
+                "count for the <any> driver_name."
+            ),
+            labels=["driver_name"],
+        )
+        family.add_metric(["<any>"], counts.get("<any>", 0))
+        for driver, count in sorted(counts.items()):
+            if driver != "<any>":
+                family.add_metric([driver], count)
+        yield family
+
+
 class PodGauges(Collector):
     """Gauges computed at scrape time from what the kubelet already knows: the pods the
     runtime holds (the pod cache) and the pods it should run (the desired pods). A
@@ -326,6 +353,7 @@ class KubeletMetrics:
         self._pod_metrics(reg)
         self._pleg_metrics(reg)
         self._runtime_metrics(reg)
+        self._dra_metrics(reg)
         self._http_metrics(reg)
         self._node_protection_metrics(reg)
         self._loop_metrics(reg)
@@ -431,6 +459,29 @@ class KubeletMetrics:
             "kubelet_pleg_discard_events", _alpha("The number of discard events in PLEG.")
         )
         reg.register(self.pleg_discard_events)
+
+    def _dra_metrics(self, reg: CollectorRegistry) -> None:
+        """Dynamic resource allocation: the DRA manager's operations and driver calls."""
+        self.dra_operations_duration = Histogram(
+            "dra_operations_duration_seconds",
+            _alpha(
+                "Latency histogram in seconds for the duration of handling all ResourceClaims "
+                "referenced by a pod when the pod starts or stops. Identified by the name of "
+                "the operation (PrepareResources or UnprepareResources) and separated by the "
+                "success of the operation. The number of failed operations is provided "
+                "through the histogram's overall count."
+            ),
+            ["operation_name", "is_error"],
+            buckets=DEF_BUCKETS,
+            registry=reg,
+        )
+        self.dra_grpc_operations_duration = Histogram(
+            "dra_grpc_operations_duration_seconds",
+            _alpha("Duration in seconds of the DRA gRPC operations"),
+            ["driver_name", "method_name", "grpc_status_code"],
+            buckets=DEF_BUCKETS,
+            registry=reg,
+        )
 
     def _runtime_metrics(self, reg: CollectorRegistry) -> None:
         """CRI operations, pods and containers started."""
@@ -691,6 +742,22 @@ class KubeletMetrics:
     def cpu_pinning(self, kind: str) -> None:
         """A CPU manager pinning: ``requests`` (every one) or ``errors`` (refused)."""
         (self.cpu_pinning_errors if kind == "errors" else self.cpu_pinning_requests).inc()
+    def observe_dra_operation(self, operation: str, is_error: bool, seconds: float) -> None:
+        """A pod's PrepareResources or UnprepareResources by the DRA manager."""
+        self.dra_operations_duration.labels(
+            operation_name=operation, is_error="true" if is_error else "false"
+        ).observe(seconds)
+
+    def observe_dra_grpc(self, driver: str, method: str, code: str, seconds: float) -> None:
+        """One call to a DRA driver (``method``: the full gRPC method name)."""
+        self.dra_grpc_operations_duration.labels(
+            driver_name=driver, method_name=method, grpc_status_code=code
+        ).observe(seconds)
+
+    def dra_claims_in_use(self, provider: Callable[[], Mapping[str, int]]) -> None:
+        """Register ``dra_resource_claims_in_use`` over ``provider`` (driver → claims in
+        use), with upstream's "<any>" total; once (the DRA manager's start)."""
+        self.registry.register(_ClaimsInUse(provider))
 
     def observe_cgroup_manager(self, operation: str, seconds: float) -> None:
         """One cgroup "create", "update" or "destroy" by the cgroup manager."""

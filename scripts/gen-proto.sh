@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerate the CRI Python stubs from proto/cri_api.proto.
 #
-#   scripts/gen-proto.sh [OUT_DIR [PR_OUT_DIR]]  (default: kubelet/cri, kubelet/server/podresources)
+#   scripts/gen-proto.sh [OUT_DIR [PR_OUT_DIR [DRA_OUT_DIR]]]
+#   (default: kubelet/cri, kubelet/server/podresources, kubelet/cm/dra)
 #
 # Needs the dev extra (grpcio-tools, grpclib's protoc plugin). The stubs are committed;
 # tests/unit/test_proto_stubs.py regenerates them into a temporary directory and fails if
@@ -29,3 +30,15 @@ mkdir -p "$PR_OUT"
   --plugin=protoc-gen-grpclib_python="$PLUGIN" --grpclib_python_out="$PR_OUT" \
   "$ROOT/proto/podresources_api.proto"
 sed -i 's/^import podresources_api_pb2$/from . import podresources_api_pb2/' "$PR_OUT/podresources_api_grpc.py"
+# The DRA kubelet plugin API (v1 and v1beta1), spoken by kubelet/cm/dra/.
+if [ -n "${3:-}" ]; then DRA_OUT="$3"
+elif [ -n "${1:-}" ]; then DRA_OUT="$OUT/dra"
+else DRA_OUT="$ROOT/kubelet/cm/dra"; fi
+mkdir -p "$DRA_OUT"
+for v in v1 v1beta1; do
+  "$PY" -m grpc_tools.protoc -I "$ROOT/proto" \
+    --python_out="$DRA_OUT" --pyi_out="$DRA_OUT" \
+    --plugin=protoc-gen-grpclib_python="$PLUGIN" --grpclib_python_out="$DRA_OUT" \
+    "$ROOT/proto/dra_${v}_api.proto"
+  sed -i "s/^import dra_${v}_api_pb2\$/from . import dra_${v}_api_pb2/" "$DRA_OUT/dra_${v}_api_grpc.py"
+done

@@ -606,6 +606,17 @@ class ApiClient:
         data: dict[str, Any] = await self._object("DELETE", path, None, body=options or None)
         return data
 
+    async def delete_collection(
+        self, path: str, *, label_selector: str = "", field_selector: str = ""
+    ) -> dict[str, Any]:
+        """DELETE on a collection: every object the selectors match."""
+        params: dict[str, str | int | bool] = {
+            "labelSelector": label_selector,
+            "fieldSelector": field_selector,
+        }
+        data: dict[str, Any] = await self._object("DELETE", path, None, params=params)
+        return data
+
     async def list(
         self,
         path: str,

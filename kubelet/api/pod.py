@@ -505,6 +505,9 @@ class PodStatus:
     extended_resource_claim_status: Mapping[str, Any] | None = None
     """the scheduler's claim for extended resources DRA provides (DRAExtendedResource);
     carried as it is, the kubelet never writes it"""
+    resource_claim_statuses: tuple[Any, ...] = ()
+    """the names of the claims generated from the pod's templates (the ResourceClaim
+    controller's); carried as it is, the kubelet never writes it"""
 
 
 @attrs.frozen(kw_only=True)

@@ -103,6 +103,10 @@ class ResourceManager(Protocol):
         """Before a stopped container is removed; errors are the manager's to log."""
         return None
 
+    def plugin_handlers(self) -> Mapping[str, object]:
+        """Plugin type → the plugin watcher's handler for it (DRA: "DRAPlugin")."""
+        return {}
+
 
 class ContainerManager:
     """The node's resources and its resource managers, as the rest of the kubelet asks
@@ -177,3 +181,10 @@ class ContainerManager:
     async def post_stop(self, container_id: str) -> None:
         for manager in self.managers:
             await manager.post_stop(container_id)
+
+    def plugin_handlers(self) -> dict[str, object]:
+        """Every manager's plugin watcher handlers, by plugin type."""
+        out: dict[str, object] = {}
+        for manager in self.managers:
+            out.update(manager.plugin_handlers())
+        return out

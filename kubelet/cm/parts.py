@@ -6,9 +6,11 @@ from collections.abc import Callable
 
 import attrs
 
+from kubelet.api import ApiClient
 from kubelet.cgroups import ActivePods, CgroupHost, Event, Observe
 from kubelet.config import Options
 from kubelet.cri import RuntimeClient
+from kubelet.metrics import KubeletMetrics
 
 from .manager import NodeResources
 
@@ -33,3 +35,8 @@ class CmParts:
     """where the machine's CPU and NUMA topology is read (tests: a fake tree)"""
     count_cpu_pinning: Callable[[str], None] | None = None
     """the CPU manager's pinning counters ("requests", "errors")"""
+    api: ApiClient | None = None
+    """the API server (DRA reads ResourceClaims, deletes stale ResourceSlices); None:
+    standalone"""
+    node_name: str = ""
+    metrics: KubeletMetrics | None = None

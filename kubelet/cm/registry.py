@@ -13,9 +13,10 @@ from collections.abc import Awaitable, Callable
 import trio
 
 from .cpu import start_cpu_manager
+from .dra import start_dra
 from .manager import ResourceManager
 from .parts import CmParts
 
 StartManager = Callable[[CmParts, trio.Nursery], Awaitable[ResourceManager]]
 
-RESOURCE_MANAGERS: tuple[StartManager, ...] = (start_cpu_manager,)
+RESOURCE_MANAGERS: tuple[StartManager, ...] = (start_cpu_manager, start_dra)

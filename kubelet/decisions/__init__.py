@@ -32,7 +32,16 @@ from .criconfig import (
     sandbox_config,
     target_namespaces,
 )
-from .dra import FAILED_PREPARE_DYNAMIC_RESOURCES, claims_to_prepare, unprepared_message
+from .dra import (
+    FAILED_PREPARE_DYNAMIC_RESOURCES,
+    ClaimError,
+    ClaimRef,
+    cdi_annotation,
+    claim_drivers,
+    claim_refusal,
+    container_claim_requests,
+    pod_claims,
+)
 from .grace import KillReason, kill_grace_period, remaining_deletion_grace, stop_container_timeout
 from .limits import ContainerLimits, container_limits
 from .nodeselector import node_selector_term_matches, node_selector_terms_match
@@ -65,6 +74,8 @@ __all__ = [
     "PENDING",
     "Allocation",
     "Backoff",
+    "ClaimError",
+    "ClaimRef",
     "ContainerContribution",
     "ContainerLimits",
     "ContainerToKill",
@@ -76,8 +87,11 @@ __all__ = [
     "allocation_of",
     "apparmor_admission_error",
     "apparmor_host_error",
-    "claims_to_prepare",
+    "cdi_annotation",
+    "claim_drivers",
+    "claim_refusal",
     "compute_pod_actions",
+    "container_claim_requests",
     "container_config",
     "container_limits",
     "container_should_restart",
@@ -97,6 +111,7 @@ __all__ = [
     "node_selector_terms_match",
     "pending_condition",
     "pod_cgroup_parent",
+    "pod_claims",
     "pod_log_directory",
     "pod_qos",
     "remaining_deletion_grace",
@@ -110,7 +125,6 @@ __all__ = [
     "sysctls",
     "target_namespaces",
     "tolerates",
-    "unprepared_message",
     "untolerated_taint",
     "verify_run_as_non_root",
 ]

@@ -1,42 +1,206 @@
-"""Dynamic resource allocation: which of a pod's resource claims would need preparing.
+"""Dynamic resource allocation: which ResourceClaims a pod uses, whether a claim may be
+prepared for it, and which of a claim's devices each container gets.
 
-Upstream's kubelet prepares a pod's claims (through the DRA drivers registered on the
-node) before it creates the sandbox; until that succeeds the pod waits, with a
-``FailedPrepareDynamicResources`` event, and the sync is retried. This kubelet has no DRA
-drivers, so a pod with claims is never started without its devices: it waits the same
-way, and the event says that DRA is not implemented here and which claims it needed.
-
-The claims are the pod's ``spec.resourceClaims`` and the one the scheduler makes for
+A pod names its claims in ``spec.resourceClaims`` (an existing claim by
+``resourceClaimName``, or a template whose generated claim's name the ResourceClaim
+controller writes into ``status.resourceClaimStatuses``); the scheduler adds one for
 extended resources that DRA provides (``status.extendedResourceClaimStatus``,
-DRAExtendedResource).
+DRAExtendedResource). A container uses the claims its ``resources.claims`` lists (one
+request of a claim, or all of them); for the extended-resource claim, the requests its
+``requestMappings`` give the container. The kubelet (``cm/dra``) reads each claim,
+checks it here, has the drivers prepare it and hands the containers the CDI devices.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
-from kubelet.api import Pod
+import attrs
 
-__all__ = ["FAILED_PREPARE_DYNAMIC_RESOURCES", "claims_to_prepare", "unprepared_message"]
+from kubelet.api import Container, Pod
+
+__all__ = [
+    "FAILED_PREPARE_DYNAMIC_RESOURCES",
+    "ClaimError",
+    "ClaimRef",
+    "cdi_annotation",
+    "claim_drivers",
+    "claim_refusal",
+    "container_claim_requests",
+    "pod_claims",
+]
 
 FAILED_PREPARE_DYNAMIC_RESOURCES = "FailedPrepareDynamicResources"
+CDI_ANNOTATION_PREFIX = "cdi.k8s.io/"
 
 
-def claims_to_prepare(pod: Pod) -> tuple[str, ...]:
-    """The names of the claims ``pod`` needs prepared before its sandbox (empty: none)."""
-    names = [
-        str(claim.get("name", "")) if isinstance(claim, Mapping) else ""
-        for claim in pod.spec.resource_claims
-    ]
-    extended = pod.status.extended_resource_claim_status
-    if extended:
-        names.append(str(extended.get("resourceClaimName", "")) or "extended resources")
-    return tuple(name or "unnamed" for name in names)
+class ClaimError(Exception):
+    """The pod's claims cannot be resolved yet (the sync fails and is retried)."""
 
 
-def unprepared_message(claims: tuple[str, ...]) -> str:
-    """The event message (after upstream's "Failed to prepare dynamic resources: ")."""
-    return (
-        "dynamic resource allocation is not implemented by this kubelet; the pod needs "
-        f"resource claims: {', '.join(claims)}"
-    )
+@attrs.frozen
+class ClaimRef:
+    """One claim a pod uses: the pod's name for it and the ResourceClaim's name."""
+
+    pod_claim: str
+    name: str
+    must_check_owner: bool
+    """generated from a template: the claim must be owned by the pod"""
+
+
+def _status_claim_name(pod: Pod, pod_claim: str) -> tuple[bool, str]:
+    """(found, name) of the generated claim in ``status.resourceClaimStatuses``."""
+    for entry in pod.status.resource_claim_statuses:
+        if isinstance(entry, Mapping) and entry.get("name") == pod_claim:
+            return True, str(entry.get("resourceClaimName") or "")
+    return False, ""
+
+
+def pod_claims(pod: Pod, *, extended: bool = True) -> tuple[ClaimRef, ...]:
+    """The claims ``pod`` uses, in spec order, then the extended-resource one.
+
+    A template whose status entry has no name made no claim (nothing to prepare);
+    a template with no status entry yet is a ``ClaimError``, as upstream's
+    "ResourceClaim not created yet".
+    """
+    refs: list[ClaimRef] = []
+    for claim in pod.spec.resource_claims:
+        if not isinstance(claim, Mapping):
+            continue
+        pod_claim = str(claim.get("name") or "")
+        if claim.get("resourceClaimName"):
+            refs.append(ClaimRef(pod_claim, str(claim["resourceClaimName"]), False))
+            continue
+        if not claim.get("resourceClaimTemplateName"):
+            raise ClaimError(f'pod "{pod.key}": claim {pod_claim!r} names no claim or template')
+        found, name = _status_claim_name(pod, pod_claim)
+        if not found:
+            raise ClaimError(f'pod "{pod.key}": ResourceClaim not created yet')
+        if name:
+            refs.append(ClaimRef(pod_claim, name, True))
+    status = pod.status.extended_resource_claim_status
+    if extended and status and status.get("resourceClaimName"):
+        refs.append(ClaimRef("", str(status["resourceClaimName"]), False))
+    return tuple(refs)
+
+
+def _dig(obj: Any, *path: str) -> Any:
+    for key in path:
+        if not isinstance(obj, Mapping):
+            return None
+        obj = obj.get(key)
+    return obj
+
+
+def claim_drivers(claim: Mapping[str, Any]) -> tuple[str, ...]:
+    """The drivers named in the claim's allocation results, each once, in order."""
+    results = _dig(claim, "status", "allocation", "devices", "results") or []
+    drivers: dict[str, None] = {}
+    for result in results if isinstance(results, list) else []:
+        if isinstance(result, Mapping) and result.get("driver"):
+            drivers[str(result["driver"])] = None
+    return tuple(drivers)
+
+
+def _allocated_elsewhere(claim: Mapping[str, Any], node: str) -> bool:
+    """The allocation's node selector pins it to another node by name (``matchFields``
+    on ``metadata.name``, which the scheduler writes for node-local devices)."""
+    terms = _dig(claim, "status", "allocation", "nodeSelector", "nodeSelectorTerms")
+    if not isinstance(terms, list) or not terms:
+        return False
+    for term in terms:
+        fields = term.get("matchFields") if isinstance(term, Mapping) else None
+        if not fields or term.get("matchExpressions"):
+            return False  # a label term: not ours to evaluate without the node's labels
+        for req in fields:
+            if not isinstance(req, Mapping) or req.get("key") != "metadata.name":
+                return False
+            if req.get("operator") == "In" and node in (req.get("values") or ()):
+                return False
+    return True
+
+
+def claim_refusal(pod: Pod, ref: ClaimRef, claim: Mapping[str, Any], node: str) -> str | None:
+    """Why ``claim`` may not be prepared for ``pod`` on ``node`` (None: it may), with
+    upstream's messages: owned by the pod (generated claims), reserved for it, allocated."""
+    meta = claim.get("metadata") or {}
+    uid = str(meta.get("uid") or "")
+    if ref.must_check_owner:
+        owners = meta.get("ownerReferences") or []
+        if not any(
+            isinstance(o, Mapping) and o.get("uid") == pod.uid and o.get("controller")
+            for o in owners
+        ):
+            return f"ResourceClaim {ref.name} was not created for pod {pod.key} (pod is not owner)"
+    reserved = _dig(claim, "status", "reservedFor") or []
+    if not any(
+        isinstance(r, Mapping) and r.get("resource") == "pods" and r.get("uid") == pod.uid
+        for r in reserved
+    ):
+        return (
+            f"pod {pod.metadata.name} ({pod.uid}) is not allowed to use ResourceClaim "
+            f"{ref.name} ({uid})"
+        )
+    if not isinstance(_dig(claim, "status", "allocation"), Mapping):
+        return f"ResourceClaim {ref.name}: not allocated"
+    if _allocated_elsewhere(claim, node):
+        return f"ResourceClaim {ref.name}: allocated to another node than {node}"
+    return None
+
+
+def _requests_extended(container: Container) -> set[str]:
+    """The extended resources the container requests (a non-zero quantity)."""
+    requests = container.resources.requests if container.resources else {}
+    return {
+        name
+        for name, value in (requests or {}).items()
+        if "/" in name
+        and not name.startswith(("kubernetes.io/", "requests."))
+        and str(value) not in ("0", "")
+    }
+
+
+def container_claim_requests(pod: Pod, container: Container) -> dict[str, list[str]]:
+    """ResourceClaim name → the requests of it ``container`` uses ("" for all of them)."""
+    wanted: dict[str, list[str]] = {}
+    for claim in container.resources.claims if container.resources else ():
+        if isinstance(claim, Mapping):
+            wanted.setdefault(str(claim.get("name") or ""), []).append(
+                str(claim.get("request") or "")
+            )
+    out: dict[str, list[str]] = {}
+    try:
+        refs = pod_claims(pod, extended=False)
+    except ClaimError:
+        refs = ()
+    for ref in refs:
+        if ref.pod_claim in wanted:
+            out.setdefault(ref.name, []).extend(wanted[ref.pod_claim])
+    status = pod.status.extended_resource_claim_status
+    if status and status.get("resourceClaimName"):
+        name = str(status["resourceClaimName"])
+        mine = _requests_extended(container)
+        for mapping in status.get("requestMappings") or ():
+            if (
+                isinstance(mapping, Mapping)
+                and mapping.get("containerName") == container.name
+                and mapping.get("resourceName") in mine
+            ):
+                out.setdefault(name, []).append(str(mapping.get("requestName") or ""))
+    return out
+
+
+def cdi_annotation(driver: str, claim_uid: str, devices: Sequence[str]) -> tuple[str, str] | None:
+    """The ``cdi.k8s.io/<driver>_<claim uid>`` annotation runtimes without the CRI's
+    CDI field read (CDI's own convention); None when the key would be invalid (over 63
+    characters)."""
+    name = f"{driver}_{claim_uid.replace('/', '_')}"
+    if not devices or not driver or not claim_uid or len(name) > 63 or not name[0].isalnum():
+        return None
+    return CDI_ANNOTATION_PREFIX + name, ",".join(devices)
+
+
+def unique(items: Iterable[str]) -> tuple[str, ...]:
+    """``items`` without repeats, in order."""
+    return tuple(dict.fromkeys(items))

@@ -38,12 +38,10 @@ from kubelet.cri import (
     message_mount,
 )
 from kubelet.decisions import (
-    FAILED_PREPARE_DYNAMIC_RESOURCES,
     Backoff,
     KillReason,
     PodActions,
     SecurityContextError,
-    claims_to_prepare,
     compute_pod_actions,
     container_config,
     crash_loop_backoff,
@@ -55,7 +53,6 @@ from kubelet.decisions import (
     restart_count_from_logs,
     sandbox_config,
     target_namespaces,
-    unprepared_message,
     verify_run_as_non_root,
 )
 from kubelet.env import (
@@ -264,8 +261,6 @@ class PodRuntime:
             # a running pod's periodic sync: nothing is created, so no sandbox config (its
             # DNS, security context and cgroup parent: a quarter of a steady sync's CPU)
             return progress.freeze()
-        if actions.create_sandbox and not self._claims_prepared(pod, progress):
-            return progress.freeze()
         plan = await self._sandbox_plan(pod, actions)
         if actions.create_sandbox and plan.error is not None:
             self._sandbox_failed(pod, progress, plan.error)
@@ -454,18 +449,6 @@ class PodRuntime:
                 self._config_error(pod, container, progress, error)
                 continue
             await self._start(pod, container, status, where, progress)
-
-    def _claims_prepared(self, pod: Pod, progress: _Progress) -> bool:
-        """Before a sandbox, as upstream prepares a pod's resource claims: with claims the
-        pod waits (``FailedPrepareDynamicResources``) and the sync is retried; this
-        kubelet has no DRA drivers, so it never starts such a pod without its devices."""
-        claims = claims_to_prepare(pod)
-        if not claims:
-            return True
-        message = f"Failed to prepare dynamic resources: {unprepared_message(claims)}"
-        self.recorder.record(pod_ref(pod), WARNING, FAILED_PREPARE_DYNAMIC_RESOURCES, message)
-        progress.errors.append(message)
-        return False
 
     def _sandbox_failed(self, pod: Pod, progress: _Progress, message: str) -> None:
         """Upstream's FailedCreatePodSandBox event; the sync fails and is retried."""

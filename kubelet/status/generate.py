@@ -328,4 +328,5 @@ def generate_pod_status(
         ephemeral_container_statuses=ephemeral,
         qos_class=pod_qos(pod),
         extended_resource_claim_status=pod.status.extended_resource_claim_status,
+        resource_claim_statuses=pod.status.resource_claim_statuses,
     )

@@ -4,6 +4,7 @@ from . import wschannels
 from .certs import CertPair, TestCA
 from .cgroupfs import TreeCgroupFs, v1_tree
 from .fakeapiserver import FakeApiServer
+from .fakedra import DraCall, FakeDevice, FakeDraPlugin
 from .fakelogind import private_bus
 from .fakeruntime import (
     BUSYBOX_IMAGE,
@@ -26,8 +27,11 @@ __all__ = [
     "CertPair",
     "ChannelClient",
     "ContainerBehaviour",
+    "DraCall",
     "ExecResult",
     "FakeApiServer",
+    "FakeDevice",
+    "FakeDraPlugin",
     "FakeRuntime",
     "FakeSystemd",
     "FaultPlan",

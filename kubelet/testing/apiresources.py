@@ -242,6 +242,23 @@ RESOURCES: tuple[ResourceType, ...] = (
         has_status=True,
     ),
     ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True),
+    ResourceType(
+        "resource.k8s.io",
+        "v1",
+        "resourceclaims",
+        "ResourceClaim",
+        True,
+        subresources=frozenset({"status"}),
+        has_status=True,
+    ),
+    ResourceType(
+        "resource.k8s.io",
+        "v1",
+        "resourceslices",
+        "ResourceSlice",
+        False,
+        field_labels=(*META_FIELDS, "spec.nodeName", "spec.driver"),
+    ),
     ResourceType("node.k8s.io", "v1", "runtimeclasses", "RuntimeClass", False),
     ResourceType(
         "authentication.k8s.io", "v1", "tokenreviews", "TokenReview", False, verbs=CREATE_ONLY

@@ -25,3 +25,11 @@ def test_committed_stubs_are_fresh(tmp_path: Path) -> None:
     names = ("podresources_api_pb2.py", "podresources_api_pb2.pyi", "podresources_api_grpc.py")
     stale = [n for n in names if (fresh / n).read_bytes() != (here / n).read_bytes()]
     assert not stale, f"stale pod-resources stubs {stale}: run scripts/gen-proto.sh"
+    fresh, here = tmp_path / "dra", ROOT / "kubelet" / "cm" / "dra"
+    names = tuple(
+        f"dra_{v}_api_{kind}"
+        for v in ("v1", "v1beta1")
+        for kind in ("pb2.py", "pb2.pyi", "grpc.py")
+    )
+    stale = [n for n in names if (fresh / n).read_bytes() != (here / n).read_bytes()]
+    assert not stale, f"stale DRA plugin stubs {stale}: run scripts/gen-proto.sh"

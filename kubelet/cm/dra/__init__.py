@@ -1,0 +1,35 @@
+"""Dynamic resource allocation (resource.k8s.io/v1) on the node: the DRA manager.
+
+``start_dra`` is the container manager's registered entry. ``DraRegistration`` is the
+plugin watcher's handler for "DRAPlugin" sockets (``PluginHandler``); the manager's
+``plugin_handlers()`` hands it out. docs/dra.md is the user's page.
+"""
+
+from . import dra_v1_api_grpc, dra_v1_api_pb2, dra_v1beta1_api_grpc, dra_v1beta1_api_pb2
+from .client import SERVICES, DraCallError, DraPlugin
+from .manager import RESOURCE_CLAIMS, DraManager, DraParts
+from .registration import RESOURCE_SLICES, WIPE_GRACE, DraRegistration, PluginHandler
+from .start import start_dra
+from .state import CHECKPOINT_FILE, Checkpoint, ClaimInfo, Device
+
+__all__ = [
+    "CHECKPOINT_FILE",
+    "RESOURCE_CLAIMS",
+    "RESOURCE_SLICES",
+    "SERVICES",
+    "WIPE_GRACE",
+    "Checkpoint",
+    "ClaimInfo",
+    "Device",
+    "DraCallError",
+    "DraManager",
+    "DraParts",
+    "DraPlugin",
+    "DraRegistration",
+    "PluginHandler",
+    "dra_v1_api_grpc",
+    "dra_v1_api_pb2",
+    "dra_v1beta1_api_grpc",
+    "dra_v1beta1_api_pb2",
+    "start_dra",
+]

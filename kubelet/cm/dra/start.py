@@ -1,0 +1,37 @@
+"""The DRA manager started under the container manager: its registration handler, the
+checkpoint read back, the start-up wipe of stale ResourceSlices, the reconcile pass."""
+
+from __future__ import annotations
+
+import trio
+
+from ..manager import ResourceManager
+from ..parts import CmParts
+from .manager import DraManager, DraParts
+from .registration import DraRegistration
+from .state import Checkpoint
+
+
+async def start_dra(parts: CmParts, nursery: trio.Nursery) -> ResourceManager:
+    metrics = parts.metrics
+    registration = DraRegistration(
+        nursery,
+        parts.node_name,
+        parts.api,
+        observe=metrics.observe_dra_grpc if metrics is not None else None,
+    )
+    manager = DraManager(
+        DraParts(
+            registration=registration,
+            api=parts.api,
+            node_name=parts.node_name,
+            checkpoint=Checkpoint(parts.options.root_dir),
+            active=parts.active,
+            observe=metrics.observe_dra_operation if metrics is not None else None,
+        )
+    )
+    if metrics is not None:
+        metrics.dra_claims_in_use(manager.claims_in_use)
+    registration.wipe_unregistered()
+    nursery.start_soon(manager.run_reconcile)
+    return manager

@@ -1,0 +1,184 @@
+"""FakeDraPlugin: a DRA driver's kubelet plugin speaking the real gRPC API (v1 and
+v1beta1 ``DRAPlugin``) on a unix socket, for tests.
+
+It answers NodePrepareResources with the devices a test gave it (each claim gets the
+driver's ``devices``: pool, name, CDI IDs) and records every call. Faults: ``fail``
+(claim name → the per-claim error it answers), ``delay`` (seconds before each answer,
+on the loop's clock, so ``autojump_clock`` tests are exact) and ``crash()`` (the socket
+gone and connections cut mid-call, as a killed driver pod). Needs a running
+trio-asyncio loop (the kubelet under test opens one).
+
+    plugin = FakeDraPlugin("gpu.example.com", tmp / "dra.sock")
+    await plugin.start()
+    await kubelet_cm.plugin_handlers()["DRAPlugin"].register(
+        plugin.driver, plugin.endpoint, plugin.services)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from pathlib import Path
+from typing import Any
+
+import attrs
+import trio_asyncio
+from grpclib.const import Cardinality, Handler
+
+from kubelet.cm.dra import dra_v1_api_pb2, dra_v1beta1_api_pb2
+
+from .fakeruntime import _FakeServer
+
+__all__ = ["DraCall", "FakeDevice", "FakeDraPlugin"]
+
+
+@attrs.frozen
+class FakeDevice:
+    pool: str
+    name: str
+    cdi_ids: tuple[str, ...] = ()
+    requests: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class DraCall:
+    method: str
+    """NodePrepareResources or NodeUnprepareResources"""
+    service: str
+    """v1 or v1beta1"""
+    claims: tuple[tuple[str, str, str], ...]
+    """(namespace, uid, name) of each claim"""
+
+
+class _Service:
+    def __init__(self, fake: FakeDraPlugin, pb: Any) -> None:
+        self.fake = fake
+        self.pb = pb
+        self.version = pb.DESCRIPTOR.package.rsplit(".", 1)[-1]
+
+    def __mapping__(self) -> dict[str, Handler]:
+        prefix = f"/{self.pb.DESCRIPTOR.package}.DRAPlugin"
+        return {
+            f"{prefix}/NodePrepareResources": Handler(
+                self._prepare,
+                Cardinality.UNARY_UNARY,
+                self.pb.NodePrepareResourcesRequest,
+                self.pb.NodePrepareResourcesResponse,
+            ),
+            f"{prefix}/NodeUnprepareResources": Handler(
+                self._unprepare,
+                Cardinality.UNARY_UNARY,
+                self.pb.NodeUnprepareResourcesRequest,
+                self.pb.NodeUnprepareResourcesResponse,
+            ),
+        }
+
+    def _record(self, method: str, request: Any) -> None:
+        claims = tuple((c.namespace, c.uid, c.name) for c in request.claims)
+        self.fake.calls.append(DraCall(method, self.version, claims))
+
+    async def _prepare(self, stream: Any) -> None:
+        request = await stream.recv_message()
+        self._record("NodePrepareResources", request)
+        if self.fake.delay:
+            await asyncio.sleep(self.fake.delay)
+        pb = self.pb
+        reply = pb.NodePrepareResourcesResponse()
+        for claim in request.claims:
+            error = self.fake.fail.get(claim.name, "")
+            devices = [
+                pb.Device(
+                    request_names=list(d.requests),
+                    pool_name=d.pool,
+                    device_name=d.name,
+                    cdi_device_ids=list(d.cdi_ids),
+                )
+                for d in self.fake.devices
+            ]
+            result = pb.NodePrepareResourceResponse(error=error, devices=[] if error else devices)
+            reply.claims[claim.uid].CopyFrom(result)
+            if not error:
+                self.fake.prepared.add(claim.uid)
+        await stream.send_message(reply)
+
+    async def _unprepare(self, stream: Any) -> None:
+        request = await stream.recv_message()
+        self._record("NodeUnprepareResources", request)
+        if self.fake.delay:
+            await asyncio.sleep(self.fake.delay)
+        reply = self.pb.NodeUnprepareResourcesResponse()
+        for claim in request.claims:
+            error = self.fake.fail_unprepare.get(claim.name, "")
+            reply.claims[claim.uid].CopyFrom(self.pb.NodeUnprepareResourceResponse(error=error))
+            if not error:
+                self.fake.prepared.discard(claim.uid)
+        await stream.send_message(reply)
+
+
+class FakeDraPlugin:
+    """One DRA driver's kubelet plugin on ``path``."""
+
+    def __init__(
+        self,
+        driver: str,
+        path: str | os.PathLike[str],
+        devices: tuple[FakeDevice, ...] = (),
+        *,
+        versions: tuple[str, ...] = ("v1", "v1beta1"),
+    ) -> None:
+        self.driver = driver
+        self.path = Path(path)
+        self.devices = devices or (FakeDevice("pool", "dev-0", (f"{driver}/dev=dev-0",)),)
+        self.versions = versions
+        self.calls: list[DraCall] = []
+        self.prepared: set[str] = set()
+        """claim UIDs prepared and not unprepared since"""
+        self.fail: dict[str, str] = {}
+        """claim name → the error NodePrepareResources answers for it"""
+        self.fail_unprepare: dict[str, str] = {}
+        self.delay = 0.0
+        self._server: _FakeServer | None = None
+        self._transports: set[asyncio.BaseTransport] = set()
+
+    @property
+    def endpoint(self) -> str:
+        return str(self.path)
+
+    @property
+    def services(self) -> list[str]:
+        """What the driver lists as its versions at registration."""
+        return [f"{v}.DRAPlugin" for v in self.versions]
+
+    def count(self, method: str) -> int:
+        return sum(1 for c in self.calls if c.method == method)
+
+    async def start(self) -> None:
+        if self._server is not None:
+            return
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+        modules = {"v1": dra_v1_api_pb2, "v1beta1": dra_v1beta1_api_pb2}
+        services = [_Service(self, modules[v]) for v in self.versions]
+        server = _FakeServer(list(services), self._transports)
+        await trio_asyncio.aio_as_trio(server.start)(path=str(self.path))
+        self._server = server
+
+    async def stop(self) -> None:
+        server, self._server = self._server, None
+        if server is None:
+            return
+        server.close()
+        await trio_asyncio.aio_as_trio(server.wait_closed)()
+        self.crash()
+
+    def crash(self) -> None:
+        """Die at once: connections cut, socket gone (state kept for a restart)."""
+        server, self._server = self._server, None
+        if server is not None:
+            server.close()
+        for transport in list(self._transports):
+            transport.abort()  # type: ignore[attr-defined]
+        self._transports.clear()
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
