@@ -142,6 +142,8 @@ def _dependent_defaults(
     changes: dict[str, Any] = {}
     if "nodeStatusReportFrequency" not in present and "nodeStatusUpdateFrequency" in present:
         changes["node_status_report_frequency"] = config.node_status_update_frequency
+    if "cpuManagerReconcilePeriod" not in present:
+        changes["cpu_manager_reconcile_period"] = config.node_status_update_frequency
     pulls = config.max_parallel_image_pulls
     if "serializeImagePulls" not in present and pulls is not None and pulls >= 2:
         changes["serialize_image_pulls"] = False

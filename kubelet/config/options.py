@@ -236,6 +236,7 @@ def _setting_values(
 ) -> dict[str, tuple[Any, str]]:
     """Every setting's value in force and where it was set (flag, file, or "")."""
     source_file = loaded.path if loaded is not None else ""
+    unmodelled = {**(loaded.unmodelled if loaded is not None else {}), **_flag_unmodelled(flags)}
     values: dict[str, tuple[Any, str]] = {}
     for key in SETTINGS:
         if key.startswith("--"):
@@ -245,7 +246,7 @@ def _setting_values(
         try:
             value = get_by_wire_path(config, tuple(key.split(".")))
         except (KeyError, AttributeError):
-            value = loaded.unmodelled.get(key) if loaded is not None else None
+            value = unmodelled.get(key)
         values[key] = (value, set_by_flag.get(key, source_file))
     return values
 
@@ -253,7 +254,10 @@ def _setting_values(
 def _apply_flags(
     config: KubeletConfiguration, flags: ParsedFlags
 ) -> tuple[KubeletConfiguration, dict[str, str]]:
-    """Flags override the file; returns the config and field path → flag that set it."""
+    """Flags override the file; returns the config and field path → flag that set it.
+
+    A flag for an upstream field this kubelet does not model is kept out of the config;
+    its value reaches the warning through ``_flag_unmodelled``."""
     set_by: dict[str, str] = {}
     for spec in FLAGS:
         values = flags.raw(spec.name)
@@ -263,9 +267,26 @@ def _apply_flags(
         path = tuple(spec.field.split("."))
         if spec.field == "featureGates":  # merged over the file's gates, flags winning
             value = {**get_by_wire_path(config, path), **value}
-        config = set_by_wire_path(config, path, value)
         set_by[spec.field] = f"--{spec.name}"
+        try:
+            config = set_by_wire_path(config, path, value)
+        except KeyError:
+            continue  # not modelled: _flag_unmodelled carries it
     return config, set_by
+
+
+def _flag_unmodelled(flags: ParsedFlags) -> dict[str, Any]:
+    """Values flags gave to upstream fields this kubelet does not model (for the warning)."""
+    probe = KubeletConfiguration()
+    out: dict[str, Any] = {}
+    for spec in FLAGS:
+        if spec.field is None or not flags.raw(spec.name):
+            continue
+        try:
+            get_by_wire_path(probe, tuple(spec.field.split(".")))
+        except (KeyError, AttributeError):
+            out[spec.field] = parse_value(spec, flags.raw(spec.name))
+    return out
 
 
 def _check(
@@ -277,12 +298,9 @@ def _check(
     _raise(validate(config, gates), set_by_flag, config_file)
 
 
-def _raise(
-    issues: list[tuple[str, str]], set_by_flag: Mapping[str, str], config_file: str
-) -> None:
+def _raise(issues: list[tuple[str, str]], set_by_flag: Mapping[str, str], config_file: str) -> None:
     problems = [
-        Problem(_source(path, set_by_flag, config_file), path, message)
-        for path, message in issues
+        Problem(_source(path, set_by_flag, config_file), path, message) for path, message in issues
     ]
     if problems:
         raise ConfigError(*problems)

@@ -105,6 +105,17 @@ SETTINGS: Mapping[str, Support] = {
     "--minimum-container-ttl-duration": ok("deprecated, as upstream: container GC's min age"),
     "--maximum-dead-containers-per-container": ok("deprecated, as upstream"),
     "--maximum-dead-containers": ok("deprecated, as upstream"),
+    "--config-dir": ok("*.conf drop-ins merged over --config in lexical order"),
+    "--lock-file": missing("the lock file is not taken", _falsy),
+    "--exit-on-lock-contention": missing("the lock file is not watched", _falsy),
+    "--experimental-allocatable-ignore-eviction": missing(
+        "hard eviction thresholds are always subtracted from allocatable", _falsy
+    ),
+    "--experimental-mounter-path": missing("mounts use mount(8)", _falsy),
+    "--log-text-split-stream": missing("split log streams are not implemented", _falsy),
+    "--log-text-info-buffer-size": missing("split log streams are not implemented", _is("0")),
+    "--log-json-split-stream": missing("split log streams are not implemented", _falsy),
+    "--log-json-info-buffer-size": missing("split log streams are not implemented", _is("0")),
     # --- KubeletConfiguration fields we model ------------------------------------------------
     "staticPodPath": ok(),
     "staticPodURL": ok(),
