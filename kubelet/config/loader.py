@@ -26,7 +26,7 @@ from .kubeletconfig import (
 )
 from .wire import decode
 
-_RELATIVE_TO_FILE = (
+RELATIVE_TO_FILE = (
     ("staticPodPath",),
     ("authentication", "x509", "clientCAFile"),
     ("tlsCertFile",),
@@ -126,7 +126,7 @@ def _resolve_relative_paths(
 ) -> KubeletConfiguration:
     """A relative path in the file is relative to the file, not to the kubelet's cwd."""
     base = os.path.dirname(os.path.abspath(source))
-    for wire_path in _RELATIVE_TO_FILE:
+    for wire_path in RELATIVE_TO_FILE:
         if ".".join(wire_path) not in present:
             continue
         value = get_by_wire_path(config, wire_path)

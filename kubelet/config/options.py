@@ -16,6 +16,7 @@ import attrs
 
 from kubelet.errors import ConfigError, Problem
 
+from .dropins import merge_dropins
 from .features import DEFAULT_GATES, FeatureGates, GateError, ResolvedGates, resolve_gates
 from .fields import get_by_wire_path, set_by_wire_path
 from .flags import (
@@ -109,13 +110,17 @@ def build_options(flags: ParsedFlags, *, hostname: Callable[[], str] | None = No
     config_file = str(flag_only.get("config", ""))
     loaded = load_config_file(config_file) if config_file else None
     default = legacy_flag_defaults(KubeletConfiguration())
+    config_dir = str(flag_only.get("config_dir", ""))
+    if config_dir:
+        loaded = merge_dropins(loaded, default, config_dir)
+    source = " + ".join(p for p in (config_file, config_dir) if p)  # where files set things
     config = loaded.config if loaded is not None else default
     config, set_by_flag = _apply_flags(config, flags)
-    _raise(system_cgroups_issues(config), set_by_flag, config_file)
+    _raise(system_cgroups_issues(config), set_by_flag, source)
     config = effective_defaults(config)
-    resolved = _feature_gates(config, flags, config_file)
+    resolved = _feature_gates(config, flags, source)
     config = gated_defaults(config, resolved.gates)
-    _check(config, resolved.gates, set_by_flag, config_file)
+    _check(config, resolved.gates, set_by_flag, source)
     kubeconfig = str(flag_only.get("kubeconfig", ""))
     bootstrap = str(flag_only.get("bootstrap_kubeconfig", ""))
     _check_bootstrap(kubeconfig, bootstrap)
@@ -124,7 +129,7 @@ def build_options(flags: ParsedFlags, *, hostname: Callable[[], str] | None = No
         _setting_values(config, flags, flag_only, set_by_flag, loaded),
         _set_keys(flags, set_by_flag, loaded),
         resolved.gates.non_default(),
-        _gate_sources(resolved, flags, config_file),
+        _gate_sources(resolved, flags, source),
     )
     warning = warning_text(inert, missing_defaults)
     return Options(
