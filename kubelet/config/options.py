@@ -65,6 +65,10 @@ class Options:
     image_credential_provider_config: str = ""
     image_credential_provider_bin_dir: str = ""
     debug_console_socket: str = ""
+    lock_file: str = ""
+    exit_on_lock_contention: bool = False
+    """``--lock-file``: flocked for the life of the process; with the other, watched for a
+    successor opening it (the kubelet then exits)"""
     runtime_cgroups: str = ""
     """``--runtime-cgroups``: the runtime's cgroup, the summary's ``runtime`` system container"""
     minimum_container_ttl_duration: float = 0.0
@@ -124,6 +128,7 @@ def build_options(flags: ParsedFlags, *, hostname: Callable[[], str] | None = No
     kubeconfig = str(flag_only.get("kubeconfig", ""))
     bootstrap = str(flag_only.get("bootstrap_kubeconfig", ""))
     _check_bootstrap(kubeconfig, bootstrap)
+    _check_lock_file(flag_only)
     override = str(flag_only.get("hostname_override", ""))
     inert, missing_defaults = not_acted_on(
         _setting_values(config, flags, flag_only, set_by_flag, loaded),
@@ -149,6 +154,8 @@ def build_options(flags: ParsedFlags, *, hostname: Callable[[], str] | None = No
             flag_only.get("image_credential_provider_bin_dir", "")
         ),
         debug_console_socket=str(flag_only.get("debug_console_socket", "")),
+        lock_file=str(flag_only.get("lock_file", "")),
+        exit_on_lock_contention=bool(flag_only.get("exit_on_lock_contention", False)),
         runtime_cgroups=str(flag_only.get("runtime_cgroups", "")),
         minimum_container_ttl_duration=flag_only.get("minimum_container_ttl_duration", 0.0),
         maximum_dead_containers_per_container=flag_only.get(
@@ -203,6 +210,15 @@ def _check_bootstrap(kubeconfig: str, bootstrap: str) -> None:
             "",
             "--kubeconfig must be given too: TLS bootstrap writes the kubeconfig presenting "
             "the node's client certificate there",
+        )
+
+
+def _check_lock_file(flag_only: Mapping[str, Any]) -> None:
+    if flag_only.get("exit_on_lock_contention") and not flag_only.get("lock_file"):
+        raise ConfigError.single(
+            "--exit-on-lock-contention",
+            "",
+            "cannot exit on lock file contention: no lock file specified",
         )
 
 

@@ -106,8 +106,8 @@ SETTINGS: Mapping[str, Support] = {
     "--maximum-dead-containers-per-container": ok("deprecated, as upstream"),
     "--maximum-dead-containers": ok("deprecated, as upstream"),
     "--config-dir": ok("*.conf drop-ins merged over --config in lexical order"),
-    "--lock-file": missing("the lock file is not taken", _falsy),
-    "--exit-on-lock-contention": missing("the lock file is not watched", _falsy),
+    "--lock-file": ok("flock held for the life of the process; start-up waits for it"),
+    "--exit-on-lock-contention": ok("inotify: another process opening the lock file stops us"),
     "--experimental-allocatable-ignore-eviction": missing(
         "hard eviction thresholds are always subtracted from allocatable", _falsy
     ),
