@@ -41,7 +41,7 @@ import httpx
 import trio
 import trio_asyncio
 
-from kubelet import process
+from kubelet import lockfile, process
 from kubelet.api import ApiClient, ClusterConnection, load_kubeconfig
 from kubelet.boundedio import RunSync, in_thread
 from kubelet.cgroups import (
@@ -687,11 +687,37 @@ def process_host(environ: Mapping[str, str], connection: ClusterConnection | Non
     return Host(connection=connection, containers_log_dir=links)
 
 
-async def main(options: Options, connection: ClusterConnection | None = None) -> int:
-    """Process entry point: signals, the trio-asyncio loop, the kubelet."""
+def _take_lock(options: Options) -> int | None:
+    """``--lock-file``: wait for the lock (held until exit); the inotify descriptor that
+    reports a successor when ``--exit-on-lock-contention`` is set."""
+    if not options.lock_file:
+        return None
+    log.info("acquiring file lock %s", options.lock_file)
+    lockfile.acquire(options.lock_file)  # released by the process's exit
+    if not options.exit_on_lock_contention:
+        return None
+    log.info("watching %s for lock contention (inotify)", options.lock_file)
+    return lockfile.watch(options.lock_file)
+
+
+async def _exit_on_contention(inotify_fd: int, scope: trio.CancelScope) -> None:
+    mask = await lockfile.wait_for_contention(inotify_fd)
+    log.info("lock file contention (inotify mask %#x): exiting to hand the lock over", mask)
+    scope.cancel()
+
+
+async def main(
+    options: Options,
+    connection: ClusterConnection | None = None,
+    contention: int | None = None,
+) -> int:
+    """Process entry point: signals, the trio-asyncio loop, the kubelet; ``contention`` is
+    the inotify descriptor of ``--exit-on-lock-contention`` (its event stops the kubelet)."""
     host = process_host(os.environ, connection)
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with trio_asyncio.open_loop(), trio.open_nursery() as root:
+            if contention is not None:
+                root.start_soon(_exit_on_contention, contention, root.cancel_scope)
             root.start_soon(run, options, host)
             async for signum in signals:
                 log.info(
@@ -722,12 +748,13 @@ def start(options: Options) -> int:
         return 1
     try:
         setup_data_dirs(options.root_dir, options.config.pod_logs_dir)
-    except DataDirError as exc:
+        contention = _take_lock(options)
+    except (DataDirError, lockfile.LockError) as exc:
         print(f"kubelet: {exc}", file=sys.stderr)
         return 1
     code = 1
     try:
-        code = trio.run(main, options, connection)
+        code = trio.run(main, options, connection, contention)
     except* ConfigError as group:  # a setting found unusable only at start-up (a socket path)
         for error in _leaves(group):
             _print_problems(error)

@@ -30,6 +30,7 @@ _LEGACY = "; without --config the flag default is {0}"
 GC_FLAG_DEPRECATION = (
     "Use --eviction-hard or --eviction-soft instead. Will be removed in a future version."
 )
+REMOVAL_DEPRECATION = "will be removed in 1.25 or later."
 CONFIG_FLAG_DEPRECATION = (
     "This parameter should be set via the config file specified by the Kubelet's --config "
     "flag. See https://kubernetes.io/docs/tasks/administer-cluster/kubelet-config-file/ for "
@@ -99,6 +100,69 @@ FLAGS: tuple[FlagSpec, ...] = (
         "flags given on the command line override its values.",
         metavar="FILE",
         default="none",
+    ),
+    FlagSpec(
+        "config-dir",
+        "Directory of drop-in KubeletConfiguration files (*.conf), merged over --config in "
+        "lexical order (maps merged, lists replaced); flags still override them.",
+        metavar="DIR",
+        default='""',
+    ),
+    FlagSpec(
+        "lock-file",
+        "Hold an exclusive lock (flock) on this file while running; start-up waits for it.",
+        metavar="FILE",
+        default='""',
+    ),
+    FlagSpec(
+        "exit-on-lock-contention",
+        "Exit when another process opens --lock-file (to ask for the lock), releasing it.",
+        parse=fv.go_bool,
+        boolean=True,
+        default="false",
+    ),
+    FlagSpec(
+        "experimental-allocatable-ignore-eviction",
+        "Leave the hard eviction thresholds out of node allocatable.",
+        parse=fv.go_bool,
+        boolean=True,
+        default="false",
+        deprecated=REMOVAL_DEPRECATION,
+    ),
+    FlagSpec(
+        "experimental-mounter-path",
+        "Path of a mount binary to use instead of mount(8).",
+        metavar="PATH",
+        default='""',
+        deprecated=REMOVAL_DEPRECATION + " in favor of using CSI.",
+    ),
+    *(
+        FlagSpec(
+            f"log-{fmt}-{what}",
+            help,
+            parse=parse,
+            boolean=parse is fv.go_bool,
+            metavar=None if parse is fv.go_bool else "QTY",
+            default=default,
+            deprecated=CONFIG_FLAG_DEPRECATION,
+        )
+        for fmt in ("text", "json")
+        for what, help, parse, default in (
+            (
+                "split-stream",
+                f"[Alpha] In {fmt} format, write error messages to stderr and info messages "
+                "to stdout; needs the LoggingAlphaOptions feature gate.",
+                fv.go_bool,
+                "false",
+            ),
+            (
+                "info-buffer-size",
+                f"[Alpha] In {fmt} format with split streams, buffer this many bytes of info "
+                "messages; needs the LoggingAlphaOptions feature gate.",
+                fv.quantity,
+                "0",
+            ),
+        )
     ),
     FlagSpec(
         "kubeconfig",
@@ -360,6 +424,119 @@ FLAGS: tuple[FlagSpec, ...] = (
         "Root cgroup for pods; '/' when empty and --cgroups-per-qos is on.",
         metavar="CGROUP",
     ),
+    _cfg(
+        "cpu-manager-policy",
+        "cpuManagerPolicy",
+        "CPU manager policy: 'none' or 'static'.",
+        metavar="POLICY",
+    ),
+    _cfg(
+        "cpu-manager-policy-options",
+        "cpuManagerPolicyOptions",
+        "One key=value CPU manager policy option per use; repeat the flag for more.",
+        fv.one_pair,
+        combine="update",
+        metavar="KEY=VALUE",
+    ),
+    _cfg(
+        "cpu-manager-reconcile-period",
+        "cpuManagerReconcilePeriod",
+        "CPU manager reconciliation period; unset, --node-status-update-frequency.",
+        fv.duration,
+        metavar="DURATION",
+    ),
+    _cfg(
+        "reserved-cpus",
+        "reservedSystemCPUs",
+        "CPUs or CPU ranges (e.g. 0-3,8) reserved for the system and Kubernetes daemons; "
+        "supersedes the cpu of --system-reserved and --kube-reserved.",
+        metavar="CPUS",
+    ),
+    _cfg(
+        "memory-manager-policy",
+        "memoryManagerPolicy",
+        "Memory manager policy: 'None' or 'Static'.",
+        metavar="POLICY",
+    ),
+    _cfg(
+        "reserved-memory",
+        "reservedMemory",
+        "Memory reserved per NUMA node, e.g. 0:memory=1Gi,hugepages-1Mi=2Gi (entries "
+        "separated by ';', or repeat the flag).",
+        fv.reserved_memory,
+        combine="concat",
+        metavar="NUMA:TYPE=QTY,...",
+    ),
+    _cfg(
+        "topology-manager-policy",
+        "topologyManagerPolicy",
+        "Topology manager policy: 'none', 'best-effort', 'restricted' or 'single-numa-node'.",
+        metavar="POLICY",
+    ),
+    _cfg(
+        "topology-manager-scope",
+        "topologyManagerScope",
+        "Scope of topology hints: 'container' or 'pod'.",
+        metavar="SCOPE",
+    ),
+    _cfg(
+        "topology-manager-policy-options",
+        "topologyManagerPolicyOptions",
+        "One key=value topology manager policy option per use; repeat the flag for more.",
+        fv.one_pair,
+        combine="update",
+        metavar="KEY=VALUE",
+    ),
+    _bool(
+        "fail-cgroupv1",
+        "failCgroupV1",
+        "Refuse to start on a host using cgroup v1.",
+        deprecated="",  # upstream leaves it undeprecated
+    ),
+    _bool(
+        "protect-kernel-defaults",
+        "protectKernelDefaults",
+        "Refuse to start when a kernel tunable differs from the kubelet's defaults.",
+        default="false",
+    ),
+    _cfg(
+        "volume-plugin-dir",
+        "volumePluginDir",
+        "Directory of third-party (FlexVolume) volume plugins.",
+        metavar="DIR",
+        default="/usr/libexec/kubernetes/kubelet-plugins/volume/exec/",
+    ),
+    _bool(
+        "enable-controller-attach-detach",
+        "enableControllerAttachDetach",
+        "Leave attaching and detaching volumes to the attach/detach controller.",
+        default="true",
+    ),
+    _bool(
+        "make-iptables-util-chains",
+        "makeIPTablesUtilChains",
+        "Ensure the iptables utility chains exist on the host.",
+        default="true",
+    ),
+    _bool(
+        "kernel-memcg-notification",
+        "kernelMemcgNotification",
+        "Learn of memory thresholds crossed from the kernel's memcg notifications.",
+        default="false",
+    ),
+    _cfg(
+        "pod-cidr",
+        "podCIDR",
+        "The CIDR of pod IP addresses in standalone mode.",
+        metavar="CIDR",
+        default='""',
+    ),
+    _cfg(
+        "hairpin-mode",
+        "hairpinMode",
+        "How hairpin NAT is set up: 'promiscuous-bridge', 'hairpin-veth' or 'none'.",
+        metavar="MODE",
+    ),
     _bool(
         "seccomp-default",
         "seccompDefault",
@@ -406,6 +583,20 @@ FLAGS: tuple[FlagSpec, ...] = (
         fv.key_value_map,
         combine="update",
         metavar="RESOURCE=QTY,...",
+    ),
+    _cfg(
+        "system-reserved-cgroup",
+        "systemReservedCgroup",
+        "Absolute name of the cgroup of the OS daemons --system-reserved is for, e.g. "
+        "/system-reserved.",
+        metavar="CGROUP",
+    ),
+    _cfg(
+        "kube-reserved-cgroup",
+        "kubeReservedCgroup",
+        "Absolute name of the cgroup of the Kubernetes daemons --kube-reserved is for, e.g. "
+        "/kube-reserved.",
+        metavar="CGROUP",
     ),
     _bool("fail-swap-on", "failSwapOn", "Refuse to start when swap is enabled on the node."),
     _cfg(
@@ -574,6 +765,13 @@ FLAGS: tuple[FlagSpec, ...] = (
         metavar="DURATION",
     ),
     _cfg(
+        "node-status-max-images",
+        "nodeStatusMaxImages",
+        "Most images reported in the node's status.images; -1 for no cap.",
+        fv.int32,
+        metavar="N",
+    ),
+    _cfg(
         "provider-id",
         "providerID",
         "Identifier of the node in a machine database, e.g. a cloud provider's.",
@@ -599,6 +797,13 @@ FLAGS: tuple[FlagSpec, ...] = (
         metavar="N",
     ),
     _cfg(
+        "kube-api-content-type",
+        "contentType",
+        "Content type of requests sent to the API server.",
+        metavar="TYPE",
+        default="application/vnd.kubernetes.protobuf",
+    ),
+    _cfg(
         "kube-api-burst",
         "kubeAPIBurst",
         "Burst of requests to the API server above --kube-api-qps; must be >= 0, and 0 "
@@ -620,6 +825,12 @@ FLAGS: tuple[FlagSpec, ...] = (
         "10 (in the config file, 0 means 100).",
         fv.int32,
         metavar="N",
+    ),
+    _bool(
+        "contention-profiling",
+        "enableContentionProfiling",
+        "Enable block profiling, if profiling is enabled.",
+        default="false",
     ),
     _cfg(
         "oom-score-adj",
@@ -686,6 +897,21 @@ FLAGS: tuple[FlagSpec, ...] = (
         "Private key of --tls-cert-file.",
         metavar="FILE",
     ),
+    _cfg(
+        "tls-cipher-suites",
+        "tlsCipherSuites",
+        "Comma-separated cipher suites of the server (Go's IANA names); the TLS library's "
+        "defaults when omitted.",
+        fv.string_list,
+        combine="concat",
+        metavar="SUITE,...",
+    ),
+    _cfg(
+        "tls-min-version",
+        "tlsMinVersion",
+        "Minimum TLS version: VersionTLS10, VersionTLS11, VersionTLS12 or VersionTLS13.",
+        metavar="VERSION",
+    ),
     _bool(
         "rotate-certificates",
         "rotateCertificates",
@@ -709,6 +935,13 @@ FLAGS: tuple[FlagSpec, ...] = (
         default="true" + _LEGACY.format("false"),
     ),
     _cfg(
+        "authentication-token-webhook-cache-ttl",
+        "authentication.webhook.cacheTTL",
+        "How long TokenReview answers are cached.",
+        fv.duration,
+        metavar="DURATION",
+    ),
+    _cfg(
         "client-ca-file",
         "authentication.x509.clientCAFile",
         "CA bundle that authenticates client certificates.",
@@ -720,6 +953,20 @@ FLAGS: tuple[FlagSpec, ...] = (
         "Authorization of server requests: 'AlwaysAllow' or 'Webhook' (SubjectAccessReview).",
         metavar="MODE",
         default="Webhook" + _LEGACY.format("AlwaysAllow"),
+    ),
+    _cfg(
+        "authorization-webhook-cache-authorized-ttl",
+        "authorization.webhook.cacheAuthorizedTTL",
+        "How long 'authorized' SubjectAccessReview answers are cached.",
+        fv.duration,
+        metavar="DURATION",
+    ),
+    _cfg(
+        "authorization-webhook-cache-unauthorized-ttl",
+        "authorization.webhook.cacheUnauthorizedTTL",
+        "How long 'unauthorized' SubjectAccessReview answers are cached.",
+        fv.duration,
+        metavar="DURATION",
     ),
     # DNS
     _cfg(

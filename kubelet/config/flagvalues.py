@@ -9,10 +9,10 @@ from __future__ import annotations
 import ipaddress
 import re
 
-from kubelet.api import is_qualified_name
+from kubelet.api import QuantityError, is_qualified_name, parse_quantity
 
 from .duration import parse_duration
-from .kubeletconfig import Taint, VModuleItem
+from .kubeletconfig import MemoryReservation, Taint, VModuleItem
 from .validation import UINT32_MAX, is_ip
 
 _TRUE = frozenset(["1", "t", "T", "true", "TRUE", "True"])
@@ -236,3 +236,48 @@ def _is_kubelet_label(label: str) -> bool:
         return True
     ns = _namespace(label)
     return any(ns == d or ns.endswith("." + d) for d in _KUBELET_LABEL_NAMESPACES)
+
+
+def one_pair(text: str) -> dict[str, str]:
+    """cliflag's MapStringStringNoSplit: one ``key=value`` per use (the value may hold
+    commas); repeat the flag for more (``--cpu-manager-policy-options``)."""
+    k, found, v = text.partition("=")
+    if not found:
+        raise ValueError(f"malformed pair {text!r}, expected key=value")
+    return {k.strip(): v.strip()}
+
+
+def quantity(text: str) -> str:
+    """A resource quantity (``512``, ``1K``, ``2Ki``)."""
+    try:
+        parse_quantity(text)
+    except (QuantityError, ValueError) as exc:
+        raise ValueError(f"invalid quantity: {exc}") from None
+    return text
+
+
+def reserved_memory(text: str) -> tuple[MemoryReservation, ...]:
+    """``--reserved-memory``: ``NUMA:type=qty[,type=qty...]``, entries separated by ';'
+    (upstream's ReservedMemoryVar); repeat the flag for more NUMA nodes."""
+    out = []
+    for entry in (e for e in text.split(";") if e.strip()):
+        node, found, limits = entry.partition(":")
+        if not found or ":" in limits:
+            raise ValueError(
+                "the reserved memory has incorrect format, expected "
+                f"numaNodeID:type=quantity[,type=quantity...], got {entry}"
+            )
+        try:
+            numa = int(node.strip(), 10)
+        except ValueError:
+            raise ValueError(f"failed to convert the NUMA node ID {node!r}") from None
+        pairs: dict[str, str] = {}
+        for item in limits.split(","):
+            name, ok, qty = item.partition("=")
+            if not ok:
+                raise ValueError(
+                    f"the reserved limit has incorrect value, expected type=quantity, got {item}"
+                )
+            pairs[name.strip()] = quantity(qty.strip())
+        out.append(MemoryReservation(numa_node=numa, limits=pairs))
+    return tuple(out)

@@ -147,6 +147,14 @@ class MemorySwapConfiguration:
 
 
 @attrs.frozen
+class MemoryReservation:
+    """One ``reservedMemory`` entry: memory reserved on a NUMA node, per memory type."""
+
+    numa_node: int = attrs.field(default=0, metadata=meta(wire="numaNode"))
+    limits: Mapping[str, str] = attrs.field(factory=dict)
+
+
+@attrs.frozen
 class KubeletConfiguration:
     """The kubelet's node configuration, as read from ``--config`` and overridden by flags."""
 
@@ -227,17 +235,34 @@ class KubeletConfiguration:
     )
     kubelet_cgroups: str = ""
     system_cgroups: str = ""
+    fail_cgroup_v1: bool = attrs.field(default=True, metadata=meta(wire="failCgroupV1"))
+    """Refuse to start on a cgroup v1 host (upstream's default since 1.35)."""
+    single_process_oom_kill: bool | None = attrs.field(
+        default=None, metadata=meta(wire="singleProcessOOMKill")
+    )
+    """None: true on cgroup v1, false on v2 (the container's cgroup is OOM-killed whole)."""
     memory_swap: MemorySwapConfiguration = attrs.field(factory=MemorySwapConfiguration)
     qos_reserved: Mapping[str, str] = attrs.field(factory=dict, metadata=meta(wire="qosReserved"))
 
-    # CPU manager
-    cpu_manager_policy: str = attrs.field(default="none", metadata=meta(zero_unset=True))
+    # Resource managers (CPU, memory, topology)
+    cpu_manager_policy: str = attrs.field(
+        default="none", metadata=meta(wire="cpuManagerPolicy", zero_unset=True)
+    )
     """none (the shared pool for every container) or static (exclusive CPUs for
     Guaranteed containers with whole CPU requests)"""
-    cpu_manager_policy_options: Mapping[str, str] = attrs.field(factory=dict)
-    cpu_manager_reconcile_period: float = attrs.field(
-        default=10.0, metadata=meta(duration=True, zero_unset=True)
+    cpu_manager_policy_options: Mapping[str, str] = attrs.field(
+        factory=dict, metadata=meta(wire="cpuManagerPolicyOptions")
     )
+    cpu_manager_reconcile_period: float = attrs.field(
+        default=10.0,
+        metadata=meta(wire="cpuManagerReconcilePeriod", duration=True, zero_unset=True),
+    )
+    """Defaults to nodeStatusUpdateFrequency when the file leaves it unset, as upstream."""
+    memory_manager_policy: str = attrs.field(default="None", metadata=meta(zero_unset=True))
+    reserved_memory: tuple[MemoryReservation, ...] = ()
+    topology_manager_policy: str = attrs.field(default="none", metadata=meta(zero_unset=True))
+    topology_manager_scope: str = attrs.field(default="container", metadata=meta(zero_unset=True))
+    topology_manager_policy_options: Mapping[str, str] = attrs.field(factory=dict)
     reserved_system_cpus: str = attrs.field(default="", metadata=meta(wire="reservedSystemCPUs"))
     """CPUs (a list such as ``0,2-3``) kept for the system: never given exclusively,
     and node allocatable's CPU reservation (it replaces kubeReserved/systemReserved cpu)"""

@@ -26,7 +26,7 @@ from .kubeletconfig import (
 )
 from .wire import decode
 
-_RELATIVE_TO_FILE = (
+RELATIVE_TO_FILE = (
     ("staticPodPath",),
     ("authentication", "x509", "clientCAFile"),
     ("tlsCertFile",),
@@ -126,7 +126,7 @@ def _resolve_relative_paths(
 ) -> KubeletConfiguration:
     """A relative path in the file is relative to the file, not to the kubelet's cwd."""
     base = os.path.dirname(os.path.abspath(source))
-    for wire_path in _RELATIVE_TO_FILE:
+    for wire_path in RELATIVE_TO_FILE:
         if ".".join(wire_path) not in present:
             continue
         value = get_by_wire_path(config, wire_path)
@@ -142,6 +142,8 @@ def _dependent_defaults(
     changes: dict[str, Any] = {}
     if "nodeStatusReportFrequency" not in present and "nodeStatusUpdateFrequency" in present:
         changes["node_status_report_frequency"] = config.node_status_update_frequency
+    if "cpuManagerReconcilePeriod" not in present:
+        changes["cpu_manager_reconcile_period"] = config.node_status_update_frequency
     pulls = config.max_parallel_image_pulls
     if "serializeImagePulls" not in present and pulls is not None and pulls >= 2:
         changes["serialize_image_pulls"] = False

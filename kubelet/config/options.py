@@ -16,6 +16,7 @@ import attrs
 
 from kubelet.errors import ConfigError, Problem
 
+from .dropins import merge_dropins
 from .features import DEFAULT_GATES, FeatureGates, GateError, ResolvedGates, resolve_gates
 from .fields import get_by_wire_path, set_by_wire_path
 from .flags import (
@@ -64,6 +65,10 @@ class Options:
     image_credential_provider_config: str = ""
     image_credential_provider_bin_dir: str = ""
     debug_console_socket: str = ""
+    lock_file: str = ""
+    exit_on_lock_contention: bool = False
+    """``--lock-file``: flocked for the life of the process; with the other, watched for a
+    successor opening it (the kubelet then exits)"""
     runtime_cgroups: str = ""
     """``--runtime-cgroups``: the runtime's cgroup, the summary's ``runtime`` system container"""
     minimum_container_ttl_duration: float = 0.0
@@ -109,22 +114,27 @@ def build_options(flags: ParsedFlags, *, hostname: Callable[[], str] | None = No
     config_file = str(flag_only.get("config", ""))
     loaded = load_config_file(config_file) if config_file else None
     default = legacy_flag_defaults(KubeletConfiguration())
+    config_dir = str(flag_only.get("config_dir", ""))
+    if config_dir:
+        loaded = merge_dropins(loaded, default, config_dir)
+    source = " + ".join(p for p in (config_file, config_dir) if p)  # where files set things
     config = loaded.config if loaded is not None else default
     config, set_by_flag = _apply_flags(config, flags)
-    _raise(system_cgroups_issues(config), set_by_flag, config_file)
+    _raise(system_cgroups_issues(config), set_by_flag, source)
     config = effective_defaults(config)
-    resolved = _feature_gates(config, flags, config_file)
+    resolved = _feature_gates(config, flags, source)
     config = gated_defaults(config, resolved.gates)
-    _check(config, resolved.gates, set_by_flag, config_file)
+    _check(config, resolved.gates, set_by_flag, source)
     kubeconfig = str(flag_only.get("kubeconfig", ""))
     bootstrap = str(flag_only.get("bootstrap_kubeconfig", ""))
     _check_bootstrap(kubeconfig, bootstrap)
+    _check_lock_file(flag_only)
     override = str(flag_only.get("hostname_override", ""))
     inert, missing_defaults = not_acted_on(
         _setting_values(config, flags, flag_only, set_by_flag, loaded),
         _set_keys(flags, set_by_flag, loaded),
         resolved.gates.non_default(),
-        _gate_sources(resolved, flags, config_file),
+        _gate_sources(resolved, flags, source),
     )
     warning = warning_text(inert, missing_defaults)
     return Options(
@@ -144,6 +154,8 @@ def build_options(flags: ParsedFlags, *, hostname: Callable[[], str] | None = No
             flag_only.get("image_credential_provider_bin_dir", "")
         ),
         debug_console_socket=str(flag_only.get("debug_console_socket", "")),
+        lock_file=str(flag_only.get("lock_file", "")),
+        exit_on_lock_contention=bool(flag_only.get("exit_on_lock_contention", False)),
         runtime_cgroups=str(flag_only.get("runtime_cgroups", "")),
         minimum_container_ttl_duration=flag_only.get("minimum_container_ttl_duration", 0.0),
         maximum_dead_containers_per_container=flag_only.get(
@@ -201,6 +213,15 @@ def _check_bootstrap(kubeconfig: str, bootstrap: str) -> None:
         )
 
 
+def _check_lock_file(flag_only: Mapping[str, Any]) -> None:
+    if flag_only.get("exit_on_lock_contention") and not flag_only.get("lock_file"):
+        raise ConfigError.single(
+            "--exit-on-lock-contention",
+            "",
+            "cannot exit on lock file contention: no lock file specified",
+        )
+
+
 def _cloud_provider(name: str) -> str:
     """Only an external cloud provider exists (the built-in ones were removed)."""
     if name not in ("", "external"):
@@ -236,6 +257,7 @@ def _setting_values(
 ) -> dict[str, tuple[Any, str]]:
     """Every setting's value in force and where it was set (flag, file, or "")."""
     source_file = loaded.path if loaded is not None else ""
+    unmodelled = {**(loaded.unmodelled if loaded is not None else {}), **_flag_unmodelled(flags)}
     values: dict[str, tuple[Any, str]] = {}
     for key in SETTINGS:
         if key.startswith("--"):
@@ -245,7 +267,7 @@ def _setting_values(
         try:
             value = get_by_wire_path(config, tuple(key.split(".")))
         except (KeyError, AttributeError):
-            value = loaded.unmodelled.get(key) if loaded is not None else None
+            value = unmodelled.get(key)
         values[key] = (value, set_by_flag.get(key, source_file))
     return values
 
@@ -253,7 +275,10 @@ def _setting_values(
 def _apply_flags(
     config: KubeletConfiguration, flags: ParsedFlags
 ) -> tuple[KubeletConfiguration, dict[str, str]]:
-    """Flags override the file; returns the config and field path → flag that set it."""
+    """Flags override the file; returns the config and field path → flag that set it.
+
+    A flag for an upstream field this kubelet does not model is kept out of the config;
+    its value reaches the warning through ``_flag_unmodelled``."""
     set_by: dict[str, str] = {}
     for spec in FLAGS:
         values = flags.raw(spec.name)
@@ -263,9 +288,26 @@ def _apply_flags(
         path = tuple(spec.field.split("."))
         if spec.field == "featureGates":  # merged over the file's gates, flags winning
             value = {**get_by_wire_path(config, path), **value}
-        config = set_by_wire_path(config, path, value)
         set_by[spec.field] = f"--{spec.name}"
+        try:
+            config = set_by_wire_path(config, path, value)
+        except KeyError:
+            continue  # not modelled: _flag_unmodelled carries it
     return config, set_by
+
+
+def _flag_unmodelled(flags: ParsedFlags) -> dict[str, Any]:
+    """Values flags gave to upstream fields this kubelet does not model (for the warning)."""
+    probe = KubeletConfiguration()
+    out: dict[str, Any] = {}
+    for spec in FLAGS:
+        if spec.field is None or not flags.raw(spec.name):
+            continue
+        try:
+            get_by_wire_path(probe, tuple(spec.field.split(".")))
+        except (KeyError, AttributeError):
+            out[spec.field] = parse_value(spec, flags.raw(spec.name))
+    return out
 
 
 def _check(
@@ -277,12 +319,9 @@ def _check(
     _raise(validate(config, gates), set_by_flag, config_file)
 
 
-def _raise(
-    issues: list[tuple[str, str]], set_by_flag: Mapping[str, str], config_file: str
-) -> None:
+def _raise(issues: list[tuple[str, str]], set_by_flag: Mapping[str, str], config_file: str) -> None:
     problems = [
-        Problem(_source(path, set_by_flag, config_file), path, message)
-        for path, message in issues
+        Problem(_source(path, set_by_flag, config_file), path, message) for path, message in issues
     ]
     if problems:
         raise ConfigError(*problems)

@@ -105,6 +105,17 @@ SETTINGS: Mapping[str, Support] = {
     "--minimum-container-ttl-duration": ok("deprecated, as upstream: container GC's min age"),
     "--maximum-dead-containers-per-container": ok("deprecated, as upstream"),
     "--maximum-dead-containers": ok("deprecated, as upstream"),
+    "--config-dir": ok("*.conf drop-ins merged over --config in lexical order"),
+    "--lock-file": ok("flock held for the life of the process; start-up waits for it"),
+    "--exit-on-lock-contention": ok("inotify: another process opening the lock file stops us"),
+    "--experimental-allocatable-ignore-eviction": missing(
+        "hard eviction thresholds are always subtracted from allocatable", _falsy
+    ),
+    "--experimental-mounter-path": missing("mounts use mount(8)", _falsy),
+    "--log-text-split-stream": missing("split log streams are not implemented", _falsy),
+    "--log-text-info-buffer-size": missing("split log streams are not implemented", _is("0")),
+    "--log-json-split-stream": missing("split log streams are not implemented", _falsy),
+    "--log-json-info-buffer-size": missing("split log streams are not implemented", _is("0")),
     # --- KubeletConfiguration fields we model ------------------------------------------------
     "staticPodPath": ok(),
     "staticPodURL": ok(),
@@ -237,7 +248,9 @@ SETTINGS: Mapping[str, Support] = {
         "full-pcpus-only and strict-cpu-reservation; the others are refused at start-up"
     ),
     "cpuManagerReconcilePeriod": ok(),
-    "draManagerReconcilePeriod": missing("dynamic resource allocation is not implemented"),
+    "draManagerReconcilePeriod": missing(
+        "the DRA manager reconciles every 60 s, whatever the period"
+    ),
     "memoryManagerPolicy": missing("the memory manager is not implemented", _is("None")),
     "topologyManagerPolicy": missing("the topology manager is not implemented", _is("none")),
     "topologyManagerScope": missing("the topology manager is not implemented"),
@@ -324,7 +337,7 @@ GATE_SUPPORT: Mapping[str, Support] = {
         _is(True),
     ),
     "KubeletPSI": ok("PSI of cgroup v2 in /stats/summary and /metrics/cadvisor"),
-    "KubeletPodResourcesDynamicResources": ok("pod-resources dynamic_resources (no DRA: empty)"),
+    "KubeletPodResourcesDynamicResources": ok("pod-resources dynamic_resources"),
     "KubeletPodResourcesGet": ok("pod-resources Get"),
     "LocalStorageCapacityIsolationFSQuotaMonitoring": missing("no quota monitoring", _is(False)),
     "MemoryQoS": missing("MemoryQoS is not implemented", _is(False)),

@@ -87,7 +87,9 @@ def node_admission(
             node=node_info(),
             pod_level_resources=gates.enabled(features.POD_LEVEL_RESOURCES),
             dra_extended_resource=gates.enabled(features.DRA_EXTENDED_RESOURCE),
-            taint_comparison_operators=gates.enabled(features.TAINT_TOLERATION_COMPARISON_OPERATORS),
+            taint_comparison_operators=gates.enabled(
+                features.TAINT_TOLERATION_COMPARISON_OPERATORS
+            ),
             sysctls=sysctls,
             apparmor_error=apparmor_error,
             supplemental_groups_policy=runtime_info.features.supplemental_groups_policy,

@@ -14,7 +14,9 @@ from kubelet.config import Options, resolve
 from kubelet.errors import FatalError
 
 
-async def fails_deep_in_the_tree(options: Options, connection: ClusterConnection | None) -> int:
+async def fails_deep_in_the_tree(
+    options: Options, connection: ClusterConnection | None, contention: int | None
+) -> int:
     async with trio.open_nursery() as outer:
         async with trio.open_nursery() as inner:
             inner.start_soon(trio.sleep_forever)

@@ -298,9 +298,16 @@ def test_deprecated_container_gc_flags_act_and_warn() -> None:
     assert not any("deprecated" in w for w in plain.warnings)
 
 
-NOT_DEPRECATED = {"v", "vmodule", "log-flush-frequency", "provider-id", "seccomp-default"}
-"""Upstream's config flags left undeprecated (AddKubeletConfigFlags' exceptions), and
---seccomp-default, which upstream registers with its own flags."""
+NOT_DEPRECATED = {
+    "v",
+    "vmodule",
+    "log-flush-frequency",
+    "provider-id",
+    "seccomp-default",
+    "fail-cgroupv1",
+}
+"""Upstream's config flags left undeprecated (AddKubeletConfigFlags' exceptions, and
+--fail-cgroupv1), and --seccomp-default, which upstream registers with its own flags."""
 
 
 def helps() -> dict[str, str]:
@@ -317,11 +324,14 @@ def test_config_flags_are_deprecated_as_upstreams() -> None:
 def test_a_deprecated_flag_warns_once_and_says_so_in_help() -> None:
     options = run("--max-pods=5", "--max-pods=6", "-v=2", "--provider-id=x", "--runonce=false")
     assert options.config.max_pods == 6
-    assert options.warnings.count(
-        "Flag --max-pods has been deprecated, This parameter should be set via the config file "
-        "specified by the Kubelet's --config flag. See https://kubernetes.io/docs/tasks/"
-        "administer-cluster/kubelet-config-file/ for more information."
-    ) == 1
+    assert (
+        options.warnings.count(
+            "Flag --max-pods has been deprecated, This parameter should be set via the config file "
+            "specified by the Kubelet's --config flag. See https://kubernetes.io/docs/tasks/"
+            "administer-cluster/kubelet-config-file/ for more information."
+        )
+        == 1
+    )
     assert "Flag --runonce has been deprecated, " + CONFIG_FLAG_DEPRECATION in options.warnings
     assert not any(w.startswith(("Flag --v ", "Flag --provider-id ")) for w in options.warnings)
     text = helps()

@@ -222,18 +222,20 @@ def test_upstream_fields_we_do_not_implement_are_named_in_one_warning(tmp_path: 
         "hairpinMode: hairpin-veth\n"  # no effect with a CRI runtime, upstream's too
         "topologyManagerPolicy: best-effort\n"
         "memoryManagerPolicy: Static\n"
+        "podCIDR: 10.0.0.0/24\n"
         "streamingConnectionIdleTimeout: 0s\n"  # zero: upstream default, not worth a warning
         "logging:\n  options:\n    json: {splitStream: true}\n"
     )
     path = write(tmp_path, text)
     options = resolve(["--config", str(path)], hostname=lambda: "n")
     assert options.config.hairpin_mode == "hairpin-veth"  # modelled, so that it is checked
-    expected = ("topologyManagerPolicy", "memoryManagerPolicy", "logging.options")
-    assert options.ignored_fields == expected
+    assert options.ignored_fields == ("podCIDR", "logging.options")
+    assert options.config.memory_manager_policy == "Static"  # modelled for the managers
     (warning,) = options.warnings
     assert f"topologyManagerPolicy=best-effort ({path})" in warning
     assert f"memoryManagerPolicy=Static ({path})" in warning
     assert f"logging.options ({path})" in warning
+    assert f"podCIDR=10.0.0.0/24 ({path})" in warning
     assert "hairpinMode" not in warning and "streamingConnectionIdleTimeout" not in warning
 
 
