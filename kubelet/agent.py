@@ -302,7 +302,7 @@ async def run(
         cm = await root.start(run_container_manager, _cm_parts(core, local))
         pod_runtime = await root.start(run_runtime, _runtime_parts(core, prober, services, cm))
         status = await _start_status(root, api, desired, metrics, options) if api else None
-        node_handle = await root.start(run_node, _node_parts(core, pleg, rotating, terminator))
+        node_handle = await root.start(run_node, _node_parts(core, pleg, rotating, terminator, cm))
         config = await root.start(
             functools.partial(open_sources, watch=metrics.pod_startup),
             *(options, api, host.watch_files, host.source_io),
@@ -346,6 +346,8 @@ def _cm_parts(core: Core, local: NodeInfo) -> CmParts:
         record=record,
         host=CgroupHost(fs=host.cgroup_fs, io=host.cgroup_io, proc=host.proc, systemd=host.systemd),
         observe=core.metrics.observe_cgroup_manager,
+        metrics=core.metrics,
+        file_io=host.source_io,
     )
 
 
@@ -375,6 +377,7 @@ def _node_parts(
     pleg: PlegHandle,
     rotating: RotatingTransport | None,
     terminator: PodTerminator,
+    cm: ContainerManager,
 ) -> NodeParts:
     desired, clock = core.desired, core.clock
     return NodeParts(
@@ -394,6 +397,7 @@ def _node_parts(
         pressure=core.pressure,
         started=clock(),
         boot=boot_time(clock),
+        cm=cm,
     )
 
 

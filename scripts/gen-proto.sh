@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerate the CRI Python stubs from proto/cri_api.proto.
 #
-#   scripts/gen-proto.sh [OUT_DIR [PR_OUT_DIR]]  (default: kubelet/cri, kubelet/server/podresources)
+#   scripts/gen-proto.sh [OUT_DIR [PR_OUT_DIR [DP_OUT_DIR]]]
+#   (default: kubelet/cri, kubelet/server/podresources, kubelet/cm/devices)
 #
 # Needs the dev extra (grpcio-tools, grpclib's protoc plugin). The stubs are committed;
 # tests/unit/test_proto_stubs.py regenerates them into a temporary directory and fails if
@@ -29,3 +30,13 @@ mkdir -p "$PR_OUT"
   --plugin=protoc-gen-grpclib_python="$PLUGIN" --grpclib_python_out="$PR_OUT" \
   "$ROOT/proto/podresources_api.proto"
 sed -i 's/^import podresources_api_pb2$/from . import podresources_api_pb2/' "$PR_OUT/podresources_api_grpc.py"
+# The device plugin API (package v1beta1), spoken by kubelet/cm/devices/.
+if [ -n "${3:-}" ]; then DP_OUT="$3"
+elif [ -n "${1:-}" ]; then DP_OUT="$OUT/devices"
+else DP_OUT="$ROOT/kubelet/cm/devices"; fi
+mkdir -p "$DP_OUT"
+"$PY" -m grpc_tools.protoc -I "$ROOT/proto" \
+  --python_out="$DP_OUT" --pyi_out="$DP_OUT" \
+  --plugin=protoc-gen-grpclib_python="$PLUGIN" --grpclib_python_out="$DP_OUT" \
+  "$ROOT/proto/deviceplugin_api.proto"
+sed -i 's/^import deviceplugin_api_pb2$/from . import deviceplugin_api_pb2/' "$DP_OUT/deviceplugin_api_grpc.py"

@@ -10,7 +10,7 @@ the container's devices and environment, pre-start).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 import attrs
@@ -67,6 +67,21 @@ class NodeResources:
 NO_RESOURCES = NodeResources()
 
 
+class ResourcesChanged:
+    """Told when a manager's extended resources change (a device plugin came, went or
+    changed its devices), so node status reports them soon rather than at its period."""
+
+    def __init__(self) -> None:
+        self._listeners: list[Callable[[], None]] = []
+
+    def subscribe(self, listener: Callable[[], None]) -> None:
+        self._listeners.append(listener)
+
+    def __call__(self) -> None:
+        for listener in self._listeners:
+            listener()
+
+
 class ResourceManager(Protocol):
     """One node resource manager under the container manager (the cgroups part; devices,
     CPU, memory, topology, DRA to come). Subclass it to inherit the defaults."""
@@ -116,8 +131,11 @@ class ContainerManager:
         cgroups: PodCgroups | None = None,
         limits: ContainerLimits | None = None,
         cgroup_root: str = "/",
+        changed: ResourcesChanged | None = None,
     ) -> None:
         self.base = resources
+        self.changed = changed or ResourcesChanged()
+        """subscribe to hear when the managers' extended resources change"""
         self.managers = tuple(managers)
         """the cgroups part first, then ``registry.RESOURCE_MANAGERS``' in order"""
         self.cgroups = cgroups
@@ -130,6 +148,14 @@ class ContainerManager:
     def resources(self) -> NodeResources:
         """The node's resources with every manager's extended resources."""
         out = self.base
+        for manager in self.managers:
+            out = out.with_extended(manager.extended_resources())
+        return out
+
+    def extended(self) -> NodeResources:
+        """Only what the managers add (device plugins' resources): node status reports
+        these beside the capacity and allocatable it computes itself."""
+        out = NO_RESOURCES
         for manager in self.managers:
             out = out.with_extended(manager.extended_resources())
         return out

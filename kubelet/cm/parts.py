@@ -6,11 +6,13 @@ from collections.abc import Callable
 
 import attrs
 
+from kubelet.boundedio import RunSync, in_thread
 from kubelet.cgroups import ActivePods, CgroupHost, Event, Observe
 from kubelet.config import Options
 from kubelet.cri import RuntimeClient
+from kubelet.metrics import KubeletMetrics
 
-from .manager import NodeResources
+from .manager import NodeResources, ResourcesChanged
 
 
 @attrs.frozen(kw_only=True)
@@ -29,3 +31,9 @@ class CmParts:
     host: CgroupHost
     observe: Observe | None = None
     """the cgroup manager's operation durations (metrics)"""
+    metrics: KubeletMetrics | None = None
+    """the device plugins' registrations and Allocate durations"""
+    file_io: RunSync = in_thread
+    """reads and writes of the managers' checkpoints (inline on a fake clock)"""
+    changed: ResourcesChanged = attrs.field(factory=ResourcesChanged)
+    """told when the managers' extended resources change"""

@@ -12,9 +12,10 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
+from . import devices
 from .manager import ResourceManager
 from .parts import CmParts
 
 StartManager = Callable[[CmParts, trio.Nursery], Awaitable[ResourceManager]]
 
-RESOURCE_MANAGERS: tuple[StartManager, ...] = ()
+RESOURCE_MANAGERS: tuple[StartManager, ...] = (devices.start,)
