@@ -14,11 +14,12 @@ Each resource manager implements ``manager.ResourceManager``; the cgroups part
 line there (docs/architecture.md walks through a device manager).
 """
 
-from .manager import ContainerManager, NodeResources, ResourceError
+from .manager import AssignedDevice, ContainerManager, NodeResources, ResourceError
 from .parts import CmParts
 from .run import run_container_manager
 
 __all__ = [
+    "AssignedDevice",
     "CmParts",
     "ContainerManager",
     "NodeResources",

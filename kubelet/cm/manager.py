@@ -67,6 +67,16 @@ class NodeResources:
 NO_RESOURCES = NodeResources()
 
 
+@attrs.frozen
+class AssignedDevice:
+    """One device as the pod-resources API reports it: its resource, its ID and the
+    NUMA node it sits on (None: the plugin gave no topology)."""
+
+    resource_name: str
+    device_id: str
+    numa_node: int | None = None
+
+
 class ResourcesChanged:
     """Told when a manager's extended resources change (a device plugin came, went or
     changed its devices), so node status reports them soon rather than at its period."""
@@ -99,6 +109,14 @@ class ResourceManager(Protocol):
     async def prepare_pod(self, pod: Pod) -> None:
         """Before the pod's sandbox, every sync; ``ResourceError`` fails the sync."""
         return None
+
+    def container_devices(self, pod_uid: str, container: str) -> Sequence[AssignedDevice]:
+        """The devices a container holds (the pod-resources API's List and Get)."""
+        return ()
+
+    def allocatable_devices(self) -> Sequence[AssignedDevice]:
+        """The devices that can be given (GetAllocatableResources)."""
+        return ()
 
     async def release_pod(self, pod: Pod) -> None:
         """After the pod's teardown, once its volumes are gone; errors are the
@@ -191,6 +209,12 @@ class ContainerManager:
     async def release_pod(self, pod: Pod) -> None:
         for manager in self.managers:
             await manager.release_pod(pod)
+
+    def container_devices(self, pod_uid: str, container: str) -> list[AssignedDevice]:
+        return [d for m in self.managers for d in m.container_devices(pod_uid, container)]
+
+    def allocatable_devices(self) -> list[AssignedDevice]:
+        return [d for m in self.managers for d in m.allocatable_devices()]
 
     def contribution(self, pod: Pod, container: Container) -> ContainerContribution:
         """Every manager's part of the container's CRI config, merged."""

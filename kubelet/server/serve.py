@@ -23,6 +23,7 @@ import attrs
 import trio
 
 from kubelet.boundedio import RunSync, in_thread
+from kubelet.cm import ContainerManager
 from kubelet.config import Options, features
 from kubelet.metrics import KubeletMetrics
 from kubelet.node.certificates import CertificateManager, CertKeyPair
@@ -45,7 +46,6 @@ from .tlsreload import CA_BUNDLE_LIMIT, PAIR_FILE_LIMIT, ServingTLS, read_files,
 from .wire import ASGIApp
 
 log = logging.getLogger(__name__)
-
 
 
 @attrs.frozen
@@ -122,10 +122,12 @@ async def serve(
     descriptors: Descriptors | None = None,
     serving: CertificateManager | None = None,
     file_io: RunSync = in_thread,
+    cm: ContainerManager | None = None,
     task_status: trio.TaskStatus[Addresses] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run the kubelet's servers until cancelled. ``file_io``: where the TLS files are read
-    and parsed (a worker thread; tests on a fake clock: inline).
+    and parsed (a worker thread; tests on a fake clock: inline). ``cm``: the devices the
+    pod-resources API reports (None: none).
 
     Raises ``auth.AuthConfigError`` at once when the configured webhook authentication
     or authorization has no ``reviews`` client, as upstream refuses to start. ``limits``
@@ -154,6 +156,8 @@ async def serve(
             backend.desired_pods,
             backend.pod_by_name,
             get_enabled=options.features.enabled(features.KUBELET_POD_RESOURCES_GET),
+            devices=cm.container_devices if cm is not None else None,
+            allocatable=cm.allocatable_devices if cm is not None else None,
         )
         await nursery.start(serve_pod_resources, options.root_dir, lister)
         nursery.start_soon(memory.run)

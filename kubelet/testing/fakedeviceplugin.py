@@ -21,9 +21,10 @@ import trio_asyncio
 from grpclib.client import Channel
 from grpclib.const import Status
 from grpclib.exceptions import GRPCError
-from grpclib.server import Server
 
 from kubelet.cm.devices import HEALTHY, SOCKET_NAME, VERSION, api, api_grpc
+
+from .fakeruntime import _FakeServer
 
 
 class _Service(api_grpc.DevicePluginBase):
@@ -108,7 +109,8 @@ class FakeDevicePlugin:
         self.preferred_requests: list[Any] = []
         self.watchers = 0
         self.crashed = False
-        self._server: Server | None = None
+        self._server: _FakeServer | None = None
+        self._transports: set[asyncio.BaseTransport] = set()
         self._changed = asyncio.Event()
 
     @property
@@ -157,7 +159,7 @@ class FakeDevicePlugin:
         self.crashed = False
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path)
-        server = Server([_Service(self)])
+        server = _FakeServer([_Service(self)], self._transports)
         await trio_asyncio.aio_as_trio(server.start)(path=self.path)
         self._server = server
 
@@ -178,6 +180,9 @@ class FakeDevicePlugin:
         self.crashed = True
         self._notify()
         server, self._server = self._server, None
+        for transport in list(self._transports):
+            transport.abort()  # type: ignore[attr-defined]
+        self._transports.clear()
         if server is not None:
             server.close()
             with trio.move_on_after(5):

@@ -12,8 +12,12 @@ from typing import Any
 
 import pytest
 import trio
+import trio_asyncio
+from grpclib.client import Channel
+from grpclib.exceptions import GRPCError
+from prometheus_client import generate_latest
 
-from kubelet.cm.devices import CHECKPOINT_FILE, HEALTHY, UNHEALTHY
+from kubelet.cm.devices import CHECKPOINT_FILE, GRACE_PERIOD, SOCKET_NAME, UNHEALTHY
 from kubelet.testing import FakeRuntime
 from kubelet.testing.fakedeviceplugin import FakeDevicePlugin
 
@@ -91,3 +95,131 @@ async def test_plugin_devices_become_node_resources_and_pods_get_them(
             assert entry["ResourceName"] == RESOURCE
             assert entry["DeviceIDs"] == {"-1": [envs["EXAMPLE_DEVICES"]]}
             assert checkpoint["Data"]["RegisteredDevices"] == {RESOURCE: ["dev0", "dev1"]}
+
+
+def _app(c: Cluster, pod: str) -> Any:
+    (container,) = [
+        x
+        for x in c.fake.running()
+        if x.config.metadata.name == "app" and x.config.labels.get("io.kubernetes.pod.name") == pod
+    ]
+    return container
+
+
+async def _pod_resources(c: Cluster, rpc: str, request: Any) -> Any:
+    from kubelet.server.podresources import podresources_api_pb2 as pb
+    from kubelet.server.podresources.podresources_api_grpc import PodResourcesListerStub
+
+    channel = Channel(path=str(c.tmp / "root" / "pod-resources" / "kubelet.sock"))
+    try:
+        method = getattr(PodResourcesListerStub(channel), rpc)
+        return await trio_asyncio.aio_as_trio(method)(getattr(pb, request)())
+    finally:
+        channel.close()
+
+
+async def test_pod_resources_show_the_devices_and_plugin_restarts_keep_running_pods(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    async with running_cluster(fake, short_tmp) as c:
+        plugin = FakeDevicePlugin(_plugins_dir(c), topology={"dev0": 0, "dev1": 1})
+        await plugin.start()
+        await plugin.register()
+        await c.wait_for(lambda: _counts(c) == ("2", "2"))
+        _asking(c, "one", 1)
+        await c.wait_for(lambda: c.phase("one") == "Running")
+        app = _app(c, "one")
+        listed = await _pod_resources(c, "List", "ListPodResourcesRequest")
+        (pod,) = [p for p in listed.pod_resources if p.name == "one"]
+        ((container),) = pod.containers
+        (device,) = container.devices
+        assert device.resource_name == RESOURCE
+        held = device.device_ids[0]
+        assert [n.ID for n in device.topology.nodes] == [int(held[-1])]
+        allocatable = await _pod_resources(
+            c, "GetAllocatableResources", "AllocatableResourcesRequest"
+        )
+        assert sorted(d.device_ids[0] for d in allocatable.devices) == ["dev0", "dev1"]
+
+        await plugin.crash()  # capacity kept, allocatable drops, the pod runs on
+        await c.wait_for(lambda: _counts(c) == ("2", "0"), timeout=15)
+        await plugin.start()
+        await plugin.register()
+        await c.wait_for(lambda: _counts(c) == ("2", "2"), timeout=15)
+        assert _app(c, "one").id == app.id
+        assert c.phase("one") == "Running"
+        _asking(c, "two", 2)  # the running pod still holds its device
+        await c.wait_for(lambda: c.phase("two") == "Failed")
+        assert "Requested: 2, Available: 1" in (c.pod("two") or {})["status"]["message"]
+
+        await plugin.crash()  # gone past the grace period: the resource is removed
+        await c.wait_for(lambda: _counts(c) == ("2", "0"), timeout=15)
+        await trio.sleep(GRACE_PERIOD)
+        await c.wait_for(lambda: _counts(c) == (None, None), timeout=30)
+        assert _app(c, "one").id == app.id
+
+
+async def test_a_restarted_kubelet_keeps_the_allocations_of_its_checkpoint(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    async with running_cluster(fake, short_tmp) as c:
+        plugin = FakeDevicePlugin(_plugins_dir(c))
+        async with plugin.running():
+            await c.wait_for(lambda: _counts(c) == ("2", "2"))
+            _asking(c, "one", 1)
+            await c.wait_for(lambda: c.phase("one") == "Running")
+            app = _app(c, "one")
+            assert c.scope is not None
+            c.scope.cancel()
+            await trio.sleep(1)
+            await start_cluster_kubelet(c)
+            # the socket is made anew: the plugin registers again, as plugins watching it do
+            await c.wait_for(lambda: os.path.exists(os.path.join(_plugins_dir(c), SOCKET_NAME)))
+            await plugin.register()
+            await c.wait_for(lambda: _counts(c) == ("2", "2"), timeout=15)
+            assert c.components is not None
+            held = c.components.cm.container_devices(
+                app.config.labels["io.kubernetes.pod.uid"], "app"
+            )
+            assert [d.device_id for d in held] == [_env(app)["EXAMPLE_DEVICES"]]
+            _asking(c, "two", 2)
+            await c.wait_for(lambda: c.phase("two") == "Failed")
+            assert "Requested: 2, Available: 1" in (c.pod("two") or {})["status"]["message"]
+            assert _app(c, "one").id == app.id
+            assert len(plugin.allocations) == 1  # not allocated again
+
+
+def _env(container: Any) -> dict[str, str]:
+    return {kv.key: bytes(kv.value).decode() for kv in container.config.envs}
+
+
+async def test_registrations_are_checked_and_a_storm_leaves_one_plugin(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    async with running_cluster(fake, short_tmp) as c:
+        plugin = FakeDevicePlugin(_plugins_dir(c))
+        await plugin.start()
+        with pytest.raises(GRPCError) as refused:
+            await plugin.register(version="v1alpha1")
+        assert refused.value.message == (
+            'requested API version "v1alpha1" is not supported by kubelet. '
+            'Supported versions are ["v1beta1"]'
+        )
+        with pytest.raises(GRPCError) as refused:
+            await plugin.register(resource="resource")
+        assert refused.value.message == 'the ResourceName "resource" is invalid'
+        with pytest.raises(GRPCError):
+            await plugin.register(resource="kubernetes.io/resource")
+        for _ in range(20):
+            await plugin.register()
+        await c.wait_for(lambda: _counts(c) == ("2", "2"))
+        await trio.sleep(5)
+        assert plugin.watchers == 1
+        plugin.set_health("dev1", UNHEALTHY)
+        await c.wait_for(lambda: _counts(c) == ("2", "1"), timeout=15)
+        assert c.components is not None
+        text = generate_latest(c.components.core.metrics.registry).decode()
+        assert f'kubelet_device_plugin_registration_total{{resource_name="{RESOURCE}"}} 21.0' in (
+            text
+        )
+        await plugin.crash()

@@ -31,17 +31,6 @@ class PluginError(Exception):
     """A call to the plugin failed, timed out or was answered with garbage."""
 
 
-async def _list_and_watch(stub: DevicePluginStub) -> AsyncIterator[Any]:
-    """The ListAndWatch stream on the asyncio side, one device list per message."""
-    async with stub.ListAndWatch.open() as stream:
-        await stream.send_message(pb.Empty(), end=True)
-        while True:
-            message = await stream.recv_message()
-            if message is None:
-                return
-            yield message
-
-
 class Endpoint:
     """A client for one plugin socket; ``close`` drops the connection."""
 
@@ -69,14 +58,39 @@ class Endpoint:
         return await self._call("GetDevicePluginOptions", pb.Empty(), CONNECT_TIMEOUT)
 
     async def list_and_watch(self) -> AsyncIterator[Any]:
-        """The plugin's device lists until the stream ends; ``PluginError`` when it fails."""
+        """The plugin's device lists until the stream ends; ``PluginError`` when it fails.
+
+        Each step of the stream is one asyncio call awaited from Trio, so cancelling the
+        reader (a new registration, the kubelet stopping) resets the stream at once."""
+        stream = self._stub.ListAndWatch.open()
+        aio = trio_asyncio.aio_as_trio
         try:
-            async for message in trio_asyncio.aio_as_trio(_list_and_watch(self._stub)):
-                yield message
-        except trio.Cancelled:
-            raise
+            await aio(stream.__aenter__)()
         except Exception as exc:
             raise PluginError(f"ListAndWatch: {exc}") from exc
+        failure: BaseException | None = None
+        try:
+            await aio(stream.send_message)(pb.Empty(), end=True)
+            while True:
+                message = await aio(stream.recv_message)()
+                if message is None:
+                    return
+                yield message
+        except trio.Cancelled as exc:
+            failure = exc
+            raise
+        except Exception as exc:
+            failure = exc
+            raise PluginError(f"ListAndWatch: {exc}") from exc
+        finally:
+            with trio.CancelScope(shield=True), trio.move_on_after(CONNECT_TIMEOUT):
+                try:
+                    if failure is None:
+                        await aio(stream.__aexit__)(None, None, None)
+                    else:
+                        await aio(stream.__aexit__)(type(failure), failure, None)
+                except Exception:  # the stream is gone either way
+                    pass
 
     async def allocate(self, device_ids: Sequence[str]) -> Any:
         """The plugin's ``ContainerAllocateResponse`` for one container's devices."""

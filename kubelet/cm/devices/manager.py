@@ -28,7 +28,14 @@ from kubelet.boundedio import InputRefused, RunSync, loads_json, read_regular_fi
 from kubelet.decisions import ContainerContribution, DeviceSpec, MountSpec
 from kubelet.metrics import KubeletMetrics
 
-from ..manager import NO_RESOURCES, NodeResources, Refusal, ResourceError, ResourceManager
+from ..manager import (
+    NO_RESOURCES,
+    AssignedDevice,
+    NodeResources,
+    Refusal,
+    ResourceError,
+    ResourceManager,
+)
 from . import deviceplugin_api_pb2 as pb
 from .allocation import AllocationError, Granted, PodDevices, device_requests, plan_pod
 from .checkpoint import FILE_NAME, Checkpoint, CheckpointError, decode, encode
@@ -281,24 +288,42 @@ class DeviceManager(ResourceManager):
         if self.allocations.pop(pod.uid, None) is not None:
             self._save()
 
-    def container_devices(self, pod_uid: str, container: str) -> dict[str, Granted]:
-        """What ``container`` of the pod holds (the pod-resources API asks)."""
+    def granted(self, pod_uid: str, container: str) -> dict[str, Granted]:
+        """What ``container`` of the pod holds, by resource."""
         return dict(self.allocations.get(pod_uid, {}).get(container, {}))
 
-    def numa_of(self, resource: str, device: str) -> tuple[int, ...]:
+    def _assigned(self, resource: str, device: str) -> list[AssignedDevice]:
+        """One entry per NUMA node of the device (one without topology: None)."""
         res = self.resources.get(resource)
         dev = res.devices.get(device) if res is not None else None
-        return dev.numa if dev is not None else ()
+        nodes: tuple[int | None, ...] = (dev.numa if dev is not None else ()) or (None,)
+        return [AssignedDevice(resource, device, node) for node in nodes]
+
+    def container_devices(self, pod_uid: str, container: str) -> list[AssignedDevice]:
+        return [
+            a
+            for resource, grant in sorted(self.granted(pod_uid, container).items())
+            for device in grant.device_ids
+            for a in self._assigned(resource, device)
+        ]
+
+    def allocatable_devices(self) -> list[AssignedDevice]:
+        return [
+            a
+            for resource, res in sorted(self.resources.items())
+            for device in sorted(res.healthy())
+            for a in self._assigned(resource, device)
+        ]
 
     def contribute(self, pod: Pod, container: Container) -> ContainerContribution:
         out = ContainerContribution()
-        for _, grant in sorted(self.container_devices(pod.uid, container.name).items()):
+        for _, grant in sorted(self.granted(pod.uid, container.name).items()):
             if grant.response is not None:
                 out = out.merged(_contribution(grant.response))
         return out
 
     async def pre_start(self, pod: Pod, container: Container, container_id: str) -> None:
-        for resource, grant in sorted(self.container_devices(pod.uid, container.name).items()):
+        for resource, grant in sorted(self.granted(pod.uid, container.name).items()):
             res = self.resources.get(resource)
             if res is None or res.options is None or not res.options.pre_start_required:
                 continue
