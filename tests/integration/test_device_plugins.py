@@ -223,3 +223,33 @@ async def test_registrations_are_checked_and_a_storm_leaves_one_plugin(
             text
         )
         await plugin.crash()
+
+
+async def test_a_slow_or_failing_allocate_holds_only_its_own_pod(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    async with running_cluster(fake, short_tmp) as c:
+        plugin = FakeDevicePlugin(_plugins_dir(c))
+        async with plugin.running():
+            await c.wait_for(lambda: _counts(c) == ("2", "2"))
+            plugin.allocate_delay = 20.0
+            started = trio.current_time()
+            _asking(c, "slow", 1)
+            c.create_pod("plain")
+            ran = await c.wait_for(lambda: c.phase("plain") == "Running")
+            assert ran - started < 10
+            assert c.phase("slow") == "Pending"
+            done = await c.wait_for(lambda: c.phase("slow") == "Running")
+            assert done - started >= 20
+            plugin.allocate_delay = 0.0
+            plugin.allocate_error = "device on fire"
+            _asking(c, "failing", 1)
+            await c.wait_for(lambda: len(plugin.allocations) >= 3)
+            await trio.sleep(5)
+            assert c.phase("failing") == "Pending" and not [
+                x
+                for x in c.fake.containers.values()
+                if x.config.labels.get("io.kubernetes.pod.name") == "failing"
+            ]
+            plugin.allocate_error = ""
+            await c.wait_for(lambda: c.phase("failing") == "Running", timeout=120)
