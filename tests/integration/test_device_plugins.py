@@ -17,7 +17,7 @@ from grpclib.client import Channel
 from grpclib.exceptions import GRPCError
 from prometheus_client import generate_latest
 
-from kubelet.cm.devices import CHECKPOINT_FILE, GRACE_PERIOD, SOCKET_NAME, UNHEALTHY
+from kubelet.cm.devices import CHECKPOINT_FILE, GRACE_PERIOD, HEALTHY, SOCKET_NAME, UNHEALTHY
 from kubelet.testing import FakeRuntime
 from kubelet.testing.fakedeviceplugin import FakeDevicePlugin
 
@@ -253,3 +253,25 @@ async def test_a_slow_or_failing_allocate_holds_only_its_own_pod(
             ]
             plugin.allocate_error = ""
             await c.wait_for(lambda: c.phase("failing") == "Running", timeout=120)
+
+
+async def test_a_plugins_preferred_allocation_is_used_and_pre_start_called(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    async with running_cluster(fake, short_tmp) as c:
+        devices = {f"dev{n}": HEALTHY for n in range(4)}
+        plugin = FakeDevicePlugin(
+            _plugins_dir(c), devices=devices, preferred=True, pre_start_required=True
+        )
+        async with plugin.running():
+            await c.wait_for(lambda: _counts(c) == ("4", "4"))
+            _asking(c, "one", 2)
+            await c.wait_for(lambda: c.phase("one") == "Running")
+            (request,) = plugin.preferred_requests
+            (ask,) = request.container_requests
+            assert sorted(ask.available_deviceIDs) == ["dev0", "dev1", "dev2", "dev3"]
+            assert ask.allocation_size == 2
+            # the fake prefers the last devices; admission alone would give dev0, dev1
+            assert plugin.allocations == [[["dev3", "dev2"]]]
+            assert plugin.pre_starts == [["dev3", "dev2"]]
+            assert _env(_app(c, "one"))["EXAMPLE_DEVICES"] == "dev3,dev2"

@@ -263,10 +263,48 @@ class DeviceManager(ResourceManager):
         for container, granted in list(self.allocations.get(pod.uid, {}).items()):
             for resource, grant in list(granted.items()):
                 if grant.response is None:
-                    answer = await self._allocate(resource, grant.device_ids)
-                    granted[resource] = Granted(grant.device_ids, answer)
+                    ids = await self._preferred(pod.uid, container, resource, grant.device_ids)
+                    granted[resource] = Granted(ids)
+                    answer = await self._allocate(resource, ids)
+                    granted[resource] = Granted(ids, answer)
                     self._save()
             log.debug("pod %s container %s: devices allocated", pod.key, container)
+
+    def _taken(self, resource: str, pod_uid: str, container: str) -> set[str]:
+        """Devices of ``resource`` held by any container but this one."""
+        return {
+            d
+            for uid, containers in self.allocations.items()
+            for name, granted in containers.items()
+            if (uid, name) != (pod_uid, container) and resource in granted
+            for d in granted[resource].device_ids
+        }
+
+    async def _preferred(
+        self, pod_uid: str, container: str, resource: str, ids: tuple[str, ...]
+    ) -> tuple[str, ...]:
+        """The plugin's preferred devices in place of admission's pick, when it offers
+        GetPreferredAllocation: chosen among the pick and the free healthy devices, the
+        devices reused from the pod's init containers included; an answer that is not
+        such a set (or a device another pod took meanwhile) keeps admission's pick."""
+        res = self.resources.get(resource)
+        if res is None or res.endpoint is None or res.options is None:
+            return ids
+        if not res.options.get_preferred_allocation_available:
+            return ids
+        taken = self._taken(resource, pod_uid, container)
+        available = sorted((res.healthy() - taken) | set(ids))
+        must = sorted(set(ids) & taken)  # shared with the pod's init containers
+        try:
+            chosen = await res.endpoint.preferred(available, must, len(ids))
+        except PluginError as exc:
+            log.warning("device plugin %s: %s", resource, exc)
+            return ids
+        fresh = self._taken(resource, pod_uid, container) - set(must)
+        valid = len(set(chosen)) == len(ids) and set(chosen) <= set(available)
+        if not valid or set(chosen) & fresh or not set(must) <= set(chosen):
+            return ids
+        return tuple(chosen)
 
     async def _allocate(self, resource: str, ids: tuple[str, ...]) -> bytes:
         res = self.resources.get(resource)
