@@ -93,6 +93,7 @@ class FakeDevicePlugin:
         preferred: bool = False,
         topology: Mapping[str, int] | None = None,
         host_device: str = "/dev/null",
+        cdi: bool = True,
     ) -> None:
         self.directory = directory
         self.resource = resource
@@ -102,6 +103,8 @@ class FakeDevicePlugin:
         self.preferred = preferred
         self.topology = dict(topology or {})
         self.host_device = host_device
+        self.cdi = cdi
+        """answer Allocate with CDI device names (a runtime without their specs refuses)"""
         self.allocate_delay = 0.0
         self.allocate_error = ""
         self.allocations: list[list[list[str]]] = []
@@ -143,7 +146,7 @@ class FakeDevicePlugin:
                 for n, _ in enumerate(ids)
             ],
             annotations={"example.com/devices": ",".join(ids)},
-            cdi_devices=[api.CDIDevice(name=f"example.com/device={d}") for d in ids],
+            cdi_devices=[api.CDIDevice(name=f"example.com/device={d}") for d in ids if self.cdi],
         )
 
     def _notify(self) -> None:
