@@ -94,6 +94,7 @@ class FakeDevicePlugin:
         topology: Mapping[str, int] | None = None,
         host_device: str = "/dev/null",
         cdi: bool = True,
+        mounts: tuple[tuple[str, str, bool], ...] = (),
     ) -> None:
         self.directory = directory
         self.resource = resource
@@ -104,6 +105,8 @@ class FakeDevicePlugin:
         self.topology = dict(topology or {})
         self.host_device = host_device
         self.cdi = cdi
+        self.mounts = mounts
+        """(container path, host path, read-only) given with every Allocate"""
         """answer Allocate with CDI device names (a runtime without their specs refuses)"""
         self.allocate_delay = 0.0
         self.allocate_error = ""
@@ -146,6 +149,9 @@ class FakeDevicePlugin:
                 for n, _ in enumerate(ids)
             ],
             annotations={"example.com/devices": ",".join(ids)},
+            mounts=[
+                api.Mount(container_path=c, host_path=h, read_only=ro) for c, h, ro in self.mounts
+            ],
             cdi_devices=[api.CDIDevice(name=f"example.com/device={d}") for d in ids if self.cdi],
         )
 

@@ -64,15 +64,20 @@ async def test_plugin_devices_become_node_resources_and_pods_get_them(
     fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
 ) -> None:
     async with running_cluster(fake, short_tmp) as c:
-        plugin = FakeDevicePlugin(_plugins_dir(c))
+        plugin = FakeDevicePlugin(
+            _plugins_dir(c), mounts=(("/opt/example", str(short_tmp / "libs"), True),)
+        )
         async with plugin.running():
             await c.wait_for(lambda: _counts(c) == ("2", "2"))
             _asking(c, "one", 1)
             await c.wait_for(lambda: c.phase("one") == "Running")
             (app,) = [x for x in c.fake.running() if x.config.metadata.name == "app"]
             config = app.config
-            assert [(d.container_path, d.host_path) for d in config.devices] == [
-                ("/dev/example0", "/dev/null")
+            assert [(d.container_path, d.host_path, d.permissions) for d in config.devices] == [
+                ("/dev/example0", "/dev/null", "rw")
+            ]
+            assert ("/opt/example", str(short_tmp / "libs"), True) in [
+                (m.container_path, m.host_path, m.readonly) for m in config.mounts
             ]
             envs = {kv.key: bytes(kv.value).decode() for kv in config.envs}
             assert envs["EXAMPLE_DEVICES"] in ("dev0", "dev1")
@@ -81,6 +86,10 @@ async def test_plugin_devices_become_node_resources_and_pods_get_them(
                 f"example.com/device={envs['EXAMPLE_DEVICES']}"
             ]
             assert plugin.allocations == [[[envs["EXAMPLE_DEVICES"]]]]
+            assert c.components is not None
+            metrics = generate_latest(c.components.core.metrics.registry).decode()
+            count = "kubelet_device_plugin_alloc_duration_seconds_count"
+            assert f'{count}{{resource_name="{RESOURCE}"}} 1.0' in metrics
             _asking(c, "two", 2)
             await c.wait_for(lambda: c.phase("two") == "Failed")
             status = (c.pod("two") or {})["status"]
@@ -210,6 +219,10 @@ async def test_registrations_are_checked_and_a_storm_leaves_one_plugin(
         assert refused.value.message == 'the ResourceName "resource" is invalid'
         with pytest.raises(GRPCError):
             await plugin.register(resource="kubernetes.io/resource")
+        with pytest.raises(GRPCError, match="outside"):
+            plugin.endpoint = "../escape.sock"
+            await plugin.register()
+        plugin.endpoint = "example.sock"
         for _ in range(20):
             await plugin.register()
         await c.wait_for(lambda: _counts(c) == ("2", "2"))
@@ -219,7 +232,7 @@ async def test_registrations_are_checked_and_a_storm_leaves_one_plugin(
         await c.wait_for(lambda: _counts(c) == ("2", "1"), timeout=15)
         assert c.components is not None
         text = generate_latest(c.components.core.metrics.registry).decode()
-        assert f'kubelet_device_plugin_registration_total{{resource_name="{RESOURCE}"}} 21.0' in (
+        assert f'kubelet_device_plugin_registration_total{{resource_name="{RESOURCE}"}} 22.0' in (
             text
         )
         await plugin.crash()

@@ -40,7 +40,7 @@ from . import deviceplugin_api_pb2 as pb
 from .allocation import AllocationError, Granted, PodDevices, device_requests, plan_pod
 from .checkpoint import FILE_NAME, Checkpoint, CheckpointError, decode, encode
 from .endpoint import Endpoint, PluginError
-from .names import HEALTHY
+from .names import HEALTHY, endpoint_path
 from .registration import RegistrationRefused
 
 log = logging.getLogger(__name__)
@@ -163,7 +163,10 @@ class DeviceManager(ResourceManager):
         """A valid registration: connect, then serve the plugin in its own task,
         replacing the resource's previous plugin."""
         name = request.resource_name
-        endpoint = Endpoint(os.path.join(self.directory, os.path.basename(request.endpoint)))
+        path = endpoint_path(self.directory, request.endpoint)
+        if path is None:
+            raise RegistrationRefused(f"endpoint {request.endpoint!r} is outside {self.directory}")
+        endpoint = Endpoint(path)
         try:
             options = await endpoint.options()
         except PluginError as exc:

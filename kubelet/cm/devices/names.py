@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 VERSION = "v1beta1"
@@ -46,3 +47,10 @@ def is_extended_resource_name(name: str) -> bool:
     if "/" not in name or "kubernetes.io/" in name or name.startswith("requests."):
         return False
     return _qualified_name("requests." + name)
+
+
+def endpoint_path(directory: str, endpoint: str) -> str | None:
+    """The plugin socket a registration names, inside the device-plugins directory
+    (None: the name leads out of it)."""
+    path = os.path.normpath(os.path.join(directory, endpoint))
+    return path if path.startswith(directory.rstrip("/") + "/") else None
