@@ -33,6 +33,8 @@ class _Service(api_grpc.DevicePluginBase):
 
     async def GetDevicePluginOptions(self, stream: Any) -> None:
         await stream.recv_message()
+        if self.plugin.options_delay:
+            await asyncio.sleep(self.plugin.options_delay)
         await stream.send_message(self.plugin.options())
 
     async def ListAndWatch(self, stream: Any) -> None:
@@ -109,6 +111,8 @@ class FakeDevicePlugin:
         """(container path, host path, read-only) given with every Allocate"""
         """answer Allocate with CDI device names (a runtime without their specs refuses)"""
         self.allocate_delay = 0.0
+        self.options_delay = 0.0
+        """a plugin that hangs at registration (GetDevicePluginOptions)"""
         self.allocate_error = ""
         self.allocations: list[list[list[str]]] = []
         self.pre_starts: list[list[str]] = []

@@ -288,3 +288,36 @@ async def test_a_plugins_preferred_allocation_is_used_and_pre_start_called(
             assert plugin.allocations == [[["dev3", "dev2"]]]
             assert plugin.pre_starts == [["dev3", "dev2"]]
             assert _env(_app(c, "one"))["EXAMPLE_DEVICES"] == "dev3,dev2"
+
+
+async def test_a_hung_plugin_holds_no_other_and_a_gone_pod_gives_its_devices_back(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    async with running_cluster(fake, short_tmp) as c:
+        hung = FakeDevicePlugin(_plugins_dir(c), "example.com/hung", endpoint="hung.sock")
+        hung.options_delay = 3600.0
+        await hung.start()
+        plugin = FakeDevicePlugin(_plugins_dir(c))
+        async with trio.open_nursery() as nursery, plugin.running():
+            started = trio.current_time()
+
+            async def register_hung() -> None:
+                with pytest.raises(GRPCError, match="failed to dial device plugin"):
+                    await hung.register()
+
+            nursery.start_soon(register_hung)
+            await c.wait_for(lambda: _counts(c) == ("2", "2"))
+            assert trio.current_time() - started < 5
+            _asking(c, "one", 1)
+            await c.wait_for(lambda: c.phase("one") == "Running")
+            uid = (c.pod("one") or {})["metadata"]["uid"]
+            assert c.components is not None
+            cm = c.components.cm
+            assert cm.container_devices(uid, "app")
+            c.api.delete("pods", "default", "one", grace=0)
+            await c.wait_for(lambda: not cm.container_devices(uid, "app"), timeout=120)
+            _asking(c, "two", 2)  # both devices free again once its teardown is done
+            await c.wait_for(lambda: c.phase("two") == "Running")
+            status = _node_status(c)
+            assert "example.com/hung" not in status["capacity"]
+        await hung.crash()

@@ -165,7 +165,7 @@ class DeviceManager(ResourceManager):
         name = request.resource_name
         path = endpoint_path(self.directory, request.endpoint)
         if path is None:
-            raise RegistrationRefused(f"endpoint {request.endpoint!r} is outside {self.directory}")
+            raise RegistrationRefused(f'endpoint "{request.endpoint}" is outside {self.directory}')
         endpoint = Endpoint(path)
         try:
             options = await endpoint.options()
