@@ -321,3 +321,18 @@ async def test_a_hung_plugin_holds_no_other_and_a_gone_pod_gives_its_devices_bac
             status = _node_status(c)
             assert "example.com/hung" not in status["capacity"]
         await hung.crash()
+
+
+async def test_a_corrupt_checkpoint_is_ignored(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    plugins = short_tmp / "root" / "device-plugins"
+    plugins.mkdir(parents=True)
+    (plugins / CHECKPOINT_FILE).write_text('{"Data": {"PodDeviceEntries": [')
+    async with running_cluster(fake, short_tmp) as c:
+        plugin = FakeDevicePlugin(_plugins_dir(c))
+        async with plugin.running():
+            await c.wait_for(lambda: _counts(c) == ("2", "2"))
+            await c.wait_for(lambda: "dev0" in (plugins / CHECKPOINT_FILE).read_text())
+            doc = json.loads((plugins / CHECKPOINT_FILE).read_text())
+            assert doc["Data"]["RegisteredDevices"] == {RESOURCE: ["dev0", "dev1"]}

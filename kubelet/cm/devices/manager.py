@@ -135,8 +135,7 @@ class DeviceManager(ResourceManager):
         their plugins register again or the grace period ends."""
         path = self.checkpoint_path
         try:
-            blob = await self._file_io(lambda: read_regular_file(path, MAX_CHECKPOINT_BYTES))
-            cp = decode(loads_json(blob, max_bytes=MAX_CHECKPOINT_BYTES))
+            cp = await self._file_io(functools.partial(_read_checkpoint, path))
         except FileNotFoundError:
             return
         except (OSError, InputRefused, CheckpointError) as exc:
@@ -392,6 +391,12 @@ def _contribution(blob: bytes) -> ContainerContribution:
         annotations=tuple(sorted(resp.annotations.items())),
         cdi_devices=tuple(c.name for c in resp.cdi_devices),
     )
+
+
+def _read_checkpoint(path: str) -> Checkpoint:
+    """Read and decode, bounded (the file is outside data: any process as root may write it)."""
+    blob = read_regular_file(path, MAX_CHECKPOINT_BYTES)
+    return decode(loads_json(blob, max_bytes=MAX_CHECKPOINT_BYTES))
 
 
 def _write_atomically(path: str, blob: bytes) -> None:
