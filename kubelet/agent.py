@@ -304,7 +304,7 @@ async def run(
             run_runtime, _runtime_parts(core, prober, services, cm, local)
         )
         status = await _start_status(root, api, desired, metrics, options) if api else None
-        node_handle = await root.start(run_node, _node_parts(core, pleg, rotating, terminator))
+        node_handle = await root.start(run_node, _node_parts(core, pleg, rotating, terminator, cm))
         config = await root.start(
             functools.partial(open_sources, watch=metrics.pod_startup),
             *(options, api, host.watch_files, host.source_io),
@@ -317,7 +317,7 @@ async def run(
         stats, collectors, eviction = await _start_node_protection(
             root, core, lifecycle, cm, pleg.between_relists
         )
-        addresses = await _serve(root, core, node_handle, lifecycle, stats, prober)
+        addresses = await _serve(root, core, node_handle, lifecycle, stats, prober, cm)
         parts = Components(core, inputs, lifecycle, cm, services, addresses, collectors, eviction)
         if options.debug_console_socket:
             await root.start(serve_console, options.debug_console_socket, parts, api)
@@ -353,6 +353,7 @@ def _cm_parts(core: Core, local: NodeInfo) -> CmParts:
         api=core.api,
         node_name=core.node.name,
         metrics=core.metrics,
+        file_io=host.source_io,
     )
 
 
@@ -387,6 +388,7 @@ def _node_parts(
     pleg: PlegHandle,
     rotating: RotatingTransport | None,
     terminator: PodTerminator,
+    cm: ContainerManager,
 ) -> NodeParts:
     desired, clock = core.desired, core.clock
     return NodeParts(
@@ -406,6 +408,7 @@ def _node_parts(
         pressure=core.pressure,
         started=clock(),
         boot=boot_time(clock),
+        cm=cm,
     )
 
 
@@ -494,6 +497,7 @@ async def _serve(
     lifecycle: PodLifecycle,
     stats: SummaryProvider,
     prober: ProberManager,
+    cm: ContainerManager,
 ) -> Addresses | None:
     """The servers (healthz, main, read-only; the pod-resources socket, served with the
     ports off too); where they listen, or None when no port is served."""
@@ -511,6 +515,7 @@ async def _serve(
             stats=stats,
             serving=node_handle.serving,
             file_io=host.source_io,
+            cm=cm,
         ),
     )
     cfg = options.config

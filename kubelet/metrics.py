@@ -354,6 +354,7 @@ class KubeletMetrics:
         self._pleg_metrics(reg)
         self._runtime_metrics(reg)
         self._dra_metrics(reg)
+        self._device_plugin_metrics(reg)
         self._http_metrics(reg)
         self._node_protection_metrics(reg)
         self._loop_metrics(reg)
@@ -547,6 +548,26 @@ class KubeletMetrics:
             "kubelet_started_containers_errors_total",
             _alpha("Cumulative number of errors when starting containers"),
             ["container_type", "code"],
+            registry=reg,
+        )
+
+    def _device_plugin_metrics(self, reg: CollectorRegistry) -> None:
+        self.device_plugin_registrations = Counter(
+            "kubelet_device_plugin_registration_total",
+            _alpha(
+                "Cumulative number of device plugin registrations. Broken down by resource name."
+            ),
+            ["resource_name"],
+            registry=reg,
+        )
+        self.device_plugin_alloc_duration = Histogram(
+            "kubelet_device_plugin_alloc_duration_seconds",
+            _alpha(
+                "Duration in seconds to serve a device plugin Allocation request. "
+                "Broken down by resource name."
+            ),
+            ["resource_name"],
+            buckets=DEF_BUCKETS,
             registry=reg,
         )
 
@@ -762,6 +783,14 @@ class KubeletMetrics:
     def observe_cgroup_manager(self, operation: str, seconds: float) -> None:
         """One cgroup "create", "update" or "destroy" by the cgroup manager."""
         self.cgroup_manager_duration.labels(operation_type=operation).observe(seconds)
+
+    def observe_device_plugin_registration(self, resource: str) -> None:
+        """A device plugin asked to register ``resource`` (counted before the checks)."""
+        self.device_plugin_registrations.labels(resource_name=resource).inc()
+
+    def observe_device_plugin_alloc(self, resource: str, seconds: float) -> None:
+        """One Allocate call to the plugin of ``resource``."""
+        self.device_plugin_alloc_duration.labels(resource_name=resource).observe(seconds)
 
     def observe_worker_start(self, seconds: float | None, containers: int) -> None:
         """A pod's first sync begins: ``seconds`` since the kubelet first saw it (None:

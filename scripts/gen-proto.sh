@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Regenerate the CRI Python stubs from proto/cri_api.proto.
 #
-#   scripts/gen-proto.sh [OUT_DIR [PR_OUT_DIR [DRA_OUT_DIR]]]
-#   (default: kubelet/cri, kubelet/server/podresources, kubelet/cm/dra)
+#   scripts/gen-proto.sh [OUT_DIR [PR_OUT_DIR]]
+#   (default: kubelet/cri, kubelet/server/podresources, and kubelet/cm/dra and
+#   kubelet/cm/devices for the DRA and device plugin APIs; with OUT_DIR, those go to
+#   its podresources/, dra/ and devices/ subdirectories)
 #
 # Needs the dev extra (grpcio-tools, grpclib's protoc plugin). The stubs are committed;
 # tests/unit/test_proto_stubs.py regenerates them into a temporary directory and fails if
@@ -31,8 +33,7 @@ mkdir -p "$PR_OUT"
   "$ROOT/proto/podresources_api.proto"
 sed -i 's/^import podresources_api_pb2$/from . import podresources_api_pb2/' "$PR_OUT/podresources_api_grpc.py"
 # The DRA kubelet plugin API (v1 and v1beta1), spoken by kubelet/cm/dra/.
-if [ -n "${3:-}" ]; then DRA_OUT="$3"
-elif [ -n "${1:-}" ]; then DRA_OUT="$OUT/dra"
+if [ -n "${1:-}" ]; then DRA_OUT="$OUT/dra"
 else DRA_OUT="$ROOT/kubelet/cm/dra"; fi
 mkdir -p "$DRA_OUT"
 for v in v1 v1beta1; do
@@ -42,3 +43,12 @@ for v in v1 v1beta1; do
     "$ROOT/proto/dra_${v}_api.proto"
   sed -i "s/^import dra_${v}_api_pb2\$/from . import dra_${v}_api_pb2/" "$DRA_OUT/dra_${v}_api_grpc.py"
 done
+# The device plugin API (package v1beta1), spoken by kubelet/cm/devices/.
+if [ -n "${1:-}" ]; then DP_OUT="$OUT/devices"
+else DP_OUT="$ROOT/kubelet/cm/devices"; fi
+mkdir -p "$DP_OUT"
+"$PY" -m grpc_tools.protoc -I "$ROOT/proto" \
+  --python_out="$DP_OUT" --pyi_out="$DP_OUT" \
+  --plugin=protoc-gen-grpclib_python="$PLUGIN" --grpclib_python_out="$DP_OUT" \
+  "$ROOT/proto/deviceplugin_api.proto"
+sed -i 's/^import deviceplugin_api_pb2$/from . import deviceplugin_api_pb2/' "$DP_OUT/deviceplugin_api_grpc.py"

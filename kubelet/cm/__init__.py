@@ -1,8 +1,8 @@
 """The container manager: the node's resources and what they add to each pod.
 
 Upstream's ``pkg/kubelet/cm`` idea in our terms: one component (``run.run_container_manager``)
-that owns the pod cgroups and the node resource managers to come (devices, CPU, memory,
-topology, DRA) and shows the rest of the kubelet one small interface,
+that owns the pod cgroups and the node resource managers (device plugins, ``devices/``;
+CPU, memory, topology and DRA to come) and shows the rest of the kubelet one small interface,
 ``manager.ContainerManager``: the node's resources (capacity, allocatable, extended
 resources), an admission handler, a pod's preparation before its sandbox and release
 after its teardown, each container's contribution to its CRI config
@@ -11,14 +11,15 @@ after its teardown, each container's contribution to its CRI config
 Each resource manager implements ``manager.ResourceManager``; the cgroups part
 (``podcgroups.CgroupsPart``) is the first, the others are listed in
 ``registry.RESOURCE_MANAGERS``. Adding one is a new folder under ``kubelet/cm/`` plus one
-line there (docs/architecture.md walks through a device manager).
+line there (docs/architecture.md walks through the device manager's).
 """
 
-from .manager import ContainerManager, NodeResources, ResourceError
+from .manager import AssignedDevice, ContainerManager, NodeResources, ResourceError
 from .parts import CmParts
 from .run import run_container_manager
 
 __all__ = [
+    "AssignedDevice",
     "CmParts",
     "ContainerManager",
     "NodeResources",

@@ -10,7 +10,7 @@ the container's devices and environment, pre-start).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 import attrs
@@ -67,6 +67,31 @@ class NodeResources:
 NO_RESOURCES = NodeResources()
 
 
+@attrs.frozen
+class AssignedDevice:
+    """One device as the pod-resources API reports it: its resource, its ID and the
+    NUMA node it sits on (None: the plugin gave no topology)."""
+
+    resource_name: str
+    device_id: str
+    numa_node: int | None = None
+
+
+class ResourcesChanged:
+    """Told when a manager's extended resources change (a device plugin came, went or
+    changed its devices), so node status reports them soon rather than at its period."""
+
+    def __init__(self) -> None:
+        self._listeners: list[Callable[[], None]] = []
+
+    def subscribe(self, listener: Callable[[], None]) -> None:
+        self._listeners.append(listener)
+
+    def __call__(self) -> None:
+        for listener in self._listeners:
+            listener()
+
+
 class ResourceManager(Protocol):
     """One node resource manager under the container manager (the cgroups part; devices,
     CPU, memory, topology, DRA to come). Subclass it to inherit the defaults."""
@@ -84,6 +109,14 @@ class ResourceManager(Protocol):
     async def prepare_pod(self, pod: Pod) -> None:
         """Before the pod's sandbox, every sync; ``ResourceError`` fails the sync."""
         return None
+
+    def container_devices(self, pod_uid: str, container: str) -> Sequence[AssignedDevice]:
+        """The devices a container holds (the pod-resources API's List and Get)."""
+        return ()
+
+    def allocatable_devices(self) -> Sequence[AssignedDevice]:
+        """The devices that can be given (GetAllocatableResources)."""
+        return ()
 
     async def release_pod(self, pod: Pod) -> None:
         """After the pod's teardown, once its volumes are gone; errors are the
@@ -120,8 +153,11 @@ class ContainerManager:
         cgroups: PodCgroups | None = None,
         limits: ContainerLimits | None = None,
         cgroup_root: str = "/",
+        changed: ResourcesChanged | None = None,
     ) -> None:
         self.base = resources
+        self.changed = changed or ResourcesChanged()
+        """subscribe to hear when the managers' extended resources change"""
         self.managers = tuple(managers)
         """the cgroups part first, then ``registry.RESOURCE_MANAGERS``' in order"""
         self.cgroups = cgroups
@@ -134,6 +170,14 @@ class ContainerManager:
     def resources(self) -> NodeResources:
         """The node's resources with every manager's extended resources."""
         out = self.base
+        for manager in self.managers:
+            out = out.with_extended(manager.extended_resources())
+        return out
+
+    def extended(self) -> NodeResources:
+        """Only what the managers add (device plugins' resources): node status reports
+        these beside the capacity and allocatable it computes itself."""
+        out = NO_RESOURCES
         for manager in self.managers:
             out = out.with_extended(manager.extended_resources())
         return out
@@ -169,6 +213,12 @@ class ContainerManager:
     async def release_pod(self, pod: Pod) -> None:
         for manager in self.managers:
             await manager.release_pod(pod)
+
+    def container_devices(self, pod_uid: str, container: str) -> list[AssignedDevice]:
+        return [d for m in self.managers for d in m.container_devices(pod_uid, container)]
+
+    def allocatable_devices(self) -> list[AssignedDevice]:
+        return [d for m in self.managers for d in m.allocatable_devices()]
 
     def contribution(self, pod: Pod, container: Container) -> ContainerContribution:
         """Every manager's part of the container's CRI config, merged."""

@@ -7,12 +7,13 @@ from collections.abc import Callable
 import attrs
 
 from kubelet.api import ApiClient
+from kubelet.boundedio import RunSync, in_thread
 from kubelet.cgroups import ActivePods, CgroupHost, Event, Observe
 from kubelet.config import Options
 from kubelet.cri import RuntimeClient
 from kubelet.metrics import KubeletMetrics
 
-from .manager import NodeResources
+from .manager import NodeResources, ResourcesChanged
 
 
 @attrs.frozen(kw_only=True)
@@ -40,3 +41,8 @@ class CmParts:
     standalone"""
     node_name: str = ""
     metrics: KubeletMetrics | None = None
+    """DRA's and the device plugins' metrics"""
+    file_io: RunSync = in_thread
+    """reads and writes of the managers' checkpoints (inline on a fake clock)"""
+    changed: ResourcesChanged = attrs.field(factory=ResourcesChanged)
+    """told when the managers' extended resources change"""

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
+from . import devices
 from .cpu import start_cpu_manager
 from .dra import start_dra
 from .manager import ResourceManager
@@ -19,4 +20,4 @@ from .parts import CmParts
 
 StartManager = Callable[[CmParts, trio.Nursery], Awaitable[ResourceManager]]
 
-RESOURCE_MANAGERS: tuple[StartManager, ...] = (start_cpu_manager, start_dra)
+RESOURCE_MANAGERS: tuple[StartManager, ...] = (start_cpu_manager, devices.start, start_dra)

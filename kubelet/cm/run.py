@@ -50,6 +50,7 @@ async def run_container_manager(
                 cgroups=cgroups,
                 limits=container_limits(cfg, cgroups.swap, cgroups.manager.hugepage_sizes),
                 cgroup_root=cfg.cgroup_root,
+                changed=parts.changed,
             )
         )
 

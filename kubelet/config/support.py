@@ -337,7 +337,9 @@ GATE_SUPPORT: Mapping[str, Support] = {
         _is(True),
     ),
     "KubeletPSI": ok("PSI of cgroup v2 in /stats/summary and /metrics/cadvisor"),
-    "KubeletPodResourcesDynamicResources": ok("pod-resources dynamic_resources"),
+    "KubeletPodResourcesDynamicResources": ok(
+        "pod-resources dynamic_resources (the prepared claims are not reported there yet)"
+    ),
     "KubeletPodResourcesGet": ok("pod-resources Get"),
     "LocalStorageCapacityIsolationFSQuotaMonitoring": missing("no quota monitoring", _is(False)),
     "MemoryQoS": missing("MemoryQoS is not implemented", _is(False)),

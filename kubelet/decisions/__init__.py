@@ -22,7 +22,13 @@ from .backoff import (
     crash_loop_limits,
     image_pull_key,
 )
-from .contribution import NO_CONTRIBUTION, ContainerContribution, merge_contributions
+from .contribution import (
+    NO_CONTRIBUTION,
+    ContainerContribution,
+    DeviceSpec,
+    MountSpec,
+    merge_contributions,
+)
 from .criconfig import (
     container_config,
     next_restart_count,
@@ -79,7 +85,9 @@ __all__ = [
     "ContainerContribution",
     "ContainerLimits",
     "ContainerToKill",
+    "DeviceSpec",
     "KillReason",
+    "MountSpec",
     "PodActions",
     "SecurityContextError",
     "SysctlAllowlist",

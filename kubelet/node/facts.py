@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from fractions import Fraction
 
 from kubelet.api import format_quantity, parse_quantity
+from kubelet.cm import NodeResources
 from kubelet.config import Options
 from kubelet.cri import CriError, ImageClient, RuntimeClient, priority_lane
 from kubelet.eviction import DISK_PRESSURE, MEMORY_PRESSURE, PID_PRESSURE, NodePressure
@@ -74,6 +75,7 @@ class FactGatherer:
         node: NodeIdentity,
         shutdown_status: Callable[[], str | None] = lambda: None,
         pressure: NodePressure | None = None,
+        extended: Callable[[], NodeResources] | None = None,
     ) -> None:
         self.options = options
         self.runtime = runtime
@@ -84,6 +86,8 @@ class FactGatherer:
         self.node_ips = node.ips
         self.shutdown_status = shutdown_status
         self.pressure = pressure or NodePressure()
+        self.extended = extended
+        """the container manager's extended resources (device plugins')"""
 
     async def gather(self) -> NodeFacts:
         cfg = self.options.config
@@ -116,7 +120,10 @@ class FactGatherer:
             pass
         fs = filesystem_stats(self.options.root_dir)  # one statfs of a local disk: fast
         reserved = summed_reservations(cfg.system_reserved, cfg.kube_reserved)
+        extended = self.extended() if self.extended is not None else NodeResources()
         return NodeFacts(
+            extended_capacity=extended.capacity,
+            extended_allocatable=extended.allocatable,
             machine=self.machine,
             node_ips=self.node_ips,
             hostname=self.hostname,

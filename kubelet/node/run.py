@@ -23,6 +23,7 @@ import trio
 from prometheus_client import CollectorRegistry
 
 from kubelet.api import NODES, ApiClient, ApiError, NodeAddress, Taint
+from kubelet.cm import ContainerManager
 from kubelet.config import (
     KUBELET_REGISTRATION_GET_ON_EXISTS_ONLY,
     SHUTDOWN_BY_POD_PRIORITY,
@@ -112,6 +113,9 @@ class NodeParts:
     """when the kubelet started (wall clock; the node startup figures)"""
     boot: float | None = None
     """when the machine booted, on the same clock (None: unknown)"""
+    cm: ContainerManager | None = None
+    """the container manager: its extended resources are reported, and a change of
+    them (a device plugin came or went) reports status at once"""
 
 
 async def run_node(
@@ -156,6 +160,7 @@ async def _run_cluster_node(
         node=node,
         shutdown_status=shutdown.shutdown_status if shutdown is not None else lambda: None,
         pressure=parts.pressure,
+        extended=parts.cm.extended if parts.cm is not None else None,
     )
     addresses = _ReportedAddresses()
     startup = NodeStartup(parts.registry, wall_clock, parts.started, parts.boot)
@@ -181,6 +186,8 @@ async def _run_cluster_node(
     )
     if shutdown is not None:
         shutdown.node_status_changed = reporter.poke
+    if parts.cm is not None:
+        parts.cm.changed.subscribe(reporter.poke)
     await nursery.start(lease.run)
     watch = NodeWatch(api, node.name)
     await nursery.start(watch.run)

@@ -90,6 +90,10 @@ class NodeFacts:
     """--cloud-provider=external: the cloud-controller-manager owns the addresses"""
     node_ip_given: bool = True
     """--node-ip was given (else the addresses come from the hostname)"""
+    extended_capacity: Mapping[str, str] = attrs.field(factory=dict)
+    """the container manager's extended resources (device plugins' devices, all)"""
+    extended_allocatable: Mapping[str, str] = attrs.field(factory=dict)
+    """... and those of them that can be given (the healthy devices)"""
 
 
 def capacity(facts: NodeFacts) -> dict[str, Quantity]:
@@ -105,16 +109,22 @@ def capacity(facts: NodeFacts) -> dict[str, Quantity]:
         )
     for size, total in sorted(m.hugepages.items()):
         out[f"hugepages-{size}"] = Quantity(format_quantity(total, Format.BINARY_SI))
+    for name, value in sorted(facts.extended_capacity.items()):
+        out.setdefault(name, Quantity(value))
     return out
 
 
 def allocatable(facts: NodeFacts, cap: Mapping[str, Quantity]) -> dict[str, Quantity]:
-    """Capacity minus reservations and the hard eviction thresholds, never negative."""
+    """Capacity minus reservations and the hard eviction thresholds, never negative;
+    an extended resource's is what its manager says (the healthy devices)."""
     out: dict[str, Quantity] = {}
     hugepages_total = sum(
         parse_quantity(v).amount for k, v in cap.items() if k.startswith("hugepages-")
     )
     for name, value in cap.items():
+        if name in facts.extended_allocatable:
+            out[name] = Quantity(facts.extended_allocatable[name])
+            continue
         amount = parse_quantity(value).amount
         reserved = facts.reserved.get(name)
         if reserved is not None:

@@ -23,6 +23,7 @@ import attrs
 import trio
 
 from kubelet.boundedio import RunSync, in_thread
+from kubelet.cm import ContainerManager
 from kubelet.config import Options, features
 from kubelet.metrics import KubeletMetrics
 from kubelet.node.certificates import CertificateManager, CertKeyPair
@@ -128,6 +129,8 @@ class ServerParts:
     """serverTLSBootstrap's serving certificates, when on"""
     file_io: RunSync = in_thread
     """where the TLS files are read and parsed (a worker thread; fake-clock tests: inline)"""
+    cm: ContainerManager | None = None
+    """the devices and CPUs the pod-resources API reports (None: none)"""
 
 
 async def serve(
@@ -163,6 +166,8 @@ async def serve(
             backend.desired_pods,
             backend.pod_by_name,
             get_enabled=options.features.enabled(features.KUBELET_POD_RESOURCES_GET),
+            devices=parts.cm.container_devices if parts.cm is not None else None,
+            allocatable=parts.cm.allocatable_devices if parts.cm is not None else None,
         )
         await nursery.start(serve_pod_resources, options.root_dir, lister)
         nursery.start_soon(memory.run)

@@ -2,10 +2,12 @@
 
 List (GA), GetAllocatableResources (GA) and Get (``KubeletPodResourcesGet``, GA) answer
 what this kubelet knows: the active pods (not Succeeded or Failed), each with its regular
-containers and, first, its sidecars (restartable init containers), as upstream. This
-kubelet has no device plugins, no CPU or memory manager beyond the ``none`` policies and
-no DRA, so devices, ``cpu_ids``, memory and ``dynamic_resources`` are empty -- what
-upstream answers with those policies and without DRA drivers. Upstream's rate limit
+containers and, first, its sidecars (restartable init containers), as upstream, with the
+device plugins' devices each container holds (one entry per device and NUMA node, as
+upstream); GetAllocatableResources lists the healthy devices. This kubelet has no CPU or
+memory manager beyond the ``none`` policies and no DRA, so ``cpu_ids``, memory and
+``dynamic_resources`` are empty -- what upstream answers with those policies and without
+DRA drivers. Upstream's rate limit
 applies to the whole server: 100 calls a second, bursts of 10; beyond it a call fails
 ``ResourceExhausted`` / ``rejected by rate limit``. ``Get`` for a pod the kubelet does not
 run fails ``Unknown`` / ``pod <name> in namespace <ns> not found``; with the gate off,
@@ -30,6 +32,7 @@ from grpclib.exceptions import GRPCError
 from grpclib.server import Server
 
 from kubelet.api import Pod, is_restartable_init_container
+from kubelet.cm import AssignedDevice
 from kubelet.cri import LimitedProtoCodec
 from kubelet.volumes import POD_RESOURCES_DIR
 
@@ -70,14 +73,38 @@ def _active(pods: Sequence[Pod]) -> list[Pod]:
     return [p for p in pods if p.status.phase not in ("Succeeded", "Failed")]
 
 
-def pod_resources(pod: Pod) -> pb.PodResources:
-    """A pod as the API reports it: sidecars, then regular containers, nothing assigned."""
+DeviceSource = Callable[[str, str], Sequence[AssignedDevice]]
+"""(pod UID, container name) → the devices it holds (``cm.ContainerManager``'s)"""
+
+
+def _no_devices(pod_uid: str, container: str) -> Sequence[AssignedDevice]:
+    return ()
+
+
+def container_devices(devices: Sequence[AssignedDevice]) -> list[pb.ContainerDevices]:
+    return [
+        pb.ContainerDevices(
+            resource_name=d.resource_name,
+            device_ids=[d.device_id],
+            topology=None
+            if d.numa_node is None
+            else pb.TopologyInfo(nodes=[pb.NUMANode(ID=d.numa_node)]),
+        )
+        for d in devices
+    ]
+
+
+def pod_resources(pod: Pod, devices: DeviceSource = _no_devices) -> pb.PodResources:
+    """A pod as the API reports it: sidecars, then regular containers, with their devices."""
     sidecars = [c for c in pod.spec.init_containers if is_restartable_init_container(c)]
     containers = [*sidecars, *pod.spec.containers]
     return pb.PodResources(
         name=pod.metadata.name,
         namespace=pod.metadata.namespace,
-        containers=[pb.ContainerResources(name=c.name) for c in containers],
+        containers=[
+            pb.ContainerResources(name=c.name, devices=container_devices(devices(pod.uid, c.name)))
+            for c in containers
+        ],
     )
 
 
@@ -91,8 +118,12 @@ class Lister(PodResourcesListerBase):
         *,
         get_enabled: bool = True,
         limiter: TokenBucket | None = None,
+        devices: DeviceSource | None = None,
+        allocatable: Callable[[], Sequence[AssignedDevice]] | None = None,
     ) -> None:
         self._pods, self._pod_by_name = pods, pod_by_name
+        self._devices = devices or _no_devices
+        self._allocatable = allocatable or tuple
         self._get_enabled = get_enabled
         self._limiter = limiter or TokenBucket()
 
@@ -103,13 +134,14 @@ class Lister(PodResourcesListerBase):
     async def List(self, stream: Any) -> None:
         await stream.recv_message()
         self._admit()
-        items = [pod_resources(p) for p in _active(self._pods())]
+        items = [pod_resources(p, self._devices) for p in _active(self._pods())]
         await stream.send_message(pb.ListPodResourcesResponse(pod_resources=items))
 
     async def GetAllocatableResources(self, stream: Any) -> None:
         await stream.recv_message()
         self._admit()
-        await stream.send_message(pb.AllocatableResourcesResponse())
+        devices = container_devices(self._allocatable())
+        await stream.send_message(pb.AllocatableResourcesResponse(devices=devices))
 
     async def Get(self, stream: Any) -> None:
         request = await stream.recv_message()
@@ -120,7 +152,8 @@ class Lister(PodResourcesListerBase):
         if pod is None:
             message = f"pod {request.pod_name} in namespace {request.pod_namespace} not found"
             raise GRPCError(Status.UNKNOWN, message)
-        await stream.send_message(pb.GetPodResourcesResponse(pod_resources=pod_resources(pod)))
+        resources = pod_resources(pod, self._devices)
+        await stream.send_message(pb.GetPodResourcesResponse(pod_resources=resources))
 
 
 def socket_path(root_dir: str) -> str:

@@ -33,3 +33,8 @@ def test_committed_stubs_are_fresh(tmp_path: Path) -> None:
     )
     stale = [n for n in names if (fresh / n).read_bytes() != (here / n).read_bytes()]
     assert not stale, f"stale DRA plugin stubs {stale}: run scripts/gen-proto.sh"
+    fresh = tmp_path / "devices"
+    here = ROOT / "kubelet" / "cm" / "devices"
+    names = ("deviceplugin_api_pb2.py", "deviceplugin_api_pb2.pyi", "deviceplugin_api_grpc.py")
+    stale = [n for n in names if (fresh / n).read_bytes() != (here / n).read_bytes()]
+    assert not stale, f"stale device plugin stubs {stale}: run scripts/gen-proto.sh"

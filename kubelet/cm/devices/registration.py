@@ -1,0 +1,109 @@
+"""``v1beta1.Registration`` on ``<root-dir>/device-plugins/kubelet.sock``.
+
+The socket is removed and made anew at every start, so plugins watching the directory
+see it come back and register again (upstream's contract). A request with a version
+other than v1beta1 or a resource name that is not an extended resource name is refused
+with upstream's message (gRPC status Unknown, as a Go error returns); otherwise the
+manager connects to the plugin before answering.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import trio
+import trio_asyncio
+from grpclib.const import Status
+from grpclib.exceptions import GRPCError
+from grpclib.server import Server
+
+from kubelet.cri import LimitedProtoCodec
+
+from . import deviceplugin_api_pb2 as pb
+from .deviceplugin_api_grpc import RegistrationBase
+from .names import (
+    SUPPORTED_VERSIONS,
+    invalid_resource_name,
+    is_extended_resource_name,
+    unsupported_version,
+)
+
+log = logging.getLogger(__name__)
+
+SOCKET_NAME = "kubelet.sock"
+MAX_REQUEST_BYTES = 64 * 1024
+
+Register = Callable[[Any], Awaitable[None]]
+"""connects to the plugin a valid request names; raises ``RegistrationRefused``"""
+
+
+class RegistrationRefused(Exception):
+    """The plugin's registration is refused; the message goes back to the plugin."""
+
+
+def check_request(request: Any) -> str | None:
+    """Why upstream refuses ``request`` (None: it does not)."""
+    if request.version not in SUPPORTED_VERSIONS:
+        return unsupported_version(request.version)
+    if not is_extended_resource_name(request.resource_name):
+        return invalid_resource_name(request.resource_name)
+    return None
+
+
+class Registration(RegistrationBase):
+    def __init__(self, register: Register, count: Callable[[str], None]) -> None:
+        self._register = register
+        self._count = count
+
+    async def Register(self, stream: Any) -> None:
+        request = await stream.recv_message()
+        name = request.resource_name
+        log.info("Got registration request from device plugin with resource %s", name)
+        self._count(name)  # every request, before its checks (upstream's metric)
+        why = check_request(request)
+        if why is None:
+            try:
+                await trio_asyncio.trio_as_aio(self._register)(request)
+            except RegistrationRefused as exc:
+                why = str(exc)
+        if why is not None:
+            log.info("Bad registration request from device plugin: %s", why)
+            raise GRPCError(Status.UNKNOWN, why)
+        await stream.send_message(pb.Empty())
+
+
+async def serve_registration(
+    directory: str,
+    register: Register,
+    *,
+    count: Callable[[str], None] = lambda _: None,
+    task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve until cancelled; reports the socket path ("" when it cannot listen: the
+    kubelet runs on without device plugins, and says so)."""
+    path = os.path.join(directory, SOCKET_NAME)
+    server = Server(
+        [Registration(register, count)],
+        codec=LimitedProtoCodec(MAX_REQUEST_BYTES),
+    )
+    try:
+        os.makedirs(directory, mode=0o750, exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        await trio_asyncio.aio_as_trio(server.start)(path=path)
+    except (OSError, RuntimeError) as exc:
+        log.error("Failed to serve the device plugin registration socket %s: %s", path, exc)
+        task_status.started("")
+        return
+    log.info("Serving device plugin registration server on %s", path)
+    task_status.started(path)
+    try:
+        await trio.sleep_forever()
+    finally:
+        with trio.CancelScope(shield=True), trio.move_on_after(5):
+            server.close()
+            await trio_asyncio.aio_as_trio(server.wait_closed)()

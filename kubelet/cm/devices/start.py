@@ -1,0 +1,36 @@
+"""Starting the device manager in the container manager's nursery."""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import trio
+
+from ..manager import ResourceManager
+from ..parts import CmParts
+from .manager import DeviceManager
+from .registration import serve_registration
+
+PLUGINS_DIR = "device-plugins"
+
+
+async def start(parts: CmParts, nursery: trio.Nursery) -> ResourceManager:
+    """Restore the checkpoint, then serve the registration socket (made anew, so
+    plugins register again) and write checkpoints, in ``nursery``."""
+    directory = os.path.join(parts.options.root_dir, PLUGINS_DIR)
+    manager = DeviceManager(
+        directory,
+        nursery,
+        changed=parts.changed,
+        file_io=parts.file_io,
+        metrics=parts.metrics,
+    )
+    await manager.restore()
+    nursery.start_soon(manager.write_checkpoints)
+    await nursery.start(
+        functools.partial(serve_registration, count=manager.count_registration),
+        directory,
+        manager.register,
+    )
+    return manager
