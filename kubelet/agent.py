@@ -12,6 +12,7 @@
           ├─ run_runtime           the pod driver: runtime features, RuntimeClasses, logs
           ├─ run_status_manager    (cluster) pod status → API
           ├─ run_node              (cluster) lease, registration, node status
+          ├─ run_plugin_manager    plugins_registry: CSI drivers (and other plugin types)
           ├─ open_sources          PodConfig merge; file, URL and API sources
           ├─ run_pod_lifecycle     pod workers, housekeeping, the syncLoop
           ├─ run_gc                dead containers every minute, unused images every 5
@@ -56,6 +57,7 @@ from kubelet.cgroups import (
 from kubelet.cm import CmParts, ContainerManager, NodeResources, run_container_manager
 from kubelet.config import POD_READY_TO_START_CONTAINERS_CONDITION, ConfigError, Options, features
 from kubelet.cri import ImageClient, RuntimeClient, connect, wait_until_answering
+from kubelet.csi import CsiDrivers, CsiHandler, NodeInfoManager
 from kubelet.debug import claim_socket_path, serve_console
 from kubelet.env import ServiceStore, run_services
 from kubelet.errors import FATAL_EXIT_CODE, FatalError
@@ -91,6 +93,7 @@ from kubelet.node.certificates import (
 )
 from kubelet.node.shutdown import KillRequest, PodTerminator, active_pods, kill_channel
 from kubelet.pleg import PlegHandle, run_pleg
+from kubelet.pluginmanager import PluginParts, run_plugin_manager
 from kubelet.pods import (
     KubeletPodSyncer,
     LifecycleParts,
@@ -300,9 +303,11 @@ async def run(
         services = await root.start(run_services, api) if api else None
         local = local_node(options, node, machine)  # the Node it would register
         cm = await root.start(run_container_manager, _cm_parts(core, local))
-        pod_runtime = await root.start(run_runtime, _runtime_parts(core, prober, services, cm))
+        csi = CsiDrivers()
+        pod_runtime = await root.start(run_runtime, _runtime_parts(core, prober, services, cm, csi))
         status = await _start_status(root, api, desired, metrics, options) if api else None
         node_handle = await root.start(run_node, _node_parts(core, pleg, rotating, terminator))
+        await root.start(run_plugin_manager, _plugin_parts(core, csi))
         config = await root.start(
             functools.partial(open_sources, watch=metrics.pod_startup),
             *(options, api, host.watch_files, host.source_io),
@@ -349,8 +354,23 @@ def _cm_parts(core: Core, local: NodeInfo) -> CmParts:
     )
 
 
+def _plugin_parts(core: Core, csi: CsiDrivers) -> PluginParts:
+    """The plugin watcher's handlers by plugin type (a type without one is refused)."""
+    node_info = NodeInfoManager(core.api, core.node.name) if core.api is not None else None
+    return PluginParts(
+        root_dir=core.options.root_dir,
+        handlers={"CSIPlugin": CsiHandler(csi, node_info)},
+        watch_files=core.host.watch_files,
+        io=core.host.source_io,
+    )
+
+
 def _runtime_parts(
-    core: Core, prober: ProberManager, services: ServiceStore | None, cm: ContainerManager
+    core: Core,
+    prober: ProberManager,
+    services: ServiceStore | None,
+    cm: ContainerManager,
+    csi: CsiDrivers,
 ) -> RuntimeParts:
     return RuntimeParts(
         options=core.options,
@@ -367,6 +387,7 @@ def _runtime_parts(
         wall_clock=core.clock,
         containers_log_dir=core.host.containers_log_dir,
         log_io=core.host.source_io,
+        csi=csi,
     )
 
 

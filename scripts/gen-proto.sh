@@ -29,3 +29,17 @@ mkdir -p "$PR_OUT"
   --plugin=protoc-gen-grpclib_python="$PLUGIN" --grpclib_python_out="$PR_OUT" \
   "$ROOT/proto/podresources_api.proto"
 sed -i 's/^import podresources_api_pb2$/from . import podresources_api_pb2/' "$PR_OUT/podresources_api_grpc.py"
+# The plugin registration API (kubelet/pluginmanager/) and the CSI node API (kubelet/csi/).
+gen_into() {  # gen_into PROTO_BASENAME DEFAULT_DIR SUBDIR
+  local out
+  if [ -n "${1:-}" ] && [ -n "$OUT_GIVEN" ]; then out="$OUT/$3"; else out="$2"; fi
+  mkdir -p "$out"
+  "$PY" -m grpc_tools.protoc -I "$ROOT/proto" \
+    --python_out="$out" --pyi_out="$out" \
+    --plugin=protoc-gen-grpclib_python="$PLUGIN" --grpclib_python_out="$out" \
+    "$ROOT/proto/$1.proto"
+  sed -i "s/^import $1_pb2\$/from . import $1_pb2/" "$out/$1_grpc.py"
+}
+OUT_GIVEN="${1:-}"
+gen_into pluginregistration_api "$ROOT/kubelet/pluginmanager" pluginmanager
+gen_into csi "$ROOT/kubelet/csi" csi
