@@ -6,7 +6,7 @@ What the package offers: ``CsiHandler`` (the plugin watcher's "CSIPlugin" handle
 service over its socket).
 """
 
-from .client import CsiClient, NodeInfo, VolumeUsage
+from .client import CsiClient, NodeInfo, VolumeUsage, capability
 from .drivers import CsiDrivers, CsiHandler, Driver, highest_version
 from .nodeinfo import CSINODES, NODE_ID_ANNOTATION, NodeInfoManager
 
@@ -20,5 +20,6 @@ __all__ = [
     "NodeInfo",
     "NodeInfoManager",
     "VolumeUsage",
+    "capability",
     "highest_version",
 ]

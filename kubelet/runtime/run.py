@@ -26,7 +26,7 @@ from kubelet.env import ApiEnvLookup, DnsSettings
 from kubelet.events import EventRecorder
 from kubelet.handlers import HttpGetter
 from kubelet.metrics import KubeletMetrics
-from kubelet.volumes import ApiTokenSource, VolumeManager, pod_dir, setup_data_dirs
+from kubelet.volumes import ApiTokenSource, CsiVolumes, VolumeManager, pod_dir, setup_data_dirs
 
 from .credentials import (
     ApiPullSecrets,
@@ -86,6 +86,7 @@ async def run_runtime(
         lookup=ApiEnvLookup(api) if api is not None else None,
         tokens=ApiTokenSource(api, parts.wall_clock) if api is not None else None,
         node_allocatable=parts.cm.allocatable,
+        csi=_csi_volumes(parts) if parts.csi is not None else None,
     )
     isolation = _isolation(options, api, volumes)
     pods = PodRuntime(_driver_parts(parts, volumes, isolation))
@@ -117,6 +118,19 @@ async def _run_background(
             ).run
         )
         task_status.started(pods)
+
+
+def _csi_volumes(parts: RuntimeParts) -> CsiVolumes:
+    api = parts.api
+    assert parts.csi is not None
+    return CsiVolumes(
+        parts.options.root_dir,
+        parts.csi,
+        api=api,
+        node_name=parts.node_name,
+        lookup=ApiEnvLookup(api) if api is not None else None,
+        tokens=ApiTokenSource(api, parts.wall_clock) if api is not None else None,
+    )
 
 
 def _driver_parts(

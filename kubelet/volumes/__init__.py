@@ -3,12 +3,15 @@
 What the package offers: ``VolumeManager`` and ``PodVolumes`` (a pod's volumes set up
 before its sandbox, mounted into its containers, removed after its teardown),
 ``ApiTokenSource`` (service-account tokens), ``PodEnvFiles`` (``fileKeyRef`` env files),
-``setup_data_dirs``/``pod_dir``/``make_log_dir`` (the directories under --root-dir, with
-upstream's layout and modes) and ``noswap_supported``.
+``CsiVolumes`` (CSI volumes: inline ones, and ``publish_persistent`` for a
+PersistentVolume with ``spec.csi``), ``setup_data_dirs``/``pod_dir``/``make_log_dir``
+(the directories under --root-dir, with upstream's layout and modes) and ``noswap_supported``.
 """
 
+from .csivolumes import CsiVolumes
 from .dirs import CHECKPOINTS_DIR, POD_RESOURCES_DIR, DataDirError, make_log_dir, setup_data_dirs
 from .envfiles import PodEnvFiles
+from .hostpath import VolumeError
 from .manager import PodVolumes, VolumeManager
 from .paths import pod_dir
 from .subpath import MountConfigError
@@ -19,10 +22,12 @@ __all__ = [
     "CHECKPOINTS_DIR",
     "POD_RESOURCES_DIR",
     "ApiTokenSource",
+    "CsiVolumes",
     "DataDirError",
     "MountConfigError",
     "PodEnvFiles",
     "PodVolumes",
+    "VolumeError",
     "VolumeManager",
     "make_log_dir",
     "noswap_supported",
