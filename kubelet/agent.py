@@ -122,7 +122,7 @@ from kubelet.sources import PodConfig, open_sources
 from kubelet.stats import Cgroups, boot_time
 from kubelet.status import StatusManager, owned_conditions, run_status_manager
 from kubelet.version import version_line
-from kubelet.volumes import DataDirError, setup_data_dirs
+from kubelet.volumes import DataDirError, csi_volume_stats, setup_data_dirs
 
 log = logging.getLogger("kubelet")
 
@@ -182,6 +182,8 @@ class Core:
     images: ImageClient
     api: ApiClient | None
     recorder: EventRecorder
+    csi: CsiDrivers = attrs.field(factory=CsiDrivers)
+    """the registered CSI drivers: the plugin watcher adds them, volumes and stats use them"""
 
     @property
     def clock(self) -> Callable[[], float]:
@@ -303,11 +305,10 @@ async def run(
         services = await root.start(run_services, api) if api else None
         local = local_node(options, node, machine)  # the Node it would register
         cm = await root.start(run_container_manager, _cm_parts(core, local))
-        csi = CsiDrivers()
-        pod_runtime = await root.start(run_runtime, _runtime_parts(core, prober, services, cm, csi))
+        pod_runtime = await root.start(run_runtime, _runtime_parts(core, prober, services, cm))
         status = await _start_status(root, api, desired, metrics, options) if api else None
         node_handle = await root.start(run_node, _node_parts(core, pleg, rotating, terminator))
-        await root.start(run_plugin_manager, _plugin_parts(core, csi))
+        await root.start(run_plugin_manager, _plugin_parts(core))
         config = await root.start(
             functools.partial(open_sources, watch=metrics.pod_startup),
             *(options, api, host.watch_files, host.source_io),
@@ -354,12 +355,12 @@ def _cm_parts(core: Core, local: NodeInfo) -> CmParts:
     )
 
 
-def _plugin_parts(core: Core, csi: CsiDrivers) -> PluginParts:
+def _plugin_parts(core: Core) -> PluginParts:
     """The plugin watcher's handlers by plugin type (a type without one is refused)."""
     node_info = NodeInfoManager(core.api, core.node.name) if core.api is not None else None
     return PluginParts(
         root_dir=core.options.root_dir,
-        handlers={"CSIPlugin": CsiHandler(csi, node_info)},
+        handlers={"CSIPlugin": CsiHandler(core.csi, node_info)},
         watch_files=core.host.watch_files,
         io=core.host.source_io,
     )
@@ -370,7 +371,6 @@ def _runtime_parts(
     prober: ProberManager,
     services: ServiceStore | None,
     cm: ContainerManager,
-    csi: CsiDrivers,
 ) -> RuntimeParts:
     return RuntimeParts(
         options=core.options,
@@ -387,7 +387,7 @@ def _runtime_parts(
         wall_clock=core.clock,
         containers_log_dir=core.host.containers_log_dir,
         log_io=core.host.source_io,
-        csi=csi,
+        csi=core.csi,
     )
 
 
@@ -597,6 +597,7 @@ def _summary_provider(core: Core) -> SummaryProvider:
             misc=cfg.system_cgroups or None,
         ),
         pods_root=node_allocatable_root(cfg.cgroup_root or "/", cfg.cgroups_per_qos),
+        reported_volumes=functools.partial(csi_volume_stats, options.root_dir, core.csi),
     )
 
 

@@ -41,6 +41,7 @@ from kubelet.stats import (
     Pacer,
     PodUsage,
     PodVolume,
+    ReportedVolumes,
     Summary,
     VolumeUsage,
     VolumeUsageCache,
@@ -229,6 +230,7 @@ class SummaryProvider:
         pods_root: CgroupName = (NODE_ALLOCATABLE,),
         psi: bool = True,
         sandbox_stats: bool = False,
+        reported_volumes: ReportedVolumes | None = None,
     ) -> None:
         self.runtime = runtime
         self.images = images
@@ -246,7 +248,11 @@ class SummaryProvider:
         """the ``kubelet`` system container's start: when the summary provider was made"""
         self.rates = RateCache()
         self.volumes = VolumeUsageCache(
-            root_dir, trio.current_time, volume_stats_period, in_threads=volume_walks_in_threads
+            root_dir,
+            trio.current_time,
+            volume_stats_period,
+            in_threads=volume_walks_in_threads,
+            reported=reported_volumes,
         )
         self._sandbox_stats_supported = sandbox_stats
         """PodAndContainerStatsFromCRI: pod figures from ListPodSandboxStats (until the
@@ -588,16 +594,20 @@ class SummaryProvider:
             ).get("inodesUsed", 0)
             pod["ephemeral-storage"] = base
 
+    def _volume_fs(self, volume: PodVolume) -> FsSample | None:
+        """The volume's filesystem: as its driver reports it, else statvfs of its path."""
+        r = volume.reported
+        if r is None:
+            return self.host.filesystem(volume.path)
+        return FsSample(r.capacity, r.available, r.used, r.inodes, r.inodes_free)
+
     def _volume_json(self, when: str, volume: PodVolume) -> Json:
-        row = fs_json(when, self.host.filesystem(volume.path), volume.usage.bytes,
-                      volume.usage.inodes)  # fmt: skip
+        row = fs_json(when, self._volume_fs(volume), volume.usage.bytes, volume.usage.inodes)
         row["name"] = volume.name
         return row
 
     def _volume_usage(self, time: float, volume: PodVolume) -> FsUsage:
-        return fs_usage(
-            time, self.host.filesystem(volume.path), volume.usage.bytes, volume.usage.inodes
-        )
+        return fs_usage(time, self._volume_fs(volume), volume.usage.bytes, volume.usage.inodes)
 
     def _local_ephemeral(self, volume: PodVolume) -> bool:
         """emptyDir on disk, configMap, gitRepo: upstream's ``IsLocalEphemeralVolume``

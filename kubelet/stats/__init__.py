@@ -34,7 +34,7 @@ from .summary import (
     VolumeUsage,
     from_json,
 )
-from .volumes import AGG_PERIOD, PodVolume, VolumeUsageCache
+from .volumes import AGG_PERIOD, PodVolume, ReportedUsage, ReportedVolumes, VolumeUsageCache
 
 __all__ = [
     "AGG_PERIOD",
@@ -55,6 +55,8 @@ __all__ = [
     "PodVolume",
     "Pressure",
     "ProcessStats",
+    "ReportedUsage",
+    "ReportedVolumes",
     "Summary",
     "VolumeUsage",
     "VolumeUsageCache",

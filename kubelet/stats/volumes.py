@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -39,13 +39,42 @@ from .fs import DirUsage, TreeWalk
 
 T = TypeVar("T")
 
-__all__ = ["AGG_PERIOD", "WALK_THREADS", "PodVolume", "VolumeUsageCache"]
+__all__ = [
+    "AGG_PERIOD",
+    "REPORTED_PLUGINS",
+    "WALK_THREADS",
+    "PodVolume",
+    "ReportedUsage",
+    "ReportedVolumes",
+    "VolumeUsageCache",
+]
 
 AGG_PERIOD = 60.0
 """seconds a measurement is reused (``volumeStatsAggPeriod``'s default, 1m)"""
 
 WALK_THREADS = 2
 """worker threads the volume walks of all pods use at once"""
+
+
+REPORTED_PLUGINS = frozenset({"kubernetes.io~csi"})
+"""plugin directories whose volumes are never walked: their driver reports their figures
+(a CSI driver's NodeGetVolumeStats), and a walk would stop at the driver's mount anyway"""
+
+
+@attrs.frozen
+class ReportedUsage:
+    """A volume's figures as its driver reports them (CSI NodeGetVolumeStats)."""
+
+    capacity: int
+    available: int
+    used: int
+    inodes: int = 0
+    inodes_free: int = 0
+    inodes_used: int = 0
+
+
+ReportedVolumes = Callable[[str], Awaitable[Mapping[str, ReportedUsage]]]
+"""pod uid → its driver-reported volumes' figures, by volume name"""
 
 
 @attrs.frozen
@@ -55,6 +84,8 @@ class PodVolume:
     """the plugin directory, e.g. ``kubernetes.io~empty-dir``"""
     path: str
     usage: DirUsage
+    reported: ReportedUsage | None = None
+    """the driver's figures (capacity and available too), for a volume not walked"""
 
 
 def _volume_dirs(root: Path) -> list[tuple[str, str, Path]]:
@@ -140,6 +171,8 @@ class VolumeUsageCache:
     in_threads: bool = True
     """walk in worker threads (False: on the event loop, for tests on a fake clock, where
     a worker thread looks like idleness and the clock would jump ahead)"""
+    reported: ReportedVolumes | None = None
+    """the figures of the volumes in ``REPORTED_PLUGINS`` (None: they are left out)"""
     _pods: dict[str, _Pod] = attrs.field(factory=dict)
 
     async def pod_volumes(self, uid: str) -> list[PodVolume]:
@@ -167,8 +200,10 @@ class VolumeUsageCache:
             began = self.clock()
             root = Path(self.root_dir) / "pods" / uid / "volumes"
             dirs = await self._run(_volume_dirs, root)
-            volumes = []
+            volumes = await self._reported(uid, dirs)
             for name, plugin, path in dirs:
+                if plugin in REPORTED_PLUGINS:
+                    continue
                 volume = pod.walks.setdefault(str(path), _Volume())
                 await self._measure(volume, str(path), began)
                 volumes.append(PodVolume(name, plugin, str(path), volume.usage()))
@@ -180,6 +215,20 @@ class VolumeUsageCache:
             done.set()
             if self._pods.get(uid) is not pod:  # forgotten meanwhile
                 pod.keep(set())
+
+    async def _reported(self, uid: str, dirs: list[tuple[str, str, Path]]) -> list[PodVolume]:
+        """The pod's volumes whose driver reports their figures (a driver that does not
+        answer leaves its volume out, as upstream's)."""
+        if self.reported is None or not any(p in REPORTED_PLUGINS for _, p, _ in dirs):
+            return []
+        figures = await self.reported(uid)
+        out = []
+        for name, plugin, path in dirs:
+            usage = figures.get(name) if plugin in REPORTED_PLUGINS else None
+            if usage is not None:
+                used = DirUsage(usage.used, usage.inodes_used, complete=True)
+                out.append(PodVolume(name, plugin, str(path), used, usage))
+        return out
 
     async def _measure(self, volume: _Volume, path: str, now: float) -> None:
         """One slice of the volume's walk, unless its last one ended within the period."""

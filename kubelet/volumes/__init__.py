@@ -8,7 +8,7 @@ PersistentVolume with ``spec.csi``), ``setup_data_dirs``/``pod_dir``/``make_log_
 (the directories under --root-dir, with upstream's layout and modes) and ``noswap_supported``.
 """
 
-from .csivolumes import CsiVolumes
+from .csivolumes import CsiVolumes, csi_volume_stats
 from .dirs import CHECKPOINTS_DIR, POD_RESOURCES_DIR, DataDirError, make_log_dir, setup_data_dirs
 from .envfiles import PodEnvFiles
 from .hostpath import VolumeError
@@ -29,6 +29,7 @@ __all__ = [
     "PodVolumes",
     "VolumeError",
     "VolumeManager",
+    "csi_volume_stats",
     "make_log_dir",
     "noswap_supported",
     "pod_dir",

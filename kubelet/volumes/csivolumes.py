@@ -16,6 +16,7 @@ from kubelet.cri import CriError
 from kubelet.csi import CsiClient, CsiDrivers, VolumeUsage, capability
 from kubelet.env import EnvLookup
 from kubelet.goformat import rfc3339
+from kubelet.stats import ReportedUsage
 
 from .csi import (
     CSI_PLUGIN_DIR,
@@ -374,3 +375,21 @@ def _go_code(name: str) -> str:
 def _exists(path: str) -> bool:
     """A vol_data.json on the local disk (a stat; no reason to leave the loop)."""
     return os.path.exists(path)
+
+
+async def csi_volume_stats(
+    root_dir: str, drivers: CsiDrivers, uid: str
+) -> dict[str, ReportedUsage]:
+    """The pod's CSI volumes' figures from their drivers, for the stats summary."""
+    volumes = CsiVolumes(root_dir, drivers, api=None, node_name="")
+    return {
+        name: ReportedUsage(
+            capacity=u.capacity_bytes or 0,
+            available=u.available_bytes or 0,
+            used=u.used_bytes or 0,
+            inodes=u.inodes or 0,
+            inodes_free=u.inodes_free or 0,
+            inodes_used=u.inodes_used or 0,
+        )
+        for name, u in (await volumes.stats(uid)).items()
+    }

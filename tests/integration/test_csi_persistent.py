@@ -3,6 +3,7 @@ waited for its VolumeAttachment, unpublished and unstaged (FakeApiServer, FakeCs
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from pathlib import Path
@@ -13,9 +14,10 @@ import trio
 
 from kubelet.api import ApiClient, ClusterConnection, Pod, from_wire
 from kubelet.csi import CsiDrivers, CsiHandler
+from kubelet.stats import VolumeUsageCache
 from kubelet.testing import FakeApiServer
 from kubelet.testing.fakecsi import FakeCsiDriver
-from kubelet.volumes import CsiVolumes, VolumeError
+from kubelet.volumes import CsiVolumes, VolumeError, csi_volume_stats
 from kubelet.volumes.csi import attachment_name, global_dir
 
 DRIVER = "pd.csi.example"
@@ -144,4 +146,37 @@ async def test_no_csidriver_object_means_attach_required_and_volume_stats_come_f
     stats = await volumes.stats("u1")
     assert stats["data"].capacity_bytes == 1 << 30
     assert stats["data"].inodes_used == 100
+    assert await volumes.teardown("u1")
+
+
+async def test_the_volume_figures_of_a_csi_volume_are_the_drivers(
+    setup: Any, autojump_clock: trio.abc.Clock
+) -> None:
+    api, driver, volumes, root = setup
+    api.create(attachment(True))
+    await volumes.publish_persistent(pod("u1"), "data", pv(), False)
+    empty_dir = root / "pods/u1/volumes/kubernetes.io~empty-dir/cache"
+    empty_dir.mkdir(parents=True)
+    cache = VolumeUsageCache(
+        str(root),
+        trio.current_time,
+        in_threads=False,
+        reported=functools.partial(csi_volume_stats, str(root), volumes.drivers),
+    )
+    by_name = {v.name: v for v in await cache.pod_volumes("u1")}
+    assert set(by_name) == {"data", "cache"}
+    data = by_name["data"]
+    assert data.reported is not None
+    assert (data.reported.capacity, data.reported.available) == (1 << 30, 1 << 29)
+    assert (data.usage.bytes, data.usage.inodes) == (1 << 29, 100)
+    assert by_name["cache"].reported is None  # walked, as before
+    # a driver without stats: the volume is left out, the others stay
+    driver.stats = None
+    cache = VolumeUsageCache(
+        str(root),
+        trio.current_time,
+        in_threads=False,
+        reported=functools.partial(csi_volume_stats, str(root), volumes.drivers),
+    )
+    assert [v.name for v in await cache.pod_volumes("u1")] == ["cache"]
     assert await volumes.teardown("u1")
