@@ -37,6 +37,7 @@ from grpclib.server import Server
 from kubelet.cri import LimitedProtoCodec
 from kubelet.csi import csi_pb2 as csi
 from kubelet.pluginmanager import pluginregistration_api_pb2 as reg
+from kubelet.volumes.mounts import is_mount_point
 
 
 @attrs.define
@@ -278,7 +279,7 @@ class FakeCsiDriver(_Served):
         if self.mode == "bind":
             source = self._source(request)
             os.makedirs(source, exist_ok=True)
-            if not os.path.ismount(target):
+            if not is_mount_point(target):
                 flags = ["-o", "bind,ro"] if request.readonly else ["--bind"]
                 subprocess.run(["mount", *flags, source, target], check=True)
         else:
@@ -290,7 +291,7 @@ class FakeCsiDriver(_Served):
         self, request: csi.NodeUnpublishVolumeRequest
     ) -> csi.NodeUnpublishVolumeResponse:
         target = request.target_path
-        if self.mode == "bind" and os.path.ismount(target):
+        if self.mode == "bind" and is_mount_point(target):
             subprocess.run(["umount", target], check=True)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(os.path.join(target, "published"))
