@@ -415,6 +415,7 @@ def _node_parts(
         pressure=core.pressure,
         started=clock(),
         boot=boot_time(clock),
+        volumes_in_use=core.csi.volumes_in_use,
     )
 
 

@@ -7,7 +7,7 @@ service over its socket).
 """
 
 from .client import CsiClient, NodeInfo, VolumeUsage, capability
-from .drivers import CsiDrivers, CsiHandler, Driver, highest_version
+from .drivers import CsiDrivers, CsiHandler, Driver, highest_version, unique_volume_name
 from .nodeinfo import CSINODES, NODE_ID_ANNOTATION, NodeInfoManager
 
 __all__ = [
@@ -22,4 +22,5 @@ __all__ = [
     "VolumeUsage",
     "capability",
     "highest_version",
+    "unique_volume_name",
 ]

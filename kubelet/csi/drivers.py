@@ -52,10 +52,15 @@ class Driver:
 
 
 class CsiDrivers:
-    """name → registered driver; the volume code's way to a driver's Node service."""
+    """name → registered driver; the volume code's way to a driver's Node service.
+
+    It also keeps the node's attachable CSI volumes in use (``kubernetes.io/csi/<driver>^
+    <volume handle>``), the Node's ``status.volumesInUse``: the attach/detach controller
+    does not detach them while they are listed."""
 
     def __init__(self) -> None:
         self._drivers: dict[str, Driver] = {}
+        self.in_use: set[str] = set()
 
     def get(self, name: str) -> Driver | None:
         return self._drivers.get(name)
@@ -74,6 +79,9 @@ class CsiDrivers:
         if driver is not None:
             driver.client.close()
         return driver
+
+    def volumes_in_use(self) -> list[str]:
+        return sorted(self.in_use)
 
     def close(self) -> None:
         for name in list(self._drivers):
@@ -125,3 +133,8 @@ class CsiHandler:
         if self.node_info is not None:
             await self.node_info.uninstall(name)
         log.info("CSI driver %s deregistered", name)
+
+
+def unique_volume_name(driver: str, handle: str) -> str:
+    """Upstream's unique name of a CSI volume (``volumesInUse``, ``volumesAttached``)."""
+    return f"kubernetes.io/csi/{driver}^{handle}"

@@ -112,6 +112,8 @@ class NodeParts:
     """when the kubelet started (wall clock; the node startup figures)"""
     boot: float | None = None
     """when the machine booted, on the same clock (None: unknown)"""
+    volumes_in_use: Callable[[], Sequence[str]] = tuple
+    """attachable volumes in use (``status.volumesInUse``): the CSI volume plugin's"""
 
 
 async def run_node(
@@ -156,6 +158,7 @@ async def _run_cluster_node(
         node=node,
         shutdown_status=shutdown.shutdown_status if shutdown is not None else lambda: None,
         pressure=parts.pressure,
+        volumes_in_use=parts.volumes_in_use,
     )
     addresses = _ReportedAddresses()
     startup = NodeStartup(parts.registry, wall_clock, parts.started, parts.boot)

@@ -90,6 +90,8 @@ class NodeFacts:
     """--cloud-provider=external: the cloud-controller-manager owns the addresses"""
     node_ip_given: bool = True
     """--node-ip was given (else the addresses come from the hostname)"""
+    volumes_in_use: tuple[str, ...] = ()
+    """attachable volumes mounted or to be mounted (``status.volumesInUse``)"""
 
 
 def capacity(facts: NodeFacts) -> dict[str, Quantity]:
@@ -258,6 +260,7 @@ def node_status(previous: NodeStatus | None, facts: NodeFacts, now: str) -> Node
         node_info=node_info(facts),
         images=node_images(facts.images, facts.max_images),
         declared_features=facts.declared_features,
+        volumes_in_use=tuple(sorted(facts.volumes_in_use)),
     )
 
 

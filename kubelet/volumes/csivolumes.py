@@ -13,7 +13,7 @@ from typing import Any
 from kubelet.api import ApiClient, NotFound, Pod, Volume
 from kubelet.boundedio import InputRefused
 from kubelet.cri import CriError
-from kubelet.csi import CsiClient, CsiDrivers, VolumeUsage, capability
+from kubelet.csi import CsiClient, CsiDrivers, VolumeUsage, capability, unique_volume_name
 from kubelet.env import EnvLookup
 from kubelet.goformat import rfc3339
 from kubelet.stats import ReportedUsage
@@ -118,6 +118,7 @@ class CsiVolumes:
             )
         publish_context: Mapping[str, str] = {}
         if source.mode != EPHEMERAL and policy.attach_required:
+            self.drivers.in_use.add(unique_volume_name(source.driver, source.handle))
             publish_context = await self._attached(source)
         client = driver.client
         staging = ""
@@ -307,13 +308,16 @@ class CsiVolumes:
         with contextlib.suppress(OSError):
             os.rmdir(vol_root)
         self._published.pop((uid, name), None)
-        if data.get("volumeLifecycleMode") != EPHEMERAL:
-            await self._unstage_if_unused(driver.client, driver_name, handle)
+        if data.get("volumeLifecycleMode") != EPHEMERAL and not self._published_anywhere(
+            driver_name, handle
+        ):
+            await self._unstage(driver.client, driver_name, handle)
+            self.drivers.in_use.discard(unique_volume_name(driver_name, handle))
 
-    async def _unstage_if_unused(self, client: CsiClient, driver: str, handle: str) -> None:
+    async def _unstage(self, client: CsiClient, driver: str, handle: str) -> None:
         base = global_dir(self.root_dir, driver, handle)
-        if not _exists(os.path.join(base, VOL_DATA)) or self._published_anywhere(driver, handle):
-            return
+        if not _exists(os.path.join(base, VOL_DATA)):
+            return  # never staged (the driver does not stage)
         staging = os.path.join(base, "globalmount")
         await client.unstage(handle, staging)
         shutil.rmtree(base, ignore_errors=True)

@@ -79,6 +79,8 @@ async def test_a_persistent_volume_waits_for_its_attachment_then_is_staged_and_p
     with pytest.raises(VolumeError, match="is not attached to the node yet"):
         await volumes.publish_persistent(pod("u1"), "data", pv(), False)
     assert driver.requests("NodeStageVolume") == []
+    in_use = [f"kubernetes.io/csi/{DRIVER}^vol-1"]
+    assert volumes.drivers.volumes_in_use() == in_use  # listed before it is attached
     api.create(attachment(True))
     path = await volumes.publish_persistent(pod("u1"), "data", pv(), False)
     assert path == str(root / "pods/u1/volumes/kubernetes.io~csi/data/mount")
@@ -100,7 +102,9 @@ async def test_a_persistent_volume_waits_for_its_attachment_then_is_staged_and_p
     # the first pod goes: unpublished, still staged for the second
     assert await volumes.teardown("u1")
     assert driver.requests("NodeUnstageVolume") == []
+    assert volumes.drivers.volumes_in_use() == in_use
     assert await volumes.teardown("u2")
+    assert volumes.drivers.volumes_in_use() == []
     (unstage,) = driver.requests("NodeUnstageVolume")
     assert unstage.staging_target_path == staging
     assert driver.published == {} and not os.path.exists(os.path.dirname(staging))
