@@ -184,3 +184,82 @@ async def test_the_volume_figures_of_a_csi_volume_are_the_drivers(
     )
     assert [v.name for v in await cache.pod_volumes("u1")] == ["cache"]
     assert await volumes.teardown("u1")
+
+
+class Tokens:
+    async def token(
+        self,
+        namespace: str,
+        service_account: str,
+        audience: str,
+        expiration_seconds: int,
+        pod_name: str = "",
+        pod_uid: str = "",
+    ) -> tuple[str, float]:
+        return f"{namespace}/{service_account}/{audience}/{pod_uid}", 1_900_000_000.0
+
+
+def group_pod(uid: str, group: int) -> Pod:
+    return from_wire(
+        Pod,
+        {
+            "metadata": {"name": f"p-{uid}", "namespace": "default", "uid": uid},
+            "spec": {
+                "containers": [{"name": "c", "image": "i"}],
+                "securityContext": {"fsGroup": group},
+                "serviceAccountName": "builder",
+            },
+        },
+    )
+
+
+async def test_csidriver_republish_tokens_and_fs_group_policy(
+    setup: Any, autojump_clock: trio.abc.Clock
+) -> None:
+    api, driver, volumes, _ = setup
+    api.create(
+        {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "CSIDriver",
+            "metadata": {"name": DRIVER},
+            "spec": {
+                "attachRequired": False,
+                "requiresRepublish": True,
+                "fsGroupPolicy": "File",
+                "tokenRequests": [{"audience": "vault", "expirationSeconds": 600}],
+            },
+        }
+    )
+    volumes.tokens = Tokens()
+    path = await volumes.publish_persistent(group_pod("u1", 4321), "data", pv(), False)
+    assert os.stat(path).st_gid == 4321  # File: the fsGroup whatever the fsType and modes
+    await volumes.publish_persistent(group_pod("u1", 4321), "data", pv(), False)
+    _, second = driver.requests("NodePublishVolume")  # published again: requiresRepublish
+    tokens = json.loads(second.volume_context["csi.storage.k8s.io/serviceAccount.tokens"])
+    assert tokens == {
+        "vault": {
+            "token": "default/builder/vault/u1",
+            "expirationTimestamp": "2030-03-17T17:46:40Z",
+        }
+    }
+    assert await volumes.teardown("u1")
+
+
+async def test_fs_group_policy_none_leaves_the_volume_alone(
+    setup: Any, autojump_clock: trio.abc.Clock
+) -> None:
+    api, driver, volumes, _ = setup
+    api.create(
+        {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "CSIDriver",
+            "metadata": {"name": DRIVER},
+            "spec": {"attachRequired": False, "fsGroupPolicy": "None"},
+        }
+    )
+    path = await volumes.publish_persistent(group_pod("u1", 4321), "data", pv(), False)
+    assert os.stat(path).st_gid != 4321
+    # and published once only (no requiresRepublish)
+    await volumes.publish_persistent(group_pod("u1", 4321), "data", pv(), False)
+    assert len(driver.requests("NodePublishVolume")) == 1
+    assert await volumes.teardown("u1")
