@@ -116,6 +116,7 @@ from kubelet.server import (
     SummaryProvider,
     SystemContainerNames,
     UsageReader,
+    register_volume_stats,
     serve,
 )
 from kubelet.sources import PodConfig, open_sources
@@ -537,6 +538,7 @@ async def _start_node_protection(
     """Stats (the summary), garbage collection and eviction, which reads both."""
     options, host, node_name = core.options, core.host, core.node.name
     stats = _summary_provider(core)
+    register_volume_stats(core.metrics.registry, stats.volumes, host.stats, core.desired.pods)
     usage = UsageReader(stats)
     collectors = await root.start(
         run_gc,

@@ -14,6 +14,7 @@ from .serve import Addresses, serve
 from .stats import SummaryProvider
 from .syscontainers import SystemContainerNames
 from .usage import UsageReader
+from .volumemetrics import register_volume_stats
 
 __all__ = [
     "Addresses",
@@ -29,6 +30,7 @@ __all__ = [
     "TokenReviewResult",
     "UsageReader",
     "build_auth",
+    "register_volume_stats",
     "serve",
     "spdy",
 ]

@@ -175,6 +175,11 @@ class VolumeUsageCache:
     """the figures of the volumes in ``REPORTED_PLUGINS`` (None: they are left out)"""
     _pods: dict[str, _Pod] = attrs.field(factory=dict)
 
+    def last(self, uid: str) -> list[PodVolume]:
+        """The pod's figures of the last pass, without measuring (metrics scrapes)."""
+        pod = self._pods.get(uid)
+        return list(pod.volumes or ()) if pod is not None else []
+
     async def pod_volumes(self, uid: str) -> list[PodVolume]:
         """The volumes of pod ``uid`` with their usage (at most a period old, or a walk
         in progress); none at all when the period is 0 or negative (measuring off, as

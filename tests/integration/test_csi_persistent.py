@@ -11,9 +11,12 @@ from typing import Any
 
 import pytest
 import trio
+from prometheus_client import CollectorRegistry
 
 from kubelet.api import ApiClient, ClusterConnection, Pod, from_wire
 from kubelet.csi import CsiDrivers, CsiHandler
+from kubelet.metrics import exposition
+from kubelet.server import HostStats, register_volume_stats
 from kubelet.stats import VolumeUsageCache
 from kubelet.testing import FakeApiServer
 from kubelet.testing.fakecsi import FakeCsiDriver
@@ -262,4 +265,47 @@ async def test_fs_group_policy_none_leaves_the_volume_alone(
     # and published once only (no requiresRepublish)
     await volumes.publish_persistent(group_pod("u1", 4321), "data", pv(), False)
     assert len(driver.requests("NodePublishVolume")) == 1
+    assert await volumes.teardown("u1")
+
+
+async def test_a_claims_csi_volume_figures_are_the_kubelet_volume_stats_metrics(
+    setup: Any, autojump_clock: trio.abc.Clock
+) -> None:
+    api, _, volumes, root = setup
+    api.create(attachment(True))
+    claimed = from_wire(
+        Pod,
+        {
+            "metadata": {"name": "db", "namespace": "shop", "uid": "u1"},
+            "spec": {
+                "containers": [{"name": "c", "image": "i"}],
+                "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "db-data"}}],
+            },
+        },
+    )
+    await volumes.publish_persistent(claimed, "data", pv(), False)
+    cache = VolumeUsageCache(
+        str(root),
+        trio.current_time,
+        in_threads=False,
+        reported=functools.partial(csi_volume_stats, str(root), volumes.drivers),
+    )
+    registry = CollectorRegistry()
+    register_volume_stats(registry, cache, HostStats(), lambda: [claimed, pod("u2")])
+    assert b"persistentvolumeclaim=" not in exposition(registry)  # nothing measured yet
+    await cache.pod_volumes("u1")
+    lines = {
+        line.split(" ")[0]: float(line.split(" ")[1])
+        for line in exposition(registry).decode().splitlines()
+        if line.startswith("kubelet_volume_stats_")
+    }
+    labels = '{namespace="shop",persistentvolumeclaim="db-data"}'
+    assert lines == {
+        f"kubelet_volume_stats_capacity_bytes{labels}": 1 << 30,
+        f"kubelet_volume_stats_available_bytes{labels}": 1 << 29,
+        f"kubelet_volume_stats_used_bytes{labels}": 1 << 29,
+        f"kubelet_volume_stats_inodes{labels}": 1000,
+        f"kubelet_volume_stats_inodes_free{labels}": 900,
+        f"kubelet_volume_stats_inodes_used{labels}": 100,
+    }
     assert await volumes.teardown("u1")
