@@ -140,3 +140,39 @@ def _sha(text: str) -> str:
     import hashlib
 
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+async def restart(c: Cluster) -> None:
+    from .cluster_harness import start_cluster_kubelet
+
+    assert c.scope is not None
+    c.scope.cancel()
+    await trio.sleep(5)
+    await start_cluster_kubelet(c)
+
+
+async def test_a_restarted_kubelet_keeps_a_running_pods_csi_volume_and_unpublishes_an_orphans(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    async with running_cluster(fake, short_tmp) as c:
+        c.api.create(csidriver())
+        driver = FakeCsiDriver(short_tmp / "d.sock", DRIVER)
+        async with driver.serve():
+            registrar = await registered(c, short_tmp, driver)
+            keep = inline_pod(c, "keep")
+            inline_pod(c, "gone")
+            await c.wait_for(lambda: c.phase("keep") == c.phase("gone") == "Running")
+            assert len(driver.published) == 2
+            c.api.delete("pods", "default", "gone", grace=0)
+            await restart(c)  # the deletion happened while it was down
+            await c.wait_for(lambda: len(driver.published) == 1, timeout=60)
+            keep_uid = keep["metadata"]["uid"]
+            (target,) = driver.published
+            assert keep_uid in target  # the running pod's volume stays
+            assert not any(
+                keep_uid in r.target_path for r in driver.requests("NodeUnpublishVolume")
+            )
+            await trio.sleep(30)
+            assert c.phase("keep") == "Running"
+            assert len(driver.published) == 1
+            await registrar.stop()
