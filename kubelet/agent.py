@@ -12,6 +12,7 @@
           ├─ run_runtime           the pod driver: runtime features, RuntimeClasses, logs
           ├─ run_status_manager    (cluster) pod status → API
           ├─ run_node              (cluster) lease, registration, node status
+          ├─ run_plugin_manager    plugins_registry: CSI drivers (and other plugin types)
           ├─ open_sources          PodConfig merge; file, URL and API sources
           ├─ run_pod_lifecycle     pod workers, housekeeping, the syncLoop
           ├─ run_gc                dead containers every minute, unused images every 5
@@ -56,6 +57,7 @@ from kubelet.cgroups import (
 from kubelet.cm import CmParts, ContainerManager, NodeResources, run_container_manager
 from kubelet.config import POD_READY_TO_START_CONTAINERS_CONDITION, ConfigError, Options, features
 from kubelet.cri import ImageClient, RuntimeClient, connect, wait_until_answering
+from kubelet.csi import CsiDrivers, CsiHandler, NodeInfoManager
 from kubelet.debug import claim_socket_path, serve_console
 from kubelet.env import ServiceStore, run_services
 from kubelet.errors import FATAL_EXIT_CODE, FatalError
@@ -91,6 +93,7 @@ from kubelet.node.certificates import (
 )
 from kubelet.node.shutdown import KillRequest, PodTerminator, active_pods, kill_channel
 from kubelet.pleg import PlegHandle, run_pleg
+from kubelet.pluginmanager import PluginParts, run_plugin_manager
 from kubelet.pods import (
     KubeletPodSyncer,
     LifecycleParts,
@@ -117,7 +120,7 @@ from kubelet.stats import (
 )
 from kubelet.status import StatusManager, owned_conditions, run_status_manager
 from kubelet.version import version_line
-from kubelet.volumes import DataDirError, setup_data_dirs
+from kubelet.volumes import DataDirError, csi_volume_stats, setup_data_dirs
 
 log = logging.getLogger("kubelet")
 
@@ -179,6 +182,8 @@ class Core:
     images: ImageClient
     api: ApiClient | None
     recorder: EventRecorder
+    csi: CsiDrivers = attrs.field(factory=CsiDrivers)
+    """the registered CSI drivers: the plugin watcher adds them, volumes and stats use them"""
 
     @property
     def clock(self) -> Callable[[], float]:
@@ -305,6 +310,7 @@ async def run(
         )
         status = await _start_status(root, api, desired, metrics, options) if api else None
         node_handle = await root.start(run_node, _node_parts(core, pleg, rotating, terminator, cm))
+        await root.start(run_plugin_manager, _plugin_parts(core, cm))
         config = await root.start(
             functools.partial(open_sources, watch=metrics.pod_startup),
             *(options, api, host.watch_files, host.source_io),
@@ -357,6 +363,18 @@ def _cm_parts(core: Core, local: NodeInfo) -> CmParts:
     )
 
 
+def _plugin_parts(core: Core, cm: ContainerManager) -> PluginParts:
+    """The plugin watcher's handlers by plugin type (a type without one is refused): CSI
+    drivers', and the container manager's (DRA drivers')."""
+    node_info = NodeInfoManager(core.api, core.node.name) if core.api is not None else None
+    return PluginParts(
+        root_dir=core.options.root_dir,
+        handlers={"CSIPlugin": CsiHandler(core.csi, node_info), **cm.plugin_handlers()},
+        watch_files=core.host.watch_files,
+        io=core.host.source_io,
+    )
+
+
 def _runtime_parts(
     core: Core,
     prober: ProberManager,
@@ -380,6 +398,7 @@ def _runtime_parts(
         wall_clock=core.clock,
         containers_log_dir=core.host.containers_log_dir,
         log_io=core.host.source_io,
+        csi=core.csi,
     )
 
 
@@ -409,6 +428,7 @@ def _node_parts(
         started=clock(),
         boot=boot_time(clock),
         cm=cm,
+        volumes_in_use=core.csi.volumes_in_use,
     )
 
 
@@ -595,6 +615,7 @@ def _summary_provider(core: Core) -> SummaryProvider:
             misc=cfg.system_cgroups or None,
         ),
         pods_root=node_allocatable_root(cfg.cgroup_root or "/", cfg.cgroups_per_qos),
+        reported_volumes=functools.partial(csi_volume_stats, options.root_dir, core.csi),
     )
 
 

@@ -52,3 +52,17 @@ mkdir -p "$DP_OUT"
   --plugin=protoc-gen-grpclib_python="$PLUGIN" --grpclib_python_out="$DP_OUT" \
   "$ROOT/proto/deviceplugin_api.proto"
 sed -i 's/^import deviceplugin_api_pb2$/from . import deviceplugin_api_pb2/' "$DP_OUT/deviceplugin_api_grpc.py"
+# The plugin registration API (kubelet/pluginmanager/) and the CSI node API (kubelet/csi/).
+gen_into() {  # gen_into PROTO_BASENAME DEFAULT_DIR SUBDIR
+  local out
+  if [ -n "${1:-}" ] && [ -n "$OUT_GIVEN" ]; then out="$OUT/$3"; else out="$2"; fi
+  mkdir -p "$out"
+  "$PY" -m grpc_tools.protoc -I "$ROOT/proto" \
+    --python_out="$out" --pyi_out="$out" \
+    --plugin=protoc-gen-grpclib_python="$PLUGIN" --grpclib_python_out="$out" \
+    "$ROOT/proto/$1.proto"
+  sed -i "s/^import $1_pb2\$/from . import $1_pb2/" "$out/$1_grpc.py"
+}
+OUT_GIVEN="${1:-}"
+gen_into pluginregistration_api "$ROOT/kubelet/pluginmanager" pluginmanager
+gen_into csi "$ROOT/kubelet/csi" csi

@@ -24,6 +24,7 @@ from kubelet.decisions import (
     merge_contributions,
     pod_cgroup_parent,
 )
+from kubelet.pluginmanager import PluginHandler
 
 Refusal = tuple[str, str]
 """(reason, message) of a pod a resource manager will not admit"""
@@ -136,7 +137,7 @@ class ResourceManager(Protocol):
         """Before a stopped container is removed; errors are the manager's to log."""
         return None
 
-    def plugin_handlers(self) -> Mapping[str, object]:
+    def plugin_handlers(self) -> Mapping[str, PluginHandler]:
         """Plugin type → the plugin watcher's handler for it (DRA: "DRAPlugin")."""
         return {}
 
@@ -232,9 +233,9 @@ class ContainerManager:
         for manager in self.managers:
             await manager.post_stop(container_id)
 
-    def plugin_handlers(self) -> dict[str, object]:
+    def plugin_handlers(self) -> dict[str, PluginHandler]:
         """Every manager's plugin watcher handlers, by plugin type."""
-        out: dict[str, object] = {}
+        out: dict[str, PluginHandler] = {}
         for manager in self.managers:
             out.update(manager.plugin_handlers())
         return out

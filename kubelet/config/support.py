@@ -316,7 +316,9 @@ GATE_SUPPORT: Mapping[str, Support] = {
     ),
     "HostnameOverride": ok("spec.hostnameOverride; off, the field is ignored as upstream does"),
     "CRIListStreaming": missing("the CRI list calls are not streamed", _is(False)),
-    "CSIVolumeHealth": missing("CSI is not implemented", _is(False)),
+    "CSIVolumeHealth": missing(
+        "CSI volume conditions (NodeGetVolumeStats abnormal) are not reported", _is(False)
+    ),
     "ClusterTrustBundleProjection": missing(
         "clusterTrustBundle volumes are not implemented", _is(False)
     ),

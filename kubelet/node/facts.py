@@ -8,7 +8,7 @@ NetworkReady=false reason:… message:…", "PLEG is not healthy: …".
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 
 from kubelet.api import format_quantity, parse_quantity
@@ -76,6 +76,7 @@ class FactGatherer:
         shutdown_status: Callable[[], str | None] = lambda: None,
         pressure: NodePressure | None = None,
         extended: Callable[[], NodeResources] | None = None,
+        volumes_in_use: Callable[[], Sequence[str]] = tuple,
     ) -> None:
         self.options = options
         self.runtime = runtime
@@ -88,6 +89,7 @@ class FactGatherer:
         self.pressure = pressure or NodePressure()
         self.extended = extended
         """the container manager's extended resources (device plugins')"""
+        self.volumes_in_use = volumes_in_use
 
     async def gather(self) -> NodeFacts:
         cfg = self.options.config
@@ -150,4 +152,5 @@ class FactGatherer:
             memory_pressure=self.pressure.has(MEMORY_PRESSURE),
             disk_pressure=self.pressure.has(DISK_PRESSURE),
             pid_pressure=self.pressure.has(PID_PRESSURE),
+            volumes_in_use=tuple(self.volumes_in_use()),
         )

@@ -116,6 +116,8 @@ class NodeParts:
     cm: ContainerManager | None = None
     """the container manager: its extended resources are reported, and a change of
     them (a device plugin came or went) reports status at once"""
+    volumes_in_use: Callable[[], Sequence[str]] = tuple
+    """attachable volumes in use (``status.volumesInUse``): the CSI volume plugin's"""
 
 
 async def run_node(
@@ -161,6 +163,7 @@ async def _run_cluster_node(
         shutdown_status=shutdown.shutdown_status if shutdown is not None else lambda: None,
         pressure=parts.pressure,
         extended=parts.cm.extended if parts.cm is not None else None,
+        volumes_in_use=parts.volumes_in_use,
     )
     addresses = _ReportedAddresses()
     startup = NodeStartup(parts.registry, wall_clock, parts.started, parts.boot)

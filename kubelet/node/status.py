@@ -94,6 +94,8 @@ class NodeFacts:
     """the container manager's extended resources (device plugins' devices, all)"""
     extended_allocatable: Mapping[str, str] = attrs.field(factory=dict)
     """... and those of them that can be given (the healthy devices)"""
+    volumes_in_use: tuple[str, ...] = ()
+    """attachable volumes mounted or to be mounted (``status.volumesInUse``)"""
 
 
 def capacity(facts: NodeFacts) -> dict[str, Quantity]:
@@ -268,6 +270,7 @@ def node_status(previous: NodeStatus | None, facts: NodeFacts, now: str) -> Node
         node_info=node_info(facts),
         images=node_images(facts.images, facts.max_images),
         declared_features=facts.declared_features,
+        volumes_in_use=tuple(sorted(facts.volumes_in_use)),
     )
 
 

@@ -52,6 +52,7 @@ class RuntimeHousekeeper:
         self._cgroups = cgroups
         self._deleting: set[str] = set()
         self._sweeping = False
+        self._unpublishing: set[str] = set()
         self._send, self._jobs = trio.open_memory_channel[Callable[[], Awaitable[None]]](math.inf)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -82,8 +83,23 @@ class RuntimeHousekeeper:
         if self._volumes is None:
             return
         for uid in self._volumes.pod_uids_on_disk() - in_use:
+            if self._volumes.has_csi_volumes(uid):  # its drivers unpublish them first
+                if uid not in self._unpublishing:
+                    self._unpublishing.add(uid)
+                    self._send.send_nowait(functools.partial(self._orphan_csi, uid))
+                continue
             if self._volumes.cleanup(uid):  # False: a mount stays, tried again next pass
                 log.info("removed orphaned pod directory of %s", uid)
+
+    async def _orphan_csi(self, uid: str) -> None:
+        """An orphaned pod's CSI volumes unpublished (a restarted kubelet finds them
+        from vol_data.json), then its directory removed; a failure waits for the next pass."""
+        assert self._volumes is not None
+        try:
+            if await self._volumes.teardown_csi(uid) and self._volumes.cleanup(uid):
+                log.info("removed orphaned pod directory of %s", uid)
+        finally:
+            self._unpublishing.discard(uid)
 
     def orphan_mirror(self, mirror: Pod) -> None:
         if self._mirrors is None or mirror.uid in self._deleting:

@@ -810,7 +810,11 @@ class PodRuntime:
         self.isolation.release(pod.uid)
         volumes = self.volumes
         # a volume may hold a million files: removed off the event loop
-        volumes_gone = await self.log_io(lambda: volumes.cleanup(pod.uid)) if volumes else True
+        volumes_gone = True
+        if volumes is not None:
+            volumes_gone = await volumes.teardown_csi(pod.uid) and await self.log_io(
+                lambda: volumes.cleanup(pod.uid)
+            )
         if volumes_gone:  # else housekeeping's sweep removes the pod cgroup, later
             await self.cm.release_pod(pod)
 

@@ -20,6 +20,7 @@ from kubelet.boundedio import RunSync, in_thread
 from kubelet.cm import ContainerManager
 from kubelet.config import ENV_FILES, HOSTNAME_OVERRIDE, Options, features
 from kubelet.cri import ImageClient, RuntimeClient
+from kubelet.csi import CsiDrivers
 from kubelet.decisions import IMAGE_PULL_INITIAL, IMAGE_PULL_MAX, Backoff, crash_loop_limits
 from kubelet.env import ApiEnvLookup, DnsSettings
 from kubelet.events import EventRecorder
@@ -28,6 +29,7 @@ from kubelet.metrics import KubeletMetrics
 from kubelet.volumes import (
     ApiClaimLookup,
     ApiTokenSource,
+    CsiVolumes,
     VolumeManager,
     pod_dir,
     setup_data_dirs,
@@ -75,6 +77,8 @@ class RuntimeParts:
     """where started containers' logs are linked ("": nowhere)"""
     log_io: RunSync = in_thread
     """where the pods' log directories are read"""
+    csi: CsiDrivers | None = None
+    """the registered CSI drivers (CSI volumes); None: no CSI volume can be mounted"""
 
 
 async def run_runtime(
@@ -83,7 +87,7 @@ async def run_runtime(
     task_status: trio.TaskStatus[PodRuntime] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Build the pod driver, start what it needs running, hand it back; run until cancelled."""
-    options, runtime, api = parts.options, parts.runtime, parts.api
+    options, api = parts.options, parts.api
     cfg = options.config
     setup_data_dirs(options.root_dir, cfg.pod_logs_dir, parts.containers_log_dir)
     volumes = VolumeManager(
@@ -93,9 +97,24 @@ async def run_runtime(
         node_allocatable=parts.cm.allocatable,
         claims=ApiClaimLookup(api) if api is not None else None,
         node_labels=parts.node_labels,
+        csi=_csi_volumes(parts) if parts.csi is not None else None,
     )
     isolation = _isolation(options, api, volumes)
     pods = PodRuntime(_driver_parts(parts, volumes, isolation))
+    try:
+        await _run_background(parts, isolation, pods, task_status)
+    finally:  # an open grpclib channel left behind is reported to the loop as an error
+        if parts.csi is not None:
+            parts.csi.close()
+
+
+async def _run_background(
+    parts: RuntimeParts,
+    isolation: PodIsolation,
+    pods: PodRuntime,
+    task_status: trio.TaskStatus[PodRuntime],
+) -> None:
+    runtime, cfg = parts.runtime, parts.options.config
     async with trio.open_nursery() as nursery:
         await nursery.start(isolation.runtime_info.run, runtime)
         if isolation.runtime_classes is not None:
@@ -110,6 +129,19 @@ async def run_runtime(
             ).run
         )
         task_status.started(pods)
+
+
+def _csi_volumes(parts: RuntimeParts) -> CsiVolumes:
+    api = parts.api
+    assert parts.csi is not None
+    return CsiVolumes(
+        parts.options.root_dir,
+        parts.csi,
+        api=api,
+        node_name=parts.node_name,
+        lookup=ApiEnvLookup(api) if api is not None else None,
+        tokens=ApiTokenSource(api, parts.wall_clock) if api is not None else None,
+    )
 
 
 def _driver_parts(

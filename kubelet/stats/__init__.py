@@ -47,7 +47,7 @@ from .summary import (
 )
 from .syscontainers import SystemContainerNames
 from .usage import UsageReader
-from .volumes import AGG_PERIOD, PodVolume, VolumeUsageCache
+from .volumes import AGG_PERIOD, PodVolume, ReportedUsage, ReportedVolumes, VolumeUsageCache
 
 __all__ = [
     "AGG_PERIOD",
@@ -73,6 +73,8 @@ __all__ = [
     "PodVolume",
     "Pressure",
     "ProcessStats",
+    "ReportedUsage",
+    "ReportedVolumes",
     "Summary",
     "SummaryProvider",
     "SystemContainerNames",

@@ -57,7 +57,7 @@ from .summary import (
     from_json,
 )
 from .syscontainers import SystemContainerNames, swap_json, system_containers, zero_swap
-from .volumes import AGG_PERIOD, PodVolume, VolumeUsageCache
+from .volumes import AGG_PERIOD, PodVolume, ReportedVolumes, VolumeUsageCache
 
 log = logging.getLogger(__name__)
 
@@ -237,6 +237,7 @@ class SummaryProvider:
         pods_root: CgroupName = (NODE_ALLOCATABLE,),
         psi: bool = True,
         sandbox_stats: bool = False,
+        reported_volumes: ReportedVolumes | None = None,
     ) -> None:
         self.runtime = runtime
         self.images = images
@@ -254,7 +255,11 @@ class SummaryProvider:
         """the ``kubelet`` system container's start: when the summary provider was made"""
         self.rates = RateCache()
         self.volumes = VolumeUsageCache(
-            root_dir, trio.current_time, volume_stats_period, in_threads=volume_walks_in_threads
+            root_dir,
+            trio.current_time,
+            volume_stats_period,
+            in_threads=volume_walks_in_threads,
+            reported=reported_volumes,
         )
         self._sandbox_stats_supported = sandbox_stats
         """PodAndContainerStatsFromCRI: pod figures from ListPodSandboxStats (until the
@@ -606,18 +611,22 @@ class SummaryProvider:
                     rows.append(self._volume_json(when, volume))
         return rows
 
+    def _volume_fs(self, volume: PodVolume) -> FsSample | None:
+        """The volume's filesystem: as its driver reports it, else statvfs of its path."""
+        r = volume.reported
+        if r is None:
+            return self.host.filesystem(volume.path)
+        return FsSample(r.capacity, r.available, r.used, r.inodes, r.inodes_free)
+
     def _volume_json(self, when: str, volume: PodVolume) -> Json:
-        row = fs_json(when, self.host.filesystem(volume.path), volume.usage.bytes,
-                      volume.usage.inodes)  # fmt: skip
+        row = fs_json(when, self._volume_fs(volume), volume.usage.bytes, volume.usage.inodes)
         row["name"] = volume.name
         if volume.pvc is not None:
             row["pvcRef"] = {"name": volume.pvc[0], "namespace": volume.pvc[1]}
         return row
 
     def _volume_usage(self, time: float, volume: PodVolume) -> FsUsage:
-        return fs_usage(
-            time, self.host.filesystem(volume.path), volume.usage.bytes, volume.usage.inodes
-        )
+        return fs_usage(time, self._volume_fs(volume), volume.usage.bytes, volume.usage.inodes)
 
     def _local_ephemeral(self, volume: PodVolume) -> bool:
         """emptyDir on disk, configMap, gitRepo: upstream's ``IsLocalEphemeralVolume``

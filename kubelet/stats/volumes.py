@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -40,13 +40,42 @@ from .fs import DirUsage, TreeWalk
 
 T = TypeVar("T")
 
-__all__ = ["AGG_PERIOD", "WALK_THREADS", "PodVolume", "VolumeUsageCache"]
+__all__ = [
+    "AGG_PERIOD",
+    "REPORTED_PLUGINS",
+    "WALK_THREADS",
+    "PodVolume",
+    "ReportedUsage",
+    "ReportedVolumes",
+    "VolumeUsageCache",
+]
 
 AGG_PERIOD = 60.0
 """seconds a measurement is reused (``volumeStatsAggPeriod``'s default, 1m)"""
 
 WALK_THREADS = 2
 """worker threads the volume walks of all pods use at once"""
+
+
+REPORTED_PLUGINS = frozenset({"kubernetes.io~csi"})
+"""plugin directories whose volumes are never walked: their driver reports their figures
+(a CSI driver's NodeGetVolumeStats), and a walk would stop at the driver's mount anyway"""
+
+
+@attrs.frozen
+class ReportedUsage:
+    """A volume's figures as its driver reports them (CSI NodeGetVolumeStats)."""
+
+    capacity: int
+    available: int
+    used: int
+    inodes: int = 0
+    inodes_free: int = 0
+    inodes_used: int = 0
+
+
+ReportedVolumes = Callable[[str], Awaitable[Mapping[str, ReportedUsage]]]
+"""pod uid → its driver-reported volumes' figures, by volume name"""
 
 
 @attrs.frozen
@@ -58,19 +87,29 @@ class PodVolume:
     usage: DirUsage
     pvc: tuple[str, str] | None = None
     """the claim of a persistentVolumeClaim or ephemeral volume: (name, namespace)"""
+    reported: ReportedUsage | None = None
+    """the driver's figures (capacity and available too), for a volume not walked"""
 
 
-def _claim_volumes(pod_root: Path) -> list[tuple[str, str, Path, tuple[str, str] | None]]:
+_Dir = tuple[str, str, Path, "tuple[str, str] | None"]
+"""(volume name, plugin directory, path, its claim as (name, namespace) or None)"""
+
+
+def _claim_volumes(pod_root: Path) -> list[_Dir]:
     """The pod's volumes: those under its ``volumes`` directory, then its claim volumes
-    (measured at the PersistentVolume's path, named by the pod's volume name)."""
-    dirs: list[tuple[str, str, Path, tuple[str, str] | None]] = [
-        (name, plugin, path, None) for name, plugin, path in _volume_dirs(pod_root / "volumes")
+    mounted from elsewhere (measured at the PersistentVolume's path, named by the pod's
+    volume name). A claim whose volume lives under the pod (a CSI one) is that entry."""
+    records = read_claim_records(str(pod_root))
+    by_volume = {r.volume: (r.claim, r.namespace) for r in records.values()}
+    dirs: list[_Dir] = [
+        (name, plugin, path, by_volume.get(name))
+        for name, plugin, path in _volume_dirs(pod_root / "volumes")
     ]
-    for record in read_claim_records(str(pod_root)).values():
-        if os.path.isdir(record.path):
-            dirs.append(
-                (record.volume, record.plugin, Path(record.path), (record.claim, record.namespace))
-            )
+    inside = str(pod_root) + os.sep
+    for record in records.values():
+        if not record.path.startswith(inside) and os.path.isdir(record.path):
+            claim = (record.claim, record.namespace)
+            dirs.append((record.volume, record.plugin, Path(record.path), claim))
     return dirs
 
 
@@ -157,7 +196,14 @@ class VolumeUsageCache:
     in_threads: bool = True
     """walk in worker threads (False: on the event loop, for tests on a fake clock, where
     a worker thread looks like idleness and the clock would jump ahead)"""
+    reported: ReportedVolumes | None = None
+    """the figures of the volumes in ``REPORTED_PLUGINS`` (None: they are left out)"""
     _pods: dict[str, _Pod] = attrs.field(factory=dict)
+
+    def last(self, uid: str) -> list[PodVolume]:
+        """The pod's figures of the last pass, without measuring (metrics scrapes)."""
+        pod = self._pods.get(uid)
+        return list(pod.volumes or ()) if pod is not None else []
 
     async def pod_volumes(self, uid: str) -> list[PodVolume]:
         """The volumes of pod ``uid`` with their usage (at most a period old, or a walk
@@ -184,8 +230,10 @@ class VolumeUsageCache:
             began = self.clock()
             root = Path(self.root_dir) / "pods" / uid
             dirs = await self._run(_claim_volumes, root)
-            volumes = []
+            volumes = await self._reported(uid, dirs)
             for name, plugin, path, pvc in dirs:
+                if plugin in REPORTED_PLUGINS:
+                    continue
                 volume = pod.walks.setdefault(str(path), _Volume())
                 await self._measure(volume, str(path), began)
                 volumes.append(PodVolume(name, plugin, str(path), volume.usage(), pvc))
@@ -197,6 +245,20 @@ class VolumeUsageCache:
             done.set()
             if self._pods.get(uid) is not pod:  # forgotten meanwhile
                 pod.keep(set())
+
+    async def _reported(self, uid: str, dirs: list[_Dir]) -> list[PodVolume]:
+        """The pod's volumes whose driver reports their figures (a driver that does not
+        answer leaves its volume out, as upstream's)."""
+        if self.reported is None or not any(d[1] in REPORTED_PLUGINS for d in dirs):
+            return []
+        figures = await self.reported(uid)
+        out = []
+        for name, plugin, path, pvc in dirs:
+            usage = figures.get(name) if plugin in REPORTED_PLUGINS else None
+            if usage is not None:
+                used = DirUsage(usage.used, usage.inodes_used, complete=True)
+                out.append(PodVolume(name, plugin, str(path), used, pvc, usage))
+        return out
 
     async def _measure(self, volume: _Volume, path: str, now: float) -> None:
         """One slice of the volume's walk, unless its last one ended within the period."""

@@ -260,6 +260,17 @@ RESOURCES: tuple[ResourceType, ...] = (
         field_labels=(*META_FIELDS, "spec.nodeName", "spec.driver"),
     ),
     ResourceType("node.k8s.io", "v1", "runtimeclasses", "RuntimeClass", False),
+    ResourceType("storage.k8s.io", "v1", "csinodes", "CSINode", False),
+    ResourceType("storage.k8s.io", "v1", "csidrivers", "CSIDriver", False),
+    ResourceType(
+        "storage.k8s.io",
+        "v1",
+        "volumeattachments",
+        "VolumeAttachment",
+        False,
+        subresources=frozenset({"status"}),
+        has_status=True,
+    ),
     ResourceType(
         "authentication.k8s.io", "v1", "tokenreviews", "TokenReview", False, verbs=CREATE_ONLY
     ),

@@ -10,8 +10,11 @@ container mounts, as upstream's volume manager does for the volumes in use:
   and projected on tmpfs);
 * persistentVolumeClaim and generic ephemeral volumes through their claim and its
   PersistentVolume (``claims``, ``persistent``), once: what was set up is noted in the
-  pod directory and reused as it is, by this kubelet and the next;
-* a volume of a type the kubelet does not provide (csi, nfs, iscsi, image, ...) is
+  pod directory and reused as it is, by this kubelet and the next; a PersistentVolume
+  with ``spec.csi`` is published by its CSI driver;
+* inline ``csi`` volumes through the registered CSI drivers (``csivolumes``), published
+  once (at every sync for a driver with requiresRepublish);
+* a volume of a type the kubelet does not provide (nfs, iscsi, image, ...) is
   never left out: the pod waits, with upstream's FailedMount message naming the volume
   and its type;
 * a volume that cannot be set up the first time keeps the pod waiting; one that fails
@@ -40,12 +43,19 @@ from kubelet.stats import ClaimRecord, claim_record_path, read_claim_records
 
 from .atomic import write_atomic
 from .claims import ClaimError, ClaimLookup, claim_use, resolve_claim, volume_mode_problem
+from .csivolumes import CsiVolumes
 from .dirs import VOLUME_DIR_MODE, ensure_exact_dir, make_pod_data_dirs, mkdir_all
 from .hostpath import VolumeError, check_host_path
 from .mounts import is_separate_filesystem, mounts_under, unmount
 from .ownership import fs_group, set_volume_ownership, wanted_mode
 from .paths import EMPTY_DIR, pod_dir, pods_dir, volume_dir
-from .persistent import mount_persistent_volume, plugin_of, unsupported_pv_message
+from .persistent import (
+    check_persistent_volume,
+    csi_not_registered,
+    mount_persistent_volume,
+    plugin_of,
+    unsupported_pv_message,
+)
 from .sources import (
     PROJECTED,
     SECRET,
@@ -195,8 +205,12 @@ class VolumeManager:
         node_allocatable: Mapping[str, str] | None = None,
         claims: ClaimLookup | None = None,
         node_labels: Mapping[str, str] | None = None,
+        csi: CsiVolumes | None = None,
     ) -> None:
         self.root_dir = root_dir
+        self.csi = csi
+        """CSI volumes (inline, and PersistentVolumes with ``spec.csi`` through
+        ``csi.publish_persistent``); None: CSI volumes are refused as unsupported"""
         self.lookup = lookup
         self.tokens = tokens
         self.node_allocatable = dict(node_allocatable or {})
@@ -291,7 +305,13 @@ class VolumeManager:
             if uid != pod.uid
             for r in records.values()
         )
-        path = mount_persistent_volume(bound, self.node_labels, elsewhere)
+        if bound.source_kind != "csi":
+            path = mount_persistent_volume(bound, self.node_labels, elsewhere)
+        elif self.csi is not None and self.csi.drivers.get(str(bound.source.get("driver"))):
+            check_persistent_volume(bound, self.node_labels, elsewhere)
+            path = await self.csi.publish_persistent(pod, volume.name, bound.pv, bound.read_only)
+        else:
+            raise csi_not_registered(bound)
         record = ClaimRecord(
             volume.name, bound.claim, bound.namespace, bound.pv_name, plugin, path, bound.read_only
         )
@@ -325,11 +345,15 @@ class VolumeManager:
             return (
                 str(volume.host_path.get("path", "")) if done else check_host_path(volume.host_path)
             )
+        if volume.csi is not None and self.csi is not None:
+            return await self.csi.publish_inline(pod, volume)
         return None
 
     def _set_up_before(self, pod: Pod, volume: Volume, plugin: str | None) -> str | None:
         """The path of an API-backed volume written by an earlier sync (or an earlier
         kubelet): a failed refresh leaves it as it was."""
+        if volume.csi is not None and self.csi is not None:
+            return self.csi.published_path(pod.uid, volume.name)
         if plugin is None:
             return None
         path = volume_dir(self.root_dir, pod.uid, plugin, volume.name)
@@ -525,16 +549,28 @@ class VolumeManager:
         except OSError:
             return set()
 
+    def has_csi_volumes(self, uid: str) -> bool:
+        """Whether CSI volumes of the pod are still published (``teardown_csi`` first)."""
+        return self.csi is not None and self.csi.has_volumes(uid)
+
+    async def teardown_csi(self, uid: str) -> bool:
+        """Unpublish (and unstage) the pod's CSI volumes through their drivers, before
+        ``cleanup``; False when one stays (tried again by housekeeping)."""
+        return True if self.csi is None else await self.csi.teardown(uid)
+
     def cleanup(self, uid: str) -> bool:
         """Remove the pod directory: subPath bind mounts first, then every other mount
         below it (tmpfs volumes), then the files. False (and everything left in place)
-        when a mount stays; housekeeping tries again."""
+        when a mount stays, or a CSI volume is still published (its driver unmounts it,
+        never this); housekeeping tries again."""
         self._ready.pop(uid, None)
         if self._claim_index is not None:
             self._claim_index.pop(uid, None)
         root = pod_dir(self.root_dir, uid)
         if not os.path.isdir(root):
             return True
+        if self.has_csi_volumes(uid):
+            return False
         try:
             clean_sub_paths(root)
             for point in mounts_under(root):

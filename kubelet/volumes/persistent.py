@@ -87,23 +87,28 @@ def _local_path(bound: BoundClaim) -> str:
     return path
 
 
-def mount_persistent_volume(
+def check_persistent_volume(
     bound: BoundClaim, node_labels: Mapping[str, str], used_elsewhere: bool
-) -> str:
-    """The host path to bind into the containers; raises MountFailure (the pod waits,
-    FailedMount, retried). ``plugin_of(bound)`` must not be None."""
-    kind = bound.source_kind
-    # -- the dispatch point: each PersistentVolume source that can be mounted here ------
-    if kind == "csi":
-        # CSI: the CSI volume plugin (NodeStage/NodePublish through the registered
-        # driver) is called from here; until a driver registers, the volume waits.
-        raise csi_not_registered(bound)
-    path = _local_path(bound) if kind == "local" else ""
+) -> None:
+    """What every PersistentVolume must pass on this node before it is mounted, whatever
+    its source: its node affinity, and ReadWriteOncePod's one pod. Raises MountFailure."""
     problem = node_affinity_problem(bound.pv, node_labels)
     if problem is not None:
         raise MountFailure("MountVolume.NodeAffinity check", bound.pv_name, problem)
     if used_elsewhere and only_read_write_once_pod(bound.pv):
         raise MountFailure("MountVolume.SetUp", bound.pv_name, RWOP_IN_USE)
+
+
+def mount_persistent_volume(
+    bound: BoundClaim, node_labels: Mapping[str, str], used_elsewhere: bool
+) -> str:
+    """The host path of a hostPath or local PersistentVolume to bind into the containers;
+    raises MountFailure (the pod waits, FailedMount, retried). A CSI one is published by
+    its driver instead, after ``check_persistent_volume`` (``CsiVolumes.publish_persistent``;
+    ``csi_not_registered`` without CSI)."""
+    kind = bound.source_kind
+    path = _local_path(bound) if kind == "local" else ""
+    check_persistent_volume(bound, node_labels, used_elsewhere)
     if kind == "hostPath":
         try:
             return check_host_path(bound.source)

@@ -177,7 +177,6 @@ def pvc_pod(c: Cluster, name: str, volume: dict[str, Any]) -> None:
     ("kind", "source"),
     [
         ("iscsi", {"iscsi": {"targetPortal": "10.0.0.1:3260", "iqn": "iqn.x", "lun": 0}}),
-        ("csi", {"csi": {"driver": "example.csi.k8s.io"}}),
     ],
 )
 async def test_a_volume_the_kubelet_cannot_provide_keeps_the_pod_waiting(

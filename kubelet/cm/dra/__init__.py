@@ -1,14 +1,14 @@
 """Dynamic resource allocation (resource.k8s.io/v1) on the node: the DRA manager.
 
 ``start_dra`` is the container manager's registered entry. ``DraRegistration`` is the
-plugin watcher's handler for "DRAPlugin" sockets (``PluginHandler``); the manager's
+plugin watcher's handler for "DRAPlugin" sockets (``pluginmanager.PluginHandler``); the manager's
 ``plugin_handlers()`` hands it out. docs/dra.md is the user's page.
 """
 
 from . import dra_v1_api_grpc, dra_v1_api_pb2, dra_v1beta1_api_grpc, dra_v1beta1_api_pb2
 from .client import SERVICES, DraCallError, DraPlugin
 from .manager import RESOURCE_CLAIMS, DraManager, DraParts
-from .registration import RESOURCE_SLICES, WIPE_GRACE, DraRegistration, PluginHandler
+from .registration import RESOURCE_SLICES, WIPE_GRACE, DraRegistration
 from .start import start_dra
 from .state import CHECKPOINT_FILE, Checkpoint, ClaimInfo, Device
 
@@ -26,7 +26,6 @@ __all__ = [
     "DraParts",
     "DraPlugin",
     "DraRegistration",
-    "PluginHandler",
     "dra_v1_api_grpc",
     "dra_v1_api_pb2",
     "dra_v1beta1_api_grpc",

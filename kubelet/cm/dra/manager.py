@@ -39,6 +39,7 @@ from kubelet.decisions import (
     container_claim_requests,
     pod_claims,
 )
+from kubelet.pluginmanager import PluginHandler
 
 from ..manager import ResourceError, ResourceManager
 from .client import ClaimRequest, DraCallError
@@ -85,7 +86,7 @@ class DraManager(ResourceManager):
 
     # -- the resource-manager protocol ---------------------------------------------------
 
-    def plugin_handlers(self) -> Mapping[str, object]:
+    def plugin_handlers(self) -> Mapping[str, PluginHandler]:
         return {"DRAPlugin": self.registration}
 
     async def prepare_pod(self, pod: Pod) -> None:

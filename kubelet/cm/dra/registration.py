@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import Protocol
 
 import trio
 
 from kubelet.api import ApiClient, ApiError, Resource
+from kubelet.pluginmanager import PluginRefused
 
 from .client import DraPlugin, GrpcObserver, choose_service
 
@@ -29,16 +29,6 @@ WIPE_GRACE = 30.0
 """seconds a deregistered driver has to come back before its ResourceSlices go"""
 WIPE_BACKOFF = (1.0, 2.0, 300.0)
 """first retry, factor and cap of a failed wipe (upstream's backoff)"""
-
-
-class PluginHandler(Protocol):
-    """What the plugin watcher calls for one plugin type."""
-
-    def validate(self, name: str, endpoint: str, versions: Sequence[str]) -> None: ...
-
-    async def register(self, name: str, endpoint: str, versions: Sequence[str]) -> None: ...
-
-    async def deregister(self, name: str) -> None: ...
 
 
 class UnknownDriver(LookupError):
@@ -73,13 +63,13 @@ class DraRegistration:
     def validate(self, name: str, endpoint: str, versions: Sequence[str]) -> None:
         """Refuses a driver without a name or endpoint, or one speaking no service we do."""
         if not name:
-            raise ValueError("DRA plugin has no name")
+            raise PluginRefused("DRA plugin has no name")
         if not endpoint:
-            raise ValueError(f"DRA plugin {name} has no endpoint")
+            raise PluginRefused(f"DRA plugin {name} has no endpoint")
         try:
             choose_service(versions)
         except ValueError as exc:
-            raise ValueError(f"invalid versions of plugin {name}: {exc}") from None
+            raise PluginRefused(f"invalid versions of plugin {name}: {exc}") from None
 
     async def register(self, name: str, endpoint: str, versions: Sequence[str]) -> None:
         self.validate(name, endpoint, versions)

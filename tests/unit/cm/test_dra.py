@@ -23,6 +23,7 @@ from kubelet.decisions import (
     container_claim_requests,
     pod_claims,
 )
+from kubelet.pluginmanager import PluginRefused
 
 NODE = "node-a"
 
@@ -60,9 +61,9 @@ async def test_validate_refuses_a_driver_without_a_service_we_speak() -> None:
     async with trio.open_nursery() as nursery:
         reg = DraRegistration(nursery, NODE, None)
         reg.validate("gpu.example.com", "/x.sock", ["v1.DRAPlugin"])
-        with pytest.raises(ValueError, match=r"invalid versions of plugin gpu\.example\.com"):
+        with pytest.raises(PluginRefused, match=r"invalid versions of plugin gpu\.example\.com"):
             reg.validate("gpu.example.com", "/x.sock", ["v2.DRAPlugin"])
-        with pytest.raises(ValueError):
+        with pytest.raises(PluginRefused):
             reg.validate("", "/x.sock", ["v1.DRAPlugin"])
 
 

@@ -38,3 +38,15 @@ def test_committed_stubs_are_fresh(tmp_path: Path) -> None:
     names = ("deviceplugin_api_pb2.py", "deviceplugin_api_pb2.pyi", "deviceplugin_api_grpc.py")
     stale = [n for n in names if (fresh / n).read_bytes() != (here / n).read_bytes()]
     assert not stale, f"stale device plugin stubs {stale}: run scripts/gen-proto.sh"
+
+
+def test_committed_plugin_and_csi_stubs_are_fresh(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHON": sys.executable}
+    subprocess.run(
+        ["bash", str(ROOT / "scripts" / "gen-proto.sh"), str(tmp_path)], check=True, env=env
+    )
+    for sub, stem in (("pluginmanager", "pluginregistration_api"), ("csi", "csi")):
+        names = (f"{stem}_pb2.py", f"{stem}_pb2.pyi", f"{stem}_grpc.py")
+        here = ROOT / "kubelet" / sub
+        stale = [n for n in names if (tmp_path / sub / n).read_bytes() != (here / n).read_bytes()]
+        assert not stale, f"stale {sub} stubs {stale}: run scripts/gen-proto.sh"

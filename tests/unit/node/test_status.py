@@ -190,3 +190,17 @@ def test_images_largest_first_capped_with_five_names() -> None:
     assert out[0].size_bytes == 59
     assert len(out[0].names) == 5
     assert len(node_images(images, -1)) == 60
+
+
+def test_volumes_in_use_are_reported_sorted_and_a_change_is_due_at_once() -> None:
+    before = node_status(None, FACTS, T0)
+    assert before.volumes_in_use == ()
+    facts = attrs.evolve(
+        FACTS, volumes_in_use=("kubernetes.io/csi/b.example^v2", "kubernetes.io/csi/a.example^v1")
+    )
+    after = node_status(before, facts, T0)
+    assert after.volumes_in_use == (
+        "kubernetes.io/csi/a.example^v1",
+        "kubernetes.io/csi/b.example^v2",
+    )
+    assert differs_beyond_heartbeats(before, after)
