@@ -618,8 +618,12 @@ async def open_api(
         yield None, None
         return
     transport, rotating = host.api_transport, None
-    if transport is None and options.config.rotate_certificates and connection.ssl_context:
-        transport = rotating = RotatingTransport(transport_for(connection))
+    rotates = options.config.rotate_certificates or connection.exec_auth is not None
+    if transport is None and rotates and connection.ssl_context:
+        pools = RotatingTransport(transport_for(connection))
+        transport = rotating = pools
+        if connection.exec_auth is not None:  # a new certificate from the plugin
+            connection.exec_auth.certificate_listeners.append(lambda *_: pools.rotate())
     async with open_client(options, connection=connection, transport=transport) as client:
         yield client, rotating
 

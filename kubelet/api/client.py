@@ -47,6 +47,7 @@ from .errors import (
     error_from_response,
     error_from_status,
 )
+from .execauth import ExecPluginError
 from .kubeconfig import ClusterConnection
 from .ratelimit import Limiter, client_limiter
 from .wellformed import MAX_TOKEN_LENGTH, describe, object_problem, shorten
@@ -324,6 +325,8 @@ def make_http_client(
     headers = {"Accept": "application/json", "User-Agent": agent or user_agent()}
     if connection.disable_compression:
         headers["Accept-Encoding"] = "identity"
+    # Impersonate-Group may repeat: headers as a list of pairs
+    all_headers = httpx.Headers([*headers.items(), *connection.impersonate])
     return httpx.AsyncClient(
         base_url=connection.server,
         verify=connection.ssl_context if connection.ssl_context is not None else True,
@@ -334,7 +337,7 @@ def make_http_client(
         limits=httpx.Limits(
             max_connections=100, max_keepalive_connections=20, keepalive_expiry=90.0
         ),
-        headers=headers,
+        headers=all_headers,
         transport=transport,
         follow_redirects=False,
     )
@@ -450,6 +453,12 @@ class ApiClient:
         while True:
             await self.limiter.acquire()
             try:
+                await self.connection.prepare()
+            except ExecPluginError as exc:
+                raise ApiUnavailable(
+                    0, "", f"{method} {shorten(path)}: getting credentials: {exc}"
+                ) from exc
+            try:
                 request = self._build(
                     method, path, params, content, content_type, timeout or self.timeout
                 )
@@ -476,7 +485,7 @@ class ApiClient:
                 raise ApiUnavailable(0, "", f"{where}: {_describe(exc)}") from exc
             code = response.status_code
             if code == httpx.codes.UNAUTHORIZED:
-                self.connection.unauthorized()
+                self.connection.unauthorized(request.headers.get("Authorization"))
             wait = _retry_after(response.headers)
             retryable = code == httpx.codes.TOO_MANY_REQUESTS or code >= 500
             if retryable and wait is not None and retries < self.max_retries:
