@@ -283,6 +283,10 @@ class KubeletConfiguration:
     authentication: KubeletAuthentication = attrs.field(factory=KubeletAuthentication)
     authorization: KubeletAuthorization = attrs.field(factory=KubeletAuthorization)
     enable_debugging_handlers: bool = True
+    enable_system_log_handler: bool = True
+    """``/logs/``: the files under /var/log (with the debugging handlers)."""
+    enable_system_log_query: bool = False
+    """``/logs/?query=``: the node log query (with the NodeLogQuery gate)."""
 
     # Networking and DNS
     hairpin_mode: str = attrs.field(default="promiscuous-bridge", metadata=meta(zero_unset=True))

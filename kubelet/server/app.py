@@ -4,9 +4,10 @@ Routes, as upstream's server.go: ``/healthz`` (checks ping, log, syncloop), ``/p
 ``/stats/summary``, ``/metrics``, ``/metrics/probes``, ``/metrics/resource``,
 ``/metrics/cadvisor``, ``/spec/``;
 with ``enableDebuggingHandlers`` also ``/containerLogs/{ns}/{pod}/{container}``,
-``/configz``, ``/runningpods/`` and the streams ``/exec``, ``/attach``, ``/portForward``
-and ``/run`` (``streams.py``). With debugging handlers off (and always on the
-read-only server) the debug paths answer 405 "Debug endpoints are disabled.". The main
+``/configz``, ``/runningpods/``, ``/logs/`` (``nodelogs.py``) and the streams
+``/exec``, ``/attach``, ``/portForward`` and ``/run`` (``streams.py``). With debugging
+handlers off (and always on the read-only server) the debug paths answer 405 "Debug
+endpoints are disabled.". The main
 server authenticates and authorizes every request first (``auth.KubeletAuth``).
 """
 
@@ -48,6 +49,7 @@ from .checkpoint import checkpoint
 from .hoststats import HostStats
 from .logs import container_logs
 from .machine import machine_info
+from .nodelogs import NodeLogs
 from .resource import resource_metrics
 from .stats import SummaryProvider
 from .streaming import DEFAULT_IDLE_TIMEOUT
@@ -61,9 +63,9 @@ DEBUG_PATHS = (
 )  # fmt: skip
 """Paths of the debugging handlers (405 when they are disabled)."""
 
-NOT_IMPLEMENTED = ("/logs/", "/debug/pprof/")
+NOT_IMPLEMENTED = ("/debug/pprof/",)
 STREAM_PATHS = ("/run/", "/exec/", "/attach/", "/portForward/")
-GET_ONLY = ("/pods", "/runningpods/", "/containerLogs/")
+GET_ONLY = ("/pods", "/runningpods/", "/containerLogs/", "/logs/")
 METHODS = frozenset({"OPTIONS", "GET", "HEAD", "POST", "PUT", "DELETE", "TRACE", "CONNECT"})
 LONG_RUNNING = frozenset({"exec", "attach", "portforward", "debug"})
 
@@ -103,6 +105,8 @@ class KubeletApp:
     """The ``ExtendWebSocketsToKubelet`` gate (streams.py)."""
     checkpointing: bool = False
     """``POST /checkpoint/…`` is served (ContainerCheckpoint; the main port only)."""
+    node_logs: NodeLogs | None = None
+    """``/logs/`` (enableSystemLogHandler); None: 405 "logs endpoint is disabled."."""
 
     @property
     def server_type(self) -> str:
@@ -240,6 +244,10 @@ class KubeletApp:
         if any(path.startswith(p) for p in STREAM_PATHS):
             routes = StreamRoutes(self.backend, self.idle_timeout, self.extend_websockets)
             return await routes.handle(request, request.scope or {"headers": []})
+        if path.startswith("/logs/"):
+            if self.node_logs is None:
+                return text(405, "logs endpoint is disabled.")
+            return await self.node_logs.handle(request)
         if any(path.startswith(p) for p in NOT_IMPLEMENTED):
             return http_error(501, f"{path.split('/')[1]} is not implemented by this kubelet")
         return http_error(404, NOT_FOUND)

@@ -39,13 +39,13 @@ from .hoststats import HostStats
 from .limits import Limits
 from .looplag import LoopLag, watching_loop
 from .memtrim import MemoryTrim
+from .nodelogs import NodeLogs
 from .podresources import Lister, serve_pod_resources
 from .stats import SummaryProvider
 from .tlsreload import CA_BUNDLE_LIMIT, PAIR_FILE_LIMIT, ServingTLS, read_files, watch_files
 from .wire import ASGIApp
 
 log = logging.getLogger(__name__)
-
 
 
 @attrs.frozen
@@ -326,4 +326,10 @@ class _Apps:
             idle_timeout=config.streaming_connection_idle_timeout,
             extend_websockets=options.features.enabled(features.EXTEND_WEBSOCKETS_TO_KUBELET),
             checkpointing=auth_required and options.features.enabled(features.CONTAINER_CHECKPOINT),
+            node_logs=NodeLogs(
+                query_enabled=config.enable_system_log_query
+                and options.features.enabled(features.NODE_LOG_QUERY)
+            )
+            if config.enable_system_log_handler
+            else None,
         )

@@ -11,7 +11,7 @@ from .dirs import CHECKPOINTS_DIR, POD_RESOURCES_DIR, DataDirError, make_log_dir
 from .envfiles import PodEnvFiles
 from .manager import PodVolumes, VolumeManager
 from .paths import pod_dir
-from .subpath import MountConfigError
+from .subpath import MountConfigError, UnsafeSubPath, open_in_volume
 from .tmpfs import noswap_supported
 from .tokens import ApiTokenSource
 
@@ -23,9 +23,11 @@ __all__ = [
     "MountConfigError",
     "PodEnvFiles",
     "PodVolumes",
+    "UnsafeSubPath",
     "VolumeManager",
     "make_log_dir",
     "noswap_supported",
+    "open_in_volume",
     "pod_dir",
     "setup_data_dirs",
 ]

@@ -39,7 +39,7 @@ from kubelet.config import (
 )
 from kubelet.cri import ImageClient, RuntimeClient
 from kubelet.metrics import KubeletMetrics
-from kubelet.server import Addresses, TokenReviewResult, serve
+from kubelet.server import Addresses, TokenReviewResult, nodelogs, serve
 from kubelet.server.limits import Limits
 from kubelet.testing import ContainerBehaviour, FakeRuntime
 
@@ -461,6 +461,34 @@ async def test_debugging_handlers_disabled(env: Env) -> None:
         assert (await client.get(url(addr.main, "/pods"))).status_code == 200
 
 
+async def test_node_logs_and_the_node_log_query(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    log_dir = env.tmp / "var-log"
+    log_dir.mkdir()
+    (log_dir / "kubelet.log").write_text("I0101 kubelet started\n")
+    monkeypatch.setattr(nodelogs, "NODE_LOG_DIR", str(log_dir))
+    open_access = {
+        "authentication": authn(webhook=False, anonymous=True),
+        "authorization": KubeletAuthorization(mode="AlwaysAllow"),
+    }
+    addr = await env.start(config(enable_system_log_query=True, **open_access))
+    async with env.client() as client:
+        r = await client.get(url(addr.main, "/logs/?query=kubelet"))
+        assert (r.status_code, r.text) == (200, "I0101 kubelet started\n")
+        r = await client.get(url(addr.main, "/logs/kubelet.log"))
+        assert (r.status_code, r.text) == (200, "I0101 kubelet started\n")
+        r = await client.get(url(addr.main, "/logs/?query=kubelet&sinceTime=x"))
+        assert (r.status_code, r.text) == (
+            400,
+            'sinceTime: Invalid value: "x": invalid time format\n',
+        )
+        r = await client.get(url(addr.main, "/logs/"))
+        assert '<a href="kubelet.log">kubelet.log</a>' in r.text
+    off = await env.start(config(enable_system_log_handler=False, **open_access))
+    async with env.client() as client:
+        r = await client.get(url(off.main, "/logs/kubelet.log"))
+        assert (r.status_code, r.text) == (405, "logs endpoint is disabled.")
+
+
 # -- endpoints -------------------------------------------------------------------------------
 
 
@@ -650,14 +678,16 @@ async def test_a_fifo_or_a_link_at_the_log_path_is_not_read(
                 await ended.wait()
             r = await client.get(base)
             assert (r.status_code, r.text) == (
-                400, f'failed to open log file "{log_file}": not a regular file'
+                400,
+                f'failed to open log file "{log_file}": not a regular file',
             )
             log_file.unlink()
             log_file.symlink_to(env.tmp / "elsewhere")
             (env.tmp / "elsewhere").write_text("2030-01-01T00:00:00Z stdout F secret\n")
             r = await client.get(base)
             assert (r.status_code, r.text) == (
-                400, f'failed to open log file "{log_file}": a symbolic link'
+                400,
+                f'failed to open log file "{log_file}": a symbolic link',
             )
     finally:
         stop.set()
