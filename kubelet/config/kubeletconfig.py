@@ -287,6 +287,8 @@ class KubeletConfiguration:
     """``/logs/``: the files under /var/log (with the debugging handlers)."""
     enable_system_log_query: bool = False
     """``/logs/?query=``: the node log query (with the NodeLogQuery gate)."""
+    enable_debug_flags_handler: bool = True
+    """``PUT /debug/flags/v`` sets the log verbosity (with the debugging handlers)."""
 
     # Networking and DNS
     hairpin_mode: str = attrs.field(default="promiscuous-bridge", metadata=meta(zero_unset=True))

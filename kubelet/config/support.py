@@ -272,7 +272,7 @@ SETTINGS: Mapping[str, Support] = {
     "shutdownGracePeriodByPodPriority": ok(),
     "reservedMemory": missing("the memory manager is not implemented", _falsy),
     "enableProfilingHandler": missing("/debug/pprof/ answers 501", _is(False)),
-    "enableDebugFlagsHandler": missing("/debug/flags/v is not served", _is(False)),
+    "enableDebugFlagsHandler": ok("PUT /debug/flags/v sets -v at run time"),
     "memoryThrottlingFactor": missing("MemoryQoS is not implemented"),
     "memoryReservationPolicy": missing("MemoryQoS is not implemented"),
     "tracing": missing("tracing is not implemented"),

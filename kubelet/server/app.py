@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -27,7 +27,7 @@ from kubelet.cri import CriError, api, labels
 from kubelet.logs import get_logger
 from kubelet.metrics import KubeletMetrics, exposition
 
-from . import healthz
+from . import healthz, zpages
 from .asgi import (
     Receive,
     Request,
@@ -54,6 +54,7 @@ from .resource import resource_metrics
 from .stats import SummaryProvider
 from .streaming import DEFAULT_IDLE_TIMEOUT
 from .streams import StreamRoutes
+from .zpages import HealthSLIs
 
 log = get_logger(__name__)
 
@@ -106,6 +107,15 @@ class KubeletApp:
     checkpointing: bool = False
     """``POST /checkpoint/…`` is served (ContainerCheckpoint; the main port only)."""
     node_logs: NodeLogs | None = None
+    """``/logs/`` (enableSystemLogHandler); None: 405 "logs endpoint is disabled."."""
+    flags_given: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
+    """The command line's flags, for ``/flagz``."""
+    started: float = attrs.field(factory=time.time)
+    zpages: frozenset[str] = frozenset()
+    """Of "flagz", "statusz" (ComponentFlagz, ComponentStatusz; the main port only)."""
+    slis: HealthSLIs | None = None
+    debug_flags: bool = False
+    """``PUT /debug/flags/v`` (enableDebugFlagsHandler, with the debugging handlers)."""
     """``/logs/`` (enableSystemLogHandler); None: 405 "logs endpoint is disabled."."""
 
     @property
@@ -177,6 +187,14 @@ class KubeletApp:
                 return json_response(await self.stats.summary(only))
             except CriError as exc:
                 return http_error(500, f"Internal Error: failed to get summary stats: {exc}")
+        if path == "/flagz" and "flagz" in self.zpages:
+            return zpages.flagz(request, self.flags_given)
+        if path == "/statusz" and "statusz" in self.zpages:
+            return zpages.statusz(request, self.started)
+        if path == "/metrics/slis" and self.slis is not None:
+            return Response(200, exposition(self.slis.registry), CONTENT_TYPE_LATEST)
+        if path == "/debug/flags/v" and self.debugging and self.debug_flags:
+            return zpages.set_verbosity_handler(request, await _body(request))
         if path.startswith("/metrics"):
             return await self._metrics(path)
         if path in ("/spec", "/spec/"):
@@ -272,6 +290,28 @@ class KubeletApp:
             pod = pods.setdefault(uid, _runtime_pod(uid, c.labels, "", ""))
             pod["spec"]["containers"].append({"name": c.metadata.name, "image": c.image.image})
         return json_response(pod_list(list(pods.values())))
+
+
+MAX_BODY = 64 * 1024
+
+
+async def _body(request: Request) -> bytes:
+    """A small request body (a PUT's value), at most :data:`MAX_BODY` bytes kept."""
+    if request.receive is None:
+        return b""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await request.receive()
+        if message.get("type") != "http.request":
+            break
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size <= MAX_BODY:
+            chunks.append(chunk)
+        if not message.get("more_body"):
+            break
+    return b"".join(chunks)
 
 
 def _runtime_pod(uid: str, item_labels: Any, name: str, namespace: str) -> dict[str, Any]:

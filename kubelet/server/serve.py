@@ -18,6 +18,7 @@ import ipaddress
 import logging
 import socket
 import ssl
+import time
 
 import attrs
 import trio
@@ -44,6 +45,7 @@ from .podresources import Lister, serve_pod_resources
 from .stats import SummaryProvider
 from .tlsreload import CA_BUNDLE_LIMIT, PAIR_FILE_LIMIT, ServingTLS, read_files, watch_files
 from .wire import ASGIApp
+from .zpages import HealthSLIs
 
 log = logging.getLogger(__name__)
 
@@ -291,6 +293,8 @@ class _Apps:
         self._reviews = reviews
         self._metrics = metrics
         self._host = host
+        self._slis = HealthSLIs()
+        self._started = time.time()
         config = options.config
         self._stats = stats or SummaryProvider(
             backend.runtime,
@@ -312,12 +316,13 @@ class _Apps:
                 self._reviews,
                 fine_grained=options.features.enabled(features.KUBELET_FINE_GRAINED_AUTHZ),
             )
+        pages = {"flagz": features.COMPONENT_FLAGZ, "statusz": features.COMPONENT_STATUSZ}
         return KubeletApp(
             self._backend,
             config,
             options.node_name,
             self._stats,
-            self._checks,
+            self._slis.wrap(self._checks),
             auth=auth,
             debugging=config.enable_debugging_handlers and auth_required,
             metrics=self._metrics,
@@ -332,4 +337,13 @@ class _Apps:
             )
             if config.enable_system_log_handler
             else None,
+            flags_given=options.flags_given,
+            started=self._started,
+            zpages=frozenset(
+                page
+                for page, gate in pages.items()
+                if auth_required and options.features.enabled(gate)
+            ),
+            slis=self._slis,
+            debug_flags=config.enable_debug_flags_handler,
         )

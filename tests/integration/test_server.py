@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import logging
 import os
 import ssl
 import threading
@@ -487,6 +488,39 @@ async def test_node_logs_and_the_node_log_query(env: Env, monkeypatch: pytest.Mo
     async with env.client() as client:
         r = await client.get(url(off.main, "/logs/kubelet.log"))
         assert (r.status_code, r.text) == (405, "logs endpoint is disabled.")
+
+
+async def test_flagz_statusz_slis_and_debug_flags(env: Env) -> None:
+    addr = await env.start(
+        config(
+            authentication=authn(webhook=False, anonymous=True),
+            authorization=KubeletAuthorization(mode="AlwaysAllow"),
+        )
+    )
+    async with env.client() as client:
+        r = await client.get(url(addr.main, "/flagz"))
+        assert r.status_code == 200 and r.text.startswith("\nkubelet flagz\nWarning: ")
+        r = await client.get(url(addr.main, "/statusz"))
+        assert r.status_code == 200 and "\nBinary version" in r.text
+        assert (await client.get(url(addr.main, "/healthz"))).text == "ok"
+        r = await client.get(url(addr.main, "/metrics/slis"))
+        assert (
+            'kubernetes_healthchecks_total{name="syncloop",status="success",type="healthz"} 1.0'
+            in (r.text)
+        )
+        root, before = logging.getLogger(), logging.getLogger().level
+        try:
+            r = await client.put(url(addr.main, "/debug/flags/v"), content=b"4")
+            assert (r.status_code, r.text) == (
+                200,
+                "successfully set klog.logging.verbosity to 4\n",
+            )
+            assert root.level == logging.DEBUG
+        finally:
+            root.setLevel(before)
+    async with httpx.AsyncClient(timeout=10) as plain:
+        assert (await plain.get(f"http://{addr.read_only}/flagz")).status_code == 404
+        assert (await plain.get(f"http://{addr.read_only}/metrics/slis")).status_code == 200
 
 
 # -- endpoints -------------------------------------------------------------------------------
