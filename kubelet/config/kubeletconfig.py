@@ -289,6 +289,10 @@ class KubeletConfiguration:
     """``/logs/?query=``: the node log query (with the NodeLogQuery gate)."""
     enable_debug_flags_handler: bool = True
     """``PUT /debug/flags/v`` sets the log verbosity (with the debugging handlers)."""
+    enable_profiling_handler: bool = True
+    """``/debug/pprof/``: CPU samples, the task tree, live objects (with the debugging
+    handlers)."""
+    """``PUT /debug/flags/v`` sets the log verbosity (with the debugging handlers)."""
 
     # Networking and DNS
     hairpin_mode: str = attrs.field(default="promiscuous-bridge", metadata=meta(zero_unset=True))

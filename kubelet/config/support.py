@@ -271,7 +271,9 @@ SETTINGS: Mapping[str, Support] = {
     "enableSystemLogQuery": ok("/logs/?query=: journalctl, else the /var/log file heuristics"),
     "shutdownGracePeriodByPodPriority": ok(),
     "reservedMemory": missing("the memory manager is not implemented", _falsy),
-    "enableProfilingHandler": missing("/debug/pprof/ answers 501", _is(False)),
+    "enableProfilingHandler": ok(
+        "/debug/pprof/: CPU samples as collapsed stacks, the task tree, live objects"
+    ),
     "enableDebugFlagsHandler": ok("PUT /debug/flags/v sets -v at run time"),
     "memoryThrottlingFactor": missing("MemoryQoS is not implemented"),
     "memoryReservationPolicy": missing("MemoryQoS is not implemented"),

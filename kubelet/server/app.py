@@ -50,6 +50,7 @@ from .hoststats import HostStats
 from .logs import container_logs
 from .machine import machine_info
 from .nodelogs import NodeLogs
+from .pprof import pprof
 from .resource import resource_metrics
 from .stats import SummaryProvider
 from .streaming import DEFAULT_IDLE_TIMEOUT
@@ -64,7 +65,6 @@ DEBUG_PATHS = (
 )  # fmt: skip
 """Paths of the debugging handlers (405 when they are disabled)."""
 
-NOT_IMPLEMENTED = ("/debug/pprof/",)
 STREAM_PATHS = ("/run/", "/exec/", "/attach/", "/portForward/")
 GET_ONLY = ("/pods", "/runningpods/", "/containerLogs/", "/logs/")
 METHODS = frozenset({"OPTIONS", "GET", "HEAD", "POST", "PUT", "DELETE", "TRACE", "CONNECT"})
@@ -115,6 +115,8 @@ class KubeletApp:
     """Of "flagz", "statusz" (ComponentFlagz, ComponentStatusz; the main port only)."""
     slis: HealthSLIs | None = None
     debug_flags: bool = False
+    profiling: bool = False
+    """``/debug/pprof/`` (enableProfilingHandler, with the debugging handlers)."""
     """``PUT /debug/flags/v`` (enableDebugFlagsHandler, with the debugging handlers)."""
     """``/logs/`` (enableSystemLogHandler); None: 405 "logs endpoint is disabled."."""
 
@@ -266,8 +268,8 @@ class KubeletApp:
             if self.node_logs is None:
                 return text(405, "logs endpoint is disabled.")
             return await self.node_logs.handle(request)
-        if any(path.startswith(p) for p in NOT_IMPLEMENTED):
-            return http_error(501, f"{path.split('/')[1]} is not implemented by this kubelet")
+        if path.startswith("/debug/pprof/") and self.profiling:
+            return await pprof(request)
         return http_error(404, NOT_FOUND)
 
     async def _running_pods(self) -> Response:

@@ -346,4 +346,5 @@ class _Apps:
             ),
             slis=self._slis,
             debug_flags=config.enable_debug_flags_handler,
+            profiling=config.enable_profiling_handler,
         )

@@ -523,6 +523,37 @@ async def test_flagz_statusz_slis_and_debug_flags(env: Env) -> None:
         assert (await plain.get(f"http://{addr.read_only}/metrics/slis")).status_code == 200
 
 
+async def test_pprof_profiles(env: Env) -> None:
+    addr = await env.start(
+        config(
+            authentication=authn(webhook=False, anonymous=True),
+            authorization=KubeletAuthorization(mode="AlwaysAllow"),
+        )
+    )
+    async with env.client() as client:
+        r = await client.get(url(addr.main, "/debug/pprof/"))
+        assert r.status_code == 200 and "profile" in r.text
+        r = await client.get(url(addr.main, "/debug/pprof/goroutine"))
+        assert r.text.startswith("tasks: ") and "test_pprof_profiles" in r.text
+        r = await client.get(url(addr.main, "/debug/pprof/heap"))
+        assert r.status_code == 200 and " dict\n" in r.text
+        r = await client.get(url(addr.main, "/debug/pprof/profile?seconds=1"))
+        stacks = [line.rsplit(" ", 1) for line in r.text.splitlines()]
+        assert stacks and sum(int(n) for _, n in stacks) > 10
+        assert any("trio" in stack for stack, _ in stacks)
+        r = await client.get(url(addr.main, "/debug/pprof/profile?seconds=9999"))
+        assert r.status_code == 400
+    off = await env.start(
+        config(
+            authentication=authn(webhook=False, anonymous=True),
+            authorization=KubeletAuthorization(mode="AlwaysAllow"),
+            enable_profiling_handler=False,
+        )
+    )
+    async with env.client() as client:
+        assert (await client.get(url(off.main, "/debug/pprof/"))).status_code == 404
+
+
 # -- endpoints -------------------------------------------------------------------------------
 
 
