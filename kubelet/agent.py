@@ -291,6 +291,7 @@ async def run(
         open_api(options, host) as (api, rotating),
         trio.open_nursery() as root,
     ):
+        _observe_components(metrics, options, api)
         recorder = await root.start(run_event_recorder, node.name, _events(options, api), clock)
         core = Core(
             options, host, node, machine, metrics, desired, pressure, runtime, images, api, recorder
@@ -603,6 +604,13 @@ async def open_cri(
     ) as (runtime, images):
         version = await wait_until_answering(runtime)
         yield runtime, images, version.runtime_name or "containerd"
+
+
+def _observe_components(metrics: KubeletMetrics, options: Options, api: ApiClient | None) -> None:
+    """The component-base families: feature gates, and the API client's requests."""
+    metrics.record_features(options.features.known())
+    if api is not None:
+        api.observer = metrics.observe_rest_request
 
 
 @contextlib.asynccontextmanager

@@ -343,6 +343,9 @@ def make_http_client(
     )
 
 
+RequestObserver = Callable[[str, str, str, float], None]
+
+
 class ApiClient:
     """Calls to one API server. Build it with ``ApiClient.open`` (or the agent's ``open_client``);
     ``with_limits`` makes a sibling sharing the connections with another rate limit."""
@@ -364,6 +367,9 @@ class ApiClient:
         self.timeout = timeout
         self.run_sync = run_sync
         """Where large answers are decoded (see :mod:`kubelet.boundedio`)."""
+        self.observer: RequestObserver | None = None
+        """Told of every request sent: (method, host, status code or ``<error>``,
+        seconds) — the kubelet's rest_client_* metrics."""
 
     @classmethod
     @asynccontextmanager
@@ -397,7 +403,7 @@ class ApiClient:
         (upstream's kubelet uses an unthrottled heartbeat client, QPS -1, with a timeout
         of nodeStatusUpdateFrequency, for leases and node status). Valid while this
         client is open."""
-        return ApiClient(
+        sibling = ApiClient(
             self.http,
             self.connection,
             limiter=client_limiter(qps, burst),
@@ -405,6 +411,8 @@ class ApiClient:
             timeout=timeout or self.timeout,
             run_sync=self.run_sync,
         )
+        sibling.observer = self.observer
+        return sibling
 
     # -- sending --
 
@@ -465,8 +473,14 @@ class ApiClient:
             except httpx.InvalidURL as exc:  # a name or token of megabytes
                 raise ApiError(0, "", f"{method} {shorten(path)}: {exc}") from exc
             where = f"{method} {request.url}"
+            sent = trio.current_time()
             try:
-                response = await self.http.send(request, stream=True)
+                try:
+                    response = await self.http.send(request, stream=True)
+                except httpx.TransportError:
+                    self._observe(request, "<error>", sent)
+                    raise
+                self._observe(request, str(response.status_code), sent)
                 if response.is_success and stream:
                     return response
                 try:
@@ -494,6 +508,11 @@ class ApiClient:
                 await trio.sleep(wait)
                 continue
             raise error_from_response(code, body, wait)
+
+    def _observe(self, request: httpx.Request, code: str, sent: float) -> None:
+        if self.observer is not None:
+            host = request.url.netloc.decode("ascii", "replace")
+            self.observer(request.method, host, code, trio.current_time() - sent)
 
     async def _object(
         self,

@@ -91,6 +91,10 @@ class FeatureGates:
             raise KeyError(f"feature {name!r} is not registered in FeatureGate")
         return spec.default
 
+    def known(self) -> list[tuple[str, str, bool]]:
+        """(name, stage, enabled) of every gate of v1.36 (``kubernetes_feature_enabled``)."""
+        return [(name, spec.stage, self.enabled(name)) for name, spec in sorted(GATES.items())]
+
     def non_default(self) -> Mapping[str, bool]:
         """Gates set to something other than their default (what the warning looks at)."""
         return MappingProxyType(

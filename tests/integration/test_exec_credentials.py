@@ -123,4 +123,8 @@ async def test_an_exec_plugin_token_joins_the_node_and_is_renewed_on_expiry_and_
         assert statuses[-1] < 400
         leases = [r for r in api.requests if r.resource == "leases" and r.status == 200]
         assert leases and leases[-1].user == user
+        assert c.components is not None  # the 401 is in client-go's request metrics too
+        host = api.url.removeprefix("http://")
+        refused = {"code": "401", "host": host, "method": "PUT"}
+        assert c.components.metrics.registry.get_sample_value("rest_client_requests_total", refused)
         nursery.cancel_scope.cancel()
