@@ -145,8 +145,24 @@ class BareCounter(Collector):
         yield family
 
 
-BARE_COUNTERS = ("kubelet_pleg_discard_events", "kubelet_evictions", "kubelet_preemptions")
+POD_RESOURCES_METHODS = {"list": "List", "get": "Get", "get_allocatable": "GetAllocatableResources"}
+"""podresources v1 calls: the metric suffix and the method name of their help texts."""
+BARE_COUNTERS = (
+    "kubelet_pleg_discard_events", "kubelet_evictions", "kubelet_preemptions",
+    *(f"kubelet_pod_resources_endpoint_{kind}_{m}"
+      for kind in ("requests", "errors") for m in POD_RESOURCES_METHODS),
+)  # fmt: skip
 """The counters upstream names without ``_total`` (see ``BareCounter``)."""
+ADMISSION_REJECTION_REASONS = frozenset({
+    "AppArmor", "PodOSSelectorNodeLabelDoesNotMatch", "PodOSNotSupported", "InvalidNodeInfo",
+    "InitContainerRestartPolicyForbidden", "SupplementalGroupsPolicyNotSupported",
+    "UnexpectedAdmissionError", "UnknownReason", "UnexpectedPredicateFailureType",
+    "OutOfcpu", "OutOfmemory", "OutOfephemeral-storage", "OutOfpods",
+    "node(s) had taints that the pod didn't tolerate", "Evicted", "SysctlForbidden",
+    "TopologyAffinityError", "NodeShutdown", "VolumeAttachmentLimitExceeded",
+})  # fmt: skip
+"""Reasons ``kubelet_admission_rejections_total`` keeps as they are (upstream's
+allowlist); another ``OutOf…`` is ``OutOfExtendedResources``, anything else ``Other``."""
 
 _BARE_TYPE_LINE = re.compile(rb"^# TYPE (\S+) untyped$", re.MULTILINE)
 
@@ -321,6 +337,7 @@ class KubeletMetrics:
         if process:
             ProcessCollector(registry=reg)
         self._component_families(reg)
+        self._node_families(reg)
         self.node_name = Gauge(
             "kubelet_node_name",
             _alpha("The node's name. The count is always 1."),
@@ -645,6 +662,50 @@ class KubeletMetrics:
             buckets=REST_CLIENT_BUCKETS,
             registry=reg,
         )
+
+    def _node_families(self, reg: CollectorRegistry) -> None:
+        self.admission_rejections = Counter(
+            "kubelet_admission_rejections",
+            _alpha("Cumulative number pod admission rejections by the Kubelet."),
+            ["reason"],
+            registry=reg,
+        )
+        self.pod_resources_requests = Counter(
+            "kubelet_pod_resources_endpoint_requests",
+            _alpha(
+                "Cumulative number of requests to the PodResource endpoint. Broken down by "
+                "server api version."
+            ),
+            ["server_api_version"],
+            registry=reg,
+        )
+        self.pod_resources_calls: dict[tuple[str, str], BareCounter] = {}
+        for method, name in POD_RESOURCES_METHODS.items():
+            for kind, what in (("requests", ""), ("errors", " which returned error")):
+                counter = BareCounter(
+                    f"kubelet_pod_resources_endpoint_{kind}_{method}",
+                    _alpha(
+                        f"Number of requests to the PodResource {name} endpoint{what}. "
+                        "Broken down by server api version."
+                    ),
+                    ("server_api_version",),
+                )
+                reg.register(counter)
+                self.pod_resources_calls[kind, method] = counter
+
+    def observe_admission_rejection(self, reason: str) -> None:
+        """A pod refused at admission (upstream's recordAdmissionRejection)."""
+        if reason not in ADMISSION_REJECTION_REASONS:
+            reason = "OutOfExtendedResources" if reason.startswith("OutOf") else "Other"
+        self.admission_rejections.labels(reason).inc()
+
+    def observe_pod_resources(self, method: str, failed: bool, version: str = "v1") -> None:
+        """One podresources call past the rate limit (``method``: list, get,
+        get_allocatable)."""
+        self.pod_resources_requests.labels(version).inc()
+        self.pod_resources_calls["requests", method].inc(version)
+        if failed:
+            self.pod_resources_calls["errors", method].inc(version)
 
     def record_features(self, gates: Iterable[tuple[str, str, bool]]) -> None:
         """``kubernetes_feature_enabled``: (name, stage, on) of every known gate; GA is

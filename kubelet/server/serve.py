@@ -156,6 +156,7 @@ async def serve(
             backend.desired_pods,
             backend.pod_by_name,
             get_enabled=options.features.enabled(features.KUBELET_POD_RESOURCES_GET),
+            observer=metrics.observe_pod_resources if metrics is not None else None,
         )
         await nursery.start(serve_pod_resources, options.root_dir, lister)
         nursery.start_soon(memory.run)

@@ -58,3 +58,16 @@ async def test_rest_client_requests_by_code_method_and_host() -> None:
         )
         == 2
     )
+
+
+def test_admission_rejections_by_upstream_reasons() -> None:
+    metrics = KubeletMetrics("node1", process=False)
+    for reason in ("OutOfcpu", "OutOfexample.com/gpu", "NodeAffinity", "SysctlForbidden"):
+        metrics.observe_admission_rejection(reason)
+    reg = metrics.registry
+    for reason in ("OutOfcpu", "OutOfExtendedResources", "Other", "SysctlForbidden"):
+        assert reg.get_sample_value("kubelet_admission_rejections_total", {"reason": reason}) == 1
+    assert (
+        "# HELP kubelet_admission_rejections_total [ALPHA] Cumulative number pod admission "
+        "rejections by the Kubelet." in exposition(reg).decode()
+    )
