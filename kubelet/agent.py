@@ -296,6 +296,7 @@ async def run(
         open_api(options, host) as (api, rotating),
         trio.open_nursery() as root,
     ):
+        _observe_components(metrics, options, api)
         recorder = await root.start(run_event_recorder, node.name, _events(options, api), clock)
         core = Core(
             options, host, node, machine, metrics, desired, pressure, runtime, images, api, recorder
@@ -645,6 +646,13 @@ async def open_cri(
         yield runtime, images, version.runtime_name or "containerd"
 
 
+def _observe_components(metrics: KubeletMetrics, options: Options, api: ApiClient | None) -> None:
+    """The component-base families: feature gates, and the API client's requests."""
+    metrics.record_features(options.features.known())
+    if api is not None:
+        api.observer = metrics.observe_rest_request
+
+
 @contextlib.asynccontextmanager
 async def open_api(
     options: Options, host: Host
@@ -658,8 +666,12 @@ async def open_api(
         yield None, None
         return
     transport, rotating = host.api_transport, None
-    if transport is None and options.config.rotate_certificates and connection.ssl_context:
-        transport = rotating = RotatingTransport(transport_for(connection))
+    rotates = options.config.rotate_certificates or connection.exec_auth is not None
+    if transport is None and rotates and connection.ssl_context:
+        pools = RotatingTransport(transport_for(connection))
+        transport = rotating = pools
+        if connection.exec_auth is not None:  # a new certificate from the plugin
+            connection.exec_auth.certificate_listeners.append(lambda *_: pools.rotate())
     async with open_client(options, connection=connection, transport=transport) as client:
         yield client, rotating
 

@@ -12,11 +12,15 @@ enters uses them, so the rule has one definition.
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import functools
 import json
 import os
+import signal
 import stat
-from collections.abc import Awaitable, Callable
+import subprocess
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
 import attrs
@@ -289,3 +293,93 @@ def measure_json(value: Any, *, max_nodes: int, max_depth: int, what: str = "doc
             children = item.values() if isinstance(item, dict) else item
             stack.extend((child, depth + 1) for child in children)
     return nodes
+
+
+# -- plugins ------------------------------------------------------------------------------
+
+
+class OutputTooLarge(InputRefused):
+    """A plugin wrote more than its bound to stdout (it was killed, its answer refused)."""
+
+
+def _kill_group(process: trio.Process) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.kill()
+
+
+async def _kill(process: trio.Process) -> None:
+    """As Go's exec.CommandContext: the plugin is killed outright when its time is up,
+    with every process it started (its own session): a child left writing to the pipes
+    would hold them open, and the run with them, until the timeout."""
+    _kill_group(process)
+
+
+async def _keep(stream: trio.abc.ReceiveStream, limit: int, into: list[bytes]) -> bool:
+    """Read ``stream`` to its end, keeping its first ``limit`` bytes in ``into``; True
+    (and stop reading) as soon as it has more."""
+    kept = 0
+    async for chunk in stream:
+        into.append(bytes(chunk[: limit - kept]))
+        kept += len(into[-1])
+        if len(chunk) > len(into[-1]):
+            return True
+    return False
+
+
+async def _drain(stream: trio.abc.ReceiveStream, limit: int, into: list[bytes]) -> None:
+    """Like :func:`_keep`, but read on to the end (a plugin blocked on a full stderr pipe
+    would only wait for its timeout)."""
+    if await _keep(stream, limit, into):
+        async for _ in stream:
+            pass
+
+
+async def run_plugin(
+    argv: Sequence[str],
+    *,
+    stdin: bytes,
+    env: Mapping[str, str],
+    timeout: float,
+    stdout_limit: int,
+    stderr_kept: int = 64 * 1024,
+) -> tuple[int, bytes, bytes]:
+    """Run a plugin (a credential provider, an exec credential plugin) in a session of its
+    own; (exit status, stdout, the first ``stderr_kept`` bytes of stderr).
+
+    ``trio.TooSlowError`` past ``timeout`` and :class:`OutputTooLarge` past
+    ``stdout_limit`` bytes on stdout, the plugin and its children killed either way;
+    ``OSError`` when it cannot be started. Nothing here logs what the plugin wrote.
+    """
+    out: list[bytes] = []
+    err: list[bytes] = []
+    start = functools.partial(
+        trio.run_process,
+        list(argv),
+        stdin=stdin,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        check=False,
+        env=dict(env),
+        start_new_session=True,
+        deliver_cancel=_kill,
+    )
+    with trio.fail_after(timeout):
+        try:
+            async with trio.open_nursery() as nursery:
+                process: trio.Process = await nursery.start(start)
+                assert process.stdout is not None and process.stderr is not None
+                nursery.start_soon(_drain, process.stderr, stderr_kept, err)
+                too_large = await _keep(process.stdout, stdout_limit, out)
+                if too_large:
+                    _kill_group(process)
+                    await process.stdout.aclose()
+        except BaseExceptionGroup as group:  # a plugin that cannot start: its OSError
+            leaves = group.exceptions
+            if len(leaves) == 1 and isinstance(leaves[0], OSError):
+                raise leaves[0] from None
+            raise
+    if too_large:
+        raise OutputTooLarge(f"output larger than {stdout_limit} bytes")
+    assert process.returncode is not None
+    return process.returncode, b"".join(out), b"".join(err)

@@ -29,6 +29,7 @@ from prometheus_client.registry import Collector
 from kubelet.api import Pod
 from kubelet.cri import ContainerRunState, RuntimePodStatus, SandboxState
 from kubelet.podstartup import PodStartupTracker
+from kubelet.version import KUBERNETES_VERSION, go_arch
 
 # No ``…_created`` series beside each counter and histogram: upstream has none.
 disable_created_metrics()  # type: ignore[no-untyped-call]
@@ -95,6 +96,10 @@ CONTAINERS_PER_POD_BUCKETS = (1, 2, 4, 8, 16)
 """ExponentialBuckets(1, 2, 5)."""
 
 
+REST_CLIENT_BUCKETS = (0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0)
+"""client-go's rest_client_request_duration_seconds buckets."""
+
+
 def _alpha(text: str) -> str:
     """component-base prefixes the help of every ALPHA metric with its stability level."""
     return f"[ALPHA] {text}"
@@ -140,8 +145,24 @@ class BareCounter(Collector):
         yield family
 
 
-BARE_COUNTERS = ("kubelet_pleg_discard_events", "kubelet_evictions", "kubelet_preemptions")
+POD_RESOURCES_METHODS = {"list": "List", "get": "Get", "get_allocatable": "GetAllocatableResources"}
+"""podresources v1 calls: the metric suffix and the method name of their help texts."""
+BARE_COUNTERS = (
+    "kubelet_pleg_discard_events", "kubelet_evictions", "kubelet_preemptions",
+    *(f"kubelet_pod_resources_endpoint_{kind}_{m}"
+      for kind in ("requests", "errors") for m in POD_RESOURCES_METHODS),
+)  # fmt: skip
 """The counters upstream names without ``_total`` (see ``BareCounter``)."""
+ADMISSION_REJECTION_REASONS = frozenset({
+    "AppArmor", "PodOSSelectorNodeLabelDoesNotMatch", "PodOSNotSupported", "InvalidNodeInfo",
+    "InitContainerRestartPolicyForbidden", "SupplementalGroupsPolicyNotSupported",
+    "UnexpectedAdmissionError", "UnknownReason", "UnexpectedPredicateFailureType",
+    "OutOfcpu", "OutOfmemory", "OutOfephemeral-storage", "OutOfpods",
+    "node(s) had taints that the pod didn't tolerate", "Evicted", "SysctlForbidden",
+    "TopologyAffinityError", "NodeShutdown", "VolumeAttachmentLimitExceeded",
+})  # fmt: skip
+"""Reasons ``kubelet_admission_rejections_total`` keeps as they are (upstream's
+allowlist); another ``OutOf…`` is ``OutOfExtendedResources``, anything else ``Other``."""
 
 _BARE_TYPE_LINE = re.compile(rb"^# TYPE (\S+) untyped$", re.MULTILINE)
 
@@ -342,6 +363,8 @@ class KubeletMetrics:
         reg = self.registry
         if process:
             ProcessCollector(registry=reg)
+        self._component_families(reg)
+        self._node_families(reg)
         self.node_name = Gauge(
             "kubelet_node_name",
             _alpha("The node's name. The count is always 1."),
@@ -683,6 +706,100 @@ class KubeletMetrics:
             _alpha("The longest the kubelet's event loop was held by one task step since start"),
             registry=reg,
         )
+
+    def _component_families(self, reg: CollectorRegistry) -> None:
+        """component-base's families every Kubernetes binary has: build info, feature
+        gates, and client-go's REST client requests."""
+        build = Gauge(
+            "kubernetes_build_info",
+            _alpha(
+                "A metric with a constant '1' value labeled by major, minor, git version, git "
+                "commit, git tree state, build date, Go version, and compiler from which "
+                "Kubernetes was built, and platform on which it is running."
+            ),
+            ["build_date", "compiler", "git_commit", "git_tree_state", "git_version",
+             "go_version", "major", "minor", "platform"],
+            registry=reg,
+        )  # fmt: skip
+        major, minor = KUBERNETES_VERSION.lstrip("v").split(".")[:2]
+        build.labels(
+            "", "", "", "", KUBERNETES_VERSION, "", major, minor, f"linux/{go_arch()}"
+        ).set(1)
+        self.feature_enabled = Gauge(
+            "kubernetes_feature_enabled",
+            "[BETA] This metric records the data about the stage and enablement of a k8s feature.",
+            ["name", "stage"],
+            registry=reg,
+        )
+        self.rest_requests = Counter(
+            "rest_client_requests",
+            _alpha("Number of HTTP requests, partitioned by status code, method, and host."),
+            ["code", "host", "method"],
+            registry=reg,
+        )
+        self.rest_duration = Histogram(
+            "rest_client_request_duration_seconds",
+            _alpha("Request latency in seconds. Broken down by verb, and host."),
+            ["host", "verb"],
+            buckets=REST_CLIENT_BUCKETS,
+            registry=reg,
+        )
+
+    def _node_families(self, reg: CollectorRegistry) -> None:
+        self.admission_rejections = Counter(
+            "kubelet_admission_rejections",
+            _alpha("Cumulative number pod admission rejections by the Kubelet."),
+            ["reason"],
+            registry=reg,
+        )
+        self.pod_resources_requests = Counter(
+            "kubelet_pod_resources_endpoint_requests",
+            _alpha(
+                "Cumulative number of requests to the PodResource endpoint. Broken down by "
+                "server api version."
+            ),
+            ["server_api_version"],
+            registry=reg,
+        )
+        self.pod_resources_calls: dict[tuple[str, str], BareCounter] = {}
+        for method, name in POD_RESOURCES_METHODS.items():
+            for kind, what in (("requests", ""), ("errors", " which returned error")):
+                counter = BareCounter(
+                    f"kubelet_pod_resources_endpoint_{kind}_{method}",
+                    _alpha(
+                        f"Number of requests to the PodResource {name} endpoint{what}. "
+                        "Broken down by server api version."
+                    ),
+                    ("server_api_version",),
+                )
+                reg.register(counter)
+                self.pod_resources_calls[kind, method] = counter
+
+    def observe_admission_rejection(self, reason: str) -> None:
+        """A pod refused at admission (upstream's recordAdmissionRejection)."""
+        if reason not in ADMISSION_REJECTION_REASONS:
+            reason = "OutOfExtendedResources" if reason.startswith("OutOf") else "Other"
+        self.admission_rejections.labels(reason).inc()
+
+    def observe_pod_resources(self, method: str, failed: bool, version: str = "v1") -> None:
+        """One podresources call past the rate limit (``method``: list, get,
+        get_allocatable)."""
+        self.pod_resources_requests.labels(version).inc()
+        self.pod_resources_calls["requests", method].inc(version)
+        if failed:
+            self.pod_resources_calls["errors", method].inc(version)
+
+    def record_features(self, gates: Iterable[tuple[str, str, bool]]) -> None:
+        """``kubernetes_feature_enabled``: (name, stage, on) of every known gate; GA is
+        the empty stage, as component-base labels it."""
+        for name, stage, on in gates:
+            self.feature_enabled.labels(name, "" if stage == "GA" else stage).set(1 if on else 0)
+
+    def observe_rest_request(self, method: str, host: str, code: str, seconds: float) -> None:
+        """One API request (the ApiClient observer): ``code`` is the status, or
+        ``<error>`` when no answer came."""
+        self.rest_requests.labels(code, host, method).inc()
+        self.rest_duration.labels(host, method).observe(seconds)
 
     def observe_loop_lag(self, seconds: float) -> None:
         """A task step held the event loop for ``seconds`` (at least the stall floor)."""

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
         ServerError,
         Unauthorized,
     )
+    from .execauth import ExecAuthenticator, ExecPluginError
     from .kubeconfig import ClusterConnection, KubeconfigError, load_kubeconfig
     from .memo import PerObject
     from .meta import ObjectMeta, OwnerReference
@@ -136,6 +137,8 @@ __all__ = [
     "EnvFromSource",
     "EphemeralContainer",
     "ExecAction",
+    "ExecAuthenticator",
+    "ExecPluginError",
     "FileKeySelector",
     "Forbidden",
     "Format",
@@ -229,6 +232,8 @@ _LAZY: dict[str, str] = {
     "ApiError": "errors",
     "Capabilities": "pod",
     "ClusterConnection": "kubeconfig",
+    "ExecAuthenticator": "execauth",
+    "ExecPluginError": "execauth",
     "Conflict": "errors",
     "Container": "pod",
     "ContainerImage": "node",

@@ -47,6 +47,7 @@ from .errors import (
     error_from_response,
     error_from_status,
 )
+from .execauth import ExecPluginError
 from .kubeconfig import ClusterConnection
 from .ratelimit import Limiter, client_limiter
 from .wellformed import MAX_TOKEN_LENGTH, describe, object_problem, shorten
@@ -324,6 +325,8 @@ def make_http_client(
     headers = {"Accept": "application/json", "User-Agent": agent or user_agent()}
     if connection.disable_compression:
         headers["Accept-Encoding"] = "identity"
+    # Impersonate-Group may repeat: headers as a list of pairs
+    all_headers = httpx.Headers([*headers.items(), *connection.impersonate])
     return httpx.AsyncClient(
         base_url=connection.server,
         verify=connection.ssl_context if connection.ssl_context is not None else True,
@@ -334,10 +337,13 @@ def make_http_client(
         limits=httpx.Limits(
             max_connections=100, max_keepalive_connections=20, keepalive_expiry=90.0
         ),
-        headers=headers,
+        headers=all_headers,
         transport=transport,
         follow_redirects=False,
     )
+
+
+RequestObserver = Callable[[str, str, str, float], None]
 
 
 class ApiClient:
@@ -361,6 +367,9 @@ class ApiClient:
         self.timeout = timeout
         self.run_sync = run_sync
         """Where large answers are decoded (see :mod:`kubelet.boundedio`)."""
+        self.observer: RequestObserver | None = None
+        """Told of every request sent: (method, host, status code or ``<error>``,
+        seconds) — the kubelet's rest_client_* metrics."""
 
     @classmethod
     @asynccontextmanager
@@ -394,7 +403,7 @@ class ApiClient:
         (upstream's kubelet uses an unthrottled heartbeat client, QPS -1, with a timeout
         of nodeStatusUpdateFrequency, for leases and node status). Valid while this
         client is open."""
-        return ApiClient(
+        sibling = ApiClient(
             self.http,
             self.connection,
             limiter=client_limiter(qps, burst),
@@ -402,6 +411,8 @@ class ApiClient:
             timeout=timeout or self.timeout,
             run_sync=self.run_sync,
         )
+        sibling.observer = self.observer
+        return sibling
 
     # -- sending --
 
@@ -450,14 +461,26 @@ class ApiClient:
         while True:
             await self.limiter.acquire()
             try:
+                await self.connection.prepare()
+            except ExecPluginError as exc:
+                raise ApiUnavailable(
+                    0, "", f"{method} {shorten(path)}: getting credentials: {exc}"
+                ) from exc
+            try:
                 request = self._build(
                     method, path, params, content, content_type, timeout or self.timeout
                 )
             except httpx.InvalidURL as exc:  # a name or token of megabytes
                 raise ApiError(0, "", f"{method} {shorten(path)}: {exc}") from exc
             where = f"{method} {request.url}"
+            sent = trio.current_time()
             try:
-                response = await self.http.send(request, stream=True)
+                try:
+                    response = await self.http.send(request, stream=True)
+                except httpx.TransportError:
+                    self._observe(request, "<error>", sent)
+                    raise
+                self._observe(request, str(response.status_code), sent)
                 if response.is_success and stream:
                     return response
                 try:
@@ -476,7 +499,7 @@ class ApiClient:
                 raise ApiUnavailable(0, "", f"{where}: {_describe(exc)}") from exc
             code = response.status_code
             if code == httpx.codes.UNAUTHORIZED:
-                self.connection.unauthorized()
+                self.connection.unauthorized(request.headers.get("Authorization"))
             wait = _retry_after(response.headers)
             retryable = code == httpx.codes.TOO_MANY_REQUESTS or code >= 500
             if retryable and wait is not None and retries < self.max_retries:
@@ -485,6 +508,11 @@ class ApiClient:
                 await trio.sleep(wait)
                 continue
             raise error_from_response(code, body, wait)
+
+    def _observe(self, request: httpx.Request, code: str, sent: float) -> None:
+        if self.observer is not None:
+            host = request.url.netloc.decode("ascii", "replace")
+            self.observer(request.method, host, code, trio.current_time() - sent)
 
     async def _object(
         self,

@@ -2,9 +2,11 @@
 
 Only what a node agent needs is read: the current context's cluster (server, CA,
 insecure-skip-tls-verify, tls-server-name, proxy-url, disable-compression) and user
-(client certificate and key, token / tokenFile, username / password). Credential plugins
-(``exec``, ``auth-provider``) and impersonation are refused with a clear message rather
-than ignored, since a kubelet silently connecting as nobody is worse than one that stops.
+(client certificate and key, token / tokenFile, username / password, an ``exec``
+credential plugin, impersonation with ``as`` / ``as-uid`` / ``as-groups`` /
+``as-user-extra``). ``auth-provider`` plugins are refused with upstream's message (the
+kubelet links none), since a kubelet silently connecting as nobody is worse than one
+that stops.
 
 Everything is checked at start-up, as clientcmd's ConfirmUsable does, and every problem
 names the file and the field (``/etc/kubernetes/kubelet.conf: users[0].user.client-key-data:
@@ -21,7 +23,7 @@ import ssl
 import tempfile
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import attrs
 import yaml
@@ -32,6 +34,15 @@ from cryptography.hazmat.primitives import serialization
 from kubelet.boundedio import DocumentRefused, InputRefused, measure_yaml, read_regular_file
 from kubelet.errors import ConfigError, Problem
 
+from .execauth import (
+    CLUSTER_CONFIG_EXTENSION,
+    EXEC_API_VERSIONS,
+    INTERACTIVE_MODES,
+    ExecAuthenticator,
+    ExecConfig,
+    cluster_info,
+)
+
 __all__ = [
     "ClusterConnection",
     "KubeconfigError",
@@ -41,15 +52,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-_UNSUPPORTED_USER_FIELDS = {
-    "exec": "exec credential plugins are not supported by this kubelet",
-    "auth-provider": "auth-provider plugins are not supported by this kubelet",
-    "as": "impersonation is not supported by this kubelet",
-    "as-uid": "impersonation is not supported by this kubelet",
-    "as-groups": "impersonation is not supported by this kubelet",
-    "as-user-extra": "impersonation is not supported by this kubelet",
-}
 
 
 class KubeconfigError(ConfigError):
@@ -129,9 +131,22 @@ class ClusterConnection:
     """(certificate, key) PEM when both are embedded (``client-certificate-data``,
     ``client-key-data``): the client certificate manager's first pair, as upstream's
     CertData/KeyData."""
+    exec_auth: ExecAuthenticator | None = None
+    """The ``exec`` credential plugin, when the user has no token, password or
+    certificate of its own (as client-go, those win)."""
+    impersonate: tuple[tuple[str, str], ...] = ()
+    """``Impersonate-*`` headers sent with every request (``as``, ``as-groups``, ...)."""
+
+    async def prepare(self) -> None:
+        """Before a request: the exec plugin's credentials, fresh (ExecPluginError)."""
+        if self.exec_auth is not None:
+            await self.exec_auth.credentials()
 
     def authorization(self) -> str | None:
         """The Authorization header value for the next request, if any."""
+        if self.exec_auth is not None:
+            creds = self.exec_auth.current
+            return f"Bearer {creds.token}" if creds is not None and creds.token else None
         if self.token is not None:
             token = self.token.token()
             if token:
@@ -141,8 +156,12 @@ class ClusterConnection:
             return "Basic " + base64.b64encode(raw).decode("ascii")
         return None
 
-    def unauthorized(self) -> None:
-        """A request got 401: let a rotating token be re-read."""
+    def unauthorized(self, sent: str | None = None) -> None:
+        """A request got 401 (having sent the Authorization header ``sent``): let a
+        rotating token be re-read, an exec plugin be run again."""
+        if self.exec_auth is not None:
+            token = sent.removeprefix("Bearer ") if sent else None
+            self.exec_auth.unauthorized(token)
         if self.token is not None:
             self.token.reset()
 
@@ -382,9 +401,7 @@ class _Builder:
             )
         uw = f"users[{user.index}].user" if user else ""
         ubody: Mapping[str, Any] = user.body if user else {}
-        for field, message in _UNSUPPORTED_USER_FIELDS.items():
-            if ubody.get(field):
-                self.problem(f"{uw}.{field}", message)
+        impersonate, exec_config = self.user_extras(ubody, uw)
         cert = self.pem(ubody, "client-certificate", uw)
         key = self.pem(ubody, "client-key", uw)
         token = self.string(ubody, "token", uw)
@@ -419,6 +436,9 @@ class _Builder:
         elif cert is not None or ca is not None:
             log.warning("%s: %s is plain http; the TLS settings are unused", self.source, url)
         self.check()
+        exec_auth = None
+        if exec_config is not None and not (token_source or username or password or cert):
+            exec_auth = self.exec_authenticator(exec_config, body, url, ca, insecure, context)
         return ClusterConnection(
             server=url,
             ssl_context=context,
@@ -431,7 +451,157 @@ class _Builder:
             source=self.source,
             client_cert_files=cert_files,
             client_cert_data=_inline_pair(cert, key) if context is not None else None,
+            exec_auth=exec_auth,
+            impersonate=impersonate,
         )
+
+    def user_extras(
+        self, body: Mapping[str, Any], where: str
+    ) -> tuple[tuple[tuple[str, str], ...], ExecConfig | None]:
+        """Impersonation headers and the exec plugin; an auth-provider is refused as the
+        kubelet (which links no auth provider) refuses it."""
+        provider = body.get("auth-provider")
+        if provider:
+            name = provider.get("name", "") if isinstance(provider, Mapping) else ""
+            self.problem(f"{where}.auth-provider", f'no Auth Provider found for name "{name}"')
+        return self.impersonation(body, where), self.exec_config(body, where)
+
+    def exec_authenticator(
+        self,
+        config: ExecConfig,
+        cluster: Mapping[str, Any],
+        url: str,
+        ca: _Pem | None,
+        insecure: bool,
+        context: ssl.SSLContext | None,
+    ) -> ExecAuthenticator:
+        """The plugin's runner; a certificate it gives is loaded into ``context``."""
+        info = self.exec_cluster(cluster, url, ca, insecure, "")
+        auth = ExecAuthenticator(attrs.evolve(config, cluster=info))
+        if context is not None:
+            auth.certificate_listeners.append(
+                lambda cert, key: _load_cert_chain_from_data(context, cert, key)
+            )
+        return auth
+
+    def user_name(self, where: str) -> str:
+        """The name of the user at ``users[i].user`` (upstream's messages use it)."""
+        try:
+            index = int(where.split("[", 1)[1].split("]", 1)[0])
+            return str(self.doc["users"][index]["name"])
+        except (IndexError, KeyError, ValueError, TypeError):
+            return where
+
+    def exec_config(self, body: Mapping[str, Any], where: str) -> ExecConfig | None:
+        """``user.exec`` checked as clientcmd's validation does, messages and all."""
+        raw = body.get("exec")
+        if raw is None:
+            return None
+        ew = f"{where}.exec"
+        if not isinstance(raw, Mapping):
+            self.problem(ew, "expected an object")
+            return None
+        user = self.user_name(where)
+        command = self.string(raw, "command", ew)
+        api_version = self.string(raw, "apiVersion", ew)
+        if not command:
+            self.problem(
+                f"{ew}.command",
+                f"command must be specified for {user} to use exec authentication plugin",
+            )
+        if not api_version:
+            self.problem(
+                f"{ew}.apiVersion",
+                f"apiVersion must be specified for {user} to use exec authentication plugin",
+            )
+        elif api_version not in EXEC_API_VERSIONS:
+            self.problem(f"{ew}.apiVersion", f"exec plugin: invalid apiVersion {api_version!r}")
+        mode = self.string(raw, "interactiveMode", ew)
+        if not mode and api_version != EXEC_API_VERSIONS[0]:
+            mode = "IfAvailable"  # v1beta1's default
+        if not mode:
+            self.problem(
+                f"{ew}.interactiveMode",
+                f"interactiveMode must be specified for {user} to use exec authentication plugin",
+            )
+        elif mode not in INTERACTIVE_MODES:
+            self.problem(f"{ew}.interactiveMode", f"invalid interactiveMode for {user}: {mode!r}")
+        args = raw.get("args") or []
+        if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+            self.problem(f"{ew}.args", "expected a list of strings")
+            args = []
+        env: list[tuple[str, str]] = []
+        for i, entry in enumerate(raw.get("env") or []):
+            name = entry.get("name") if isinstance(entry, Mapping) else None
+            if not name or not isinstance(name, str):
+                self.problem(
+                    f"{ew}.env[{i}].name",
+                    f"env variable name must be specified for {user} "
+                    "to use exec authentication plugin",
+                )
+                continue
+            env.append((name, self.string(entry, "value", f"{ew}.env[{i}]")))
+        if os.sep in command and not os.path.isabs(command):
+            command = os.path.join(self.base_dir, command)  # bare names are looked up on PATH
+        return ExecConfig(
+            command=command,
+            api_version=api_version,
+            args=tuple(args),
+            env=tuple(env),
+            interactive_mode=mode,
+            provide_cluster_info=self.boolean(raw, "provideClusterInfo", ew),
+            install_hint=self.string(raw, "installHint", ew),
+        )
+
+    def exec_cluster(
+        self, body: Mapping[str, Any], url: str, ca: _Pem | None, insecure: bool, where: str
+    ) -> dict[str, Any]:
+        config = None
+        extensions = body.get("extensions")
+        if isinstance(extensions, list):
+            for entry in extensions:
+                if isinstance(entry, Mapping) and entry.get("name") == CLUSTER_CONFIG_EXTENSION:
+                    config = entry.get("extension")
+        return cluster_info(
+            url,
+            tls_server_name=self.string(body, "tls-server-name", where),
+            insecure=insecure,
+            ca_data=ca.data if ca is not None else None,
+            proxy_url=self.string(body, "proxy-url", where),
+            disable_compression=self.boolean(body, "disable-compression", where),
+            config=config,
+        )
+
+    def impersonation(self, body: Mapping[str, Any], where: str) -> tuple[tuple[str, str], ...]:
+        """The ``Impersonate-*`` headers of ``as``, ``as-uid``, ``as-groups``,
+        ``as-user-extra`` (client-go's impersonating round tripper)."""
+        user = self.string(body, "as", where)
+        uid = self.string(body, "as-uid", where)
+        groups = body.get("as-groups") or []
+        extra = body.get("as-user-extra") or {}
+        if not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
+            self.problem(f"{where}.as-groups", "expected a list of strings")
+            groups = []
+        if not isinstance(extra, Mapping) or not all(
+            isinstance(v, list) and all(isinstance(x, str) for x in v) for v in extra.values()
+        ):
+            self.problem(f"{where}.as-user-extra", "expected a map of string lists")
+            extra = {}
+        if (uid or groups or extra) and not user:
+            self.problem(
+                where,
+                f"requesting uid, groups or user-extra for {self.user_name(where)} "
+                "without impersonating a user",
+            )
+        if not user:
+            return ()
+        headers = [("Impersonate-User", user)]
+        if uid:
+            headers.append(("Impersonate-Uid", uid))
+        headers += [("Impersonate-Group", g) for g in groups]
+        for key in sorted(extra):
+            headers += [(f"Impersonate-Extra-{quote(str(key), safe='')}", v) for v in extra[key]]
+        return tuple(headers)
 
     @staticmethod
     def _has(body: Mapping[str, Any], key: str) -> bool:

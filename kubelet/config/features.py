@@ -34,6 +34,9 @@ RESTART_ALL_CONTAINERS = "RestartAllContainersOnContainerExits"
 POD_LEVEL_RESOURCES = "PodLevelResources"
 HOSTNAME_OVERRIDE = "HostnameOverride"
 KUBELET_PSI = "KubeletPSI"
+NODE_LOG_QUERY = "NodeLogQuery"
+COMPONENT_FLAGZ = "ComponentFlagz"
+COMPONENT_STATUSZ = "ComponentStatusz"
 POD_AND_CONTAINER_STATS_FROM_CRI = "PodAndContainerStatsFromCRI"
 QOS_RESERVED = "QOSReserved"
 DRA_EXTENDED_RESOURCE = "DRAExtendedResource"
@@ -87,6 +90,10 @@ class FeatureGates:
         if spec is None:
             raise KeyError(f"feature {name!r} is not registered in FeatureGate")
         return spec.default
+
+    def known(self) -> list[tuple[str, str, bool]]:
+        """(name, stage, enabled) of every gate of v1.36 (``kubernetes_feature_enabled``)."""
+        return [(name, spec.stage, self.enabled(name)) for name, spec in sorted(GATES.items())]
 
     def non_default(self) -> Mapping[str, bool]:
         """Gates set to something other than their default (what the warning looks at)."""

@@ -320,6 +320,16 @@ class KubeletConfiguration:
     authentication: KubeletAuthentication = attrs.field(factory=KubeletAuthentication)
     authorization: KubeletAuthorization = attrs.field(factory=KubeletAuthorization)
     enable_debugging_handlers: bool = True
+    enable_system_log_handler: bool = True
+    """``/logs/``: the files under /var/log (with the debugging handlers)."""
+    enable_system_log_query: bool = False
+    """``/logs/?query=``: the node log query (with the NodeLogQuery gate)."""
+    enable_debug_flags_handler: bool = True
+    """``PUT /debug/flags/v`` sets the log verbosity (with the debugging handlers)."""
+    enable_profiling_handler: bool = True
+    """``/debug/pprof/``: CPU samples, the task tree, live objects (with the debugging
+    handlers)."""
+    """``PUT /debug/flags/v`` sets the log verbosity (with the debugging handlers)."""
 
     # Networking and DNS
     hairpin_mode: str = attrs.field(default="promiscuous-bridge", metadata=meta(zero_unset=True))

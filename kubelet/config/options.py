@@ -83,6 +83,8 @@ class Options:
     """Start-up warnings (upstream's gate warnings, then what is accepted but not acted on)."""
     details: tuple[str, ...] = ()
     """One line per setting named in the warning, logged at -v=1."""
+    flags_given: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
+    """The flags as given on the command line (``/flagz``)."""
 
     @property
     def verbosity(self) -> int:
@@ -138,6 +140,7 @@ def build_options(flags: ParsedFlags, *, hostname: Callable[[], str] | None = No
     )
     warning = warning_text(inert, missing_defaults)
     return Options(
+        flags_given=dict(flags.given),
         config=config,
         node_name=_node_name(override, hostname or socket.gethostname),
         config_file=config_file,

@@ -284,12 +284,14 @@ SETTINGS: Mapping[str, Support] = {
         "the memory threshold notifier is always armed on cgroup v1 (a faster reaction, "
         "not a different one); cgroup v2 has none"
     ),
-    "enableSystemLogHandler": missing("the /logs/ endpoint answers 501", _is(False)),
-    "enableSystemLogQuery": missing("the /logs/ endpoint answers 501", _is(False)),
+    "enableSystemLogHandler": ok("/logs/: files and listings under /var/log"),
+    "enableSystemLogQuery": ok("/logs/?query=: journalctl, else the /var/log file heuristics"),
     "shutdownGracePeriodByPodPriority": ok(),
     "reservedMemory": missing("the memory manager is not implemented", _falsy),
-    "enableProfilingHandler": missing("/debug/pprof/ answers 501", _is(False)),
-    "enableDebugFlagsHandler": missing("/debug/flags/v is not served", _is(False)),
+    "enableProfilingHandler": ok(
+        "/debug/pprof/: CPU samples as collapsed stacks, the task tree, live objects"
+    ),
+    "enableDebugFlagsHandler": ok("PUT /debug/flags/v sets -v at run time"),
     "memoryThrottlingFactor": missing("MemoryQoS is not implemented"),
     "memoryReservationPolicy": missing("MemoryQoS is not implemented"),
     "tracing": missing("tracing is not implemented"),

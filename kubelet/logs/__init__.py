@@ -15,7 +15,7 @@ from .fields import (
     verbosity_level,
 )
 from .klog import KlogJSONFormatter, KlogTextFormatter
-from .setup import flush_handlers, setup_logging
+from .setup import flush_handlers, set_verbosity, setup_logging
 
 __all__ = [
     "KlogJSONFormatter",
@@ -28,6 +28,7 @@ __all__ = [
     "log_fields",
     "pod_fields",
     "set_pod_fields",
+    "set_verbosity",
     "setup_logging",
     "verbosity_level",
 ]

@@ -142,3 +142,23 @@ def flush_handlers() -> None:
     """Flush every root handler (the ``log`` health check proves logging is not stuck)."""
     for handler in logging.getLogger().handlers:
         handler.flush()
+
+
+def set_verbosity(verbosity: int) -> None:
+    """Change ``-v`` of the running process (``PUT /debug/flags/v``): the klog handler's
+    filter and formatter, and the root logger's level, as ``setup_logging`` set them."""
+    root = logging.getLogger()
+    vmodule: tuple[VModuleItem, ...] = ()
+    for handler in root.handlers:
+        if handler.get_name() != HANDLER_NAME:
+            continue
+        for f in handler.filters:
+            if isinstance(f, VerbosityFilter):
+                f.verbosity = verbosity
+                vmodule = f.vmodule
+        formatter = handler.formatter
+        if isinstance(formatter, KlogTextFormatter | KlogJSONFormatter):
+            formatter.verbosity = verbosity
+    root.setLevel(root_level(verbosity, vmodule))
+    for name in NOISY_LOGGERS:
+        logging.getLogger(name).setLevel(logging.INFO if verbosity < 8 else logging.NOTSET)

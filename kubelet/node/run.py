@@ -218,11 +218,12 @@ async def _start_client_rotation(
 ) -> None:
     """``rotateCertificates``: the client certificate manager, the API client's new
     connections following it, and the exit when no valid certificate is left."""
+    if parts.transport is not None:  # retired pools closed (also after an exec plugin's
+        await nursery.start(parts.transport.run)  # new certificate)
     manager = client_manager(options, api.connection, parts.registry, wall_clock, ApiClient.open)
     if manager is None:
         return
     if parts.transport is not None:
-        await nursery.start(parts.transport.run)
         rotation = ClientRotation(api.connection, parts.transport)
         nursery.start_soon(rotation.follow, manager.subscribe())
     await nursery.start(manager.run)

@@ -282,6 +282,8 @@ class KubeletPodSyncer:
             observed_generation=pod.metadata.generation or None,
         )
         self.statuses[pod.uid] = self.rejections[pod.uid] = status
+        if self.metrics is not None:
+            self.metrics.observe_admission_rejection(rejection.reason)
         if self.cluster is not None:
             self.cluster.status.set(pod, status)
 

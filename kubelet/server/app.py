@@ -4,9 +4,10 @@ Routes, as upstream's server.go: ``/healthz`` (checks ping, log, syncloop), ``/p
 ``/stats/summary``, ``/metrics``, ``/metrics/probes``, ``/metrics/resource``,
 ``/metrics/cadvisor``, ``/spec/``;
 with ``enableDebuggingHandlers`` also ``/containerLogs/{ns}/{pod}/{container}``,
-``/configz``, ``/runningpods/`` and the streams ``/exec``, ``/attach``, ``/portForward``
-and ``/run`` (``streams.py``). With debugging handlers off (and always on the
-read-only server) the debug paths answer 405 "Debug endpoints are disabled.". The main
+``/configz``, ``/runningpods/``, ``/logs/`` (``nodelogs.py``) and the streams
+``/exec``, ``/attach``, ``/portForward`` and ``/run`` (``streams.py``). With debugging
+handlers off (and always on the read-only server) the debug paths answer 405 "Debug
+endpoints are disabled.". The main
 server authenticates and authorizes every request first (``auth.KubeletAuth``).
 """
 
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -27,7 +28,7 @@ from kubelet.logs import get_logger
 from kubelet.metrics import KubeletMetrics, exposition
 from kubelet.stats import HostStats, SummaryProvider, cgroup_figures
 
-from . import healthz
+from . import healthz, zpages
 from .asgi import (
     Receive,
     Request,
@@ -47,10 +48,13 @@ from .checkpoint import PREFIX as CHECKPOINT_PREFIX
 from .checkpoint import checkpoint
 from .logs import container_logs
 from .machine import machine_info
+from .nodelogs import NodeLogs
+from .pprof import pprof
 from .resource import resource_metrics
 from .streaming import DEFAULT_IDLE_TIMEOUT
 from .streams import StreamRoutes
 from .volumemetrics import volume_stats_text
+from .zpages import HealthSLIs
 
 log = get_logger(__name__)
 
@@ -60,9 +64,8 @@ DEBUG_PATHS = (
 )  # fmt: skip
 """Paths of the debugging handlers (405 when they are disabled)."""
 
-NOT_IMPLEMENTED = ("/logs/", "/debug/pprof/")
 STREAM_PATHS = ("/run/", "/exec/", "/attach/", "/portForward/")
-GET_ONLY = ("/pods", "/runningpods/", "/containerLogs/")
+GET_ONLY = ("/pods", "/runningpods/", "/containerLogs/", "/logs/")
 METHODS = frozenset({"OPTIONS", "GET", "HEAD", "POST", "PUT", "DELETE", "TRACE", "CONNECT"})
 LONG_RUNNING = frozenset({"exec", "attach", "portforward", "debug"})
 
@@ -102,6 +105,19 @@ class KubeletApp:
     """The ``ExtendWebSocketsToKubelet`` gate (streams.py)."""
     checkpointing: bool = False
     """``POST /checkpoint/…`` is served (ContainerCheckpoint; the main port only)."""
+    node_logs: NodeLogs | None = None
+    """``/logs/`` (enableSystemLogHandler); None: 405 "logs endpoint is disabled."."""
+    flags_given: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
+    """The command line's flags, for ``/flagz``."""
+    started: float = attrs.field(factory=time.time)
+    zpages: frozenset[str] = frozenset()
+    """Of "flagz", "statusz" (ComponentFlagz, ComponentStatusz; the main port only)."""
+    slis: HealthSLIs | None = None
+    debug_flags: bool = False
+    profiling: bool = False
+    """``/debug/pprof/`` (enableProfilingHandler, with the debugging handlers)."""
+    """``PUT /debug/flags/v`` (enableDebugFlagsHandler, with the debugging handlers)."""
+    """``/logs/`` (enableSystemLogHandler); None: 405 "logs endpoint is disabled."."""
 
     @property
     def server_type(self) -> str:
@@ -172,6 +188,14 @@ class KubeletApp:
                 return json_response(await self.stats.summary(only))
             except CriError as exc:
                 return http_error(500, f"Internal Error: failed to get summary stats: {exc}")
+        if path == "/flagz" and "flagz" in self.zpages:
+            return zpages.flagz(request, self.flags_given)
+        if path == "/statusz" and "statusz" in self.zpages:
+            return zpages.statusz(request, self.started)
+        if path == "/metrics/slis" and self.slis is not None:
+            return Response(200, exposition(self.slis.registry), CONTENT_TYPE_LATEST)
+        if path == "/debug/flags/v" and self.debugging and self.debug_flags:
+            return zpages.set_verbosity_handler(request, await _body(request))
         if path.startswith("/metrics"):
             return await self._metrics(path)
         if path in ("/spec", "/spec/"):
@@ -242,8 +266,12 @@ class KubeletApp:
         if any(path.startswith(p) for p in STREAM_PATHS):
             routes = StreamRoutes(self.backend, self.idle_timeout, self.extend_websockets)
             return await routes.handle(request, request.scope or {"headers": []})
-        if any(path.startswith(p) for p in NOT_IMPLEMENTED):
-            return http_error(501, f"{path.split('/')[1]} is not implemented by this kubelet")
+        if path.startswith("/logs/"):
+            if self.node_logs is None:
+                return text(405, "logs endpoint is disabled.")
+            return await self.node_logs.handle(request)
+        if path.startswith("/debug/pprof/") and self.profiling:
+            return await pprof(request)
         return http_error(404, NOT_FOUND)
 
     async def _running_pods(self) -> Response:
@@ -266,6 +294,28 @@ class KubeletApp:
             pod = pods.setdefault(uid, _runtime_pod(uid, c.labels, "", ""))
             pod["spec"]["containers"].append({"name": c.metadata.name, "image": c.image.image})
         return json_response(pod_list(list(pods.values())))
+
+
+MAX_BODY = 64 * 1024
+
+
+async def _body(request: Request) -> bytes:
+    """A small request body (a PUT's value), at most :data:`MAX_BODY` bytes kept."""
+    if request.receive is None:
+        return b""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await request.receive()
+        if message.get("type") != "http.request":
+            break
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size <= MAX_BODY:
+            chunks.append(chunk)
+        if not message.get("more_body"):
+            break
+    return b"".join(chunks)
 
 
 def _runtime_pod(uid: str, item_labels: Any, name: str, namespace: str) -> dict[str, Any]:

@@ -18,6 +18,7 @@ import ipaddress
 import logging
 import socket
 import ssl
+import time
 
 import attrs
 import trio
@@ -40,9 +41,11 @@ from .fdlimits import Descriptors
 from .limits import Limits
 from .looplag import LoopLag, watching_loop
 from .memtrim import MemoryTrim
+from .nodelogs import NodeLogs
 from .podresources import Lister, serve_pod_resources
 from .tlsreload import CA_BUNDLE_LIMIT, PAIR_FILE_LIMIT, ServingTLS, read_files, watch_files
 from .wire import ASGIApp
+from .zpages import HealthSLIs
 
 log = logging.getLogger(__name__)
 
@@ -168,6 +171,7 @@ async def serve(
             get_enabled=options.features.enabled(features.KUBELET_POD_RESOURCES_GET),
             devices=parts.cm.container_devices if parts.cm is not None else None,
             allocatable=parts.cm.allocatable_devices if parts.cm is not None else None,
+            observer=metrics.observe_pod_resources if metrics is not None else None,
         )
         await nursery.start(serve_pod_resources, options.root_dir, lister)
         nursery.start_soon(memory.run)
@@ -305,6 +309,8 @@ class _Apps:
         self._reviews = reviews
         self._metrics = metrics
         self._host = host
+        self._slis = HealthSLIs()
+        self._started = time.time()
         config = options.config
         self._stats = stats or SummaryProvider(
             backend.runtime,
@@ -326,12 +332,13 @@ class _Apps:
                 self._reviews,
                 fine_grained=options.features.enabled(features.KUBELET_FINE_GRAINED_AUTHZ),
             )
+        pages = {"flagz": features.COMPONENT_FLAGZ, "statusz": features.COMPONENT_STATUSZ}
         return KubeletApp(
             self._backend,
             config,
             options.node_name,
             self._stats,
-            self._checks,
+            self._slis.wrap(self._checks),
             auth=auth,
             debugging=config.enable_debugging_handlers and auth_required,
             metrics=self._metrics,
@@ -340,4 +347,20 @@ class _Apps:
             idle_timeout=config.streaming_connection_idle_timeout,
             extend_websockets=options.features.enabled(features.EXTEND_WEBSOCKETS_TO_KUBELET),
             checkpointing=auth_required and options.features.enabled(features.CONTAINER_CHECKPOINT),
+            node_logs=NodeLogs(
+                query_enabled=config.enable_system_log_query
+                and options.features.enabled(features.NODE_LOG_QUERY)
+            )
+            if config.enable_system_log_handler
+            else None,
+            flags_given=options.flags_given,
+            started=self._started,
+            zpages=frozenset(
+                page
+                for page, gate in pages.items()
+                if auth_required and options.features.enabled(gate)
+            ),
+            slis=self._slis,
+            debug_flags=config.enable_debug_flags_handler,
+            profiling=config.enable_profiling_handler,
         )

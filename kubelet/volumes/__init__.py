@@ -17,7 +17,7 @@ from .envfiles import PodEnvFiles
 from .hostpath import VolumeError
 from .manager import PodVolumes, VolumeManager
 from .paths import pod_dir
-from .subpath import MountConfigError
+from .subpath import MountConfigError, UnsafeSubPath, open_in_volume
 from .tmpfs import noswap_supported
 from .tokens import ApiTokenSource
 
@@ -31,11 +31,13 @@ __all__ = [
     "MountConfigError",
     "PodEnvFiles",
     "PodVolumes",
+    "UnsafeSubPath",
     "VolumeError",
     "VolumeManager",
     "csi_volume_stats",
     "make_log_dir",
     "noswap_supported",
+    "open_in_volume",
     "pod_dir",
     "setup_data_dirs",
 ]

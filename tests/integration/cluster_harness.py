@@ -83,10 +83,19 @@ class Cluster:
 
 
 def cluster_kubelet(
-    c: Cluster, manifests: Path | None = None, *, extra: Sequence[str] = ()
+    c: Cluster,
+    manifests: Path | None = None,
+    *,
+    extra: Sequence[str] = (),
+    kubeconfig: Path | None = None,
 ) -> tuple[Options, Host]:
-    """The options and host of a kubelet joined to ``c.api``, on ``c.fake``, fake time."""
-    kubeconfig = c.api.kubeconfig(c.tmp / "kubelet.conf", user=f"system:node:{NODE}")
+    """The options and host of a kubelet joined to ``c.api``, on ``c.fake``, fake time
+    (``kubeconfig``: the test's own, else one with a token for the node)."""
+    if kubeconfig is None:
+        kubeconfig = c.api.kubeconfig(c.tmp / "kubelet.conf", user=f"system:node:{NODE}")
+    connection = load_kubeconfig(str(kubeconfig))
+    if connection.exec_auth is not None:  # credential expiry on the test's clock
+        connection.exec_auth.clock = lambda: EPOCH + trio.current_time()
     args = [
         "--kubeconfig",
         str(kubeconfig),
@@ -113,7 +122,7 @@ def cluster_kubelet(
     return options, Host(
         wall_clock=lambda: EPOCH + trio.current_time(),
         watch_files=False,
-        connection=load_kubeconfig(str(kubeconfig)),
+        connection=connection,
         machine=MACHINE,
         node_ips=("10.0.0.5",),
         source_io=inline,  # no worker thread: it would look idle to autojump_clock
@@ -130,9 +139,13 @@ def cluster_kubelet(
 
 
 async def start_cluster_kubelet(
-    c: Cluster, manifests: Path | None = None, *, extra: Sequence[str] = ()
+    c: Cluster,
+    manifests: Path | None = None,
+    *,
+    extra: Sequence[str] = (),
+    kubeconfig: Path | None = None,
 ) -> None:
-    options, host = cluster_kubelet(c, manifests, extra=extra)
+    options, host = cluster_kubelet(c, manifests, extra=extra, kubeconfig=kubeconfig)
 
     async def run_it(task_status: trio.TaskStatus[Components] = trio.TASK_STATUS_IGNORED) -> None:
         with trio.CancelScope() as scope:

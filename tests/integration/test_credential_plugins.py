@@ -345,9 +345,7 @@ async def test_concurrent_requests_for_one_image_share_one_run(
 ) -> None:
     calls: list[bytes] = []
 
-    async def fake_run(
-        argv: Sequence[str], stdin: bytes, env: Mapping[str, str], timeout: float
-    ) -> tuple[int, bytes, bytes]:
+    async def fake_run(argv: Sequence[str], *, stdin: bytes, **kw: Any) -> tuple[int, bytes, bytes]:
         calls.append(stdin)
         await trio.sleep(1)
         answer = {"kind": "CredentialProviderResponse", "apiVersion": V1,
@@ -355,7 +353,7 @@ async def test_concurrent_requests_for_one_image_share_one_run(
                   "auth": {"*.registry.io": {"username": "u", "password": "p"}}}  # fmt: skip
         return 0, json.dumps(answer).encode(), b""
 
-    monkeypatch.setattr(plugins, "_run", fake_run)
+    monkeypatch.setattr(plugins, "run_plugin", fake_run)
     [provider] = parse_provider_config(config_text(), "c")
     ring = PluginKeyring([provider], "/nonexistent", clock=Clock())
     results: list[int] = []

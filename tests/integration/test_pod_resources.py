@@ -16,6 +16,7 @@ from grpclib.exceptions import GRPCError
 
 from kubelet.api import Container, ObjectMeta, Pod, PodSpec, PodStatus
 from kubelet.config import FeatureGates, Options
+from kubelet.metrics import KubeletMetrics, exposition
 from kubelet.server import Addresses, ServerParts, serve
 from kubelet.server.podresources import podresources_api_pb2 as pb
 from kubelet.server.podresources.podresources_api_grpc import PodResourcesListerStub
@@ -45,7 +46,9 @@ def _pod(name: str, phase: str = "Running") -> Pod:
     )
 
 
-async def _start(env: Env, gates: dict[str, bool] | None = None) -> str:
+async def _start(
+    env: Env, gates: dict[str, bool] | None = None, metrics: KubeletMetrics | None = None
+) -> str:
     options = Options(
         config=config(),
         node_name=NODE,
@@ -56,7 +59,11 @@ async def _start(env: Env, gates: dict[str, bool] | None = None) -> str:
     _: Addresses = await env.nursery.start(
         serve,
         ServerParts(
-            backend=env.backend, options=options, reviews=env.reviews, ephemeral_ports=True
+            backend=env.backend,
+            options=options,
+            reviews=env.reviews,
+            metrics=metrics,
+            ephemeral_ports=True,
         ),
     )
     return str(env.tmp / "pod-resources" / "kubelet.sock")
@@ -75,7 +82,8 @@ async def _call(path: str, rpc: str, request: Any) -> Any:
 
 async def test_list_get_and_allocatable(env: Env) -> None:
     env.backend.pods.extend([_pod("web"), _pod("done", phase="Succeeded")])
-    path = await _start(env)
+    metrics = KubeletMetrics(NODE, process=False)
+    path = await _start(env, metrics=metrics)
     assert stat.S_ISSOCK(os.stat(path).st_mode)
     listed = await _call(path, "List", pb.ListPodResourcesRequest())
     assert [p.name for p in listed.pod_resources] == ["web"]  # active pods only
@@ -100,6 +108,15 @@ async def test_list_get_and_allocatable(env: Env) -> None:
         Status.UNKNOWN,
         "pod x in namespace ns not found",
     )
+    text = exposition(metrics.registry).decode()
+    for line in (
+        'kubelet_pod_resources_endpoint_requests_total{server_api_version="v1"} 4.0',
+        'kubelet_pod_resources_endpoint_requests_list{server_api_version="v1"} 1.0',
+        'kubelet_pod_resources_endpoint_requests_get{server_api_version="v1"} 2.0',
+        'kubelet_pod_resources_endpoint_errors_get{server_api_version="v1"} 1.0',
+        'kubelet_pod_resources_endpoint_requests_get_allocatable{server_api_version="v1"} 1.0',
+    ):
+        assert line in text
 
 
 async def test_get_with_the_gate_off(env: Env) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import logging
 import os
 import ssl
 import threading
@@ -39,7 +40,7 @@ from kubelet.config import (
 )
 from kubelet.cri import ImageClient, RuntimeClient
 from kubelet.metrics import KubeletMetrics
-from kubelet.server import Addresses, ServerParts, TokenReviewResult, serve
+from kubelet.server import Addresses, ServerParts, TokenReviewResult, nodelogs, serve
 from kubelet.server.limits import Limits
 from kubelet.testing import ContainerBehaviour, FakeRuntime
 
@@ -459,6 +460,98 @@ async def test_debugging_handlers_disabled(env: Env) -> None:
             r = await client.get(url(addr.main, path))
             assert (r.status_code, r.text) == (405, "Debug endpoints are disabled.\n"), path
         assert (await client.get(url(addr.main, "/pods"))).status_code == 200
+
+
+async def test_node_logs_and_the_node_log_query(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    log_dir = env.tmp / "var-log"
+    log_dir.mkdir()
+    (log_dir / "kubelet.log").write_text("I0101 kubelet started\n")
+    monkeypatch.setattr(nodelogs, "NODE_LOG_DIR", str(log_dir))
+    open_access = {
+        "authentication": authn(webhook=False, anonymous=True),
+        "authorization": KubeletAuthorization(mode="AlwaysAllow"),
+    }
+    addr = await env.start(config(enable_system_log_query=True, **open_access))
+    async with env.client() as client:
+        r = await client.get(url(addr.main, "/logs/?query=kubelet"))
+        assert (r.status_code, r.text) == (200, "I0101 kubelet started\n")
+        r = await client.get(url(addr.main, "/logs/kubelet.log"))
+        assert (r.status_code, r.text) == (200, "I0101 kubelet started\n")
+        r = await client.get(url(addr.main, "/logs/?query=kubelet&sinceTime=x"))
+        assert (r.status_code, r.text) == (
+            400,
+            'sinceTime: Invalid value: "x": invalid time format\n',
+        )
+        r = await client.get(url(addr.main, "/logs/"))
+        assert '<a href="kubelet.log">kubelet.log</a>' in r.text
+    off = await env.start(config(enable_system_log_handler=False, **open_access))
+    async with env.client() as client:
+        r = await client.get(url(off.main, "/logs/kubelet.log"))
+        assert (r.status_code, r.text) == (405, "logs endpoint is disabled.")
+
+
+async def test_flagz_statusz_slis_and_debug_flags(env: Env) -> None:
+    addr = await env.start(
+        config(
+            authentication=authn(webhook=False, anonymous=True),
+            authorization=KubeletAuthorization(mode="AlwaysAllow"),
+        )
+    )
+    async with env.client() as client:
+        r = await client.get(url(addr.main, "/flagz"))
+        assert r.status_code == 200 and r.text.startswith("\nkubelet flagz\nWarning: ")
+        r = await client.get(url(addr.main, "/statusz"))
+        assert r.status_code == 200 and "\nBinary version" in r.text
+        assert (await client.get(url(addr.main, "/healthz"))).text == "ok"
+        r = await client.get(url(addr.main, "/metrics/slis"))
+        assert (
+            'kubernetes_healthchecks_total{name="syncloop",status="success",type="healthz"} 1.0'
+            in (r.text)
+        )
+        root, before = logging.getLogger(), logging.getLogger().level
+        try:
+            r = await client.put(url(addr.main, "/debug/flags/v"), content=b"4")
+            assert (r.status_code, r.text) == (
+                200,
+                "successfully set klog.logging.verbosity to 4\n",
+            )
+            assert root.level == logging.DEBUG
+        finally:
+            root.setLevel(before)
+    async with httpx.AsyncClient(timeout=10) as plain:
+        assert (await plain.get(f"http://{addr.read_only}/flagz")).status_code == 404
+        assert (await plain.get(f"http://{addr.read_only}/metrics/slis")).status_code == 200
+
+
+async def test_pprof_profiles(env: Env) -> None:
+    addr = await env.start(
+        config(
+            authentication=authn(webhook=False, anonymous=True),
+            authorization=KubeletAuthorization(mode="AlwaysAllow"),
+        )
+    )
+    async with env.client() as client:
+        r = await client.get(url(addr.main, "/debug/pprof/"))
+        assert r.status_code == 200 and "profile" in r.text
+        r = await client.get(url(addr.main, "/debug/pprof/goroutine"))
+        assert r.text.startswith("tasks: ") and "test_pprof_profiles" in r.text
+        r = await client.get(url(addr.main, "/debug/pprof/heap"))
+        assert r.status_code == 200 and " dict\n" in r.text
+        r = await client.get(url(addr.main, "/debug/pprof/profile?seconds=1"))
+        stacks = [line.rsplit(" ", 1) for line in r.text.splitlines()]
+        assert stacks and sum(int(n) for _, n in stacks) > 10
+        assert any("trio" in stack for stack, _ in stacks)
+        r = await client.get(url(addr.main, "/debug/pprof/profile?seconds=9999"))
+        assert r.status_code == 400
+    off = await env.start(
+        config(
+            authentication=authn(webhook=False, anonymous=True),
+            authorization=KubeletAuthorization(mode="AlwaysAllow"),
+            enable_profiling_handler=False,
+        )
+    )
+    async with env.client() as client:
+        assert (await client.get(url(off.main, "/debug/pprof/"))).status_code == 404
 
 
 # -- endpoints -------------------------------------------------------------------------------

@@ -34,13 +34,9 @@ is not implemented.
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import json
 import logging
 import os
-import signal
-import subprocess
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -52,7 +48,14 @@ from prometheus_client import CollectorRegistry, Histogram
 from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
-from kubelet.boundedio import InputRefused, RunSync, in_thread, loads_json
+from kubelet.boundedio import (
+    InputRefused,
+    OutputTooLarge,
+    RunSync,
+    in_thread,
+    loads_json,
+    run_plugin,
+)
 from kubelet.config import parse_duration
 from kubelet.errors import ConfigError, Problem
 
@@ -336,76 +339,6 @@ class _Entry:
     auth: tuple[tuple[str, str, str], ...] = attrs.field(repr=False)
 
 
-async def _kill(process: trio.Process) -> None:
-    """As Go's exec.CommandContext: the plugin is killed outright when its time is up,
-    with every process it started (its own session): a child left writing to the pipes
-    would hold them open, and the run with them, until the timeout."""
-    _kill_group(process)
-
-
-def _kill_group(process: trio.Process) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
-    process.kill()
-
-
-class _AnswerTooLarge(Exception):
-    """The plugin wrote more than :data:`RESPONSE_LIMIT` bytes to stdout (and was killed)."""
-
-
-async def _keep(stream: trio.abc.ReceiveStream, limit: int, into: list[bytes]) -> bool:
-    """Read ``stream`` to its end, keeping its first ``limit`` bytes in ``into``; True
-    (and stop reading) as soon as it has more."""
-    kept = 0
-    async for chunk in stream:
-        into.append(bytes(chunk[: limit - kept]))
-        kept += len(into[-1])
-        if len(chunk) > len(into[-1]):
-            return True
-    return False
-
-
-async def _drain(stream: trio.abc.ReceiveStream, limit: int, into: list[bytes]) -> None:
-    """Like :func:`_keep`, but read on to the end (a plugin blocked on a full stderr pipe
-    would only wait for its timeout)."""
-    if await _keep(stream, limit, into):
-        async for _ in stream:
-            pass
-
-
-async def _run(
-    argv: Sequence[str], stdin: bytes, env: Mapping[str, str], timeout: float
-) -> tuple[int, bytes, bytes]:
-    """Run the plugin; (exit status, stdout, the start of stderr). Raises
-    :class:`_AnswerTooLarge` (the plugin killed) past :data:`RESPONSE_LIMIT` on stdout."""
-    out: list[bytes] = []
-    err: list[bytes] = []
-    start = functools.partial(
-        trio.run_process,
-        list(argv),
-        stdin=stdin,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        check=False,
-        env=dict(env),
-        start_new_session=True,
-        deliver_cancel=_kill,
-    )
-    with trio.fail_after(timeout):
-        async with trio.open_nursery() as nursery:
-            process: trio.Process = await nursery.start(start)
-            assert process.stdout is not None and process.stderr is not None
-            nursery.start_soon(_drain, process.stderr, STDERR_KEPT, err)
-            too_large = await _keep(process.stdout, RESPONSE_LIMIT, out)
-            if too_large:
-                _kill_group(process)
-                await process.stdout.aclose()
-    if too_large:
-        raise _AnswerTooLarge
-    assert process.returncode is not None
-    return process.returncode, b"".join(out), b"".join(err)
-
-
 class _Plugin:
     """One provider: its matching, its cache, its runs."""
 
@@ -497,15 +430,20 @@ class _Plugin:
         self.runs += 1
         try:
             try:
-                code, stdout, stderr = await _run(
-                    [self.binary, *self.provider.args], request, env, self.timeout
+                code, stdout, stderr = await run_plugin(
+                    [self.binary, *self.provider.args],
+                    stdin=request,
+                    env=env,
+                    timeout=self.timeout,
+                    stdout_limit=RESPONSE_LIMIT,
+                    stderr_kept=STDERR_KEPT,
                 )
             except trio.TooSlowError:
                 raise PluginError(
                     f"error execing credential provider plugin {name} for image {image}: "
                     "context deadline exceeded"
                 ) from None
-            except _AnswerTooLarge:
+            except OutputTooLarge:
                 raise PluginError(
                     f"error execing credential provider plugin {name} for image {image}: "
                     f"response larger than {RESPONSE_LIMIT} bytes"

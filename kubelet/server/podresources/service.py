@@ -120,10 +120,13 @@ class Lister(PodResourcesListerBase):
         limiter: TokenBucket | None = None,
         devices: DeviceSource | None = None,
         allocatable: Callable[[], Sequence[AssignedDevice]] | None = None,
+        observer: Callable[[str, bool], None] | None = None,
     ) -> None:
         self._pods, self._pod_by_name = pods, pod_by_name
         self._devices = devices or _no_devices
         self._allocatable = allocatable or tuple
+        self._observer = observer
+        """Told of each call past the rate limit: (list | get | get_allocatable, failed)."""
         self._get_enabled = get_enabled
         self._limiter = limiter or TokenBucket()
 
@@ -131,24 +134,31 @@ class Lister(PodResourcesListerBase):
         if not self._limiter.allow():
             raise GRPCError(Status.RESOURCE_EXHAUSTED, RATE_LIMITED)
 
+    def _observe(self, method: str, failed: bool) -> None:
+        if self._observer is not None:
+            self._observer(method, failed)
+
     async def List(self, stream: Any) -> None:
         await stream.recv_message()
         self._admit()
+        self._observe("list", False)
         items = [pod_resources(p, self._devices) for p in _active(self._pods())]
         await stream.send_message(pb.ListPodResourcesResponse(pod_resources=items))
 
     async def GetAllocatableResources(self, stream: Any) -> None:
         await stream.recv_message()
         self._admit()
+        self._observe("get_allocatable", False)
         devices = container_devices(self._allocatable())
         await stream.send_message(pb.AllocatableResourcesResponse(devices=devices))
 
     async def Get(self, stream: Any) -> None:
         request = await stream.recv_message()
         self._admit()
+        pod = self._pod_by_name(request.pod_namespace, request.pod_name)
+        self._observe("get", not self._get_enabled or pod is None)
         if not self._get_enabled:
             raise GRPCError(Status.UNKNOWN, "PodResources API Get method disabled")
-        pod = self._pod_by_name(request.pod_namespace, request.pod_name)
         if pod is None:
             message = f"pod {request.pod_name} in namespace {request.pod_namespace} not found"
             raise GRPCError(Status.UNKNOWN, message)

@@ -439,16 +439,59 @@ def _without(doc: dict[str, Any], *path: str | int) -> dict[str, Any]:
         ),
         (
             kubeconfig(user={"exec": {"command": "aws", "apiVersion": "x"}}),
-            ": users[0].user.exec: exec credential plugins are not supported by this kubelet",
+            ": users[0].user.exec.apiVersion: exec plugin: invalid apiVersion 'x'",
+        ),
+        (
+            kubeconfig(user={"exec": {"apiVersion": "client.authentication.k8s.io/v1"}}),
+            ": users[0].user.exec.command: command must be specified for default-auth to use "
+            "exec authentication plugin",
+        ),
+        (
+            kubeconfig(user={"exec": {"command": "aws", "interactiveMode": "Never"}}),
+            ": users[0].user.exec.apiVersion: apiVersion must be specified for default-auth to "
+            "use exec authentication plugin",
+        ),
+        (
+            kubeconfig(
+                user={"exec": {"command": "aws", "apiVersion": "client.authentication.k8s.io/v1"}}
+            ),
+            ": users[0].user.exec.interactiveMode: interactiveMode must be specified for "
+            "default-auth to use exec authentication plugin",
+        ),
+        (
+            kubeconfig(
+                user={
+                    "exec": {
+                        "command": "aws",
+                        "apiVersion": "client.authentication.k8s.io/v1",
+                        "interactiveMode": "Sometimes",
+                    }
+                }
+            ),
+            ": users[0].user.exec.interactiveMode: invalid interactiveMode for default-auth: "
+            "'Sometimes'",
+        ),
+        (
+            kubeconfig(
+                user={
+                    "exec": {
+                        "command": "aws",
+                        "apiVersion": "client.authentication.k8s.io/v1beta1",
+                        "env": [{"value": "x"}],
+                    }
+                }
+            ),
+            ": users[0].user.exec.env[0].name: env variable name must be specified for "
+            "default-auth to use exec authentication plugin",
         ),
         (
             kubeconfig(user={"auth-provider": {"name": "gcp"}}),
-            ": users[0].user.auth-provider: auth-provider plugins are not supported by this "
-            "kubelet",
+            ': users[0].user.auth-provider: no Auth Provider found for name "gcp"',
         ),
         (
-            kubeconfig(user={"as": "admin"}),
-            ": users[0].user.as: impersonation is not supported by this kubelet",
+            kubeconfig(user={"as-groups": ["admins"]}),
+            ": users[0].user: requesting uid, groups or user-extra for default-auth without "
+            "impersonating a user",
         ),
         (
             kubeconfig(user={"token": "t", "username": "u", "password": "p"}),
@@ -520,7 +563,7 @@ def test_all_problems_are_reported_at_once() -> None:
     found = problems(doc)
     assert [line.split(": ")[1] for line in found] == [
         "clusters[0].cluster.insecure-skip-tls-verify",
-        "users[0].user.exec",
+        "users[0].user.exec.apiVersion",
         "users[0].user.client-key-data",
         "clusters[0].cluster.server",
     ]
