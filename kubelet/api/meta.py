@@ -34,5 +34,3 @@ class ObjectMeta:
     owner_references: tuple[OwnerReference, ...] = ()
     finalizers: tuple[str, ...] = ()
     managed_fields: tuple[Any, ...] = ()
-
-

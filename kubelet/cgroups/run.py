@@ -44,6 +44,7 @@ from .names import CgroupName
 from .swap import NodeSwap, startup_swap, volumes_may_swap
 from .system import SystemCgroups
 from .systemd import HOST_SYSTEMD, SystemdAccess, SystemdBus, SystemdUnavailable
+from .values import ResourceConfig
 
 __all__ = [
     "FAILED_CREATE_POD_CONTAINER",
@@ -115,6 +116,27 @@ class PodCgroups:
             # (in memory, never blocking) cost less than the hop to a worker thread.
             return False
         return await manager.ensure_pod(pod, qos_class, self.active())
+
+    async def resize(self, pod: Pod, resource: str) -> None:
+        """An in-place resize: the pod cgroup's ``resource`` ("cpu" or "memory") set to
+        what ``pod`` (its new allocation) asks; nothing without ``cgroupsPerQOS`` or
+        before the cgroup exists. A ``CgroupError`` is the caller's to report."""
+        manager = self.manager
+        if not manager.settings.cgroups_per_qos:
+            return
+        name = manager.pod_cgroup(pod, self._qos_of(pod))
+        if not manager.exists(name):
+            return
+        config = manager.pod_config(pod, self._qos_of(pod))
+        if resource == "cpu":
+            part = ResourceConfig(
+                cpu_shares=config.cpu_shares,
+                cpu_quota=config.cpu_quota,
+                cpu_period=config.cpu_period,
+            )
+        else:
+            part = ResourceConfig(memory=config.memory if config.memory is not None else -1)
+        await manager.apply(name, part)
 
     def _find(self, uid: str) -> CgroupName | None:
         """The pod cgroup of ``uid`` under whichever QoS parent holds it (a pod known only

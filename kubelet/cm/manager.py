@@ -158,6 +158,12 @@ class ContainerManager:
             return self.cgroups.parent(pod)
         return pod_cgroup_parent(pod, self.cgroup_root)
 
+    async def resize_pod(self, pod: Pod, resource: str) -> None:
+        """An admitted in-place resize: the pod cgroup's ``resource`` ("cpu" or
+        "memory") set to ``pod``'s new allocation (``CgroupError`` when refused)."""
+        if self.cgroups is not None:
+            await self.cgroups.resize(pod, resource)
+
     async def prepare_pod(self, pod: Pod) -> None:
         for manager in self.managers:
             await manager.prepare_pod(pod)

@@ -25,6 +25,7 @@ from .backoff import (
 from .contribution import NO_CONTRIBUTION, ContainerContribution, merge_contributions
 from .criconfig import (
     container_config,
+    linux_container_resources,
     next_restart_count,
     pod_cgroup_parent,
     pod_log_directory,
@@ -36,7 +37,20 @@ from .dra import FAILED_PREPARE_DYNAMIC_RESOURCES, claims_to_prepare, unprepared
 from .grace import KillReason, kill_grace_period, remaining_deletion_grace, stop_container_timeout
 from .limits import ContainerLimits, container_limits
 from .qos import BEST_EFFORT, BURSTABLE, GUARANTEED, is_critical_pod, pod_qos
-from .resize import CONDITIONS, PENDING, Allocation, allocated_pod, allocation_of, pending_condition
+from .resize import (
+    CONDITIONS,
+    IN_PROGRESS,
+    PENDING,
+    Allocation,
+    ResizeState,
+    allocated_pod,
+    allocation_from_spec,
+    allocation_of,
+    decode_resources,
+    in_progress_condition,
+    pending_condition,
+    resize_conditions,
+)
 from .restart import container_should_restart, exited_instance_restarts
 from .security import (
     APPARMOR_REASON,
@@ -60,6 +74,7 @@ __all__ = [
     "GUARANTEED",
     "IMAGE_PULL_INITIAL",
     "IMAGE_PULL_MAX",
+    "IN_PROGRESS",
     "NO_CONTRIBUTION",
     "PENDING",
     "Allocation",
@@ -69,9 +84,11 @@ __all__ = [
     "ContainerToKill",
     "KillReason",
     "PodActions",
+    "ResizeState",
     "SecurityContextError",
     "SysctlAllowlist",
     "allocated_pod",
+    "allocation_from_spec",
     "allocation_of",
     "apparmor_admission_error",
     "apparmor_host_error",
@@ -83,12 +100,15 @@ __all__ = [
     "crash_loop_backoff",
     "crash_loop_key",
     "crash_loop_limits",
+    "decode_resources",
     "exited_instance_restarts",
     "image_pull_key",
     "image_user",
+    "in_progress_condition",
     "is_critical_pod",
     "kernel_version",
     "kill_grace_period",
+    "linux_container_resources",
     "merge_contributions",
     "needs_image_user",
     "next_restart_count",
@@ -98,6 +118,7 @@ __all__ = [
     "pod_qos",
     "remaining_deletion_grace",
     "resize",
+    "resize_conditions",
     "restart_count_from_logs",
     "sandbox_changed",
     "sandbox_config",

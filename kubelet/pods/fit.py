@@ -694,5 +694,3 @@ def filter_rejection(
         return None
     first = failures[0]
     return Rejection(first.reason, first.message)
-
-

@@ -47,7 +47,6 @@ from .wire import ASGIApp
 log = logging.getLogger(__name__)
 
 
-
 @attrs.frozen
 class Addresses:
     """Where the servers listen, as ``host:port`` ("" when that server is off)."""
