@@ -7,7 +7,8 @@ upstream ``computePodActions`` (kuberuntime_manager.go) and its init-container h
 upstream kubelet: same restarts, same sandbox recreations, same attempt numbers.
 
 Ephemeral containers start once each, in an existing sandbox, even before the pod is
-initialized, and are never restarted. In-place resize is not handled yet. A pod being
+initialized, and are never restarted. In-place resize is applied apart
+(``runtime.resize``): a resources change alone restarts nothing. A pod being
 deleted (``deletionTimestamp`` set) is only ever killed: the pod workers terminate it
 and never sync it, and should a sync come all the same, it starts nothing.
 """

@@ -7,9 +7,8 @@ allocation gives (``criconfig.linux_container_resources``: shares from the reque
 CFS quota over the period from the limit, the memory limit). When they differ the pod
 is resized, per resource as upstream orders it: a growing pod's cgroup first, then the
 containers (``UpdateContainerResources``), a shrinking one's containers first, then
-its cgroup, so a container's limit never exceeds its pod's. A container's memory limit
-is never set below what it uses now: the resize stays in progress, with upstream's
-message, until it uses less or the resize is undone.
+its cgroup, so a container's limit never exceeds its pod's. (Upstream's refusal of a
+memory limit below the current usage is not made here yet.)
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ previously reported status, the node's IPs, the time). Conditions follow upstrea
 generator: kubelet-owned conditions are appended in the order PodReadyToStartContainers,
 Initialized, Ready, ContainersReady, PodScheduled after any condition someone else set,
 and a condition's lastTransitionTime only moves when its status changes. Between the
-two, PodResizePending while the spec asks for resources the pod does not run with
-(``decisions.resize``). With the gate PodReadyToStartContainersCondition off, the
+two, PodResizePending while a resize waits and PodResizeInProgress while one admitted
+is applied (``decisions.resize``). With the gate PodReadyToStartContainersCondition off, the
 kubelet neither writes nor owns PodReadyToStartContainers (one already on the pod is
 kept as someone else's).
 """
