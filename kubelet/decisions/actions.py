@@ -363,12 +363,15 @@ def compute_pod_actions(
     liveness_failed: Collection[str] = (),
     startup_failed: Collection[str] = (),
     startup_succeeded: Collection[str] | None = None,
+    resize_restart: Collection[str] = (),
 ) -> PodActions:
     """Upstream ``computePodActions``.
 
     ``liveness_failed`` / ``startup_failed``: IDs of container instances whose liveness
     or startup probe reported Failure. ``startup_succeeded`` (IDs whose startup probe
     succeeded) only matters for sidecars with a startup probe; None means "do not wait".
+    ``resize_restart``: IDs of running containers an in-place resize restarts (their
+    ``resizePolicy`` says ``RestartContainer`` for a resource that changed).
     """
     create, attempt, sandbox_id = sandbox_changed(pod, status)
     if pod.metadata.deletion_timestamp is not None:
@@ -409,6 +412,9 @@ def compute_pod_actions(
         elif current.id in startup_failed:
             message = f"Container {container.name} failed startup probe"
             reason = KillReason.STARTUP_PROBE
+        elif current.id in resize_restart:
+            message = f"Container {container.name} resize requires restart"
+            restart = True  # started again at once with its new resources
         else:
             keep += 1
             continue

@@ -262,16 +262,18 @@ class PodRuntime:
         volumes = await self._prepare_volumes(pod, progress)
         if volumes is None:
             return progress.freeze()
+        restarted = self.resizer.to_restart(pod, status)
         actions = compute_pod_actions(
             pod,
             status,
             liveness_failed=liveness_failed,
             startup_failed=startup_failed,
             startup_succeeded=startup_succeeded,
+            resize_restart=restarted,
         )
         await self._kill_what_must_go(pod, status, actions, progress)
         if not (actions.kill_pod or actions.create_sandbox):
-            progress.resize = await self.resizer.resize(pod, status)
+            progress.resize = await self.resizer.resize(pod, status, restarted)
             progress.acted = progress.acted or progress.resize.acted
         if not (
             actions.create_sandbox

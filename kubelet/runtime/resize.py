@@ -33,7 +33,9 @@ from kubelet.cri import (
 )
 from kubelet.decisions import decode_resources, linux_container_resources
 
-__all__ = ["ResizeResult", "Resizer"]
+__all__ = ["RESTART_CONTAINER", "ResizeResult", "Resizer"]
+
+RESTART_CONTAINER = "RestartContainer"
 
 log = logging.getLogger(__name__)
 
@@ -123,9 +125,31 @@ class Resizer:
                 out.append(_Change(container, info, target, current))
         return out
 
-    async def resize(self, pod: Pod, status: RuntimePodStatus) -> ResizeResult:
-        """Bring every running container of ``pod`` (its allocation) to its resources."""
-        changes = self.changes(pod, status)
+    def to_restart(self, pod: Pod, status: RuntimePodStatus) -> frozenset[str]:
+        """IDs of the running (regular) containers a resize restarts: a resource that
+        changes has the ``RestartContainer`` resize policy."""
+        regular = {c.name for c in pod.spec.containers}
+        out = set()
+        for change in self.changes(pod, status):
+            if change.container.name not in regular:
+                continue
+            cpu = (change.current.cpu_shares, change.current.cpu_quota) != (
+                change.target.cpu_shares,
+                change.target.cpu_quota,
+            )
+            memory = change.current.memory_limit != change.target.memory_limit_in_bytes
+            policies = {p.resource_name: p.restart_policy for p in change.container.resize_policy}
+            wanted = [r for r, moved in (("cpu", cpu), ("memory", memory)) if moved]
+            if any(policies.get(r) == RESTART_CONTAINER for r in wanted):
+                out.add(change.info.id)
+        return frozenset(out)
+
+    async def resize(
+        self, pod: Pod, status: RuntimePodStatus, restarted: frozenset[str] = frozenset()
+    ) -> ResizeResult:
+        """Bring every running container of ``pod`` (its allocation) to its resources
+        (but those ``restarted`` with them)."""
+        changes = [c for c in self.changes(pod, status) if c.info.id not in restarted]
         if not changes:
             return ResizeResult()
         growing = {
@@ -155,7 +179,3 @@ class Resizer:
     async def _update(self, change: _Change) -> None:
         await self.runtime.update_container_resources(change.info.id, linux=change.target)
         self._set[change.info.id] = _as_running(change.target)
-
-    def forget(self, container_ids: Iterator[str]) -> None:
-        for cid in container_ids:
-            self._set.pop(cid, None)

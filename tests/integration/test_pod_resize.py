@@ -253,3 +253,50 @@ async def test_a_deleted_pod_leaves_no_allocation_behind(
         await c.wait_for(lambda: c.pod("web") is None, timeout=60)
         await trio.sleep(30)
         assert uid not in allocations and len(allocations) == 0
+
+
+async def test_a_restart_container_policy_restarts_just_that_container(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    async with running_cluster(fake, short_tmp) as c:
+        policy = [
+            {"resourceName": "cpu", "restartPolicy": "NotRequired"},
+            {"resourceName": "memory", "restartPolicy": "RestartContainer"},
+        ]
+        c.create_pod(
+            "web",
+            containers=[
+                {
+                    "name": "app",
+                    "image": "busybox:1.35",
+                    "resources": SMALL,
+                    "resizePolicy": policy,
+                },
+                {"name": "side", "image": "busybox:1.35"},
+            ],
+        )
+        await c.wait_for(lambda: c.phase("web") == "Running")
+        ids = {s["name"]: s["containerID"] for s in status(c, "web")["containerStatuses"]}
+
+        resize(c, "web", BIG)  # cpu only: in place
+        await c.wait_for(lambda: app_status_named(c, "app").get("resources") == BIG)
+        assert app_status_named(c, "app")["containerID"] == ids["app"]
+        assert len(updates(c)) == 1
+
+        more_memory = {
+            "requests": {"cpu": "1500m", "memory": "64Mi"},
+            "limits": {"cpu": "1500m", "memory": "256Mi"},
+        }
+        resize(c, "web", more_memory)
+        await c.wait_for(lambda: app_status_named(c, "app").get("resources") == more_memory)
+        await c.wait_for(lambda: app_status_named(c, "app").get("restartCount") == 1)
+        assert app_status_named(c, "app")["containerID"] != ids["app"]
+        assert app_status_named(c, "side")["containerID"] == ids["side"]
+        assert len(updates(c)) == 1  # restarted with them, not updated
+        (app,) = [x for x in c.fake.running() if x.config.metadata.name == "app"]
+        assert app.config.linux.resources.memory_limit_in_bytes == 256 * 2**20
+        await c.wait_for(lambda: in_progress(c, "web") is None)
+
+
+def app_status_named(c: Cluster, name: str) -> dict[str, Any]:
+    return dict(next(s for s in status(c, "web")["containerStatuses"] if s["name"] == name))
