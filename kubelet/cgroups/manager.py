@@ -381,6 +381,10 @@ class CgroupManager:
         self._create(name, config)
         return True
 
+    def memory_usage(self, name: CgroupName) -> int:
+        """What ``name`` uses now (bytes), read from its memory controller."""
+        return self._memory_usage(name)
+
     def _memory_usage(self, name: CgroupName) -> int:
         paths = self.fs.paths(self.literal(name))
         if self.fs.layout.version == 2:

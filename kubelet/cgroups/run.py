@@ -138,6 +138,27 @@ class PodCgroups:
             part = ResourceConfig(memory=config.memory if config.memory is not None else -1)
         await manager.apply(name, part)
 
+    async def memory_headroom(self, pod: Pod) -> tuple[int, int] | None:
+        """(the memory limit ``pod``'s allocation gives its cgroup, what the cgroup uses
+        now); None without a limit, a cgroup, or a readable usage."""
+        manager = self.manager
+        if not manager.settings.cgroups_per_qos:
+            return None
+        qos_class = self._qos_of(pod)
+        limit = manager.pod_config(pod, qos_class).memory
+        if limit is None or limit < 0:
+            return None
+        name = manager.pod_cgroup(pod, qos_class)
+
+        def read() -> int | None:
+            try:
+                return manager.memory_usage(name) if manager.exists(name) else None
+            except (CgroupError, ValueError, KeyError):
+                return None
+
+        usage: int | None = await manager.offload(read)
+        return None if usage is None else (limit, usage)
+
     def _find(self, uid: str) -> CgroupName | None:
         """The pod cgroup of ``uid`` under whichever QoS parent holds it (a pod known only
         from the runtime has no spec to compute its class from)."""

@@ -7,8 +7,9 @@ allocation gives (``criconfig.linux_container_resources``: shares from the reque
 CFS quota over the period from the limit, the memory limit). When they differ the pod
 is resized, per resource as upstream orders it: a growing pod's cgroup first, then the
 containers (``UpdateContainerResources``), a shrinking one's containers first, then
-its cgroup, so a container's limit never exceeds its pod's. (Upstream's refusal of a
-memory limit below the current usage is not made here yet.)
+its cgroup, so a container's limit never exceeds its pod's. A memory shrink that would
+put the pod cgroup's limit at or below what it uses now is not made: the resize stays in
+progress with upstream's error, tried again at each sync.
 """
 
 from __future__ import annotations
@@ -36,6 +37,10 @@ from kubelet.decisions import decode_resources, linux_container_resources
 __all__ = ["RESTART_CONTAINER", "ResizeResult", "Resizer"]
 
 RESTART_CONTAINER = "RestartContainer"
+BELOW_USAGE = (
+    "Aborting attempt to set pod memory limit less than current memory usage for pod {pod}"
+)
+"""upstream's error while a shrink would put the pod's memory limit below its usage"""
 
 log = logging.getLogger(__name__)
 
@@ -158,6 +163,12 @@ class Resizer:
             "memory": _total([c.target.memory_limit_in_bytes for c in changes])
             >= _total([c.current.memory_limit for c in changes]),
         }
+        if not growing["memory"]:
+            headroom = await self.cm.pod_memory_headroom(pod)
+            if headroom is not None and headroom[1] >= headroom[0]:
+                message = BELOW_USAGE.format(pod=pod.metadata.name)
+                log.info("pod %s: %s (usage %d, limit %d)", pod.key, message, *headroom[::-1])
+                return ResizeResult(pending=True, error=message)
         try:
             for resource in ("memory", "cpu"):
                 if growing[resource]:

@@ -300,3 +300,34 @@ async def test_a_restart_container_policy_restarts_just_that_container(
 
 def app_status_named(c: Cluster, name: str) -> dict[str, Any]:
     return dict(next(s for s in status(c, "web")["containerStatuses"] if s["name"] == name))
+
+
+async def test_a_memory_limit_is_never_set_below_what_the_pod_uses(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    async with running_cluster(fake, short_tmp) as c:
+        create(c, "web", SMALL)
+        await c.wait_for(lambda: c.phase("web") == "Running")
+        (uid,) = [p["metadata"]["uid"] for p in c.api.list("pods", "default")]
+        (pod_dir,) = [d for d in (c.tmp / "cgroup").rglob(f"pod{uid}") if "memory" in d.parts]
+        usage = pod_dir / "memory.usage_in_bytes"
+        usage.write_text(str(100 * 2**20))
+        smaller = {
+            "requests": {"cpu": "1", "memory": "64Mi"},
+            "limits": {"cpu": "1", "memory": "96Mi"},
+        }
+        resize(c, "web", smaller)
+        await c.wait_for(lambda: (in_progress(c, "web") or {}).get("reason") == "Error")
+        condition = in_progress(c, "web")
+        assert condition is not None
+        assert condition["message"] == (
+            "Aborting attempt to set pod memory limit less than current memory usage for pod web"
+        )
+        assert app_status(c, "web")["allocatedResources"] == smaller["requests"]
+        assert updates(c) == []
+        assert len(resize_events(c, "ResizeError")) == 1
+
+        usage.write_text(str(10 * 2**20))  # it freed some: the next sync applies it
+        await c.wait_for(lambda: in_progress(c, "web") is None, timeout=120)
+        assert app_resources(c).memory_limit_in_bytes == 96 * 2**20
+        assert (pod_dir / "memory.limit_in_bytes").read_text().strip() == str(96 * 2**20)
