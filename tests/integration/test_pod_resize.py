@@ -324,6 +324,7 @@ async def test_a_memory_limit_is_never_set_below_what_the_pod_uses(
             "Aborting attempt to set pod memory limit less than current memory usage for pod web"
         )
         assert app_status(c, "web")["allocatedResources"] == smaller["requests"]
+        assert app_status(c, "web")["resources"] == SMALL  # what the runtime still runs
         assert updates(c) == []
         assert len(resize_events(c, "ResizeError")) == 1
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import attrs
 
 from kubelet.api import Container, Pod, PodStatus, Quantity, ResourceRequirements
-from kubelet.cri import ContainerInfo, ContainerRunState, RuntimePodStatus
+from kubelet.cri import ContainerInfo, ContainerRunState, RunningResources, RuntimePodStatus
 from kubelet.decisions import Allocation, ResizeState, allocated_pod
 from kubelet.status import format_time, generate_pod_status
 from kubelet.status.generate import foreign_conditions
@@ -98,3 +98,35 @@ def test_a_finished_pod_has_no_resize_condition() -> None:
     assert "PodResizePending" not in [c.type for c in status.conditions]
     (app,) = status.container_statuses
     assert app.resources == SMALL
+
+
+def test_resources_are_what_the_runtime_reports_running() -> None:
+    """Allocated BIG, the runtime still at SMALL's values: status.resources says SMALL's
+    (a resize in progress); values the same as the allocation keep its quantities."""
+    pod, _ = resized()
+    old = RunningResources(cpu_shares=102, cpu_quota=20_000, cpu_period=100_000)
+    app = ContainerInfo(
+        id="c1",
+        name="app",
+        state=ContainerRunState.RUNNING,
+        created_at=NS,
+        started_at=NS,
+        resources=old,
+    )
+    status = generate_pod_status(
+        pod,
+        RuntimePodStatus(uid="u1", sandboxes=(ready_sandbox(),), containers=(app,)),
+        now_ns=NS,
+    )
+    (reported,) = status.container_statuses
+    assert reported.resources == res({"cpu": "99m"}, {"cpu": "200m"})
+    assert reported.allocated_resources == BIG.requests
+    same = attrs.evolve(
+        app, resources=RunningResources(cpu_shares=307, cpu_quota=40_000, cpu_period=100_000)
+    )
+    status = generate_pod_status(
+        pod,
+        RuntimePodStatus(uid="u1", sandboxes=(ready_sandbox(),), containers=(same,)),
+        now_ns=NS,
+    )
+    assert status.container_statuses[0].resources == BIG
