@@ -137,6 +137,10 @@ class PodCgroups:
         else:
             part = ResourceConfig(memory=config.memory if config.memory is not None else -1)
         await manager.apply(name, part)
+        try:  # the QoS cgroups follow (upstream updates them after a resize too)
+            await manager.update_qos(self.active())
+        except CgroupError as err:
+            log.info("Failed to update QoS cgroups after a resize: %s", err)
 
     async def memory_headroom(self, pod: Pod) -> tuple[int, int] | None:
         """(the memory limit ``pod``'s allocation gives its cgroup, what the cgroup uses

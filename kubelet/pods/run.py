@@ -170,6 +170,7 @@ async def run_pod_lifecycle(
         ),
         allocations=Allocations(p.pleg.cache.get, checkpoint, saved),
     )
+    p.desired.allocated = syncer.allocations.allocated  # the QoS cgroups size what runs
     results_send, results = trio.open_memory_channel[WorkerResult](math.inf)
     workers = PodWorkers(syncer, results=results_send, on_restart=p.metrics.pod_restarted)
     housekeeper = RuntimeHousekeeper(

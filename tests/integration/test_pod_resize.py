@@ -105,6 +105,10 @@ async def test_a_resize_that_fits_is_applied_in_place(
         assert now.cpu_quota == 150_000
         assert now.cpu_period == 100_000
         assert now.memory_limit_in_bytes == 128 * 2**20
+        (burstable,) = (c.tmp / "cgroup").rglob("cpu/kubepods/burstable")
+        assert (burstable / "cpu.shares").read_text().strip() == "1536"  # the QoS cgroup too
+        (pod_cpu,) = burstable.glob("pod*")
+        assert (pod_cpu / "cpu.cfs_quota_us").read_text().strip() == "150000"
         assert status(c, "web")["observedGeneration"] == 2
         (started,) = resize_events(c, "ResizeStarted")
         assert started.startswith("Pod resize started: ")
