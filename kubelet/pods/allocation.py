@@ -116,6 +116,15 @@ class Allocations:
         if known:
             self._store()
 
+    def drop_orphans(self, wanted: Callable[[str], bool]) -> None:
+        """Entries read from the checkpoint for pods no source wants (asked once every
+        source has spoken): gone from the file (upstream's ``RemoveOrphanedPods``)."""
+        orphans = [uid for uid in self._saved if not wanted(uid)]
+        for uid in orphans:
+            del self._saved[uid]
+        if orphans:
+            self._store()
+
     def _store(self) -> None:
         if self._checkpoint is not None:
             self._checkpoint.store({**self._saved, **self._by_uid})

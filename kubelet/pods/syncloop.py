@@ -461,6 +461,7 @@ class SyncLoop:
         self.housekeeper.tidy()
         if not self.sources_seen():
             return
+        self.allocations.drop_orphans(lambda uid: uid in self.pods)
         self.retry_deferred_resizes()
         listed = self.housekeeper.listed_uids()
         running: list[OrphanPod] = []

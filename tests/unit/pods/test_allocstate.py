@@ -87,3 +87,13 @@ async def test_stored_and_loaded_under_the_root_dir(tmp_path: Path) -> None:
     assert set(await checkpoint.load(inline)) == {"uid-1", "uid-2"}
     (tmp_path / "allocated_pods_state").write_text('{"data": "{}", "checksum": 7}')
     assert await checkpoint.load(inline) == {}  # damaged: ignored
+
+
+async def test_entries_of_pods_no_source_wants_leave_the_file(tmp_path: Path) -> None:
+    from kubelet.pods.allocation import Allocations
+
+    checkpoint = AllocationCheckpoint(str(tmp_path))
+    checkpoint.store(ENTRIES)
+    allocations = Allocations(checkpoint=checkpoint, saved=await checkpoint.load(inline))
+    allocations.drop_orphans(lambda uid: uid == "uid-2")
+    assert set(await checkpoint.load(inline)) == {"uid-2"}
