@@ -34,3 +34,5 @@ class ObjectMeta:
     owner_references: tuple[OwnerReference, ...] = ()
     finalizers: tuple[str, ...] = ()
     managed_fields: tuple[Any, ...] = ()
+
+

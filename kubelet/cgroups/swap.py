@@ -44,7 +44,8 @@ log = logging.getLogger(__name__)
 NO_SWAP = "NoSwap"
 LIMITED_SWAP = "LimitedSwap"
 SWAP_ON_REFUSED = (
-    "running with swap on is not supported, please disable swap or set --fail-swap-on flag to false"
+    "running with swap on is not supported, please disable swap or set --fail-swap-on flag "
+    "to false"
 )
 LIMITED_SWAP_ON_V1 = (
     "swap feature is enabled and LimitedSwap but it is only supported with cgroupv2"

@@ -277,9 +277,12 @@ def _check(
     _raise(validate(config, gates), set_by_flag, config_file)
 
 
-def _raise(issues: list[tuple[str, str]], set_by_flag: Mapping[str, str], config_file: str) -> None:
+def _raise(
+    issues: list[tuple[str, str]], set_by_flag: Mapping[str, str], config_file: str
+) -> None:
     problems = [
-        Problem(_source(path, set_by_flag, config_file), path, message) for path, message in issues
+        Problem(_source(path, set_by_flag, config_file), path, message)
+        for path, message in issues
     ]
     if problems:
         raise ConfigError(*problems)

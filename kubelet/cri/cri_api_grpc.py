@@ -6,7 +6,6 @@ import typing
 
 import grpclib.const
 import grpclib.client
-
 if typing.TYPE_CHECKING:
     import grpclib.server
 
@@ -14,338 +13,264 @@ from . import cri_api_pb2
 
 
 class RuntimeServiceBase(abc.ABC):
+
     @abc.abstractmethod
-    async def Version(
-        self,
-        stream: "grpclib.server.Stream[cri_api_pb2.VersionRequest, cri_api_pb2.VersionResponse]",
-    ) -> None:
+    async def Version(self, stream: 'grpclib.server.Stream[cri_api_pb2.VersionRequest, cri_api_pb2.VersionResponse]') -> None:
         pass
 
     @abc.abstractmethod
-    async def RunPodSandbox(
-        self,
-        stream: "grpclib.server.Stream[cri_api_pb2.RunPodSandboxRequest, cri_api_pb2.RunPodSandboxResponse]",
-    ) -> None:
+    async def RunPodSandbox(self, stream: 'grpclib.server.Stream[cri_api_pb2.RunPodSandboxRequest, cri_api_pb2.RunPodSandboxResponse]') -> None:
         pass
 
     @abc.abstractmethod
-    async def StopPodSandbox(
-        self,
-        stream: "grpclib.server.Stream[cri_api_pb2.StopPodSandboxRequest, cri_api_pb2.StopPodSandboxResponse]",
-    ) -> None:
+    async def StopPodSandbox(self, stream: 'grpclib.server.Stream[cri_api_pb2.StopPodSandboxRequest, cri_api_pb2.StopPodSandboxResponse]') -> None:
         pass
 
     @abc.abstractmethod
-    async def RemovePodSandbox(
-        self,
-        stream: "grpclib.server.Stream[cri_api_pb2.RemovePodSandboxRequest, cri_api_pb2.RemovePodSandboxResponse]",
-    ) -> None:
+    async def RemovePodSandbox(self, stream: 'grpclib.server.Stream[cri_api_pb2.RemovePodSandboxRequest, cri_api_pb2.RemovePodSandboxResponse]') -> None:
         pass
 
     @abc.abstractmethod
-    async def PodSandboxStatus(
-        self,
-        stream: "grpclib.server.Stream[cri_api_pb2.PodSandboxStatusRequest, cri_api_pb2.PodSandboxStatusResponse]",
-    ) -> None:
+    async def PodSandboxStatus(self, stream: 'grpclib.server.Stream[cri_api_pb2.PodSandboxStatusRequest, cri_api_pb2.PodSandboxStatusResponse]') -> None:
         pass
 
     @abc.abstractmethod
-    async def ListPodSandbox(
-        self,
-        stream: "grpclib.server.Stream[cri_api_pb2.ListPodSandboxRequest, cri_api_pb2.ListPodSandboxResponse]",
-    ) -> None:
+    async def ListPodSandbox(self, stream: 'grpclib.server.Stream[cri_api_pb2.ListPodSandboxRequest, cri_api_pb2.ListPodSandboxResponse]') -> None:
         pass
 
     @abc.abstractmethod
-    async def CreateContainer(
-        self,
-        stream: "grpclib.server.Stream[cri_api_pb2.CreateContainerRequest, cri_api_pb2.CreateContainerResponse]",
-    ) -> None:
+    async def CreateContainer(self, stream: 'grpclib.server.Stream[cri_api_pb2.CreateContainerRequest, cri_api_pb2.CreateContainerResponse]') -> None:
         pass
 
     @abc.abstractmethod
-    async def StartContainer(
-        self,
-        stream: "grpclib.server.Stream[cri_api_pb2.StartContainerRequest, cri_api_pb2.StartContainerResponse]",
-    ) -> None:
+    async def StartContainer(self, stream: 'grpclib.server.Stream[cri_api_pb2.StartContainerRequest, cri_api_pb2.StartContainerResponse]') -> None:
         pass
 
     @abc.abstractmethod
-    async def StopContainer(
-        self,
-        stream: "grpclib.server.Stream[cri_api_pb2.StopContainerRequest, cri_api_pb2.StopContainerResponse]",
-    ) -> None:
+    async def StopContainer(self, stream: 'grpclib.server.Stream[cri_api_pb2.StopContainerRequest, cri_api_pb2.StopContainerResponse]') -> None:
         pass
 
     @abc.abstractmethod
-    async def RemoveContainer(
-        self,
-        stream: "grpclib.server.Stream[cri_api_pb2.RemoveContainerRequest, cri_api_pb2.RemoveContainerResponse]",
-    ) -> None:
+    async def RemoveContainer(self, stream: 'grpclib.server.Stream[cri_api_pb2.RemoveContainerRequest, cri_api_pb2.RemoveContainerResponse]') -> None:
         pass
 
     @abc.abstractmethod
-    async def ListContainers(
-        self,
-        stream: "grpclib.server.Stream[cri_api_pb2.ListContainersRequest, cri_api_pb2.ListContainersResponse]",
-    ) -> None:
+    async def ListContainers(self, stream: 'grpclib.server.Stream[cri_api_pb2.ListContainersRequest, cri_api_pb2.ListContainersResponse]') -> None:
         pass
 
     @abc.abstractmethod
-    async def ContainerStatus(
-        self,
-        stream: "grpclib.server.Stream[cri_api_pb2.ContainerStatusRequest, cri_api_pb2.ContainerStatusResponse]",
-    ) -> None:
+    async def ContainerStatus(self, stream: 'grpclib.server.Stream[cri_api_pb2.ContainerStatusRequest, cri_api_pb2.ContainerStatusResponse]') -> None:
         pass
 
     @abc.abstractmethod
-    async def UpdateContainerResources(
-        self,
-        stream: "grpclib.server.Stream[cri_api_pb2.UpdateContainerResourcesRequest, cri_api_pb2.UpdateContainerResourcesResponse]",
-    ) -> None:
+    async def UpdateContainerResources(self, stream: 'grpclib.server.Stream[cri_api_pb2.UpdateContainerResourcesRequest, cri_api_pb2.UpdateContainerResourcesResponse]') -> None:
         pass
 
     @abc.abstractmethod
-    async def ReopenContainerLog(
-        self,
-        stream: "grpclib.server.Stream[cri_api_pb2.ReopenContainerLogRequest, cri_api_pb2.ReopenContainerLogResponse]",
-    ) -> None:
+    async def ReopenContainerLog(self, stream: 'grpclib.server.Stream[cri_api_pb2.ReopenContainerLogRequest, cri_api_pb2.ReopenContainerLogResponse]') -> None:
         pass
 
     @abc.abstractmethod
-    async def ExecSync(
-        self,
-        stream: "grpclib.server.Stream[cri_api_pb2.ExecSyncRequest, cri_api_pb2.ExecSyncResponse]",
-    ) -> None:
+    async def ExecSync(self, stream: 'grpclib.server.Stream[cri_api_pb2.ExecSyncRequest, cri_api_pb2.ExecSyncResponse]') -> None:
         pass
 
     @abc.abstractmethod
-    async def Exec(
-        self, stream: "grpclib.server.Stream[cri_api_pb2.ExecRequest, cri_api_pb2.ExecResponse]"
-    ) -> None:
+    async def Exec(self, stream: 'grpclib.server.Stream[cri_api_pb2.ExecRequest, cri_api_pb2.ExecResponse]') -> None:
         pass
 
     @abc.abstractmethod
-    async def Attach(
-        self, stream: "grpclib.server.Stream[cri_api_pb2.AttachRequest, cri_api_pb2.AttachResponse]"
-    ) -> None:
+    async def Attach(self, stream: 'grpclib.server.Stream[cri_api_pb2.AttachRequest, cri_api_pb2.AttachResponse]') -> None:
         pass
 
     @abc.abstractmethod
-    async def PortForward(
-        self,
-        stream: "grpclib.server.Stream[cri_api_pb2.PortForwardRequest, cri_api_pb2.PortForwardResponse]",
-    ) -> None:
+    async def PortForward(self, stream: 'grpclib.server.Stream[cri_api_pb2.PortForwardRequest, cri_api_pb2.PortForwardResponse]') -> None:
         pass
 
     @abc.abstractmethod
-    async def ContainerStats(
-        self,
-        stream: "grpclib.server.Stream[cri_api_pb2.ContainerStatsRequest, cri_api_pb2.ContainerStatsResponse]",
-    ) -> None:
+    async def ContainerStats(self, stream: 'grpclib.server.Stream[cri_api_pb2.ContainerStatsRequest, cri_api_pb2.ContainerStatsResponse]') -> None:
         pass
 
     @abc.abstractmethod
-    async def ListContainerStats(
-        self,
-        stream: "grpclib.server.Stream[cri_api_pb2.ListContainerStatsRequest, cri_api_pb2.ListContainerStatsResponse]",
-    ) -> None:
+    async def ListContainerStats(self, stream: 'grpclib.server.Stream[cri_api_pb2.ListContainerStatsRequest, cri_api_pb2.ListContainerStatsResponse]') -> None:
         pass
 
     @abc.abstractmethod
-    async def PodSandboxStats(
-        self,
-        stream: "grpclib.server.Stream[cri_api_pb2.PodSandboxStatsRequest, cri_api_pb2.PodSandboxStatsResponse]",
-    ) -> None:
+    async def PodSandboxStats(self, stream: 'grpclib.server.Stream[cri_api_pb2.PodSandboxStatsRequest, cri_api_pb2.PodSandboxStatsResponse]') -> None:
         pass
 
     @abc.abstractmethod
-    async def ListPodSandboxStats(
-        self,
-        stream: "grpclib.server.Stream[cri_api_pb2.ListPodSandboxStatsRequest, cri_api_pb2.ListPodSandboxStatsResponse]",
-    ) -> None:
+    async def ListPodSandboxStats(self, stream: 'grpclib.server.Stream[cri_api_pb2.ListPodSandboxStatsRequest, cri_api_pb2.ListPodSandboxStatsResponse]') -> None:
         pass
 
     @abc.abstractmethod
-    async def UpdateRuntimeConfig(
-        self,
-        stream: "grpclib.server.Stream[cri_api_pb2.UpdateRuntimeConfigRequest, cri_api_pb2.UpdateRuntimeConfigResponse]",
-    ) -> None:
+    async def UpdateRuntimeConfig(self, stream: 'grpclib.server.Stream[cri_api_pb2.UpdateRuntimeConfigRequest, cri_api_pb2.UpdateRuntimeConfigResponse]') -> None:
         pass
 
     @abc.abstractmethod
-    async def Status(
-        self, stream: "grpclib.server.Stream[cri_api_pb2.StatusRequest, cri_api_pb2.StatusResponse]"
-    ) -> None:
+    async def Status(self, stream: 'grpclib.server.Stream[cri_api_pb2.StatusRequest, cri_api_pb2.StatusResponse]') -> None:
         pass
 
     @abc.abstractmethod
-    async def RuntimeConfig(
-        self,
-        stream: "grpclib.server.Stream[cri_api_pb2.RuntimeConfigRequest, cri_api_pb2.RuntimeConfigResponse]",
-    ) -> None:
+    async def RuntimeConfig(self, stream: 'grpclib.server.Stream[cri_api_pb2.RuntimeConfigRequest, cri_api_pb2.RuntimeConfigResponse]') -> None:
         pass
 
     @abc.abstractmethod
-    async def CheckpointContainer(
-        self,
-        stream: "grpclib.server.Stream[cri_api_pb2.CheckpointContainerRequest, cri_api_pb2.CheckpointContainerResponse]",
-    ) -> None:
+    async def CheckpointContainer(self, stream: 'grpclib.server.Stream[cri_api_pb2.CheckpointContainerRequest, cri_api_pb2.CheckpointContainerResponse]') -> None:
         pass
 
     def __mapping__(self) -> typing.Dict[str, grpclib.const.Handler]:
         return {
-            "/runtime.v1.RuntimeService/Version": grpclib.const.Handler(
+            '/runtime.v1.RuntimeService/Version': grpclib.const.Handler(
                 self.Version,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 cri_api_pb2.VersionRequest,
                 cri_api_pb2.VersionResponse,
             ),
-            "/runtime.v1.RuntimeService/RunPodSandbox": grpclib.const.Handler(
+            '/runtime.v1.RuntimeService/RunPodSandbox': grpclib.const.Handler(
                 self.RunPodSandbox,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 cri_api_pb2.RunPodSandboxRequest,
                 cri_api_pb2.RunPodSandboxResponse,
             ),
-            "/runtime.v1.RuntimeService/StopPodSandbox": grpclib.const.Handler(
+            '/runtime.v1.RuntimeService/StopPodSandbox': grpclib.const.Handler(
                 self.StopPodSandbox,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 cri_api_pb2.StopPodSandboxRequest,
                 cri_api_pb2.StopPodSandboxResponse,
             ),
-            "/runtime.v1.RuntimeService/RemovePodSandbox": grpclib.const.Handler(
+            '/runtime.v1.RuntimeService/RemovePodSandbox': grpclib.const.Handler(
                 self.RemovePodSandbox,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 cri_api_pb2.RemovePodSandboxRequest,
                 cri_api_pb2.RemovePodSandboxResponse,
             ),
-            "/runtime.v1.RuntimeService/PodSandboxStatus": grpclib.const.Handler(
+            '/runtime.v1.RuntimeService/PodSandboxStatus': grpclib.const.Handler(
                 self.PodSandboxStatus,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 cri_api_pb2.PodSandboxStatusRequest,
                 cri_api_pb2.PodSandboxStatusResponse,
             ),
-            "/runtime.v1.RuntimeService/ListPodSandbox": grpclib.const.Handler(
+            '/runtime.v1.RuntimeService/ListPodSandbox': grpclib.const.Handler(
                 self.ListPodSandbox,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 cri_api_pb2.ListPodSandboxRequest,
                 cri_api_pb2.ListPodSandboxResponse,
             ),
-            "/runtime.v1.RuntimeService/CreateContainer": grpclib.const.Handler(
+            '/runtime.v1.RuntimeService/CreateContainer': grpclib.const.Handler(
                 self.CreateContainer,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 cri_api_pb2.CreateContainerRequest,
                 cri_api_pb2.CreateContainerResponse,
             ),
-            "/runtime.v1.RuntimeService/StartContainer": grpclib.const.Handler(
+            '/runtime.v1.RuntimeService/StartContainer': grpclib.const.Handler(
                 self.StartContainer,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 cri_api_pb2.StartContainerRequest,
                 cri_api_pb2.StartContainerResponse,
             ),
-            "/runtime.v1.RuntimeService/StopContainer": grpclib.const.Handler(
+            '/runtime.v1.RuntimeService/StopContainer': grpclib.const.Handler(
                 self.StopContainer,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 cri_api_pb2.StopContainerRequest,
                 cri_api_pb2.StopContainerResponse,
             ),
-            "/runtime.v1.RuntimeService/RemoveContainer": grpclib.const.Handler(
+            '/runtime.v1.RuntimeService/RemoveContainer': grpclib.const.Handler(
                 self.RemoveContainer,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 cri_api_pb2.RemoveContainerRequest,
                 cri_api_pb2.RemoveContainerResponse,
             ),
-            "/runtime.v1.RuntimeService/ListContainers": grpclib.const.Handler(
+            '/runtime.v1.RuntimeService/ListContainers': grpclib.const.Handler(
                 self.ListContainers,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 cri_api_pb2.ListContainersRequest,
                 cri_api_pb2.ListContainersResponse,
             ),
-            "/runtime.v1.RuntimeService/ContainerStatus": grpclib.const.Handler(
+            '/runtime.v1.RuntimeService/ContainerStatus': grpclib.const.Handler(
                 self.ContainerStatus,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 cri_api_pb2.ContainerStatusRequest,
                 cri_api_pb2.ContainerStatusResponse,
             ),
-            "/runtime.v1.RuntimeService/UpdateContainerResources": grpclib.const.Handler(
+            '/runtime.v1.RuntimeService/UpdateContainerResources': grpclib.const.Handler(
                 self.UpdateContainerResources,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 cri_api_pb2.UpdateContainerResourcesRequest,
                 cri_api_pb2.UpdateContainerResourcesResponse,
             ),
-            "/runtime.v1.RuntimeService/ReopenContainerLog": grpclib.const.Handler(
+            '/runtime.v1.RuntimeService/ReopenContainerLog': grpclib.const.Handler(
                 self.ReopenContainerLog,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 cri_api_pb2.ReopenContainerLogRequest,
                 cri_api_pb2.ReopenContainerLogResponse,
             ),
-            "/runtime.v1.RuntimeService/ExecSync": grpclib.const.Handler(
+            '/runtime.v1.RuntimeService/ExecSync': grpclib.const.Handler(
                 self.ExecSync,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 cri_api_pb2.ExecSyncRequest,
                 cri_api_pb2.ExecSyncResponse,
             ),
-            "/runtime.v1.RuntimeService/Exec": grpclib.const.Handler(
+            '/runtime.v1.RuntimeService/Exec': grpclib.const.Handler(
                 self.Exec,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 cri_api_pb2.ExecRequest,
                 cri_api_pb2.ExecResponse,
             ),
-            "/runtime.v1.RuntimeService/Attach": grpclib.const.Handler(
+            '/runtime.v1.RuntimeService/Attach': grpclib.const.Handler(
                 self.Attach,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 cri_api_pb2.AttachRequest,
                 cri_api_pb2.AttachResponse,
             ),
-            "/runtime.v1.RuntimeService/PortForward": grpclib.const.Handler(
+            '/runtime.v1.RuntimeService/PortForward': grpclib.const.Handler(
                 self.PortForward,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 cri_api_pb2.PortForwardRequest,
                 cri_api_pb2.PortForwardResponse,
             ),
-            "/runtime.v1.RuntimeService/ContainerStats": grpclib.const.Handler(
+            '/runtime.v1.RuntimeService/ContainerStats': grpclib.const.Handler(
                 self.ContainerStats,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 cri_api_pb2.ContainerStatsRequest,
                 cri_api_pb2.ContainerStatsResponse,
             ),
-            "/runtime.v1.RuntimeService/ListContainerStats": grpclib.const.Handler(
+            '/runtime.v1.RuntimeService/ListContainerStats': grpclib.const.Handler(
                 self.ListContainerStats,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 cri_api_pb2.ListContainerStatsRequest,
                 cri_api_pb2.ListContainerStatsResponse,
             ),
-            "/runtime.v1.RuntimeService/PodSandboxStats": grpclib.const.Handler(
+            '/runtime.v1.RuntimeService/PodSandboxStats': grpclib.const.Handler(
                 self.PodSandboxStats,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 cri_api_pb2.PodSandboxStatsRequest,
                 cri_api_pb2.PodSandboxStatsResponse,
             ),
-            "/runtime.v1.RuntimeService/ListPodSandboxStats": grpclib.const.Handler(
+            '/runtime.v1.RuntimeService/ListPodSandboxStats': grpclib.const.Handler(
                 self.ListPodSandboxStats,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 cri_api_pb2.ListPodSandboxStatsRequest,
                 cri_api_pb2.ListPodSandboxStatsResponse,
             ),
-            "/runtime.v1.RuntimeService/UpdateRuntimeConfig": grpclib.const.Handler(
+            '/runtime.v1.RuntimeService/UpdateRuntimeConfig': grpclib.const.Handler(
                 self.UpdateRuntimeConfig,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 cri_api_pb2.UpdateRuntimeConfigRequest,
                 cri_api_pb2.UpdateRuntimeConfigResponse,
             ),
-            "/runtime.v1.RuntimeService/Status": grpclib.const.Handler(
+            '/runtime.v1.RuntimeService/Status': grpclib.const.Handler(
                 self.Status,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 cri_api_pb2.StatusRequest,
                 cri_api_pb2.StatusResponse,
             ),
-            "/runtime.v1.RuntimeService/RuntimeConfig": grpclib.const.Handler(
+            '/runtime.v1.RuntimeService/RuntimeConfig': grpclib.const.Handler(
                 self.RuntimeConfig,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 cri_api_pb2.RuntimeConfigRequest,
                 cri_api_pb2.RuntimeConfigResponse,
             ),
-            "/runtime.v1.RuntimeService/CheckpointContainer": grpclib.const.Handler(
+            '/runtime.v1.RuntimeService/CheckpointContainer': grpclib.const.Handler(
                 self.CheckpointContainer,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 cri_api_pb2.CheckpointContainerRequest,
@@ -355,228 +280,215 @@ class RuntimeServiceBase(abc.ABC):
 
 
 class RuntimeServiceStub:
+
     def __init__(self, channel: grpclib.client.Channel) -> None:
         self.Version = grpclib.client.UnaryUnaryMethod(
             channel,
-            "/runtime.v1.RuntimeService/Version",
+            '/runtime.v1.RuntimeService/Version',
             cri_api_pb2.VersionRequest,
             cri_api_pb2.VersionResponse,
         )
         self.RunPodSandbox = grpclib.client.UnaryUnaryMethod(
             channel,
-            "/runtime.v1.RuntimeService/RunPodSandbox",
+            '/runtime.v1.RuntimeService/RunPodSandbox',
             cri_api_pb2.RunPodSandboxRequest,
             cri_api_pb2.RunPodSandboxResponse,
         )
         self.StopPodSandbox = grpclib.client.UnaryUnaryMethod(
             channel,
-            "/runtime.v1.RuntimeService/StopPodSandbox",
+            '/runtime.v1.RuntimeService/StopPodSandbox',
             cri_api_pb2.StopPodSandboxRequest,
             cri_api_pb2.StopPodSandboxResponse,
         )
         self.RemovePodSandbox = grpclib.client.UnaryUnaryMethod(
             channel,
-            "/runtime.v1.RuntimeService/RemovePodSandbox",
+            '/runtime.v1.RuntimeService/RemovePodSandbox',
             cri_api_pb2.RemovePodSandboxRequest,
             cri_api_pb2.RemovePodSandboxResponse,
         )
         self.PodSandboxStatus = grpclib.client.UnaryUnaryMethod(
             channel,
-            "/runtime.v1.RuntimeService/PodSandboxStatus",
+            '/runtime.v1.RuntimeService/PodSandboxStatus',
             cri_api_pb2.PodSandboxStatusRequest,
             cri_api_pb2.PodSandboxStatusResponse,
         )
         self.ListPodSandbox = grpclib.client.UnaryUnaryMethod(
             channel,
-            "/runtime.v1.RuntimeService/ListPodSandbox",
+            '/runtime.v1.RuntimeService/ListPodSandbox',
             cri_api_pb2.ListPodSandboxRequest,
             cri_api_pb2.ListPodSandboxResponse,
         )
         self.CreateContainer = grpclib.client.UnaryUnaryMethod(
             channel,
-            "/runtime.v1.RuntimeService/CreateContainer",
+            '/runtime.v1.RuntimeService/CreateContainer',
             cri_api_pb2.CreateContainerRequest,
             cri_api_pb2.CreateContainerResponse,
         )
         self.StartContainer = grpclib.client.UnaryUnaryMethod(
             channel,
-            "/runtime.v1.RuntimeService/StartContainer",
+            '/runtime.v1.RuntimeService/StartContainer',
             cri_api_pb2.StartContainerRequest,
             cri_api_pb2.StartContainerResponse,
         )
         self.StopContainer = grpclib.client.UnaryUnaryMethod(
             channel,
-            "/runtime.v1.RuntimeService/StopContainer",
+            '/runtime.v1.RuntimeService/StopContainer',
             cri_api_pb2.StopContainerRequest,
             cri_api_pb2.StopContainerResponse,
         )
         self.RemoveContainer = grpclib.client.UnaryUnaryMethod(
             channel,
-            "/runtime.v1.RuntimeService/RemoveContainer",
+            '/runtime.v1.RuntimeService/RemoveContainer',
             cri_api_pb2.RemoveContainerRequest,
             cri_api_pb2.RemoveContainerResponse,
         )
         self.ListContainers = grpclib.client.UnaryUnaryMethod(
             channel,
-            "/runtime.v1.RuntimeService/ListContainers",
+            '/runtime.v1.RuntimeService/ListContainers',
             cri_api_pb2.ListContainersRequest,
             cri_api_pb2.ListContainersResponse,
         )
         self.ContainerStatus = grpclib.client.UnaryUnaryMethod(
             channel,
-            "/runtime.v1.RuntimeService/ContainerStatus",
+            '/runtime.v1.RuntimeService/ContainerStatus',
             cri_api_pb2.ContainerStatusRequest,
             cri_api_pb2.ContainerStatusResponse,
         )
         self.UpdateContainerResources = grpclib.client.UnaryUnaryMethod(
             channel,
-            "/runtime.v1.RuntimeService/UpdateContainerResources",
+            '/runtime.v1.RuntimeService/UpdateContainerResources',
             cri_api_pb2.UpdateContainerResourcesRequest,
             cri_api_pb2.UpdateContainerResourcesResponse,
         )
         self.ReopenContainerLog = grpclib.client.UnaryUnaryMethod(
             channel,
-            "/runtime.v1.RuntimeService/ReopenContainerLog",
+            '/runtime.v1.RuntimeService/ReopenContainerLog',
             cri_api_pb2.ReopenContainerLogRequest,
             cri_api_pb2.ReopenContainerLogResponse,
         )
         self.ExecSync = grpclib.client.UnaryUnaryMethod(
             channel,
-            "/runtime.v1.RuntimeService/ExecSync",
+            '/runtime.v1.RuntimeService/ExecSync',
             cri_api_pb2.ExecSyncRequest,
             cri_api_pb2.ExecSyncResponse,
         )
         self.Exec = grpclib.client.UnaryUnaryMethod(
             channel,
-            "/runtime.v1.RuntimeService/Exec",
+            '/runtime.v1.RuntimeService/Exec',
             cri_api_pb2.ExecRequest,
             cri_api_pb2.ExecResponse,
         )
         self.Attach = grpclib.client.UnaryUnaryMethod(
             channel,
-            "/runtime.v1.RuntimeService/Attach",
+            '/runtime.v1.RuntimeService/Attach',
             cri_api_pb2.AttachRequest,
             cri_api_pb2.AttachResponse,
         )
         self.PortForward = grpclib.client.UnaryUnaryMethod(
             channel,
-            "/runtime.v1.RuntimeService/PortForward",
+            '/runtime.v1.RuntimeService/PortForward',
             cri_api_pb2.PortForwardRequest,
             cri_api_pb2.PortForwardResponse,
         )
         self.ContainerStats = grpclib.client.UnaryUnaryMethod(
             channel,
-            "/runtime.v1.RuntimeService/ContainerStats",
+            '/runtime.v1.RuntimeService/ContainerStats',
             cri_api_pb2.ContainerStatsRequest,
             cri_api_pb2.ContainerStatsResponse,
         )
         self.ListContainerStats = grpclib.client.UnaryUnaryMethod(
             channel,
-            "/runtime.v1.RuntimeService/ListContainerStats",
+            '/runtime.v1.RuntimeService/ListContainerStats',
             cri_api_pb2.ListContainerStatsRequest,
             cri_api_pb2.ListContainerStatsResponse,
         )
         self.PodSandboxStats = grpclib.client.UnaryUnaryMethod(
             channel,
-            "/runtime.v1.RuntimeService/PodSandboxStats",
+            '/runtime.v1.RuntimeService/PodSandboxStats',
             cri_api_pb2.PodSandboxStatsRequest,
             cri_api_pb2.PodSandboxStatsResponse,
         )
         self.ListPodSandboxStats = grpclib.client.UnaryUnaryMethod(
             channel,
-            "/runtime.v1.RuntimeService/ListPodSandboxStats",
+            '/runtime.v1.RuntimeService/ListPodSandboxStats',
             cri_api_pb2.ListPodSandboxStatsRequest,
             cri_api_pb2.ListPodSandboxStatsResponse,
         )
         self.UpdateRuntimeConfig = grpclib.client.UnaryUnaryMethod(
             channel,
-            "/runtime.v1.RuntimeService/UpdateRuntimeConfig",
+            '/runtime.v1.RuntimeService/UpdateRuntimeConfig',
             cri_api_pb2.UpdateRuntimeConfigRequest,
             cri_api_pb2.UpdateRuntimeConfigResponse,
         )
         self.Status = grpclib.client.UnaryUnaryMethod(
             channel,
-            "/runtime.v1.RuntimeService/Status",
+            '/runtime.v1.RuntimeService/Status',
             cri_api_pb2.StatusRequest,
             cri_api_pb2.StatusResponse,
         )
         self.RuntimeConfig = grpclib.client.UnaryUnaryMethod(
             channel,
-            "/runtime.v1.RuntimeService/RuntimeConfig",
+            '/runtime.v1.RuntimeService/RuntimeConfig',
             cri_api_pb2.RuntimeConfigRequest,
             cri_api_pb2.RuntimeConfigResponse,
         )
         self.CheckpointContainer = grpclib.client.UnaryUnaryMethod(
             channel,
-            "/runtime.v1.RuntimeService/CheckpointContainer",
+            '/runtime.v1.RuntimeService/CheckpointContainer',
             cri_api_pb2.CheckpointContainerRequest,
             cri_api_pb2.CheckpointContainerResponse,
         )
 
 
 class ImageServiceBase(abc.ABC):
+
     @abc.abstractmethod
-    async def ListImages(
-        self,
-        stream: "grpclib.server.Stream[cri_api_pb2.ListImagesRequest, cri_api_pb2.ListImagesResponse]",
-    ) -> None:
+    async def ListImages(self, stream: 'grpclib.server.Stream[cri_api_pb2.ListImagesRequest, cri_api_pb2.ListImagesResponse]') -> None:
         pass
 
     @abc.abstractmethod
-    async def ImageStatus(
-        self,
-        stream: "grpclib.server.Stream[cri_api_pb2.ImageStatusRequest, cri_api_pb2.ImageStatusResponse]",
-    ) -> None:
+    async def ImageStatus(self, stream: 'grpclib.server.Stream[cri_api_pb2.ImageStatusRequest, cri_api_pb2.ImageStatusResponse]') -> None:
         pass
 
     @abc.abstractmethod
-    async def PullImage(
-        self,
-        stream: "grpclib.server.Stream[cri_api_pb2.PullImageRequest, cri_api_pb2.PullImageResponse]",
-    ) -> None:
+    async def PullImage(self, stream: 'grpclib.server.Stream[cri_api_pb2.PullImageRequest, cri_api_pb2.PullImageResponse]') -> None:
         pass
 
     @abc.abstractmethod
-    async def RemoveImage(
-        self,
-        stream: "grpclib.server.Stream[cri_api_pb2.RemoveImageRequest, cri_api_pb2.RemoveImageResponse]",
-    ) -> None:
+    async def RemoveImage(self, stream: 'grpclib.server.Stream[cri_api_pb2.RemoveImageRequest, cri_api_pb2.RemoveImageResponse]') -> None:
         pass
 
     @abc.abstractmethod
-    async def ImageFsInfo(
-        self,
-        stream: "grpclib.server.Stream[cri_api_pb2.ImageFsInfoRequest, cri_api_pb2.ImageFsInfoResponse]",
-    ) -> None:
+    async def ImageFsInfo(self, stream: 'grpclib.server.Stream[cri_api_pb2.ImageFsInfoRequest, cri_api_pb2.ImageFsInfoResponse]') -> None:
         pass
 
     def __mapping__(self) -> typing.Dict[str, grpclib.const.Handler]:
         return {
-            "/runtime.v1.ImageService/ListImages": grpclib.const.Handler(
+            '/runtime.v1.ImageService/ListImages': grpclib.const.Handler(
                 self.ListImages,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 cri_api_pb2.ListImagesRequest,
                 cri_api_pb2.ListImagesResponse,
             ),
-            "/runtime.v1.ImageService/ImageStatus": grpclib.const.Handler(
+            '/runtime.v1.ImageService/ImageStatus': grpclib.const.Handler(
                 self.ImageStatus,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 cri_api_pb2.ImageStatusRequest,
                 cri_api_pb2.ImageStatusResponse,
             ),
-            "/runtime.v1.ImageService/PullImage": grpclib.const.Handler(
+            '/runtime.v1.ImageService/PullImage': grpclib.const.Handler(
                 self.PullImage,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 cri_api_pb2.PullImageRequest,
                 cri_api_pb2.PullImageResponse,
             ),
-            "/runtime.v1.ImageService/RemoveImage": grpclib.const.Handler(
+            '/runtime.v1.ImageService/RemoveImage': grpclib.const.Handler(
                 self.RemoveImage,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 cri_api_pb2.RemoveImageRequest,
                 cri_api_pb2.RemoveImageResponse,
             ),
-            "/runtime.v1.ImageService/ImageFsInfo": grpclib.const.Handler(
+            '/runtime.v1.ImageService/ImageFsInfo': grpclib.const.Handler(
                 self.ImageFsInfo,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 cri_api_pb2.ImageFsInfoRequest,
@@ -586,34 +498,35 @@ class ImageServiceBase(abc.ABC):
 
 
 class ImageServiceStub:
+
     def __init__(self, channel: grpclib.client.Channel) -> None:
         self.ListImages = grpclib.client.UnaryUnaryMethod(
             channel,
-            "/runtime.v1.ImageService/ListImages",
+            '/runtime.v1.ImageService/ListImages',
             cri_api_pb2.ListImagesRequest,
             cri_api_pb2.ListImagesResponse,
         )
         self.ImageStatus = grpclib.client.UnaryUnaryMethod(
             channel,
-            "/runtime.v1.ImageService/ImageStatus",
+            '/runtime.v1.ImageService/ImageStatus',
             cri_api_pb2.ImageStatusRequest,
             cri_api_pb2.ImageStatusResponse,
         )
         self.PullImage = grpclib.client.UnaryUnaryMethod(
             channel,
-            "/runtime.v1.ImageService/PullImage",
+            '/runtime.v1.ImageService/PullImage',
             cri_api_pb2.PullImageRequest,
             cri_api_pb2.PullImageResponse,
         )
         self.RemoveImage = grpclib.client.UnaryUnaryMethod(
             channel,
-            "/runtime.v1.ImageService/RemoveImage",
+            '/runtime.v1.ImageService/RemoveImage',
             cri_api_pb2.RemoveImageRequest,
             cri_api_pb2.RemoveImageResponse,
         )
         self.ImageFsInfo = grpclib.client.UnaryUnaryMethod(
             channel,
-            "/runtime.v1.ImageService/ImageFsInfo",
+            '/runtime.v1.ImageService/ImageFsInfo',
             cri_api_pb2.ImageFsInfoRequest,
             cri_api_pb2.ImageFsInfoResponse,
         )

@@ -51,3 +51,5 @@ def normalize(ref: str) -> str:
     if digest:
         return f"{registry}/{repo}{':' + tag if tag else ''}@{digest}"
     return f"{registry}/{repo}:{tag or DEFAULT_TAG}"
+
+

@@ -160,8 +160,6 @@ _SUPPORTED_FIELDS = frozenset(
         "spec.terminationGracePeriodSeconds",
     }
 )
-
-
 def _split_subscript(path: str) -> tuple[str, str] | None:
     """``metadata.labels['k']`` as (path, key); None when the path has no subscript."""
     if not path.endswith("']"):

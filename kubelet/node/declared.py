@@ -34,6 +34,7 @@ from kubelet.config import (
     EXTEND_WEBSOCKETS_TO_KUBELET,
     GATE_SUPPORT,
     IMPLEMENTED,
+    IN_PLACE_POD_VERTICAL_SCALING,
     NODE_DECLARED_FEATURES,
     RESTART_ALL_CONTAINERS,
     FeatureGates,
@@ -48,7 +49,7 @@ UNSUPPORTED = "PodFeatureUnsupported"
 """The admission reason for a pod that needs a feature the node does not declare."""
 
 GUARANTEED_CPU_RESIZE = "GuaranteedQoSPodCPUResize"
-IN_PLACE_RESIZE_GATE = "InPlacePodVerticalScaling"
+IN_PLACE_RESIZE_GATE = IN_PLACE_POD_VERTICAL_SCALING
 
 NOT_DECLARED: Mapping[str, str] = {
     "InPlacePodLevelResourcesVerticalScaling": (

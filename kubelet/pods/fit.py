@@ -694,3 +694,5 @@ def filter_rejection(
         return None
     first = failures[0]
     return Rejection(first.reason, first.message)
+
+

@@ -138,3 +138,5 @@ async def send_response(response: Response | StreamResponse, receive: Receive, s
         nursery.start_soon(watch, nursery.cancel_scope)
     if not gone:
         await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+

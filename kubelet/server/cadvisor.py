@@ -77,13 +77,11 @@ def _ts(stamp: Any) -> float | None:
 def _cpu_split_families() -> tuple[CounterMetricFamily, CounterMetricFamily]:
     return (
         CounterMetricFamily(
-            "container_cpu_user_seconds",
-            "Cumulative user cpu time consumed in seconds.",
+            "container_cpu_user_seconds", "Cumulative user cpu time consumed in seconds.",
             labels=LABELS,
         ),
         CounterMetricFamily(
-            "container_cpu_system_seconds",
-            "Cumulative system cpu time consumed in seconds.",
+            "container_cpu_system_seconds", "Cumulative system cpu time consumed in seconds.",
             labels=LABELS,
         ),
     )
@@ -336,12 +334,7 @@ def _cgroup(f: _Families, labels: list[str], figures: CgroupFigures | None) -> N
 
 class _Collector(Collector):
     def __init__(
-        self,
-        summary: Json | None,
-        cores: int,
-        memory: int,
-        root_dir: str,
-        figures: Figures,
+        self, summary: Json | None, cores: int, memory: int, root_dir: str, figures: Figures,
         now: float,
     ) -> None:
         self.now = now

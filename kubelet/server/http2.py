@@ -213,7 +213,9 @@ class Http2Connection:
 
     def _calm_down(self, reason: str) -> None:
         """GOAWAY ENHANCE_YOUR_CALM and close, as Go's server answers a client abusing it."""
-        log.v(2).info("HTTP/2 client misbehaves; closing", reason=reason, client=self._client())
+        log.v(2).info(
+            "HTTP/2 client misbehaves; closing", reason=reason, client=self._client()
+        )
         self._goaway(ErrorCodes.ENHANCE_YOUR_CALM)
         self._stop = True
 

@@ -47,6 +47,7 @@ from .wire import ASGIApp
 log = logging.getLogger(__name__)
 
 
+
 @attrs.frozen
 class Addresses:
     """Where the servers listen, as ``host:port`` ("" when that server is off)."""

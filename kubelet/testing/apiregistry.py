@@ -531,13 +531,13 @@ def _with_ephemeral_containers(old: Obj, new: Obj) -> Obj:
     for cname, container in before.items():
         if after.get(cname) != container:
             raise StatusError.invalid(
-                "Pod",
-                name,
-                field,
-                f"Forbidden: existing ephemeral containers may not be removed or changed ({cname})",
+                "Pod", name, field, "Forbidden: existing ephemeral containers may not be "
+                f"removed or changed ({cname})"
             )
     taken = {
-        c.get("name") for key in ("containers", "initContainers") for c in old_spec.get(key) or []
+        c.get("name")
+        for key in ("containers", "initContainers")
+        for c in old_spec.get(key) or []
     }
     for cname in after:
         if cname in taken or not cname:

@@ -44,7 +44,9 @@ def bootstrap_refusal(
             tuple(p + "/" for p in _PUBLIC_PATHS)
         ):
             return None
-        return StatusError(403, f'forbidden: User "{user}" cannot {verb} path "{path}"', details={})
+        return StatusError(
+            403, f'forbidden: User "{user}" cannot {verb} path "{path}"', details={}
+        )
     resource = rt.plural + (f"/{route.subresource}" if route.subresource else "")
     if verb in _ALLOWED.get((rt.group, resource), set()):
         return None

@@ -86,3 +86,5 @@ async def forward_once(
 def tunnel_spdy(client: ChannelClient) -> SpdyConnection:
     """SPDY over the tunnel ``client`` opened (with ``TUNNEL_PROTOCOL``)."""
     return SpdyConnection(TunnelBytes(client), b"")
+
+

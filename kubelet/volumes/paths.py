@@ -22,3 +22,5 @@ def pod_dir(root_dir: str, uid: str) -> str:
 
 def volume_dir(root_dir: str, uid: str, plugin: str, name: str) -> str:
     return os.path.join(pod_dir(root_dir, uid), "volumes", plugin, name)
+
+

@@ -473,9 +473,8 @@ async def test_critical_pods_are_never_preempted_and_other_reasons_stand(
         await c.wait_for(lambda: c.phase("critical") == "Failed")
         status = (c.pod("critical") or {})["status"]
         assert status["reason"] == "UnexpectedAdmissionError"
-        assert (
-            "no set of running pods found to reclaim resources: [(res: cpu, q: 500), ]"
-            in (status["message"])
+        assert "no set of running pods found to reclaim resources: [(res: cpu, q: 500), ]" in (
+            status["message"]
         )
         c.create_pod("elsewhere", **cpu_pod("1", nodeSelector={"disk": "ssd"}, **CRITICAL))
         await c.wait_for(lambda: c.phase("elsewhere") == "Failed")

@@ -85,11 +85,9 @@ async def test_exec_with_stdin_and_exit_codes(fake: FakeRuntime, short_tmp: Path
         proxied = node.api.requests_of(resource="pods/exec")
         # the API server records a proxied upgrade's status once its relay has ended
         await eventually(
-            lambda: (
-                fake.streaming.active == 0
-                and not stream_tasks()
-                and all(r.finished is not None for r in proxied)
-            )
+            lambda: fake.streaming.active == 0
+            and not stream_tasks()
+            and all(r.finished is not None for r in proxied)
         )
         assert [r.status for r in proxied] == [101, 101, 101]
 
@@ -262,11 +260,9 @@ async def _forward_and_fetch(
             await proc.wait()
         forwards = node.api.requests_of(resource="pods/portforward")
         await eventually(
-            lambda: (
-                fake.streaming.active == 0
-                and not stream_tasks()
-                and all(r.finished is not None for r in forwards)
-            )
+            lambda: fake.streaming.active == 0
+            and not stream_tasks()
+            and all(r.finished is not None for r in forwards)
         )
         session = fake.streaming.sessions[-1]
         assert (session.kind, session.protocol) == ("portforward", "portforward.k8s.io (SPDY)")

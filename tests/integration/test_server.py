@@ -650,16 +650,14 @@ async def test_a_fifo_or_a_link_at_the_log_path_is_not_read(
                 await ended.wait()
             r = await client.get(base)
             assert (r.status_code, r.text) == (
-                400,
-                f'failed to open log file "{log_file}": not a regular file',
+                400, f'failed to open log file "{log_file}": not a regular file'
             )
             log_file.unlink()
             log_file.symlink_to(env.tmp / "elsewhere")
             (env.tmp / "elsewhere").write_text("2030-01-01T00:00:00Z stdout F secret\n")
             r = await client.get(base)
             assert (r.status_code, r.text) == (
-                400,
-                f'failed to open log file "{log_file}": a symbolic link',
+                400, f'failed to open log file "{log_file}": a symbolic link'
             )
     finally:
         stop.set()

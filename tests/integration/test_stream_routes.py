@@ -196,7 +196,9 @@ async def test_port_forward_over_websocket(fake: FakeRuntime, short_tmp: Path) -
         nursery.cancel_scope.cancel()
 
 
-async def test_port_forward_tunnel_from_a_direct_client(fake: FakeRuntime, short_tmp: Path) -> None:
+async def test_port_forward_tunnel_from_a_direct_client(
+    fake: FakeRuntime, short_tmp: Path
+) -> None:
     """client-go's SPDY-over-WebSocket dialer, on the kubelet's own endpoint: the runtime
     gets SPDY, two forwarded connections (one of 300 kB) come back echoed."""
 

@@ -524,7 +524,9 @@ async def test_a_broken_side_ends_both(autojump_clock: trio.testing.MockClock) -
 
 async def test_many_concurrent_streams(autojump_clock: trio.testing.MockClock) -> None:
     async with setup(exec_request("cat")) as (fake, kubelet):
-        clients = [await open_client(kubelet, f"/exec/default/web/app?n={i}") for i in range(100)]
+        clients = [
+            await open_client(kubelet, f"/exec/default/web/app?n={i}") for i in range(100)
+        ]
         await eventually(lambda: fake.active == 100 and kubelet.in_flight == 100)
         async with trio.open_nursery() as nursery:
             for i, client in enumerate(clients):

@@ -47,6 +47,7 @@ from .store import CLIENT_PREFIX, SERVER_PREFIX, CertKeyPair, FileStore
 __all__ = ["client_manager", "serving_manager"]
 
 
+
 def client_manager(
     options: Options,
     connection: ClusterConnection,

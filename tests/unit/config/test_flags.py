@@ -317,14 +317,11 @@ def test_config_flags_are_deprecated_as_upstreams() -> None:
 def test_a_deprecated_flag_warns_once_and_says_so_in_help() -> None:
     options = run("--max-pods=5", "--max-pods=6", "-v=2", "--provider-id=x", "--runonce=false")
     assert options.config.max_pods == 6
-    assert (
-        options.warnings.count(
-            "Flag --max-pods has been deprecated, This parameter should be set via the config file "
-            "specified by the Kubelet's --config flag. See https://kubernetes.io/docs/tasks/"
-            "administer-cluster/kubelet-config-file/ for more information."
-        )
-        == 1
-    )
+    assert options.warnings.count(
+        "Flag --max-pods has been deprecated, This parameter should be set via the config file "
+        "specified by the Kubelet's --config flag. See https://kubernetes.io/docs/tasks/"
+        "administer-cluster/kubelet-config-file/ for more information."
+    ) == 1
     assert "Flag --runonce has been deprecated, " + CONFIG_FLAG_DEPRECATION in options.warnings
     assert not any(w.startswith(("Flag --v ", "Flag --provider-id ")) for w in options.warnings)
     text = helps()

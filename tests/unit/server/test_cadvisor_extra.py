@@ -25,7 +25,10 @@ async def _text(stats: SummaryProvider) -> str:
 def failures(kind: str, scope: str) -> str:
     """The series with its labels in the exposition's (alphabetical) order."""
     head, rest = APP.split(",", 1)
-    return f'container_memory_failures_total{{{head},failure_type="{kind}",{rest},scope="{scope}"}}'
+    return (
+        f'container_memory_failures_total{{{head},failure_type="{kind}",{rest},'
+        f'scope="{scope}"}}'
+    )
 
 
 async def test_v1_extra_series(tmp_path: Path) -> None:

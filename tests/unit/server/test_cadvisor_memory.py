@@ -13,7 +13,8 @@ from .test_psi import POD, v2_provider
 from .test_stats import UID, ScriptedRuntime, provider
 
 APP = (
-    f'container="app",id="/kubepods/pod{UID}/app",image="",name="app",namespace="default",pod="web"'
+    f'container="app",id="/kubepods/pod{UID}/app",image="",name="app",'
+    'namespace="default",pod="web"'
 )
 
 

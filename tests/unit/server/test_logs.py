@@ -431,11 +431,7 @@ async def test_a_fifo_renamed_over_a_followed_log_ends_the_stream(
         async with trio.open_nursery() as nursery:
             nursery.start_soon(
                 lambda: read_logs(
-                    str(path),
-                    LogOptions(follow=True),
-                    write,
-                    running,
-                    since_ns=None,
+                    str(path), LogOptions(follow=True), write, running, since_ns=None,
                     run_sync=inline,
                 )
             )
