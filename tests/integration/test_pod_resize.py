@@ -336,3 +336,33 @@ async def test_a_memory_limit_is_never_set_below_what_the_pod_uses(
         await c.wait_for(lambda: in_progress(c, "web") is None, timeout=120)
         assert app_resources(c).memory_limit_in_bytes == 96 * 2**20
         assert (pod_dir / "memory.limit_in_bytes").read_text().strip() == str(96 * 2**20)
+
+
+async def test_a_kubelet_restarted_mid_resize_finishes_it(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    """Allocated, not yet applied (the pod uses too much memory to shrink): a restarted
+    kubelet reads the allocation back and applies it once it can."""
+    async with running_cluster(fake, short_tmp) as c:
+        create(c, "web", SMALL)
+        await c.wait_for(lambda: c.phase("web") == "Running")
+        (uid,) = [p["metadata"]["uid"] for p in c.api.list("pods", "default")]
+        (pod_dir,) = [d for d in (c.tmp / "cgroup").rglob(f"pod{uid}") if "memory" in d.parts]
+        usage = pod_dir / "memory.usage_in_bytes"
+        usage.write_text(str(100 * 2**20))
+        smaller = {
+            "requests": {"cpu": "1", "memory": "64Mi"},
+            "limits": {"cpu": "1", "memory": "96Mi"},
+        }
+        resize(c, "web", smaller)
+        await c.wait_for(lambda: (in_progress(c, "web") or {}).get("reason") == "Error")
+        container = app_status(c, "web")["containerID"]
+        assert c.scope is not None
+        c.scope.cancel()
+        await trio.sleep(1)
+        usage.write_text(str(10 * 2**20))
+        await start_cluster_kubelet(c)
+        await c.wait_for(lambda: app_status(c, "web").get("resources") == smaller, timeout=120)
+        assert app_status(c, "web")["containerID"] == container
+        assert app_resources(c).memory_limit_in_bytes == 96 * 2**20
+        await c.wait_for(lambda: in_progress(c, "web") is None)
