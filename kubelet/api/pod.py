@@ -216,6 +216,15 @@ class ContainerRestartRule:
 
 
 @attrs.frozen(kw_only=True)
+class ContainerResizePolicy:
+    """How a resource of the container is resized in place: ``NotRequired`` (the
+    default: applied while it runs) or ``RestartContainer`` (it is restarted)."""
+
+    resource_name: str = ""
+    restart_policy: str = ""
+
+
+@attrs.frozen(kw_only=True)
 class Container:
     name: str
     image: str = ""
@@ -226,6 +235,7 @@ class Container:
     env_from: tuple[EnvFromSource, ...] = ()
     env: tuple[EnvVar, ...] = ()
     resources: ResourceRequirements | None = None
+    resize_policy: tuple[ContainerResizePolicy, ...] = ()
     restart_policy: str | None = None
     restart_policy_rules: tuple[ContainerRestartRule, ...] = ()
     """Checked in order on each exit, before ``restart_policy`` (decisions/restart.py); a

@@ -381,6 +381,10 @@ class CgroupManager:
         self._create(name, config)
         return True
 
+    def memory_usage(self, name: CgroupName) -> int:
+        """What ``name`` uses now (bytes), read from its memory controller."""
+        return self._memory_usage(name)
+
     def _memory_usage(self, name: CgroupName) -> int:
         paths = self.fs.paths(self.literal(name))
         if self.fs.layout.version == 2:
@@ -663,6 +667,17 @@ class CgroupManager:
             await self._qos_units(active, allocatable_memory)
         await self.offload(self._update_qos, active, allocatable_memory)
 
+    def pod_config(self, pod: Pod, qos_class: str) -> ResourceConfig:
+        """The values of ``pod``'s cgroup, from its (allocated) resources."""
+        return resource_config_for_pod(
+            pod,
+            qos_class,
+            enforce_cpu_limits=self.settings.cpu_cfs_quota,
+            cpu_period=self.settings.cpu_cfs_quota_period,
+            pod_level_resources=self.settings.pod_level_resources,
+            pids_limit=self.settings.pod_pids_limit,
+        )
+
     async def ensure_pod(
         self,
         pod: Pod,
@@ -676,14 +691,7 @@ class CgroupManager:
         if not self.settings.cgroups_per_qos:
             return False
         name = self.pod_cgroup(pod, qos_class)
-        config = resource_config_for_pod(
-            pod,
-            qos_class,
-            enforce_cpu_limits=self.settings.cpu_cfs_quota,
-            cpu_period=self.settings.cpu_cfs_quota_period,
-            pod_level_resources=self.settings.pod_level_resources,
-            pids_limit=self.settings.pod_pids_limit,
-        )
+        config = self.pod_config(pod, qos_class)
 
         if self.slices is not None:
             if await self.offload(self.exists, name):

@@ -44,6 +44,7 @@ from .names import CgroupName
 from .swap import NodeSwap, startup_swap, volumes_may_swap
 from .system import SystemCgroups
 from .systemd import HOST_SYSTEMD, SystemdAccess, SystemdBus, SystemdUnavailable
+from .values import ResourceConfig
 
 __all__ = [
     "FAILED_CREATE_POD_CONTAINER",
@@ -115,6 +116,52 @@ class PodCgroups:
             # (in memory, never blocking) cost less than the hop to a worker thread.
             return False
         return await manager.ensure_pod(pod, qos_class, self.active())
+
+    async def resize(self, pod: Pod, resource: str) -> None:
+        """An in-place resize: the pod cgroup's ``resource`` ("cpu" or "memory") set to
+        what ``pod`` (its new allocation) asks; nothing without ``cgroupsPerQOS`` or
+        before the cgroup exists. A ``CgroupError`` is the caller's to report."""
+        manager = self.manager
+        if not manager.settings.cgroups_per_qos:
+            return
+        name = manager.pod_cgroup(pod, self._qos_of(pod))
+        if not manager.exists(name):
+            return
+        config = manager.pod_config(pod, self._qos_of(pod))
+        if resource == "cpu":
+            part = ResourceConfig(
+                cpu_shares=config.cpu_shares,
+                cpu_quota=config.cpu_quota,
+                cpu_period=config.cpu_period,
+            )
+        else:
+            part = ResourceConfig(memory=config.memory if config.memory is not None else -1)
+        await manager.apply(name, part)
+        try:  # the QoS cgroups follow (upstream updates them after a resize too)
+            await manager.update_qos(self.active())
+        except CgroupError as err:
+            log.info("Failed to update QoS cgroups after a resize: %s", err)
+
+    async def memory_headroom(self, pod: Pod) -> tuple[int, int] | None:
+        """(the memory limit ``pod``'s allocation gives its cgroup, what the cgroup uses
+        now); None without a limit, a cgroup, or a readable usage."""
+        manager = self.manager
+        if not manager.settings.cgroups_per_qos:
+            return None
+        qos_class = self._qos_of(pod)
+        limit = manager.pod_config(pod, qos_class).memory
+        if limit is None or limit < 0:
+            return None
+        name = manager.pod_cgroup(pod, qos_class)
+
+        def read() -> int | None:
+            try:
+                return manager.memory_usage(name) if manager.exists(name) else None
+            except (CgroupError, ValueError, KeyError):
+                return None
+
+        usage: int | None = await manager.offload(read)
+        return None if usage is None else (limit, usage)
 
     def _find(self, uid: str) -> CgroupName | None:
         """The pod cgroup of ``uid`` under whichever QoS parent holds it (a pod known only

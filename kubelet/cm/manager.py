@@ -207,6 +207,19 @@ class ContainerManager:
             return self.cgroups.parent(pod)
         return pod_cgroup_parent(pod, self.cgroup_root)
 
+    async def resize_pod(self, pod: Pod, resource: str) -> None:
+        """An admitted in-place resize: the pod cgroup's ``resource`` ("cpu" or
+        "memory") set to ``pod``'s new allocation (``CgroupError`` when refused)."""
+        if self.cgroups is not None:
+            await self.cgroups.resize(pod, resource)
+
+    async def pod_memory_headroom(self, pod: Pod) -> tuple[int, int] | None:
+        """(the pod cgroup's memory limit from ``pod``'s allocation, its usage now), when
+        both are known: a resize never sets a limit below the usage."""
+        if self.cgroups is None:
+            return None
+        return await self.cgroups.memory_headroom(pod)
+
     async def prepare_pod(self, pod: Pod) -> None:
         for manager in self.managers:
             await manager.prepare_pod(pod)

@@ -49,6 +49,7 @@ ALLOW_DNS_ONLY_NODE_CSR = "AllowDNSOnlyNodeCSR"
 RELOAD_KUBELET_SERVER_CERTIFICATE_FILE = "ReloadKubeletServerCertificateFile"
 RELOAD_KUBELET_CLIENT_CA_FILE = "ReloadKubeletClientCAFile"
 CONTAINER_CHECKPOINT = "ContainerCheckpoint"
+IN_PLACE_POD_VERTICAL_SCALING = "InPlacePodVerticalScaling"
 
 
 @attrs.frozen

@@ -36,7 +36,14 @@ from .logformat import STDERR, STDOUT, parse_rfc3339nano
 from .runtime import RuntimeClient, wait_until_answering
 from .service import DEFAULT_REQUEST_TIMEOUT
 from .termination import create_message_file, host_path_of, message_mount, termination_message
-from .types import ContainerInfo, ContainerRunState, RuntimePodStatus, SandboxInfo, SandboxState
+from .types import (
+    ContainerInfo,
+    ContainerRunState,
+    RunningResources,
+    RuntimePodStatus,
+    SandboxInfo,
+    SandboxState,
+)
 
 __all__ = [
     "DEFAULT_REGISTRY",
@@ -58,6 +65,7 @@ __all__ = [
     "MessageTooLarge",
     "NotFound",
     "Observer",
+    "RunningResources",
     "RuntimeClient",
     "RuntimePodStatus",
     "RuntimeUnavailable",

@@ -14,7 +14,14 @@ from typing import Any
 from kubelet.cri import cri_api_pb2 as api
 
 from . import labels
-from .types import ContainerInfo, ContainerRunState, ContainerUser, SandboxInfo, SandboxState
+from .types import (
+    ContainerInfo,
+    ContainerRunState,
+    ContainerUser,
+    RunningResources,
+    SandboxInfo,
+    SandboxState,
+)
 
 _CRI_STATES = {
     api.CONTAINER_CREATED: ContainerRunState.CREATED,
@@ -69,7 +76,21 @@ def container_info_from_cri(
         message=c.message if exited else "",
         log_path=c.log_path,
         user=_user(c),
+        resources=_resources(c),
         **common,
+    )
+
+
+def _resources(c: api.ContainerStatus) -> RunningResources | None:
+    """What the container runs with, when the runtime says (``status.resources``)."""
+    if not (c.HasField("resources") and c.resources.HasField("linux")):
+        return None
+    linux = c.resources.linux
+    return RunningResources(
+        cpu_shares=linux.cpu_shares,
+        cpu_quota=linux.cpu_quota,
+        cpu_period=linux.cpu_period,
+        memory_limit=linux.memory_limit_in_bytes,
     )
 
 

@@ -37,6 +37,17 @@ class ContainerUser:
 
 
 @attrs.frozen(kw_only=True)
+class RunningResources:
+    """The CPU and memory a container runs with, as the runtime reports them
+    (``ContainerStatus.resources.linux``); 0: not set."""
+
+    cpu_shares: int = 0
+    cpu_quota: int = 0
+    cpu_period: int = 0
+    memory_limit: int = 0
+
+
+@attrs.frozen(kw_only=True)
 class ContainerInfo:
     """One container instance as the runtime reports it; times are ns since the epoch."""
 
@@ -61,6 +72,8 @@ class ContainerInfo:
     annotations: Mapping[str, str] = attrs.field(factory=dict)
     user: ContainerUser | None = None
     """Only from ContainerStatus, when the runtime reports it (containerd 2 does)."""
+    resources: RunningResources | None = None
+    """Only from ContainerStatus, when the runtime reports them (containerd does)."""
 
 
 @attrs.frozen(kw_only=True)

@@ -31,6 +31,7 @@ from .contribution import (
 )
 from .criconfig import (
     container_config,
+    linux_container_resources,
     next_restart_count,
     pod_cgroup_parent,
     pod_log_directory,
@@ -52,7 +53,20 @@ from .grace import KillReason, kill_grace_period, remaining_deletion_grace, stop
 from .limits import ContainerLimits, container_limits
 from .nodeselector import node_selector_term_matches, node_selector_terms_match
 from .qos import BEST_EFFORT, BURSTABLE, GUARANTEED, is_critical_pod, pod_qos
-from .resize import CONDITIONS, PENDING, Allocation, allocated_pod, allocation_of, pending_condition
+from .resize import (
+    CONDITIONS,
+    IN_PROGRESS,
+    PENDING,
+    Allocation,
+    ResizeState,
+    allocated_pod,
+    allocation_from_spec,
+    allocation_of,
+    decode_resources,
+    in_progress_condition,
+    pending_condition,
+    resize_conditions,
+)
 from .restart import container_should_restart, exited_instance_restarts
 from .security import (
     APPARMOR_REASON,
@@ -76,6 +90,7 @@ __all__ = [
     "GUARANTEED",
     "IMAGE_PULL_INITIAL",
     "IMAGE_PULL_MAX",
+    "IN_PROGRESS",
     "NO_CONTRIBUTION",
     "PENDING",
     "Allocation",
@@ -89,9 +104,11 @@ __all__ = [
     "KillReason",
     "MountSpec",
     "PodActions",
+    "ResizeState",
     "SecurityContextError",
     "SysctlAllowlist",
     "allocated_pod",
+    "allocation_from_spec",
     "allocation_of",
     "apparmor_admission_error",
     "apparmor_host_error",
@@ -106,12 +123,15 @@ __all__ = [
     "crash_loop_backoff",
     "crash_loop_key",
     "crash_loop_limits",
+    "decode_resources",
     "exited_instance_restarts",
     "image_pull_key",
     "image_user",
+    "in_progress_condition",
     "is_critical_pod",
     "kernel_version",
     "kill_grace_period",
+    "linux_container_resources",
     "merge_contributions",
     "needs_image_user",
     "next_restart_count",
@@ -124,6 +144,7 @@ __all__ = [
     "pod_qos",
     "remaining_deletion_grace",
     "resize",
+    "resize_conditions",
     "restart_count_from_logs",
     "sandbox_changed",
     "sandbox_config",

@@ -7,7 +7,8 @@ upstream ``computePodActions`` (kuberuntime_manager.go) and its init-container h
 upstream kubelet: same restarts, same sandbox recreations, same attempt numbers.
 
 Ephemeral containers start once each, in an existing sandbox, even before the pod is
-initialized, and are never restarted. In-place resize is not handled yet. A pod being
+initialized, and are never restarted. In-place resize is applied apart
+(``runtime.resize``): a resources change alone restarts nothing. A pod being
 deleted (``deletionTimestamp`` set) is only ever killed: the pod workers terminate it
 and never sync it, and should a sync come all the same, it starts nothing.
 """
@@ -362,12 +363,15 @@ def compute_pod_actions(
     liveness_failed: Collection[str] = (),
     startup_failed: Collection[str] = (),
     startup_succeeded: Collection[str] | None = None,
+    resize_restart: Collection[str] = (),
 ) -> PodActions:
     """Upstream ``computePodActions``.
 
     ``liveness_failed`` / ``startup_failed``: IDs of container instances whose liveness
     or startup probe reported Failure. ``startup_succeeded`` (IDs whose startup probe
     succeeded) only matters for sidecars with a startup probe; None means "do not wait".
+    ``resize_restart``: IDs of running containers an in-place resize restarts (their
+    ``resizePolicy`` says ``RestartContainer`` for a resource that changed).
     """
     create, attempt, sandbox_id = sandbox_changed(pod, status)
     if pod.metadata.deletion_timestamp is not None:
@@ -408,6 +412,9 @@ def compute_pod_actions(
         elif current.id in startup_failed:
             message = f"Container {container.name} failed startup probe"
             reason = KillReason.STARTUP_PROBE
+        elif current.id in resize_restart:
+            message = f"Container {container.name} resize requires restart"
+            restart = True  # started again at once with its new resources
         else:
             keep += 1
             continue

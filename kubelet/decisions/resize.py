@@ -1,21 +1,24 @@
-"""In-place pod resize (``InPlacePodVerticalScaling``, GA): refused, and said so.
+"""In-place pod resize (``InPlacePodVerticalScaling``, GA): the allocation and what the
+status and events say about a resize.
 
-A running pod's resources can change in the API (the ``pods/resize`` subresource).
-Upstream's kubelet then checks that the new ones fit, makes them the pod's *allocation*
-and applies them (``UpdateContainerResources``, the pod cgroup). This kubelet applies no
-resize: a pod keeps the allocation it was admitted with, and everything that sizes the
-pod reads that allocation, never the resized spec -- the containers it (re)starts, the
-pod cgroup, the requests admission counts, and the status it reports
-(``allocatedResources`` and ``resources``, which upstream fills from the allocation and
-from what runs). While the spec asks for other resources, the pod carries upstream's
-condition for a resize it will not do: ``PodResizePending``, reason ``Infeasible``, with
-a Warning event ``ResizeInfeasible`` (upstream's message shape) each time a new request
-is refused. Undoing the resize clears it; deleting and recreating the pod changes them.
+A running pod's resources can change in the API (the ``pods/resize`` subresource). The
+kubelet checks that the new ones fit (``pods.resizing``), makes them the pod's
+*allocation* and applies them (``runtime.resize``: the pod cgroup and
+``UpdateContainerResources``). Everything that sizes a pod reads the allocation, never
+the resized spec before it is admitted: the containers it (re)starts, the pod cgroup,
+the requests admission counts, and the status it reports (``allocatedResources``).
 
-The allocation outlives a kubelet restart on the runtime: each container records the
-resources it was created with (and its pod's pod-level ones) in annotations, and a
-restarted kubelet takes them from the newest instance of each container before it
-admits its pods again.
+A resize that waits carries ``PodResizePending`` (reason ``Deferred``: retried when
+room frees up; ``Infeasible``: never on this node), with a Warning event
+``ResizeDeferred``/``ResizeInfeasible`` each time a new verdict is reached. One admitted
+carries ``PodResizeInProgress`` until the runtime runs it (with the error while the
+runtime refuses), between the Normal events ``ResizeStarted`` and ``ResizeCompleted``.
+
+The allocation outlives a kubelet restart in upstream's checkpoint file
+(``pods.allocstate``); a tree that predates the file recorded it in two container
+annotations, still read when the file has no entry for a pod: each container records
+the resources it was created with (and its pod's pod-level ones), and a restarted
+kubelet takes them from the newest instance of each container.
 """
 
 from __future__ import annotations
@@ -33,19 +36,27 @@ from kubelet.goformat import go_json
 
 __all__ = [
     "CONDITIONS",
+    "DEFERRED",
+    "EVENT_COMPLETED",
+    "EVENT_DEFERRED",
+    "EVENT_ERROR",
     "EVENT_INFEASIBLE",
+    "EVENT_STARTED",
     "INFEASIBLE",
     "IN_PROGRESS",
-    "NOT_SUPPORTED",
     "PENDING",
+    "REASON_ERROR",
     "Allocation",
+    "ResizeState",
     "allocated_pod",
+    "allocation_from_spec",
     "allocation_of",
-    "announced",
     "decode_resources",
     "encode_resources",
     "event_message",
+    "in_progress_condition",
     "pending_condition",
+    "resize_conditions",
     "resize_requested",
     "same_resources",
 ]
@@ -55,11 +66,14 @@ IN_PROGRESS = "PodResizeInProgress"
 CONDITIONS = (PENDING, IN_PROGRESS)
 """The resize conditions: the kubelet's own (upstream's ``PodConditionByKubelet``)."""
 INFEASIBLE = "Infeasible"
+DEFERRED = "Deferred"
+REASON_ERROR = "Error"
+"""PodResizeInProgress's reason while the runtime refuses the new resources"""
 EVENT_INFEASIBLE = "ResizeInfeasible"
-NOT_SUPPORTED = (
-    "In-place resize is not supported by this kubelet: the containers keep the resources "
-    "they were started with"
-)
+EVENT_DEFERRED = "ResizeDeferred"
+EVENT_STARTED = "ResizeStarted"
+EVENT_COMPLETED = "ResizeCompleted"
+EVENT_ERROR = "ResizeError"
 
 
 # -- the record on the runtime ---------------------------------------------------------------
@@ -111,6 +125,11 @@ def _resizable(pod: Pod) -> Iterator[Container]:
     """The containers whose resources a resize may change (ephemeral ones have none)."""
     yield from pod.spec.init_containers
     yield from pod.spec.containers
+
+
+def allocation_from_spec(pod: Pod) -> Allocation:
+    """``pod``'s spec as its allocation (admitted, or a resize admitted)."""
+    return Allocation({c.name: c.resources for c in _resizable(pod)}, pod.spec.resources)
 
 
 def allocation_of(pod: Pod, runtime: RuntimePodStatus | None = None) -> Allocation:
@@ -211,44 +230,76 @@ def resize_requested(pod: Pod, allocated: Pod) -> bool:
 # -- what the pod's status and events say ----------------------------------------------------
 
 
+@attrs.frozen
+class ResizeState:
+    """Where a pod's resize stands, as its status says: ``pending`` (reason, message,
+    generation) while one waits, ``in_progress`` (error or "", generation) while an
+    admitted one is not yet what runs."""
+
+    pending: tuple[str, str, int | None] | None = None
+    in_progress: tuple[str, int | None] | None = None
+
+
+def resize_conditions(
+    state: ResizeState, old: tuple[PodCondition, ...], now: str
+) -> tuple[PodCondition, ...]:
+    """The resize conditions ``state`` gives (``old``: the conditions last reported)."""
+    before = {c.type: c for c in old if c.type in CONDITIONS}
+    out = []
+    if state.pending is not None:
+        reason, message, generation = state.pending
+        out.append(pending_condition(reason, message, generation, before.get(PENDING), now))
+    if state.in_progress is not None:
+        error, generation = state.in_progress
+        out.append(in_progress_condition(error, generation, before.get(IN_PROGRESS), now))
+    return tuple(out)
+
+
 def pending_condition(
-    pod: Pod, allocated: Pod, old: PodCondition | None, now: str
-) -> PodCondition | None:
-    """``PodResizePending`` (Infeasible) while ``pod``'s spec asks for other resources
-    than it runs with; None otherwise. ``old``: the condition last reported. As upstream
-    sets it once per request, it is kept as it was while the request stands; a new one (a
-    later generation) takes the time now as its probe time, and its transition time moves
-    only when the reason does."""
-    if not resize_requested(pod, allocated):
-        return None
-    generation = pod.metadata.generation or None
-    if old is not None and (old.status, old.reason) == ("True", INFEASIBLE):
-        if (old.message, old.observed_generation) == (NOT_SUPPORTED, generation):
-            return old
-        transition = old.last_transition_time
-    else:
-        transition = now
+    reason: str, message: str, generation: int | None, old: PodCondition | None, now: str
+) -> PodCondition:
+    """``PodResizePending`` for a resize that waits (``reason``: Deferred or
+    Infeasible). ``old``: the condition last reported; kept as it was while the verdict
+    stands, its transition time moving only when its reason does."""
+    if old is not None and (old.reason, old.message, old.observed_generation) == (
+        reason,
+        message,
+        generation,
+    ):
+        return old
+    transition = old.last_transition_time if old is not None and old.reason == reason else now
     return PodCondition(
         type=PENDING,
         status="True",
         observed_generation=generation,
         last_probe_time=now,
         last_transition_time=transition,
-        reason=INFEASIBLE,
-        message=NOT_SUPPORTED,
+        reason=reason,
+        message=message,
     )
 
 
-def announced(old: PodCondition | None, new: PodCondition | None) -> bool:
-    """``new`` is a refusal not reported before (upstream's event goes with each)."""
-    if new is None:
-        return False
-    if old is None:
-        return True
-    return (old.reason, old.message, old.observed_generation) != (
-        new.reason,
-        new.message,
-        new.observed_generation,
+def in_progress_condition(
+    error: str, generation: int | None, old: PodCondition | None, now: str
+) -> PodCondition:
+    """``PodResizeInProgress`` while an admitted resize is not yet what runs; ``error``:
+    why the runtime refused it last ("" none), reason ``Error`` with it."""
+    reason = REASON_ERROR if error else ""
+    if old is not None and (old.reason, old.message, old.observed_generation) == (
+        reason,
+        error,
+        generation,
+    ):
+        return old
+    transition = old.last_transition_time if old is not None else now
+    return PodCondition(
+        type=IN_PROGRESS,
+        status="True",
+        observed_generation=generation,
+        last_probe_time=now,
+        last_transition_time=transition,
+        reason=reason,
+        message=error,
     )
 
 
@@ -262,8 +313,9 @@ def _summary(container: Container) -> dict[str, Any]:
 
 
 def event_message(pod: Pod, reason: str, message: str) -> str:
-    """The ``Resize<reason>`` event's text, upstream's: ``Pod resize <reason>: `` and the
-    JSON of the resources the spec asks for, its generation and why."""
+    """The ``Resize<reason>`` event's text, upstream's: ``Pod resize <reason>: `` (the
+    reason as written: ``Deferred``, ``started``, ``completed``, ``error``) and the JSON
+    of ``pod``'s resources, its generation and why."""
     body: dict[str, Any] = {}
     if pod.spec.init_containers:
         body["initContainers"] = [_summary(c) for c in pod.spec.init_containers]

@@ -12,9 +12,12 @@ With its defaults a 1.36 kubelet declares ``ExtendWebSocketsToKubelet`` (its gat
 and ``RestartAllContainersOnContainerExits`` (their gates). This kubelet declares a
 feature only when it does what the name promises: ``ExtendWebSocketsToKubelet`` when
 the gate is on and its support entry says it is implemented (the port-forward tunnel
-and the v5 exec/attach translation both); in-place resize and the restart rules'
-``RestartAllContainers`` action are not implemented, so those are never declared (a
-scheduler then keeps pods that need them away, which is the point of the feature).
+and the v5 exec/attach translation both); ``GuaranteedQoSPodCPUResize`` with
+``InPlacePodVerticalScaling`` (in-place resize is applied, and the CPU manager here is
+always ``none``). The resize of pod-level resources is not verified here, and the
+restart rules' ``RestartAllContainers`` action is not implemented, so those are never
+declared (a scheduler then keeps pods that need them away, which is the point of the
+feature).
 
 At admission, as upstream's kubelet, a pod that needs a feature the node does not declare
 is refused: ``PodFeatureUnsupported``, ``Pod requires node features that are not
@@ -31,6 +34,7 @@ from kubelet.config import (
     EXTEND_WEBSOCKETS_TO_KUBELET,
     GATE_SUPPORT,
     IMPLEMENTED,
+    IN_PLACE_POD_VERTICAL_SCALING,
     NODE_DECLARED_FEATURES,
     RESTART_ALL_CONTAINERS,
     FeatureGates,
@@ -44,9 +48,13 @@ RESTART_ALL_ACTION = "RestartAllContainers"
 UNSUPPORTED = "PodFeatureUnsupported"
 """The admission reason for a pod that needs a feature the node does not declare."""
 
+GUARANTEED_CPU_RESIZE = "GuaranteedQoSPodCPUResize"
+IN_PLACE_RESIZE_GATE = IN_PLACE_POD_VERTICAL_SCALING
+
 NOT_DECLARED: Mapping[str, str] = {
-    "GuaranteedQoSPodCPUResize": "in-place pod resize is not implemented",
-    "InPlacePodLevelResourcesVerticalScaling": "in-place pod resize is not implemented",
+    "InPlacePodLevelResourcesVerticalScaling": (
+        "the in-place resize of pod-level resources is not verified"
+    ),
     "RestartAllContainersOnContainerExits": "the RestartAllContainers action is not implemented",
 }
 """What upstream's 1.36 kubelet declares by default and this one does not, and why."""
@@ -62,6 +70,8 @@ def declared_features(
     websockets = support.get(EXTEND_WEBSOCKETS)
     if features.enabled(EXTEND_WEBSOCKETS) and websockets and websockets.status == IMPLEMENTED:
         found.append(EXTEND_WEBSOCKETS)
+    if features.enabled(IN_PLACE_RESIZE_GATE):
+        found.append(GUARANTEED_CPU_RESIZE)
     return tuple(sorted(found))
 
 

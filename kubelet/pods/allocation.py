@@ -1,20 +1,32 @@
-"""Each pod's allocation: the resources it was admitted with, which it keeps.
+"""Each pod's allocation: the resources it was admitted with, or last resized to.
 
-``decisions.resize`` says why (this kubelet applies no in-place resize) and how an
-allocation is found. The store decides it once per pod, when the kubelet first meets
-the pod (admission, else its first sync): from its spec, or -- a restarted kubelet --
-from what its containers on the runtime were created with. It hands out the pod as it
+The store decides it once per pod, when the kubelet first meets the pod (admission,
+else its first sync): from the checkpoint file (``allocstate``; a restarted kubelet),
+else from what its containers on the runtime were created with (a tree that kept it
+only in container annotations), else from its spec. An admitted resize replaces it
+(``resize``), and every change is written to the checkpoint. It hands out the pod as it
 runs: its spec with the allocation's resources, the same object for the same pod, so
-identity checks downstream (admission's request sums, the status memo) still hold.
+identity checks downstream (admission's request sums, the status memo) still hold. It
+also keeps each pod's resize that waits (``PodResizePending``: Deferred or Infeasible).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+
+import attrs
 
 from kubelet.api import Pod
 from kubelet.cri import RuntimePodStatus
-from kubelet.decisions import Allocation, allocated_pod, allocation_of
+from kubelet.decisions import (
+    Allocation,
+    ResizeState,
+    allocated_pod,
+    allocation_from_spec,
+    allocation_of,
+)
+
+from .allocstate import AllocationCheckpoint
 
 __all__ = ["Allocations"]
 
@@ -23,15 +35,50 @@ def _nothing(uid: str) -> RuntimePodStatus | None:
     return None
 
 
+@attrs.frozen
+class Pending:
+    """A resize not (yet) allocated: ``Deferred`` (retried) or ``Infeasible``, why, and
+    the generation of the spec it was judged for."""
+
+    reason: str
+    message: str
+    generation: int | None
+
+
 class Allocations:
     """uid → the pod's allocation. ``recorded`` gives the runtime's view of a pod, if
-    any (the PLEG's cache, warm from its first relist before any pod is admitted)."""
+    any (the PLEG's cache, warm from its first relist before any pod is admitted);
+    ``checkpoint``/``saved``: the file and what it held at start."""
 
-    def __init__(self, recorded: Callable[[str], RuntimePodStatus | None] = _nothing) -> None:
+    def __init__(
+        self,
+        recorded: Callable[[str], RuntimePodStatus | None] = _nothing,
+        checkpoint: AllocationCheckpoint | None = None,
+        saved: Mapping[str, Allocation] | None = None,
+    ) -> None:
         self._recorded = recorded
+        self._checkpoint = checkpoint
+        self._saved = dict(saved or {})
         self._by_uid: dict[str, Allocation] = {}
         self._last: dict[str, tuple[Pod, Pod]] = {}
         """uid → (the pod last asked about, as it runs)"""
+        self.pending: dict[str, Pending] = {}
+        """uid → the resize that waits (PodResizePending), if any"""
+        self.in_progress: dict[str, tuple[str, int | None]] = {}
+        """uid → (error or "", generation) of an admitted resize not yet what runs"""
+
+    def state(self, uid: str) -> ResizeState | None:
+        """Where ``uid``'s resize stands (None: nothing to say)."""
+        pending = self.pending.get(uid)
+        progress = self.in_progress.get(uid)
+        if pending is None and progress is None:
+            return None
+        waits = None if pending is None else (pending.reason, pending.message, pending.generation)
+        return ResizeState(waits, progress)
+
+    def use_recorded(self, recorded: Callable[[str], RuntimePodStatus | None]) -> None:
+        """Where the runtime's record of a pod is read (set once the PLEG exists)."""
+        self._recorded = recorded
 
     def allocated(self, pod: Pod) -> Pod:
         """``pod`` as it runs: its spec with the resources it was allocated (decided now
@@ -41,16 +88,46 @@ class Allocations:
             return last[1]
         allocation = self._by_uid.get(pod.uid)
         if allocation is None:
-            allocation = allocation_of(pod, self._recorded(pod.uid))
+            allocation = self._saved.pop(pod.uid, None) or allocation_of(
+                pod, self._recorded(pod.uid)
+            )
             self._by_uid[pod.uid] = allocation
+            self._store()
         running = allocated_pod(pod, allocation)
         self._last[pod.uid] = (pod, running)
         return running
 
+    def resize(self, pod: Pod) -> Pod:
+        """A resize admitted: ``pod``'s spec is its allocation from now on (written to
+        the checkpoint before anything acts on it). ``pod`` as it runs."""
+        self._by_uid[pod.uid] = allocation_from_spec(pod)
+        self._last.pop(pod.uid, None)
+        self.pending.pop(pod.uid, None)
+        self.in_progress[pod.uid] = ("", pod.metadata.generation or None)
+        self._store()
+        return self.allocated(pod)
+
     def forget(self, uid: str) -> None:
         """The pod is gone (or refused): a pod of that UID met later starts afresh."""
-        self._by_uid.pop(uid, None)
+        known = self._by_uid.pop(uid, None) is not None
         self._last.pop(uid, None)
+        self.pending.pop(uid, None)
+        self.in_progress.pop(uid, None)
+        if known:
+            self._store()
+
+    def drop_orphans(self, wanted: Callable[[str], bool]) -> None:
+        """Entries read from the checkpoint for pods no source wants (asked once every
+        source has spoken): gone from the file (upstream's ``RemoveOrphanedPods``)."""
+        orphans = [uid for uid in self._saved if not wanted(uid)]
+        for uid in orphans:
+            del self._saved[uid]
+        if orphans:
+            self._store()
+
+    def _store(self) -> None:
+        if self._checkpoint is not None:
+            self._checkpoint.store({**self._saved, **self._by_uid})
 
     def __contains__(self, uid: object) -> bool:
         return uid in self._by_uid

@@ -43,9 +43,11 @@ class PodEvictor:
     """the syncLoop's rejected pods (never active)"""
 
     def active_pods(self) -> Sequence[Pod]:
-        """Pods that hold, or will hold, the node's resources (``GetActivePods``)."""
+        """Pods that hold, or will hold, the node's resources (``GetActivePods``), as
+        they run: ranked by their allocation's requests."""
+        allocated = self.syncer.allocations.allocated
         return [
-            w.pod
+            allocated(w.pod)
             for uid, w in self.workers.workers.items()
             if uid not in self.rejected
             and not self.syncer.evicted(uid)

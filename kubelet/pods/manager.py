@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from kubelet.api import Pod
+
+
+def _as_is(pod: Pod) -> Pod:
+    return pod
 
 
 class PodManager:
@@ -14,6 +20,8 @@ class PodManager:
         """full name → the API's mirror pod of our static pod of that name"""
         self._rejected: set[str] = set()
         """pods admission refused: never run, so never active"""
+        self.allocated: Callable[[Pod], Pod] = _as_is
+        """a pod as it runs (its allocation: set once the allocations exist)"""
 
     def set_rejected(self, uid: str) -> None:
         self._rejected.add(uid)

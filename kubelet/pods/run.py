@@ -30,6 +30,8 @@ from kubelet.sources import PodConfig
 from kubelet.status import StatusManager
 
 from .admission import AdmissionFacts, Rejection, ResourceAdmission
+from .allocation import Allocations
+from .allocstate import AllocationCheckpoint
 from .evict import PodEvictor, PodGcView
 from .fit import NodeInfo
 from .housekeeping import RuntimeHousekeeper
@@ -151,6 +153,8 @@ async def run_pod_lifecycle(
     p = parts
     mirrors = MirrorClient(p.api, p.node.name, p.node.owner_uid) if p.api is not None else None
     link = ClusterLink(p.status, mirrors) if p.status is not None and mirrors is not None else None
+    checkpoint = AllocationCheckpoint(p.pod_runtime.root_dir)
+    saved = await checkpoint.load(p.pod_runtime.log_io)
     syncer = KubeletPodSyncer(
         p.pleg.cache,
         p.pod_runtime,
@@ -164,7 +168,9 @@ async def run_pod_lifecycle(
         ready_to_start_condition=p.options.features.enabled(
             POD_READY_TO_START_CONTAINERS_CONDITION
         ),
+        allocations=Allocations(p.pleg.cache.get, checkpoint, saved),
     )
+    p.desired.allocated = syncer.allocations.allocated  # the QoS cgroups size what runs
     results_send, results = trio.open_memory_channel[WorkerResult](math.inf)
     workers = PodWorkers(syncer, results=results_send, on_restart=p.metrics.pod_restarted)
     housekeeper = RuntimeHousekeeper(
@@ -220,6 +226,7 @@ def _loop_parts(
         preemptor=Preemptor(p.recorder, workers, syncer, p.wall_clock, p.metrics.pod_preempted),
         on_orphan=p.metrics.orphaned_runtime_pod,
         allocations=syncer.allocations,  # one record: what admission counts, what runs
+        recorder=p.recorder,
         wall_clock=p.wall_clock,
         on_readiness=syncer.readiness_changed,
     )

@@ -67,6 +67,7 @@ class _Generated:
 
     pod: Pod
     allocated: Pod
+    resize_state: resize.ResizeState | None
     runtime: RuntimePodStatus
     waiting: dict[str, tuple[str, str]] | None
     started: Collection[str]
@@ -78,6 +79,7 @@ class _Generated:
         self,
         pod: Pod,
         allocated: Pod,
+        state: resize.ResizeState | None,
         runtime: RuntimePodStatus,
         previous: PodStatus | None,
         waiting: dict[str, tuple[str, str]] | None,
@@ -90,6 +92,7 @@ class _Generated:
             and previous is self.status
             and pod is self.pod
             and allocated is self.allocated
+            and state == self.resize_state
             and runtime is self.runtime
             and waiting == self.waiting
             and started == self.started
@@ -249,6 +252,7 @@ class KubeletPodSyncer:
             startup_succeeded=startup_succeeded,
         )
         self.waiting[pod.uid] = outcome.waiting
+        self._track_resize(pod, outcome.resize_pending, outcome.resize_error)
         for name, (reason, message) in outcome.waiting.items():
             log.info("pod %s container %s waiting: %s: %s", pod.key, name, reason, message)
         if outcome.acted:
@@ -334,12 +338,13 @@ class KubeletPodSyncer:
         waiting = self.waiting.get(pod.uid)
         kill = self.kills.get(pod.uid)
         allocated = self.allocations.allocated(pod)
+        state = self.allocations.state(pod.uid)
         runs_on = not terminal and kill is None
         memo = self._generated.pop(pod.uid, None)
         if (
             runs_on
             and memo is not None
-            and memo.holds(pod, allocated, runtime, previous, waiting, started, ready)
+            and memo.holds(pod, allocated, state, runtime, previous, waiting, started, ready)
         ):
             generated = memo.status
         else:
@@ -356,17 +361,17 @@ class KubeletPodSyncer:
                 kill=kill,
                 ready_to_start_condition=self.ready_to_start_condition,
                 allocated=allocated,
+                resize=state,
                 now_ns=int(self.wall_clock() * 1e9),
             )
             if previous is not None and generated == previous:
                 generated = previous  # the same object: the next check is by identity
-            self._announce_resize(pod, previous or pod.status, generated)
         if finished:
             generated = terminated_status(pod, generated)
         elif runs_on:
             settled = generated is previous
             self._generated[pod.uid] = _Generated(
-                pod, allocated, runtime, waiting, started, ready, generated, settled
+                pod, allocated, state, runtime, waiting, started, ready, generated, settled
             )
         self.statuses[pod.uid] = generated
         self._observe_start(pod, generated)
@@ -390,16 +395,25 @@ class KubeletPodSyncer:
         if self.cluster is not None:
             self.cluster.status.set(pod, updated)
 
-    def _announce_resize(self, pod: Pod, before: PodStatus, after: PodStatus) -> None:
-        """A resize refused anew: upstream's Warning event (ResizeInfeasible) with it."""
-        old = next((c for c in before.conditions if c.type == resize.PENDING), None)
-        new = next((c for c in after.conditions if c.type == resize.PENDING), None)
-        if not resize.announced(old, new):
-            return
-        assert new is not None
-        log.info("pod %s: resize refused: %s", pod.key, new.message)
-        message = resize.event_message(pod, new.reason, new.message)
-        self.pod_runtime.recorder.record(pod_ref(pod), WARNING, resize.EVENT_INFEASIBLE, message)
+    def _track_resize(self, pod: Pod, pending: bool, error: str) -> None:
+        """An admitted resize is in progress until no running container differs from its
+        allocation (upstream's events: ResizeError on each new failure, ResizeCompleted
+        at the end)."""
+        uid = pod.uid
+        progress = self.allocations.in_progress.get(uid)
+        allocated = self.allocations.allocated(pod)
+        recorder = self.pod_runtime.recorder
+        if pending:
+            generation = progress[1] if progress is not None else pod.metadata.generation or None
+            self.allocations.in_progress[uid] = (error, generation)
+            if error and (progress is None or progress[0] != error):
+                message = resize.event_message(allocated, "error", error)
+                recorder.record(pod_ref(pod), WARNING, resize.EVENT_ERROR, message)
+        elif progress is not None:
+            del self.allocations.in_progress[uid]
+            log.info("pod %s: resize completed", pod.key)
+            message = resize.event_message(allocated, "completed", "")
+            recorder.record(pod_ref(pod), NORMAL, resize.EVENT_COMPLETED, message)
 
     def _observe_start(self, pod: Pod, status: PodStatus) -> None:
         """kubelet_pod_start_duration_seconds: first seen → every container running."""

@@ -21,7 +21,8 @@ import attrs
 import trio
 
 from kubelet.api import Pod
-from kubelet.decisions import is_critical_pod, remaining_deletion_grace
+from kubelet.decisions import is_critical_pod, remaining_deletion_grace, resize
+from kubelet.events import NORMAL, WARNING, EventRecorder, pod_ref
 from kubelet.pleg import EventType, PodLifecycleEvent
 from kubelet.prober import ProbeKind, Result, ResultUpdate
 from kubelet.sources import PodOperation, PodUpdate
@@ -29,9 +30,10 @@ from kubelet.status import is_terminal_phase, needs_readiness_reconcile
 
 from . import fit
 from .admission import AdmissionFacts, Rejection, admit
-from .allocation import Allocations
+from .allocation import Allocations, Pending
 from .manager import PodManager
 from .preemption import Preemptor
+from .resizing import judge_resize
 from .workers import PodWorkers, SyncResult, WorkerResult
 from .workqueue import WorkQueue
 
@@ -106,6 +108,8 @@ class SyncLoopParts:
     on_orphan: Callable[[], None] | None = None
     allocations: Allocations | None = None
     on_readiness: Callable[[str, str, bool], None] | None = None
+    recorder: EventRecorder | None = None
+    """where a resize's verdict is announced (ResizeStarted, -Deferred, -Infeasible)"""
     wall_clock: Callable[[], float] | None = None
     """Reads a deleted pod's deadline (``deletionTimestamp``); None: a pod first seen
     already deleted gets its whole deletion grace period."""
@@ -127,6 +131,7 @@ class SyncLoop:
         """``(pod UID, container ID, ready)`` for every readiness change, before the sync
         it asks for: the status follows even while the pod's worker is busy."""
         self._preemptor = p.preemptor
+        self._recorder = p.recorder
         self.allocations = p.allocations if p.allocations is not None else Allocations()
         """What each pod runs with: admission counts it, never a resize's new spec."""
         self._on_orphan = p.on_orphan
@@ -233,11 +238,15 @@ class SyncLoop:
                 self.pods.upsert(pod)
                 if pod.metadata.deletion_timestamp:
                     self.workers.terminate(pod, pod.metadata.deletion_grace_period_seconds)
+                    self.retry_deferred_resizes()
                 elif pod.uid not in self.rejected:
+                    if self._judge_resize(pod):
+                        self.retry_deferred_resizes()  # it may have shrunk
                     self.workers.sync(pod)
             elif op is PodOperation.DELETE:
                 self.pods.upsert(pod)
                 self.workers.terminate(pod, pod.metadata.deletion_grace_period_seconds)
+                self.retry_deferred_resizes()
             elif op is PodOperation.REMOVE:
                 self.pods.remove(pod.uid)
                 self.queue.forget(pod.uid)
@@ -247,6 +256,7 @@ class SyncLoop:
                 self.allocations.forget(pod.uid)
                 self._update_active(pod.uid)
                 self.workers.terminate(pod, None, remove=True)
+                self.retry_deferred_resizes()
             elif op is PodOperation.RECONCILE:
                 self._reconcile(pod)
 
@@ -290,7 +300,56 @@ class SyncLoop:
             if self._on_reject is not None:
                 self._on_reject(pod, rejection)
             return
+        self._judge_resize(pod)  # a restarted kubelet: the spec resized meanwhile
         self.workers.sync(pod)
+
+    # -- in-place resize -------------------------------------------------------------------
+
+    def _judge_resize(self, pod: Pod) -> bool:
+        """A resize the spec asks for becomes the allocation when it fits (``resizing``),
+        else waits, Deferred or Infeasible; each new verdict is announced. True: the
+        allocation changed."""
+        allocated = self.allocations.allocated(pod)
+        if not resize.resize_requested(pod, allocated):
+            self.allocations.pending.pop(pod.uid, None)
+            return False
+        if is_terminal_phase(pod.status.phase) or pod.metadata.deletion_timestamp:
+            return False
+        verdict = judge_resize(pod, allocated, self._listed_others(pod), self._admission_facts())
+        generation = pod.metadata.generation or None
+        if verdict is None:
+            log.info("pod %s: resize admitted (generation %s)", pod.key, generation)
+            self.allocations.resize(pod)
+            self._update_active(pod.uid)
+            self._announce(pod, NORMAL, resize.EVENT_STARTED, "started", "")
+            return True
+        before = self.allocations.pending.get(pod.uid)
+        now = Pending(verdict.reason, verdict.message, generation)
+        self.allocations.pending[pod.uid] = now
+        if before != now:
+            log.info("pod %s: resize %s: %s", pod.key, verdict.reason, verdict.message)
+            reason = (
+                resize.EVENT_INFEASIBLE
+                if verdict.reason == resize.INFEASIBLE
+                else resize.EVENT_DEFERRED
+            )
+            self._announce(pod, WARNING, reason, verdict.reason, verdict.message)
+        return False
+
+    def _announce(self, pod: Pod, kind: str, reason: str, word: str, message: str) -> None:
+        if self._recorder is not None:
+            text = resize.event_message(pod, word, message)
+            self._recorder.record(pod_ref(pod), kind, reason, text)
+
+    def retry_deferred_resizes(self) -> None:
+        """Deferred resizes judged again (pods left, or shrank): those that fit now are
+        admitted and their pods synced."""
+        for uid, pending in list(self.allocations.pending.items()):
+            pod = self.pods.get(uid)
+            if pending.reason != resize.DEFERRED or pod is None or uid in self.rejected:
+                continue
+            if self._judge_resize(pod):
+                self.workers.sync(pod)
 
     def _add_deleted(self, pod: Pod) -> None:
         """A pod already being deleted when this kubelet first hears of it (it was down,
@@ -402,6 +461,8 @@ class SyncLoop:
         self.housekeeper.tidy()
         if not self.sources_seen():
             return
+        self.allocations.drop_orphans(lambda uid: uid in self.pods)
+        self.retry_deferred_resizes()
         listed = self.housekeeper.listed_uids()
         running: list[OrphanPod] = []
         if listed is None or any(self._orphaned(uid) for uid in listed):

@@ -91,6 +91,7 @@ from .hooks import (
 from .images import ImageError, ImageManager
 from .isolation import Isolation, IsolationError, PodIsolation
 from .legacylogs import link_container_log
+from .resize import Resizer, ResizeResult
 from .teardown import PodTeardown, still_running
 
 log = logging.getLogger(__name__)
@@ -113,7 +114,11 @@ class SyncOutcome:
     requeue_after: float | None = None
     errors: tuple[str, ...] = ()
     acted: bool = False
-    """whether anything was killed, created or started (the runtime view is stale)"""
+    """whether anything was killed, created, started or resized (the view is stale)"""
+    resize_pending: bool = False
+    """some running container is not yet at its allocation's resources"""
+    resize_error: str = ""
+    """why resizing it failed ("" none)"""
 
 
 @attrs.define
@@ -122,6 +127,7 @@ class _Progress:
     requeue_after: float | None = None
     errors: list[str] = attrs.field(factory=list)
     acted: bool = False
+    resize: ResizeResult = attrs.field(factory=ResizeResult)
 
     def retry_in(self, seconds: float | None) -> None:
         if seconds is None:
@@ -131,7 +137,14 @@ class _Progress:
             self.requeue_after = seconds
 
     def freeze(self) -> SyncOutcome:
-        return SyncOutcome(dict(self.waiting), self.requeue_after, tuple(self.errors), self.acted)
+        return SyncOutcome(
+            dict(self.waiting),
+            self.requeue_after,
+            tuple(self.errors),
+            self.acted,
+            self.resize.pending,
+            self.resize.error,
+        )
 
 
 @attrs.frozen
@@ -217,6 +230,8 @@ class PodRuntime:
         self.pod_logs_dir = parts.pod_logs_dir
         self.log_io = parts.log_io
         """where the pods' log directories are read (tests on a fake clock: inline)"""
+        self.resizer = Resizer(parts.runtime, parts.cm)
+        """in-place resizes: the running containers brought to their allocation"""
 
     @property
     def backoffs(self) -> tuple[Backoff, ...]:
@@ -244,14 +259,19 @@ class PodRuntime:
         volumes = await self._prepare_volumes(pod, progress)
         if volumes is None:
             return progress.freeze()
+        restarted = self.resizer.to_restart(pod, status)
         actions = compute_pod_actions(
             pod,
             status,
             liveness_failed=liveness_failed,
             startup_failed=startup_failed,
             startup_succeeded=startup_succeeded,
+            resize_restart=restarted,
         )
         await self._kill_what_must_go(pod, status, actions, progress)
+        if not (actions.kill_pod or actions.create_sandbox):
+            progress.resize = await self.resizer.resize(pod, status, restarted)
+            progress.acted = progress.acted or progress.resize.acted
         if not (
             actions.create_sandbox
             or actions.ephemeral_containers_to_start

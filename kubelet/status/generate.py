@@ -5,8 +5,8 @@ previously reported status, the node's IPs, the time). Conditions follow upstrea
 generator: kubelet-owned conditions are appended in the order PodReadyToStartContainers,
 Initialized, Ready, ContainersReady, PodScheduled after any condition someone else set,
 and a condition's lastTransitionTime only moves when its status changes. Between the
-two, PodResizePending while the spec asks for resources the pod does not run with
-(``decisions.resize``). With the gate PodReadyToStartContainersCondition off, the
+two, PodResizePending while a resize waits and PodResizeInProgress while one admitted
+is applied (``decisions.resize``). With the gate PodReadyToStartContainersCondition off, the
 kubelet neither writes nor owns PodReadyToStartContainers (one already on the pod is
 kept as someone else's).
 """
@@ -27,8 +27,7 @@ from kubelet.api import (
 )
 from kubelet.cri import RuntimePodStatus
 from kubelet.decisions import CONDITIONS as RESIZE_CONDITIONS
-from kubelet.decisions import PENDING as RESIZE_PENDING
-from kubelet.decisions import pending_condition, pod_qos, sandbox_changed
+from kubelet.decisions import ResizeState, pod_qos, resize_conditions, sandbox_changed
 from kubelet.status.killed import Kill, with_kill_conditions
 from kubelet.status.phase import (
     FAILED,
@@ -206,16 +205,14 @@ def needs_readiness_reconcile(pod: Pod) -> bool:
 
 
 def _resize_conditions(
-    pod: Pod, running: Pod, old: PodStatus, phase: str, now: str
+    state: ResizeState | None, old: PodStatus, phase: str, now: str
 ) -> tuple[PodCondition, ...]:
-    """``PodResizePending`` while the spec asks for resources the pod does not run with
-    (upstream puts the resize conditions after others' and before its own); a finished
-    pod has none."""
-    if is_terminal_phase(phase):
+    """``PodResizePending`` while a resize waits, ``PodResizeInProgress`` while one
+    admitted is not yet what runs (upstream puts the resize conditions after others' and
+    before its own); a finished pod has none."""
+    if is_terminal_phase(phase) or state is None:
         return ()
-    before = next((c for c in old.conditions if c.type == RESIZE_PENDING), None)
-    pending = pending_condition(pod, running, before, now)
-    return () if pending is None else (pending,)
+    return resize_conditions(state, old.conditions, now)
 
 
 def _phase_reason(pod: Pod, phase: str, old: PodStatus, kill: Kill | None) -> tuple[str, str, str]:
@@ -264,12 +261,13 @@ def generate_pod_status(
     kill: Kill | None = None,
     ready_to_start_condition: bool = True,
     allocated: Pod | None = None,
+    resize: ResizeState | None = None,
     now_ns: int,
 ) -> PodStatus:
     """The full status for ``pod`` now (``previous``: what was last reported, if anything;
     ``kill``: why the kubelet stops the pod itself -- shutdown, eviction, a deadline;
     ``ready_to_start_condition``: the gate PodReadyToStartContainersCondition;
-    ``allocated``: the pod as it runs, when a resize asks for other resources).
+    ``allocated``: the pod as it runs; ``resize``: where its resize stands).
 
     Conditions others own come from the API's copy of the pod (``pod.status``), never
     from what the kubelet reported before: a readiness gate set since counts at once."""
@@ -308,8 +306,8 @@ def generate_pod_status(
             pod, runtime, (init, regular), phase, foreign, ready_to_start_condition
         )
     ]
-    resize = _resize_conditions(pod, running, old, phase, now)
-    conditions = (*foreign, *resize, *_keep_transition_times(owned, old.conditions, now))
+    resize_now = _resize_conditions(resize, old, phase, now)
+    conditions = (*foreign, *resize_now, *_keep_transition_times(owned, old.conditions, now))
     pod_ips = _pod_ips(pod, runtime, host_ips, old)
     start_time = old.start_time or now
     return PodStatus(

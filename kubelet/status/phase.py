@@ -26,11 +26,15 @@ from kubelet.api import (
     Pod,
     PodSpec,
     PodStatus,
+    Quantity,
     ResourceRequirements,
     VolumeMountStatus,
     is_restartable_init_container,
+    to_bytes,
+    to_millicores,
 )
-from kubelet.cri import ContainerInfo, ContainerRunState, RuntimePodStatus
+from kubelet.cgroups import milli_cpu_to_shares
+from kubelet.cri import ContainerInfo, ContainerRunState, RunningResources, RuntimePodStatus
 from kubelet.decisions import container_should_restart, should_container_be_restarted
 from kubelet.goformat import rfc3339
 
@@ -291,21 +295,54 @@ def _with_runtime_fields(
     container: Container,
     old: ContainerStatus | None,
 ) -> ContainerStatus:
-    """What upstream adds to a container the runtime knows: the resources (``container``
-    is the pod's as it runs, its allocation -- never what a refused resize asks;
-    ``resources: {}`` without any), their requests as ``allocatedResources``, the
-    process's user, and the volume mounts (kept from before: they never change)."""
+    """What upstream adds to a container the runtime knows: the resources it runs with
+    (``container`` is the pod's as it runs, its allocation, read back from the runtime
+    where it reports other values -- a resize not yet applied; ``resources: {}`` without
+    any), the allocation's requests as ``allocatedResources``, the process's user, and
+    the volume mounts (kept from before: they never change)."""
     resources = container.resources or ResourceRequirements()
     mounts = old.volume_mounts if old is not None else volume_mount_statuses(container)
     return attrs.evolve(
         status,
-        resources=ResourceRequirements(
-            limits=dict(resources.limits), requests=dict(resources.requests)
-        ),
+        resources=_running(resources, info.resources),
         allocated_resources=dict(resources.requests),
         user=_user(info),
         volume_mounts=mounts,
     )
+
+
+def _milli(milli: int) -> Quantity:
+    return Quantity(str(milli // 1000) if milli % 1000 == 0 else f"{milli}m")
+
+
+def _binary(value: int) -> Quantity:
+    for suffix, size in (("Ti", 1 << 40), ("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10)):
+        if value % size == 0:
+            return Quantity(f"{value // size}{suffix}")
+    return Quantity(str(value))
+
+
+def _running(
+    allocated: ResourceRequirements, running: RunningResources | None
+) -> ResourceRequirements:
+    """The allocation's limits and requests, each CPU limit, CPU request and memory limit
+    the runtime reports otherwise replaced by what it reports (upstream keeps the
+    allocation's quantity where the runtime's value is the same)."""
+    limits, requests = dict(allocated.limits), dict(allocated.requests)
+    if running is None:
+        return ResourceRequirements(limits=limits, requests=requests)
+    quota, period, shares = running.cpu_quota, running.cpu_period, running.cpu_shares
+    if "cpu" in limits and quota > 0 and period > 0:
+        milli = quota * 1000 // period
+        if to_millicores(limits["cpu"]) != milli:
+            limits["cpu"] = _milli(milli)
+    cpu_request = to_millicores(requests.get("cpu"))
+    if "cpu" in requests and shares > 0 and milli_cpu_to_shares(cpu_request) != shares:
+        requests["cpu"] = _milli(shares * 1000 // 1024)
+    memory = running.memory_limit
+    if "memory" in limits and memory > 0 and to_bytes(limits["memory"]) != memory:
+        limits["memory"] = _binary(memory)
+    return ResourceRequirements(limits=limits, requests=requests)
 
 
 def _convert_one(

@@ -8,10 +8,15 @@ import attrs
 import pytest
 
 from kubelet.api import Pod, PodCondition, Quantity, ResourceRequirements
-from kubelet.decisions import Allocation, allocated_pod, allocation_of, pending_condition
+from kubelet.decisions import (
+    Allocation,
+    ResizeState,
+    allocated_pod,
+    allocation_of,
+    pending_condition,
+    resize_conditions,
+)
 from kubelet.decisions.resize import (
-    NOT_SUPPORTED,
-    announced,
     decode_resources,
     encode_resources,
     event_message,
@@ -151,47 +156,43 @@ def test_only_pod_level_resources_resized() -> None:
 # -- the condition and the event ---------------------------------------------------------------
 
 
-def test_no_condition_while_the_spec_is_what_runs() -> None:
-    pod = pod_with(SMALL)
-    assert pending_condition(pod, pod, None, T0) is None
+def test_no_condition_while_nothing_waits_or_runs_late() -> None:
     stale = PodCondition(type="PodResizePending", status="True", reason="Infeasible")
-    assert pending_condition(pod, pod, stale, T0) is None  # undone: cleared
+    assert resize_conditions(ResizeState(), (stale,), T0) == ()
 
 
-def test_a_resize_is_pending_infeasible() -> None:
-    pod = with_generation(pod_with(BIG), 2)
-    running_pod = allocated_pod(pod, Allocation({"app": SMALL}))
-    condition = pending_condition(pod, running_pod, None, T0)
+def test_a_resize_that_waits_is_pending() -> None:
+    condition = pending_condition("Deferred", "no room", 2, None, T0)
     assert condition == PodCondition(
         type="PodResizePending",
         status="True",
         observed_generation=2,
         last_probe_time=T0,
         last_transition_time=T0,
-        reason="Infeasible",
-        message=NOT_SUPPORTED,
+        reason="Deferred",
+        message="no room",
     )
-    assert NOT_SUPPORTED == (
-        "In-place resize is not supported by this kubelet: the containers keep the "
-        "resources they were started with"
-    )
-    assert pending_condition(pod, running_pod, condition, T1) is condition
-    later = with_generation(pod, 3)
-    again = pending_condition(later, running_pod, condition, T1)
-    assert again is not None
+    assert pending_condition("Deferred", "no room", 2, condition, T1) is condition
+    again = pending_condition("Deferred", "no room", 3, condition, T1)
     assert (again.observed_generation, again.last_probe_time) == (3, T1)
-    assert again.last_transition_time == T0  # still Infeasible
+    assert again.last_transition_time == T0  # still Deferred
+    infeasible = pending_condition("Infeasible", "never", 3, again, T1)
+    assert infeasible.last_transition_time == T1
 
 
-def test_the_event_goes_with_each_new_refusal() -> None:
-    first = PodCondition(
-        type="PodResizePending", status="True", reason="Infeasible", observed_generation=2
+def test_an_admitted_resize_is_in_progress_with_the_runtime_s_error() -> None:
+    state = ResizeState(pending=None, in_progress=("", 2))
+    (condition,) = resize_conditions(state, (), T0)
+    assert (condition.type, condition.status, condition.reason, condition.message) == (
+        "PodResizeInProgress",
+        "True",
+        "",
+        "",
     )
-    assert announced(None, first)
-    assert not announced(first, first)
-    assert not announced(first, attrs.evolve(first, last_probe_time=T1))
-    assert announced(first, attrs.evolve(first, observed_generation=3))
-    assert not announced(first, None)
+    assert condition.observed_generation == 2
+    (failed,) = resize_conditions(ResizeState(None, ("refused", 2)), (condition,), T1)
+    assert (failed.reason, failed.message) == ("Error", "refused")
+    assert failed.last_transition_time == T0
 
 
 def test_event_message_is_upstreams() -> None:

@@ -8,7 +8,7 @@ from kubelet.api import NodeStatus, from_wire, to_wire
 from kubelet.config import GATE_SUPPORT, FeatureGates
 from kubelet.config.support import _is, ok, partial
 from kubelet.node import declared_features
-from kubelet.node.declared import EXTEND_WEBSOCKETS, NOT_DECLARED
+from kubelet.node.declared import EXTEND_WEBSOCKETS, GUARANTEED_CPU_RESIZE, NOT_DECLARED
 from kubelet.node.status import node_status
 
 from .test_status import FACTS
@@ -16,13 +16,20 @@ from .test_status import FACTS
 DONE = {**GATE_SUPPORT, EXTEND_WEBSOCKETS: ok("both halves")}
 
 
+BOTH = (EXTEND_WEBSOCKETS, GUARANTEED_CPU_RESIZE)
+
+
 def test_extend_websockets_is_declared_only_once_both_halves_are_done() -> None:
-    assert declared_features(FeatureGates()) == (EXTEND_WEBSOCKETS,)  # both halves are here
+    assert declared_features(FeatureGates()) == BOTH  # both halves are here
     half = {**GATE_SUPPORT, EXTEND_WEBSOCKETS: partial("the tunnel only", _is(False))}
-    assert declared_features(FeatureGates(), half) == ()
-    assert declared_features(FeatureGates(), DONE) == (EXTEND_WEBSOCKETS,)
+    assert declared_features(FeatureGates(), half) == (GUARANTEED_CPU_RESIZE,)
+    assert declared_features(FeatureGates(), DONE) == BOTH
     off = FeatureGates({EXTEND_WEBSOCKETS: False})
-    assert declared_features(off, DONE) == ()
+    assert declared_features(off, DONE) == (GUARANTEED_CPU_RESIZE,)
+
+
+def test_guaranteed_cpu_resize_is_declared_as_resize_is_applied() -> None:
+    assert GUARANTEED_CPU_RESIZE in declared_features(FeatureGates())
 
 
 def test_nothing_is_declared_with_the_gate_off() -> None:

@@ -215,12 +215,12 @@ async def test_the_sum_follows_admit_reject_finish_terminate_remove(
 
     resized = make_pod("c", {"cpu": "1500m"})
     await step(loop, PodOperation.UPDATE, resized)
-    assert used_cpu(loop) == 1000  # what it was admitted with: a resize is not applied
+    assert used_cpu(loop) == 1500  # the resize fits: it is the allocation now
 
     d = make_pod("d", {"cpu": "2"})
     await step(loop, PodOperation.ADD, d)
     assert "uid-d" not in loop.rejected
-    assert used_cpu(loop) == 3000
+    assert used_cpu(loop) == 3500
 
     await step(loop, PodOperation.REMOVE, resized)
     assert used_cpu(loop) == 2000

@@ -1,0 +1,193 @@
+"""Each pod's allocation on disk: ``<root-dir>/allocated_pods_state``, upstream's checkpoint.
+
+Upstream (1.33+, ``allocation/state``) keeps what every pod was admitted (or resized)
+with in a checkpoint file of the kubelet's root directory: ``{"data": <JSON text>,
+"checksum": <uint>}``, the data ``{"entries": {<uid>: {"containerResources": {<name>:
+<ResourceRequirements>}, "podLevelResources": <ResourceRequirements>}}}``. The checksum
+is FNV-32a over the spew ``%#v`` rendering of the data string: ``(string)`` and the Go
+``strconv.Quote`` of it -- the same as upstream's, so either kubelet reads the other's
+file (a newer upstream kubelet migrates this unversioned form). A file that does not
+decode or whose checksum does not match is ignored (and said so): the allocations then
+come from the runtime's record, as before the file existed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from collections.abc import Mapping
+from typing import Any
+
+from kubelet.api import Quantity, ResourceRequirements
+from kubelet.boundedio import InputRefused, RunSync, loads_json, read_regular_file
+from kubelet.decisions import Allocation
+from kubelet.goformat import go_json
+
+__all__ = [
+    "CHECKPOINT_FILE",
+    "AllocationCheckpoint",
+    "checksum",
+    "decode_checkpoint",
+    "encode_checkpoint",
+]
+
+log = logging.getLogger(__name__)
+
+CHECKPOINT_FILE = "allocated_pods_state"
+MAX_BYTES = 16 << 20
+"""The most read back: some 20,000 pods' worth of entries."""
+
+_FNV32_OFFSET = 0x811C9DC5
+_FNV32_PRIME = 0x01000193
+_ESCAPES = {
+    "\a": "\\a",
+    "\b": "\\b",
+    "\f": "\\f",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+    "\v": "\\v",
+}
+
+
+def _go_quote(text: str) -> str:
+    """Go's ``strconv.Quote``: printable characters as they are, the rest escaped."""
+    out = ['"']
+    for ch in text:
+        if ch in ('"', "\\"):
+            out.append("\\" + ch)
+        elif ch in _ESCAPES:
+            out.append(_ESCAPES[ch])
+        elif ch.isprintable():
+            out.append(ch)
+        elif ord(ch) < 0x80:
+            out.append(f"\\x{ord(ch):02x}")
+        elif ord(ch) <= 0xFFFF:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(f"\\U{ord(ch):08x}")
+    out.append('"')
+    return "".join(out)
+
+
+def checksum(data: str) -> int:
+    """Upstream's ``checksum.New(data)`` for a string."""
+    h = _FNV32_OFFSET
+    for byte in ("(string)" + _go_quote(data)).encode("utf-8"):
+        h = ((h ^ byte) * _FNV32_PRIME) & 0xFFFFFFFF
+    return h
+
+
+def _requirements(resources: ResourceRequirements | None) -> dict[str, Any]:
+    body: dict[str, Any] = {}
+    if resources is not None and resources.limits:
+        body["limits"] = dict(resources.limits)
+    if resources is not None and resources.requests:
+        body["requests"] = dict(resources.requests)
+    return body
+
+
+def _entry(allocation: Allocation) -> dict[str, Any]:
+    body: dict[str, Any] = {}
+    if allocation.containers:
+        body["containerResources"] = {
+            name: _requirements(r) for name, r in allocation.containers.items()
+        }
+    if allocation.pod is not None:
+        body["podLevelResources"] = _requirements(allocation.pod)
+    return body
+
+
+def encode_checkpoint(entries: Mapping[str, Allocation]) -> bytes:
+    """The file's bytes for ``entries`` (uid → allocation), as Go's ``json.Marshal``."""
+    data: dict[str, Any] = {}
+    if entries:
+        data["entries"] = {uid: _entry(a) for uid, a in entries.items()}
+    text = go_json(data, sort_keys=True)
+    return go_json({"data": text, "checksum": checksum(text)}).encode()
+
+
+def _decode_requirements(body: Any) -> ResourceRequirements:
+    if not isinstance(body, dict):
+        raise ValueError("resources: not an object")
+    parts: dict[str, dict[str, Quantity]] = {}
+    for key in ("limits", "requests"):
+        values = body.get(key) or {}
+        if not isinstance(values, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in values.items()
+        ):
+            raise ValueError(f"resources: {key} is not a map of quantities")
+        parts[key] = {k: Quantity(v) for k, v in values.items()}
+    return ResourceRequirements(limits=parts["limits"], requests=parts["requests"])
+
+
+def decode_checkpoint(blob: bytes) -> dict[str, Allocation]:
+    """The entries of a checkpoint file; ``ValueError`` when it is not one or its
+    checksum does not match."""
+    outer = loads_json(blob, max_bytes=MAX_BYTES)
+    if not isinstance(outer, dict) or not isinstance(outer.get("data"), str):
+        raise ValueError("not an allocation checkpoint")
+    text = outer["data"]
+    if outer.get("checksum") != checksum(text):
+        raise ValueError("checksum mismatch")
+    data = loads_json(text, max_bytes=MAX_BYTES)
+    entries = data.get("entries") or {} if isinstance(data, dict) else None
+    if not isinstance(entries, dict):
+        raise ValueError("entries: not an object")
+    out: dict[str, Allocation] = {}
+    for uid, entry in entries.items():
+        if not isinstance(entry, dict):
+            raise ValueError(f"entry {uid}: not an object")
+        containers = entry.get("containerResources") or {}
+        if not isinstance(containers, dict):
+            raise ValueError(f"entry {uid}: containerResources is not an object")
+        pod_level = entry.get("podLevelResources")
+        out[str(uid)] = Allocation(
+            {str(name): _decode_requirements(r) for name, r in containers.items()},
+            None if pod_level is None else _decode_requirements(pod_level),
+        )
+    return out
+
+
+class AllocationCheckpoint:
+    """The file under the kubelet's root directory ("" root: none, nothing is kept)."""
+
+    def __init__(self, root_dir: str) -> None:
+        self.path = os.path.join(root_dir, CHECKPOINT_FILE) if root_dir else ""
+
+    async def load(self, run: RunSync) -> dict[str, Allocation]:
+        """What the file holds (read off the loop); empty when there is none or it is
+        damaged."""
+        if not self.path:
+            return {}
+
+        def read() -> dict[str, Allocation]:
+            try:
+                return decode_checkpoint(read_regular_file(self.path, MAX_BYTES))
+            except FileNotFoundError:
+                return {}
+            except (OSError, InputRefused, ValueError) as exc:
+                log.warning("allocation checkpoint %s ignored: %s", self.path, exc)
+                return {}
+
+        return await run(read)
+
+    def store(self, entries: Mapping[str, Allocation]) -> None:
+        """Write ``entries`` in place of the file (a whole new file, renamed over it).
+        A few hundred bytes per pod: written where the allocation changes, as upstream."""
+        if not self.path:
+            return
+        directory = os.path.dirname(self.path)
+        try:
+            os.makedirs(directory, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".allocated_pods_state.", dir=directory)
+            try:
+                with os.fdopen(fd, "wb") as out:
+                    out.write(encode_checkpoint(entries))
+                os.replace(tmp, self.path)
+            except BaseException:
+                os.unlink(tmp)
+                raise
+        except OSError as exc:
+            log.error("allocation checkpoint %s not written: %s", self.path, exc)
