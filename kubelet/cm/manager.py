@@ -25,6 +25,8 @@ from kubelet.decisions import (
     pod_cgroup_parent,
 )
 
+from .hints import TopologyHints
+
 Refusal = tuple[str, str]
 """(reason, message) of a pod a resource manager will not admit"""
 
@@ -105,6 +107,22 @@ class ResourceManager(Protocol):
 
     def plugin_handlers(self) -> Mapping[str, object]:
         """Plugin type → the plugin watcher's handler for it (DRA: "DRAPlugin")."""
+        return {}
+
+    def bind(self, peers: Sequence[ResourceManager]) -> None:
+        """Once every manager is started: the managers, in registration order (the
+        topology manager collects its hint providers here, the CPU manager finds the
+        topology manager whose affinities it allocates within)."""
+        return None
+
+    def topology_hints(self, pod: Pod, container: Container) -> TopologyHints:
+        """Where this manager could place the container's resources, by resource
+        (``hints.TopologyHint``); {}: no preference. Asked at admission, before
+        ``admit``, by the topology manager with the ``container`` scope."""
+        return {}
+
+    def pod_topology_hints(self, pod: Pod) -> TopologyHints:
+        """The same for the whole pod (the ``pod`` scope)."""
         return {}
 
 
