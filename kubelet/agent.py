@@ -317,7 +317,7 @@ async def run(
         stats, collectors, eviction = await _start_node_protection(
             root, core, lifecycle, cm, pleg.between_relists
         )
-        addresses = await _serve(root, core, node_handle, lifecycle, stats, prober)
+        addresses = await _serve(root, core, node_handle, lifecycle, stats, prober, cm)
         parts = Components(core, inputs, lifecycle, cm, services, addresses, collectors, eviction)
         if options.debug_console_socket:
             await root.start(serve_console, options.debug_console_socket, parts, api)
@@ -494,6 +494,7 @@ async def _serve(
     lifecycle: PodLifecycle,
     stats: SummaryProvider,
     prober: ProberManager,
+    cm: ContainerManager,
 ) -> Addresses | None:
     """The servers (healthz, main, read-only; the pod-resources socket, served with the
     ports off too); where they listen, or None when no port is served."""
@@ -511,6 +512,7 @@ async def _serve(
             stats=stats,
             serving=node_handle.serving,
             file_io=host.source_io,
+            assigned=cm,
         ),
     )
     cfg = options.config

@@ -125,6 +125,14 @@ class ResourceManager(Protocol):
         """The same for the whole pod (the ``pod`` scope)."""
         return {}
 
+    def exclusive_cpus(self, pod_uid: str, container: str) -> frozenset[int]:
+        """The CPUs given to the container alone (pod-resources ``cpu_ids``)."""
+        return frozenset()
+
+    def allocatable_cpus(self) -> frozenset[int]:
+        """The CPUs this manager may give exclusively (GetAllocatableResources)."""
+        return frozenset()
+
 
 class ContainerManager:
     """The node's resources and its resource managers, as the rest of the kubelet asks
@@ -199,6 +207,19 @@ class ContainerManager:
     async def post_stop(self, container_id: str) -> None:
         for manager in self.managers:
             await manager.post_stop(container_id)
+
+    def exclusive_cpus(self, pod_uid: str, container: str) -> frozenset[int]:
+        """The container's exclusive CPUs, as the pod-resources API reports them."""
+        out: frozenset[int] = frozenset()
+        for manager in self.managers:
+            out |= manager.exclusive_cpus(pod_uid, container)
+        return out
+
+    def allocatable_cpus(self) -> frozenset[int]:
+        out: frozenset[int] = frozenset()
+        for manager in self.managers:
+            out |= manager.allocatable_cpus()
+        return out
 
     def plugin_handlers(self) -> dict[str, object]:
         """Every manager's plugin watcher handlers, by plugin type."""

@@ -39,7 +39,7 @@ from .fdlimits import Descriptors
 from .limits import Limits
 from .looplag import LoopLag, watching_loop
 from .memtrim import MemoryTrim
-from .podresources import Lister, serve_pod_resources
+from .podresources import Assigned, Lister, serve_pod_resources
 from .tlsreload import CA_BUNDLE_LIMIT, PAIR_FILE_LIMIT, ServingTLS, read_files, watch_files
 from .wire import ASGIApp
 
@@ -124,6 +124,9 @@ class ServerParts:
     """per listener; default: a share of the open-files limit"""
     descriptors: Descriptors | None = None
     """the process's descriptors; default: its own limit"""
+    assigned: Assigned | None = None
+    """the resource managers' assignments (pod-resources ``cpu_ids``): the container
+    manager"""
     serving: CertificateManager | None = None
     """serverTLSBootstrap's serving certificates, when on"""
     file_io: RunSync = in_thread
@@ -163,6 +166,7 @@ async def serve(
             backend.desired_pods,
             backend.pod_by_name,
             get_enabled=options.features.enabled(features.KUBELET_POD_RESOURCES_GET),
+            assigned=parts.assigned,
         )
         await nursery.start(serve_pod_resources, options.root_dir, lister)
         nursery.start_soon(memory.run)

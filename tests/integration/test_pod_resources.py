@@ -45,7 +45,19 @@ def _pod(name: str, phase: str = "Running") -> Pod:
     )
 
 
-async def _start(env: Env, gates: dict[str, bool] | None = None) -> str:
+class Pinned:
+    """The container manager's answers: ``app`` of pod web on CPUs 2-3."""
+
+    def exclusive_cpus(self, pod_uid: str, container: str) -> frozenset[int]:
+        return frozenset({3, 2}) if (pod_uid, container) == ("uid-web", "app") else frozenset()
+
+    def allocatable_cpus(self) -> frozenset[int]:
+        return frozenset({1, 2, 3})
+
+
+async def _start(
+    env: Env, gates: dict[str, bool] | None = None, assigned: Pinned | None = None
+) -> str:
     options = Options(
         config=config(),
         node_name=NODE,
@@ -56,7 +68,11 @@ async def _start(env: Env, gates: dict[str, bool] | None = None) -> str:
     _: Addresses = await env.nursery.start(
         serve,
         ServerParts(
-            backend=env.backend, options=options, reviews=env.reviews, ephemeral_ports=True
+            backend=env.backend,
+            options=options,
+            reviews=env.reviews,
+            ephemeral_ports=True,
+            assigned=assigned,
         ),
     )
     return str(env.tmp / "pod-resources" / "kubelet.sock")
@@ -100,6 +116,20 @@ async def test_list_get_and_allocatable(env: Env) -> None:
         Status.UNKNOWN,
         "pod x in namespace ns not found",
     )
+
+
+async def test_the_cpu_managers_exclusive_cpus(env: Env) -> None:
+    env.backend.pods.append(_pod("web"))
+    path = await _start(env, assigned=Pinned())
+    listed = await _call(path, "List", pb.ListPodResourcesRequest())
+    (web,) = listed.pod_resources
+    assert {c.name: list(c.cpu_ids) for c in web.containers} == {"proxy": [], "app": [2, 3]}
+    got = await _call(
+        path, "Get", pb.GetPodResourcesRequest(pod_name="web", pod_namespace="default")
+    )
+    assert got.pod_resources == web
+    allocatable = await _call(path, "GetAllocatableResources", pb.AllocatableResourcesRequest())
+    assert list(allocatable.cpu_ids) == [1, 2, 3]
 
 
 async def test_get_with_the_gate_off(env: Env) -> None:

@@ -102,6 +102,12 @@ class CpuManager(ResourceManager):
     def _affinity(self, pod_uid: str, container: str) -> TopologyHint | None:
         return self.topology.affinity(pod_uid, container) if self.topology else None
 
+    def exclusive_cpus(self, pod_uid: str, container: str) -> frozenset[int]:
+        return self.policy.exclusive(pod_uid, container) if self.policy else frozenset()
+
+    def allocatable_cpus(self) -> frozenset[int]:
+        return self.policy.allocatable if self.policy is not None else frozenset()
+
     def topology_hints(self, pod: Pod, container: Container) -> TopologyHints:
         return self.policy.hints(pod, container) if self.policy is not None else {}
 

@@ -2,10 +2,10 @@
 
 List (GA), GetAllocatableResources (GA) and Get (``KubeletPodResourcesGet``, GA) answer
 what this kubelet knows: the active pods (not Succeeded or Failed), each with its regular
-containers and, first, its sidecars (restartable init containers), as upstream. This
-kubelet has no device plugins, no CPU or memory manager beyond the ``none`` policies and
-no DRA, so devices, ``cpu_ids``, memory and ``dynamic_resources`` are empty -- what
-upstream answers with those policies and without DRA drivers. Upstream's rate limit
+containers and, first, its sidecars (restartable init containers), as upstream, with
+the CPUs the CPU manager gave each container alone (``cpu_ids``; GetAllocatableResources:
+the CPUs it may give, all but the reserved ones with the static policy). Devices, memory
+and ``dynamic_resources`` are empty: no device plugins, no memory manager. Upstream's rate limit
 applies to the whole server: 100 calls a second, bursts of 10; beyond it a call fails
 ``ResourceExhausted`` / ``rejected by rate limit``. ``Get`` for a pod the kubelet does not
 run fails ``Unknown`` / ``pod <name> in namespace <ns> not found``; with the gate off,
@@ -21,7 +21,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import trio
 import trio_asyncio
@@ -66,18 +66,40 @@ class TokenBucket:
         return False
 
 
+class Assigned(Protocol):
+    """What the resource managers gave (the container manager answers)."""
+
+    def exclusive_cpus(self, pod_uid: str, container: str) -> frozenset[int]: ...
+
+    def allocatable_cpus(self) -> frozenset[int]: ...
+
+
+class _Nothing:
+    def exclusive_cpus(self, pod_uid: str, container: str) -> frozenset[int]:
+        return frozenset()
+
+    def allocatable_cpus(self) -> frozenset[int]:
+        return frozenset()
+
+
 def _active(pods: Sequence[Pod]) -> list[Pod]:
     return [p for p in pods if p.status.phase not in ("Succeeded", "Failed")]
 
 
-def pod_resources(pod: Pod) -> pb.PodResources:
-    """A pod as the API reports it: sidecars, then regular containers, nothing assigned."""
+def pod_resources(pod: Pod, assigned: Assigned | None = None) -> pb.PodResources:
+    """A pod as the API reports it: sidecars, then regular containers, each with its
+    exclusive CPUs."""
+    given = assigned or _Nothing()
     sidecars = [c for c in pod.spec.init_containers if is_restartable_init_container(c)]
     containers = [*sidecars, *pod.spec.containers]
+    uid = pod.metadata.uid
     return pb.PodResources(
         name=pod.metadata.name,
         namespace=pod.metadata.namespace,
-        containers=[pb.ContainerResources(name=c.name) for c in containers],
+        containers=[
+            pb.ContainerResources(name=c.name, cpu_ids=sorted(given.exclusive_cpus(uid, c.name)))
+            for c in containers
+        ],
     )
 
 
@@ -91,8 +113,10 @@ class Lister(PodResourcesListerBase):
         *,
         get_enabled: bool = True,
         limiter: TokenBucket | None = None,
+        assigned: Assigned | None = None,
     ) -> None:
         self._pods, self._pod_by_name = pods, pod_by_name
+        self._assigned = assigned
         self._get_enabled = get_enabled
         self._limiter = limiter or TokenBucket()
 
@@ -103,13 +127,14 @@ class Lister(PodResourcesListerBase):
     async def List(self, stream: Any) -> None:
         await stream.recv_message()
         self._admit()
-        items = [pod_resources(p) for p in _active(self._pods())]
+        items = [pod_resources(p, self._assigned) for p in _active(self._pods())]
         await stream.send_message(pb.ListPodResourcesResponse(pod_resources=items))
 
     async def GetAllocatableResources(self, stream: Any) -> None:
         await stream.recv_message()
         self._admit()
-        await stream.send_message(pb.AllocatableResourcesResponse())
+        cpus = self._assigned.allocatable_cpus() if self._assigned is not None else ()
+        await stream.send_message(pb.AllocatableResourcesResponse(cpu_ids=sorted(cpus)))
 
     async def Get(self, stream: Any) -> None:
         request = await stream.recv_message()
@@ -120,7 +145,9 @@ class Lister(PodResourcesListerBase):
         if pod is None:
             message = f"pod {request.pod_name} in namespace {request.pod_namespace} not found"
             raise GRPCError(Status.UNKNOWN, message)
-        await stream.send_message(pb.GetPodResourcesResponse(pod_resources=pod_resources(pod)))
+        await stream.send_message(
+            pb.GetPodResourcesResponse(pod_resources=pod_resources(pod, self._assigned))
+        )
 
 
 def socket_path(root_dir: str) -> str:

@@ -84,6 +84,8 @@ def test_cpus_are_taken_on_the_node_of_the_device() -> None:
     assert cm.admit(pod, []) is None
     assert topo.affinity("a", "c0") == TopologyHint(mask_of([1]), True)
     assert cpus.exclusive("a", "c0") == {2}  # without the device's node: CPU 1
+    assert cm.exclusive_cpus("a", "c0") == {2}  # as the pod-resources API reports them
+    assert cm.allocatable_cpus() == {1, 2, 3}
     assert [k for k, _ in seen] == ["requests", "duration"]
 
 
