@@ -536,7 +536,7 @@ async def _serve(
             stats=stats,
             serving=node_handle.serving,
             file_io=host.source_io,
-            cm=cm,
+            assigned=cm,
         ),
     )
     cfg = options.config

@@ -380,6 +380,7 @@ class KubeletMetrics:
         self._device_plugin_metrics(reg)
         self._http_metrics(reg)
         self._node_protection_metrics(reg)
+        self._resource_manager_metrics(reg)
         self._loop_metrics(reg)
         self.pod_startup = PodStartupTracker(self._observe_startup, wall_clock)
         """The pod startup SLI's tracker (the API source, image pulls and the status
@@ -612,16 +613,6 @@ class KubeletMetrics:
             buckets=DEF_BUCKETS,
             registry=reg,
         )
-        self.cpu_pinning_requests = Counter(
-            "kubelet_cpu_manager_pinning_requests",
-            _alpha("The number of cpu core allocations which required pinning."),
-            registry=reg,
-        )
-        self.cpu_pinning_errors = Counter(
-            "kubelet_cpu_manager_pinning_errors",
-            _alpha("The number of cpu core allocations which required pinning failed."),
-            registry=reg,
-        )
         self.orphaned_runtime_pods = Counter(
             "kubelet_orphaned_runtime_pods_total",
             _alpha(
@@ -665,6 +656,37 @@ class KubeletMetrics:
                 "disk usage or image age."
             ),
             ["reason"],
+            registry=reg,
+        )
+
+    def _resource_manager_metrics(self, reg: CollectorRegistry) -> None:
+        """The CPU manager's pinning and the topology manager's admission."""
+        self.cpu_pinning_requests = Counter(
+            "kubelet_cpu_manager_pinning_requests",
+            _alpha("The number of cpu core allocations which required pinning."),
+            registry=reg,
+        )
+        self.cpu_pinning_errors = Counter(
+            "kubelet_cpu_manager_pinning_errors",
+            _alpha("The number of cpu core allocations which required pinning failed."),
+            registry=reg,
+        )
+        self.topology_admission_requests = Counter(
+            "kubelet_topology_manager_admission_requests",
+            _alpha("The number of admission requests where resources have to be aligned."),
+            registry=reg,
+        )
+        self.topology_admission_errors = Counter(
+            "kubelet_topology_manager_admission_errors",
+            _alpha(
+                "The number of admission request failures where resources could not be aligned."
+            ),
+            registry=reg,
+        )
+        self.topology_admission_duration = Histogram(
+            "kubelet_topology_manager_admission_duration_ms",
+            _alpha("Duration in milliseconds to serve a pod admission request."),
+            buckets=[0.05 * 2**i for i in range(15)],
             registry=reg,
         )
 
@@ -880,6 +902,19 @@ class KubeletMetrics:
     def cpu_pinning(self, kind: str) -> None:
         """A CPU manager pinning: ``requests`` (every one) or ``errors`` (refused)."""
         (self.cpu_pinning_errors if kind == "errors" else self.cpu_pinning_requests).inc()
+
+    def topology_admission(self, kind: str, value: float) -> None:
+        """A topology manager admission: ``requests``, ``errors``, or its ``duration``
+        in whole milliseconds."""
+        if kind == "duration":
+            self.topology_admission_duration.observe(value)
+        else:
+            (
+                self.topology_admission_errors
+                if kind == "errors"
+                else self.topology_admission_requests
+            ).inc()
+
     def observe_dra_operation(self, operation: str, is_error: bool, seconds: float) -> None:
         """A pod's PrepareResources or UnprepareResources by the DRA manager."""
         self.dra_operations_duration.labels(

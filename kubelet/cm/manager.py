@@ -26,6 +26,8 @@ from kubelet.decisions import (
 )
 from kubelet.pluginmanager import PluginHandler
 
+from .hints import TopologyHints
+
 Refusal = tuple[str, str]
 """(reason, message) of a pod a resource manager will not admit"""
 
@@ -141,6 +143,30 @@ class ResourceManager(Protocol):
         """Plugin type → the plugin watcher's handler for it (DRA: "DRAPlugin")."""
         return {}
 
+    def bind(self, peers: Sequence[ResourceManager]) -> None:
+        """Once every manager is started: the managers, in registration order (the
+        topology manager collects its hint providers here, the CPU manager finds the
+        topology manager whose affinities it allocates within)."""
+        return None
+
+    def topology_hints(self, pod: Pod, container: Container) -> TopologyHints:
+        """Where this manager could place the container's resources, by resource
+        (``hints.TopologyHint``); {}: no preference. Asked at admission, before
+        ``admit``, by the topology manager with the ``container`` scope."""
+        return {}
+
+    def pod_topology_hints(self, pod: Pod) -> TopologyHints:
+        """The same for the whole pod (the ``pod`` scope)."""
+        return {}
+
+    def exclusive_cpus(self, pod_uid: str, container: str) -> frozenset[int]:
+        """The CPUs given to the container alone (pod-resources ``cpu_ids``)."""
+        return frozenset()
+
+    def allocatable_cpus(self) -> frozenset[int]:
+        """The CPUs this manager may give exclusively (GetAllocatableResources)."""
+        return frozenset()
+
 
 class ContainerManager:
     """The node's resources and its resource managers, as the rest of the kubelet asks
@@ -245,6 +271,19 @@ class ContainerManager:
     async def post_stop(self, container_id: str) -> None:
         for manager in self.managers:
             await manager.post_stop(container_id)
+
+    def exclusive_cpus(self, pod_uid: str, container: str) -> frozenset[int]:
+        """The container's exclusive CPUs, as the pod-resources API reports them."""
+        out: frozenset[int] = frozenset()
+        for manager in self.managers:
+            out |= manager.exclusive_cpus(pod_uid, container)
+        return out
+
+    def allocatable_cpus(self) -> frozenset[int]:
+        out: frozenset[int] = frozenset()
+        for manager in self.managers:
+            out |= manager.allocatable_cpus()
+        return out
 
     def plugin_handlers(self) -> dict[str, PluginHandler]:
         """Every manager's plugin watcher handlers, by plugin type."""

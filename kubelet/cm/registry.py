@@ -17,7 +17,13 @@ from .cpu import start_cpu_manager
 from .dra import start_dra
 from .manager import ResourceManager
 from .parts import CmParts
+from .topology import start_topology_manager
 
 StartManager = Callable[[CmParts, trio.Nursery], Awaitable[ResourceManager]]
 
-RESOURCE_MANAGERS: tuple[StartManager, ...] = (start_cpu_manager, devices.start, start_dra)
+RESOURCE_MANAGERS: tuple[StartManager, ...] = (
+    start_topology_manager,  # first: its admission sets the affinities the others use
+    start_cpu_manager,
+    devices.start,
+    start_dra,
+)

@@ -43,6 +43,8 @@ async def run_container_manager(
         managers: list[ResourceManager] = [CgroupsPart(cgroups)]
         for start in RESOURCE_MANAGERS:
             managers.append(await start(parts, nursery))
+        for manager in managers:
+            manager.bind(managers)
         task_status.started(
             ContainerManager(
                 parts.resources,

@@ -252,9 +252,12 @@ SETTINGS: Mapping[str, Support] = {
         "the DRA manager reconciles every 60 s, whatever the period"
     ),
     "memoryManagerPolicy": missing("the memory manager is not implemented", _is("None")),
-    "topologyManagerPolicy": missing("the topology manager is not implemented", _is("none")),
-    "topologyManagerScope": missing("the topology manager is not implemented"),
-    "topologyManagerPolicyOptions": missing("the topology manager is not implemented", _falsy),
+    "topologyManagerPolicy": ok(
+        "none, best-effort, restricted, single-numa-node; the CPU manager gives hints "
+        "(docs/cpu-memory-topology.md)"
+    ),
+    "topologyManagerScope": ok("container and pod"),
+    "topologyManagerPolicyOptions": ok("prefer-closest-numa-nodes, max-allowable-numa-nodes"),
     "qosReserved": ok(_QOS),
     "hairpinMode": ok("checked as upstream; no effect with a CRI runtime, as upstream"),
     "podCIDR": missing("the pod CIDR is not passed to the runtime", _falsy),

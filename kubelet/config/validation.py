@@ -104,6 +104,7 @@ def validate(config: KubeletConfiguration, gates: FeatureGates = DEFAULT_GATES) 
         issues.append(("runOnce", "Runonce mode has been deprecated and should not be set"))
     issues += _node_allocatable(c)
     issues += _cpu_manager(c)
+    issues += _topology_manager(c)
     issues += _swap(c)
     issues += _eviction(c)
     issues += _shutdown(c)
@@ -453,6 +454,26 @@ def _cpu_manager(c: KubeletConfiguration) -> Iterator[Issue]:
             "reservedSystemCPUs",
             "can't use reservedSystemCPUs (--reserved-cpus) with systemReservedCgroup "
             "(--system-reserved-cgroup) or kubeReservedCgroup (--kube-reserved-cgroup)",
+        )
+
+
+TOPOLOGY_POLICIES = ("none", "best-effort", "restricted", "single-numa-node")
+
+
+def _topology_manager(c: KubeletConfiguration) -> Iterator[Issue]:
+    """Upstream's checks of the topology manager's policy and scope."""
+    if c.topology_manager_policy not in TOPOLOGY_POLICIES:
+        shown = "[" + " ".join(TOPOLOGY_POLICIES) + "]"
+        yield (
+            "topologyManagerPolicy",
+            f"topologyManagerPolicy (--topology-manager-policy) "
+            f'"{c.topology_manager_policy}" must be one of: {shown}',
+        )
+    if c.topology_manager_scope not in ("container", "pod"):
+        yield (
+            "topologyManagerScope",
+            f'topologyManagerScope (--topology-manager-scope) "{c.topology_manager_scope}" '
+            'must be one of: "container", or "pod"',
         )
 
 

@@ -24,7 +24,6 @@ import attrs
 import trio
 
 from kubelet.boundedio import RunSync, in_thread
-from kubelet.cm import ContainerManager
 from kubelet.config import Options, features
 from kubelet.metrics import KubeletMetrics
 from kubelet.node.certificates import CertificateManager, CertKeyPair
@@ -42,7 +41,7 @@ from .limits import Limits
 from .looplag import LoopLag, watching_loop
 from .memtrim import MemoryTrim
 from .nodelogs import NodeLogs
-from .podresources import Lister, serve_pod_resources
+from .podresources import Assigned, Lister, serve_pod_resources
 from .tlsreload import CA_BUNDLE_LIMIT, PAIR_FILE_LIMIT, ServingTLS, read_files, watch_files
 from .wire import ASGIApp
 from .zpages import HealthSLIs
@@ -128,12 +127,13 @@ class ServerParts:
     """per listener; default: a share of the open-files limit"""
     descriptors: Descriptors | None = None
     """the process's descriptors; default: its own limit"""
+    assigned: Assigned | None = None
+    """what the resource managers gave and may give (pod-resources devices and
+    ``cpu_ids``): the container manager; None: nothing"""
     serving: CertificateManager | None = None
     """serverTLSBootstrap's serving certificates, when on"""
     file_io: RunSync = in_thread
     """where the TLS files are read and parsed (a worker thread; fake-clock tests: inline)"""
-    cm: ContainerManager | None = None
-    """the devices and CPUs the pod-resources API reports (None: none)"""
 
 
 async def serve(
@@ -169,8 +169,7 @@ async def serve(
             backend.desired_pods,
             backend.pod_by_name,
             get_enabled=options.features.enabled(features.KUBELET_POD_RESOURCES_GET),
-            devices=parts.cm.container_devices if parts.cm is not None else None,
-            allocatable=parts.cm.allocatable_devices if parts.cm is not None else None,
+            assigned=parts.assigned,
             observer=metrics.observe_pod_resources if metrics is not None else None,
         )
         await nursery.start(serve_pod_resources, options.root_dir, lister)

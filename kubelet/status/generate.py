@@ -247,6 +247,14 @@ def _kubelet_conditions(
     ]
 
 
+def _foreign_conditions(
+    pod: Pod, kill: Kill | None, now: str, ready_to_start_condition: bool
+) -> list[PodCondition]:
+    """The conditions others own, from the API's copy; with the kubelet's kill ones."""
+    foreign = foreign_conditions(pod.status.conditions, owned_conditions(ready_to_start_condition))
+    return foreign if kill is None else with_kill_conditions(foreign, kill, now)
+
+
 def generate_pod_status(
     pod: Pod,
     runtime: RuntimePodStatus,
@@ -296,9 +304,7 @@ def generate_pod_status(
     )
     phase, reason, message = _phase_reason(pod, phase, old, kill)
     now = format_time(now_ns)
-    foreign = foreign_conditions(pod.status.conditions, owned_conditions(ready_to_start_condition))
-    if kill is not None:
-        foreign = with_kill_conditions(foreign, kill, now)
+    foreign = _foreign_conditions(pod, kill, now, ready_to_start_condition)
     generation = pod.metadata.generation or None  # omitted when 0, as upstream (omitempty)
     owned = [
         attrs.evolve(c, observed_generation=generation)

@@ -15,6 +15,7 @@ from grpclib.const import Status
 from grpclib.exceptions import GRPCError
 
 from kubelet.api import Container, ObjectMeta, Pod, PodSpec, PodStatus
+from kubelet.cm import AssignedDevice
 from kubelet.config import FeatureGates, Options
 from kubelet.metrics import KubeletMetrics, exposition
 from kubelet.server import Addresses, ServerParts, serve
@@ -46,8 +47,27 @@ def _pod(name: str, phase: str = "Running") -> Pod:
     )
 
 
+class Pinned:
+    """The container manager's answers: ``app`` of pod web on CPUs 2-3, no devices."""
+
+    def container_devices(self, pod_uid: str, container: str) -> list[AssignedDevice]:
+        return []
+
+    def allocatable_devices(self) -> list[AssignedDevice]:
+        return []
+
+    def exclusive_cpus(self, pod_uid: str, container: str) -> frozenset[int]:
+        return frozenset({3, 2}) if (pod_uid, container) == ("uid-web", "app") else frozenset()
+
+    def allocatable_cpus(self) -> frozenset[int]:
+        return frozenset({1, 2, 3})
+
+
 async def _start(
-    env: Env, gates: dict[str, bool] | None = None, metrics: KubeletMetrics | None = None
+    env: Env,
+    gates: dict[str, bool] | None = None,
+    metrics: KubeletMetrics | None = None,
+    assigned: Pinned | None = None,
 ) -> str:
     options = Options(
         config=config(),
@@ -64,6 +84,7 @@ async def _start(
             reviews=env.reviews,
             metrics=metrics,
             ephemeral_ports=True,
+            assigned=assigned,
         ),
     )
     return str(env.tmp / "pod-resources" / "kubelet.sock")
@@ -117,6 +138,20 @@ async def test_list_get_and_allocatable(env: Env) -> None:
         'kubelet_pod_resources_endpoint_requests_get_allocatable{server_api_version="v1"} 1.0',
     ):
         assert line in text
+
+
+async def test_the_cpu_managers_exclusive_cpus(env: Env) -> None:
+    env.backend.pods.append(_pod("web"))
+    path = await _start(env, assigned=Pinned())
+    listed = await _call(path, "List", pb.ListPodResourcesRequest())
+    (web,) = listed.pod_resources
+    assert {c.name: list(c.cpu_ids) for c in web.containers} == {"proxy": [], "app": [2, 3]}
+    got = await _call(
+        path, "Get", pb.GetPodResourcesRequest(pod_name="web", pod_namespace="default")
+    )
+    assert got.pod_resources == web
+    allocatable = await _call(path, "GetAllocatableResources", pb.AllocatableResourcesRequest())
+    assert list(allocatable.cpu_ids) == [1, 2, 3]
 
 
 async def test_get_with_the_gate_off(env: Env) -> None:

@@ -25,6 +25,7 @@ from kubelet.errors import ConfigError
 
 from ..manager import Refusal, ResourceManager
 from ..parts import CmParts
+from ..topology import TopologyHint, TopologyHints, TopologyManager
 from .checkpoint import CHECKPOINT_NAME, MAX_BYTES, CorruptCheckpoint, CpuState, decode, encode
 from .cpuset import format_cpuset, parse_cpuset
 from .policy import AllocationError, PolicyOptions, StateMismatch, StaticPolicy, guaranteed_cpus
@@ -66,6 +67,8 @@ class CpuManager(ResourceManager):
         """pods admitted since the last reconcile (not yet in the active list)"""
         self._dirty = False
         self._wake = trio.Event()
+        self.topology: TopologyManager | None = None
+        """whose affinities allocations follow (``bind``)"""
 
     # -- the resource manager protocol ------------------------------------------------
 
@@ -74,8 +77,9 @@ class CpuManager(ResourceManager):
             return None
         containers = (*pod.spec.init_containers, *pod.spec.containers)
         pinned = [c for c in containers if guaranteed_cpus(pod, c)]
+        uid = pod.metadata.uid
         try:
-            changed = self.policy.allocate(pod)
+            changed = self.policy.allocate(pod, lambda name: self._affinity(uid, name))
         except AllocationError as exc:
             self.count("requests")
             self.count("errors")
@@ -90,6 +94,25 @@ class CpuManager(ResourceManager):
 
     async def prepare_pod(self, pod: Pod) -> None:
         await self.save()
+
+    def bind(self, peers: Sequence[ResourceManager]) -> None:
+        found = [p for p in peers if isinstance(p, TopologyManager)]
+        self.topology = found[0] if found else None
+
+    def _affinity(self, pod_uid: str, container: str) -> TopologyHint | None:
+        return self.topology.affinity(pod_uid, container) if self.topology else None
+
+    def exclusive_cpus(self, pod_uid: str, container: str) -> frozenset[int]:
+        return self.policy.exclusive(pod_uid, container) if self.policy else frozenset()
+
+    def allocatable_cpus(self) -> frozenset[int]:
+        return self.policy.allocatable if self.policy is not None else frozenset()
+
+    def topology_hints(self, pod: Pod, container: Container) -> TopologyHints:
+        return self.policy.hints(pod, container) if self.policy is not None else {}
+
+    def pod_topology_hints(self, pod: Pod) -> TopologyHints:
+        return self.policy.pod_hints(pod) if self.policy is not None else {}
 
     def contribute(self, pod: Pod, container: Container) -> ContainerContribution:
         if self.policy is None:

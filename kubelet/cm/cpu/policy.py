@@ -10,15 +10,17 @@ as upstream does, since they never run at once.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 import attrs
 
 from kubelet.api import Container, Pod, parse_quantity
 from kubelet.decisions import pod_qos
 
+from ..topology import TopologyHint, TopologyHints
 from .checkpoint import CpuState
 from .cpuset import format_cpuset
+from .hints import numa_hints, pod_guaranteed_cpus
 from .takeby import NotEnoughCpus, take_by_topology
 from .topology import Topology
 
@@ -132,9 +134,35 @@ class StaticPolicy:
     def exclusive(self, pod_uid: str, container: str) -> frozenset[int]:
         return self.assignments.get(pod_uid, {}).get(container, frozenset())
 
-    def allocate(self, pod: Pod) -> bool:
-        """Give ``pod``'s containers their exclusive CPUs (all or none); whether the
-        shared pool changed. ``AllocationError`` when they do not fit."""
+    def hints(self, pod: Pod, container: Container) -> TopologyHints:
+        """Where the container's exclusive CPUs could be (upstream's
+        ``GetTopologyHints``): {} when it gets none."""
+        count = guaranteed_cpus(pod, container)
+        if not count:
+            return {}
+        have = self.exclusive(pod.metadata.uid, container.name)
+        if have:
+            return {"cpu": numa_hints(self.topo, have, count) if len(have) == count else []}
+        return {"cpu": numa_hints(self.topo, self.default & self.allocatable, count)}
+
+    def pod_hints(self, pod: Pod) -> TopologyHints:
+        """The same for the whole pod (the topology manager's ``pod`` scope)."""
+        count = pod_guaranteed_cpus(pod, guaranteed_cpus)
+        if not count:
+            return {}
+        have: frozenset[int] = frozenset()
+        for cpus in self.assignments.get(pod.metadata.uid, {}).values():
+            have |= cpus
+        if have:
+            return {"cpu": numa_hints(self.topo, have, count) if len(have) == count else []}
+        return {"cpu": numa_hints(self.topo, self.default & self.allocatable, count)}
+
+    def allocate(
+        self, pod: Pod, affinity: Callable[[str], TopologyHint | None] = lambda _: None
+    ) -> bool:
+        """Give ``pod``'s containers their exclusive CPUs (all or none), from the NUMA
+        nodes of each one's ``affinity`` first; whether the shared pool changed.
+        ``AllocationError`` when they do not fit."""
         uid = pod.metadata.uid
         have = dict(self.assignments.get(uid, {}))
         default = self.default
@@ -146,7 +174,7 @@ class StaticPolicy:
             cpus = have.get(container.name)
             if cpus is None:
                 free = (default | reuse) & self.allocatable
-                cpus = self._take(free, count)
+                cpus = self._take(free, count, affinity(container.name))
                 have[container.name] = cpus
                 default -= cpus
             reuse = reuse | cpus if is_init else reuse - cpus
@@ -157,7 +185,9 @@ class StaticPolicy:
         self.default = default
         return changed
 
-    def _take(self, free: frozenset[int], count: int) -> frozenset[int]:
+    def _take(
+        self, free: frozenset[int], count: int, hint: TopologyHint | None = None
+    ) -> frozenset[int]:
         per_core = self.topo.cpus_per_core
         if self.options.full_pcpus_only:
             if count % per_core:
@@ -174,11 +204,20 @@ class StaticPolicy:
                     f"CPUs = {physical}, requested CPUs = {count}, CPUs per core = {per_core}",
                 )
         try:
-            return take_by_topology(self.topo, free, count)
+            aligned = self._aligned(free, hint)
+            first = take_by_topology(self.topo, aligned, min(count, len(aligned)))
+            return first | take_by_topology(self.topo, free - first, count - len(first))
         except NotEnoughCpus as exc:
             raise AllocationError(
                 "UnexpectedAdmissionError", f"Allocate failed due to {exc}, which is unexpected"
             ) from None
+
+    def _aligned(self, free: frozenset[int], hint: TopologyHint | None) -> frozenset[int]:
+        """The free CPUs on the hint's NUMA nodes (none without a hint)."""
+        if hint is None or hint.numa_affinity is None:
+            return frozenset()
+        nodes = set(hint.nodes)
+        return frozenset(c for c in free if self.topo.cpus[c].numa in nodes)
 
     def release(self, pod_uids: Iterable[str]) -> bool:
         """Return the pods' CPUs to the shared pool; whether it changed."""

@@ -2,12 +2,12 @@
 
 List (GA), GetAllocatableResources (GA) and Get (``KubeletPodResourcesGet``, GA) answer
 what this kubelet knows: the active pods (not Succeeded or Failed), each with its regular
-containers and, first, its sidecars (restartable init containers), as upstream, with the
-device plugins' devices each container holds (one entry per device and NUMA node, as
-upstream); GetAllocatableResources lists the healthy devices. This kubelet has no CPU or
-memory manager beyond the ``none`` policies and no DRA, so ``cpu_ids``, memory and
-``dynamic_resources`` are empty -- what upstream answers with those policies and without
-DRA drivers. Upstream's rate limit
+containers and, first, its sidecars (restartable init containers), as upstream, with
+the device plugins' devices each container holds (one entry per device and NUMA node, as
+upstream) and the CPUs the CPU manager gave it alone (``cpu_ids``);
+GetAllocatableResources lists the healthy devices and the CPUs the CPU manager may give
+(all but the reserved ones with the static policy). Memory and ``dynamic_resources`` are
+empty: no memory manager, and DRA's prepared claims are not reported here yet. Upstream's rate limit
 applies to the whole server: 100 calls a second, bursts of 10; beyond it a call fails
 ``ResourceExhausted`` / ``rejected by rate limit``. ``Get`` for a pod the kubelet does not
 run fails ``Unknown`` / ``pod <name> in namespace <ns> not found``; with the gate off,
@@ -23,7 +23,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import trio
 import trio_asyncio
@@ -69,16 +69,34 @@ class TokenBucket:
         return False
 
 
+class Assigned(Protocol):
+    """What the resource managers gave and may give (the container manager answers)."""
+
+    def container_devices(self, pod_uid: str, container: str) -> Sequence[AssignedDevice]: ...
+
+    def allocatable_devices(self) -> Sequence[AssignedDevice]: ...
+
+    def exclusive_cpus(self, pod_uid: str, container: str) -> frozenset[int]: ...
+
+    def allocatable_cpus(self) -> frozenset[int]: ...
+
+
+class _Nothing:
+    def container_devices(self, pod_uid: str, container: str) -> Sequence[AssignedDevice]:
+        return ()
+
+    def allocatable_devices(self) -> Sequence[AssignedDevice]:
+        return ()
+
+    def exclusive_cpus(self, pod_uid: str, container: str) -> frozenset[int]:
+        return frozenset()
+
+    def allocatable_cpus(self) -> frozenset[int]:
+        return frozenset()
+
+
 def _active(pods: Sequence[Pod]) -> list[Pod]:
     return [p for p in pods if p.status.phase not in ("Succeeded", "Failed")]
-
-
-DeviceSource = Callable[[str, str], Sequence[AssignedDevice]]
-"""(pod UID, container name) → the devices it holds (``cm.ContainerManager``'s)"""
-
-
-def _no_devices(pod_uid: str, container: str) -> Sequence[AssignedDevice]:
-    return ()
 
 
 def container_devices(devices: Sequence[AssignedDevice]) -> list[pb.ContainerDevices]:
@@ -94,15 +112,22 @@ def container_devices(devices: Sequence[AssignedDevice]) -> list[pb.ContainerDev
     ]
 
 
-def pod_resources(pod: Pod, devices: DeviceSource = _no_devices) -> pb.PodResources:
-    """A pod as the API reports it: sidecars, then regular containers, with their devices."""
+def pod_resources(pod: Pod, assigned: Assigned | None = None) -> pb.PodResources:
+    """A pod as the API reports it: sidecars, then regular containers, each with its
+    devices and exclusive CPUs."""
+    given = assigned or _Nothing()
     sidecars = [c for c in pod.spec.init_containers if is_restartable_init_container(c)]
     containers = [*sidecars, *pod.spec.containers]
+    uid = pod.metadata.uid
     return pb.PodResources(
         name=pod.metadata.name,
         namespace=pod.metadata.namespace,
         containers=[
-            pb.ContainerResources(name=c.name, devices=container_devices(devices(pod.uid, c.name)))
+            pb.ContainerResources(
+                name=c.name,
+                devices=container_devices(given.container_devices(uid, c.name)),
+                cpu_ids=sorted(given.exclusive_cpus(uid, c.name)),
+            )
             for c in containers
         ],
     )
@@ -118,13 +143,11 @@ class Lister(PodResourcesListerBase):
         *,
         get_enabled: bool = True,
         limiter: TokenBucket | None = None,
-        devices: DeviceSource | None = None,
-        allocatable: Callable[[], Sequence[AssignedDevice]] | None = None,
+        assigned: Assigned | None = None,
         observer: Callable[[str, bool], None] | None = None,
     ) -> None:
         self._pods, self._pod_by_name = pods, pod_by_name
-        self._devices = devices or _no_devices
-        self._allocatable = allocatable or tuple
+        self._assigned = assigned or _Nothing()
         self._observer = observer
         """Told of each call past the rate limit: (list | get | get_allocatable, failed)."""
         self._get_enabled = get_enabled
@@ -142,15 +165,18 @@ class Lister(PodResourcesListerBase):
         await stream.recv_message()
         self._admit()
         self._observe("list", False)
-        items = [pod_resources(p, self._devices) for p in _active(self._pods())]
+        items = [pod_resources(p, self._assigned) for p in _active(self._pods())]
         await stream.send_message(pb.ListPodResourcesResponse(pod_resources=items))
 
     async def GetAllocatableResources(self, stream: Any) -> None:
         await stream.recv_message()
         self._admit()
         self._observe("get_allocatable", False)
-        devices = container_devices(self._allocatable())
-        await stream.send_message(pb.AllocatableResourcesResponse(devices=devices))
+        response = pb.AllocatableResourcesResponse(
+            devices=container_devices(self._assigned.allocatable_devices()),
+            cpu_ids=sorted(self._assigned.allocatable_cpus()),
+        )
+        await stream.send_message(response)
 
     async def Get(self, stream: Any) -> None:
         request = await stream.recv_message()
@@ -162,8 +188,9 @@ class Lister(PodResourcesListerBase):
         if pod is None:
             message = f"pod {request.pod_name} in namespace {request.pod_namespace} not found"
             raise GRPCError(Status.UNKNOWN, message)
-        resources = pod_resources(pod, self._devices)
-        await stream.send_message(pb.GetPodResourcesResponse(pod_resources=resources))
+        await stream.send_message(
+            pb.GetPodResourcesResponse(pod_resources=pod_resources(pod, self._assigned))
+        )
 
 
 def socket_path(root_dir: str) -> str:
