@@ -103,6 +103,7 @@ def kubelet_process(
             "--root-dir",
             str(tmp / "root"),
             "--fail-swap-on=false",
+            "--fail-cgroupv1=false",  # a v1 (hybrid) host is allowed
             # FakeRuntime's pods have no processes: the host's kubepods tree stays with the
             # real runtime's kubelet (this one's orphan sweep would stop its pods)
             "--cgroups-per-qos=false",

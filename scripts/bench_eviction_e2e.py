@@ -117,6 +117,7 @@ async def one_round(tmp: Path) -> float:
                          "--config", str(config), "--hostname-override", node,
                          "--enable-server=false", "--healthz-port=0", "--read-only-port=0",
                          "--root-dir", str(tmp / "root"), "--fail-swap-on=false",
+                         "--fail-cgroupv1=false",  # a v1 (hybrid) host is allowed
                          "--container-runtime-endpoint",
                          ENDPOINT], tmp / "kubelet.log")  # fmt: skip
         async with (

@@ -161,13 +161,15 @@ class Upstream:
     def config(self, manifests: Path) -> str:
         """Its KubeletConfiguration: what our kubelet's flags in the bench say, in fields
         every version since 1.20 reads (static pods, cgroupfs, no server, no read-only or
-        healthz port, swap allowed)."""
+        healthz port, swap allowed), and a cgroup v1 host allowed (1.31 on; earlier
+        versions decode the unknown field leniently)."""
         return (
             "apiVersion: kubelet.config.k8s.io/v1beta1\n"
             "kind: KubeletConfiguration\n"
             f"staticPodPath: {manifests}\n"
             "fileCheckFrequency: 20s\n"
             "failSwapOn: false\n"
+            "failCgroupV1: false\n"
             "cgroupDriver: cgroupfs\n"
             "readOnlyPort: 0\n"
             "healthzPort: 0\n"
@@ -250,6 +252,7 @@ class KubeletProcess:
             "--root-dir",
             str(self.root / "root"),
             "--fail-swap-on=false",
+            "--fail-cgroupv1=false",
             "--container-runtime-endpoint",
             self.endpoint,
             "--file-check-frequency",

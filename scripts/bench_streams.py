@@ -452,7 +452,7 @@ async def main(args: argparse.Namespace) -> None:
             sys.executable, "-m", "kubelet", "--pod-manifest-path", str(manifests),
             "--hostname-override", NODE, "--root-dir", str(work / "root"),
             "--address", "127.0.0.1", "--port", str(port), "--healthz-port=0",
-            "--read-only-port=0", "--fail-swap-on=false",
+            "--read-only-port=0", "--fail-swap-on=false", "--fail-cgroupv1=false",
             "--container-runtime-endpoint", CONTAINERD,
             "--file-check-frequency", "1s", "--max-open-files", "65536",
             "--cgroups-per-qos=false", "--enforce-node-allocatable=",

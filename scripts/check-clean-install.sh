@@ -132,7 +132,7 @@ for _ in $(seq 300); do [ -S fake.sock ] && break; sleep 0.1; done
 KUBELET_CONTAINERS_LOG_DIR="$TMP/containers" base/bin/kubelet --config config.yaml \
   --pod-manifest-path manifests --hostname-override clean-install --root-dir "$TMP/root" \
   --container-runtime-endpoint "unix://$TMP/fake.sock" --fail-swap-on=false \
-  --cgroups-per-qos=false --enforce-node-allocatable= --enable-server=false \
+  --fail-cgroupv1=false --cgroups-per-qos=false --enforce-node-allocatable= --enable-server=false \
   --read-only-port=0 --healthz-bind-address=127.0.0.1 --healthz-port="$port" \
   >/dev/null 2>kubelet.log &
 kubelet_pid=$!

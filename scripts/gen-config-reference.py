@@ -24,6 +24,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+import attrs  # noqa: E402
+
+from kubelet.api import wire_name  # noqa: E402
 from kubelet.config import (  # noqa: E402
     FLAGS,
     GATE_SUPPORT,
@@ -96,13 +99,29 @@ def flag_rows() -> list[str]:
     return rows
 
 
+def _modelled(path: str) -> bool:
+    """Whether this kubelet reads the config key at ``path`` (else it only accepts it)."""
+    node: Any = KubeletConfiguration()
+    for part in path.split("."):
+        if not attrs.has(type(node)):
+            return False
+        fields = {wire_name(field): field.name for field in attrs.fields(type(node))}
+        if part not in fields:
+            return False
+        node = getattr(node, fields[part])
+    return True
+
+
 def field_rows() -> list[str]:
     defaults = encode(KubeletConfiguration())
     rows = ["| config field | flag | default | implemented | note |", "|---|---|---|---|---|"]
     for key in sorted(k for k in SETTINGS if not k.startswith("--")):
         support = SETTINGS[key]
         known, value = _lookup(defaults, key)
-        default = _code(_value_text(value)) if known else "(not modelled)"
+        if known:
+            default = _code(_value_text(value))
+        else:
+            default = "(unset)" if _modelled(key) else "(not modelled)"
         flags = ", ".join(f"`--{spec.name}`" for spec in _flags_of(key))
         rows.append(
             f"| `{key}` | {flags} | {_cell(default)} | {STATUS_WORDS[support.status]} "
@@ -160,7 +179,8 @@ def render_reference() -> str:
         "",
         "A `kubelet.config.k8s.io/v1beta1` KubeletConfiguration. A field *not modelled* is"
         " one of upstream's that this kubelet accepts (so a kubeadm config loads) and does"
-        " not read.",
+        " not read; *(unset)* is a field read but absent by default (upstream's default"
+        " then applies, as the note says).",
         "",
         *field_rows(),
         "",

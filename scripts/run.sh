@@ -18,5 +18,11 @@ if [ "$(wc -l < /proc/swaps 2>/dev/null || echo 1)" -gt 1 ]; then
   echo "run.sh: swap is on here; starting the kubelet with --fail-swap-on=false" >&2
   swap=(--fail-swap-on=false)
 fi
+v1=()
+if [ "$(stat -fc %T /sys/fs/cgroup 2>/dev/null)" != cgroup2fs ]; then
+  # upstream's kubelet (and ours) refuses a cgroup v1 host unless told otherwise
+  echo "run.sh: this host uses cgroup v1; starting the kubelet with --fail-cgroupv1=false" >&2
+  v1=(--fail-cgroupv1=false)
+fi
 exec .venv/bin/kubelet --pod-manifest-path "$ROOT/examples/manifests" --file-check-frequency 5s \
-  "${swap[@]}" "$@"
+  "${swap[@]}" "${v1[@]}" "$@"

@@ -158,6 +158,10 @@ class CgroupSettings:
     system_cgroups: str = ""
     fail_swap_on: bool = True
     swap_behavior: str = ""
+    fail_cgroup_v1: bool = True
+    """refuse a cgroup v1 host (``failCgroupV1``)"""
+    single_process_oom_kill: bool | None = None
+    """``singleProcessOOMKill`` as set (None: unset)"""
     oom_score_adj: int | None = None
     """the kubelet's own ``oomScoreAdj``, re-applied by ``SystemCgroups.run`` (None: not)"""
 
@@ -190,6 +194,8 @@ class CgroupSettings:
             system_cgroups=config.system_cgroups,
             fail_swap_on=config.fail_swap_on,
             swap_behavior=config.memory_swap.swap_behavior,
+            fail_cgroup_v1=config.fail_cgroup_v1,
+            single_process_oom_kill=config.single_process_oom_kill,
             oom_score_adj=config.oom_score_adj,
         )
 

@@ -45,6 +45,7 @@ from .swap import NodeSwap, startup_swap, volumes_may_swap
 from .system import SystemCgroups
 from .systemd import HOST_SYSTEMD, SystemdAccess, SystemdBus, SystemdUnavailable
 from .values import ResourceConfig
+from .version import CGROUP_V1, CGROUP_V1_MAINTENANCE, CgroupVersionFacts, check_cgroup_version
 
 __all__ = [
     "FAILED_CREATE_POD_CONTAINER",
@@ -85,10 +86,13 @@ class PodCgroups:
         active: ActivePods,
         qos_of: QosOf,
         swap: NodeSwap | None = None,
+        version: CgroupVersionFacts | None = None,
     ) -> None:
         self.manager = manager
         self.swap = swap or NodeSwap()
         """the node's swap facts, for the containers' swap settings"""
+        self.version = version or CgroupVersionFacts()
+        """the hierarchy's version and whether containers are OOM-killed as a group"""
         self._active = active
         self._qos_of = qos_of
 
@@ -276,8 +280,10 @@ async def run_cgroups(
     A configuration the manager cannot honour stops start-up (``ConfigError``), after
     recording the events upstream records (``FailedNodeAllocatableEnforcement``).
     ``SystemCgroups.run`` runs beside: the moves of ``kubeletCgroups``/``systemCgroups``
-    and the kubelet's ``oom_score_adj`` (``host.proc``: where /proc is read). Swap is
-    checked first (``failSwapOn``), as upstream's container manager does; with swap on,
+    and the kubelet's ``oom_score_adj`` (``host.proc``: where /proc is read). The cgroup
+    version is checked first (``failCgroupV1``, ``singleProcessOOMKill``: ``version.py``;
+    a v1 host allowed gets upstream's ``CgroupV1`` Warning on the Node), then swap
+    (``failSwapOn``), as upstream's container manager does; with swap on,
     ``noswap`` says whether tmpfs can keep memory-backed volumes off it (else a Node
     event says they may not be)."""
     settings, host, capacity = parts.settings, parts.host, parts.capacity
@@ -292,6 +298,11 @@ async def run_cgroups(
     ]
     internal: dict[str, Fraction] = internal_capacity(capacity, read_pid_max())
     host_fs = _open(host.fs, settings)
+    version = check_cgroup_version(
+        host_fs.layout.version if host_fs is not None else None,
+        fail_cgroup_v1=settings.fail_cgroup_v1,
+        single_process_oom_kill=settings.single_process_oom_kill,
+    )
     swap = startup_swap(
         host_fs,
         host.proc,
@@ -299,7 +310,9 @@ async def run_cgroups(
         behavior=settings.swap_behavior,
         memory_capacity=int(internal.get("memory", 0)),
     )
-    start = _Start(settings, host_fs, swap, sorted(sizes), internal, host.proc, parts.observe)
+    start = _Start(
+        settings, host_fs, swap, version, sorted(sizes), internal, host.proc, parts.observe
+    )
     try:
         await _serve(start, parts, offload, task_status)
     except BaseExceptionGroup as group:
@@ -323,6 +336,7 @@ class _Start:
     settings: CgroupSettings
     host_fs: CgroupFs | None
     swap: NodeSwap
+    version: CgroupVersionFacts
     hugepage_sizes: list[int]
     internal: dict[str, Fraction]
     proc: Path
@@ -359,9 +373,9 @@ async def _serve(
             raise ConfigError.single("", field, str(err)) from err
         swap = start.swap
         warning = volumes_may_swap(swap, await offload(parts.noswap)) if swap.on else None
-        for event in [*events, *([warning] if warning is not None else [])]:
+        for event in [*events, *([warning] if warning is not None else []), *_v1(start)]:
             record(event)
-        handle = PodCgroups(manager, parts.active, parts.qos_of, swap)
+        handle = PodCgroups(manager, parts.active, parts.qos_of, swap, start.version)
         await nursery.start(manager.run, start.internal, handle.active, record)
         moves = SystemCgroups(
             host_fs or CgroupFs(_NO_LAYOUT),
@@ -373,6 +387,14 @@ async def _serve(
         if moves.wanted:
             nursery.start_soon(moves.run, offload)
         task_status.started(handle)
+
+
+def _v1(start: _Start) -> list[Event]:
+    """Upstream's Warning on the Node of a v1 host it runs on (``failCgroupV1: false``)."""
+    if start.version.version != 1:
+        return []
+    log.warning("%s", CGROUP_V1_MAINTENANCE)
+    return [("Warning", CGROUP_V1, CGROUP_V1_MAINTENANCE)]
 
 
 async def _open_systemd(nursery: trio.Nursery, access: SystemdAccess) -> SystemdBus:

@@ -50,7 +50,12 @@ async def run_container_manager(
                 parts.resources,
                 managers,
                 cgroups=cgroups,
-                limits=container_limits(cfg, cgroups.swap, cgroups.manager.hugepage_sizes),
+                limits=container_limits(
+                    cfg,
+                    cgroups.swap,
+                    cgroups.manager.hugepage_sizes,
+                    group_oom_kill=cgroups.version.group_oom_kill,
+                ),
                 cgroup_root=cfg.cgroup_root,
                 changed=parts.changed,
             )

@@ -240,9 +240,9 @@ SETTINGS: Mapping[str, Support] = {
         "`misc` system container"
     ),
     "cpuManagerPolicy": ok("none and static (docs/cpu-memory-topology.md)"),
-    "singleProcessOOMKill": missing(
-        "memory.oom.group is not set for containers (one process is OOM-killed, not the group)",
-        _is(True),
+    "singleProcessOOMKill": ok(
+        "cgroup v2: unless true, memory.oom.group=1 on containers (and the sandbox's "
+        "overhead); false refused on cgroup v1"
     ),
     "cpuManagerPolicyOptions": ok(
         "full-pcpus-only and strict-cpu-reservation; the others are refused at start-up"
@@ -298,7 +298,10 @@ SETTINGS: Mapping[str, Support] = {
     "memoryThrottlingFactor": missing("MemoryQoS is not implemented"),
     "memoryReservationPolicy": missing("MemoryQoS is not implemented"),
     "tracing": missing("tracing is not implemented"),
-    "failCgroupV1": missing("cgroup v1 hosts are not refused"),
+    "failCgroupV1": ok(
+        "true (the default): a cgroup v1 host stops start-up; false: it runs, with a "
+        "CgroupV1 Warning on the Node"
+    ),
     "userNamespaces": missing("the user namespace ID range is not configurable"),
 }
 """Setting (``--flag`` for flag-only settings, else its path in the config file) → support."""

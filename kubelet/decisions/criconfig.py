@@ -37,7 +37,7 @@ from kubelet.goformat import go_json
 
 from .contribution import NO_CONTRIBUTION, ContainerContribution, apply_contribution
 from .hash import hash_container
-from .limits import ContainerLimits, configure_swap, hugepage_limits
+from .limits import ContainerLimits, configure_oom_group, configure_swap, hugepage_limits
 from .qos import BEST_EFFORT, BURSTABLE, container_oom_score_adj, pod_qos
 from .resize import encode_resources
 from .security import (
@@ -301,7 +301,8 @@ def linux_container_resources(
 ) -> api.LinuxContainerResources:
     """CPU shares from the request (the limit when no request), CFS quota from the limit
     over the node's period (neither with ``cpuCFSQuota: false``), the memory limit, and
-    the OOM score adjustment, and a hugepage limit per page size of the node."""
+    the OOM score adjustment, a hugepage limit per page size of the node, group OOM
+    kill and swap (``decisions/limits.py``)."""
     requests = container.resources.requests if container.resources else {}
     declared = container.resources.limits if container.resources else {}
     cpu_limit = to_millicores(declared.get("cpu"))
@@ -319,6 +320,7 @@ def linux_container_resources(
     if limits.cpu_cfs_quota:
         out.cpu_period = limits.cpu_period
         out.cpu_quota = milli_cpu_to_quota(cpu_limit, limits.cpu_period)
+    configure_oom_group(out, limits)
     configure_swap(out, pod, container, limits.swap)
     if limits.hugepage_sizes:
         out.hugepage_limits.extend(hugepage_limits(container, limits.hugepage_sizes))
@@ -338,6 +340,7 @@ def overhead_resources(
     if limits.cpu_cfs_quota:
         out.cpu_period = limits.cpu_period
         out.cpu_quota = milli_cpu_to_quota(cpu, limits.cpu_period)
+    configure_oom_group(out, limits)
     return out
 
 

@@ -1,6 +1,9 @@
 """Node settings that shape every container's CRI resources, as upstream's runtime manager
 holds them: whether CPU limits become CFS quota (``cpuCFSQuota``), over which period
-(``cpuCFSQuotaPeriod``, µs in the CRI), and the container's swap (``memorySwap``).
+(``cpuCFSQuotaPeriod``, µs in the CRI), the container's swap (``memorySwap``), and whether
+its cgroup is OOM-killed as a whole (``singleProcessOOMKill``: unless true on cgroup v2,
+``memory.oom.group=1`` through ``unified``, on containers and the sandbox's overhead, as
+upstream's ``calculateLinuxResources``).
 
 Swap, as upstream 1.36 (``configureContainerSwapResources``), only where the swap
 controller is there:
@@ -29,14 +32,17 @@ from kubelet.cri import api
 from .qos import BURSTABLE, is_critical_pod, pod_qos
 
 __all__ = [
+    "OOM_GROUP",
     "SWAP_MAX",
     "ContainerLimits",
+    "configure_oom_group",
     "configure_swap",
     "container_limits",
     "hugepage_limits",
 ]
 
 SWAP_MAX = "memory.swap.max"
+OOM_GROUP = "memory.oom.group"
 
 
 @attrs.frozen
@@ -51,22 +57,34 @@ class ContainerLimits:
     hugepage_sizes: tuple[int, ...] = ()
     """page sizes (bytes) the node's hugetlb controller limits; every container gets a
     limit for each (0 unless it asks), so one container cannot use another's pages"""
+    group_oom_kill: bool = False
+    """cgroup v2 without ``singleProcessOOMKill``: the kernel kills the whole cgroup"""
 
 
 def container_limits(
     config: KubeletConfiguration,
     swap: NodeSwap | None = None,
     hugepage_sizes: tuple[int, ...] = (),
+    *,
+    group_oom_kill: bool = False,
 ) -> ContainerLimits:
     """The limits of ``config`` (validated: a period other than 100ms has its gate), the
-    node's swap facts (None: no swap controller, nothing is set) and its hugepage sizes
-    (empty without a hugetlb controller: none are sent, the runtime could not set them)."""
+    node's swap facts (None: no swap controller, nothing is set), its hugepage sizes
+    (empty without a hugetlb controller: none are sent, the runtime could not set them)
+    and whether containers are OOM-killed as a group (from the cgroup version check)."""
     return ContainerLimits(
         cpu_cfs_quota=config.cpu_cfs_quota,
         cpu_period=round(config.cpu_cfs_quota_period * 1_000_000),
         swap=swap or NodeSwap(),
         hugepage_sizes=hugepage_sizes,
+        group_oom_kill=group_oom_kill,
     )
+
+
+def configure_oom_group(out: api.LinuxContainerResources, limits: ContainerLimits) -> None:
+    """Ask the runtime to OOM-kill every process of the cgroup together (v2 only)."""
+    if limits.group_oom_kill:
+        out.unified[OOM_GROUP] = "1"
 
 
 def hugepage_limits(container: Container, sizes: tuple[int, ...]) -> list[api.HugepageLimit]:

@@ -27,6 +27,7 @@ __all__ = [
     "TreeCgroupFs",
     "add_process",
     "tree_cgroups",
+    "tree_flags",
     "v1_tree",
     "v2_tree",
 ]
@@ -185,3 +186,9 @@ def tree_cgroups(root: Path, version: int = 1) -> Callable[[], CgroupFs]:
         return TreeCgroupFs(v1_tree(root) if version == 1 else v2_tree(root))
 
     return open_tree
+
+
+def tree_flags(version: int) -> list[str]:
+    """The flags a kubelet run over a tree of ``version`` needs: a v1 host is refused
+    unless ``failCgroupV1`` is false, as upstream's default has it."""
+    return ["--fail-cgroupv1=false"] if version == 1 else []

@@ -134,6 +134,7 @@ async def open_cluster(
             "--container-runtime-endpoint",
             CONTAINERD_ENDPOINT,
             "--fail-swap-on=false",  # as upstream's node e2e: a CI machine may swap
+            "--fail-cgroupv1=false",  # this machine is cgroup v1 (hybrid)
             *extra,
         ],
         short_tmp / "kubelet.log",

@@ -89,6 +89,7 @@ async def test_join_with_only_a_bootstrap_kubeconfig(
                 "--read-only-port=0", f"--root-dir={short_tmp / 'root'}",
                 f"--container-runtime-endpoint={CONTAINERD_ENDPOINT}",
                 "--fail-swap-on=false",  # as upstream's node e2e: a CI machine may swap
+                "--fail-cgroupv1=false",  # this machine is cgroup v1 (hybrid)
             ],
             short_tmp / "kubelet.log",
         )  # fmt: skip

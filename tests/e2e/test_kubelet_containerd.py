@@ -94,6 +94,7 @@ class KubeletProcess:
                     "--file-check-frequency",
                     "2s",
                     "--fail-swap-on=false",  # as upstream's node e2e: a CI machine may swap
+                    "--fail-cgroupv1=false",  # this machine is cgroup v1 (hybrid)
                     *extra,
                 ],
                 self.root,

@@ -113,6 +113,7 @@ async def stream_node(
             "--root-dir", str(short_tmp / "root"),
             "--container-runtime-endpoint", CONTAINERD_ENDPOINT,
             "--fail-swap-on=false",  # as upstream's node e2e: a CI machine may swap
+            "--fail-cgroupv1=false",  # this machine is cgroup v1 (hybrid)
         ],
         short_tmp / "kubelet.log",
     )  # fmt: skip

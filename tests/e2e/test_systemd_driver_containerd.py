@@ -42,6 +42,7 @@ async def test_cgroup_driver_systemd_is_refused_without_systemd(
             "--root-dir", str(tmp_path / "root"),
             "--container-runtime-endpoint", CONTAINERD_ENDPOINT,
             "--fail-swap-on=false",  # a CI machine may swap; the driver is what is tried
+            "--fail-cgroupv1=false",  # this machine is cgroup v1 (hybrid)
         ],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip

@@ -17,7 +17,7 @@ from kubelet.boundedio import inline
 from kubelet.config import Options, resolve
 from kubelet.node import MachineInfo
 from kubelet.testing import FakeApiServer, FakeRuntime
-from kubelet.testing.cgroupfs import tree_cgroups
+from kubelet.testing.cgroupfs import tree_cgroups, tree_flags
 from kubelet.testing.fakeproc import fake_proc
 from kubelet.testing.nodestats import ScriptedNode
 
@@ -110,6 +110,7 @@ def cluster_kubelet(
         "--enable-server=false",
         "--healthz-port=0",
         "--read-only-port=0",
+        *tree_flags(1),  # the fake tree below is v1 (hybrid), as this machine
     ]
     if manifests is not None:
         args += ["--pod-manifest-path", str(manifests), "--file-check-frequency", "1s"]

@@ -19,7 +19,7 @@ from kubelet.config import resolve
 from kubelet.cri import api
 from kubelet.node import MachineInfo
 from kubelet.testing import FakeRuntime
-from kubelet.testing.cgroupfs import tree_cgroups
+from kubelet.testing.cgroupfs import tree_cgroups, tree_flags
 from kubelet.testing.fakeproc import fake_proc
 from kubelet.testing.fakeruntime import FakeContainer, FakeSandbox
 from kubelet.testing.nodestats import ScriptedNode
@@ -63,6 +63,8 @@ class Harness:
     """Where the systemd cgroup driver finds systemd (a private bus); None: the host's."""
     machine: MachineInfo | None = None
     """The machine's facts (cores, memory, hugepages); None: this machine's."""
+    cgroup_version: int = 1
+    """the fake cgroup tree's: v1 (hybrid, as this machine) is allowed by a flag"""
 
     def write(self, name: str, text: str) -> Path:
         path = self.manifests / name
@@ -119,6 +121,7 @@ async def start_kubelet(h: Harness) -> None:
             "--enable-server=false",
             "--healthz-port=0",
             "--read-only-port=0",
+            *tree_flags(h.cgroup_version),
             *h.extra,
         ]
     )
@@ -133,7 +136,7 @@ async def start_kubelet(h: Harness) -> None:
         watch_files=False,
         source_io=inline,  # no worker thread: it would look idle to autojump_clock
         volume_walks_in_threads=False,
-        cgroup_fs=tree_cgroups(h.manifests.parent / "cgroup"),
+        cgroup_fs=tree_cgroups(h.manifests.parent / "cgroup", h.cgroup_version),
         cgroup_io=inline,
         stats=h.node.host,
         notifier_cgroups=h.node.root,  # no memory cgroup there: no kernel notifier

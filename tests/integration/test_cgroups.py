@@ -395,6 +395,69 @@ async def test_no_swap_caps_containers_at_their_memory_limit_on_v1(
         nursery.cancel_scope.cancel()
 
 
+# -- failCgroupV1, singleProcessOOMKill -------------------------------------------------------
+
+V1_REFUSED = (
+    "kubelet is configured to not run on a host using cgroup v1. "
+    "cgroup v1 support is in maintenance mode"
+)
+
+
+async def test_a_cgroup_v1_host_stops_start_up_by_default(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    """failCgroupV1 true (upstream's default; the flag overrides the harness's false):
+    the kubelet refuses the v1 tree with upstream's message and starts no pod."""
+    manifests = short_tmp / "manifests"
+    manifests.mkdir()
+    (manifests / "web.yaml").write_text(manifest("web"))
+    with pytest.raises(BaseException) as caught:
+        async with trio.open_nursery() as nursery:
+            extra = ("--fail-cgroupv1=true",)
+            await start_kubelet(Harness(fake, manifests, nursery, extra=extra))
+    assert V1_REFUSED in repr(caught.value)
+    assert not fake.sandboxes
+
+
+def oom_group(h: Harness, pod: str) -> str | None:
+    (container,) = h.containers(pod)
+    return container.config.linux.resources.unified.get("memory.oom.group")
+
+
+@pytest.mark.parametrize(
+    ("version", "setting", "expected"),
+    [(2, None, "1"), (2, False, "1"), (2, True, None), (1, None, None), (1, True, None)],
+    ids=["v2-unset", "v2-false", "v2-true", "v1-unset", "v1-true"],
+)
+async def test_containers_are_oom_killed_as_a_group_on_cgroup_v2(
+    fake: FakeRuntime,
+    short_tmp: Path,
+    autojump_clock: trio.abc.Clock,
+    version: int,
+    setting: bool | None,
+    expected: str | None,
+) -> None:
+    """CreateContainer carries memory.oom.group=1 in the unified map on v2 unless
+    singleProcessOOMKill is true; never on v1 (started with failCgroupV1: false)."""
+    manifests = short_tmp / "manifests"
+    manifests.mkdir()
+    extra: tuple[str, ...] = ()
+    if setting is not None:
+        config = short_tmp / "kubelet.yaml"
+        config.write_text(
+            "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+            f"singleProcessOOMKill: {str(setting).lower()}\n"
+        )
+        extra = (f"--config={config}",)
+    async with trio.open_nursery() as nursery:
+        h = Harness(fake, manifests, nursery, extra=extra, cgroup_version=version)
+        await start_kubelet(h)
+        h.write("web.yaml", manifest("web", "{memory: 64Mi}", "{memory: 128Mi}"))
+        await h.wait_for(lambda: h.containers("web"))
+        assert oom_group(h, "web") == expected
+        nursery.cancel_scope.cancel()
+
+
 # -- podsPerCore -------------------------------------------------------------------------------
 
 

@@ -90,6 +90,7 @@ def join_options(api: FakeApiServer, fake: FakeRuntime, tmp: Path, *extra: str) 
             f"--root-dir={tmp / 'root'}",
             "--healthz-port=0",
             "--read-only-port=0",
+            "--fail-cgroupv1=false",  # the host's hierarchies are read: this one is v1
             *extra,
         ]
     )

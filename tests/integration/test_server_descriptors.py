@@ -94,6 +94,7 @@ async def kubelet(fake: FakeRuntime, short_tmp: Path) -> AsyncIterator[Kubelet]:
         # no pod cgroups: a kubelet process as root on FakeRuntime would otherwise sweep the
         # host's /kubepods and kill the processes of pods it does not know (e2e tests')
         "--cgroups-per-qos=false", "--enforce-node-allocatable=none",
+        "--fail-cgroupv1=false",  # this machine is cgroup v1 (hybrid)
     ]  # fmt: skip
     with log.open("wb") as err:
         proc = await trio.lowlevel.open_process(

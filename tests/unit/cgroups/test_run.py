@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
+import attrs
 import pytest
 import trio
 
@@ -69,11 +70,14 @@ async def start(
     settings: CgroupSettings | None = None,
     active: list[Pod] | None = None,
     events: list[Event] | None = None,
+    *,
+    allow_v1: bool = True,
 ) -> PodCgroups:
     pods = active if active is not None else []
     record = (events if events is not None else []).append
     handle: PodCgroups = await nursery.start(
-        run_cgroups, parts(settings or CgroupSettings(), lambda: fs, lambda: pods, record)
+        run_cgroups,
+        parts(settings or CgroupSettings(), lambda: fs, lambda: pods, record, allow_v1=allow_v1),
     )
     return handle
 
@@ -83,10 +87,13 @@ def parts(
     fs: Callable[[], CgroupFs],
     active: Callable[[], list[Pod]],
     record: Callable[[Event], None] = print,
+    *,
+    allow_v1: bool = True,
 ) -> CgroupParts:
-    """The component's parts over a test tree: no swap, writes inline."""
+    """The component's parts over a test tree: no swap, writes inline; a v1 tree is
+    allowed (``failCgroupV1: false``) unless ``allow_v1`` is False."""
     return CgroupParts(
-        settings=settings,
+        settings=attrs.evolve(settings, fail_cgroup_v1=False) if allow_v1 else settings,
         host=CgroupHost(fs=fs, io=inline, proc=no_swap()),
         capacity=CAPACITY,
         active=active,
@@ -101,13 +108,17 @@ def no_swap() -> Path:
 
 
 async def refused(
-    fs: CgroupFs, settings: CgroupSettings, events: list[Event] | None = None
+    fs: CgroupFs,
+    settings: CgroupSettings,
+    events: list[Event] | None = None,
+    *,
+    allow_v1: bool = True,
 ) -> ConfigError:
     """The ConfigError that stops start-up (raised out of the nursery)."""
     caught: list[ConfigError] = []
     try:
         async with trio.open_nursery() as nursery:
-            await start(nursery, fs, settings, events=events)
+            await start(nursery, fs, settings, events=events, allow_v1=allow_v1)
     except* ConfigError as group:
         caught += [e for e in group.exceptions if isinstance(e, ConfigError)]
     assert len(caught) == 1
@@ -237,3 +248,89 @@ async def test_without_pod_cgroups_ensure_does_not_list_the_active_pods(
         )
         assert await cgroups.ensure(pod("web")) is False
         nursery.cancel_scope.cancel()
+
+
+async def test_a_cgroup_v1_host_is_refused_unless_fail_cgroup_v1_is_false(
+    tmp_path: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    """Upstream's default (failCgroupV1: true) and message; nothing is made in the tree."""
+    tree = TreeCgroupFs(v1_tree(tmp_path / "cgroup"))
+    events: list[Event] = []
+    error = await refused(tree, CgroupSettings(), events, allow_v1=False)
+    (problem,) = error.problems
+    assert problem.field == "failCgroupV1"
+    assert problem.message == (
+        "kubelet is configured to not run on a host using cgroup v1. "
+        "cgroup v1 support is in maintenance mode"
+    )
+    assert not any(Path(d).exists() for d in tree.dirs("/kubepods"))
+    assert events == []
+
+
+async def test_hierarchies_that_cannot_be_read_count_as_cgroup_v1(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    """As upstream's check, which takes a failed statfs of /sys/fs/cgroup for v1."""
+
+    def unreadable() -> CgroupFs:
+        raise ConfigError.single("", "cgroupsPerQOS", "cannot read the cgroup mounts: gone")
+
+    settings = CgroupSettings(cgroups_per_qos=False, enforce=frozenset())
+    caught: list[ConfigError] = []
+    try:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(run_cgroups, parts(settings, unreadable, list, allow_v1=False))
+    except* ConfigError as group:
+        caught += [e for e in group.exceptions if isinstance(e, ConfigError)]
+    assert [p.field for e in caught for p in e.problems] == ["failCgroupV1"]
+
+
+async def test_single_process_oom_kill_false_is_refused_on_cgroup_v1(
+    tmp_path: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    tree = TreeCgroupFs(v1_tree(tmp_path / "cgroup"))
+    error = await refused(tree, CgroupSettings(single_process_oom_kill=False))
+    (problem,) = error.problems
+    assert problem.field == "singleProcessOOMKill"
+    assert problem.message == (
+        "invalid configuration: singleProcessOOMKill must not be explicitly set to false "
+        "when using cgroup v1"
+    )
+
+
+async def test_a_cgroup_v1_host_allowed_gets_the_maintenance_warning(
+    tmp_path: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    """failCgroupV1: false starts, with upstream's Warning on the Node; no group OOM kill
+    (and singleProcessOOMKill: true is accepted there)."""
+    tree = TreeCgroupFs(v1_tree(tmp_path / "cgroup"))
+    for oom in (None, True):
+        events: list[Event] = []
+        async with trio.open_nursery() as nursery:
+            settings = CgroupSettings(single_process_oom_kill=oom)
+            cgroups = await start(nursery, tree, settings, events=events)
+            assert cgroups.version.version == 1
+            assert cgroups.version.group_oom_kill is False
+            nursery.cancel_scope.cancel()
+        assert (
+            "Warning",
+            "CgroupV1",
+            "cgroup v1 support is in maintenance mode, please migrate to cgroup v2",
+        ) in events
+
+
+@pytest.mark.parametrize(("oom", "group"), [(None, True), (False, True), (True, False)])
+async def test_cgroup_v2_kills_the_group_unless_single_process_oom_kill(
+    tmp_path: Path, autojump_clock: trio.abc.Clock, oom: bool | None, group: bool
+) -> None:
+    """v2 starts whatever failCgroupV1 says; containers are OOM-killed as a group unless
+    singleProcessOOMKill is true; no CgroupV1 warning."""
+    tree = TreeCgroupFs(v2_tree(tmp_path / "cgroup"))
+    events: list[Event] = []
+    settings = CgroupSettings(single_process_oom_kill=oom)
+    async with trio.open_nursery() as nursery:
+        cgroups = await start(nursery, tree, settings, events=events, allow_v1=False)
+        assert cgroups.version.version == 2
+        assert cgroups.version.group_oom_kill is group
+        nursery.cancel_scope.cancel()
+    assert not [e for e in events if e[1] == "CgroupV1"]

@@ -320,6 +320,14 @@ def test_overhead_follows_the_node_limits() -> None:
     assert (off.cpu_quota, off.cpu_period) == (0, 0)
 
 
+def test_overhead_is_oom_killed_as_a_group_when_containers_are() -> None:
+    """Upstream sends the sandbox's overhead with the same ``unified`` map."""
+    pod = make_pod(Container(name="c"), overhead={"memory": Quantity("64Mi")})
+    group = overhead_resources(pod, limits=ContainerLimits(group_oom_kill=True))
+    assert dict(group.unified) == {"memory.oom.group": "1"}
+    assert dict(overhead_resources(pod).unified) == {}
+
+
 def test_resources_guaranteed() -> None:
     spec = {"cpu": "1", "memory": "1Gi"}
     c = Container(name="c", resources=res(spec, spec))

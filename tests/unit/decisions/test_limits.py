@@ -103,3 +103,18 @@ def test_page_size_labels_are_the_runtimes() -> None:
     assert [hugepage_unit(s) for s in (64 * 1024, 2 * MI, 32 * MI, GI, 16 * GI)] == [
         "64KB", "2MB", "32MB", "1GB", "16GB",
     ]  # fmt: skip
+
+
+def test_group_oom_kill_asks_for_memory_oom_group_beside_swap() -> None:
+    """Upstream's calculateLinuxResources on v2 without singleProcessOOMKill: the whole
+    container cgroup is OOM-killed; the swap setting joins the same map."""
+    c = container({"memory": "1Gi"}, {"memory": "2Gi"})
+    pod = builders.make_pod(c)
+    r = linux_container_resources(
+        pod, c, memory_capacity=8 * GI, limits=ContainerLimits(swap=V2, group_oom_kill=True)
+    )
+    assert dict(r.unified) == {"memory.oom.group": "1", "memory.swap.max": "0"}
+    single = linux_container_resources(
+        pod, c, memory_capacity=8 * GI, limits=ContainerLimits(swap=V2, group_oom_kill=False)
+    )
+    assert dict(single.unified) == {"memory.swap.max": "0"}
