@@ -139,6 +139,8 @@ async def test_ephemeral_port_discovery_version_health(
         "authentication.k8s.io",
         "authorization.k8s.io",
         "certificates.k8s.io",
+        "storage.k8s.io",
+        "resource.k8s.io",
     }
     leases = (await client.get("/apis/coordination.k8s.io/v1")).json()
     assert [r["name"] for r in leases["resources"]] == ["leases"]
