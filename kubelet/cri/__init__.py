@@ -44,6 +44,7 @@ from .types import (
     SandboxInfo,
     SandboxState,
 )
+from .unixserver import start_unix_server, stop_unix_server
 
 __all__ = [
     "DEFAULT_REGISTRY",
@@ -86,6 +87,8 @@ __all__ = [
     "sandbox_info_from_cri",
     "socket_path",
     "split_reference",
+    "start_unix_server",
+    "stop_unix_server",
     "termination_message",
     "trace",
     "wait_until_answering",

@@ -19,6 +19,7 @@ from kubelet.cm import AssignedDevice
 from kubelet.config import FeatureGates, Options
 from kubelet.metrics import KubeletMetrics, exposition
 from kubelet.server import Addresses, ServerParts, serve
+from kubelet.server.podresources import Lister, TokenBucket, serve_pod_resources
 from kubelet.server.podresources import podresources_api_pb2 as pb
 from kubelet.server.podresources.podresources_api_grpc import PodResourcesListerStub
 
@@ -163,14 +164,22 @@ async def test_get_with_the_gate_off(env: Env) -> None:
 
 
 async def test_rate_limit(env: Env) -> None:
-    path = await _start(env)
+    """Upstream's limit (bursts of 10, 100 a second) on a clock the test moves, so the
+    figures hold however slow the machine is."""
+    now = [0.0]
+    lister = Lister(
+        lambda: list(env.backend.pods),
+        lambda ns, name: None,
+        limiter=TokenBucket(clock=lambda: now[0]),
+    )
+    path = await env.nursery.start(serve_pod_resources, str(env.tmp), lister)
 
-    async def many() -> list[Status | None]:
+    async def many(n: int) -> list[Status | None]:
         channel = Channel(path=path)
         stub = PodResourcesListerStub(channel)
         out: list[Status | None] = []
         try:
-            for _ in range(200):
+            for _ in range(n):
                 try:
                     await stub.List(pb.ListPodResourcesRequest(), timeout=10)
                     out.append(None)
@@ -181,11 +190,11 @@ async def test_rate_limit(env: Env) -> None:
             channel.close()
         return out
 
-    results = await trio_asyncio.aio_as_trio(many)()
-    assert results[0] is None
-    assert Status.RESOURCE_EXHAUSTED in results
-    await trio.sleep(0.2)  # tokens come back at 100 a second
-    assert await _call(path, "List", pb.ListPodResourcesRequest()) is not None
+    results = await trio_asyncio.aio_as_trio(many)(12)
+    assert results == [None] * 10 + [Status.RESOURCE_EXHAUSTED] * 2
+    now[0] += 0.05  # tokens come back at 100 a second: 5 of them
+    results = await trio_asyncio.aio_as_trio(many)(6)
+    assert results == [None] * 5 + [Status.RESOURCE_EXHAUSTED]
 
 
 async def test_requests_over_4_mib_are_refused(env: Env) -> None:

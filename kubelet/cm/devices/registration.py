@@ -9,7 +9,6 @@ manager connects to the plugin before answering.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 from collections.abc import Awaitable, Callable
@@ -19,9 +18,8 @@ import trio
 import trio_asyncio
 from grpclib.const import Status
 from grpclib.exceptions import GRPCError
-from grpclib.server import Server
 
-from kubelet.cri import LimitedProtoCodec
+from kubelet.cri import start_unix_server, stop_unix_server
 
 from . import deviceplugin_api_pb2 as pb
 from .deviceplugin_api_grpc import RegistrationBase
@@ -86,15 +84,8 @@ async def serve_registration(
     """Serve until cancelled; reports the socket path ("" when it cannot listen: the
     kubelet runs on without device plugins, and says so)."""
     path = os.path.join(directory, SOCKET_NAME)
-    server = Server(
-        [Registration(register, count)],
-        codec=LimitedProtoCodec(MAX_REQUEST_BYTES),
-    )
     try:
-        os.makedirs(directory, mode=0o750, exist_ok=True)
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
-        await trio_asyncio.aio_as_trio(server.start)(path=path)
+        server = await start_unix_server([Registration(register, count)], path, MAX_REQUEST_BYTES)
     except (OSError, RuntimeError) as exc:
         log.error("Failed to serve the device plugin registration socket %s: %s", path, exc)
         task_status.started("")
@@ -104,6 +95,4 @@ async def serve_registration(
     try:
         await trio.sleep_forever()
     finally:
-        with trio.CancelScope(shield=True), trio.move_on_after(5):
-            server.close()
-            await trio_asyncio.aio_as_trio(server.wait_closed)()
+        await stop_unix_server(server, path, remove=False)

@@ -17,23 +17,19 @@ run fails ``Unknown`` / ``pod <name> in namespace <ns> not found``; with the gat
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any, Protocol
 
 import trio
-import trio_asyncio
 from grpclib.const import Status
 from grpclib.exceptions import GRPCError
-from grpclib.server import Server
 
 from kubelet.api import Pod, is_restartable_init_container
 from kubelet.cm import AssignedDevice
-from kubelet.cri import LimitedProtoCodec
+from kubelet.cri import start_unix_server, stop_unix_server
 from kubelet.volumes import POD_RESOURCES_DIR
 
 from . import podresources_api_pb2 as pb
@@ -209,12 +205,8 @@ async def serve_pod_resources(
     cannot listen; here the error is logged and the rest of the kubelet runs on.
     """
     path = socket_path(root_dir)
-    server = Server([lister], codec=LimitedProtoCodec(MAX_REQUEST_BYTES))
     try:
-        Path(path).parent.mkdir(mode=0o750, parents=True, exist_ok=True)
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
-        await trio_asyncio.aio_as_trio(server.start)(path=path)
+        server = await start_unix_server([lister], path, MAX_REQUEST_BYTES)
     except (OSError, RuntimeError) as exc:
         log.error("Failed to create listener for podResources endpoint %s: %s", path, exc)
         task_status.started("")
@@ -224,8 +216,4 @@ async def serve_pod_resources(
     try:
         await trio.sleep_forever()
     finally:
-        with trio.CancelScope(shield=True), trio.move_on_after(5):
-            server.close()
-            await trio_asyncio.aio_as_trio(server.wait_closed)()
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)
+        await stop_unix_server(server, path)
