@@ -81,7 +81,11 @@ def node_admission(
     sysctls = SysctlAllowlist.for_node(cfg.allowed_unsafe_sysctls, kernel_version())
     apparmor_error = apparmor_host_error()
     gates = options.features
-    declared = declared_features(gates) if gates.enabled(features.NODE_DECLARED_FEATURES) else None
+    declared = (
+        declared_features(gates, cpu_manager_policy=cfg.cpu_manager_policy)
+        if gates.enabled(features.NODE_DECLARED_FEATURES)
+        else None
+    )
 
     def facts() -> AdmissionFacts:
         admitted, reason, message = shutdown() if shutdown is not None else (True, "", "")
