@@ -1,7 +1,8 @@
 """Go's ways of printing values, where users read or grep for them: ``%q``, times, durations.
 
 Messages the kubelet shares with upstream (events, waiting reasons, probe output) are
-written as Go writes them; these helpers are the one place that knows how.
+written as Go writes them; these helpers are the one place that knows how. So is the
+checksum upstream's checkpoints and container hashes share (``spew_checksum``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ __all__ = [
     "parse_time",
     "parse_zoned_time",
     "rfc3339",
+    "spew_checksum",
 ]
 
 
@@ -59,6 +61,22 @@ def go_json(value: Any, *, sort_keys: bool = False) -> str:
     for char, escape in _JSON_ESCAPES.items():
         text = text.replace(char, escape)
     return text
+
+
+_FNV32_OFFSET = 0x811C9DC5
+_FNV32_PRIME = 0x01000193
+
+
+def spew_checksum(rendered: str) -> int:
+    """Upstream's checksum (``hashutil.DeepHashObject`` into FNV-32a, the value of
+    ``checkpointmanager/checksum.New``) of a Go value, given as go-spew's ``%#v``
+    rendering of it: the type in parentheses, then the value, strings as they are
+    (unquoted), map keys sorted, nil slices and maps ``<nil>``. A ``string`` ``s``
+    renders ``"(string)" + s``; a ``[]byte`` ``"([]uint8)[" + decimal bytes + "]"``."""
+    h = _FNV32_OFFSET
+    for byte in rendered.encode("utf-8"):
+        h = ((h ^ byte) * _FNV32_PRIME) & 0xFFFFFFFF
+    return h
 
 
 _MICROSECOND = 1000

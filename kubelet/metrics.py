@@ -213,6 +213,53 @@ class _ClaimsInUse(Collector):
         yield family
 
 
+RESIZE_DURATION_BUCKETS = (
+    10,
+    50,
+    100,
+    500,
+    1000,
+    2000,
+    5000,
+    10000,
+    20000,
+    30000,
+    60000,
+    120000,
+    300000,
+    600000,
+)
+"""upstream's ``kubelet_pod_resize_duration_milliseconds`` buckets"""
+RESIZE_PENDING_REASONS = ("deferred", "infeasible")
+
+ResizeCounts = Callable[[], tuple[Mapping[str, int], int]]
+"""→ (pending resizes by reason, Deferred/Infeasible; in-progress resizes)"""
+
+
+class _Resizes(Collector):
+    """kubelet_pod_pending_resizes and kubelet_pod_in_progress_resizes, read from the
+    allocations when scraped."""
+
+    def __init__(self) -> None:
+        self.provider: ResizeCounts | None = None
+
+    def collect(self) -> Iterator[Any]:
+        pending, in_progress = self.provider() if self.provider is not None else ({}, 0)
+        family = GaugeMetricFamily(
+            "kubelet_pod_pending_resizes",
+            _alpha("Number of pending resizes for pods."),
+            labels=["reason"],
+        )
+        for reason in RESIZE_PENDING_REASONS:
+            family.add_metric([reason], pending.get(reason, 0))
+        yield family
+        yield GaugeMetricFamily(
+            "kubelet_pod_in_progress_resizes",
+            _alpha("Number of in-progress resizes for pods."),
+            value=in_progress,
+        )
+
+
 class PodGauges(Collector):
     """Gauges computed at scrape time from what the kubelet already knows: the pods the
     runtime holds (the pod cache) and the pods it should run (the desired pods). A
@@ -381,6 +428,7 @@ class KubeletMetrics:
         self._http_metrics(reg)
         self._node_protection_metrics(reg)
         self._resource_manager_metrics(reg)
+        self._resize_metrics(reg)
         self._loop_metrics(reg)
         self.pod_startup = PodStartupTracker(self._observe_startup, wall_clock)
         """The pod startup SLI's tracker (the API source, image pulls and the status
@@ -689,6 +737,44 @@ class KubeletMetrics:
             buckets=[0.05 * 2**i for i in range(15)],
             registry=reg,
         )
+
+    def _resize_metrics(self, reg: CollectorRegistry) -> None:
+        """In-place resize, as upstream's allocation manager and runtime report it."""
+        self.pod_resize_duration = Histogram(
+            "kubelet_pod_resize_duration_milliseconds",
+            _alpha("Duration in milliseconds to actuate a pod resize"),
+            ["success"],
+            buckets=RESIZE_DURATION_BUCKETS,
+            registry=reg,
+        )
+        self.pod_infeasible_resizes = Counter(
+            "kubelet_pod_infeasible_resizes",
+            _alpha("Number of infeasible resizes for pods."),
+            ["reason_detail"],
+            registry=reg,
+        )
+        self.pod_deferred_accepted_resizes = Counter(
+            "kubelet_pod_deferred_accepted_resizes",
+            _alpha("Cumulative number of resizes that were accepted after being deferred."),
+            ["retry_trigger"],
+            registry=reg,
+        )
+        self._resizes = _Resizes()
+        reg.register(self._resizes)
+
+    def watch_resizes(self, provider: ResizeCounts) -> None:
+        """The pending and in-progress resize gauges read ``provider`` when scraped."""
+        self._resizes.provider = provider
+
+    def observe_pod_resize(self, seconds: float, success: bool) -> None:
+        """One actuation of a pod's resize (the runtime's and cgroup updates)."""
+        self.pod_resize_duration.labels(success=str(success).lower()).observe(seconds * 1000)
+
+    def resize_infeasible(self, detail: str) -> None:
+        self.pod_infeasible_resizes.labels(reason_detail=detail).inc()
+
+    def deferred_resize_accepted(self, trigger: str) -> None:
+        self.pod_deferred_accepted_resizes.labels(retry_trigger=trigger).inc()
 
     def _http_metrics(self, reg: CollectorRegistry) -> None:
         """Requests to the kubelet's HTTP server."""

@@ -21,6 +21,7 @@ from kubelet.decisions import (
     NO_CONTRIBUTION,
     ContainerContribution,
     ContainerLimits,
+    container_swaps,
     merge_contributions,
     pod_cgroup_parent,
 )
@@ -30,6 +31,24 @@ from .hints import TopologyHints
 
 Refusal = tuple[str, str]
 """(reason, message) of a pod a resource manager will not admit"""
+ResizeRefusal = tuple[str, str]
+"""(reason detail, message) of an in-place resize that can never be applied (Infeasible);
+the detail is the ``reason_detail`` label of ``kubelet_pod_infeasible_resizes_total``"""
+
+SWAP_RESIZE = ("swap_limitation", "In-place resize of containers with swap is not supported.")
+RESTART_CONTAINER = "RestartContainer"
+
+
+def _memory_request(container: Container) -> int:
+    asked = container.resources.requests.get("memory") if container.resources else None
+    return 0 if asked is None else to_bytes(asked)
+
+
+def _restarts_for_memory(container: Container) -> bool:
+    return any(
+        p.resource_name == "memory" and p.restart_policy == RESTART_CONTAINER
+        for p in container.resize_policy
+    )
 
 
 class ResourceError(Exception):
@@ -108,6 +127,11 @@ class ResourceManager(Protocol):
     def extended_resources(self) -> NodeResources:
         """The resources this manager adds to the node's (device plugins' counts)."""
         return NO_RESOURCES
+
+    def admit_resize(self, pod: Pod, allocated: Pod) -> ResizeRefusal | None:
+        """Why ``pod``'s resources can never replace its allocation (``allocated``: the
+        pod as it runs) on this node; None: this manager does not mind."""
+        return None
 
     async def prepare_pod(self, pod: Pod) -> None:
         """Before the pod's sandbox, every sync; ``ResourceError`` fails the sync."""
@@ -226,6 +250,30 @@ class ContainerManager:
             if refusal is not None:
                 return refusal
         return None
+
+    def admit_resize(self, pod: Pod, allocated: Pod) -> ResizeRefusal | None:
+        """Upstream's resize admission of the node's side: a container that swaps (or
+        would) resized in memory in place, then each manager's refusal."""
+        if self._resizes_swap(pod, allocated):
+            return SWAP_RESIZE
+        for manager in self.managers:
+            refusal = manager.admit_resize(pod, allocated)
+            if refusal is not None:
+                return refusal
+        return None
+
+    def _resizes_swap(self, pod: Pod, allocated: Pod) -> bool:
+        swap = self.limits.swap
+        was = {c.name: c for c in (*allocated.spec.containers, *allocated.spec.init_containers)}
+        for container in (*pod.spec.containers, *pod.spec.init_containers):
+            old = was.get(container.name)
+            if old is None or _restarts_for_memory(old):
+                continue
+            if _memory_request(container) != _memory_request(old) and (
+                container_swaps(pod, container, swap) or container_swaps(allocated, old, swap)
+            ):
+                return True
+        return False
 
     def pod_cgroup_parent(self, pod: Pod) -> str:
         """The sandbox's ``cgroup_parent``."""

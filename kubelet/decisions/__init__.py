@@ -50,7 +50,7 @@ from .dra import (
     pod_claims,
 )
 from .grace import KillReason, kill_grace_period, remaining_deletion_grace, stop_container_timeout
-from .limits import ContainerLimits, container_limits
+from .limits import ContainerLimits, container_limits, container_swaps
 from .nodeselector import node_selector_term_matches, node_selector_terms_match
 from .qos import BEST_EFFORT, BURSTABLE, GUARANTEED, is_critical_pod, pod_qos
 from .resize import (
@@ -120,6 +120,7 @@ __all__ = [
     "container_config",
     "container_limits",
     "container_should_restart",
+    "container_swaps",
     "crash_loop_backoff",
     "crash_loop_key",
     "crash_loop_limits",

@@ -211,6 +211,7 @@ def _init_container_actions(
     liveness_failed: Collection[str],
     startup_failed: Collection[str],
     startup_succeeded: Collection[str] | None,
+    resize_restart: Collection[str] = (),
 ) -> bool:
     """Fill in init container actions; True once the pod is initialized.
 
@@ -252,6 +253,7 @@ def _init_container_actions(
                         liveness_failed=liveness_failed,
                         startup_failed=startup_failed,
                         startup_succeeded=startup_succeeded,
+                        resize_restart=resize_restart,
                     )
                     or initialized
                 )
@@ -293,6 +295,7 @@ def _sidecar_running(
     liveness_failed: Collection[str],
     startup_failed: Collection[str],
     startup_succeeded: Collection[str] | None,
+    resize_restart: Collection[str],
 ) -> bool:
     """Actions for a running sidecar; True if it completes initialization (it is last)."""
     container = pod.spec.init_containers[index]
@@ -322,6 +325,11 @@ def _sidecar_running(
             container.name,
             f"Init container {container.name} failed liveness probe",
             KillReason.LIVENESS_PROBE,
+        )
+        to_start.append(index)
+    elif current.id in resize_restart:
+        changes.to_kill[current.id] = ContainerToKill(
+            container.name, f"Container {container.name} resize requires restart"
         )
         to_start.append(index)
     return initialized
@@ -370,8 +378,9 @@ def compute_pod_actions(
     ``liveness_failed`` / ``startup_failed``: IDs of container instances whose liveness
     or startup probe reported Failure. ``startup_succeeded`` (IDs whose startup probe
     succeeded) only matters for sidecars with a startup probe; None means "do not wait".
-    ``resize_restart``: IDs of running containers an in-place resize restarts (their
-    ``resizePolicy`` says ``RestartContainer`` for a resource that changed).
+    ``resize_restart``: IDs of running containers (and sidecars) an in-place resize
+    restarts (their ``resizePolicy`` says ``RestartContainer`` for a resource that
+    changed).
     """
     create, attempt, sandbox_id = sandbox_changed(pod, status)
     if pod.metadata.deletion_timestamp is not None:
@@ -384,7 +393,7 @@ def compute_pod_actions(
 
     changes.ephemeral_to_start = _ephemeral_to_start(pod, status)
     initialized = _init_container_actions(
-        pod, status, changes, liveness_failed, startup_failed, startup_succeeded
+        pod, status, changes, liveness_failed, startup_failed, startup_succeeded, resize_restart
     )
     if changes.kill_pod or not initialized:
         return changes.freeze()

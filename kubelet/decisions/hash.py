@@ -18,19 +18,9 @@ from __future__ import annotations
 import functools
 
 from kubelet.api import Container
-from kubelet.goformat import go_json
+from kubelet.goformat import go_json, spew_checksum
 
 __all__ = ["go_json_string_map", "hash_container", "hash_container_int"]
-
-_FNV32_OFFSET = 0x811C9DC5
-_FNV32_PRIME = 0x01000193
-
-
-def _fnv32a(data: bytes) -> int:
-    h = _FNV32_OFFSET
-    for byte in data:
-        h = ((h ^ byte) * _FNV32_PRIME) & 0xFFFFFFFF
-    return h
 
 
 def go_json_string_map(values: dict[str, str]) -> bytes:
@@ -49,7 +39,7 @@ def _hash_name_image(name: str, image: str) -> int:
     container, and a node's containers share few (name, image) pairs."""
     data = go_json_string_map({"name": name, "image": image})
     rendered = "([]uint8)[" + " ".join(str(b) for b in data) + "]"
-    return _fnv32a(rendered.encode("ascii"))
+    return spew_checksum(rendered)
 
 
 def hash_container(container: Container) -> str:

@@ -38,6 +38,7 @@ __all__ = [
     "configure_oom_group",
     "configure_swap",
     "container_limits",
+    "container_swaps",
     "hugepage_limits",
 ]
 
@@ -115,6 +116,13 @@ def _limited_swap(pod: Pod, container: Container, swap: NodeSwap) -> int | None:
     if swap.memory_capacity <= 0 or request > swap.memory_capacity:
         return None
     return int(Fraction(request, swap.memory_capacity) * swap.swap_capacity)
+
+
+def container_swaps(pod: Pod, container: Container, swap: NodeSwap) -> bool:
+    """Whether the container may use swap (upstream's ``GetContainerSwapBehavior`` is
+    not NoSwap): LimitedSwap on cgroup v2 with the swap controller, a Burstable pod's
+    container whose memory request is set and below its limit."""
+    return swap.controller and _limited_swap(pod, container, swap) is not None
 
 
 def configure_swap(

@@ -46,6 +46,10 @@ __all__ = [
     "IN_PROGRESS",
     "PENDING",
     "REASON_ERROR",
+    "TRIGGER_PERIODIC",
+    "TRIGGER_PODS_REMOVED",
+    "TRIGGER_POD_RESIZED",
+    "TRIGGER_POD_UPDATED",
     "Allocation",
     "ResizeState",
     "allocated_pod",
@@ -69,6 +73,12 @@ INFEASIBLE = "Infeasible"
 DEFERRED = "Deferred"
 REASON_ERROR = "Error"
 """PodResizeInProgress's reason while the runtime refuses the new resources"""
+TRIGGER_POD_RESIZED = "pod_resized"
+TRIGGER_POD_UPDATED = "pod_updated"
+TRIGGER_PODS_REMOVED = "pods_removed"
+TRIGGER_PERIODIC = "periodic_retry"
+"""why Deferred resizes are judged again: upstream's ``retry_trigger`` label values"""
+
 EVENT_INFEASIBLE = "ResizeInfeasible"
 EVENT_DEFERRED = "ResizeDeferred"
 EVENT_STARTED = "ResizeStarted"

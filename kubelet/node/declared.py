@@ -13,8 +13,9 @@ and ``RestartAllContainersOnContainerExits`` (their gates). This kubelet declare
 feature only when it does what the name promises: ``ExtendWebSocketsToKubelet`` when
 the gate is on and its support entry says it is implemented (the port-forward tunnel
 and the v5 exec/attach translation both); ``GuaranteedQoSPodCPUResize`` with
-``InPlacePodVerticalScaling`` (in-place resize is applied, and the CPU manager here is
-always ``none``). The resize of pod-level resources is not verified here, and the
+``InPlacePodVerticalScaling`` and ``cpuManagerPolicy: none`` (the static policy refuses
+a Guaranteed pod's CPU resize: ``InPlacePodVerticalScalingExclusiveCPUs`` is not
+implemented here). The resize of pod-level resources is not verified here, and the
 restart rules' ``RestartAllContainers`` action is not implemented, so those are never
 declared (a scheduler then keeps pods that need them away, which is the point of the
 feature).
@@ -61,7 +62,10 @@ NOT_DECLARED: Mapping[str, str] = {
 
 
 def declared_features(
-    features: FeatureGates, support: Mapping[str, Support] = GATE_SUPPORT
+    features: FeatureGates,
+    support: Mapping[str, Support] = GATE_SUPPORT,
+    *,
+    cpu_manager_policy: str = "none",
 ) -> tuple[str, ...]:
     """The sorted feature names this kubelet declares (none with the gate off)."""
     if not features.enabled(NODE_DECLARED_FEATURES):
@@ -70,7 +74,7 @@ def declared_features(
     websockets = support.get(EXTEND_WEBSOCKETS)
     if features.enabled(EXTEND_WEBSOCKETS) and websockets and websockets.status == IMPLEMENTED:
         found.append(EXTEND_WEBSOCKETS)
-    if features.enabled(IN_PLACE_RESIZE_GATE):
+    if features.enabled(IN_PLACE_RESIZE_GATE) and cpu_manager_policy != "static":
         found.append(GUARANTEED_CPU_RESIZE)
     return tuple(sorted(found))
 

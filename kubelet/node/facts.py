@@ -142,7 +142,9 @@ class FactGatherer:
             runtime_version=runtime_version,
             kubelet_version=KUBERNETES_VERSION,
             kubelet_port=cfg.port,
-            declared_features=declared_features(self.options.features),
+            declared_features=declared_features(
+                self.options.features, cpu_manager_policy=self.options.config.cpu_manager_policy
+            ),
             images=tuple(images),
             max_images=cfg.node_status_max_images,
             runtime_errors=tuple(runtime_errors),

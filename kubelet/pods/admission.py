@@ -47,6 +47,7 @@ __all__ = [
     "Handler",
     "NodeInfo",
     "Rejection",
+    "ResizeAdmission",
     "ResourceAdmission",
     "admit",
     "rejection_message",
@@ -59,6 +60,8 @@ TERMINAL_PHASES = ("Succeeded", "Failed")
 
 
 ResourceAdmission = Callable[[Pod, Sequence[Pod]], "tuple[str, str] | None"]
+ResizeAdmission = Callable[[Pod, Pod], "tuple[str, str] | None"]
+"""(pod, as it runs) → (reason detail, message) of a resize the node can never apply"""
 """(pod, others) → None, or the (reason, message) of a resource manager's refusal"""
 
 
@@ -92,6 +95,8 @@ class AdmissionFacts:
     """the node's pressure conditions (the eviction manager's MemoryPressure, ...)"""
     resource_allocation: ResourceAdmission | None = None
     """the container manager's resource managers (``cm.ContainerManager.admit``)"""
+    resize_admission: ResizeAdmission | None = None
+    """the container manager's side of a resize (``cm.ContainerManager.admit_resize``)"""
 
 
 Handler = Callable[[Pod, Sequence[Pod], AdmissionFacts], Rejection | None]

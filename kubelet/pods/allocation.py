@@ -76,6 +76,14 @@ class Allocations:
         waits = None if pending is None else (pending.reason, pending.message, pending.generation)
         return ResizeState(waits, progress)
 
+    def counts(self) -> tuple[dict[str, int], int]:
+        """(the waiting resizes by reason, lower case as upstream's metric labels them;
+        the resizes in progress)."""
+        pending: dict[str, int] = {}
+        for waits in self.pending.values():
+            pending[waits.reason.lower()] = pending.get(waits.reason.lower(), 0) + 1
+        return pending, len(self.in_progress)
+
     def use_recorded(self, recorded: Callable[[str], RuntimePodStatus | None]) -> None:
         """Where the runtime's record of a pod is read (set once the PLEG exists)."""
         self._recorded = recorded

@@ -2,11 +2,13 @@
 
 Upstream (1.33+, ``allocation/state``) keeps what every pod was admitted (or resized)
 with in a checkpoint file of the kubelet's root directory: ``{"data": <JSON text>,
-"checksum": <uint>}``, the data ``{"entries": {<uid>: {"containerResources": {<name>:
-<ResourceRequirements>}, "podLevelResources": <ResourceRequirements>}}}``. The checksum
-is FNV-32a over the spew ``%#v`` rendering of the data string: ``(string)`` and the Go
-``strconv.Quote`` of it -- the same as upstream's, so either kubelet reads the other's
-file (a newer upstream kubelet migrates this unversioned form). A file that does not
+"checksum": <uint>}``, the data ``{"entries": {<uid>: {"ContainerResources": {<name>:
+<ResourceRequirements>}, "PodLevelResources": <ResourceRequirements> or null}}}`` (Go's
+field names: upstream's struct has no JSON tags, and its reader matches keys in any
+case). The checksum is upstream's (``goformat.spew_checksum``) of the data string,
+``(string)`` and the text unquoted; it reproduces the checksums of upstream's own test
+files, so either kubelet reads the other's file (a newer upstream kubelet migrates this
+unversioned form). A file that does not
 decode or whose checksum does not match is ignored (and said so): the allocations then
 come from the runtime's record, as before the file existed.
 """
@@ -22,7 +24,7 @@ from typing import Any
 from kubelet.api import Quantity, ResourceRequirements
 from kubelet.boundedio import InputRefused, RunSync, loads_json, read_regular_file
 from kubelet.decisions import Allocation
-from kubelet.goformat import go_json
+from kubelet.goformat import go_json, spew_checksum
 
 __all__ = [
     "CHECKPOINT_FILE",
@@ -38,45 +40,11 @@ CHECKPOINT_FILE = "allocated_pods_state"
 MAX_BYTES = 16 << 20
 """The most read back: some 20,000 pods' worth of entries."""
 
-_FNV32_OFFSET = 0x811C9DC5
-_FNV32_PRIME = 0x01000193
-_ESCAPES = {
-    "\a": "\\a",
-    "\b": "\\b",
-    "\f": "\\f",
-    "\n": "\\n",
-    "\r": "\\r",
-    "\t": "\\t",
-    "\v": "\\v",
-}
-
-
-def _go_quote(text: str) -> str:
-    """Go's ``strconv.Quote``: printable characters as they are, the rest escaped."""
-    out = ['"']
-    for ch in text:
-        if ch in ('"', "\\"):
-            out.append("\\" + ch)
-        elif ch in _ESCAPES:
-            out.append(_ESCAPES[ch])
-        elif ch.isprintable():
-            out.append(ch)
-        elif ord(ch) < 0x80:
-            out.append(f"\\x{ord(ch):02x}")
-        elif ord(ch) <= 0xFFFF:
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(f"\\U{ord(ch):08x}")
-    out.append('"')
-    return "".join(out)
-
 
 def checksum(data: str) -> int:
-    """Upstream's ``checksum.New(data)`` for a string."""
-    h = _FNV32_OFFSET
-    for byte in ("(string)" + _go_quote(data)).encode("utf-8"):
-        h = ((h ^ byte) * _FNV32_PRIME) & 0xFFFFFFFF
-    return h
+    """Upstream's ``checksum.New(data)`` for the data string: go-spew prints a string
+    with its type and unquoted, ``(string){...}``."""
+    return spew_checksum("(string)" + data)
 
 
 def _requirements(resources: ResourceRequirements | None) -> dict[str, Any]:
@@ -89,14 +57,19 @@ def _requirements(resources: ResourceRequirements | None) -> dict[str, Any]:
 
 
 def _entry(allocation: Allocation) -> dict[str, Any]:
-    body: dict[str, Any] = {}
-    if allocation.containers:
-        body["containerResources"] = {
-            name: _requirements(r) for name, r in allocation.containers.items()
-        }
-    if allocation.pod is not None:
-        body["podLevelResources"] = _requirements(allocation.pod)
-    return body
+    """Upstream's ``PodResourceInfo``: Go field names (no JSON tags), nil as null."""
+    return {
+        "ContainerResources": {name: _requirements(r) for name, r in allocation.containers.items()},
+        "PodLevelResources": None if allocation.pod is None else _requirements(allocation.pod),
+    }
+
+
+def _field(entry: dict[str, Any], name: str) -> Any:
+    """A field as Go's ``json.Unmarshal`` finds it: the exact key, else any case of it."""
+    if name in entry:
+        return entry[name]
+    folded = name.casefold()
+    return next((v for k, v in entry.items() if k.casefold() == folded), None)
 
 
 def encode_checkpoint(entries: Mapping[str, Allocation]) -> bytes:
@@ -139,10 +112,10 @@ def decode_checkpoint(blob: bytes) -> dict[str, Allocation]:
     for uid, entry in entries.items():
         if not isinstance(entry, dict):
             raise ValueError(f"entry {uid}: not an object")
-        containers = entry.get("containerResources") or {}
+        containers = _field(entry, "ContainerResources") or {}
         if not isinstance(containers, dict):
-            raise ValueError(f"entry {uid}: containerResources is not an object")
-        pod_level = entry.get("podLevelResources")
+            raise ValueError(f"entry {uid}: ContainerResources is not an object")
+        pod_level = _field(entry, "PodLevelResources")
         out[str(uid)] = Allocation(
             {str(name): _decode_requirements(r) for name, r in containers.items()},
             None if pod_level is None else _decode_requirements(pod_level),

@@ -13,8 +13,9 @@ the resized pod against the other pods' allocations:
   resource: cpu, requested: ..., used: ..., capacity: ...");
 - else admitted.
 
-The CPU and memory managers' ``static`` policies, which upstream makes Infeasible for a
-Guaranteed pod's CPU or memory, are not offered by this kubelet (only ``none``).
+Each Infeasible verdict carries upstream's ``reason_detail`` for
+``kubelet_pod_infeasible_resizes_total``. The memory manager's ``static`` policy, which
+upstream makes Infeasible for a Guaranteed pod's memory, is not offered by this kubelet.
 """
 
 from __future__ import annotations
@@ -38,10 +39,12 @@ QOS_CHANGE = "Pod QOS Class may not change as a result of resizing"
 
 @attrs.frozen
 class Verdict:
-    """Why a resize waits: ``reason`` Deferred or Infeasible, and the message."""
+    """Why a resize waits: ``reason`` Deferred or Infeasible, and the message;
+    ``detail``: an Infeasible one's metric label."""
 
     reason: str
     message: str
+    detail: str = ""
 
 
 def _capacity(pod: Pod, facts: AdmissionFacts) -> str | None:
@@ -73,15 +76,18 @@ def judge_resize(
     """None: ``pod``'s resources may become its allocation now; else why not.
     ``allocated``: the pod as it runs; ``others``: the other active pods, allocated."""
     if pod.is_static:
-        return Verdict(resize.INFEASIBLE, STATIC_POD)
+        return Verdict(resize.INFEASIBLE, STATIC_POD, "static_pod")
     if pod_qos(pod) != pod_qos(allocated):
-        return Verdict(resize.INFEASIBLE, QOS_CHANGE)
-    if facts.node is None:
-        return None
+        return Verdict(resize.INFEASIBLE, QOS_CHANGE, "qos_class_change")
     try:
+        refused = facts.resize_admission(pod, allocated) if facts.resize_admission else None
+        if refused is not None:
+            return Verdict(resize.INFEASIBLE, refused[1], refused[0])
+        if facts.node is None:
+            return None
         beyond = _capacity(pod, facts)
         if beyond is not None:
-            return Verdict(resize.INFEASIBLE, beyond)
+            return Verdict(resize.INFEASIBLE, beyond, "insufficient_node_allocatable")
         failures = filter_failures(
             pod,
             [o for o in others if o.uid != pod.uid],
@@ -91,7 +97,7 @@ def judge_resize(
             comparison_operators=facts.taint_comparison_operators,
         )
     except ValueError as exc:
-        return Verdict(resize.INFEASIBLE, str(exc))
+        return Verdict(resize.INFEASIBLE, str(exc), "invalid_resources")
     short = [f for f in failures if isinstance(f, InsufficientResource)]
     if short:
         return Verdict(resize.DEFERRED, short[0].message)

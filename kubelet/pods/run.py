@@ -29,7 +29,7 @@ from kubelet.runtime import PodRuntime, RuntimeInfo
 from kubelet.sources import PodConfig
 from kubelet.status import StatusManager
 
-from .admission import AdmissionFacts, Rejection, ResourceAdmission
+from .admission import AdmissionFacts, Rejection, ResizeAdmission, ResourceAdmission
 from .allocation import Allocations
 from .allocstate import AllocationCheckpoint
 from .evict import PodEvictor, PodGcView
@@ -73,6 +73,7 @@ def node_admission(
     shutdown: Callable[[], tuple[bool, str, str]] | None = None,
     pressure: NodePressure | None = None,
     resources: ResourceAdmission | None = None,
+    resize: ResizeAdmission | None = None,
 ) -> Callable[[], AdmissionFacts]:
     """Admission's view of this node: read once at start-up, except the runtime's
     features, which CRI Status may change, and the Node (``nodeinfo.node_info_source``)."""
@@ -80,7 +81,11 @@ def node_admission(
     sysctls = SysctlAllowlist.for_node(cfg.allowed_unsafe_sysctls, kernel_version())
     apparmor_error = apparmor_host_error()
     gates = options.features
-    declared = declared_features(gates) if gates.enabled(features.NODE_DECLARED_FEATURES) else None
+    declared = (
+        declared_features(gates, cpu_manager_policy=cfg.cpu_manager_policy)
+        if gates.enabled(features.NODE_DECLARED_FEATURES)
+        else None
+    )
 
     def facts() -> AdmissionFacts:
         admitted, reason, message = shutdown() if shutdown is not None else (True, "", "")
@@ -100,6 +105,7 @@ def node_admission(
             pressure=pressure.conditions if pressure is not None else (),
             declared_features=declared,
             resource_allocation=resources,
+            resize_admission=resize,
         )
 
     return facts
@@ -181,6 +187,7 @@ async def run_pod_lifecycle(
         p.pod_runtime.cm.cgroups,
     )
     syncloop = SyncLoop(_loop_parts(p, syncer, workers, housekeeper, results))
+    p.metrics.watch_resizes(syncloop.allocations.counts)
     async with trio.open_nursery() as nursery:
         await nursery.start(workers.run)
         await nursery.start(housekeeper.run)
@@ -215,6 +222,7 @@ def _loop_parts(
             shutdown=p.shutdown_admission,
             pressure=p.pressure,
             resources=p.pod_runtime.cm.admit,
+            resize=p.pod_runtime.cm.admit_resize,
         ),
         on_reject=Rejecter(p.recorder, syncer),
         probe_updates=(
@@ -227,6 +235,8 @@ def _loop_parts(
         on_orphan=p.metrics.orphaned_runtime_pod,
         allocations=syncer.allocations,  # one record: what admission counts, what runs
         recorder=p.recorder,
+        on_infeasible_resize=p.metrics.resize_infeasible,
+        on_deferred_accepted=p.metrics.deferred_resize_accepted,
         wall_clock=p.wall_clock,
         on_readiness=syncer.readiness_changed,
     )

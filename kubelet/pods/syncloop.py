@@ -110,6 +110,10 @@ class SyncLoopParts:
     on_readiness: Callable[[str, str, bool], None] | None = None
     recorder: EventRecorder | None = None
     """where a resize's verdict is announced (ResizeStarted, -Deferred, -Infeasible)"""
+    on_infeasible_resize: Callable[[str], None] | None = None
+    """each Infeasible verdict, by its reason detail (``kubelet_pod_infeasible_resizes``)"""
+    on_deferred_accepted: Callable[[str], None] | None = None
+    """a Deferred resize admitted on a retry, by its trigger"""
     wall_clock: Callable[[], float] | None = None
     """Reads a deleted pod's deadline (``deletionTimestamp``); None: a pod first seen
     already deleted gets its whole deletion grace period."""
@@ -132,6 +136,8 @@ class SyncLoop:
         it asks for: the status follows even while the pod's worker is busy."""
         self._preemptor = p.preemptor
         self._recorder = p.recorder
+        self._on_infeasible = p.on_infeasible_resize
+        self._on_deferred_accepted = p.on_deferred_accepted
         self.allocations = p.allocations if p.allocations is not None else Allocations()
         """What each pod runs with: admission counts it, never a resize's new spec."""
         self._on_orphan = p.on_orphan
@@ -238,15 +244,15 @@ class SyncLoop:
                 self.pods.upsert(pod)
                 if pod.metadata.deletion_timestamp:
                     self.workers.terminate(pod, pod.metadata.deletion_grace_period_seconds)
-                    self.retry_deferred_resizes()
+                    self.retry_deferred_resizes(resize.TRIGGER_POD_UPDATED)
                 elif pod.uid not in self.rejected:
                     if self._judge_resize(pod):
-                        self.retry_deferred_resizes()  # it may have shrunk
+                        self.retry_deferred_resizes(resize.TRIGGER_POD_RESIZED)  # may shrink
                     self.workers.sync(pod)
             elif op is PodOperation.DELETE:
                 self.pods.upsert(pod)
                 self.workers.terminate(pod, pod.metadata.deletion_grace_period_seconds)
-                self.retry_deferred_resizes()
+                self.retry_deferred_resizes(resize.TRIGGER_PODS_REMOVED)
             elif op is PodOperation.REMOVE:
                 self.pods.remove(pod.uid)
                 self.queue.forget(pod.uid)
@@ -256,7 +262,7 @@ class SyncLoop:
                 self.allocations.forget(pod.uid)
                 self._update_active(pod.uid)
                 self.workers.terminate(pod, None, remove=True)
-                self.retry_deferred_resizes()
+                self.retry_deferred_resizes(resize.TRIGGER_PODS_REMOVED)
             elif op is PodOperation.RECONCILE:
                 self._reconcile(pod)
 
@@ -323,6 +329,8 @@ class SyncLoop:
             self._update_active(pod.uid)
             self._announce(pod, NORMAL, resize.EVENT_STARTED, "started", "")
             return True
+        if verdict.reason == resize.INFEASIBLE and self._on_infeasible is not None:
+            self._on_infeasible(verdict.detail)
         before = self.allocations.pending.get(pod.uid)
         now = Pending(verdict.reason, verdict.message, generation)
         self.allocations.pending[pod.uid] = now
@@ -341,14 +349,17 @@ class SyncLoop:
             text = resize.event_message(pod, word, message)
             self._recorder.record(pod_ref(pod), kind, reason, text)
 
-    def retry_deferred_resizes(self) -> None:
-        """Deferred resizes judged again (pods left, or shrank): those that fit now are
-        admitted and their pods synced."""
+    def retry_deferred_resizes(self, trigger: str) -> None:
+        """Deferred resizes judged again (pods left, or shrank; ``trigger`` says which,
+        upstream's ``retry_trigger``): those that fit now are admitted and their pods
+        synced."""
         for uid, pending in list(self.allocations.pending.items()):
             pod = self.pods.get(uid)
             if pending.reason != resize.DEFERRED or pod is None or uid in self.rejected:
                 continue
             if self._judge_resize(pod):
+                if self._on_deferred_accepted is not None:
+                    self._on_deferred_accepted(trigger)
                 self.workers.sync(pod)
 
     def _add_deleted(self, pod: Pod) -> None:
@@ -462,7 +473,7 @@ class SyncLoop:
         if not self.sources_seen():
             return
         self.allocations.drop_orphans(lambda uid: uid in self.pods)
-        self.retry_deferred_resizes()
+        self.retry_deferred_resizes(resize.TRIGGER_PERIODIC)
         listed = self.housekeeper.listed_uids()
         running: list[OrphanPod] = []
         if listed is None or any(self._orphaned(uid) for uid in listed):

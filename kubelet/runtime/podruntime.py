@@ -270,7 +270,11 @@ class PodRuntime:
         )
         await self._kill_what_must_go(pod, status, actions, progress)
         if not (actions.kill_pod or actions.create_sandbox):
+            started = trio.current_time()
             progress.resize = await self.resizer.resize(pod, status, restarted)
+            if self.metrics is not None and (progress.resize.acted or progress.resize.error):
+                took = trio.current_time() - started
+                self.metrics.observe_pod_resize(took, not progress.resize.error)
             progress.acted = progress.acted or progress.resize.acted
         if not (
             actions.create_sandbox

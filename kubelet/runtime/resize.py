@@ -131,13 +131,10 @@ class Resizer:
         return out
 
     def to_restart(self, pod: Pod, status: RuntimePodStatus) -> frozenset[str]:
-        """IDs of the running (regular) containers a resize restarts: a resource that
+        """IDs of the running containers and sidecars a resize restarts: a resource that
         changes has the ``RestartContainer`` resize policy."""
-        regular = {c.name for c in pod.spec.containers}
         out = set()
         for change in self.changes(pod, status):
-            if change.container.name not in regular:
-                continue
             cpu = (change.current.cpu_shares, change.current.cpu_quota) != (
                 change.target.cpu_shares,
                 change.target.cpu_quota,

@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 
 from kubelet.boundedio import loads_json
+from kubelet.goformat import spew_checksum
 
 from .cpuset import CpuSetError, format_cpuset, parse_cpuset
 
@@ -36,13 +37,6 @@ class CpuState:
     """pod UID → container name → CPUs"""
 
 
-def _fnv32a(data: bytes) -> int:
-    h = 0x811C9DC5
-    for byte in data:
-        h = ((h ^ byte) * 0x01000193) & 0xFFFFFFFF
-    return h
-
-
 def _spew(policy: str, default: str, entries: Mapping[str, Mapping[str, str]]) -> str:
     """go-spew's ``%#v`` of ``*state.CPUManagerCheckpoint`` (map keys sorted, map
     entries untyped, strings unquoted) with a zero checksum."""
@@ -58,7 +52,7 @@ def _spew(policy: str, default: str, entries: Mapping[str, Mapping[str, str]]) -
 
 
 def checksum(policy: str, default: str, entries: Mapping[str, Mapping[str, str]]) -> int:
-    return _fnv32a(_spew(policy, default, entries).encode())
+    return spew_checksum(_spew(policy, default, entries))
 
 
 def encode(state: CpuState) -> bytes:

@@ -17,13 +17,19 @@ from collections.abc import Callable, Sequence
 
 import trio
 
-from kubelet.api import Container, Pod, to_millicores
+from kubelet.api import (
+    Container,
+    Pod,
+    is_restartable_init_container,
+    parse_quantity,
+    to_millicores,
+)
 from kubelet.boundedio import InputRefused, RunSync, read_regular_file
 from kubelet.cri import RuntimeClient, api, labels
-from kubelet.decisions import NO_CONTRIBUTION, ContainerContribution
+from kubelet.decisions import NO_CONTRIBUTION, ContainerContribution, pod_qos
 from kubelet.errors import ConfigError
 
-from ..manager import Refusal, ResourceManager
+from ..manager import Refusal, ResizeRefusal, ResourceManager
 from ..parts import CmParts
 from ..topology import TopologyHint, TopologyHints, TopologyManager
 from .checkpoint import CHECKPOINT_NAME, MAX_BYTES, CorruptCheckpoint, CpuState, decode, encode
@@ -36,6 +42,24 @@ log = logging.getLogger(__name__)
 
 Counter = Callable[[str], None]
 """a metric to count: "requests" or "errors" of CPU pinning"""
+
+
+STATIC_CPU_RESIZE = (
+    "guaranteed_pod_cpu_manager_static_policy",
+    'Resize is infeasible for Guaranteed Pods alongside CPU Manager policy "static"',
+)
+
+
+def _cpu_request(container: Container) -> int:
+    asked = container.resources.requests.get("cpu") if container.resources else None
+    return 0 if asked is None else parse_quantity(asked).milli_value()
+
+
+def resizable_containers(pod: Pod) -> list[Container]:
+    """The containers a resize changes: sidecars (restartable init containers) and the
+    regular ones."""
+    sidecars = [c for c in pod.spec.init_containers if is_restartable_init_container(c)]
+    return [*sidecars, *pod.spec.containers]
 
 
 class CpuManager(ResourceManager):
@@ -90,6 +114,18 @@ class CpuManager(ResourceManager):
         self._recent.add(pod.metadata.uid)
         if changed:
             self._changed()
+        return None
+
+    def admit_resize(self, pod: Pod, allocated: Pod) -> ResizeRefusal | None:
+        """Upstream (``InPlacePodVerticalScalingExclusiveCPUs`` off, its 1.36 default):
+        the static policy refuses any CPU resize of a Guaranteed pod."""
+        if self.policy is None or pod_qos(pod) != "Guaranteed":
+            return None
+        was = {c.name: c for c in (*allocated.spec.init_containers, *allocated.spec.containers)}
+        for container in resizable_containers(pod):
+            old = was.get(container.name)
+            if _cpu_request(container) != (_cpu_request(old) if old is not None else 0):
+                return STATIC_CPU_RESIZE
         return None
 
     async def prepare_pod(self, pod: Pod) -> None:

@@ -19,6 +19,8 @@ from typing import Any
 
 import attrs
 
+from kubelet.goformat import spew_checksum
+
 from .allocation import NO_TOPOLOGY, Granted, PodDevices
 
 FILE_NAME = "kubelet_internal_checkpoint"
@@ -35,13 +37,6 @@ class Checkpoint:
     """resource → the device IDs its plugin last listed"""
     numa: Mapping[str, Mapping[str, tuple[int, ...]]] = attrs.field(factory=dict)
     """resource → device → its NUMA nodes (how entries' ``DeviceIDs`` are keyed)"""
-
-
-def fnv32a(data: bytes) -> int:
-    h = 0x811C9DC5
-    for byte in data:
-        h = ((h ^ byte) * 0x01000193) & 0xFFFFFFFF
-    return h
 
 
 def _spew_strings(values: list[str] | None) -> str:
@@ -87,7 +82,7 @@ def spew_data(data: Mapping[str, Any]) -> str:
 
 
 def checksum(data: Mapping[str, Any]) -> int:
-    return fnv32a(spew_data(data).encode())
+    return spew_checksum(spew_data(data))
 
 
 def _b64(text: Any) -> bytes:

@@ -482,6 +482,16 @@ def test_sidecar_exited_is_restarted_and_liveness_kills() -> None:
     assert result.containers_to_kill["s1"].reason is KillReason.LIVENESS_PROBE
 
 
+def test_a_sidecar_a_resize_restarts_is_killed_and_started_again() -> None:
+    pod, status, sidecar = with_sidecar()
+    running = ContainerInfo(id="s1", name="side", state=RUNNING, hash=hash_container(sidecar))
+    status = attrs.evolve(status, containers=(running, *status.containers))
+    result = compute_pod_actions(pod, status, resize_restart={"s1"})
+    assert result.init_containers_to_start == (0,)
+    assert result.containers_to_kill["s1"].message == "Container side resize requires restart"
+    assert not result.kill_pod and result.containers_to_start == ()
+
+
 def test_sidecar_waits_for_startup_probe() -> None:
     pod, status, sidecar = with_sidecar(startup=True)
     running = ContainerInfo(id="s1", name="side", state=RUNNING, hash=hash_container(sidecar))

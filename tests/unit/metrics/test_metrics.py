@@ -293,3 +293,30 @@ def test_go_durations_to_the_millisecond() -> None:
     assert [go_duration_ms(x) for x in (0, 0.0004, 0.567, 1, 1.2345, 61.5, 3723.4, 60)] == [
         "0s", "0s", "567ms", "1s", "1.234s", "1m1.5s", "1h2m3.4s", "1m0s",
     ]  # fmt: skip
+
+
+def test_resize_metrics_are_upstreams() -> None:
+    m = KubeletMetrics(process=False)
+    text = generate_latest(m.registry).decode()
+    assert "# HELP kubelet_pod_in_progress_resizes [ALPHA] Number of in-progress resizes" in text
+    m.watch_resizes(lambda: ({"deferred": 2}, 1))
+    m.resize_infeasible("swap_limitation")
+    m.deferred_resize_accepted("pods_removed")
+    m.observe_pod_resize(0.2, True)
+    got = scrape(m)
+    pending = got["kubelet_pod_pending_resizes"]
+    assert value(pending, "kubelet_pod_pending_resizes", reason="deferred") == 2
+    assert value(pending, "kubelet_pod_pending_resizes", reason="infeasible") == 0
+    assert value(got["kubelet_pod_in_progress_resizes"], "kubelet_pod_in_progress_resizes") == 1
+    infeasible = got["kubelet_pod_infeasible_resizes"]
+    assert (
+        value(infeasible, "kubelet_pod_infeasible_resizes_total", reason_detail="swap_limitation")
+        == 1
+    )
+    accepted = got["kubelet_pod_deferred_accepted_resizes"]
+    name = "kubelet_pod_deferred_accepted_resizes_total"
+    assert value(accepted, name, retry_trigger="pods_removed") == 1
+    duration = got["kubelet_pod_resize_duration_milliseconds"]
+    bucket = "kubelet_pod_resize_duration_milliseconds_bucket"
+    assert value(duration, bucket, success="true", le="100.0") == 0
+    assert value(duration, bucket, success="true", le="500.0") == 1

@@ -53,3 +53,9 @@ def test_the_node_status_carries_them_as_declared_features() -> None:
     assert wire["declaredFeatures"] == [EXTEND_WEBSOCKETS]
     assert from_wire(NodeStatus, wire).declared_features == (EXTEND_WEBSOCKETS,)
     assert "declaredFeatures" not in to_wire(node_status(None, FACTS, "2026-01-01T00:00:00Z"))
+
+
+def test_the_static_cpu_manager_does_not_declare_guaranteed_cpu_resize() -> None:
+    static = declared_features(FeatureGates(), DONE, cpu_manager_policy="static")
+    assert GUARANTEED_CPU_RESIZE not in static
+    assert GUARANTEED_CPU_RESIZE in declared_features(FeatureGates(), DONE)

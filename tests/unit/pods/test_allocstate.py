@@ -27,36 +27,55 @@ ENTRIES = {
 }
 
 
+# Written by upstream's own test of the format (``Test_stateCheckpoint_formatUpgraded``),
+# which its checkpoint manager verifies before reading.
+UPSTREAM_FILE = (
+    r'{"data":"{\"entries\":{\"pod1\":{\"ContainerResources\":{\"container1\":'
+    r'{\"requests\":{\"cpu\":\"1Ki\",\"memory\":\"1Ki\"}}}}}}","checksum":1178570812}'
+)
+
+
 def test_the_file_is_upstreams_shape() -> None:
     outer = json.loads(encode_checkpoint(ENTRIES))
     assert list(outer) == ["data", "checksum"]
     data = json.loads(outer["data"])
+    app = {"limits": {"cpu": "1", "memory": "128Mi"}, "requests": {"cpu": "500m"}}
     assert data == {
         "entries": {
             "uid-1": {
-                "containerResources": {
-                    "app": {"limits": {"cpu": "1", "memory": "128Mi"}, "requests": {"cpu": "500m"}},
-                    "bare": {},
-                }
+                "ContainerResources": {"app": app, "bare": {}},
+                "PodLevelResources": None,
             },
             "uid-2": {
-                "containerResources": {
-                    "app": {"limits": {"cpu": "1", "memory": "128Mi"}, "requests": {"cpu": "500m"}}
-                },
-                "podLevelResources": {"limits": {"cpu": "2"}},
+                "ContainerResources": {"app": app},
+                "PodLevelResources": {"limits": {"cpu": "2"}},
             },
         }
     }
     assert outer["checksum"] == checksum(outer["data"])
 
 
-def test_the_checksum_hashes_the_quoted_string_as_spew_prints_it() -> None:
-    # FNV-32a of the bytes ``(string)""`` for the empty data
+def test_upstreams_checksum_is_reproduced_and_its_file_read() -> None:
+    assert checksum(json.loads(UPSTREAM_FILE)["data"]) == 1178570812
+    entries = decode_checkpoint(UPSTREAM_FILE.encode())
+    assert entries["pod1"].containers["container1"] == ResourceRequirements(
+        requests={"cpu": Quantity("1Ki"), "memory": Quantity("1Ki")}
+    )
+    assert entries["pod1"].pod is None
+
+
+def test_the_checksum_hashes_the_string_unquoted_as_spew_prints_it() -> None:
     h = 0x811C9DC5
-    for byte in b'(string)""':
+    for byte in b"(string){}":
         h = ((h ^ byte) * 0x01000193) & 0xFFFFFFFF
-    assert checksum("") == h
+    assert checksum("{}") == h
     assert checksum('{"a":1}') != checksum('{"a":2}')
+
+
+def test_keys_are_read_in_any_case_as_go_reads_them() -> None:
+    text = '{"entries":{"u":{"containerResources":{"c":{"limits":{"cpu":"1"}}}}}}'
+    blob = json.dumps({"data": text, "checksum": checksum(text)}).encode()
+    assert decode_checkpoint(blob)["u"].containers["c"].limits == {"cpu": Quantity("1")}
 
 
 def test_entries_round_trip() -> None:

@@ -34,20 +34,36 @@ def test_a_resize_that_does_not_fit_beside_the_others_is_deferred() -> None:
 
 def test_a_resize_beyond_the_node_is_infeasible_memory_first() -> None:
     assert judge_resize(pod("3"), pod("1"), [], FACTS) == Verdict(
-        "Infeasible", "Node didn't have enough capacity: cpu, requested: 3000, capacity: 2000"
+        "Infeasible",
+        "Node didn't have enough capacity: cpu, requested: 3000, capacity: 2000",
+        "insufficient_node_allocatable",
     )
     assert judge_resize(pod("3", "2Gi"), pod("1"), [], FACTS) == Verdict(
         "Infeasible",
         "Node didn't have enough capacity: memory, requested: 2147483648, capacity: 1073741824",
+        "insufficient_node_allocatable",
     )
 
 
 def test_a_qos_class_change_or_a_static_pod_is_infeasible() -> None:
     burstable = pod("1", limits=False)
-    assert judge_resize(burstable, pod("1"), [], FACTS) == Verdict("Infeasible", QOS_CHANGE)
+    assert judge_resize(burstable, pod("1"), [], FACTS) == Verdict(
+        "Infeasible", QOS_CHANGE, "qos_class_change"
+    )
     static = pod("1500m")
     static = attrs.evolve(
         static,
         metadata=attrs.evolve(static.metadata, annotations={"kubernetes.io/config.source": "file"}),
     )
-    assert judge_resize(static, pod("1"), [], FACTS) == Verdict("Infeasible", STATIC_POD)
+    assert judge_resize(static, pod("1"), [], FACTS) == Verdict(
+        "Infeasible", STATIC_POD, "static_pod"
+    )
+
+
+def test_the_container_managers_refusal_is_infeasible_before_the_capacity() -> None:
+    swap = ("swap_limitation", "In-place resize of containers with swap is not supported.")
+    facts = attrs.evolve(FACTS, resize_admission=lambda p, a: swap)
+    assert judge_resize(pod("3"), pod("1"), [], facts) == Verdict(
+        "Infeasible", swap[1], "swap_limitation"
+    )
+    assert judge_resize(pod("1500m"), pod("1"), [], attrs.evolve(facts, node=None)) is not None

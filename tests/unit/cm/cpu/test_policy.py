@@ -150,3 +150,31 @@ def test_admission_counts_pinning_requests_and_errors() -> None:
     refusal = manager.admit(_pod("h", "1"), [])
     assert refusal is not None and refusal[0] == "UnexpectedAdmissionError"
     assert counted == ["requests", "requests", "errors"]
+
+
+def _manager(policy: StaticPolicy | None) -> CpuManager:
+    return CpuManager(
+        policy,
+        path="unused",
+        runtime=None,  # type: ignore[arg-type]
+        active=list,
+        io=inline,
+        period=10.0,
+    )
+
+
+def test_the_static_policy_refuses_a_guaranteed_pods_cpu_resize() -> None:
+    static = _manager(StaticPolicy(uniform(1, 4, 1), frozenset({0}), PolicyOptions()))
+    refusal = static.admit_resize(_pod("g", "2"), _pod("g", "1"))
+    assert refusal == (
+        "guaranteed_pod_cpu_manager_static_policy",
+        'Resize is infeasible for Guaranteed Pods alongside CPU Manager policy "static"',
+    )
+    # a sidecar's CPU counts as well; the memory alone, or a Burstable pod, does not
+    sidecar = _pod("s", "1", init=(_c("side", "2", restart="Always"),))
+    before = _pod("s", "1", init=(_c("side", "1", restart="Always"),))
+    assert static.admit_resize(sidecar, before) is not None
+    assert static.admit_resize(_pod("g", "1"), _pod("g", "1")) is None
+    burstable = _pod("b", "2", None)
+    assert static.admit_resize(burstable, _pod("b", "1", None)) is None
+    assert _manager(None).admit_resize(_pod("g", "2"), _pod("g", "1")) is None
