@@ -24,8 +24,8 @@ from kubelet.testing.fakedeviceplugin import FakeDevicePlugin
 
 MAX_NAME = "a" * 63
 """the longest name part of a resource name"""
-PREFIX = ".".join(["b" * 49] * 5)
-"""a 249-character domain prefix"""
+PREFIX = ".".join(["b" * 48] * 5)
+"""a 244-character domain prefix (with "requests." the longest a resource name takes)"""
 
 
 def plugins_dir(target: Target) -> str:
