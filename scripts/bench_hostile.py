@@ -55,6 +55,15 @@ endless output down):
 - ``spdy_inflation``: the runtime's SPDY SYN_REPLY inflates to 1 GiB while the kubelet
   translates a WebSocket v5 exec.
 
+At the plugin sockets (``hostile_plugins``):
+
+- ``device_registration_flood``: thousands of Register calls with resource names of
+  maximal length naming an endpoint outside the directory, a symbolic link to a plugin
+  outside, a socket that never answers, or nothing; then a good plugin registers;
+- ``device_huge_list``: a plugin's ListAndWatch lists 100,000 devices;
+- ``registry_flood``: the plugin registry holds thousands of files, a FIFO, looping
+  symbolic links and 200 sockets that never answer GetInfo; a device plugin registers.
+
 Per input: the longest /healthz gap (polled every 50 ms on a new connection, a poll with no
 ``200 ok`` within 1 s counts as down; goal ≤ 1 s), the longest event-loop stall (the
 kubelet's ``kubelet_event_loop_lag_max_seconds`` when the input set a new maximum, else the
@@ -87,6 +96,7 @@ import trio_asyncio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hostile_inputs import INPUTS
+from hostile_plugins import PLUGIN_INPUTS
 from hostile_target import (
     RSS_HEADROOM,
     Target,
@@ -329,7 +339,7 @@ def all_inputs(
 ) -> list[tuple[str, Drive]]:
     scale = args.scale if args.scale is not None else QUICK_SCALE if args.quick else 1.0
     inputs = server_inputs(args, target, server, flood)
-    for name, drive in INPUTS.items():
+    for name, drive in {**INPUTS, **PLUGIN_INPUTS}.items():
         inputs.append((name, functools.partial(drive, target, scale)))
     if args.inputs:
         wanted = args.inputs.split(",")

@@ -10,6 +10,8 @@ import shutil
 from collections.abc import Mapping
 from typing import Any
 
+import trio
+
 from kubelet.api import ApiClient, NotFound, Pod, Volume
 from kubelet.boundedio import InputRefused
 from kubelet.cri import CriError
@@ -44,6 +46,8 @@ from .sources import TokenSource
 log = logging.getLogger(__name__)
 
 MAX_VOLUMES_SCANNED = 10000
+STATS_TIMEOUT = 10.0
+"""seconds the drivers of one pod's volumes have to report their figures, together"""
 _STANDALONE = {
     "spec": {"attachRequired": False, "volumeLifecycleModes": ["Persistent", "Ephemeral"]}
 }
@@ -346,23 +350,30 @@ class CsiVolumes:
 
     async def stats(self, uid: str) -> dict[str, VolumeUsage]:
         """NodeGetVolumeStats of each published CSI volume of the pod whose driver has
-        GET_VOLUME_STATS; a volume whose driver fails is left out."""
+        GET_VOLUME_STATS, all at once under one deadline; a volume whose driver fails or
+        does not answer in time is left out (the volume figures wait for no driver)."""
         base = os.path.join(pod_dir(self.root_dir, uid), "volumes", CSI_PLUGIN_DIR)
         out: dict[str, VolumeUsage] = {}
         try:
             names = sorted(e.name for e in os.scandir(base))
         except OSError:
             return out
-        for name in names:
-            with contextlib.suppress(OSError, InputRefused, CriError):
-                data = read_vol_data(os.path.join(base, name, VOL_DATA))
-                driver = self.drivers.get(data.get("driverName", ""))
-                if driver is None:
-                    continue
-                out[name] = await driver.client.volume_stats(
-                    data.get("volumeHandle", ""), os.path.join(base, name, "mount")
-                )
-        return out
+
+        async def ask(name: str, client: CsiClient, handle: str) -> None:
+            with contextlib.suppress(CriError):
+                out[name] = await client.volume_stats(handle, os.path.join(base, name, "mount"))
+
+        with trio.move_on_after(STATS_TIMEOUT):
+            async with trio.open_nursery() as nursery:
+                for name in names:
+                    with contextlib.suppress(OSError, InputRefused):
+                        data = read_vol_data(os.path.join(base, name, VOL_DATA))
+                        driver = self.drivers.get(data.get("driverName", ""))
+                        if driver is not None:
+                            nursery.start_soon(
+                                ask, name, driver.client, data.get("volumeHandle", "")
+                            )
+        return dict(out)
 
 
 def _rpc_error(exc: CriError) -> str:

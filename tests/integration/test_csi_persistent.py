@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from kubelet.testing import FakeApiServer
 from kubelet.testing.fakecsi import FakeCsiDriver
 from kubelet.volumes import CsiVolumes, VolumeError, csi_volume_stats
 from kubelet.volumes.csi import attachment_name, global_dir
+from kubelet.volumes.csivolumes import STATS_TIMEOUT
 
 DRIVER = "pd.csi.example"
 NODE = "node-a"
@@ -300,4 +302,23 @@ async def test_a_claims_csi_volume_carries_its_claim_and_the_drivers_figures(
         ("db-data", "shop"),
     )
     assert volume.reported == ReportedUsage(1 << 30, 1 << 29, 1 << 29, 1000, 900, 100)
+    assert await volumes.teardown("u1")
+
+
+async def test_a_driver_that_never_answers_volume_stats_holds_the_figures_one_deadline(
+    setup: Any, autojump_clock: trio.abc.Clock
+) -> None:
+    api, driver, volumes, root = setup
+    api.create(attachment(True))
+    await volumes.publish_persistent(pod("u1"), "data", pv(), False)
+    published = root / "pods/u1/volumes/kubernetes.io~csi"
+    for name in ("data2", "data3", "data4"):
+        (published / name).mkdir()
+        shutil.copy(published / "data" / "vol_data.json", published / name / "vol_data.json")
+    assert len(await volumes.stats("u1")) == 4
+    driver.faults.hang = True
+    started = trio.current_time()
+    assert await volumes.stats("u1") == {}
+    assert trio.current_time() - started <= STATS_TIMEOUT + 1
+    driver.faults.hang = False
     assert await volumes.teardown("u1")

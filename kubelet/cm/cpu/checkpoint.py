@@ -21,6 +21,9 @@ from .cpuset import CpuSetError, format_cpuset, parse_cpuset
 
 CHECKPOINT_NAME = "cpu_manager_state"
 MAX_BYTES = 4 * 1024 * 1024
+MAX_CPUS = 1 << 20
+"""CPUs all the file's sets name together: a large node's checkpoint names each CPU once
+or a few times; more is a file made to exhaust memory"""
 
 
 class CorruptCheckpoint(Exception):
@@ -87,12 +90,19 @@ def decode(data: bytes) -> CpuState:
     given = fields.get("checksum", 0)
     if given and given != checksum(policy, default, entries):
         raise CorruptCheckpoint("checkpoint is corrupted")
+    budget = [MAX_CPUS]
+
+    def cpus(text: str) -> frozenset[int]:
+        out = parse_cpuset(text, limit=budget[0])
+        budget[0] -= len(out)
+        return out
+
     try:
         return CpuState(
             policy=policy,
-            default=parse_cpuset(default),
+            default=cpus(default),
             assignments={
-                uid: {name: parse_cpuset(cpus) for name, cpus in containers.items()}
+                uid: {name: cpus(text) for name, text in containers.items()}
                 for uid, containers in entries.items()
             },
         )

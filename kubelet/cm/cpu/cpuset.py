@@ -9,9 +9,12 @@ class CpuSetError(ValueError):
     """A CPU list that does not parse."""
 
 
-def parse_cpuset(text: str) -> frozenset[int]:
-    """``"0-2,5"`` → {0, 1, 2, 5}; the empty string is the empty set."""
+def parse_cpuset(text: str, limit: int = 65536) -> frozenset[int]:
+    """``"0-2,5"`` → {0, 1, 2, 5}; the empty string is the empty set. A list naming more
+    than ``limit`` CPUs (counted before they are made) is refused: a short text must not
+    expand to millions of numbers."""
     out: set[int] = set()
+    named = 0
     text = text.strip()
     if not text:
         return frozenset()
@@ -24,6 +27,9 @@ def parse_cpuset(text: str) -> frozenset[int]:
             raise CpuSetError(f"invalid CPU list {text!r}") from None
         if lo < 0 or hi < lo or hi - lo > 65536:
             raise CpuSetError(f"invalid CPU range {part!r} in {text!r}")
+        named += hi - lo + 1
+        if named > limit:
+            raise CpuSetError(f"more than {limit} CPUs in {text[:64]!r}")
         out.update(range(lo, hi + 1))
     return frozenset(out)
 

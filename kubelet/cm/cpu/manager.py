@@ -239,6 +239,12 @@ def _load(path: str) -> bytes | None:
         return None
 
 
+def _load_state(path: str) -> CpuState | None:
+    """Read and decode together, off the loop: the checksum and the sets cost time."""
+    data = _load(path)
+    return decode(data) if data is not None else None
+
+
 def _restore_error(path: str, problem: str) -> ConfigError:
     return ConfigError.single(
         "",
@@ -253,8 +259,7 @@ async def start_cpu_manager(parts: CmParts, nursery: trio.Nursery) -> ResourceMa
     cfg, io = parts.options.config, parts.host.io
     path = os.path.join(parts.options.root_dir, CHECKPOINT_NAME)
     try:
-        data = await io(lambda: _load(path))
-        stored = decode(data) if data is not None else None
+        stored = await io(lambda: _load_state(path))
     except (CorruptCheckpoint, InputRefused, OSError) as exc:
         raise _restore_error(path, str(exc)) from None
     policy_name = cfg.cpu_manager_policy

@@ -13,7 +13,7 @@ from . import deviceplugin_api_grpc as api_grpc
 from . import deviceplugin_api_pb2 as api
 from .allocation import Granted
 from .checkpoint import FILE_NAME as CHECKPOINT_FILE
-from .manager import GRACE_PERIOD, DeviceManager
+from .manager import GRACE_PERIOD, MAX_DEVICES, MAX_DIALS, MAX_RESOURCES, DeviceManager
 from .names import HEALTHY, UNHEALTHY, VERSION
 from .registration import SOCKET_NAME
 from .start import PLUGINS_DIR, start
@@ -22,6 +22,9 @@ __all__ = [
     "CHECKPOINT_FILE",
     "GRACE_PERIOD",
     "HEALTHY",
+    "MAX_DEVICES",
+    "MAX_DIALS",
+    "MAX_RESOURCES",
     "PLUGINS_DIR",
     "SOCKET_NAME",
     "UNHEALTHY",

@@ -7,7 +7,7 @@ Answers are read through the bounded codec; a garbage answer is a failed call.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
 import trio
@@ -57,7 +57,7 @@ class Endpoint:
     async def options(self) -> Any:
         return await self._call("GetDevicePluginOptions", pb.Empty(), CONNECT_TIMEOUT)
 
-    async def list_and_watch(self) -> AsyncIterator[Any]:
+    async def list_and_watch(self) -> AsyncGenerator[Any, None]:
         """The plugin's device lists until the stream ends; ``PluginError`` when it fails.
 
         Each step of the stream is one asyncio call awaited from Trio, so cancelling the

@@ -14,9 +14,11 @@ pods keep their devices throughout.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
+import stat
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -48,6 +50,15 @@ log = logging.getLogger(__name__)
 GRACE_PERIOD = 300.0
 """how long a plugin's resource outlives the plugin (upstream's endpointStopGracePeriod)"""
 MAX_CHECKPOINT_BYTES = 16 * 1024 * 1024
+MAX_DEVICES = 10_000
+"""devices one resource may list: a longer list fails the plugin's stream (a real node has
+hundreds at most; each device is node status, checkpoint and pod-resources text)"""
+MAX_DIALS = 64
+"""registrations being dialled at once: more are refused at once, so a flood of them costs
+the kubelet neither connections nor tasks"""
+MAX_RESOURCES = 256
+"""resources registered at once: more are refused (each is a task, a connection and an
+entry of the node's capacity)"""
 ADMISSION_ERROR = "UnexpectedAdmissionError"
 
 
@@ -98,6 +109,8 @@ class DeviceManager(ResourceManager):
         self.allocations: PodDevices = {}
         self._dirty = trio.Event()
         self._generation = 0
+        self._dialling = 0
+        self._counted: set[str] = set()
 
     # -- state -----------------------------------------------------------------------
 
@@ -155,8 +168,15 @@ class DeviceManager(ResourceManager):
     # -- plugins ---------------------------------------------------------------------
 
     def count_registration(self, resource: str) -> None:
-        if self._metrics is not None:
-            self._metrics.observe_device_plugin_registration(resource)
+        """Every request is counted by its resource name (upstream's metric), but only the
+        first ``MAX_RESOURCES`` names get a series: a flood of made-up names stays small."""
+        if self._metrics is None:
+            return
+        if resource not in self._counted:
+            if len(self._counted) >= MAX_RESOURCES:
+                return
+            self._counted.add(resource)
+        self._metrics.observe_device_plugin_registration(resource)
 
     async def register(self, request: Any) -> None:
         """A valid registration: connect, then serve the plugin in its own task,
@@ -165,12 +185,22 @@ class DeviceManager(ResourceManager):
         path = endpoint_path(self.directory, request.endpoint)
         if path is None:
             raise RegistrationRefused(f'endpoint "{request.endpoint}" is outside {self.directory}')
+        if name not in self.resources and len(self.resources) >= MAX_RESOURCES:
+            raise RegistrationRefused(f"more than {MAX_RESOURCES} device plugin resources")
+        why = _not_a_socket(path)
+        if why is not None:
+            raise RegistrationRefused(f'endpoint "{request.endpoint}" {why}')
+        if self._dialling >= MAX_DIALS:
+            raise RegistrationRefused(f"more than {MAX_DIALS} registrations in progress")
         endpoint = Endpoint(path)
+        self._dialling += 1
         try:
             options = await endpoint.options()
         except PluginError as exc:
             endpoint.close()
             raise RegistrationRefused(f"failed to dial device plugin: {exc}") from exc
+        finally:
+            self._dialling -= 1
         res = self.resources.setdefault(name, Resource())
         if res.scope is not None:
             res.scope.cancel()
@@ -187,10 +217,16 @@ class DeviceManager(ResourceManager):
         """Read the plugin's device lists until it goes away or is replaced."""
         with scope:
             try:
-                async for reply in endpoint.list_and_watch():
-                    if res.generation != generation:
-                        return
-                    self._update_devices(name, res, reply.devices)
+                async with contextlib.aclosing(endpoint.list_and_watch()) as replies:
+                    async for reply in replies:
+                        if res.generation != generation:
+                            return
+                        if len(reply.devices) > MAX_DEVICES:
+                            raise PluginError(
+                                f"ListAndWatch: {len(reply.devices)} devices, "
+                                f"more than {MAX_DEVICES}"
+                            )
+                        self._update_devices(name, res, reply.devices)
                 log.warning("device plugin %s ended its ListAndWatch stream", name)
             except PluginError as exc:
                 log.warning("device plugin %s: %s", name, exc)
@@ -373,6 +409,18 @@ class DeviceManager(ResourceManager):
                 await res.endpoint.pre_start(grant.device_ids)
             except PluginError as exc:
                 raise ResourceError("PreStartHookError", str(exc)) from exc
+
+
+def _not_a_socket(path: str) -> str | None:
+    """Why the plugin socket at ``path`` is not dialled (None: it is a socket). A symbolic
+    link is refused: it could lead the kubelet to any socket on the host."""
+    try:
+        mode = os.lstat(path).st_mode  # a local stat: no reason to leave the loop
+    except OSError as exc:
+        return f"cannot be read: {exc.strerror}"
+    if stat.S_ISLNK(mode):
+        return "is a symbolic link"
+    return None if stat.S_ISSOCK(mode) else "is not a unix socket"
 
 
 def _all(pod: Pod) -> tuple[Container, ...]:
