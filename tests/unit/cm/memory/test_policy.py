@@ -3,7 +3,10 @@
 import pytest
 
 from kubelet.api import Container, ObjectMeta, Pod, PodSpec, ResourceRequirements
+from kubelet.boundedio import inline
+from kubelet.cm import AssignedMemory
 from kubelet.cm.hints import TopologyHint, mask_of
+from kubelet.cm.memory import MemoryManager
 from kubelet.cm.memory.policy import (
     AllocationError,
     StateMismatch,
@@ -175,3 +178,23 @@ def test_restore_replays_the_entries_and_refuses_a_different_machine() -> None:
     missing_node = MemoryState("Static", saved.machine, {"p": {"c": [Block((7,), "memory", 1)]}})
     with pytest.raises(StateMismatch, match="uses the NUMA that does not exist"):
         _two_nodes().restore(missing_node)
+
+
+def test_the_manager_refuses_as_upstream_counts_and_binds_cpuset_mems() -> None:
+    counted: list[str] = []
+    manager = MemoryManager(_two_nodes(), path="/nonexistent", io=inline, count=counted.append)
+    first = _pod("a", _c("app", "3Gi"))
+    assert manager.admit(first, []) is None
+    assert manager.contribute(first, first.spec.containers[0]).cpuset_mems == "0"
+    assert manager.container_memory("a", "app") == [AssignedMemory("memory", 3 * GI, (0,))]
+    assert manager.admit(_pod("b", _c("app", "3Gi")), [first]) is None
+    refused = manager.admit(_pod("c", _c("app", "2Gi")), [first, _pod("b")])
+    assert refused == (
+        "UnexpectedAdmissionError",
+        "Allocate failed due to [memorymanager] failed to get the default NUMA affinity, no "
+        "NUMA nodes with enough memory is available, which is unexpected",
+    )
+    assert counted == ["requests", "requests", "requests", "errors"]
+    # a pod no longer active gives its memory back at the next admission
+    assert manager.admit(_pod("d", _c("app", "2Gi")), [first]) is None
+    assert manager.policy is not None and "b" not in manager.policy.entries
