@@ -719,6 +719,16 @@ class KubeletMetrics:
             _alpha("The number of cpu core allocations which required pinning failed."),
             registry=reg,
         )
+        self.memory_pinning_requests = Counter(
+            "kubelet_memory_manager_pinning_requests",
+            _alpha("The number of memory pages allocations which required pinning."),
+            registry=reg,
+        )
+        self.memory_pinning_errors = Counter(
+            "kubelet_memory_manager_pinning_errors",
+            _alpha("The number of memory pages allocations which required pinning that failed."),
+            registry=reg,
+        )
         self.topology_admission_requests = Counter(
             "kubelet_topology_manager_admission_requests",
             _alpha("The number of admission requests where resources have to be aligned."),
@@ -988,6 +998,10 @@ class KubeletMetrics:
     def cpu_pinning(self, kind: str) -> None:
         """A CPU manager pinning: ``requests`` (every one) or ``errors`` (refused)."""
         (self.cpu_pinning_errors if kind == "errors" else self.cpu_pinning_requests).inc()
+
+    def memory_pinning(self, kind: str) -> None:
+        """A memory manager pinning: ``requests`` (every one) or ``errors`` (refused)."""
+        (self.memory_pinning_errors if kind == "errors" else self.memory_pinning_requests).inc()
 
     def topology_admission(self, kind: str, value: float) -> None:
         """A topology manager admission: ``requests``, ``errors``, or its ``duration``

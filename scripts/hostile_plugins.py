@@ -19,8 +19,7 @@ from grpclib.exceptions import GRPCError
 from hostile_target import Target, unmet
 
 from kubelet.cm.devices import HEALTHY
-from kubelet.testing import make_fifo
-from kubelet.testing.fakedeviceplugin import FakeDevicePlugin
+from kubelet.testing import FakeDevicePlugin, make_fifo
 
 MAX_NAME = "a" * 63
 """the longest name part of a resource name"""

@@ -14,12 +14,19 @@ Each resource manager implements ``manager.ResourceManager``; the cgroups part
 line there (docs/architecture.md walks through the device manager's).
 """
 
-from .manager import AssignedDevice, ContainerManager, NodeResources, ResourceError
+from .manager import (
+    AssignedDevice,
+    AssignedMemory,
+    ContainerManager,
+    NodeResources,
+    ResourceError,
+)
 from .parts import CmParts
 from .run import run_container_manager
 
 __all__ = [
     "AssignedDevice",
+    "AssignedMemory",
     "CmParts",
     "ContainerManager",
     "NodeResources",

@@ -99,6 +99,16 @@ class AssignedDevice:
     numa_node: int | None = None
 
 
+@attrs.frozen
+class AssignedMemory:
+    """Memory of one type as the pod-resources API reports it: its size in bytes and
+    the NUMA nodes it comes from."""
+
+    memory_type: str
+    size: int
+    numa_nodes: tuple[int, ...] = ()
+
+
 class ResourcesChanged:
     """Told when a manager's extended resources change (a device plugin came, went or
     changed its devices), so node status reports them soon rather than at its period."""
@@ -116,7 +126,7 @@ class ResourcesChanged:
 
 class ResourceManager(Protocol):
     """One node resource manager under the container manager (the cgroups part; devices,
-    CPU, memory, topology, DRA to come). Subclass it to inherit the defaults."""
+    CPU, memory, topology, DRA). Subclass it to inherit the defaults."""
 
     name: str
 
@@ -190,6 +200,14 @@ class ResourceManager(Protocol):
     def allocatable_cpus(self) -> frozenset[int]:
         """The CPUs this manager may give exclusively (GetAllocatableResources)."""
         return frozenset()
+
+    def container_memory(self, pod_uid: str, container: str) -> Sequence[AssignedMemory]:
+        """The memory bound to NUMA nodes for the container (pod-resources ``memory``)."""
+        return ()
+
+    def allocatable_memory(self) -> Sequence[AssignedMemory]:
+        """Each NUMA node's allocatable memory per type (GetAllocatableResources)."""
+        return ()
 
 
 class ContainerManager:
@@ -332,6 +350,12 @@ class ContainerManager:
         for manager in self.managers:
             out |= manager.allocatable_cpus()
         return out
+
+    def container_memory(self, pod_uid: str, container: str) -> list[AssignedMemory]:
+        return [b for m in self.managers for b in m.container_memory(pod_uid, container)]
+
+    def allocatable_memory(self) -> list[AssignedMemory]:
+        return [b for m in self.managers for b in m.allocatable_memory()]
 
     def plugin_handlers(self) -> dict[str, PluginHandler]:
         """Every manager's plugin watcher handlers, by plugin type."""

@@ -16,6 +16,7 @@ from . import devices
 from .cpu import start_cpu_manager
 from .dra import start_dra
 from .manager import ResourceManager
+from .memory import start_memory_manager
 from .parts import CmParts
 from .topology import start_topology_manager
 
@@ -24,6 +25,7 @@ StartManager = Callable[[CmParts, trio.Nursery], Awaitable[ResourceManager]]
 RESOURCE_MANAGERS: tuple[StartManager, ...] = (
     start_topology_manager,  # first: its admission sets the affinities the others use
     start_cpu_manager,
+    start_memory_manager,
     devices.start,
     start_dra,
 )

@@ -251,7 +251,7 @@ SETTINGS: Mapping[str, Support] = {
     "draManagerReconcilePeriod": missing(
         "the DRA manager reconciles every 60 s, whatever the period"
     ),
-    "memoryManagerPolicy": missing("the memory manager is not implemented", _is("None")),
+    "memoryManagerPolicy": ok("None and Static (docs/cpu-memory-topology.md)"),
     "topologyManagerPolicy": ok(
         "none, best-effort, restricted, single-numa-node; the CPU manager gives hints "
         "(docs/cpu-memory-topology.md)"
@@ -290,7 +290,7 @@ SETTINGS: Mapping[str, Support] = {
     "enableSystemLogHandler": ok("/logs/: files and listings under /var/log"),
     "enableSystemLogQuery": ok("/logs/?query=: journalctl, else the /var/log file heuristics"),
     "shutdownGracePeriodByPodPriority": ok(),
-    "reservedMemory": missing("the memory manager is not implemented", _falsy),
+    "reservedMemory": ok("the Static memory policy's reservation per NUMA node"),
     "enableProfilingHandler": ok(
         "/debug/pprof/: CPU samples as collapsed stacks, the task tree, live objects"
     ),

@@ -4,6 +4,7 @@ from . import wschannels
 from .certs import CertPair, TestCA
 from .cgroupfs import TreeCgroupFs, v1_tree
 from .fakeapiserver import FakeApiServer
+from .fakedeviceplugin import FakeDevicePlugin
 from .fakedra import DraCall, FakeDevice, FakeDraPlugin
 from .fakelogind import private_bus
 from .fakeruntime import (
@@ -31,6 +32,7 @@ __all__ = [
     "ExecResult",
     "FakeApiServer",
     "FakeDevice",
+    "FakeDevicePlugin",
     "FakeDraPlugin",
     "FakeRuntime",
     "FakeSystemd",

@@ -15,7 +15,7 @@ from grpclib.const import Status
 from grpclib.exceptions import GRPCError
 
 from kubelet.api import Container, ObjectMeta, Pod, PodSpec, PodStatus
-from kubelet.cm import AssignedDevice
+from kubelet.cm import AssignedDevice, AssignedMemory
 from kubelet.config import FeatureGates, Options
 from kubelet.metrics import KubeletMetrics, exposition
 from kubelet.server import Addresses, ServerParts, serve
@@ -49,7 +49,8 @@ def _pod(name: str, phase: str = "Running") -> Pod:
 
 
 class Pinned:
-    """The container manager's answers: ``app`` of pod web on CPUs 2-3, no devices."""
+    """The container manager's answers: ``app`` of pod web on CPUs 2-3 with 1 GiB of
+    memory on NUMA node 1, no devices."""
 
     def container_devices(self, pod_uid: str, container: str) -> list[AssignedDevice]:
         return []
@@ -62,6 +63,14 @@ class Pinned:
 
     def allocatable_cpus(self) -> frozenset[int]:
         return frozenset({1, 2, 3})
+
+    def container_memory(self, pod_uid: str, container: str) -> list[AssignedMemory]:
+        if (pod_uid, container) == ("uid-web", "app"):
+            return [AssignedMemory("memory", 1 << 30, (1,))]
+        return []
+
+    def allocatable_memory(self) -> list[AssignedMemory]:
+        return [AssignedMemory("memory", 3 << 30, (0,)), AssignedMemory("memory", 4 << 30, (1,))]
 
 
 async def _start(
@@ -141,18 +150,27 @@ async def test_list_get_and_allocatable(env: Env) -> None:
         assert line in text
 
 
-async def test_the_cpu_managers_exclusive_cpus(env: Env) -> None:
+async def test_the_cpu_and_memory_managers_assignments(env: Env) -> None:
     env.backend.pods.append(_pod("web"))
     path = await _start(env, assigned=Pinned())
     listed = await _call(path, "List", pb.ListPodResourcesRequest())
     (web,) = listed.pod_resources
     assert {c.name: list(c.cpu_ids) for c in web.containers} == {"proxy": [], "app": [2, 3]}
+    memory = {
+        c.name: [(m.memory_type, m.size, [n.ID for n in m.topology.nodes]) for m in c.memory]
+        for c in web.containers
+    }
+    assert memory == {"proxy": [], "app": [("memory", 1 << 30, [1])]}
     got = await _call(
         path, "Get", pb.GetPodResourcesRequest(pod_name="web", pod_namespace="default")
     )
     assert got.pod_resources == web
     allocatable = await _call(path, "GetAllocatableResources", pb.AllocatableResourcesRequest())
     assert list(allocatable.cpu_ids) == [1, 2, 3]
+    assert [(m.size, m.topology.nodes[0].ID) for m in allocatable.memory] == [
+        (3 << 30, 0),
+        (4 << 30, 1),
+    ]
 
 
 async def test_get_with_the_gate_off(env: Env) -> None:

@@ -7,5 +7,6 @@ the resource manager that ties them to admission, the CRI config and the reconci
 """
 
 from .manager import CpuManager, start_cpu_manager
+from .topology import Topology, TopologyError, read_topology
 
-__all__ = ["CpuManager", "start_cpu_manager"]
+__all__ = ["CpuManager", "Topology", "TopologyError", "read_topology", "start_cpu_manager"]

@@ -4,10 +4,12 @@ List (GA), GetAllocatableResources (GA) and Get (``KubeletPodResourcesGet``, GA)
 what this kubelet knows: the active pods (not Succeeded or Failed), each with its regular
 containers and, first, its sidecars (restartable init containers), as upstream, with
 the device plugins' devices each container holds (one entry per device and NUMA node, as
-upstream) and the CPUs the CPU manager gave it alone (``cpu_ids``);
-GetAllocatableResources lists the healthy devices and the CPUs the CPU manager may give
-(all but the reserved ones with the static policy). Memory and ``dynamic_resources`` are
-empty: no memory manager, and DRA's prepared claims are not reported here yet. Upstream's rate limit
+upstream), the CPUs the CPU manager gave it alone (``cpu_ids``) and the memory the
+memory manager bound to NUMA nodes (``memory``); GetAllocatableResources lists the healthy
+devices, the CPUs the CPU manager may give (all but the reserved ones with the static
+policy) and each NUMA node's allocatable memory per type (the Static memory policy).
+``dynamic_resources`` is empty: DRA's prepared claims are not reported here yet. Upstream's
+rate limit
 applies to the whole server: 100 calls a second, bursts of 10; beyond it a call fails
 ``ResourceExhausted`` / ``rejected by rate limit``. ``Get`` for a pod the kubelet does not
 run fails ``Unknown`` / ``pod <name> in namespace <ns> not found``; with the gate off,
@@ -28,7 +30,7 @@ from grpclib.const import Status
 from grpclib.exceptions import GRPCError
 
 from kubelet.api import Pod, is_restartable_init_container
-from kubelet.cm import AssignedDevice
+from kubelet.cm import AssignedDevice, AssignedMemory
 from kubelet.cri import start_unix_server, stop_unix_server
 from kubelet.volumes import POD_RESOURCES_DIR
 
@@ -76,6 +78,10 @@ class Assigned(Protocol):
 
     def allocatable_cpus(self) -> frozenset[int]: ...
 
+    def container_memory(self, pod_uid: str, container: str) -> Sequence[AssignedMemory]: ...
+
+    def allocatable_memory(self) -> Sequence[AssignedMemory]: ...
+
 
 class _Nothing:
     def container_devices(self, pod_uid: str, container: str) -> Sequence[AssignedDevice]:
@@ -89,6 +95,12 @@ class _Nothing:
 
     def allocatable_cpus(self) -> frozenset[int]:
         return frozenset()
+
+    def container_memory(self, pod_uid: str, container: str) -> Sequence[AssignedMemory]:
+        return ()
+
+    def allocatable_memory(self) -> Sequence[AssignedMemory]:
+        return ()
 
 
 def _active(pods: Sequence[Pod]) -> list[Pod]:
@@ -108,9 +120,20 @@ def container_devices(devices: Sequence[AssignedDevice]) -> list[pb.ContainerDev
     ]
 
 
+def container_memory(blocks: Sequence[AssignedMemory]) -> list[pb.ContainerMemory]:
+    return [
+        pb.ContainerMemory(
+            memory_type=b.memory_type,
+            size=b.size,
+            topology=pb.TopologyInfo(nodes=[pb.NUMANode(ID=n) for n in b.numa_nodes]),
+        )
+        for b in blocks
+    ]
+
+
 def pod_resources(pod: Pod, assigned: Assigned | None = None) -> pb.PodResources:
     """A pod as the API reports it: sidecars, then regular containers, each with its
-    devices and exclusive CPUs."""
+    devices, exclusive CPUs and NUMA-bound memory."""
     given = assigned or _Nothing()
     sidecars = [c for c in pod.spec.init_containers if is_restartable_init_container(c)]
     containers = [*sidecars, *pod.spec.containers]
@@ -123,6 +146,7 @@ def pod_resources(pod: Pod, assigned: Assigned | None = None) -> pb.PodResources
                 name=c.name,
                 devices=container_devices(given.container_devices(uid, c.name)),
                 cpu_ids=sorted(given.exclusive_cpus(uid, c.name)),
+                memory=container_memory(given.container_memory(uid, c.name)),
             )
             for c in containers
         ],
@@ -171,6 +195,7 @@ class Lister(PodResourcesListerBase):
         response = pb.AllocatableResourcesResponse(
             devices=container_devices(self._assigned.allocatable_devices()),
             cpu_ids=sorted(self._assigned.allocatable_cpus()),
+            memory=container_memory(self._assigned.allocatable_memory()),
         )
         await stream.send_message(response)
 
