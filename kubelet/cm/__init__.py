@@ -14,12 +14,21 @@ Each resource manager implements ``manager.ResourceManager``; the cgroups part
 line there (docs/architecture.md walks through the device manager's).
 """
 
-from .manager import AssignedDevice, ContainerManager, NodeResources, ResourceError
+from .manager import (
+    AssignedClaim,
+    AssignedDevice,
+    ClaimDevice,
+    ContainerManager,
+    NodeResources,
+    ResourceError,
+)
 from .parts import CmParts
 from .run import run_container_manager
 
 __all__ = [
+    "AssignedClaim",
     "AssignedDevice",
+    "ClaimDevice",
     "CmParts",
     "ContainerManager",
     "NodeResources",

@@ -80,6 +80,27 @@ class AssignedDevice:
     numa_node: int | None = None
 
 
+@attrs.frozen
+class ClaimDevice:
+    """One device of a prepared ResourceClaim: who prepared it, where it is from, and
+    its CDI device IDs (the pod-resources API's ``ClaimResource``)."""
+
+    driver: str
+    pool: str
+    device: str
+    cdi_ids: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class AssignedClaim:
+    """A ResourceClaim a container uses, with its devices (pod-resources'
+    ``DynamicResource``)."""
+
+    name: str
+    namespace: str
+    devices: tuple[ClaimDevice, ...] = ()
+
+
 class ResourcesChanged:
     """Told when a manager's extended resources change (a device plugin came, went or
     changed its devices), so node status reports them soon rather than at its period."""
@@ -119,6 +140,10 @@ class ResourceManager(Protocol):
 
     def allocatable_devices(self) -> Sequence[AssignedDevice]:
         """The devices that can be given (GetAllocatableResources)."""
+        return ()
+
+    def dynamic_resources(self, pod: Pod, container: Container) -> Sequence[AssignedClaim]:
+        """The ResourceClaims a container uses (pod-resources ``dynamic_resources``)."""
         return ()
 
     async def release_pod(self, pod: Pod) -> None:
@@ -259,6 +284,9 @@ class ContainerManager:
 
     def allocatable_devices(self) -> list[AssignedDevice]:
         return [d for m in self.managers for d in m.allocatable_devices()]
+
+    def dynamic_resources(self, pod: Pod, container: Container) -> list[AssignedClaim]:
+        return [c for m in self.managers for c in m.dynamic_resources(pod, container)]
 
     def contribution(self, pod: Pod, container: Container) -> ContainerContribution:
         """Every manager's part of the container's CRI config, merged."""

@@ -41,7 +41,7 @@ from kubelet.decisions import (
 )
 from kubelet.pluginmanager import PluginHandler
 
-from ..manager import ResourceError, ResourceManager
+from ..manager import AssignedClaim, ClaimDevice, ResourceError, ResourceManager
 from .client import ClaimRequest, DraCallError
 from .registration import DraRegistration, UnknownDriver
 from .state import Checkpoint, ClaimInfo
@@ -139,6 +139,29 @@ class DraManager(ResourceManager):
                 if annotation is not None:
                     annotations.append(annotation)
         return ContainerContribution(cdi_devices=tuple(cdi), annotations=tuple(annotations))
+
+    def dynamic_resources(self, pod: Pod, container: Container) -> Sequence[AssignedClaim]:
+        """The claims the container names, whole, once per entry of its
+        ``resources.claims`` and in the pod's claim order, as upstream's pod-resources
+        server lists them; none when one of them is not known here (upstream's error).
+        Each device carries its own CDI IDs."""
+        try:
+            refs = pod_claims(pod, extended=False)
+        except ClaimError:
+            return ()
+        named = [
+            str(c.get("name") or "")
+            for c in (container.resources.claims if container.resources else ())
+            if isinstance(c, Mapping)
+        ]
+        out: list[AssignedClaim] = []
+        for ref in refs:
+            for _ in range(named.count(ref.pod_claim)):
+                info = self.claims.get((pod.metadata.namespace, ref.name))
+                if info is None:
+                    return ()
+                out.append(_assigned(info))
+        return out
 
     # -- what other parts read -----------------------------------------------------------
 
@@ -347,6 +370,18 @@ class DraManager(ResourceManager):
 def _event(message: str) -> str:
     """Upstream's event message: the kubelet's prefix and the manager's."""
     return f"Failed to prepare dynamic resources: prepare dynamic resources: {message}"
+
+
+def _assigned(info: ClaimInfo) -> AssignedClaim:
+    return AssignedClaim(
+        name=info.claim_name,
+        namespace=info.namespace,
+        devices=tuple(
+            ClaimDevice(driver, d.pool_name, d.device_name, d.cdi_device_ids)
+            for driver, devices in info.drivers.items()
+            for d in devices
+        ),
+    )
 
 
 def _by_driver(infos: Iterable[ClaimInfo]) -> dict[str, list[ClaimInfo]]:

@@ -6,8 +6,9 @@ containers and, first, its sidecars (restartable init containers), as upstream, 
 the device plugins' devices each container holds (one entry per device and NUMA node, as
 upstream) and the CPUs the CPU manager gave it alone (``cpu_ids``);
 GetAllocatableResources lists the healthy devices and the CPUs the CPU manager may give
-(all but the reserved ones with the static policy). Memory and ``dynamic_resources`` are
-empty: no memory manager, and DRA's prepared claims are not reported here yet. Upstream's rate limit
+(all but the reserved ones with the static policy), and (``KubeletPodResourcesDynamicResources``,
+GA) the ResourceClaims each container names with their drivers' devices and CDI IDs
+(``dynamic_resources``). Memory is empty: no memory manager. Upstream's rate limit
 applies to the whole server: 100 calls a second, bursts of 10; beyond it a call fails
 ``ResourceExhausted`` / ``rejected by rate limit``. ``Get`` for a pod the kubelet does not
 run fails ``Unknown`` / ``pod <name> in namespace <ns> not found``; with the gate off,
@@ -31,8 +32,8 @@ from grpclib.const import Status
 from grpclib.exceptions import GRPCError
 from grpclib.server import Server
 
-from kubelet.api import Pod, is_restartable_init_container
-from kubelet.cm import AssignedDevice
+from kubelet.api import Container, Pod, is_restartable_init_container
+from kubelet.cm import AssignedClaim, AssignedDevice
 from kubelet.cri import LimitedProtoCodec
 from kubelet.volumes import POD_RESOURCES_DIR
 
@@ -80,6 +81,8 @@ class Assigned(Protocol):
 
     def allocatable_cpus(self) -> frozenset[int]: ...
 
+    def dynamic_resources(self, pod: Pod, container: Container) -> Sequence[AssignedClaim]: ...
+
 
 class _Nothing:
     def container_devices(self, pod_uid: str, container: str) -> Sequence[AssignedDevice]:
@@ -93,6 +96,9 @@ class _Nothing:
 
     def allocatable_cpus(self) -> frozenset[int]:
         return frozenset()
+
+    def dynamic_resources(self, pod: Pod, container: Container) -> Sequence[AssignedClaim]:
+        return ()
 
 
 def _active(pods: Sequence[Pod]) -> list[Pod]:
@@ -112,9 +118,31 @@ def container_devices(devices: Sequence[AssignedDevice]) -> list[pb.ContainerDev
     ]
 
 
-def pod_resources(pod: Pod, assigned: Assigned | None = None) -> pb.PodResources:
+def dynamic_resources(claims: Sequence[AssignedClaim]) -> list[pb.DynamicResource]:
+    return [
+        pb.DynamicResource(
+            claim_name=c.name,
+            claim_namespace=c.namespace,
+            claim_resources=[
+                pb.ClaimResource(
+                    cdi_devices=[pb.CDIDevice(name=i) for i in d.cdi_ids],
+                    driver_name=d.driver,
+                    pool_name=d.pool,
+                    device_name=d.device,
+                )
+                for d in c.devices
+            ],
+        )
+        for c in claims
+    ]
+
+
+def pod_resources(
+    pod: Pod, assigned: Assigned | None = None, *, claims: bool = True
+) -> pb.PodResources:
     """A pod as the API reports it: sidecars, then regular containers, each with its
-    devices and exclusive CPUs."""
+    devices, exclusive CPUs and (``claims``: KubeletPodResourcesDynamicResources) the
+    ResourceClaims it uses."""
     given = assigned or _Nothing()
     sidecars = [c for c in pod.spec.init_containers if is_restartable_init_container(c)]
     containers = [*sidecars, *pod.spec.containers]
@@ -127,6 +155,9 @@ def pod_resources(pod: Pod, assigned: Assigned | None = None) -> pb.PodResources
                 name=c.name,
                 devices=container_devices(given.container_devices(uid, c.name)),
                 cpu_ids=sorted(given.exclusive_cpus(uid, c.name)),
+                dynamic_resources=dynamic_resources(given.dynamic_resources(pod, c))
+                if claims
+                else [],
             )
             for c in containers
         ],
@@ -142,6 +173,7 @@ class Lister(PodResourcesListerBase):
         pod_by_name: Callable[[str, str], Pod | None],
         *,
         get_enabled: bool = True,
+        dynamic_enabled: bool = True,
         limiter: TokenBucket | None = None,
         assigned: Assigned | None = None,
         observer: Callable[[str, bool], None] | None = None,
@@ -151,6 +183,7 @@ class Lister(PodResourcesListerBase):
         self._observer = observer
         """Told of each call past the rate limit: (list | get | get_allocatable, failed)."""
         self._get_enabled = get_enabled
+        self._dynamic_enabled = dynamic_enabled
         self._limiter = limiter or TokenBucket()
 
     def _admit(self) -> None:
@@ -165,7 +198,10 @@ class Lister(PodResourcesListerBase):
         await stream.recv_message()
         self._admit()
         self._observe("list", False)
-        items = [pod_resources(p, self._assigned) for p in _active(self._pods())]
+        items = [
+            pod_resources(p, self._assigned, claims=self._dynamic_enabled)
+            for p in _active(self._pods())
+        ]
         await stream.send_message(pb.ListPodResourcesResponse(pod_resources=items))
 
     async def GetAllocatableResources(self, stream: Any) -> None:
@@ -189,7 +225,9 @@ class Lister(PodResourcesListerBase):
             message = f"pod {request.pod_name} in namespace {request.pod_namespace} not found"
             raise GRPCError(Status.UNKNOWN, message)
         await stream.send_message(
-            pb.GetPodResourcesResponse(pod_resources=pod_resources(pod, self._assigned))
+            pb.GetPodResourcesResponse(
+                pod_resources=pod_resources(pod, self._assigned, claims=self._dynamic_enabled)
+            )
         )
 
 
