@@ -134,6 +134,12 @@ class ResourceManager(Protocol):
         """Before the pod's sandbox, every sync; ``ResourceError`` fails the sync."""
         return None
 
+    async def prepare_sandbox(self, pod: Pod) -> None:
+        """Right before a sandbox is created for the pod, its volumes ready and what
+        must go killed (upstream's place for DRA's prepare); ``ResourceError`` fails the
+        sync before the sandbox."""
+        return None
+
     def container_devices(self, pod_uid: str, container: str) -> Sequence[AssignedDevice]:
         """The devices a container holds (the pod-resources API's List and Get)."""
         return ()
@@ -274,6 +280,10 @@ class ContainerManager:
     async def prepare_pod(self, pod: Pod) -> None:
         for manager in self.managers:
             await manager.prepare_pod(pod)
+
+    async def prepare_sandbox(self, pod: Pod) -> None:
+        for manager in self.managers:
+            await manager.prepare_sandbox(pod)
 
     async def release_pod(self, pod: Pod) -> None:
         for manager in self.managers:

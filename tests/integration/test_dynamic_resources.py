@@ -185,6 +185,41 @@ async def test_pod_resources_lists_the_claims_each_container_uses(
         ]
 
 
+async def test_claims_are_prepared_after_the_volumes_right_before_the_sandbox(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    plugin = FakeDraPlugin(DRIVER, short_tmp / "dra.sock", DEVICES)
+    async with running_cluster(fake, short_tmp) as c:
+        await register(c, plugin)
+        c.create_pod(
+            "gpu",
+            resourceClaims=[{"name": "gpu", "resourceClaimName": "gpu-claim"}],
+            volumes=[{"name": "settings", "configMap": {"name": "settings"}}],
+            containers=[
+                {
+                    "name": "app",
+                    "image": "busybox:1.35",
+                    "resources": {"claims": [{"name": "gpu"}]},
+                    "volumeMounts": [{"name": "settings", "mountPath": "/etc/settings"}],
+                }
+            ],
+        )
+        make_claim(c, "gpu-claim", ["gpu"])
+        await c.wait_for(lambda: events(c, "FailedMount"), timeout=60)
+        await trio.sleep(30)
+        assert plugin.count(PREPARE) == 0  # the volumes first, as upstream
+        c.api.create(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "settings", "namespace": "default"},
+                "data": {"color": "blue"},
+            }
+        )
+        await c.wait_for(lambda: c.phase("gpu") == "Running", timeout=120)
+        assert plugin.count(PREPARE) == 1
+
+
 async def test_a_shared_claim_is_prepared_once_and_unprepared_when_the_last_pod_goes(
     fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
 ) -> None:

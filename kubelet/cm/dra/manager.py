@@ -2,7 +2,8 @@
 unprepared after its teardown once no other pod uses them, and their CDI devices handed
 to the containers that ask for them.
 
-Preparing (every sync of a pod with claims; a no-op once they are prepared for it):
+Preparing (right before each sandbox of a pod with claims is created, after its volumes;
+a no-op once they are prepared for it):
 each claim is read from the API server and checked (owned by the pod when generated
 from a template, reserved for it, allocated, to this node), every driver in its
 allocation must be registered; only then is the pod recorded as a user of the claim
@@ -89,7 +90,7 @@ class DraManager(ResourceManager):
     def plugin_handlers(self) -> Mapping[str, PluginHandler]:
         return {"DRAPlugin": self.registration}
 
-    async def prepare_pod(self, pod: Pod) -> None:
+    async def prepare_sandbox(self, pod: Pod) -> None:
         try:
             refs = pod_claims(pod)
         except ClaimError as exc:
