@@ -68,6 +68,9 @@ class DraParts:
     checkpoint: Checkpoint
     active: Callable[[], Sequence[Pod]]
     observe: OperationObserver | None = None
+    node_labels: Mapping[str, str] = attrs.field(factory=dict)
+    """the labels this kubelet gives its Node (an allocation's node selector is
+    evaluated against them)"""
 
 
 class DraManager(ResourceManager):
@@ -204,7 +207,7 @@ class DraManager(ResourceManager):
                 raise _Failed(f"fetch ResourceClaim {ref.name}: {exc}") from exc
             except (ApiError, OSError) as exc:
                 raise _Failed(f"fetch ResourceClaim {ref.name}: {exc}") from exc
-            refusal = claim_refusal(pod, ref, claim, self.parts.node_name)
+            refusal = claim_refusal(pod, ref, claim, self.parts.node_name, self.parts.node_labels)
             if refusal is not None:
                 raise _Failed(refusal)
             for driver in claim_drivers(claim):

@@ -25,6 +25,7 @@ async def start_dra(parts: CmParts, nursery: trio.Nursery) -> ResourceManager:
             registration=registration,
             api=parts.api,
             node_name=parts.node_name,
+            node_labels=parts.node_labels,
             checkpoint=Checkpoint(parts.options.root_dir),
             active=parts.active,
             observe=metrics.observe_dra_operation if metrics is not None else None,
