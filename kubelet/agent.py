@@ -359,6 +359,7 @@ def _cm_parts(core: Core, local: NodeInfo) -> CmParts:
         count_cpu_pinning=core.metrics.cpu_pinning,
         api=core.api,
         node_name=core.node.name,
+        node_labels=local.labels,
         metrics=core.metrics,
         file_io=host.source_io,
     )

@@ -15,8 +15,10 @@ line there (docs/architecture.md walks through the device manager's).
 """
 
 from .manager import (
+    AssignedClaim,
     AssignedDevice,
     AssignedMemory,
+    ClaimDevice,
     ContainerManager,
     NodeResources,
     ResourceError,
@@ -25,8 +27,10 @@ from .parts import CmParts
 from .run import run_container_manager
 
 __all__ = [
+    "AssignedClaim",
     "AssignedDevice",
     "AssignedMemory",
+    "ClaimDevice",
     "CmParts",
     "ContainerManager",
     "NodeResources",

@@ -109,6 +109,27 @@ class AssignedMemory:
     numa_nodes: tuple[int, ...] = ()
 
 
+@attrs.frozen
+class ClaimDevice:
+    """One device of a prepared ResourceClaim: who prepared it, where it is from, and
+    its CDI device IDs (the pod-resources API's ``ClaimResource``)."""
+
+    driver: str
+    pool: str
+    device: str
+    cdi_ids: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class AssignedClaim:
+    """A ResourceClaim a container uses, with its devices (pod-resources'
+    ``DynamicResource``)."""
+
+    name: str
+    namespace: str
+    devices: tuple[ClaimDevice, ...] = ()
+
+
 class ResourcesChanged:
     """Told when a manager's extended resources change (a device plugin came, went or
     changed its devices), so node status reports them soon rather than at its period."""
@@ -147,12 +168,22 @@ class ResourceManager(Protocol):
         """Before the pod's sandbox, every sync; ``ResourceError`` fails the sync."""
         return None
 
+    async def prepare_sandbox(self, pod: Pod) -> None:
+        """Right before a sandbox is created for the pod, its volumes ready and what
+        must go killed (upstream's place for DRA's prepare); ``ResourceError`` fails the
+        sync before the sandbox."""
+        return None
+
     def container_devices(self, pod_uid: str, container: str) -> Sequence[AssignedDevice]:
         """The devices a container holds (the pod-resources API's List and Get)."""
         return ()
 
     def allocatable_devices(self) -> Sequence[AssignedDevice]:
         """The devices that can be given (GetAllocatableResources)."""
+        return ()
+
+    def dynamic_resources(self, pod: Pod, container: Container) -> Sequence[AssignedClaim]:
+        """The ResourceClaims a container uses (pod-resources ``dynamic_resources``)."""
         return ()
 
     async def release_pod(self, pod: Pod) -> None:
@@ -316,6 +347,10 @@ class ContainerManager:
         for manager in self.managers:
             await manager.prepare_pod(pod)
 
+    async def prepare_sandbox(self, pod: Pod) -> None:
+        for manager in self.managers:
+            await manager.prepare_sandbox(pod)
+
     async def release_pod(self, pod: Pod) -> None:
         for manager in self.managers:
             await manager.release_pod(pod)
@@ -325,6 +360,9 @@ class ContainerManager:
 
     def allocatable_devices(self) -> list[AssignedDevice]:
         return [d for m in self.managers for d in m.allocatable_devices()]
+
+    def dynamic_resources(self, pod: Pod, container: Container) -> list[AssignedClaim]:
+        return [c for m in self.managers for c in m.dynamic_resources(pod, container)]
 
     def contribution(self, pod: Pod, container: Container) -> ContainerContribution:
         """Every manager's part of the container's CRI config, merged."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import attrs
 
@@ -40,6 +40,8 @@ class CmParts:
     """the API server (DRA reads ResourceClaims, deletes stale ResourceSlices); None:
     standalone"""
     node_name: str = ""
+    node_labels: Mapping[str, str] = attrs.field(factory=dict)
+    """the labels this kubelet gives its Node (DRA's allocation node check)"""
     metrics: KubeletMetrics | None = None
     """DRA's and the device plugins' metrics"""
     file_io: RunSync = in_thread

@@ -348,7 +348,8 @@ GATE_SUPPORT: Mapping[str, Support] = {
     ),
     "KubeletPSI": ok("PSI of cgroup v2 in /stats/summary and /metrics/cadvisor"),
     "KubeletPodResourcesDynamicResources": ok(
-        "pod-resources dynamic_resources (the prepared claims are not reported there yet)"
+        "pod-resources dynamic_resources: the ResourceClaims each container uses, with their "
+        "devices and CDI IDs"
     ),
     "KubeletPodResourcesGet": ok("pod-resources Get"),
     "LocalStorageCapacityIsolationFSQuotaMonitoring": missing("no quota monitoring", _is(False)),

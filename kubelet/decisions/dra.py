@@ -20,6 +20,8 @@ import attrs
 
 from kubelet.api import Container, Pod
 
+from .nodeselector import node_selector_terms_match
+
 __all__ = [
     "FAILED_PREPARE_DYNAMIC_RESOURCES",
     "ClaimError",
@@ -103,27 +105,26 @@ def claim_drivers(claim: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(drivers)
 
 
-def _allocated_elsewhere(claim: Mapping[str, Any], node: str) -> bool:
-    """The allocation's node selector pins it to another node by name (``matchFields``
-    on ``metadata.name``, which the scheduler writes for node-local devices)."""
-    terms = _dig(claim, "status", "allocation", "nodeSelector", "nodeSelectorTerms")
-    if not isinstance(terms, list) or not terms:
+def _allocated_elsewhere(claim: Mapping[str, Any], node: str, labels: Mapping[str, str]) -> bool:
+    """The allocation's node selector (its terms ORed, label and field expressions)
+    does not select this node; no selector: the devices are reachable from any node."""
+    selector = _dig(claim, "status", "allocation", "nodeSelector")
+    if selector is None:
         return False
-    for term in terms:
-        fields = term.get("matchFields") if isinstance(term, Mapping) else None
-        if not fields or term.get("matchExpressions"):
-            return False  # a label term: not ours to evaluate without the node's labels
-        for req in fields:
-            if not isinstance(req, Mapping) or req.get("key") != "metadata.name":
-                return False
-            if req.get("operator") == "In" and node in (req.get("values") or ()):
-                return False
-    return True
+    terms = selector.get("nodeSelectorTerms") if isinstance(selector, Mapping) else None
+    return not node_selector_terms_match(terms, labels, node)
 
 
-def claim_refusal(pod: Pod, ref: ClaimRef, claim: Mapping[str, Any], node: str) -> str | None:
-    """Why ``claim`` may not be prepared for ``pod`` on ``node`` (None: it may), with
-    upstream's messages: owned by the pod (generated claims), reserved for it, allocated."""
+def claim_refusal(
+    pod: Pod,
+    ref: ClaimRef,
+    claim: Mapping[str, Any],
+    node: str,
+    labels: Mapping[str, str] | None = None,
+) -> str | None:
+    """Why ``claim`` may not be prepared for ``pod`` on ``node`` with ``labels`` (None:
+    it may), with upstream's messages: owned by the pod (generated claims), reserved for
+    it, allocated, and to a node selector this node matches."""
     meta = claim.get("metadata") or {}
     uid = str(meta.get("uid") or "")
     if ref.must_check_owner:
@@ -144,7 +145,7 @@ def claim_refusal(pod: Pod, ref: ClaimRef, claim: Mapping[str, Any], node: str) 
         )
     if not isinstance(_dig(claim, "status", "allocation"), Mapping):
         return f"ResourceClaim {ref.name}: not allocated"
-    if _allocated_elsewhere(claim, node):
+    if _allocated_elsewhere(claim, node, labels or {}):
         return f"ResourceClaim {ref.name}: allocated to another node than {node}"
     return None
 

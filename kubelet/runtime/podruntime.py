@@ -285,6 +285,8 @@ class PodRuntime:
             # a running pod's periodic sync: nothing is created, so no sandbox config (its
             # DNS, security context and cgroup parent: a quarter of a steady sync's CPU)
             return progress.freeze()
+        if actions.create_sandbox and not await self._prepare_sandbox(pod, progress):
+            return progress.freeze()
         plan = await self._sandbox_plan(pod, actions)
         if actions.create_sandbox and plan.error is not None:
             self._sandbox_failed(pod, progress, plan.error)
@@ -308,10 +310,23 @@ class PodRuntime:
         try:
             await self.cm.prepare_pod(pod)
         except ResourceError as exc:
-            self.recorder.record(pod_ref(pod), WARNING, exc.reason, exc.message)
-            progress.errors.append(exc.message)
+            self._resource_failed(pod, progress, exc)
             return False
         return True
+
+    async def _prepare_sandbox(self, pod: Pod, progress: _Progress) -> bool:
+        """Right before a sandbox is created (upstream's SyncPod prepares the pod's
+        dynamic resources there): False, the sync fails before the sandbox."""
+        try:
+            await self.cm.prepare_sandbox(pod)
+        except ResourceError as exc:
+            self._resource_failed(pod, progress, exc)
+            return False
+        return True
+
+    def _resource_failed(self, pod: Pod, progress: _Progress, exc: ResourceError) -> None:
+        self.recorder.record(pod_ref(pod), WARNING, exc.reason, exc.message)
+        progress.errors.append(exc.message)
 
     async def _prepare_volumes(self, pod: Pod, progress: _Progress) -> PodVolumes | None:
         """Every sync, before the sandbox (upstream waits for the volumes first):

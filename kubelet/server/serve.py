@@ -169,6 +169,9 @@ async def serve(
             backend.desired_pods,
             backend.pod_by_name,
             get_enabled=options.features.enabled(features.KUBELET_POD_RESOURCES_GET),
+            dynamic_enabled=options.features.enabled(
+                features.KUBELET_POD_RESOURCES_DYNAMIC_RESOURCES
+            ),
             assigned=parts.assigned,
             observer=metrics.observe_pod_resources if metrics is not None else None,
         )

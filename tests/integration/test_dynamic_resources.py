@@ -11,9 +11,13 @@ from typing import Any
 
 import pytest
 import trio
+import trio_asyncio
+from grpclib.client import Channel
 
 from kubelet.cm.dra import DraManager
 from kubelet.metrics import exposition
+from kubelet.server.podresources import podresources_api_pb2 as pb
+from kubelet.server.podresources.podresources_api_grpc import PodResourcesListerStub
 from kubelet.testing import FakeDevice, FakeDraPlugin, FakeRuntime
 
 from .cluster_harness import Cluster, running_cluster, start_cluster_kubelet
@@ -95,6 +99,21 @@ def claim_pod(c: Cluster, name: str, claim: str, request: str = "") -> None:
     )
 
 
+async def list_pod_resources(root: Path) -> Any:
+    """List on the kubelet's pod-resources socket, through a real gRPC client."""
+
+    async def go() -> Any:
+        channel = Channel(path=str(root / "pod-resources" / "kubelet.sock"))
+        try:
+            return await PodResourcesListerStub(channel).List(
+                pb.ListPodResourcesRequest(), timeout=10
+            )
+        finally:
+            channel.close()
+
+    return await trio_asyncio.aio_as_trio(go)()
+
+
 def cdi_of(fake: FakeRuntime, pod: str) -> list[list[str]]:
     return [
         [d.name for d in x.config.CDI_devices]
@@ -128,6 +147,77 @@ async def test_a_pod_with_a_claim_runs_with_its_devices_and_the_claim_is_unprepa
         await c.wait_for(lambda: plugin.count(UNPREPARE) == 1)
         assert plugin.prepared == set()
         assert dra(c).claims == {}
+
+
+async def test_pod_resources_lists_the_claims_each_container_uses(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    plugin = FakeDraPlugin(DRIVER, short_tmp / "dra.sock", DEVICES)
+    async with running_cluster(fake, short_tmp) as c:
+        await register(c, plugin)
+        c.create_pod(
+            "gpu",
+            resourceClaims=[{"name": "gpu", "resourceClaimName": "gpu-claim"}],
+            containers=[
+                {
+                    "name": "app",
+                    "image": "busybox:1.35",
+                    "resources": {"claims": [{"name": "gpu", "request": "gpu"}]},
+                },
+                {"name": "side", "image": "busybox:1.35"},
+            ],
+        )
+        make_claim(c, "gpu-claim", ["gpu"])
+        await c.wait_for(lambda: c.phase("gpu") == "Running")
+        listed = await list_pod_resources(short_tmp / "root")
+        (pod,) = listed.pod_resources
+        app, side = pod.containers
+        assert list(side.dynamic_resources) == []
+        (claim,) = app.dynamic_resources
+        # the whole claim, as upstream: both requests' devices, each with its CDI IDs
+        assert (claim.claim_name, claim.claim_namespace) == ("gpu-claim", "default")
+        assert [
+            (r.driver_name, r.pool_name, r.device_name, [d.name for d in r.cdi_devices])
+            for r in claim.claim_resources
+        ] == [
+            (DRIVER, "pool", "gpu-0", [f"{DRIVER}/gpu=gpu-0"]),
+            (DRIVER, "pool", "nic-0", [f"{DRIVER}/nic=nic-0"]),
+        ]
+
+
+async def test_claims_are_prepared_after_the_volumes_right_before_the_sandbox(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    plugin = FakeDraPlugin(DRIVER, short_tmp / "dra.sock", DEVICES)
+    async with running_cluster(fake, short_tmp) as c:
+        await register(c, plugin)
+        c.create_pod(
+            "gpu",
+            resourceClaims=[{"name": "gpu", "resourceClaimName": "gpu-claim"}],
+            volumes=[{"name": "settings", "configMap": {"name": "settings"}}],
+            containers=[
+                {
+                    "name": "app",
+                    "image": "busybox:1.35",
+                    "resources": {"claims": [{"name": "gpu"}]},
+                    "volumeMounts": [{"name": "settings", "mountPath": "/etc/settings"}],
+                }
+            ],
+        )
+        make_claim(c, "gpu-claim", ["gpu"])
+        await c.wait_for(lambda: events(c, "FailedMount"), timeout=60)
+        await trio.sleep(30)
+        assert plugin.count(PREPARE) == 0  # the volumes first, as upstream
+        c.api.create(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "settings", "namespace": "default"},
+                "data": {"color": "blue"},
+            }
+        )
+        await c.wait_for(lambda: c.phase("gpu") == "Running", timeout=120)
+        assert plugin.count(PREPARE) == 1
 
 
 async def test_a_shared_claim_is_prepared_once_and_unprepared_when_the_last_pod_goes(

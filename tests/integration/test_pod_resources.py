@@ -15,7 +15,7 @@ from grpclib.const import Status
 from grpclib.exceptions import GRPCError
 
 from kubelet.api import Container, ObjectMeta, Pod, PodSpec, PodStatus
-from kubelet.cm import AssignedDevice, AssignedMemory
+from kubelet.cm import AssignedClaim, AssignedDevice, AssignedMemory, ClaimDevice
 from kubelet.config import FeatureGates, Options
 from kubelet.metrics import KubeletMetrics, exposition
 from kubelet.server import Addresses, ServerParts, serve
@@ -71,6 +71,15 @@ class Pinned:
 
     def allocatable_memory(self) -> list[AssignedMemory]:
         return [AssignedMemory("memory", 3 << 30, (0,)), AssignedMemory("memory", 4 << 30, (1,))]
+
+    def dynamic_resources(self, pod: Pod, container: Container) -> list[AssignedClaim]:
+        if (pod.uid, container.name) != ("uid-web", "app"):
+            return []
+        devices = (
+            ClaimDevice("gpu.example.com", "pool", "gpu-0", ("gpu.example.com/gpu=gpu-0",)),
+            ClaimDevice("gpu.example.com", "pool", "gpu-1", ("gpu.example.com/gpu=gpu-1",)),
+        )
+        return [AssignedClaim("web-gpu", "default", devices)]
 
 
 async def _start(
@@ -171,6 +180,36 @@ async def test_the_cpu_and_memory_managers_assignments(env: Env) -> None:
         (3 << 30, 0),
         (4 << 30, 1),
     ]
+
+
+async def test_the_claims_each_container_uses_unless_the_gate_is_off(env: Env) -> None:
+    env.backend.pods.append(_pod("web"))
+    path = await _start(env, assigned=Pinned())
+    listed = await _call(path, "List", pb.ListPodResourcesRequest())
+    (web,) = listed.pod_resources
+    by_name = {c.name: list(c.dynamic_resources) for c in web.containers}
+    assert by_name["proxy"] == []
+    (claim,) = by_name["app"]
+    assert (claim.claim_name, claim.claim_namespace) == ("web-gpu", "default")
+    assert [
+        (r.driver_name, r.pool_name, r.device_name, [d.name for d in r.cdi_devices])
+        for r in claim.claim_resources
+    ] == [
+        ("gpu.example.com", "pool", "gpu-0", ["gpu.example.com/gpu=gpu-0"]),
+        ("gpu.example.com", "pool", "gpu-1", ["gpu.example.com/gpu=gpu-1"]),
+    ]
+    got = await _call(
+        path, "Get", pb.GetPodResourcesRequest(pod_name="web", pod_namespace="default")
+    )
+    assert got.pod_resources == web
+
+
+async def test_no_claims_with_the_dynamic_resources_gate_off(env: Env) -> None:
+    env.backend.pods.append(_pod("web"))
+    path = await _start(env, {"KubeletPodResourcesDynamicResources": False}, assigned=Pinned())
+    listed = await _call(path, "List", pb.ListPodResourcesRequest())
+    assert [list(c.dynamic_resources) for c in listed.pod_resources[0].containers] == [[], []]
+    assert list(listed.pod_resources[0].containers[1].cpu_ids) == [2, 3]
 
 
 async def test_get_with_the_gate_off(env: Env) -> None:

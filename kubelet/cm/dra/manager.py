@@ -2,7 +2,8 @@
 unprepared after its teardown once no other pod uses them, and their CDI devices handed
 to the containers that ask for them.
 
-Preparing (every sync of a pod with claims; a no-op once they are prepared for it):
+Preparing (right before each sandbox of a pod with claims is created, after its volumes;
+a no-op once they are prepared for it):
 each claim is read from the API server and checked (owned by the pod when generated
 from a template, reserved for it, allocated, to this node), every driver in its
 allocation must be registered; only then is the pod recorded as a user of the claim
@@ -41,7 +42,7 @@ from kubelet.decisions import (
 )
 from kubelet.pluginmanager import PluginHandler
 
-from ..manager import ResourceError, ResourceManager
+from ..manager import AssignedClaim, ClaimDevice, ResourceError, ResourceManager
 from .client import ClaimRequest, DraCallError
 from .registration import DraRegistration, UnknownDriver
 from .state import Checkpoint, ClaimInfo
@@ -67,6 +68,9 @@ class DraParts:
     checkpoint: Checkpoint
     active: Callable[[], Sequence[Pod]]
     observe: OperationObserver | None = None
+    node_labels: Mapping[str, str] = attrs.field(factory=dict)
+    """the labels this kubelet gives its Node (an allocation's node selector is
+    evaluated against them)"""
 
 
 class DraManager(ResourceManager):
@@ -89,7 +93,7 @@ class DraManager(ResourceManager):
     def plugin_handlers(self) -> Mapping[str, PluginHandler]:
         return {"DRAPlugin": self.registration}
 
-    async def prepare_pod(self, pod: Pod) -> None:
+    async def prepare_sandbox(self, pod: Pod) -> None:
         try:
             refs = pod_claims(pod)
         except ClaimError as exc:
@@ -140,6 +144,29 @@ class DraManager(ResourceManager):
                     annotations.append(annotation)
         return ContainerContribution(cdi_devices=tuple(cdi), annotations=tuple(annotations))
 
+    def dynamic_resources(self, pod: Pod, container: Container) -> Sequence[AssignedClaim]:
+        """The claims the container names, whole, once per entry of its
+        ``resources.claims`` and in the pod's claim order, as upstream's pod-resources
+        server lists them; none when one of them is not known here (upstream's error).
+        Each device carries its own CDI IDs."""
+        try:
+            refs = pod_claims(pod, extended=False)
+        except ClaimError:
+            return ()
+        named = [
+            str(c.get("name") or "")
+            for c in (container.resources.claims if container.resources else ())
+            if isinstance(c, Mapping)
+        ]
+        out: list[AssignedClaim] = []
+        for ref in refs:
+            for _ in range(named.count(ref.pod_claim)):
+                info = self.claims.get((pod.metadata.namespace, ref.name))
+                if info is None:
+                    return ()
+                out.append(_assigned(info))
+        return out
+
     # -- what other parts read -----------------------------------------------------------
 
     def pod_claims(self, pod_uid: str) -> list[ClaimInfo]:
@@ -180,7 +207,7 @@ class DraManager(ResourceManager):
                 raise _Failed(f"fetch ResourceClaim {ref.name}: {exc}") from exc
             except (ApiError, OSError) as exc:
                 raise _Failed(f"fetch ResourceClaim {ref.name}: {exc}") from exc
-            refusal = claim_refusal(pod, ref, claim, self.parts.node_name)
+            refusal = claim_refusal(pod, ref, claim, self.parts.node_name, self.parts.node_labels)
             if refusal is not None:
                 raise _Failed(refusal)
             for driver in claim_drivers(claim):
@@ -347,6 +374,18 @@ class DraManager(ResourceManager):
 def _event(message: str) -> str:
     """Upstream's event message: the kubelet's prefix and the manager's."""
     return f"Failed to prepare dynamic resources: prepare dynamic resources: {message}"
+
+
+def _assigned(info: ClaimInfo) -> AssignedClaim:
+    return AssignedClaim(
+        name=info.claim_name,
+        namespace=info.namespace,
+        devices=tuple(
+            ClaimDevice(driver, d.pool_name, d.device_name, d.cdi_device_ids)
+            for driver, devices in info.drivers.items()
+            for d in devices
+        ),
+    )
 
 
 def _by_driver(infos: Iterable[ClaimInfo]) -> dict[str, list[ClaimInfo]]:

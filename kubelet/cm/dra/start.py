@@ -25,6 +25,7 @@ async def start_dra(parts: CmParts, nursery: trio.Nursery) -> ResourceManager:
             registration=registration,
             api=parts.api,
             node_name=parts.node_name,
+            node_labels=parts.node_labels,
             checkpoint=Checkpoint(parts.options.root_dir),
             active=parts.active,
             observe=metrics.observe_dra_operation if metrics is not None else None,
@@ -34,4 +35,14 @@ async def start_dra(parts: CmParts, nursery: trio.Nursery) -> ResourceManager:
         metrics.dra_claims_in_use(manager.claims_in_use)
     registration.wipe_unregistered()
     nursery.start_soon(manager.run_reconcile)
+    nursery.start_soon(_close_when_stopped, registration)
     return manager
+
+
+async def _close_when_stopped(registration: DraRegistration) -> None:
+    """The drivers' connections are dropped when the kubelet stops (a restarted kubelet
+    in the same process connects anew)."""
+    try:
+        await trio.sleep_forever()
+    finally:
+        registration.close()

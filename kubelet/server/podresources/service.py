@@ -4,12 +4,12 @@ List (GA), GetAllocatableResources (GA) and Get (``KubeletPodResourcesGet``, GA)
 what this kubelet knows: the active pods (not Succeeded or Failed), each with its regular
 containers and, first, its sidecars (restartable init containers), as upstream, with
 the device plugins' devices each container holds (one entry per device and NUMA node, as
-upstream), the CPUs the CPU manager gave it alone (``cpu_ids``) and the memory the
-memory manager bound to NUMA nodes (``memory``); GetAllocatableResources lists the healthy
-devices, the CPUs the CPU manager may give (all but the reserved ones with the static
-policy) and each NUMA node's allocatable memory per type (the Static memory policy).
-``dynamic_resources`` is empty: DRA's prepared claims are not reported here yet. Upstream's
-rate limit
+upstream), the CPUs the CPU manager gave it alone (``cpu_ids``), the memory the
+memory manager bound to NUMA nodes (``memory``) and (``KubeletPodResourcesDynamicResources``,
+GA) the ResourceClaims it names with their drivers' devices and CDI IDs
+(``dynamic_resources``); GetAllocatableResources lists the healthy devices, the CPUs the
+CPU manager may give (all but the reserved ones with the static policy) and each NUMA
+node's allocatable memory per type (the Static memory policy). Upstream's rate limit
 applies to the whole server: 100 calls a second, bursts of 10; beyond it a call fails
 ``ResourceExhausted`` / ``rejected by rate limit``. ``Get`` for a pod the kubelet does not
 run fails ``Unknown`` / ``pod <name> in namespace <ns> not found``; with the gate off,
@@ -29,8 +29,8 @@ import trio
 from grpclib.const import Status
 from grpclib.exceptions import GRPCError
 
-from kubelet.api import Pod, is_restartable_init_container
-from kubelet.cm import AssignedDevice, AssignedMemory
+from kubelet.api import Container, Pod, is_restartable_init_container
+from kubelet.cm import AssignedClaim, AssignedDevice, AssignedMemory
 from kubelet.cri import start_unix_server, stop_unix_server
 from kubelet.volumes import POD_RESOURCES_DIR
 
@@ -82,6 +82,8 @@ class Assigned(Protocol):
 
     def allocatable_memory(self) -> Sequence[AssignedMemory]: ...
 
+    def dynamic_resources(self, pod: Pod, container: Container) -> Sequence[AssignedClaim]: ...
+
 
 class _Nothing:
     def container_devices(self, pod_uid: str, container: str) -> Sequence[AssignedDevice]:
@@ -100,6 +102,9 @@ class _Nothing:
         return ()
 
     def allocatable_memory(self) -> Sequence[AssignedMemory]:
+        return ()
+
+    def dynamic_resources(self, pod: Pod, container: Container) -> Sequence[AssignedClaim]:
         return ()
 
 
@@ -131,9 +136,31 @@ def container_memory(blocks: Sequence[AssignedMemory]) -> list[pb.ContainerMemor
     ]
 
 
-def pod_resources(pod: Pod, assigned: Assigned | None = None) -> pb.PodResources:
+def dynamic_resources(claims: Sequence[AssignedClaim]) -> list[pb.DynamicResource]:
+    return [
+        pb.DynamicResource(
+            claim_name=c.name,
+            claim_namespace=c.namespace,
+            claim_resources=[
+                pb.ClaimResource(
+                    cdi_devices=[pb.CDIDevice(name=i) for i in d.cdi_ids],
+                    driver_name=d.driver,
+                    pool_name=d.pool,
+                    device_name=d.device,
+                )
+                for d in c.devices
+            ],
+        )
+        for c in claims
+    ]
+
+
+def pod_resources(
+    pod: Pod, assigned: Assigned | None = None, *, claims: bool = True
+) -> pb.PodResources:
     """A pod as the API reports it: sidecars, then regular containers, each with its
-    devices, exclusive CPUs and NUMA-bound memory."""
+    devices, exclusive CPUs and (``claims``: KubeletPodResourcesDynamicResources) the
+    ResourceClaims it uses."""
     given = assigned or _Nothing()
     sidecars = [c for c in pod.spec.init_containers if is_restartable_init_container(c)]
     containers = [*sidecars, *pod.spec.containers]
@@ -147,6 +174,9 @@ def pod_resources(pod: Pod, assigned: Assigned | None = None) -> pb.PodResources
                 devices=container_devices(given.container_devices(uid, c.name)),
                 cpu_ids=sorted(given.exclusive_cpus(uid, c.name)),
                 memory=container_memory(given.container_memory(uid, c.name)),
+                dynamic_resources=dynamic_resources(given.dynamic_resources(pod, c))
+                if claims
+                else [],
             )
             for c in containers
         ],
@@ -162,6 +192,7 @@ class Lister(PodResourcesListerBase):
         pod_by_name: Callable[[str, str], Pod | None],
         *,
         get_enabled: bool = True,
+        dynamic_enabled: bool = True,
         limiter: TokenBucket | None = None,
         assigned: Assigned | None = None,
         observer: Callable[[str, bool], None] | None = None,
@@ -171,6 +202,7 @@ class Lister(PodResourcesListerBase):
         self._observer = observer
         """Told of each call past the rate limit: (list | get | get_allocatable, failed)."""
         self._get_enabled = get_enabled
+        self._dynamic_enabled = dynamic_enabled
         self._limiter = limiter or TokenBucket()
 
     def _admit(self) -> None:
@@ -185,7 +217,10 @@ class Lister(PodResourcesListerBase):
         await stream.recv_message()
         self._admit()
         self._observe("list", False)
-        items = [pod_resources(p, self._assigned) for p in _active(self._pods())]
+        items = [
+            pod_resources(p, self._assigned, claims=self._dynamic_enabled)
+            for p in _active(self._pods())
+        ]
         await stream.send_message(pb.ListPodResourcesResponse(pod_resources=items))
 
     async def GetAllocatableResources(self, stream: Any) -> None:
@@ -210,7 +245,9 @@ class Lister(PodResourcesListerBase):
             message = f"pod {request.pod_name} in namespace {request.pod_namespace} not found"
             raise GRPCError(Status.UNKNOWN, message)
         await stream.send_message(
-            pb.GetPodResourcesResponse(pod_resources=pod_resources(pod, self._assigned))
+            pb.GetPodResourcesResponse(
+                pod_resources=pod_resources(pod, self._assigned, claims=self._dynamic_enabled)
+            )
         )
 
 

@@ -216,6 +216,33 @@ def test_a_claim_must_be_owned_reserved_and_allocated_here() -> None:
     assert "pod is not owner" in (claim_refusal(p, ref, claim, NODE) or "")
 
 
+def test_an_allocations_node_selector_is_evaluated_against_the_nodes_labels() -> None:
+    p = pod()
+    ref = ClaimRef("gpu", "gpu-claim", False)
+    zone = {"key": "topology.example.com/rack", "operator": "In", "values": ["r1"]}
+    claim: dict[str, Any] = {
+        "metadata": {"uid": "c1"},
+        "status": {
+            "reservedFor": [{"resource": "pods", "uid": "pod-uid"}],
+            "allocation": {"nodeSelector": {"nodeSelectorTerms": [{"matchExpressions": [zone]}]}},
+        },
+    }
+    here = {"topology.example.com/rack": "r1"}
+    assert claim_refusal(p, ref, claim, NODE, here) is None
+    refused = claim_refusal(p, ref, claim, NODE, {"topology.example.com/rack": "r2"})
+    assert refused == f"ResourceClaim gpu-claim: allocated to another node than {NODE}"
+    assert claim_refusal(p, ref, claim, NODE, {}) == refused
+    # a term's label and field expressions are ANDed, the terms ORed
+    name = {"key": "metadata.name", "operator": "In", "values": ["other"]}
+    terms = [{"matchExpressions": [zone], "matchFields": [name]}]
+    claim["status"]["allocation"]["nodeSelector"]["nodeSelectorTerms"] = terms
+    assert claim_refusal(p, ref, claim, NODE, here) == refused
+    terms.append({"matchFields": [{**name, "values": [NODE]}]})
+    assert claim_refusal(p, ref, claim, NODE, {}) is None
+    del claim["status"]["allocation"]["nodeSelector"]  # reachable from every node
+    assert claim_refusal(p, ref, claim, NODE, {}) is None
+
+
 def test_the_cdi_annotation_is_cdis_key_or_none_when_too_long() -> None:
     assert cdi_annotation("a.example.com", "u-1", ["a.example.com/g=0", "a.example.com/g=1"]) == (
         "cdi.k8s.io/a.example.com_u-1",
