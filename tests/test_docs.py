@@ -25,8 +25,20 @@ README_MAX_LINES = 300
 SCANNED = ("README.md", "CHANGELOG.md", "mkdocs.yml", "pyproject.toml")
 SCANNED_DIRS = ("docs", "kubelet", "tests", "scripts", "deploy", "examples", "proto")
 TEXT_SUFFIXES = {
-    ".py", ".pyi", ".md", ".sh", ".yml", ".yaml", ".toml", ".json", ".proto", ".conf",
-    ".service", ".txt", ".cfg", ".ini",
+    ".py",
+    ".pyi",
+    ".md",
+    ".sh",
+    ".yml",
+    ".yaml",
+    ".toml",
+    ".json",
+    ".proto",
+    ".conf",
+    ".service",
+    ".txt",
+    ".cfg",
+    ".ini",
 }
 
 _ORDINALS = (

@@ -36,5 +36,3 @@ def test_qualified_name_messages_are_upstreams() -> None:
         "and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or "
         "'123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
     ]
-
-

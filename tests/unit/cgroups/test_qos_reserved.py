@@ -55,9 +55,7 @@ def test_qos_reserved_is_parsed_as_upstream() -> None:
 
     assert problems({"memory": "100%"}) == []
     assert problems({"cpu": "10%"}) == [("qosReserved[cpu]", 'cannot reserve "cpu" resource')]
-    assert problems({"memory": "50"}) == [
-        ("qosReserved[memory]", "percentage expected, got '50'")
-    ]
+    assert problems({"memory": "50"}) == [("qosReserved[memory]", "percentage expected, got '50'")]
     assert problems({"memory": "half%"}) == [
         ("qosReserved[memory]", "invalid number in percentage 'half%'")
     ]

@@ -12,8 +12,7 @@ from kubelet.errors import FatalError
 from kubelet.node.certificates import CertKeyPair, ClientCertificateWatch
 
 EXITING = (
-    "It has been 5m0s since a valid client cert was found and the server is responsive, "
-    "exiting."
+    "It has been 5m0s since a valid client cert was found and the server is responsive, exiting."
 )
 NOT_RESPONSIVE = (
     "It has been 5m0s since a valid client cert was found, but the server is not "

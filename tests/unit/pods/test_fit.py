@@ -299,11 +299,11 @@ def test_enough_requests(
     assert fit(pod_, existing) == expected, label
 
 
-
 def predicate_admit(pod: Pod, others: Sequence[Pod], node: NodeInfo, **gates: bool) -> Any:
     """The predicate steps of the live admission chain (pods/admission.py), without the
     supplemental-groups check it puts between them."""
     return os_rejection(pod, node) or filter_rejection(pod, others, node, **gates)
+
 
 def test_too_many_pods() -> None:
     got = fits_request(Resources(), Resources(), Resources(pods=3), 3)
