@@ -119,6 +119,8 @@ from kubelet.stats import (
     boot_time,
 )
 from kubelet.status import StatusManager, owned_conditions, run_status_manager
+from kubelet.tracing import NO_TRACER, Tracer, TracingUnavailable, flushed_at_exit
+from kubelet.tracing import start as start_tracing
 from kubelet.version import version_line
 from kubelet.volumes import DataDirError, csi_volume_stats, setup_data_dirs
 
@@ -184,6 +186,8 @@ class Core:
     recorder: EventRecorder
     csi: CsiDrivers = attrs.field(factory=CsiDrivers)
     """the registered CSI drivers: the plugin watcher adds them, volumes and stats use them"""
+    tracer: Tracer = NO_TRACER
+    """spans of pod syncs, CRI and API calls and served requests (``tracing``)"""
 
     @property
     def clock(self) -> Callable[[], float]:
@@ -292,14 +296,17 @@ async def run(
     clock, desired, pressure = host.wall_clock, PodManager(), NodePressure()
     terminator, kill_requests = kill_channel()
     async with (
-        open_cri(options, metrics) as (runtime, images, runtime_name),
+        _open_tracing(options, node.name) as tracer,
+        open_cri(options, metrics, tracer) as (runtime, images, runtime_name),
         open_api(options, host) as (api, rotating),
         trio.open_nursery() as root,
     ):
-        _observe_components(metrics, options, api)
+        _observe_components(metrics, options, api, tracer)
         recorder = await root.start(run_event_recorder, node.name, _events(options, api), clock)
         core = Core(
-            options, host, node, machine, metrics, desired, pressure, runtime, images, api, recorder
+            *(options, host, node, machine, metrics, desired, pressure, runtime, images, api),
+            recorder,
+            tracer=tracer,
         )
         pleg = await root.start(run_pleg, runtime, metrics.observe_relist)
         prober = await root.start(run_prober, runtime, recorder, node.host_ip, clock)
@@ -461,6 +468,7 @@ def _lifecycle_parts(
         wall_clock=core.clock,
         node_info=node_info_source(local, handle.api_node if handle.reporter is not None else None),
         pressure=core.pressure,
+        tracer=core.tracer,
         kill_requests=kill_requests if shutdown is not None else None,
         shutdown_admission=shutdown.admit if shutdown is not None else None,
     )
@@ -538,6 +546,7 @@ async def _serve(
             serving=node_handle.serving,
             file_io=host.source_io,
             assigned=cm,
+            tracer=core.tracer,
         ),
     )
     cfg = options.config
@@ -633,7 +642,7 @@ def _pod_names(desired: PodManager) -> Callable[[str], str | None]:
 
 @contextlib.asynccontextmanager
 async def open_cri(
-    options: Options, metrics: KubeletMetrics
+    options: Options, metrics: KubeletMetrics, tracer: Tracer = NO_TRACER
 ) -> AsyncIterator[tuple[RuntimeClient, ImageClient, str]]:
     """CRI clients for the configured endpoints, once the runtime answers (and its name)."""
     cfg = options.config
@@ -642,16 +651,37 @@ async def open_cri(
         cfg.image_service_endpoint,
         request_timeout=cfg.runtime_request_timeout,
         observer=metrics.observe_runtime_operation,
+        tracer=tracer,
     ) as (runtime, images):
         version = await wait_until_answering(runtime)
         yield runtime, images, version.runtime_name or "containerd"
 
 
-def _observe_components(metrics: KubeletMetrics, options: Options, api: ApiClient | None) -> None:
-    """The component-base families: feature gates, and the API client's requests."""
+def _observe_components(
+    metrics: KubeletMetrics, options: Options, api: ApiClient | None, tracer: Tracer
+) -> None:
+    """The component-base families: feature gates, and the API client's requests (and
+    their spans)."""
     metrics.record_features(options.features.known())
     if api is not None:
         api.observer = metrics.observe_rest_request
+        api.tracer = tracer
+
+
+@contextlib.asynccontextmanager
+async def _open_tracing(options: Options, node_name: str) -> AsyncIterator[Tracer]:
+    """The tracer ``tracing`` asks for (none: spans cost nothing and the SDK is never
+    imported); start-up stops when it is set and the SDK is not installed."""
+    cfg = options.config.tracing
+    if cfg is None:
+        yield NO_TRACER
+        return
+    try:
+        tracer = start_tracing(cfg.endpoint, cfg.sampling_rate_per_million, node_name)
+    except TracingUnavailable as exc:
+        raise ConfigError.single(options.config_file, "tracing", str(exc)) from None
+    async with flushed_at_exit(tracer):
+        yield tracer
 
 
 @contextlib.asynccontextmanager

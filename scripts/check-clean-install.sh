@@ -8,6 +8,7 @@
 # 1. No extras: `kubelet --version`, every module outside kubelet.testing imports, and a
 #    standalone kubelet (one static pod, the runtime a FakeRuntime, pod cgroups off)
 #    answers `ok` on /healthz of an ephemeral loopback port and runs its pod.
+#    (kubelet.tracing.otel, the [tracing] extra's SDK, is the one module left out.)
 # 2. With [testing]: every module of kubelet.testing imports; this venv serves the
 #    FakeRuntime of step 1, so the fakes run from a plain `pip install kubelet[testing]`.
 # Dependencies are resolved once, from pip's cache, into a wheelhouse both installs read.
@@ -53,6 +54,7 @@ IMPORT_ALL='
 import importlib, pkgutil, sys
 import kubelet
 mode, inside = sys.argv[1], "kubelet.testing"
+extra_only = {"kubelet.tracing.otel"}  # the OpenTelemetry SDK: the [tracing] extra
 where = kubelet.__path__[0]
 if not where.startswith(sys.prefix):
     sys.exit(f"kubelet comes from {where}, not from {sys.prefix}")
@@ -68,7 +70,7 @@ def walk(path, prefix):
     for info in pkgutil.iter_modules(path, prefix):
         if (info.name == inside or info.name.startswith(inside + ".")) != (mode == "only"):
             continue
-        if info.name.rsplit(".", 1)[-1] == "__main__":
+        if info.name.rsplit(".", 1)[-1] == "__main__" or info.name in extra_only:
             continue
         module = record(info.name)
         if info.ispkg and module is not None:

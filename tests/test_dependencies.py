@@ -44,8 +44,15 @@ def third_party(paths: Iterable[Path]) -> dict[str, set[str]]:
     return found
 
 
+EXTRA_MODULES = {"tracing": [PACKAGE / "tracing" / "otel.py"]}
+"""Modules imported only when their extra is wanted (``tracing`` set: the SDK)."""
+
+
 def production_modules() -> list[Path]:
-    return [p for p in sorted(PACKAGE.rglob("*.py")) if not p.is_relative_to(TESTING)]
+    extra = {p for paths in EXTRA_MODULES.values() for p in paths}
+    return [
+        p for p in sorted(PACKAGE.rglob("*.py")) if not p.is_relative_to(TESTING) and p not in extra
+    ]
 
 
 def normalize(name: str) -> str:
@@ -101,6 +108,15 @@ def test_the_fakes_need_only_the_runtime_and_the_testing_extra() -> None:
 def test_the_test_extra_brings_the_testing_extra() -> None:
     _, extras = declared()
     assert "kubelet[testing]" in [r.replace(" ", "") for r in extras["test"]]
+    assert "kubelet[tracing]" in [r.replace(" ", "") for r in extras["test"]]
+
+
+def test_extra_modules_need_only_the_runtime_and_their_extra() -> None:
+    runtime, extras = declared()
+    for extra, paths in EXTRA_MODULES.items():
+        allowed = runtime | {requirement_name(r) for r in extras[extra]}
+        assert undeclared(third_party(paths), allowed) == []
+        assert third_party(paths), f"{extra}: its modules import nothing of it"
 
 
 def test_the_import_walk_sees_imports_inside_functions(tmp_path: Path) -> None:

@@ -37,6 +37,7 @@ import httpx
 import trio
 
 from kubelet.boundedio import InputRefused, RunSync, in_thread, loads_json
+from kubelet.tracing import NO_TRACER, Tracer
 from kubelet.version import KUBERNETES_VERSION, go_arch
 
 from .converter import WireError, from_wire, to_wire
@@ -370,6 +371,8 @@ class ApiClient:
         self.observer: RequestObserver | None = None
         """Told of every request sent: (method, host, status code or ``<error>``,
         seconds) — the kubelet's rest_client_* metrics."""
+        self.tracer: Tracer = NO_TRACER
+        """A client span per request sent, its ``traceparent`` in the request's headers."""
 
     @classmethod
     @asynccontextmanager
@@ -412,6 +415,7 @@ class ApiClient:
             run_sync=self.run_sync,
         )
         sibling.observer = self.observer
+        sibling.tracer = self.tracer
         return sibling
 
     # -- sending --
@@ -476,7 +480,7 @@ class ApiClient:
             sent = trio.current_time()
             try:
                 try:
-                    response = await self.http.send(request, stream=True)
+                    response = await self._round_trip(request)
                 except httpx.TransportError:
                     self._observe(request, "<error>", sent)
                     raise
@@ -508,6 +512,23 @@ class ApiClient:
                 await trio.sleep(wait)
                 continue
             raise error_from_response(code, body, wait)
+
+    async def _round_trip(self, request: httpx.Request) -> httpx.Response:
+        """One request sent, in a client span when tracing (otelhttp's transport)."""
+        if not self.tracer.enabled:
+            return await self.http.send(request, stream=True)
+        attributes = {
+            "http.request.method": request.method,
+            "url.full": str(request.url.copy_with(query=None)),
+            "server.address": request.url.host,
+        }
+        with self.tracer.client_span(f"HTTP {request.method}", attributes) as span:
+            request.headers.update(span.headers)
+            response = await self.http.send(request, stream=True)
+            span.set_attribute("http.response.status_code", response.status_code)
+            if response.status_code >= 400:
+                span.set_error(f"HTTP {response.status_code}")
+            return response
 
     def _observe(self, request: httpx.Request, code: str, sent: float) -> None:
         if self.observer is not None:

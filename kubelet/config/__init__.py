@@ -48,6 +48,7 @@ from .kubeletconfig import (
     KubeletX509Authentication,
     LoggingConfiguration,
     Taint,
+    TracingConfiguration,
     VModuleItem,
 )
 from .loader import LoadedConfig, load_config_file, parse_config
@@ -98,6 +99,7 @@ __all__ = [
     "Problem",
     "Support",
     "Taint",
+    "TracingConfiguration",
     "VModuleItem",
     "build_options",
     "build_parser",

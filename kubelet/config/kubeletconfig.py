@@ -121,6 +121,18 @@ class CrashLoopBackOffConfig:
 
 
 @attrs.frozen
+class TracingConfiguration:
+    """OpenTelemetry tracing (component-base's TracingConfiguration): absent means off.
+
+    ``endpoint`` unset is the OTLP gRPC default ``localhost:4317``; an unset or zero
+    ``samplingRatePerMillion`` samples no trace the kubelet starts.
+    """
+
+    endpoint: str | None = None
+    sampling_rate_per_million: int | None = None
+
+
+@attrs.frozen
 class Taint:
     """A taint the node registers with (``registerWithTaints``; core/v1 Taint)."""
 
@@ -344,6 +356,8 @@ class KubeletConfiguration:
     feature_gates: Mapping[str, bool] = attrs.field(factory=dict)
     logging: LoggingConfiguration = attrs.field(factory=LoggingConfiguration)
     crash_loop_back_off: CrashLoopBackOffConfig = attrs.field(factory=CrashLoopBackOffConfig)
+    tracing: TracingConfiguration | None = None
+    """Spans of pod syncs, CRI and API calls and served requests, sent over OTLP/gRPC."""
 
 
 def legacy_flag_defaults(config: KubeletConfiguration) -> KubeletConfiguration:

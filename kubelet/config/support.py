@@ -297,7 +297,10 @@ SETTINGS: Mapping[str, Support] = {
     "enableDebugFlagsHandler": ok("PUT /debug/flags/v sets -v at run time"),
     "memoryThrottlingFactor": missing("MemoryQoS is not implemented"),
     "memoryReservationPolicy": missing("MemoryQoS is not implemented"),
-    "tracing": missing("tracing is not implemented"),
+    "tracing": ok(
+        "OpenTelemetry spans over OTLP/gRPC (needs the kubelet[tracing] extra; start-up "
+        "fails without it)"
+    ),
     "failCgroupV1": ok(
         "true (the default): a cgroup v1 host stops start-up; false: it runs, with a "
         "CgroupV1 Warning on the Node"

@@ -109,6 +109,7 @@ def validate(config: KubeletConfiguration, gates: FeatureGates = DEFAULT_GATES) 
     issues += _eviction(c)
     issues += _shutdown(c)
     issues += _addresses(c)
+    issues += _tracing(c)
     for i, pattern in enumerate(c.allowed_unsafe_sysctls):
         problem = pattern_error(pattern)
         if problem is not None:
@@ -382,6 +383,40 @@ def _logging(c: KubeletConfiguration) -> Iterator[Issue]:
     for where, level in levels:
         if not 0 <= level <= UINT32_MAX:
             yield where, f"must be an unsigned integer (0 to {UINT32_MAX}), got {level}"
+
+
+MAX_SAMPLING_RATE_PER_MILLION = 1_000_000
+_TRACING_SCHEMES = ("dns", "unix", "unix-abstract")
+
+
+def _tracing(c: KubeletConfiguration) -> Iterator[Issue]:
+    """component-base's tracing checks: the rate within one million, a gRPC target."""
+    if c.tracing is None:
+        return
+    rate = c.tracing.sampling_rate_per_million
+    if rate is not None and rate < 0:
+        yield "tracing.samplingRatePerMillion", "sampling rate must be positive"
+    if rate is not None and rate > MAX_SAMPLING_RATE_PER_MILLION:
+        yield (
+            "tracing.samplingRatePerMillion",
+            "sampling rate per million must be less than or equal to one million",
+        )
+    if c.tracing.endpoint is not None:
+        scheme = grpc_target_scheme(c.tracing.endpoint)
+        if scheme not in _TRACING_SCHEMES:
+            yield (
+                "tracing.endpoint",
+                f"unsupported scheme: {scheme}.  Options are none, dns, unix, or unix-abstract."
+                "  See https://github.com/grpc/grpc/blob/master/doc/naming.md",
+            )
+
+
+def grpc_target_scheme(endpoint: str) -> str:
+    """The name-resolver scheme of a gRPC target: ``dns`` for a bare ``host:port``."""
+    if "//" not in endpoint:
+        return "dns"
+    scheme, sep, _ = endpoint.partition(":")
+    return scheme.lower() if sep else ""
 
 
 def _node_allocatable(c: KubeletConfiguration) -> Iterator[Issue]:

@@ -13,6 +13,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+from kubelet.tracing import NO_TRACER as _NO_TRACER
+from kubelet.tracing import Tracer as _Tracer
+
 from . import channel, imageref, labels, trace
 from . import cri_api_pb2 as api
 from .channel import CriChannel, Observer, priority_lane
@@ -102,15 +105,16 @@ async def connect(
     *,
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
     observer: Observer | None = None,
+    tracer: _Tracer = _NO_TRACER,
 ) -> AsyncIterator[tuple[RuntimeClient, ImageClient]]:
     """Open clients for both services; the image endpoint defaults to the runtime's.
 
     No connection is made until the first call, so a runtime that is not up yet is
     reported by that call (``RuntimeUnavailable``), not here.
     """
-    runtime_channel = CriChannel(runtime_endpoint, observer=observer)
+    runtime_channel = CriChannel(runtime_endpoint, observer=observer, tracer=tracer)
     image_channel = (
-        CriChannel(image_endpoint, observer=observer)
+        CriChannel(image_endpoint, observer=observer, tracer=tracer)
         if image_endpoint and image_endpoint != runtime_endpoint
         else runtime_channel
     )

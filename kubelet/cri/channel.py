@@ -28,6 +28,8 @@ import trio
 import trio_asyncio
 from grpclib.client import Channel
 
+from kubelet.tracing import NO_TRACER, Tracer
+
 from . import aioloop, framerepr, trace
 from .codec import MAX_MESSAGE_BYTES, LimitedProtoCodec
 from .endpoint import socket_path
@@ -75,7 +77,9 @@ def _wire_timeout(timeout: float | None) -> float | None:
     return None if timeout is None else math.ceil(timeout) + 1.0
 
 
-async def _unary(method: Any, request: Any, wire_timeout: float | None) -> Any:
+async def _unary(
+    method: Any, request: Any, wire_timeout: float | None, metadata: dict[str, str] | None
+) -> Any:
     """One unary call on the asyncio side: ``method(request)`` without grpclib's timer.
 
     grpclib arms an asyncio timer (``DeadlineWrapper``) for every call with a timeout; ours
@@ -83,7 +87,7 @@ async def _unary(method: Any, request: Any, wire_timeout: float | None) -> Any:
     :func:`_wire_timeout`), so the stream is entered without the deadline and gets it back
     before the request is sent: ``grpc-timeout`` still tells the runtime.
     """
-    stream = method.open(timeout=wire_timeout)
+    stream = method.open(timeout=wire_timeout, metadata=metadata)
     deadline, stream._deadline = stream._deadline, None
     async with stream:
         stream._deadline = deadline
@@ -173,6 +177,7 @@ class CriChannel:
         max_message_bytes: int = MAX_MESSAGE_BYTES,
         max_concurrent_calls: int = MAX_CONCURRENT_CALLS,
         observer: Observer | None = None,
+        tracer: Tracer = NO_TRACER,
     ) -> None:
         self.endpoint = endpoint
         self.path = socket_path(endpoint)
@@ -183,6 +188,8 @@ class CriChannel:
         self._closed = False
         self.observer = observer
         """Called after every call with (rpc, seconds, error or None): runtime metrics."""
+        self.tracer = tracer
+        """A client span per call, its ``traceparent`` sent as gRPC metadata (otelgrpc's)."""
 
     def _require_loop(self) -> None:
         if trio_asyncio.current_loop.get() is None:
@@ -212,6 +219,29 @@ class CriChannel:
         Failures come back as ``CriError`` subclasses; ``trio.Cancelled`` passes through
         untouched.
         """
+        if not self.tracer.enabled:
+            return await self._call(rpc, method, request, timeout, None)
+        name = method.name.lstrip("/")  # runtime.v1.RuntimeService/RunPodSandbox
+        service, _, short = name.rpartition("/")
+        attributes = {"rpc.system": "grpc", "rpc.service": service, "rpc.method": short}
+        with self.tracer.client_span(name, attributes) as span:
+            try:
+                reply = await self._call(rpc, method, request, timeout, span.headers)
+            except CriError as exc:
+                if exc.code is not None:
+                    span.set_attribute("rpc.grpc.status_code", exc.code.value)
+                raise
+            span.set_attribute("rpc.grpc.status_code", 0)
+            return reply
+
+    async def _call(
+        self,
+        rpc: str,
+        method: Any,
+        request: Any,
+        timeout: float | None,
+        metadata: dict[str, str] | None,
+    ) -> Any:
         self.channel()
         started = trio.current_time()
         traced = time.monotonic() if trace.TRACE is not None else None
@@ -231,7 +261,9 @@ class CriChannel:
                 try:
                     if traced is not None:
                         slot = time.monotonic()  # the trace tells the wait for a slot apart
-                    return await _on_asyncio(_unary, method, request, _wire_timeout(timeout))
+                    return await _on_asyncio(
+                        _unary, method, request, _wire_timeout(timeout), metadata
+                    )
                 finally:
                     limiter.release()
             assert scope.cancelled_caught

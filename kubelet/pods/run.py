@@ -28,6 +28,7 @@ from kubelet.prober import ProberManager
 from kubelet.runtime import PodRuntime, RuntimeInfo
 from kubelet.sources import PodConfig
 from kubelet.status import StatusManager
+from kubelet.tracing import NO_TRACER, Tracer
 
 from .admission import AdmissionFacts, Rejection, ResizeAdmission, ResourceAdmission
 from .allocation import Allocations
@@ -148,6 +149,8 @@ class LifecycleParts:
     kill_requests: trio.MemoryReceiveChannel[KillRequest] | None = None
     """graceful node shutdown's requests to stop pods (None: no shutdown manager)"""
     shutdown_admission: Callable[[], tuple[bool, str, str]] | None = None
+    tracer: Tracer = NO_TRACER
+    """spans of the pod workers' steps"""
 
 
 async def run_pod_lifecycle(
@@ -175,6 +178,7 @@ async def run_pod_lifecycle(
             POD_READY_TO_START_CONTAINERS_CONDITION
         ),
         allocations=Allocations(p.pleg.cache.get, checkpoint, saved),
+        tracer=p.tracer,
     )
     p.desired.allocated = syncer.allocations.allocated  # the QoS cgroups size what runs
     results_send, results = trio.open_memory_channel[WorkerResult](math.inf)

@@ -36,6 +36,7 @@ from kubelet.status import (
     terminated_status,
     with_container_readiness,
 )
+from kubelet.tracing import NO_TRACER, Attributes, Tracer
 
 from .admission import Rejection, rejection_message
 from .allocation import Allocations
@@ -100,6 +101,18 @@ class _Generated:
         )
 
 
+def _span(pod: Pod, update: str) -> Attributes:
+    """A pod step's span attributes, upstream's."""
+    meta = pod.metadata
+    return {
+        "k8s.pod.uid": pod.uid,
+        "k8s.pod": f"{meta.namespace}/{meta.name}",
+        "k8s.pod.name": meta.name,
+        "k8s.pod.update_type": update,
+        "k8s.namespace.name": meta.namespace,
+    }
+
+
 class TeardownIncomplete(RuntimeError):
     """Something of the pod is still on the runtime after a teardown pass."""
 
@@ -135,8 +148,12 @@ class KubeletPodSyncer:
         metrics: KubeletMetrics | None = None,
         ready_to_start_condition: bool = True,
         allocations: Allocations | None = None,
+        tracer: Tracer = NO_TRACER,
     ) -> None:
         self.cache = cache
+        self.tracer = tracer
+        """A span per step ("syncPod", "syncTerminatingPod"): its CRI and API calls are
+        the span's children."""
         self.allocations = allocations if allocations is not None else Allocations(cache.get)
         """Each pod's allocation: what it runs with, whatever a resize asks (``resize``)."""
         self.pod_runtime = pod_runtime
@@ -176,8 +193,9 @@ class KubeletPodSyncer:
             seen = pod.first_seen
             since = self.wall_clock() - seen if seen is not None else None
             self.metrics.observe_worker_start(since, len(pod.spec.containers))
+        update = "create" if first else "sync"
         try:
-            with self.cache.in_hand(pod.uid):
+            with self.cache.in_hand(pod.uid), self.tracer.span("syncPod", _span(pod, update)):
                 return await self._sync_pod(pod)
         except BaseException:
             self.acted_at[pod.uid] = self.cache.mark()  # what it did: read afresh next
@@ -427,7 +445,10 @@ class KubeletPodSyncer:
 
     async def terminate_pod(self, pod: Pod, grace: int | None) -> None:
         try:
-            with self.cache.in_hand(pod.uid):
+            with (
+                self.cache.in_hand(pod.uid),
+                self.tracer.span("syncTerminatingPod", _span(pod, "kill")),
+            ):
                 await self._terminate_pod(pod, grace)
         except BaseException:
             self.acted_at[pod.uid] = self.cache.mark()  # what it did: read afresh next

@@ -27,6 +27,7 @@ from kubelet.cri import CriError, api, labels
 from kubelet.logs import get_logger
 from kubelet.metrics import KubeletMetrics, exposition
 from kubelet.stats import HostStats, SummaryProvider, cgroup_figures
+from kubelet.tracing import NO_TRACER, Tracer
 
 from . import healthz, zpages
 from .asgi import (
@@ -85,6 +86,10 @@ def _bucket(path: str) -> str:
     return parts[0]
 
 
+SERVER_SPAN = "KubeletAPI"
+"""The name of the kubelet server's spans (upstream's handler operation)."""
+
+
 @attrs.define
 class KubeletApp:
     """One server's routes; ``auth`` None means no authentication (read-only server)."""
@@ -115,6 +120,8 @@ class KubeletApp:
     slis: HealthSLIs | None = None
     debug_flags: bool = False
     profiling: bool = False
+    tracer: Tracer = NO_TRACER
+    """A server span per request ("KubeletAPI"; on the read-only port a new trace)."""
     """``/debug/pprof/`` (enableProfilingHandler, with the debugging handlers)."""
     """``PUT /debug/flags/v`` (enableDebugFlagsHandler, with the debugging handlers)."""
     """``/logs/`` (enableSystemLogHandler); None: 405 "logs endpoint is disabled."."""
@@ -127,6 +134,22 @@ class KubeletApp:
         if scope["type"] != "http":
             return  # no lifespan or websocket handling
         request = Request.from_scope(scope, receive)
+        if self.tracer.enabled:
+            with self.tracer.server_span(
+                SERVER_SPAN,
+                request.headers,
+                {"http.request.method": request.method, "url.path": request.path},
+                public=self.auth is None,
+            ) as span:
+                status = await self._serve(scope, request, receive, send)
+                span.set_attribute("http.response.status_code", status)
+                if status >= 500:
+                    span.set_error(f"HTTP {status}")
+        else:
+            await self._serve(scope, request, receive, send)
+
+    async def _serve(self, scope: Scope, request: Request, receive: Receive, send: Send) -> int:
+        """Answer ``request``; its status (101: the connection carried a stream)."""
         started = time.monotonic()
         labels_ = self._metric_labels(request)
         if self.metrics is not None:
@@ -151,6 +174,7 @@ class KubeletApp:
             srcIP=scope.get("client", ("", 0))[0] if scope.get("client") else "",
             resp=getattr(response, "status", 101),
         )
+        return int(getattr(response, "status", 101))
 
     def _metric_labels(self, request: Request) -> tuple[str, str, str, str]:
         method = request.method if request.method in METHODS else "other"

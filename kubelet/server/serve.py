@@ -28,6 +28,7 @@ from kubelet.config import Options, features
 from kubelet.metrics import KubeletMetrics
 from kubelet.node.certificates import CertificateManager, CertKeyPair
 from kubelet.stats import HostStats, SummaryProvider
+from kubelet.tracing import NO_TRACER, Tracer
 
 from . import healthz
 from .accept import AcceptLoop
@@ -134,6 +135,8 @@ class ServerParts:
     """serverTLSBootstrap's serving certificates, when on"""
     file_io: RunSync = in_thread
     """where the TLS files are read and parsed (a worker thread; fake-clock tests: inline)"""
+    tracer: Tracer = NO_TRACER
+    """server spans for the main and read-only ports"""
 
 
 async def serve(
@@ -161,6 +164,7 @@ async def serve(
         ),
     ]
     apps = _Apps(backend, options, checks, parts.reviews, metrics, parts.host, parts.stats)
+    apps.tracer = parts.tracer
     listeners = _Listeners(parts.ephemeral_ports)
     lag = LoopLag(metrics.observe_loop_lag if metrics is not None else lambda seconds: None)
     async with watching_loop(lag), trio.open_nursery() as nursery:
@@ -313,6 +317,7 @@ class _Apps:
         self._host = host
         self._slis = HealthSLIs()
         self._started = time.time()
+        self.tracer: Tracer = NO_TRACER
         config = options.config
         self._stats = stats or SummaryProvider(
             backend.runtime,
@@ -365,4 +370,5 @@ class _Apps:
             slis=self._slis,
             debug_flags=config.enable_debug_flags_handler,
             profiling=config.enable_profiling_handler,
+            tracer=self.tracer,
         )

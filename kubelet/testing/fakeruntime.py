@@ -176,6 +176,8 @@ class CallRecord:
     time: float
     finished: float | None = None
     outcome: str = "pending"
+    metadata: dict[str, str] = attrs.field(factory=dict)
+    """The call's gRPC metadata as sent (``traceparent`` when the kubelet traces)."""
 
 
 @attrs.define
@@ -337,7 +339,8 @@ class _Service:
     def _handler(self, rpc: str) -> Callable[[Any], Any]:
         async def handle(stream: Any) -> None:
             request = await stream.recv_message()
-            response = await self._fake._dispatch(rpc, request)
+            metadata = {k: v for k, v in stream.metadata.items() if isinstance(v, str)}
+            response = await self._fake._dispatch(rpc, request, metadata)
             await stream.send_message(response)
 
         return handle
@@ -650,11 +653,13 @@ class FakeRuntime:
         self._ids += 1
         return hashlib.sha256(f"fakeruntime-{self._ids}".encode()).hexdigest()
 
-    async def _dispatch(self, rpc: str, request: Any) -> Any:
+    async def _dispatch(
+        self, rpc: str, request: Any, metadata: dict[str, str] | None = None
+    ) -> Any:
         self.call_counts[rpc] += 1
         if not self.record_calls:
             return await self._call(rpc, request)
-        record = CallRecord(rpc, _key_args(request), self._clock())
+        record = CallRecord(rpc, _key_args(request), self._clock(), metadata=metadata or {})
         self.calls.append(record)
         try:
             result = await self._call(rpc, request)
