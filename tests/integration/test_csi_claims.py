@@ -1,0 +1,191 @@
+"""A PersistentVolumeClaim bound to a CSI PersistentVolume through the whole kubelet:
+FakeApiServer holds the claim, its volume, the CSIDriver and the VolumeAttachment;
+FakeCsiDriver registers through ``plugins_registry`` (fake clock)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import trio
+from prometheus_client.parser import text_string_to_metric_families
+
+from kubelet.testing import FakeApiServer, FakeRuntime
+from kubelet.testing.fakecsi import FakeCsiDriver, FakeRegistrar
+from kubelet.volumes.csi import attachment_name, global_dir
+
+from .cluster_harness import Cluster, running_cluster
+from .kubelet_harness import KUBELET_IMAGES, NODE
+
+DRIVER = "pd.csi.example"
+HANDLE = "vol-7"
+
+
+@pytest.fixture
+def fake_images() -> tuple[str, ...]:
+    return KUBELET_IMAGES
+
+
+def csi_claim(
+    api: FakeApiServer, *, size: str = "1Gi", volume_mode: str = "Filesystem", **csi: Any
+) -> dict[str, Any]:
+    """The claim ``data`` bound to the CSI PersistentVolume ``pv-data``, its CSIDriver
+    (attachment required) and the attach/detach controller's VolumeAttachment."""
+    pvc = api.create(
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "data", "namespace": "default"},
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "volumeName": "pv-data",
+                "volumeMode": volume_mode,
+                "resources": {"requests": {"storage": size}},
+            },
+            "status": {"phase": "Bound", "capacity": {"storage": size}},
+        }
+    )
+    meta = pvc["metadata"]
+    api.create(
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": "pv-data"},
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "capacity": {"storage": size},
+                "volumeMode": volume_mode,
+                "claimRef": {
+                    "kind": "PersistentVolumeClaim",
+                    "namespace": "default",
+                    "name": "data",
+                    "uid": meta["uid"],
+                },
+                "csi": {"driver": DRIVER, "volumeHandle": HANDLE, "fsType": "ext4", **csi},
+            },
+        }
+    )
+    api.create(
+        {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "CSIDriver",
+            "metadata": {"name": DRIVER},
+            "spec": {"attachRequired": True},
+        }
+    )
+    api.create(
+        {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "VolumeAttachment",
+            "metadata": {"name": attachment_name(HANDLE, DRIVER, NODE)},
+            "spec": {
+                "attacher": DRIVER,
+                "nodeName": NODE,
+                "source": {"persistentVolumeName": "pv-data"},
+            },
+            "status": {"attached": True, "attachmentMetadata": {"devicePath": "/dev/vdb"}},
+        }
+    )
+    return pvc
+
+
+def claim_pod(c: Cluster, name: str) -> dict[str, Any]:
+    return c.create_pod(
+        name,
+        volumes=[{"name": "store", "persistentVolumeClaim": {"claimName": "data"}}],
+        containers=[
+            {
+                "name": "app",
+                "image": "busybox:1.35",
+                "volumeMounts": [{"name": "store", "mountPath": "/store"}],
+            }
+        ],
+    )
+
+
+async def registered(c: Cluster, driver: FakeCsiDriver) -> FakeRegistrar:
+    registrar = FakeRegistrar(c.tmp / "root" / "plugins_registry", driver.name, str(driver.path))
+    await registrar.start()
+    await c.wait_for(lambda: registrar.registered is True)
+    return registrar
+
+
+def target(c: Cluster, uid: str) -> str:
+    return str(c.tmp / "root/pods" / uid / "volumes/kubernetes.io~csi/store/mount")
+
+
+async def read_only_port(c: Cluster, path: str) -> httpx.Response:
+    assert c.components is not None and c.components.addresses is not None
+    async with httpx.AsyncClient() as client:
+        return await client.get(f"http://{c.components.addresses.read_only}{path}")
+
+
+def claim_gauges(text: str) -> dict[str, float]:
+    return {
+        s.name: s.value
+        for f in text_string_to_metric_families(text)
+        if f.name.startswith("kubelet_volume_stats_")
+        for s in f.samples
+        if s.labels == {"namespace": "default", "persistentvolumeclaim": "data"}
+    }
+
+
+async def test_a_claim_on_a_csi_volume_is_staged_published_measured_and_torn_down(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    async with running_cluster(fake, short_tmp, extra=["--read-only-port=10255"]) as c:
+        csi_claim(c.api)
+        driver = FakeCsiDriver(short_tmp / "pd.sock", DRIVER, stage=True)
+        async with driver.serve():
+            registrar = await registered(c, driver)
+            first = claim_pod(c, "first")["metadata"]["uid"]
+            await c.wait_for(lambda: c.phase("first") == "Running", timeout=60)
+            staging = f"{global_dir(str(short_tmp / 'root'), DRIVER, HANDLE)}/globalmount"
+            (stage,) = driver.requests("NodeStageVolume")
+            assert (stage.volume_id, stage.staging_target_path) == (HANDLE, staging)
+            assert stage.publish_context == {"devicePath": "/dev/vdb"}
+            (publish,) = driver.requests("NodePublishVolume")
+            assert (publish.target_path, publish.staging_target_path) == (target(c, first), staging)
+            (container,) = c.running_containers()
+            assert ("/store", target(c, first)) in [
+                (m.container_path, m.host_path) for m in container.config.mounts
+            ]
+            in_use = f"kubernetes.io/csi/{DRIVER}^{HANDLE}"
+            await c.wait_for(
+                lambda: (
+                    in_use
+                    in ((c.api.get("nodes", "", NODE) or {}).get("status") or {}).get(
+                        "volumesInUse", []
+                    )
+                )
+            )
+            # the summary's row and /metrics come from the driver's figures
+            await trio.sleep(70)  # a volume stats period
+            summary = (await read_only_port(c, "/stats/summary")).json()
+            (pod,) = [p for p in summary["pods"] if p["podRef"]["name"] == "first"]
+            (row,) = [v for v in pod["volume"] if v["name"] == "store"]
+            assert row["pvcRef"] == {"name": "data", "namespace": "default"}
+            assert (row["capacityBytes"], row["availableBytes"], row["usedBytes"]) == (
+                1 << 30,
+                1 << 29,
+                1 << 29,
+            )
+            gauges = claim_gauges((await read_only_port(c, "/metrics")).text)
+            assert gauges["kubelet_volume_stats_capacity_bytes"] == 1 << 30
+            assert gauges["kubelet_volume_stats_inodes_used"] == 100
+            # the pod goes: unpublished, then unstaged (no other pod publishes it)
+            c.api.delete("pods", "default", "first", grace=0)
+            await c.wait_for(lambda: bool(driver.requests("NodeUnstageVolume")), timeout=60)
+            (unpublish,) = driver.requests("NodeUnpublishVolume")
+            assert unpublish.target_path == target(c, first)
+            assert driver.published == {} and driver.staged == {}
+            # another pod gets the same volume, staged and published again
+            second = claim_pod(c, "second")["metadata"]["uid"]
+            await c.wait_for(lambda: c.phase("second") == "Running", timeout=60)
+            assert len(driver.requests("NodeStageVolume")) == 2
+            assert driver.published == {target(c, second): HANDLE}
+            c.api.delete("pods", "default", "second", grace=0)
+            await c.wait_for(lambda: len(driver.requests("NodeUnstageVolume")) == 2, timeout=60)
+            await registrar.stop()
