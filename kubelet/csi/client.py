@@ -23,6 +23,8 @@ MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 STAGE_UNSTAGE_VOLUME = pb.NodeServiceCapability.RPC.STAGE_UNSTAGE_VOLUME
 GET_VOLUME_STATS = pb.NodeServiceCapability.RPC.GET_VOLUME_STATS
 VOLUME_MOUNT_GROUP = pb.NodeServiceCapability.RPC.VOLUME_MOUNT_GROUP
+VOLUME_CONDITION = pb.NodeServiceCapability.RPC.VOLUME_CONDITION
+EXPAND_VOLUME = pb.NodeServiceCapability.RPC.EXPAND_VOLUME
 
 
 @attrs.frozen
@@ -44,7 +46,8 @@ class VolumeUsage:
     inodes: int | None = None
     inodes_free: int | None = None
     inodes_used: int | None = None
-    abnormal: bool = False
+    abnormal: bool | None = None
+    """the volume_condition's verdict (None: the driver gave none)"""
     message: str = ""
 
 
@@ -189,6 +192,6 @@ class CsiClient:
         condition = reply.volume_condition if reply.HasField("volume_condition") else None
         return VolumeUsage(
             **out,  # type: ignore[arg-type]
-            abnormal=bool(condition and condition.abnormal),
+            abnormal=condition.abnormal if condition is not None else None,
             message=condition.message if condition else "",
         )

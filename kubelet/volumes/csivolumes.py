@@ -10,10 +10,19 @@ import shutil
 from collections.abc import Mapping
 from typing import Any
 
+import attrs
+
 from kubelet.api import ApiClient, NotFound, Pod, Volume
 from kubelet.boundedio import InputRefused
 from kubelet.cri import CriError
-from kubelet.csi import CsiClient, CsiDrivers, VolumeUsage, capability, unique_volume_name
+from kubelet.csi import (
+    VOLUME_CONDITION,
+    CsiClient,
+    CsiDrivers,
+    VolumeUsage,
+    capability,
+    unique_volume_name,
+)
 from kubelet.env import EnvLookup
 from kubelet.goformat import rfc3339
 from kubelet.stats import ReportedUsage
@@ -344,9 +353,11 @@ class CsiVolumes:
 
     # -- stats ----------------------------------------------------------------------------
 
-    async def stats(self, uid: str) -> dict[str, VolumeUsage]:
+    async def stats(self, uid: str, health: bool = False) -> dict[str, VolumeUsage]:
         """NodeGetVolumeStats of each published CSI volume of the pod whose driver has
-        GET_VOLUME_STATS; a volume whose driver fails is left out."""
+        GET_VOLUME_STATS; a volume whose driver fails is left out. Its volume condition
+        counts only with ``health`` (gate CSIVolumeHealth) and a driver that announces
+        VOLUME_CONDITION, as upstream's."""
         base = os.path.join(pod_dir(self.root_dir, uid), "volumes", CSI_PLUGIN_DIR)
         out: dict[str, VolumeUsage] = {}
         try:
@@ -359,9 +370,13 @@ class CsiVolumes:
                 driver = self.drivers.get(data.get("driverName", ""))
                 if driver is None:
                     continue
-                out[name] = await driver.client.volume_stats(
+                usage = await driver.client.volume_stats(
                     data.get("volumeHandle", ""), os.path.join(base, name, "mount")
                 )
+                caps = await driver.client.node_get_capabilities() if health else frozenset()
+                if VOLUME_CONDITION not in caps:
+                    usage = attrs.evolve(usage, abnormal=None, message="")
+                out[name] = usage
         return out
 
 
@@ -382,9 +397,10 @@ def _exists(path: str) -> bool:
 
 
 async def csi_volume_stats(
-    root_dir: str, drivers: CsiDrivers, uid: str
+    root_dir: str, drivers: CsiDrivers, uid: str, *, health: bool = False
 ) -> dict[str, ReportedUsage]:
-    """The pod's CSI volumes' figures from their drivers, for the stats summary."""
+    """The pod's CSI volumes' figures from their drivers, for the stats summary (and
+    their condition with ``health``: gate CSIVolumeHealth)."""
     volumes = CsiVolumes(root_dir, drivers, api=None, node_name="")
     return {
         name: ReportedUsage(
@@ -394,6 +410,7 @@ async def csi_volume_stats(
             inodes=u.inodes or 0,
             inodes_free=u.inodes_free or 0,
             inodes_used=u.inodes_used or 0,
+            abnormal=u.abnormal,
         )
-        for name, u in (await volumes.stats(uid)).items()
+        for name, u in (await volumes.stats(uid, health)).items()
     }

@@ -189,3 +189,43 @@ async def test_a_claim_on_a_csi_volume_is_staged_published_measured_and_torn_dow
             c.api.delete("pods", "default", "second", grace=0)
             await c.wait_for(lambda: len(driver.requests("NodeUnstageVolume")) == 2, timeout=60)
             await registrar.stop()
+
+
+async def summary_and_gauges(c: Cluster) -> tuple[dict[str, Any], dict[str, float]]:
+    summary = (await read_only_port(c, "/stats/summary")).json()
+    (pod,) = [p for p in summary["pods"] if p["podRef"]["name"] == "first"]
+    (row,) = [v for v in pod["volume"] if v["name"] == "store"]
+    return row, claim_gauges((await read_only_port(c, "/metrics")).text)
+
+
+@pytest.mark.parametrize("gate", [True, False])
+async def test_a_drivers_volume_condition_is_reported_with_the_csi_volume_health_gate(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock, gate: bool
+) -> None:
+    extra = ["--read-only-port=10255", f"--feature-gates=CSIVolumeHealth={str(gate).lower()}"]
+    async with running_cluster(fake, short_tmp, extra=extra) as c:
+        csi_claim(c.api)
+        driver = FakeCsiDriver(short_tmp / "pd.sock", DRIVER, condition=(True, "disk gone"))
+        async with driver.serve():
+            registrar = await registered(c, driver)
+            claim_pod(c, "first")
+            await c.wait_for(lambda: c.phase("first") == "Running", timeout=60)
+            await trio.sleep(70)
+            row, gauges = await summary_and_gauges(c)
+            abnormal = "kubelet_volume_stats_health_status_abnormal"
+            if not gate:  # upstream's default: no condition anywhere
+                assert "volumeHealthStats" not in row and abnormal not in gauges
+                await registrar.stop()
+                return
+            assert row["volumeHealthStats"] == {"abnormal": True}
+            assert gauges[abnormal] == 1
+            driver.condition = (False, "fine")
+            await trio.sleep(70)
+            row, gauges = await summary_and_gauges(c)
+            assert row["volumeHealthStats"] == {"abnormal": False}
+            assert gauges[abnormal] == 0
+            driver.condition = None  # a driver without VOLUME_CONDITION: not reported
+            await trio.sleep(70)
+            row, gauges = await summary_and_gauges(c)
+            assert "volumeHealthStats" not in row and abnormal not in gauges
+            await registrar.stop()
