@@ -169,6 +169,32 @@ class CsiClient:
             "NodeUnpublishVolume", node.NodeUnpublishVolume, request, OPERATION_TIMEOUT
         )
 
+    async def expand(
+        self,
+        volume_id: str,
+        volume_path: str,
+        required_bytes: int,
+        cap: pb.VolumeCapability,
+        *,
+        staging_path: str = "",
+        secrets: Mapping[str, str] | None = None,
+    ) -> int:
+        """NodeExpandVolume: the volume's filesystem grown to ``required_bytes``; the
+        capacity the driver reports (0: not said)."""
+        request = pb.NodeExpandVolumeRequest(
+            volume_id=volume_id,
+            volume_path=volume_path,
+            capacity_range=pb.CapacityRange(required_bytes=required_bytes),
+            staging_target_path=staging_path,
+            volume_capability=cap,
+            secrets=dict(secrets or {}),
+        )
+        node = self._stub()
+        reply = await self._channel.call(
+            "NodeExpandVolume", node.NodeExpandVolume, request, OPERATION_TIMEOUT
+        )
+        return int(reply.capacity_bytes)
+
     async def volume_stats(self, volume_id: str, volume_path: str) -> VolumeUsage:
         request = pb.NodeGetVolumeStatsRequest(volume_id=volume_id, volume_path=volume_path)
         node = self._stub()

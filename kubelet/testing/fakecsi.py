@@ -227,6 +227,11 @@ class FakeCsiDriver(_Served):
                 csi.NodeUnpublishVolumeResponse,
                 self._unpublish,
             ),
+            "NodeExpandVolume": (
+                csi.NodeExpandVolumeRequest,
+                csi.NodeExpandVolumeResponse,
+                self._expand,
+            ),
             "NodeGetVolumeStats": (
                 csi.NodeGetVolumeStatsRequest,
                 csi.NodeGetVolumeStatsResponse,
@@ -307,6 +312,12 @@ class FakeCsiDriver(_Served):
             os.rmdir(target)
         self.published.pop(target, None)
         return csi.NodeUnpublishVolumeResponse()
+
+    def _expand(self, request: csi.NodeExpandVolumeRequest) -> csi.NodeExpandVolumeResponse:
+        required = request.capacity_range.required_bytes
+        if self.stats is not None:
+            self.stats = (required, *self.stats[1:])
+        return csi.NodeExpandVolumeResponse(capacity_bytes=required)
 
     def _volume_stats(self, request: Any) -> csi.NodeGetVolumeStatsResponse:
         if self.stats is None:

@@ -12,10 +12,11 @@ from typing import Any
 
 import attrs
 
-from kubelet.api import ApiClient, NotFound, Pod, Volume
+from kubelet.api import ApiClient, NotFound, PatchType, Pod, Volume
 from kubelet.boundedio import InputRefused
 from kubelet.cri import CriError
 from kubelet.csi import (
+    EXPAND_VOLUME,
     VOLUME_CONDITION,
     CsiClient,
     CsiDrivers,
@@ -45,6 +46,7 @@ from .csi import (
     write_vol_data,
 )
 from .dirs import mkdir_all
+from .expansion import expansion, finished_patch, in_progress_patch, storage_bytes
 from .hostpath import VolumeError
 from .ownership import fs_group, set_volume_ownership
 from .paths import pod_dir, pods_dir, volume_dir
@@ -81,6 +83,8 @@ class CsiVolumes:
         self.node_name = node_name
         self.lookup = lookup
         self.tokens = tokens
+        self._sizes: dict[tuple[str, str], int] = {}
+        """(uid, volume) → the PersistentVolume's capacity when it was published"""
         self._published: dict[tuple[str, str], bool] = {}
         """(uid, volume) → published by this process (False: publish again, requiresRepublish)"""
 
@@ -98,7 +102,53 @@ class CsiVolumes:
         it, after its VolumeAttachment reports attached when the CSIDriver requires
         attachment. Returns the host path to mount into containers; raises VolumeError
         (the pod waits, the message is its FailedMount event) until it can."""
-        return await self._publish(pod, persistent_source(volume_name, pv, read_only))
+        path = await self._publish(pod, persistent_source(volume_name, pv, read_only))
+        size = storage_bytes((pv.get("spec") or {}).get("capacity"))
+        if size is not None:
+            self._sizes.setdefault((pod.uid, volume_name), size)
+        return path
+
+    async def expand_claim(
+        self, pod: Pod, volume_name: str, pvc: Mapping[str, Any], pv: Mapping[str, Any]
+    ) -> bool:
+        """A published claim volume grown on the node when its claim and volume say so
+        (see ``expansion``), through NodeExpandVolume when the driver has EXPAND_VOLUME;
+        the claim's status patched as upstream's kubelet does. True when expanded;
+        raises VolumeError (tried again at the next sync) or the API's errors."""
+        key = (pod.uid, volume_name)
+        wanted = expansion(pvc, pv, self._sizes.get(key))
+        if wanted is None or self.api is None or key not in self._published:
+            return False
+        source = persistent_source(volume_name, pv, False)
+        driver = self.drivers.get(source.driver)
+        if driver is None or EXPAND_VOLUME not in await driver.client.node_get_capabilities():
+            return False
+        meta = pvc.get("metadata") or {}
+        status_path = (
+            f"/api/v1/namespaces/{meta.get('namespace', '')}/persistentvolumeclaims/"
+            f"{meta.get('name', '')}/status"
+        )
+        if wanted.update_claim:
+            await self.api.patch(status_path, in_progress_patch(), PatchType.MERGE)
+        staging = os.path.join(
+            global_dir(self.root_dir, source.driver, source.handle), "globalmount"
+        )
+        try:
+            await driver.client.expand(
+                source.handle,
+                self.target(pod.uid, volume_name),
+                wanted.size,
+                capability(source.read_only, source.fs_type, source.mount_options),
+                staging_path=staging
+                if _exists(os.path.join(os.path.dirname(staging), VOL_DATA))
+                else "",
+            )
+        except CriError as exc:
+            raise VolumeError(f"MountVolume.NodeExpandVolume failed : {_rpc_error(exc)}") from exc
+        self._sizes[key] = wanted.size
+        if wanted.update_claim:
+            await self.api.patch(status_path, finished_patch(pvc, wanted.quantity), PatchType.MERGE)
+        return True
 
     def published_path(self, uid: str, name: str) -> str | None:
         """The volume's path when this process published it (a failed republish leaves
@@ -317,6 +367,7 @@ class CsiVolumes:
         with contextlib.suppress(OSError):
             os.rmdir(vol_root)
         self._published.pop((uid, name), None)
+        self._sizes.pop((uid, name), None)
         if data.get("volumeLifecycleMode") != EPHEMERAL and not self._published_anywhere(
             driver_name, handle
         ):

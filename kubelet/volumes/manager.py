@@ -50,6 +50,7 @@ from .mounts import is_separate_filesystem, mounts_under, unmount
 from .ownership import fs_group, set_volume_ownership, wanted_mode
 from .paths import EMPTY_DIR, pod_dir, pods_dir, volume_dir
 from .persistent import (
+    CSI,
     check_persistent_volume,
     csi_not_registered,
     mount_persistent_volume,
@@ -286,6 +287,8 @@ class VolumeManager:
         claims = self._claims()
         record = claims.get(pod.uid, {}).get(volume.name)
         if record is not None:
+            if record.plugin == CSI:
+                await self._expand_claim(pod, record)
             return record
         bound = await resolve_claim(pod, volume, self.claims or _NO_API)
         problem = volume_mode_problem(
@@ -318,6 +321,26 @@ class VolumeManager:
         _write_record(pod_dir(self.root_dir, pod.uid), record)
         claims.setdefault(pod.uid, {})[volume.name] = record
         return record
+
+    async def _expand_claim(self, pod: Pod, record: ClaimRecord) -> None:
+        """A mounted CSI claim that grew: expanded on the node (``CsiVolumes.expand_claim``);
+        a failure is logged and tried again at the next sync, the pod runs on."""
+        if self.csi is None or self.claims is None:
+            return
+        try:
+            pvc = await self.claims.claim(record.namespace, record.claim)
+            pv = await self.claims.volume(record.pv)
+            if pvc is not None and pv is not None:
+                await self.csi.expand_claim(pod, record.volume, pvc, pv)
+        except Exception as exc:  # the API's and the driver's errors: the next sync retries
+            log.warning(
+                "pod %s: volume %s (claim %s/%s) not expanded: %s",
+                pod.key,
+                record.volume,
+                record.namespace,
+                record.claim,
+                exc,
+            )
 
     def _claims(self) -> dict[str, dict[str, ClaimRecord]]:
         """The claim volumes of every pod directory: read from disk the first time (an

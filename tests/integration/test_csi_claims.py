@@ -229,3 +229,68 @@ async def test_a_drivers_volume_condition_is_reported_with_the_csi_volume_health
             row, gauges = await summary_and_gauges(c)
             assert "volumeHealthStats" not in row and abnormal not in gauges
             await registrar.stop()
+
+
+def grow(c: Cluster, size: str, resize_status: str) -> None:
+    """The external resizer's part: the volume grown, the claim waiting for the node."""
+    c.api.patch("persistentvolumes", None, "pv-data", {"spec": {"capacity": {"storage": size}}})
+    c.api.patch(
+        "persistentvolumeclaims",
+        "default",
+        "data",
+        {"spec": {"resources": {"requests": {"storage": size}}}},
+    )
+
+    def status(current: dict[str, Any]) -> None:
+        current["conditions"] = [
+            {"type": "FileSystemResizePending", "status": "True"},
+            {"type": "ModifyingVolume", "status": "True"},
+        ]
+        if resize_status:
+            current["allocatedResourceStatuses"] = {"storage": resize_status}
+
+    c.api.update_status("persistentvolumeclaims", "default", "data", status)
+
+
+@pytest.mark.parametrize("expand", [True, False])
+async def test_a_grown_claim_is_expanded_on_the_node_and_its_status_follows(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock, expand: bool
+) -> None:
+    async with running_cluster(fake, short_tmp, extra=["--read-only-port=10255"]) as c:
+        csi_claim(c.api)
+        driver = FakeCsiDriver(short_tmp / "pd.sock", DRIVER, stage=True, expand=expand)
+        async with driver.serve():
+            registrar = await registered(c, driver)
+            uid = claim_pod(c, "first")["metadata"]["uid"]
+            await c.wait_for(lambda: c.phase("first") == "Running", timeout=60)
+            await trio.sleep(120)
+            assert driver.requests("NodeExpandVolume") == []  # nothing grew
+            grow(c, "2Gi", "NodeResizePending")
+            await trio.sleep(120)  # a pod sync or two
+            claim = c.api.get("persistentvolumeclaims", "default", "data") or {}
+            if not expand:  # the driver cannot: nothing asked, the claim as it was
+                assert driver.requests("NodeExpandVolume") == []
+                assert claim["status"]["capacity"] == {"storage": "1Gi"}
+                assert claim["status"]["allocatedResourceStatuses"] == {
+                    "storage": "NodeResizePending"
+                }
+                await registrar.stop()
+                return
+            (request,) = driver.requests("NodeExpandVolume")
+            assert request.volume_id == HANDLE
+            assert request.volume_path == target(c, uid)
+            assert request.staging_target_path == (
+                f"{global_dir(str(short_tmp / 'root'), DRIVER, HANDLE)}/globalmount"
+            )
+            assert request.capacity_range.required_bytes == 2 << 30
+            assert request.volume_capability.mount.fs_type == "ext4"
+            assert claim["status"]["capacity"] == {"storage": "2Gi"}
+            assert "storage" not in (claim["status"].get("allocatedResourceStatuses") or {})
+            assert [x["type"] for x in claim["status"]["conditions"]] == ["ModifyingVolume"]
+            row, _ = await summary_and_gauges(c)
+            assert row["capacityBytes"] == 2 << 30
+            # grown again by a resizer that finishes on its own: not the node's business
+            grow(c, "3Gi", "")
+            await trio.sleep(120)
+            assert len(driver.requests("NodeExpandVolume")) == 1
+            await registrar.stop()
