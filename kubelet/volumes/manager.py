@@ -51,6 +51,7 @@ from .ownership import fs_group, set_volume_ownership, wanted_mode
 from .paths import EMPTY_DIR, pod_dir, pods_dir, volume_dir
 from .persistent import (
     CSI,
+    block_not_supported,
     check_persistent_volume,
     csi_not_registered,
     mount_persistent_volume,
@@ -299,6 +300,9 @@ class VolumeManager:
         )
         if problem is not None:
             raise ClaimError(f"error processing PVC {bound.namespace}/{bound.claim}: {problem}")
+        block = block_not_supported(bound)
+        if block is not None:
+            raise block
         plugin = plugin_of(bound)
         if plugin is None:
             raise ClaimError(unsupported_pv_message(bound.pv_name, bound.source_kind))

@@ -294,3 +294,38 @@ async def test_a_grown_claim_is_expanded_on_the_node_and_its_status_follows(
             await trio.sleep(120)
             assert len(driver.requests("NodeExpandVolume")) == 1
             await registrar.stop()
+
+
+async def test_a_block_volume_is_refused_by_name(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    async with running_cluster(fake, short_tmp) as c:
+        csi_claim(c.api, volume_mode="Block")
+        driver = FakeCsiDriver(short_tmp / "pd.sock", DRIVER, stage=True)
+        async with driver.serve():
+            registrar = await registered(c, driver)
+            c.create_pod(
+                "raw",
+                volumes=[{"name": "store", "persistentVolumeClaim": {"claimName": "data"}}],
+                containers=[
+                    {
+                        "name": "app",
+                        "image": "busybox:1.35",
+                        "volumeDevices": [{"name": "store", "devicePath": "/dev/xvda"}],
+                    }
+                ],
+            )
+            refused = (
+                'MapVolume.MapPodDevice failed for volume "pv-data" : block volumes (volumeMode '
+                "Block, volumeDevices) are not supported by this kubelet"
+            )
+            await c.wait_for(
+                lambda: any(
+                    e.get("reason") == "FailedMount" and refused in e["message"]
+                    for e in c.api.list("events", "default")
+                ),
+                timeout=30,
+            )
+            assert c.phase("raw") == "Pending" and c.running_containers() == []
+            assert driver.requests("NodeStageVolume") == driver.requests("NodePublishVolume") == []
+            await registrar.stop()
