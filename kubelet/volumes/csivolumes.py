@@ -144,7 +144,10 @@ class CsiVolumes:
                 else "",
             )
         except CriError as exc:
-            raise VolumeError(f"MountVolume.NodeExpandVolume failed : {_rpc_error(exc)}") from exc
+            raise VolumeError(
+                f'MountVolume.NodeExpandVolume failed for volume "{source.pv_name}" : '
+                f"{_rpc_error(exc)}"
+            ) from exc
         self._sizes[key] = wanted.size
         if wanted.update_claim:
             await self.api.patch(status_path, finished_patch(pvc, wanted.quantity), PatchType.MERGE)

@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 import pytest
 import trio
+from grpclib.const import Status
 from prometheus_client.parser import text_string_to_metric_families
 
 from kubelet.testing import FakeApiServer, FakeRuntime
@@ -289,10 +290,37 @@ async def test_a_grown_claim_is_expanded_on_the_node_and_its_status_follows(
             assert [x["type"] for x in claim["status"]["conditions"]] == ["ModifyingVolume"]
             row, _ = await summary_and_gauges(c)
             assert row["capacityBytes"] == 2 << 30
+            succeeded = f'MountVolume.NodeExpandVolume succeeded for volume "pv-data" {NODE}'
+            assert sorted(
+                e["involvedObject"]["kind"]
+                for e in c.api.list("events", "default")
+                if e.get("reason") == "FileSystemResizeSuccessful" and e["message"] == succeeded
+            ) == ["PersistentVolumeClaim", "Pod"]
             # grown again by a resizer that finishes on its own: not the node's business
             grow(c, "3Gi", "")
             await trio.sleep(120)
             assert len(driver.requests("NodeExpandVolume")) == 1
+            # a driver that fails: a warning, the claim waits, the next syncs try again
+            driver.faults.fail["NodeExpandVolume"] = (Status.RESOURCE_EXHAUSTED, "pool full")
+            grow(c, "4Gi", "NodeResizePending")
+            await trio.sleep(120)
+            assert len(driver.requests("NodeExpandVolume")) >= 3
+            failed = (
+                'MountVolume.NodeExpandVolume failed for volume "pv-data" : rpc error: '
+                "code = ResourceExhausted desc = pool full"
+            )
+            assert failed in [
+                e["message"]
+                for e in c.api.list("events", "default")
+                if e.get("reason") == "FileSystemResizeFailed"
+            ]
+            claim = c.api.get("persistentvolumeclaims", "default", "data") or {}
+            assert claim["status"]["capacity"] == {"storage": "2Gi"}
+            assert c.phase("first") == "Running"
+            driver.faults.fail.clear()
+            await trio.sleep(120)
+            claim = c.api.get("persistentvolumeclaims", "default", "data") or {}
+            assert claim["status"]["capacity"] == {"storage": "4Gi"}
             await registrar.stop()
 
 
