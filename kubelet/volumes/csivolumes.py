@@ -117,8 +117,9 @@ class CsiVolumes:
         raises VolumeError (tried again at the next sync) or the API's errors."""
         key = (pod.uid, volume_name)
         wanted = expansion(pvc, pv, self._sizes.get(key))
-        if wanted is None or self.api is None or key not in self._published:
-            return False
+        published = os.path.join(_volume_root(self.root_dir, pod.uid, volume_name), VOL_DATA)
+        if wanted is None or self.api is None or not _exists(published):
+            return False  # not published (by this kubelet or an earlier one): nothing to grow
         source = persistent_source(volume_name, pv, False)
         driver = self.drivers.get(source.driver)
         if driver is None or EXPAND_VOLUME not in await driver.client.node_get_capabilities():
