@@ -108,6 +108,20 @@ class CsiVolumes:
             self._sizes.setdefault((pod.uid, volume_name), size)
         return path
 
+    async def can_expand(self, uid: str, volume_name: str) -> bool:
+        """The pod's published CSI volume has a registered driver with EXPAND_VOLUME (so a
+        driver that cannot expand costs no API reads at each sync)."""
+        data_path = os.path.join(_volume_root(self.root_dir, uid, volume_name), VOL_DATA)
+        if not _exists(data_path):
+            return False
+        try:
+            driver = self.drivers.get(read_vol_data(data_path).get("driverName", ""))
+            return (
+                driver is not None and EXPAND_VOLUME in await driver.client.node_get_capabilities()
+            )
+        except (OSError, InputRefused, CriError):
+            return False
+
     async def expand_claim(
         self, pod: Pod, volume_name: str, pvc: Mapping[str, Any], pv: Mapping[str, Any]
     ) -> bool:

@@ -370,6 +370,8 @@ class VolumeManager:
         sync while the pod runs on."""
         if self.csi is None or self.claims is None:
             return []
+        if not await self.csi.can_expand(pod.uid, record.volume):
+            return []
         pvc: Mapping[str, Any] | None = None
         try:
             pvc = await self.claims.claim(record.namespace, record.claim)

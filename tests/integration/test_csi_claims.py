@@ -266,11 +266,14 @@ async def test_a_grown_claim_is_expanded_on_the_node_and_its_status_follows(
             await c.wait_for(lambda: c.phase("first") == "Running", timeout=60)
             await trio.sleep(120)
             assert driver.requests("NodeExpandVolume") == []  # nothing grew
+            reads = c.api.count("get", "persistentvolumeclaims")
+            assert reads > 0  # read when the volume was set up
             grow(c, "2Gi", "NodeResizePending")
             await trio.sleep(120)  # a pod sync or two
             claim = c.api.get("persistentvolumeclaims", "default", "data") or {}
             if not expand:  # the driver cannot: nothing asked, the claim as it was
                 assert driver.requests("NodeExpandVolume") == []
+                assert c.api.count("get", "persistentvolumeclaims") == reads  # not even read
                 assert claim["status"]["capacity"] == {"storage": "1Gi"}
                 assert claim["status"]["allocatedResourceStatuses"] == {
                     "storage": "NodeResizePending"
