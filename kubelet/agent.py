@@ -626,7 +626,12 @@ def _summary_provider(core: Core) -> SummaryProvider:
             misc=cfg.system_cgroups or None,
         ),
         pods_root=node_allocatable_root(cfg.cgroup_root or "/", cfg.cgroups_per_qos),
-        reported_volumes=functools.partial(csi_volume_stats, options.root_dir, core.csi),
+        reported_volumes=functools.partial(
+            csi_volume_stats,
+            options.root_dir,
+            core.csi,
+            health=options.features.enabled(features.CSI_VOLUME_HEALTH),
+        ),
     )
 
 

@@ -327,8 +327,11 @@ GATE_SUPPORT: Mapping[str, Support] = {
     ),
     "HostnameOverride": ok("spec.hostnameOverride; off, the field is ignored as upstream does"),
     "CRIListStreaming": missing("the CRI list calls are not streamed", _is(False)),
-    "CSIVolumeHealth": missing(
-        "CSI volume conditions (NodeGetVolumeStats abnormal) are not reported", _is(False)
+    "CSIVolumeHealth": partial(
+        "a CSI driver's volume condition (VOLUME_CONDITION) is in /stats/summary "
+        "volumeHealthStats and kubelet_volume_stats_health_status_abnormal; the pod's "
+        "VolumeConditionAbnormal event is not sent",
+        _is(False),
     ),
     "ClusterTrustBundleProjection": missing(
         "clusterTrustBundle volumes are not implemented", _is(False)

@@ -6,13 +6,22 @@ What the package offers: ``CsiHandler`` (the plugin watcher's "CSIPlugin" handle
 service over its socket).
 """
 
-from .client import CsiClient, NodeInfo, VolumeUsage, capability
+from .client import (
+    EXPAND_VOLUME,
+    VOLUME_CONDITION,
+    CsiClient,
+    NodeInfo,
+    VolumeUsage,
+    capability,
+)
 from .drivers import CsiDrivers, CsiHandler, Driver, highest_version, unique_volume_name
 from .nodeinfo import CSINODES, NODE_ID_ANNOTATION, NodeInfoManager
 
 __all__ = [
     "CSINODES",
+    "EXPAND_VOLUME",
     "NODE_ID_ANNOTATION",
+    "VOLUME_CONDITION",
     "CsiClient",
     "CsiDrivers",
     "CsiHandler",

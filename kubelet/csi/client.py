@@ -23,6 +23,8 @@ MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 STAGE_UNSTAGE_VOLUME = pb.NodeServiceCapability.RPC.STAGE_UNSTAGE_VOLUME
 GET_VOLUME_STATS = pb.NodeServiceCapability.RPC.GET_VOLUME_STATS
 VOLUME_MOUNT_GROUP = pb.NodeServiceCapability.RPC.VOLUME_MOUNT_GROUP
+VOLUME_CONDITION = pb.NodeServiceCapability.RPC.VOLUME_CONDITION
+EXPAND_VOLUME = pb.NodeServiceCapability.RPC.EXPAND_VOLUME
 
 
 @attrs.frozen
@@ -44,7 +46,8 @@ class VolumeUsage:
     inodes: int | None = None
     inodes_free: int | None = None
     inodes_used: int | None = None
-    abnormal: bool = False
+    abnormal: bool | None = None
+    """the volume_condition's verdict (None: the driver gave none)"""
     message: str = ""
 
 
@@ -166,6 +169,32 @@ class CsiClient:
             "NodeUnpublishVolume", node.NodeUnpublishVolume, request, OPERATION_TIMEOUT
         )
 
+    async def expand(
+        self,
+        volume_id: str,
+        volume_path: str,
+        required_bytes: int,
+        cap: pb.VolumeCapability,
+        *,
+        staging_path: str = "",
+        secrets: Mapping[str, str] | None = None,
+    ) -> int:
+        """NodeExpandVolume: the volume's filesystem grown to ``required_bytes``; the
+        capacity the driver reports (0: not said)."""
+        request = pb.NodeExpandVolumeRequest(
+            volume_id=volume_id,
+            volume_path=volume_path,
+            capacity_range=pb.CapacityRange(required_bytes=required_bytes),
+            staging_target_path=staging_path,
+            volume_capability=cap,
+            secrets=dict(secrets or {}),
+        )
+        node = self._stub()
+        reply = await self._channel.call(
+            "NodeExpandVolume", node.NodeExpandVolume, request, OPERATION_TIMEOUT
+        )
+        return int(reply.capacity_bytes)
+
     async def volume_stats(self, volume_id: str, volume_path: str) -> VolumeUsage:
         request = pb.NodeGetVolumeStatsRequest(volume_id=volume_id, volume_path=volume_path)
         node = self._stub()
@@ -189,6 +218,6 @@ class CsiClient:
         condition = reply.volume_condition if reply.HasField("volume_condition") else None
         return VolumeUsage(
             **out,  # type: ignore[arg-type]
-            abnormal=bool(condition and condition.abnormal),
+            abnormal=condition.abnormal if condition is not None else None,
             message=condition.message if condition else "",
         )

@@ -63,6 +63,10 @@ class NodeBase(abc.ABC):
         pass
 
     @abc.abstractmethod
+    async def NodeExpandVolume(self, stream: 'grpclib.server.Stream[csi_pb2.NodeExpandVolumeRequest, csi_pb2.NodeExpandVolumeResponse]') -> None:
+        pass
+
+    @abc.abstractmethod
     async def NodeGetCapabilities(self, stream: 'grpclib.server.Stream[csi_pb2.NodeGetCapabilitiesRequest, csi_pb2.NodeGetCapabilitiesResponse]') -> None:
         pass
 
@@ -101,6 +105,12 @@ class NodeBase(abc.ABC):
                 grpclib.const.Cardinality.UNARY_UNARY,
                 csi_pb2.NodeGetVolumeStatsRequest,
                 csi_pb2.NodeGetVolumeStatsResponse,
+            ),
+            '/csi.v1.Node/NodeExpandVolume': grpclib.const.Handler(
+                self.NodeExpandVolume,
+                grpclib.const.Cardinality.UNARY_UNARY,
+                csi_pb2.NodeExpandVolumeRequest,
+                csi_pb2.NodeExpandVolumeResponse,
             ),
             '/csi.v1.Node/NodeGetCapabilities': grpclib.const.Handler(
                 self.NodeGetCapabilities,
@@ -149,6 +159,12 @@ class NodeStub:
             '/csi.v1.Node/NodeGetVolumeStats',
             csi_pb2.NodeGetVolumeStatsRequest,
             csi_pb2.NodeGetVolumeStatsResponse,
+        )
+        self.NodeExpandVolume = grpclib.client.UnaryUnaryMethod(
+            channel,
+            '/csi.v1.Node/NodeExpandVolume',
+            csi_pb2.NodeExpandVolumeRequest,
+            csi_pb2.NodeExpandVolumeResponse,
         )
         self.NodeGetCapabilities = grpclib.client.UnaryUnaryMethod(
             channel,

@@ -242,6 +242,43 @@ class NodeGetVolumeStatsResponse(_message.Message):
     volume_condition: VolumeCondition
     def __init__(self, usage: _Optional[_Iterable[_Union[VolumeUsage, _Mapping]]] = ..., volume_condition: _Optional[_Union[VolumeCondition, _Mapping]] = ...) -> None: ...
 
+class CapacityRange(_message.Message):
+    __slots__ = ("required_bytes", "limit_bytes")
+    REQUIRED_BYTES_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_BYTES_FIELD_NUMBER: _ClassVar[int]
+    required_bytes: int
+    limit_bytes: int
+    def __init__(self, required_bytes: _Optional[int] = ..., limit_bytes: _Optional[int] = ...) -> None: ...
+
+class NodeExpandVolumeRequest(_message.Message):
+    __slots__ = ("volume_id", "volume_path", "capacity_range", "staging_target_path", "volume_capability", "secrets")
+    class SecretsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    VOLUME_ID_FIELD_NUMBER: _ClassVar[int]
+    VOLUME_PATH_FIELD_NUMBER: _ClassVar[int]
+    CAPACITY_RANGE_FIELD_NUMBER: _ClassVar[int]
+    STAGING_TARGET_PATH_FIELD_NUMBER: _ClassVar[int]
+    VOLUME_CAPABILITY_FIELD_NUMBER: _ClassVar[int]
+    SECRETS_FIELD_NUMBER: _ClassVar[int]
+    volume_id: str
+    volume_path: str
+    capacity_range: CapacityRange
+    staging_target_path: str
+    volume_capability: VolumeCapability
+    secrets: _containers.ScalarMap[str, str]
+    def __init__(self, volume_id: _Optional[str] = ..., volume_path: _Optional[str] = ..., capacity_range: _Optional[_Union[CapacityRange, _Mapping]] = ..., staging_target_path: _Optional[str] = ..., volume_capability: _Optional[_Union[VolumeCapability, _Mapping]] = ..., secrets: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class NodeExpandVolumeResponse(_message.Message):
+    __slots__ = ("capacity_bytes",)
+    CAPACITY_BYTES_FIELD_NUMBER: _ClassVar[int]
+    capacity_bytes: int
+    def __init__(self, capacity_bytes: _Optional[int] = ...) -> None: ...
+
 class NodeGetCapabilitiesRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...

@@ -71,7 +71,7 @@ from kubelet.env import (
     should_mount_hosts_file,
     write_hosts_file,
 )
-from kubelet.events import NORMAL, WARNING, EventRecorder, node_ref, pod_ref
+from kubelet.events import NORMAL, WARNING, EventRecorder, ObjectRef, node_ref, pod_ref
 from kubelet.handlers import HttpGetter
 from kubelet.metrics import KubeletMetrics
 from kubelet.volumes import (
@@ -337,6 +337,12 @@ class PodRuntime:
         volumes = await self.volumes.prepare(pod)
         for message in volumes.events:
             self.recorder.record(pod_ref(pod), WARNING, "FailedMount", message)
+        for notice in volumes.notices:
+            self.recorder.record(pod_ref(pod), notice.type, notice.reason, notice.message)
+            if notice.claim is not None:
+                namespace, name, uid = notice.claim
+                claim = ObjectRef("PersistentVolumeClaim", name, namespace, uid)
+                self.recorder.record(claim, notice.type, notice.reason, notice.message)
         if not volumes.ready:
             progress.errors.append(volumes.error)
             return None

@@ -4,6 +4,9 @@ Upstream's volume stats collector reports, per persistentVolumeClaim (or ephemer
 volume, its capacity, available and used bytes and its inodes, labelled ``namespace``
 and ``persistentvolumeclaim``; a claim two pods use is reported once. The figures are
 the ones ``/stats/summary`` gives the volume (with its ``pvcRef``).
+``kubelet_volume_stats_health_status_abnormal`` (1 abnormal, 0 healthy) is there for a
+claim whose row has ``volumeHealthStats``: its CSI driver reports volume conditions and
+the CSIVolumeHealth gate is on.
 """
 
 from __future__ import annotations
@@ -37,6 +40,12 @@ class _VolumeStats(Collector):
                                labels=["namespace", "persistentvolumeclaim"]), key)
             for name, key, text in _FAMILIES
         ]  # fmt: skip
+        health = GaugeMetricFamily(
+            "kubelet_volume_stats_health_status_abnormal",
+            "[ALPHA] Abnormal volume health status. The count is either 1 or 0. 1 indicates "
+            "the volume is unhealthy, 0 indicates volume is healthy",
+            labels=["namespace", "persistentvolumeclaim"],
+        )
         seen: set[tuple[str, str]] = set()
         for row in self.rows:
             ref = row.get("pvcRef") or {}
@@ -47,8 +56,12 @@ class _VolumeStats(Collector):
             for family, key in families:
                 if key in row:
                     family.add_metric(list(labels), float(row[key]))
+            condition = row.get("volumeHealthStats")
+            if isinstance(condition, dict):
+                health.add_metric(list(labels), 1.0 if condition.get("abnormal") else 0.0)
         for family, _ in families:
             yield family
+        yield health
 
 
 def volume_stats_text(volume_rows: Iterable[Json]) -> bytes:

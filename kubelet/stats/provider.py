@@ -623,6 +623,8 @@ class SummaryProvider:
         row["name"] = volume.name
         if volume.pvc is not None:
             row["pvcRef"] = {"name": volume.pvc[0], "namespace": volume.pvc[1]}
+        if volume.reported is not None and volume.reported.abnormal is not None:
+            row["volumeHealthStats"] = {"abnormal": volume.reported.abnormal}
         return row
 
     def _volume_usage(self, time: float, volume: PodVolume) -> FsUsage:

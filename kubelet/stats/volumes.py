@@ -72,6 +72,8 @@ class ReportedUsage:
     inodes: int = 0
     inodes_free: int = 0
     inodes_used: int = 0
+    abnormal: bool | None = None
+    """the driver's volume condition (gate CSIVolumeHealth; None: not reported)"""
 
 
 ReportedVolumes = Callable[[str], Awaitable[Mapping[str, ReportedUsage]]]

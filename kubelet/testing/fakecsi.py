@@ -178,6 +178,8 @@ class FakeCsiDriver(_Served):
         mode: str = "dir",
         data_dir: Path | None = None,
         stats: tuple[int, int, int] | None = (1 << 30, 1 << 29, 1 << 29),
+        condition: tuple[bool, str] | None = None,
+        expand: bool = False,
     ) -> None:
         super().__init__(path)
         self.name = name
@@ -189,6 +191,10 @@ class FakeCsiDriver(_Served):
         self.data_dir = data_dir
         self.stats = stats
         """(total, available, used) bytes NodeGetVolumeStats answers; None: no stats"""
+        self.condition = condition
+        """(abnormal, message) NodeGetVolumeStats answers, with VOLUME_CONDITION"""
+        self.expand = expand
+        """EXPAND_VOLUME: NodeExpandVolume grows the volume's total to the required bytes"""
         self.published: dict[str, str] = {}
         """target path → volume id"""
         self.staged: dict[str, str] = {}
@@ -220,6 +226,11 @@ class FakeCsiDriver(_Served):
                 csi.NodeUnpublishVolumeRequest,
                 csi.NodeUnpublishVolumeResponse,
                 self._unpublish,
+            ),
+            "NodeExpandVolume": (
+                csi.NodeExpandVolumeRequest,
+                csi.NodeExpandVolumeResponse,
+                self._expand,
             ),
             "NodeGetVolumeStats": (
                 csi.NodeGetVolumeStatsRequest,
@@ -253,6 +264,8 @@ class FakeCsiDriver(_Served):
     def _capabilities(self, _: Any) -> csi.NodeGetCapabilitiesResponse:
         rpc = csi.NodeServiceCapability.RPC
         kinds = [rpc.GET_VOLUME_STATS] + ([rpc.STAGE_UNSTAGE_VOLUME] if self.stage else [])
+        kinds += [rpc.VOLUME_CONDITION] if self.condition is not None else []
+        kinds += [rpc.EXPAND_VOLUME] if self.expand else []
         return csi.NodeGetCapabilitiesResponse(
             capabilities=[csi.NodeServiceCapability(rpc=rpc(type=k)) for k in kinds]
         )
@@ -300,15 +313,25 @@ class FakeCsiDriver(_Served):
         self.published.pop(target, None)
         return csi.NodeUnpublishVolumeResponse()
 
+    def _expand(self, request: csi.NodeExpandVolumeRequest) -> csi.NodeExpandVolumeResponse:
+        required = request.capacity_range.required_bytes
+        if self.stats is not None:
+            self.stats = (required, *self.stats[1:])
+        return csi.NodeExpandVolumeResponse(capacity_bytes=required)
+
     def _volume_stats(self, request: Any) -> csi.NodeGetVolumeStatsResponse:
         if self.stats is None:
             raise GRPCError(Status.UNIMPLEMENTED, "no stats")
         total, available, used = self.stats
+        condition = None
+        if self.condition is not None:
+            condition = csi.VolumeCondition(abnormal=self.condition[0], message=self.condition[1])
         return csi.NodeGetVolumeStatsResponse(
+            volume_condition=condition,
             usage=[
                 csi.VolumeUsage(
                     total=total, available=available, used=used, unit=csi.VolumeUsage.BYTES
                 ),
                 csi.VolumeUsage(total=1000, available=900, used=100, unit=csi.VolumeUsage.INODES),
-            ]
+            ],
         )

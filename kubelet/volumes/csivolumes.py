@@ -10,12 +10,21 @@ import shutil
 from collections.abc import Mapping
 from typing import Any
 
+import attrs
 import trio
 
-from kubelet.api import ApiClient, NotFound, Pod, Volume
+from kubelet.api import ApiClient, NotFound, PatchType, Pod, Volume
 from kubelet.boundedio import InputRefused
 from kubelet.cri import CriError
-from kubelet.csi import CsiClient, CsiDrivers, VolumeUsage, capability, unique_volume_name
+from kubelet.csi import (
+    EXPAND_VOLUME,
+    VOLUME_CONDITION,
+    CsiClient,
+    CsiDrivers,
+    VolumeUsage,
+    capability,
+    unique_volume_name,
+)
 from kubelet.env import EnvLookup
 from kubelet.goformat import rfc3339
 from kubelet.stats import ReportedUsage
@@ -38,6 +47,7 @@ from .csi import (
     write_vol_data,
 )
 from .dirs import mkdir_all
+from .expansion import expansion, finished_patch, in_progress_patch, storage_bytes
 from .hostpath import VolumeError
 from .ownership import fs_group, set_volume_ownership
 from .paths import pod_dir, pods_dir, volume_dir
@@ -76,6 +86,8 @@ class CsiVolumes:
         self.node_name = node_name
         self.lookup = lookup
         self.tokens = tokens
+        self._sizes: dict[tuple[str, str], int] = {}
+        """(uid, volume) → the PersistentVolume's capacity when it was published"""
         self._published: dict[tuple[str, str], bool] = {}
         """(uid, volume) → published by this process (False: publish again, requiresRepublish)"""
 
@@ -93,7 +105,71 @@ class CsiVolumes:
         it, after its VolumeAttachment reports attached when the CSIDriver requires
         attachment. Returns the host path to mount into containers; raises VolumeError
         (the pod waits, the message is its FailedMount event) until it can."""
-        return await self._publish(pod, persistent_source(volume_name, pv, read_only))
+        path = await self._publish(pod, persistent_source(volume_name, pv, read_only))
+        size = storage_bytes((pv.get("spec") or {}).get("capacity"))
+        if size is not None:
+            self._sizes.setdefault((pod.uid, volume_name), size)
+        return path
+
+    async def can_expand(self, uid: str, volume_name: str) -> bool:
+        """The pod's published CSI volume has a registered driver with EXPAND_VOLUME (so a
+        driver that cannot expand costs no API reads at each sync)."""
+        data_path = os.path.join(_volume_root(self.root_dir, uid, volume_name), VOL_DATA)
+        if not _exists(data_path):
+            return False
+        try:
+            driver = self.drivers.get(read_vol_data(data_path).get("driverName", ""))
+            return (
+                driver is not None and EXPAND_VOLUME in await driver.client.node_get_capabilities()
+            )
+        except (OSError, InputRefused, CriError):
+            return False
+
+    async def expand_claim(
+        self, pod: Pod, volume_name: str, pvc: Mapping[str, Any], pv: Mapping[str, Any]
+    ) -> bool:
+        """A published claim volume grown on the node when its claim and volume say so
+        (see ``expansion``), through NodeExpandVolume when the driver has EXPAND_VOLUME;
+        the claim's status patched as upstream's kubelet does. True when expanded;
+        raises VolumeError (tried again at the next sync) or the API's errors."""
+        key = (pod.uid, volume_name)
+        wanted = expansion(pvc, pv, self._sizes.get(key))
+        published = os.path.join(_volume_root(self.root_dir, pod.uid, volume_name), VOL_DATA)
+        if wanted is None or self.api is None or not _exists(published):
+            return False  # not published (by this kubelet or an earlier one): nothing to grow
+        source = persistent_source(volume_name, pv, False)
+        driver = self.drivers.get(source.driver)
+        if driver is None or EXPAND_VOLUME not in await driver.client.node_get_capabilities():
+            return False
+        meta = pvc.get("metadata") or {}
+        status_path = (
+            f"/api/v1/namespaces/{meta.get('namespace', '')}/persistentvolumeclaims/"
+            f"{meta.get('name', '')}/status"
+        )
+        if wanted.update_claim:
+            await self.api.patch(status_path, in_progress_patch(), PatchType.MERGE)
+        staging = os.path.join(
+            global_dir(self.root_dir, source.driver, source.handle), "globalmount"
+        )
+        try:
+            await driver.client.expand(
+                source.handle,
+                self.target(pod.uid, volume_name),
+                wanted.size,
+                capability(source.read_only, source.fs_type, source.mount_options),
+                staging_path=staging
+                if _exists(os.path.join(os.path.dirname(staging), VOL_DATA))
+                else "",
+            )
+        except CriError as exc:
+            raise VolumeError(
+                f'MountVolume.NodeExpandVolume failed for volume "{source.pv_name}" : '
+                f"{_rpc_error(exc)}"
+            ) from exc
+        self._sizes[key] = wanted.size
+        if wanted.update_claim:
+            await self.api.patch(status_path, finished_patch(pvc, wanted.quantity), PatchType.MERGE)
+        return True
 
     def published_path(self, uid: str, name: str) -> str | None:
         """The volume's path when this process published it (a failed republish leaves
@@ -312,6 +388,7 @@ class CsiVolumes:
         with contextlib.suppress(OSError):
             os.rmdir(vol_root)
         self._published.pop((uid, name), None)
+        self._sizes.pop((uid, name), None)
         if data.get("volumeLifecycleMode") != EPHEMERAL and not self._published_anywhere(
             driver_name, handle
         ):
@@ -348,10 +425,12 @@ class CsiVolumes:
 
     # -- stats ----------------------------------------------------------------------------
 
-    async def stats(self, uid: str) -> dict[str, VolumeUsage]:
+    async def stats(self, uid: str, health: bool = False) -> dict[str, VolumeUsage]:
         """NodeGetVolumeStats of each published CSI volume of the pod whose driver has
         GET_VOLUME_STATS, all at once under one deadline; a volume whose driver fails or
-        does not answer in time is left out (the volume figures wait for no driver)."""
+        does not answer in time is left out (the volume figures wait for no driver). Its
+        volume condition counts only with ``health`` (gate CSIVolumeHealth) and a driver
+        that announces VOLUME_CONDITION, as upstream's."""
         base = os.path.join(pod_dir(self.root_dir, uid), "volumes", CSI_PLUGIN_DIR)
         out: dict[str, VolumeUsage] = {}
         try:
@@ -361,7 +440,11 @@ class CsiVolumes:
 
         async def ask(name: str, client: CsiClient, handle: str) -> None:
             with contextlib.suppress(CriError):
-                out[name] = await client.volume_stats(handle, os.path.join(base, name, "mount"))
+                usage = await client.volume_stats(handle, os.path.join(base, name, "mount"))
+                caps = await client.node_get_capabilities() if health else frozenset()
+                if VOLUME_CONDITION not in caps:
+                    usage = attrs.evolve(usage, abnormal=None, message="")
+                out[name] = usage
 
         with trio.move_on_after(STATS_TIMEOUT):
             async with trio.open_nursery() as nursery:
@@ -393,9 +476,10 @@ def _exists(path: str) -> bool:
 
 
 async def csi_volume_stats(
-    root_dir: str, drivers: CsiDrivers, uid: str
+    root_dir: str, drivers: CsiDrivers, uid: str, *, health: bool = False
 ) -> dict[str, ReportedUsage]:
-    """The pod's CSI volumes' figures from their drivers, for the stats summary."""
+    """The pod's CSI volumes' figures from their drivers, for the stats summary (and
+    their condition with ``health``: gate CSIVolumeHealth)."""
     volumes = CsiVolumes(root_dir, drivers, api=None, node_name="")
     return {
         name: ReportedUsage(
@@ -405,6 +489,7 @@ async def csi_volume_stats(
             inodes=u.inodes or 0,
             inodes_free=u.inodes_free or 0,
             inodes_used=u.inodes_used or 0,
+            abnormal=u.abnormal,
         )
-        for name, u in (await volumes.stats(uid)).items()
+        for name, u in (await volumes.stats(uid, health)).items()
     }

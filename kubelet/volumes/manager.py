@@ -33,6 +33,7 @@ import logging
 import os
 import shutil
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import attrs
 
@@ -50,6 +51,8 @@ from .mounts import is_separate_filesystem, mounts_under, unmount
 from .ownership import fs_group, set_volume_ownership, wanted_mode
 from .paths import EMPTY_DIR, pod_dir, pods_dir, volume_dir
 from .persistent import (
+    CSI,
+    block_not_supported,
     check_persistent_volume,
     csi_not_registered,
     mount_persistent_volume,
@@ -107,6 +110,32 @@ class _NoApi:
 
 
 _NO_API = _NoApi()
+NORMAL_EVENT = "Normal"
+WARNING_EVENT = "Warning"
+
+
+@attrs.frozen
+class VolumeNotice:
+    """An event about a volume other than FailedMount (a claim's expansion on the node),
+    on the pod and, with ``claim`` (namespace, name, uid), on the claim too."""
+
+    type: str
+    """Normal or Warning"""
+    reason: str
+    message: str
+    claim: tuple[str, str, str] | None = None
+
+
+@attrs.define
+class _Found:
+    """What ``prepare`` gathers while it walks the pod's volumes."""
+
+    paths: dict[str, str] = attrs.field(factory=dict)
+    read_only: set[str] = attrs.field(factory=set)
+    unmounted: list[str] = attrs.field(factory=list)
+    events: list[str] = attrs.field(factory=list)
+    notices: list[VolumeNotice] = attrs.field(factory=list)
+    failed: list[tuple[str, str]] = attrs.field(factory=list)
 
 
 @attrs.frozen
@@ -122,6 +151,8 @@ class PodVolumes:
     """volumes some container mounts that are not set up: the pod must not start"""
     events: tuple[str, ...] = ()
     """FailedMount event messages"""
+    notices: tuple[VolumeNotice, ...] = ()
+    """other events (claims expanded on the node, or not)"""
 
     @property
     def ready(self) -> bool:
@@ -232,50 +263,60 @@ class VolumeManager:
             make_pod_data_dirs(self.root_dir, uid, with_volumes=bool(in_use))
             self._ready[uid] = set()
         ready = self._ready[uid]
-        paths: dict[str, str] = {}
-        read_only: set[str] = set()
-        unmounted: list[str] = []
-        events: list[str] = []
-        failed: list[tuple[str, str]] = []
+        found = _Found()
         for volume in pod.spec.volumes:
             if volume.name not in in_use:
                 continue
             if claim_use(pod, volume) is not None:
-                try:
-                    record = await self._setup_claim(pod, volume)
-                except ClaimError as exc:
-                    failed.append((volume.name, str(exc)))
-                    unmounted.append(volume.name)
-                except VolumeError as exc:
-                    events.append(str(exc))
-                    unmounted.append(volume.name)
-                else:
-                    paths[volume.name] = record.path
-                    if record.read_only:
-                        read_only.add(volume.name)
+                await self._prepare_claim(pod, volume, found)
                 continue
             plugin = plugin_name(volume)
             if plugin is not None:
-                read_only.add(volume.name)
+                found.read_only.add(volume.name)
             try:
                 path = await self._setup_one(pod, volume, plugin, volume.name in ready)
             except (VolumeError, OSError) as exc:
-                events.append(f'MountVolume.SetUp failed for volume "{volume.name}" : {exc}')
+                found.events.append(f'MountVolume.SetUp failed for volume "{volume.name}" : {exc}')
                 existing = self._set_up_before(pod, volume, plugin)
                 if existing is not None:
-                    paths[volume.name] = existing
+                    found.paths[volume.name] = existing
                 else:
-                    unmounted.append(volume.name)
+                    found.unmounted.append(volume.name)
                 continue
             if path is None:
-                unmounted.append(volume.name)
-                failed.append((volume.name, unsupported_message(volume.name, source_kind(volume))))
+                found.unmounted.append(volume.name)
+                found.failed.append(
+                    (volume.name, unsupported_message(volume.name, source_kind(volume)))
+                )
                 continue
-            paths[volume.name] = path
+            found.paths[volume.name] = path
             ready.add(volume.name)
-        if failed:
-            events.append(_not_processed(unmounted, failed))
-        return PodVolumes(paths, frozenset(read_only), tuple(sorted(unmounted)), tuple(events))
+        if found.failed:
+            found.events.append(_not_processed(found.unmounted, found.failed))
+        return PodVolumes(
+            found.paths,
+            frozenset(found.read_only),
+            tuple(sorted(found.unmounted)),
+            tuple(found.events),
+            tuple(found.notices),
+        )
+
+    async def _prepare_claim(self, pod: Pod, volume: Volume, found: _Found) -> None:
+        """A claim volume set up (or found set up), and a CSI one expanded when it grew."""
+        try:
+            record = await self._setup_claim(pod, volume)
+        except ClaimError as exc:
+            found.failed.append((volume.name, str(exc)))
+            found.unmounted.append(volume.name)
+        except VolumeError as exc:
+            found.events.append(str(exc))
+            found.unmounted.append(volume.name)
+        else:
+            found.paths[volume.name] = record.path
+            if record.plugin == CSI:
+                found.notices.extend(await self._expand_claim(pod, record))
+            if record.read_only:
+                found.read_only.add(volume.name)
 
     # -- claims ---------------------------------------------------------------------------
 
@@ -296,6 +337,9 @@ class VolumeManager:
         )
         if problem is not None:
             raise ClaimError(f"error processing PVC {bound.namespace}/{bound.claim}: {problem}")
+        block = block_not_supported(bound)
+        if block is not None:
+            raise block
         plugin = plugin_of(bound)
         if plugin is None:
             raise ClaimError(unsupported_pv_message(bound.pv_name, bound.source_kind))
@@ -318,6 +362,42 @@ class VolumeManager:
         _write_record(pod_dir(self.root_dir, pod.uid), record)
         claims.setdefault(pod.uid, {})[volume.name] = record
         return record
+
+    async def _expand_claim(self, pod: Pod, record: ClaimRecord) -> list[VolumeNotice]:
+        """A mounted CSI claim that grew: expanded on the node (``CsiVolumes.expand_claim``),
+        FileSystemResizeSuccessful on the pod and the claim; a driver's failure is
+        FileSystemResizeFailed on the pod, and every failure is tried again at the next
+        sync while the pod runs on."""
+        if self.csi is None or self.claims is None:
+            return []
+        if not await self.csi.can_expand(pod.uid, record.volume):
+            return []
+        pvc: Mapping[str, Any] | None = None
+        try:
+            pvc = await self.claims.claim(record.namespace, record.claim)
+            pv = await self.claims.volume(record.pv)
+            if pvc is None or pv is None:
+                return []
+            if not await self.csi.expand_claim(pod, record.volume, pvc, pv):
+                return []
+        except VolumeError as exc:
+            return [VolumeNotice(WARNING_EVENT, "FileSystemResizeFailed", str(exc))]
+        except Exception as exc:  # the API's and the driver's errors: the next sync retries
+            log.warning(
+                "pod %s: volume %s (claim %s/%s) not expanded: %s",
+                pod.key,
+                record.volume,
+                record.namespace,
+                record.claim,
+                exc,
+            )
+            return []
+        meta = pvc.get("metadata") or {}
+        claim = (record.namespace, record.claim, str(meta.get("uid") or ""))
+        message = (
+            f'MountVolume.NodeExpandVolume succeeded for volume "{record.pv}" {self.csi.node_name}'
+        )
+        return [VolumeNotice(NORMAL_EVENT, "FileSystemResizeSuccessful", message, claim)]
 
     def _claims(self) -> dict[str, dict[str, ClaimRecord]]:
         """The claim volumes of every pod directory: read from disk the first time (an

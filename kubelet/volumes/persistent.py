@@ -56,6 +56,23 @@ def csi_not_registered(bound: BoundClaim) -> MountFailure:
     )
 
 
+def block_not_supported(bound: BoundClaim) -> MountFailure | None:
+    """A volumeMode Block volume (a pod's volumeDevices): no raw devices are mapped into
+    containers by this kubelet, whatever the source."""
+    if str(_spec(bound).get("volumeMode") or "Filesystem") != "Block":
+        return None
+    return MountFailure(
+        "MapVolume.MapPodDevice",
+        bound.pv_name,
+        "block volumes (volumeMode Block, volumeDevices) are not supported by this kubelet",
+    )
+
+
+def _spec(bound: BoundClaim) -> Mapping[str, object]:
+    spec = bound.pv.get("spec")
+    return spec if isinstance(spec, Mapping) else {}
+
+
 def _local_path(bound: BoundClaim) -> str:
     """Upstream's local plugin: the path must exist and be a directory (a block device
     would be formatted and mounted: not done by this kubelet)."""

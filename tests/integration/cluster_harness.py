@@ -158,11 +158,11 @@ async def start_cluster_kubelet(
 
 @contextlib.asynccontextmanager
 async def running_cluster(
-    fake: FakeRuntime, tmp: Path, *, manifests: Path | None = None
+    fake: FakeRuntime, tmp: Path, *, manifests: Path | None = None, extra: Sequence[str] = ()
 ) -> AsyncIterator[Cluster]:
     api = FakeApiServer(epoch=EPOCH)
     async with api.serve(), trio.open_nursery() as nursery:
         c = Cluster(api, fake, tmp, nursery)
-        await start_cluster_kubelet(c, manifests)
+        await start_cluster_kubelet(c, manifests, extra=extra)
         yield c
         nursery.cancel_scope.cancel()

@@ -322,3 +322,36 @@ async def test_a_driver_that_never_answers_volume_stats_holds_the_figures_one_de
     assert trio.current_time() - started <= STATS_TIMEOUT + 1
     driver.faults.hang = False
     assert await volumes.teardown("u1")
+
+
+async def test_a_restarted_kubelet_expands_a_volume_an_earlier_one_published(
+    setup: Any, autojump_clock: trio.abc.Clock
+) -> None:
+    api, driver, volumes, root = setup
+    driver.expand = True
+    api.create(attachment(True))
+    grown = pv()
+    grown["spec"]["capacity"] = {"storage": "1Gi"}
+    await volumes.publish_persistent(pod("u1"), "data", grown, False)
+    claim = api.create(
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "db", "namespace": "default"},
+            "spec": {"resources": {"requests": {"storage": "2Gi"}}},
+            "status": {
+                "capacity": {"storage": "1Gi"},
+                "allocatedResourceStatuses": {"storage": "NodeResizePending"},
+            },
+        }
+    )
+    grown["spec"]["capacity"] = {"storage": "2Gi"}
+    restarted = CsiVolumes(str(root), volumes.drivers, api=volumes.api, node_name=NODE)
+    assert not await restarted.expand_claim(pod("u2"), "data", claim, grown)  # not published
+    assert await restarted.expand_claim(pod("u1"), "data", claim, grown)
+    (request,) = driver.requests("NodeExpandVolume")
+    assert request.capacity_range.required_bytes == 2 << 30
+    status = (api.get("persistentvolumeclaims", "default", "db") or {})["status"]
+    assert status["capacity"] == {"storage": "2Gi"}
+    assert "allocatedResourceStatuses" not in status or not status["allocatedResourceStatuses"]
+    assert await restarted.teardown("u1")
