@@ -518,6 +518,10 @@ class PodStatus:
     resource_claim_statuses: tuple[Any, ...] = ()
     """the names of the claims generated from the pod's templates (the ResourceClaim
     controller's); carried as it is, the kubelet never writes it"""
+    resources: ResourceRequirements | None = None
+    """the pod-level resources it runs with (InPlacePodLevelResourcesVerticalScaling)"""
+    allocated_resources: Mapping[str, Quantity] | None = None
+    """the pod's requests as allocated (InPlacePodLevelResourcesVerticalScaling)"""
 
 
 @attrs.frozen(kw_only=True)

@@ -397,6 +397,35 @@ class CgroupManager:
             return int(self.fs.read(paths[UNIFIED], "memory.current"))
         return int(self.fs.read(paths["memory"], "memory.usage_in_bytes"))
 
+    def drift(self, name: CgroupName, config: ResourceConfig) -> dict[str, bool]:
+        """For each of "cpu" and "memory" whose files under ``name`` are not what
+        ``config`` sets: whether ``config`` grows it (more shares or weight, a higher
+        memory limit). A file that cannot be read counts as in line."""
+        paths = self.fs.paths(self.literal(name))
+        if self.fs.layout.version == 2:
+            wanted = {
+                ("cpu" if f.startswith("cpu.") else "memory", UNIFIED, f, v)
+                for f, v in v2_files(config)
+                if f.split(".")[0] in ("cpu", "memory")
+            }
+        else:
+            wanted = {(c, c, f, v) for c, entries in v1_files(config).items() for f, v in entries}
+        out: dict[str, bool] = {}
+        for resource, hierarchy, file, value in sorted(wanted):
+            if resource not in ("cpu", "memory") or hierarchy not in paths:
+                continue
+            try:
+                now = self.fs.read(paths[hierarchy], file)
+            except CgroupError:
+                continue
+            if _same_value(now, value):
+                continue
+            if file in ("cpu.shares", "cpu.weight", "memory.limit_in_bytes", "memory.max"):
+                out[resource] = _limit(value) >= _limit(now)
+            else:
+                out.setdefault(resource, True)
+        return out
+
     def _qos_configs(
         self, active: Iterable[tuple[Pod, str]], allocatable_memory: int | None
     ) -> dict[str, ResourceConfig]:
@@ -798,3 +827,27 @@ def internal_capacity(capacity: Mapping[str, str], pid_max: int | None) -> dict[
     if pid_max is not None:
         out[PIDS] = Fraction(pid_max)
     return out
+
+
+_UNLIMITED = 1 << 62
+"""a v1 limit at or above this reads back as the kernel's "no limit" (-1 written)"""
+
+
+def _limit(text: str) -> float:
+    """A cgroup file's number, "max", -1 and the v1 page-rounded maximum as infinity."""
+    first = text.split()[0] if text.split() else ""
+    if first == "max":
+        return float("inf")
+    try:
+        value = int(first)
+    except ValueError:
+        return float("inf")
+    return float("inf") if value < 0 or value >= _UNLIMITED else float(value)
+
+
+def _same_value(now: str, wanted: str) -> bool:
+    if now == wanted:
+        return True
+    if len(now.split()) != len(wanted.split()):
+        return False
+    return all(_limit(a) == _limit(b) for a, b in zip(now.split(), wanted.split(), strict=True))

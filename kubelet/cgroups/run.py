@@ -146,6 +146,28 @@ class PodCgroups:
         except CgroupError as err:
             log.info("Failed to update QoS cgroups after a resize: %s", err)
 
+    async def drift(self, pod: Pod) -> dict[str, bool]:
+        """The pod cgroup's resources ("cpu", "memory") not at what ``pod`` (its
+        allocation) asks, each with whether the change grows it; none without the cgroup."""
+        manager = self.manager
+        if not manager.settings.cgroups_per_qos:
+            return {}
+        qos_class = self._qos_of(pod)
+        name = manager.pod_cgroup(pod, qos_class)
+        config = manager.pod_config(pod, qos_class)
+        part = ResourceConfig(
+            cpu_shares=config.cpu_shares,
+            cpu_quota=config.cpu_quota,
+            cpu_period=config.cpu_period,
+            memory=config.memory if config.memory is not None else -1,
+        )
+
+        def read() -> dict[str, bool]:
+            return manager.drift(name, part) if manager.exists(name) else {}
+
+        found: dict[str, bool] = await manager.offload(read)
+        return found
+
     async def memory_headroom(self, pod: Pod) -> tuple[int, int] | None:
         """(the memory limit ``pod``'s allocation gives its cgroup, what the cgroup uses
         now); None without a limit, a cgroup, or a readable usage."""

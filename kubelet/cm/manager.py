@@ -336,6 +336,13 @@ class ContainerManager:
         if self.cgroups is not None:
             await self.cgroups.resize(pod, resource)
 
+    async def pod_cgroup_drift(self, pod: Pod) -> dict[str, bool]:
+        """The pod cgroup's resources not at ``pod``'s allocation, each with whether the
+        resize grows it (pod-level resources resized with no container changing)."""
+        if self.cgroups is None:
+            return {}
+        return await self.cgroups.drift(pod)
+
     async def pod_memory_headroom(self, pod: Pod) -> tuple[int, int] | None:
         """(the pod cgroup's memory limit from ``pod``'s allocation, its usage now), when
         both are known: a resize never sets a limit below the usage."""

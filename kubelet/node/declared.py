@@ -15,10 +15,10 @@ the gate is on and its support entry says it is implemented (the port-forward tu
 and the v5 exec/attach translation both); ``GuaranteedQoSPodCPUResize`` with
 ``InPlacePodVerticalScaling`` and ``cpuManagerPolicy: none`` (the static policy refuses
 a Guaranteed pod's CPU resize: ``InPlacePodVerticalScalingExclusiveCPUs`` is not
-implemented here). The resize of pod-level resources is not verified here, and the
-restart rules' ``RestartAllContainers`` action is not implemented, so those are never
-declared (a scheduler then keeps pods that need them away, which is the point of the
-feature).
+implemented here); ``InPlacePodLevelResourcesVerticalScaling`` with its gate (the pod
+cgroup is resized in place and the status reports the pod-level resources). The restart
+rules' ``RestartAllContainers`` action is not implemented, so that one is never declared
+(a scheduler then keeps pods that need it away, which is the point of the feature).
 
 At admission, as upstream's kubelet, a pod that needs a feature the node does not declare
 is refused: ``PodFeatureUnsupported``, ``Pod requires node features that are not
@@ -52,10 +52,10 @@ UNSUPPORTED = "PodFeatureUnsupported"
 GUARANTEED_CPU_RESIZE = "GuaranteedQoSPodCPUResize"
 IN_PLACE_RESIZE_GATE = IN_PLACE_POD_VERTICAL_SCALING
 
+POD_LEVEL_RESIZE = "InPlacePodLevelResourcesVerticalScaling"
+"""The declared feature of that name: the gate and the feature share it."""
+
 NOT_DECLARED: Mapping[str, str] = {
-    "InPlacePodLevelResourcesVerticalScaling": (
-        "the in-place resize of pod-level resources is not verified"
-    ),
     "RestartAllContainersOnContainerExits": "the RestartAllContainers action is not implemented",
 }
 """What upstream's 1.36 kubelet declares by default and this one does not, and why."""
@@ -76,6 +76,8 @@ def declared_features(
         found.append(EXTEND_WEBSOCKETS)
     if features.enabled(IN_PLACE_RESIZE_GATE) and cpu_manager_policy != "static":
         found.append(GUARANTEED_CPU_RESIZE)
+    if features.enabled(POD_LEVEL_RESIZE):
+        found.append(POD_LEVEL_RESIZE)
     return tuple(sorted(found))
 
 

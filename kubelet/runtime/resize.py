@@ -20,7 +20,7 @@ from collections.abc import Iterator
 import attrs
 
 from kubelet.api import Container, Pod, ResourceRequirements, is_restartable_init_container
-from kubelet.cgroups import CgroupError
+from kubelet.cgroups import CgroupError, is_pod_level_resources_set
 from kubelet.cm import ContainerManager
 from kubelet.cri import (
     ContainerInfo,
@@ -75,6 +75,18 @@ def _as_running(linux: api.LinuxContainerResources) -> RunningResources:
         cpu_period=linux.cpu_period,
         memory_limit=linux.memory_limit_in_bytes,
     )
+
+
+def _growing(changes: list[_Change]) -> dict[str, bool]:
+    """Per resource, whether the containers' changes grow the pod (none: no change)."""
+    if not changes:
+        return {}
+    return {
+        "cpu": sum(c.target.cpu_shares for c in changes)
+        >= sum(c.current.cpu_shares for c in changes),
+        "memory": _total([c.target.memory_limit_in_bytes for c in changes])
+        >= _total([c.current.memory_limit for c in changes]),
+    }
 
 
 def _total(values: list[int]) -> float:
@@ -152,28 +164,28 @@ class Resizer:
         """Bring every running container of ``pod`` (its allocation) to its resources
         (but those ``restarted`` with them)."""
         changes = [c for c in self.changes(pod, status) if c.info.id not in restarted]
-        if not changes:
+        drift = await self.cm.pod_cgroup_drift(pod) if is_pod_level_resources_set(pod) else {}
+        if not changes and not drift:
             return ResizeResult()
-        growing = {
-            "cpu": sum(c.target.cpu_shares for c in changes)
-            >= sum(c.current.cpu_shares for c in changes),
-            "memory": _total([c.target.memory_limit_in_bytes for c in changes])
-            >= _total([c.current.memory_limit for c in changes]),
-        }
-        if not growing["memory"]:
+        growing = _growing(changes)
+        growing.update(drift)  # a pod-level resize: its own cgroup says which way
+        touched = (
+            ("memory", "cpu") if changes else tuple(r for r in ("memory", "cpu") if r in drift)
+        )
+        if not growing.get("memory", True):
             headroom = await self.cm.pod_memory_headroom(pod)
             if headroom is not None and headroom[1] >= headroom[0]:
                 message = BELOW_USAGE.format(pod=pod.metadata.name)
                 log.info("pod %s: %s (usage %d, limit %d)", pod.key, message, *headroom[::-1])
                 return ResizeResult(pending=True, error=message)
         try:
-            for resource in ("memory", "cpu"):
-                if growing[resource]:
+            for resource in touched:
+                if growing.get(resource, True):
                     await self.cm.resize_pod(pod, resource)
             for change in changes:
                 await self._update(change)
-            for resource in ("memory", "cpu"):
-                if not growing[resource]:
+            for resource in touched:
+                if not growing.get(resource, True):
                     await self.cm.resize_pod(pod, resource)
         except CgroupError as exc:
             log.warning("pod %s: resize of the pod cgroup failed: %s", pod.key, exc)
@@ -181,6 +193,9 @@ class Resizer:
         except CriError as exc:
             log.warning("pod %s: resize refused by the runtime: %s", pod.key, exc)
             return ResizeResult(pending=True, error=str(exc), acted=True)
+        if not changes:
+            log.info("pod %s: resized the pod cgroup (%s)", pod.key, ", ".join(touched))
+            return ResizeResult(acted=True)
         log.info("pod %s: resized %s", pod.key, ", ".join(c.container.name for c in changes))
         return ResizeResult(acted=True)
 

@@ -40,6 +40,7 @@ from kubelet.status.phase import (
     is_terminal_phase,
     resolve_phase,
 )
+from kubelet.status.podlevel import pod_level_status
 
 READY_TO_START = "PodReadyToStartContainers"
 INITIALIZED = "Initialized"
@@ -315,7 +316,6 @@ def generate_pod_status(
     resize_now = _resize_conditions(resize, old, phase, now)
     conditions = (*foreign, *resize_now, *_keep_transition_times(owned, old.conditions, now))
     pod_ips = _pod_ips(pod, runtime, host_ips, old)
-    start_time = old.start_time or now
     return PodStatus(
         observed_generation=generation,
         phase=phase,
@@ -326,11 +326,13 @@ def generate_pod_status(
         host_ips=tuple(PodIP(ip=ip) for ip in host_ips) or old.host_ips,
         pod_ip=pod_ips[0] if pod_ips else "",
         pod_ips=tuple(PodIP(ip=ip) for ip in pod_ips),
-        start_time=start_time,
+        start_time=old.start_time or now,
         init_container_statuses=init,
         container_statuses=regular,
         ephemeral_container_statuses=ephemeral,
         qos_class=pod_qos(pod),
         extended_resource_claim_status=pod.status.extended_resource_claim_status,
         resource_claim_statuses=pod.status.resource_claim_statuses,
+        resources=pod_level_status(running)[0],
+        allocated_resources=pod_level_status(running)[1],
     )

@@ -461,6 +461,8 @@ def _qos_class(spec: Mapping[str, Any]) -> str:
     GetPodQOS: sums over all containers; Guaranteed needs both limits everywhere and
     requests equal to limits)."""
     containers = [c for k in ("initContainers", "containers") for c in spec.get(k) or []]
+    if _pod_level_set(spec):  # PodLevelResources: the pod's own resources decide
+        containers = [{"resources": spec["resources"]}]
     requests: dict[str, Fraction] = {}
     limits: dict[str, Fraction] = {}
     guaranteed = True
@@ -481,6 +483,12 @@ def _qos_class(spec: Mapping[str, Any]) -> str:
     if guaranteed and matching and len(requests) == len(limits):
         return "Guaranteed"
     return "Burstable"
+
+
+def _pod_level_set(spec: Mapping[str, Any]) -> bool:
+    res = spec.get("resources") or {}
+    names = {*(res.get("requests") or {}), *(res.get("limits") or {})}
+    return bool(names & {"cpu", "memory"})
 
 
 _RESIZABLE = ("resources", "resizePolicy")

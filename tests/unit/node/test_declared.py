@@ -8,7 +8,12 @@ from kubelet.api import NodeStatus, from_wire, to_wire
 from kubelet.config import GATE_SUPPORT, FeatureGates
 from kubelet.config.support import _is, ok, partial
 from kubelet.node import declared_features
-from kubelet.node.declared import EXTEND_WEBSOCKETS, GUARANTEED_CPU_RESIZE, NOT_DECLARED
+from kubelet.node.declared import (
+    EXTEND_WEBSOCKETS,
+    GUARANTEED_CPU_RESIZE,
+    NOT_DECLARED,
+    POD_LEVEL_RESIZE,
+)
 from kubelet.node.status import node_status
 
 from .test_status import FACTS
@@ -16,16 +21,16 @@ from .test_status import FACTS
 DONE = {**GATE_SUPPORT, EXTEND_WEBSOCKETS: ok("both halves")}
 
 
-BOTH = (EXTEND_WEBSOCKETS, GUARANTEED_CPU_RESIZE)
+BOTH = (EXTEND_WEBSOCKETS, GUARANTEED_CPU_RESIZE, POD_LEVEL_RESIZE)
 
 
 def test_extend_websockets_is_declared_only_once_both_halves_are_done() -> None:
     assert declared_features(FeatureGates()) == BOTH  # both halves are here
     half = {**GATE_SUPPORT, EXTEND_WEBSOCKETS: partial("the tunnel only", _is(False))}
-    assert declared_features(FeatureGates(), half) == (GUARANTEED_CPU_RESIZE,)
+    assert declared_features(FeatureGates(), half) == (GUARANTEED_CPU_RESIZE, POD_LEVEL_RESIZE)
     assert declared_features(FeatureGates(), DONE) == BOTH
     off = FeatureGates({EXTEND_WEBSOCKETS: False})
-    assert declared_features(off, DONE) == (GUARANTEED_CPU_RESIZE,)
+    assert declared_features(off, DONE) == (GUARANTEED_CPU_RESIZE, POD_LEVEL_RESIZE)
 
 
 def test_guaranteed_cpu_resize_is_declared_as_resize_is_applied() -> None:
@@ -59,3 +64,9 @@ def test_the_static_cpu_manager_does_not_declare_guaranteed_cpu_resize() -> None
     static = declared_features(FeatureGates(), DONE, cpu_manager_policy="static")
     assert GUARANTEED_CPU_RESIZE not in static
     assert GUARANTEED_CPU_RESIZE in declared_features(FeatureGates(), DONE)
+
+
+def test_pod_level_resize_is_declared_with_its_gate() -> None:
+    assert POD_LEVEL_RESIZE in declared_features(FeatureGates(), DONE)
+    off = FeatureGates({POD_LEVEL_RESIZE: False})
+    assert POD_LEVEL_RESIZE not in declared_features(off, DONE)
