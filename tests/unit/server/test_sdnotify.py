@@ -88,7 +88,10 @@ async def test_the_watchdog_pings_at_half_its_period_while_healthy(
 ) -> None:
     path, sock = listener
     healthy = True
-    checks = [NamedCheck("ping", ping), NamedCheck("syncloop", lambda: None if healthy else "stuck")]
+    checks = [
+        NamedCheck("ping", ping),
+        NamedCheck("syncloop", lambda: None if healthy else "stuck"),
+    ]
     unit = SystemdUnit(path, watchdog_period=20.0)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(run_watchdog, unit, checks)
