@@ -108,7 +108,7 @@ from kubelet.pods import (
 )
 from kubelet.prober import ProberManager, run_prober
 from kubelet.runtime import PodRuntime, RuntimeParts, run_runtime
-from kubelet.server import Addresses, ApiReviews, RunningKubelet, ServerParts, serve
+from kubelet.server import Addresses, ApiReviews, RunningKubelet, ServerParts, SystemdUnit, serve
 from kubelet.sources import PodConfig, open_sources
 from kubelet.stats import (
     Cgroups,
@@ -163,6 +163,8 @@ class Host:
     """where processes are read (``systemCgroups``, ``kubeletCgroups``; /proc/swaps)"""
     sys: Path = Path("/sys")
     """where the CPU manager reads the CPU and NUMA topology (tests: a fake tree)"""
+    unit: SystemdUnit = attrs.field(factory=SystemdUnit)
+    """systemd's NOTIFY_SOCKET and watchdog (tests: none, or a socket of their own)"""
     containers_log_dir: str = LEGACY_CONTAINER_LOGS_DIR
     """the legacy log symlinks: made at container start, swept by container GC (tests: a
     temporary directory)"""
@@ -547,6 +549,7 @@ async def _serve(
             file_io=host.source_io,
             assigned=cm,
             tracer=core.tracer,
+            unit=host.unit,
         ),
     )
     cfg = options.config
@@ -756,9 +759,11 @@ such setting; a production node leaves it unset."""
 
 
 def process_host(environ: Mapping[str, str], connection: ClusterConnection | None = None) -> Host:
-    """The real host, but for :data:`CONTAINERS_LOG_DIR_ENV`."""
+    """The real host, but for :data:`CONTAINERS_LOG_DIR_ENV`; systemd's notification
+    socket and watchdog (a malformed ``WATCHDOG_USEC`` raises ConfigError)."""
     links = environ.get(CONTAINERS_LOG_DIR_ENV) or LEGACY_CONTAINER_LOGS_DIR
-    return Host(connection=connection, containers_log_dir=links)
+    unit = SystemdUnit.from_environ(environ)
+    return Host(connection=connection, containers_log_dir=links, unit=unit)
 
 
 def _take_lock(options: Options) -> int | None:

@@ -9,6 +9,7 @@ from . import spdy
 from .auth import AuthConfigError, KubeletAuth, build_auth
 from .backend import KubeletBackend, ReviewClient, RunningKubelet, TokenReviewResult
 from .reviews import ApiReviews
+from .sdnotify import SystemdUnit
 from .serve import Addresses, ServerParts, serve
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "ReviewClient",
     "RunningKubelet",
     "ServerParts",
+    "SystemdUnit",
     "TokenReviewResult",
     "build_auth",
     "serve",

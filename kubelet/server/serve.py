@@ -43,6 +43,7 @@ from .looplag import LoopLag, watching_loop
 from .memtrim import MemoryTrim
 from .nodelogs import NodeLogs
 from .podresources import Assigned, Lister, serve_pod_resources
+from .sdnotify import SystemdUnit, run_watchdog, send_ready
 from .tlsreload import CA_BUNDLE_LIMIT, PAIR_FILE_LIMIT, ServingTLS, read_files, watch_files
 from .wire import ASGIApp
 from .zpages import HealthSLIs
@@ -137,6 +138,9 @@ class ServerParts:
     """where the TLS files are read and parsed (a worker thread; fake-clock tests: inline)"""
     tracer: Tracer = NO_TRACER
     """server spans for the main and read-only ports"""
+    unit: SystemdUnit = attrs.field(factory=SystemdUnit)
+    """systemd's notification socket and watchdog: READY=1 once the servers listen, then
+    watchdog pings while the health checks pass (not under systemd: nothing)"""
 
 
 async def serve(
@@ -203,6 +207,9 @@ async def serve(
             read_only = apps.build(auth_required=False)
             addresses["read_only"] = serve_on(read_only, sock, None, "read-only")
             log.info("Starting to listen read-only on %s", addresses["read_only"])
+        await send_ready(parts.unit)
+        if parts.unit.watchdog_interval > 0:
+            nursery.start_soon(run_watchdog, parts.unit, checks)
         task_status.started(Addresses(**addresses))
 
 

@@ -204,6 +204,8 @@ class ApiHandler:
                 return self._non_resource(route, request)
             if route.rt.plural == "pods" and route.subresource in PROXIED:
                 return await self._proxied(route, request)
+            if route.rt.plural == "nodes" and route.subresource == "proxy":
+                return await self._node_proxy(route, request)
             return self._resource(route, verb, request, record, effect.expire_watch)
         except StatusError as err:
             return error_response(err)
@@ -223,6 +225,17 @@ class ApiHandler:
         query = parse_qs(request.query_string, keep_blank_values=True)
         url = self.proxy.location(route.namespace, route.name, route.subresource, query)
         return await self.proxy.log(url)
+
+    async def _node_proxy(self, route: Route, request: Request) -> Response:
+        """``nodes/{name}/proxy/<path>``: a GET passed to the node's kubelet as it came."""
+        if self.proxy is None:
+            raise StatusError(404, "the server could not find the requested resource")
+        if request.method != "GET":
+            raise StatusError.method_not_allowed(request.method, request.path)
+        url = self.proxy.node_base(route.name) + route.proxy_path
+        if request.query_string:
+            url += "?" + request.query_string
+        return await self.proxy.forward(url)
 
     def upgrade_hook(self, request: Request) -> Upgraded | None:
         """``pods/{name}/exec|attach|portforward`` upgrades, proxied to the kubelet."""

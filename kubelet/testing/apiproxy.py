@@ -16,6 +16,9 @@ As kube-apiserver (pkg/registry/core/pod/strategy.go ``ExecLocation``/``AttachLo
 * the kubelet's path is ``/exec/{ns}/{pod}/{container}`` (``/attach``, ``/portForward/{ns}/
   {pod}``, ``/containerLogs/...``) with ``input``/``output``/``error``/``tty`` = ``1`` and
   ``command`` (``port`` for port-forward) from the API's options;
+* ``nodes/{name}/proxy/<path>?<query>`` (``kubectl get --raw``) is a GET of
+  ``https://<address>:<port>/<path>?<query>`` on the same address and port, the kubelet's
+  status, content type and body passed back;
 * an upgrade is proxied byte for byte (the kubelet's own proxy, ``kubelet.server.
   streaming``), the client's ``Authorization`` header dropped as the apiserver's
   authentication filter does.
@@ -230,6 +233,27 @@ class KubeletProxy:
                     await client.aclose()
 
         return Response(200, content_type="text/plain", stream=stream)
+
+    async def forward(self, url: str) -> Response:
+        """``nodes/{name}/proxy/...``: the kubelet's answer (status, type, body) streamed."""
+        client = httpx.AsyncClient(verify=self.ssl_context(), timeout=None)
+        try:
+            response = await client.send(client.build_request("GET", url), stream=True)
+        except httpx.HTTPError as exc:
+            await client.aclose()
+            raise StatusError(503, f"error trying to reach service: {exc}") from None
+
+        async def stream(send: Send) -> None:
+            try:
+                async for chunk in response.aiter_raw():
+                    await send(chunk)
+            finally:
+                with trio.CancelScope(shield=True), contextlib.suppress(Exception):
+                    await response.aclose()
+                    await client.aclose()
+
+        content_type = response.headers.get("content-type", "text/plain")
+        return Response(response.status_code, content_type=content_type, stream=stream)
 
 
 _LOG_PARAMS = frozenset(

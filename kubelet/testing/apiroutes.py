@@ -30,6 +30,8 @@ class Route:
     name: str = ""
     subresource: str = ""
     special: str = ""  # "discovery", "version", "health", "unknown"
+    proxy_path: str = ""
+    """``nodes/{name}/proxy/<path>``: the kubelet path (trailing slash kept)"""
 
 
 def parse_route(path: str) -> Route:
@@ -56,6 +58,10 @@ def parse_route(path: str) -> Route:
             sub = rest[4] if len(rest) == 5 else ""
             return _checked(Route(rt, rest[1], name, sub))
     rt = apiresources.lookup(group, version, rest[0])
+    if rt is not None and rt.plural == "nodes" and len(rest) >= 3 and rest[2] == "proxy":
+        prefix = f"/nodes/{rest[1]}/proxy"
+        tail = path[path.index(prefix) + len(prefix) :]
+        return Route(rt, "", rest[1], "proxy", proxy_path=tail or "/")
     if rt is None or len(rest) > 3:
         return Route(special="unknown")
     name = rest[1] if len(rest) >= 2 else ""
