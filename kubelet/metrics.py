@@ -149,6 +149,8 @@ POD_RESOURCES_METHODS = {"list": "List", "get": "Get", "get_allocatable": "GetAl
 """podresources v1 calls: the metric suffix and the method name of their help texts."""
 BARE_COUNTERS = (
     "kubelet_pleg_discard_events", "kubelet_evictions", "kubelet_preemptions",
+    "kubelet_container_aligned_compute_resources_count",
+    "kubelet_container_aligned_compute_resources_failure_count",
     *(f"kubelet_pod_resources_endpoint_{kind}_{m}"
       for kind in ("requests", "errors") for m in POD_RESOURCES_METHODS),
 )  # fmt: skip
@@ -741,6 +743,24 @@ class KubeletMetrics:
             ),
             registry=reg,
         )
+        self.aligned_compute = BareCounter(
+            "kubelet_container_aligned_compute_resources_count",
+            _alpha(
+                "Cumulative number of aligned compute resources allocated to containers by "
+                "alignment type."
+            ),
+            ("scope", "boundary"),
+        )
+        reg.register(self.aligned_compute)
+        self.aligned_compute_failures = BareCounter(
+            "kubelet_container_aligned_compute_resources_failure_count",
+            _alpha(
+                "Cumulative number of failures to allocate aligned compute resources to "
+                "containers by alignment type."
+            ),
+            ("scope", "boundary"),
+        )
+        reg.register(self.aligned_compute_failures)
         self.topology_admission_duration = Histogram(
             "kubelet_topology_manager_admission_duration_ms",
             _alpha("Duration in milliseconds to serve a pod admission request."),
@@ -996,8 +1016,17 @@ class KubeletMetrics:
             self.run_podsandbox_errors.labels(runtime_handler=runtime_handler).inc()
 
     def cpu_pinning(self, kind: str) -> None:
-        """A CPU manager pinning: ``requests`` (every one) or ``errors`` (refused)."""
+        """A CPU manager pinning: ``requests`` (every one) or ``errors`` (refused); with
+        ``full-pcpus-only``, a container on whole cores (``aligned``) or not
+        (``unaligned``)."""
+        if kind in ("aligned", "unaligned"):
+            self._aligned(kind, "container", "physical_cpu")
+            return
         (self.cpu_pinning_errors if kind == "errors" else self.cpu_pinning_requests).inc()
+
+    def _aligned(self, kind: str, scope: str, boundary: str) -> None:
+        counter = self.aligned_compute if kind == "aligned" else self.aligned_compute_failures
+        counter.inc(scope, boundary)
 
     def memory_pinning(self, kind: str) -> None:
         """A memory manager pinning: ``requests`` (every one) or ``errors`` (refused)."""
@@ -1008,6 +1037,9 @@ class KubeletMetrics:
         in whole milliseconds."""
         if kind == "duration":
             self.topology_admission_duration.observe(value)
+        elif kind.startswith(("aligned-", "unaligned-")):
+            aligned, _, scope = kind.partition("-")
+            self._aligned(aligned, scope, "numa_node")
         else:
             (
                 self.topology_admission_errors

@@ -107,10 +107,14 @@ class CpuManager(ResourceManager):
         except AllocationError as exc:
             self.count("requests")
             self.count("errors")
+            if self.policy.options.full_pcpus_only:
+                self.count("unaligned")
             log.info("CPU manager refused pod %s: %s", pod.metadata.uid, exc.message)
             return exc.reason, exc.message
         for _ in pinned:
             self.count("requests")
+            if self.policy.options.full_pcpus_only:
+                self.count("aligned")  # whole physical cores, by construction
         self._recent.add(pod.metadata.uid)
         if changed:
             self._changed()

@@ -1,12 +1,17 @@
 """Which CPUs to give a request, as upstream's ``takeByTopology`` packs them.
 
-Whole sockets first (while the request is at least a socket), then whole free cores
-(sockets with the fewest free CPUs first, so that allocations pack), then single threads
-(from the cores, then the sockets, with the fewest free CPUs first). Pure: the topology
-and the free set in, the chosen set out.
+Two levels of whole groups first: NUMA nodes then sockets when a NUMA node holds one or
+more sockets (sockets >= NUMA nodes), else sockets then NUMA nodes (several NUMA nodes
+per socket); each taken only while the request still needs at least that many CPUs and
+the group is wholly free. Then whole free cores, then single threads. Every list is
+ordered the way upstream orders it: groups with the fewest free CPUs first (then by
+id), cores within their socket (or NUMA node) in that group's order, so allocations
+pack. Pure: the topology and the free set in, the chosen set out.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable, Iterable
 
 from .topology import Topology
 
@@ -19,37 +24,94 @@ class NotEnoughCpus(Exception):
         )
 
 
+class _Accumulator:
+    """The CPUs taken so far and what is still free (upstream's ``cpuAccumulator``)."""
+
+    def __init__(self, topo: Topology, available: frozenset[int], count: int) -> None:
+        self.topo = topo
+        self.free = set(available & topo.all_cpus)
+        self.needed = count
+        self.result: set[int] = set()
+        self.sockets, self.numas, self.cores = topo.sockets(), topo.numa_cpus(), topo.cores()
+        self.numa_first = len(self.sockets) >= len(self.numas)
+
+    def take(self, cpus: Iterable[int]) -> None:
+        cpus = set(cpus) & self.free
+        self.result |= cpus
+        self.free -= cpus
+        self.needed -= len(cpus)
+
+    def _order(self, groups: dict[int, frozenset[int]], ids: Iterable[int]) -> list[int]:
+        """``ids`` that still have free CPUs, the fewest free first, then by id."""
+        have = [(len(groups[i] & self.free), i) for i in set(ids)]
+        return [i for n, i in sorted(have) if n]
+
+    def _within(
+        self, outer: list[int], outer_of: Callable[[int], int], inner: dict[int, frozenset[int]]
+    ) -> list[int]:
+        """Inner groups (cores, sockets, NUMA nodes) in the order of the outer ones."""
+        members: dict[int, list[int]] = {}
+        for i, cpus in inner.items():
+            for o in {outer_of(c) for c in cpus}:
+                members.setdefault(o, []).append(i)
+        out: list[int] = []
+        for o in outer:
+            out.extend(i for i in self._order(inner, members.get(o, [])) if i not in out)
+        return out
+
+    def numa_nodes(self) -> list[int]:
+        if self.numa_first:
+            return self._order(self.numas, self.numas)
+        return self._within(self.socket_list(), self._socket_of, self.numas)
+
+    def socket_list(self) -> list[int]:
+        if self.numa_first:
+            return self._within(self.numa_nodes(), self._numa_of, self.sockets)
+        return self._order(self.sockets, self.sockets)
+
+    def core_list(self) -> list[int]:
+        if self.numa_first:
+            return self._within(self.socket_list(), self._socket_of, self.cores)
+        return self._within(self.numa_nodes(), self._numa_of, self.cores)
+
+    def _socket_of(self, cpu: int) -> int:
+        return self.topo.cpus[cpu].socket
+
+    def _numa_of(self, cpu: int) -> int:
+        return self.topo.cpus[cpu].numa
+
+    def take_whole(self, groups: dict[int, frozenset[int]], order: list[int]) -> None:
+        """Every group of ``order`` that is wholly free and no bigger than the need."""
+        for gid in [g for g in order if groups[g] <= self.free]:
+            if self.needed >= len(groups[gid]) and groups[gid] <= self.free:
+                self.take(groups[gid])
+
+    def take_levels(self) -> None:
+        """Whole NUMA nodes and sockets, the higher level of the hierarchy first."""
+        numa = (self.numas, self.numa_nodes)
+        socket = (self.sockets, self.socket_list)
+        for groups, order in (numa, socket) if self.numa_first else (socket, numa):
+            if self.needed > 0:
+                self.take_whole(groups, order())
+
+    def take_threads(self) -> None:
+        for core in self.core_list():
+            for cpu in sorted(self.cores[core] & self.free):
+                if self.needed <= 0:
+                    return
+                self.take([cpu])
+
+
 def take_by_topology(topo: Topology, available: frozenset[int], count: int) -> frozenset[int]:
     """``count`` CPUs of ``available``; ``NotEnoughCpus`` when there are fewer."""
     if count > len(available):
         raise NotEnoughCpus(count, len(available))
-    taken: set[int] = set()
-    if count == 0:
+    if count <= 0:
         return frozenset()
-    sockets, cores = topo.sockets(), topo.cores()
-
-    def free(cpus: frozenset[int]) -> frozenset[int]:
-        return cpus & available - taken
-
-    for _, cpus in sorted(sockets.items()):
-        if count - len(taken) >= len(cpus) and free(cpus) == cpus:
-            taken |= cpus
-    socket_of = {cpu: info.socket for cpu, info in topo.cpus.items()}
-
-    def socket_free(cpus: frozenset[int]) -> int:
-        return len(free(sockets[socket_of[min(cpus)]]))
-
-    for _, cpus in sorted(cores.items(), key=lambda kv: (socket_free(kv[1]), kv[0])):
-        if count - len(taken) >= len(cpus) and free(cpus) == cpus:
-            taken |= cpus
-    core_of = {cpu: info.core for cpu, info in topo.cpus.items()}
-
-    def thread_order(cpu: int) -> tuple[int, int, int]:
-        core = cores[core_of[cpu]]
-        return (len(free(core)), socket_free(core), cpu)
-
-    for cpu in sorted(available - taken, key=thread_order):
-        if len(taken) == count:
-            break
-        taken.add(cpu)
-    return frozenset(taken)
+    acc = _Accumulator(topo, available, count)
+    acc.take_levels()
+    if acc.needed > 0:
+        acc.take_whole(acc.cores, acc.core_list())
+    if acc.needed > 0:
+        acc.take_threads()
+    return frozenset(acc.result)

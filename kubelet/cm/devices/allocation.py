@@ -9,7 +9,8 @@ handed on to the app containers that follow it (it has finished by then), as ups
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import functools
+from collections.abc import Callable, Iterable, Mapping
 
 import attrs
 
@@ -34,6 +35,13 @@ class Granted:
 
 PodDevices = dict[str, dict[str, dict[str, Granted]]]
 """pod UID → container name → resource name → what was granted"""
+
+Order = Callable[[str, str, set[str]], list[str]]
+"""(container, resource, free devices) → the order to take them in"""
+
+
+def _by_id(_container: str, _resource: str, free: set[str]) -> list[str]:
+    return sorted(free)
 
 
 def device_requests(container: Container, resources: Iterable[str]) -> dict[str, int]:
@@ -73,9 +81,11 @@ def _pick(
     reusable: set[str],
     taken: set[str],
     registered: bool,
+    order: Callable[[set[str]], list[str]] = sorted,
 ) -> tuple[str, ...]:
-    """``needed`` devices: reusable ones first, then free healthy ones (sorted, so the
-    choice is stable); upstream's checks and messages in upstream's order."""
+    """``needed`` devices: reusable ones first, then free healthy ones in ``order`` (by
+    ID unless the topology affinity says otherwise, so the choice is stable); upstream's
+    checks and messages in upstream's order."""
     if not registered:
         raise AllocationError(f"cannot allocate unregistered device {resource}")
     if not healthy:
@@ -83,7 +93,7 @@ def _pick(
             f"no healthy devices present; cannot allocate unhealthy devices {resource}"
         )
     chosen = sorted(reusable & healthy)[:needed]
-    free = sorted(healthy - taken - set(chosen))
+    free = order(healthy - taken - set(chosen))
     if len(chosen) + len(free) < needed:
         raise AllocationError(
             f"requested number of devices unavailable for {resource}. "
@@ -97,6 +107,7 @@ def plan_pod(
     devices: PodDevices,
     healthy: Mapping[str, set[str]],
     registered: Iterable[str],
+    order: Order = _by_id,
 ) -> dict[str, dict[str, Granted]]:
     """Every container's devices for ``pod`` (container → resource → granted), keeping
     what the pod already holds (a restarted kubelet's checkpoint); ``AllocationError``
@@ -124,6 +135,7 @@ def plan_pod(
                     pool,
                     taken - pool,
                     resource in set(registered),
+                    functools.partial(order, container.name, resource),
                 )
                 mine.setdefault(container.name, {})[resource] = Granted(ids)
             _hand_on(reusable, resource, ids, init=_is_plain_init(pod, container))

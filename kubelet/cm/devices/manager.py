@@ -30,6 +30,7 @@ from kubelet.boundedio import InputRefused, RunSync, loads_json, read_regular_fi
 from kubelet.decisions import ContainerContribution, DeviceSpec, MountSpec
 from kubelet.metrics import KubeletMetrics
 
+from ..hints import TopologyHints
 from ..manager import (
     NO_RESOURCES,
     AssignedDevice,
@@ -38,10 +39,12 @@ from ..manager import (
     ResourceError,
     ResourceManager,
 )
+from ..topology import TopologyManager
 from . import deviceplugin_api_pb2 as pb
-from .allocation import AllocationError, Granted, PodDevices, device_requests, plan_pod
+from .allocation import AllocationError, Granted, PodDevices, device_requests, held, plan_pod
 from .checkpoint import FILE_NAME, Checkpoint, CheckpointError, decode, encode
 from .endpoint import Endpoint, PluginError
+from .hints import DeviceNodes, by_affinity, device_hints, has_topology, pod_device_requests
 from .names import HEALTHY, endpoint_path
 from .registration import RegistrationRefused
 
@@ -111,6 +114,8 @@ class DeviceManager(ResourceManager):
         self._generation = 0
         self._dialling = 0
         self._counted: set[str] = set()
+        self.topology: TopologyManager | None = None
+        """whose NUMA nodes hints cover and whose affinities allocations follow"""
 
     # -- state -----------------------------------------------------------------------
 
@@ -283,12 +288,78 @@ class DeviceManager(ResourceManager):
         if gone:
             self._save()
         try:
-            plan = plan_pod(pod, self.allocations, self.healthy(), self.resources)
+            plan = plan_pod(
+                pod,
+                self.allocations,
+                self.healthy(),
+                self.resources,
+                functools.partial(self._order, pod.uid),
+            )
         except AllocationError as exc:
             return ADMISSION_ERROR, admission_message(exc)
         if plan:
             self.allocations[pod.uid] = plan
         return None
+
+    # -- topology ----------------------------------------------------------------------
+
+    def bind(self, peers: Sequence[ResourceManager]) -> None:
+        found = [p for p in peers if isinstance(p, TopologyManager)]
+        self.topology = found[0] if found else None
+
+    def _nodes(self, resource: str) -> DeviceNodes:
+        res = self.resources.get(resource)
+        return {d: dev.numa for d, dev in res.devices.items()} if res is not None else {}
+
+    def _affinity(self, pod_uid: str, container: str) -> tuple[int, ...] | None:
+        hint = self.topology.affinity(pod_uid, container) if self.topology else None
+        return hint.nodes if hint is not None and hint.numa_affinity is not None else None
+
+    def _order(self, pod_uid: str, container: str, resource: str, free: set[str]) -> list[str]:
+        """Free devices on the container's NUMA affinity first (``filterByAffinity``)."""
+        nodes = self._nodes(resource)
+        affinity = self._affinity(pod_uid, container) if has_topology(nodes) else None
+        return by_affinity(nodes, free, affinity)
+
+    def _hints(self, resource: str, requested: int, allocated: set[str]) -> list[Any] | None:
+        """One resource's hints (None: no preference): from what the pod already holds
+        (a restarted kubelet), else from the healthy devices nobody holds."""
+        nodes = self._nodes(resource)
+        if self.topology is None or not has_topology(nodes):
+            return None
+        machine = self.topology.numa.nodes
+        if allocated:
+            if len(allocated) != requested:
+                return []
+            return device_hints(machine, nodes, allocated, requested)
+        res = self.resources[resource]
+        available = res.healthy() - held(self.allocations, resource)
+        if len(available) < requested:
+            return []
+        return device_hints(machine, nodes, available, requested)
+
+    def topology_hints(self, pod: Pod, container: Container) -> TopologyHints:
+        """Upstream's device manager ``GetTopologyHints``."""
+        mine = self.granted(pod.uid, container.name)
+        out: dict[str, Any] = {}
+        for resource, count in device_requests(container, self.resources).items():
+            have = set(mine[resource].device_ids) if resource in mine else set()
+            out[resource] = self._hints(resource, count, have)
+        return {r: h for r, h in out.items() if h is not None}
+
+    def pod_topology_hints(self, pod: Pod) -> TopologyHints:
+        """Upstream's ``GetPodTopologyHints``: the pod's peak request per resource."""
+        per = {c.name: device_requests(c, self.resources) for c in _all(pod)}
+        out: dict[str, Any] = {}
+        for resource, count in pod_device_requests(pod, per).items():
+            have = {
+                d
+                for granted in self.allocations.get(pod.uid, {}).values()
+                if resource in granted
+                for d in granted[resource].device_ids
+            }
+            out[resource] = self._hints(resource, count, have)
+        return {r: h for r, h in out.items() if h is not None}
 
     async def prepare_pod(self, pod: Pod) -> None:
         """The plugins' Allocate for each container's devices not yet answered."""
@@ -333,6 +404,7 @@ class DeviceManager(ResourceManager):
         taken = self._taken(resource, pod_uid, container)
         available = sorted((res.healthy() - taken) | set(ids))
         must = sorted(set(ids) & taken)  # shared with the pod's init containers
+        available = self._aligned(pod_uid, container, resource, available, len(ids), must)
         try:
             chosen = await res.endpoint.preferred(available, must, len(ids))
         except PluginError as exc:
@@ -343,6 +415,24 @@ class DeviceManager(ResourceManager):
         if not valid or set(chosen) & fresh or not set(must) <= set(chosen):
             return ids
         return tuple(chosen)
+
+    def _aligned(
+        self,
+        pod_uid: str,
+        container: str,
+        resource: str,
+        available: list[str],
+        n: int,
+        must: list[str],
+    ) -> list[str]:
+        """The devices the plugin may choose from: those on the container's NUMA
+        affinity when they are enough (upstream lets it choose among the aligned only)."""
+        nodes = self._nodes(resource)
+        affinity = self._affinity(pod_uid, container) if has_topology(nodes) else None
+        if affinity is None:
+            return available
+        aligned = {d for d in available if set(nodes.get(d, ())) & set(affinity)} | set(must)
+        return sorted(aligned) if len(aligned) >= n else available
 
     async def _allocate(self, resource: str, ids: tuple[str, ...]) -> bytes:
         res = self.resources.get(resource)

@@ -23,7 +23,7 @@ from kubelet.errors import ConfigError
 from ..hints import TopologyHint, TopologyHints
 from ..manager import Refusal, ResourceManager
 from ..parts import CmParts
-from .merge import NONE, POD_SCOPE, NumaInfo, OptionError, PolicyOptions, merge
+from .merge import NONE, POD_SCOPE, SINGLE_NUMA_NODE, NumaInfo, OptionError, PolicyOptions, merge
 from .numa import read_numa_info
 
 log = logging.getLogger(__name__)
@@ -34,7 +34,8 @@ TOPOLOGY_AFFINITY_ERROR = (
 )
 
 Observe = Callable[[str, float], None]
-"""a metric: ("requests" | "errors", 0) or ("duration", milliseconds)"""
+"""a metric: ("requests" | "errors", 0), ("duration", milliseconds), or a container
+aligned on one NUMA node ("aligned-<scope>", 1) or not ("unaligned-<scope>", 1)"""
 
 
 class TopologyManager(ResourceManager):
@@ -87,11 +88,18 @@ class TopologyManager(ResourceManager):
                 if not admit:
                     break
                 found[c.name] = hint
+        guaranteed = self.policy == SINGLE_NUMA_NODE  # upstream's IsAlignmentGuaranteed
         if not admit:
+            if guaranteed:
+                self.observe(f"unaligned-{self.scope}", 1)
             self.observe("errors", 0)
             log.info("Topology manager refused pod %s: no placement with NUMA locality", uid)
             return TOPOLOGY_AFFINITY_ERROR
         self.affinities[uid] = found
+        if guaranteed:
+            # one count per container with the container scope, one per pod with the pod's
+            for _ in range(len(found) if self.scope != POD_SCOPE else 1):
+                self.observe(f"aligned-{self.scope}", 1)
         return None
 
     def _merge(self, hints: list[TopologyHints]) -> tuple[TopologyHint, bool]:

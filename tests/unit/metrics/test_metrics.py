@@ -320,3 +320,25 @@ def test_resize_metrics_are_upstreams() -> None:
     bucket = "kubelet_pod_resize_duration_milliseconds_bucket"
     assert value(duration, bucket, success="true", le="100.0") == 0
     assert value(duration, bucket, success="true", le="500.0") == 1
+
+
+def test_aligned_compute_resources_counters_are_upstreams() -> None:
+    m = KubeletMetrics()
+    m.cpu_pinning("aligned")
+    m.cpu_pinning("unaligned")
+    m.topology_admission("aligned-pod", 1)
+    m.topology_admission("aligned-pod", 1)
+    lines = _lines(m, "kubelet_container_aligned_compute_resources")
+    assert "# TYPE kubelet_container_aligned_compute_resources_count counter" in lines
+    assert (
+        'kubelet_container_aligned_compute_resources_count{boundary="physical_cpu",'
+        'scope="container"} 1.0' in lines
+    )
+    assert (
+        'kubelet_container_aligned_compute_resources_count{boundary="numa_node",scope="pod"} 2.0'
+        in lines
+    )
+    assert (
+        'kubelet_container_aligned_compute_resources_failure_count{boundary="physical_cpu",'
+        'scope="container"} 1.0' in lines
+    )

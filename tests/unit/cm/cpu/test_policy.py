@@ -150,6 +150,13 @@ def test_admission_counts_pinning_requests_and_errors() -> None:
     refusal = manager.admit(_pod("h", "1"), [])
     assert refusal is not None and refusal[0] == "UnexpectedAdmissionError"
     assert counted == ["requests", "requests", "errors"]
+    counted.clear()
+    full = StaticPolicy(uniform(1, 2, 2), frozenset({0}), PolicyOptions(full_pcpus_only=True))
+    manager.policy = full
+    assert manager.admit(_pod("g2", "2"), []) is None
+    refusal = manager.admit(_pod("h2", "1"), [])
+    assert refusal is not None and refusal[0] == "SMTAlignmentError"
+    assert counted == ["requests", "aligned", "requests", "errors", "unaligned"]
 
 
 def _manager(policy: StaticPolicy | None) -> CpuManager:

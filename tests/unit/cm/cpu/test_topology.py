@@ -62,3 +62,39 @@ def test_take_by_topology_takes_whole_sockets_then_cores_then_threads() -> None:
     assert take_by_topology(topo, everything - {0, 8}, 2) == {1, 9}
     with pytest.raises(NotEnoughCpus, match="requested=3, available=2"):
         take_by_topology(topo, frozenset({1, 2}), 3)
+
+
+def test_take_by_topology_packs_whole_numa_nodes_of_a_two_numa_socket(tmp_path: Path) -> None:
+    # 1 socket x 2 NUMA nodes x 4 cores x 2 threads: node 0 {0,1,4,5}, node 1 {2,3,6,7}
+    topo = read_topology(write_sysfs(tmp_path, sockets=1, cores=4, threads=2, numa_per_socket=2))
+    assert topo.numa_cpus() == {0: {0, 1, 4, 5}, 1: {2, 3, 6, 7}}
+    everything = topo.all_cpus
+    # with CPU 0 taken, a request of a NUMA node's size gets the free NUMA node
+    # (cores across both nodes without NUMA packing)
+    assert take_by_topology(topo, everything - {0}, 4) == {2, 3, 6, 7}
+    # smaller requests pack on the node with the fewest free CPUs
+    assert take_by_topology(topo, everything - {0, 4}, 2) == {1, 5}
+    assert take_by_topology(topo, everything - {0}, 1) == {4}
+    assert take_by_topology(topo, everything - {0}, 6) == {1, 2, 3, 5, 6, 7}
+
+
+def test_take_by_topology_sockets_then_numa_nodes_on_two_sockets(tmp_path: Path) -> None:
+    # 2 sockets x 2 NUMA nodes each x 4 cores x 2 threads (siblings 8 apart)
+    topo = read_topology(write_sysfs(tmp_path, sockets=2, cores=4, threads=2, numa_per_socket=2))
+    assert topo.numa_cpus() == {
+        0: {0, 1, 8, 9},
+        1: {2, 3, 10, 11},
+        2: {4, 5, 12, 13},
+        3: {6, 7, 14, 15},
+    }
+    everything = topo.all_cpus
+    # a whole NUMA node on the socket with the fewest free CPUs
+    assert take_by_topology(topo, everything - {0}, 4) == {2, 3, 10, 11}
+    # a whole socket, then a whole NUMA node, then cores of the fullest node
+    assert take_by_topology(topo, everything - {0}, 12) == {2, 3, 10, 11} | set(range(4, 8)) | set(
+        range(12, 16)
+    )
+    assert take_by_topology(topo, everything - {0}, 14) == everything - {0, 8}
+    # the fuller socket first: its free NUMA node, or its fuller node's cores
+    assert take_by_topology(topo, everything - {0, 4, 12}, 4) == {6, 7, 14, 15}
+    assert take_by_topology(topo, everything - {0, 4, 12}, 2) == {5, 13}

@@ -120,3 +120,17 @@ def test_pod_scope_aligns_all_containers_on_one_node() -> None:
     assert cpus.exclusive("a", "c0") | cpus.exclusive("a", "c1") == {2, 3}
     container_scope, _, _, _ = _node("single-numa-node")
     assert container_scope.admit(_pod("b", "1", "1"), []) is None  # each fits a node alone
+
+
+def test_single_numa_node_counts_aligned_containers_and_failures() -> None:
+    cm, _, _, seen = _node("single-numa-node")
+    assert cm.admit(_pod("a", "1", "1"), []) is None
+    assert cm.admit(_pod("b", "3"), []) == TOPOLOGY_ERROR
+    aligned = [kind for kind, _ in seen if "aligned" in kind]
+    assert aligned == ["aligned-container", "aligned-container", "unaligned-container"]
+    pod_scope, _, _, seen = _node("single-numa-node", scope="pod")
+    assert pod_scope.admit(_pod("c", "1", "1"), []) is None
+    assert [kind for kind, _ in seen if "aligned" in kind] == ["aligned-pod"]
+    best_effort, _, _, seen = _node("best-effort")
+    assert best_effort.admit(_pod("d", "1"), []) is None
+    assert not [kind for kind, _ in seen if "aligned" in kind]
