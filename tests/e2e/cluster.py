@@ -12,6 +12,7 @@ import uuid
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
+import httpx
 import pytest
 import trio
 
@@ -70,6 +71,18 @@ class Processes:
                 except subprocess.TimeoutExpired:
                     proc.kill()
                     proc.wait()
+
+
+NODE_REGISTERED_WITHIN = 60.0
+"""seconds a kubelet process has to register its Node (a loaded machine starts Python
+slowly; a healthy start takes a few seconds)"""
+
+
+async def node_registered(api: httpx.AsyncClient, node: str) -> None:
+    """Wait until the kubelet has registered ``node`` with the API server."""
+    with trio.fail_after(NODE_REGISTERED_WITHIN):
+        while (await api.get(f"/api/v1/nodes/{node}")).status_code != 200:
+            await trio.sleep(0.1)
 
 
 @pytest.fixture

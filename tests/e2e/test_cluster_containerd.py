@@ -17,7 +17,7 @@ import trio
 
 from kubelet.cri import ImageClient, RuntimeClient, labels
 
-from .cluster import Processes
+from .cluster import Processes, node_registered
 
 pytestmark = pytest.mark.containerd
 
@@ -49,9 +49,7 @@ async def test_twenty_api_pods_run_and_go(
     url, node, _ = cluster
     runtime, _ = cri
     async with httpx.AsyncClient(base_url=url, timeout=10) as api:
-        with trio.fail_after(20):
-            while (await api.get(f"/api/v1/nodes/{node}")).status_code != 200:
-                await trio.sleep(0.1)
+        await node_registered(api, node)
         names = [f"p{i}" for i in range(20)]
         start = time.monotonic()
         for name in names:
@@ -94,9 +92,7 @@ async def test_a_kubelet_killed_while_its_pods_are_deleted_finishes_them_after_a
     runtime, _ = cri
     names = [f"{node}-{i}" for i in range(10)]
     async with httpx.AsyncClient(base_url=url, timeout=10) as api:
-        with trio.fail_after(20):
-            while (await api.get(f"/api/v1/nodes/{node}")).status_code != 200:
-                await trio.sleep(0.1)
+        await node_registered(api, node)
         for name in names:
             r = await api.post("/api/v1/namespaces/default/pods", json=pod(name, node))
             assert r.status_code == 201, r.text

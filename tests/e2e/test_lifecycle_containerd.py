@@ -21,7 +21,7 @@ import trio
 from kubelet.cri import ImageClient, RuntimeClient, api, labels
 from kubelet.cri.__main__ import cleanup
 
-from .cluster import Processes
+from .cluster import Processes, node_registered
 from .test_kubelet_containerd import BUSYBOX, KubeletProcess
 
 pytestmark = pytest.mark.containerd
@@ -172,9 +172,7 @@ async def test_finished_api_pod_is_not_run_again_after_the_runtime_loses_it(
             r = await client.get("/api/v1/namespaces/default/pods/once")
             return str(r.json().get("status", {}).get("phase", ""))
 
-        with trio.fail_after(20):
-            while (await client.get(f"/api/v1/nodes/{node}")).status_code != 200:
-                await trio.sleep(0.1)
+        await node_registered(client, node)
         r = await client.post("/api/v1/namespaces/default/pods", json=api_pod("once", node))
         assert r.status_code == 201, r.text
         with trio.fail_after(60):

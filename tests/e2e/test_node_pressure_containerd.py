@@ -28,7 +28,7 @@ import trio
 from kubelet.cri import ImageClient, RuntimeClient, api
 from kubelet.cri.__main__ import cleanup
 
-from .cluster import open_cluster
+from .cluster import node_registered, open_cluster
 
 pytestmark = pytest.mark.containerd
 
@@ -121,9 +121,7 @@ def _pod(name: str, node: str, script: str, **spec: Any) -> dict[str, Any]:
 
 
 async def _wait_node(client: httpx.AsyncClient, node: str) -> None:
-    with trio.fail_after(30):
-        while (await client.get(f"/api/v1/nodes/{node}")).status_code != 200:
-            await trio.sleep(0.2)
+    await node_registered(client, node)
 
 
 async def _status(client: httpx.AsyncClient, name: str) -> dict[str, Any]:

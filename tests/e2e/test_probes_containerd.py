@@ -15,7 +15,7 @@ import trio
 
 from kubelet.cri import ImageClient, RuntimeClient, labels
 
-from .cluster import Processes
+from .cluster import Processes, node_registered
 
 pytestmark = pytest.mark.containerd
 
@@ -33,9 +33,7 @@ def pod(name: str, node: str, container: dict[str, Any], **spec: Any) -> dict[st
 
 async def create(api: httpx.AsyncClient, body: dict[str, Any], node: str) -> str:
     """Create the pod once the node is registered; its UID."""
-    with trio.fail_after(20):
-        while (await api.get(f"/api/v1/nodes/{node}")).status_code != 200:
-            await trio.sleep(0.1)
+    await node_registered(api, node)
     r = await api.post("/api/v1/namespaces/default/pods", json=body)
     assert r.status_code == 201, r.text
     return str(r.json()["metadata"]["uid"])

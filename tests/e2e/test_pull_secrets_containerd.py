@@ -22,7 +22,7 @@ import trio
 from kubelet.cri import CriError, ImageClient, RuntimeClient
 from kubelet.testing.fakeregistry import FakeRegistry, single_layer_image
 
-from .cluster import Processes
+from .cluster import Processes, node_registered
 
 pytestmark = pytest.mark.containerd
 
@@ -74,9 +74,7 @@ async def test_private_registry_pull_with_a_pull_secret(
     async with registry.serve() as host, httpx.AsyncClient(base_url=url, timeout=10) as api:
         image = f"{host}/{repository}:1"
         try:
-            with trio.fail_after(20):
-                while (await api.get(f"/api/v1/nodes/{node}")).status_code != 200:
-                    await trio.sleep(0.1)
+            await node_registered(api, node)
             auth = base64.b64encode(f"robot:{PASSWORD}".encode()).decode()
             config = json.dumps({"auths": {host: {"auth": auth}}}).encode()
             secret = {

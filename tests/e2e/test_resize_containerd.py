@@ -14,7 +14,7 @@ import trio
 
 from kubelet.cri import ImageClient, RuntimeClient
 
-from .cluster import Processes
+from .cluster import Processes, node_registered
 
 pytestmark = pytest.mark.containerd
 
@@ -73,9 +73,7 @@ async def test_a_running_pod_is_resized_in_place_up_and_down(
 ) -> None:
     url, node, _ = cluster
     async with httpx.AsyncClient(base_url=url, timeout=10) as api:
-        with trio.fail_after(20):
-            while (await api.get(f"/api/v1/nodes/{node}")).status_code != 200:
-                await trio.sleep(0.1)
+        await node_registered(api, node)
         r = await api.post("/api/v1/namespaces/default/pods", json=web(node))
         assert r.status_code == 201, r.text
 

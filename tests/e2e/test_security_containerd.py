@@ -16,7 +16,7 @@ import trio
 
 from kubelet.cri import ImageClient, RuntimeClient, api, labels
 
-from .cluster import Processes
+from .cluster import Processes, node_registered
 from .test_kubelet_containerd import KubeletProcess, kubelet  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.containerd
@@ -47,9 +47,7 @@ def pod(name: str, node: str, *, container: dict[str, Any] | None = None, **spec
 
 
 async def wait_node(api_client: httpx.AsyncClient, node: str) -> None:
-    with trio.fail_after(20):
-        while (await api_client.get(f"/api/v1/nodes/{node}")).status_code != 200:
-            await trio.sleep(0.1)
+    await node_registered(api_client, node)
 
 
 async def get_pod(api_client: httpx.AsyncClient, name: str) -> dict[str, Any]:

@@ -32,7 +32,7 @@ from kubelet.testing import CertPair
 from kubelet.testing import wschannels as ch
 from kubelet.testing.spdytunnel import TUNNEL_PROTOCOL, forward_once, tunnel_spdy
 
-from .cluster import CONTAINERD_ENDPOINT, Processes
+from .cluster import CONTAINERD_ENDPOINT, Processes, node_registered
 
 pytestmark = pytest.mark.containerd
 
@@ -152,9 +152,7 @@ async def _running_pod(node: StreamNode) -> None:
         },
     }  # fmt: skip
     async with httpx.AsyncClient(base_url=node.api_url, timeout=10) as api:
-        with trio.fail_after(30):
-            while (await api.get(f"/api/v1/nodes/{node.node}")).status_code != 200:
-                await trio.sleep(0.1)
+        await node_registered(api, node.node)
         created = await api.post("/api/v1/namespaces/default/pods", json=pod)
         assert created.status_code == 201, created.text
         with trio.fail_after(60):

@@ -23,7 +23,7 @@ from kubelet.cri import ImageClient, RuntimeClient, api, labels
 from kubelet.cri.__main__ import cleanup
 from kubelet.volumes.mounts import mounts_under
 
-from .cluster import Processes
+from .cluster import Processes, node_registered
 from .test_kubelet_containerd import BUSYBOX, LOOP, KubeletProcess
 
 pytestmark = pytest.mark.containerd
@@ -257,9 +257,7 @@ async def test_orphaned_pod_directory_with_a_sub_path_mount_is_swept_safely(
 
 
 async def _api_ready(api_client: httpx.AsyncClient, node: str) -> None:
-    with trio.fail_after(20):
-        while (await api_client.get(f"/api/v1/nodes/{node}")).status_code != 200:
-            await trio.sleep(0.1)
+    await node_registered(api_client, node)
 
 
 async def _create(api_client: httpx.AsyncClient, body: dict[str, Any]) -> None:
@@ -307,7 +305,7 @@ async def test_config_map_read_only_fs_group_and_unsupported_volume(
         "metadata": {"name": "stuck", "namespace": "default"},
         "spec": {
             "nodeName": node,
-            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "claim"}}],
+            "volumes": [{"name": "data", "nfs": {"server": "192.0.2.1", "path": "/exports"}}],
             "containers": [
                 {
                     "name": "app",
@@ -359,13 +357,13 @@ async def test_config_map_read_only_fs_group_and_unsupported_volume(
         )
         assert out.stdout.decode().split("\n")[:4] == ["4321 644", "4321 440", "4321 2777", "4321"]
 
-        # the pod with a persistentVolumeClaim: waiting, nothing asked of containerd
+        # the pod with an nfs volume: waiting, nothing asked of containerd
         await trio.sleep(5)
         assert not await runtime.list_pod_sandbox(labels={labels.POD_NAME: "stuck"})
         events = (await client.get("/api/v1/namespaces/default/events")).json()["items"]
         mounts = [e for e in events if e["reason"] == "FailedMount"]
         assert mounts and 'for volume "data"' in mounts[0]["message"]
-        assert "persistentVolumeClaim volumes are not supported" in mounts[0]["message"]
+        assert "nfs volumes are not supported" in mounts[0]["message"]
         pod = (await client.get("/api/v1/namespaces/default/pods/stuck")).json()
         (status,) = pod["status"]["containerStatuses"]
         assert status["state"]["waiting"]["reason"] == "ContainerCreating"

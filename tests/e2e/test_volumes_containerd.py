@@ -11,7 +11,7 @@ import trio
 
 from kubelet.cri import ImageClient, RuntimeClient, labels
 
-from .cluster import Processes
+from .cluster import Processes, node_registered
 
 pytestmark = pytest.mark.containerd
 
@@ -60,9 +60,7 @@ async def test_pod_reads_config_map_secret_and_token_then_leaves_nothing(
         },
     }
     async with httpx.AsyncClient(base_url=url, timeout=10) as api:
-        with trio.fail_after(20):
-            while (await api.get(f"/api/v1/nodes/{node}")).status_code != 200:
-                await trio.sleep(0.1)
+        await node_registered(api, node)
         for body in (
             {
                 "apiVersion": "v1",
@@ -141,9 +139,7 @@ async def test_a_claim_on_a_host_path_volume_outlives_its_pods(
     disk = short_tmp / "disk"
     disk.mkdir()
     async with httpx.AsyncClient(base_url=url, timeout=10) as api:
-        with trio.fail_after(20):
-            while (await api.get(f"/api/v1/nodes/{node}")).status_code != 200:
-                await trio.sleep(0.1)
+        await node_registered(api, node)
         claim = {
             "apiVersion": "v1",
             "kind": "PersistentVolumeClaim",
