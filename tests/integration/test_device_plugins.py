@@ -187,6 +187,10 @@ async def test_a_restarted_kubelet_keeps_the_allocations_of_its_checkpoint(
             await plugin.register()
             await c.wait_for(lambda: _counts(c) == ("2", "2"), timeout=15)
             assert c.components is not None
+            cm = c.components.cm
+            # node status may still show the counts from before the restart: wait for the
+            # plugin's own list of healthy devices to reach the new kubelet
+            await c.wait_for(lambda: len(cm.allocatable_devices()) == 2, timeout=15)
             held = c.components.cm.container_devices(
                 app.config.labels["io.kubernetes.pod.uid"], "app"
             )
