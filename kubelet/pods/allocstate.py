@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import logging
 import os
-import tempfile
 from collections.abc import Mapping
 from typing import Any
 
 from kubelet.api import Quantity, ResourceRequirements
+from kubelet.atomicfile import replace_file
 from kubelet.boundedio import InputRefused, RunSync, loads_json, read_regular_file
 from kubelet.decisions import Allocation
 from kubelet.goformat import go_json, spew_checksum
@@ -151,16 +151,7 @@ class AllocationCheckpoint:
         A few hundred bytes per pod: written where the allocation changes, as upstream."""
         if not self.path:
             return
-        directory = os.path.dirname(self.path)
         try:
-            os.makedirs(directory, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".allocated_pods_state.", dir=directory)
-            try:
-                with os.fdopen(fd, "wb") as out:
-                    out.write(encode_checkpoint(entries))
-                os.replace(tmp, self.path)
-            except BaseException:
-                os.unlink(tmp)
-                raise
+            replace_file(self.path, encode_checkpoint(entries), mode=0o600)
         except OSError as exc:
             log.error("allocation checkpoint %s not written: %s", self.path, exc)

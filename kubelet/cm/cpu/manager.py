@@ -24,6 +24,7 @@ from kubelet.api import (
     parse_quantity,
     to_millicores,
 )
+from kubelet.atomicfile import replace_file
 from kubelet.boundedio import InputRefused, RunSync, read_regular_file
 from kubelet.cri import RuntimeClient, api, labels
 from kubelet.decisions import NO_CONTRIBUTION, ContainerContribution, pod_qos
@@ -182,7 +183,7 @@ class CpuManager(ResourceManager):
             return
         self._dirty = False
         data = encode(self.state())
-        await self.io(lambda: _write_atomically(self.path, data))
+        await self.io(lambda: replace_file(self.path, data))
 
     # -- reconcile ------------------------------------------------------------------
 
@@ -224,16 +225,6 @@ class CpuManager(ResourceManager):
             self.applied[c.id] = cpus
         for gone in set(self.applied) - seen:
             del self.applied[gone]
-
-
-def _write_atomically(path: str, data: bytes) -> None:
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    tmp = f"{path}.tmp"
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def _load(path: str) -> bytes | None:

@@ -26,6 +26,7 @@ import attrs
 import trio
 
 from kubelet.api import Container, Pod
+from kubelet.atomicfile import replace_file
 from kubelet.boundedio import InputRefused, RunSync, loads_json, read_regular_file
 from kubelet.decisions import ContainerContribution, DeviceSpec, MountSpec
 from kubelet.metrics import KubeletMetrics
@@ -141,7 +142,7 @@ class DeviceManager(ResourceManager):
             await self._dirty.wait()
             self._dirty = trio.Event()
             write = functools.partial(
-                _write_atomically, self.checkpoint_path, encode(self._checkpoint())
+                replace_file, self.checkpoint_path, encode(self._checkpoint())
             )
             try:
                 await self._file_io(write)
@@ -535,12 +536,3 @@ def _read_checkpoint(path: str) -> Checkpoint:
     """Read and decode, bounded (the file is outside data: any process as root may write it)."""
     blob = read_regular_file(path, MAX_CHECKPOINT_BYTES)
     return decode(loads_json(blob, max_bytes=MAX_CHECKPOINT_BYTES))
-
-
-def _write_atomically(path: str, blob: bytes) -> None:
-    tmp = f"{path}.tmp"
-    with open(tmp, "wb") as f:
-        f.write(blob)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)

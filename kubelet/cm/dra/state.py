@@ -26,6 +26,7 @@ from typing import Any
 
 import attrs
 
+from kubelet.atomicfile import replace_file
 from kubelet.boundedio import InputRefused, loads_json, read_regular_file
 
 log = logging.getLogger(__name__)
@@ -190,12 +191,4 @@ class Checkpoint:
             return []
 
     def save(self, infos: Iterable[ClaimInfo]) -> None:
-        blob = encode(infos)
-        os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        tmp = f"{self.path}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-        with os.fdopen(fd, "wb") as out:
-            out.write(blob)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, self.path)
+        replace_file(self.path, encode(infos), mode=0o600)

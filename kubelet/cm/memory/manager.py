@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 import trio
 
 from kubelet.api import Container, Pod
+from kubelet.atomicfile import replace_file
 from kubelet.boundedio import InputRefused, RunSync, read_regular_file
 from kubelet.decisions import NO_CONTRIBUTION, ContainerContribution
 from kubelet.errors import ConfigError
@@ -132,17 +133,7 @@ class MemoryManager(ResourceManager):
             return
         self._dirty = False
         data = encode(self.state())
-        await self.io(lambda: _write_atomically(self.path, data))
-
-
-def _write_atomically(path: str, data: bytes) -> None:
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    tmp = f"{path}.tmp"
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+        await self.io(lambda: replace_file(self.path, data))
 
 
 def _load(path: str) -> bytes | None:
