@@ -23,6 +23,7 @@ from kubelet.api import (
     PodCondition,
     PodIP,
     PodStatus,
+    ResourceStatus,
     is_restartable_init_container,
 )
 from kubelet.cri import RuntimePodStatus
@@ -255,6 +256,19 @@ def _foreign_conditions(
     return foreign if kill is None else with_kill_conditions(foreign, kill, now)
 
 
+def _with_health(
+    statuses: tuple[ContainerStatus, ...], health: Mapping[str, tuple[ResourceStatus, ...]] | None
+) -> tuple[ContainerStatus, ...]:
+    """Each container's ``allocatedResourcesStatus``: its devices' health as the
+    container manager reports it (gate ResourceHealthStatus)."""
+    if not health:
+        return statuses
+    return tuple(
+        attrs.evolve(s, allocated_resources_status=health[s.name]) if s.name in health else s
+        for s in statuses
+    )
+
+
 def generate_pod_status(
     pod: Pod,
     runtime: RuntimePodStatus,
@@ -270,15 +284,16 @@ def generate_pod_status(
     ready_to_start_condition: bool = True,
     allocated: Pod | None = None,
     resize: ResizeState | None = None,
+    resource_health: Mapping[str, tuple[ResourceStatus, ...]] | None = None,
     now_ns: int,
 ) -> PodStatus:
     """The full status for ``pod`` now (``previous``: what was last reported, if anything;
     ``kill``: why the kubelet stops the pod itself -- shutdown, eviction, a deadline;
     ``ready_to_start_condition``: the gate PodReadyToStartContainersCondition;
-    ``allocated``: the pod as it runs; ``resize``: where its resize stands).
-
-    Conditions others own come from the API's copy of the pod (``pod.status``), never
-    from what the kubelet reported before: a readiness gate set since counts at once."""
+    ``allocated``: the pod as it runs; ``resize``: where its resize stands;
+    ``resource_health``: container name → its devices' health). Conditions others own
+    come from the API's copy of the pod (``pod.status``), never from what the kubelet
+    reported before: a readiness gate set since counts at once."""
     old = previous or pod.status
     running = allocated or pod
     init, regular = convert_container_statuses(
@@ -290,6 +305,7 @@ def generate_pod_status(
         started=started,
         ready=ready,
     )
+    init, regular = _with_health(init, resource_health), _with_health(regular, resource_health)
     ephemeral = ephemeral_container_statuses(
         running,
         runtime,
@@ -315,7 +331,6 @@ def generate_pod_status(
     resize_now = _resize_conditions(resize, old, phase, now)
     conditions = (*foreign, *resize_now, *_keep_transition_times(owned, old.conditions, now))
     pod_ips = _pod_ips(pod, runtime, host_ips, old)
-    start_time = old.start_time or now
     return PodStatus(
         observed_generation=generation,
         phase=phase,
@@ -326,7 +341,7 @@ def generate_pod_status(
         host_ips=tuple(PodIP(ip=ip) for ip in host_ips) or old.host_ips,
         pod_ip=pod_ips[0] if pod_ips else "",
         pod_ips=tuple(PodIP(ip=ip) for ip in pod_ips),
-        start_time=start_time,
+        start_time=old.start_time or now,
         init_container_statuses=init,
         container_statuses=regular,
         ephemeral_container_statuses=ephemeral,
