@@ -187,10 +187,12 @@ class DraManager(ResourceManager):
         return out
 
     def resource_health(self, pod: Pod, container: Container) -> Sequence[ResourceStatus]:
-        """Per entry of the container's ``resources.claims``: ``claim:<name>[/<request>]``
-        with each device's ``<driver>/<pool>/<device>`` and its health, as upstream."""
+        """Per entry of a regular container's ``resources.claims``: ``claim:<name>
+        [/<request>]`` with every device of the claim (upstream does not narrow it to the
+        request), each named by its first CDI ID or ``<driver>/<pool>/<device>``, and its
+        health; entries without devices are left out, init containers get none."""
         health = self.registration.health
-        if health is None:
+        if health is None or all(c.name != container.name for c in pod.spec.containers):
             return ()
         try:
             names = {ref.pod_claim: ref.name for ref in pod_claims(pod, extended=False)}
@@ -206,15 +208,19 @@ class DraManager(ResourceManager):
                 continue
             devices = tuple(
                 ResourceHealth(
-                    resource_id=f"{driver}/{d.pool_name}/{d.device_name}",
+                    resource_id=(
+                        d.cdi_device_ids[0]
+                        if d.cdi_device_ids
+                        else f"{driver}/{d.pool_name}/{d.device_name}"
+                    ),
                     health=health.get(driver, d.pool_name, d.device_name),
                 )
                 for driver, found in info.drivers.items()
                 for d in found
-                if d.serves(request)
             )
             name = f"claim:{pod_claim}/{request}" if request else f"claim:{pod_claim}"
-            out.append(ResourceStatus(name=name, resources=devices))
+            if devices:
+                out.append(ResourceStatus(name=name, resources=devices))
         return out
 
     def _health_changed(self, devices: set[DeviceKey]) -> None:
