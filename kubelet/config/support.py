@@ -352,6 +352,11 @@ GATE_SUPPORT: Mapping[str, Support] = {
         "signals); the gate's off behaviour (no eviction on such a node) is not implemented",
         _is(True),
     ),
+    "ResourceHealthStatus": partial(
+        "DRA devices' health (each driver's DRAResourceHealth stream) in the container "
+        "statuses' allocatedResourcesStatus; device plugin devices are not reported there",
+        _is(False),
+    ),
     "KubeletPSI": ok("PSI of cgroup v2 in /stats/summary and /metrics/cadvisor"),
     "KubeletPodResourcesDynamicResources": ok(
         "pod-resources dynamic_resources: the ResourceClaims each container uses, with their "
