@@ -352,10 +352,9 @@ GATE_SUPPORT: Mapping[str, Support] = {
         "signals); the gate's off behaviour (no eviction on such a node) is not implemented",
         _is(True),
     ),
-    "ResourceHealthStatus": partial(
-        "DRA devices' health (each driver's DRAResourceHealth stream) in the container "
-        "statuses' allocatedResourcesStatus; device plugin devices are not reported there",
-        _is(False),
+    "ResourceHealthStatus": ok(
+        "containerStatuses[].allocatedResourcesStatus: device plugin devices' health "
+        "(ListAndWatch) and DRA devices' (each driver's DRAResourceHealth stream)"
     ),
     "KubeletPSI": ok("PSI of cgroup v2 in /stats/summary and /metrics/cadvisor"),
     "KubeletPodResourcesDynamicResources": ok(

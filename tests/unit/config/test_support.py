@@ -150,19 +150,12 @@ def test_no_warning_for_honoured_settings(tmp_path: Path) -> None:
         "cpuManagerPolicy: none\ncpuCFSQuota: true\n"
     )
     path.write_text(honoured)
-    # nothing listed but one upstream default: every other gate upstream turns on has its
+    # nothing listed, and no upstream default missing: every gate upstream turns on has its
     # effect here (the last ones: the v5/tunnel translation, declared features, checkpoint,
-    # pod-resources Get, certificate and CA reload); ResourceHealthStatus lacks device
-    # plugin health in container statuses
-    lacking = (
-        "upstream defaults not provided: the effect of feature gates on by default: "
-        "ResourceHealthStatus",
-    )
-    assert run(f"--config={path}").warnings == lacking
+    # pod-resources Get, certificate and CA reload)
+    assert run(f"--config={path}").warnings == ()
     path.write_text(honoured + "failSwapOn: false\n")
-    assert run(f"--config={path}").warnings == lacking
-    path.write_text(honoured + "featureGates:\n  ResourceHealthStatus: false\n")
-    assert settings_warnings(run(f"--config={path}")) == ()
+    assert run(f"--config={path}").warnings == ()
 
 
 def test_a_default_gate_whose_effect_is_lacking_is_named(
@@ -174,7 +167,6 @@ def test_a_default_gate_whose_effect_is_lacking_is_named(
 
     lacking = support.missing("not yet", lambda value: value is False)
     monkeypatch.setitem(support.GATE_SUPPORT, "ExtendWebSocketsToKubelet", lacking)  # type: ignore[arg-type]
-    monkeypatch.setitem(support.GATE_SUPPORT, "ResourceHealthStatus", support.ok())  # type: ignore[arg-type]
     path = tmp_path / "kubelet.yaml"
     path.write_text(HEADER + "cgroupDriver: cgroupfs\n")
     gates = "the effect of feature gates on by default: ExtendWebSocketsToKubelet"
