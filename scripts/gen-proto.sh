@@ -43,6 +43,13 @@ for v in v1 v1beta1; do
     "$ROOT/proto/dra_${v}_api.proto"
   sed -i "s/^import dra_${v}_api_pb2\$/from . import dra_${v}_api_pb2/" "$DRA_OUT/dra_${v}_api_grpc.py"
 done
+# The DRA device health API (package v1alpha1), watched by kubelet/cm/dra/.
+"$PY" -m grpc_tools.protoc -I "$ROOT/proto" \
+  --python_out="$DRA_OUT" --pyi_out="$DRA_OUT" \
+  --plugin=protoc-gen-grpclib_python="$PLUGIN" --grpclib_python_out="$DRA_OUT" \
+  "$ROOT/proto/dra_health_v1alpha1_api.proto"
+sed -i 's/^import dra_health_v1alpha1_api_pb2$/from . import dra_health_v1alpha1_api_pb2/' \
+  "$DRA_OUT/dra_health_v1alpha1_api_grpc.py"
 # The device plugin API (package v1beta1), spoken by kubelet/cm/devices/.
 if [ -n "${1:-}" ]; then DP_OUT="$OUT/devices"
 else DP_OUT="$ROOT/kubelet/cm/devices"; fi

@@ -475,6 +475,23 @@ class ContainerUser:
 
 
 @attrs.frozen(kw_only=True)
+class ResourceHealth:
+    """One allocated device's health: ``Healthy``, ``Unhealthy`` or ``Unknown``."""
+
+    resource_id: str
+    health: str = ""
+
+
+@attrs.frozen(kw_only=True)
+class ResourceStatus:
+    """The health of the devices behind one of a container's resources (a device plugin
+    resource name, or ``claim:<claim>[/<request>]``)."""
+
+    name: str
+    resources: tuple[ResourceHealth, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
 class ContainerStatus:
     name: str
     state: ContainerState | None = None
@@ -489,6 +506,7 @@ class ContainerStatus:
     resources: ResourceRequirements | None = None
     volume_mounts: tuple[VolumeMountStatus, ...] = ()
     user: ContainerUser | None = None
+    allocated_resources_status: tuple[ResourceStatus, ...] = ()
 
 
 @attrs.frozen(kw_only=True)

@@ -15,7 +15,7 @@ from typing import Protocol
 
 import attrs
 
-from kubelet.api import Container, Pod, QuantityError, to_bytes
+from kubelet.api import Container, Pod, QuantityError, ResourceStatus, to_bytes
 from kubelet.cgroups import PodCgroups
 from kubelet.decisions import (
     NO_CONTRIBUTION,
@@ -145,6 +145,23 @@ class ResourcesChanged:
             listener()
 
 
+class HealthChanged:
+    """Told the UIDs of the pods whose devices changed health (a device plugin's
+    ListAndWatch, a DRA driver's health stream), so their status is generated again."""
+
+    def __init__(self) -> None:
+        self._listeners: list[Callable[[frozenset[str]], None]] = []
+
+    def subscribe(self, listener: Callable[[frozenset[str]], None]) -> None:
+        self._listeners.append(listener)
+
+    def __call__(self, pod_uids: frozenset[str]) -> None:
+        if not pod_uids:
+            return
+        for listener in self._listeners:
+            listener(pod_uids)
+
+
 class ResourceManager(Protocol):
     """One node resource manager under the container manager (the cgroups part; devices,
     CPU, memory, topology, DRA). Subclass it to inherit the defaults."""
@@ -190,6 +207,11 @@ class ResourceManager(Protocol):
         """After the pod's teardown, once its volumes are gone; errors are the
         manager's to log (housekeeping's sweeps retry)."""
         return None
+
+    def resource_health(self, pod: Pod, container: Container) -> Sequence[ResourceStatus]:
+        """The health of the devices this manager gave the container (its status'
+        ``allocatedResourcesStatus``, gate ResourceHealthStatus)."""
+        return ()
 
     def contribute(self, pod: Pod, container: Container) -> ContainerContribution:
         """What this manager adds to the container's CRI config."""
@@ -254,10 +276,13 @@ class ContainerManager:
         limits: ContainerLimits | None = None,
         cgroup_root: str = "/",
         changed: ResourcesChanged | None = None,
+        health_changed: HealthChanged | None = None,
     ) -> None:
         self.base = resources
         self.changed = changed or ResourcesChanged()
         """subscribe to hear when the managers' extended resources change"""
+        self.health_changed = health_changed or HealthChanged()
+        """subscribe to hear which pods' devices changed health"""
         self.managers = tuple(managers)
         """the cgroups part first, then ``registry.RESOURCE_MANAGERS``' in order"""
         self.cgroups = cgroups
@@ -370,6 +395,16 @@ class ContainerManager:
 
     def dynamic_resources(self, pod: Pod, container: Container) -> list[AssignedClaim]:
         return [c for m in self.managers for c in m.dynamic_resources(pod, container)]
+
+    def resource_health(self, pod: Pod) -> dict[str, tuple[ResourceStatus, ...]]:
+        """Container name → the health of its allocated devices, every manager's, for
+        the containers that have any."""
+        health: dict[str, tuple[ResourceStatus, ...]] = {}
+        for container in (*pod.spec.init_containers, *pod.spec.containers):
+            found = tuple(s for m in self.managers for s in m.resource_health(pod, container))
+            if found:
+                health[container.name] = found
+        return health
 
     def contribution(self, pod: Pod, container: Container) -> ContainerContribution:
         """Every manager's part of the container's CRI config, merged."""

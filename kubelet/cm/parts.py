@@ -13,7 +13,7 @@ from kubelet.config import Options
 from kubelet.cri import RuntimeClient
 from kubelet.metrics import KubeletMetrics
 
-from .manager import NodeResources, ResourcesChanged
+from .manager import HealthChanged, NodeResources, ResourcesChanged
 
 
 @attrs.frozen(kw_only=True)
@@ -48,3 +48,5 @@ class CmParts:
     """reads and writes of the managers' checkpoints (inline on a fake clock)"""
     changed: ResourcesChanged = attrs.field(factory=ResourcesChanged)
     """told when the managers' extended resources change"""
+    health_changed: HealthChanged = attrs.field(factory=HealthChanged)
+    """told which pods' devices changed health"""

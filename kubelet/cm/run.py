@@ -58,6 +58,7 @@ async def run_container_manager(
                 ),
                 cgroup_root=cfg.cgroup_root,
                 changed=parts.changed,
+                health_changed=parts.health_changed,
             )
         )
 

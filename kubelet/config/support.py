@@ -352,6 +352,10 @@ GATE_SUPPORT: Mapping[str, Support] = {
         "signals); the gate's off behaviour (no eviction on such a node) is not implemented",
         _is(True),
     ),
+    "ResourceHealthStatus": ok(
+        "containerStatuses[].allocatedResourcesStatus: device plugin devices' health "
+        "(ListAndWatch) and DRA devices' (each driver's DRAResourceHealth stream)"
+    ),
     "KubeletPSI": ok("PSI of cgroup v2 in /stats/summary and /metrics/cadvisor"),
     "KubeletPodResourcesDynamicResources": ok(
         "pod-resources dynamic_resources: the ResourceClaims each container uses, with their "

@@ -16,6 +16,7 @@ import attrs
 import trio
 
 from kubelet.api import ApiClient, Pod
+from kubelet.cm import ContainerManager
 from kubelet.config import POD_READY_TO_START_CONTAINERS_CONDITION, Options, features
 from kubelet.decisions import SysctlAllowlist, apparmor_host_error, kernel_version
 from kubelet.events import WARNING, EventRecorder, pod_ref
@@ -41,7 +42,7 @@ from .manager import PodManager
 from .mirror import MirrorClient
 from .preemption import Preemptor
 from .syncer import ClusterLink, KubeletPodSyncer
-from .syncloop import SyncLoop, SyncLoopParts
+from .syncloop import HealthUpdate, SyncLoop, SyncLoopParts
 from .workers import PodWorkers, WorkerResult
 
 
@@ -179,6 +180,11 @@ async def run_pod_lifecycle(
         ),
         allocations=Allocations(p.pleg.cache.get, checkpoint, saved),
         tracer=p.tracer,
+        resource_health=(
+            p.pod_runtime.cm.resource_health
+            if p.options.features.enabled(features.RESOURCE_HEALTH_STATUS)
+            else None
+        ),
     )
     p.desired.allocated = syncer.allocations.allocated  # the QoS cgroups size what runs
     results_send, results = trio.open_memory_channel[WorkerResult](math.inf)
@@ -243,4 +249,13 @@ def _loop_parts(
         on_deferred_accepted=p.metrics.deferred_resize_accepted,
         wall_clock=p.wall_clock,
         on_readiness=syncer.readiness_changed,
+        health_updates=_health_updates(p.pod_runtime.cm),
     )
+
+
+def _health_updates(cm: ContainerManager) -> trio.MemoryReceiveChannel[HealthUpdate]:
+    """The container manager's health changes as syncLoop messages (never blocking the
+    manager that tells them)."""
+    send, receive = trio.open_memory_channel[HealthUpdate](math.inf)
+    cm.health_changed.subscribe(lambda uids: send.send_nowait(HealthUpdate(uids)))
+    return receive

@@ -11,12 +11,12 @@ removed once the pod is gone from the node.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 import attrs
 import trio
 
-from kubelet.api import ApiError, Pod, PodStatus, is_restartable_init_container
+from kubelet.api import ApiError, Pod, PodStatus, ResourceStatus, is_restartable_init_container
 from kubelet.cri import RuntimePodStatus
 from kubelet.decisions import pod_qos, resize
 from kubelet.events import NORMAL, WARNING, pod_ref
@@ -73,6 +73,7 @@ class _Generated:
     waiting: dict[str, tuple[str, str]] | None
     started: Collection[str]
     ready: Collection[str]
+    health: Mapping[str, tuple[ResourceStatus, ...]]
     status: PodStatus
     settled: bool
 
@@ -86,6 +87,7 @@ class _Generated:
         waiting: dict[str, tuple[str, str]] | None,
         started: Collection[str],
         ready: Collection[str],
+        health: Mapping[str, tuple[ResourceStatus, ...]],
     ) -> bool:
         """Generating again from these inputs would give ``status`` again."""
         return (
@@ -98,6 +100,7 @@ class _Generated:
             and waiting == self.waiting
             and started == self.started
             and ready == self.ready
+            and health == self.health
         )
 
 
@@ -149,8 +152,12 @@ class KubeletPodSyncer:
         ready_to_start_condition: bool = True,
         allocations: Allocations | None = None,
         tracer: Tracer = NO_TRACER,
+        resource_health: Callable[[Pod], Mapping[str, tuple[ResourceStatus, ...]]] | None = None,
     ) -> None:
         self.cache = cache
+        self.resource_health = resource_health
+        """Container name → its allocated devices' health (the container manager's; None:
+        gate ResourceHealthStatus off, statuses carry none)."""
         self.tracer = tracer
         """A span per step ("syncPod", "syncTerminatingPod"): its CRI and API calls are
         the span's children."""
@@ -358,11 +365,14 @@ class KubeletPodSyncer:
         allocated = self.allocations.allocated(pod)
         state = self.allocations.state(pod.uid)
         runs_on = not terminal and kill is None
+        health = self.resource_health(allocated) if self.resource_health is not None else {}
         memo = self._generated.pop(pod.uid, None)
         if (
             runs_on
             and memo is not None
-            and memo.holds(pod, allocated, state, runtime, previous, waiting, started, ready)
+            and memo.holds(
+                pod, allocated, state, runtime, previous, waiting, started, ready, health
+            )
         ):
             generated = memo.status
         else:
@@ -380,6 +390,7 @@ class KubeletPodSyncer:
                 ready_to_start_condition=self.ready_to_start_condition,
                 allocated=allocated,
                 resize=state,
+                resource_health=health,
                 now_ns=int(self.wall_clock() * 1e9),
             )
             if previous is not None and generated == previous:
@@ -389,7 +400,7 @@ class KubeletPodSyncer:
         elif runs_on:
             settled = generated is previous
             self._generated[pod.uid] = _Generated(
-                pod, allocated, state, runtime, waiting, started, ready, generated, settled
+                pod, allocated, state, runtime, waiting, started, ready, health, generated, settled
             )
         self.statuses[pod.uid] = generated
         self._observe_start(pod, generated)

@@ -44,7 +44,15 @@ SYNC_ERROR_BACKOFF = 10.0
 RESYNC_JITTER = 0.5
 
 
-Message = PodUpdate | PodLifecycleEvent | ResultUpdate | WorkerResult
+@attrs.frozen
+class HealthUpdate:
+    """The pods whose allocated devices changed health: their status is generated again
+    (upstream's container manager updates)."""
+
+    pod_uids: frozenset[str]
+
+
+Message = PodUpdate | PodLifecycleEvent | ResultUpdate | WorkerResult | HealthUpdate
 """What reaches the syncLoop's inbox, tagged by its type: a config update, a PLEG
 event, a probe result that changed, a pod worker's finished step."""
 
@@ -114,6 +122,8 @@ class SyncLoopParts:
     """each Infeasible verdict, by its reason detail (``kubelet_pod_infeasible_resizes``)"""
     on_deferred_accepted: Callable[[str], None] | None = None
     """a Deferred resize admitted on a retry, by its trigger"""
+    health_updates: trio.MemoryReceiveChannel[HealthUpdate] | None = None
+    """the container manager's word that pods' devices changed health"""
     wall_clock: Callable[[], float] | None = None
     """Reads a deleted pod's deadline (``deletionTimestamp``); None: a pod first seen
     already deleted gets its whole deletion grace period."""
@@ -145,6 +155,7 @@ class SyncLoop:
         (``kubelet_orphaned_runtime_pods_total``)."""
         self._probe_updates = tuple(p.probe_updates)
         self._results = p.results
+        self._health_updates = p.health_updates
         self._updates = p.updates
         self._pleg_events = p.pleg_events
         self.pods = p.pods
@@ -189,6 +200,8 @@ class SyncLoop:
         sources += self._probe_updates
         if self._results is not None:
             sources.append(self._results)
+        if self._health_updates is not None:
+            sources.append(self._health_updates)
         async with trio.open_nursery() as nursery:
             for source in sources:
                 nursery.start_soon(self._forward, source, inbox_send.clone())
@@ -226,6 +239,10 @@ class SyncLoop:
                 self._handle_probe(message)
             case WorkerResult(uid=uid, result=result):
                 self.on_result(uid, result)
+            case HealthUpdate(pod_uids=uids):
+                for uid in sorted(uids):
+                    if uid in self.pods and uid not in self.rejected:
+                        self.workers.requeue(uid)
 
     # -- config updates ------------------------------------------------------------------
 

@@ -23,6 +23,7 @@ from kubelet.api import (
     PodCondition,
     PodIP,
     PodStatus,
+    ResourceStatus,
     is_restartable_init_container,
 )
 from kubelet.cri import RuntimePodStatus
@@ -256,6 +257,44 @@ def _foreign_conditions(
     return foreign if kill is None else with_kill_conditions(foreign, kill, now)
 
 
+def _with_health(
+    statuses: tuple[ContainerStatus, ...], health: Mapping[str, tuple[ResourceStatus, ...]] | None
+) -> tuple[ContainerStatus, ...]:
+    """Each container's ``allocatedResourcesStatus``: its devices' health as the
+    container manager reports it (gate ResourceHealthStatus)."""
+    if not health:
+        return statuses
+    return tuple(
+        attrs.evolve(s, allocated_resources_status=health[s.name]) if s.name in health else s
+        for s in statuses
+    )
+
+
+def _pod_conditions(
+    pod: Pod,
+    runtime: RuntimePodStatus,
+    statuses: tuple[tuple[ContainerStatus, ...], tuple[ContainerStatus, ...]],
+    phase: str,
+    old: PodStatus,
+    kill: Kill | None,
+    resize: ResizeState | None,
+    now: str,
+    ready_to_start_condition: bool,
+) -> tuple[PodCondition, ...]:
+    """Others' conditions, the resize ones, then the kubelet's own (each with the pod's
+    generation, and its transition time kept while its status stays)."""
+    foreign = _foreign_conditions(pod, kill, now, ready_to_start_condition)
+    generation = pod.metadata.generation or None
+    owned = [
+        attrs.evolve(c, observed_generation=generation)
+        for c in _kubelet_conditions(
+            pod, runtime, statuses, phase, foreign, ready_to_start_condition
+        )
+    ]
+    resize_now = _resize_conditions(resize, old, phase, now)
+    return (*foreign, *resize_now, *_keep_transition_times(owned, old.conditions, now))
+
+
 def generate_pod_status(
     pod: Pod,
     runtime: RuntimePodStatus,
@@ -271,15 +310,16 @@ def generate_pod_status(
     ready_to_start_condition: bool = True,
     allocated: Pod | None = None,
     resize: ResizeState | None = None,
+    resource_health: Mapping[str, tuple[ResourceStatus, ...]] | None = None,
     now_ns: int,
 ) -> PodStatus:
     """The full status for ``pod`` now (``previous``: what was last reported, if anything;
     ``kill``: why the kubelet stops the pod itself -- shutdown, eviction, a deadline;
     ``ready_to_start_condition``: the gate PodReadyToStartContainersCondition;
-    ``allocated``: the pod as it runs; ``resize``: where its resize stands).
-
-    Conditions others own come from the API's copy of the pod (``pod.status``), never
-    from what the kubelet reported before: a readiness gate set since counts at once."""
+    ``allocated``: the pod as it runs; ``resize``: where its resize stands;
+    ``resource_health``: container name → its devices' health). Conditions others own
+    come from the API's copy of the pod (``pod.status``), never from what the kubelet
+    reported before: a readiness gate set since counts at once."""
     old = previous or pod.status
     running = allocated or pod
     init, regular = convert_container_statuses(
@@ -291,6 +331,7 @@ def generate_pod_status(
         started=started,
         ready=ready,
     )
+    init, regular = _with_health(init, resource_health), _with_health(regular, resource_health)
     ephemeral = ephemeral_container_statuses(
         running,
         runtime,
@@ -305,16 +346,10 @@ def generate_pod_status(
     )
     phase, reason, message = _phase_reason(pod, phase, old, kill)
     now = format_time(now_ns)
-    foreign = _foreign_conditions(pod, kill, now, ready_to_start_condition)
     generation = pod.metadata.generation or None  # omitted when 0, as upstream (omitempty)
-    owned = [
-        attrs.evolve(c, observed_generation=generation)
-        for c in _kubelet_conditions(
-            pod, runtime, (init, regular), phase, foreign, ready_to_start_condition
-        )
-    ]
-    resize_now = _resize_conditions(resize, old, phase, now)
-    conditions = (*foreign, *resize_now, *_keep_transition_times(owned, old.conditions, now))
+    conditions = _pod_conditions(
+        pod, runtime, (init, regular), phase, old, kill, resize, now, ready_to_start_condition
+    )
     pod_ips = _pod_ips(pod, runtime, host_ips, old)
     return PodStatus(
         observed_generation=generation,

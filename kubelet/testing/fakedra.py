@@ -5,7 +5,11 @@ It answers NodePrepareResources with the devices a test gave it (each claim gets
 driver's ``devices``: pool, name, CDI IDs) and records every call. Faults: ``fail``
 (claim name → the per-claim error it answers), ``delay`` (seconds before each answer,
 on the loop's clock, so ``autojump_clock`` tests are exact) and ``crash()`` (the socket
-gone and connections cut mid-call, as a killed driver pod). Needs a running
+gone and connections cut mid-call, as a killed driver pod). With ``health`` (pool,
+device) → "Healthy"/"Unhealthy"/"Unknown" it serves ``v1alpha1.DRAResourceHealth`` too:
+each stream gets the full list at once and again on every ``set_health``;
+``health_silent`` stops sending (entries go stale), ``break_health()`` ends the streams
+with an error. Needs a running
 trio-asyncio loop (the kubelet under test opens one).
 
     plugin = FakeDraPlugin("gpu.example.com", tmp / "dra.sock")
@@ -24,9 +28,10 @@ from typing import Any
 
 import attrs
 import trio_asyncio
-from grpclib.const import Cardinality, Handler
+from grpclib.const import Cardinality, Handler, Status
+from grpclib.exceptions import GRPCError
 
-from kubelet.cm.dra import dra_v1_api_pb2, dra_v1beta1_api_pb2
+from kubelet.cm.dra import dra_health_v1alpha1_api_pb2, dra_v1_api_pb2, dra_v1beta1_api_pb2
 
 from .fakeruntime import _FakeServer
 
@@ -116,6 +121,38 @@ class _Service:
         await stream.send_message(reply)
 
 
+class _HealthService:
+    def __init__(self, fake: FakeDraPlugin) -> None:
+        self.fake = fake
+
+    def __mapping__(self) -> dict[str, Handler]:
+        pb = dra_health_v1alpha1_api_pb2
+        return {
+            "/v1alpha1.DRAResourceHealth/NodeWatchResources": Handler(
+                self._watch,
+                Cardinality.UNARY_STREAM,
+                pb.NodeWatchResourcesRequest,
+                pb.NodeWatchResourcesResponse,
+            )
+        }
+
+    async def _watch(self, stream: Any) -> None:
+        await stream.recv_message()
+        self.fake.health_streams += 1
+        wake = asyncio.Event()
+        self.fake._wakers.add(wake)
+        try:
+            while True:
+                if self.fake._broken:
+                    raise GRPCError(Status.UNAVAILABLE, "health monitor failed")
+                if not self.fake.health_silent:
+                    await stream.send_message(self.fake._health_reply())
+                await wake.wait()
+                wake.clear()
+        finally:
+            self.fake._wakers.discard(wake)
+
+
 class FakeDraPlugin:
     """One DRA driver's kubelet plugin on ``path``."""
 
@@ -138,6 +175,13 @@ class FakeDraPlugin:
         """claim name → the error NodePrepareResources answers for it"""
         self.fail_unprepare: dict[str, str] = {}
         self.delay = 0.0
+        self.health: dict[tuple[str, str], str] | None = None
+        """(pool, device) → its health; None: no health service"""
+        self.health_silent = False
+        self.health_streams = 0
+        """NodeWatchResources streams opened so far"""
+        self._wakers: set[asyncio.Event] = set()
+        self._broken = False
         self._server: _FakeServer | None = None
         self._transports: set[asyncio.BaseTransport] = set()
 
@@ -159,10 +203,43 @@ class FakeDraPlugin:
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()
         modules = {"v1": dra_v1_api_pb2, "v1beta1": dra_v1beta1_api_pb2}
-        services = [_Service(self, modules[v]) for v in self.versions]
+        services: list[Any] = [_Service(self, modules[v]) for v in self.versions]
+        if self.health is not None:
+            services.append(_HealthService(self))
         server = _FakeServer(list(services), self._transports)
         await trio_asyncio.aio_as_trio(server.start)(path=str(self.path))
         self._server = server
+
+    def _health_reply(self) -> Any:
+        pb = dra_health_v1alpha1_api_pb2
+        names = {"Healthy": pb.HEALTHY, "Unhealthy": pb.UNHEALTHY}
+        return pb.NodeWatchResourcesResponse(
+            devices=[
+                pb.DeviceHealth(
+                    device=pb.DeviceIdentifier(pool_name=pool, device_name=name),
+                    health=names.get(health, pb.UNKNOWN),
+                )
+                for (pool, name), health in sorted((self.health or {}).items())
+            ]
+        )
+
+    def _wake(self) -> None:
+        for wake in list(self._wakers):
+            wake.set()
+
+    def set_health(self, pool: str, device: str, health: str) -> None:
+        """A device's health changes: every open stream is sent the full list."""
+        self.health = {**(self.health or {}), (pool, device): health}
+        self._wake()
+
+    def break_health(self) -> None:
+        """The open health streams fail (UNAVAILABLE); new ones fail too until
+        ``mend_health``."""
+        self._broken = True
+        self._wake()
+
+    def mend_health(self) -> None:
+        self._broken = False
 
     async def stop(self) -> None:
         server, self._server = self._server, None

@@ -9,7 +9,9 @@ a deadline), its answer checkpointed and given to each container's CRI config
 (``contribute``); PreStartContainer runs between create and start when the plugin asks.
 A plugin that goes away leaves its devices counted but unhealthy (capacity kept,
 allocatable drops) for upstream's grace period, then its resource is removed; running
-pods keep their devices throughout.
+pods keep their devices throughout. With gate ResourceHealthStatus each regular
+container's status names its devices' health (``resource_health``), and a change of it
+is told to the container manager with the pods that hold the devices.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Any
 import attrs
 import trio
 
-from kubelet.api import Container, Pod
+from kubelet.api import Container, Pod, ResourceHealth, ResourceStatus
 from kubelet.atomicfile import replace_file
 from kubelet.boundedio import InputRefused, RunSync, loads_json, read_regular_file
 from kubelet.decisions import ContainerContribution, DeviceSpec, MountSpec
@@ -103,12 +105,15 @@ class DeviceManager(ResourceManager):
         changed: Callable[[], None] = lambda: None,
         file_io: RunSync,
         metrics: KubeletMetrics | None = None,
+        health_changed: Callable[[frozenset[str]], None] | None = None,
     ) -> None:
         self.directory = directory
         self._nursery = nursery
         self._changed = changed
         self._file_io = file_io
         self._metrics = metrics
+        self._health_changed = health_changed
+        """told the pods whose devices changed health (None: gate ResourceHealthStatus off)"""
         self.resources: dict[str, Resource] = {}
         self.allocations: PodDevices = {}
         self._dirty = trio.Event()
@@ -240,8 +245,10 @@ class DeviceManager(ResourceManager):
             return  # replaced by a new registration
         endpoint.close()
         res.endpoint = res.scope = None
+        before = _health(res)
         for dev in res.devices.values():
             dev.healthy = False
+        self._tell_health(name, before)
         self._changed()
         await self._expire(name, generation)
 
@@ -251,6 +258,7 @@ class DeviceManager(ResourceManager):
         if res is not None and res.generation == generation and res.endpoint is None:
             log.info("device plugin for %s gone for %gs: resource removed", name, GRACE_PERIOD)
             del self.resources[name]
+            self._tell_health(name, _health(res))
             self._changed()
             self._save()
 
@@ -260,11 +268,61 @@ class DeviceManager(ResourceManager):
             for d in devices
         }
         if fresh != res.devices:
-            res.devices = fresh
+            before, res.devices = _health(res), fresh
+            self._tell_health(name, before)
             healthy = sum(1 for d in fresh.values() if d.healthy)
             log.info("device plugin %s: %d devices, %d healthy", name, len(fresh), healthy)
             self._changed()
             self._save()
+
+    def _tell_health(self, resource: str, before: dict[str, bool]) -> None:
+        """The pods holding a device of ``resource`` whose reported health changed get a
+        new status (a device no longer listed reads healthy, as upstream)."""
+        if self._health_changed is None:
+            return
+        res = self.resources.get(resource)
+        after = _health(res) if res is not None else {}
+        changed = {
+            d for d in before.keys() | after.keys() if before.get(d, True) != after.get(d, True)
+        }
+        if not changed:
+            return
+        self._health_changed(
+            frozenset(
+                uid
+                for uid, containers in self.allocations.items()
+                for grants in containers.values()
+                if resource in grants and changed & set(grants[resource].device_ids)
+            )
+        )
+
+    def resource_health(self, pod: Pod, container: Container) -> Sequence[ResourceStatus]:
+        """Per resource a regular container holds: its device IDs, each Healthy or
+        Unhealthy as the plugin last listed it (one it no longer lists: Healthy, as
+        upstream); init containers get none."""
+        if self._health_changed is None or all(
+            c.name != container.name for c in pod.spec.containers
+        ):
+            return ()
+        out: list[ResourceStatus] = []
+        for resource, grant in sorted(self.granted(pod.uid, container.name).items()):
+            res = self.resources.get(resource)
+            devices = res.devices if res is not None else {}
+            out.append(
+                ResourceStatus(
+                    name=resource,
+                    resources=tuple(
+                        ResourceHealth(
+                            resource_id=d,
+                            health="Unhealthy"
+                            if d in devices and not devices[d].healthy
+                            else "Healthy",
+                        )
+                        for d in grant.device_ids
+                    ),
+                )
+            )
+        return out
 
     # -- the ResourceManager protocol -------------------------------------------------
 
@@ -500,6 +558,10 @@ class DeviceManager(ResourceManager):
                 await res.endpoint.pre_start(grant.device_ids)
             except PluginError as exc:
                 raise ResourceError("PreStartHookError", str(exc)) from exc
+
+
+def _health(res: Resource) -> dict[str, bool]:
+    return {d: dev.healthy for d, dev in res.devices.items()}
 
 
 def _not_a_socket(path: str) -> str | None:

@@ -7,6 +7,8 @@ import os
 
 import trio
 
+from kubelet.config import features
+
 from ..manager import ResourceManager
 from ..parts import CmParts
 from .manager import DeviceManager
@@ -25,6 +27,11 @@ async def start(parts: CmParts, nursery: trio.Nursery) -> ResourceManager:
         changed=parts.changed,
         file_io=parts.file_io,
         metrics=parts.metrics,
+        health_changed=(
+            parts.health_changed
+            if parts.options.features.enabled(features.RESOURCE_HEALTH_STATUS)
+            else None
+        ),
     )
     await manager.restore()
     nursery.start_soon(manager.write_checkpoints)

@@ -27,7 +27,16 @@ from typing import Any
 import attrs
 import trio
 
-from kubelet.api import ApiClient, ApiError, Container, NotFound, Pod, Resource
+from kubelet.api import (
+    ApiClient,
+    ApiError,
+    Container,
+    NotFound,
+    Pod,
+    Resource,
+    ResourceHealth,
+    ResourceStatus,
+)
 from kubelet.decisions import (
     FAILED_PREPARE_DYNAMIC_RESOURCES,
     NO_CONTRIBUTION,
@@ -42,8 +51,15 @@ from kubelet.decisions import (
 )
 from kubelet.pluginmanager import PluginHandler
 
-from ..manager import AssignedClaim, ClaimDevice, ResourceError, ResourceManager
+from ..manager import (
+    AssignedClaim,
+    ClaimDevice,
+    HealthChanged,
+    ResourceError,
+    ResourceManager,
+)
 from .client import ClaimRequest, DraCallError
+from .health import DeviceKey
 from .registration import DraRegistration, UnknownDriver
 from .state import Checkpoint, ClaimInfo
 
@@ -71,6 +87,8 @@ class DraParts:
     node_labels: Mapping[str, str] = attrs.field(factory=dict)
     """the labels this kubelet gives its Node (an allocation's node selector is
     evaluated against them)"""
+    health_changed: HealthChanged | None = None
+    """told the pods whose devices changed health"""
 
 
 class DraManager(ResourceManager):
@@ -87,6 +105,7 @@ class DraManager(ResourceManager):
         """(namespace, claim name) → what is known of it"""
         self._locks: dict[tuple[str, str], trio.Lock] = {}
         self._gone_once: set[str] = set()
+        self.registration.on_health = self._health_changed
 
     # -- the resource-manager protocol ---------------------------------------------------
 
@@ -166,6 +185,59 @@ class DraManager(ResourceManager):
                     return ()
                 out.append(_assigned(info))
         return out
+
+    def resource_health(self, pod: Pod, container: Container) -> Sequence[ResourceStatus]:
+        """Per entry of a regular container's ``resources.claims``: ``claim:<name>
+        [/<request>]`` with every device of the claim (upstream does not narrow it to the
+        request), each named by its first CDI ID or ``<driver>/<pool>/<device>``, and its
+        health; entries without devices are left out, init containers get none."""
+        health = self.registration.health
+        if health is None or all(c.name != container.name for c in pod.spec.containers):
+            return ()
+        try:
+            names = {ref.pod_claim: ref.name for ref in pod_claims(pod, extended=False)}
+        except ClaimError:
+            return ()
+        out: list[ResourceStatus] = []
+        for entry in container.resources.claims if container.resources else ():
+            if not isinstance(entry, Mapping):
+                continue
+            pod_claim, request = str(entry.get("name") or ""), str(entry.get("request") or "")
+            info = self.claims.get((pod.metadata.namespace, names.get(pod_claim, "")))
+            if info is None or not info.prepared:
+                continue
+            devices = tuple(
+                ResourceHealth(
+                    resource_id=(
+                        d.cdi_device_ids[0]
+                        if d.cdi_device_ids
+                        else f"{driver}/{d.pool_name}/{d.device_name}"
+                    ),
+                    health=health.get(driver, d.pool_name, d.device_name),
+                )
+                for driver, found in info.drivers.items()
+                for d in found
+            )
+            name = f"claim:{pod_claim}/{request}" if request else f"claim:{pod_claim}"
+            if devices:
+                out.append(ResourceStatus(name=name, resources=devices))
+        return out
+
+    def _health_changed(self, devices: set[DeviceKey]) -> None:
+        """The pods using a device whose health changed get a new status."""
+        if self.parts.health_changed is None or not devices:
+            return
+        uids = {
+            uid
+            for info in self.claims.values()
+            if any(
+                (driver, d.pool_name, d.device_name) in devices
+                for driver, found in info.drivers.items()
+                for d in found
+            )
+            for uid in info.pod_uids
+        }
+        self.parts.health_changed(frozenset(uids))
 
     # -- what other parts read -----------------------------------------------------------
 

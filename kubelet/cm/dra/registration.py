@@ -21,6 +21,7 @@ from kubelet.api import ApiClient, ApiError, Resource
 from kubelet.pluginmanager import PluginRefused
 
 from .client import DraPlugin, GrpcObserver, choose_service
+from .health import DeviceKey, HealthCache, watch_health
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +48,7 @@ class DraRegistration:
         grace: float = WIPE_GRACE,
         observe: GrpcObserver | None = None,
         on_change: Callable[[], None] | None = None,
+        health: HealthCache | None = None,
     ) -> None:
         self.nursery = nursery
         self.node_name = node_name
@@ -57,6 +59,11 @@ class DraRegistration:
         self.plugins: dict[str, list[DraPlugin]] = {}
         """driver → its instances, oldest first"""
         self._wipes: dict[str, trio.CancelScope] = {}
+        self.health = health
+        """the drivers' device health (None: gate ResourceHealthStatus off, not watched)"""
+        self.on_health: Callable[[set[DeviceKey]], None] = lambda _: None
+        """told the devices whose health changed (the DRA manager finds their pods)"""
+        self._watches: dict[str, trio.CancelScope] = {}
 
     # -- the plugin watcher's protocol ------------------------------------------------
 
@@ -83,6 +90,7 @@ class DraRegistration:
         if scope is not None:
             scope.cancel()  # it came back in time: its slices stay
         log.info("Registered DRA plugin %s at %s (%s)", name, endpoint, plugin.service)
+        self._watch(name, endpoint)
         self._changed()
 
     async def deregister(self, name: str) -> None:
@@ -94,9 +102,34 @@ class DraRegistration:
         if instances:
             return  # an older instance still serves
         del self.plugins[name]
+        self._unwatch(name)
         log.info("Deregistered DRA plugin %s; its ResourceSlices go in %gs", name, self.grace)
         self._schedule_wipe(name, self.grace)
         self._changed()
+
+    # -- device health -------------------------------------------------------------------
+
+    def _watch(self, driver: str, endpoint: str) -> None:
+        """One health stream per driver, to its newest instance."""
+        if self.health is None:
+            return
+        old = self._watches.pop(driver, None)
+        if old is not None:
+            old.cancel()
+        scope = self._watches[driver] = trio.CancelScope()
+        self.nursery.start_soon(self._run_watch, driver, endpoint, scope)
+
+    async def _run_watch(self, driver: str, endpoint: str, scope: trio.CancelScope) -> None:
+        assert self.health is not None
+        with scope:
+            await watch_health(driver, endpoint, self.health, self.on_health)
+
+    def _unwatch(self, driver: str) -> None:
+        scope = self._watches.pop(driver, None)
+        if scope is not None:
+            scope.cancel()
+        if self.health is not None:
+            self.on_health(self.health.clear(driver))
 
     # -- lookups ------------------------------------------------------------------------
 
@@ -164,6 +197,8 @@ class DraRegistration:
             self.on_change()
 
     def close(self) -> None:
+        for scope in self._watches.values():
+            scope.cancel()
         for instances in self.plugins.values():
             for plugin in instances:
                 plugin.close()

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import trio
 
+from kubelet.config import features
+
 from ..manager import ResourceManager
 from ..parts import CmParts
+from .health import HealthCache
 from .manager import DraManager, DraParts
 from .registration import DraRegistration
 from .state import Checkpoint
@@ -19,6 +22,11 @@ async def start_dra(parts: CmParts, nursery: trio.Nursery) -> ResourceManager:
         parts.node_name,
         parts.api,
         observe=metrics.observe_dra_grpc if metrics is not None else None,
+        health=(
+            HealthCache()
+            if parts.options.features.enabled(features.RESOURCE_HEALTH_STATUS)
+            else None
+        ),
     )
     manager = DraManager(
         DraParts(
@@ -29,6 +37,7 @@ async def start_dra(parts: CmParts, nursery: trio.Nursery) -> ResourceManager:
             checkpoint=Checkpoint(parts.options.root_dir),
             active=parts.active,
             observe=metrics.observe_dra_operation if metrics is not None else None,
+            health_changed=parts.health_changed,
         )
     )
     if metrics is not None:

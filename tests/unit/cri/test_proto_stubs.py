@@ -28,7 +28,7 @@ def test_committed_stubs_are_fresh(tmp_path: Path) -> None:
     fresh, here = tmp_path / "dra", ROOT / "kubelet" / "cm" / "dra"
     names = tuple(
         f"dra_{v}_api_{kind}"
-        for v in ("v1", "v1beta1")
+        for v in ("v1", "v1beta1", "health_v1alpha1")
         for kind in ("pb2.py", "pb2.pyi", "grpc.py")
     )
     stale = [n for n in names if (fresh / n).read_bytes() != (here / n).read_bytes()]

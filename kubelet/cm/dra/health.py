@@ -1,0 +1,141 @@
+"""DRA device health: each driver's optional ``v1alpha1.DRAResourceHealth`` stream and
+the cache of what it said, per (driver, pool, device).
+
+A driver that offers the service streams full lists of its devices with their health;
+the kubelet keeps one stream per registered driver (a driver without the service answers
+UNIMPLEMENTED: nothing more is asked of it). A device's entry older than upstream's 30 s
+reads Unknown, and a device left out of a list goes Unknown once its entry is that old.
+Every change is handed on as the set of devices whose health changed, so the pods using
+them get a new status (``allocatedResourcesStatus``). A driver that goes away takes its
+entries with it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncGenerator, Callable
+
+import attrs
+import trio
+import trio_asyncio
+from grpclib.client import Channel
+from grpclib.const import Status
+from grpclib.exceptions import GRPCError
+
+from kubelet.cri import LimitedProtoCodec
+
+from . import dra_health_v1alpha1_api_pb2 as pb
+from .dra_health_v1alpha1_api_grpc import DRAResourceHealthStub
+
+log = logging.getLogger(__name__)
+
+HEALTH_TIMEOUT = 30.0
+"""seconds an entry holds without a new report (upstream's DefaultHealthTimeout)"""
+RETRY = 5.0
+"""seconds before a broken stream is opened again"""
+MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+HEALTHY, UNHEALTHY, UNKNOWN = "Healthy", "Unhealthy", "Unknown"
+_NAMES = {pb.HEALTHY: HEALTHY, pb.UNHEALTHY: UNHEALTHY}
+
+DeviceKey = tuple[str, str, str]
+"""(driver, pool, device)"""
+
+
+@attrs.define
+class _Entry:
+    health: str
+    updated: float
+
+
+class HealthCache:
+    """What the drivers last said of their devices, and when (on the Trio clock)."""
+
+    def __init__(self, timeout: float = HEALTH_TIMEOUT) -> None:
+        self.timeout = timeout
+        self._entries: dict[DeviceKey, _Entry] = {}
+
+    def get(self, driver: str, pool: str, device: str) -> str:
+        entry = self._entries.get((driver, pool, device))
+        if entry is None or trio.current_time() - entry.updated > self.timeout:
+            return UNKNOWN
+        return entry.health
+
+    def update(self, driver: str, reported: dict[tuple[str, str], str]) -> set[DeviceKey]:
+        """A driver's full list (pool, device) → health; the devices whose health changed."""
+        now = trio.current_time()
+        changed: set[DeviceKey] = set()
+        for (pool, device), health in reported.items():
+            key = (driver, pool, device)
+            old = self._entries.get(key)
+            if old is None or old.health != health:
+                changed.add(key)
+            self._entries[key] = _Entry(health, now)
+        for key, entry in self._entries.items():
+            unreported = key[0] == driver and (key[1], key[2]) not in reported
+            if unreported and entry.health != UNKNOWN and now - entry.updated > self.timeout:
+                self._entries[key] = _Entry(UNKNOWN, now)
+                changed.add(key)
+        return changed
+
+    def clear(self, driver: str) -> set[DeviceKey]:
+        gone = {k for k in self._entries if k[0] == driver}
+        for key in gone:
+            del self._entries[key]
+        return gone
+
+
+async def _stream(endpoint: str) -> AsyncGenerator[pb.NodeWatchResourcesResponse, None]:
+    """The driver's health lists until the stream ends (grpclib on the trio-asyncio loop,
+    each step awaited from Trio so cancelling the reader resets the stream)."""
+    path = endpoint.removeprefix("unix://")
+    channel = Channel(path=path, codec=LimitedProtoCodec(MAX_MESSAGE_BYTES))
+    aio = trio_asyncio.aio_as_trio
+    stream = DRAResourceHealthStub(channel).NodeWatchResources.open()
+    try:
+        await aio(stream.__aenter__)()
+        try:
+            await aio(stream.send_message)(pb.NodeWatchResourcesRequest(), end=True)
+            while (message := await aio(stream.recv_message)()) is not None:
+                yield message
+        finally:
+            shield, deadline = trio.CancelScope(shield=True), trio.move_on_after(RETRY)
+            with shield, deadline, contextlib.suppress(Exception):  # gone either way
+                await aio(stream.__aexit__)(None, None, None)
+    finally:
+        channel.close()
+
+
+def _reported(reply: pb.NodeWatchResourcesResponse) -> dict[tuple[str, str], str]:
+    return {
+        (d.device.pool_name, d.device.device_name): _NAMES.get(d.health, UNKNOWN)
+        for d in reply.devices
+    }
+
+
+async def watch_health(
+    driver: str,
+    endpoint: str,
+    cache: HealthCache,
+    on_change: Callable[[set[DeviceKey]], None],
+    *,
+    retry: float = RETRY,
+) -> None:
+    """One driver's health stream into ``cache`` until cancelled; a driver without the
+    service is left alone, a broken stream is opened again after ``retry`` seconds."""
+    while True:
+        try:
+            async for reply in _stream(endpoint):
+                changed = cache.update(driver, _reported(reply))
+                if changed:
+                    log.info("DRA driver %s: health of %d devices changed", driver, len(changed))
+                    on_change(changed)
+            log.info("DRA driver %s ended its health stream", driver)
+        except GRPCError as exc:
+            if exc.status is Status.UNIMPLEMENTED:
+                log.info("DRA driver %s offers no health stream", driver)
+                return
+            log.info("DRA driver %s health stream failed: %s", driver, exc.message)
+        except Exception as exc:  # connection refused or cut, an undecodable answer
+            log.info("DRA driver %s health stream failed: %s", driver, exc)
+        await trio.sleep(retry)
