@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import attrs
 
-from kubelet.api import ApiClient
 from kubelet.cgroups import ActivePods, CgroupHost, Event, Observe
 from kubelet.config import Options
 from kubelet.cri import RuntimeClient
 from kubelet.metrics import KubeletMetrics
 
 from .manager import NodeResources
+
+if TYPE_CHECKING:
+    from kubelet.api import ApiClient
 
 
 @attrs.frozen(kw_only=True)

@@ -21,12 +21,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import trio
 
-from kubelet.api import ApiClient, ApiError, Container, NotFound, Pod, Resource
+from kubelet.api import ApiError, Container, NotFound, Pod, Resource
 from kubelet.decisions import (
     FAILED_PREPARE_DYNAMIC_RESOURCES,
     NO_CONTRIBUTION,
@@ -44,6 +44,9 @@ from ..manager import ResourceError, ResourceManager
 from .client import ClaimRequest, DraCallError
 from .registration import DraRegistration, UnknownDriver
 from .state import Checkpoint, ClaimInfo
+
+if TYPE_CHECKING:
+    from kubelet.api import ApiClient
 
 log = logging.getLogger(__name__)
 

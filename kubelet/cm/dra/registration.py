@@ -14,13 +14,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import trio
 
-from kubelet.api import ApiClient, ApiError, Resource
+from kubelet.api import ApiError, Resource
 
 from .client import DraPlugin, GrpcObserver, choose_service
+
+if TYPE_CHECKING:
+    from kubelet.api import ApiClient
 
 log = logging.getLogger(__name__)
 
