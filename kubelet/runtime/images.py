@@ -119,14 +119,22 @@ class StatusesAhead:
     the read changes nothing, so the pod driver starts it alongside RunPodSandbox and
     ``ImageManager.ensure`` takes its answer instead of asking again: a pod start's chain
     of calls is one call shorter. Each answer is used once (a later sync asks afresh).
+    ``warm_up`` (the pull records' one ListImages, before the first pod's image is
+    checked) runs alongside too.
     """
 
-    def __init__(self, images: ImageClient) -> None:
+    def __init__(
+        self, images: ImageClient, warm_up: Callable[[], Awaitable[None]] | None = None
+    ) -> None:
         self._images = images
         self._statuses: dict[str, _Status] = {}
+        self._warm_up = warm_up
 
     def start(self, nursery: trio.Nursery, containers: list[Container]) -> None:
         """Read the images of ``containers`` that ``ensure`` would ask about."""
+        if self._warm_up is not None:
+            nursery.start_soon(self._warm_up)
+            self._warm_up = None
         for container in containers:
             if pull_policy(container) == "Always":
                 continue
@@ -208,7 +216,9 @@ class ImageManager:
 
     def statuses_ahead(self) -> StatusesAhead:
         """Image statuses to read while a sandbox is created (``ensure(ahead=...)``)."""
-        return StatusesAhead(self._images)
+        records = self._records
+        cold = records is not None and not records.initialized
+        return StatusesAhead(self._images, self._records_ready if cold else None)
 
     async def ensure(
         self,
