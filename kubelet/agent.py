@@ -36,14 +36,13 @@ import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import attrs
-import httpx
 import trio
 import trio_asyncio
 
 from kubelet import lockfile, process
-from kubelet.api import ApiClient, ClusterConnection, load_kubeconfig
 from kubelet.boundedio import RunSync, in_thread
 from kubelet.cgroups import (
     CgroupFs,
@@ -85,12 +84,6 @@ from kubelet.node import (
     read_machine_info,
     run_node,
 )
-from kubelet.node.certificates import (
-    BootstrapError,
-    RotatingTransport,
-    load_client_cert,
-    transport_for,
-)
 from kubelet.node.shutdown import KillRequest, PodTerminator, active_pods, kill_channel
 from kubelet.pleg import PlegHandle, run_pleg
 from kubelet.pluginmanager import PluginParts, run_plugin_manager
@@ -108,7 +101,7 @@ from kubelet.pods import (
 )
 from kubelet.prober import ProberManager, run_prober
 from kubelet.runtime import PodRuntime, RuntimeParts, run_runtime
-from kubelet.server import Addresses, ApiReviews, RunningKubelet, ServerParts, SystemdUnit, serve
+from kubelet.server import SystemdUnit
 from kubelet.sources import PodConfig, open_sources
 from kubelet.stats import (
     Cgroups,
@@ -123,6 +116,13 @@ from kubelet.tracing import NO_TRACER, Tracer, TracingUnavailable, flushed_at_ex
 from kubelet.tracing import start as start_tracing
 from kubelet.version import version_line
 from kubelet.volumes import DataDirError, csi_volume_stats, setup_data_dirs
+
+if TYPE_CHECKING:  # cluster mode's and the servers' modules load when they are used
+    import httpx
+
+    from kubelet.api import ApiClient, ClusterConnection
+    from kubelet.node.certificates import RotatingTransport
+    from kubelet.server import Addresses
 
 log = logging.getLogger("kubelet")
 
@@ -533,6 +533,8 @@ async def _serve(
 ) -> Addresses | None:
     """The servers (healthz, main, read-only; the pod-resources socket, served with the
     ports off too); where they listen, or None when no port is served."""
+    from kubelet.server import ApiReviews, RunningKubelet, ServerParts, serve
+
     options, host, api = core.options, core.host, core.api
     registries = core.metrics.registry, prober.metrics.registry
     addresses: Addresses = await root.start(
@@ -704,6 +706,8 @@ async def open_api(
     if connection is None:
         yield None, None
         return
+    from kubelet.node.certificates import RotatingTransport, transport_for
+
     transport, rotating = host.api_transport, None
     rotates = options.config.rotate_certificates or connection.exec_auth is not None
     if transport is None and rotates and connection.ssl_context:
@@ -718,6 +722,9 @@ async def open_api(
 async def bootstrap(options: Options, wall_clock: Callable[[], float]) -> ClusterConnection:
     """TLS bootstrap (upstream's LoadClientCert) when ``--kubeconfig`` has no valid client
     certificate, then ``--kubeconfig``; retried until it succeeds or the kubelet stops."""
+    from kubelet.api import load_kubeconfig
+    from kubelet.node.certificates import BootstrapError, load_client_cert
+
     try:
         await load_client_cert(
             options.kubeconfig,
@@ -741,6 +748,8 @@ async def open_client(
     """The kubelet's API client from its Options: ``--kubeconfig`` (loaded here unless
     ``connection`` is given; KubeconfigError names the bad field) and the configuration's
     kubeAPIQPS / kubeAPIBurst."""
+    from kubelet.api import ApiClient, load_kubeconfig
+
     conn = connection or load_kubeconfig(options.kubeconfig)
     async with ApiClient.open(
         conn,
@@ -821,6 +830,8 @@ def start(options: Options) -> int:
         if options.debug_console_socket:
             claim_socket_path(options.debug_console_socket)
         if options.kubeconfig and not options.bootstrap_kubeconfig:
+            from kubelet.api import load_kubeconfig
+
             connection = load_kubeconfig(options.kubeconfig)  # else: after TLS bootstrap
     except ConfigError as exc:
         _print_problems(exc)

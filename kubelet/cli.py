@@ -31,9 +31,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # --help
         return exc.code if isinstance(exc.code, int) else 0
 
+    _without_httpx_command_line()
     from kubelet import agent
 
     return int(agent.start(options))
+
+
+def _without_httpx_command_line() -> None:
+    """Keep httpx from importing its command-line client: with click, rich and pygments
+    installed, ``import httpx`` loads them all (about 6 MiB of the kubelet's memory) for a
+    ``main`` the kubelet never calls; httpx falls back to a stub when the import fails."""
+    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
 
 
 def _pods(args: list[str]) -> int:

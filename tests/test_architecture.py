@@ -389,6 +389,17 @@ LIGHT_ENTRIES = {
         "kubelet.agent",
         "kubelet.api.client",
     ),
+    # a standalone kubelet (no kubeconfig, ports off) never loads the API client, TLS
+    # bootstrap, the HTTP servers' apps and authentication, or httpx's command line
+    "import kubelet.agent": (
+        "httpx",
+        "cryptography",
+        "rich",
+        "kubelet.api.client",
+        "kubelet.node.certificates",
+        "kubelet.server.app",
+        "kubelet.server.auth",
+    ),
     # ``kubelet debug`` is a socket client: the console's helpers name the pod lifecycle's
     # types for mypy only
     "from kubelet.debug import main": ("kubelet.agent", "kubelet.pods.run", "kubelet.cri.runtime"),

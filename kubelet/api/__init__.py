@@ -7,7 +7,7 @@ from . import sysctl
 from .converter import converter, from_wire, to_wire
 
 if TYPE_CHECKING:
-    from .client import EVENTS, LEASES, NODES, PODS, ApiClient, PatchType, Resource, WatchEvent
+    from .client import ApiClient
     from .converter import WireError, wire_name
     from .dnsname import (
         QUALIFIED_NAME_RE,
@@ -104,6 +104,7 @@ if TYPE_CHECKING:
         to_millicores,
     )
     from .ratelimit import TokenBucket
+    from .resources import EVENTS, LEASES, NODES, PODS, PatchType, Resource, WatchEvent
     from .sysctl import pattern_error
     from .watch import ListWatch, UidStore, reflect
 
@@ -225,10 +226,10 @@ _LAZY: dict[str, str] = {
     "CONFIG_MIRROR": "pod",
     "CONFIG_SEEN": "pod",
     "CONFIG_SOURCE": "pod",
-    "EVENTS": "client",
-    "LEASES": "client",
-    "NODES": "client",
-    "PODS": "client",
+    "EVENTS": "resources",
+    "LEASES": "resources",
+    "NODES": "resources",
+    "PODS": "resources",
     "QUALIFIED_NAME_RE": "dnsname",
     "SUBDOMAIN_MAX_LENGTH": "dnsname",
     "SUBDOMAIN_MSG": "dnsname",
@@ -280,7 +281,7 @@ _LAZY: dict[str, str] = {
     "ObjectFieldSelector": "pod",
     "ObjectMeta": "meta",
     "OwnerReference": "meta",
-    "PatchType": "client",
+    "PatchType": "resources",
     "PerObject": "memo",
     "Pod": "pod",
     "PodCondition": "pod",
@@ -292,7 +293,7 @@ _LAZY: dict[str, str] = {
     "Probe": "pod",
     "Quantity": "pod",
     "QuantityError": "quantity",
-    "Resource": "client",
+    "Resource": "resources",
     "ResourceFieldSelector": "pod",
     "ResourceQuantity": "quantity",
     "ResourceRequirements": "pod",
@@ -306,7 +307,7 @@ _LAZY: dict[str, str] = {
     "Volume": "pod",
     "VolumeMount": "pod",
     "VolumeMountStatus": "pod",
-    "WatchEvent": "client",
+    "WatchEvent": "resources",
     "WireError": "converter",
     "drop_container_restart_rules": "dropfields",
     "drop_pod_level_resources": "dropfields",

@@ -27,9 +27,6 @@ from urllib.parse import quote, urlsplit
 
 import attrs
 import yaml
-from cryptography import x509
-from cryptography.exceptions import UnsupportedAlgorithm
-from cryptography.hazmat.primitives import serialization
 
 from kubelet.boundedio import DocumentRefused, InputRefused, measure_yaml, read_regular_file
 from kubelet.errors import ConfigError, Problem
@@ -640,6 +637,8 @@ class _Builder:
             return context
         if ca is None:
             return ssl.create_default_context()
+        from cryptography import x509  # a kubeconfig with TLS: cluster mode only
+
         field = self.pem_field(ca, "certificate-authority", where)
         try:
             x509.load_pem_x509_certificates(ca.data)
@@ -657,6 +656,10 @@ class _Builder:
     def client_certificate(
         self, context: ssl.SSLContext, cert: _Pem, key: _Pem, where: str
     ) -> tuple[str, str] | None:
+        from cryptography import x509
+        from cryptography.exceptions import UnsupportedAlgorithm
+        from cryptography.hazmat.primitives import serialization
+
         cert_field = self.pem_field(cert, "client-certificate", where)
         key_field = self.pem_field(key, "client-key", where)
         try:

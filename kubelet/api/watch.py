@@ -23,15 +23,18 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import attrs
 import trio
 
-from .client import ApiClient, WatchEvent, random_watch_timeout
 from .converter import WireError
 from .errors import ApiError, Gone
+from .resources import WatchEvent, random_watch_timeout
 from .wellformed import describe, shorten
+
+if TYPE_CHECKING:
+    from .client import ApiClient
 
 __all__ = [
     "Handler",

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 import attrs
 
-from kubelet.api import ApiClient
 from kubelet.boundedio import RunSync, in_thread
 from kubelet.cgroups import ActivePods, CgroupHost, Event, Observe
 from kubelet.config import Options
@@ -14,6 +14,9 @@ from kubelet.cri import RuntimeClient
 from kubelet.metrics import KubeletMetrics
 
 from .manager import HealthChanged, NodeResources, ResourcesChanged
+
+if TYPE_CHECKING:
+    from kubelet.api import ApiClient
 
 
 @attrs.frozen(kw_only=True)

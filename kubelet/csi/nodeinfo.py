@@ -13,11 +13,15 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kubelet.api import NODES, AlreadyExists, ApiClient, Conflict, NotFound, PatchType, Resource
+from kubelet.api import NODES, AlreadyExists, Conflict, NotFound, PatchType, Resource
 
 from .client import NodeInfo
+
+if TYPE_CHECKING:
+    from kubelet.api import ApiClient
+
 
 log = logging.getLogger(__name__)
 

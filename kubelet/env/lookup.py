@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kubelet.api import ApiClient, ApiError, NotFound
+from kubelet.api import ApiError, NotFound
 
 from .variables import CREATE_CONTAINER_CONFIG_ERROR, EnvError
+
+if TYPE_CHECKING:
+    from kubelet.api import ApiClient
 
 
 class ApiEnvLookup:

@@ -9,11 +9,14 @@ style ``<NAME>_PORT``, ``<NAME>_PORT_<port>_<PROTO>{,_PROTO,_PORT,_ADDR}``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
-from kubelet.api import ApiClient, ListWatch, Pod, UidStore, reflect
+from kubelet.api import ListWatch, Pod, UidStore, reflect
+
+if TYPE_CHECKING:
+    from kubelet.api import ApiClient
 
 
 def _env_name(name: str) -> str:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kubelet.api import EVENTS, ApiClient, PatchType
+from kubelet.api import EVENTS, PatchType
+
+if TYPE_CHECKING:
+    from kubelet.api import ApiClient
 
 
 class ApiEvents:

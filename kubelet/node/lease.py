@@ -17,11 +17,14 @@ import datetime
 import logging
 import random
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
-from kubelet.api import LEASES, ApiClient, ApiError, Conflict, NotFound
+from kubelet.api import LEASES, ApiError, Conflict, NotFound
+
+if TYPE_CHECKING:
+    from kubelet.api import ApiClient
 
 log = logging.getLogger(__name__)
 

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
 from kubelet.api import (
     NODES,
     AlreadyExists,
-    ApiClient,
     ApiError,
     Forbidden,
     Node,
@@ -33,6 +32,9 @@ from kubelet.api import (
 )
 
 from .startup import NodeStartup
+
+if TYPE_CHECKING:
+    from kubelet.api import ApiClient
 
 log = logging.getLogger(__name__)
 

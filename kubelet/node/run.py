@@ -15,14 +15,13 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
-import httpx
 import trio
 from prometheus_client import CollectorRegistry
 
-from kubelet.api import NODES, ApiClient, ApiError, NodeAddress, Taint
+from kubelet.api import NODES, ApiError, NodeAddress, Taint
 from kubelet.cm import ContainerManager
 from kubelet.config import (
     KUBELET_REGISTRATION_GET_ON_EXISTS_ONLY,
@@ -34,14 +33,6 @@ from kubelet.events import NORMAL, EventRecorder, node_ref
 from kubelet.eviction import NodePressure
 from kubelet.goformat import rfc3339
 
-from .certificates import (
-    CertificateManager,
-    ClientCertificateWatch,
-    ClientRotation,
-    RotatingTransport,
-    client_manager,
-    serving_manager,
-)
 from .facts import FactGatherer
 from .identity import NodeIdentity
 from .lease import ApiLeases, LeaseController
@@ -60,6 +51,12 @@ from .startup import NodeStartup
 from .status import node_status
 from .statusloop import NodeStatusReporter
 from .watch import NodeWatch, newest
+
+if TYPE_CHECKING:
+    from kubelet.api import ApiClient
+
+if TYPE_CHECKING:  # cluster mode's certificates and HTTP client load when it starts
+    from .certificates import CertificateManager, RotatingTransport
 
 log = logging.getLogger("kubelet.agent")
 
@@ -150,6 +147,10 @@ async def _run_cluster_node(
         parts.recorder,
         parts.wall_clock,
     )
+    import httpx
+
+    from .certificates import serving_manager
+
     cfg = options.config
     # the heartbeat's own client: no rate limit, a deadline of one update period
     heartbeat = api.with_limits(-1, 0, timeout=httpx.Timeout(cfg.node_status_update_frequency))
@@ -218,6 +219,10 @@ async def _start_client_rotation(
 ) -> None:
     """``rotateCertificates``: the client certificate manager, the API client's new
     connections following it, and the exit when no valid certificate is left."""
+    from kubelet.api import ApiClient
+
+    from .certificates import ClientCertificateWatch, ClientRotation, client_manager
+
     if parts.transport is not None:  # retired pools closed (also after an exec plugin's
         await nursery.start(parts.transport.run)  # new certificate)
     manager = client_manager(options, api.connection, parts.registry, wall_clock, ApiClient.open)

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import trio
 
 from kubelet.api import (
     NODES,
-    ApiClient,
     ApiError,
     Node,
     NodeStatus,
@@ -30,6 +29,9 @@ from kubelet.events import NORMAL, EventRecorder, node_ref
 from kubelet.goformat import rfc3339
 
 from .status import NodeFacts, differs_beyond_heartbeats, is_ready, node_status
+
+if TYPE_CHECKING:
+    from kubelet.api import ApiClient
 
 log = logging.getLogger(__name__)
 

@@ -9,11 +9,14 @@ kubelet itself last wrote), by resourceVersion.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
-from kubelet.api import NODES, ApiClient, ListWatch, UidStore, reflect
+from kubelet.api import NODES, ListWatch, UidStore, reflect
+
+if TYPE_CHECKING:
+    from kubelet.api import ApiClient
 
 __all__ = ["NodeWatch", "newest"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -23,7 +23,6 @@ from kubelet.api import (
     CONFIG_SOURCE,
     PODS,
     AlreadyExists,
-    ApiClient,
     ApiError,
     NotFound,
     ObjectMeta,
@@ -32,6 +31,9 @@ from kubelet.api import (
     PodStatus,
     to_wire,
 )
+
+if TYPE_CHECKING:
+    from kubelet.api import ApiClient
 
 log = logging.getLogger(__name__)
 

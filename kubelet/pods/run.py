@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import attrs
 import trio
 
-from kubelet.api import ApiClient, Pod
+from kubelet.api import Pod
 from kubelet.cm import ContainerManager
 from kubelet.config import POD_READY_TO_START_CONTAINERS_CONDITION, Options, features
 from kubelet.decisions import SysctlAllowlist, apparmor_host_error, kernel_version
@@ -44,6 +45,9 @@ from .preemption import Preemptor
 from .syncer import ClusterLink, KubeletPodSyncer
 from .syncloop import HealthUpdate, SyncLoop, SyncLoopParts
 from .workers import PodWorkers, WorkerResult
+
+if TYPE_CHECKING:
+    from kubelet.api import ApiClient
 
 
 @attrs.frozen

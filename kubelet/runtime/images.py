@@ -105,6 +105,67 @@ def aggregate_message(messages: list[str]) -> str:
     return distinct[0] if len(distinct) == 1 else "[" + ", ".join(distinct) + "]"
 
 
+@attrs.define
+class _Status:
+    done: trio.Event = attrs.field(factory=trio.Event)
+    image: api.Image | None = None
+    error: CriError | None = None
+
+
+class StatusesAhead:
+    """Image statuses read while a pod's sandbox is being created.
+
+    Upstream reads a container's image status after RunPodSandbox and PodSandboxStatus;
+    the read changes nothing, so the pod driver starts it alongside RunPodSandbox and
+    ``ImageManager.ensure`` takes its answer instead of asking again: a pod start's chain
+    of calls is one call shorter. Each answer is used once (a later sync asks afresh).
+    ``warm_up`` (the pull records' one ListImages, before the first pod's image is
+    checked) runs alongside too.
+    """
+
+    def __init__(
+        self, images: ImageClient, warm_up: Callable[[], Awaitable[None]] | None = None
+    ) -> None:
+        self._images = images
+        self._statuses: dict[str, _Status] = {}
+        self._warm_up = warm_up
+
+    def start(self, nursery: trio.Nursery, containers: list[Container]) -> None:
+        """Read the images of ``containers`` that ``ensure`` would ask about."""
+        if self._warm_up is not None:
+            nursery.start_soon(self._warm_up)
+            self._warm_up = None
+        for container in containers:
+            if pull_policy(container) == "Always":
+                continue
+            try:
+                image = with_default_tag(container.image)
+            except ValueError:
+                continue
+            if image not in self._statuses:
+                self._statuses[image] = status = _Status()
+                nursery.start_soon(self._read, image, status)
+
+    async def _read(self, image: str, status: _Status) -> None:
+        try:
+            status.image = await self._images.image_status(image)
+        except CriError as exc:
+            status.error = exc
+        finally:
+            status.done.set()
+
+    async def take(self, image: str) -> tuple[bool, api.Image | None]:
+        """(True, the answer) once read, when ``image`` was read ahead; else (False, None).
+        Raises the read's CriError."""
+        status = self._statuses.pop(image, None)
+        if status is None:
+            return False, None
+        await status.done.wait()
+        if status.error is not None:
+            raise status.error
+        return True, status.image
+
+
 class PullObserver(Protocol):
     """Hears of the pulls made for a pod (the pod startup SLI leaves their span out)."""
 
@@ -153,10 +214,21 @@ class ImageManager:
         self._pulls: dict[tuple[str, tuple[PullCredential, ...]], _Pull] = {}
         self._prev_errors: dict[str, str] = {}
 
+    def statuses_ahead(self) -> StatusesAhead:
+        """Image statuses to read while a sandbox is created (``ensure(ahead=...)``)."""
+        records = self._records
+        cold = records is not None and not records.initialized
+        return StatusesAhead(self._images, self._records_ready if cold else None)
+
     async def ensure(
-        self, pod: Pod, container: Container, sandbox_config: api.PodSandboxConfig | None = None
+        self,
+        pod: Pod,
+        container: Container,
+        sandbox_config: api.PodSandboxConfig | None = None,
+        ahead: StatusesAhead | None = None,
     ) -> str:
-        """The image reference to create ``container`` from; ``ImageError`` if there is none."""
+        """The image reference to create ``container`` from; ``ImageError`` if there is none.
+        ``ahead``: image statuses already being read for this sync."""
         ref = pod_ref(pod, container)
         try:
             image = with_default_tag(container.image)
@@ -171,7 +243,9 @@ class ImageManager:
         lookup = _Once(lambda: self._credentials(pod, image))
         if policy != "Always":
             try:
-                present = await self._images.image_status(image)
+                read, present = await ahead.take(image) if ahead else (False, None)
+                if not read:
+                    present = await self._images.image_status(image)
             except CriError as exc:
                 raise self._fail(
                     ref, IMAGE_INSPECT_ERROR, f'Failed to inspect image "{image}": {exc.message}'

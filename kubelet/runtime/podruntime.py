@@ -88,7 +88,7 @@ from .hooks import (
     POST_START_HOOK_ERROR,
     run_post_start,
 )
-from .images import ImageError, ImageManager
+from .images import ImageError, ImageManager, StatusesAhead
 from .isolation import Isolation, IsolationError, PodIsolation
 from .legacylogs import link_container_log
 from .resize import Resizer, ResizeResult
@@ -166,6 +166,8 @@ class _Target:
     config: api.PodSandboxConfig
     pod_ip: str
     volumes: PodVolumes | None
+    ahead: StatusesAhead | None = None
+    """image statuses read while the sandbox was created"""
 
 
 @attrs.frozen(kw_only=True)
@@ -291,16 +293,20 @@ class PodRuntime:
         if actions.create_sandbox and plan.error is not None:
             self._sandbox_failed(pod, progress, plan.error)
             return progress.freeze()
-        sandbox_id, pod_ip = actions.sandbox_id, status.ip
-        if actions.create_sandbox:
-            created = await self._create_sandbox(pod, actions.attempt, plan, progress)
-            if created is None:
+        sandbox_id, pod_ip, ahead = actions.sandbox_id, status.ip, None
+        async with trio.open_nursery() as nursery:
+            if actions.create_sandbox:
+                ahead = self.images.statuses_ahead()
+                if plan.error is None:
+                    ahead.start(nursery, _first_starts(pod, actions))
+                created = await self._create_sandbox(pod, actions.attempt, plan, progress)
+                if created is None:
+                    return progress.freeze()
+                sandbox_id, pod_ip = created
+            if not sandbox_id:
                 return progress.freeze()
-            sandbox_id, pod_ip = created
-        if not sandbox_id:
-            return progress.freeze()
-        where = _Target(sandbox_id, plan.config, pod_ip, volumes)
-        await self._start_containers(pod, status, actions, where, plan.error, progress)
+            where = _Target(sandbox_id, plan.config, pod_ip, volumes, ahead)
+            await self._start_containers(pod, status, actions, where, plan.error, progress)
         return progress.freeze()
 
     async def _prepare_pod(self, pod: Pod, progress: _Progress) -> bool:
@@ -537,7 +543,7 @@ class PodRuntime:
         if self._backing_off(pod, container, status, progress):
             return False
         try:
-            image_ref = await self.images.ensure(pod, container, where.config)
+            image_ref = await self.images.ensure(pod, container, where.config, where.ahead)
         except ImageError as exc:
             progress.waiting[container.name] = (exc.reason, exc.message)
             progress.retry_in(exc.retry_after)
@@ -872,3 +878,11 @@ class PodRuntime:
         # would only add latency, and under a fake clock look like idleness)
         shutil.rmtree(pod_log_directory(pod, self.pod_logs_dir), ignore_errors=True)
         await trio.lowlevel.checkpoint()
+
+
+def _first_starts(pod: Pod, actions: PodActions) -> list[Container]:
+    """The containers a sync that creates the sandbox starts for certain: the first init
+    container to start, else the regular ones."""
+    if actions.init_containers_to_start:
+        return [pod.spec.init_containers[actions.init_containers_to_start[0]]]
+    return [pod.spec.containers[i] for i in actions.containers_to_start]

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import attrs
 import trio
 
-from kubelet.api import ApiClient, Pod
+from kubelet.api import Pod
 from kubelet.boundedio import RunSync, in_thread
 from kubelet.cm import ContainerManager
 from kubelet.config import ENV_FILES, HOSTNAME_OVERRIDE, Options, features
@@ -50,6 +51,9 @@ from .podruntime import PodRuntime, PodRuntimeParts
 from .runtimeclass import RuntimeClasses
 from .runtimeinfo import RuntimeInfo
 from .userns import UserNamespaces
+
+if TYPE_CHECKING:
+    from kubelet.api import ApiClient
 
 
 @attrs.frozen(kw_only=True)

@@ -13,11 +13,14 @@ A pod without ``runtimeClassName`` (or with "") runs with the runtime's default 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
-from kubelet.api import ApiClient, ApiError, ListWatch, NotFound, Resource, UidStore, reflect
+from kubelet.api import ApiError, ListWatch, NotFound, Resource, UidStore, reflect
+
+if TYPE_CHECKING:
+    from kubelet.api import ApiClient
 
 __all__ = ["RUNTIME_CLASSES", "RuntimeClassError", "RuntimeClasses"]
 

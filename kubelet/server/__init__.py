@@ -3,14 +3,22 @@
 The agent implements ``KubeletBackend`` and runs ``serve(ServerParts(...))`` in its
 server nursery; ``ReviewClient`` is how authentication and authorization reach the API
 server (TokenReview, SubjectAccessReview).
+
+The names load on first use (``__getattr__``): a kubelet with its ports off serves only
+the pod-resources socket, and never pays for the HTTP apps, TLS and authentication.
 """
 
+import importlib
+from typing import TYPE_CHECKING
+
 from . import spdy
-from .auth import AuthConfigError, KubeletAuth, build_auth
-from .backend import KubeletBackend, ReviewClient, RunningKubelet, TokenReviewResult
-from .reviews import ApiReviews
-from .sdnotify import SystemdUnit
-from .serve import Addresses, ServerParts, serve
+
+if TYPE_CHECKING:
+    from .auth import AuthConfigError, KubeletAuth, build_auth
+    from .backend import KubeletBackend, ReviewClient, RunningKubelet, TokenReviewResult
+    from .reviews import ApiReviews
+    from .sdnotify import SystemdUnit
+    from .servers import Addresses, ServerParts, serve
 
 __all__ = [
     "Addresses",
@@ -27,3 +35,29 @@ __all__ = [
     "serve",
     "spdy",
 ]
+
+_LAZY = {
+    "Addresses": "servers",
+    "ApiReviews": "reviews",
+    "AuthConfigError": "auth",
+    "KubeletAuth": "auth",
+    "KubeletBackend": "backend",
+    "ReviewClient": "backend",
+    "RunningKubelet": "backend",
+    "ServerParts": "servers",
+    "SystemdUnit": "sdnotify",
+    "TokenReviewResult": "backend",
+    "build_auth": "auth",
+    "serve": "servers",
+}
+"""name -> the module that defines it, imported on first use (``__getattr__``)"""
+
+
+def __getattr__(name: str) -> object:
+    """A lazy name: its module is imported when the name is first read, and kept."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

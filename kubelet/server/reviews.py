@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-
-from kubelet.api import ApiClient
+from typing import TYPE_CHECKING
 
 from .backend import TokenReviewResult
+
+if TYPE_CHECKING:
+    from kubelet.api import ApiClient
 
 
 class ApiReviews:

@@ -10,13 +10,12 @@ without a pod ever being lost or duplicated across relists and API outages. Mirr
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
 from kubelet.api import (
     PODS,
-    ApiClient,
     ListWatch,
     Pod,
     UidStore,
@@ -27,6 +26,9 @@ from kubelet.api import (
 )
 
 from .podconfig import API_SOURCE, PodOperation, UpdateSink
+
+if TYPE_CHECKING:
+    from kubelet.api import ApiClient
 
 log = logging.getLogger(__name__)
 

@@ -11,11 +11,11 @@ With no source at all the kubelet is ready at once.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
-from kubelet.api import ApiClient, Pod, drop_container_restart_rules, drop_pod_level_resources
+from kubelet.api import Pod, drop_container_restart_rules, drop_pod_level_resources
 from kubelet.boundedio import RunSync, in_thread
 from kubelet.config import (
     CONTAINER_RESTART_RULES,
@@ -31,6 +31,9 @@ from .podconfig import PodConfig, WatchObserver
 from .static import warm_up
 from .url import URLSource
 from .validation import PodValidationOptions
+
+if TYPE_CHECKING:
+    from kubelet.api import ApiClient
 
 
 def validation_options(features: FeatureGates) -> PodValidationOptions:

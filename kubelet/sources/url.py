@@ -18,8 +18,8 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
-import httpx
 import trio
 
 from kubelet.boundedio import RunSync, in_thread
@@ -29,6 +29,9 @@ from .limits import MAX_CONFIG_LENGTH, too_large, too_large_unknown
 from .podconfig import HTTP_SOURCE, PodOperation, UpdateSink
 from .static import Loaded, load_manifest
 from .validation import DEFAULT_VALIDATION, PodValidationOptions
+
+if TYPE_CHECKING:
+    import httpx
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +90,8 @@ class URLSource:
         run_sync: RunSync = in_thread,
         validation: PodValidationOptions = DEFAULT_VALIDATION,
     ) -> None:
+        import httpx  # loaded with a manifest URL only
+
         httpx.URL(url)  # a malformed URL is a configuration error: fail at construction
         self.url = url
         self.node_name = node_name
@@ -106,6 +111,8 @@ class URLSource:
         self, config: UpdateSink, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
         """Poll now and then every ``check_frequency`` seconds, until cancelled."""
+        import httpx
+
         config.register(HTTP_SOURCE)
         async with httpx.AsyncClient(
             transport=self.transport, timeout=self.timeout, follow_redirects=True
@@ -117,6 +124,8 @@ class URLSource:
 
     async def poll(self, client: httpx.AsyncClient, config: UpdateSink) -> None:
         """One attempt: fetch, decode, send a SET if the body is new and good."""
+        import httpx
+
         try:
             body = await self.fetch(client)
         except (httpx.HTTPError, FetchError) as exc:
@@ -169,6 +178,8 @@ class URLSource:
         )
 
     async def _fetch(self, client: httpx.AsyncClient) -> bytes:
+        import httpx
+
         async with client.stream("GET", self.url, headers=self.headers) as response:
             if response.status_code != httpx.codes.OK:
                 raise FetchError(f"{self.url}: {response.status_code} {response.reason_phrase}")

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Collection
+from typing import TYPE_CHECKING
 
 import attrs
 import trio
 
 from kubelet.api import (
     PODS,
-    ApiClient,
     ApiError,
     Conflict,
     NotFound,
@@ -39,6 +39,9 @@ from kubelet.api import (
 )
 from kubelet.status.generate import OWNED, foreign_conditions
 from kubelet.status.phase import is_terminal_phase, resolve_phase
+
+if TYPE_CHECKING:
+    from kubelet.api import ApiClient
 
 log = logging.getLogger(__name__)
 

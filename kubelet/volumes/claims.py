@@ -15,14 +15,17 @@ two objects through a ``ClaimLookup`` and applies them.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
-from kubelet.api import ApiClient, NotFound, Pod, Volume
+from kubelet.api import NotFound, Pod, Volume
 from kubelet.decisions import node_selector_terms_match
 
 from .hostpath import VolumeError
+
+if TYPE_CHECKING:
+    from kubelet.api import ApiClient
 
 READ_WRITE_ONCE_POD = "ReadWriteOncePod"
 READ_ONLY_MANY = "ReadOnlyMany"

@@ -8,12 +8,12 @@ import logging
 import os
 import shutil
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import trio
 
-from kubelet.api import ApiClient, NotFound, PatchType, Pod, Volume
+from kubelet.api import NotFound, PatchType, Pod, Volume
 from kubelet.boundedio import InputRefused
 from kubelet.cri import CriError
 from kubelet.csi import (
@@ -52,6 +52,9 @@ from .hostpath import VolumeError
 from .ownership import fs_group, set_volume_ownership
 from .paths import pod_dir, pods_dir, volume_dir
 from .sources import TokenSource
+
+if TYPE_CHECKING:
+    from kubelet.api import ApiClient
 
 log = logging.getLogger(__name__)
 

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from kubelet.api import ApiClient
 from kubelet.goformat import parse_rfc3339
+
+if TYPE_CHECKING:
+    from kubelet.api import ApiClient
 
 
 class ApiTokenSource:

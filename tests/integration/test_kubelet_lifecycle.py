@@ -372,7 +372,8 @@ async def test_a_new_pods_first_call_is_run_pod_sandbox(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A pod the PLEG has never listed starts from an empty view, as upstream's first
-    sync: its worker's first CRI call is RunPodSandbox, no status read before it."""
+    sync: its worker's first CRI call is RunPodSandbox, no status read before it; its
+    container's image status is read alongside, not after it."""
     monkeypatch.setattr(trace, "TRACE", trace.Trace(str(short_tmp / "trace.jsonl")))
     async with running_kubelet(fake, short_tmp) as h:
         await trio.sleep(3)  # the PLEG has relisted
@@ -382,10 +383,18 @@ async def test_a_new_pods_first_call_is_run_pod_sandbox(
         trace.TRACE.flush()
         lines = (short_tmp / "trace.jsonl").read_text().splitlines()
         calls = [json.loads(line) for line in lines]
-        mine = [c["rpc"] for c in calls if c["k"] == "call" and c["pod"].startswith("web-")]
+        ours = [c for c in calls if c["k"] == "call" and c["pod"].startswith("web-")]
+        ours.sort(key=lambda c: c["t0"])
+        mine = [c["rpc"] for c in ours]
         before_start = mine[: mine.index("StartContainer")]
-        assert before_start[:2] == ["RunPodSandbox", "PodSandboxStatus"]
+        assert before_start[0] == "RunPodSandbox"
         assert not {"ListPodSandbox", "ListContainers", "ContainerStatus"} & set(before_start)
+        # the image's status (and, for the kubelet's first pod, the pull records' image
+        # list) is read while the sandbox is created, and only then
+        assert set(before_start[1:3]) == {"ImageStatus", "ListImages"}
+        assert before_start[3] == "PodSandboxStatus"
+        assert all(c["t0"] < ours[0]["t1"] for c in ours[1:3])
+        assert mine.count("ImageStatus") == 1 and mine.count("ListImages") == 1
 
 
 def _uids(fake: FakeRuntime) -> set[str]:

@@ -23,7 +23,7 @@ from kubelet.cri import ImageClient, RuntimeClient
 from kubelet.server.app import KubeletApp
 from kubelet.server.fdlimits import Descriptors
 from kubelet.server.limits import Limits
-from kubelet.server.serve import bind, serve_socket
+from kubelet.server.servers import bind, serve_socket
 from kubelet.stats import SummaryProvider
 from kubelet.testing import ExecResult, FakeRuntime
 from kubelet.testing.builders import make_container, make_pod

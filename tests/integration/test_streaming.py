@@ -22,7 +22,7 @@ from kubelet.cri import api
 from kubelet.server.asgi import Receive, Scope, Send, send_response
 from kubelet.server.fdlimits import Descriptors
 from kubelet.server.limits import Limits
-from kubelet.server.serve import bind, serve_socket
+from kubelet.server.servers import bind, serve_socket
 from kubelet.server.streaming import (
     TAKEOVER,
     RelayResult,

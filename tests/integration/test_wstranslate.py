@@ -24,7 +24,7 @@ from kubelet.cri import api
 from kubelet.server import spdy
 from kubelet.server.asgi import Receive, Scope, Send, send_response
 from kubelet.server.limits import Limits
-from kubelet.server.serve import bind, serve_socket
+from kubelet.server.servers import bind, serve_socket
 from kubelet.server.streaming import TAKEOVER, UpgradeRequest
 from kubelet.server.wstranslate import exit_code_status, internal_error, translate_remote_command
 from kubelet.testing import wschannels as ch

@@ -22,13 +22,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import trio
 
 from kubelet.api import (
-    ApiClient,
     ApiError,
     Container,
     NotFound,
@@ -62,6 +61,9 @@ from .client import ClaimRequest, DraCallError
 from .health import DeviceKey
 from .registration import DraRegistration, UnknownDriver
 from .state import Checkpoint, ClaimInfo
+
+if TYPE_CHECKING:
+    from kubelet.api import ApiClient
 
 log = logging.getLogger(__name__)
 

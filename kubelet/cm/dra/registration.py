@@ -14,14 +14,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import trio
 
-from kubelet.api import ApiClient, ApiError, Resource
+from kubelet.api import ApiError, Resource
 from kubelet.pluginmanager import PluginRefused
 
 from .client import DraPlugin, GrpcObserver, choose_service
 from .health import DeviceKey, HealthCache, watch_health
+
+if TYPE_CHECKING:
+    from kubelet.api import ApiClient
 
 log = logging.getLogger(__name__)
 

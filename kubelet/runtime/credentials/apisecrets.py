@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import base64
+from typing import TYPE_CHECKING
 
-from kubelet.api import ApiClient, ApiError
+from kubelet.api import ApiError
 
 from .secrets import PullSecret, SecretUnavailable
+
+if TYPE_CHECKING:
+    from kubelet.api import ApiClient
 
 
 class ApiPullSecrets:

@@ -29,7 +29,7 @@ from kubelet.server.asgi import Receive, Scope, Send
 from kubelet.server.fdlimits import Descriptors, default_reserve
 from kubelet.server.limits import Limits
 from kubelet.server.memtrim import MemoryTrim
-from kubelet.server.serve import bind, serve_socket
+from kubelet.server.servers import bind, serve_socket
 from kubelet.testing import H2Client
 
 PLENTY = Descriptors(reserve=0, limit=lambda: 1_000_000, count=lambda: 10)

@@ -19,6 +19,7 @@ import logging
 import socket
 import ssl
 import time
+from typing import TYPE_CHECKING
 
 import attrs
 import trio
@@ -26,27 +27,24 @@ import trio
 from kubelet.boundedio import RunSync, in_thread
 from kubelet.config import Options, features
 from kubelet.metrics import KubeletMetrics
-from kubelet.node.certificates import CertificateManager, CertKeyPair
 from kubelet.stats import HostStats, SummaryProvider
 from kubelet.tracing import NO_TRACER, Tracer
 
 from . import healthz
-from .accept import AcceptLoop
-from .app import HealthzApp, KubeletApp
-from .auth import build_auth
 from .backend import KubeletBackend, ReviewClient
-from .certs import serving_cert
-from .connection import ConnectionHandler
 from .fdlimits import Descriptors
 from .limits import Limits
 from .looplag import LoopLag, watching_loop
 from .memtrim import MemoryTrim
-from .nodelogs import NodeLogs
 from .podresources import Assigned, Lister, serve_pod_resources
 from .sdnotify import SystemdUnit, run_watchdog, send_ready
-from .tlsreload import CA_BUNDLE_LIMIT, PAIR_FILE_LIMIT, ServingTLS, read_files, watch_files
-from .wire import ASGIApp
-from .zpages import HealthSLIs
+
+if TYPE_CHECKING:  # the HTTP servers' modules load when a port is served
+    from kubelet.node.certificates import CertificateManager, CertKeyPair
+
+    from .app import KubeletApp
+    from .tlsreload import ServingTLS
+    from .wire import ASGIApp
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +93,9 @@ async def serve_socket(
     memory: MemoryTrim | None = None,
 ) -> None:
     """Serve ``app`` on ``sock`` until cancelled (``name`` is how log lines call it)."""
+    from .accept import AcceptLoop
+    from .connection import ConnectionHandler
+
     descriptors = descriptors or Descriptors.for_process()
     limits = limits or Limits.for_descriptors(descriptors.limit())
     listener = trio.SocketListener(trio.socket.from_stdlib_socket(sock))
@@ -200,6 +201,8 @@ async def serve(
             addresses["main"] = serve_on(main_app, sock, context, "main")
             log.info("Starting to listen on %s (TLS)", addresses["main"])
         if config.healthz_port > 0:
+            from .app import HealthzApp
+
             sock = listeners.listen(config.healthz_bind_address, config.healthz_port)
             addresses["healthz"] = serve_on(HealthzApp(), sock, None, "healthz")
         if config.read_only_port > 0:
@@ -241,6 +244,9 @@ async def _main_tls(
     """The main port's TLS, with its watchers in ``nursery``: the configured (or a
     self-signed) serving certificate, or the serving certificate manager's pairs; the
     client CA bundle. Raises when what is configured does not load, as upstream stops."""
+    from .certs import serving_cert
+    from .tlsreload import CA_BUNDLE_LIMIT, PAIR_FILE_LIMIT, ServingTLS, read_files, watch_files
+
     config = options.config
     ca_file = config.authentication.x509.client_ca_file
     tls = ServingTLS(config.tls_min_version, ca_file, io)
@@ -322,6 +328,8 @@ class _Apps:
         self._reviews = reviews
         self._metrics = metrics
         self._host = host
+        from .zpages import HealthSLIs
+
         self._slis = HealthSLIs()
         self._started = time.time()
         self.tracer: Tracer = NO_TRACER
@@ -336,6 +344,10 @@ class _Apps:
         )
 
     def build(self, *, auth_required: bool) -> KubeletApp:
+        from .app import KubeletApp
+        from .auth import build_auth
+        from .nodelogs import NodeLogs
+
         options = self._options
         config = options.config
         auth = None
