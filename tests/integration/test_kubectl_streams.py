@@ -309,7 +309,7 @@ async def test_port_forward_tunnel_unwrapped_by_the_apiserver_otherwise(
     """A node that does not declare the feature (this one, until WebSocket v5 is translated
     too): the apiserver unwraps the tunnel, as kube-apiserver 1.36 does; the kubelet gets
     SPDY."""
-    monkeypatch.setattr(facts, "declared_features", lambda gates: ())
+    monkeypatch.setattr(facts, "declared_features", lambda gates, **_: ())
     forwarded = await _forward_and_fetch(fake, short_tmp)
     assert forwarded.declared == []
     assert (forwarded.requests, forwarded.unwrapped_by_apiserver) == ([("GET", 101)], 1)
