@@ -806,7 +806,7 @@ async def main(
         async with trio_asyncio.open_loop(), trio.open_nursery() as root:
             if contention is not None:
                 root.start_soon(_exit_on_contention, contention, root.cancel_scope)
-            root.start_soon(run, options, host)
+            root.start_soon(_run_then_freeze, options, host)
             async for signum in signals:
                 log.info(
                     "received %s: stopping the kubelet (pods keep running)",
@@ -815,6 +815,14 @@ async def main(
                 root.cancel_scope.cancel()
                 break
     return 0
+
+
+async def _run_then_freeze(options: Options, host: Host) -> None:
+    """``run``, with what its start-up left alive frozen out of the cyclic collector's
+    walks (``process.freeze_long_lived``) once it has started."""
+    async with trio.open_nursery() as nursery:
+        await nursery.start(run, options, host)
+        process.freeze_long_lived()
 
 
 def start(options: Options) -> int:

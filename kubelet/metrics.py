@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from typing import Any
 
+import attrs
+import trio
 from prometheus_client import (
     CollectorRegistry,
     Counter,
@@ -182,6 +184,38 @@ def exposition(registry: CollectorRegistry, bare: Iterable[str] = BARE_COUNTERS)
         return b"# TYPE " + name + (b" counter" if name in names else b" untyped")
 
     return _BARE_TYPE_LINE.sub(retype, text)
+
+
+GATHER_BETWEEN_CHECKPOINTS = 8
+"""Families collected between two checkpoints of a scrape."""
+
+
+@attrs.frozen
+class _Gathered:
+    """Families already collected, handed to ``generate_latest`` as its registry."""
+
+    families: tuple[Metric, ...]
+
+    def collect(self) -> Iterator[Metric]:
+        return iter(self.families)
+
+
+async def scrape(
+    registry: CollectorRegistry,
+    run_sync: Callable[[Callable[[], bytes]], Awaitable[bytes]],
+    bare: Iterable[str] = BARE_COUNTERS,
+) -> bytes:
+    """``exposition`` without holding the event loop: the families are gathered on it (the
+    collectors read the kubelet's state, which only the loop touches), a checkpoint every
+    few, and the text is written through ``run_sync`` (a worker thread). A whole scrape on
+    the loop held it 15-25 ms with a few pods."""
+    families: list[Metric] = []
+    for family in registry.collect():
+        families.append(family)
+        if len(families) % GATHER_BETWEEN_CHECKPOINTS == 0:
+            await trio.lowlevel.checkpoint()
+    gathered = _Gathered(tuple(families))
+    return await run_sync(lambda: exposition(gathered, bare))  # type: ignore[arg-type]
 
 
 RuntimePodsProvider = Callable[[], Iterable[RuntimePodStatus]]

@@ -38,7 +38,8 @@ def describe(obj: Any) -> str:
     if not isinstance(meta, Mapping):
         return "an object without metadata"
     namespace, name = meta.get("namespace", ""), meta.get("name", "")
-    return shorten(f"{namespace}/{name}" if namespace else str(name))
+    name = shorten(str(name))  # each part shortened first: a name may be megabytes
+    return f"{shorten(str(namespace))}/{name}" if namespace else name
 
 
 def _name_problem(name: str) -> str | None:

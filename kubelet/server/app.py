@@ -22,10 +22,11 @@ import attrs
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry
 
 from kubelet.api import to_wire
+from kubelet.boundedio import RunSync, in_thread
 from kubelet.config import KubeletConfiguration, encode
 from kubelet.cri import CriError, api, labels
 from kubelet.logs import get_logger
-from kubelet.metrics import KubeletMetrics, exposition
+from kubelet.metrics import KubeletMetrics, scrape
 from kubelet.stats import HostStats, SummaryProvider, cgroup_figures
 from kubelet.tracing import NO_TRACER, Tracer
 
@@ -119,12 +120,13 @@ class KubeletApp:
     """Of "flagz", "statusz" (ComponentFlagz, ComponentStatusz; the main port only)."""
     slis: HealthSLIs | None = None
     debug_flags: bool = False
+    """``PUT /debug/flags/v`` (enableDebugFlagsHandler, with the debugging handlers)."""
     profiling: bool = False
+    """``/debug/pprof/`` (enableProfilingHandler, with the debugging handlers)."""
     tracer: Tracer = NO_TRACER
     """A server span per request ("KubeletAPI"; on the read-only port a new trace)."""
-    """``/debug/pprof/`` (enableProfilingHandler, with the debugging handlers)."""
-    """``PUT /debug/flags/v`` (enableDebugFlagsHandler, with the debugging handlers)."""
-    """``/logs/`` (enableSystemLogHandler); None: 405 "logs endpoint is disabled."."""
+    metrics_io: RunSync = in_thread
+    """Where a scrape's text is written (a worker thread; fake-clock tests: inline)."""
 
     @property
     def server_type(self) -> str:
@@ -217,7 +219,8 @@ class KubeletApp:
         if path == "/statusz" and "statusz" in self.zpages:
             return zpages.statusz(request, self.started)
         if path == "/metrics/slis" and self.slis is not None:
-            return Response(200, exposition(self.slis.registry), CONTENT_TYPE_LATEST)
+            sli_text = await scrape(self.slis.registry, self.metrics_io)
+            return Response(200, sli_text, CONTENT_TYPE_LATEST)
         if path == "/debug/flags/v" and self.debugging and self.debug_flags:
             return zpages.set_verbosity_handler(request, await _body(request))
         if path.startswith("/metrics"):
@@ -247,7 +250,7 @@ class KubeletApp:
             return await self._cadvisor()
         else:
             return http_error(404, NOT_FOUND)
-        text = exposition(registry)
+        text = await scrape(registry, self.metrics_io)
         if path == "/metrics":
             text += volume_stats_text(await self.stats.claim_volume_rows())
         return Response(200, text, CONTENT_TYPE_LATEST)

@@ -12,6 +12,7 @@ import contextlib
 import errno
 import logging
 import resource
+import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -21,6 +22,7 @@ import pytest
 import trio
 import trio.testing
 
+from kubelet.boundedio import inline
 from kubelet.logs.fields import record_fields
 from kubelet.process import apply_open_files_limit, raise_open_files_limit
 from kubelet.server.accept import AcceptLoop
@@ -558,6 +560,7 @@ async def test_heap_trimmed_after_a_burst_of_connections(
         burst=32,
         trim=lambda: trims.append((trio.current_time(), memory.open)),
         collect=lambda: None,
+        trim_io=inline,
     )
     async with trio.open_nursery() as nursery:
         nursery.start_soon(memory.run)
@@ -582,6 +585,22 @@ async def test_heap_trimmed_after_a_burst_of_connections(
         await trio.sleep(10)
         assert len(trims) == 2
         nursery.cancel_scope.cancel()
+
+
+async def test_heap_trimmed_in_a_worker_thread() -> None:
+    """glibc's trim walks the whole heap: not on the event loop."""
+    trimmed_in: list[int] = []
+    memory = MemoryTrim(burst=2, delay=0, trim=lambda: trimmed_in.append(threading.get_ident()))
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(memory.run)
+            for _ in range(2):
+                memory.opened()
+                memory.closed()
+            while memory.trims == 0:
+                await trio.sleep(0.01)
+            nursery.cancel_scope.cancel()
+    assert trimmed_in and threading.get_ident() not in trimmed_in
 
 
 async def test_absolute_form_request_target(autojump_clock: trio.testing.MockClock) -> None:
