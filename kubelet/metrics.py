@@ -658,6 +658,12 @@ class KubeletMetrics:
             ["container_type", "code"],
             registry=reg,
         )
+        self.terminated_containers = Counter(
+            "kubelet_terminated_containers_total",
+            _alpha("Cumulative number of containers that terminated, by exit code"),
+            ["container_type", "exit_code", "reason"],
+            registry=reg,
+        )
 
     def _device_plugin_metrics(self, reg: CollectorRegistry) -> None:
         self.device_plugin_registrations = Counter(
@@ -1135,6 +1141,12 @@ class KubeletMetrics:
     def pod_started(self, error: bool = False) -> None:
         """A RunPodSandbox attempt (``error``: it failed)."""
         (self.started_pods_errors if error else self.started_pods).inc()
+
+    def container_terminated(self, container_type: str, exit_code: int, reason: str) -> None:
+        """A container's exit, reported once (``status.new_terminations``)."""
+        self.terminated_containers.labels(
+            container_type=container_type, exit_code=str(exit_code), reason=reason
+        ).inc()
 
     def container_started(self, container_type: str = "container", code: str = "") -> None:
         """A StartContainer attempt; ``code`` names the failure (a gRPC code) if it failed.

@@ -33,6 +33,7 @@ from kubelet.status import (
     format_time,
     generate_pod_status,
     is_terminal_phase,
+    new_terminations,
     terminated_status,
     with_container_readiness,
 )
@@ -404,6 +405,7 @@ class KubeletPodSyncer:
             )
         self.statuses[pod.uid] = generated
         self._observe_start(pod, generated)
+        self._observe_terminations(pod, previous, generated)
         if self.cluster is not None:
             self.cluster.status.set(pod, generated)
         return generated
@@ -453,6 +455,14 @@ class KubeletPodSyncer:
             self.started_pods.add(pod.uid)
             if self.metrics is not None:
                 self.metrics.observe_pod_start(trio.current_time() - first_seen)
+
+    def _observe_terminations(self, pod: Pod, previous: PodStatus | None, new: PodStatus) -> None:
+        """kubelet_terminated_containers_total: each exit once. With no status of our own
+        yet (a restarted kubelet) the API's copy is what was reported before."""
+        if self.metrics is None or new is previous:
+            return
+        for ended in new_terminations(previous if previous is not None else pod.status, new):
+            self.metrics.container_terminated(ended.container_type, ended.exit_code, ended.reason)
 
     async def terminate_pod(self, pod: Pod, grace: int | None) -> None:
         try:

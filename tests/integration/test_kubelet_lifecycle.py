@@ -663,3 +663,40 @@ async def test_orphaned_pod_directories_are_swept(
         (container,) = h.running("web", "app")
         uid = container.config.labels["io.kubernetes.pod.uid"]
         assert (short_tmp / "root" / "pods" / uid).exists()  # a live pod's directory stays
+
+
+CRASHER = """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: crasher
+  namespace: default
+spec:
+  initContainers:
+  - name: init
+    image: busybox:1.35
+  containers:
+  - name: app
+    image: busybox:1.35
+"""
+
+
+async def test_each_container_exit_counted_once(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    """kubelet_terminated_containers_total: the init container's completion once, each
+    crash of the app once, however many syncs and status updates report them."""
+    fake.behave(ContainerBehaviour(exit_after=1), container="init")
+    fake.behave(ContainerBehaviour(exit_after=2, exit_code=3), container="app")
+
+    async with running_kubelet(fake, short_tmp) as h:
+        h.write("crasher.yaml", CRASHER)
+        await h.wait_for(lambda: len(fake.calls_of("StartContainer")) >= 4, timeout=120)
+        await trio.sleep(1)  # the third run lasts two seconds: two crashes so far
+        assert h.components is not None
+        text = exposition(h.components.metrics.registry).decode().splitlines()
+    family = "kubelet_terminated_containers_total"
+    completed = f'{family}{{container_type="init_container",exit_code="0",reason="Completed"}}'
+    crashes = f'{family}{{container_type="container",exit_code="3",reason="Error"}}'
+    assert f"{completed} 1.0" in text
+    assert f"{crashes} 2.0" in text
