@@ -245,7 +245,9 @@ SETTINGS: Mapping[str, Support] = {
         "overhead); false refused on cgroup v1"
     ),
     "cpuManagerPolicyOptions": ok(
-        "full-pcpus-only and strict-cpu-reservation; the others are refused at start-up"
+        "full-pcpus-only, strict-cpu-reservation, distribute-cpus-across-numa, "
+        "align-by-socket, prefer-align-cpus-by-uncorecache; distribute-cpus-across-cores "
+        "is refused at start-up"
     ),
     "cpuManagerReconcilePeriod": ok(),
     "draManagerReconcilePeriod": missing(

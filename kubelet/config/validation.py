@@ -10,7 +10,7 @@ from __future__ import annotations
 import ipaddress
 import os.path
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import attrs
@@ -19,6 +19,8 @@ from kubelet.api import parse_quantity, pattern_error
 
 from .duration import format_duration, parse_duration
 from .features import (
+    CPU_MANAGER_POLICY_ALPHA_OPTIONS,
+    CPU_MANAGER_POLICY_BETA_OPTIONS,
     CUSTOM_CPU_CFS_QUOTA_PERIOD,
     DEFAULT_GATES,
     GRACEFUL_NODE_SHUTDOWN,
@@ -103,7 +105,8 @@ def validate(config: KubeletConfiguration, gates: FeatureGates = DEFAULT_GATES) 
     if c.run_once:  # upstream removed run-once mode and refuses the field set to true
         issues.append(("runOnce", "Runonce mode has been deprecated and should not be set"))
     issues += _node_allocatable(c)
-    issues += _cpu_manager(c)
+    issues += _cpu_manager(c, gates)
+    issues += _cpu_reservation(c)
     issues += _topology_manager(c)
     issues += _swap(c)
     issues += _eviction(c)
@@ -450,21 +453,26 @@ def _node_allocatable(c: KubeletConfiguration) -> Iterator[Issue]:
                 yield f"{name}[{resource}]", f"invalid quantity {amount!r}"
 
 
-CPU_MANAGER_OPTIONS = frozenset(
-    {
-        "full-pcpus-only",
-        "strict-cpu-reservation",
-        "distribute-cpus-across-numa",
-        "align-by-socket",
-        "distribute-cpus-across-cores",
-        "prefer-align-cpus-by-uncorecache",
-    }
+CPU_MANAGER_ALPHA_OPTIONS = frozenset({"align-by-socket", "distribute-cpus-across-cores"})
+CPU_MANAGER_BETA_OPTIONS = frozenset(
+    {"strict-cpu-reservation", "distribute-cpus-across-numa", "prefer-align-cpus-by-uncorecache"}
 )
-"""The static policy's options upstream knows."""
-CPU_MANAGER_OPTIONS_IMPLEMENTED = frozenset({"full-pcpus-only", "strict-cpu-reservation"})
+CPU_MANAGER_OPTIONS = CPU_MANAGER_ALPHA_OPTIONS | CPU_MANAGER_BETA_OPTIONS | {"full-pcpus-only"}
+"""The static policy's options upstream knows, by maturity (the rest are stable)."""
+CPU_MANAGER_OPTIONS_NOT_IMPLEMENTED = frozenset({"distribute-cpus-across-cores"})
+_CPU_MANAGER_OPTION_CONFLICTS = (
+    ("full-pcpus-only", "distribute-cpus-across-cores"),
+    ("distribute-cpus-across-numa", "distribute-cpus-across-cores"),
+    ("prefer-align-cpus-by-uncorecache", "distribute-cpus-across-cores"),
+    ("prefer-align-cpus-by-uncorecache", "distribute-cpus-across-numa"),
+)
+"""Options upstream refuses together (when both are true)."""
+GO_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
+GO_BOOL = GO_TRUE | {"0", "f", "F", "FALSE", "false", "False"}
+"""What Go's ``strconv.ParseBool`` accepts."""
 
 
-def _cpu_manager(c: KubeletConfiguration) -> Iterator[Issue]:
+def _cpu_manager(c: KubeletConfiguration, gates: FeatureGates) -> Iterator[Issue]:
     """Upstream's checks of the CPU manager's settings (validation and ``NewManager``);
     options this kubelet does not implement are refused rather than ignored."""
     if c.cpu_manager_policy not in ("none", "static"):
@@ -473,14 +481,54 @@ def _cpu_manager(c: KubeletConfiguration) -> Iterator[Issue]:
     if options and c.cpu_manager_policy == "none":
         shown = " ".join(f"{k}:{v}" for k, v in sorted(options.items()))
         yield "cpuManagerPolicyOptions", f"None policy: received unsupported options=map[{shown}]"
-    for name, value in sorted(options.items()) if c.cpu_manager_policy == "static" else ():
+    if c.cpu_manager_policy == "static":
+        yield from _cpu_manager_options(options, gates)
+
+
+def _cpu_manager_options(options: Mapping[str, str], gates: FeatureGates) -> Iterator[Issue]:
+    """Upstream's ``NewStaticPolicyOptions``: known names, their maturity gate, a
+    boolean value, no two options that exclude each other."""
+    for name, value in sorted(options.items()):
         where = f"cpuManagerPolicyOptions[{name}]"
         if name not in CPU_MANAGER_OPTIONS:
             yield where, f'unknown CPU Manager Policy option: "{name}"'
-        elif name not in CPU_MANAGER_OPTIONS_IMPLEMENTED:
+        elif (level := _maturity_gate_off(name, gates)) is not None:
+            yield (
+                where,
+                (
+                    f"CPU Manager Policy {level}-level Options not enabled, "
+                    f'but option "{name}" provided'
+                ),
+            )
+        elif name in CPU_MANAGER_OPTIONS_NOT_IMPLEMENTED:
             yield where, f'CPU Manager Policy option "{name}" is not implemented by this kubelet'
-        elif value.lower() not in ("1", "t", "true", "0", "f", "false"):
-            yield where, f'strconv.ParseBool: parsing "{value}": invalid syntax'
+        elif value not in GO_BOOL:
+            yield (
+                where,
+                (
+                    f'bad value for option "{name}": strconv.ParseBool: parsing "{value}": '
+                    "invalid syntax"
+                ),
+            )
+    for first, second in _CPU_MANAGER_OPTION_CONFLICTS:
+        if options.get(first) in GO_TRUE and options.get(second) in GO_TRUE:
+            yield (
+                "cpuManagerPolicyOptions",
+                f"static policy options {first} and {second} can not be used at the same time",
+            )
+
+
+def _maturity_gate_off(name: str, gates: FeatureGates) -> str | None:
+    """ "Alpha" or "Beta" when the option's maturity gate is off, else None."""
+    if name in CPU_MANAGER_ALPHA_OPTIONS and not gates.enabled(CPU_MANAGER_POLICY_ALPHA_OPTIONS):
+        return "Alpha"
+    if name in CPU_MANAGER_BETA_OPTIONS and not gates.enabled(CPU_MANAGER_POLICY_BETA_OPTIONS):
+        return "Beta"
+    return None
+
+
+def _cpu_reservation(c: KubeletConfiguration) -> Iterator[Issue]:
+    """Upstream's checks of ``reservedSystemCPUs``."""
     cpus = c.reserved_system_cpus
     if cpus and not cpu_list_size(cpus):
         yield "reservedSystemCPUs", f"unable to parse reservedSystemCPUs (--reserved-cpus) {cpus}"

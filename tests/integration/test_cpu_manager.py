@@ -7,6 +7,7 @@ cpu_manager_state, and a kubelet restarted with another policy refuses to start.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import attrs
@@ -120,3 +121,49 @@ async def test_a_checkpoint_of_another_policy_stops_start_up(tmp_path: Path) -> 
         'state checkpoint policy "none", please drain this node and delete the CPU manager '
         f'checkpoint file "{root}/cpu_manager_state" before restarting Kubelet'
     )
+
+
+@pytest.mark.parametrize(
+    ("topology_policy", "one_node", "message"),
+    [
+        (
+            "single-numa-node",
+            False,
+            "Topolgy manager single-numa-node policy is incompatible with CPUManager "
+            "align-by-socket policy option",
+        ),
+        (
+            "none",
+            True,
+            "Align by socket is not compatible with hardware where number of sockets are "
+            "more than number of NUMA",
+        ),
+    ],
+)
+async def test_align_by_socket_stops_start_up_where_upstream_refuses_it(
+    tmp_path: Path, topology_policy: str, one_node: bool, message: str
+) -> None:
+    path = tmp_path / "kubelet.yaml"
+    path.write_text(
+        HEADER
+        + "cpuManagerPolicy: static\nreservedSystemCPUs: '0'\n"
+        + "featureGates: {CPUManagerPolicyAlphaOptions: true}\n"
+        + "cpuManagerPolicyOptions: {align-by-socket: 'true'}\n"
+        + f"topologyManagerPolicy: {topology_policy}\n"
+    )
+    sys = write_sysfs(tmp_path / "sys", sockets=2, cores=2)
+    if one_node:  # two sockets and no NUMA directories: one node for the whole machine
+        shutil.rmtree(sys / "devices/system/node")
+    parts = CmParts(
+        options=resolve(["--config", str(path), "--root-dir", str(tmp_path / "root")]),
+        resources=NodeResources(),
+        runtime=None,  # type: ignore[arg-type]
+        active=list,
+        record=lambda _: None,
+        host=CgroupHost(io=inline),
+        sys_root=str(sys),
+    )
+    async with trio.open_nursery() as nursery:
+        with pytest.raises(ConfigError) as stopped:
+            await start_cpu_manager(parts, nursery)
+    assert str(stopped.value) == f"new static policy error: {message}"

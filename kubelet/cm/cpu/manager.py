@@ -35,8 +35,16 @@ from ..parts import CmParts
 from ..topology import TopologyHint, TopologyHints, TopologyManager
 from .checkpoint import CHECKPOINT_NAME, MAX_BYTES, CorruptCheckpoint, CpuState, decode, encode
 from .cpuset import format_cpuset, parse_cpuset
-from .policy import AllocationError, PolicyOptions, StateMismatch, StaticPolicy, guaranteed_cpus
-from .takeby import NotEnoughCpus, take_by_topology
+from .policy import (
+    AllocationError,
+    PolicyOptions,
+    StateMismatch,
+    StaticPolicy,
+    guaranteed_cpus,
+    machine_conflict,
+    pick_cpus,
+)
+from .takeby import NotEnoughCpus
 from .topology import Topology, TopologyError, read_topology
 
 log = logging.getLogger(__name__)
@@ -288,18 +296,18 @@ async def _static_policy(parts: CmParts, stored: CpuState | None) -> StaticPolic
         topo = await parts.host.io(lambda: read_topology(parts.sys_root))
     except TopologyError as exc:
         raise ConfigError.single("", "", f"new static policy error: {exc}") from None
+    options = PolicyOptions.parse(cfg.cpu_manager_policy_options)
+    conflict = machine_conflict(options, topo, cfg.topology_manager_policy)
+    if conflict is not None:
+        raise ConfigError.single("", "", f"new static policy error: {conflict}")
     reserved = reserved_cpus(
-        topo, cfg.reserved_system_cpus, cfg.kube_reserved.get("cpu"), cfg.system_reserved.get("cpu")
-    )
-    options = cfg.cpu_manager_policy_options
-    policy = StaticPolicy(
         topo,
-        reserved,
-        PolicyOptions(
-            full_pcpus_only=_flag(options.get("full-pcpus-only")),
-            strict_cpu_reservation=_flag(options.get("strict-cpu-reservation")),
-        ),
+        cfg.reserved_system_cpus,
+        cfg.kube_reserved.get("cpu"),
+        cfg.system_reserved.get("cpu"),
+        options,
     )
+    policy = StaticPolicy(topo, reserved, options)
     if stored is not None:
         try:
             policy.restore(stored)
@@ -315,10 +323,14 @@ async def _static_policy(parts: CmParts, stored: CpuState | None) -> StaticPolic
 
 
 def reserved_cpus(
-    topo: Topology, listed: str, kube_cpu: str | None, system_cpu: str | None
+    topo: Topology,
+    listed: str,
+    kube_cpu: str | None,
+    system_cpu: str | None,
+    options: PolicyOptions | None = None,
 ) -> frozenset[int]:
-    """``reservedSystemCPUs``, else kube + system reserved CPU rounded up, taken by
-    topology from all CPUs; ``ConfigError`` when there are none or too many."""
+    """``reservedSystemCPUs``, else kube + system reserved CPU rounded up, taken from
+    all CPUs as the policy takes them; ``ConfigError`` when there are none or too many."""
     if listed:
         reserved = parse_cpuset(listed)
         if not reserved <= topo.all_cpus:
@@ -338,10 +350,6 @@ def reserved_cpus(
             "kubereserved.cpu to be greater than zero",
         )
     try:
-        return take_by_topology(topo, topo.all_cpus, count)
+        return pick_cpus(topo, options or PolicyOptions(), topo.all_cpus, count)
     except NotEnoughCpus as exc:
         raise ConfigError.single("", "", f"new static policy error: {exc}") from None
-
-
-def _flag(value: str | None) -> bool:
-    return (value or "").lower() in ("1", "t", "true")

@@ -20,23 +20,16 @@ from kubelet.decisions import pod_qos
 from ..topology import TopologyHint, TopologyHints
 from .checkpoint import CpuState
 from .cpuset import format_cpuset
+from .distribute import take_distributed
 from .hints import numa_hints, pod_guaranteed_cpus
 from .takeby import NotEnoughCpus, take_by_topology
 from .topology import Topology
 
 FULL_PCPUS_ONLY = "full-pcpus-only"
 STRICT_CPU_RESERVATION = "strict-cpu-reservation"
-KNOWN_OPTIONS = frozenset(
-    {
-        FULL_PCPUS_ONLY,
-        STRICT_CPU_RESERVATION,
-        "distribute-cpus-across-numa",
-        "align-by-socket",
-        "distribute-cpus-across-cores",
-        "prefer-align-cpus-by-uncorecache",
-    }
-)
-SUPPORTED_OPTIONS = frozenset({FULL_PCPUS_ONLY, STRICT_CPU_RESERVATION})
+DISTRIBUTE_CPUS_ACROSS_NUMA = "distribute-cpus-across-numa"
+ALIGN_BY_SOCKET = "align-by-socket"
+PREFER_ALIGN_CPUS_BY_UNCORECACHE = "prefer-align-cpus-by-uncorecache"
 
 
 class AllocationError(Exception):
@@ -57,6 +50,54 @@ class StateMismatch(Exception):
 class PolicyOptions:
     full_pcpus_only: bool = False
     strict_cpu_reservation: bool = False
+    distribute_cpus_across_numa: bool = False
+    align_by_socket: bool = False
+    prefer_align_cpus_by_uncorecache: bool = False
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str]) -> PolicyOptions:
+        """The options as ``cpuManagerPolicyOptions`` set them (already validated)."""
+
+        def on(name: str) -> bool:
+            return options.get(name) in ("1", "t", "T", "TRUE", "true", "True")
+
+        return cls(
+            full_pcpus_only=on(FULL_PCPUS_ONLY),
+            strict_cpu_reservation=on(STRICT_CPU_RESERVATION),
+            distribute_cpus_across_numa=on(DISTRIBUTE_CPUS_ACROSS_NUMA),
+            align_by_socket=on(ALIGN_BY_SOCKET),
+            prefer_align_cpus_by_uncorecache=on(PREFER_ALIGN_CPUS_BY_UNCORECACHE),
+        )
+
+
+def machine_conflict(options: PolicyOptions, topo: Topology, topology_policy: str) -> str | None:
+    """Why the options cannot run with this machine and topology manager policy
+    (upstream's ``ValidateStaticPolicyOptions``, its messages); None when they can."""
+    if not options.align_by_socket:
+        return None
+    if topology_policy == "single-numa-node":
+        return (
+            "Topolgy manager single-numa-node policy is incompatible with CPUManager "
+            "align-by-socket policy option"
+        )
+    if len(topo.sockets()) > len(topo.numa_cpus()):
+        return (
+            "Align by socket is not compatible with hardware where number of sockets "
+            "are more than number of NUMA"
+        )
+    return None
+
+
+def pick_cpus(
+    topo: Topology, options: PolicyOptions, available: frozenset[int], count: int
+) -> frozenset[int]:
+    """``count`` CPUs of ``available`` as the options choose them (upstream's
+    ``takeByTopology``): spread over NUMA nodes, or packed (by uncore cache too);
+    ``NotEnoughCpus`` when there are fewer."""
+    if options.distribute_cpus_across_numa:
+        group = topo.cpus_per_core if options.full_pcpus_only else 1
+        return take_distributed(topo, available, count, group)
+    return take_by_topology(topo, available, count, options.prefer_align_cpus_by_uncorecache)
 
 
 def guaranteed_cpus(pod: Pod, container: Container) -> int:
@@ -142,8 +183,8 @@ class StaticPolicy:
             return {}
         have = self.exclusive(pod.metadata.uid, container.name)
         if have:
-            return {"cpu": numa_hints(self.topo, have, count) if len(have) == count else []}
-        return {"cpu": numa_hints(self.topo, self.default & self.allocatable, count)}
+            return {"cpu": self._hints(have, count) if len(have) == count else []}
+        return {"cpu": self._hints(self.default & self.allocatable, count)}
 
     def pod_hints(self, pod: Pod) -> TopologyHints:
         """The same for the whole pod (the topology manager's ``pod`` scope)."""
@@ -154,8 +195,11 @@ class StaticPolicy:
         for cpus in self.assignments.get(pod.metadata.uid, {}).values():
             have |= cpus
         if have:
-            return {"cpu": numa_hints(self.topo, have, count) if len(have) == count else []}
-        return {"cpu": numa_hints(self.topo, self.default & self.allocatable, count)}
+            return {"cpu": self._hints(have, count) if len(have) == count else []}
+        return {"cpu": self._hints(self.default & self.allocatable, count)}
+
+    def _hints(self, available: frozenset[int], count: int) -> list[TopologyHint]:
+        return numa_hints(self.topo, available, count, self.options.align_by_socket)
 
     def allocate(
         self, pod: Pod, affinity: Callable[[str], TopologyHint | None] = lambda _: None
@@ -205,18 +249,22 @@ class StaticPolicy:
                 )
         try:
             aligned = self._aligned(free, hint)
-            first = take_by_topology(self.topo, aligned, min(count, len(aligned)))
-            return first | take_by_topology(self.topo, free - first, count - len(first))
+            first = pick_cpus(self.topo, self.options, aligned, min(count, len(aligned)))
+            return first | pick_cpus(self.topo, self.options, free - first, count - len(first))
         except NotEnoughCpus as exc:
             raise AllocationError(
                 "UnexpectedAdmissionError", f"Allocate failed due to {exc}, which is unexpected"
             ) from None
 
     def _aligned(self, free: frozenset[int], hint: TopologyHint | None) -> frozenset[int]:
-        """The free CPUs on the hint's NUMA nodes (none without a hint)."""
+        """The free CPUs on the hint's NUMA nodes, or with ``align-by-socket`` on their
+        whole sockets (none without a hint)."""
         if hint is None or hint.numa_affinity is None:
             return frozenset()
         nodes = set(hint.nodes)
+        if self.options.align_by_socket:
+            sockets = {i.socket for i in self.topo.cpus.values() if i.numa in nodes}
+            return frozenset(c for c in free if self.topo.cpus[c].socket in sockets)
         return frozenset(c for c in free if self.topo.cpus[c].numa in nodes)
 
     def release(self, pod_uids: Iterable[str]) -> bool:

@@ -3,7 +3,10 @@
 Two levels of whole groups first: NUMA nodes then sockets when a NUMA node holds one or
 more sockets (sockets >= NUMA nodes), else sockets then NUMA nodes (several NUMA nodes
 per socket); each taken only while the request still needs at least that many CPUs and
-the group is wholly free. Then whole free cores, then single threads. Every list is
+the group is wholly free. With ``prefer-align-cpus-by-uncorecache``, uncore (L3) cache
+groups next: wholly free caches no bigger than the need, then the first cache (NUMA
+nodes in their order, the fewest free first within each) whose lowest free cores hold
+all that is still needed. Then whole free cores, then single threads. Every list is
 ordered the way upstream orders it: groups with the fewest free CPUs first (then by
 id), cores within their socket (or NUMA node) in that group's order, so allocations
 pack. Pure: the topology and the free set in, the chosen set out.
@@ -33,6 +36,7 @@ class _Accumulator:
         self.needed = count
         self.result: set[int] = set()
         self.sockets, self.numas, self.cores = topo.sockets(), topo.numa_cpus(), topo.cores()
+        self.uncores = topo.uncore_caches()
         self.numa_first = len(self.sockets) >= len(self.numas)
 
     def take(self, cpus: Iterable[int]) -> None:
@@ -94,6 +98,31 @@ class _Accumulator:
             if self.needed > 0:
                 self.take_whole(groups, order())
 
+    def uncore_list(self) -> list[int]:
+        """Uncore caches with free CPUs: NUMA nodes in their order, the fewest free
+        first within each (upstream's ``sortAvailableUncoreCaches``)."""
+        return self._within(self.numa_nodes(), self._numa_of, self.uncores)
+
+    def take_uncore_caches(self) -> None:
+        """Whole free caches while the need is at least one, then the first cache
+        whose lowest free cores hold the rest (upstream's ``takeUncoreCache``)."""
+        self.take_whole(self.uncores, self.uncore_list())
+        for cache in self.uncore_list():
+            if self.needed <= 0:
+                return
+            self._take_partial_uncore(cache)
+
+    def _take_partial_uncore(self, cache: int) -> None:
+        free = self.uncores[cache] & self.free
+        cores = sorted({self.topo.cpus[c].core for c in free})
+        chosen: list[int] = []
+        for core in cores:
+            if len(chosen) >= self.needed:
+                break
+            chosen.extend(self.cores[core] & free)
+        if len(chosen) >= self.needed:
+            self.take(sorted(chosen)[: self.needed])
+
     def take_threads(self) -> None:
         for core in self.core_list():
             for cpu in sorted(self.cores[core] & self.free):
@@ -102,16 +131,26 @@ class _Accumulator:
                 self.take([cpu])
 
 
-def take_by_topology(topo: Topology, available: frozenset[int], count: int) -> frozenset[int]:
-    """``count`` CPUs of ``available``; ``NotEnoughCpus`` when there are fewer."""
+def take_by_topology(
+    topo: Topology, available: frozenset[int], count: int, uncore: bool = False
+) -> frozenset[int]:
+    """``count`` CPUs of ``available`` (by uncore cache groups too when ``uncore``);
+    ``NotEnoughCpus`` when there are fewer."""
     if count > len(available):
         raise NotEnoughCpus(count, len(available))
     if count <= 0:
         return frozenset()
     acc = _Accumulator(topo, available, count)
     acc.take_levels()
+    if uncore and acc.needed > 0:
+        acc.take_uncore_caches()
     if acc.needed > 0:
         acc.take_whole(acc.cores, acc.core_list())
     if acc.needed > 0:
         acc.take_threads()
     return frozenset(acc.result)
+
+
+def numa_order(topo: Topology, available: frozenset[int]) -> list[int]:
+    """The NUMA nodes with CPUs in ``available``, in the order packing visits them."""
+    return _Accumulator(topo, available, 0).numa_nodes()

@@ -72,6 +72,9 @@ class Topology:
     def numa_cpus(self) -> dict[int, frozenset[int]]:
         return _group(self, lambda c: c.numa)
 
+    def uncore_caches(self) -> dict[int, frozenset[int]]:
+        return _group(self, lambda c: c.uncore)
+
     @property
     def cpus_per_core(self) -> int:
         """Threads per core (1 without SMT), as upstream counts: CPUs over cores."""
@@ -87,18 +90,25 @@ def _group(topo: Topology, key: object) -> dict[int, frozenset[int]]:
 
 
 def uniform(
-    sockets: int, cores_per_socket: int, threads: int, numa_per_socket: int = 1
+    sockets: int,
+    cores_per_socket: int,
+    threads: int,
+    numa_per_socket: int = 1,
+    l3_per_socket: int = 1,
 ) -> Topology:
-    """A regular machine numbered as Linux does (siblings ``n`` apart): for tests and docs."""
+    """A regular machine numbered as Linux does (siblings ``n`` apart), its cores split
+    evenly into NUMA nodes and L3 cache groups: for tests and docs."""
     cores = sockets * cores_per_socket
     cpus: dict[int, CpuInfo] = {}
+    per_node = max(cores_per_socket // numa_per_socket, 1)
+    per_l3 = max(cores_per_socket // l3_per_socket, 1)
     for t in range(threads):
         for core in range(cores):
             cpu = t * cores + core
             socket = core // cores_per_socket
-            per_node = max(cores_per_socket // numa_per_socket, 1)
             numa = socket * numa_per_socket + (core % cores_per_socket) // per_node
-            cpus[cpu] = CpuInfo(cpu=cpu, core=core, socket=socket, numa=numa, uncore=socket)
+            uncore = socket * l3_per_socket + (core % cores_per_socket) // per_l3
+            cpus[cpu] = CpuInfo(cpu=cpu, core=core, socket=socket, numa=numa, uncore=uncore)
     nodes = {
         n: NumaNode(id=n, cpus=frozenset(c.cpu for c in cpus.values() if c.numa == n))
         for n in sorted({c.numa for c in cpus.values()})

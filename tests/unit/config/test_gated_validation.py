@@ -92,3 +92,63 @@ def test_a_custom_cfs_period_needs_its_gate_and_a_range() -> None:
     ]
     assert validate(attrs.evolve(BASE, cpu_cfs_quota_period=0.0005), on) != []
     assert validate(BASE) == []
+
+
+def _static(**options: str) -> KubeletConfiguration:
+    return attrs.evolve(BASE, cpu_manager_policy="static", cpu_manager_policy_options=dict(options))
+
+
+def test_cpu_manager_options_are_checked_as_upstream() -> None:
+    assert validate(_static(**{"distribute-cpus-across-numa": "true"})) == []
+    assert validate(_static(**{"prefer-align-cpus-by-uncorecache": "True"})) == []
+    assert validate(_static(**{"no-such-option": "true"})) == [
+        (
+            "cpuManagerPolicyOptions[no-such-option]",
+            'unknown CPU Manager Policy option: "no-such-option"',
+        )
+    ]
+    assert validate(_static(**{"full-pcpus-only": "yes"})) == [
+        (
+            "cpuManagerPolicyOptions[full-pcpus-only]",
+            'bad value for option "full-pcpus-only": strconv.ParseBool: parsing "yes": '
+            "invalid syntax",
+        )
+    ]
+
+
+def test_cpu_manager_options_need_their_maturity_gate() -> None:
+    assert validate(_static(**{"align-by-socket": "true"})) == [
+        (
+            "cpuManagerPolicyOptions[align-by-socket]",
+            'CPU Manager Policy Alpha-level Options not enabled, but option "align-by-socket" '
+            "provided",
+        )
+    ]
+    alpha = resolve_gates({"CPUManagerPolicyAlphaOptions": True}).gates
+    assert validate(_static(**{"align-by-socket": "true"}), alpha) == []
+    no_beta = resolve_gates({"CPUManagerPolicyBetaOptions": False}).gates
+    c = _static(**{"distribute-cpus-across-numa": "true", "full-pcpus-only": "true"})
+    assert validate(c, no_beta) == [
+        (
+            "cpuManagerPolicyOptions[distribute-cpus-across-numa]",
+            "CPU Manager Policy Beta-level Options not enabled, but option "
+            '"distribute-cpus-across-numa" provided',
+        )
+    ]  # full-pcpus-only is stable: no gate
+
+
+def test_cpu_manager_options_that_exclude_each_other_are_refused() -> None:
+    both = _static(
+        **{"prefer-align-cpus-by-uncorecache": "true", "distribute-cpus-across-numa": "true"}
+    )
+    assert validate(both) == [
+        (
+            "cpuManagerPolicyOptions",
+            "static policy options prefer-align-cpus-by-uncorecache and "
+            "distribute-cpus-across-numa can not be used at the same time",
+        )
+    ]
+    one_off = _static(
+        **{"prefer-align-cpus-by-uncorecache": "true", "distribute-cpus-across-numa": "false"}
+    )
+    assert validate(one_off) == []
