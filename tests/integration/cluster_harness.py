@@ -49,6 +49,12 @@ class Cluster:
     """What the running kubelet handed back (``agent.run``'s task status)."""
     node: ScriptedNode | None = None
     """The node's usage figures (ample until a test scripts them)."""
+    cgroup_version: int = 1
+    """the fake cgroup tree's: v1 (hybrid, as this machine) is allowed by a flag"""
+    proc: Path | None = None
+    """A fake /proc (``kubelet.testing.fakeproc``); None: a fresh one with no swap."""
+    sys: Path | None = None
+    """the fake /sys the CPU manager reads (None: the host's)"""
 
     def pod(self, name: str, namespace: str = "default") -> dict[str, Any] | None:
         return self.api.get("pods", namespace, name)
@@ -110,7 +116,7 @@ def cluster_kubelet(
         "--enable-server=false",
         "--healthz-port=0",
         "--read-only-port=0",
-        *tree_flags(1),  # the fake tree below is v1 (hybrid), as this machine
+        *tree_flags(c.cgroup_version),
     ]
     if manifests is not None:
         args += ["--pod-manifest-path", str(manifests), "--file-check-frequency", "1s"]
@@ -129,13 +135,14 @@ def cluster_kubelet(
         source_io=inline,  # no worker thread: it would look idle to autojump_clock
         volume_walks_in_threads=False,
         ephemeral_ports=True,
-        cgroup_fs=tree_cgroups(c.tmp / "cgroup"),
+        cgroup_fs=tree_cgroups(c.tmp / "cgroup", c.cgroup_version),
         cgroup_io=inline,
         stats=c.node.host,
         notifier_cgroups=c.tmp / "host",  # no memory cgroup there: no kernel notifier
         kmsg=None,
-        proc=fake_proc(c.tmp / "proc"),  # no swap, whatever the machine has
+        proc=c.proc or fake_proc(c.tmp / "proc"),  # no swap, whatever the machine has
         containers_log_dir=str(c.tmp / "containers"),
+        sys=c.sys or Path("/sys"),
     )
 
 
@@ -158,11 +165,20 @@ async def start_cluster_kubelet(
 
 @contextlib.asynccontextmanager
 async def running_cluster(
-    fake: FakeRuntime, tmp: Path, *, manifests: Path | None = None, extra: Sequence[str] = ()
+    fake: FakeRuntime,
+    tmp: Path,
+    *,
+    manifests: Path | None = None,
+    extra: Sequence[str] = (),
+    cgroup_version: int = 1,
+    proc: Path | None = None,
+    sys: Path | None = None,
 ) -> AsyncIterator[Cluster]:
+    """A kubelet joined to a fresh FakeApiServer (``cgroup_version``, ``proc``, ``sys``:
+    the host it sees, as ``Cluster`` has them)."""
     api = FakeApiServer(epoch=EPOCH)
     async with api.serve(), trio.open_nursery() as nursery:
-        c = Cluster(api, fake, tmp, nursery)
+        c = Cluster(api, fake, tmp, nursery, cgroup_version=cgroup_version, proc=proc, sys=sys)
         await start_cluster_kubelet(c, manifests, extra=extra)
         yield c
         nursery.cancel_scope.cancel()
