@@ -47,7 +47,7 @@ from .types import (
     SandboxInfo,
     SandboxState,
 )
-from .unixserver import listen_unix, serve_unix_grpc
+from .unixserver import start_unix_server, stop_unix_server
 
 __all__ = [
     "DEFAULT_REGISTRY",
@@ -84,14 +84,14 @@ __all__ = [
     "host_path_of",
     "imageref",
     "labels",
-    "listen_unix",
     "message_mount",
     "parse_rfc3339nano",
     "priority_lane",
     "sandbox_info_from_cri",
-    "serve_unix_grpc",
     "socket_path",
     "split_reference",
+    "start_unix_server",
+    "stop_unix_server",
     "termination_message",
     "trace",
     "wait_until_answering",

@@ -1,9 +1,9 @@
 """The server nursery: the TLS port, the healthz port, the optional read-only port.
 
 Each server is our own HTTP/1.1 + HTTP/2 server (h11 and h2; ``connection.py``) behind a
-bounded accept loop (``kubelet/listen``), serving an ASGI app. The servers share one view
-of the process's free descriptors and leave a reserve of them to the rest of the kubelet
-(``kubelet/listen/fdlimits.py``). Cancelling the nursery closes every server and connection.
+bounded accept loop (``accept.py``), serving an ASGI app. The servers share one view of
+the process's free descriptors and leave a reserve of them to the rest of the kubelet
+(``fdlimits.py``). Cancelling the nursery closes every server and connection.
 
 Ports as configured (``port``, ``healthzPort`` on ``healthzBindAddress``,
 ``readOnlyPort``; 0 disables the latter two), or ephemeral ones for tests; the bound
@@ -26,13 +26,13 @@ import trio
 
 from kubelet.boundedio import RunSync, in_thread
 from kubelet.config import Options, features
-from kubelet.listen import AcceptLoop, Descriptors
 from kubelet.metrics import KubeletMetrics
 from kubelet.stats import HostStats, SummaryProvider
 from kubelet.tracing import NO_TRACER, Tracer
 
 from . import healthz
 from .backend import KubeletBackend, ReviewClient
+from .fdlimits import Descriptors
 from .limits import Limits
 from .looplag import LoopLag, watching_loop
 from .memtrim import MemoryTrim
@@ -93,6 +93,7 @@ async def serve_socket(
     memory: MemoryTrim | None = None,
 ) -> None:
     """Serve ``app`` on ``sock`` until cancelled (``name`` is how log lines call it)."""
+    from .accept import AcceptLoop
     from .connection import ConnectionHandler
 
     descriptors = descriptors or Descriptors.for_process()

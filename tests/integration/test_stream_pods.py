@@ -20,8 +20,8 @@ from prometheus_client import CollectorRegistry
 from kubelet.api import Pod
 from kubelet.config import KubeletConfiguration
 from kubelet.cri import ImageClient, RuntimeClient
-from kubelet.listen import Descriptors
 from kubelet.server.app import KubeletApp
+from kubelet.server.fdlimits import Descriptors
 from kubelet.server.limits import Limits
 from kubelet.server.servers import bind, serve_socket
 from kubelet.stats import SummaryProvider

@@ -19,8 +19,8 @@ import trio
 import trio.testing
 
 from kubelet.cri import api
-from kubelet.listen import Descriptors
 from kubelet.server.asgi import Receive, Scope, Send, send_response
+from kubelet.server.fdlimits import Descriptors
 from kubelet.server.limits import Limits
 from kubelet.server.servers import bind, serve_socket
 from kubelet.server.streaming import (

@@ -19,7 +19,7 @@ import trio_asyncio
 from grpclib.const import Status
 from grpclib.exceptions import GRPCError
 
-from kubelet.cri import listen_unix, serve_unix_grpc
+from kubelet.cri import start_unix_server, stop_unix_server
 
 from . import deviceplugin_api_pb2 as pb
 from .deviceplugin_api_grpc import RegistrationBase
@@ -85,11 +85,14 @@ async def serve_registration(
     kubelet runs on without device plugins, and says so)."""
     path = os.path.join(directory, SOCKET_NAME)
     try:
-        listener = listen_unix(path)
-    except OSError as exc:
+        server = await start_unix_server([Registration(register, count)], path, MAX_REQUEST_BYTES)
+    except (OSError, RuntimeError) as exc:
         log.error("Failed to serve the device plugin registration socket %s: %s", path, exc)
         task_status.started("")
         return
     log.info("Serving device plugin registration server on %s", path)
     task_status.started(path)
-    await serve_unix_grpc(listener, [Registration(register, count)], MAX_REQUEST_BYTES, name=path)
+    try:
+        await trio.sleep_forever()
+    finally:
+        await stop_unix_server(server, path, remove=False)

@@ -19,7 +19,6 @@ run fails ``Unknown`` / ``pod <name> in namespace <ns> not found``; with the gat
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import time
@@ -32,7 +31,7 @@ from grpclib.exceptions import GRPCError
 
 from kubelet.api import Container, Pod, is_restartable_init_container
 from kubelet.cm import AssignedClaim, AssignedDevice, AssignedMemory
-from kubelet.cri import listen_unix, serve_unix_grpc
+from kubelet.cri import start_unix_server, stop_unix_server
 from kubelet.volumes import POD_RESOURCES_DIR
 
 from . import podresources_api_pb2 as pb
@@ -269,15 +268,14 @@ async def serve_pod_resources(
     """
     path = socket_path(root_dir)
     try:
-        listener = listen_unix(path)
-    except OSError as exc:
+        server = await start_unix_server([lister], path, MAX_REQUEST_BYTES)
+    except (OSError, RuntimeError) as exc:
         log.error("Failed to create listener for podResources endpoint %s: %s", path, exc)
         task_status.started("")
         return
     log.info("Starting to serve the podresources API endpoint=unix://%s", path)
     task_status.started(path)
     try:
-        await serve_unix_grpc(listener, [lister], MAX_REQUEST_BYTES, name=path)
+        await trio.sleep_forever()
     finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
+        await stop_unix_server(server, path)

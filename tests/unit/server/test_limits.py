@@ -23,11 +23,12 @@ import trio
 import trio.testing
 
 from kubelet.boundedio import inline
-from kubelet.listen import AcceptLoop, Descriptors, default_reserve
 from kubelet.logs.fields import record_fields
 from kubelet.process import apply_open_files_limit, raise_open_files_limit
+from kubelet.server.accept import AcceptLoop
 from kubelet.server.app import HealthzApp
 from kubelet.server.asgi import Receive, Scope, Send
+from kubelet.server.fdlimits import Descriptors, default_reserve
 from kubelet.server.limits import Limits
 from kubelet.server.memtrim import MemoryTrim
 from kubelet.server.servers import bind, serve_socket
@@ -165,7 +166,7 @@ async def test_http2_idle_connection_gets_goaway(autojump_clock: trio.testing.Mo
 async def test_connections_beyond_the_bound_wait_in_the_backlog(
     autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, "kubelet.listen.accept")
+    caplog.set_level(logging.INFO, "kubelet.server.accept")
     async with served(limits=Limits(max_connections=2)) as port:
         idle = [await connect(port), await connect(port)]
         await trio.sleep(1)
@@ -255,7 +256,7 @@ async def test_http1_response_nobody_reads_frees_the_slot(
 async def test_accept_pauses_while_descriptors_are_short(
     autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, "kubelet.listen.accept")
+    caplog.set_level(logging.INFO, "kubelet.server.accept")
     in_use = [50]
     descriptors = Descriptors(reserve=20, limit=lambda: 100, count=lambda: in_use[0])
     async with served(descriptors=descriptors) as port:

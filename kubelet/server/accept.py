@@ -4,7 +4,7 @@
   and further clients wait in the kernel's listen backlog (they are not refused, and hold
   no descriptor of ours) until one closes. Logged when the bound is reached, and again
   when the connections fell to half of it. While a client waits there, the connection
-  idle the longest between two requests is closed to make room (``kubelet/server/idle.py``): an idle
+  idle the longest between two requests is closed to make room (``idle.py``): an idle
   keep-alive connection holds its slot only while nobody else needs it.
 - While fewer descriptors than the reserve are free, or ``accept`` itself fails for lack
   of them (EMFILE, ENFILE, ENOBUFS, ENOMEM), the loop pauses and retries with a back-off.
@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import errno
 from collections.abc import Awaitable, Callable
-from typing import Protocol
 
 import trio
 
 from kubelet.logs import get_logger
 
 from .fdlimits import Descriptors
+from .idle import IdleConnections
+from .memtrim import MemoryTrim
 
 log = get_logger(__name__)
 
@@ -37,20 +38,6 @@ if no slot came free by then (the one closed had just received a request). Closi
 up to a second: an HTTP/2 connection reads on for 1 s after its GOAWAY."""
 
 Handler = Callable[[trio.SocketStream], Awaitable[None]]
-
-
-class IdleConnections(Protocol):
-    """A listener's idle keep-alive connections (the HTTP servers' ``idle.py``)."""
-
-    async def close_oldest(self) -> None: ...
-
-
-class MemoryTrim(Protocol):
-    """Counts connections to free their garbage after a burst (the HTTP servers')."""
-
-    def opened(self) -> None: ...
-
-    def closed(self) -> None: ...
 
 
 def peer_name(stream: trio.SocketStream) -> str:
