@@ -117,6 +117,15 @@ def read_regular_file(path: str | os.PathLike[str], limit: int) -> bytes:
         os.close(fd)
 
 
+def read_checkpoint_file(path: str | os.PathLike[str], limit: int) -> bytes | None:
+    """:func:`read_regular_file`, with a missing file read as None: a checkpoint that was
+    never written (the first start) is no error. Blocking: call it through a runner."""
+    try:
+        return read_regular_file(path, limit)
+    except FileNotFoundError:
+        return None
+
+
 def file_names(path: str | os.PathLike[str], limit: int) -> list[str]:
     """The names of the entries of directory ``path`` that are not directories; none when
     it does not exist. More than ``limit`` entries are refused: the directory is read

@@ -25,7 +25,7 @@ from kubelet.api import (
     to_millicores,
 )
 from kubelet.atomicfile import replace_file
-from kubelet.boundedio import InputRefused, RunSync, read_regular_file
+from kubelet.boundedio import InputRefused, RunSync, read_checkpoint_file
 from kubelet.cri import RuntimeClient, api, labels
 from kubelet.decisions import NO_CONTRIBUTION, ContainerContribution, pod_qos
 from kubelet.errors import ConfigError
@@ -235,16 +235,9 @@ class CpuManager(ResourceManager):
             del self.applied[gone]
 
 
-def _load(path: str) -> bytes | None:
-    try:
-        return read_regular_file(path, MAX_BYTES)
-    except FileNotFoundError:
-        return None
-
-
 def _load_state(path: str) -> CpuState | None:
     """Read and decode together, off the loop: the checksum and the sets cost time."""
-    data = _load(path)
+    data = read_checkpoint_file(path, MAX_BYTES)
     return decode(data) if data is not None else None
 
 

@@ -36,6 +36,7 @@ from kubelet.api import (
     ResourceHealth,
     ResourceStatus,
 )
+from kubelet.boundedio import RunSync
 from kubelet.decisions import (
     FAILED_PREPARE_DYNAMIC_RESOURCES,
     NO_CONTRIBUTION,
@@ -101,13 +102,16 @@ class DraManager(ResourceManager):
     def __init__(self, parts: DraParts) -> None:
         self.parts = parts
         self.registration = parts.registration
-        self.claims: dict[tuple[str, str], ClaimInfo] = {
-            info.key: info for info in parts.checkpoint.load()
-        }
-        """(namespace, claim name) → what is known of it"""
+        self.claims: dict[tuple[str, str], ClaimInfo] = {}
+        """(namespace, claim name) → what is known of it (``restore`` reads it back)"""
         self._locks: dict[tuple[str, str], trio.Lock] = {}
         self._gone_once: set[str] = set()
         self.registration.on_health = self._health_changed
+
+    async def restore(self, io: RunSync) -> None:
+        """The claims of the checkpoint, read and decoded through ``io`` (off the event
+        loop: the file is up to 16 MiB of outside data)."""
+        self.claims = {info.key: info for info in await io(self.parts.checkpoint.load)}
 
     # -- the resource-manager protocol ---------------------------------------------------
 

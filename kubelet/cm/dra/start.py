@@ -40,6 +40,7 @@ async def start_dra(parts: CmParts, nursery: trio.Nursery) -> ResourceManager:
             health_changed=parts.health_changed,
         )
     )
+    await manager.restore(parts.file_io)
     if metrics is not None:
         metrics.dra_claims_in_use(manager.claims_in_use)
     registration.wipe_unregistered()

@@ -27,7 +27,7 @@ from typing import Any
 import attrs
 
 from kubelet.atomicfile import replace_file
-from kubelet.boundedio import InputRefused, loads_json, read_regular_file
+from kubelet.boundedio import InputRefused, loads_json, read_checkpoint_file
 
 log = logging.getLogger(__name__)
 
@@ -176,13 +176,14 @@ class Checkpoint:
         self.path = os.path.join(root_dir, CHECKPOINT_FILE)
 
     def load(self) -> list[ClaimInfo]:
-        """The checkpointed claims; none when missing or corrupt (logged)."""
+        """The checkpointed claims; none when missing or corrupt (logged). Blocking:
+        the manager's ``restore`` calls it through a runner."""
         try:
-            blob = read_regular_file(self.path, MAX_CHECKPOINT_BYTES)
-        except FileNotFoundError:
-            return []
+            blob = read_checkpoint_file(self.path, MAX_CHECKPOINT_BYTES)
         except (OSError, InputRefused) as exc:
             log.error("DRA checkpoint %s not read: %s", self.path, exc)
+            return []
+        if blob is None:
             return []
         try:
             return decode(blob)

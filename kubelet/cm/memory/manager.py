@@ -19,7 +19,7 @@ import trio
 
 from kubelet.api import Container, Pod
 from kubelet.atomicfile import replace_file
-from kubelet.boundedio import InputRefused, RunSync, read_regular_file
+from kubelet.boundedio import InputRefused, RunSync, read_checkpoint_file
 from kubelet.decisions import NO_CONTRIBUTION, ContainerContribution
 from kubelet.errors import ConfigError
 
@@ -136,13 +136,6 @@ class MemoryManager(ResourceManager):
         await self.io(lambda: replace_file(self.path, data))
 
 
-def _load(path: str) -> bytes | None:
-    try:
-        return read_regular_file(path, MAX_BYTES)
-    except FileNotFoundError:
-        return None
-
-
 def _restore_error(path: str, problem: str) -> ConfigError:
     return ConfigError.single(
         "",
@@ -165,7 +158,7 @@ async def start_memory_manager(parts: CmParts, nursery: trio.Nursery) -> Resourc
     policy = await _static_policy(parts) if name == STATIC else None
     path = os.path.join(parts.options.root_dir, CHECKPOINT_NAME)
     try:
-        data = await parts.host.io(lambda: _load(path))
+        data = await parts.host.io(lambda: read_checkpoint_file(path, MAX_BYTES))
         stored = decode(data) if data is not None else None
     except (CorruptCheckpoint, InputRefused, OSError) as exc:
         raise _restore_error(path, str(exc)) from None

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import json
 import zlib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 import pytest
 import trio
 
 from kubelet.api import ApiError, Pod, from_wire
-from kubelet.cm.dra import Checkpoint, ClaimInfo, Device, DraRegistration
+from kubelet.cm.dra import Checkpoint, ClaimInfo, Device, DraManager, DraParts, DraRegistration
 from kubelet.cm.dra.client import choose_service
 from kubelet.decisions import (
     ClaimError,
@@ -26,6 +27,7 @@ from kubelet.decisions import (
 from kubelet.pluginmanager import PluginRefused
 
 NODE = "node-a"
+T = TypeVar("T")
 
 
 @attrs.define
@@ -160,6 +162,32 @@ def test_an_upstream_entry_is_not_prepared_and_a_corrupt_checkpoint_is_ignored(
     assert loaded.pod_uids == {"p"} and not loaded.prepared
     path.write_text(json.dumps({"Data": data, "Checksum": 1}))
     assert Checkpoint(str(tmp_path)).load() == []
+
+
+async def test_the_checkpoint_is_read_through_the_runner_at_restore_not_on_construction(
+    tmp_path: Path,
+) -> None:
+    checkpoint = Checkpoint(str(tmp_path))
+    checkpoint.save([ClaimInfo("u", "c", "ns", {}, {"p"}, prepared=True)])
+    ran: list[object] = []
+
+    async def io(fn: Callable[[], T]) -> T:
+        ran.append(fn)
+        return fn()
+
+    async with trio.open_nursery() as nursery:
+        parts = DraParts(
+            registration=DraRegistration(nursery, NODE, None),
+            api=None,
+            node_name=NODE,
+            checkpoint=checkpoint,
+            active=tuple,
+        )
+        manager = DraManager(parts)
+        assert manager.claims == {}  # nothing read on the event loop
+        await manager.restore(io)
+        assert ran == [checkpoint.load]
+        assert list(manager.claims) == [("ns", "c")]
 
 
 def pod(**status: Any) -> Pod:
