@@ -12,7 +12,8 @@ also keeps each pod's resize that waits (``PodResizePending``: Deferred or Infea
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import contextlib
+from collections.abc import Callable, Iterator, Mapping
 
 import attrs
 
@@ -66,6 +67,8 @@ class Allocations:
         """uid → the resize that waits (PodResizePending), if any"""
         self.in_progress: dict[str, tuple[str, int | None]] = {}
         """uid → (error or "", generation) of an admitted resize not yet what runs"""
+        self._batching = False
+        self._unwritten = False
 
     def state(self, uid: str) -> ResizeState | None:
         """Where ``uid``'s resize stands (None: nothing to say)."""
@@ -133,7 +136,35 @@ class Allocations:
         if orphans:
             self._store()
 
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """The changes made inside written to the checkpoint once, on leaving (or at a
+        ``flush``): a burst of 30 manifests is one write of the file, not 30 writes of a
+        file growing with each pod (each with its fsync and its checksum over the whole
+        text, on the event loop). Nothing may act on a change before it is written, so
+        the caller does not yield to other tasks inside without a ``flush`` first."""
+        outer = self._batching
+        self._batching = True
+        try:
+            yield
+        finally:
+            self._batching = outer
+            if not outer:
+                self.flush()
+
+    def flush(self) -> None:
+        """Write what a batch has changed so far (nothing changed: no write)."""
+        if self._unwritten:
+            self._unwritten = False
+            self._write()
+
     def _store(self) -> None:
+        if self._batching:
+            self._unwritten = True
+        else:
+            self._write()
+
+    def _write(self) -> None:
         if self._checkpoint is not None:
             self._checkpoint.store({**self._saved, **self._by_uid})
 

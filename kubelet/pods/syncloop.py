@@ -252,36 +252,37 @@ class SyncLoop:
         pods = update.pods
         if op is PodOperation.ADD:  # admitted oldest first, as upstream's HandlePodAdditions
             pods = tuple(sorted(pods, key=lambda p: p.metadata.creation_timestamp or ""))
-        for pod in pods:
-            if pod.is_mirror:
-                self._handle_mirror(op, pod)
-            elif op is PodOperation.ADD:
-                await self._add(pod)
-            elif op is PodOperation.UPDATE:
-                self.pods.upsert(pod)
-                if pod.metadata.deletion_timestamp:
+        with self.allocations.batch():  # one checkpoint write for the update's pods
+            for pod in pods:
+                if pod.is_mirror:
+                    self._handle_mirror(op, pod)
+                elif op is PodOperation.ADD:
+                    await self._add(pod)
+                elif op is PodOperation.UPDATE:
+                    self.pods.upsert(pod)
+                    if pod.metadata.deletion_timestamp:
+                        self.workers.terminate(pod, pod.metadata.deletion_grace_period_seconds)
+                        self.retry_deferred_resizes(resize.TRIGGER_POD_UPDATED)
+                    elif pod.uid not in self.rejected:
+                        if self._judge_resize(pod):
+                            self.retry_deferred_resizes(resize.TRIGGER_POD_RESIZED)  # may shrink
+                        self.workers.sync(pod)
+                elif op is PodOperation.DELETE:
+                    self.pods.upsert(pod)
                     self.workers.terminate(pod, pod.metadata.deletion_grace_period_seconds)
-                    self.retry_deferred_resizes(resize.TRIGGER_POD_UPDATED)
-                elif pod.uid not in self.rejected:
-                    if self._judge_resize(pod):
-                        self.retry_deferred_resizes(resize.TRIGGER_POD_RESIZED)  # may shrink
-                    self.workers.sync(pod)
-            elif op is PodOperation.DELETE:
-                self.pods.upsert(pod)
-                self.workers.terminate(pod, pod.metadata.deletion_grace_period_seconds)
-                self.retry_deferred_resizes(resize.TRIGGER_PODS_REMOVED)
-            elif op is PodOperation.REMOVE:
-                self.pods.remove(pod.uid)
-                self.queue.forget(pod.uid)
-                self.rejected.pop(pod.uid, None)
-                # a pod already torn down (a graceful API delete) is synced no more: its
-                # allocation goes now (the syncer drops it after a teardown still running)
-                self.allocations.forget(pod.uid)
-                self._update_active(pod.uid)
-                self.workers.terminate(pod, None, remove=True)
-                self.retry_deferred_resizes(resize.TRIGGER_PODS_REMOVED)
-            elif op is PodOperation.RECONCILE:
-                self._reconcile(pod)
+                    self.retry_deferred_resizes(resize.TRIGGER_PODS_REMOVED)
+                elif op is PodOperation.REMOVE:
+                    self.pods.remove(pod.uid)
+                    self.queue.forget(pod.uid)
+                    self.rejected.pop(pod.uid, None)
+                    # a pod already torn down (a graceful API delete) is synced no more: its
+                    # allocation goes now (the syncer drops it after a teardown still running)
+                    self.allocations.forget(pod.uid)
+                    self._update_active(pod.uid)
+                    self.workers.terminate(pod, None, remove=True)
+                    self.retry_deferred_resizes(resize.TRIGGER_PODS_REMOVED)
+                elif op is PodOperation.RECONCILE:
+                    self._reconcile(pod)
 
     def _reconcile(self, pod: Pod) -> None:
         """Only the API's status changed: keep it (others' conditions live there), and
@@ -313,6 +314,7 @@ class SyncLoop:
         allocated = self.allocations.allocated(pod)
         rejection = self._admission_failure(allocated)
         if rejection is not None and self._preemptor is not None and is_critical_pod(pod):
+            self.allocations.flush()  # admitted before: written before their workers run
             rejection = await self._preempt(allocated, rejection)
         if rejection is not None:
             self.allocations.forget(pod.uid)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
 
-from kubelet.api import Quantity, ResourceRequirements
+from kubelet.api import Pod, Quantity, ResourceRequirements
 from kubelet.boundedio import inline
 from kubelet.decisions import Allocation
 from kubelet.pods.allocstate import (
@@ -16,6 +17,7 @@ from kubelet.pods.allocstate import (
     decode_checkpoint,
     encode_checkpoint,
 )
+from kubelet.testing.builders import make_container, make_pod
 
 SMALL = ResourceRequirements(
     limits={"cpu": Quantity("1"), "memory": Quantity("128Mi")},
@@ -116,3 +118,81 @@ async def test_entries_of_pods_no_source_wants_leave_the_file(tmp_path: Path) ->
     allocations = Allocations(checkpoint=checkpoint, saved=await checkpoint.load(inline))
     allocations.drop_orphans(lambda uid: uid == "uid-2")
     assert set(await checkpoint.load(inline)) == {"uid-2"}
+
+
+class _Counted(AllocationCheckpoint):
+    """The checkpoint, counting its writes and what each held."""
+
+    def __init__(self, root_dir: str) -> None:
+        super().__init__(root_dir)
+        self.writes: list[set[str]] = []
+
+    def store(self, entries: Mapping[str, Allocation]) -> None:
+        self.writes.append(set(entries))
+        super().store(entries)
+
+
+def test_a_batch_of_changes_is_one_write_on_leaving(tmp_path: Path) -> None:
+    from kubelet.pods.allocation import Allocations
+
+    checkpoint = _Counted(str(tmp_path))
+    allocations = Allocations(checkpoint=checkpoint)
+    pods = [make_pod(make_container(), name=f"p{i}", uid=f"uid-{i}") for i in range(3)]
+    with allocations.batch():
+        for pod in pods:
+            allocations.allocated(pod)
+        allocations.forget("uid-2")  # refused: never written at all
+        assert checkpoint.writes == []
+    assert checkpoint.writes == [{"uid-0", "uid-1"}]
+    assert (tmp_path / "allocated_pods_state").is_file()
+    with allocations.batch():
+        with allocations.batch():  # nested: the outer one writes
+            allocations.allocated(pods[2])
+        assert len(checkpoint.writes) == 1
+        allocations.flush()  # before anything may act on it
+        assert checkpoint.writes[1:] == [{"uid-0", "uid-1", "uid-2"}]
+    assert len(checkpoint.writes) == 2  # nothing changed since the flush
+    allocations.forget("uid-0")  # outside a batch: written at once
+    assert checkpoint.writes[2:] == [{"uid-1", "uid-2"}]
+
+
+async def test_a_burst_of_added_pods_is_one_checkpoint_write(tmp_path: Path) -> None:
+    """The sync loop admits the pods of one update and writes their allocations once
+    (it did once per pod, each write the whole file), before it yields to their workers."""
+    import random
+
+    import trio
+
+    from kubelet.pleg import PodLifecycleEvent
+    from kubelet.pods import PodManager, PodWorkers
+    from kubelet.pods.allocation import Allocations
+    from kubelet.pods.syncloop import SyncLoop, SyncLoopParts
+    from kubelet.sources import PodOperation, PodUpdate
+
+    checkpoint = _Counted(str(tmp_path))
+    allocations = Allocations(checkpoint=checkpoint)
+    synced: list[str] = []
+
+    class Workers(PodWorkers):
+        def sync(self, pod: Pod) -> None:
+            synced.append(pod.uid)
+
+    _, updates = trio.open_memory_channel[PodUpdate](0)
+    _, events = trio.open_memory_channel[PodLifecycleEvent](0)
+    loop = SyncLoop(
+        SyncLoopParts(
+            updates=updates,
+            pleg_events=events,
+            pods=PodManager(),
+            workers=Workers(object()),  # type: ignore[arg-type]
+            housekeeper=object(),  # type: ignore[arg-type]
+            sources_ready=lambda seen: True,
+            rng=random.Random(0),
+            allocations=allocations,
+        )
+    )
+    pods = tuple(make_pod(make_container(), name=f"p{i}", uid=f"uid-{i}") for i in range(30))
+    await loop._handle_update(PodUpdate(PodOperation.ADD, "file", pods))
+    assert len(synced) == 30
+    assert checkpoint.writes == [{pod.uid for pod in pods}]
+    assert set(await checkpoint.load(inline)) == {pod.uid for pod in pods}
