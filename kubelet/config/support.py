@@ -277,7 +277,9 @@ SETTINGS: Mapping[str, Support] = {
     "enableControllerAttachDetach": partial(
         "the node is always annotated as controller-managed", _is(True)
     ),
-    "protectKernelDefaults": missing("kernel tunables are not checked", _is(False)),
+    "protectKernelDefaults": ok(
+        "true: start-up stops naming each kernel tunable that differs; false: they are set"
+    ),
     "makeIPTablesUtilChains": missing("no iptables chains are made", _is(False)),
     "iptablesMasqueradeBit": missing("no iptables chains are made"),
     "iptablesDropBit": missing("no iptables chains are made"),
