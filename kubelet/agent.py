@@ -163,6 +163,8 @@ class Host:
     """where processes are read (``systemCgroups``, ``kubeletCgroups``; /proc/swaps)"""
     sys: Path = Path("/sys")
     """where the CPU manager reads the CPU and NUMA topology (tests: a fake tree)"""
+    proc_sys: Path = Path("/proc/sys")
+    """where the kernel tunables are checked and set (tests: a temporary tree)"""
     unit: SystemdUnit = attrs.field(factory=SystemdUnit)
     """systemd's NOTIFY_SOCKET and watchdog (tests: none, or a socket of their own)"""
     containers_log_dir: str = LEGACY_CONTAINER_LOGS_DIR
@@ -365,6 +367,7 @@ def _cm_parts(core: Core, local: NodeInfo) -> CmParts:
         host=CgroupHost(fs=host.cgroup_fs, io=host.cgroup_io, proc=host.proc, systemd=host.systemd),
         observe=core.metrics.observe_cgroup_manager,
         sys_root=str(host.sys),
+        proc_sys=str(host.proc_sys),
         count_cpu_pinning=core.metrics.cpu_pinning,
         api=core.api,
         node_name=core.node.name,

@@ -14,6 +14,7 @@ Each resource manager implements ``manager.ResourceManager``; the cgroups part
 line there (docs/architecture.md walks through the device manager's).
 """
 
+from .kerneltunables import TUNABLES as KERNEL_TUNABLES
 from .manager import (
     AssignedClaim,
     AssignedDevice,
@@ -27,6 +28,7 @@ from .parts import CmParts
 from .run import run_container_manager
 
 __all__ = [
+    "KERNEL_TUNABLES",
     "AssignedClaim",
     "AssignedDevice",
     "AssignedMemory",

@@ -37,6 +37,8 @@ class CmParts:
     """the cgroup manager's operation durations (metrics)"""
     sys_root: str = "/sys"
     """where the machine's CPU and NUMA topology is read (tests: a fake tree)"""
+    proc_sys: str = "/proc/sys"
+    """where the kernel tunables are checked and set (tests: a temporary tree)"""
     count_cpu_pinning: Callable[[str], None] | None = None
     """the CPU manager's pinning counters ("requests", "errors")"""
     api: ApiClient | None = None

@@ -8,6 +8,7 @@ in its nursery, and hands back the ``ContainerManager`` over them.
 from __future__ import annotations
 
 import functools
+import logging
 import os
 
 import attrs
@@ -22,12 +23,16 @@ from kubelet.cgroups import (
 )
 from kubelet.config import features
 from kubelet.decisions import container_limits, pod_qos
+from kubelet.errors import FatalError
 from kubelet.volumes import noswap_supported
 
+from .kerneltunables import KernelTunablesError, in_user_namespace, setup_kernel_tunables
 from .manager import ContainerManager, ResourceManager
 from .parts import CmParts
 from .podcgroups import CgroupsPart
 from .registry import RESOURCE_MANAGERS
+
+log = logging.getLogger(__name__)
 
 
 async def run_container_manager(
@@ -38,6 +43,7 @@ async def run_container_manager(
     """Start the cgroups part and the resource managers; hand back the container
     manager; run what they keep running until cancelled."""
     cfg = parts.options.config
+    await _kernel_tunables(parts)
     async with trio.open_nursery() as nursery:
         cgroups = await _start_cgroups(parts, nursery)
         managers: list[ResourceManager] = [CgroupsPart(cgroups)]
@@ -61,6 +67,25 @@ async def run_container_manager(
                 health_changed=parts.health_changed,
             )
         )
+
+
+async def _kernel_tunables(parts: CmParts) -> None:
+    """Check or set the kernel tunables (``protectKernelDefaults``); the kubelet stops when
+    they differ or cannot be set, as upstream's container manager does."""
+    options = parts.options
+    ignore = options.features.enabled(features.KUBELET_IN_USER_NAMESPACE) and in_user_namespace()
+    try:
+        await parts.file_io(
+            functools.partial(
+                setup_kernel_tunables,
+                parts.proc_sys,
+                protect=options.config.protect_kernel_defaults,
+                ignore_write_errors=ignore,
+            )
+        )
+    except KernelTunablesError as exc:
+        log.critical('"Failed to start ContainerManager" err="%s"', exc)
+        raise FatalError(f"Failed to start ContainerManager: {exc}") from exc
 
 
 async def _start_cgroups(parts: CmParts, nursery: trio.Nursery) -> PodCgroups:

@@ -54,6 +54,8 @@ from .kubeletconfig import (
 from .loader import LoadedConfig, load_config_file, parse_config
 from .options import Options, build_options, resolve
 from .support import GATE_SUPPORT, IMPLEMENTED, NOT_IMPLEMENTED, PARTIAL, SETTINGS, Support
+from .tlsnames import CURVES as TLS_CURVES
+from .tlsnames import INSECURE_CIPHER_SUITES, OPENSSL_CIPHERS
 from .validation import validate
 from .wire import encode
 
@@ -68,11 +70,13 @@ __all__ = [
     "GATE_SUPPORT",
     "HOSTNAME_OVERRIDE",
     "IMPLEMENTED",
+    "INSECURE_CIPHER_SUITES",
     "IN_PLACE_POD_VERTICAL_SCALING",
     "KUBELET_CRASH_LOOP_BACK_OFF_MAX",
     "KUBELET_REGISTRATION_GET_ON_EXISTS_ONLY",
     "NODE_DECLARED_FEATURES",
     "NOT_IMPLEMENTED",
+    "OPENSSL_CIPHERS",
     "PARTIAL",
     "POD_LEVEL_RESOURCES",
     "POD_READY_TO_START_CONTAINERS_CONDITION",
@@ -80,6 +84,7 @@ __all__ = [
     "RESTART_ALL_CONTAINERS",
     "SETTINGS",
     "SHUTDOWN_BY_POD_PRIORITY",
+    "TLS_CURVES",
     "USER_NAMESPACES_SUPPORT",
     "ConfigError",
     "CrashLoopBackOffConfig",

@@ -326,6 +326,10 @@ class KubeletConfiguration:
     tls_cert_file: str = ""
     tls_private_key_file: str = ""
     tls_cipher_suites: tuple[str, ...] = ()
+    """Go's names; applied to TLS 1.0-1.2 handshakes (TLS 1.3 suites are fixed, as in Go)."""
+    tls_curve_preferences: tuple[int, ...] = ()
+    """TLS supported-group IDs (23 P-256, 24 P-384, 25 P-521, 29 X25519, ...) the main port
+    negotiates, in TLS 1.2 and 1.3; empty: the TLS library's defaults."""
     tls_min_version: str = ""
     rotate_certificates: bool = False
     server_tls_bootstrap: bool = False
@@ -352,6 +356,9 @@ class KubeletConfiguration:
 
     # Process
     oom_score_adj: int = -999
+    protect_kernel_defaults: bool = False
+    """True: start-up stops when a kernel tunable differs from the kubelet's value; false:
+    the kubelet sets it."""
     max_open_files: int = attrs.field(default=1000000, metadata=meta(zero_unset=True))
     feature_gates: Mapping[str, bool] = attrs.field(factory=dict)
     logging: LoggingConfiguration = attrs.field(factory=LoggingConfiguration)

@@ -188,7 +188,10 @@ SETTINGS: Mapping[str, Support] = {
     "healthzBindAddress": ok(),
     "tlsCertFile": ok(),
     "tlsPrivateKeyFile": ok(),
-    "tlsCipherSuites": missing("the TLS library's default cipher suites are used", _falsy),
+    "tlsCipherSuites": ok(
+        "the main port's TLS 1.0-1.2 suites (TLS 1.3's are fixed, as in Go); one OpenSSL "
+        "lacks (RC4, 3DES) is named in a warning"
+    ),
     "tlsMinVersion": ok(),
     "rotateCertificates": ok(),
     "serverTLSBootstrap": ok(),
@@ -225,7 +228,10 @@ SETTINGS: Mapping[str, Support] = {
     "allowedUnsafeSysctls": ok(),
     # --- upstream keys we do not model (accepted so a kubeadm config loads) --------------------
     "logging.options": missing("alpha logging options are not implemented"),
-    "tlsCurvePreferences": missing("the TLS library's default curves are used", _falsy),
+    "tlsCurvePreferences": ok(
+        "the main port's key-exchange groups in TLS 1.2 and 1.3; a curve the TLS library "
+        "lacks (post-quantum hybrids before OpenSSL 3.5) stops start-up"
+    ),
     "imagePullCredentialsVerificationPolicy": ok("pull records under <root-dir>/image_manager"),
     "preloadedImagesVerificationAllowlist": ok(),
     "enableContentionProfiling": missing("no profiling handlers", _is(False)),
@@ -266,12 +272,16 @@ SETTINGS: Mapping[str, Support] = {
     "cpuCFSQuota": ok("false: no CFS quota on containers (none sent) nor pod cgroups (-1)"),
     "cpuCFSQuotaPeriod": ok("the period of containers and pod cgroups; needs its gate"),
     "maxOpenFiles": ok("RLIMIT_NOFILE set at start; a refusal is logged, as upstream"),
-    "contentType": missing("the API server is always spoken to in JSON"),
+    "contentType": missing(
+        "the API server is always spoken to in JSON", _is("", "application/json")
+    ),
     "podsPerCore": ok("pods capacity min(podsPerCore × cores, maxPods), as admission counts"),
     "enableControllerAttachDetach": partial(
         "the node is always annotated as controller-managed", _is(True)
     ),
-    "protectKernelDefaults": missing("kernel tunables are not checked", _is(False)),
+    "protectKernelDefaults": ok(
+        "true: start-up stops naming each kernel tunable that differs; false: they are set"
+    ),
     "makeIPTablesUtilChains": missing("no iptables chains are made", _is(False)),
     "iptablesMasqueradeBit": missing("no iptables chains are made"),
     "iptablesDropBit": missing("no iptables chains are made"),

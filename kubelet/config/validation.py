@@ -32,6 +32,7 @@ from .features import (
 )
 from .fields import is_duration, key
 from .kubeletconfig import KubeletConfiguration, cpu_list_size
+from .tlsnames import cipher_suite_problems, curve_problems
 
 TLS_VERSIONS = ("VersionTLS10", "VersionTLS11", "VersionTLS12", "VersionTLS13")
 """Go's names for the TLS versions ``tlsMinVersion`` accepts."""
@@ -184,6 +185,10 @@ def _tls(c: KubeletConfiguration) -> Iterator[Issue]:
             "tlsMinVersion",
             f"unknown TLS version {c.tls_min_version!r}; valid: {', '.join(TLS_VERSIONS)}",
         )
+    for problem in cipher_suite_problems(c.tls_cipher_suites):
+        yield "tlsCipherSuites", problem
+    for problem in curve_problems(c.tls_curve_preferences):
+        yield "tlsCurvePreferences", problem
 
 
 _NEGATIVE_MEANS_OFF = frozenset(["volumeStatsAggPeriod"])

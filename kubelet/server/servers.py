@@ -245,11 +245,16 @@ async def _main_tls(
     self-signed) serving certificate, or the serving certificate manager's pairs; the
     client CA bundle. Raises when what is configured does not load, as upstream stops."""
     from .certs import serving_cert
+    from .tlsprofile import tls_profile
     from .tlsreload import CA_BUNDLE_LIMIT, PAIR_FILE_LIMIT, ServingTLS, read_files, watch_files
 
     config = options.config
     ca_file = config.authentication.x509.client_ca_file
-    tls = ServingTLS(config.tls_min_version, ca_file, io)
+    try:
+        profile = tls_profile(config)
+    except ValueError as exc:
+        raise OSError(str(exc)) from exc
+    tls = ServingTLS(config.tls_min_version, ca_file, io, profile)
     if ca_file:
         try:
             ca = await io(lambda: read_files([ca_file], CA_BUNDLE_LIMIT))

@@ -34,6 +34,8 @@ import trio
 from kubelet.boundedio import RunSync, in_thread, read_regular_file
 from kubelet.node.certificates import PAIR_FILE_LIMIT, load_cert_chain_pem, load_verify_pem
 
+from .tlsprofile import TLS_VERSIONS, TlsProfile
+
 __all__ = ["CA_BUNDLE_LIMIT", "PAIR_FILE_LIMIT", "ServingTLS", "read_files", "watch_files"]
 
 log = logging.getLogger(__name__)
@@ -49,13 +51,6 @@ CA_BUNDLE_LIMIT = 10 * 1024 * 1024
 """Bytes the client CA bundle may hold: thousands of certificates (a distribution's whole
 trust store is under 1 MiB); a longer file is refused, never read to its end."""
 
-TLS_VERSIONS = {
-    "VersionTLS10": ssl.TLSVersion.TLSv1,
-    "VersionTLS11": ssl.TLSVersion.TLSv1_1,
-    "VersionTLS12": ssl.TLSVersion.TLSv1_2,
-    "VersionTLS13": ssl.TLSVersion.TLSv1_3,
-}
-
 _NO_CERT = "TLS handshake refused: no serving certificate available for the kubelet"
 
 
@@ -68,11 +63,23 @@ class ServingTLS:
 
     :meth:`use_pair` and :meth:`use_client_ca` build the new context in a worker thread
     (``run``) and swap it in only when it loads; one at a time, so neither loses the
-    other's change.
+    other's change. Every context it builds, the front one included, gets ``profile``
+    (cipher suites, curves, minimum version): OpenSSL keeps the front context's cipher
+    and group lists for the whole handshake, the chosen context's for nothing but the
+    certificate and the client CAs.
     """
 
-    def __init__(self, min_version: str, client_ca_file: str, run: RunSync = in_thread) -> None:
-        self.min_version = TLS_VERSIONS.get(min_version, ssl.TLSVersion.TLSv1_2)
+    def __init__(
+        self,
+        min_version: str,
+        client_ca_file: str,
+        run: RunSync = in_thread,
+        profile: TlsProfile | None = None,
+    ) -> None:
+        self.profile = profile or TlsProfile(
+            min_version=TLS_VERSIONS.get(min_version, ssl.TLSVersion.TLSv1_2)
+        )
+        self.min_version = self.profile.min_version
         self.client_ca_file = client_ca_file
         self._run = run
         self._pair: Pair | None = None
@@ -89,7 +96,7 @@ class ServingTLS:
 
     def _blank(self) -> ssl.SSLContext:
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        context.minimum_version = self.min_version
+        self.profile.apply(context)
         context.set_alpn_protocols(["h2", "http/1.1"])
         # The verify mode stays the front context's for the whole handshake.
         context.verify_mode = ssl.CERT_OPTIONAL if self.client_ca_file else ssl.CERT_NONE

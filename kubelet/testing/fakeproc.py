@@ -34,3 +34,15 @@ def add_proc(
     if not kernel:
         (where / "exe").symlink_to("/usr/bin/true")
     (where / "ns" / "pid").symlink_to(namespace)
+
+
+def fake_proc_sys(root: Path, **values: int) -> Path:
+    """A /proc/sys holding the kernel tunables the kubelet checks, at the kubelet's values
+    but those given as ``values`` (``kernel_panic=0`` for ``kernel/panic``)."""
+    from kubelet.cm import KERNEL_TUNABLES
+
+    for name, value in KERNEL_TUNABLES:
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"{values.get(name.replace('/', '_'), value)}\n")
+    return root

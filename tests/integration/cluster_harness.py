@@ -18,7 +18,7 @@ from kubelet.config import Options, resolve
 from kubelet.node import MachineInfo
 from kubelet.testing import FakeApiServer, FakeRuntime
 from kubelet.testing.cgroupfs import tree_cgroups, tree_flags
-from kubelet.testing.fakeproc import fake_proc
+from kubelet.testing.fakeproc import fake_proc, fake_proc_sys
 from kubelet.testing.nodestats import ScriptedNode
 
 from .kubelet_harness import EPOCH, NODE
@@ -141,6 +141,7 @@ def cluster_kubelet(
         notifier_cgroups=c.tmp / "host",  # no memory cgroup there: no kernel notifier
         kmsg=None,
         proc=c.proc or fake_proc(c.tmp / "proc"),  # no swap, whatever the machine has
+        proc_sys=fake_proc_sys(c.tmp / "proc-sys"),  # the machine's tunables stay as they are
         containers_log_dir=str(c.tmp / "containers"),
         sys=c.sys or Path("/sys"),
     )

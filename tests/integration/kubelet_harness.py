@@ -20,7 +20,7 @@ from kubelet.cri import api
 from kubelet.node import MachineInfo
 from kubelet.testing import FakeRuntime
 from kubelet.testing.cgroupfs import tree_cgroups, tree_flags
-from kubelet.testing.fakeproc import fake_proc
+from kubelet.testing.fakeproc import fake_proc, fake_proc_sys
 from kubelet.testing.fakeruntime import FakeContainer, FakeSandbox
 from kubelet.testing.nodestats import ScriptedNode
 
@@ -59,6 +59,8 @@ class Harness:
     """The node's usage figures (ample until a test scripts them)."""
     proc: Path | None = None
     """A fake /proc (``kubelet.testing.fakeproc``); None: a fresh one with no swap."""
+    proc_sys: Path | None = None
+    """A fake /proc/sys; None: a fresh one at the kubelet's kernel tunables."""
     systemd: SystemdAccess | None = None
     """Where the systemd cgroup driver finds systemd (a private bus); None: the host's."""
     machine: MachineInfo | None = None
@@ -145,6 +147,7 @@ async def start_kubelet(h: Harness) -> None:
         containers_log_dir=str(h.manifests.parent / "containers"),
         machine=h.machine,
         sys=h.sys or Path("/sys"),
+        proc_sys=h.proc_sys or fake_proc_sys(h.manifests.parent / "proc-sys"),
     )
     if h.systemd is not None:
         host = attrs.evolve(host, systemd=h.systemd)

@@ -19,7 +19,7 @@ import trio
 from kubelet.metrics import exposition
 from kubelet.testing import FakeApiServer, FakeRuntime, TreeCgroupFs, v1_tree
 from kubelet.testing.cgroupfs import add_process
-from kubelet.testing.fakeproc import add_proc, fake_proc
+from kubelet.testing.fakeproc import add_proc, fake_proc, fake_proc_sys
 
 from .cluster_harness import MACHINE, Cluster, running_cluster, start_cluster_kubelet
 from .kubelet_harness import (
@@ -572,4 +572,33 @@ async def test_a_taint_set_by_someone_else_rejects_the_next_pod_at_once(
         await trio.sleep(0.5)
         c.create_pod("after")
         await c.wait_for(lambda: c.phase("after") == "Running")
+        nursery.cancel_scope.cancel()
+
+
+# -- protectKernelDefaults ----------------------------------------------------------------------
+
+
+async def test_kernel_tunables_are_set_or_protected(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    """A differing tunable is set on a normal start; with --protect-kernel-defaults the
+    kubelet stops before any pod starts, naming it in upstream's words."""
+    proc_sys = fake_proc_sys(short_tmp / "sys", kernel_panic=0)
+    manifests = short_tmp / "manifests"
+    manifests.mkdir()
+    (manifests / "web.yaml").write_text(manifest("web"))
+    with pytest.raises(BaseException) as caught, trio.fail_after(300):
+        async with trio.open_nursery() as nursery:
+            extra = ("--protect-kernel-defaults",)
+            await start_kubelet(Harness(fake, manifests, nursery, extra=extra, proc_sys=proc_sys))
+    assert "invalid kernel flag: kernel/panic, expected value: 10, actual value: 0" in repr(
+        caught.value
+    )
+    assert not fake.sandboxes
+    assert (proc_sys / "kernel/panic").read_text() == "0\n"
+    async with trio.open_nursery() as nursery:
+        h = Harness(fake, manifests, nursery, proc_sys=proc_sys)
+        await start_kubelet(h)
+        await h.wait_for(lambda: h.running("web", "app"))
+        assert (proc_sys / "kernel/panic").read_text() == "10"
         nursery.cancel_scope.cancel()

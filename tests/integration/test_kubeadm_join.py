@@ -29,7 +29,7 @@ from kubelet.errors import FatalError
 from kubelet.testing import FakeApiServer, FakeRuntime
 from kubelet.testing.certs import NO_CHECK_TIME
 from kubelet.testing.csrsigner import CsrController, csrapproving_and_serving
-from kubelet.testing.fakeproc import fake_proc
+from kubelet.testing.fakeproc import fake_proc, fake_proc_sys
 
 from .cluster_harness import MACHINE
 from .kubelet_harness import EPOCH, KUBELET_IMAGES, NODE
@@ -110,6 +110,7 @@ def host(api: FakeApiServer, tmp: Path) -> Host:
         source_io=inline,
         ephemeral_ports=True,
         proc=fake_proc(tmp / "proc"),
+        proc_sys=fake_proc_sys(tmp / "proc-sys"),
         containers_log_dir=str(tmp / "containers"),
     )
 

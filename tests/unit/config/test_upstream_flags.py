@@ -227,14 +227,14 @@ def test_bad_values_name_the_flag(argv: list[str], expected: str) -> None:
 
 def test_flags_we_do_not_act_on_are_named_in_the_warning() -> None:
     options = run(
-        "--protect-kernel-defaults",
+        "--kube-api-content-type=application/vnd.kubernetes.protobuf",
         "--pod-cidr=10.0.0.0/24",
         "--log-text-split-stream",
         "--experimental-mounter-path=/bin/mount",
     )
     (warning,) = [w for w in options.warnings if "not implemented yet" in w]
     for item in (
-        "protectKernelDefaults=true (--protect-kernel-defaults)",
+        "contentType=application/vnd.kubernetes.protobuf (--kube-api-content-type)",
         "podCIDR=10.0.0.0/24 (--pod-cidr)",
         "--log-text-split-stream=true (--log-text-split-stream)",
         "--experimental-mounter-path=/bin/mount (--experimental-mounter-path)",
@@ -245,4 +245,5 @@ def test_flags_we_do_not_act_on_are_named_in_the_warning() -> None:
         "Flag --experimental-mounter-path has been deprecated, will be removed in 1.25 or "
         "later. in favor of using CSI."
     ]
-    assert not [w for w in run("--protect-kernel-defaults=false").warnings if "not impl" in w]
+    for honoured in ("--protect-kernel-defaults=false", "--kube-api-content-type=application/json"):
+        assert not [w for w in run(honoured).warnings if "not impl" in w]
