@@ -324,6 +324,7 @@ DEPENDENCIES: Mapping[str, tuple[str, ...]] = MappingProxyType(
         "PodLifecycleSleepActionAllowZero": ("PodLifecycleSleepAction",),
         "ProcMountType": ("UserNamespacesSupport",),
         "ResourceHealthStatus": ("DynamicResourceAllocation",),
+        "ResourceHealthStatusMessage": ("ResourceHealthStatus",),
         "RestartAllContainersOnContainerExits": ("ContainerRestartRules", "NodeDeclaredFeatures"),
         "ServiceAccountTokenNodeBinding": ("ServiceAccountTokenNodeBindingValidation",),
         "StorageVersionAPI": ("APIServerIdentity",),
