@@ -476,10 +476,12 @@ class ContainerUser:
 
 @attrs.frozen(kw_only=True)
 class ResourceHealth:
-    """One allocated device's health: ``Healthy``, ``Unhealthy`` or ``Unknown``."""
+    """One allocated device's health: ``Healthy``, ``Unhealthy`` or ``Unknown``, and what
+    its DRA driver says of it (gate ResourceHealthStatusMessage)."""
 
     resource_id: str
     health: str = ""
+    message: str = ""
 
 
 @attrs.frozen(kw_only=True)

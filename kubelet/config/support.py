@@ -368,6 +368,10 @@ GATE_SUPPORT: Mapping[str, Support] = {
         "containerStatuses[].allocatedResourcesStatus: device plugin devices' health "
         "(ListAndWatch) and DRA devices' (each driver's DRAResourceHealth stream)"
     ),
+    "ResourceHealthStatusMessage": ok(
+        "allocatedResourcesStatus[].resources[].message: what a DRA driver's health stream "
+        "says of the device (device plugins give none)"
+    ),
     "KubeletPSI": ok("PSI of cgroup v2 in /stats/summary and /metrics/cadvisor"),
     "KubeletPodResourcesDynamicResources": ok(
         "pod-resources dynamic_resources: the ResourceClaims each container uses, with their "

@@ -7,7 +7,8 @@ driver's ``devices``: pool, name, CDI IDs) and records every call. Faults: ``fai
 on the loop's clock, so ``autojump_clock`` tests are exact) and ``crash()`` (the socket
 gone and connections cut mid-call, as a killed driver pod). With ``health`` (pool,
 device) → "Healthy"/"Unhealthy"/"Unknown" it serves ``v1alpha1.DRAResourceHealth`` too:
-each stream gets the full list at once and again on every ``set_health``;
+each stream gets the full list at once and again on every ``set_health`` (which may
+give a device a message and its own health-check timeout);
 ``health_silent`` stops sending (entries go stale), ``break_health()`` ends the streams
 with an error. Needs a running
 trio-asyncio loop (the kubelet under test opens one).
@@ -177,6 +178,8 @@ class FakeDraPlugin:
         self.delay = 0.0
         self.health: dict[tuple[str, str], str] | None = None
         """(pool, device) → its health; None: no health service"""
+        self.health_detail: dict[tuple[str, str], tuple[str, int]] = {}
+        """(pool, device) → the message and health-check timeout (s) sent with it"""
         self.health_silent = False
         self.health_streams = 0
         """NodeWatchResources streams opened so far"""
@@ -218,6 +221,8 @@ class FakeDraPlugin:
                 pb.DeviceHealth(
                     device=pb.DeviceIdentifier(pool_name=pool, device_name=name),
                     health=names.get(health, pb.UNKNOWN),
+                    message=self.health_detail.get((pool, name), ("", 0))[0],
+                    health_check_timeout_seconds=self.health_detail.get((pool, name), ("", 0))[1],
                 )
                 for (pool, name), health in sorted((self.health or {}).items())
             ]
@@ -227,9 +232,13 @@ class FakeDraPlugin:
         for wake in list(self._wakers):
             wake.set()
 
-    def set_health(self, pool: str, device: str, health: str) -> None:
-        """A device's health changes: every open stream is sent the full list."""
+    def set_health(
+        self, pool: str, device: str, health: str, message: str = "", timeout: int = 0
+    ) -> None:
+        """A device's health changes (with a message and its own health-check timeout in
+        seconds, 0: none): every open stream is sent the full list."""
         self.health = {**(self.health or {}), (pool, device): health}
+        self.health_detail[(pool, device)] = (message, timeout)
         self._wake()
 
     def break_health(self) -> None:

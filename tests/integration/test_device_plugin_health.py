@@ -77,7 +77,7 @@ async def test_an_unhealthy_device_plugin_device_shows_in_its_containers_status(
 async def test_device_plugin_health_gate_off_nothing(
     fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
 ) -> None:
-    extra = ["--feature-gates=ResourceHealthStatus=false"]
+    extra = ["--feature-gates=ResourceHealthStatus=false,ResourceHealthStatusMessage=false"]
     async with running_cluster(fake, short_tmp, extra=extra) as c:
         plugin = FakeDevicePlugin(str(c.tmp / "root" / "device-plugins"))
         async with plugin.running():

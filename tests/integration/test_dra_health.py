@@ -125,9 +125,63 @@ async def test_gate_off_no_stream_and_no_entries(
 ) -> None:
     plugin = FakeDraPlugin(DRIVER, short_tmp / "dra.sock", DEVICES)
     plugin.health = {("pool", "gpu-0"): "Unhealthy", ("pool", "nic-0"): "Healthy"}
-    extra = ["--feature-gates=ResourceHealthStatus=false"]
+    extra = ["--feature-gates=ResourceHealthStatus=false,ResourceHealthStatusMessage=false"]
     async with running_cluster(fake, short_tmp, extra=extra) as c:
         await run_pod(c, plugin)
         await trio.sleep(30)
         assert plugin.health_streams == 0
         assert health_of(c, "gpu") is None
+
+
+def device(name: str, health: str, message: str = "") -> dict[str, str]:
+    out = {"resourceID": IDS[name], "health": health}
+    return {**out, "message": message} if message else out
+
+
+async def test_a_devices_own_timeout_and_message(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    plugin = FakeDraPlugin(DRIVER, short_tmp / "dra.sock", DEVICES)
+    plugin.health = {("pool", "gpu-0"): "Healthy", ("pool", "nic-0"): "Healthy"}
+    async with running_cluster(fake, short_tmp) as c:
+        await run_pod(c, plugin)
+        await c.wait_for(lambda: health_of(c, "gpu") == entry("claim:gpu/gpu", *["Healthy"] * 2))
+        plugin.set_health("pool", "gpu-0", "Unhealthy", "ECC error count exceeded", timeout=300)
+        sick = [
+            {
+                "name": "claim:gpu/gpu",
+                "resources": [
+                    device("gpu-0", "Unhealthy", "ECC error count exceeded"),
+                    device("nic-0", "Healthy"),
+                ],
+            }
+        ]
+        assert await c.wait_for(lambda: health_of(c, "gpu") == sick, timeout=5) < 5
+        plugin.health_silent = True
+        # past upstream's 30 s default and two periodic syncs: the nic (no timeout of its
+        # own) reads Unknown, the gpu's report holds its own 300 s
+        await trio.sleep(150)
+        status = health_of(c, "gpu")
+        assert status[0]["resources"] == [
+            device("gpu-0", "Unhealthy", "ECC error count exceeded"),
+            device("nic-0", "Unknown"),
+        ]
+        # once its own timeout passes it reads Unknown, and its message goes with it
+        unknown = entry("claim:gpu/gpu", "Unknown", "Unknown")
+        assert await c.wait_for(lambda: health_of(c, "gpu") == unknown, timeout=300) > 100
+
+
+async def test_gate_message_off_no_message(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    plugin = FakeDraPlugin(DRIVER, short_tmp / "dra.sock", DEVICES)
+    plugin.health = {("pool", "gpu-0"): "Healthy", ("pool", "nic-0"): "Healthy"}
+    extra = ["--feature-gates=ResourceHealthStatusMessage=false"]
+    async with running_cluster(fake, short_tmp, extra=extra) as c:
+        await run_pod(c, plugin)
+        plugin.set_health("pool", "gpu-0", "Unhealthy", "ECC error count exceeded")
+        sick = entry("claim:gpu/gpu", "Unhealthy", "Healthy")  # no message key
+        await c.wait_for(lambda: health_of(c, "gpu") == sick, timeout=5)
+        plugin.set_health("pool", "gpu-0", "Unhealthy", "XID 79")
+        await trio.sleep(20)
+        assert health_of(c, "gpu") == sick

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1d\x64ra_health_v1alpha1_api.proto\x12\x08v1alpha1\"\x1b\n\x19NodeWatchResourcesRequest\":\n\x10\x44\x65viceIdentifier\x12\x11\n\tpool_name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65vice_name\x18\x02 \x01(\t\"}\n\x0c\x44\x65viceHealth\x12*\n\x06\x64\x65vice\x18\x01 \x01(\x0b\x32\x1a.v1alpha1.DeviceIdentifier\x12&\n\x06health\x18\x02 \x01(\x0e\x32\x16.v1alpha1.HealthStatus\x12\x19\n\x11last_updated_time\x18\x03 \x01(\x03\"E\n\x1aNodeWatchResourcesResponse\x12\'\n\x07\x64\x65vices\x18\x01 \x03(\x0b\x32\x16.v1alpha1.DeviceHealth*7\n\x0cHealthStatus\x12\x0b\n\x07UNKNOWN\x10\x00\x12\x0b\n\x07HEALTHY\x10\x01\x12\r\n\tUNHEALTHY\x10\x02\x32x\n\x11\x44RAResourceHealth\x12\x63\n\x12NodeWatchResources\x12#.v1alpha1.NodeWatchResourcesRequest\x1a$.v1alpha1.NodeWatchResourcesResponse\"\x00\x30\x01\x42-Z+k8s.io/kubelet/pkg/apis/dra-health/v1alpha1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1d\x64ra_health_v1alpha1_api.proto\x12\x08v1alpha1\"\x1b\n\x19NodeWatchResourcesRequest\":\n\x10\x44\x65viceIdentifier\x12\x11\n\tpool_name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65vice_name\x18\x02 \x01(\t\"\xb4\x01\n\x0c\x44\x65viceHealth\x12*\n\x06\x64\x65vice\x18\x01 \x01(\x0b\x32\x1a.v1alpha1.DeviceIdentifier\x12&\n\x06health\x18\x02 \x01(\x0e\x32\x16.v1alpha1.HealthStatus\x12\x19\n\x11last_updated_time\x18\x03 \x01(\x03\x12$\n\x1chealth_check_timeout_seconds\x18\x04 \x01(\x03\x12\x0f\n\x07message\x18\x05 \x01(\t\"E\n\x1aNodeWatchResourcesResponse\x12\'\n\x07\x64\x65vices\x18\x01 \x03(\x0b\x32\x16.v1alpha1.DeviceHealth*7\n\x0cHealthStatus\x12\x0b\n\x07UNKNOWN\x10\x00\x12\x0b\n\x07HEALTHY\x10\x01\x12\r\n\tUNHEALTHY\x10\x02\x32x\n\x11\x44RAResourceHealth\x12\x63\n\x12NodeWatchResources\x12#.v1alpha1.NodeWatchResourcesRequest\x1a$.v1alpha1.NodeWatchResourcesResponse\"\x00\x30\x01\x42-Z+k8s.io/kubelet/pkg/apis/dra-health/v1alpha1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -32,16 +32,16 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'dra_health_v1alpha1_api_pb2
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'Z+k8s.io/kubelet/pkg/apis/dra-health/v1alpha1'
-  _globals['_HEALTHSTATUS']._serialized_start=330
-  _globals['_HEALTHSTATUS']._serialized_end=385
+  _globals['_HEALTHSTATUS']._serialized_start=386
+  _globals['_HEALTHSTATUS']._serialized_end=441
   _globals['_NODEWATCHRESOURCESREQUEST']._serialized_start=43
   _globals['_NODEWATCHRESOURCESREQUEST']._serialized_end=70
   _globals['_DEVICEIDENTIFIER']._serialized_start=72
   _globals['_DEVICEIDENTIFIER']._serialized_end=130
-  _globals['_DEVICEHEALTH']._serialized_start=132
-  _globals['_DEVICEHEALTH']._serialized_end=257
-  _globals['_NODEWATCHRESOURCESRESPONSE']._serialized_start=259
-  _globals['_NODEWATCHRESOURCESRESPONSE']._serialized_end=328
-  _globals['_DRARESOURCEHEALTH']._serialized_start=387
-  _globals['_DRARESOURCEHEALTH']._serialized_end=507
+  _globals['_DEVICEHEALTH']._serialized_start=133
+  _globals['_DEVICEHEALTH']._serialized_end=313
+  _globals['_NODEWATCHRESOURCESRESPONSE']._serialized_start=315
+  _globals['_NODEWATCHRESOURCESRESPONSE']._serialized_end=384
+  _globals['_DRARESOURCEHEALTH']._serialized_start=443
+  _globals['_DRARESOURCEHEALTH']._serialized_end=563
 # @@protoc_insertion_point(module_scope)

@@ -59,9 +59,9 @@ from ..manager import (
     ResourceManager,
 )
 from .client import ClaimRequest, DraCallError
-from .health import DeviceKey
+from .health import DeviceHealth, DeviceKey
 from .registration import DraRegistration, UnknownDriver
-from .state import Checkpoint, ClaimInfo
+from .state import Checkpoint, ClaimInfo, Device
 
 if TYPE_CHECKING:
     from kubelet.api import ApiClient
@@ -213,14 +213,7 @@ class DraManager(ResourceManager):
             if info is None or not info.prepared:
                 continue
             devices = tuple(
-                ResourceHealth(
-                    resource_id=(
-                        d.cdi_device_ids[0]
-                        if d.cdi_device_ids
-                        else f"{driver}/{d.pool_name}/{d.device_name}"
-                    ),
-                    health=health.get(driver, d.pool_name, d.device_name),
-                )
+                _device_health(driver, d, health.get(driver, d.pool_name, d.device_name))
                 for driver, found in info.drivers.items()
                 for d in found
             )
@@ -452,6 +445,20 @@ class DraManager(ResourceManager):
 def _event(message: str) -> str:
     """Upstream's event message: the kubelet's prefix and the manager's."""
     return f"Failed to prepare dynamic resources: prepare dynamic resources: {message}"
+
+
+def _device_health(driver: str, device: Device, report: DeviceHealth) -> ResourceHealth:
+    """A device in ``allocatedResourcesStatus``: named by its first CDI ID or
+    ``<driver>/<pool>/<device>``, with its health and the driver's message."""
+    return ResourceHealth(
+        resource_id=(
+            device.cdi_device_ids[0]
+            if device.cdi_device_ids
+            else f"{driver}/{device.pool_name}/{device.device_name}"
+        ),
+        health=report.health,
+        message=report.message,
+    )
 
 
 def _assigned(info: ClaimInfo) -> AssignedClaim:

@@ -16,15 +16,15 @@ from .state import Checkpoint
 
 
 async def start_dra(parts: CmParts, nursery: trio.Nursery) -> ResourceManager:
-    metrics = parts.metrics
+    metrics, gates = parts.metrics, parts.options.features
     registration = DraRegistration(
         nursery,
         parts.node_name,
         parts.api,
         observe=metrics.observe_dra_grpc if metrics is not None else None,
         health=(
-            HealthCache()
-            if parts.options.features.enabled(features.RESOURCE_HEALTH_STATUS)
+            HealthCache(messages=gates.enabled(features.RESOURCE_HEALTH_STATUS_MESSAGE))
+            if gates.enabled(features.RESOURCE_HEALTH_STATUS)
             else None
         ),
     )
