@@ -14,16 +14,16 @@ Each resource manager implements ``manager.ResourceManager``; the cgroups part
 line there (docs/architecture.md walks through the device manager's).
 """
 
-from .manager import (
+from .manager import ContainerManager
+from .parts import CmParts
+from .resources import (
     AssignedClaim,
     AssignedDevice,
     AssignedMemory,
     ClaimDevice,
-    ContainerManager,
     NodeResources,
     ResourceError,
 )
-from .parts import CmParts
 from .run import run_container_manager
 
 __all__ = [

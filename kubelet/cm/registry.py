@@ -13,9 +13,9 @@ from collections.abc import Awaitable, Callable
 import trio
 
 from . import devices
+from .capabilities import ResourceManager
 from .cpu import start_cpu_manager
 from .dra import start_dra
-from .manager import ResourceManager
 from .memory import start_memory_manager
 from .parts import CmParts
 from .topology import start_topology_manager

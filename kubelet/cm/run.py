@@ -24,7 +24,8 @@ from kubelet.config import features
 from kubelet.decisions import container_limits, pod_qos
 from kubelet.volumes import noswap_supported
 
-from .manager import ContainerManager, ResourceManager
+from .capabilities import ResourceManager, bind_all
+from .manager import ContainerManager
 from .parts import CmParts
 from .podcgroups import CgroupsPart
 from .registry import RESOURCE_MANAGERS
@@ -43,8 +44,7 @@ async def run_container_manager(
         managers: list[ResourceManager] = [CgroupsPart(cgroups)]
         for start in RESOURCE_MANAGERS:
             managers.append(await start(parts, nursery))
-        for manager in managers:
-            manager.bind(managers)
+        bind_all(managers)
         task_status.started(
             ContainerManager(
                 parts.resources,

@@ -33,15 +33,10 @@ from kubelet.boundedio import InputRefused, RunSync, loads_json, read_regular_fi
 from kubelet.decisions import ContainerContribution, DeviceSpec, MountSpec
 from kubelet.metrics import KubeletMetrics
 
+from ..capabilities import ResourceManager
 from ..hints import TopologyHints
-from ..manager import (
-    NO_RESOURCES,
-    AssignedDevice,
-    NodeResources,
-    Refusal,
-    ResourceError,
-    ResourceManager,
-)
+from ..manager import ResourceManagerDefaults
+from ..resources import NO_RESOURCES, AssignedDevice, NodeResources, Refusal, ResourceError
 from ..topology import TopologyManager
 from . import deviceplugin_api_pb2 as pb
 from .allocation import AllocationError, Granted, PodDevices, device_requests, held, plan_pod
@@ -92,7 +87,7 @@ class Resource:
         return {d for d, dev in self.devices.items() if dev.healthy}
 
 
-class DeviceManager(ResourceManager):
+class DeviceManager(ResourceManagerDefaults):
     """The ``ResourceManager`` of device plugins."""
 
     name = "devices"

@@ -51,13 +51,8 @@ from kubelet.decisions import (
 )
 from kubelet.pluginmanager import PluginHandler
 
-from ..manager import (
-    AssignedClaim,
-    ClaimDevice,
-    HealthChanged,
-    ResourceError,
-    ResourceManager,
-)
+from ..manager import ResourceManagerDefaults
+from ..resources import AssignedClaim, ClaimDevice, HealthChanged, ResourceError
 from .client import ClaimRequest, DraCallError
 from .health import DeviceKey
 from .registration import DraRegistration, UnknownDriver
@@ -94,7 +89,7 @@ class DraParts:
     """told the pods whose devices changed health"""
 
 
-class DraManager(ResourceManager):
+class DraManager(ResourceManagerDefaults):
     """The node's DRA claims, behind the container manager's resource-manager protocol."""
 
     name = "dra"

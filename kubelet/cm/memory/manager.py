@@ -23,9 +23,11 @@ from kubelet.boundedio import InputRefused, RunSync, read_checkpoint_file
 from kubelet.decisions import NO_CONTRIBUTION, ContainerContribution
 from kubelet.errors import ConfigError
 
+from ..capabilities import ResourceManager
 from ..cpu import TopologyError, read_topology
-from ..manager import AssignedMemory, Refusal, ResourceManager
+from ..manager import ResourceManagerDefaults
 from ..parts import CmParts
+from ..resources import AssignedMemory, Refusal
 from ..topology import TopologyHint, TopologyHints, TopologyManager
 from .policy import AllocationError, StateMismatch, StaticPolicy
 from .reserved import (
@@ -45,7 +47,7 @@ Counter = Callable[[str], None]
 """a metric to count: "requests" or "errors" of memory pinning"""
 
 
-class MemoryManager(ResourceManager):
+class MemoryManager(ResourceManagerDefaults):
     """The memory manager over one policy (None: ``None``)."""
 
     name = "memory"
