@@ -20,9 +20,8 @@ import trio
 from kubelet.api import Pod
 from kubelet.errors import ConfigError
 
-from ..capabilities import HintProvider, ResourceManager
+from ..capabilities import Admits, Binds, HintProvider, ReleasesPod, ResourceManager
 from ..hints import TopologyHint, TopologyHints
-from ..manager import ResourceManagerDefaults
 from ..parts import CmParts
 from ..resources import Refusal
 from .merge import NONE, POD_SCOPE, SINGLE_NUMA_NODE, NumaInfo, OptionError, PolicyOptions, merge
@@ -40,7 +39,7 @@ Observe = Callable[[str, float], None]
 aligned on one NUMA node ("aligned-<scope>", 1) or not ("unaligned-<scope>", 1)"""
 
 
-class TopologyManager(ResourceManagerDefaults):
+class TopologyManager(ResourceManager, Admits, ReleasesPod, Binds):
     name = "topology"
 
     def __init__(
