@@ -30,8 +30,17 @@ from kubelet.cri import RuntimeClient, api, labels
 from kubelet.decisions import NO_CONTRIBUTION, ContainerContribution, pod_qos
 from kubelet.errors import ConfigError
 
-from ..capabilities import ResourceManager
-from ..manager import ResourceManagerDefaults
+from ..capabilities import (
+    Admits,
+    AdmitsResize,
+    Binds,
+    ContributesConfig,
+    HintProvider,
+    PreparesPod,
+    ReleasesPod,
+    ReportsCpus,
+    ResourceManager,
+)
 from ..parts import CmParts
 from ..resources import Refusal, ResizeRefusal
 from ..topology import TopologyHint, TopologyHints, TopologyManager
@@ -73,7 +82,17 @@ def resizable_containers(pod: Pod) -> list[Container]:
     return [*sidecars, *pod.spec.containers]
 
 
-class CpuManager(ResourceManagerDefaults):
+class CpuManager(
+    ResourceManager,
+    Admits,
+    AdmitsResize,
+    HintProvider,
+    PreparesPod,
+    ReleasesPod,
+    ContributesConfig,
+    ReportsCpus,
+    Binds,
+):
     """The CPU manager over one policy (None: ``none``)."""
 
     name = "cpu"
