@@ -23,9 +23,17 @@ from kubelet.boundedio import InputRefused, RunSync, read_checkpoint_file
 from kubelet.decisions import NO_CONTRIBUTION, ContainerContribution
 from kubelet.errors import ConfigError
 
-from ..capabilities import ResourceManager
+from ..capabilities import (
+    Admits,
+    Binds,
+    ContributesConfig,
+    HintProvider,
+    PreparesPod,
+    ReleasesPod,
+    ReportsMemory,
+    ResourceManager,
+)
 from ..cpu import TopologyError, read_topology
-from ..manager import ResourceManagerDefaults
 from ..parts import CmParts
 from ..resources import AssignedMemory, Refusal
 from ..topology import TopologyHint, TopologyHints, TopologyManager
@@ -47,7 +55,16 @@ Counter = Callable[[str], None]
 """a metric to count: "requests" or "errors" of memory pinning"""
 
 
-class MemoryManager(ResourceManagerDefaults):
+class MemoryManager(
+    ResourceManager,
+    Admits,
+    HintProvider,
+    PreparesPod,
+    ReleasesPod,
+    ContributesConfig,
+    ReportsMemory,
+    Binds,
+):
     """The memory manager over one policy (None: ``None``)."""
 
     name = "memory"
