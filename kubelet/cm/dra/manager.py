@@ -51,7 +51,15 @@ from kubelet.decisions import (
 )
 from kubelet.pluginmanager import PluginHandler
 
-from ..manager import ResourceManagerDefaults
+from ..capabilities import (
+    ContributesConfig,
+    HandlesPlugins,
+    PreparesSandbox,
+    ReleasesPod,
+    ReportsClaims,
+    ReportsHealth,
+    ResourceManager,
+)
 from ..resources import AssignedClaim, ClaimDevice, HealthChanged, ResourceError
 from .client import ClaimRequest, DraCallError
 from .health import DeviceKey
@@ -89,7 +97,15 @@ class DraParts:
     """told the pods whose devices changed health"""
 
 
-class DraManager(ResourceManagerDefaults):
+class DraManager(
+    ResourceManager,
+    PreparesSandbox,
+    ReleasesPod,
+    ContributesConfig,
+    ReportsClaims,
+    ReportsHealth,
+    HandlesPlugins,
+):
     """The node's DRA claims, behind the container manager's resource-manager protocol."""
 
     name = "dra"
