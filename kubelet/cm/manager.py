@@ -13,7 +13,6 @@ from collections.abc import Mapping, Sequence
 from kubelet.api import Container, Pod, ResourceStatus, to_bytes
 from kubelet.cgroups import PodCgroups
 from kubelet.decisions import (
-    NO_CONTRIBUTION,
     ContainerContribution,
     ContainerLimits,
     container_swaps,
@@ -22,28 +21,7 @@ from kubelet.decisions import (
 )
 from kubelet.pluginmanager import PluginHandler
 
-from .capabilities import (
-    Admits,
-    AdmitsResize,
-    Binds,
-    ContributesConfig,
-    ExtendsNode,
-    HandlesPlugins,
-    HintProvider,
-    PostStopHook,
-    PreparesPod,
-    PreparesSandbox,
-    PreStartHook,
-    ReleasesPod,
-    ReportsClaims,
-    ReportsCpus,
-    ReportsDevices,
-    ReportsHealth,
-    ReportsMemory,
-    ResourceManager,
-    Roster,
-)
-from .hints import TopologyHints
+from .capabilities import ResourceManager, Roster
 from .resources import (
     NO_RESOURCES,
     AssignedClaim,
@@ -70,126 +48,6 @@ def _restarts_for_memory(container: Container) -> bool:
         p.resource_name == "memory" and p.restart_policy == RESTART_CONTAINER
         for p in container.resize_policy
     )
-
-
-class ResourceManagerDefaults(
-    ResourceManager,
-    Admits,
-    AdmitsResize,
-    HintProvider,
-    ExtendsNode,
-    PreparesPod,
-    PreparesSandbox,
-    ReleasesPod,
-    ContributesConfig,
-    PreStartHook,
-    PostStopHook,
-    ReportsDevices,
-    ReportsClaims,
-    ReportsCpus,
-    ReportsMemory,
-    ReportsHealth,
-    HandlesPlugins,
-    Binds,
-):
-    """Every capability, each doing nothing: what a manager subclassed before it
-    declared its capabilities."""
-
-    name = ""
-
-    def admit(self, pod: Pod, others: Sequence[Pod]) -> Refusal | None:
-        """Whether ``pod`` may run beside ``others`` (the pods admitted and active)."""
-        return None
-
-    def extended_resources(self) -> NodeResources:
-        """The resources this manager adds to the node's (device plugins' counts)."""
-        return NO_RESOURCES
-
-    def admit_resize(self, pod: Pod, allocated: Pod) -> ResizeRefusal | None:
-        """Why ``pod``'s resources can never replace its allocation (``allocated``: the
-        pod as it runs) on this node; None: this manager does not mind."""
-        return None
-
-    async def prepare_pod(self, pod: Pod) -> None:
-        """Before the pod's sandbox, every sync; ``ResourceError`` fails the sync."""
-        return None
-
-    async def prepare_sandbox(self, pod: Pod) -> None:
-        """Right before a sandbox is created for the pod, its volumes ready and what
-        must go killed (upstream's place for DRA's prepare); ``ResourceError`` fails the
-        sync before the sandbox."""
-        return None
-
-    def container_devices(self, pod_uid: str, container: str) -> Sequence[AssignedDevice]:
-        """The devices a container holds (the pod-resources API's List and Get)."""
-        return ()
-
-    def allocatable_devices(self) -> Sequence[AssignedDevice]:
-        """The devices that can be given (GetAllocatableResources)."""
-        return ()
-
-    def dynamic_resources(self, pod: Pod, container: Container) -> Sequence[AssignedClaim]:
-        """The ResourceClaims a container uses (pod-resources ``dynamic_resources``)."""
-        return ()
-
-    async def release_pod(self, pod: Pod) -> None:
-        """After the pod's teardown, once its volumes are gone; errors are the
-        manager's to log (housekeeping's sweeps retry)."""
-        return None
-
-    def resource_health(self, pod: Pod, container: Container) -> Sequence[ResourceStatus]:
-        """The health of the devices this manager gave the container (its status'
-        ``allocatedResourcesStatus``, gate ResourceHealthStatus)."""
-        return ()
-
-    def contribute(self, pod: Pod, container: Container) -> ContainerContribution:
-        """What this manager adds to the container's CRI config."""
-        return NO_CONTRIBUTION
-
-    async def pre_start(self, pod: Pod, container: Container, container_id: str) -> None:
-        """Between CreateContainer and StartContainer; ``ResourceError`` keeps the
-        container from starting (PreStartHookError)."""
-        return None
-
-    async def post_stop(self, container_id: str) -> None:
-        """Before a stopped container is removed; errors are the manager's to log."""
-        return None
-
-    def plugin_handlers(self) -> Mapping[str, PluginHandler]:
-        """Plugin type → the plugin watcher's handler for it (DRA: "DRAPlugin")."""
-        return {}
-
-    def bind(self, peers: Sequence[ResourceManager]) -> None:
-        """Once every manager is started: the managers, in registration order (the
-        topology manager collects its hint providers here, the CPU manager finds the
-        topology manager whose affinities it allocates within)."""
-        return None
-
-    def topology_hints(self, pod: Pod, container: Container) -> TopologyHints:
-        """Where this manager could place the container's resources, by resource
-        (``hints.TopologyHint``); {}: no preference. Asked at admission, before
-        ``admit``, by the topology manager with the ``container`` scope."""
-        return {}
-
-    def pod_topology_hints(self, pod: Pod) -> TopologyHints:
-        """The same for the whole pod (the ``pod`` scope)."""
-        return {}
-
-    def exclusive_cpus(self, pod_uid: str, container: str) -> frozenset[int]:
-        """The CPUs given to the container alone (pod-resources ``cpu_ids``)."""
-        return frozenset()
-
-    def allocatable_cpus(self) -> frozenset[int]:
-        """The CPUs this manager may give exclusively (GetAllocatableResources)."""
-        return frozenset()
-
-    def container_memory(self, pod_uid: str, container: str) -> Sequence[AssignedMemory]:
-        """The memory bound to NUMA nodes for the container (pod-resources ``memory``)."""
-        return ()
-
-    def allocatable_memory(self) -> Sequence[AssignedMemory]:
-        """Each NUMA node's allocatable memory per type (GetAllocatableResources)."""
-        return ()
 
 
 class ContainerManager:

@@ -2,8 +2,8 @@
 
 A manager is registered as the coroutine that starts it: it gets the container
 manager's parts and nursery, starts what it keeps running there, and returns the
-manager (``manager.ResourceManager``). Admission, contributions and hooks ask the
-managers in this order.
+manager (a ``capabilities.ResourceManager`` that subclasses the capabilities it
+implements). Admission, contributions and hooks ask the managers in this order.
 """
 
 from __future__ import annotations

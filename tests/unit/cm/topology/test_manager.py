@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from kubelet.api import Container, ObjectMeta, Pod, PodSpec, ResourceRequirements
 from kubelet.boundedio import inline
+from kubelet.cm import ContainerManager, NodeResources
 from kubelet.cm.capabilities import HintProvider, ResourceManager, bind_all
 from kubelet.cm.cpu import CpuManager
 from kubelet.cm.cpu.policy import PolicyOptions, StaticPolicy
 from kubelet.cm.cpu.topology import uniform
 from kubelet.cm.hints import TopologyHint, TopologyHints, mask_of
-from kubelet.cm.manager import ContainerManager, NodeResources
 from kubelet.cm.topology import TopologyManager
 from kubelet.cm.topology.merge import NumaInfo
 from kubelet.cm.topology.merge import PolicyOptions as TopologyOptions
