@@ -4,7 +4,7 @@ container's resources, as upstream's ``topologymanager.TopologyHint``.
 A hint's ``numa_affinity`` is a bitmask (bit ``n`` is NUMA node ``n``; ``None``: any
 node, no preference) and ``preferred`` says whether the placement is one of the
 narrowest that can hold the request. Resource managers offer hints through
-``ResourceManager.topology_hints``; the topology manager merges them and hands the
+``capabilities.HintProvider``; the topology manager merges them and hands the
 result back as the container's affinity. Pure values and helpers, no I/O.
 """
 

@@ -1,24 +1,18 @@
-"""The container manager's interface, and the protocol each resource manager implements.
+"""The container manager: what the rest of the kubelet asks of the node's resources.
 
 ``ContainerManager`` is what the pod driver, admission, housekeeping and the downward API
-ask: it holds the node's resources and fans each question out to its resource managers
-in registration order (the cgroups part first). A resource manager implements
-``ResourceManager``; every method has a default that does nothing, so a manager
-overrides only what it takes part in (a device manager: admission, extended resources,
-the container's devices and environment, pre-start).
+ask: it holds the node's resources and its resource managers, sorted once by capability
+(``capabilities.Roster``), and asks each question only of the managers that declared
+the capability it needs, in registration order (the cgroups part first).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Protocol
+from collections.abc import Mapping, Sequence
 
-import attrs
-
-from kubelet.api import Container, Pod, QuantityError, ResourceStatus, to_bytes
+from kubelet.api import Container, Pod, ResourceStatus, to_bytes
 from kubelet.cgroups import PodCgroups
 from kubelet.decisions import (
-    NO_CONTRIBUTION,
     ContainerContribution,
     ContainerLimits,
     container_swaps,
@@ -27,13 +21,18 @@ from kubelet.decisions import (
 )
 from kubelet.pluginmanager import PluginHandler
 
-from .hints import TopologyHints
-
-Refusal = tuple[str, str]
-"""(reason, message) of a pod a resource manager will not admit"""
-ResizeRefusal = tuple[str, str]
-"""(reason detail, message) of an in-place resize that can never be applied (Infeasible);
-the detail is the ``reason_detail`` label of ``kubelet_pod_infeasible_resizes_total``"""
+from .capabilities import ResourceManager, Roster
+from .resources import (
+    NO_RESOURCES,
+    AssignedClaim,
+    AssignedDevice,
+    AssignedMemory,
+    HealthChanged,
+    NodeResources,
+    Refusal,
+    ResizeRefusal,
+    ResourcesChanged,
+)
 
 SWAP_RESIZE = ("swap_limitation", "In-place resize of containers with swap is not supported.")
 RESTART_CONTAINER = "RestartContainer"
@@ -49,218 +48,6 @@ def _restarts_for_memory(container: Container) -> bool:
         p.resource_name == "memory" and p.restart_policy == RESTART_CONTAINER
         for p in container.resize_policy
     )
-
-
-class ResourceError(Exception):
-    """A resource manager could not prepare a pod or a container: the sync fails with
-    ``reason`` (an event and, for a container, its waiting reason) and is retried."""
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
-        self.message = message
-
-
-@attrs.frozen
-class NodeResources:
-    """What the node offers: ``capacity`` (the machine's) and ``allocatable`` (capacity
-    less the reservations, the hard eviction thresholds and hugepages, as node status
-    reports it), resource name → quantity."""
-
-    capacity: Mapping[str, str] = attrs.field(factory=dict)
-    allocatable: Mapping[str, str] = attrs.field(factory=dict)
-
-    @property
-    def memory_capacity(self) -> int:
-        """The machine's memory in bytes (the containers' OOM scores are relative to it)."""
-        try:
-            return to_bytes(self.capacity.get("memory", "0"))
-        except (QuantityError, ValueError):
-            return 0
-
-    def with_extended(self, extended: NodeResources) -> NodeResources:
-        """These resources and a manager's own (its extended resources win a clash)."""
-        return NodeResources(
-            capacity={**self.capacity, **extended.capacity},
-            allocatable={**self.allocatable, **extended.allocatable},
-        )
-
-
-NO_RESOURCES = NodeResources()
-
-
-@attrs.frozen
-class AssignedDevice:
-    """One device as the pod-resources API reports it: its resource, its ID and the
-    NUMA node it sits on (None: the plugin gave no topology)."""
-
-    resource_name: str
-    device_id: str
-    numa_node: int | None = None
-
-
-@attrs.frozen
-class AssignedMemory:
-    """Memory of one type as the pod-resources API reports it: its size in bytes and
-    the NUMA nodes it comes from."""
-
-    memory_type: str
-    size: int
-    numa_nodes: tuple[int, ...] = ()
-
-
-@attrs.frozen
-class ClaimDevice:
-    """One device of a prepared ResourceClaim: who prepared it, where it is from, and
-    its CDI device IDs (the pod-resources API's ``ClaimResource``)."""
-
-    driver: str
-    pool: str
-    device: str
-    cdi_ids: tuple[str, ...] = ()
-
-
-@attrs.frozen
-class AssignedClaim:
-    """A ResourceClaim a container uses, with its devices (pod-resources'
-    ``DynamicResource``)."""
-
-    name: str
-    namespace: str
-    devices: tuple[ClaimDevice, ...] = ()
-
-
-class ResourcesChanged:
-    """Told when a manager's extended resources change (a device plugin came, went or
-    changed its devices), so node status reports them soon rather than at its period."""
-
-    def __init__(self) -> None:
-        self._listeners: list[Callable[[], None]] = []
-
-    def subscribe(self, listener: Callable[[], None]) -> None:
-        self._listeners.append(listener)
-
-    def __call__(self) -> None:
-        for listener in self._listeners:
-            listener()
-
-
-class HealthChanged:
-    """Told the UIDs of the pods whose devices changed health (a device plugin's
-    ListAndWatch, a DRA driver's health stream), so their status is generated again."""
-
-    def __init__(self) -> None:
-        self._listeners: list[Callable[[frozenset[str]], None]] = []
-
-    def subscribe(self, listener: Callable[[frozenset[str]], None]) -> None:
-        self._listeners.append(listener)
-
-    def __call__(self, pod_uids: frozenset[str]) -> None:
-        if not pod_uids:
-            return
-        for listener in self._listeners:
-            listener(pod_uids)
-
-
-class ResourceManager(Protocol):
-    """One node resource manager under the container manager (the cgroups part; devices,
-    CPU, memory, topology, DRA). Subclass it to inherit the defaults."""
-
-    name: str
-
-    def admit(self, pod: Pod, others: Sequence[Pod]) -> Refusal | None:
-        """Whether ``pod`` may run beside ``others`` (the pods admitted and active)."""
-        return None
-
-    def extended_resources(self) -> NodeResources:
-        """The resources this manager adds to the node's (device plugins' counts)."""
-        return NO_RESOURCES
-
-    def admit_resize(self, pod: Pod, allocated: Pod) -> ResizeRefusal | None:
-        """Why ``pod``'s resources can never replace its allocation (``allocated``: the
-        pod as it runs) on this node; None: this manager does not mind."""
-        return None
-
-    async def prepare_pod(self, pod: Pod) -> None:
-        """Before the pod's sandbox, every sync; ``ResourceError`` fails the sync."""
-        return None
-
-    async def prepare_sandbox(self, pod: Pod) -> None:
-        """Right before a sandbox is created for the pod, its volumes ready and what
-        must go killed (upstream's place for DRA's prepare); ``ResourceError`` fails the
-        sync before the sandbox."""
-        return None
-
-    def container_devices(self, pod_uid: str, container: str) -> Sequence[AssignedDevice]:
-        """The devices a container holds (the pod-resources API's List and Get)."""
-        return ()
-
-    def allocatable_devices(self) -> Sequence[AssignedDevice]:
-        """The devices that can be given (GetAllocatableResources)."""
-        return ()
-
-    def dynamic_resources(self, pod: Pod, container: Container) -> Sequence[AssignedClaim]:
-        """The ResourceClaims a container uses (pod-resources ``dynamic_resources``)."""
-        return ()
-
-    async def release_pod(self, pod: Pod) -> None:
-        """After the pod's teardown, once its volumes are gone; errors are the
-        manager's to log (housekeeping's sweeps retry)."""
-        return None
-
-    def resource_health(self, pod: Pod, container: Container) -> Sequence[ResourceStatus]:
-        """The health of the devices this manager gave the container (its status'
-        ``allocatedResourcesStatus``, gate ResourceHealthStatus)."""
-        return ()
-
-    def contribute(self, pod: Pod, container: Container) -> ContainerContribution:
-        """What this manager adds to the container's CRI config."""
-        return NO_CONTRIBUTION
-
-    async def pre_start(self, pod: Pod, container: Container, container_id: str) -> None:
-        """Between CreateContainer and StartContainer; ``ResourceError`` keeps the
-        container from starting (PreStartHookError)."""
-        return None
-
-    async def post_stop(self, container_id: str) -> None:
-        """Before a stopped container is removed; errors are the manager's to log."""
-        return None
-
-    def plugin_handlers(self) -> Mapping[str, PluginHandler]:
-        """Plugin type → the plugin watcher's handler for it (DRA: "DRAPlugin")."""
-        return {}
-
-    def bind(self, peers: Sequence[ResourceManager]) -> None:
-        """Once every manager is started: the managers, in registration order (the
-        topology manager collects its hint providers here, the CPU manager finds the
-        topology manager whose affinities it allocates within)."""
-        return None
-
-    def topology_hints(self, pod: Pod, container: Container) -> TopologyHints:
-        """Where this manager could place the container's resources, by resource
-        (``hints.TopologyHint``); {}: no preference. Asked at admission, before
-        ``admit``, by the topology manager with the ``container`` scope."""
-        return {}
-
-    def pod_topology_hints(self, pod: Pod) -> TopologyHints:
-        """The same for the whole pod (the ``pod`` scope)."""
-        return {}
-
-    def exclusive_cpus(self, pod_uid: str, container: str) -> frozenset[int]:
-        """The CPUs given to the container alone (pod-resources ``cpu_ids``)."""
-        return frozenset()
-
-    def allocatable_cpus(self) -> frozenset[int]:
-        """The CPUs this manager may give exclusively (GetAllocatableResources)."""
-        return frozenset()
-
-    def container_memory(self, pod_uid: str, container: str) -> Sequence[AssignedMemory]:
-        """The memory bound to NUMA nodes for the container (pod-resources ``memory``)."""
-        return ()
-
-    def allocatable_memory(self) -> Sequence[AssignedMemory]:
-        """Each NUMA node's allocatable memory per type (GetAllocatableResources)."""
-        return ()
 
 
 class ContainerManager:
@@ -285,6 +72,8 @@ class ContainerManager:
         """subscribe to hear which pods' devices changed health"""
         self.managers = tuple(managers)
         """the cgroups part first, then ``registry.RESOURCE_MANAGERS``' in order"""
+        self.roster = Roster.of(self.managers)
+        """the managers by capability: who is asked what"""
         self.cgroups = cgroups
         """the pod cgroups (housekeeping's orphan sweep; None: none are made)"""
         self.limits = limits or ContainerLimits()
@@ -294,16 +83,13 @@ class ContainerManager:
     @property
     def resources(self) -> NodeResources:
         """The node's resources with every manager's extended resources."""
-        out = self.base
-        for manager in self.managers:
-            out = out.with_extended(manager.extended_resources())
-        return out
+        return self.base.with_extended(self.extended())
 
     def extended(self) -> NodeResources:
         """Only what the managers add (device plugins' resources): node status reports
         these beside the capacity and allocatable it computes itself."""
         out = NO_RESOURCES
-        for manager in self.managers:
+        for manager in self.roster.extends_node:
             out = out.with_extended(manager.extended_resources())
         return out
 
@@ -319,7 +105,7 @@ class ContainerManager:
 
     def admit(self, pod: Pod, others: Sequence[Pod]) -> Refusal | None:
         """Upstream's resource allocation admit handler: the first manager's refusal."""
-        for manager in self.managers:
+        for manager in self.roster.admits:
             refusal = manager.admit(pod, others)
             if refusal is not None:
                 return refusal
@@ -330,7 +116,7 @@ class ContainerManager:
         would) resized in memory in place, then each manager's refusal."""
         if self._resizes_swap(pod, allocated):
             return SWAP_RESIZE
-        for manager in self.managers:
+        for manager in self.roster.admits_resize:
             refusal = manager.admit_resize(pod, allocated)
             if refusal is not None:
                 return refusal
@@ -376,70 +162,70 @@ class ContainerManager:
         return await self.cgroups.memory_headroom(pod)
 
     async def prepare_pod(self, pod: Pod) -> None:
-        for manager in self.managers:
+        for manager in self.roster.prepares_pod:
             await manager.prepare_pod(pod)
 
     async def prepare_sandbox(self, pod: Pod) -> None:
-        for manager in self.managers:
+        for manager in self.roster.prepares_sandbox:
             await manager.prepare_sandbox(pod)
 
     async def release_pod(self, pod: Pod) -> None:
-        for manager in self.managers:
+        for manager in self.roster.releases_pod:
             await manager.release_pod(pod)
 
     def container_devices(self, pod_uid: str, container: str) -> list[AssignedDevice]:
-        return [d for m in self.managers for d in m.container_devices(pod_uid, container)]
+        return [d for m in self.roster.devices for d in m.container_devices(pod_uid, container)]
 
     def allocatable_devices(self) -> list[AssignedDevice]:
-        return [d for m in self.managers for d in m.allocatable_devices()]
+        return [d for m in self.roster.devices for d in m.allocatable_devices()]
 
     def dynamic_resources(self, pod: Pod, container: Container) -> list[AssignedClaim]:
-        return [c for m in self.managers for c in m.dynamic_resources(pod, container)]
+        return [c for m in self.roster.claims for c in m.dynamic_resources(pod, container)]
 
     def resource_health(self, pod: Pod) -> dict[str, tuple[ResourceStatus, ...]]:
         """Container name → the health of its allocated devices, every manager's, for
         the containers that have any."""
         health: dict[str, tuple[ResourceStatus, ...]] = {}
         for container in (*pod.spec.init_containers, *pod.spec.containers):
-            found = tuple(s for m in self.managers for s in m.resource_health(pod, container))
+            found = tuple(s for m in self.roster.health for s in m.resource_health(pod, container))
             if found:
                 health[container.name] = found
         return health
 
     def contribution(self, pod: Pod, container: Container) -> ContainerContribution:
         """Every manager's part of the container's CRI config, merged."""
-        return merge_contributions(m.contribute(pod, container) for m in self.managers)
+        return merge_contributions(m.contribute(pod, container) for m in self.roster.contributes)
 
     async def pre_start(self, pod: Pod, container: Container, container_id: str) -> None:
-        for manager in self.managers:
+        for manager in self.roster.pre_start:
             await manager.pre_start(pod, container, container_id)
 
     async def post_stop(self, container_id: str) -> None:
-        for manager in self.managers:
+        for manager in self.roster.post_stop:
             await manager.post_stop(container_id)
 
     def exclusive_cpus(self, pod_uid: str, container: str) -> frozenset[int]:
         """The container's exclusive CPUs, as the pod-resources API reports them."""
         out: frozenset[int] = frozenset()
-        for manager in self.managers:
+        for manager in self.roster.cpus:
             out |= manager.exclusive_cpus(pod_uid, container)
         return out
 
     def allocatable_cpus(self) -> frozenset[int]:
         out: frozenset[int] = frozenset()
-        for manager in self.managers:
+        for manager in self.roster.cpus:
             out |= manager.allocatable_cpus()
         return out
 
     def container_memory(self, pod_uid: str, container: str) -> list[AssignedMemory]:
-        return [b for m in self.managers for b in m.container_memory(pod_uid, container)]
+        return [b for m in self.roster.memory for b in m.container_memory(pod_uid, container)]
 
     def allocatable_memory(self) -> list[AssignedMemory]:
-        return [b for m in self.managers for b in m.allocatable_memory()]
+        return [b for m in self.roster.memory for b in m.allocatable_memory()]
 
     def plugin_handlers(self) -> dict[str, PluginHandler]:
         """Every manager's plugin watcher handlers, by plugin type."""
         out: dict[str, PluginHandler] = {}
-        for manager in self.managers:
+        for manager in self.roster.plugins:
             out.update(manager.plugin_handlers())
         return out

@@ -13,7 +13,7 @@ from kubelet.config import Options
 from kubelet.cri import RuntimeClient
 from kubelet.metrics import KubeletMetrics
 
-from .manager import HealthChanged, NodeResources, ResourcesChanged
+from .resources import HealthChanged, NodeResources, ResourcesChanged
 
 if TYPE_CHECKING:
     from kubelet.api import ApiClient

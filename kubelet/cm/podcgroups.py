@@ -8,12 +8,13 @@ import logging
 from kubelet.api import Pod
 from kubelet.cgroups import FAILED_CREATE_POD_CONTAINER, CgroupError, PodCgroups
 
-from .manager import ResourceError, ResourceManager
+from .capabilities import PreparesPod, ReleasesPod, ResourceManager
+from .resources import ResourceError
 
 log = logging.getLogger(__name__)
 
 
-class CgroupsPart(ResourceManager):
+class CgroupsPart(ResourceManager, PreparesPod, ReleasesPod):
     """The pod cgroup: made (with its limits) when missing at every sync, as upstream's
     SyncPod does first, so the sandbox and containers start inside it; removed once the
     pod is torn down and its volumes are gone (else housekeeping's sweep does it)."""

@@ -2,8 +2,8 @@
 
 A manager is registered as the coroutine that starts it: it gets the container
 manager's parts and nursery, starts what it keeps running there, and returns the
-manager (``manager.ResourceManager``). Admission, contributions and hooks ask the
-managers in this order.
+manager (a ``capabilities.ResourceManager`` that subclasses the capabilities it
+implements). Admission, contributions and hooks ask the managers in this order.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from collections.abc import Awaitable, Callable
 import trio
 
 from . import devices
+from .capabilities import ResourceManager
 from .cpu import start_cpu_manager
 from .dra import start_dra
-from .manager import ResourceManager
 from .memory import start_memory_manager
 from .parts import CmParts
 from .topology import start_topology_manager

@@ -26,8 +26,9 @@ from kubelet.decisions import container_limits, pod_qos
 from kubelet.errors import FatalError
 from kubelet.volumes import noswap_supported
 
+from .capabilities import ResourceManager, bind_all
 from .kerneltunables import KernelTunablesError, in_user_namespace, setup_kernel_tunables
-from .manager import ContainerManager, ResourceManager
+from .manager import ContainerManager
 from .parts import CmParts
 from .podcgroups import CgroupsPart
 from .registry import RESOURCE_MANAGERS
@@ -49,8 +50,7 @@ async def run_container_manager(
         managers: list[ResourceManager] = [CgroupsPart(cgroups)]
         for start in RESOURCE_MANAGERS:
             managers.append(await start(parts, nursery))
-        for manager in managers:
-            manager.bind(managers)
+        bind_all(managers)
         task_status.started(
             ContainerManager(
                 parts.resources,

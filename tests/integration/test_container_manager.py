@@ -15,7 +15,15 @@ import trio
 from kubelet.api import Container, Pod
 from kubelet.cm import CmParts, NodeResources, ResourceError
 from kubelet.cm import run as cm_run
-from kubelet.cm.manager import Refusal, ResourceManager
+from kubelet.cm.capabilities import (
+    Admits,
+    ContributesConfig,
+    ExtendsNode,
+    PostStopHook,
+    PreStartHook,
+    ResourceManager,
+)
+from kubelet.cm.resources import Refusal
 from kubelet.cri import api
 from kubelet.decisions import ContainerContribution
 from kubelet.decisions.contribution import DeviceSpec
@@ -26,7 +34,7 @@ from .kubelet_harness import KUBELET_IMAGES, WEB, running_kubelet
 GADGET = "example.com/gadget"
 
 
-class Gadgets(ResourceManager):
+class Gadgets(ResourceManager, Admits, ExtendsNode, ContributesConfig, PreStartHook, PostStopHook):
     """A device manager in miniature: one gadget, refused to a pod named "greedy"."""
 
     name = "gadgets"

@@ -30,8 +30,19 @@ from kubelet.cri import RuntimeClient, api, labels
 from kubelet.decisions import NO_CONTRIBUTION, ContainerContribution, pod_qos
 from kubelet.errors import ConfigError
 
-from ..manager import Refusal, ResizeRefusal, ResourceManager
+from ..capabilities import (
+    Admits,
+    AdmitsResize,
+    Binds,
+    ContributesConfig,
+    HintProvider,
+    PreparesPod,
+    ReleasesPod,
+    ReportsCpus,
+    ResourceManager,
+)
 from ..parts import CmParts
+from ..resources import Refusal, ResizeRefusal
 from ..topology import TopologyHint, TopologyHints, TopologyManager
 from .checkpoint import CHECKPOINT_NAME, MAX_BYTES, CorruptCheckpoint, CpuState, decode, encode
 from .cpuset import format_cpuset, parse_cpuset
@@ -71,7 +82,17 @@ def resizable_containers(pod: Pod) -> list[Container]:
     return [*sidecars, *pod.spec.containers]
 
 
-class CpuManager(ResourceManager):
+class CpuManager(
+    ResourceManager,
+    Admits,
+    AdmitsResize,
+    HintProvider,
+    PreparesPod,
+    ReleasesPod,
+    ContributesConfig,
+    ReportsCpus,
+    Binds,
+):
     """The CPU manager over one policy (None: ``none``)."""
 
     name = "cpu"

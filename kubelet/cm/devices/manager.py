@@ -33,15 +33,21 @@ from kubelet.boundedio import InputRefused, RunSync, loads_json, read_regular_fi
 from kubelet.decisions import ContainerContribution, DeviceSpec, MountSpec
 from kubelet.metrics import KubeletMetrics
 
-from ..hints import TopologyHints
-from ..manager import (
-    NO_RESOURCES,
-    AssignedDevice,
-    NodeResources,
-    Refusal,
-    ResourceError,
+from ..capabilities import (
+    Admits,
+    Binds,
+    ContributesConfig,
+    ExtendsNode,
+    HintProvider,
+    PreparesPod,
+    PreStartHook,
+    ReleasesPod,
+    ReportsDevices,
+    ReportsHealth,
     ResourceManager,
 )
+from ..hints import TopologyHints
+from ..resources import NO_RESOURCES, AssignedDevice, NodeResources, Refusal, ResourceError
 from ..topology import TopologyManager
 from . import deviceplugin_api_pb2 as pb
 from .allocation import AllocationError, Granted, PodDevices, device_requests, held, plan_pod
@@ -92,7 +98,19 @@ class Resource:
         return {d for d, dev in self.devices.items() if dev.healthy}
 
 
-class DeviceManager(ResourceManager):
+class DeviceManager(
+    ResourceManager,
+    ExtendsNode,
+    Admits,
+    HintProvider,
+    PreparesPod,
+    ReleasesPod,
+    ContributesConfig,
+    PreStartHook,
+    ReportsDevices,
+    ReportsHealth,
+    Binds,
+):
     """The ``ResourceManager`` of device plugins."""
 
     name = "devices"

@@ -9,7 +9,7 @@ import trio
 
 from kubelet.config import features
 
-from ..manager import ResourceManager
+from ..capabilities import ResourceManager
 from ..parts import CmParts
 from .manager import DeviceManager
 from .registration import serve_registration

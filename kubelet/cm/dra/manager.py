@@ -51,13 +51,16 @@ from kubelet.decisions import (
 )
 from kubelet.pluginmanager import PluginHandler
 
-from ..manager import (
-    AssignedClaim,
-    ClaimDevice,
-    HealthChanged,
-    ResourceError,
+from ..capabilities import (
+    ContributesConfig,
+    HandlesPlugins,
+    PreparesSandbox,
+    ReleasesPod,
+    ReportsClaims,
+    ReportsHealth,
     ResourceManager,
 )
+from ..resources import AssignedClaim, ClaimDevice, HealthChanged, ResourceError
 from .client import ClaimRequest, DraCallError
 from .health import DeviceHealth, DeviceKey
 from .registration import DraRegistration, UnknownDriver
@@ -94,7 +97,15 @@ class DraParts:
     """told the pods whose devices changed health"""
 
 
-class DraManager(ResourceManager):
+class DraManager(
+    ResourceManager,
+    PreparesSandbox,
+    ReleasesPod,
+    ContributesConfig,
+    ReportsClaims,
+    ReportsHealth,
+    HandlesPlugins,
+):
     """The node's DRA claims, behind the container manager's resource-manager protocol."""
 
     name = "dra"

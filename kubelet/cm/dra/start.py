@@ -7,7 +7,7 @@ import trio
 
 from kubelet.config import features
 
-from ..manager import ResourceManager
+from ..capabilities import ResourceManager
 from ..parts import CmParts
 from .health import HealthCache
 from .manager import DraManager, DraParts

@@ -23,9 +23,19 @@ from kubelet.boundedio import InputRefused, RunSync, read_checkpoint_file
 from kubelet.decisions import NO_CONTRIBUTION, ContainerContribution
 from kubelet.errors import ConfigError
 
+from ..capabilities import (
+    Admits,
+    Binds,
+    ContributesConfig,
+    HintProvider,
+    PreparesPod,
+    ReleasesPod,
+    ReportsMemory,
+    ResourceManager,
+)
 from ..cpu import TopologyError, read_topology
-from ..manager import AssignedMemory, Refusal, ResourceManager
 from ..parts import CmParts
+from ..resources import AssignedMemory, Refusal
 from ..topology import TopologyHint, TopologyHints, TopologyManager
 from .policy import AllocationError, StateMismatch, StaticPolicy
 from .reserved import (
@@ -45,7 +55,16 @@ Counter = Callable[[str], None]
 """a metric to count: "requests" or "errors" of memory pinning"""
 
 
-class MemoryManager(ResourceManager):
+class MemoryManager(
+    ResourceManager,
+    Admits,
+    HintProvider,
+    PreparesPod,
+    ReleasesPod,
+    ContributesConfig,
+    ReportsMemory,
+    Binds,
+):
     """The memory manager over one policy (None: ``None``)."""
 
     name = "memory"

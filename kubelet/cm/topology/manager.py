@@ -1,7 +1,7 @@
 """The topology manager: a resource manager that aligns the others on NUMA nodes.
 
 At admission it asks every other resource manager (the hint providers) where it could
-place each container's resources (``ResourceManager.topology_hints``, or
+place each container's resources (``capabilities.HintProvider.topology_hints``, or
 ``pod_topology_hints`` with the ``pod`` scope), merges the hints under its policy
 (``merge``) and either refuses the pod (``TopologyAffinityError``) or keeps the merged
 hint as the container's affinity. The managers after it in the registry read that
@@ -20,9 +20,10 @@ import trio
 from kubelet.api import Pod
 from kubelet.errors import ConfigError
 
+from ..capabilities import Admits, Binds, HintProvider, ReleasesPod, ResourceManager
 from ..hints import TopologyHint, TopologyHints
-from ..manager import Refusal, ResourceManager
 from ..parts import CmParts
+from ..resources import Refusal
 from .merge import NONE, POD_SCOPE, SINGLE_NUMA_NODE, NumaInfo, OptionError, PolicyOptions, merge
 from .numa import read_numa_info
 
@@ -38,7 +39,7 @@ Observe = Callable[[str, float], None]
 aligned on one NUMA node ("aligned-<scope>", 1) or not ("unaligned-<scope>", 1)"""
 
 
-class TopologyManager(ResourceManager):
+class TopologyManager(ResourceManager, Admits, ReleasesPod, Binds):
     name = "topology"
 
     def __init__(
@@ -54,12 +55,12 @@ class TopologyManager(ResourceManager):
         self.numa = numa
         self.options = options
         self.observe = observe or (lambda _kind, _value: None)
-        self.providers: tuple[ResourceManager, ...] = ()
+        self.providers: tuple[HintProvider, ...] = ()
         self.affinities: dict[str, dict[str, TopologyHint]] = {}
         """pod UID → container name → the merged hint"""
 
     def bind(self, peers: Sequence[ResourceManager]) -> None:
-        self.providers = tuple(p for p in peers if p is not self)
+        self.providers = tuple(p for p in peers if p is not self and isinstance(p, HintProvider))
 
     def affinity(self, pod_uid: str, container: str) -> TopologyHint | None:
         """The container's merged hint (None: no alignment asked or none found)."""

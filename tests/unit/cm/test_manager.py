@@ -13,8 +13,16 @@ import trio
 from kubelet.api import Container, Pod
 from kubelet.cgroups import FAILED_CREATE_POD_CONTAINER, CgroupError, PodCgroups
 from kubelet.cm import ContainerManager, NodeResources, ResourceError
-from kubelet.cm.manager import Refusal, ResourceManager
+from kubelet.cm.capabilities import (
+    Admits,
+    ContributesConfig,
+    ExtendsNode,
+    PostStopHook,
+    PreStartHook,
+    ResourceManager,
+)
 from kubelet.cm.podcgroups import CgroupsPart
+from kubelet.cm.resources import Refusal
 from kubelet.decisions import ContainerContribution
 from kubelet.testing.builders import make_container, make_pod
 
@@ -23,7 +31,9 @@ BASE = NodeResources(
 )
 
 
-class Recording(ResourceManager):
+class Recording(
+    ResourceManager, Admits, ExtendsNode, ContributesConfig, PreStartHook, PostStopHook
+):
     def __init__(self, name: str, calls: list[str], refuse: bool = False) -> None:
         self.name = name
         self.calls = calls
@@ -96,3 +106,39 @@ async def test_the_cgroups_part_reports_a_pod_cgroup_it_cannot_make(
     )
     await cm.release_pod(make_pod())  # logged; housekeeping's sweep tries again
     assert "pod cgroup not removed: rmdir: busy" in caplog.text
+
+
+class OnlyAdmits(ResourceManager, Admits):
+    """A manager that declares admission and nothing else (no other method exists)."""
+
+    name = "only-admits"
+
+    def admit(self, pod: Pod, others: Sequence[Pod]) -> Refusal | None:
+        return None
+
+
+async def test_a_manager_is_asked_only_what_it_declared() -> None:
+    manager = OnlyAdmits()
+    cm = ContainerManager(BASE, [manager])
+    assert cm.roster.admits == (manager,)
+    assert cm.roster.contributes == cm.roster.prepares_pod == cm.roster.extends_node == ()
+    pod = make_pod(make_container())
+    container = pod.spec.containers[0]
+    assert cm.admit(pod, []) is None
+    assert cm.admit_resize(pod, pod) is None
+    assert cm.resources == BASE
+    assert cm.contribution(pod, container) == ContainerContribution()
+    await cm.prepare_pod(pod)
+    await cm.prepare_sandbox(pod)
+    await cm.pre_start(pod, container, "c1")
+    await cm.post_stop("c1")
+    await cm.release_pod(pod)
+    assert cm.container_devices(pod.uid, container.name) == []
+    assert cm.allocatable_devices() == []
+    assert cm.dynamic_resources(pod, container) == []
+    assert cm.resource_health(pod) == {}
+    assert cm.exclusive_cpus(pod.uid, container.name) == frozenset()
+    assert cm.allocatable_cpus() == frozenset()
+    assert cm.container_memory(pod.uid, container.name) == []
+    assert cm.allocatable_memory() == []
+    assert cm.plugin_handlers() == {}

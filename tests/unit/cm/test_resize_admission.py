@@ -15,7 +15,7 @@ from kubelet.api import (
 )
 from kubelet.cgroups import NodeSwap
 from kubelet.cm import ContainerManager, NodeResources
-from kubelet.cm.manager import ResourceManager
+from kubelet.cm.capabilities import AdmitsResize, ResourceManager
 from kubelet.decisions import ContainerLimits
 
 SWAP = NodeSwap(
@@ -61,7 +61,7 @@ def test_a_swapping_containers_memory_resize_is_infeasible() -> None:
     assert cm.admit_resize(_pod("512Mi"), _pod("1Gi")) == ("swap_limitation", MESSAGE)
 
 
-class _Refuses(ResourceManager):
+class _Refuses(ResourceManager, AdmitsResize):
     name = "refuses"
 
     def admit_resize(self, pod: Pod, allocated: Pod) -> tuple[str, str] | None:

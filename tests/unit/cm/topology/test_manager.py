@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from kubelet.api import Container, ObjectMeta, Pod, PodSpec, ResourceRequirements
 from kubelet.boundedio import inline
+from kubelet.cm import ContainerManager, NodeResources
+from kubelet.cm.capabilities import HintProvider, ResourceManager, bind_all
 from kubelet.cm.cpu import CpuManager
 from kubelet.cm.cpu.policy import PolicyOptions, StaticPolicy
 from kubelet.cm.cpu.topology import uniform
 from kubelet.cm.hints import TopologyHint, TopologyHints, mask_of
-from kubelet.cm.manager import ContainerManager, NodeResources, ResourceManager
 from kubelet.cm.topology import TopologyManager
 from kubelet.cm.topology.merge import NumaInfo
 from kubelet.cm.topology.merge import PolicyOptions as TopologyOptions
@@ -17,7 +18,7 @@ from kubelet.cm.topology.merge import PolicyOptions as TopologyOptions
 TOPOLOGY_ERROR = ("TopologyAffinityError", "Resources cannot be allocated with Topology locality")
 
 
-class DeviceOn(ResourceManager):
+class DeviceOn(ResourceManager, HintProvider):
     """A provider whose device sits on one NUMA node."""
 
     name = "devices"
@@ -58,8 +59,7 @@ def _node(
     managers: list[ResourceManager] = [topo, cpu]
     if device is not None:
         managers.append(DeviceOn(device))
-    for m in managers:
-        m.bind(managers)
+    bind_all(managers)
     return ContainerManager(NodeResources(), managers), topo, cpus, seen
 
 
