@@ -258,3 +258,61 @@ async def test_the_resize_metrics_count_what_happened(
         assert sample(c, "kubelet_pod_in_progress_resizes") == 0
         assert sample(c, "kubelet_pod_resize_duration_milliseconds_count", success="true") == 2
         assert not sample(c, "kubelet_pod_resize_duration_milliseconds_count", success="false")
+
+
+async def deferred_beside(c: Cluster, other_cpu: str) -> None:
+    """``web`` (1 cpu) asks for 1.5 beside ``other`` on a 2-cpu node: Deferred."""
+    small = {"requests": {"cpu": "1"}, "limits": {"cpu": "1"}}
+    c.create_pod("web", containers=[{"name": "app", "image": "busybox:1.35", "resources": small}])
+    c.create_pod(
+        "other",
+        containers=[
+            {"name": "app", "image": "busybox:1.35", "resources": {"requests": {"cpu": other_cpu}}}
+        ],
+    )
+    await c.wait_for(lambda: c.phase("web") == "Running" and c.phase("other") == "Running")
+    resize(c, "web", BIG)
+    await c.wait_for(lambda: condition(c, "web", "PodResizePending") is not None)
+
+
+BIG = {"requests": {"cpu": "1500m"}, "limits": {"cpu": "1500m"}}
+
+
+def accepted(c: Cluster) -> dict[str, float]:
+    """The deferred resizes accepted, by what retried them."""
+    found = {}
+    for trigger in ("pods_removed", "pod_terminated", "pod_updated", "periodic_retry"):
+        value = sample(c, "kubelet_pod_deferred_accepted_resizes_total", retry_trigger=trigger)
+        if value:
+            found[trigger] = value
+    return found
+
+
+async def test_a_deferred_resize_is_accepted_as_soon_as_another_pod_is_removed(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    """A pod deleted at once (grace 0) stops counting when the API removes it, while its
+    containers are still stopping (upstream counts the pod manager's pods): the
+    Deferred resize waiting for its room is judged again right then, counted
+    ``pods_removed``, not at the next periodic retry."""
+    async with running_cluster(fake, short_tmp) as c:  # 2 cpus
+        await deferred_beside(c, "800m")
+        assert c.api.delete("pods", "default", "other", grace=0) is not None
+        removed = trio.current_time()
+        await c.wait_for(lambda: condition(c, "web", "PodResizePending") is None)
+        assert trio.current_time() - removed < 1.0  # not the periodic retry's 2 s
+        assert accepted(c) == {"pods_removed": 1}
+        await c.wait_for(lambda: container_status(c, "web").get("resources") == BIG)
+
+
+async def test_a_deferred_resize_is_accepted_when_a_deleted_pod_has_terminated(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    """A pod deleted gracefully counts until it has stopped; its terminal phase, once
+    reported, judges the Deferred resize again (``pod_terminated``)."""
+    async with running_cluster(fake, short_tmp) as c:  # 2 cpus
+        await deferred_beside(c, "800m")
+        c.api.delete("pods", "default", "other", grace=30)
+        await c.wait_for(lambda: condition(c, "web", "PodResizePending") is None)
+        assert accepted(c) == {"pod_terminated": 1}
+        await c.wait_for(lambda: container_status(c, "web").get("resources") == BIG)
