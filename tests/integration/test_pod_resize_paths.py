@@ -5,7 +5,9 @@ A memory resize of a container that swaps (LimitedSwap, cgroup v2) and a CPU res
 a Guaranteed pod under the static CPU manager are Infeasible with upstream's messages
 (the resize admit handler's), each counted by ``reason_detail``; a sidecar (restartable
 init container) is resized in place like a regular container; and the resize metrics
-count what happened (actuations, deferred resizes accepted, the pending gauge).
+count what happened (actuations, deferred resizes accepted, the pending gauge); a pod
+removed from the API stops counting for resize and admission at once, and one that
+terminates hands its room to a Deferred resize.
 """
 
 from __future__ import annotations
@@ -297,11 +299,13 @@ async def test_a_deferred_resize_is_accepted_as_soon_as_another_pod_is_removed(
     ``pods_removed``, not at the next periodic retry."""
     async with running_cluster(fake, short_tmp) as c:  # 2 cpus
         await deferred_beside(c, "800m")
+        fake.faults.hang("StopContainer", times=1)  # its container stops slowly
         assert c.api.delete("pods", "default", "other", grace=0) is not None
         removed = trio.current_time()
         await c.wait_for(lambda: condition(c, "web", "PodResizePending") is None)
         assert trio.current_time() - removed < 1.0  # not the periodic retry's 2 s
         assert accepted(c) == {"pods_removed": 1}
+        assert len(c.fake.running()) == 2  # the removed pod's container still stops
         await c.wait_for(lambda: container_status(c, "web").get("resources") == BIG)
 
 
@@ -316,3 +320,25 @@ async def test_a_deferred_resize_is_accepted_when_a_deleted_pod_has_terminated(
         await c.wait_for(lambda: condition(c, "web", "PodResizePending") is None)
         assert accepted(c) == {"pod_terminated": 1}
         await c.wait_for(lambda: container_status(c, "web").get("resources") == BIG)
+
+
+async def test_a_new_pod_is_admitted_beside_a_removed_pod_still_stopping(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    """Admission counts the same pods as resize: a pod removed from the API (grace 0)
+    no longer holds its CPU, though the runtime has not stopped its container yet."""
+    wide = {"requests": {"cpu": "1500m"}}
+    async with running_cluster(fake, short_tmp) as c:  # 2 cpus
+        c.create_pod(
+            "old", containers=[{"name": "app", "image": "busybox:1.35", "resources": wide}]
+        )
+        await c.wait_for(lambda: c.phase("old") == "Running")
+        fake.faults.hang("StopContainer", times=1)
+        c.api.delete("pods", "default", "old", grace=0)
+        await c.wait_for(lambda: bool(fake.calls_of("StopContainer")))
+        c.create_pod(
+            "new", containers=[{"name": "app", "image": "busybox:1.35", "resources": wide}]
+        )
+        await c.wait_for(lambda: c.phase("new") in ("Running", "Failed"), timeout=5)
+        assert c.phase("new") == "Running"
+        assert len(c.fake.running()) == 2  # the old pod's container has not stopped yet
