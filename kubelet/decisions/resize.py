@@ -47,8 +47,10 @@ __all__ = [
     "PENDING",
     "REASON_ERROR",
     "TRIGGER_PERIODIC",
+    "TRIGGER_PODS_ADDED",
     "TRIGGER_PODS_REMOVED",
     "TRIGGER_POD_RESIZED",
+    "TRIGGER_POD_TERMINATED",
     "TRIGGER_POD_UPDATED",
     "Allocation",
     "ResizeState",
@@ -75,7 +77,9 @@ REASON_ERROR = "Error"
 """PodResizeInProgress's reason while the runtime refuses the new resources"""
 TRIGGER_POD_RESIZED = "pod_resized"
 TRIGGER_POD_UPDATED = "pod_updated"
+TRIGGER_PODS_ADDED = "pods_added"
 TRIGGER_PODS_REMOVED = "pods_removed"
+TRIGGER_POD_TERMINATED = "pod_terminated"
 TRIGGER_PERIODIC = "periodic_retry"
 """why Deferred resizes are judged again: upstream's ``retry_trigger`` label values"""
 

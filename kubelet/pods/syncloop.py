@@ -267,10 +267,10 @@ class SyncLoop:
                         if self._judge_resize(pod):
                             self.retry_deferred_resizes(resize.TRIGGER_POD_RESIZED)  # may shrink
                         self.workers.sync(pod)
-                elif op is PodOperation.DELETE:
+                elif op is PodOperation.DELETE:  # upstream handles it as an update
                     self.pods.upsert(pod)
                     self.workers.terminate(pod, pod.metadata.deletion_grace_period_seconds)
-                    self.retry_deferred_resizes(resize.TRIGGER_PODS_REMOVED)
+                    self.retry_deferred_resizes(resize.TRIGGER_POD_UPDATED)
                 elif op is PodOperation.REMOVE:
                     self.pods.remove(pod.uid)
                     self.queue.forget(pod.uid)
@@ -287,9 +287,17 @@ class SyncLoop:
     def _reconcile(self, pod: Pod) -> None:
         """Only the API's status changed: keep it (others' conditions live there), and
         sync when a readiness gate's condition no longer matches Ready (upstream's
-        ``HandlePodReconcile``)."""
+        ``HandlePodReconcile``). A pod whose phase turns terminal here has released
+        what it held: Deferred resizes are judged again (``pod_terminated``)."""
+        before = self.pods.get(pod.uid)
         self.pods.upsert(pod)
         self.workers.refresh(pod)
+        if (
+            before is not None
+            and not is_terminal_phase(before.status.phase)
+            and is_terminal_phase(pod.status.phase)
+        ):
+            self.retry_deferred_resizes(resize.TRIGGER_POD_TERMINATED)
         known = self.workers.is_known(pod.uid) and pod.uid not in self.rejected
         if known and needs_readiness_reconcile(pod):
             self.workers.sync(pod)
@@ -408,13 +416,21 @@ class SyncLoop:
         return [
             self.allocations.allocated(w.pod)
             for uid, w in self.workers.workers.items()
-            if uid not in self.rejected and uid != pod.uid and self.workers.is_active(uid)
+            if uid != pod.uid and self._counts(uid)
         ]
+
+    def _counts(self, uid: str) -> bool:
+        """Whether ``uid`` holds node resources for admission and resize feasibility:
+        upstream's active pods, the pods a source still wants (its pod manager's) that
+        were not rejected and whose worker has not finished them. A pod removed from its
+        source (deleted from the API, a static manifest gone) stops counting at once,
+        while its containers are still being stopped."""
+        return uid in self.pods and uid not in self.rejected and self.workers.is_active(uid)
 
     def _update_active(self, uid: str) -> None:
         """Whether ``uid`` counts for admission now, with its current pod."""
         worker = self.workers.workers.get(uid)
-        if worker is not None and uid not in self.rejected and self.workers.is_active(uid):
+        if worker is not None and self._counts(uid):
             self._active.put(uid, self.allocations.allocated(worker.pod))
         else:
             self._active.discard(uid)

@@ -5,7 +5,9 @@ A memory resize of a container that swaps (LimitedSwap, cgroup v2) and a CPU res
 a Guaranteed pod under the static CPU manager are Infeasible with upstream's messages
 (the resize admit handler's), each counted by ``reason_detail``; a sidecar (restartable
 init container) is resized in place like a regular container; and the resize metrics
-count what happened (actuations, deferred resizes accepted, the pending gauge).
+count what happened (actuations, deferred resizes accepted, the pending gauge); a pod
+removed from the API stops counting for resize and admission at once, and one that
+terminates hands its room to a Deferred resize.
 """
 
 from __future__ import annotations
@@ -258,3 +260,85 @@ async def test_the_resize_metrics_count_what_happened(
         assert sample(c, "kubelet_pod_in_progress_resizes") == 0
         assert sample(c, "kubelet_pod_resize_duration_milliseconds_count", success="true") == 2
         assert not sample(c, "kubelet_pod_resize_duration_milliseconds_count", success="false")
+
+
+async def deferred_beside(c: Cluster, other_cpu: str) -> None:
+    """``web`` (1 cpu) asks for 1.5 beside ``other`` on a 2-cpu node: Deferred."""
+    small = {"requests": {"cpu": "1"}, "limits": {"cpu": "1"}}
+    c.create_pod("web", containers=[{"name": "app", "image": "busybox:1.35", "resources": small}])
+    c.create_pod(
+        "other",
+        containers=[
+            {"name": "app", "image": "busybox:1.35", "resources": {"requests": {"cpu": other_cpu}}}
+        ],
+    )
+    await c.wait_for(lambda: c.phase("web") == "Running" and c.phase("other") == "Running")
+    resize(c, "web", BIG)
+    await c.wait_for(lambda: condition(c, "web", "PodResizePending") is not None)
+
+
+BIG = {"requests": {"cpu": "1500m"}, "limits": {"cpu": "1500m"}}
+
+
+def accepted(c: Cluster) -> dict[str, float]:
+    """The deferred resizes accepted, by what retried them."""
+    found = {}
+    for trigger in ("pods_removed", "pod_terminated", "pod_updated", "periodic_retry"):
+        value = sample(c, "kubelet_pod_deferred_accepted_resizes_total", retry_trigger=trigger)
+        if value:
+            found[trigger] = value
+    return found
+
+
+async def test_a_deferred_resize_is_accepted_as_soon_as_another_pod_is_removed(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    """A pod deleted at once (grace 0) stops counting when the API removes it, while its
+    containers are still stopping (upstream counts the pod manager's pods): the
+    Deferred resize waiting for its room is judged again right then, counted
+    ``pods_removed``, not at the next periodic retry."""
+    async with running_cluster(fake, short_tmp) as c:  # 2 cpus
+        await deferred_beside(c, "800m")
+        fake.faults.hang("StopContainer", times=1)  # its container stops slowly
+        assert c.api.delete("pods", "default", "other", grace=0) is not None
+        removed = trio.current_time()
+        await c.wait_for(lambda: condition(c, "web", "PodResizePending") is None)
+        assert trio.current_time() - removed < 1.0  # not the periodic retry's 2 s
+        assert accepted(c) == {"pods_removed": 1}
+        assert len(c.fake.running()) == 2  # the removed pod's container still stops
+        await c.wait_for(lambda: container_status(c, "web").get("resources") == BIG)
+
+
+async def test_a_deferred_resize_is_accepted_when_a_deleted_pod_has_terminated(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    """A pod deleted gracefully counts until it has stopped; its terminal phase, once
+    reported, judges the Deferred resize again (``pod_terminated``)."""
+    async with running_cluster(fake, short_tmp) as c:  # 2 cpus
+        await deferred_beside(c, "800m")
+        c.api.delete("pods", "default", "other", grace=30)
+        await c.wait_for(lambda: condition(c, "web", "PodResizePending") is None)
+        assert accepted(c) == {"pod_terminated": 1}
+        await c.wait_for(lambda: container_status(c, "web").get("resources") == BIG)
+
+
+async def test_a_new_pod_is_admitted_beside_a_removed_pod_still_stopping(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    """Admission counts the same pods as resize: a pod removed from the API (grace 0)
+    no longer holds its CPU, though the runtime has not stopped its container yet."""
+    wide = {"requests": {"cpu": "1500m"}}
+    async with running_cluster(fake, short_tmp) as c:  # 2 cpus
+        c.create_pod(
+            "old", containers=[{"name": "app", "image": "busybox:1.35", "resources": wide}]
+        )
+        await c.wait_for(lambda: c.phase("old") == "Running")
+        fake.faults.hang("StopContainer", times=1)
+        c.api.delete("pods", "default", "old", grace=0)
+        await c.wait_for(lambda: bool(fake.calls_of("StopContainer")))
+        c.create_pod(
+            "new", containers=[{"name": "app", "image": "busybox:1.35", "resources": wide}]
+        )
+        await c.wait_for(lambda: c.phase("new") in ("Running", "Failed"), timeout=5)
+        assert c.phase("new") == "Running"
+        assert len(c.fake.running()) == 2  # the old pod's container has not stopped yet
