@@ -12,6 +12,7 @@ from .client import (
     CsiClient,
     NodeInfo,
     VolumeUsage,
+    block_capability,
     capability,
 )
 from .drivers import CsiDrivers, CsiHandler, Driver, highest_version, unique_volume_name
@@ -29,6 +30,7 @@ __all__ = [
     "NodeInfo",
     "NodeInfoManager",
     "VolumeUsage",
+    "block_capability",
     "capability",
     "highest_version",
     "unique_volume_name",

@@ -66,6 +66,20 @@ def capability(
     )
 
 
+def block_capability(read_only: bool) -> pb.VolumeCapability:
+    """A raw block volume's capability (volumeMode Block), with the access mode
+    ``capability`` gives a filesystem volume."""
+    mode = (
+        pb.VolumeCapability.AccessMode.SINGLE_NODE_READER_ONLY
+        if read_only
+        else pb.VolumeCapability.AccessMode.SINGLE_NODE_WRITER
+    )
+    return pb.VolumeCapability(
+        block=pb.VolumeCapability.BlockVolume(),
+        access_mode=pb.VolumeCapability.AccessMode(mode=mode),
+    )
+
+
 class CsiClient:
     """The Node service of one driver. Needs a running trio-asyncio loop."""
 

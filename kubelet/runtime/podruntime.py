@@ -39,6 +39,7 @@ from kubelet.cri import (
 )
 from kubelet.decisions import (
     Backoff,
+    ContainerContribution,
     KillReason,
     PodActions,
     SecurityContextError,
@@ -666,7 +667,9 @@ class PodRuntime:
                 namespaces=namespaces,
                 limits=self.cm.limits,
                 command_args=command_args,
-                contribution=self.cm.contribution(pod, container),
+                contribution=self.cm.contribution(pod, container).merged(
+                    self._volume_devices(pod, container, where.volumes)
+                ),
             )
         except MountConfigError as exc:
             self._config_error(pod, container, progress, str(exc))
@@ -779,6 +782,15 @@ class PodRuntime:
                 f"create container log directory for container {container.name} failed: {exc}"
             ) from exc
         return mounts
+
+    def _volume_devices(
+        self, pod: Pod, container: Container, volumes: PodVolumes | None
+    ) -> ContainerContribution:
+        """The container's volumeDevices (Block volumes), after the managers' devices
+        as upstream orders them; raises MountConfigError."""
+        if self.volumes is None or volumes is None or not container.volume_devices:
+            return ContainerContribution()
+        return ContainerContribution(devices=self.volumes.devices(pod, container, volumes))
 
     def _hosts_mounts(self, pod: Pod, container: Container, pod_ip: str) -> list[api.Mount]:
         """The kubelet-managed /etc/hosts, rewritten before each container start."""

@@ -4,8 +4,9 @@
 node ID, topology and volume limit; NodePublishVolume bind-mounts a host directory
 (``volume_context["hostDir"]``, else ``<data_dir>/<volume id>``) onto the target with
 ``mode="bind"`` (needs root: the e2e tests), or just makes the target directory and
-writes ``published`` in it with ``mode="dir"`` (the unit and integration tests). Stage
-and unstage make and remove the staging directory when ``stage=True``.
+writes ``published`` in it with ``mode="dir"`` (the unit and integration tests). A
+block volume (a ``block`` capability) is published as a file at the target holding the
+volume id. Stage and unstage make and remove the staging directory when ``stage=True``.
 
 ``FakeRegistrar`` serves the pluginregistration v1 ``Registration`` service on
 ``<registry>/<name>-reg.sock``, as the node-driver-registrar sidecar does, and keeps the
@@ -288,6 +289,8 @@ class FakeCsiDriver(_Served):
 
     def _publish(self, request: csi.NodePublishVolumeRequest) -> csi.NodePublishVolumeResponse:
         target = request.target_path
+        if request.volume_capability.HasField("block"):
+            return self._publish_block(request)
         os.makedirs(target, exist_ok=True)
         if self.mode == "bind":
             source = self._source(request)
@@ -300,10 +303,24 @@ class FakeCsiDriver(_Served):
         self.published[target] = request.volume_id
         return csi.NodePublishVolumeResponse()
 
+    def _publish_block(
+        self, request: csi.NodePublishVolumeRequest
+    ) -> csi.NodePublishVolumeResponse:
+        """A block volume: the target is a file the plugin makes (its parent is the
+        kubelet's), holding the volume id, as a device node would stand there."""
+        target = request.target_path
+        if not os.path.isdir(os.path.dirname(target)):
+            raise GRPCError(Status.FAILED_PRECONDITION, f"no parent directory of {target}")
+        Path(target).write_text(request.volume_id)
+        self.published[target] = request.volume_id
+        return csi.NodePublishVolumeResponse()
+
     def _unpublish(
         self, request: csi.NodeUnpublishVolumeRequest
     ) -> csi.NodeUnpublishVolumeResponse:
         target = request.target_path
+        if os.path.isfile(target):  # a block volume's file
+            os.unlink(target)
         if self.mode == "bind" and is_mount_point(target):
             subprocess.run(["umount", target], check=True)
         with contextlib.suppress(FileNotFoundError):

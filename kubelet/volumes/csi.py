@@ -31,6 +31,7 @@ import attrs
 
 from kubelet.api import Pod, Resource, Volume
 from kubelet.boundedio import InputRefused, loads_json, read_regular_file
+from kubelet.cri import CriError
 
 from .dirs import mkdir_all
 from .hostpath import VolumeError
@@ -177,3 +178,14 @@ def write_vol_data(path: str, data: Mapping[str, str]) -> None:
     with open(tmp, "w") as f:
         json.dump(dict(data), f)
     os.replace(tmp, path)
+
+
+def rpc_error(exc: CriError) -> str:
+    """A failed CSI call in gRPC's words, as upstream's events show it."""
+    code = exc.code.name if exc.code is not None else "Unavailable"
+    return f"rpc error: code = {_go_code(code)} desc = {exc.message}"
+
+
+def _go_code(name: str) -> str:
+    """grpclib's ``DEADLINE_EXCEEDED`` → Go's ``DeadlineExceeded``."""
+    return "".join(part.capitalize() for part in name.split("_"))

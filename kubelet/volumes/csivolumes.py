@@ -44,8 +44,10 @@ from .csi import (
     inline_source,
     persistent_source,
     read_vol_data,
+    rpc_error,
     write_vol_data,
 )
+from .csiblock import CsiBlockMapper
 from .dirs import mkdir_all
 from .expansion import expansion, finished_patch, in_progress_patch, storage_bytes
 from .hostpath import VolumeError
@@ -93,6 +95,8 @@ class CsiVolumes:
         """(uid, volume) → the PersistentVolume's capacity when it was published"""
         self._published: dict[tuple[str, str], bool] = {}
         """(uid, volume) → published by this process (False: publish again, requiresRepublish)"""
+        self.block = CsiBlockMapper(self)
+        """raw block volumes (volumeMode Block)"""
 
     # -- set up ---------------------------------------------------------------------------
 
@@ -167,7 +171,7 @@ class CsiVolumes:
         except CriError as exc:
             raise VolumeError(
                 f'MountVolume.NodeExpandVolume failed for volume "{source.pv_name}" : '
-                f"{_rpc_error(exc)}"
+                f"{rpc_error(exc)}"
             ) from exc
         self._sizes[key] = wanted.size
         if wanted.update_claim:
@@ -193,7 +197,7 @@ class CsiVolumes:
                 f"kubernetes.io/csi: mounter.SetUpAt failed to get CSI client: driver name "
                 f"{source.driver} not found in the list of registered CSI drivers"
             )
-        policy = await self._policy(source.driver)
+        policy = await self.policy(source.driver)
         if source.mode == EPHEMERAL and EPHEMERAL not in policy.lifecycle_modes:
             why = "" if policy.exists else " (no CSIDriver object)"
             raise VolumeError(
@@ -202,7 +206,7 @@ class CsiVolumes:
         publish_context: Mapping[str, str] = {}
         if source.mode != EPHEMERAL and policy.attach_required:
             self.drivers.in_use.add(unique_volume_name(source.driver, source.handle))
-            publish_context = await self._attached(source)
+            publish_context = await self.attached(source)
         client = driver.client
         staging = ""
         if source.mode != EPHEMERAL:
@@ -220,10 +224,10 @@ class CsiVolumes:
                 staging_path=staging,
                 publish_context=publish_context,
                 volume_context=context,
-                secrets=await self._secret(source.publish_secret, pod),
+                secrets=await self.secret(source.publish_secret, pod),
             )
         except CriError as exc:
-            raise VolumeError(_rpc_error(exc)) from exc
+            raise VolumeError(rpc_error(exc)) from exc
         self._apply_fs_group(pod, source, policy, target)
         self._published[key] = not policy.requires_republish
         return target
@@ -238,7 +242,7 @@ class CsiVolumes:
             "volumeLifecycleMode": source.mode,
         }
 
-    async def _policy(self, driver: str) -> DriverPolicy:
+    async def policy(self, driver: str) -> DriverPolicy:
         if self.api is None:  # standalone: no CSIDriver to read, nothing attaches
             return driver_policy(_STANDALONE)
         try:
@@ -246,7 +250,7 @@ class CsiVolumes:
         except NotFound:
             return driver_policy(None)
 
-    async def _attached(self, source: CsiSource) -> Mapping[str, str]:
+    async def attached(self, source: CsiSource) -> Mapping[str, str]:
         assert self.api is not None
         name = attachment_name(source.handle, source.driver, self.node_name)
         try:
@@ -280,10 +284,10 @@ class CsiVolumes:
                 capability(source.read_only, source.fs_type, source.mount_options),
                 publish_context=publish_context,
                 volume_context=source.attributes,
-                secrets=await self._secret(source.stage_secret, None),
+                secrets=await self.secret(source.stage_secret, None),
             )
         except CriError as exc:
-            raise VolumeError(f"MountVolume.MountDevice failed: {_rpc_error(exc)}") from exc
+            raise VolumeError(f"MountVolume.MountDevice failed: {rpc_error(exc)}") from exc
         write_vol_data(
             data,
             {
@@ -322,7 +326,7 @@ class CsiVolumes:
             out["csi.storage.k8s.io/serviceAccount.tokens"] = json.dumps(tokens)
         return out
 
-    async def _secret(self, ref: tuple[str, str] | None, pod: Pod | None) -> dict[str, str]:
+    async def secret(self, ref: tuple[str, str] | None, pod: Pod | None) -> dict[str, str]:
         if ref is None or self.lookup is None:
             return {}
         namespace = ref[0] or (pod.metadata.namespace if pod is not None else "")
@@ -345,6 +349,8 @@ class CsiVolumes:
 
     def has_volumes(self, uid: str) -> bool:
         """Whether a CSI volume of the pod is (or may be) published: its vol_data.json."""
+        if self.block.has_volumes(uid):
+            return True
         base = os.path.join(pod_dir(self.root_dir, uid), "volumes", CSI_PLUGIN_DIR)
         try:
             return any(os.path.exists(os.path.join(e.path, VOL_DATA)) for e in os.scandir(base))
@@ -355,13 +361,13 @@ class CsiVolumes:
         """Unpublish every CSI volume of the pod (found from vol_data.json, so a restarted
         kubelet finds them too) and unstage those no other pod publishes. False when one
         stays (its driver is gone or failed): the caller keeps the pod directory and
-        tries again."""
+        tries again. Block volumes (``CsiBlockMapper``) first."""
+        done = await self.block.teardown(uid)
         base = os.path.join(pod_dir(self.root_dir, uid), "volumes", CSI_PLUGIN_DIR)
         try:
             names = sorted(e.name for e in os.scandir(base) if e.is_dir(follow_symlinks=False))
         except OSError:
-            return True
-        done = True
+            return done
         for name in names:
             try:
                 await self._unpublish(uid, name)
@@ -460,17 +466,6 @@ class CsiVolumes:
                                 ask, name, driver.client, data.get("volumeHandle", "")
                             )
         return dict(out)
-
-
-def _rpc_error(exc: CriError) -> str:
-    """A failed CSI call in gRPC's words, as upstream's events show it."""
-    code = exc.code.name if exc.code is not None else "Unavailable"
-    return f"rpc error: code = {_go_code(code)} desc = {exc.message}"
-
-
-def _go_code(name: str) -> str:
-    """grpclib's ``DEADLINE_EXCEEDED`` → Go's ``DeadlineExceeded``."""
-    return "".join(part.capitalize() for part in name.split("_"))
 
 
 def _exists(path: str) -> bool:

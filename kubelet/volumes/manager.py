@@ -39,11 +39,20 @@ import attrs
 
 from kubelet.api import Container, Pod, QuantityError, Volume, VolumeMount, to_bytes
 from kubelet.cri import api
+from kubelet.decisions import DeviceSpec
 from kubelet.env import EnvLookup
 from kubelet.stats import ClaimRecord, claim_record_path, read_claim_records
 
 from .atomic import write_atomic
-from .claims import ClaimError, ClaimLookup, claim_use, resolve_claim, volume_mode_problem
+from .claims import (
+    BoundClaim,
+    ClaimError,
+    ClaimLookup,
+    claim_use,
+    resolve_claim,
+    volume_mode_problem,
+)
+from .csiblock import link_device
 from .csivolumes import CsiVolumes
 from .dirs import VOLUME_DIR_MODE, ensure_exact_dir, make_pod_data_dirs, mkdir_all
 from .hostpath import VolumeError, check_host_path
@@ -52,10 +61,13 @@ from .ownership import fs_group, set_volume_ownership, wanted_mode
 from .paths import EMPTY_DIR, pod_dir, pods_dir, volume_dir
 from .persistent import (
     CSI,
-    block_not_supported,
+    LOCAL,
     check_persistent_volume,
     csi_not_registered,
+    is_block,
+    local_block_device,
     mount_persistent_volume,
+    no_block_plugin,
     plugin_of,
     unsupported_pv_message,
 )
@@ -131,6 +143,7 @@ class _Found:
     """What ``prepare`` gathers while it walks the pod's volumes."""
 
     paths: dict[str, str] = attrs.field(factory=dict)
+    devices: dict[str, str] = attrs.field(factory=dict)
     read_only: set[str] = attrs.field(factory=set)
     unmounted: list[str] = attrs.field(factory=list)
     events: list[str] = attrs.field(factory=list)
@@ -153,6 +166,8 @@ class PodVolumes:
     """FailedMount event messages"""
     notices: tuple[VolumeNotice, ...] = ()
     """other events (claims expanded on the node, or not)"""
+    devices: Mapping[str, str] = attrs.field(factory=dict)
+    """Block volume name → the pod's device link (the host path of the CRI device)"""
 
     @property
     def ready(self) -> bool:
@@ -299,6 +314,7 @@ class VolumeManager:
             tuple(sorted(found.unmounted)),
             tuple(found.events),
             tuple(found.notices),
+            found.devices,
         )
 
     async def _prepare_claim(self, pod: Pod, volume: Volume, found: _Found) -> None:
@@ -312,7 +328,10 @@ class VolumeManager:
             found.events.append(str(exc))
             found.unmounted.append(volume.name)
         else:
-            found.paths[volume.name] = record.path
+            if volume.name in device_volumes(pod):
+                found.devices[volume.name] = record.path
+            else:
+                found.paths[volume.name] = record.path
             if record.plugin == CSI:
                 found.notices.extend(await self._expand_claim(pod, record))
             if record.read_only:
@@ -337,9 +356,6 @@ class VolumeManager:
         )
         if problem is not None:
             raise ClaimError(f"error processing PVC {bound.namespace}/{bound.claim}: {problem}")
-        block = block_not_supported(bound)
-        if block is not None:
-            raise block
         plugin = plugin_of(bound)
         if plugin is None:
             raise ClaimError(unsupported_pv_message(bound.pv_name, bound.source_kind))
@@ -349,7 +365,9 @@ class VolumeManager:
             if uid != pod.uid
             for r in records.values()
         )
-        if bound.source_kind != "csi":
+        if is_block(bound):
+            path = await self._map_block(pod, volume, bound, elsewhere)
+        elif bound.source_kind != "csi":
             path = mount_persistent_volume(bound, self.node_labels, elsewhere)
         elif self.csi is not None and self.csi.drivers.get(str(bound.source.get("driver"))):
             check_persistent_volume(bound, self.node_labels, elsewhere)
@@ -362,6 +380,22 @@ class VolumeManager:
         _write_record(pod_dir(self.root_dir, pod.uid), record)
         claims.setdefault(pod.uid, {})[volume.name] = record
         return record
+
+    async def _map_block(self, pod: Pod, volume: Volume, bound: BoundClaim, elsewhere: bool) -> str:
+        """A volumeMode Block volume mapped for the pod: its device link under
+        ``<pod>/volumeDevices/<plugin>/<pv>`` (a local volume's block device, a CSI
+        volume's published device). Raises VolumeError."""
+        kind = bound.source_kind
+        if kind == "local":
+            device = local_block_device(bound)
+            check_persistent_volume(bound, self.node_labels, elsewhere)
+            return link_device(self.root_dir, pod.uid, LOCAL, bound.pv_name, device)
+        if kind != "csi":
+            raise no_block_plugin(bound)
+        if self.csi is None or not self.csi.drivers.get(str(bound.source.get("driver"))):
+            raise csi_not_registered(bound)
+        check_persistent_volume(bound, self.node_labels, elsewhere)
+        return await self.csi.block.map(pod, volume.name, bound.pv, bound.read_only)
 
     async def _expand_claim(self, pod: Pod, record: ClaimRecord) -> list[VolumeNotice]:
         """A mounted CSI claim that grew: expanded on the node (``CsiVolumes.expand_claim``),
@@ -579,6 +613,31 @@ class VolumeManager:
                     release(target)
             raise
         return out
+
+    def devices(
+        self, pod: Pod, container: Container, volumes: PodVolumes
+    ) -> tuple[DeviceSpec, ...]:
+        """The CRI devices of ``container``'s volumeDevices, as upstream's kubelet makes
+        them: the pod's device link on the host, ``devicePath`` in the container,
+        permissions "mrw" ("r" for a read-only claim). Raises MountConfigError (the
+        container waits in CreateContainerConfigError)."""
+        out = []
+        for entry in container.volume_devices:
+            name = str(entry.get("name", "")) if isinstance(entry, Mapping) else ""
+            path = str(entry.get("devicePath", "")) if isinstance(entry, Mapping) else ""
+            if not os.path.isabs(path):
+                raise MountConfigError(f"error DevicePath `{path}` must be an absolute path")
+            link = volumes.devices.get(name)
+            if link is None:
+                raise MountConfigError(
+                    f'cannot find volume "{name}" to pass into container "{container.name}"'
+                )
+            if not os.path.islink(link):  # upstream passes only a link that exists
+                log.warning("pod %s: device link %s of volume %s is gone", pod.key, link, name)
+                continue
+            permissions = "r" if name in volumes.read_only else "mrw"
+            out.append(DeviceSpec(container_path=path, host_path=link, permissions=permissions))
+        return tuple(out)
 
     def _sub_path(
         self,

@@ -5,7 +5,9 @@ as a pod's hostPath volume is: a hostPath volume after its ``type`` check, a loc
 when its path is a directory. Before that, as upstream's mount operation: the volume's
 required node affinity must match this node's labels, and a volume whose only access
 mode is ReadWriteOncePod must not be in use by another pod on this node. A ``csi``
-volume waits for its driver; any other in-tree type is refused by name.
+volume waits for its driver; any other in-tree type is refused by name. A volumeMode
+Block volume is mapped as a device: a ``local`` one's block device, a ``csi`` one through
+its driver (``csiblock``); other sources have no block mapper, as upstream's hostPath.
 
 Each failure is upstream's event text, ``<operation> failed for volume "<pv>" : <why>``.
 """
@@ -56,16 +58,40 @@ def csi_not_registered(bound: BoundClaim) -> MountFailure:
     )
 
 
-def block_not_supported(bound: BoundClaim) -> MountFailure | None:
-    """A volumeMode Block volume (a pod's volumeDevices): no raw devices are mapped into
-    containers by this kubelet, whatever the source."""
-    if str(_spec(bound).get("volumeMode") or "Filesystem") != "Block":
-        return None
-    return MountFailure(
-        "MapVolume.MapPodDevice",
-        bound.pv_name,
-        "block volumes (volumeMode Block, volumeDevices) are not supported by this kubelet",
+def is_block(bound: BoundClaim) -> bool:
+    """A volumeMode Block volume: mapped into containers as a device (volumeDevices)."""
+    return str(_spec(bound).get("volumeMode") or "Filesystem") == "Block"
+
+
+def no_block_plugin(bound: BoundClaim) -> VolumeError:
+    """A Block volume of a source without a block mapper (hostPath, ...): upstream's
+    operation generator's words."""
+    return VolumeError(
+        "MapVolume.FindMapperPluginBySpec failed to find BlockVolumeMapper plugin. "
+        f'Volume plugin is nil. for volume "{bound.pv_name}"'
     )
+
+
+def local_block_device(bound: BoundClaim) -> str:
+    """The block device a local Block PersistentVolume names (``local.path``)."""
+    path = str(bound.source.get("path") or "")
+    if not path:
+        raise MountFailure(
+            "MapVolume.NewBlockVolumeMapper initialization",
+            bound.pv_name,
+            "local volume source is nil or local path is not set",
+        )
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise MountFailure(
+            "MapVolume.MapPodDevice", bound.pv_name, f'path "{path}" does not exist'
+        ) from None
+    if not stat.S_ISBLK(mode):
+        raise MountFailure(
+            "MapVolume.MapPodDevice", bound.pv_name, f'path "{path}" is not a block device'
+        )
+    return path
 
 
 def _spec(bound: BoundClaim) -> Mapping[str, object]:
@@ -75,7 +101,8 @@ def _spec(bound: BoundClaim) -> Mapping[str, object]:
 
 def _local_path(bound: BoundClaim) -> str:
     """Upstream's local plugin: the path must exist and be a directory (a block device
-    would be formatted and mounted: not done by this kubelet)."""
+    in volumeMode Filesystem would be formatted and mounted: not done by this kubelet;
+    volumeMode Block maps it, ``local_block_device``)."""
     path = str(bound.source.get("path") or "")
     if not path:
         raise MountFailure(

@@ -3,6 +3,8 @@ to a FakeApiServer holding the claims and their PersistentVolumes (fake clock)."
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -332,3 +334,60 @@ async def test_a_restarted_kubelet_keeps_the_claim_pod_running(
         (after,) = fake.running()
         assert after.id == before.id and c.phase("app") == "Running"
         assert data_mount(fake, "app").host_path == str(disk)
+
+
+def device_pod(c: Cluster, name: str, claim: str, read_only: bool = False) -> dict[str, Any]:
+    return c.create_pod(
+        name,
+        volumes=[
+            {"name": "disk", "persistentVolumeClaim": {"claimName": claim, "readOnly": read_only}}
+        ],
+        containers=[
+            {
+                "name": "app",
+                "image": "busybox:1.35",
+                "volumeDevices": [{"name": "disk", "devicePath": "/dev/xvdf"}],
+            }
+        ],
+    )
+
+
+def block_volume(c: Cluster, claim: str, pv: str, source: dict[str, Any]) -> None:
+    pvc = make_claim(c.api, claim, volume=pv)
+    make_volume(c.api, pv, pvc, {"volumeMode": "Block", **source})
+
+
+async def test_a_local_block_volume_is_the_containers_device_and_host_path_is_refused(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    device = short_tmp / "disk0"
+    os.mknod(device, stat.S_IFBLK | 0o600, os.makedev(7, 250))  # never opened
+    async with running_cluster(fake, short_tmp) as c:
+        block_volume(c, "disk", "pv-disk", {"local": {"path": str(device)}})
+        uid = device_pod(c, "raw", "disk", read_only=True)["metadata"]["uid"]
+        await c.wait_for(lambda: c.phase("raw") == "Running", timeout=60)
+        link = c.tmp / "root/pods" / uid / "volumeDevices/kubernetes.io~local-volume/pv-disk"
+        assert os.readlink(link) == str(device)
+        (container,) = fake.running()
+        assert [
+            (d.container_path, d.host_path, d.permissions) for d in container.config.devices
+        ] == [("/dev/xvdf", str(link), "r")]
+        # a local volume whose path is no block device, and a hostPath one: refused
+        block_volume(c, "dir", "pv-dir", {"local": {"path": str(short_tmp)}})
+        device_pod(c, "on-dir", "dir")
+        not_block = (
+            f'MapVolume.MapPodDevice failed for volume "pv-dir" : path "{short_tmp}" is not '
+            "a block device"
+        )
+        await c.wait_for(lambda: not_block in failed_mounts(c, "on-dir"), timeout=30)
+        block_volume(c, "host", "pv-host", {"hostPath": {"path": str(device)}})
+        device_pod(c, "on-host", "host")
+        no_mapper = (
+            "MapVolume.FindMapperPluginBySpec failed to find BlockVolumeMapper plugin. "
+            'Volume plugin is nil. for volume "pv-host"'
+        )
+        await c.wait_for(lambda: no_mapper in failed_mounts(c, "on-host"), timeout=30)
+        assert c.phase("on-dir") == c.phase("on-host") == "Pending"
+        c.api.delete("pods", "default", "raw", grace=0)
+        await c.wait_for(lambda: not os.path.lexists(link), timeout=60)
+        assert device.exists()  # the device itself is the node's, left alone

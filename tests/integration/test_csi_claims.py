@@ -4,6 +4,7 @@ FakeCsiDriver registers through ``plugins_registry`` (fake clock)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -327,7 +328,18 @@ async def test_a_grown_claim_is_expanded_on_the_node_and_its_status_follows(
             await registrar.stop()
 
 
-async def test_a_block_volume_is_refused_by_name(
+def raw_pod(c: Cluster, name: str, key: str = "volumeDevices") -> dict[str, Any]:
+    entry = {"name": "store", "devicePath": "/dev/xvda"}
+    if key == "volumeMounts":
+        entry = {"name": "store", "mountPath": "/store"}
+    return c.create_pod(
+        name,
+        volumes=[{"name": "store", "persistentVolumeClaim": {"claimName": "data"}}],
+        containers=[{"name": "app", "image": "busybox:1.35", key: [entry]}],
+    )
+
+
+async def test_a_block_claim_becomes_the_containers_device_and_is_unmapped_in_order(
     fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock
 ) -> None:
     async with running_cluster(fake, short_tmp) as c:
@@ -335,21 +347,48 @@ async def test_a_block_volume_is_refused_by_name(
         driver = FakeCsiDriver(short_tmp / "pd.sock", DRIVER, stage=True)
         async with driver.serve():
             registrar = await registered(c, driver)
-            c.create_pod(
-                "raw",
-                volumes=[{"name": "store", "persistentVolumeClaim": {"claimName": "data"}}],
-                containers=[
-                    {
-                        "name": "app",
-                        "image": "busybox:1.35",
-                        "volumeDevices": [{"name": "store", "devicePath": "/dev/xvda"}],
-                    }
-                ],
-            )
-            refused = (
-                'MapVolume.MapPodDevice failed for volume "pv-data" : block volumes (volumeMode '
-                "Block, volumeDevices) are not supported by this kubelet"
-            )
+            uid = raw_pod(c, "raw")["metadata"]["uid"]
+            await c.wait_for(lambda: c.phase("raw") == "Running", timeout=60)
+            root = c.tmp / "root"
+            devices = root / "plugins/kubernetes.io/csi/volumeDevices"
+            (stage,) = driver.requests("NodeStageVolume")
+            assert stage.staging_target_path == str(devices / "staging/pv-data")
+            assert stage.volume_capability.HasField("block")
+            (publish,) = driver.requests("NodePublishVolume")
+            assert publish.target_path == str(devices / "publish/pv-data" / uid)
+            link = str(root / "pods" / uid / "volumeDevices/kubernetes.io~csi/pv-data")
+            assert os.readlink(link) == publish.target_path
+            (container,) = c.running_containers()
+            assert [
+                (d.container_path, d.host_path, d.permissions) for d in container.config.devices
+            ] == [("/dev/xvda", link, "mrw")]
+            assert "/dev/xvda" not in [m.container_path for m in container.config.mounts]
+            c.api.delete("pods", "default", "raw", grace=0)
+            await c.wait_for(lambda: bool(driver.requests("NodeUnstageVolume")), timeout=60)
+            names = [n for n, _ in driver.calls if n.endswith("Volume")]
+            assert names == [
+                "NodeStageVolume",
+                "NodePublishVolume",
+                "NodeUnpublishVolume",
+                "NodeUnstageVolume",
+            ]
+            assert driver.published == {} and not os.path.lexists(link)
+            await registrar.stop()
+
+
+@pytest.mark.parametrize(
+    ("mode", "key"), [("Block", "volumeMounts"), ("Filesystem", "volumeDevices")]
+)
+async def test_a_claim_used_against_its_volume_mode_keeps_the_pod_waiting(
+    fake: FakeRuntime, short_tmp: Path, autojump_clock: trio.abc.Clock, mode: str, key: str
+) -> None:
+    async with running_cluster(fake, short_tmp) as c:
+        csi_claim(c.api, volume_mode=mode)
+        driver = FakeCsiDriver(short_tmp / "pd.sock", DRIVER, stage=True)
+        async with driver.serve():
+            registrar = await registered(c, driver)
+            raw_pod(c, "raw", key)
+            refused = f"volume store has volumeMode {mode}, but is specified in {key}"
             await c.wait_for(
                 lambda: any(
                     e.get("reason") == "FailedMount" and refused in e["message"]

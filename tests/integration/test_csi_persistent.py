@@ -355,3 +355,67 @@ async def test_a_restarted_kubelet_expands_a_volume_an_earlier_one_published(
     assert status["capacity"] == {"storage": "2Gi"}
     assert "allocatedResourceStatuses" not in status or not status["allocatedResourceStatuses"]
     assert await restarted.teardown("u1")
+
+
+def block_pv() -> dict[str, Any]:
+    volume = pv()
+    volume["spec"]["volumeMode"] = "Block"
+    return volume
+
+
+async def test_a_block_volume_is_staged_published_as_a_device_and_unmapped_in_order(
+    setup: Any, autojump_clock: trio.abc.Clock
+) -> None:
+    api, driver, volumes, root = setup
+    api.create(attachment(True))
+    devices = root / "plugins/kubernetes.io/csi/volumeDevices"
+    link = await volumes.block.map(pod("u1"), "data", block_pv(), False)
+    assert link == str(root / "pods/u1/volumeDevices/kubernetes.io~csi/pv-1")
+    published = str(devices / "publish/pv-1/u1")
+    assert os.readlink(link) == published
+    assert Path(published).read_text() == "vol-1"  # the driver's "device"
+    (stage,) = driver.requests("NodeStageVolume")
+    assert stage.staging_target_path == str(devices / "staging/pv-1")
+    assert stage.volume_capability.HasField("block")
+    assert stage.publish_context == {"devicePath": "/dev/xvdb"}
+    (publish,) = driver.requests("NodePublishVolume")
+    assert (publish.target_path, publish.staging_target_path) == (
+        published,
+        str(devices / "staging/pv-1"),
+    )
+    assert publish.volume_capability.HasField("block") and not publish.readonly
+    data = json.loads((devices / "pv-1/data/vol_data.json").read_text())
+    assert (data["specVolID"], data["volumeHandle"], data["driverName"]) == (
+        "pv-1",
+        "vol-1",
+        DRIVER,
+    )
+    assert data["attachmentID"] == attachment_name("vol-1", DRIVER, NODE)
+    # a second pod: staged once, published at its own path
+    await volumes.block.map(pod("u2"), "data", block_pv(), True)
+    assert len(driver.requests("NodeStageVolume")) == 1
+    assert driver.requests("NodePublishVolume")[1].target_path == str(devices / "publish/pv-1/u2")
+    assert driver.requests("NodePublishVolume")[1].readonly is True
+    # the first pod goes: unpublished, still staged for the second
+    assert volumes.has_volumes("u1")
+    assert await volumes.teardown("u1")
+    assert not os.path.lexists(link) and not volumes.has_volumes("u1")
+    assert [r.target_path for r in driver.requests("NodeUnpublishVolume")] == [published]
+    assert driver.requests("NodeUnstageVolume") == []
+    # a restarted kubelet (nothing in memory) tears the second down from disk
+    fresh = CsiDrivers()
+    restarted = CsiVolumes(str(root), fresh, api=None, node_name=NODE)
+    assert restarted.has_volumes("u2")
+    assert not await restarted.teardown("u2")  # its driver is not registered yet
+    await CsiHandler(fresh, None).register(DRIVER, str(driver.path), ["1.0.0"])
+    try:
+        assert await restarted.teardown("u2")
+    finally:
+        fresh.close()
+    names = [n for n, _ in driver.calls if n in ("NodeUnpublishVolume", "NodeUnstageVolume")]
+    assert names == ["NodeUnpublishVolume", "NodeUnpublishVolume", "NodeUnstageVolume"]
+    (unstage,) = driver.requests("NodeUnstageVolume")
+    assert unstage.staging_target_path == str(devices / "staging/pv-1")
+    assert driver.published == {} and not os.path.exists(devices / "pv-1")
+    assert not os.path.exists(devices / "publish/pv-1")
+    assert not os.path.exists(devices / "staging/pv-1")
