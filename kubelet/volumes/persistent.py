@@ -74,24 +74,27 @@ def no_block_plugin(bound: BoundClaim) -> VolumeError:
 
 def local_block_device(bound: BoundClaim) -> str:
     """The block device a local Block PersistentVolume names (``local.path``)."""
-    path = str(bound.source.get("path") or "")
-    if not path:
-        raise MountFailure(
-            "MapVolume.NewBlockVolumeMapper initialization",
-            bound.pv_name,
-            "local volume source is nil or local path is not set",
-        )
-    try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        raise MountFailure(
-            "MapVolume.MapPodDevice", bound.pv_name, f'path "{path}" does not exist'
-        ) from None
+    path, mode = _local_stat(bound, "MapVolume.NewBlockVolumeMapper initialization",
+                             "MapVolume.MapPodDevice")  # fmt: skip
     if not stat.S_ISBLK(mode):
         raise MountFailure(
             "MapVolume.MapPodDevice", bound.pv_name, f'path "{path}" is not a block device'
         )
     return path
+
+
+def _local_stat(bound: BoundClaim, unset: str, absent: str) -> tuple[str, int]:
+    """A local PV's ``local.path`` and its mode; ``unset`` and ``absent`` name the step
+    that fails (upstream's) when the path is not set or does not exist."""
+    path = str(bound.source.get("path") or "")
+    if not path:
+        raise MountFailure(
+            unset, bound.pv_name, "local volume source is nil or local path is not set"
+        )
+    try:
+        return path, os.stat(path).st_mode
+    except FileNotFoundError:
+        raise MountFailure(absent, bound.pv_name, f'path "{path}" does not exist') from None
 
 
 def _spec(bound: BoundClaim) -> Mapping[str, object]:
@@ -103,31 +106,13 @@ def _local_path(bound: BoundClaim) -> str:
     """Upstream's local plugin: the path must exist and be a directory (a block device
     in volumeMode Filesystem would be formatted and mounted: not done by this kubelet;
     volumeMode Block maps it, ``local_block_device``)."""
-    path = str(bound.source.get("path") or "")
-    if not path:
-        raise MountFailure(
-            "MountVolume.NewMounter initialization",
-            bound.pv_name,
-            "local volume source is nil or local path is not set",
-        )
-    try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        raise MountFailure(
-            "MountVolume.NewMounter initialization", bound.pv_name, f'path "{path}" does not exist'
-        ) from None
+    step = "MountVolume.NewMounter initialization"
+    path, mode = _local_stat(bound, step, step)
     if stat.S_ISBLK(mode):
-        raise MountFailure(
-            "MountVolume.NewMounter initialization",
-            bound.pv_name,
-            "local volumes on a block device are not supported by this kubelet",
-        )
+        why = "local volumes on a block device are not supported by this kubelet"
+        raise MountFailure(step, bound.pv_name, why)
     if not stat.S_ISDIR(mode):
-        raise MountFailure(
-            "MountVolume.NewMounter initialization",
-            bound.pv_name,
-            "only directory and block device are supported",
-        )
+        raise MountFailure(step, bound.pv_name, "only directory and block device are supported")
     return path
 
 
