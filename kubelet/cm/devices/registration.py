@@ -64,14 +64,24 @@ class Registration(RegistrationBase):
         self._count(name)  # every request, before its checks (upstream's metric)
         why = check_request(request)
         if why is None:
-            try:
-                await trio_asyncio.trio_as_aio(self._register)(request)
-            except RegistrationRefused as exc:
-                why = str(exc)
+            why = await trio_asyncio.trio_as_aio(self._refusal)(request)
         if why is not None:
             log.info("Bad registration request from device plugin: %s", why)
             raise GRPCError(Status.UNKNOWN, why)
         await stream.send_message(pb.Empty())
+
+    async def _refusal(self, request: Any) -> str | None:
+        """Register ``request`` (on Trio); why it is refused, or None.
+
+        The refusal comes back as a value: an exception raised across trio-asyncio is kept
+        by the call's future, whose frame its traceback holds, so each refused plugin's
+        connection (its HTTP/2 state, frames and buffers) would wait for the cyclic
+        collector instead of being freed when the call ends."""
+        try:
+            await self._register(request)
+        except RegistrationRefused as exc:
+            return str(exc)
+        return None
 
 
 async def serve_registration(

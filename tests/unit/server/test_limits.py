@@ -559,7 +559,7 @@ async def test_heap_trimmed_after_a_burst_of_connections(
     memory = MemoryTrim(
         burst=32,
         trim=lambda: trims.append((trio.current_time(), memory.open)),
-        collect=lambda: None,
+        collect=lambda generation: None,
         trim_io=inline,
     )
     async with trio.open_nursery() as nursery:
@@ -584,6 +584,49 @@ async def test_heap_trimmed_after_a_burst_of_connections(
             await trio.sleep(0.01)
         await trio.sleep(10)
         assert len(trims) == 2
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_burst_is_collected_young_generations_first_the_old_one_when_promoted_to(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A full collection walks everything the kubelet made since start-up: it runs in a
+    step of its own, and only when the collector moved objects to the old generation
+    since the last one (a burst's garbage is otherwise all young)."""
+    steps: list[list[int]] = []
+    middle = [0]  # collections of the middle generation since the last full one
+
+    def collect(generation: int) -> None:
+        middle[0] = 0 if generation == 2 else middle[0] + (generation == 1)
+        steps[-1].append(generation)
+
+    memory = MemoryTrim(burst=2, delay=1, trim=None, collect=collect, promotions=lambda: middle[0])
+
+    class Steps(trio.abc.Instrument):
+        def before_task_step(self, task: trio.lowlevel.Task) -> None:
+            steps.append([])
+
+    async def burst() -> list[int]:
+        for _ in range(2):
+            memory.opened()
+            memory.closed()
+        trims = memory.trims
+        while memory.trims == trims:
+            await trio.sleep(0.5)
+        return [g for step in steps for g in step]
+
+    trio.lowlevel.add_instrument(Steps())
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(memory.run)
+        assert await burst() == [0, 1]  # nothing promoted since start-up: young only
+        steps.clear()
+        assert await burst() == [0, 1]  # its own collection of the middle one not counted
+        steps.clear()
+        middle[0] += 1  # the collector's own collection of the middle generation
+        assert await burst() == [0, 1, 2]
+        assert [s for s in steps if s] == [[0], [1], [2]]  # one generation per step
+        steps.clear()
+        assert await burst() == [0, 1]
         nursery.cancel_scope.cancel()
 
 
