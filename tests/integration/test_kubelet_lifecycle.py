@@ -665,7 +665,7 @@ async def test_orphaned_pod_directories_are_swept(
         assert (short_tmp / "root" / "pods" / uid).exists()  # a live pod's directory stays
 
 
-CRASHER = """\
+INIT_THEN_CRASH = """\
 apiVersion: v1
 kind: Pod
 metadata:
@@ -690,7 +690,7 @@ async def test_each_container_exit_counted_once(
     fake.behave(ContainerBehaviour(exit_after=2, exit_code=3), container="app")
 
     async with running_kubelet(fake, short_tmp) as h:
-        h.write("crasher.yaml", CRASHER)
+        h.write("crasher.yaml", INIT_THEN_CRASH)
         await h.wait_for(lambda: len(fake.calls_of("StartContainer")) >= 4, timeout=120)
         await trio.sleep(1)  # the third run lasts two seconds: two crashes so far
         assert h.components is not None
