@@ -20,7 +20,7 @@ import contextlib
 import contextvars
 import math
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, NoReturn
 
 import outcome
@@ -77,36 +77,20 @@ def _wire_timeout(timeout: float | None) -> float | None:
     return None if timeout is None else math.ceil(timeout) + 1.0
 
 
-async def _unary(
-    method: Any, request: Any, wire_timeout: float | None, metadata: dict[str, str] | None
-) -> Any:
-    """One unary call on the asyncio side: ``method(request)`` without grpclib's timer.
-
-    grpclib arms an asyncio timer (``DeadlineWrapper``) for every call with a timeout; ours
-    is the Trio deadline around the call, which always fires first (see
-    :func:`_wire_timeout`), so the stream is entered without the deadline and gets it back
-    before the request is sent: ``grpc-timeout`` still tells the runtime.
-    """
-    stream = method.open(timeout=wire_timeout, metadata=metadata)
-    deadline, stream._deadline = stream._deadline, None
-    async with stream:
-        stream._deadline = deadline
-        await stream.send_message(request, end=True)
-        reply = await stream.recv_message()
-    if reply is None:  # as grpclib's UnaryUnaryMethod (an assertion there)
-        raise AssertionError(f"{method.name}: the stream ended without a reply")
-    return reply
-
-
 class _Waiter:
-    """The Trio task awaiting one asyncio task, told of its outcome once."""
+    """The Trio task awaiting one call's asyncio task, told of its outcome once.
 
-    __slots__ = ("raise_cancel", "reported", "task")
+    One object per call holds what the call's wake-up and its cancellation need, so a
+    call allocates no closure and no second coroutine (a CRI call is the kubelet's
+    commonest step)."""
+
+    __slots__ = ("aio_task", "raise_cancel", "reported", "task")
 
     def __init__(self) -> None:
         self.task = trio.lowlevel.current_task()
         self.reported = False
         self.raise_cancel: Callable[[], NoReturn] | None = None
+        self.aio_task: asyncio.Task[None] | None = None
 
     def report(self, result: outcome.Outcome[Any]) -> None:
         if not self.reported:
@@ -118,18 +102,50 @@ class _Waiter:
         cancelled before its coroutine started (which then cannot report itself)."""
         self.report(outcome.capture(aio_task.result))
 
+    def abort(self, raise_cancel: Callable[[], NoReturn]) -> trio.lowlevel.Abort:
+        """Trio cancels the waiting task: cancel the asyncio task and wait for its end."""
+        self.raise_cancel = raise_cancel
+        assert self.aio_task is not None
+        self.aio_task.cancel()
+        self.aio_task.add_done_callback(self.report_done)
+        return trio.lowlevel.Abort.FAILED
 
-async def _reporting(waiter: _Waiter, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
+
+async def _unary(
+    waiter: _Waiter,
+    method: Any,
+    request: Any,
+    wire_timeout: float | None,
+    metadata: dict[str, str] | None,
+) -> None:
+    """One unary call on the asyncio side, ``method(request)`` without grpclib's timer;
+    its outcome goes to ``waiter``.
+
+    grpclib arms an asyncio timer (``DeadlineWrapper``) for every call with a timeout; ours
+    is the Trio deadline around the call, which always fires first (see
+    :func:`_wire_timeout`), so the stream is entered without the deadline and gets it back
+    before the request is sent: ``grpc-timeout`` still tells the runtime.
+    """
     try:
-        result: outcome.Outcome[Any] = outcome.Value(await fn(*args))
+        stream = method.open(timeout=wire_timeout, metadata=metadata)
+        deadline, stream._deadline = stream._deadline, None
+        async with stream:
+            stream._deadline = deadline
+            await stream.send_message(request, end=True)
+            reply = await stream.recv_message()
+        if reply is None:  # as grpclib's UnaryUnaryMethod (an assertion there)
+            raise AssertionError(f"{method.name}: the stream ended without a reply")
+        result: outcome.Outcome[Any] = outcome.Value(reply)
     except BaseException as exc:  # handed to the Trio task, which raises it
         result = outcome.Error(exc)
     waiter.report(result)
 
 
-async def _on_asyncio(fn: Callable[..., Awaitable[Any]], *args: Any) -> Any:
-    """Run ``fn(*args)`` as an asyncio task on the current trio-asyncio loop and return its
-    result; what ``aio_as_trio(...)()`` does, one asyncio callback cheaper per call.
+async def _on_asyncio(
+    method: Any, request: Any, wire_timeout: float | None, metadata: dict[str, str] | None
+) -> Any:
+    """Run :func:`_unary` as an asyncio task on the current trio-asyncio loop and return its
+    reply; what ``aio_as_trio(...)()`` does, one asyncio callback cheaper per call.
 
     trio-asyncio learns that the task finished from its done callback, which asyncio
     schedules as one more callback on the loop; here the coroutine's last step wakes the
@@ -138,21 +154,14 @@ async def _on_asyncio(fn: Callable[..., Awaitable[Any]], *args: Any) -> Any:
     """
     loop = trio_asyncio.current_loop.get()
     waiter = _Waiter()
-    coro = _reporting(waiter, fn, *args)  # fn's own coroutine is made on the asyncio side
+    coro = _unary(waiter, method, request, wire_timeout, metadata)  # run on the asyncio side
     try:
-        aio_task = loop.create_task(coro)
+        waiter.aio_task = loop.create_task(coro)
     except BaseException:
         coro.close()
         raise
-
-    def abort(raise_cancel: Callable[[], NoReturn]) -> trio.lowlevel.Abort:
-        waiter.raise_cancel = raise_cancel
-        aio_task.cancel()
-        aio_task.add_done_callback(waiter.report_done)
-        return trio.lowlevel.Abort.FAILED
-
     try:
-        return await trio.lowlevel.wait_task_rescheduled(abort)
+        return await trio.lowlevel.wait_task_rescheduled(waiter.abort)
     except asyncio.CancelledError:
         if waiter.raise_cancel is None:  # cancelled on the asyncio side, not by us
             raise
@@ -182,8 +191,10 @@ class CriChannel:
         self.endpoint = endpoint
         self.path = socket_path(endpoint)
         self._codec = LimitedProtoCodec(max_message_bytes)
-        self._in_flight = trio.CapacityLimiter(max_concurrent_calls)
-        self._priority = trio.CapacityLimiter(PRIORITY_CALLS)
+        # Semaphores, not CapacityLimiters: a call takes and gives back its slot in one
+        # task, so the limiter's bookkeeping of who borrowed it buys nothing here.
+        self._in_flight = trio.Semaphore(max_concurrent_calls)
+        self._priority = trio.Semaphore(PRIORITY_CALLS)
         self._channel: Channel | None = None
         self._closed = False
         self.observer = observer
@@ -246,7 +257,8 @@ class CriChannel:
         started = trio.current_time()
         traced = time.monotonic() if trace.TRACE is not None else None
         error: BaseException | None = None
-        limiter = self._priority if PRIORITY.get() else self._in_flight
+        prio = PRIORITY.get()
+        limiter = self._priority if prio else self._in_flight
         slot = traced
         try:
             # One cancel scope for the wait for a slot and the call (``fail_after``'s
@@ -261,9 +273,7 @@ class CriChannel:
                 try:
                     if traced is not None:
                         slot = time.monotonic()  # the trace tells the wait for a slot apart
-                    return await _on_asyncio(
-                        _unary, method, request, _wire_timeout(timeout), metadata
-                    )
+                    return await _on_asyncio(method, request, _wire_timeout(timeout), metadata)
                 finally:
                     limiter.release()
             assert scope.cancelled_caught
@@ -288,7 +298,7 @@ class CriChannel:
                     t1=time.monotonic(),
                     pod=trace.POD.get(),
                     slot=slot,
-                    prio=PRIORITY.get(),
+                    prio=prio,
                 )
 
     def close(self) -> None:
