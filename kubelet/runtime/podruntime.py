@@ -80,6 +80,7 @@ from kubelet.volumes import (
     PodEnvFiles,
     PodVolumes,
     VolumeManager,
+    failure_reason,
     make_log_dir,
     pod_dir,
 )
@@ -343,7 +344,7 @@ class PodRuntime:
             return PodVolumes()
         volumes = await self.volumes.prepare(pod)
         for message in volumes.events:
-            self.recorder.record(pod_ref(pod), WARNING, "FailedMount", message)
+            self.recorder.record(pod_ref(pod), WARNING, failure_reason(message), message)
         for notice in volumes.notices:
             self.recorder.record(pod_ref(pod), notice.type, notice.reason, notice.message)
             if notice.claim is not None:

@@ -15,7 +15,7 @@ from .csivolumes import CsiVolumes, csi_volume_stats
 from .dirs import CHECKPOINTS_DIR, POD_RESOURCES_DIR, DataDirError, make_log_dir, setup_data_dirs
 from .envfiles import PodEnvFiles
 from .hostpath import VolumeError
-from .manager import PodVolumes, VolumeManager
+from .manager import PodVolumes, VolumeManager, failure_reason
 from .paths import pod_dir
 from .subpath import MountConfigError, UnsafeSubPath, open_in_volume
 from .tmpfs import noswap_supported
@@ -35,6 +35,7 @@ __all__ = [
     "VolumeError",
     "VolumeManager",
     "csi_volume_stats",
+    "failure_reason",
     "make_log_dir",
     "noswap_supported",
     "open_in_volume",

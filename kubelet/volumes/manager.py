@@ -151,6 +151,13 @@ class _Found:
     failed: list[tuple[str, str]] = attrs.field(factory=list)
 
 
+def failure_reason(message: str) -> str:
+    """The event reason of a volume failure: upstream's operations on a block volume
+    report ``FailedMapVolume`` (their messages begin ``MapVolume.``), all others
+    ``FailedMount``."""
+    return "FailedMapVolume" if message.startswith("MapVolume.") else "FailedMount"
+
+
 @attrs.frozen
 class PodVolumes:
     """What ``prepare`` found: where each volume is, and what keeps the pod waiting."""
@@ -163,7 +170,7 @@ class PodVolumes:
     unmounted: tuple[str, ...] = ()
     """volumes some container mounts that are not set up: the pod must not start"""
     events: tuple[str, ...] = ()
-    """FailedMount event messages"""
+    """FailedMount event messages (``failure_reason`` tells FailedMapVolume ones apart)"""
     notices: tuple[VolumeNotice, ...] = ()
     """other events (claims expanded on the node, or not)"""
     devices: Mapping[str, str] = attrs.field(factory=dict)

@@ -92,11 +92,11 @@ def claim_pod(c: Cluster, name: str, source: dict[str, Any], read_only: bool = F
     )
 
 
-def failed_mounts(c: Cluster, pod: str) -> list[str]:
+def failed_mounts(c: Cluster, pod: str, reason: str = "FailedMount") -> list[str]:
     return [
         str(e["message"])
         for e in c.api.list("events", "default")
-        if e.get("reason") == "FailedMount" and e["involvedObject"]["name"] == pod
+        if e.get("reason") == reason and e["involvedObject"]["name"] == pod
     ]
 
 
@@ -379,14 +379,18 @@ async def test_a_local_block_volume_is_the_containers_device_and_host_path_is_re
             f'MapVolume.MapPodDevice failed for volume "pv-dir" : path "{short_tmp}" is not '
             "a block device"
         )
-        await c.wait_for(lambda: not_block in failed_mounts(c, "on-dir"), timeout=30)
+        await c.wait_for(
+            lambda: not_block in failed_mounts(c, "on-dir", "FailedMapVolume"), timeout=30
+        )
         block_volume(c, "host", "pv-host", {"hostPath": {"path": str(device)}})
         device_pod(c, "on-host", "host")
         no_mapper = (
             "MapVolume.FindMapperPluginBySpec failed to find BlockVolumeMapper plugin. "
             'Volume plugin is nil. for volume "pv-host"'
         )
-        await c.wait_for(lambda: no_mapper in failed_mounts(c, "on-host"), timeout=30)
+        await c.wait_for(
+            lambda: no_mapper in failed_mounts(c, "on-host", "FailedMapVolume"), timeout=30
+        )
         assert c.phase("on-dir") == c.phase("on-host") == "Pending"
         c.api.delete("pods", "default", "raw", grace=0)
         await c.wait_for(lambda: not os.path.lexists(link), timeout=60)
