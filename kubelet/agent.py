@@ -57,7 +57,6 @@ from kubelet.cm import CmParts, ContainerManager, NodeResources, run_container_m
 from kubelet.config import POD_READY_TO_START_CONTAINERS_CONDITION, ConfigError, Options, features
 from kubelet.cri import ImageClient, RuntimeClient, connect, wait_until_answering
 from kubelet.csi import CsiDrivers, CsiHandler, NodeInfoManager
-from kubelet.debug import claim_socket_path, serve_console
 from kubelet.env import ServiceStore, run_services
 from kubelet.errors import FATAL_EXIT_CODE, FatalError
 from kubelet.events import NORMAL, ApiEvents, EventRecorder, node_ref, run_event_recorder
@@ -338,7 +337,7 @@ async def run(
         addresses = await _serve(root, core, node_handle, lifecycle, stats, prober, cm)
         parts = Components(core, inputs, lifecycle, cm, services, addresses, collectors, eviction)
         if options.debug_console_socket:
-            await root.start(serve_console, options.debug_console_socket, parts, api)
+            await _start_console(root, options.debug_console_socket, parts, api)
         recorder.record(node_ref(node.name), NORMAL, "Starting", "Starting kubelet.")
         log.info("kubelet %s started: node %s", version_line(), node.name)
         task_status.started(parts)
@@ -523,6 +522,15 @@ def _register_state_metrics(
             lambda: working_pods(lifecycle.workers.workers.values(), desired.__contains__),
         )
     )
+
+
+async def _start_console(
+    nursery: trio.Nursery, path: str, parts: Components, api: object | None
+) -> None:
+    """The debug console, imported only when its socket is asked for."""
+    from kubelet.debug import serve_console
+
+    await nursery.start(serve_console, path, parts, api)
 
 
 async def _serve(
@@ -839,6 +847,8 @@ def start(options: Options) -> int:
     connection = None
     try:
         if options.debug_console_socket:
+            from kubelet.debug import claim_socket_path
+
             claim_socket_path(options.debug_console_socket)
         if options.kubeconfig and not options.bootstrap_kubeconfig:
             from kubelet.api import load_kubeconfig

@@ -16,17 +16,10 @@ from typing import Any
 
 import attrs
 import trio
-from prometheus_client import (
-    CollectorRegistry,
-    Counter,
-    Gauge,
-    Histogram,
-    ProcessCollector,
-    disable_created_metrics,
-    generate_latest,
-)
 from prometheus_client.core import GaugeMetricFamily, Metric
-from prometheus_client.registry import Collector
+from prometheus_client.metrics import Counter, Gauge, Histogram, disable_created_metrics
+from prometheus_client.process_collector import ProcessCollector
+from prometheus_client.registry import Collector, CollectorRegistry
 
 from kubelet.api import Pod
 from kubelet.cri import ContainerRunState, RuntimePodStatus, SandboxState
@@ -174,6 +167,8 @@ _BARE_TYPE_LINE = re.compile(rb"^# TYPE (\S+) untyped$", re.MULTILINE)
 def exposition(registry: CollectorRegistry, bare: Iterable[str] = BARE_COUNTERS) -> bytes:
     """The text format of ``registry`` (what ``/metrics`` serves), the families named in
     ``bare`` typed ``counter``."""
+    from prometheus_client.exposition import generate_latest  # the text format, on first scrape
+
     names = {n.encode() for n in bare}
     text = generate_latest(registry)
     if not names:

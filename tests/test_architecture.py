@@ -390,7 +390,9 @@ LIGHT_ENTRIES = {
         "kubelet.api.client",
     ),
     # a standalone kubelet (no kubeconfig, ports off) never loads the API client, TLS
-    # bootstrap, the HTTP servers' apps and authentication, or httpx's command line
+    # bootstrap, the HTTP servers' apps and authentication, or httpx's command line; nor
+    # prometheus_client's exposition servers (kubelet/lazyinit.py), the HTTP probe client
+    # (h11) or the debug console before they are used
     "import kubelet.agent": (
         "httpx",
         "cryptography",
@@ -399,6 +401,11 @@ LIGHT_ENTRIES = {
         "kubelet.node.certificates",
         "kubelet.server.app",
         "kubelet.server.auth",
+        "prometheus_client.exposition",
+        "http.server",
+        "urllib.request",
+        "h11",
+        "kubelet.debug",
     ),
     # ``kubelet debug`` is a socket client: the console's helpers name the pod lifecycle's
     # types for mypy only

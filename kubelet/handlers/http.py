@@ -30,7 +30,6 @@ import zlib
 from collections.abc import Iterator
 
 import attrs
-import h11
 import trio
 
 from kubelet.api import Container, HTTPGetAction, Probe
@@ -277,6 +276,8 @@ class HttpGetter:
 
     async def _round_trip(self, request: HttpGetRequest, max_body: int) -> _Reply:
         """One GET on a fresh connection."""
+        import h11  # on the first HTTP probe or hook: most nodes' pods have none
+
         url = urllib.parse.urlsplit(request.url)
         if url.scheme not in ("http", "https"):
             raise HttpGetError(
@@ -328,6 +329,8 @@ async def _converse(
     decompress: bool,
     max_body: int,
 ) -> _Reply:
+    import h11
+
     connection = h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_HEADER_BYTES)
     headers = list(request.headers)
     if request.header("Host") is None:

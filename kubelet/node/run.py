@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 import trio
-from prometheus_client import CollectorRegistry
+from prometheus_client.registry import CollectorRegistry
 
 from kubelet.api import NODES, ApiError, NodeAddress, Taint
 from kubelet.cm import ContainerManager

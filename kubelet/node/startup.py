@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Gauge
+from prometheus_client.metrics import Gauge
+from prometheus_client.registry import CollectorRegistry
 
 
 def _gauge(registry: CollectorRegistry, name: str, text: str) -> Gauge:

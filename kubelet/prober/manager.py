@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 import attrs
 import trio
-from prometheus_client import CollectorRegistry
+from prometheus_client.registry import CollectorRegistry
 
 from kubelet.api import Container, Pod, is_restartable_init_container
 from kubelet.cri import ContainerInfo, ContainerRunState, RuntimePodStatus

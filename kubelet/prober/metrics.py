@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import contextlib
 
-from prometheus_client import CollectorRegistry, Counter
+from prometheus_client.metrics import Counter
+from prometheus_client.registry import CollectorRegistry
 
 from .results import ProbeKind, Result
 

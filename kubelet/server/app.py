@@ -19,7 +19,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client.registry import CollectorRegistry
 
 from kubelet.api import to_wire
 from kubelet.boundedio import RunSync, in_thread

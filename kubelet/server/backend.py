@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 import attrs
-from prometheus_client import CollectorRegistry
+from prometheus_client.registry import CollectorRegistry
 
 from kubelet.api import Pod
 from kubelet.cri import ImageClient, RuntimeClient

@@ -50,9 +50,9 @@ import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
-from prometheus_client.registry import Collector
+from prometheus_client.exposition import generate_latest
+from prometheus_client.registry import Collector, CollectorRegistry
 
 from kubelet.goformat import parse_time
 from kubelet.stats import CgroupFigures, CgroupSpec, Figures, spec_memory_value

@@ -21,7 +21,8 @@ import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client.metrics import Counter, Gauge
+from prometheus_client.registry import CollectorRegistry
 
 from kubelet.config import FLAGS, shown_default
 from kubelet.logs import set_verbosity

@@ -25,7 +25,7 @@ import contextlib
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 
-from prometheus_client import CollectorRegistry
+from prometheus_client.registry import CollectorRegistry
 
 from kubelet.api import ApiClient, ClusterConnection, NodeAddress
 from kubelet.config import Options, features

@@ -20,9 +20,9 @@ import math
 from collections.abc import Callable, Iterator
 
 import attrs
-from prometheus_client import CollectorRegistry, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
-from prometheus_client.registry import Collector
+from prometheus_client.metrics import Histogram
+from prometheus_client.registry import Collector, CollectorRegistry
 
 __all__ = ["ROTATION_BUCKETS", "ManagerMetrics", "client_metrics", "server_metrics"]
 

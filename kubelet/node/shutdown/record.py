@@ -16,7 +16,8 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from prometheus_client import CollectorRegistry, Gauge
+from prometheus_client.metrics import Gauge
+from prometheus_client.registry import CollectorRegistry
 
 from kubelet.goformat import parse_rfc3339, rfc3339
 

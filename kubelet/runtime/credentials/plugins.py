@@ -44,9 +44,9 @@ from typing import Any
 import attrs
 import trio
 import yaml
-from prometheus_client import CollectorRegistry, Histogram
 from prometheus_client.core import Metric
-from prometheus_client.registry import Collector
+from prometheus_client.metrics import Histogram
+from prometheus_client.registry import Collector, CollectorRegistry
 
 from kubelet.boundedio import (
     InputRefused,

@@ -35,3 +35,19 @@ def test_thresholds_from_the_environment(
     monkeypatch.setenv("KUBELET_GC_THRESHOLDS", "1234,5,6")
     process.tune_garbage_collector()
     assert gc.get_threshold() == (1234, 5, 6)
+
+
+def test_generated_methods_source_lines_are_dropped(restored_gc: None) -> None:
+    import linecache
+
+    import attrs
+
+    @attrs.frozen
+    class Generated:
+        value: int
+
+    generated = [name for name in linecache.cache if name.startswith("<attrs generated")]
+    assert generated
+    process.freeze_long_lived()
+    assert not [name for name in linecache.cache if name.startswith("<attrs generated")]
+    assert Generated(1).value == 1

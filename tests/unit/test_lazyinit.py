@@ -1,0 +1,84 @@
+"""A package whose ``__init__`` is deferred: submodules load alone, the ``__init__`` runs
+once on the first name it defines."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kubelet.lazyinit import defer_package_init
+
+INIT = """\
+import sys
+sys.modules[__name__].runs = getattr(sys.modules[__name__], "runs", 0) + 1
+from . import heavy
+from .light import VALUE as EXPORTED
+"""
+
+
+@pytest.fixture
+def package(tmp_path: Path) -> Iterator[str]:
+    name = f"lazypkg_{tmp_path.name.replace('-', '_')}"
+    root = tmp_path / name
+    root.mkdir()
+    (root / "__init__.py").write_text(INIT)
+    (root / "light.py").write_text("VALUE = 42\n")
+    (root / "heavy.py").write_text("LOADED = True\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        yield name
+    finally:
+        sys.path.remove(str(tmp_path))
+        for module in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
+            del sys.modules[module]
+
+
+def test_a_submodule_loads_without_the_package_init(package: str) -> None:
+    defer_package_init(package)
+    light = __import__(f"{package}.light", fromlist=["VALUE"])
+    assert light.VALUE == 42
+    assert f"{package}.heavy" not in sys.modules
+    assert "runs" not in vars(sys.modules[package])
+
+
+def test_the_first_name_of_the_package_runs_its_init_once(package: str) -> None:
+    defer_package_init(package)
+    module = sys.modules[package]
+    assert module.EXPORTED == 42
+    assert module.runs == 1
+    assert f"{package}.heavy" in sys.modules
+    assert module.heavy.LOADED is True
+    assert module.runs == 1
+    with pytest.raises(AttributeError):
+        _ = module.missing
+
+
+def test_an_imported_package_is_left_alone(package: str) -> None:
+    __import__(package)
+    before = sys.modules[package]
+    defer_package_init(package)
+    assert sys.modules[package] is before
+    assert before.runs == 1
+
+
+def test_the_kubelet_metrics_work_without_the_exposition_until_a_scrape() -> None:
+    import subprocess
+
+    code = (
+        "import sys; from kubelet.metrics import KubeletMetrics, exposition; "
+        "r = KubeletMetrics('node').registry; "
+        "before = 'http.server' in sys.modules; text = exposition(r); "
+        "print(before, b'kubelet_' in text, 'prometheus_client.exposition' in sys.modules)"
+    )
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
+        check=False,
+    )
+    assert done.stdout.split() == ["False", "True", "True"], done.stderr
