@@ -32,7 +32,11 @@ log = logging.getLogger(__name__)
 
 REGISTRY_DIR = "plugins_registry"
 RECONCILE_PERIOD = 1.0
-"""seconds between scans (upstream's reconciler period)"""
+"""seconds between scans while a registration is under way or due again, or with no
+inotify watch (upstream's reconciler period)"""
+RESCAN_PERIOD = 60.0
+"""seconds between scans at rest with the inotify watch, which wakes the scan on any
+change: a safety net (a watch lost with its directory), not a poll"""
 CALL_TIMEOUT = 10.0
 """seconds a plugin has to answer GetInfo or NotifyRegistrationStatus"""
 REGISTER_TIMEOUT = 60.0
@@ -118,9 +122,18 @@ class PluginWatcher:
             task_status.started(self)
             while True:
                 await self.reconcile(nursery)
-                with trio.move_on_after(RECONCILE_PERIOD):
+                with trio.move_on_after(self._period()):
                     await self._wake.wait()
                 self._wake = trio.Event()
+
+    def _period(self) -> float:
+        """How long to wait for a change before the next scan: a second while work is
+        pending (a registration under way, a retry to come) or without a watch; at rest,
+        the watch says when to look, and a scan a second would read the directory in a
+        worker thread for nothing."""
+        if not self.parts.watch_files or self._busy or self._retry:
+            return RECONCILE_PERIOD
+        return RESCAN_PERIOD
 
     async def _watch(self) -> None:
         """Wake the scan on any change in the registry directory."""
@@ -128,6 +141,7 @@ class PluginWatcher:
         mask = flags.CREATE | flags.DELETE | flags.MOVED_TO | flags.MOVED_FROM | flags.ATTRIB
         with inotify_simple.INotify(nonblocking=True) as inotify:
             inotify.add_watch(self.directory, mask)
+            self._wake.set()  # a socket made before the watch began is found now
             while True:
                 await trio.lowlevel.wait_readable(inotify.fileno())
                 with contextlib.suppress(BlockingIOError):

@@ -49,6 +49,8 @@ __all__ = [
 SYSTEM_OOM = "SystemOOM"
 
 _FIRST = re.compile(r"invoked oom-killer:")
+_FIRST_BYTES = b"invoked oom-killer:"
+"""what a read must hold for an idle parser to look at it (``watch_kmsg``)"""
 _CONTAINER = re.compile(
     r"oom-kill:constraint=(.*),nodemask=(.*),cpuset=(.*),mems_allowed=(.*),"
     r"oom_memcg=([^ ]*?)(?: (.*))?,task_memcg=(.*),task=(.*),pid=(.*),uid=(.*)"
@@ -137,6 +139,11 @@ class OomParser:
 
     def __init__(self) -> None:
         self._current: OomInstance | None = None
+
+    @property
+    def idle(self) -> bool:
+        """No kill under way: only a record matching ``_FIRST`` can change that."""
+        return self._current is None
 
     def feed(self, record: KmsgRecord) -> OomInstance | None:
         line = record.message
@@ -229,6 +236,8 @@ async def watch_kmsg(
                 raise
             if not data:
                 return
+            if parser.idle and _FIRST_BYTES not in data:
+                continue  # the common case: a record no kill starts with, not decoded
             for record in parse_records(data.decode("utf-8", "replace"), started):
                 done = parser.feed(record)
                 if done is not None:

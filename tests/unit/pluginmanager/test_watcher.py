@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 import trio
@@ -11,6 +12,8 @@ import trio
 from kubelet.boundedio import inline
 from kubelet.pluginmanager import PluginParts, PluginRefused, PluginWatcher, run_plugin_manager
 from kubelet.testing.fakecsi import FakeRegistrar
+
+T = TypeVar("T")
 
 
 class Recorder:
@@ -190,3 +193,24 @@ async def test_hidden_files_and_other_files_are_not_plugins(
         await trio.sleep(5)
         assert handler.calls == [] and hidden.statuses == []
         assert watcher.registered == {}
+
+
+async def test_with_the_watch_an_unchanged_registry_is_not_read_every_second(
+    nursery: trio.Nursery, short_tmp: Path, registry: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    scans = 0
+
+    async def counting(fn: Callable[[], T]) -> T:
+        nonlocal scans
+        scans += 1
+        return fn()
+
+    handler = Recorder()
+    parts = PluginParts(root_dir=str(short_tmp), handlers={"CSIPlugin": handler}, io=counting)
+    await nursery.start(run_plugin_manager, parts)
+    await trio.sleep(30)
+    assert scans <= 3  # the first scan, the one once the watch began; not one a second
+    plugin = FakeRegistrar(registry, "a.example", "/run/a.sock")
+    async with plugin.serve():  # inotify's word wakes the scan
+        await wait_for(lambda: plugin.registered is True)
+    assert handler.calls == [("register", "a.example")]

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 import pytest
 import trio
 
+from kubelet.stats import oom
 from kubelet.stats.oom import (
     KmsgRecord,
     OomInstance,
@@ -199,3 +201,36 @@ async def test_watcher_reads_without_blocking_and_reports_kills(
         os.close(write_fd)
     (kill,) = kills
     assert (kill.pid, kill.process_name, kill.time) == (19667, "evil-program2", 101.0002)
+
+
+async def test_the_watcher_decodes_no_record_that_cannot_start_a_kill(
+    autojump_clock: trio.abc.Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    parsed: list[str] = []
+    real = oom.parse_records
+
+    def counting(data: str, boot_time: float) -> Iterator[KmsgRecord]:
+        parsed.append(data)
+        return real(data, boot_time)
+
+    monkeypatch.setattr(oom, "parse_records", counting)
+    read_fd, write_fd = os.pipe()
+    kills: list[OomInstance] = []
+    noise = [f"6,{i},{1000000 + i},-;eth0: port {i} entered forwarding state" for i in range(20)]
+    lines = [*noise, f"3,30,1000300,-;{START}", f"3,31,1000400,-;{END}", *noise]
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(lambda: watch_kmsg(kills.append, f"/proc/self/fd/{read_fd}"))
+            for line in lines:
+                await trio.sleep(0.05)
+                os.write(write_fd, (line + "\n").encode())
+            with trio.fail_after(5):
+                while not kills:
+                    await trio.sleep(0.01)
+            await trio.sleep(0.5)
+            nursery.cancel_scope.cancel()
+    finally:
+        os.close(read_fd)
+        os.close(write_fd)
+    assert [k.pid for k in kills] == [19667]
+    assert len(parsed) == 2  # the kill's start and the record after it, not the noise
