@@ -406,6 +406,9 @@ LIGHT_ENTRIES = {
         "urllib.request",
         "h11",
         "kubelet.debug",
+        "kubelet.cm.dra.dra_v1_api_pb2",
+        "kubelet.cm.dra.dra_v1beta1_api_pb2",
+        "kubelet.cm.dra.dra_health_v1alpha1_api_pb2",
     ),
     # ``kubelet debug`` is a socket client: the console's helpers name the pod lifecycle's
     # types for mypy only

@@ -5,7 +5,6 @@ plugin watcher's handler for "DRAPlugin" sockets (``pluginmanager.PluginHandler`
 ``plugin_handlers()`` hands it out. docs/dra.md is the user's page.
 """
 
-from . import dra_v1_api_grpc, dra_v1_api_pb2, dra_v1beta1_api_grpc, dra_v1beta1_api_pb2
 from .client import SERVICES, DraCallError, DraPlugin
 from .manager import RESOURCE_CLAIMS, DraManager, DraParts
 from .registration import RESOURCE_SLICES, WIPE_GRACE, DraRegistration
@@ -26,9 +25,5 @@ __all__ = [
     "DraParts",
     "DraPlugin",
     "DraRegistration",
-    "dra_v1_api_grpc",
-    "dra_v1_api_pb2",
-    "dra_v1beta1_api_grpc",
-    "dra_v1beta1_api_pb2",
     "start_dra",
 ]

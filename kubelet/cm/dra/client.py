@@ -10,6 +10,7 @@ retry period).
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
 from typing import Any
@@ -19,7 +20,6 @@ import trio
 
 from kubelet.cri import CriChannel, CriError
 
-from . import dra_v1_api_grpc, dra_v1_api_pb2, dra_v1beta1_api_grpc, dra_v1beta1_api_pb2
 from .state import Device
 
 V1 = "v1.DRAPlugin"
@@ -30,10 +30,17 @@ SERVICES: tuple[str, ...] = (V1, V1BETA1)
 CALL_TIMEOUT = 45.0
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 
-_STUBS: dict[str, tuple[ModuleType, Any]] = {
-    V1: (dra_v1_api_pb2, dra_v1_api_grpc.DRAPluginStub),
-    V1BETA1: (dra_v1beta1_api_pb2, dra_v1beta1_api_grpc.DRAPluginStub),
-}
+_GENERATED = {V1: "dra_v1_api", V1BETA1: "dra_v1beta1_api"}
+"""service -> the stem of its generated modules (``<stem>_pb2``, ``<stem>_grpc``)"""
+
+
+def service_modules(service: str) -> tuple[ModuleType, Any]:
+    """The messages module and the stub class of ``service``, imported with the first
+    driver that speaks it: a node without DRA drivers never loads them."""
+    stem = f"{__package__}.{_GENERATED[service]}"
+    grpc = importlib.import_module(f"{stem}_grpc")
+    return importlib.import_module(f"{stem}_pb2"), grpc.DRAPluginStub
+
 
 GrpcObserver = Callable[[str, str, str, float], None]
 """(driver, full gRPC method name, status code name, seconds):
@@ -100,7 +107,7 @@ class DraPlugin:
         self.service = service
         self.timeout = timeout
         self.observe = observe
-        self._pb, stub = _STUBS[service]
+        self._pb, stub = service_modules(service)
         self._channel = CriChannel(_endpoint(endpoint), max_message_bytes=MAX_MESSAGE_BYTES)
         self._stub_class = stub
         self._stub: Any = None

@@ -17,18 +17,19 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncGenerator, Callable
+from typing import TYPE_CHECKING
 
 import attrs
 import trio
 import trio_asyncio
-from grpclib.client import Channel
 from grpclib.const import Status
 from grpclib.exceptions import GRPCError
 
 from kubelet.cri import LimitedProtoCodec
 
-from . import dra_health_v1alpha1_api_pb2 as pb
-from .dra_health_v1alpha1_api_grpc import DRAResourceHealthStub
+if TYPE_CHECKING:
+    from . import dra_health_v1alpha1_api_pb2 as pb
+
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +41,8 @@ MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 MAX_HEALTH_MESSAGE = 1024
 """characters of a driver's message kept (a longer one ends in "...", as upstream)"""
 HEALTHY, UNHEALTHY, UNKNOWN = "Healthy", "Unhealthy", "Unknown"
-_NAMES = {pb.HEALTHY: HEALTHY, pb.UNHEALTHY: UNHEALTHY}
+_NAMES = {1: HEALTHY, 2: UNHEALTHY}
+"""HealthStatus values of the health API (0 is UNKNOWN)"""
 
 DeviceKey = tuple[str, str, str]
 """(driver, pool, device)"""
@@ -116,7 +118,13 @@ class HealthCache:
 
 async def _stream(endpoint: str) -> AsyncGenerator[pb.NodeWatchResourcesResponse, None]:
     """The driver's health lists until the stream ends (grpclib on the trio-asyncio loop,
-    each step awaited from Trio so cancelling the reader resets the stream)."""
+    each step awaited from Trio so cancelling the reader resets the stream). The health
+    API's modules load with the first driver that offers it."""
+    from grpclib.client import Channel
+
+    from . import dra_health_v1alpha1_api_pb2 as pb
+    from .dra_health_v1alpha1_api_grpc import DRAResourceHealthStub
+
     path = endpoint.removeprefix("unix://")
     channel = Channel(path=path, codec=LimitedProtoCodec(MAX_MESSAGE_BYTES))
     aio = trio_asyncio.aio_as_trio

@@ -89,3 +89,10 @@ def test_reply_decoding_negative_timeout_and_long_message() -> None:
     assert (a.health, a.timeout) == ("Unhealthy", 0.0)  # negative: the default
     assert len(a.message) == 1024 and a.message.endswith("x...")
     assert got[("pool", "b")] == DeviceHealth("Healthy", "fine", 90.0)
+
+
+def test_the_health_names_follow_the_generated_enum() -> None:
+    from kubelet.cm.dra import health
+
+    assert health._NAMES == {pb.HEALTHY: health.HEALTHY, pb.UNHEALTHY: health.UNHEALTHY}
+    assert pb.UNKNOWN not in health._NAMES
