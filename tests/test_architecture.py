@@ -409,6 +409,7 @@ LIGHT_ENTRIES = {
         "kubelet.cm.dra.dra_v1_api_pb2",
         "kubelet.cm.dra.dra_v1beta1_api_pb2",
         "kubelet.cm.dra.dra_health_v1alpha1_api_pb2",
+        "jeepney",
     ),
     # ``kubelet debug`` is a socket client: the console's helpers name the pod lifecycle's
     # types for mypy only

@@ -24,7 +24,12 @@ sandbox, removed after its teardown) and housekeeping (the orphan sweep) call.
 The systemd driver: ``slices`` (unit names and properties, pure), ``systemd`` (systemd's
 D-Bus API: StartTransientUnit, SetUnitProperties, StopUnit, JobRemoved) and ``driver``
 (the runtime's cgroup driver, from CRI RuntimeConfig, wins over the configured one).
+``SystemdBus`` loads on first use (``__getattr__``): a node on the cgroupfs driver never
+loads the D-Bus client.
 """
+
+import importlib
+from typing import TYPE_CHECKING
 
 from .driver import driver_from_runtime
 from .fs import CgroupError, CgroupFs
@@ -70,7 +75,7 @@ from .run import (
     run_cgroups,
 )
 from .swap import LIMITED_SWAP, NodeSwap
-from .systemd import SystemdAccess, SystemdBus
+from .systemdaccess import SystemdAccess
 from .values import (
     CPU_PERIOD,
     hugepage_limits,
@@ -128,3 +133,18 @@ __all__ = [
     "to_systemd",
     "whole",
 ]
+
+if TYPE_CHECKING:
+    from .systemd import SystemdBus
+
+_LAZY = {"SystemdBus": "systemd"}
+"""name -> the module that defines it, imported on first use (``__getattr__``)"""
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

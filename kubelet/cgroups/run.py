@@ -19,7 +19,7 @@ import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 import trio
@@ -43,7 +43,10 @@ from .manager import (
 from .names import CgroupName
 from .swap import NodeSwap, startup_swap, volumes_may_swap
 from .system import SystemCgroups
-from .systemd import HOST_SYSTEMD, SystemdAccess, SystemdBus, SystemdUnavailable
+from .systemdaccess import HOST_SYSTEMD, SystemdAccess, SystemdUnavailable
+
+if TYPE_CHECKING:
+    from .systemd import SystemdBus
 from .values import ResourceConfig
 from .version import CGROUP_V1, CGROUP_V1_MAINTENANCE, CgroupVersionFacts, check_cgroup_version
 
@@ -423,6 +426,8 @@ async def _open_systemd(nursery: trio.Nursery, access: SystemdAccess) -> Systemd
     """systemd's manager on the system bus, kept connected in ``nursery``; where systemd
     cannot be used, start-up stops naming ``cgroupDriver`` (upstream refuses it too)."""
     try:
+        from .systemd import SystemdBus  # the D-Bus client: the systemd driver only
+
         bus: SystemdBus = await nursery.start(SystemdBus(access).serve)
     except SystemdUnavailable as err:
         raise ConfigError.single("", "cgroupDriver", str(err)) from err

@@ -23,18 +23,16 @@ D-Bus error and fail the same way.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
-import attrs
 import trio
 from jeepney import DBusAddress, HeaderFields, MatchRule, MessageType, new_method_call
 from jeepney.bus_messages import message_bus
 from jeepney.io.trio import DBusConnection, open_dbus_connection
 
-from .fs import CgroupError
 from .slices import NOT_RUNNING, Property
+from .systemdaccess import HOST_SYSTEMD, SystemdAccess, SystemdError, SystemdUnavailable
 
 __all__ = [
     "HOST_SYSTEMD",
@@ -60,27 +58,6 @@ _MANAGER = DBusAddress(SYSTEMD_PATH, bus_name=SYSTEMD_NAME, interface=SYSTEMD_MA
 _JOB_REMOVED = MatchRule(
     type="signal", interface=SYSTEMD_MANAGER, member="JobRemoved", path=SYSTEMD_PATH
 )
-
-
-class SystemdError(CgroupError):
-    """A call to systemd failed; the message names the call and systemd's reason."""
-
-
-class SystemdUnavailable(SystemdError):
-    """systemd is not PID 1 here, or not on the system bus."""
-
-
-@attrs.frozen
-class SystemdAccess:
-    """Where the systemd driver finds systemd (tests: a private bus, a fake check)."""
-
-    bus: str = "SYSTEM"
-    """"SYSTEM" ($DBUS_SYSTEM_BUS_ADDRESS, else /run/dbus/system_bus_socket) or an address"""
-    running: Callable[[], bool] = Path("/run/systemd/system").is_dir
-    """upstream's test for systemd as PID 1: the directory systemd makes at boot"""
-
-
-HOST_SYSTEMD = SystemdAccess()
 
 
 class _Waiter:

@@ -39,7 +39,6 @@ from .lease import ApiLeases, LeaseController
 from .machine import MachineInfo
 from .registration import default_labels, initial_node, register
 from .shutdown import (
-    LogindBus,
     PodTerminator,
     PriorityPeriod,
     ShutdownManager,
@@ -255,6 +254,8 @@ def _shutdown_manager(parts: NodeParts) -> ShutdownManager | None:
     if options.features.enabled(SHUTDOWN_BY_POD_PRIORITY):  # upstream's enableMetrics
         record = ShutdownRecord(options.root_dir, parts.registry, wall_clock)
         record.load()
+    from .shutdown import LogindBus  # the D-Bus client: only with a grace period
+
     return ShutdownManager(
         groups,
         active_pods=parts.active_pods,

@@ -16,11 +16,15 @@ once when logind is absent and runs without it).
 Wiring: ``run_node`` runs the manager when a grace period is configured; ``handoff``
 sends the pods to stop to the pod lifecycle (``kubelet.pods.killer``), whose admission
 reads ``admit``; the node status reads ``shutdown_status``. ``record`` keeps
-upstream's state file and gauges of the last shutdown.
+upstream's state file and gauges of the last shutdown. ``LogindBus`` (the D-Bus client)
+loads on first use (``__getattr__``): a node without a grace period never loads it.
 """
 
+import importlib
+from typing import TYPE_CHECKING
+
 from .handoff import KillRequest, active_pods, kill_channel
-from .logind import LogindBus, LogindError, LogindUnavailable
+from .logindconf import LogindError, LogindUnavailable
 from .manager import PodTerminator, ShutdownManager, ShutdownPod, Termination
 from .plan import PriorityPeriod, periods
 from .record import ShutdownRecord
@@ -40,3 +44,18 @@ __all__ = [
     "kill_channel",
     "periods",
 ]
+
+if TYPE_CHECKING:
+    from .logind import LogindBus
+
+_LAZY = {"LogindBus": "logind"}
+"""name -> the module that defines it, imported on first use (``__getattr__``)"""
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

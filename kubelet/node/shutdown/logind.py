@@ -23,7 +23,6 @@ import logging
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 import trio
@@ -31,6 +30,8 @@ from jeepney import DBusAddress, HeaderFields, MatchRule, Properties, new_method
 from jeepney.bus_messages import message_bus
 from jeepney.io.trio import DBusConnection, DBusRouter, open_dbus_connection
 from jeepney.wrappers import DBusErrorResponse, unwrap_msg
+
+from .logindconf import LOGIND_DROPIN_DIR, LogindError, LogindUnavailable, override_inhibit_delay
 
 __all__ = [
     "LOGIND_DROPIN_DIR",
@@ -53,22 +54,12 @@ SYSTEM_BUS = "SYSTEM"
 INHIBIT_WHAT, INHIBIT_WHO = "shutdown", "kubelet"
 INHIBIT_WHY, INHIBIT_MODE = "Kubelet needs time to handle node shutdown", "delay"
 
-LOGIND_DROPIN_DIR = "/etc/systemd/logind.conf.d"
-LOGIND_DROPIN = "99-kubelet.conf"
 
 _LOGIND = DBusAddress(LOGIND_PATH, bus_name=LOGIND_NAME, interface=LOGIND_MANAGER)
 _SYSTEMD = DBusAddress(SYSTEMD_PATH, bus_name=SYSTEMD_NAME, interface=SYSTEMD_MANAGER)
 _SHUTDOWN_SIGNAL = MatchRule(
     type="signal", interface=LOGIND_MANAGER, member="PrepareForShutdown", path=LOGIND_PATH
 )
-
-
-class LogindError(Exception):
-    """A call to logind or systemd failed; the message says which and why."""
-
-
-class LogindUnavailable(LogindError):
-    """No system bus, or nobody owns org.freedesktop.login1 on it."""
 
 
 class LogindBus:
@@ -203,19 +194,3 @@ def _collapse(error: BaseException) -> BaseException:
     while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
         error = error.exceptions[0]
     return error
-
-
-def override_inhibit_delay(seconds: int, directory: str = LOGIND_DROPIN_DIR) -> Path:
-    """Write the logind drop-in that raises InhibitDelayMaxSec to ``seconds``."""
-    path = Path(directory) / LOGIND_DROPIN
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(f"# Kubelet logind override\n[Login]\nInhibitDelayMaxSec={seconds}\n")
-        tmp.chmod(0o644)
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise LogindError(
-            f"failed writing logind shutdown inhibit override file {path}: {exc}"
-        ) from None
-    return path

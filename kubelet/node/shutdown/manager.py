@@ -33,7 +33,7 @@ from typing import Protocol
 import attrs
 import trio
 
-from .logind import LOGIND_DROPIN_DIR, LogindError, LogindUnavailable, override_inhibit_delay
+from .logindconf import LOGIND_DROPIN_DIR, LogindError, LogindUnavailable, override_inhibit_delay
 from .plan import (
     NODE_NOT_READY_MESSAGE,
     NOT_ADMITTED_MESSAGE,
