@@ -532,6 +532,20 @@ async def resolve_env(
     return EnvResult(env=env, warnings=warnings)
 
 
+POD_IP_FIELDS = frozenset({"status.podIP", "status.podIPs"})
+
+
+def needs_pod_ip(container: Container) -> bool:
+    """Whether the container's environment reads the pod's IP (``status.podIP`` or
+    ``status.podIPs``): only then must it wait for the sandbox to be resolved."""
+    return any(
+        var.value_from is not None
+        and var.value_from.field_ref is not None
+        and var.value_from.field_ref.field_path in POD_IP_FIELDS
+        for var in container.env
+    )
+
+
 def expand_command(
     container: Container, env: Sequence[tuple[str, str]]
 ) -> tuple[list[str], list[str]]:

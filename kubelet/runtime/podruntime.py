@@ -63,10 +63,12 @@ from kubelet.env import (
     DNSWarning,
     EnvError,
     EnvLookup,
+    EnvResult,
     PodHostnameError,
     hosts_file_content,
     hosts_file_path,
     hosts_mount,
+    needs_pod_ip,
     resolve_command,
     resolve_env,
     should_mount_hosts_file,
@@ -94,6 +96,7 @@ from .images import ImageError, ImageManager, StatusesAhead
 from .isolation import Isolation, IsolationError, PodIsolation
 from .legacylogs import link_container_log
 from .resize import Resizer, ResizeResult
+from .startprep import Readied, StartsAhead
 from .teardown import PodTeardown, still_running
 
 log = logging.getLogger(__name__)
@@ -170,6 +173,8 @@ class _Target:
     volumes: PodVolumes | None
     ahead: StatusesAhead | None = None
     """image statuses read while the sandbox was created"""
+    ready: StartsAhead | None = None
+    """the first containers' starts readied while the sandbox was created"""
 
 
 @attrs.frozen(kw_only=True)
@@ -295,21 +300,68 @@ class PodRuntime:
         if actions.create_sandbox and plan.error is not None:
             self._sandbox_failed(pod, progress, plan.error)
             return progress.freeze()
-        sandbox_id, pod_ip, ahead = actions.sandbox_id, status.ip, None
-        async with trio.open_nursery() as nursery:
-            if actions.create_sandbox:
-                ahead = self.images.statuses_ahead()
-                if plan.error is None:
-                    ahead.start(nursery, _first_starts(pod, actions))
-                created = await self._create_sandbox(pod, actions.attempt, plan, progress)
-                if created is None:
+        sandbox_id, pod_ip, ahead, ready = actions.sandbox_id, status.ip, None, None
+        try:
+            async with trio.open_nursery() as nursery:
+                if actions.create_sandbox:
+                    ahead = self.images.statuses_ahead()
+                    if plan.error is None:
+                        ready = self._ready_ahead(nursery, pod, status, actions, plan, volumes)
+                        ahead.start(nursery, _first_starts(pod, actions))
+                    created = await self._create_sandbox(pod, actions.attempt, plan, progress)
+                    if created is None:
+                        if ready is not None:
+                            ready.cancel()
+                        return progress.freeze()
+                    sandbox_id, pod_ip = created
+                if not sandbox_id:
                     return progress.freeze()
-                sandbox_id, pod_ip = created
-            if not sandbox_id:
-                return progress.freeze()
-            where = _Target(sandbox_id, plan.config, pod_ip, volumes, ahead)
-            await self._start_containers(pod, status, actions, where, plan.error, progress)
+                where = _Target(sandbox_id, plan.config, pod_ip, volumes, ahead, ready)
+                await self._start_containers(pod, status, actions, where, plan.error, progress)
+        finally:
+            if ready is not None:
+                ready.discard()
         return progress.freeze()
+
+    def _ready_ahead(
+        self,
+        nursery: trio.Nursery,
+        pod: Pod,
+        status: RuntimePodStatus,
+        actions: PodActions,
+        plan: _SandboxPlan,
+        volumes: PodVolumes,
+    ) -> StartsAhead:
+        """Ready the first containers' starts while RunPodSandbox runs (``startprep``)."""
+        ready = StartsAhead()
+        made = functools.partial(self._make_ahead, pod, status, plan.config, volumes)
+        ready.start(nursery, _first_starts(pod, actions), made)
+        return ready
+
+    async def _make_ahead(
+        self,
+        pod: Pod,
+        status: RuntimePodStatus,
+        config: api.PodSandboxConfig,
+        volumes: PodVolumes,
+        container: Container,
+        readied: Readied,
+    ) -> None:
+        """What the container's start needs that the sandbox does not decide."""
+        if next_restart_count(status, container.name) is None:
+            readied.restart_count = await self._logged_restarts(config.log_directory, container)
+        try:
+            make_log_dir(os.path.join(config.log_directory, container.name))
+        except OSError as exc:
+            readied.log_dir_error = exc
+        readied.message_path = self._message_file(pod, container)
+        if not needs_pod_ip(container):
+            try:
+                env = await self._resolve_env(pod, container, "", volumes)
+                readied.command_args = await resolve_command(container, env.env)
+                readied.env = env
+            except EnvError as exc:
+                readied.env = exc
 
     async def _prepare_pod(self, pod: Pod, progress: _Progress) -> bool:
         """Every sync, first (upstream's SyncPod): the container manager's preparation,
@@ -550,7 +602,10 @@ class PodRuntime:
             progress.waiting[container.name] = (exc.reason, exc.message)
             progress.retry_in(exc.retry_after)
             return False
+        readied = await where.ready.take(container.name) if where.ready is not None else None
         restart_count = next_restart_count(status, container.name)
+        if restart_count is None and readied is not None:
+            restart_count = readied.restart_count
         if restart_count is None:
             restart_count = await self._logged_restarts(where.config.log_directory, container)
         namespaces = where.config.linux.security_context.namespace_options
@@ -562,9 +617,11 @@ class PodRuntime:
                 return False
             namespaces = target_namespaces(namespaces, target.id)
         config = await self._container_config(
-            pod, container, restart_count, image_ref, where, progress, namespaces
+            pod, container, restart_count, image_ref, where, progress, namespaces, readied
         )
         if config is None:
+            if readied is not None:
+                readied.drop_message_file()
             return False
         progress.acted = True
         cid = await self._create_and_start(pod, container, where, config, progress)
@@ -617,23 +674,20 @@ class PodRuntime:
         where: _Target,
         progress: _Progress,
         namespaces: api.NamespaceOption,
+        readied: Readied | None = None,
     ) -> api.ContainerConfig | None:
         """Environment, user check, mounts, security context: the CRI config, or None
         (CreateContainerConfigError, reported) when one of them fails. ``namespaces``:
-        the sandbox's, or an ephemeral container's with its target's PID namespace."""
+        the sandbox's, or an ephemeral container's with its target's PID namespace;
+        ``readied``: what was made while the sandbox was created."""
         try:
-            env = await resolve_env(
-                pod,
-                container,
-                node_name=self.node_name,
-                host_ips=self.dns.node_ips,
-                pod_ips=[where.pod_ip] if where.pod_ip else list(self.dns.node_ips),
-                node_allocatable=self.cm.allocatable,
-                lookup=self.env_lookup,
-                service_env=self.service_env(pod) if self.service_env is not None else None,
-                env_files=PodEnvFiles(pod, where.volumes) if self.env_files else None,
-            )
-            command_args = await resolve_command(container, env.env)
+            if readied is not None and readied.env is not None:
+                if isinstance(readied.env, EnvError):
+                    raise readied.env
+                env, command_args = readied.env, readied.command_args
+            else:
+                env = await self._resolve_env(pod, container, where.pod_ip, where.volumes)
+                command_args = await resolve_command(container, env.env)
         except EnvError as exc:
             self.recorder.record(
                 pod_ref(pod, container), WARNING, "Failed", f"Error: {exc.message}"
@@ -649,7 +703,7 @@ class PodRuntime:
             return None
         try:
             volume_mounts = self._container_mounts(
-                pod, container, where.volumes, env.env, where.config
+                pod, container, where.volumes, env.env, where.config, readied
             )
             return container_config(
                 pod,
@@ -661,7 +715,7 @@ class PodRuntime:
                 mounts=[
                     *volume_mounts,
                     *self._hosts_mounts(pod, container, where.pod_ip),
-                    *self._message_mounts(pod, container),
+                    *self._message_mounts(pod, container, readied),
                 ],
                 seccomp_profile_root=self._seccomp_root(),
                 seccomp_default=self.seccomp_default,
@@ -770,14 +824,19 @@ class PodRuntime:
         volumes: PodVolumes | None,
         env: Collection[tuple[str, str]],
         config: api.PodSandboxConfig,
+        readied: Readied | None = None,
     ) -> list[api.Mount]:
-        """The container's volume mounts and its log directory (0755, as upstream);
-        raises MountConfigError, which keeps the container in CreateContainerConfigError."""
+        """The container's volume mounts and its log directory (0755, as upstream; made
+        already when ``readied``); raises MountConfigError, which keeps the container in
+        CreateContainerConfigError."""
         mounts = []
         if self.volumes is not None and volumes is not None:
             mounts = self.volumes.mounts(pod, container, volumes, dict(env))
         try:
-            make_log_dir(os.path.join(config.log_directory, container.name))
+            if readied is None:
+                make_log_dir(os.path.join(config.log_directory, container.name))
+            elif readied.log_dir_error is not None:
+                raise readied.log_dir_error
         except OSError as exc:
             raise MountConfigError(
                 f"create container log directory for container {container.name} failed: {exc}"
@@ -816,18 +875,43 @@ class PodRuntime:
             return []
         return [hosts_mount(path)]
 
-    def _message_mounts(self, pod: Pod, container: Container) -> list[api.Mount]:
-        """The termination-message file, bind-mounted at terminationMessagePath."""
+    def _message_mounts(
+        self, pod: Pod, container: Container, readied: Readied | None = None
+    ) -> list[api.Mount]:
+        """The termination-message file (made already when ``readied``), bind-mounted
+        at terminationMessagePath."""
+        path = readied.message_path if readied is not None else self._message_file(pod, container)
+        return [message_mount(container, path)] if path is not None else []
+
+    def _message_file(self, pod: Pod, container: Container) -> str | None:
+        """A new termination-message file for the container; None: none wanted, or it
+        could not be made (upstream starts the container without it)."""
         if not (self.root_dir and container.termination_message_path):
-            return []
+            return None
         try:
-            host_path = create_message_file(self.root_dir, pod.uid, container.name)
+            return create_message_file(self.root_dir, pod.uid, container.name)
         except OSError as exc:
             log.warning(
                 "no termination message file for %s in %s: %s", container.name, pod.key, exc
             )
-            return []
-        return [message_mount(container, host_path)]
+            return None
+
+    async def _resolve_env(
+        self, pod: Pod, container: Container, pod_ip: str, volumes: PodVolumes | None
+    ) -> EnvResult:
+        """The container's environment (``pod_ip`` "" before the sandbox: the node's IPs
+        stand in, for containers whose environment does not read it)."""
+        return await resolve_env(
+            pod,
+            container,
+            node_name=self.node_name,
+            host_ips=self.dns.node_ips,
+            pod_ips=[pod_ip] if pod_ip else list(self.dns.node_ips),
+            node_allocatable=self.cm.allocatable,
+            lookup=self.env_lookup,
+            service_env=self.service_env(pod) if self.service_env is not None else None,
+            env_files=PodEnvFiles(pod, volumes) if self.env_files else None,
+        )
 
     def _crash_loop_remaining(
         self, pod: Pod, container: Container, status: RuntimePodStatus

@@ -25,6 +25,7 @@ from kubelet.env import (
     CREATE_CONTAINER_CONFIG_ERROR,
     EnvError,
     expand_env,
+    needs_pod_ip,
     pod_field_value,
     resolve_env,
     resource_field_value,
@@ -895,3 +896,20 @@ def test_command_and_args_share_one_bound() -> None:
 )
 def test_expansion_edges(text: str, expected: str) -> None:
     assert expand_env(text, {"A": "1"}) == expected
+
+
+@pytest.mark.parametrize(
+    ("path", "needed"),
+    [
+        ("status.podIP", True),
+        ("status.podIPs", True),
+        ("status.hostIP", False),
+        ("spec.nodeName", False),
+    ],
+)
+def test_only_the_pods_ip_fields_wait_for_the_sandbox(path: str, needed: bool) -> None:
+    container = Container(
+        name="c", env=[EnvVar(name="A", value="x"), EnvVar(name="B", value_from=field(path))]
+    )
+    assert needs_pod_ip(container) is needed
+    assert not needs_pod_ip(Container(name="c", env=[EnvVar(name="A", value="$(B)")]))
