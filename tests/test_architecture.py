@@ -392,7 +392,8 @@ LIGHT_ENTRIES = {
     # a standalone kubelet (no kubeconfig, ports off) never loads the API client, TLS
     # bootstrap, the HTTP servers' apps and authentication, or httpx's command line; nor
     # prometheus_client's exposition servers (kubelet/lazyinit.py), the HTTP probe client
-    # (h11) or the debug console before they are used
+    # (h11) or the debug console before they are used; nor, until a CSI driver registers,
+    # the CSI protobuf and its gRPC client
     "import kubelet.agent": (
         "httpx",
         "cryptography",
@@ -410,6 +411,8 @@ LIGHT_ENTRIES = {
         "kubelet.cm.dra.dra_v1beta1_api_pb2",
         "kubelet.cm.dra.dra_health_v1alpha1_api_pb2",
         "jeepney",
+        "kubelet.csi.csi_pb2",
+        "kubelet.csi.client",
     ),
     # ``kubelet debug`` is a socket client: the console's helpers name the pod lifecycle's
     # types for mypy only

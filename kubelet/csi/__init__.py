@@ -4,19 +4,27 @@ What the package offers: ``CsiHandler`` (the plugin watcher's "CSIPlugin" handle
 ``CsiDrivers`` (the registered drivers), ``NodeInfoManager`` (CSINode and the Node's
 ``csi.volume.kubernetes.io/nodeid`` annotation) and ``CsiClient`` (a driver's Node
 service over its socket).
+
+``CsiClient`` loads on first use (``__getattr__``), with the CSI protobuf and gRPC
+stubs: a kubelet that no CSI driver registers with never pays for them.
 """
 
-from .client import (
+import importlib
+from typing import TYPE_CHECKING
+
+from .drivers import CsiDrivers, CsiHandler, Driver, highest_version, unique_volume_name
+from .facts import (
     EXPAND_VOLUME,
     VOLUME_CONDITION,
-    CsiClient,
     NodeInfo,
     VolumeUsage,
     block_capability,
     capability,
 )
-from .drivers import CsiDrivers, CsiHandler, Driver, highest_version, unique_volume_name
 from .nodeinfo import CSINODES, NODE_ID_ANNOTATION, NodeInfoManager
+
+if TYPE_CHECKING:
+    from .client import CsiClient
 
 __all__ = [
     "CSINODES",
@@ -35,3 +43,16 @@ __all__ = [
     "highest_version",
     "unique_volume_name",
 ]
+
+_LAZY = {"CsiClient": "client"}
+"""name -> the module that defines it, imported on first use (``__getattr__``)"""
+
+
+def __getattr__(name: str) -> object:
+    """A lazy name: its module is imported when the name is first read, and kept."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

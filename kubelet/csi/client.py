@@ -9,75 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import attrs
-
 from kubelet.cri import CriChannel
 
 from . import csi_grpc as grpc
 from . import csi_pb2 as pb
+from .facts import NodeInfo, VolumeUsage
 
 OPERATION_TIMEOUT = 120.0
 INFO_TIMEOUT = 30.0
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
-
-STAGE_UNSTAGE_VOLUME = pb.NodeServiceCapability.RPC.STAGE_UNSTAGE_VOLUME
-GET_VOLUME_STATS = pb.NodeServiceCapability.RPC.GET_VOLUME_STATS
-VOLUME_MOUNT_GROUP = pb.NodeServiceCapability.RPC.VOLUME_MOUNT_GROUP
-VOLUME_CONDITION = pb.NodeServiceCapability.RPC.VOLUME_CONDITION
-EXPAND_VOLUME = pb.NodeServiceCapability.RPC.EXPAND_VOLUME
-
-
-@attrs.frozen
-class NodeInfo:
-    """NodeGetInfo's answer."""
-
-    node_id: str
-    max_volumes: int = 0
-    topology: Mapping[str, str] = attrs.field(factory=dict)
-
-
-@attrs.frozen
-class VolumeUsage:
-    """NodeGetVolumeStats' answer, in upstream's terms (None: not reported)."""
-
-    capacity_bytes: int | None = None
-    available_bytes: int | None = None
-    used_bytes: int | None = None
-    inodes: int | None = None
-    inodes_free: int | None = None
-    inodes_used: int | None = None
-    abnormal: bool | None = None
-    """the volume_condition's verdict (None: the driver gave none)"""
-    message: str = ""
-
-
-def capability(
-    read_only: bool, fs_type: str = "", mount_flags: tuple[str, ...] = ()
-) -> pb.VolumeCapability:
-    """A filesystem volume's capability: single-node writer, or reader-only."""
-    mode = (
-        pb.VolumeCapability.AccessMode.SINGLE_NODE_READER_ONLY
-        if read_only
-        else pb.VolumeCapability.AccessMode.SINGLE_NODE_WRITER
-    )
-    return pb.VolumeCapability(
-        mount=pb.VolumeCapability.MountVolume(fs_type=fs_type, mount_flags=list(mount_flags)),
-        access_mode=pb.VolumeCapability.AccessMode(mode=mode),
-    )
-
-
-def block_capability(read_only: bool) -> pb.VolumeCapability:
-    """A raw block volume's capability (volumeMode Block), with the access mode
-    ``capability`` gives a filesystem volume."""
-    mode = (
-        pb.VolumeCapability.AccessMode.SINGLE_NODE_READER_ONLY
-        if read_only
-        else pb.VolumeCapability.AccessMode.SINGLE_NODE_WRITER
-    )
-    return pb.VolumeCapability(
-        block=pb.VolumeCapability.BlockVolume(),
-        access_mode=pb.VolumeCapability.AccessMode(mode=mode),
-    )
 
 
 class CsiClient:

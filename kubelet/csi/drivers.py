@@ -11,14 +11,18 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import attrs
 
 from kubelet.cri import CriError
 from kubelet.pluginmanager import PluginRefused
 
-from .client import CsiClient, NodeInfo
+from .facts import NodeInfo
 from .nodeinfo import NodeInfoManager
+
+if TYPE_CHECKING:
+    from .client import CsiClient
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +114,9 @@ class CsiHandler:
             )
 
     async def register(self, name: str, endpoint: str, versions: Sequence[str]) -> None:
+        # the gRPC client and the CSI protobuf load with the first driver, not at start-up
+        from .client import CsiClient
+
         driver = Driver(name, endpoint, highest_version(versions), CsiClient(endpoint))
         try:
             driver.info = await driver.client.node_get_info()

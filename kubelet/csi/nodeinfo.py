@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from kubelet.api import NODES, AlreadyExists, Conflict, NotFound, PatchType, Resource
 
-from .client import NodeInfo
+from .facts import NodeInfo
 
 if TYPE_CHECKING:
     from kubelet.api import ApiClient

@@ -19,7 +19,6 @@ from kubelet.cri import CriError
 from kubelet.csi import (
     EXPAND_VOLUME,
     VOLUME_CONDITION,
-    CsiClient,
     CsiDrivers,
     VolumeUsage,
     capability,
@@ -57,6 +56,7 @@ from .sources import TokenSource
 
 if TYPE_CHECKING:
     from kubelet.api import ApiClient
+    from kubelet.csi import CsiClient
 
 log = logging.getLogger(__name__)
 
