@@ -411,6 +411,8 @@ LIGHT_ENTRIES = {
         "kubelet.cm.dra.dra_v1beta1_api_pb2",
         "kubelet.cm.dra.dra_health_v1alpha1_api_pb2",
         "jeepney",
+        "grpclib.health",
+        "kubelet.runtime.credentials.plugins",
         "kubelet.csi.csi_pb2",
         "kubelet.csi.client",
     ),

@@ -19,8 +19,6 @@ import trio_asyncio
 from grpclib.client import Channel
 from grpclib.const import Status
 from grpclib.exceptions import GRPCError
-from grpclib.health.v1.health_grpc import HealthStub
-from grpclib.health.v1.health_pb2 import HealthCheckRequest, HealthCheckResponse
 
 from kubelet.api import Probe
 from kubelet.cri import LimitedProtoCodec
@@ -44,6 +42,9 @@ MAX_ANSWER_BYTES = 4 << 20
 
 
 async def _check(host: str, port: int, service: str, progress: _Progress) -> int:
+    from grpclib.health.v1.health_grpc import HealthStub  # with the first gRPC probe
+    from grpclib.health.v1.health_pb2 import HealthCheckRequest
+
     channel = Channel(host, port, codec=LimitedProtoCodec(MAX_ANSWER_BYTES))
     try:
         await channel.__connect__()
@@ -76,6 +77,8 @@ async def check(host: str, port: int, service: str, timeout: float) -> ProbeOutc
             return ProbeOutcome(ProbeResult.FAILURE, f"error: health rpc probe failed: {exc}")
         except Exception as exc:  # grpclib protocol errors, a stream cut short
             return ProbeOutcome(ProbeResult.FAILURE, f"error: health rpc probe failed: {exc}")
+        from grpclib.health.v1.health_pb2 import HealthCheckResponse
+
         if status != HealthCheckResponse.SERVING:
             name = HealthCheckResponse.ServingStatus.Name(status)
             return ProbeOutcome(ProbeResult.FAILURE, f'service unhealthy (responded with "{name}")')

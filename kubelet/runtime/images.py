@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Awaitable, Callable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import attrs
 import trio
@@ -39,7 +39,6 @@ from kubelet.goformat import go_duration_ms
 from .credentials import (
     MalformedPullSecret,
     NodeCredentials,
-    PluginKeyring,
     PullCredential,
     PullRecords,
     SecretSource,
@@ -49,6 +48,9 @@ from .credentials import (
     redact,
     repository_of,
 )
+
+if TYPE_CHECKING:
+    from .credentials import PluginKeyring
 
 log = logging.getLogger(__name__)
 

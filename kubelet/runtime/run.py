@@ -39,9 +39,6 @@ from kubelet.volumes import (
 from .credentials import (
     ApiPullSecrets,
     NodeCredentials,
-    PluginKeyring,
-    PluginMetrics,
-    load_provider_config,
     pull_records,
 )
 from .images import ImageManager
@@ -54,6 +51,8 @@ from .userns import UserNamespaces
 
 if TYPE_CHECKING:
     from kubelet.api import ApiClient
+
+    from .credentials import PluginKeyring
 
 
 @attrs.frozen(kw_only=True)
@@ -226,6 +225,8 @@ def _credential_plugins(options: Options, metrics: KubeletMetrics) -> PluginKeyr
     )
     if not config and not bin_dir:
         return None
+    from .credentials import PluginKeyring, PluginMetrics, load_provider_config
+
     providers = load_provider_config(config, bin_dir)
     return PluginKeyring(
         providers,

@@ -1,10 +1,17 @@
-"""Image pull credentials: docker config files, the keyring, pull secrets, pull records."""
+"""Image pull credentials: docker config files, the keyring, pull secrets, pull records.
+
+The credential provider plugins (``PluginKeyring``, ``PluginMetrics``,
+``load_provider_config``) load on first use (``__getattr__``): only a kubelet given
+``--image-credential-provider-config`` uses them.
+"""
+
+import importlib
+from typing import TYPE_CHECKING
 
 from .apisecrets import ApiPullSecrets
 from .dockercfg import DockerConfigEntry, DockerConfigError, parse_dockercfg, parse_dockerconfigjson
 from .keyring import Keyring, repository_of, urls_match
 from .node import NodeCredentials
-from .plugins import PluginKeyring, PluginMetrics, load_provider_config
 from .pullrecords import PullRecords, pull_records
 from .secrets import (
     DOCKERCFG,
@@ -49,3 +56,22 @@ __all__ = [
     "repository_of",
     "urls_match",
 ]
+
+if TYPE_CHECKING:
+    from .plugins import PluginKeyring, PluginMetrics, load_provider_config
+
+_LAZY = {
+    "PluginKeyring": "plugins",
+    "PluginMetrics": "plugins",
+    "load_provider_config": "plugins",
+}
+"""name -> the module that defines it, imported on first use (``__getattr__``)"""
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
