@@ -1,5 +1,6 @@
-"""Import a library's submodules without running its package ``__init__`` until a name
-from the package itself is asked for.
+"""Loading on first use: a package face's lazy names (``lazy_names``), and a library's
+package ``__init__`` deferred until a name of the package itself is asked for
+(``defer_package_init``).
 
 prometheus_client's ``__init__`` imports every exposition path it offers (``http.server``,
 ``urllib.request``, ``wsgiref``, ``email``, the push gateway, ASGI): 58 modules and about
@@ -15,6 +16,8 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
+from collections.abc import Callable, Mapping
+from typing import Any
 
 
 def defer_package_init(name: str) -> None:
@@ -42,4 +45,22 @@ def defer_package_init(name: str) -> None:
     sys.modules[name] = package
 
 
-__all__ = ["defer_package_init"]
+def lazy_names(
+    package: str, table: Mapping[str, str], namespace: dict[str, Any]
+) -> Callable[[str], object]:
+    """A face's module ``__getattr__``: ``table`` maps each lazy name to the submodule that
+    defines it; the submodule is imported when the name is first read, and the value kept
+    in the face's ``namespace`` so later reads never come here."""
+
+    def first_read(name: str) -> object:
+        module = table.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(f"{package}.{module}"), name)
+        namespace[name] = value
+        return value
+
+    return first_read
+
+
+__all__ = ["defer_package_init", "lazy_names"]

@@ -1,7 +1,8 @@
 """Kubernetes API objects the kubelet reads and writes, and the one converter for them."""
 
-import importlib
 from typing import TYPE_CHECKING
+
+from kubelet.lazyinit import lazy_names as _lazy_names
 
 from . import sysctl
 from .converter import converter, from_wire, to_wire
@@ -331,11 +332,4 @@ _LAZY: dict[str, str] = {
 """name -> the module that defines it, imported on first use (``__getattr__``)"""
 
 
-def __getattr__(name: str) -> object:
-    """A lazy name: its module is imported when the name is first read, and kept."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = _lazy_names(__name__, _LAZY, globals())

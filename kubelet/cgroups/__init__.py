@@ -28,8 +28,9 @@ D-Bus API: StartTransientUnit, SetUnitProperties, StopUnit, JobRemoved) and ``dr
 loads the D-Bus client.
 """
 
-import importlib
 from typing import TYPE_CHECKING
+
+from kubelet.lazyinit import lazy_names as _lazy_names
 
 from .driver import driver_from_runtime
 from .fs import CgroupError, CgroupFs
@@ -141,10 +142,4 @@ _LAZY = {"SystemdBus": "systemd"}
 """name -> the module that defines it, imported on first use (``__getattr__``)"""
 
 
-def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = _lazy_names(__name__, _LAZY, globals())

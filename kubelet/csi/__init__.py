@@ -9,8 +9,9 @@ service over its socket).
 stubs: a kubelet that no CSI driver registers with never pays for them.
 """
 
-import importlib
 from typing import TYPE_CHECKING
+
+from kubelet.lazyinit import lazy_names as _lazy_names
 
 from .drivers import CsiDrivers, CsiHandler, Driver, highest_version, unique_volume_name
 from .facts import (
@@ -48,11 +49,4 @@ _LAZY = {"CsiClient": "client"}
 """name -> the module that defines it, imported on first use (``__getattr__``)"""
 
 
-def __getattr__(name: str) -> object:
-    """A lazy name: its module is imported when the name is first read, and kept."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = _lazy_names(__name__, _LAZY, globals())

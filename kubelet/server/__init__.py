@@ -8,8 +8,9 @@ The names load on first use (``__getattr__``): a kubelet with its ports off serv
 the pod-resources socket, and never pays for the HTTP apps, TLS and authentication.
 """
 
-import importlib
 from typing import TYPE_CHECKING
+
+from kubelet.lazyinit import lazy_names as _lazy_names
 
 from . import spdy
 
@@ -53,11 +54,4 @@ _LAZY = {
 """name -> the module that defines it, imported on first use (``__getattr__``)"""
 
 
-def __getattr__(name: str) -> object:
-    """A lazy name: its module is imported when the name is first read, and kept."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = _lazy_names(__name__, _LAZY, globals())

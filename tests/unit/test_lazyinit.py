@@ -82,3 +82,18 @@ def test_the_kubelet_metrics_work_without_the_exposition_until_a_scrape() -> Non
         check=False,
     )
     assert done.stdout.split() == ["False", "True", "True"], done.stderr
+
+
+def test_a_lazy_name_loads_its_module_on_first_read_and_is_kept(package: str) -> None:
+    from kubelet.lazyinit import lazy_names
+
+    __import__(package)
+    namespace: dict[str, object] = {}
+    first_read = lazy_names(package, {"VALUE": "light"}, namespace)
+    assert f"{package}.light" in sys.modules  # the package's own __init__ imported it
+    del sys.modules[f"{package}.light"]
+    assert first_read("VALUE") == 42
+    assert namespace == {"VALUE": 42}
+    assert f"{package}.light" in sys.modules
+    with pytest.raises(AttributeError, match="has no attribute 'OTHER'"):
+        first_read("OTHER")

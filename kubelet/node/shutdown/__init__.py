@@ -20,8 +20,9 @@ upstream's state file and gauges of the last shutdown. ``LogindBus`` (the D-Bus 
 loads on first use (``__getattr__``): a node without a grace period never loads it.
 """
 
-import importlib
 from typing import TYPE_CHECKING
+
+from kubelet.lazyinit import lazy_names as _lazy_names
 
 from .handoff import KillRequest, active_pods, kill_channel
 from .logindconf import LogindError, LogindUnavailable
@@ -52,10 +53,4 @@ _LAZY = {"LogindBus": "logind"}
 """name -> the module that defines it, imported on first use (``__getattr__``)"""
 
 
-def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = _lazy_names(__name__, _LAZY, globals())
