@@ -116,7 +116,15 @@ class RuntimeClient(ServiceClient):
         return resp.container_id
 
     async def start_container(self, container_id: str) -> None:
-        await self._unary("StartContainer", api.StartContainerRequest(container_id=container_id))
+        """Start a created container. A cancellation (a termination cutting the start
+        short, the kubelet stopping) waits for the answer, within the call's own deadline:
+        containerd 1.6 cancelled while it creates the task records the container exited
+        and keeps the task, and after that no CRI call removes the container or its
+        sandbox ("cannot delete running task")."""
+        request = api.StartContainerRequest(container_id=container_id)
+        with trio.CancelScope(shield=True):
+            await self._unary("StartContainer", request)
+        await trio.lowlevel.checkpoint_if_cancelled()
 
     async def stop_container(self, container_id: str, timeout: int) -> None:
         """Stop with ``timeout`` seconds of grace; the call's deadline allows for it."""
