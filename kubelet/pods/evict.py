@@ -41,15 +41,20 @@ class PodEvictor:
     syncer: KubeletPodSyncer
     rejected: dict[str, str]
     """the syncLoop's rejected pods (never active)"""
+    pods: PodManager
+    """the pods the sources want: a runtime orphan being torn down is none of them"""
 
     def active_pods(self) -> Sequence[Pod]:
         """Pods that hold, or will hold, the node's resources (``GetActivePods``), as
-        they run: ranked by their allocation's requests."""
+        they run: ranked by their allocation's requests. Only pods the pod manager holds,
+        as upstream: an orphan found on the runtime is stopped by housekeeping, never
+        chosen for eviction (nor waited for as its cleanup)."""
         allocated = self.syncer.allocations.allocated
         return [
             allocated(w.pod)
             for uid, w in self.workers.workers.items()
             if uid not in self.rejected
+            and uid in self.pods
             and not self.syncer.evicted(uid)
             and self.workers.is_active(uid)
         ]

@@ -62,7 +62,7 @@ class PodLifecycle:
     @property
     def evictor(self) -> PodEvictor:
         """The eviction manager's hold on the pods (active pods, the kill path)."""
-        return PodEvictor(self.workers, self.syncer, self.syncloop.rejected)
+        return PodEvictor(self.workers, self.syncer, self.syncloop.rejected, self.pods)
 
     @property
     def gc_view(self) -> PodGcView:

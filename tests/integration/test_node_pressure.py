@@ -283,3 +283,42 @@ async def test_emptydir_bytes_behind_many_files_are_still_evicted(
         assert status["message"] == 'Usage of EmptyDir volume "scratch" exceeds the limit "1Mi". '
         assert _running(c, "quiet") and not _running(c, "hider")
         nursery.cancel_scope.cancel()
+
+
+async def test_a_runtime_orphan_being_torn_down_is_never_chosen_for_eviction(
+    fake: FakeRuntime, tmp_path: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    api = FakeApiServer(epoch=EPOCH)
+    async with api.serve(), trio.open_nursery() as nursery:
+        c = Cluster(api, fake, tmp_path, nursery)
+        c.node = node = ScriptedNode(tmp_path / "host")
+        extra = _config(tmp_path, "evictionHard: {memory.available: 1Gi}\n")
+        await start_cluster_kubelet(c, extra=extra)
+        for name in ("orphan", "victim"):
+            c.create_pod(name, containers=[{"name": "app", "image": "busybox:1.35"}])
+        await c.wait_for(lambda: _running(c, "orphan") and _running(c, "victim"))
+        for name, working_set in (("orphan", 3 * GiB), ("victim", 2 * GiB)):
+            app = _app(c, name)
+            assert app is not None
+            app.working_set = working_set
+
+        # the kubelet dies; the pod's API object goes meanwhile: its containers are an
+        # orphan to the next kubelet, whose teardown of it hangs in StopContainer
+        assert c.scope is not None
+        c.scope.cancel()
+        await trio.sleep(1)
+        api.delete("pods", "default", "orphan", grace=0)
+        fake.faults.hang("StopContainer", times=1)
+        await start_cluster_kubelet(c, extra=extra)
+        await c.wait_for(lambda: fake.calls_of("StopContainer"))
+        assert _running(c, "orphan")  # its stop hangs
+        assert c.components is not None
+        active = c.components.lifecycle.evictor.active_pods()
+        assert [p.metadata.name for p in active] == ["victim"]  # GetActivePods: no orphan
+
+        node.set_memory(working_set=node.total_memory - 512 * MiB)
+        crossed = trio.current_time()
+        stopped = await c.wait_for(lambda: not _running(c, "victim"), timeout=60)
+        assert stopped - crossed <= 10.5  # the next pass, not after the orphan's wait
+        await c.wait_for(lambda: _status(c, "victim").get("reason") == "Evicted")
+        nursery.cancel_scope.cancel()
