@@ -357,8 +357,7 @@ class PodRuntime:
         readied.message_path = self._message_file(pod, container)
         if not needs_pod_ip(container):
             try:
-                env = await self._resolve_env(pod, container, "", volumes)
-                readied.command_args = await resolve_command(container, env.env)
+                env, readied.command_args = await self._env_and_command(pod, container, "", volumes)
                 readied.env = env
             except EnvError as exc:
                 readied.env = exc
@@ -686,8 +685,9 @@ class PodRuntime:
                     raise readied.env
                 env, command_args = readied.env, readied.command_args
             else:
-                env = await self._resolve_env(pod, container, where.pod_ip, where.volumes)
-                command_args = await resolve_command(container, env.env)
+                env, command_args = await self._env_and_command(
+                    pod, container, where.pod_ip, where.volumes
+                )
         except EnvError as exc:
             self.recorder.record(
                 pod_ref(pod, container), WARNING, "Failed", f"Error: {exc.message}"
@@ -896,12 +896,13 @@ class PodRuntime:
             )
             return None
 
-    async def _resolve_env(
+    async def _env_and_command(
         self, pod: Pod, container: Container, pod_ip: str, volumes: PodVolumes | None
-    ) -> EnvResult:
-        """The container's environment (``pod_ip`` "" before the sandbox: the node's IPs
-        stand in, for containers whose environment does not read it)."""
-        return await resolve_env(
+    ) -> tuple[EnvResult, tuple[list[str], list[str]]]:
+        """The container's environment, and its command and args expanded against it
+        (``pod_ip`` "" before the sandbox: the node's IPs stand in, for containers whose
+        environment does not read it)."""
+        env = await resolve_env(
             pod,
             container,
             node_name=self.node_name,
@@ -912,6 +913,7 @@ class PodRuntime:
             service_env=self.service_env(pod) if self.service_env is not None else None,
             env_files=PodEnvFiles(pod, volumes) if self.env_files else None,
         )
+        return env, await resolve_command(container, env.env)
 
     def _crash_loop_remaining(
         self, pod: Pod, container: Container, status: RuntimePodStatus
