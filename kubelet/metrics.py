@@ -181,6 +181,14 @@ def exposition(registry: CollectorRegistry, bare: Iterable[str] = BARE_COUNTERS)
     return _BARE_TYPE_LINE.sub(retype, text)
 
 
+def text_content_type() -> str:
+    """The ``Content-Type`` of the text format (the library's; its exposition module, and
+    what that imports, loads on the first scrape, not at start-up)."""
+    from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+    return CONTENT_TYPE_LATEST
+
+
 GATHER_BETWEEN_CHECKPOINTS = 8
 """Families collected between two checkpoints of a scrape."""
 

@@ -416,6 +416,21 @@ LIGHT_ENTRIES = {
         "kubelet.csi.csi_pb2",
         "kubelet.csi.client",
     ),
+    # the TLS port of a standalone kubelet: the self-signed pair is made by a child process,
+    # client certificates are read with cryptography only when one arrives, the metrics'
+    # text format loads with the first scrape, and certificate rotation's modules (httpx,
+    # the API client) only when it is configured
+    "import kubelet.agent; import kubelet.server.app, kubelet.server.auth, "
+    "kubelet.server.servingcert, kubelet.server.tlsreload, kubelet.server.tlsprofile, "
+    "kubelet.server.connection": (
+        "cryptography",
+        "httpx",
+        "kubelet.api.client",
+        "kubelet.node.certificates.bootstrap",
+        "prometheus_client.exposition",
+        "http.server",
+        "urllib.request",
+    ),
     # ``kubelet debug`` is a socket client: the console's helpers name the pod lifecycle's
     # types for mypy only
     "from kubelet.debug import main": ("kubelet.agent", "kubelet.pods.run", "kubelet.cri.runtime"),

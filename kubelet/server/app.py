@@ -19,7 +19,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
-from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.registry import CollectorRegistry
 
 from kubelet.api import to_wire
@@ -27,7 +26,7 @@ from kubelet.boundedio import RunSync, in_thread
 from kubelet.config import KubeletConfiguration, encode
 from kubelet.cri import CriError, api, labels
 from kubelet.logs import get_logger
-from kubelet.metrics import KubeletMetrics, scrape
+from kubelet.metrics import KubeletMetrics, scrape, text_content_type
 from kubelet.stats import HostStats, SummaryProvider, cgroup_figures
 from kubelet.tracing import NO_TRACER, Tracer
 
@@ -221,7 +220,7 @@ class KubeletApp:
             return zpages.statusz(request, self.started)
         if path == "/metrics/slis" and self.slis is not None:
             sli_text = await scrape(self.slis.registry, self.metrics_io)
-            return Response(200, sli_text, CONTENT_TYPE_LATEST)
+            return Response(200, sli_text, text_content_type())
         if path == "/debug/flags/v" and self.debugging and self.debug_flags:
             return zpages.set_verbosity_handler(request, await _body(request))
         if path.startswith("/metrics"):
@@ -246,7 +245,7 @@ class KubeletApp:
             except CriError as exc:
                 log.error("resource metrics: cannot read stats", exc_info=exc)
                 summary = None
-            return Response(200, resource_metrics(summary), CONTENT_TYPE_LATEST)
+            return Response(200, resource_metrics(summary), text_content_type())
         elif path == "/metrics/cadvisor":
             return await self._cadvisor()
         else:
@@ -254,7 +253,7 @@ class KubeletApp:
         text = await scrape(registry, self.metrics_io)
         if path == "/metrics":
             text += volume_stats_text(await self.stats.claim_volume_rows())
-        return Response(200, text, CONTENT_TYPE_LATEST)
+        return Response(200, text, text_content_type())
 
     async def _cadvisor(self) -> Response:
         try:
@@ -274,7 +273,7 @@ class KubeletApp:
         body = cadvisor_metrics(
             summary, cores, memory, self.root_dir, figures, self.stats.wall_clock()
         )
-        return Response(200, body, CONTENT_TYPE_LATEST)
+        return Response(200, body, text_content_type())
 
     async def _debug(self, request: Request) -> Response | StreamResponse | None:
         path = request.path

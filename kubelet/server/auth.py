@@ -26,8 +26,6 @@ from typing import Generic, TypeVar
 
 import attrs
 import trio
-from cryptography import x509
-from cryptography.x509.oid import NameOID
 
 from kubelet.config import KubeletConfiguration
 
@@ -154,7 +152,13 @@ class TTLCache(Generic[K, V]):
 
 
 def user_from_certificate(der: bytes) -> User:
-    """The user a verified client certificate names: CN, and O as groups."""
+    """The user a verified client certificate names: CN, and O as groups.
+
+    cryptography loads with the first client certificate: a kubelet nobody reaches with
+    one (a standalone node) never carries its native code."""
+    from cryptography import x509
+    from cryptography.x509.oid import NameOID
+
     cert = x509.load_der_x509_certificate(der)
     names = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
     orgs = cert.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)

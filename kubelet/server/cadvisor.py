@@ -51,10 +51,10 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
-from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from kubelet.goformat import parse_time
+from kubelet.metrics import exposition
 from kubelet.stats import CgroupFigures, CgroupSpec, Figures, spec_memory_value
 
 from .cadvisorextra import ExtraFamilies
@@ -408,4 +408,4 @@ def cadvisor_metrics(
     registry = CollectorRegistry()
     when = time.time() if now is None else now
     registry.register(_Collector(summary, cores, memory, root_dir, figures or {}, when))
-    return generate_latest(registry)
+    return exposition(registry, bare=())

@@ -1,37 +1,29 @@
-"""The serving certificate of the TLS port: configured files, or a self-signed pair.
+"""The self-signed serving certificate, as upstream makes it when none is configured.
 
-As upstream: with neither ``tlsCertFile`` nor ``tlsPrivateKeyFile`` set, the kubelet uses
-``<cert-dir>/kubelet.crt`` and ``kubelet.key``, creating them on first start: a one-year
-serving certificate for the node's hostname (``<host>@<unix time>``), signed by a
-throwaway CA (``<host>-ca@<unix time>``) whose certificate follows it in ``kubelet.crt``.
-Existing files are reused, so clients that pinned the certificate keep working.
+A one-year serving certificate for the node's hostname (``<host>@<unix time>``), signed by
+a throwaway CA (``<host>-ca@<unix time>``) whose certificate follows it in the chain.
+
+The kubelet runs this module as a child process (``servingcert``), once, when
+``<cert-dir>/kubelet.crt`` is absent: cryptography and its 6 MiB of native code then never
+load into the long-lived kubelet, which serves the pair with ``ssl`` alone.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import ipaddress
-import logging
 import os
+import sys
 from pathlib import Path
 
-import attrs
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-log = logging.getLogger(__name__)
-
 VALIDITY = dt.timedelta(days=365)
 BACKDATE = dt.timedelta(hours=1)
 """Valid from an hour ago, so small clock skew between hosts does not matter."""
-
-
-@attrs.frozen
-class ServingCert:
-    cert_file: str
-    key_file: str
 
 
 def _name(common_name: str) -> x509.Name:
@@ -111,17 +103,28 @@ def _write(path: Path, data: bytes, mode: int) -> None:
     os.replace(tmp, path)
 
 
-def serving_cert(cert_file: str, key_file: str, cert_dir: str, host: str) -> ServingCert:
-    """The files to serve with: the configured ones, else ``cert_dir``'s, created if absent."""
-    if cert_file or key_file:
-        return ServingCert(cert_file, key_file)
-    directory = Path(cert_dir)
-    crt, key = directory / "kubelet.crt", directory / "kubelet.key"
-    if crt.is_file() and key.is_file():
-        return ServingCert(str(crt), str(key))
-    directory.mkdir(parents=True, exist_ok=True)
+def write_self_signed(host: str, crt: Path, key: Path) -> None:
+    """Create ``crt`` and ``key`` for ``host`` (the key first: the pair is complete once
+    ``crt`` exists)."""
+    crt.parent.mkdir(parents=True, exist_ok=True)
     chain, key_pem = self_signed_pair(host)
     _write(key, key_pem, 0o600)
     _write(crt, chain, 0o644)
-    log.info("Generated self-signed serving certificate %s for %s", crt, host)
-    return ServingCert(str(crt), str(key))
+
+
+def main(argv: list[str]) -> int:
+    """``python -m kubelet.server.certs HOST CERT KEY``: what ``servingcert`` runs."""
+    if len(argv) != 3:
+        print("usage: python -m kubelet.server.certs HOST CERT KEY", file=sys.stderr)
+        return 2
+    host, crt, key = argv
+    try:
+        write_self_signed(host, Path(crt), Path(key))
+    except OSError as exc:
+        print(f"unable to write the self-signed serving certificate: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -10,10 +10,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
-from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from kubelet.goformat import parse_time
+from kubelet.metrics import exposition
 
 Json = dict[str, Any]
 
@@ -162,4 +162,4 @@ def resource_metrics(summary: Json | None) -> bytes:
     """The exposition text for a summary (None: the scrape failed)."""
     registry = CollectorRegistry()
     registry.register(_SummaryCollector(summary))
-    return generate_latest(registry)
+    return exposition(registry, bare=())

@@ -244,7 +244,7 @@ async def _main_tls(
     """The main port's TLS, with its watchers in ``nursery``: the configured (or a
     self-signed) serving certificate, or the serving certificate manager's pairs; the
     client CA bundle. Raises when what is configured does not load, as upstream stops."""
-    from .certs import serving_cert
+    from .servingcert import serving_cert
     from .tlsprofile import tls_profile
     from .tlsreload import CA_BUNDLE_LIMIT, PAIR_FILE_LIMIT, ServingTLS, read_files, watch_files
 
@@ -276,7 +276,7 @@ async def _main_tls(
             await _serve_pair(tls, current)
         nursery.start_soon(_follow, tls, updates)
         return tls.front
-    cert = serving_cert(
+    cert = await serving_cert(
         config.tls_cert_file, config.tls_private_key_file, options.cert_dir, options.node_name
     )
     files = [cert.cert_file, cert.key_file]

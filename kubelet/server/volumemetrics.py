@@ -15,8 +15,9 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from prometheus_client.core import GaugeMetricFamily
-from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import Collector, CollectorRegistry
+
+from kubelet.metrics import exposition
 
 Json = dict[str, Any]
 
@@ -68,4 +69,4 @@ def volume_stats_text(volume_rows: Iterable[Json]) -> bytes:
     """The exposition text of the claim volumes among ``volume_rows`` (summary rows)."""
     registry = CollectorRegistry()
     registry.register(_VolumeStats(volume_rows))
-    return generate_latest(registry)
+    return exposition(registry, bare=())

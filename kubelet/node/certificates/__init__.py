@@ -20,17 +20,15 @@ finish), ``serving`` (the listener's SSLContext follows the serving manager).
 Wiring: ``kubelet.agent`` runs ``bootstrap.load_client_cert`` before it opens the API
 client (with a ``RotatingTransport`` under ``rotateCertificates``); ``managers`` builds the
 two managers from the configuration, which run in ``run_node``'s nursery; ``serve``
-follows the serving manager.
+follows the serving manager. Only ``sslload`` loads with the package; every other name
+loads its module on first use (``__getattr__``).
 """
 
-from .bootstrap import BootstrapError, load_client_cert
-from .csr import CLIENT_SIGNER, SERVING_SIGNER, CertificateTemplate
-from .expiry import ClientCertificateWatch
-from .manager import CertificateManager
-from .managers import client_manager, serving_manager
+from typing import TYPE_CHECKING
+
+from kubelet.lazyinit import lazy_names as _lazy_names
+
 from .sslload import PAIR_FILE_LIMIT, load_cert_chain_pem, load_verify_pem
-from .store import CertKeyPair, FileStore
-from .transport import ClientRotation, RotatingTransport, transport_for
 
 __all__ = [
     "CLIENT_SIGNER",
@@ -51,3 +49,35 @@ __all__ = [
     "serving_manager",
     "transport_for",
 ]
+
+if TYPE_CHECKING:
+    from .bootstrap import BootstrapError, load_client_cert
+    from .csr import CLIENT_SIGNER, SERVING_SIGNER, CertificateTemplate
+    from .expiry import ClientCertificateWatch
+    from .manager import CertificateManager
+    from .managers import client_manager, serving_manager
+    from .store import CertKeyPair, FileStore
+    from .transport import ClientRotation, RotatingTransport, transport_for
+
+_LAZY = {
+    "BootstrapError": "bootstrap",
+    "load_client_cert": "bootstrap",
+    "CLIENT_SIGNER": "csr",
+    "SERVING_SIGNER": "csr",
+    "CertificateTemplate": "csr",
+    "ClientCertificateWatch": "expiry",
+    "CertificateManager": "manager",
+    "client_manager": "managers",
+    "serving_manager": "managers",
+    "CertKeyPair": "store",
+    "FileStore": "store",
+    "ClientRotation": "transport",
+    "RotatingTransport": "transport",
+    "transport_for": "transport",
+}
+"""name -> the module that defines it, imported on first use (``__getattr__``): the TLS
+port of a kubelet without certificate rotation or bootstrap reads only ``sslload``, and
+the rest pulls in cryptography, httpx and the API client."""
+
+
+__getattr__ = _lazy_names(__name__, _LAZY, globals())

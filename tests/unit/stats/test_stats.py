@@ -9,13 +9,14 @@ from pathlib import Path
 from typing import Any, cast
 
 import attrs
+import pytest
 import trio
 from cryptography import x509
 
 from kubelet.cri import CriError, ImageClient, RuntimeClient, Unimplemented, api
 from kubelet.goformat import rfc3339
 from kubelet.server.cadvisor import cadvisor_metrics
-from kubelet.server.certs import serving_cert
+from kubelet.server.servingcert import serving_cert
 from kubelet.stats import HostStats, Pacer, SummaryProvider, UsageReader, from_json
 from kubelet.stats.cgroupfigures import cgroup_figures
 from kubelet.stats.host import FsSample
@@ -255,8 +256,8 @@ async def test_failing_sandbox_list_is_asked_one_by_one(tmp_path: Path) -> None:
     assert pod["cpu"]["usageNanoCores"] == 7  # from PodSandboxStats of that sandbox
 
 
-def test_self_signed_serving_cert(tmp_path: Path) -> None:
-    cert = serving_cert("", "", str(tmp_path / "pki"), "node1")
+async def test_self_signed_serving_cert(tmp_path: Path) -> None:
+    cert = await serving_cert("", "", str(tmp_path / "pki"), "node1")
     assert cert.cert_file.endswith("kubelet.crt") and cert.key_file.endswith("kubelet.key")
     assert stat.S_IMODE(os.stat(cert.key_file).st_mode) == 0o600
     chain = x509.load_pem_x509_certificates(Path(cert.cert_file).read_bytes())
@@ -270,9 +271,17 @@ def test_self_signed_serving_cert(tmp_path: Path) -> None:
     assert days == 365
     # a second start reuses the pair
     before = Path(cert.cert_file).read_bytes()
-    assert serving_cert("", "", str(tmp_path / "pki"), "node1") == cert
+    assert await serving_cert("", "", str(tmp_path / "pki"), "node1") == cert
     assert Path(cert.cert_file).read_bytes() == before
-    assert serving_cert("/a.crt", "/a.key", "/nowhere", "node1").cert_file == "/a.crt"
+    assert (await serving_cert("/a.crt", "/a.key", "/nowhere", "node1")).cert_file == "/a.crt"
+
+
+async def test_a_serving_cert_that_cannot_be_written_stops_with_the_reason(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "pki").write_text("a file where the directory should be")
+    with pytest.raises(OSError, match="unable to create a self-signed serving certificate"):
+        await serving_cert("", "", str(tmp_path / "pki"), "node1")
 
 
 async def test_summary_reports_pod_volumes_and_counts_local_ones(tmp_path: Path) -> None:
