@@ -46,6 +46,7 @@ import os
 import platform
 import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -166,12 +167,19 @@ class Upstream:
     flags: tuple[str, ...] = ()
     """Extra flags its version needs (``--container-runtime=remote`` before 1.24)."""
 
-    def config(self, manifests: Path) -> str:
+    def config(self, manifests: Path, ports: tuple[int, int] | None = None) -> str:
         """Its KubeletConfiguration: what our kubelet's flags in the bench say, in fields
         every version since 1.20 reads (static pods, cgroupfs, no server, no read-only or
         healthz port, swap allowed), and a cgroup v1 host allowed (1.31 on; earlier
-        versions decode the unknown field leniently)."""
-        return (
+        versions decode the unknown field leniently). With ``ports`` (main, healthz), the
+        TLS port and healthz serve on loopback."""
+        served = (
+            "enableServer: false\nhealthzPort: 0\n"
+            if ports is None
+            else f"enableServer: true\naddress: 127.0.0.1\nport: {ports[0]}\n"
+            f"healthzBindAddress: 127.0.0.1\nhealthzPort: {ports[1]}\n"
+        )
+        return served + (
             "apiVersion: kubelet.config.k8s.io/v1beta1\n"
             "kind: KubeletConfiguration\n"
             f"staticPodPath: {manifests}\n"
@@ -180,8 +188,6 @@ class Upstream:
             "failCgroupV1: false\n"
             "cgroupDriver: cgroupfs\n"
             "readOnlyPort: 0\n"
-            "healthzPort: 0\n"
-            "enableServer: false\n"
             "authentication: {anonymous: {enabled: false}, webhook: {enabled: false}}\n"
             "authorization: {mode: AlwaysAllow}\n"
         )
@@ -204,6 +210,8 @@ class KubeletProcess:
     left to the kubelet of the real runtime (this one's orphan sweep would stop its pods)."""
     upstream: Upstream | None = None
     """Run this upstream kubelet binary instead of ours (no trace, its own config file)."""
+    ports: tuple[int, int] | None = None
+    """Serve the TLS port and healthz on these loopback ports (``--server``; None: off)."""
     proc: trio.Process | None = None
     startup: float = 0.0
 
@@ -239,9 +247,10 @@ class KubeletProcess:
         if self.upstream is None:
             return self._our_argv(), " started"
         config = self.root / "upstream-config.yaml"
-        config.write_text(self.upstream.config(self.manifests))
+        config.write_text(self.upstream.config(self.manifests, self.ports))
         argv = [str(self.upstream.binary), "--config", str(config), "--root-dir"]
-        argv += [str(self.root / "root"), "--hostname-override", self.node]
+        argv += [str(self.root / "root"), "--cert-dir", str(self.root / "pki")]
+        argv += ["--hostname-override", self.node]
         argv += ["--container-runtime-endpoint", self.endpoint]
         return argv + list(self.upstream.flags), "Started kubelet"
 
@@ -254,8 +263,6 @@ class KubeletProcess:
             str(self.manifests),
             "--hostname-override",
             self.node,
-            "--enable-server=false",
-            "--healthz-port=0",
             "--read-only-port=0",
             "--root-dir",
             str(self.root / "root"),
@@ -266,6 +273,12 @@ class KubeletProcess:
             "--file-check-frequency",
             "20s",
         ]
+        if self.ports is None:
+            argv += ["--enable-server=false", "--healthz-port=0"]
+        else:
+            argv += ["--address=127.0.0.1", f"--port={self.ports[0]}"]
+            argv += ["--healthz-bind-address=127.0.0.1", f"--healthz-port={self.ports[1]}"]
+            argv += ["--cert-dir", str(self.root / "pki")]
         if not self.host_cgroups:
             argv += ["--cgroups-per-qos=false", "--enforce-node-allocatable="]
         if self.config is not None:
@@ -833,12 +846,21 @@ async def wait_gone(
     return stopped, removed
 
 
+def free_port() -> int:
+    """A loopback TCP port nothing listens on now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
 @contextlib.asynccontextmanager
 async def containerd_kubelet(
     runtime: RuntimeClient,
     endpoint: str,
     config: str | None = None,
     upstream: Upstream | None = None,
+    serve: bool = False,
 ) -> AsyncIterator[KubeletProcess]:
     """A kubelet on containerd (ours, or ``upstream``); on exit its pods are deleted, it is
     stopped, leftovers go."""
@@ -846,7 +868,8 @@ async def containerd_kubelet(
     from kubelet.cri.__main__ import cleanup
 
     tmp = Path(tempfile.mkdtemp(prefix="kbk-", dir="/tmp"))
-    kubelet = KubeletProcess(tmp, endpoint, config=config, upstream=upstream)
+    ports = (free_port(), free_port()) if serve else None
+    kubelet = KubeletProcess(tmp, endpoint, config=config, upstream=upstream, ports=ports)
     try:
         await kubelet.start()
         yield kubelet
@@ -921,7 +944,11 @@ async def single_pods(
 
 
 async def bench_containerd(
-    endpoint: str, batch: int, steady: float, upstream: Upstream | None = None
+    endpoint: str,
+    batch: int,
+    steady: float,
+    upstream: Upstream | None = None,
+    serve: bool = False,
 ) -> ContainerdResult | None:
     """Single-pod and batch latency, steady state and removal against containerd, of our
     kubelet or of ``upstream``."""
@@ -937,7 +964,7 @@ async def bench_containerd(
         result = ContainerdResult(f"{info.runtime_name} {info.runtime_version}", batch)
         who = "ours" if upstream is None else str(upstream.binary)
         print(f"containerd: {result.runtime}, kubelet: {who}", flush=True)
-        async with containerd_kubelet(runtime, endpoint, upstream=upstream) as kubelet:
+        async with containerd_kubelet(runtime, endpoint, upstream=upstream, serve=serve) as kubelet:
             result.startup = kubelet.startup
             marks = await single_pods(runtime, kubelet, result)
 
@@ -1212,13 +1239,15 @@ async def side_by_side(
     out: list[tuple[ContainerdResult, ContainerdResult | None]] = []
     upstream = Upstream(Path(args.upstream), tuple(args.upstream_flag)) if args.upstream else None
     for _ in range(args.pairs if upstream is not None else 1):
-        ours = await bench_containerd(args.containerd_endpoint, args.batch, args.containerd_steady)
+        ours = await bench_containerd(
+            args.containerd_endpoint, args.batch, args.containerd_steady, serve=args.server
+        )
         if ours is None:
             break
         theirs = None
         if upstream is not None:
             theirs = await bench_containerd(
-                args.containerd_endpoint, args.batch, args.containerd_steady, upstream
+                args.containerd_endpoint, args.batch, args.containerd_steady, upstream, args.server
             )
         out.append((ours, theirs))
     return out
@@ -1278,6 +1307,12 @@ def main() -> None:
         "/tmp; /dev/shm keeps the figure apart from the disk's state, see docs/benchmarks.md)",
     )
     parser.add_argument("--no-containerd", action="store_true", help="skip the containerd part")
+    parser.add_argument(
+        "--server",
+        action="store_true",
+        help="containerd part: the kubelets serve their TLS port and healthz (free loopback "
+        "ports; a self-signed pair in a temporary cert dir), as a default configuration does",
+    )
     parser.add_argument(
         "--upstream",
         metavar="BINARY",
