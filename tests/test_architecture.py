@@ -418,8 +418,9 @@ LIGHT_ENTRIES = {
     ),
     # the TLS port of a standalone kubelet: the self-signed pair is made by a child process,
     # client certificates are read with cryptography only when one arrives, the metrics'
-    # text format loads with the first scrape, and certificate rotation's modules (httpx,
-    # the API client) only when it is configured
+    # text format loads with the first scrape, the streaming ends (WebSocket, SPDY) with the
+    # first exec, attach or port-forward, and certificate rotation's modules (httpx, the
+    # API client) only when it is configured
     "import kubelet.agent; import kubelet.server.app, kubelet.server.auth, "
     "kubelet.server.servingcert, kubelet.server.tlsreload, kubelet.server.tlsprofile, "
     "kubelet.server.connection": (
@@ -430,6 +431,9 @@ LIGHT_ENTRIES = {
         "prometheus_client.exposition",
         "http.server",
         "urllib.request",
+        "kubelet.server.streams",
+        "kubelet.server.wstranslate",
+        "wsproto",
     ),
     # ``kubelet debug`` is a socket client: the console's helpers name the pod lifecycle's
     # types for mypy only

@@ -54,7 +54,6 @@ from .nodelogs import NodeLogs
 from .pprof import pprof
 from .resource import resource_metrics
 from .streaming import DEFAULT_IDLE_TIMEOUT
-from .streams import StreamRoutes
 from .volumemetrics import volume_stats_text
 from .zpages import HealthSLIs
 
@@ -291,6 +290,8 @@ class KubeletApp:
                 return http_error(404, NOT_FOUND)
             return await container_logs(self.backend, request, *parts)
         if any(path.startswith(p) for p in STREAM_PATHS):
+            from .streams import StreamRoutes  # the streaming ends load with the first stream
+
             routes = StreamRoutes(self.backend, self.idle_timeout, self.extend_websockets)
             return await routes.handle(request, request.scope or {"headers": []})
         if path.startswith("/logs/"):

@@ -26,7 +26,7 @@ from kubelet.volumes import CHECKPOINTS_DIR
 
 from .asgi import JSON, Request, Response, text
 from .backend import KubeletBackend
-from .streams import ContainerNotFound, grpc_error_text, running_container
+from .containers import ContainerNotFound, grpc_error_text, running_container
 
 log = get_logger(__name__)
 

@@ -36,11 +36,12 @@ import attrs
 import trio
 
 from kubelet.api import Pod
-from kubelet.cri import CriError, RuntimeClient, api, labels
+from kubelet.cri import CriError, api
 from kubelet.logs import get_logger
 
 from .asgi import Receive, Request, Response, Scope, http_error
 from .backend import KubeletBackend
+from .containers import ContainerNotFound, grpc_error_text, ready_sandbox, running_container
 from .pftunnel import is_tunnel_request, proxy_tunnel
 from .streaming import TAKEOVER, UpgradeRequest, is_upgrade_request, proxy_upgrade
 from .wstranslate import is_v5_request, translate_remote_command
@@ -150,47 +151,10 @@ def port_forward_ports(request: Request, upgrade: UpgradeRequest) -> list[int]:
     return ports
 
 
-def grpc_error_text(exc: CriError) -> str:
-    """How Go prints a gRPC error: ``rpc error: code = NotFound desc = ...``."""
-    if exc.code is None:
-        return str(exc)
-    name = "".join(part.title() for part in exc.code.name.split("_"))
-    return f"rpc error: code = {name} desc = {exc.message}"
-
-
 def cri_error_response(exc: CriError) -> Response:
     """The runtime streaming library's ``WriteError``: the status from the gRPC code."""
     status = _GRPC_HTTP.get(exc.code.name, 500) if exc.code is not None else 500
     return Response(status, grpc_error_text(exc).encode())
-
-
-class ContainerNotFound(Exception):
-    """The runtime runs no such container of the pod (upstream: 500, not 404)."""
-
-
-async def running_container(runtime: RuntimeClient, pod: Pod, uid: str, container: str) -> str:
-    """The id of the running container ``container`` of ``pod`` (of ``uid`` when given)."""
-    selector = {labels.CONTAINER_NAME: container}
-    if uid:
-        selector[labels.POD_UID] = uid
-    else:
-        selector[labels.POD_NAME] = pod.metadata.name
-        selector[labels.POD_NAMESPACE] = pod.metadata.namespace
-    found = await runtime.list_containers(state=api.CONTAINER_RUNNING, labels=selector)
-    if not found:
-        raise ContainerNotFound(f'container not found ("{container}")')
-    return max(found, key=lambda c: c.created_at).id
-
-
-async def ready_sandbox(runtime: RuntimeClient, pod: Pod) -> str:
-    """The pod's newest ready sandbox (what CRI PortForward needs)."""
-    found = await runtime.list_pod_sandbox(
-        state=api.SANDBOX_READY, labels={labels.POD_UID: pod.uid}
-    )
-    if not found:
-        full_name = f"{pod.metadata.name}_{pod.metadata.namespace}"
-        raise ContainerNotFound(f'pod not found ("{full_name}")')
-    return max(found, key=lambda s: s.created_at).id
 
 
 @attrs.define
