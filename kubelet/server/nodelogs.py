@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import datetime
 import functools
-import html
 import mimetypes
 import os
 import re
@@ -355,6 +354,10 @@ async def _copy_fd(fd: int, write: Write) -> None:
         os.close(fd)
 
 
+_GO_HTML = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&#34;", "'": "&#39;"})
+"""Go's FileServer escapes names in a listing with these five (its ``htmlReplacer``)."""
+
+
 def _dir_list(fd: int) -> bytes:
     """Go's FileServer directory listing (sorted, directories with a trailing slash)."""
     reader = os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
@@ -367,7 +370,8 @@ def _dir_list(fd: int) -> bytes:
             except OSError:
                 continue
             shown = name + "/" if stat.S_ISDIR(mode) else name
-            lines.append(f'<a href="{html.escape(quote(shown))}">{html.escape(shown)}</a>\n')
+            href, text = quote(shown).translate(_GO_HTML), shown.translate(_GO_HTML)
+            lines.append(f'<a href="{href}">{text}</a>\n')
         lines.append("</pre>\n")
         return "".join(lines).encode()
     finally:

@@ -134,3 +134,12 @@ def test_journalctl_arguments_as_upstream() -> None:
         "--since=2026-3-5 7:8:9", "--pager-end", "--lines=10",
         "--unit=kubelet", "--unit=containerd", "--grep=err", "--boot", "-1",
     ]  # fmt: skip
+
+
+async def test_a_listing_escapes_names_as_gos_file_server(tmp_path: Path) -> None:
+    (tmp_path / "a&b'\"<c>.log").write_text("x\n")
+    status, _, body = await fetch(NodeLogs(str(tmp_path), journalctl=None), "/logs/")
+    assert status == 200
+    assert body.decode().splitlines()[3] == (
+        '<a href="a%26b%27%22%3Cc%3E.log">a&amp;b&#39;&#34;&lt;c&gt;.log</a>'
+    )
