@@ -17,6 +17,7 @@ import trio.testing
 from kubelet.boundedio import inline
 from kubelet.server.certs import self_signed_pair
 from kubelet.server.tlsreload import CA_BUNDLE_LIMIT, RESYNC, ServingTLS, watch_files
+from kubelet.testing.certs import CertPair, TestCA
 
 
 async def test_refused_content_is_retried_with_backoff_and_kept_out(
@@ -177,3 +178,45 @@ async def test_a_large_bundle_is_parsed_off_the_event_loop() -> None:
         nursery.cancel_scope.cancel()
     assert len(bundle) < CA_BUNDLE_LIMIT
     assert gaps and max(gaps) < 0.5
+
+
+def _handshake(server: ssl.SSLContext, client: ssl.SSLContext) -> bytes | None:
+    """One TLS handshake in memory; the client certificate the server accepted (None: the
+    client sent none). Raises the server's ``ssl.SSLError`` when it refuses."""
+    to_server, to_client = ssl.MemoryBIO(), ssl.MemoryBIO()
+    server_end = server.wrap_bio(to_server, to_client, server_side=True)
+    client_end = client.wrap_bio(to_client, to_server, server_hostname="node")
+    done = {"server": False, "client": False}
+    for _ in range(20):
+        for name, end in (("client", client_end), ("server", server_end)):
+            if not done[name]:
+                with contextlib.suppress(ssl.SSLWantReadError):
+                    end.do_handshake()
+                    done[name] = True
+        if all(done.values()):
+            with contextlib.suppress(ssl.SSLWantReadError):
+                server_end.read(1)  # TLS 1.3: the client's certificate arrives after
+            return server_end.getpeercert(binary_form=True)
+    raise AssertionError("the handshake did not finish")
+
+
+async def test_client_certificates_are_verified_against_the_client_ca_file_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As upstream's x509 authenticator: only ``clientCAFile`` vouches for a client; a
+    certificate from a CA the host's trust store holds is refused."""
+    ours, public = TestCA(tmp_path / "ours", "client-ca"), TestCA(tmp_path / "public", "pub")
+    monkeypatch.setenv("SSL_CERT_FILE", str(public.cert_path))  # the host's trust store
+    tls = ServingTLS("", str(ours.cert_path), run=inline)
+    await tls.use_client_ca(ours.cert_path.read_bytes())
+    await tls.use_pair(*self_signed_pair("node"))
+
+    def client(pair: CertPair) -> ssl.SSLContext:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+        context.load_cert_chain(pair.cert, pair.key)
+        return context
+
+    assert _handshake(tls.front, client(ours.issue("alice", "alice"))) is not None
+    with pytest.raises(ssl.SSLError, match="certificate verify failed"):
+        _handshake(tls.front, client(public.issue("admin", "system:admin", ["system:masters"])))
