@@ -434,6 +434,8 @@ LIGHT_ENTRIES = {
         "kubelet.server.streams",
         "kubelet.server.wstranslate",
         "wsproto",
+        "html",
+        "email",
     ),
     # ``kubelet debug`` is a socket client: the console's helpers name the pod lifecycle's
     # types for mypy only

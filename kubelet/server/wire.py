@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import email.utils
 import time
 from collections.abc import Awaitable, Callable, Iterable
 
@@ -21,6 +20,18 @@ HOP_BY_HOP = frozenset(
 """Connection-specific headers, which HTTP/2 forbids."""
 
 _date_cache: tuple[int, bytes] = (0, b"")
+_DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+def http_date(seconds: int) -> bytes:
+    """RFC 9110's IMF-fixdate in English whatever the locale (what Go's ``http.TimeFormat``
+    prints); the email package's ``formatdate`` says the same but loads a dozen modules."""
+    t = time.gmtime(seconds)
+    return (
+        f"{_DAYS[t.tm_wday]}, {t.tm_mday:02d} {_MONTHS[t.tm_mon - 1]} {t.tm_year} "
+        f"{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d} GMT"
+    ).encode()
 
 
 def date_header() -> bytes:
@@ -28,7 +39,7 @@ def date_header() -> bytes:
     global _date_cache
     now = int(time.time())
     if _date_cache[0] != now:
-        _date_cache = (now, email.utils.formatdate(now, usegmt=True).encode())
+        _date_cache = (now, http_date(now))
     return _date_cache[1]
 
 
