@@ -419,8 +419,9 @@ LIGHT_ENTRIES = {
     # the TLS port of a standalone kubelet: the self-signed pair is made by a child process,
     # client certificates are read with cryptography only when one arrives, the metrics'
     # text format loads with the first scrape, the streaming ends (WebSocket, SPDY) with the
-    # first exec, attach or port-forward, and certificate rotation's modules (httpx, the
-    # API client) only when it is configured
+    # first exec, attach or port-forward, each debugging and metrics handler with its first
+    # request, and certificate rotation's modules (httpx, the API client) only when it is
+    # configured
     "import kubelet.agent; import kubelet.server.app, kubelet.server.auth, "
     "kubelet.server.servingcert, kubelet.server.tlsreload, kubelet.server.tlsprofile, "
     "kubelet.server.connection": (
@@ -436,6 +437,10 @@ LIGHT_ENTRIES = {
         "wsproto",
         "html",
         "email",
+        "kubelet.server.cadvisor",
+        "kubelet.server.logs",
+        "kubelet.server.pprof",
+        "tracemalloc",
     ),
     # ``kubelet debug`` is a socket client: the console's helpers name the pod lifecycle's
     # types for mypy only

@@ -32,6 +32,7 @@ from kubelet.tracing import NO_TRACER, Tracer
 
 from . import healthz, zpages
 from .asgi import (
+    NOT_FOUND,
     Receive,
     Request,
     Response,
@@ -45,16 +46,10 @@ from .asgi import (
 )
 from .auth import KubeletAuth
 from .backend import KubeletBackend
-from .cadvisor import cadvisor_metrics
 from .checkpoint import PREFIX as CHECKPOINT_PREFIX
 from .checkpoint import checkpoint
-from .logs import container_logs
-from .machine import machine_info
 from .nodelogs import NodeLogs
-from .pprof import pprof
-from .resource import resource_metrics
 from .streaming import DEFAULT_IDLE_TIMEOUT
-from .volumemetrics import volume_stats_text
 from .zpages import HealthSLIs
 
 log = get_logger(__name__)
@@ -69,8 +64,6 @@ STREAM_PATHS = ("/run/", "/exec/", "/attach/", "/portForward/")
 GET_ONLY = ("/pods", "/runningpods/", "/containerLogs/", "/logs/")
 METHODS = frozenset({"OPTIONS", "GET", "HEAD", "POST", "PUT", "DELETE", "TRACE", "CONNECT"})
 LONG_RUNNING = frozenset({"exec", "attach", "portforward", "debug"})
-
-NOT_FOUND = "404 page not found"
 
 
 def pod_list(pods: Sequence[Any]) -> dict[str, Any]:
@@ -225,6 +218,8 @@ class KubeletApp:
         if path.startswith("/metrics"):
             return await self._metrics(path)
         if path in ("/spec", "/spec/"):
+            from .machine import machine_info
+
             return json_response(machine_info(self.host, self.root_dir))
         if path.startswith(CHECKPOINT_PREFIX) and self.checkpointing:
             return await checkpoint(self.backend, request, self.root_dir)
@@ -244,6 +239,8 @@ class KubeletApp:
             except CriError as exc:
                 log.error("resource metrics: cannot read stats", exc_info=exc)
                 summary = None
+            from .resource import resource_metrics
+
             return Response(200, resource_metrics(summary), text_content_type())
         elif path == "/metrics/cadvisor":
             return await self._cadvisor()
@@ -251,10 +248,14 @@ class KubeletApp:
             return http_error(404, NOT_FOUND)
         text = await scrape(registry, self.metrics_io)
         if path == "/metrics":
+            from .volumemetrics import volume_stats_text
+
             text += volume_stats_text(await self.stats.claim_volume_rows())
         return Response(200, text, text_content_type())
 
     async def _cadvisor(self) -> Response:
+        from .cadvisor import cadvisor_metrics
+
         try:
             summary: dict[str, Any] | None = await self.stats.summary()
         except CriError as exc:
@@ -288,6 +289,8 @@ class KubeletApp:
             parts = path.removeprefix("/containerLogs/").split("/")
             if len(parts) != 3:
                 return http_error(404, NOT_FOUND)
+            from .logs import container_logs
+
             return await container_logs(self.backend, request, *parts)
         if any(path.startswith(p) for p in STREAM_PATHS):
             from .streams import StreamRoutes  # the streaming ends load with the first stream
@@ -299,6 +302,8 @@ class KubeletApp:
                 return text(405, "logs endpoint is disabled.")
             return await self.node_logs.handle(request)
         if path.startswith("/debug/pprof/") and self.profiling:
+            from .pprof import pprof
+
             return await pprof(request)
         return http_error(404, NOT_FOUND)
 
@@ -357,21 +362,3 @@ def _runtime_pod(uid: str, item_labels: Any, name: str, namespace: str) -> dict[
         "spec": {"containers": []},
         "status": {},
     }
-
-
-@attrs.define
-class HealthzApp:
-    """The healthz port (10248): ``/healthz`` and ``/healthz/ping`` answer ``ok``."""
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            return
-        request = Request.from_scope(scope)
-        checks = [healthz.NamedCheck("ping", healthz.ping)]
-        if request.path == "/healthz":
-            response = healthz.healthz(checks, request)
-        elif request.path == "/healthz/ping":
-            response = healthz.single(checks[0])
-        else:
-            response = http_error(404, NOT_FOUND)
-        await send_response(response, receive, send)

@@ -93,6 +93,10 @@ def text(status: int, body: str, *headers: tuple[str, str]) -> Response:
     return Response(status, body.encode(), TEXT, tuple(headers))
 
 
+NOT_FOUND = "404 page not found"
+"""Go's ``http.NotFound`` text."""
+
+
 def http_error(status: int, message: str) -> Response:
     """Go's ``http.Error``: the message and a newline, plain text, no sniffing."""
     return text(status, message + "\n", ("X-Content-Type-Options", "nosniff"))

@@ -20,7 +20,17 @@ import trio
 
 from kubelet.logs import flush_handlers
 
-from .asgi import Request, Response, http_error, text
+from .asgi import (
+    NOT_FOUND,
+    Receive,
+    Request,
+    Response,
+    Scope,
+    Send,
+    http_error,
+    send_response,
+    text,
+)
 
 log = logging.getLogger(__name__)
 
@@ -115,3 +125,21 @@ def single(check: NamedCheck) -> Response:
     if reason is not None:
         return http_error(500, f"internal server error: {reason}")
     return text(200, "ok")
+
+
+@attrs.define
+class HealthzApp:
+    """The healthz port (10248): ``/healthz`` and ``/healthz/ping`` answer ``ok``."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        request = Request.from_scope(scope)
+        checks = [NamedCheck("ping", ping)]
+        if request.path == "/healthz":
+            response = healthz(checks, request)
+        elif request.path == "/healthz/ping":
+            response = single(checks[0])
+        else:
+            response = http_error(404, NOT_FOUND)
+        await send_response(response, receive, send)

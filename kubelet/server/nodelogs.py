@@ -30,7 +30,7 @@ import trio
 from kubelet.boundedio import in_thread
 from kubelet.volumes import UnsafeSubPath, open_in_volume
 
-from .asgi import Request, Response, StreamResponse, Write, http_error, text
+from .asgi import NOT_FOUND, Request, Response, StreamResponse, Write, http_error, text
 
 __all__ = ["NodeLogs"]
 
@@ -42,7 +42,6 @@ QUERY_DEADLINE = 30.0
 """Seconds one query may run (upstream's deadline across the journal and the files)."""
 CHUNK = 64 * 1024
 _UNSAFE = re.compile(r"[^a-zA-Z\-_.:0-9@]+")
-NOT_FOUND = "404 page not found"
 
 
 @attrs.frozen

@@ -201,7 +201,7 @@ async def serve(
             addresses["main"] = serve_on(main_app, sock, context, "main")
             log.info("Starting to listen on %s (TLS)", addresses["main"])
         if config.healthz_port > 0:
-            from .app import HealthzApp
+            from .healthz import HealthzApp
 
             sock = listeners.listen(config.healthz_bind_address, config.healthz_port)
             addresses["healthz"] = serve_on(HealthzApp(), sock, None, "healthz")

@@ -26,9 +26,9 @@ from kubelet.boundedio import inline
 from kubelet.logs.fields import record_fields
 from kubelet.process import apply_open_files_limit, raise_open_files_limit
 from kubelet.server.accept import AcceptLoop
-from kubelet.server.app import HealthzApp
 from kubelet.server.asgi import Receive, Scope, Send
 from kubelet.server.fdlimits import Descriptors, default_reserve
+from kubelet.server.healthz import HealthzApp
 from kubelet.server.limits import Limits
 from kubelet.server.memtrim import MemoryTrim
 from kubelet.server.servers import bind, serve_socket
