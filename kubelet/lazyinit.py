@@ -1,6 +1,7 @@
-"""Loading on first use: a package face's lazy names (``lazy_names``), and a library's
+"""Loading on first use: a package face's lazy names (``lazy_names``), a library's
 package ``__init__`` deferred until a name of the package itself is asked for
-(``defer_package_init``).
+(``defer_package_init``), and a module a request needs imported in a worker thread
+(``imported``).
 
 prometheus_client's ``__init__`` imports every exposition path it offers (``http.server``,
 ``urllib.request``, ``wsgiref``, ``email``, the push gateway, ASGI): 58 modules and about
@@ -17,7 +18,10 @@ import importlib
 import importlib.util
 import sys
 from collections.abc import Callable, Mapping
+from types import ModuleType
 from typing import Any
+
+import trio
 
 
 def defer_package_init(name: str) -> None:
@@ -63,4 +67,16 @@ def lazy_names(
     return first_read
 
 
-__all__ = ["defer_package_init", "lazy_names"]
+async def imported(name: str) -> ModuleType:
+    """Module ``name``, imported in a worker thread the first time: a server route that
+    loads its handlers on first use (the stream ends, container logs, the metrics' text
+    format: 15-150 ms of imports) must not hold the event loop meanwhile. Once loaded, no
+    thread; a module another thread is still importing is waited for there."""
+    module = sys.modules.get(name)
+    spec = getattr(module, "__spec__", None)
+    if module is not None and not getattr(spec, "_initializing", False):
+        return module
+    return await trio.to_thread.run_sync(importlib.import_module, name)
+
+
+__all__ = ["defer_package_init", "imported", "lazy_names"]

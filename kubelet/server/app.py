@@ -25,6 +25,7 @@ from kubelet.api import to_wire
 from kubelet.boundedio import RunSync, in_thread
 from kubelet.config import KubeletConfiguration, encode
 from kubelet.cri import CriError, api, labels
+from kubelet.lazyinit import imported
 from kubelet.logs import get_logger
 from kubelet.metrics import KubeletMetrics, scrape, text_content_type
 from kubelet.stats import HostStats, SummaryProvider, cgroup_figures
@@ -218,6 +219,7 @@ class KubeletApp:
         if path.startswith("/metrics"):
             return await self._metrics(path)
         if path in ("/spec", "/spec/"):
+            await imported("kubelet.server.machine")
             from .machine import machine_info
 
             return json_response(machine_info(self.host, self.root_dir))
@@ -239,6 +241,8 @@ class KubeletApp:
             except CriError as exc:
                 log.error("resource metrics: cannot read stats", exc_info=exc)
                 summary = None
+            await imported("kubelet.server.resource")
+            await imported("prometheus_client.exposition")
             from .resource import resource_metrics
 
             return Response(200, resource_metrics(summary), text_content_type())
@@ -248,12 +252,15 @@ class KubeletApp:
             return http_error(404, NOT_FOUND)
         text = await scrape(registry, self.metrics_io)
         if path == "/metrics":
+            await imported("kubelet.server.volumemetrics")
             from .volumemetrics import volume_stats_text
 
             text += volume_stats_text(await self.stats.claim_volume_rows())
         return Response(200, text, text_content_type())
 
     async def _cadvisor(self) -> Response:
+        await imported("kubelet.server.cadvisor")
+        await imported("prometheus_client.exposition")
         from .cadvisor import cadvisor_metrics
 
         try:
@@ -289,11 +296,13 @@ class KubeletApp:
             parts = path.removeprefix("/containerLogs/").split("/")
             if len(parts) != 3:
                 return http_error(404, NOT_FOUND)
+            await imported("kubelet.server.logs")
             from .logs import container_logs
 
             return await container_logs(self.backend, request, *parts)
         if any(path.startswith(p) for p in STREAM_PATHS):
-            from .streams import StreamRoutes  # the streaming ends load with the first stream
+            await imported("kubelet.server.streams")  # the stream ends, with the first stream
+            from .streams import StreamRoutes
 
             routes = StreamRoutes(self.backend, self.idle_timeout, self.extend_websockets)
             return await routes.handle(request, request.scope or {"headers": []})
@@ -302,6 +311,7 @@ class KubeletApp:
                 return text(405, "logs endpoint is disabled.")
             return await self.node_logs.handle(request)
         if path.startswith("/debug/pprof/") and self.profiling:
+            await imported("kubelet.server.pprof")
             from .pprof import pprof
 
             return await pprof(request)

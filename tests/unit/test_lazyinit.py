@@ -1,14 +1,17 @@
 """A package whose ``__init__`` is deferred: submodules load alone, the ``__init__`` runs
-once on the first name it defines."""
+once on the first name it defines; a module a request needs is imported off the loop."""
 
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import trio
 
+from kubelet import lazyinit
 from kubelet.lazyinit import defer_package_init
 
 INIT = """\
@@ -97,3 +100,22 @@ def test_a_lazy_name_loads_its_module_on_first_read_and_is_kept(package: str) ->
     assert f"{package}.light" in sys.modules
     with pytest.raises(AttributeError, match="has no attribute 'OTHER'"):
         first_read("OTHER")
+
+
+async def test_a_module_a_request_needs_is_imported_off_the_event_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "slow_handlers.py").write_text(
+        "import threading\nIMPORTED_IN = threading.get_ident()\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "slow_handlers", raising=False)
+    module = await lazyinit.imported("slow_handlers")
+    assert threading.get_ident() != module.IMPORTED_IN  # a worker thread's
+    assert sys.modules["slow_handlers"] is module
+
+    async def no_thread(*_: object) -> object:
+        raise AssertionError("a loaded module needs no worker thread")
+
+    monkeypatch.setattr(trio.to_thread, "run_sync", no_thread)
+    assert await lazyinit.imported("slow_handlers") is module
