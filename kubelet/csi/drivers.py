@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from kubelet.cri import CriError
+from kubelet.lazyinit import imported
 from kubelet.pluginmanager import PluginRefused
 
 from .facts import NodeInfo
@@ -114,7 +115,9 @@ class CsiHandler:
             )
 
     async def register(self, name: str, endpoint: str, versions: Sequence[str]) -> None:
-        # the gRPC client and the CSI protobuf load with the first driver, not at start-up
+        # the gRPC client and the CSI protobuf load with the first driver, not at start-up,
+        # in a worker thread
+        await imported("kubelet.csi.client")
         from .client import CsiClient
 
         driver = Driver(name, endpoint, highest_version(versions), CsiClient(endpoint))

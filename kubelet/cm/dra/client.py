@@ -19,6 +19,7 @@ import attrs
 import trio
 
 from kubelet.cri import CriChannel, CriError
+from kubelet.lazyinit import imported
 
 from .state import Device
 
@@ -40,6 +41,14 @@ def service_modules(service: str) -> tuple[ModuleType, Any]:
     stem = f"{__package__}.{_GENERATED[service]}"
     grpc = importlib.import_module(f"{stem}_grpc")
     return importlib.import_module(f"{stem}_pb2"), grpc.DRAPluginStub
+
+
+async def load_service(service: str) -> None:
+    """Import ``service``'s generated modules in a worker thread, before the first driver
+    that speaks it is built (``service_modules`` then finds them loaded)."""
+    stem = f"{__package__}.{_GENERATED[service]}"
+    await imported(f"{stem}_pb2")
+    await imported(f"{stem}_grpc")
 
 
 GrpcObserver = Callable[[str, str, str, float], None]

@@ -21,7 +21,7 @@ import trio
 from kubelet.api import ApiError, Resource
 from kubelet.pluginmanager import PluginRefused
 
-from .client import DraPlugin, GrpcObserver, choose_service
+from .client import DraPlugin, GrpcObserver, choose_service, load_service
 from .health import DeviceKey, HealthCache, watch_health
 
 if TYPE_CHECKING:
@@ -84,7 +84,9 @@ class DraRegistration:
 
     async def register(self, name: str, endpoint: str, versions: Sequence[str]) -> None:
         self.validate(name, endpoint, versions)
-        plugin = DraPlugin(name, endpoint, choose_service(versions), observe=self.observe)
+        service = choose_service(versions)
+        await load_service(service)
+        plugin = DraPlugin(name, endpoint, service, observe=self.observe)
         instances = self.plugins.setdefault(name, [])
         for old in [p for p in instances if p.endpoint == endpoint]:
             instances.remove(old)
