@@ -510,6 +510,9 @@ class KubeletPodSyncer:
                     f"{len(after.sandboxes)} sandboxes still on the runtime"
                 )
             log.info("pod %s torn down", pod.key)
+        # volumes unmounted and files gone before the final status lets the API object
+        # go, as upstream waits for the pod's volumes before it deletes the pod
+        await self.pod_runtime.remove_pod_files(pod)
         final = None
         if evicted:
             final = self._report(pod, status, terminal=True, finished=True)
@@ -518,7 +521,6 @@ class KubeletPodSyncer:
             self.cluster.status.finished(pod, final)
         elif self.cluster is not None and pod.is_static:
             self.cluster.status.forget(pod.uid)  # a static pod restored later starts afresh
-        await self.pod_runtime.remove_pod_files(pod)
         if self.prober is not None:
             self.prober.remove_pod(pod.uid)
         self.cache.delete(pod.uid)

@@ -10,6 +10,7 @@ import trio
 
 from kubelet.metrics import exposition
 from kubelet.testing import ContainerBehaviour, FakeRuntime
+from kubelet.volumes import VolumeManager
 
 from .cluster_harness import running_cluster
 from .kubelet_harness import KUBELET_IMAGES, NODE
@@ -402,3 +403,43 @@ async def test_service_environment_variables(
         envs = {kv.key: kv.value.decode() for kv in container.config.envs}
         assert envs["MY_DB_SERVICE_HOST"] == "10.96.0.20"
         assert envs["MY_DB_PORT_5432_TCP"] == "tcp://10.96.0.20:5432"
+
+
+async def test_a_deleted_pods_volumes_are_gone_before_its_api_object(
+    fake: FakeRuntime,
+    short_tmp: Path,
+    autojump_clock: trio.abc.Clock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """As upstream, which deletes the pod only once its volumes are unmounted: the final
+    status that lets the API object go follows the pod's files, however slow their
+    removal (here a CSI driver taking 5 s to unpublish)."""
+    original = VolumeManager.teardown_csi
+    seen: list[bool] = []
+
+    async def slow_teardown(self: VolumeManager, uid: str) -> bool:
+        await trio.sleep(5)
+        seen.append(c.pod("web") is not None)  # still in the API while its volumes go
+        return await original(self, uid)
+
+    monkeypatch.setattr(VolumeManager, "teardown_csi", slow_teardown)
+    async with running_cluster(fake, short_tmp) as c:
+        c.create_pod(
+            "web",
+            volumes=[{"name": "scratch", "emptyDir": {}}],
+            containers=[
+                {
+                    "name": "app",
+                    "image": "busybox:1.35",
+                    "volumeMounts": [{"name": "scratch", "mountPath": "/scratch"}],
+                }
+            ],
+        )
+        await c.wait_for(lambda: c.phase("web") == "Running")
+        uid = c.pod("web")["metadata"]["uid"]  # type: ignore[index]
+        pod_dir = short_tmp / "root" / "pods" / uid
+        assert pod_dir.is_dir()
+        c.api.delete("pods", "default", "web", grace=30)
+        await c.wait_for(lambda: c.pod("web") is None, timeout=60)
+        assert seen == [True]
+        assert not pod_dir.exists()
