@@ -2,24 +2,23 @@
 
 Logging (format, verbosity), the warnings about settings accepted but not acted on, the
 open-files limit (Go's runtime raises it, then ``maxOpenFiles``), the kubelet's own
-OOM score (``oomScoreAdj``) and the allocator's arenas. Each is process-wide and happens
-once, in ``prepare``.
+OOM score (``oomScoreAdj``) and the allocator's arenas (``malloc``). Each is process-wide
+and happens once, in ``prepare``.
 """
 
 from __future__ import annotations
 
-import ctypes
 import gc
 import linecache
 import logging
 import os
 import resource
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
 
 from kubelet.config import Options
 from kubelet.cri import trace
 from kubelet.logs import get_logger, setup_logging, verbosity_level
+from kubelet.malloc import limit_malloc_arenas
 
 log = logging.getLogger("kubelet")
 structured = get_logger(__name__)
@@ -38,26 +37,6 @@ def prepare(options: Options) -> None:
     apply_oom_score_adj(options.config.oom_score_adj)
     trace.enable_from_environment()  # the benchmark's timing trace; off unless asked for
     tune_garbage_collector()
-
-
-M_ARENA_MAX = -8
-"""glibc's ``mallopt`` parameter for the number of malloc arenas."""
-
-
-def limit_malloc_arenas(libc: Any = None, environ: Mapping[str, str] = os.environ) -> bool:
-    """One malloc arena for all threads (glibc gives each thread that meets a busy arena
-    one of its own, up to 8 per core): the worker threads' reads, cgroup writes and
-    decodes each left a partly used arena behind, 0.5 MiB of a standalone kubelet's RSS.
-    The interpreter lock serializes the threads anyway. An operator's
-    ``MALLOC_ARENA_MAX`` is left as it is; not glibc: nothing happens. Must run before the
-    first thread starts. True when set."""
-    if "MALLOC_ARENA_MAX" in environ:
-        return False
-    try:
-        mallopt = (libc if libc is not None else ctypes.CDLL(None)).mallopt
-    except (OSError, AttributeError):
-        return False
-    return bool(mallopt(M_ARENA_MAX, 1))
 
 
 GC_THRESHOLDS = (10_000, 20, 20)

@@ -4,7 +4,10 @@ The store decides it once per pod, when the kubelet first meets the pod (admissi
 else its first sync): from the checkpoint file (``allocstate``; a restarted kubelet),
 else from what its containers on the runtime were created with (a tree that kept it
 only in container annotations), else from its spec. An admitted resize replaces it
-(``resize``), and every change is written to the checkpoint. It hands out the pod as it
+(``resize``), and every change is written to the checkpoint: by the writer task
+(``run``) in a worker thread when one runs, so a pod's start prepares its cgroup and
+volumes while the file is flushed to disk, and waits for it (``written``) before it acts
+on the runtime. It hands out the pod as it
 runs: its spec with the allocation's resources, the same object for the same pod, so
 identity checks downstream (admission's request sums, the status memo) still hold. It
 also keeps each pod's resize that waits (``PodResizePending``: Deferred or Infeasible).
@@ -13,11 +16,14 @@ also keeps each pod's resize that waits (``PodResizePending``: Deferred or Infea
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Iterator, Mapping
 
 import attrs
+import trio
 
 from kubelet.api import Pod
+from kubelet.boundedio import RunSync
 from kubelet.cri import RuntimePodStatus
 from kubelet.decisions import (
     Allocation,
@@ -69,6 +75,13 @@ class Allocations:
         """uid → (error or "", generation) of an admitted resize not yet what runs"""
         self._batching = False
         self._unwritten = False
+        self._version = 0
+        """changes handed to the checkpoint so far"""
+        self._stored = 0
+        """``_version`` when the file on disk was taken"""
+        self._writer = False
+        self._due = trio.Event()
+        self._wrote = trio.Event()
 
     def state(self, uid: str) -> ResizeState | None:
         """Where ``uid``'s resize stands (None: nothing to say)."""
@@ -141,8 +154,8 @@ class Allocations:
         """The changes made inside written to the checkpoint once, on leaving (or at a
         ``flush``): a burst of 30 manifests is one write of the file, not 30 writes of a
         file growing with each pod (each with its fsync and its checksum over the whole
-        text, on the event loop). Nothing may act on a change before it is written, so
-        the caller does not yield to other tasks inside without a ``flush`` first."""
+        text). Nothing may act on a change before it is written (``written``), so the
+        caller does not yield to other tasks inside without a ``flush`` first."""
         outer = self._batching
         self._batching = True
         try:
@@ -165,8 +178,56 @@ class Allocations:
             self._write()
 
     def _write(self) -> None:
-        if self._checkpoint is not None:
-            self._checkpoint.store({**self._saved, **self._by_uid})
+        if self._checkpoint is None:
+            return
+        self._version += 1
+        if self._writer:
+            self._due.set()
+        else:  # no writer task (a tool, a test of the store alone): written now
+            self._checkpoint.store(self._entries())
+            self._stored = self._version
+
+    def _entries(self) -> dict[str, Allocation]:
+        return {**self._saved, **self._by_uid}
+
+    async def written(self) -> None:
+        """Return once every change made so far is on disk: a pod's worker waits here
+        before it acts on the runtime with what admission decided."""
+        target = self._version
+        while self._stored < target:
+            await self._wrote.wait()
+
+    async def run(
+        self, io: RunSync, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Write the checkpoint in a worker thread (``io``) whenever it changed, the
+        latest state each time; cancelled, the last change is written before it ends
+        (a kubelet handing the node over leaves the file as it ran)."""
+        checkpoint = self._checkpoint
+        if checkpoint is None:
+            task_status.started()
+            return
+        self._writer = True
+        task_status.started()
+        try:
+            while True:
+                if self._stored == self._version:
+                    await self._due.wait()
+                self._due = trio.Event()
+                version = self._version
+                await io(functools.partial(checkpoint.store, self._entries()))
+                self._done(version)
+        finally:
+            self._writer = False
+            if self._stored < self._version:
+                version = self._version
+                checkpoint.store(self._entries())  # at teardown: one small file, on the loop
+                self._done(version)
+
+    def _done(self, version: int) -> None:
+        self._stored = version
+        self._wrote.set()
+        self._wrote = trio.Event()
 
     def __contains__(self, uid: object) -> bool:
         return uid in self._by_uid

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -128,6 +129,9 @@ class AllocationCheckpoint:
 
     def __init__(self, root_dir: str) -> None:
         self.path = os.path.join(root_dir, CHECKPOINT_FILE) if root_dir else ""
+        self._one_at_a_time = threading.Lock()
+        """A write in a thread its cancelled task left behind ends before the next
+        begins, so an older state never lands over a newer one."""
 
     async def load(self, run: RunSync) -> dict[str, Allocation]:
         """What the file holds (read off the loop); empty when there is none or it is
@@ -151,7 +155,9 @@ class AllocationCheckpoint:
         A few hundred bytes per pod: written where the allocation changes, as upstream."""
         if not self.path:
             return
-        try:
-            replace_file(self.path, encode_checkpoint(entries), mode=0o600)
-        except OSError as exc:
-            log.error("allocation checkpoint %s not written: %s", self.path, exc)
+        data = encode_checkpoint(entries)
+        with self._one_at_a_time:
+            try:
+                replace_file(self.path, data, mode=0o600)
+            except OSError as exc:
+                log.error("allocation checkpoint %s not written: %s", self.path, exc)

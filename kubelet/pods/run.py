@@ -22,6 +22,7 @@ from kubelet.config import POD_READY_TO_START_CONTAINERS_CONDITION, Options, fea
 from kubelet.decisions import SysctlAllowlist, apparmor_host_error, kernel_version
 from kubelet.events import WARNING, EventRecorder, pod_ref
 from kubelet.eviction import NodePressure
+from kubelet.malloc import heap_trim_in_thread
 from kubelet.metrics import KubeletMetrics
 from kubelet.node import NodeIdentity, declared_features
 from kubelet.node.shutdown import KillRequest
@@ -203,6 +204,7 @@ async def run_pod_lifecycle(
     syncloop = SyncLoop(_loop_parts(p, syncer, workers, housekeeper, results))
     p.metrics.watch_resizes(syncloop.allocations.counts)
     async with trio.open_nursery() as nursery:
+        await nursery.start(syncer.allocations.run, p.pod_runtime.log_io)
         await nursery.start(workers.run)
         await nursery.start(housekeeper.run)
         await nursery.start(syncloop.run)
@@ -254,6 +256,7 @@ def _loop_parts(
         wall_clock=p.wall_clock,
         on_readiness=syncer.readiness_changed,
         health_updates=_health_updates(p.pod_runtime.cm),
+        trim_heap=heap_trim_in_thread(),
     )
 
 

@@ -276,6 +276,7 @@ class KubeletPodSyncer:
             liveness_failed=liveness_failed,
             startup_failed=startup_failed,
             startup_succeeded=startup_succeeded,
+            before_acting=self.allocations.written,
         )
         self.waiting[pod.uid] = outcome.waiting
         self._track_resize(pod, outcome.resize_pending, outcome.resize_error)

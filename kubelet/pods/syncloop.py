@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 from typing import Any, Protocol
 
 import attrs
@@ -127,6 +127,9 @@ class SyncLoopParts:
     wall_clock: Callable[[], float] | None = None
     """Reads a deleted pod's deadline (``deletionTimestamp``); None: a pod first seen
     already deleted gets its whole deletion grace period."""
+    trim_heap: Callable[[], Awaitable[object]] | None = None
+    """Hands the heap's free pages back (``process.heap_trim_in_thread``): at the first
+    housekeeping with every worker idle after pods came or went. None: never."""
 
 
 class SyncLoop:
@@ -150,6 +153,8 @@ class SyncLoop:
         self._on_deferred_accepted = p.on_deferred_accepted
         self.allocations = p.allocations if p.allocations is not None else Allocations()
         """What each pod runs with: admission counts it, never a resize's new spec."""
+        self._trim_heap = p.trim_heap
+        self._pods_came_or_went = False
         self._on_orphan = p.on_orphan
         """Called per runtime pod no worker knew, as housekeeping stops it
         (``kubelet_orphaned_runtime_pods_total``)."""
@@ -219,6 +224,7 @@ class SyncLoop:
                     self.workers.requeue(uid)
                 if trio.current_time() >= next_housekeeping:
                     await self.housekeeping()
+                    await self._settle_heap()
                     next_housekeeping = trio.current_time() + HOUSEKEEPING_PERIOD
 
     @staticmethod
@@ -249,6 +255,8 @@ class SyncLoop:
     async def _handle_update(self, update: PodUpdate) -> None:
         self.handled_sources.add(update.source)
         op = update.op
+        if op is PodOperation.ADD or op is PodOperation.REMOVE:
+            self._pods_came_or_went = True
         pods = update.pods
         if op is PodOperation.ADD:  # admitted oldest first, as upstream's HandlePodAdditions
             pods = tuple(sorted(pods, key=lambda p: p.metadata.creation_timestamp or ""))
@@ -322,7 +330,7 @@ class SyncLoop:
         allocated = self.allocations.allocated(pod)
         rejection = self._admission_failure(allocated)
         if rejection is not None and self._preemptor is not None and is_critical_pod(pod):
-            self.allocations.flush()  # admitted before: written before their workers run
+            self.allocations.flush()  # admitted before: handed to the writer before they act
             rejection = await self._preempt(allocated, rejection)
         if rejection is not None:
             self.allocations.forget(pod.uid)
@@ -496,6 +504,14 @@ class SyncLoop:
         ``sourcesReady.AllReady``): what housekeeping and the garbage collectors wait for
         before they take a pod nobody wants for gone."""
         return self._sources_ready(self.handled_sources)
+
+    async def _settle_heap(self) -> None:
+        """Once the pods that came or went are started or torn down (every worker idle),
+        what their starts freed goes back to the system, once per such burst."""
+        if self._trim_heap is None or not self._pods_came_or_went or self.workers.busy():
+            return
+        self._pods_came_or_went = False
+        await self._trim_heap()
 
     async def housekeeping(self) -> None:
         """Tear down runtime pods nobody wants, once every source has been seen; then the

@@ -222,6 +222,10 @@ class PodWorkers:
         worker = self.workers.get(uid)
         return None if worker is None else worker.phase
 
+    def busy(self) -> bool:
+        """Some pod's worker is syncing or terminating its pod right now."""
+        return any(w.busy or w.phase is PodPhase.TERMINATING for w in self.workers.values())
+
     def is_known(self, uid: str) -> bool:
         return uid in self.workers
 

@@ -13,7 +13,7 @@ import functools
 import logging
 import os
 import shutil
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 
 import attrs
 import trio
@@ -261,13 +261,19 @@ class PodRuntime:
         liveness_failed: Collection[str] = (),
         startup_failed: Collection[str] = (),
         startup_succeeded: Collection[str] | None = None,
+        before_acting: Callable[[], Awaitable[object]] | None = None,
     ) -> SyncOutcome:
+        """One sync of ``pod`` against ``status``. ``before_acting`` is awaited once the
+        pod's cgroup and volumes are ready and before anything on the runtime changes
+        (the allocation checkpoint reaches the disk meanwhile)."""
         progress = _Progress()
         if not await self._prepare_pod(pod, progress):
             return progress.freeze()
         volumes = await self._prepare_volumes(pod, progress)
         if volumes is None:
             return progress.freeze()
+        if before_acting is not None:
+            await before_acting()
         restarted = self.resizer.to_restart(pod, status)
         actions = compute_pod_actions(
             pod,

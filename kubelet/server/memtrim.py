@@ -24,8 +24,6 @@ since start-up (40-45 ms of CPU each time).
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import gc
 from collections.abc import Awaitable, Callable
 
@@ -33,19 +31,9 @@ import attrs
 import trio
 
 from kubelet.logs import get_logger
+from kubelet.malloc import heap_trimmer
 
 log = get_logger(__name__)
-
-
-def _glibc_trim() -> Callable[[], object] | None:
-    name = ctypes.util.find_library("c")
-    if not name:
-        return None
-    try:
-        trim = ctypes.CDLL(name).malloc_trim
-    except (OSError, AttributeError):
-        return None
-    return lambda: trim(0)
 
 
 @attrs.define
@@ -54,7 +42,7 @@ class MemoryTrim:
 
     burst: int = 32
     delay: float = 1.0
-    trim: Callable[[], object] | None = attrs.field(factory=_glibc_trim)
+    trim: Callable[[], object] | None = attrs.field(factory=heap_trimmer)
     collect: Callable[[int], object] = gc.collect
     """collects generations up to the one given (tests: a recorder)"""
     promotions: Callable[[], int] = lambda: gc.get_count()[2]

@@ -96,3 +96,47 @@ async def test_what_a_failed_sandbox_readied_is_undone(
         mounts = {m.container_path: m.host_path for m in app.config.mounts}
         assert _message_files(base, "app") == [Path(mounts["/dev/termination-log"])]
         assert len(_message_files(base, "ip")) == 1
+
+
+async def test_a_pod_is_readied_while_its_allocation_is_written_and_acts_after(
+    fake: FakeRuntime,
+    short_tmp: Path,
+    autojump_clock: trio.abc.Clock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The allocation checkpoint is written by its own task: with that write slowed to
+    3 s, the pod's worker makes its directories meanwhile, and RunPodSandbox waits until
+    the file holds the pod (nothing acts on an allocation that is not on disk)."""
+    from kubelet.boundedio import RunSync
+    from kubelet.pods.allocation import Allocations
+
+    plain_run = Allocations.run
+
+    async def slow_run(
+        self: Allocations, io: RunSync, *, task_status: Any = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        async def slow(fn: Any) -> Any:
+            await trio.sleep(3)
+            return await io(fn)
+
+        await plain_run(self, slow, task_status=task_status)
+
+    monkeypatch.setattr(Allocations, "run", slow_run)
+    async with running_kubelet(fake, short_tmp) as h:
+        root = h.manifests.parent / "root"
+        checkpoint = root / "allocated_pods_state"
+
+        def holds(uid: str) -> bool:
+            return checkpoint.exists() and uid in checkpoint.read_text()
+
+        h.write("ready.yaml", READY)
+        await h.wait_for(lambda: (root / "pods").is_dir() and any((root / "pods").iterdir()))
+        readied = trio.current_time()
+        (pod_dir,) = (root / "pods").iterdir()
+        await trio.sleep(1)
+        assert not holds(pod_dir.name)
+        assert not any(c.rpc == "RunPodSandbox" for c in fake.calls)
+        await h.wait_for(lambda: any(c.rpc == "RunPodSandbox" for c in fake.calls))
+        assert holds(pod_dir.name)
+        assert trio.current_time() - readied >= 2
+        await h.wait_for(lambda: h.running("ready", "app") and h.running("ready", "ip"))

@@ -51,26 +51,3 @@ def test_generated_methods_source_lines_are_dropped(restored_gc: None) -> None:
     process.freeze_long_lived()
     assert not [name for name in linecache.cache if name.startswith("<attrs generated")]
     assert Generated(1).value == 1
-
-
-class _Libc:
-    def __init__(self) -> None:
-        self.calls: list[tuple[int, int]] = []
-
-    def mallopt(self, param: int, value: int) -> int:
-        self.calls.append((param, value))
-        return 1
-
-
-def test_one_malloc_arena_unless_the_operator_chose() -> None:
-    libc = _Libc()
-    assert process.limit_malloc_arenas(libc, environ={})
-    assert libc.calls == [(process.M_ARENA_MAX, 1)]
-    assert not process.limit_malloc_arenas(libc, environ={"MALLOC_ARENA_MAX": "4"})
-    assert libc.calls == [(process.M_ARENA_MAX, 1)]
-    assert not process.limit_malloc_arenas(object(), environ={})  # not glibc
-
-
-def test_the_arena_limit_reaches_glibc() -> None:
-    """The real call: glibc accepts the parameter (mallopt answers 1)."""
-    assert process.limit_malloc_arenas(environ={})

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -18,6 +19,8 @@ from kubelet.pods.allocstate import (
     encode_checkpoint,
 )
 from kubelet.testing.builders import make_container, make_pod
+
+T = TypeVar("T")
 
 SMALL = ResourceRequirements(
     limits={"cpu": Quantity("1"), "memory": Quantity("128Mi")},
@@ -196,3 +199,67 @@ async def test_a_burst_of_added_pods_is_one_checkpoint_write(tmp_path: Path) -> 
     assert len(synced) == 30
     assert checkpoint.writes == [{pod.uid for pod in pods}]
     assert set(await checkpoint.load(inline)) == {pod.uid for pod in pods}
+
+
+class _HeldWrites:
+    """A ``RunSync`` for the writer task: each write waits for ``release``."""
+
+    def __init__(self) -> None:
+        import trio
+
+        self.release = trio.Event()
+        self.started = 0
+
+    async def __call__(self, fn: Callable[[], T]) -> T:
+        self.started += 1
+        await self.release.wait()
+        return fn()
+
+
+async def test_the_writer_task_writes_the_latest_state_and_workers_wait_for_it(
+    tmp_path: Path,
+) -> None:
+    """With the writer running, a change does not write on the spot: ``written`` returns
+    once the file holds it, a change made during a write is written next (the latest
+    state, once), and cancelled, the writer writes what it had left before it ends."""
+    import trio
+    from trio.testing import wait_all_tasks_blocked
+
+    from kubelet.pods.allocation import Allocations
+
+    checkpoint = _Counted(str(tmp_path))
+    allocations = Allocations(checkpoint=checkpoint)
+    pods = [make_pod(make_container(), name=f"p{i}", uid=f"uid-{i}") for i in range(3)]
+    held = _HeldWrites()
+    waited: list[str] = []
+
+    async def worker(name: str) -> None:
+        await allocations.written()
+        waited.append(name)
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(allocations.run, held)
+        allocations.allocated(pods[0])
+        nursery.start_soon(worker, "first")
+        await wait_all_tasks_blocked()
+        assert held.started == 1 and checkpoint.writes == [] and waited == []
+        allocations.allocated(pods[1])  # while the first write is held
+        allocations.allocated(pods[2])
+        nursery.start_soon(worker, "second")
+        await wait_all_tasks_blocked()
+        held.release.set()
+        await wait_all_tasks_blocked()
+        assert checkpoint.writes == [{"uid-0"}, {"uid-0", "uid-1", "uid-2"}]
+        assert waited == ["first", "second"]
+        await allocations.written()  # nothing unwritten: no wait
+
+        held.release = trio.Event()
+        allocations.forget("uid-1")
+        await wait_all_tasks_blocked()
+        assert len(checkpoint.writes) == 2  # its write is held...
+        nursery.cancel_scope.cancel()
+    # ...and abandoned by the cancel: the writer wrote the last state on its way out
+    assert checkpoint.writes[2:] == [{"uid-0", "uid-2"}]
+    assert set(await checkpoint.load(inline)) == {"uid-0", "uid-2"}
+    allocations.forget("uid-2")  # no writer any more: written at once
+    assert checkpoint.writes[3:] == [{"uid-0"}]

@@ -4,7 +4,7 @@ the latest the pod's active deadline), when it wakes, and what housekeeping read
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Collection
+from collections.abc import Awaitable, Callable, Collection
 
 import pytest
 import trio
@@ -120,8 +120,11 @@ def housekeeping_loop(
     wanted: set[str],
     results: trio.MemoryReceiveChannel[WorkerResult] | None = None,
     ready: Callable[[Collection[str]], bool] = lambda seen: True,
+    trim_heap: Callable[[], Awaitable[object]] | None = None,
+    updates: trio.MemoryReceiveChannel[PodUpdate] | None = None,
 ) -> SyncLoop:
-    _, updates = trio.open_memory_channel[PodUpdate](0)
+    if updates is None:
+        _, updates = trio.open_memory_channel[PodUpdate](0)
     _, events = trio.open_memory_channel[PodLifecycleEvent](0)
     pods = PodManager()
     for uid in wanted:
@@ -135,6 +138,7 @@ def housekeeping_loop(
             housekeeper=keeper,
             sources_ready=ready,
             results=results,
+            trim_heap=trim_heap,
         )
     )
 
@@ -207,3 +211,37 @@ async def test_a_source_is_ready_once_the_loop_handled_its_pods() -> None:
     keeper.fresh = [OrphanPod("keep", "keep", "default"), OrphanPod("ghost", "g", "default")]
     await loop.housekeeping()
     assert loop.workers.terminated == ["ghost"]  # type: ignore[attr-defined]
+
+
+async def test_the_heap_is_trimmed_once_pods_that_came_have_started(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    """No pod came or went: housekeeping never trims. Pods came: the first housekeeping
+    with every worker idle trims the heap, once; one busy worker puts it off."""
+    trims: list[float] = []
+
+    async def trim() -> None:
+        trims.append(trio.current_time())
+
+    keeper = _CountingHousekeeper(set(), [])
+    send, updates = trio.open_memory_channel[PodUpdate](0)
+    loop = housekeeping_loop(keeper, set(), trim_heap=trim, updates=updates)
+    busy = [False]
+    loop.workers.busy = lambda: busy[0]  # type: ignore[method-assign]
+    async with trio.open_nursery() as nursery:
+        start = trio.current_time()
+        await nursery.start(loop.run)
+        await trio.sleep(10)
+        assert keeper.passes == 5 and trims == []
+        busy[0] = True  # the new pods' workers start them
+        await send.send(
+            PodUpdate(PodOperation.ADD, "file", (pod_from_runtime("p", "default", "p"),))
+        )
+        await trio.sleep(5)
+        assert trims == []
+        busy[0] = False
+        await trio.sleep(2)
+        assert trims == [pytest.approx(start + 16)]
+        await trio.sleep(10)
+        assert len(trims) == 1  # nothing came or went since
+        nursery.cancel_scope.cancel()

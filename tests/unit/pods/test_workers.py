@@ -254,3 +254,21 @@ async def test_finished_pods_are_not_active(autojump_clock: trio.abc.Clock) -> N
         assert workers.phase("u2") is PodPhase.TERMINATED
         assert not workers.is_active("u2")
         nursery.cancel_scope.cancel()
+
+
+async def test_busy_while_a_pod_is_synced_or_terminated(autojump_clock: trio.abc.Clock) -> None:
+    syncer = RecordingSyncer(sync_takes=2.0, terminate_takes=3.0)
+    async with trio.open_nursery() as nursery:
+        workers = await with_workers(syncer, nursery)
+        assert not workers.busy()
+        workers.sync(pod())
+        await trio.sleep(1)
+        assert workers.busy()  # syncing
+        await trio.sleep(2)
+        assert not workers.busy()
+        workers.terminate(pod(), 30)
+        await trio.sleep(1)
+        assert workers.busy()  # terminating
+        await trio.sleep(3)
+        assert not workers.busy()
+        nursery.cancel_scope.cancel()
