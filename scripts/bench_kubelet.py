@@ -1036,7 +1036,7 @@ def containerd_rows(r: ContainerdResult) -> list[tuple[str, str, float, str]]:
             r.steady_cpu,
             UPSTREAM["cpu"],
         ),
-        ("kubelet RSS / peak (MiB)", f"{r.rss:.0f} / {r.peak_rss:.0f}", r.rss, UPSTREAM["rss"]),
+        ("kubelet RSS / peak (MiB)", f"{r.rss:.1f} / {r.peak_rss:.1f}", r.rss, UPSTREAM["rss"]),
         (
             "manifests removed → every container stopped (s)",
             f"{r.stopped:.2f}",

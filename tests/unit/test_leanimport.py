@@ -1,0 +1,161 @@
+"""The command's own modules load without docstrings, from a bytecode cache of their own."""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+import textwrap
+import traceback
+from pathlib import Path
+
+from kubelet.leanimport import TAG, strip_docstrings
+
+ROOT = Path(__file__).resolve().parents[2]
+
+SOURCE = textwrap.dedent(
+    '''\
+    """The module's docstring."""
+
+    from __future__ import annotations
+
+    NOT_A_DOCSTRING = "kept"
+
+
+    def documented() -> str:
+        """A function's docstring."""
+        return "documented"
+
+
+    def only_a_docstring() -> None:
+        """Nothing else here."""
+
+
+    class Documented:
+        """A class's docstring."""
+
+        def method(self) -> str:
+            """A method's docstring."""
+            "a string expression after the first statement stays"
+            return "method"
+
+        async def coroutine(self) -> str:
+            """A coroutine's docstring."""
+            return "coroutine"
+
+
+    def fails() -> None:
+        """Its line numbers stay the source's."""
+        raise ValueError("line 32")
+    '''
+)
+
+
+def _compiled(source: str) -> dict[str, object]:
+    tree = strip_docstrings(ast.parse(source))
+    namespace: dict[str, object] = {}
+    exec(compile(tree, "<lean>", "exec", dont_inherit=True), namespace)
+    return namespace
+
+
+def test_docstrings_go_and_everything_else_stays() -> None:
+    ns = _compiled(SOURCE)
+    assert ns.get("__doc__") is None
+    documented = ns["documented"]
+    assert callable(documented) and documented() == "documented"
+    assert documented.__doc__ is None
+    only = ns["only_a_docstring"]
+    assert callable(only) and only() is None and only.__doc__ is None
+    cls = ns["Documented"]
+    assert isinstance(cls, type) and cls.__doc__ is None
+    method = vars(cls)["method"]
+    assert cls().method() == "method" and method.__doc__ is None
+    assert ns["NOT_A_DOCSTRING"] == "kept"
+    fails = ns["fails"]
+    assert callable(fails)
+    try:
+        fails()
+    except ValueError as exc:
+        assert traceback.extract_tb(exc.__traceback__)[-1].lineno == 32
+
+
+def _run(code: str, package_root: Path, **env: str) -> str:
+    """``code`` in a fresh interpreter, bytecode written unless ``env`` says otherwise."""
+    base = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**base, "PYTHONPATH": f"{package_root}{os.pathsep}{ROOT}", **env},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip()
+
+
+def _package(root: Path) -> Path:
+    package = root / "leanpkg"
+    package.mkdir()
+    (package / "__init__.py").write_text('"""The package."""\n')
+    (package / "mod.py").write_text(SOURCE)
+    return package
+
+
+LEAN = (
+    "from kubelet import leanimport; leanimport.install('leanpkg'); "
+    "import leanpkg.mod as m; print(m.__doc__, m.Documented.__doc__, m.documented(), "
+    "m.__cached__.endswith('.opt-nodoc.pyc'))"
+)
+PLAIN = "import leanpkg.mod as m; print(m.Documented.__doc__)"
+
+
+def test_an_installed_package_loads_lean_and_its_usual_bytecode_stays_whole(
+    tmp_path: Path,
+) -> None:
+    package = _package(tmp_path)
+    for _ in range(2):  # compiled and cached, then read from the cache
+        assert _run(LEAN, tmp_path) == "None None documented True"
+    cached = [p.name for p in (package / "__pycache__").iterdir()]
+    assert f"mod.{sys.implementation.cache_tag}.opt-{TAG}.pyc" in cached
+    assert _run(PLAIN, tmp_path) == "A class's docstring."  # the usual import: whole
+    assert _run(LEAN, tmp_path) == "None None documented True"  # and each its own cache
+
+
+def test_without_bytecode_writes_and_no_cache_a_module_loads_as_usual(tmp_path: Path) -> None:
+    package = _package(tmp_path)
+    lean = _run(LEAN, tmp_path, PYTHONDONTWRITEBYTECODE="1")
+    assert lean == "The module's docstring. A class's docstring. documented False"
+    assert not (package / "__pycache__").exists()
+
+
+def test_the_command_loads_the_kubelet_lean() -> None:
+    """``python -m kubelet`` (and the console script, the same entry) installs the finder
+    before the command's modules load; importing the package directly does not."""
+    code = (
+        "import sys, runpy; sys.argv = ['kubelet', '--version']\n"
+        "try:\n"
+        "    runpy.run_module('kubelet', run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "import kubelet.cli, kubelet.config\n"
+        "print(kubelet.cli.__doc__, kubelet.config.__doc__)"
+    )
+    assert _run(code, ROOT).splitlines()[-1] == "None None"
+    import kubelet.cli
+
+    assert kubelet.cli.__doc__  # this interpreter imported it normally
+
+
+def test_set_up_compiles_every_module_even_where_bytecode_is_not_written(
+    tmp_path: Path,
+) -> None:
+    package = _package(tmp_path)
+    (package / "sub").mkdir()
+    (package / "sub" / "__init__.py").write_text("")
+    (package / "sub" / "deep.py").write_text('"""Deep."""\nVALUE = 1\n')
+    code = "from kubelet import leanimport; print(leanimport.compile_package('leanpkg'))"
+    assert _run(code, tmp_path, PYTHONDONTWRITEBYTECODE="1") == "4"
+    tag = f"{sys.implementation.cache_tag}.opt-{TAG}.pyc"
+    assert (package / "sub" / "__pycache__" / f"deep.{tag}").is_file()
+    lean = _run(LEAN, tmp_path, PYTHONDONTWRITEBYTECODE="1")
+    assert lean == "None None documented True"  # the cache is there: used
