@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import ctypes
 import os
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-import trio
-
-__all__ = ["heap_trim_in_thread", "heap_trimmer", "limit_malloc_arenas"]
+__all__ = ["heap_trimmer", "limit_malloc_arenas"]
 
 M_ARENA_MAX = -8
 """glibc's ``mallopt`` parameter for the number of malloc arenas."""
@@ -46,15 +44,3 @@ def heap_trimmer(libc: Any = None) -> Callable[[], object] | None:
     except (OSError, AttributeError):
         return None
     return lambda: trim(0)
-
-
-def heap_trim_in_thread(libc: Any = None) -> Callable[[], Awaitable[object]] | None:
-    """``heap_trimmer`` as a worker thread's call; None where there is no glibc."""
-    trim = heap_trimmer(libc)
-    if trim is None:
-        return None
-
-    async def trim_in_thread() -> object:
-        return await trio.to_thread.run_sync(trim)
-
-    return trim_in_thread

@@ -6,11 +6,11 @@ else from what its containers on the runtime were created with (a tree that kept
 only in container annotations), else from its spec. An admitted resize replaces it
 (``resize``), and every change is written to the checkpoint: by the writer task
 (``run``) in a worker thread when one runs, so a pod's start prepares its cgroup and
-volumes while the file is flushed to disk, and waits for it (``written``) before it acts
-on the runtime. It hands out the pod as it
-runs: its spec with the allocation's resources, the same object for the same pod, so
-identity checks downstream (admission's request sums, the status memo) still hold. It
-also keeps each pod's resize that waits (``PodResizePending``: Deferred or Infeasible).
+volumes while the file goes to disk, and waits for it (``written``) before it acts on
+the runtime. It hands out the pod as it runs: its spec with the allocation's resources,
+the same object for the same pod, so identity checks downstream (admission's request
+sums, the status memo) still hold. It also keeps each pod's resize that waits
+(``PodResizePending``: Deferred or Infeasible).
 """
 
 from __future__ import annotations

@@ -10,19 +10,20 @@ in one nursery and hands back a ``PodLifecycle``.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 import attrs
 import trio
 
 from kubelet.api import Pod
+from kubelet.boundedio import RunSync
 from kubelet.cm import ContainerManager
 from kubelet.config import POD_READY_TO_START_CONTAINERS_CONDITION, Options, features
 from kubelet.decisions import SysctlAllowlist, apparmor_host_error, kernel_version
 from kubelet.events import WARNING, EventRecorder, pod_ref
 from kubelet.eviction import NodePressure
-from kubelet.malloc import heap_trim_in_thread
+from kubelet.malloc import heap_trimmer
 from kubelet.metrics import KubeletMetrics
 from kubelet.node import NodeIdentity, declared_features
 from kubelet.node.shutdown import KillRequest
@@ -213,6 +214,18 @@ async def run_pod_lifecycle(
         task_status.started(PodLifecycle(p.desired, workers, syncer, syncloop))
 
 
+def _heap_trim(io: RunSync) -> Callable[[], Awaitable[object]] | None:
+    """glibc's heap trim through ``io`` (a worker thread; fake-clock tests: inline)."""
+    trim = heap_trimmer()
+    if trim is None:
+        return None
+
+    async def trim_off_the_loop() -> object:
+        return await io(trim)
+
+    return trim_off_the_loop
+
+
 def _loop_parts(
     p: LifecycleParts,
     syncer: KubeletPodSyncer,
@@ -256,7 +269,7 @@ def _loop_parts(
         wall_clock=p.wall_clock,
         on_readiness=syncer.readiness_changed,
         health_updates=_health_updates(p.pod_runtime.cm),
-        trim_heap=heap_trim_in_thread(),
+        trim_heap=_heap_trim(p.pod_runtime.log_io),
     )
 
 

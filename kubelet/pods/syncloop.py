@@ -128,8 +128,9 @@ class SyncLoopParts:
     """Reads a deleted pod's deadline (``deletionTimestamp``); None: a pod first seen
     already deleted gets its whole deletion grace period."""
     trim_heap: Callable[[], Awaitable[object]] | None = None
-    """Hands the heap's free pages back (``process.heap_trim_in_thread``): at the first
-    housekeeping with every worker idle after pods came or went. None: never."""
+    """Hands the heap's free pages back (glibc's ``malloc_trim``, ``kubelet/malloc.py``,
+    off the loop): at the first housekeeping with every worker idle after pods came or
+    went. None: never."""
 
 
 class SyncLoop:

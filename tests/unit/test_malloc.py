@@ -32,17 +32,12 @@ def test_the_arena_limit_reaches_glibc() -> None:
     assert malloc.limit_malloc_arenas(environ={})
 
 
-async def test_the_heap_is_trimmed_in_a_worker_thread() -> None:
+def test_the_heap_trim_reaches_glibc_where_there_is_one() -> None:
     libc = _Libc()
-    trim = malloc.heap_trim_in_thread(libc)
+    trim = malloc.heap_trimmer(libc)
     assert trim is not None
-    assert await trim() == 1
+    assert trim() == 1
     assert libc.calls == [("malloc_trim", 0, None)]
     assert malloc.heap_trimmer(object()) is None  # not glibc: nothing to call
-    assert malloc.heap_trim_in_thread(object()) is None
-
-
-async def test_the_real_trim_reaches_glibc() -> None:
-    trim = malloc.heap_trim_in_thread()
-    assert trim is not None
-    assert await trim() in (0, 1)
+    real = malloc.heap_trimmer()
+    assert real is not None and real() in (0, 1)
