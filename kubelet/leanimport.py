@@ -13,9 +13,9 @@ package normally (the tests, a tool) never meets it and the other way round.
 
 Nothing else changes: asserts and line numbers stay (a traceback reads the source file),
 other packages load as they always do, and ``python -OO`` (which would also take every
-library's asserts and docstrings) is not needed. Where bytecode is not written
-(``PYTHONDONTWRITEBYTECODE``) and no such cache exists, a module loads as usual rather
-than being parsed and compiled at every start.
+library's asserts and docstrings) is not needed. Where no such cache is up to date and
+none can be written (``PYTHONDONTWRITEBYTECODE``, a read-only tree), a module loads as
+usual rather than being parsed and compiled at every start.
 """
 
 from __future__ import annotations
@@ -32,8 +32,9 @@ from typing import Any
 
 __all__ = ["TAG", "compile_package", "install", "strip_docstrings"]
 
-TAG = "nodoc"
-"""The bytecode cache's optimization tag for code compiled without docstrings."""
+TAG = "nodoc" + (str(sys.flags.optimize) if sys.flags.optimize else "")
+"""The bytecode cache's optimization tag for code compiled without docstrings (with the
+interpreter's ``-O`` level in it: code without asserts never serves a run with them)."""
 
 _DOCUMENTED = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
 
@@ -99,11 +100,40 @@ class _Finder(importlib.abc.MetaPathFinder):
         if spec is None or type(loader) is not importlib.machinery.SourceFileLoader:
             return spec
         cached = importlib.util.cache_from_source(loader.path, optimization=TAG)
-        if sys.dont_write_bytecode and not os.path.exists(cached):
+        if not _fresh(cached, loader.path) and not _writable(cached):
             return spec  # compiled afresh at every start otherwise: the usual code it is
         spec.loader = _Loader(loader.name, loader.path)
         spec.cached = cached
         return spec
+
+
+def _fresh(cached: str, source: str) -> bool:
+    """``cached`` holds bytecode of this interpreter for ``source`` as it is now (the
+    header a timestamp-based cache file begins with: magic, flags, mtime, size)."""
+    try:
+        with open(cached, "rb") as fh:
+            header = fh.read(16)
+        stat = os.stat(source)
+    except OSError:
+        return False
+    return (
+        len(header) == 16
+        and header[:4] == importlib.util.MAGIC_NUMBER
+        and int.from_bytes(header[4:8], "little") == 0
+        and int.from_bytes(header[8:12], "little") == int(stat.st_mtime) & 0xFFFFFFFF
+        and int.from_bytes(header[12:16], "little") == stat.st_size & 0xFFFFFFFF
+    )
+
+
+def _writable(cached: str) -> bool:
+    """A cache file can be written there now (bytecode writes allowed, and the cache
+    folder, or the source folder that would hold it, writable)."""
+    if sys.dont_write_bytecode:
+        return False
+    folder = os.path.dirname(cached)
+    if not os.path.isdir(folder):
+        folder = os.path.dirname(folder)
+    return os.access(folder, os.W_OK)
 
 
 def install(package: str = "kubelet") -> bool:

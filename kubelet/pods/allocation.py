@@ -184,7 +184,7 @@ class Allocations:
         if self._writer:
             self._due.set()
         else:  # no writer task (a tool, a test of the store alone): written now
-            self._checkpoint.store(self._entries())
+            self._checkpoint.store(self._entries(), self._version)
             self._stored = self._version
 
     def _entries(self) -> dict[str, Allocation]:
@@ -193,6 +193,8 @@ class Allocations:
     async def written(self) -> None:
         """Return once every change made so far is on disk: a pod's worker waits here
         before it acts on the runtime with what admission decided."""
+        if self._unwritten:  # a batch held open across an await elsewhere (preemption)
+            self.flush()
         target = self._version
         while self._stored < target:
             await self._wrote.wait()
@@ -215,13 +217,13 @@ class Allocations:
                     await self._due.wait()
                 self._due = trio.Event()
                 version = self._version
-                await io(functools.partial(checkpoint.store, self._entries()))
+                await io(functools.partial(checkpoint.store, self._entries(), version))
                 self._done(version)
         finally:
             self._writer = False
             if self._stored < self._version:
                 version = self._version
-                checkpoint.store(self._entries())  # at teardown: one small file, on the loop
+                checkpoint.store(self._entries(), version)  # at teardown, on the loop
                 self._done(version)
 
     def _done(self, version: int) -> None:

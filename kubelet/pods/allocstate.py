@@ -130,8 +130,10 @@ class AllocationCheckpoint:
     def __init__(self, root_dir: str) -> None:
         self.path = os.path.join(root_dir, CHECKPOINT_FILE) if root_dir else ""
         self._one_at_a_time = threading.Lock()
-        """A write in a thread its cancelled task left behind ends before the next
-        begins, so an older state never lands over a newer one."""
+        """One write at a time: a thread its cancelled task left behind may still be
+        writing when the next write begins."""
+        self._landed = 0
+        """The newest ``version`` written: an older one arriving later is dropped."""
 
     async def load(self, run: RunSync) -> dict[str, Allocation]:
         """What the file holds (read off the loop); empty when there is none or it is
@@ -150,13 +152,19 @@ class AllocationCheckpoint:
 
         return await run(read)
 
-    def store(self, entries: Mapping[str, Allocation]) -> None:
+    def store(self, entries: Mapping[str, Allocation], version: int | None = None) -> None:
         """Write ``entries`` in place of the file (a whole new file, renamed over it).
-        A few hundred bytes per pod: written where the allocation changes, as upstream."""
+        A few hundred bytes per pod: written where the allocation changes, as upstream.
+        ``version`` orders the writes: one not newer than the last written is dropped (an
+        abandoned thread's older state never lands over a newer one)."""
         if not self.path:
             return
         data = encode_checkpoint(entries)
         with self._one_at_a_time:
+            if version is not None:
+                if version <= self._landed:
+                    return
+                self._landed = version
             try:
                 replace_file(self.path, data, mode=0o600)
             except OSError as exc:

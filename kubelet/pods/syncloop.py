@@ -40,6 +40,9 @@ from .workqueue import WorkQueue
 log = logging.getLogger(__name__)
 
 HOUSEKEEPING_PERIOD = 2.0
+TRIM_AT_LATEST = 60.0
+"""Seconds after pods came or went by which the heap is trimmed even if some worker is
+still busy."""
 SYNC_ERROR_BACKOFF = 10.0
 RESYNC_JITTER = 0.5
 
@@ -130,7 +133,7 @@ class SyncLoopParts:
     trim_heap: Callable[[], Awaitable[object]] | None = None
     """Hands the heap's free pages back (glibc's ``malloc_trim``, ``kubelet/malloc.py``,
     off the loop): at the first housekeeping with every worker idle after pods came or
-    went. None: never."""
+    went (``TRIM_AT_LATEST`` at the latest). None: never."""
 
 
 class SyncLoop:
@@ -155,7 +158,9 @@ class SyncLoop:
         self.allocations = p.allocations if p.allocations is not None else Allocations()
         """What each pod runs with: admission counts it, never a resize's new spec."""
         self._trim_heap = p.trim_heap
-        self._pods_came_or_went = False
+        self._unsettled: float | None = None
+        """when pods first came or went since the last heap trim"""
+        self._trimming = False
         self._on_orphan = p.on_orphan
         """Called per runtime pod no worker knew, as housekeeping stops it
         (``kubelet_orphaned_runtime_pods_total``)."""
@@ -219,13 +224,16 @@ class SyncLoop:
                 self.last_iteration = now
                 self.iterations += 1
                 wake_at = min(self.queue.next_due(), next_housekeeping)
-                with trio.move_on_at(wake_at):
-                    await self._handle(await inbox.receive())
+                message: Message | None = None
+                with trio.move_on_at(wake_at):  # the wait alone: a preemption runs to its end
+                    message = await inbox.receive()
+                if message is not None:
+                    await self._handle(message)
                 for uid in self.queue.pop_due():
                     self.workers.requeue(uid)
                 if trio.current_time() >= next_housekeeping:
                     await self.housekeeping()
-                    await self._settle_heap()
+                    self._settle_heap(nursery)
                     next_housekeeping = trio.current_time() + HOUSEKEEPING_PERIOD
 
     @staticmethod
@@ -256,8 +264,8 @@ class SyncLoop:
     async def _handle_update(self, update: PodUpdate) -> None:
         self.handled_sources.add(update.source)
         op = update.op
-        if op is PodOperation.ADD or op is PodOperation.REMOVE:
-            self._pods_came_or_went = True
+        if (op is PodOperation.ADD or op is PodOperation.REMOVE) and self._unsettled is None:
+            self._unsettled = trio.current_time()
         pods = update.pods
         if op is PodOperation.ADD:  # admitted oldest first, as upstream's HandlePodAdditions
             pods = tuple(sorted(pods, key=lambda p: p.metadata.creation_timestamp or ""))
@@ -506,13 +514,26 @@ class SyncLoop:
         before they take a pod nobody wants for gone."""
         return self._sources_ready(self.handled_sources)
 
-    async def _settle_heap(self) -> None:
+    def _settle_heap(self, nursery: trio.Nursery) -> None:
         """Once the pods that came or went are started or torn down (every worker idle),
-        what their starts freed goes back to the system, once per such burst."""
-        if self._trim_heap is None or not self._pods_came_or_went or self.workers.busy():
+        what their starts freed goes back to the system, once per such burst; at the
+        latest ``TRIM_AT_LATEST`` after the first of them (a node of many pods is seldom
+        all idle). The trim runs beside the loop, which never waits for it."""
+        since = self._unsettled
+        if self._trim_heap is None or since is None or self._trimming:
             return
-        self._pods_came_or_went = False
-        await self._trim_heap()
+        if self.workers.busy() and trio.current_time() - since < TRIM_AT_LATEST:
+            return
+        self._unsettled = None
+        self._trimming = True
+        nursery.start_soon(self._trim)
+
+    async def _trim(self) -> None:
+        assert self._trim_heap is not None
+        try:
+            await self._trim_heap()
+        finally:
+            self._trimming = False
 
     async def housekeeping(self) -> None:
         """Tear down runtime pods nobody wants, once every source has been seen; then the

@@ -159,3 +159,33 @@ def test_set_up_compiles_every_module_even_where_bytecode_is_not_written(
     assert (package / "sub" / "__pycache__" / f"deep.{tag}").is_file()
     lean = _run(LEAN, tmp_path, PYTHONDONTWRITEBYTECODE="1")
     assert lean == "None None documented True"  # the cache is there: used
+
+
+def test_a_stale_cache_that_cannot_be_rewritten_is_not_used(tmp_path: Path) -> None:
+    """The source changed after the cache was written, and bytecode may not be written
+    now: the module loads as usual (its new text), not compiled afresh at every start."""
+    package = _package(tmp_path)
+    assert _run(LEAN, tmp_path) == "None None documented True"
+    mod = package / "mod.py"
+    mod.write_text(SOURCE.replace('return "documented"', 'return "changed"'))
+    stat = mod.stat()
+    os.utime(mod, (stat.st_atime, stat.st_mtime + 10))
+    lean = _run(LEAN, tmp_path, PYTHONDONTWRITEBYTECODE="1")
+    assert lean == "The module's docstring. A class's docstring. changed False"
+    assert _run(LEAN, tmp_path) == "None None changed True"  # writable again: rewritten
+
+
+def test_an_optimized_run_has_a_cache_of_its_own(tmp_path: Path) -> None:
+    """``python -O`` compiles without asserts: its cache never serves a plain run."""
+    _package(tmp_path)
+    check = (
+        "from kubelet import leanimport; leanimport.install('leanpkg'); "
+        "import leanpkg.mod as m; print(m.__cached__.rsplit('.', 2)[-2])"
+    )
+    base = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env = {**base, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"}
+    optimized = subprocess.run(
+        [sys.executable, "-O", "-c", check], env=env, capture_output=True, text=True, check=True
+    )
+    assert optimized.stdout.strip() == f"opt-{TAG}1"
+    assert _run(check, tmp_path) == f"opt-{TAG}"

@@ -130,9 +130,9 @@ class _Counted(AllocationCheckpoint):
         super().__init__(root_dir)
         self.writes: list[set[str]] = []
 
-    def store(self, entries: Mapping[str, Allocation]) -> None:
+    def store(self, entries: Mapping[str, Allocation], version: int | None = None) -> None:
         self.writes.append(set(entries))
-        super().store(entries)
+        super().store(entries, version)
 
 
 def test_a_batch_of_changes_is_one_write_on_leaving(tmp_path: Path) -> None:
@@ -263,3 +263,35 @@ async def test_the_writer_task_writes_the_latest_state_and_workers_wait_for_it(
     assert set(await checkpoint.load(inline)) == {"uid-0", "uid-2"}
     allocations.forget("uid-2")  # no writer any more: written at once
     assert checkpoint.writes[3:] == [{"uid-0"}]
+
+
+def test_an_older_state_never_lands_over_a_newer_one(tmp_path: Path) -> None:
+    """A write its cancelled task abandoned in a thread may end after the writer's last
+    one: the versions order them, and the older is dropped."""
+    checkpoint = AllocationCheckpoint(str(tmp_path))
+    checkpoint.store({"uid-1": ENTRIES["uid-1"]}, version=2)
+    checkpoint.store(ENTRIES, version=1)  # the abandoned, older write
+    assert set(decode_checkpoint((tmp_path / "allocated_pods_state").read_bytes())) == {"uid-1"}
+    checkpoint.store(ENTRIES, version=3)
+    assert set(decode_checkpoint((tmp_path / "allocated_pods_state").read_bytes())) == {
+        "uid-1",
+        "uid-2",
+    }
+
+
+async def test_a_worker_waits_for_a_change_still_held_in_a_batch(tmp_path: Path) -> None:
+    """The sync loop's batch stays open while a preemption waits; a worker asking for
+    the file meanwhile gets its pod's allocation written first, not skipped."""
+    import trio
+
+    from kubelet.pods.allocation import Allocations
+
+    checkpoint = _Counted(str(tmp_path))
+    allocations = Allocations(checkpoint=checkpoint)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(allocations.run, inline)
+        with allocations.batch():
+            allocations.allocated(make_pod(make_container(), name="p", uid="uid-p"))
+            await allocations.written()  # as a pod's worker would, while the batch is open
+            assert checkpoint.writes == [{"uid-p"}]
+        nursery.cancel_scope.cancel()

@@ -12,7 +12,14 @@ import trio
 from kubelet.api import Pod
 from kubelet.pleg import PodLifecycleEvent, pod_from_runtime
 from kubelet.pods import PodManager, PodWorkers
-from kubelet.pods.syncloop import SYNC_ERROR_BACKOFF, OrphanPod, SyncLoop, SyncLoopParts
+from kubelet.pods.syncloop import (
+    HOUSEKEEPING_PERIOD,
+    SYNC_ERROR_BACKOFF,
+    TRIM_AT_LATEST,
+    OrphanPod,
+    SyncLoop,
+    SyncLoopParts,
+)
 from kubelet.pods.workers import SyncResult, WorkerResult
 from kubelet.sources import PodOperation, PodStorage, PodUpdate
 
@@ -244,4 +251,37 @@ async def test_the_heap_is_trimmed_once_pods_that_came_have_started(
         assert trims == [pytest.approx(start + 16)]
         await trio.sleep(10)
         assert len(trims) == 1  # nothing came or went since
+        busy[0] = True  # a worker that stays busy puts it off a minute at the most
+        await send.send(
+            PodUpdate(PodOperation.REMOVE, "file", (pod_from_runtime("p", "default", "p"),))
+        )
+        removed = trio.current_time()
+        await trio.sleep(TRIM_AT_LATEST + HOUSEKEEPING_PERIOD + 0.5)
+        assert len(trims) == 2
+        assert TRIM_AT_LATEST <= trims[1] - removed <= TRIM_AT_LATEST + HOUSEKEEPING_PERIOD
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_message_that_takes_long_is_handled_to_its_end(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    """Handling one message may take longer than the loop's next wake-up (a critical
+    pod's preemption waits for its victims to stop): only the wait for the next message
+    has the wake-up's deadline, so the handling is never cut short."""
+    keeper = _CountingHousekeeper(set(), [])
+    send, updates = trio.open_memory_channel[PodUpdate](0)
+    loop = housekeeping_loop(keeper, set(), updates=updates)
+    handled: list[float] = []
+
+    async def slow_update(update: PodUpdate) -> None:
+        await trio.sleep(30)  # a victim's grace period
+        handled.append(trio.current_time())
+
+    loop._handle_update = slow_update  # type: ignore[method-assign]
+    async with trio.open_nursery() as nursery:
+        start = trio.current_time()
+        await nursery.start(loop.run)
+        await send.send(PodUpdate(PodOperation.ADD, "file", ()))
+        await trio.sleep(40)
+        assert handled == [pytest.approx(start + 30)]
         nursery.cancel_scope.cancel()
