@@ -100,7 +100,7 @@ class _Finder(importlib.abc.MetaPathFinder):
         if spec is None or type(loader) is not importlib.machinery.SourceFileLoader:
             return spec
         cached = importlib.util.cache_from_source(loader.path, optimization=TAG)
-        if not _fresh(cached, loader.path) and not _writable(cached):
+        if not _writable(cached) and not _fresh(cached, loader.path):  # writable: no header read
             return spec  # compiled afresh at every start otherwise: the usual code it is
         spec.loader = _Loader(loader.name, loader.path)
         spec.cached = cached
