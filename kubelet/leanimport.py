@@ -14,8 +14,9 @@ package normally (the tests, a tool) never meets it and the other way round.
 Nothing else changes: asserts and line numbers stay (a traceback reads the source file),
 other packages load as they always do, and ``python -OO`` (which would also take every
 library's asserts and docstrings) is not needed. Where no such cache is up to date and
-none can be written (``PYTHONDONTWRITEBYTECODE``, a read-only tree), a module loads as
-usual rather than being parsed and compiled at every start.
+none can be written (``PYTHONDONTWRITEBYTECODE``, a read-only tree), a module with usual
+bytecode loads from it (cheaper than compiling it at every start); one without any is
+compiled from its source at every start either way, and so without its docstrings.
 """
 
 from __future__ import annotations
@@ -100,8 +101,12 @@ class _Finder(importlib.abc.MetaPathFinder):
         if spec is None or type(loader) is not importlib.machinery.SourceFileLoader:
             return spec
         cached = importlib.util.cache_from_source(loader.path, optimization=TAG)
-        if not _writable(cached) and not _fresh(cached, loader.path):  # writable: no header read
-            return spec  # compiled afresh at every start otherwise: the usual code it is
+        if (
+            not _writable(cached)  # writable: no header read
+            and not _fresh(cached, loader.path)
+            and _usable(importlib.util.cache_from_source(loader.path), loader.path)
+        ):
+            return spec  # loading the usual bytecode beats compiling at every start
         spec.loader = _Loader(loader.name, loader.path)
         spec.cached = cached
         return spec
@@ -123,6 +128,19 @@ def _fresh(cached: str, source: str) -> bool:
         and int.from_bytes(header[8:12], "little") == int(stat.st_mtime) & 0xFFFFFFFF
         and int.from_bytes(header[12:16], "little") == stat.st_size & 0xFFFFFFFF
     )
+
+
+def _usable(cached: str, source: str) -> bool:
+    """``cached`` is bytecode the usual loader would take without compiling: fresh, or
+    hash-based (which that loader checks itself)."""
+    try:
+        with open(cached, "rb") as fh:
+            header = fh.read(8)
+    except OSError:
+        return False
+    if len(header) < 8 or header[:4] != importlib.util.MAGIC_NUMBER:
+        return False
+    return int.from_bytes(header[4:8], "little") != 0 or _fresh(cached, source)
 
 
 def _writable(cached: str) -> bool:

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import ast
 import os
+import py_compile
 import subprocess
 import sys
 import textwrap
 import traceback
 from pathlib import Path
+
+import pytest
 
 from kubelet.leanimport import TAG, strip_docstrings
 
@@ -121,10 +124,12 @@ def test_an_installed_package_loads_lean_and_its_usual_bytecode_stays_whole(
     assert _run(LEAN, tmp_path) == "None None documented True"  # and each its own cache
 
 
-def test_without_bytecode_writes_and_no_cache_a_module_loads_as_usual(tmp_path: Path) -> None:
+def test_without_bytecode_writes_or_any_cache_a_module_compiles_lean(tmp_path: Path) -> None:
+    """Nothing cached and nothing may be written: the source is compiled at every start
+    either way, so it is compiled without its docstrings (and nothing is written)."""
     package = _package(tmp_path)
     lean = _run(LEAN, tmp_path, PYTHONDONTWRITEBYTECODE="1")
-    assert lean == "The module's docstring. A class's docstring. documented False"
+    assert lean == "None None documented True"
     assert not (package / "__pycache__").exists()
 
 
@@ -161,18 +166,54 @@ def test_set_up_compiles_every_module_even_where_bytecode_is_not_written(
     assert lean == "None None documented True"  # the cache is there: used
 
 
-def test_a_stale_cache_that_cannot_be_rewritten_is_not_used(tmp_path: Path) -> None:
-    """The source changed after the cache was written, and bytecode may not be written
-    now: the module loads as usual (its new text), not compiled afresh at every start."""
-    package = _package(tmp_path)
-    assert _run(LEAN, tmp_path) == "None None documented True"
+def _change(package: Path) -> None:
+    """The module's source changes (and its mtime moves on, so every cache is stale)."""
     mod = package / "mod.py"
     mod.write_text(SOURCE.replace('return "documented"', 'return "changed"'))
     stat = mod.stat()
     os.utime(mod, (stat.st_atime, stat.st_mtime + 10))
+
+
+def test_a_stale_cache_that_cannot_be_rewritten_gives_way_to_usual_bytecode(
+    tmp_path: Path,
+) -> None:
+    """The source changed after the cache was written, bytecode may not be written now,
+    and the usual bytecode is up to date: the module loads from that (its new text),
+    not compiled afresh at every start."""
+    package = _package(tmp_path)
+    assert _run(LEAN, tmp_path) == "None None documented True"
+    _change(package)
+    assert _run(PLAIN, tmp_path) == "A class's docstring."  # writes the usual bytecode
     lean = _run(LEAN, tmp_path, PYTHONDONTWRITEBYTECODE="1")
     assert lean == "The module's docstring. A class's docstring. changed False"
     assert _run(LEAN, tmp_path) == "None None changed True"  # writable again: rewritten
+
+
+@pytest.mark.parametrize(
+    "mode",
+    [py_compile.PycInvalidationMode.UNCHECKED_HASH, py_compile.PycInvalidationMode.CHECKED_HASH],
+)
+def test_hash_based_usual_bytecode_is_used_as_it_is(
+    tmp_path: Path, mode: py_compile.PycInvalidationMode
+) -> None:
+    """Hash-based bytecode (a reproducible install's) is the usual loader's to check."""
+    package = _package(tmp_path)
+    py_compile.compile(str(package / "mod.py"), invalidation_mode=mode, doraise=True)
+    lean = _run(LEAN, tmp_path, PYTHONDONTWRITEBYTECODE="1")
+    assert lean == "The module's docstring. A class's docstring. documented False"
+
+
+def test_a_stale_cache_and_no_usual_bytecode_compile_lean_without_writing(
+    tmp_path: Path,
+) -> None:
+    package = _package(tmp_path)
+    assert _run(LEAN, tmp_path) == "None None documented True"
+    cache = next((package / "__pycache__").glob(f"mod.*.opt-{TAG}.pyc"))
+    written = cache.read_bytes()
+    _change(package)
+    lean = _run(LEAN, tmp_path, PYTHONDONTWRITEBYTECODE="1")
+    assert lean == "None None changed True"
+    assert cache.read_bytes() == written  # still the old one: nothing may be written
 
 
 def test_an_optimized_run_has_a_cache_of_its_own(tmp_path: Path) -> None:
