@@ -5,11 +5,12 @@ at run time, yet each one is a string object alive for the whole process: 0.8 Mi
 standalone kubelet's 58 (its 359 modules loaded with and without them). Letting go of
 them after the import gives nothing back until the heap is trimmed, and then 0.5 MiB:
 the strings sit in the interpreter's memory pools between objects that stay. So they
-are never made: the command puts a finder in front of the import system (``install``)
-that compiles ``kubelet`` modules from a syntax tree with the docstrings taken out, and
-caches that code beside the usual bytecode
-(``__pycache__/<module>.cpython-3XX.opt-nodoc.pyc``), so an interpreter importing the
-package normally (the tests, a tool) never meets it and the other way round.
+are never kept: the command puts a finder in front of the import system (``install``)
+that compiles ``kubelet`` modules as usual and takes the docstrings out of the code
+(which costs a tenth of the compiling), and caches that code beside the usual bytecode
+(``__pycache__/<module>.cpython-3XX.opt-nodoc.pyc``), from which they are never made at
+all. An interpreter importing the package normally (the tests, a tool) never meets that
+cache, and the other way round.
 
 Nothing else changes: asserts and line numbers stay (a traceback reads the source file),
 other packages load as they always do, and ``python -OO`` (which would also take every
@@ -21,10 +22,11 @@ compiled from its source at every start either way, and so without its docstring
 
 from __future__ import annotations
 
-import ast
+import dis
 import importlib.abc
 import importlib.machinery
 import importlib.util
+import inspect
 import os
 import sys
 from collections.abc import Sequence
@@ -37,30 +39,71 @@ TAG = "nodoc" + (str(sys.flags.optimize) if sys.flags.optimize else "")
 """The bytecode cache's optimization tag for code compiled without docstrings (with the
 interpreter's ``-O`` level in it: code without asserts never serves a run with them)."""
 
-_DOCUMENTED = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+_LOAD_CONST = dis.opmap["LOAD_CONST"]
+_CONST_USES = tuple(dis.opmap[name] for name in ("LOAD_CONST", "RETURN_CONST") if name in dis.opmap)
+_STORE_NAME = dis.opmap["STORE_NAME"]
+_EXTENDED_ARG = dis.EXTENDED_ARG
+_OPTIMIZED = inspect.CO_OPTIMIZED
+"""A function's code (module and class bodies are not optimized)."""
+_HAS_DOCSTRING = getattr(inspect, "CO_HAS_DOCSTRING", 0)
+"""Set on a function that has a docstring, where the first constant may be something else."""
+_PROLOGUE = 40
+"""Bytes of a module's or class body's code within which it stores its ``__doc__``."""
 
 
-def strip_docstrings(tree: ast.Module) -> ast.Module:
-    """``tree`` without the docstring of its module, classes and functions (a ``pass``
-    in its place where the body would be empty or begin with another string)."""
-    for node in ast.walk(tree):
-        if not isinstance(node, _DOCUMENTED) or not node.body:
-            continue
-        first = node.body[0]
-        if _is_text(first):
-            del node.body[0]
-            if not node.body or _is_text(node.body[0]):  # else the next would be one
-                node.body.insert(0, ast.copy_location(ast.Pass(), first))
-    return tree
+def strip_docstrings(code: CodeType) -> CodeType:
+    """``code`` (a module's) with the docstrings of its module, classes and functions
+    replaced by None, at any depth.
+
+    Compiled code holds a function's docstring as its first constant (None when it has
+    none), and a module or class body begins by storing a constant as ``__doc__``. A
+    docstring whose constant the code also loads elsewhere (the same text written again
+    as a literal) stays: it is alive either way.
+    """
+    consts = list(code.co_consts)
+    changed = False
+    for i, const in enumerate(consts):
+        if isinstance(const, CodeType) and (inner := strip_docstrings(const)) is not const:
+            consts[i], changed = inner, True
+    doc = _docstring_index(code)
+    if doc is not None:
+        consts[doc], changed = None, True
+    return code.replace(co_consts=tuple(consts)) if changed else code
 
 
-def _is_text(statement: ast.stmt) -> bool:
-    """A statement that is a string on its own: a docstring when it comes first."""
-    return (
-        isinstance(statement, ast.Expr)
-        and isinstance(statement.value, ast.Constant)
-        and isinstance(statement.value.value, str)
-    )
+def _docstring_index(code: CodeType) -> int | None:
+    """Where the docstring of ``code`` itself is among its constants (None: it has none,
+    or the constant has another use)."""
+    consts, raw = code.co_consts, code.co_code
+    if code.co_flags & _OPTIMIZED:  # a function; comprehensions and lambdas have none
+        if code.co_name.startswith("<") or not consts or not isinstance(consts[0], str):
+            return None
+        if _HAS_DOCSTRING and not code.co_flags & _HAS_DOCSTRING:
+            return None
+        return 0 if _loads(raw, 0) == 0 else None
+    for at in range(0, min(len(raw) - 2, _PROLOGUE), 2):
+        if (
+            raw[at] == _LOAD_CONST
+            and raw[at + 2] == _STORE_NAME
+            and code.co_names[raw[at + 3]] == "__doc__"
+            and (at == 0 or raw[at - 2] != _EXTENDED_ARG)
+        ):
+            index = raw[at + 1]
+            return index if isinstance(consts[index], str) and _loads(raw, index) == 1 else None
+    return None
+
+
+def _loads(raw: bytes, index: int) -> int:
+    """How many instructions of the bytecode ``raw`` use constant ``index`` (< 256)."""
+    count = 0
+    for opcode in _CONST_USES:
+        pattern = bytes((opcode, index))
+        at = raw.find(pattern)
+        while at != -1:
+            if at % 2 == 0 and (at == 0 or raw[at - 2] != _EXTENDED_ARG):
+                count += 1
+            at = raw.find(pattern, at + 1)
+    return count
 
 
 class _Loader(importlib.machinery.SourceFileLoader):
@@ -69,8 +112,8 @@ class _Loader(importlib.machinery.SourceFileLoader):
     def source_to_code(  # type: ignore[override]
         self, data: Any, path: Any, *, _optimize: int = -1
     ) -> CodeType:
-        tree = strip_docstrings(ast.parse(data, path))
-        return compile(tree, path, "exec", dont_inherit=True, optimize=_optimize)
+        code = compile(data, path, "exec", dont_inherit=True, optimize=_optimize)
+        return strip_docstrings(code)
 
     def _cache(self, path: str) -> str:
         """The usual bytecode path of this module becomes ours; any other stays."""

@@ -9,7 +9,9 @@ import subprocess
 import sys
 import textwrap
 import traceback
+from collections import Counter
 from pathlib import Path
+from types import CodeType
 
 import pytest
 
@@ -51,14 +53,29 @@ SOURCE = textwrap.dedent(
     def fails() -> None:
         """Its line numbers stay the source's."""
         raise ValueError("line 32")
+
+
+    def echoes() -> str:
+        """echo"""
+        return "echo"
+
+
+    class Echo:
+        """echo"""
+
+        WORD = "echo"
+
+
+    PICKED = [w for w in ("a", "b") if w == "a"]
+    LAMBDA = lambda: "lam"  # noqa: E731
     '''
 )
 
 
 def _compiled(source: str) -> dict[str, object]:
-    tree = strip_docstrings(ast.parse(source))
+    code = strip_docstrings(compile(source, "<lean>", "exec", dont_inherit=True))
     namespace: dict[str, object] = {}
-    exec(compile(tree, "<lean>", "exec", dont_inherit=True), namespace)
+    exec(code, namespace)
     return namespace
 
 
@@ -81,6 +98,61 @@ def test_docstrings_go_and_everything_else_stays() -> None:
         fails()
     except ValueError as exc:
         assert traceback.extract_tb(exc.__traceback__)[-1].lineno == 32
+    else:
+        raise AssertionError("fails() did not raise")
+    coroutine = vars(cls)["coroutine"]
+    assert coroutine.__doc__ is None
+
+
+def test_a_docstring_whose_text_the_code_also_uses_stays() -> None:
+    """The same text as a literal shares the docstring's constant: both stay."""
+    ns = _compiled(SOURCE)
+    echoes, echo = ns["echoes"], ns["Echo"]
+    assert callable(echoes) and echoes() == "echo" and echoes.__doc__ == "echo"
+    assert isinstance(echo, type) and vars(echo)["WORD"] == "echo" and echo.__doc__ == "echo"
+    lam = ns["LAMBDA"]
+    assert ns["PICKED"] == ["a"] and callable(lam) and lam() == "lam"
+
+
+def test_the_kubelets_own_code_keeps_no_docstring_but_the_shared_ones() -> None:
+    """Every module of the package, compiled and stripped: what string constants are left
+    are the ones the code uses (the same as leaving out every docstring in the source)."""
+    for path in sorted((ROOT / "kubelet").rglob("*.py")):
+        source = path.read_text(encoding="utf-8")
+        lean = _strings(strip_docstrings(compile(source, str(path), "exec", dont_inherit=True)))
+        bare = _strings(compile(_without_docstrings(source), str(path), "exec", dont_inherit=True))
+        assert lean == bare, path
+
+
+def _strings(code: CodeType) -> Counter[str]:
+    found: Counter[str] = Counter()
+    for const in code.co_consts:
+        if isinstance(const, CodeType):
+            found += _strings(const)
+        elif isinstance(const, str):
+            found[const] += 1
+    return found
+
+
+def _without_docstrings(source: str) -> ast.Module:
+    """The syntax tree of ``source`` with every docstring statement removed (the reference)."""
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and _is_text(body[0]):
+                del body[0]
+                if not body or _is_text(body[0]):  # else the next would be one
+                    body.insert(0, ast.Pass())
+    return ast.fix_missing_locations(tree)
+
+
+def _is_text(statement: ast.stmt) -> bool:
+    return (
+        isinstance(statement, ast.Expr)
+        and isinstance(statement.value, ast.Constant)
+        and isinstance(statement.value.value, str)
+    )
 
 
 def _run(code: str, package_root: Path, **env: str) -> str:
