@@ -47,6 +47,18 @@ OFFLOAD_THREADS = trio.CapacityLimiter(8)
 requests queues here instead of taking one thread (and its buffers) each."""
 
 
+STATE_THREADS = trio.CapacityLimiter(1)
+"""The thread the kubelet's own state writes (the allocation checkpoint) and its heap
+trim use, apart from :data:`OFFLOAD_THREADS`: reads and volume removals filling that pool
+never hold a pod's start at the checkpoint's gate."""
+
+
+async def in_state_thread(fn: Callable[[], T]) -> T:
+    """``fn`` in the state thread (one at a time); cancelling abandons it, as
+    :func:`in_thread` does."""
+    return await trio.to_thread.run_sync(fn, abandon_on_cancel=True, limiter=STATE_THREADS)
+
+
 async def in_thread(fn: Callable[[], T]) -> T:
     """``fn`` in a worker thread (at most :data:`OFFLOAD_THREADS` at once).
 

@@ -8,7 +8,7 @@ the strings sit in the interpreter's memory pools between objects that stay. So 
 are never kept: the command puts a finder in front of the import system (``install``)
 that compiles ``kubelet`` modules as usual and takes the docstrings out of the code
 (which costs a tenth of the compiling), and caches that code beside the usual bytecode
-(``__pycache__/<module>.cpython-3XX.opt-nodoc.pyc``), from which they are never made at
+(``__pycache__/<module>.cpython-3XX.opt-nodoc2.pyc``), from which they are never made at
 all. An interpreter importing the package normally (the tests, a tool) never meets that
 cache, and the other way round.
 
@@ -33,9 +33,13 @@ from collections.abc import Sequence
 from types import CodeType, ModuleType
 from typing import Any
 
-__all__ = ["TAG", "compile_package", "install", "strip_docstrings"]
+__all__ = ["STRIPPING", "TAG", "compile_package", "install", "strip_docstrings"]
 
-TAG = "nodoc" + (str(sys.flags.optimize) if sys.flags.optimize else "")
+STRIPPING = 2
+"""The version of what ``strip_docstrings`` does: a change to it leaves every cache of
+the one before stale, whether or not the module's source changed."""
+
+TAG = f"nodoc{STRIPPING}" + (f"o{sys.flags.optimize}" if sys.flags.optimize else "")
 """The bytecode cache's optimization tag for code compiled without docstrings (with the
 interpreter's ``-O`` level in it: code without asserts never serves a run with them)."""
 
@@ -49,6 +53,8 @@ _HAS_DOCSTRING = getattr(inspect, "CO_HAS_DOCSTRING", 0)
 """Set on a function that has a docstring, where the first constant may be something else."""
 _PROLOGUE = 40
 """Bytes of a module's or class body's code within which it stores its ``__doc__``."""
+_BEFORE_THE_DOCSTRING = frozenset({"__module__", "__qualname__", "__firstlineno__"})
+"""What a class body stores before its docstring."""
 
 
 def strip_docstrings(code: CodeType) -> CodeType:
@@ -82,14 +88,17 @@ def _docstring_index(code: CodeType) -> int | None:
             return None
         return 0 if _loads(raw, 0) == 0 else None
     for at in range(0, min(len(raw) - 2, _PROLOGUE), 2):
-        if (
-            raw[at] == _LOAD_CONST
-            and raw[at + 2] == _STORE_NAME
-            and code.co_names[raw[at + 3]] == "__doc__"
-            and (at == 0 or raw[at - 2] != _EXTENDED_ARG)
-        ):
-            index = raw[at + 1]
-            return index if isinstance(consts[index], str) and _loads(raw, index) == 1 else None
+        if raw[at] != _STORE_NAME:
+            continue
+        name = code.co_names[raw[at + 1]]
+        if name != "__doc__":
+            if name in _BEFORE_THE_DOCSTRING:
+                continue
+            return None  # a statement came first: ``__doc__ = ...`` later is code's own
+        if at < 2 or raw[at - 2] != _LOAD_CONST or (at >= 4 and raw[at - 4] == _EXTENDED_ARG):
+            return None
+        index = raw[at - 1]
+        return index if isinstance(consts[index], str) and _loads(raw, index) == 1 else None
     return None
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 from collections.abc import Callable, Iterator, Mapping
 
 import attrs
@@ -35,7 +36,13 @@ from kubelet.decisions import (
 
 from .allocstate import AllocationCheckpoint
 
-__all__ = ["Allocations"]
+__all__ = ["LAST_WRITE_DEADLINE", "Allocations"]
+
+log = logging.getLogger(__name__)
+
+LAST_WRITE_DEADLINE = 5.0
+"""How long a cancelled writer waits for its last write (a disk that hangs at shutdown
+does not hold the kubelet's exit)."""
 
 
 def _nothing(uid: str) -> RuntimePodStatus | None:
@@ -204,7 +211,8 @@ class Allocations:
     ) -> None:
         """Write the checkpoint in a worker thread (``io``) whenever it changed, the
         latest state each time; cancelled, the last change is written before it ends
-        (a kubelet handing the node over leaves the file as it ran)."""
+        (a kubelet handing the node over leaves the file as it ran), unless the disk
+        takes longer than ``LAST_WRITE_DEADLINE``."""
         checkpoint = self._checkpoint
         if checkpoint is None:
             task_status.started()
@@ -223,8 +231,16 @@ class Allocations:
             self._writer = False
             if self._stored < self._version:
                 version = self._version
-                checkpoint.store(self._entries(), version)  # at teardown, on the loop
-                self._done(version)
+                write = functools.partial(checkpoint.store, self._entries(), version)
+                with trio.CancelScope(shield=True), trio.move_on_after(LAST_WRITE_DEADLINE):
+                    await io(write)  # behind a write its cancelled task left in a thread
+                    self._done(version)
+                if self._stored < version:
+                    log.error(
+                        "allocation checkpoint %s: last change not written within %.0f s",
+                        checkpoint.path,
+                        LAST_WRITE_DEADLINE,
+                    )
 
     def _done(self, version: int) -> None:
         self._stored = version

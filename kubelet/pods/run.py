@@ -17,7 +17,7 @@ import attrs
 import trio
 
 from kubelet.api import Pod
-from kubelet.boundedio import RunSync
+from kubelet.boundedio import RunSync, in_state_thread
 from kubelet.cm import ContainerManager
 from kubelet.config import POD_READY_TO_START_CONTAINERS_CONDITION, Options, features
 from kubelet.decisions import SysctlAllowlist, apparmor_host_error, kernel_version
@@ -158,6 +158,8 @@ class LifecycleParts:
     shutdown_admission: Callable[[], tuple[bool, str, str]] | None = None
     tracer: Tracer = NO_TRACER
     """spans of the pod workers' steps"""
+    state_io: RunSync = in_state_thread
+    """the allocation checkpoint's writes and the heap trim (a thread of their own)"""
 
 
 async def run_pod_lifecycle(
@@ -205,7 +207,7 @@ async def run_pod_lifecycle(
     syncloop = SyncLoop(_loop_parts(p, syncer, workers, housekeeper, results))
     p.metrics.watch_resizes(syncloop.allocations.counts)
     async with trio.open_nursery() as nursery:
-        await nursery.start(syncer.allocations.run, p.pod_runtime.log_io)
+        await nursery.start(syncer.allocations.run, p.state_io)
         await nursery.start(workers.run)
         await nursery.start(housekeeper.run)
         await nursery.start(syncloop.run)
@@ -215,7 +217,7 @@ async def run_pod_lifecycle(
 
 
 def _heap_trim(io: RunSync) -> Callable[[], Awaitable[object]] | None:
-    """glibc's heap trim through ``io`` (a worker thread; fake-clock tests: inline)."""
+    """glibc's heap trim through ``io`` (the state thread; fake-clock tests: inline)."""
     trim = heap_trimmer()
     if trim is None:
         return None
@@ -269,7 +271,7 @@ def _loop_parts(
         wall_clock=p.wall_clock,
         on_readiness=syncer.readiness_changed,
         health_updates=_health_updates(p.pod_runtime.cm),
-        trim_heap=_heap_trim(p.pod_runtime.log_io),
+        trim_heap=_heap_trim(p.state_io),
     )
 
 

@@ -114,6 +114,24 @@ def test_a_docstring_whose_text_the_code_also_uses_stays() -> None:
     assert ns["PICKED"] == ["a"] and callable(lam) and lam() == "lam"
 
 
+def test_a_doc_the_code_assigns_after_a_statement_is_not_a_docstring() -> None:
+    source = textwrap.dedent(
+        """\
+        VERSION = 1
+        __doc__ = "assigned by the module's code"
+
+
+        class Assigned:
+            size = 2
+            __doc__ = "assigned by the class's code"
+        """
+    )
+    ns = _compiled(source)
+    assigned = ns["Assigned"]
+    assert ns["__doc__"] == "assigned by the module's code"
+    assert isinstance(assigned, type) and assigned.__doc__ == "assigned by the class's code"
+
+
 def test_the_kubelets_own_code_keeps_no_docstring_but_the_shared_ones() -> None:
     """Every module of the package, compiled and stripped: what string constants are left
     are the ones the code uses (the same as leaving out every docstring in the source)."""
@@ -179,7 +197,7 @@ def _package(root: Path) -> Path:
 LEAN = (
     "from kubelet import leanimport; leanimport.install('leanpkg'); "
     "import leanpkg.mod as m; print(m.__doc__, m.Documented.__doc__, m.documented(), "
-    "m.__cached__.endswith('.opt-nodoc.pyc'))"
+    f"m.__cached__.endswith('.opt-{TAG}.pyc'))"
 )
 PLAIN = "import leanpkg.mod as m; print(m.Documented.__doc__)"
 
@@ -300,5 +318,5 @@ def test_an_optimized_run_has_a_cache_of_its_own(tmp_path: Path) -> None:
     optimized = subprocess.run(
         [sys.executable, "-O", "-c", check], env=env, capture_output=True, text=True, check=True
     )
-    assert optimized.stdout.strip() == f"opt-{TAG}1"
+    assert optimized.stdout.strip() == f"opt-{TAG}o1"
     assert _run(check, tmp_path) == f"opt-{TAG}"

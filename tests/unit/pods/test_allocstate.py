@@ -237,7 +237,11 @@ async def test_the_writer_task_writes_the_latest_state_and_workers_wait_for_it(
         await allocations.written()
         waited.append(name)
 
-    async with trio.open_nursery() as nursery:
+    async def disk_finishes_after_the_cancel() -> None:
+        await wait_all_tasks_blocked()
+        held.release.set()
+
+    async with trio.open_nursery() as outer, trio.open_nursery() as nursery:
         await nursery.start(allocations.run, held)
         allocations.allocated(pods[0])
         nursery.start_soon(worker, "first")
@@ -257,12 +261,56 @@ async def test_the_writer_task_writes_the_latest_state_and_workers_wait_for_it(
         allocations.forget("uid-1")
         await wait_all_tasks_blocked()
         assert len(checkpoint.writes) == 2  # its write is held...
+        outer.start_soon(disk_finishes_after_the_cancel)
         nursery.cancel_scope.cancel()
-    # ...and abandoned by the cancel: the writer wrote the last state on its way out
+    # ...and abandoned by the cancel: the writer wrote the last state on its way out,
+    # waiting for the disk (the cancel does not cut that wait short)
     assert checkpoint.writes[2:] == [{"uid-0", "uid-2"}]
     assert set(await checkpoint.load(inline)) == {"uid-0", "uid-2"}
     allocations.forget("uid-2")  # no writer any more: written at once
     assert checkpoint.writes[3:] == [{"uid-0"}]
+
+
+async def test_a_last_write_the_disk_never_finishes_does_not_hold_the_exit(
+    tmp_path: Path, autojump_clock: object, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Cancelled with a change left and a disk that hangs, the writer gives up after
+    ``LAST_WRITE_DEADLINE`` and says so."""
+    import trio
+    from trio.testing import wait_all_tasks_blocked
+
+    from kubelet.pods.allocation import LAST_WRITE_DEADLINE, Allocations
+
+    checkpoint = _Counted(str(tmp_path))
+    allocations = Allocations(checkpoint=checkpoint)
+    held = _HeldWrites()  # never released
+    began = trio.current_time()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(allocations.run, held)
+        allocations.allocated(make_pod(make_container(), name="p", uid="uid-p"))
+        await wait_all_tasks_blocked()
+        nursery.cancel_scope.cancel()
+    assert trio.current_time() - began == pytest.approx(LAST_WRITE_DEADLINE)
+    assert checkpoint.writes == [] and held.started == 2
+    assert "last change not written within 5 s" in caplog.text
+
+
+async def test_the_state_thread_does_not_wait_for_the_shared_pool() -> None:
+    """Reads and removals holding every thread of ``OFFLOAD_THREADS`` do not hold the
+    checkpoint's writes (and so a pod's start at their gate)."""
+    import trio
+
+    from kubelet.boundedio import OFFLOAD_THREADS, in_state_thread
+
+    holders = [object() for _ in range(int(OFFLOAD_THREADS.total_tokens))]
+    for holder in holders:
+        OFFLOAD_THREADS.acquire_on_behalf_of_nowait(holder)
+    try:
+        with trio.fail_after(5):
+            assert await in_state_thread(lambda: "written") == "written"
+    finally:
+        for holder in holders:
+            OFFLOAD_THREADS.release_on_behalf_of(holder)
 
 
 def test_an_older_state_never_lands_over_a_newer_one(tmp_path: Path) -> None:
