@@ -47,16 +47,22 @@ OFFLOAD_THREADS = trio.CapacityLimiter(8)
 requests queues here instead of taking one thread (and its buffers) each."""
 
 
-STATE_THREADS = trio.CapacityLimiter(1)
+_STATE_THREAD: trio.lowlevel.RunVar[trio.CapacityLimiter] = trio.lowlevel.RunVar("state_thread")
 """The thread the kubelet's own state writes (the allocation checkpoint) and its heap
 trim use, apart from :data:`OFFLOAD_THREADS`: reads and volume removals filling that pool
-never hold a pod's start at the checkpoint's gate."""
+never hold a pod's start at the checkpoint's gate. One per run: a thread abandoned when
+a run ends never gives its place back, and the next run (a test's) must not wait for it."""
 
 
 async def in_state_thread(fn: Callable[[], T]) -> T:
     """``fn`` in the state thread (one at a time); cancelling abandons it, as
     :func:`in_thread` does."""
-    return await trio.to_thread.run_sync(fn, abandon_on_cancel=True, limiter=STATE_THREADS)
+    try:
+        limiter = _STATE_THREAD.get()
+    except LookupError:
+        limiter = trio.CapacityLimiter(1)
+        _STATE_THREAD.set(limiter)
+    return await trio.to_thread.run_sync(fn, abandon_on_cancel=True, limiter=limiter)
 
 
 async def in_thread(fn: Callable[[], T]) -> T:

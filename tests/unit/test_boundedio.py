@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import pytest
+import trio
+from trio.testing import MockClock
 
 from kubelet.boundedio import (
     InputRefused,
     file_names,
+    in_state_thread,
     in_thread,
     inline,
     loads_json,
@@ -80,3 +84,24 @@ def test_file_names_refuses_a_directory_over_the_limit(tmp_path: Path) -> None:
     assert len(file_names(tmp_path, 4)) == 4
     with pytest.raises(InputRefused, match="more than 3 entries"):
         file_names(tmp_path, 3)
+
+
+def test_a_state_thread_abandoned_as_a_run_ends_does_not_hold_the_next_run() -> None:
+    """A thread still running when its run ends never gives its limiter's place back;
+    the state thread's limiter belongs to one run, so the next run (a test's, a
+    restarted kubelet in the same process) does not wait for it."""
+    stuck = threading.Event()
+
+    async def abandon() -> None:
+        with trio.move_on_after(1):  # the clock jumps while the thread blocks
+            await in_state_thread(stuck.wait)
+
+    async def write() -> str:
+        with trio.fail_after(5):
+            return await in_state_thread(lambda: "written")
+
+    try:
+        trio.run(abandon, clock=MockClock(autojump_threshold=0))
+        assert trio.run(write) == "written"
+    finally:
+        stuck.set()
