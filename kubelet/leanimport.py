@@ -155,8 +155,8 @@ class _Finder(importlib.abc.MetaPathFinder):
         cached = importlib.util.cache_from_source(loader.path, optimization=TAG)
         if (
             not _writable(cached)  # writable: no header read
-            and not _fresh(cached, loader.path)
-            and _usable(importlib.util.cache_from_source(loader.path), loader.path)
+            and not _fresh(_header(cached), loader.path)
+            and _usable(_header(importlib.util.cache_from_source(loader.path)), loader.path)
         ):
             return spec  # loading the usual bytecode beats compiling at every start
         spec.loader = _Loader(loader.name, loader.path)
@@ -164,35 +164,39 @@ class _Finder(importlib.abc.MetaPathFinder):
         return spec
 
 
-def _fresh(cached: str, source: str) -> bool:
-    """``cached`` holds bytecode of this interpreter for ``source`` as it is now (the
-    header a timestamp-based cache file begins with: magic, flags, mtime, size)."""
+def _header(cached: str) -> bytes:
+    """The first 16 bytes of a bytecode cache file (magic, flags, then a timestamp-based
+    file's source mtime and size); empty when it cannot be read."""
     try:
         with open(cached, "rb") as fh:
-            header = fh.read(16)
+            return fh.read(16)
+    except OSError:
+        return b""
+
+
+def _ours(header: bytes) -> bool:
+    """The header of bytecode of this interpreter."""
+    return len(header) == 16 and header[:4] == importlib.util.MAGIC_NUMBER
+
+
+def _fresh(header: bytes, source: str) -> bool:
+    """``header`` is a timestamp-based cache's for ``source`` as it is now."""
+    if not _ours(header) or int.from_bytes(header[4:8], "little") != 0:
+        return False
+    try:
         stat = os.stat(source)
     except OSError:
         return False
     return (
-        len(header) == 16
-        and header[:4] == importlib.util.MAGIC_NUMBER
-        and int.from_bytes(header[4:8], "little") == 0
-        and int.from_bytes(header[8:12], "little") == int(stat.st_mtime) & 0xFFFFFFFF
+        int.from_bytes(header[8:12], "little") == int(stat.st_mtime) & 0xFFFFFFFF
         and int.from_bytes(header[12:16], "little") == stat.st_size & 0xFFFFFFFF
     )
 
 
-def _usable(cached: str, source: str) -> bool:
-    """``cached`` is bytecode the usual loader would take without compiling: fresh, or
-    hash-based (which that loader checks itself)."""
-    try:
-        with open(cached, "rb") as fh:
-            header = fh.read(8)
-    except OSError:
-        return False
-    if len(header) < 8 or header[:4] != importlib.util.MAGIC_NUMBER:
-        return False
-    return int.from_bytes(header[4:8], "little") != 0 or _fresh(cached, source)
+def _usable(header: bytes, source: str) -> bool:
+    """``header`` is of bytecode the usual loader would take without compiling: fresh,
+    or hash-based (which that loader checks itself)."""
+    return _ours(header) and (int.from_bytes(header[4:8], "little") != 0 or _fresh(header, source))
 
 
 def _writable(cached: str) -> bool:
