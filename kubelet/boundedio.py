@@ -42,37 +42,51 @@ class RunSync(Protocol):
     def __call__(self, fn: Callable[[], T], /) -> Awaitable[T]: ...
 
 
-OFFLOAD_THREADS = trio.CapacityLimiter(8)
+_Limiters = trio.lowlevel.RunVar[trio.CapacityLimiter]
+
+_OFFLOAD: _Limiters = trio.lowlevel.RunVar("offload_threads")
+OFFLOAD_PLACES = 8
 """Worker threads that reading and decoding outside data may use at once: a flood of
 requests queues here instead of taking one thread (and its buffers) each."""
 
-
-_STATE_THREAD: trio.lowlevel.RunVar[trio.CapacityLimiter] = trio.lowlevel.RunVar("state_thread")
+_STATE: _Limiters = trio.lowlevel.RunVar("state_thread")
 """The thread the kubelet's own state writes (the allocation checkpoint) and its heap
-trim use, apart from :data:`OFFLOAD_THREADS`: reads and volume removals filling that pool
-never hold a pod's start at the checkpoint's gate. One per run: a thread abandoned when
-a run ends never gives its place back, and the next run (a test's) must not wait for it."""
+trim use, apart from :func:`offload_threads`: reads and volume removals filling that
+pool never hold a pod's start at the checkpoint's gate."""
+
+
+def offload_threads() -> trio.CapacityLimiter:
+    """This run's limiter of :data:`OFFLOAD_PLACES` worker threads for :func:`in_thread`."""
+    return _run_limiter(_OFFLOAD, OFFLOAD_PLACES)
+
+
+def _run_limiter(var: _Limiters, places: int) -> trio.CapacityLimiter:
+    """The limiter ``var`` holds in this run, made on first use. One per run: a thread
+    abandoned as its run ends never gives its place back (Trio cannot report into a run
+    that is over), and the next run in the process (a test's) must not wait for it."""
+    try:
+        return var.get()
+    except LookupError:
+        limiter = trio.CapacityLimiter(places)
+        var.set(limiter)
+        return limiter
 
 
 async def in_state_thread(fn: Callable[[], T]) -> T:
     """``fn`` in the state thread (one at a time); cancelling abandons it, as
     :func:`in_thread` does."""
-    try:
-        limiter = _STATE_THREAD.get()
-    except LookupError:
-        limiter = trio.CapacityLimiter(1)
-        _STATE_THREAD.set(limiter)
+    limiter = _run_limiter(_STATE, 1)
     return await trio.to_thread.run_sync(fn, abandon_on_cancel=True, limiter=limiter)
 
 
 async def in_thread(fn: Callable[[], T]) -> T:
-    """``fn`` in a worker thread (at most :data:`OFFLOAD_THREADS` at once).
+    """``fn`` in a worker thread (at most :data:`OFFLOAD_PLACES` at once).
 
     Cancelling abandons the thread rather than waiting for it: what runs there only reads
     and decodes (it changes no state of ours) and is bounded, so an abandoned thread ends
     on its own soon after, and a shutdown never waits for a slow disk or a FIFO.
     """
-    return await trio.to_thread.run_sync(fn, abandon_on_cancel=True, limiter=OFFLOAD_THREADS)
+    return await trio.to_thread.run_sync(fn, abandon_on_cancel=True, limiter=offload_threads())
 
 
 async def inline(fn: Callable[[], T]) -> T:

@@ -11,7 +11,9 @@ import trio
 from trio.testing import MockClock
 
 from kubelet.boundedio import (
+    OFFLOAD_PLACES,
     InputRefused,
+    RunSync,
     file_names,
     in_state_thread,
     in_thread,
@@ -86,22 +88,27 @@ def test_file_names_refuses_a_directory_over_the_limit(tmp_path: Path) -> None:
         file_names(tmp_path, 3)
 
 
-def test_a_state_thread_abandoned_as_a_run_ends_does_not_hold_the_next_run() -> None:
+@pytest.mark.parametrize(("runner", "places"), [(in_state_thread, 1), (in_thread, OFFLOAD_PLACES)])
+def test_threads_abandoned_as_a_run_ends_do_not_hold_the_next_run(
+    runner: RunSync, places: int
+) -> None:
     """A thread still running when its run ends never gives its limiter's place back;
-    the state thread's limiter belongs to one run, so the next run (a test's, a
-    restarted kubelet in the same process) does not wait for it."""
+    each run has limiters of its own, so the next run in the process (a test's) does
+    not wait for them."""
     stuck = threading.Event()
 
     async def abandon() -> None:
-        with trio.move_on_after(1):  # the clock jumps while the thread blocks
-            await in_state_thread(stuck.wait)
+        with trio.move_on_after(1):  # the clock jumps while the threads block
+            async with trio.open_nursery() as nursery:
+                for _ in range(places):
+                    nursery.start_soon(runner, stuck.wait)
 
-    async def write() -> str:
+    async def read() -> str:
         with trio.fail_after(5):
-            return await in_state_thread(lambda: "written")
+            return await runner(lambda: "read")
 
     try:
         trio.run(abandon, clock=MockClock(autojump_threshold=0))
-        assert trio.run(write) == "written"
+        assert trio.run(read) == "read"
     finally:
         stuck.set()

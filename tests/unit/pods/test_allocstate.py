@@ -296,21 +296,22 @@ async def test_a_last_write_the_disk_never_finishes_does_not_hold_the_exit(
 
 
 async def test_the_state_thread_does_not_wait_for_the_shared_pool() -> None:
-    """Reads and removals holding every thread of ``OFFLOAD_THREADS`` do not hold the
-    checkpoint's writes (and so a pod's start at their gate)."""
+    """Reads and removals holding every thread of the shared pool (``in_thread``'s) do
+    not hold the checkpoint's writes (and so a pod's start at their gate)."""
     import trio
 
-    from kubelet.boundedio import OFFLOAD_THREADS, in_state_thread
+    from kubelet.boundedio import in_state_thread, offload_threads
 
-    holders = [object() for _ in range(int(OFFLOAD_THREADS.total_tokens))]
-    for holder in holders:
-        OFFLOAD_THREADS.acquire_on_behalf_of_nowait(holder)
+    pool, holders = offload_threads(), []
     try:
+        while pool.available_tokens:
+            holders.append(object())
+            pool.acquire_on_behalf_of_nowait(holders[-1])
         with trio.fail_after(5):
             assert await in_state_thread(lambda: "written") == "written"
     finally:
         for holder in holders:
-            OFFLOAD_THREADS.release_on_behalf_of(holder)
+            pool.release_on_behalf_of(holder)
 
 
 def test_an_older_state_never_lands_over_a_newer_one(tmp_path: Path) -> None:
